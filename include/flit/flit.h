@@ -1,0 +1,263 @@
+/*
+ * flit: user-level cluster messaging.
+ *
+ * This header is the whole public contract of the core: the job, endpoints,
+ * progress, statuses and counters. Active Messages live in <flit/am.h>,
+ * which this header includes.
+ *
+ * Conventions
+ *  - Every call returns a flit_status; FLIT_OK is 0. flit_strerror() names
+ *    every value. Outputs are the last arguments and are written only on
+ *    success.
+ *  - Ranks and handler indices are one-field structs so that the compiler
+ *    catches one passed where the other belongs: flit_rank(3),
+ *    flit_handler(7).
+ *  - Parameter structs start with a field_mask: a field is read only when its
+ *    bit is set, so the structs can grow without breaking the ABI.
+ */
+#ifndef FLIT_FLIT_H
+#define FLIT_FLIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FLIT_VERSION_MAJOR 0
+#define FLIT_VERSION_MINOR 1
+#define FLIT_VERSION_PATCH 0
+#define FLIT_VERSION \
+    (FLIT_VERSION_MAJOR * 10000 + FLIT_VERSION_MINOR * 100 + FLIT_VERSION_PATCH)
+
+#if defined(__GNUC__)
+#define FLIT_API __attribute__((visibility("default")))
+#define FLIT_NODISCARD __attribute__((warn_unused_result))
+#else
+#define FLIT_API
+#define FLIT_NODISCARD
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum flit_status {
+    FLIT_OK = 0,
+    FLIT_ERR_INVALID_ARG,       /* NULL pointer, bad flag, absurd size */
+    FLIT_ERR_NOT_INITIALIZED,   /* flit_init has not been called */
+    FLIT_ERR_ALREADY_INITIALIZED,
+    FLIT_ERR_FINALIZED,         /* called after flit_finalize */
+    FLIT_ERR_FORKED,            /* a child made by fork() used its parent's flit */
+    FLIT_ERR_THREAD,            /* single-threaded endpoint entered by two threads */
+    FLIT_ERR_NO_MEMORY,
+    FLIT_ERR_SYSTEM,            /* an operating-system call failed (logged) */
+    FLIT_ERR_BOOT,              /* the launcher's bootstrap failed or went away */
+    FLIT_ERR_RANK,              /* rank outside 0 .. size-1 */
+    FLIT_ERR_NARGS,             /* more than FLIT_AM_MAX_ARGS arguments */
+    FLIT_ERR_TOO_LARGE,         /* payload above the maximum of its kind */
+    FLIT_ERR_BOUNDS,            /* long: offset/length outside the segment */
+    FLIT_ERR_NO_SEGMENT,        /* long: the destination registered no segment */
+    FLIT_ERR_AGAIN,             /* non-blocking call: no room now, try later */
+    FLIT_ERR_TIMEOUT,           /* nothing happened within the timeout */
+    FLIT_ERR_IN_HANDLER,        /* not allowed inside a handler (request, poll, wait) */
+    FLIT_ERR_REPLY_IN_REPLY,    /* a reply or returned-message handler tried to send */
+    FLIT_ERR_ALREADY_REPLIED,   /* a request handler may reply only once */
+    FLIT_ERR_BAD_TOKEN,         /* token of no running request handler */
+    FLIT_ERR_PEER_DOWN,         /* the peer died or stopped answering */
+    FLIT_ERR_NO_HANDLER,        /* no handler registered at that index */
+    FLIT_ERR_BAD_HANDLER,       /* handler index outside the handler table */
+    FLIT_ERR_BAD_TAG,           /* message tag differs from the endpoint's tag */
+    FLIT_ERR_BAD_PACKET,        /* malformed packet refused */
+    FLIT_ERR_UNREACHABLE,       /* no transport reaches that peer */
+    FLIT_ERR_NOT_SUPPORTED,     /* valid request this build or transport cannot do */
+    FLIT_STATUS_COUNT           /* not a status: the number of them */
+} flit_status;
+
+/* A sentence that explains the status; never NULL, even for unknown values. */
+FLIT_API const char *flit_strerror(flit_status status);
+/* The enumerator's name, "FLIT_ERR_AGAIN"; "FLIT_?" for unknown values. */
+FLIT_API const char *flit_status_name(flit_status status);
+
+/* ---------------------------------------------------------------- ids */
+
+typedef struct flit_rank { uint32_t idx; } flit_rank_t;
+typedef struct flit_handler { uint16_t idx; } flit_handler_t;
+
+static inline flit_rank_t flit_rank(uint32_t idx)
+{
+    flit_rank_t r;
+    r.idx = idx;
+    return r;
+}
+
+static inline flit_handler_t flit_handler(uint16_t idx)
+{
+    flit_handler_t h;
+    h.idx = idx;
+    return h;
+}
+
+/* ---------------------------------------------------------------- job */
+
+/*
+ * flit_init joins the job. Rank, size and the way to reach the peers come
+ * from the launcher: flitrun, or none at all (a job of one rank). It is not
+ * collective by itself; endpoint creation is. params may be NULL.
+ */
+typedef struct flit_init_params {
+    uint64_t field_mask;        /* no fields yet; must be 0 */
+} flit_init_params_t;
+
+FLIT_API flit_status flit_init(const flit_init_params_t *params);
+
+/*
+ * Collective: destroys the endpoints still open (with their barrier), leaves
+ * the job, prints counters when FLIT_STATS=1. Every later call answers
+ * FLIT_ERR_FINALIZED; flit_init cannot be called again.
+ */
+FLIT_API flit_status flit_finalize(void);
+
+/* This process's rank and the job's size; 0 before flit_init. */
+FLIT_API flit_rank_t flit_job_rank(void);
+FLIT_API uint32_t flit_job_size(void);
+
+/* ---------------------------------------------------------------- endpoint */
+
+typedef struct flit_ep flit_ep_t;
+
+typedef enum flit_thread_mode {
+    FLIT_THREAD_SINGLE = 0,     /* one thread at a time; concurrent entry is
+                                   detected and answered FLIT_ERR_THREAD */
+    FLIT_THREAD_SAFE = 1        /* any thread may call any function */
+} flit_thread_mode;
+
+#define FLIT_EP_PARAM_THREAD_MODE     (1u << 0)
+#define FLIT_EP_PARAM_SEGMENT         (1u << 1)
+#define FLIT_EP_PARAM_TAG             (1u << 2)
+#define FLIT_EP_PARAM_HANDLER_COUNT   (1u << 3)
+#define FLIT_EP_PARAM_PROGRESS_THREAD (1u << 4)
+
+#define FLIT_HANDLER_COUNT_DEFAULT 256u
+#define FLIT_HANDLER_COUNT_MAX 65536u
+
+typedef struct flit_ep_params {
+    uint64_t field_mask;        /* FLIT_EP_PARAM_* bits of the fields set */
+    flit_thread_mode thread_mode;   /* default FLIT_THREAD_SINGLE */
+    /*
+     * The segment long messages land in. segment_addr NULL with a size: the
+     * library allocates it in memory its peers on this host map directly
+     * (one copy, no system call). A user address: peers reach it with
+     * cross-memory attach, or in pieces when the kernel forbids that. The
+     * memory must stay valid until the endpoint is destroyed.
+     */
+    void *segment_addr;
+    size_t segment_size;        /* default 0: no segment */
+    uint64_t tag;               /* default: the job's tag */
+    uint32_t handler_count;     /* 1 .. FLIT_HANDLER_COUNT_MAX, default 256 */
+    int progress_thread;        /* nonzero: serve this endpoint from a thread
+                                   (implies FLIT_THREAD_SAFE); default from
+                                   FLIT_PROGRESS_THREAD */
+} flit_ep_params_t;
+
+/*
+ * Collective over the job: every rank creates its endpoints in the same
+ * order, and the n-th endpoint of one rank talks to the n-th of the others.
+ * params may be NULL for all defaults.
+ */
+FLIT_API flit_status flit_ep_create(const flit_ep_params_t *params,
+                                    flit_ep_t **ep_out);
+
+/* Collective: waits until every rank is done with this endpoint, then frees
+   it. Not from inside a handler. */
+FLIT_API flit_status flit_ep_destroy(flit_ep_t *ep);
+
+/* The local segment (NULL, 0 when none). */
+FLIT_API flit_status flit_ep_segment(flit_ep_t *ep, void **addr_out,
+                                     size_t *size_out);
+/* The size of rank's segment on this endpoint, as that rank registered it. */
+FLIT_API flit_status flit_ep_peer_segment_size(flit_ep_t *ep, flit_rank_t rank,
+                                               size_t *size_out);
+
+/*
+ * Tags (AM-2). A message carries the tag its sender holds for the
+ * destination; the destination refuses it unless it equals its own tag.
+ */
+FLIT_API flit_status flit_ep_tag(flit_ep_t *ep, uint64_t *tag_out);
+FLIT_API flit_status flit_ep_set_tag(flit_ep_t *ep, uint64_t tag);
+FLIT_API flit_status flit_ep_set_peer_tag(flit_ep_t *ep, flit_rank_t rank,
+                                          uint64_t tag);
+
+/* Called once per peer that dies or stops answering. */
+typedef void (*flit_peer_down_fn)(flit_ep_t *ep, flit_rank_t peer,
+                                  flit_status reason, void *user);
+FLIT_API flit_status flit_ep_set_peer_down_handler(flit_ep_t *ep,
+                                                   flit_peer_down_fn fn,
+                                                   void *user);
+
+/* ---------------------------------------------------------------- progress */
+
+/* Runs every handler that can run now, without blocking. */
+FLIT_API flit_status flit_poll(flit_ep_t *ep);
+
+/*
+ * Makes progress until at least one message was handled, or timeout_us
+ * microseconds passed (FLIT_ERR_TIMEOUT); timeout_us < 0 waits forever.
+ * Spins for FLIT_SPIN_US, then sleeps until a sender wakes it.
+ */
+FLIT_API flit_status flit_wait(flit_ep_t *ep, int64_t timeout_us);
+
+/* Collective: returns when every rank has entered the barrier on ep. */
+FLIT_API flit_status flit_barrier(flit_ep_t *ep);
+
+/*
+ * Event-loop integration. flit_ep_fd gives a file descriptor that stays
+ * readable (level-triggered) from the moment the armed endpoint has work
+ * until flit_poll runs. Protocol:
+ *
+ *     for (;;) {
+ *         flit_poll(ep);
+ *         if (flit_ep_arm(ep) == FLIT_ERR_AGAIN) continue;  // work pending
+ *         epoll_wait(...);      // sleeps; ep's fd turns readable on work
+ *     }
+ *
+ * flit_ep_arm answers FLIT_OK when it is safe to sleep, FLIT_ERR_AGAIN when
+ * work is already waiting. Senders make a system call only while armed.
+ */
+FLIT_API flit_status flit_ep_fd(flit_ep_t *ep, int *fd_out);
+FLIT_API flit_status flit_ep_arm(flit_ep_t *ep);
+
+/* ---------------------------------------------------------------- counters */
+
+enum flit_stat_kind {
+    FLIT_STAT_REQ_SHORT, FLIT_STAT_REQ_MEDIUM, FLIT_STAT_REQ_LONG,
+    FLIT_STAT_REP_SHORT, FLIT_STAT_REP_MEDIUM, FLIT_STAT_REP_LONG,
+    FLIT_STAT_KINDS
+};
+
+typedef struct flit_stats {
+    size_t struct_size;         /* set to sizeof(flit_stats_t) before the call */
+    uint64_t sent_msgs[FLIT_STAT_KINDS];
+    uint64_t sent_bytes[FLIT_STAT_KINDS];   /* payload bytes */
+    uint64_t recv_msgs[FLIT_STAT_KINDS];
+    uint64_t recv_bytes[FLIT_STAT_KINDS];
+    uint64_t credit_stalls;     /* sends that found the receiver without room */
+    uint64_t returned_to_us;    /* our messages that came back */
+    uint64_t returned_by_us;    /* messages we refused and sent back */
+    uint64_t refused_packets;   /* malformed or foreign packets dropped */
+    uint64_t polls;             /* progress passes */
+    uint64_t sleeps;            /* times the endpoint went to sleep */
+    uint64_t wakeups_sent;      /* system calls made to wake a sleeping peer */
+    uint64_t peers_down;
+} flit_stats_t;
+
+FLIT_API flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out);
+/* Writes the endpoint's state (per peer: in flight, credits, counters) to fd. */
+FLIT_API flit_status flit_ep_dump(flit_ep_t *ep, int fd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include <flit/am.h>
+
+#endif /* FLIT_FLIT_H */

@@ -1,0 +1,278 @@
+/*
+ * Active Message sends: requests from the program, replies from request
+ * handlers. Validation is complete here, so what reaches the transport is
+ * always well formed; what only the destination can judge (handler, tag,
+ * its segment) comes back as a returned message.
+ */
+#include "am/am.h"
+
+#include "core/config.h"
+#include "core/log.h"
+
+#define KNOWN_FLAGS FLIT_AM_NONBLOCK
+
+static flit_status check_args(const uint32_t *args, unsigned nargs)
+{
+    if (nargs > FLIT_AM_MAX_ARGS)
+        return FLIT_ERR_NARGS;
+    if (nargs && !args)
+        return FLIT_ERR_INVALID_ARG;
+    return FLIT_OK;
+}
+
+static void fill(struct fl_am_msg *m, uint8_t op, bool reply, flit_handler_t h,
+                 uint64_t tag, const uint32_t *args, unsigned nargs)
+{
+    m->op = op;
+    m->flags = reply ? FL_AMF_REPLY : 0;
+    m->nargs = (uint8_t)nargs;
+    m->handler = h.idx;
+    m->aux = 0;
+    m->tag = tag;
+    for (unsigned i = 0; i < nargs; i++)
+        m->args[i] = args[i];
+    m->base = m->total = m->piece = 0;
+    m->payload_len = 0;
+}
+
+/* Header (+ payload) as one packet. */
+static flit_status send_msg(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                            struct fl_am_msg *m, const void *payload,
+                            unsigned flags)
+{
+    uint8_t hdr[FL_AM_MAX_HDR];
+    size_t hl = fl_am_encode(hdr, m);
+    struct iovec iov[2] = {{hdr, hl}, {(void *)payload, m->payload_len}};
+    return fl_ep_send(ep, dst, lane, iov, m->payload_len ? 2 : 1, flags);
+}
+
+static void count_sent(struct flit_ep *ep, uint32_t dst, flit_am_kind kind,
+                       bool reply, size_t nbytes)
+{
+    unsigned k = fl_am_stat(kind, reply);
+    FL_COUNT(ep->stats.sent_msgs[k], 1);
+    FL_COUNT(ep->stats.sent_bytes[k], nbytes);
+    FL_COUNT(ep->peers[dst].sent, 1);
+}
+
+/*
+ * A long payload in pieces through the lane (no direct path to the peer's
+ * segment). Only the first piece may answer FLIT_ERR_AGAIN; once it is in,
+ * the rest follow, waiting for room as needed, so the pieces of one message
+ * are never interleaved with another's on the lane.
+ */
+static flit_status send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                               struct fl_am_msg *m, const uint8_t *src,
+                               size_t nbytes, unsigned flags)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    size_t room = p->tp->max_packet(p->tpe) - fl_am_hdr_len(FL_OP_AM_FRAG, m->nargs);
+    size_t chunk = (size_t)fl_cfg.long_chunk < room ? (size_t)fl_cfg.long_chunk : room;
+    struct fl_am_msg piece = *m;
+    piece.op = FL_OP_AM_FRAG;
+    piece.total = nbytes;
+    size_t off = 0;
+    do {
+        size_t n = nbytes - off < chunk ? nbytes - off : chunk;
+        bool final = off + n == nbytes;
+        piece.flags = (uint8_t)(m->flags | (final ? FL_AMF_FINAL : 0));
+        piece.nargs = final ? m->nargs : 0;
+        piece.piece = off;
+        piece.payload_len = n;
+        flit_status st = send_msg(ep, dst, lane, &piece, src + off,
+                                  off == 0 ? flags : flags & ~FLIT_AM_NONBLOCK);
+        if (st != FLIT_OK)
+            return st;
+        off += n;
+    } while (off < nbytes);
+    return FLIT_OK;
+}
+
+static flit_status send_long(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                             struct fl_am_msg *m, const void *buf, size_t nbytes,
+                             uint64_t offset, unsigned flags)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    if (p->seg_size == 0)
+        return FLIT_ERR_NO_SEGMENT;
+    if (offset > p->seg_size || nbytes > p->seg_size - offset)
+        return FLIT_ERR_BOUNDS;
+    m->base = offset;
+    m->total = nbytes;
+    if (p->put_ok && nbytes) {
+        /* The header must find room before the data is written, so that a
+           refused non-blocking send leaves the segment untouched. */
+        size_t hl = fl_am_hdr_len(FL_OP_AM_LONG, m->nargs);
+        if ((flags & FLIT_AM_NONBLOCK) && !p->tp->has_room(p->tpe, dst, lane, hl)) {
+            FL_COUNT(ep->stats.credit_stalls, 1);
+            return FLIT_ERR_AGAIN;
+        }
+        flit_status st = p->tp->put(p->tpe, dst, offset, buf, nbytes);
+        if (st == FLIT_OK)
+            return send_msg(ep, dst, lane, m, NULL, flags);
+        if (st != FLIT_ERR_NOT_SUPPORTED)
+            return st;
+        p->put_ok = false;  /* the kernel refused: copy from now on */
+        fl_info("rank %u: no direct access to its segment; long payloads go in pieces", dst);
+    }
+    if (nbytes == 0)
+        return send_msg(ep, dst, lane, m, NULL, flags);
+    return send_pieces(ep, dst, lane, m, buf, nbytes, flags);
+}
+
+/* One path for the three kinds, requests and replies alike. */
+static flit_status am_send(struct flit_ep *ep, uint32_t dst, bool reply,
+                           flit_am_kind kind, flit_handler_t h, const void *buf,
+                           size_t nbytes, uint64_t offset, const uint32_t *args,
+                           unsigned nargs, unsigned flags)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    if (fl_peer_is_down(p))
+        return FLIT_ERR_PEER_DOWN;
+    unsigned lane = reply ? FL_LANE_REP : FL_LANE_REQ;
+    struct fl_am_msg m;
+    static const uint8_t ops[] = {FL_OP_AM_SHORT, FL_OP_AM_MEDIUM, FL_OP_AM_LONG};
+    fill(&m, ops[kind], reply, h, p->tag, args, nargs);
+    flit_status st;
+    if (kind == FLIT_AM_SHORT) {
+        st = send_msg(ep, dst, lane, &m, NULL, flags);
+    } else if (kind == FLIT_AM_MEDIUM) {
+        m.payload_len = nbytes;
+        st = send_msg(ep, dst, lane, &m, buf, flags);
+    } else {
+        st = send_long(ep, dst, lane, &m, buf, nbytes, offset, flags);
+    }
+    if (st == FLIT_OK)
+        count_sent(ep, dst, kind, reply, nbytes);
+    return st;
+}
+
+static flit_status check_payload(flit_am_kind kind, const void *buf,
+                                 size_t nbytes)
+{
+    if (nbytes && !buf)
+        return FLIT_ERR_INVALID_ARG;
+    if (kind == FLIT_AM_MEDIUM && nbytes > FLIT_AM_MAX_MEDIUM)
+        return FLIT_ERR_TOO_LARGE;
+    return FLIT_OK;
+}
+
+static flit_status request(flit_ep_t *ep, flit_rank_t dest, flit_am_kind kind,
+                           flit_handler_t h, const void *buf, size_t nbytes,
+                           uint64_t offset, const uint32_t *args,
+                           unsigned nargs, unsigned flags)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (dest.idx >= ep->size)
+        st = FLIT_ERR_RANK;
+    else if (flags & ~KNOWN_FLAGS)
+        st = FLIT_ERR_INVALID_ARG;
+    if (st == FLIT_OK)
+        st = check_args(args, nargs);
+    if (st == FLIT_OK)
+        st = check_payload(kind, buf, nbytes);
+    if (st == FLIT_OK)
+        st = am_send(ep, dest.idx, false, kind, h, buf, nbytes, offset, args,
+                     nargs, flags);
+    fl_ep_leave(ep);
+    return st;
+}
+
+flit_status flit_am_short(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                          const uint32_t *args, unsigned nargs, unsigned flags)
+{
+    return request(ep, dest, FLIT_AM_SHORT, h, NULL, 0, 0, args, nargs, flags);
+}
+
+flit_status flit_am_medium(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                           const void *buf, size_t nbytes, const uint32_t *args,
+                           unsigned nargs, unsigned flags)
+{
+    return request(ep, dest, FLIT_AM_MEDIUM, h, buf, nbytes, 0, args, nargs, flags);
+}
+
+flit_status flit_am_long(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                         const void *buf, size_t nbytes, uint64_t dest_offset,
+                         const uint32_t *args, unsigned nargs, unsigned flags)
+{
+    return request(ep, dest, FLIT_AM_LONG, h, buf, nbytes, dest_offset, args,
+                   nargs, flags);
+}
+
+/* Replies run inside the request handler, on the endpoint already entered. */
+static flit_status reply(flit_token_t *t, flit_am_kind kind, flit_handler_t h,
+                         const void *buf, size_t nbytes, uint64_t offset,
+                         const uint32_t *args, unsigned nargs)
+{
+    flit_status st = fl_job_check();
+    if (st != FLIT_OK)
+        return st;
+    if (!t || !t->live)
+        return FLIT_ERR_BAD_TOKEN;
+    if (t->no_send)
+        return FLIT_ERR_REPLY_IN_REPLY;
+    if (t->replied)
+        return FLIT_ERR_ALREADY_REPLIED;
+    st = check_args(args, nargs);
+    if (st == FLIT_OK)
+        st = check_payload(kind, buf, nbytes);
+    if (st == FLIT_OK)
+        st = am_send(t->ep, t->src, true, kind, h, buf, nbytes, offset, args,
+                     nargs, 0);
+    if (st == FLIT_OK)
+        t->replied = 1;
+    return st;
+}
+
+flit_status flit_am_reply_short(flit_token_t *token, flit_handler_t h,
+                                const uint32_t *args, unsigned nargs)
+{
+    return reply(token, FLIT_AM_SHORT, h, NULL, 0, 0, args, nargs);
+}
+
+flit_status flit_am_reply_medium(flit_token_t *token, flit_handler_t h,
+                                 const void *buf, size_t nbytes,
+                                 const uint32_t *args, unsigned nargs)
+{
+    return reply(token, FLIT_AM_MEDIUM, h, buf, nbytes, 0, args, nargs);
+}
+
+flit_status flit_am_reply_long(flit_token_t *token, flit_handler_t h,
+                               const void *buf, size_t nbytes,
+                               uint64_t dest_offset, const uint32_t *args,
+                               unsigned nargs)
+{
+    return reply(token, FLIT_AM_LONG, h, buf, nbytes, dest_offset, args, nargs);
+}
+
+flit_status fl_am_send_ctrl(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                            enum fl_ctrl_kind kind, uint32_t arg)
+{
+    struct fl_am_msg m;
+    fill(&m, FL_OP_CTRL, lane == FL_LANE_REP, flit_handler(0), 0, &arg, 1);
+    m.aux = (uint16_t)kind;
+    return send_msg(ep, dst, lane, &m, NULL, 0);
+}
+
+flit_rank_t flit_token_rank(const flit_token_t *token)
+{
+    return flit_rank(token && token->live ? token->src : UINT32_MAX);
+}
+
+flit_ep_t *flit_token_ep(const flit_token_t *token)
+{
+    return token && token->live ? token->ep : NULL;
+}
+
+const char *flit_am_kind_name(flit_am_kind kind, int is_reply)
+{
+    static const char *const names[2][3] = {
+        {"request short", "request medium", "request long"},
+        {"reply short", "reply medium", "reply long"},
+    };
+    if ((unsigned)kind > FLIT_AM_LONG)
+        return "unknown";
+    return names[is_reply ? 1 : 0][kind];
+}

@@ -1,0 +1,302 @@
+/*
+ * The receive side of Active Messages: checks each message against the
+ * endpoint (tag, handler, segment), runs its handler exactly once, or sends
+ * it back to its sender with the reason. Also returned messages coming back,
+ * and messages reclaimed from a dead peer.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "am/am.h"
+#include "core/log.h"
+
+/* Handler context: what runs here may reply (requests) or nothing. */
+static struct flit_token *token_push(struct flit_ep *ep, uint32_t src,
+                                     bool no_send)
+{
+    /* Nesting is bounded by construction: see FL_TOKEN_DEPTH. */
+    if (ep->token_top >= FL_TOKEN_DEPTH)
+        abort();
+    struct flit_token *t = &ep->tokens[ep->token_top++];
+    t->ep = ep;
+    t->src = src;
+    t->live = 1;
+    t->no_send = no_send;
+    t->replied = 0;
+    fl_handler_depth++;
+    return t;
+}
+
+static void token_pop(struct flit_ep *ep, struct flit_token *t)
+{
+    fl_handler_depth--;
+    t->live = 0;
+    ep->token_top--;
+}
+
+static flit_am_kind kind_of(const struct fl_am_msg *m)
+{
+    if (m->op == FL_OP_AM_SHORT)
+        return FLIT_AM_SHORT;
+    return m->op == FL_OP_AM_MEDIUM ? FLIT_AM_MEDIUM : FLIT_AM_LONG;
+}
+
+/*
+ * Sends a refused message back on the reply lane. For a long message only
+ * its header goes back (as a LONG), never the payload.
+ */
+static void send_back(struct flit_ep *ep, uint32_t src, const struct fl_am_msg *m,
+                      void *pkt, size_t len, flit_status reason)
+{
+    FL_COUNT(ep->stats.returned_by_us, 1);
+    if (fl_peer_is_down(&ep->peers[src]))
+        return;
+    uint8_t inner[FL_AM_MAX_HDR];
+    if (m->op == FL_OP_AM_FRAG) {
+        struct fl_am_msg l = *m;
+        l.op = FL_OP_AM_LONG;
+        l.flags = m->flags & FL_AMF_REPLY;
+        l.piece = 0;
+        l.payload_len = 0;
+        len = fl_am_encode(inner, &l);
+        pkt = inner;
+    }
+    struct fl_am_msg r = {.op = FL_OP_RETURN, .flags = FL_AMF_REPLY,
+                          .aux = (uint16_t)reason, .payload_len = len};
+    uint8_t hdr[FL_AM_MAX_HDR];
+    size_t hl = fl_am_encode(hdr, &r);
+    struct iovec iov[2] = {{hdr, hl}, {pkt, len}};
+    fl_debug("returning %s from rank %u (handler %u): %s",
+             flit_am_kind_name(kind_of(m), m->flags & FL_AMF_REPLY), src,
+             m->handler, flit_strerror(reason));
+    /* As a handler would: a blocked send polls only reply lanes. */
+    fl_handler_depth++;
+    flit_status st = fl_ep_send(ep, src, FL_LANE_REP, iov, 2, 0);
+    fl_handler_depth--;
+    if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
+        fl_error("cannot return a message to rank %u: %s", src, flit_strerror(st));
+}
+
+/* A piece of a long payload: land it if it may land, remember if not. */
+static void land_piece(struct flit_ep *ep, uint32_t src, unsigned lane,
+                       const struct fl_am_msg *m)
+{
+    flit_status *err = &ep->peers[src].frag_error[lane];
+    if (*err != FLIT_OK)
+        return;
+    if (m->tag != ep->tag)
+        *err = FLIT_ERR_BAD_TAG;
+    else if (ep->seg_size == 0)
+        *err = FLIT_ERR_NO_SEGMENT;
+    else if (m->base > ep->seg_size || m->total > ep->seg_size - m->base)
+        *err = FLIT_ERR_BOUNDS;
+    else if (m->payload_len)
+        memcpy((uint8_t *)ep->seg + m->base + m->piece, m->payload, m->payload_len);
+}
+
+/* What the destination has to say against a message, FLIT_OK if nothing. */
+static flit_status judge(struct flit_ep *ep, const struct fl_am_msg *m)
+{
+    if (m->tag != ep->tag)
+        return FLIT_ERR_BAD_TAG;
+    if (m->handler >= ep->handler_count)
+        return FLIT_ERR_BAD_HANDLER;
+    if (!ep->handlers[m->handler].fn)
+        return FLIT_ERR_NO_HANDLER;
+    if (m->op == FL_OP_AM_LONG || m->op == FL_OP_AM_FRAG) {
+        if (ep->seg_size == 0)
+            return FLIT_ERR_NO_SEGMENT;
+        if (m->base > ep->seg_size || m->total > ep->seg_size - m->base)
+            return FLIT_ERR_BOUNDS;
+    }
+    return FLIT_OK;
+}
+
+static void run_handler(struct flit_ep *ep, uint32_t src,
+                        const struct fl_am_msg *m)
+{
+    bool is_reply = m->flags & FL_AMF_REPLY;
+    void *buf = NULL;
+    size_t nbytes = 0;
+    if (m->op == FL_OP_AM_MEDIUM) {
+        buf = m->payload;
+        nbytes = m->payload_len;
+    } else if (m->op != FL_OP_AM_SHORT) {
+        buf = (uint8_t *)ep->seg + m->base;
+        nbytes = m->total;
+    }
+    unsigned k = fl_am_stat(kind_of(m), is_reply);
+    FL_COUNT(ep->stats.recv_msgs[k], 1);
+    FL_COUNT(ep->stats.recv_bytes[k], nbytes);
+    FL_COUNT(ep->peers[src].recv, 1);
+    const struct fl_handler_slot *h = &ep->handlers[m->handler];
+    struct flit_token *t = token_push(ep, src, is_reply);
+    h->fn(t, buf, nbytes, m->args, m->nargs, h->user);
+    token_pop(ep, t);
+}
+
+void fl_am_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
+                size_t len)
+{
+    struct fl_am_msg m;
+    if (fl_am_decode(pkt, len, &m) != FLIT_OK ||
+        ((m.flags & FL_AMF_REPLY) != 0) != (lane == FL_LANE_REP)) {
+        FL_COUNT(ep->stats.refused_packets, 1);
+        fl_warn("refused a malformed packet from rank %u (%zu bytes)", src, len);
+        return;
+    }
+    if (m.op == FL_OP_AM_FRAG) {
+        land_piece(ep, src, lane, &m);
+        if (!(m.flags & FL_AMF_FINAL))
+            return;
+    }
+    flit_status why = judge(ep, &m);
+    if (m.op == FL_OP_AM_FRAG) {
+        flit_status *err = &ep->peers[src].frag_error[lane];
+        if (why == FLIT_OK)
+            why = *err;
+        *err = FLIT_OK;     /* the next long starts clean */
+    }
+    if (why != FLIT_OK)
+        send_back(ep, src, &m, pkt, len, why);
+    else
+        run_handler(ep, src, &m);
+}
+
+/* ---- returned messages ---- */
+
+static void default_returned(flit_ep_t *ep, const flit_returned_t *r, void *user)
+{
+    (void)ep;
+    (void)user;
+    fl_error("message returned by rank %u: %s (%s); handler %u, %s, %u args, "
+             "%zu bytes%s",
+             r->peer.idx, flit_strerror(r->reason), flit_status_name(r->reason),
+             r->handler.idx, flit_am_kind_name(r->kind, r->is_reply), r->nargs,
+             r->nbytes, r->kind == FLIT_AM_LONG ? " (long)" : "");
+    fl_error("no returned-message handler installed: aborting");
+    abort();
+}
+
+/* Hands one of our own packets (decoded) to the returned-message handler. */
+static void deliver_returned(struct flit_ep *ep, uint32_t peer,
+                             const struct fl_am_msg *m, flit_status reason)
+{
+    flit_returned_t r = {
+        .reason = reason,
+        .peer = flit_rank(peer),
+        .handler = flit_handler(m->handler),
+        .kind = kind_of(m),
+        .is_reply = (m->flags & FL_AMF_REPLY) != 0,
+        .nargs = m->nargs,
+        .args = m->args,
+        .payload = m->op == FL_OP_AM_MEDIUM ? m->payload : NULL,
+        .nbytes = m->op == FL_OP_AM_MEDIUM ? m->payload_len : m->total,
+        .offset = m->base,
+    };
+    FL_COUNT(ep->stats.returned_to_us, 1);
+    flit_returned_fn fn = ep->returned_fn ? ep->returned_fn : default_returned;
+    struct flit_token *t = token_push(ep, peer, true);
+    fn(ep, &r, ep->returned_user);
+    token_pop(ep, t);
+}
+
+void fl_am_recv_return(struct flit_ep *ep, uint32_t src, unsigned lane,
+                       void *pkt, size_t len)
+{
+    struct fl_am_msg outer, inner;
+    bool ok = lane == FL_LANE_REP && fl_am_decode(pkt, len, &outer) == FLIT_OK &&
+              outer.aux != FLIT_OK &&
+              fl_am_decode(outer.payload, outer.payload_len, &inner) == FLIT_OK &&
+              (inner.op == FL_OP_AM_SHORT || inner.op == FL_OP_AM_MEDIUM ||
+               inner.op == FL_OP_AM_LONG);
+    if (!ok) {
+        FL_COUNT(ep->stats.refused_packets, 1);
+        fl_warn("refused a malformed returned message from rank %u", src);
+        return;
+    }
+    deliver_returned(ep, src, &inner, (flit_status)outer.aux);
+}
+
+/* ---- a peer died: what we sent it and it never took comes back ---- */
+
+static void reclaim_one(void *ctx, uint32_t dst, unsigned lane, void *pkt,
+                        size_t len)
+{
+    (void)lane;
+    struct flit_ep *ep = ctx;
+    struct fl_am_msg m;
+    if (fl_am_decode(pkt, len, &m) != FLIT_OK)
+        return;
+    /* Pieces before the last carry nothing the program sent on its own. */
+    if (m.op == FL_OP_AM_FRAG && !(m.flags & FL_AMF_FINAL))
+        return;
+    if (m.op == FL_OP_AM_SHORT || m.op == FL_OP_AM_MEDIUM ||
+        m.op == FL_OP_AM_LONG || m.op == FL_OP_AM_FRAG)
+        deliver_returned(ep, dst, &m, FLIT_ERR_PEER_DOWN);
+}
+
+void fl_am_peer_down(struct flit_ep *ep, uint32_t rank)
+{
+    struct fl_peer *p = &ep->peers[rank];
+    p->tp->reclaim(p->tpe, rank, reclaim_one, ep);
+}
+
+/* ---- control ---- */
+
+void fl_am_recv_ctrl(struct flit_ep *ep, uint32_t src, unsigned lane,
+                     void *pkt, size_t len)
+{
+    struct fl_am_msg m;
+    if (fl_am_decode(pkt, len, &m) != FLIT_OK || m.nargs != 1) {
+        FL_COUNT(ep->stats.refused_packets, 1);
+        return;
+    }
+    if (m.aux == FL_CTRL_BARRIER && m.args[0] < 32)
+        ep->barrier_rounds[m.args[0]]++;
+    else if (m.aux == FL_CTRL_FIN)
+        ep->peers[src].fin[lane] = true;
+    else
+        FL_COUNT(ep->stats.refused_packets, 1);
+}
+
+/* ---- registration ---- */
+
+flit_status flit_am_register(flit_ep_t *ep, flit_handler_t h,
+                             flit_am_handler_fn fn, void *user)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (h.idx >= ep->handler_count) {
+        st = FLIT_ERR_BAD_HANDLER;
+    } else {
+        ep->handlers[h.idx].fn = fn;
+        ep->handlers[h.idx].user = fn ? user : NULL;
+    }
+    fl_ep_leave(ep);
+    return st;
+}
+
+flit_status flit_am_set_returned_handler(flit_ep_t *ep, flit_returned_fn fn,
+                                         void *user)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    ep->returned_fn = fn;
+    ep->returned_user = user;
+    fl_ep_leave(ep);
+    return FLIT_OK;
+}
+
+void fl_am_init(void)
+{
+    fl_op_register(FL_OP_AM_SHORT, fl_am_recv);
+    fl_op_register(FL_OP_AM_MEDIUM, fl_am_recv);
+    fl_op_register(FL_OP_AM_LONG, fl_am_recv);
+    fl_op_register(FL_OP_AM_FRAG, fl_am_recv);
+    fl_op_register(FL_OP_RETURN, fl_am_recv_return);
+    fl_op_register(FL_OP_CTRL, fl_am_recv_ctrl);
+}

@@ -1,0 +1,74 @@
+/*
+ * The Active Message packet, little-endian:
+ *
+ *   off  size
+ *    0    1   version (FL_WIRE_VERSION)
+ *    1    1   op (enum fl_op)
+ *    2    1   nargs (0 .. 16)
+ *    3    1   flags (FL_AMF_*)
+ *    4    2   handler index
+ *    6    2   aux: RETURN: the reason (flit_status); CTRL: the kind
+ *    8    4   len: payload bytes in this packet (MEDIUM, FRAG, RETURN)
+ *   12    8   tag
+ *   20   4n   arguments
+ *   ..   24   LONG and FRAG only: u64 base offset, u64 total length,
+ *             u64 offset of this piece within the payload
+ *   ..        payload, starting 8-byte aligned
+ *
+ * With the ring's 8-byte record header, a short message of up to 9
+ * arguments is one 64-byte cache line.
+ */
+#ifndef FL_AM_WIRE_H
+#define FL_AM_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/packet.h"
+#include "flit/flit.h"
+
+#define FL_AM_BASE_HDR 20u
+#define FL_AM_LONG_EXT 24u
+#define FL_AM_MAX_HDR 112u          /* 20 + 64 + 24, rounded up to 8 */
+
+#define FL_AMF_REPLY 0x01u          /* travels on the reply lane */
+#define FL_AMF_FINAL 0x02u          /* FRAG: the last piece; the handler runs */
+#define FL_AMF_KNOWN (FL_AMF_REPLY | FL_AMF_FINAL)
+
+enum fl_ctrl_kind {
+    FL_CTRL_BARRIER = 1,        /* arg0: round */
+    FL_CTRL_FIN = 2,            /* quiesce: nothing more on this lane */
+};
+
+/* A decoded (or to-be-encoded) header, host order. */
+struct fl_am_msg {
+    uint8_t op, flags, nargs;
+    uint16_t handler, aux;
+    uint64_t tag;
+    uint32_t args[FLIT_AM_MAX_ARGS];
+    uint64_t base, total, piece;    /* LONG, FRAG */
+    uint8_t *payload;               /* decode: into the packet */
+    size_t payload_len;
+};
+
+/* Header bytes before the payload for op with nargs arguments. */
+static inline size_t fl_am_hdr_len(unsigned op, unsigned nargs)
+{
+    size_t n = FL_AM_BASE_HDR + 4u * nargs;
+    if (op == FL_OP_AM_LONG || op == FL_OP_AM_FRAG)
+        n += FL_AM_LONG_EXT;
+    return (n + 7u) & ~(size_t)7u;
+}
+
+/* Writes m's header to buf (FL_AM_MAX_HDR bytes); returns its length.
+   m->payload_len goes into the len field. */
+size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m);
+
+/*
+ * Decodes and validates a whole packet: known version, op and flags, sizes
+ * that add up, pieces inside their long payload, medium within bounds.
+ * FLIT_ERR_BAD_PACKET on anything else. m->payload points into pkt.
+ */
+flit_status fl_am_decode(void *pkt, size_t len, struct fl_am_msg *m);
+
+#endif /* FL_AM_WIRE_H */

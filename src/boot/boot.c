@@ -1,0 +1,93 @@
+/* Chooses the launcher and offers the exchange on top of it. */
+#include "boot/blobs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+
+static const struct fl_boot_ops *const launchers[] = {
+    &fl_boot_flitrun,
+    &fl_boot_single,    /* always detects: a program started by hand */
+    NULL,
+};
+
+static const struct fl_boot_ops *cur;
+static void (*_Atomic dump_fn)(int fd);
+
+flit_status fl_boot_open(struct fl_boot_info *info)
+{
+    for (int i = 0; launchers[i]; i++) {
+        if (!launchers[i]->detect())
+            continue;
+        flit_status st = launchers[i]->open(info);
+        if (st == FLIT_OK)
+            cur = launchers[i];
+        return st;
+    }
+    return FLIT_ERR_BOOT;
+}
+
+flit_status fl_boot_allgather(const void *mine, size_t len,
+                              struct fl_blobs **out)
+{
+    if (!cur)
+        return FLIT_ERR_BOOT;
+    return cur->allgather(mine, len, out);
+}
+
+flit_status fl_boot_barrier(void)
+{
+    struct fl_blobs *b;
+    flit_status st = fl_boot_allgather(NULL, 0, &b);
+    if (st == FLIT_OK)
+        fl_blobs_free(b);
+    return st;
+}
+
+void fl_blobs_free(struct fl_blobs *b)
+{
+    free(b);
+}
+
+struct fl_blobs *fl_blobs_alloc(uint32_t n, size_t total)
+{
+    size_t head = sizeof(struct fl_blobs) + n * (sizeof(size_t) + sizeof(uint8_t *));
+    struct fl_blobs *b = calloc(1, head + total + 1);
+    if (!b)
+        return NULL;
+    b->n = n;
+    b->len = (size_t *)(b + 1);
+    b->blob = (const uint8_t **)(b->len + n);
+    /* Data grows after the tables; blob[i] set by fl_blobs_add. */
+    b->blob[0] = (const uint8_t *)(b->blob + n);
+    return b;
+}
+
+void fl_blobs_add(struct fl_blobs *b, uint32_t i, const void *data, size_t len)
+{
+    uint8_t *dst = (uint8_t *)(i == 0 ? b->blob[0] : b->blob[i - 1] + b->len[i - 1]);
+    if (len)
+        memcpy(dst, data, len);
+    b->blob[i] = dst;
+    b->len[i] = len;
+}
+
+void fl_boot_close(bool clean)
+{
+    if (cur)
+        cur->close(clean);
+    cur = NULL;
+}
+
+void fl_boot_set_dump_fn(void (*fn)(int fd))
+{
+    dump_fn = fn;
+}
+
+void fl_boot_run_dump(int fd)
+{
+    void (*fn)(int) = dump_fn;
+    if (fn)
+        fn(fd);
+}

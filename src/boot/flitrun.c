@@ -1,0 +1,231 @@
+/*
+ * The rank's side of flitrun: one stream connection to flitrun, read by a
+ * boot thread that takes allgather results for the main thread and answers
+ * dump requests (so a rank stuck in computation can still be diagnosed).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "boot/blobs.h"
+#include "boot/proto.h"
+#include "core/log.h"
+
+static struct {
+    int fd;
+    pthread_t thread;
+    pthread_mutex_t lock;       /* writes to fd, and the fields below */
+    pthread_cond_t cond;
+    uint32_t rank, size;
+    uint32_t round;             /* allgather rounds started */
+    struct fl_blobs *result;    /* of the current round, taken by the caller */
+    bool broken;                /* connection lost or garbled */
+} fr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static bool flitrun_detect(void)
+{
+    return getenv(FL_ENV_BOOT) != NULL;
+}
+
+static bool env_u32(const char *name, uint32_t *out)
+{
+    const char *s = getenv(name);
+    char *end;
+    if (!s || !*s)
+        return false;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || *end || v > UINT32_MAX)
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* GATHERED body -> blobs, validating every length. */
+static struct fl_blobs *parse_gathered(const uint8_t *body, size_t len)
+{
+    if (len < 8)
+        return NULL;
+    uint32_t n = fl_get32(body + 4);
+    if (n != fr.size)
+        return NULL;
+    size_t total = 0, pos = 8;
+    for (uint32_t i = 0; i < n; i++) {
+        if (pos + 4 > len)
+            return NULL;
+        uint32_t l = fl_get32(body + pos);
+        if (l > len - pos - 4)
+            return NULL;
+        total += l;
+        pos += 4 + l;
+    }
+    struct fl_blobs *b = fl_blobs_alloc(n, total);
+    if (!b)
+        return NULL;
+    pos = 8;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t l = fl_get32(body + pos);
+        fl_blobs_add(b, i, body + pos + 4, l);
+        pos += 4 + l;
+    }
+    return b;
+}
+
+static void handle_frame(uint8_t type, const uint8_t *body, size_t len)
+{
+    if (type == FL_PROTO_DUMP) {
+        fl_boot_run_dump(STDERR_FILENO);
+        pthread_mutex_lock(&fr.lock);
+        fl_proto_send(fr.fd, FL_PROTO_DUMPED, NULL, 0);
+        pthread_mutex_unlock(&fr.lock);
+        return;
+    }
+    pthread_mutex_lock(&fr.lock);
+    if (type == FL_PROTO_GATHERED && len >= 4 && fl_get32(body) == fr.round &&
+        !fr.result) {
+        fr.result = parse_gathered(body, len);
+        if (!fr.result)
+            fr.broken = true;
+    } else {
+        fr.broken = true;
+    }
+    pthread_cond_broadcast(&fr.cond);
+    pthread_mutex_unlock(&fr.lock);
+}
+
+static void *boot_thread(void *arg)
+{
+    (void)arg;
+    struct fl_proto_rx rx = {0};
+    for (;;) {
+        uint8_t type;
+        const uint8_t *body;
+        size_t len;
+        int r;
+        while ((r = fl_proto_rx_next(&rx, &type, &body, &len)) == 1)
+            handle_frame(type, body, len);
+        if (r < 0 || fl_proto_rx_fill(&rx, fr.fd) <= 0)
+            break;
+    }
+    fl_proto_rx_free(&rx);
+    pthread_mutex_lock(&fr.lock);
+    fr.broken = true;
+    pthread_cond_broadcast(&fr.cond);
+    pthread_mutex_unlock(&fr.lock);
+    return NULL;
+}
+
+static flit_status connect_flitrun(const char *spec)
+{
+    struct sockaddr_un sa;
+    unsigned salen;
+    if (fl_proto_parse_addr(spec, &sa, &salen) != 0) {
+        fl_error("%s=\"%s\" is not an address flitrun gives", FL_ENV_BOOT, spec);
+        return FLIT_ERR_BOOT;
+    }
+    fr.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fr.fd < 0 || connect(fr.fd, (struct sockaddr *)&sa, salen) != 0) {
+        fl_error("cannot reach flitrun at %s: %s", spec, strerror(errno));
+        if (fr.fd >= 0)
+            close(fr.fd);
+        fr.fd = -1;
+        return FLIT_ERR_BOOT;
+    }
+    return FLIT_OK;
+}
+
+static flit_status flitrun_open(struct fl_boot_info *info)
+{
+    const char *job = getenv(FL_ENV_JOB_ID);
+    char *end = NULL;
+    uint64_t job_id = job ? strtoull(job, &end, 16) : 0;
+    if (!env_u32(FL_ENV_RANK, &fr.rank) || !env_u32(FL_ENV_SIZE, &fr.size) ||
+        fr.size == 0 || fr.rank >= fr.size || !job || !*job || *end) {
+        fl_error("the launcher's variables %s, %s, %s are missing or invalid",
+                 FL_ENV_RANK, FL_ENV_SIZE, FL_ENV_JOB_ID);
+        return FLIT_ERR_BOOT;
+    }
+    flit_status st = connect_flitrun(getenv(FL_ENV_BOOT));
+    if (st != FLIT_OK)
+        return st;
+    uint8_t hello[16];
+    fl_put64(hello, job_id);
+    fl_put32(hello + 8, fr.rank);
+    fl_put32(hello + 12, (uint32_t)getpid());
+    fr.broken = false;
+    fr.round = 0;
+    /* The boot thread takes no signals: they belong to the program. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int err = fl_proto_send(fr.fd, FL_PROTO_HELLO, hello, sizeof hello);
+    if (!err)
+        err = pthread_create(&fr.thread, NULL, boot_thread, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err) {
+        fl_error("cannot start talking to flitrun: %s", strerror(err < 0 ? -err : err));
+        close(fr.fd);
+        fr.fd = -1;
+        return FLIT_ERR_BOOT;
+    }
+    info->rank = fr.rank;
+    info->size = fr.size;
+    info->job_id = job_id;
+    info->launcher = "flitrun";
+    return FLIT_OK;
+}
+
+static flit_status flitrun_allgather(const void *mine, size_t len,
+                                     struct fl_blobs **out)
+{
+    uint8_t *msg = malloc(4 + len);
+    if (!msg)
+        return FLIT_ERR_NO_MEMORY;
+    pthread_mutex_lock(&fr.lock);
+    fr.round++;
+    fl_put32(msg, fr.round);
+    if (len)
+        memcpy(msg + 4, mine, len);
+    int err = fr.broken ? -EPIPE : fl_proto_send(fr.fd, FL_PROTO_GATHER, msg, 4 + len);
+    free(msg);
+    while (!err && !fr.result && !fr.broken)
+        pthread_cond_wait(&fr.cond, &fr.lock);
+    struct fl_blobs *b = fr.result;
+    fr.result = NULL;
+    pthread_mutex_unlock(&fr.lock);
+    if (!b) {
+        fl_error("lost flitrun during the address exchange");
+        return FLIT_ERR_BOOT;
+    }
+    *out = b;
+    return FLIT_OK;
+}
+
+static void flitrun_close(bool clean)
+{
+    if (fr.fd < 0)
+        return;
+    pthread_mutex_lock(&fr.lock);
+    if (clean && !fr.broken)
+        fl_proto_send(fr.fd, FL_PROTO_BYE, NULL, 0);
+    pthread_mutex_unlock(&fr.lock);
+    shutdown(fr.fd, SHUT_RDWR);
+    pthread_join(fr.thread, NULL);
+    close(fr.fd);
+    fr.fd = -1;
+    free(fr.result);
+    fr.result = NULL;
+}
+
+const struct fl_boot_ops fl_boot_flitrun = {
+    .name = "flitrun",
+    .detect = flitrun_detect,
+    .open = flitrun_open,
+    .allgather = flitrun_allgather,
+    .close = flitrun_close,
+};

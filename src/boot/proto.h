@@ -1,0 +1,73 @@
+/*
+ * The wire protocol between flitrun and the ranks it starts, over a stream
+ * socket. Frames are:
+ *
+ *     u32 length (of type + body, little-endian) | u8 type | body
+ *
+ * rank -> flitrun                          flitrun -> rank
+ *   HELLO   u64 job_id, u32 rank, u32 pid    GATHERED  u32 round, u32 n,
+ *   GATHER  u32 round, blob                            n x (u32 len, bytes)
+ *   DUMPED  (empty)                          DUMP      (empty)
+ *   BYE     (empty)
+ *
+ * An allgather round completes when every rank sent its GATHER for it; then
+ * every rank gets the same GATHERED frame. DUMP asks a rank to print its
+ * state to stderr and answer DUMPED. BYE says the rank finalized.
+ */
+#ifndef FL_BOOT_PROTO_H
+#define FL_BOOT_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "platform/le.h"
+
+enum fl_proto_type {
+    FL_PROTO_HELLO = 1,
+    FL_PROTO_GATHER = 2,
+    FL_PROTO_GATHERED = 3,
+    FL_PROTO_DUMP = 4,
+    FL_PROTO_DUMPED = 5,
+    FL_PROTO_BYE = 6,
+};
+
+#define FL_PROTO_MAX_FRAME (64u << 20)
+
+/* Environment variables flitrun sets for each rank. */
+#define FL_ENV_BOOT "FLIT_BOOT"         /* "unix:@name" of flitrun's socket */
+#define FL_ENV_RANK "FLIT_RANK"
+#define FL_ENV_SIZE "FLIT_SIZE"
+#define FL_ENV_JOB_ID "FLIT_JOB_ID"     /* 16 hex digits */
+
+/* Writes one whole frame (blocking, retries on EINTR). 0 or -errno. */
+int fl_proto_send(int fd, uint8_t type, const void *body, size_t len);
+
+/* Buffered reader that yields whole frames from a (possibly nonblocking) fd. */
+struct fl_proto_rx {
+    uint8_t *buf;
+    size_t len, cap;
+    size_t handed;              /* bytes of the frame handed out last */
+};
+
+/*
+ * Reads what is available: 1 if bytes came, 0 on EOF, -errno on error
+ * (-EAGAIN when a nonblocking fd had nothing).
+ */
+int fl_proto_rx_fill(struct fl_proto_rx *rx, int fd);
+
+/*
+ * Takes the next whole frame out of rx: 1 with *type, *body, *len set (body
+ * valid until the next call), 0 when none is complete, -EPROTO when the
+ * stream is garbage.
+ */
+int fl_proto_rx_next(struct fl_proto_rx *rx, uint8_t *type,
+                     const uint8_t **body, size_t *len);
+void fl_proto_rx_free(struct fl_proto_rx *rx);
+
+/* "unix:@name" -> a sockaddr_un (abstract namespace). 0 or -EINVAL. */
+struct sockaddr_un;
+int fl_proto_parse_addr(const char *spec, struct sockaddr_un *sa,
+                        unsigned *salen);
+
+#endif /* FL_BOOT_PROTO_H */

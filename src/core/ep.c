@@ -1,0 +1,533 @@
+/*
+ * Endpoints: creation (open the transports, exchange addresses, connect every
+ * peer through the first transport that reaches it), destruction, tags,
+ * segments, and peers going down.
+ */
+#include "core/ep.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "am/am.h"
+#include "boot/boot.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "platform/le.h"
+#include "platform/os.h"
+
+__thread unsigned fl_handler_depth __attribute__((tls_model("initial-exec")));
+
+#define BLOB_MAGIC 0x50454c46u      /* "FLEP" */
+#define BLOB_HDR 28u                /* magic, version, tag, seg size, ntp */
+#define TP_BLOB_MAX 512u
+#define KNOWN_PARAMS (FLIT_EP_PARAM_THREAD_MODE | FLIT_EP_PARAM_SEGMENT | \
+                      FLIT_EP_PARAM_TAG | FLIT_EP_PARAM_HANDLER_COUNT |   \
+                      FLIT_EP_PARAM_PROGRESS_THREAD)
+
+flit_status fl_ep_check(struct flit_ep *ep)
+{
+    flit_status st = fl_job_check();
+    if (st != FLIT_OK)
+        return st;
+    return ep && ep->magic == FL_EP_MAGIC ? FLIT_OK : FLIT_ERR_INVALID_ARG;
+}
+
+flit_status fl_ep_enter_slow(struct flit_ep *ep)
+{
+    if (!ep || ep->magic != FL_EP_MAGIC)
+        return FLIT_ERR_INVALID_ARG;
+    if (fl_handler_depth)
+        return FLIT_ERR_IN_HANDLER;
+    /* Single-threaded endpoint, and another thread is inside a call. */
+    static _Atomic int reported;
+    if (!atomic_exchange(&reported, 1))
+        fl_error("endpoint %u is single-threaded but two threads used it at "
+                 "once; create it with FLIT_THREAD_SAFE", ep->index);
+    return FLIT_ERR_THREAD;
+}
+
+/* ---- parameters ---- */
+
+struct ep_setup {
+    flit_thread_mode mode;
+    void *seg_addr;
+    size_t seg_size;
+    uint64_t tag;
+    uint32_t handler_count;
+    bool progress_thread;
+};
+
+static flit_status read_params(const flit_ep_params_t *p, struct ep_setup *s)
+{
+    s->mode = FLIT_THREAD_SINGLE;
+    s->seg_addr = NULL;
+    s->seg_size = 0;
+    s->tag = fl_job.default_tag;
+    s->handler_count = FLIT_HANDLER_COUNT_DEFAULT;
+    s->progress_thread = fl_cfg.progress_thread != 0;
+    if (!p)
+        return FLIT_OK;
+    uint64_t f = p->field_mask;
+    if (f & ~(uint64_t)KNOWN_PARAMS)
+        return FLIT_ERR_INVALID_ARG;
+    if (f & FLIT_EP_PARAM_THREAD_MODE) {
+        if (p->thread_mode != FLIT_THREAD_SINGLE && p->thread_mode != FLIT_THREAD_SAFE)
+            return FLIT_ERR_INVALID_ARG;
+        s->mode = p->thread_mode;
+    }
+    if (f & FLIT_EP_PARAM_SEGMENT) {
+        if (p->segment_addr && p->segment_size == 0)
+            return FLIT_ERR_INVALID_ARG;
+        if (p->segment_size > ((size_t)1 << 46))
+            return FLIT_ERR_TOO_LARGE;
+        s->seg_addr = p->segment_addr;
+        s->seg_size = p->segment_size;
+    }
+    if (f & FLIT_EP_PARAM_TAG)
+        s->tag = p->tag;
+    if (f & FLIT_EP_PARAM_HANDLER_COUNT) {
+        if (p->handler_count == 0 || p->handler_count > FLIT_HANDLER_COUNT_MAX)
+            return FLIT_ERR_INVALID_ARG;
+        s->handler_count = p->handler_count;
+    }
+    if (f & FLIT_EP_PARAM_PROGRESS_THREAD)
+        s->progress_thread = p->progress_thread != 0;
+    if (s->progress_thread)
+        s->mode = FLIT_THREAD_SAFE;     /* two threads will use it */
+    return FLIT_OK;
+}
+
+/* ---- segment ---- */
+
+static flit_status segment_open(struct flit_ep *ep, const struct ep_setup *s)
+{
+    ep->seg_fd = -1;
+    ep->seg_size = s->seg_size;
+    if (s->seg_size == 0)
+        return FLIT_OK;
+    if (s->seg_addr) {
+        ep->seg = s->seg_addr;
+        return FLIT_OK;
+    }
+    char name[96];
+    fl_job_shm_name(name, sizeof name, ep->rank, ep->index, "-seg");
+    int err = fl_shm_create(name, s->seg_size, &ep->seg_fd, &ep->seg);
+    if (err) {
+        fl_error("cannot create a %zu-byte segment in /dev/shm: %s",
+                 s->seg_size, strerror(-err));
+        return err == -ENOMEM || err == -ENOSPC ? FLIT_ERR_NO_MEMORY : FLIT_ERR_SYSTEM;
+    }
+    ep->seg_owned = true;
+    return FLIT_OK;
+}
+
+static void segment_close(struct flit_ep *ep)
+{
+    if (!ep->seg_owned)
+        return;
+    munmap(ep->seg, ep->seg_size);
+    close(ep->seg_fd);
+    char name[96];
+    fl_job_shm_name(name, sizeof name, ep->rank, ep->index, "-seg");
+    fl_shm_unlink(name);    /* normally gone already, after setup */
+}
+
+/* ---- transports and the exchange ---- */
+
+static flit_status open_transports(struct flit_ep *ep)
+{
+    struct fl_tp_open_args args = {
+        .job_id = fl_job.job_id,
+        .rank = ep->rank,
+        .size = ep->size,
+        .ep_index = ep->index,
+        .segment = ep->seg,
+        .segment_size = ep->seg_size,
+        .segment_fd = ep->seg_fd,
+        .host_of = fl_job.host_of,
+        .counters = &ep->stats,
+        .ep = ep,
+    };
+    const struct fl_transport *const *all = fl_transports();
+    for (int i = 0; all[i] && ep->ntp < FL_MAX_TRANSPORTS; i++) {
+        struct fl_tp_ep *t = NULL;
+        flit_status st = all[i]->open(&args, &t);
+        if (st == FLIT_ERR_NOT_SUPPORTED)
+            continue;   /* not needed by this job (no local peers, ...) */
+        if (st != FLIT_OK) {
+            fl_error("cannot open the %s transport: %s", all[i]->name,
+                     flit_strerror(st));
+            return st;
+        }
+        ep->tps[ep->ntp] = all[i];
+        ep->tpes[ep->ntp++] = t;
+    }
+    return FLIT_OK;
+}
+
+static flit_status build_blob(struct flit_ep *ep, uint8_t **out, size_t *len)
+{
+    size_t cap = BLOB_HDR + (size_t)ep->ntp * (8 + TP_BLOB_MAX);
+    uint8_t *b = malloc(cap);
+    if (!b)
+        return FLIT_ERR_NO_MEMORY;
+    fl_put32(b, BLOB_MAGIC);
+    fl_put32(b + 4, FL_WIRE_VERSION);
+    fl_put64(b + 8, ep->tag);
+    fl_put64(b + 16, ep->seg_size);
+    fl_put32(b + 24, (uint32_t)ep->ntp);
+    size_t pos = BLOB_HDR;
+    for (int i = 0; i < ep->ntp; i++) {
+        size_t n = TP_BLOB_MAX;
+        flit_status st = ep->tps[i]->address(ep->tpes[i], b + pos + 8, &n);
+        if (st != FLIT_OK) {
+            free(b);
+            return st;
+        }
+        fl_put32(b + pos, ep->tps[i]->id);
+        fl_put32(b + pos + 4, (uint32_t)n);
+        pos += 8 + n;
+    }
+    *out = b;
+    *len = pos;
+    return FLIT_OK;
+}
+
+/* Finds transport tp's part in a peer's blob. */
+static const uint8_t *blob_part(const uint8_t *b, size_t len, uint16_t id,
+                                size_t *part_len)
+{
+    uint32_t ntp = fl_get32(b + 24);
+    size_t pos = BLOB_HDR;
+    for (uint32_t i = 0; i < ntp && pos + 8 <= len; i++) {
+        uint32_t n = fl_get32(b + pos + 4);
+        if (n > len - pos - 8)
+            return NULL;
+        if (fl_get32(b + pos) == id) {
+            *part_len = n;
+            return b + pos + 8;
+        }
+        pos += 8 + n;
+    }
+    return NULL;
+}
+
+static flit_status connect_peer(struct flit_ep *ep, uint32_t r, const uint8_t *b,
+                                size_t len)
+{
+    struct fl_peer *p = &ep->peers[r];
+    if (len < BLOB_HDR || fl_get32(b) != BLOB_MAGIC || fl_get32(b + 4) != FL_WIRE_VERSION) {
+        fl_error("rank %u published an endpoint address this flit cannot read", r);
+        return FLIT_ERR_BOOT;
+    }
+    p->tag = fl_get64(b + 8);
+    p->seg_size = fl_get64(b + 16);
+    for (int i = 0; i < ep->ntp; i++) {
+        size_t n;
+        const uint8_t *part = blob_part(b, len, ep->tps[i]->id, &n);
+        if (!part || !ep->tps[i]->reachable(ep->tpes[i], r, part, n))
+            continue;
+        flit_status st = ep->tps[i]->connect(ep->tpes[i], r, part, n);
+        if (st != FLIT_OK)
+            return st;
+        p->tp = ep->tps[i];
+        p->tpe = ep->tpes[i];
+        p->put_ok = (p->tp->caps & FL_TP_PUT) && p->seg_size > 0;
+        return FLIT_OK;
+    }
+    fl_error("no transport reaches rank %u", r);
+    return FLIT_ERR_UNREACHABLE;
+}
+
+static flit_status exchange_and_connect(struct flit_ep *ep)
+{
+    uint8_t *mine;
+    size_t len;
+    flit_status st = build_blob(ep, &mine, &len);
+    if (st != FLIT_OK)
+        return st;
+    struct fl_blobs *all;
+    st = fl_boot_allgather(mine, len, &all);
+    free(mine);
+    if (st != FLIT_OK)
+        return st;
+    for (uint32_t r = 0; r < ep->size && st == FLIT_OK; r++)
+        st = connect_peer(ep, r, all->blob[r], all->len[r]);
+    fl_blobs_free(all);
+    /* Everyone has mapped what it needs: names can go. */
+    if (st == FLIT_OK)
+        st = fl_boot_barrier();
+    if (st == FLIT_OK) {
+        for (int i = 0; i < ep->ntp; i++)
+            ep->tps[i]->connected(ep->tpes[i]);
+        if (ep->seg_owned) {
+            char name[96];
+            fl_job_shm_name(name, sizeof name, ep->rank, ep->index, "-seg");
+            fl_shm_unlink(name);
+        }
+    }
+    return st;
+}
+
+static flit_status build_epoll(struct flit_ep *ep)
+{
+    ep->epfd = epoll_create1(EPOLL_CLOEXEC);
+    ep->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ep->epfd < 0 || ep->evfd < 0)
+        return FLIT_ERR_SYSTEM;
+    struct epoll_event ev = {.events = EPOLLIN};
+    if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->evfd, &ev) != 0)
+        return FLIT_ERR_SYSTEM;
+    for (int i = 0; i < ep->ntp; i++) {
+        int fd = ep->tps[i]->fd(ep->tpes[i]);
+        if (fd >= 0 && epoll_ctl(ep->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+            return FLIT_ERR_SYSTEM;
+    }
+    return FLIT_OK;
+}
+
+static void print_peers(struct flit_ep *ep)
+{
+    for (uint32_t r = 0; r < ep->size; r++) {
+        char line[200];
+        ep->peers[r].tp->dump_peer(ep->peers[r].tpe, r, line, sizeof line);
+        fl_info("endpoint %u: rank %u -> %s: %s", ep->index, r,
+                ep->peers[r].tp->name, line);
+    }
+}
+
+/* ---- create / destroy ---- */
+
+static void ep_free(struct flit_ep *ep)
+{
+    for (int i = 0; i < ep->ntp; i++)
+        ep->tps[i]->close(ep->tpes[i]);
+    if (ep->epfd >= 0)
+        close(ep->epfd);
+    if (ep->evfd >= 0)
+        close(ep->evfd);
+    segment_close(ep);
+    pthread_mutex_destroy(&ep->lock);
+    free(ep->handlers);
+    free(ep->peers);
+    ep->magic = 0;
+    free(ep);
+}
+
+static flit_status ep_setup(struct flit_ep *ep, const struct ep_setup *s)
+{
+    flit_status st = segment_open(ep, s);
+    if (st == FLIT_OK)
+        st = open_transports(ep);
+    if (st == FLIT_OK)
+        st = exchange_and_connect(ep);
+    if (st == FLIT_OK)
+        st = build_epoll(ep);
+    return st;
+}
+
+static void job_list_add(struct flit_ep *ep)
+{
+    pthread_mutex_lock(&fl_job.lock);
+    struct flit_ep **pp = &fl_job.eps;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = ep;
+    pthread_mutex_unlock(&fl_job.lock);
+}
+
+static void job_list_remove(struct flit_ep *ep)
+{
+    pthread_mutex_lock(&fl_job.lock);
+    for (struct flit_ep **pp = &fl_job.eps; *pp; pp = &(*pp)->next)
+        if (*pp == ep) {
+            *pp = ep->next;
+            break;
+        }
+    pthread_mutex_unlock(&fl_job.lock);
+}
+
+flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
+{
+    flit_status st = fl_job_check();
+    if (st != FLIT_OK)
+        return st;
+    if (fl_handler_depth)
+        return FLIT_ERR_IN_HANDLER;
+    if (!ep_out)
+        return FLIT_ERR_INVALID_ARG;
+    struct ep_setup s;
+    st = read_params(params, &s);
+    if (st != FLIT_OK)
+        return st;
+    struct flit_ep *ep = calloc(1, sizeof *ep);
+    if (!ep)
+        return FLIT_ERR_NO_MEMORY;
+    ep->magic = FL_EP_MAGIC;
+    ep->rank = fl_job.rank;
+    ep->size = fl_job.size;
+    ep->mode = s.mode;
+    ep->tag = s.tag;
+    ep->epfd = ep->evfd = -1;
+    ep->handler_count = s.handler_count;
+    pthread_mutex_init(&ep->lock, NULL);
+    pthread_mutex_lock(&fl_job.lock);
+    ep->index = fl_job.next_ep_index++;
+    pthread_mutex_unlock(&fl_job.lock);
+    ep->peers = calloc(ep->size, sizeof *ep->peers);
+    ep->handlers = calloc(s.handler_count, sizeof *ep->handlers);
+    st = ep->peers && ep->handlers ? ep_setup(ep, &s) : FLIT_ERR_NO_MEMORY;
+    if (st == FLIT_OK && s.progress_thread)
+        st = fl_progress_thread_start(ep);
+    if (st != FLIT_OK) {
+        ep_free(ep);
+        return st;
+    }
+    job_list_add(ep);
+    if (fl_cfg.verbose)
+        print_peers(ep);
+    *ep_out = ep;
+    return FLIT_OK;
+}
+
+flit_status flit_ep_destroy(flit_ep_t *ep)
+{
+    flit_status st = fl_ep_check(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (fl_handler_depth)
+        return FLIT_ERR_IN_HANDLER;
+    fl_progress_thread_stop(ep);
+    st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    st = fl_am_quiesce(ep);
+    fl_ep_leave(ep);
+    job_list_remove(ep);
+    if (fl_cfg.stats)
+        fl_stats_print(ep);
+    ep_free(ep);
+    return st;
+}
+
+void fl_ep_destroy_all(void)
+{
+    for (;;) {
+        pthread_mutex_lock(&fl_job.lock);
+        struct flit_ep *ep = fl_job.eps;
+        pthread_mutex_unlock(&fl_job.lock);
+        if (!ep)
+            return;
+        flit_ep_destroy(ep);
+    }
+}
+
+void fl_ep_dump_all(int fd)
+{
+    pthread_mutex_lock(&fl_job.lock);
+    for (struct flit_ep *ep = fl_job.eps; ep; ep = ep->next)
+        fl_stats_dump(ep, fd);
+    pthread_mutex_unlock(&fl_job.lock);
+}
+
+/* ---- peers going down ---- */
+
+void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
+{
+    struct fl_peer *p = &ep->peers[rank];
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&p->down, &expected, (int)reason))
+        return;
+    ep->events++;
+    if (p->fin[FL_LANE_REP])
+        return;     /* it was done with this endpoint: a clean exit */
+    FL_COUNT(ep->stats.peers_down, 1);
+    fl_am_peer_down(ep, rank);
+    if (!ep->down_fn) {
+        fl_warn("endpoint %u: rank %u is down: %s", ep->index, rank,
+                flit_strerror(reason));
+        return;
+    }
+    fl_handler_depth++;     /* it may not send: the endpoint is mid-progress */
+    ep->down_fn(ep, flit_rank(rank), reason, ep->down_user);
+    fl_handler_depth--;
+}
+
+/* ---- small queries and settings ---- */
+
+flit_status flit_ep_segment(flit_ep_t *ep, void **addr_out, size_t *size_out)
+{
+    flit_status st = fl_ep_check(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (!addr_out || !size_out)
+        return FLIT_ERR_INVALID_ARG;
+    *addr_out = ep->seg;
+    *size_out = ep->seg_size;
+    return FLIT_OK;
+}
+
+flit_status flit_ep_peer_segment_size(flit_ep_t *ep, flit_rank_t rank,
+                                      size_t *size_out)
+{
+    flit_status st = fl_ep_check(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (!size_out)
+        return FLIT_ERR_INVALID_ARG;
+    if (rank.idx >= ep->size)
+        return FLIT_ERR_RANK;
+    *size_out = ep->peers[rank.idx].seg_size;
+    return FLIT_OK;
+}
+
+flit_status flit_ep_tag(flit_ep_t *ep, uint64_t *tag_out)
+{
+    flit_status st = fl_ep_check(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (!tag_out)
+        return FLIT_ERR_INVALID_ARG;
+    *tag_out = ep->tag;
+    return FLIT_OK;
+}
+
+flit_status flit_ep_set_tag(flit_ep_t *ep, uint64_t tag)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    ep->tag = tag;
+    fl_ep_leave(ep);
+    return FLIT_OK;
+}
+
+flit_status flit_ep_set_peer_tag(flit_ep_t *ep, flit_rank_t rank, uint64_t tag)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (rank.idx >= ep->size)
+        st = FLIT_ERR_RANK;
+    else
+        ep->peers[rank.idx].tag = tag;
+    fl_ep_leave(ep);
+    return st;
+}
+
+flit_status flit_ep_set_peer_down_handler(flit_ep_t *ep, flit_peer_down_fn fn,
+                                          void *user)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    ep->down_fn = fn;
+    ep->down_user = user;
+    fl_ep_leave(ep);
+    return FLIT_OK;
+}

@@ -1,0 +1,194 @@
+/*
+ * The endpoint: its peers (the translation table), the transports that reach
+ * them, the handler table, the segment, counters, and the rules of entry
+ * (job state, thread mode, handler context).
+ */
+#ifndef FL_CORE_EP_H
+#define FL_CORE_EP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "core/job.h"
+#include "core/stats.h"
+#include "flit/flit.h"
+#include "transport/transport.h"
+
+#define FL_EP_MAGIC 0x666c6974u     /* "flit" */
+#define FL_MAX_TRANSPORTS 4
+#define FL_TOKEN_DEPTH 4            /* request handler -> blocked reply ->
+                                       reply handler: 2 deep; 4 is slack */
+
+/* One entry of the translation table. */
+struct fl_peer {
+    const struct fl_transport *tp;
+    struct fl_tp_ep *tpe;
+    uint64_t tag;               /* the tag our messages to this peer carry */
+    uint64_t seg_size;          /* its segment, as it registered it */
+    bool put_ok;                /* its segment is reachable with ->put */
+    _Atomic int down;           /* 0, or the flit_status that took it down */
+    uint64_t down_reported;     /* peer-down handler ran */
+    /* A long message arriving in pieces, per lane: the reason to refuse it
+       once its last piece arrives (FLIT_OK while fine). */
+    flit_status frag_error[FL_LANES];
+    bool fin[FL_LANES];         /* quiesce: it sent its last packet on the lane */
+    _Atomic uint64_t sent, recv, stalls;
+};
+
+struct fl_handler_slot {
+    flit_am_handler_fn fn;
+    void *user;
+};
+
+struct flit_token {
+    struct flit_ep *ep;
+    uint32_t src;
+    uint8_t live;               /* its handler is running */
+    uint8_t no_send;            /* reply / returned-message handler */
+    uint8_t replied;
+};
+
+struct flit_ep {
+    uint32_t magic;
+    uint32_t index;             /* n-th endpoint of the job */
+    uint32_t rank, size;
+    flit_thread_mode mode;
+    pthread_mutex_t lock;       /* FLIT_THREAD_SAFE */
+    _Atomic uintptr_t owner;    /* FLIT_THREAD_SINGLE: thread inside a call */
+
+    struct fl_peer *peers;      /* [size] */
+    const struct fl_transport *tps[FL_MAX_TRANSPORTS];
+    struct fl_tp_ep *tpes[FL_MAX_TRANSPORTS];
+    int ntp;
+    int epfd;                   /* epoll over the transports' fds + evfd */
+    int evfd;                   /* eventfd: stop the progress thread */
+    bool armed;                 /* flit_ep_arm left the transports armed */
+    uint64_t next_peer_check_ns;
+
+    void *seg;
+    size_t seg_size;
+    int seg_fd;                 /* library-made segment file, -1 otherwise */
+    bool seg_owned;
+    uint64_t tag;
+
+    struct fl_handler_slot *handlers;
+    uint32_t handler_count;
+    flit_returned_fn returned_fn;
+    void *returned_user;
+    flit_peer_down_fn down_fn;
+    void *down_user;
+
+    struct flit_token tokens[FL_TOKEN_DEPTH];
+    unsigned token_top;
+
+    uint32_t barrier_rounds[32];    /* barrier messages received per round */
+    uint64_t events;                /* packets handled + peers lost, ever */
+
+    struct fl_counters stats;
+    _Atomic uint32_t blocked_dst;       /* dumps: a send waiting for room */
+    _Atomic uint64_t blocked_since_ns;  /* 0 when not blocked */
+
+    pthread_t progress_thread;
+    bool has_progress_thread;
+    _Atomic bool progress_stop;
+
+    struct flit_ep *next;       /* fl_job.eps */
+};
+
+/* Handlers running on this thread (any endpoint). */
+extern __thread unsigned fl_handler_depth __attribute__((tls_model("initial-exec")));
+
+flit_status fl_ep_enter_slow(struct flit_ep *ep);
+
+/*
+ * Entry of every public call that changes an endpoint: checks the job,
+ * the handle, handler context and the thread rule, then locks (thread-safe
+ * mode) or marks the endpoint in use (single mode).
+ */
+static inline flit_status fl_ep_enter(struct flit_ep *ep)
+{
+    flit_status st = fl_job_check();
+    if (__builtin_expect(st != FLIT_OK, 0))
+        return st;
+    if (__builtin_expect(!ep || ep->magic != FL_EP_MAGIC || fl_handler_depth, 0))
+        return fl_ep_enter_slow(ep);
+    if (ep->mode == FLIT_THREAD_SAFE) {
+        pthread_mutex_lock(&ep->lock);
+        return FLIT_OK;
+    }
+    uintptr_t self = (uintptr_t)pthread_self();
+    uintptr_t cur = atomic_load_explicit(&ep->owner, memory_order_relaxed);
+    if (__builtin_expect(cur != 0, 0))
+        return fl_ep_enter_slow(ep);
+    atomic_store_explicit(&ep->owner, self, memory_order_relaxed);
+    return FLIT_OK;
+}
+
+static inline void fl_ep_leave(struct flit_ep *ep)
+{
+    if (ep->mode == FLIT_THREAD_SAFE)
+        pthread_mutex_unlock(&ep->lock);
+    else
+        atomic_store_explicit(&ep->owner, 0, memory_order_relaxed);
+}
+
+/* Entry of read-only queries: job and handle only, allowed in handlers. */
+flit_status fl_ep_check(struct flit_ep *ep);
+
+static inline bool fl_peer_is_down(const struct fl_peer *p)
+{
+    return atomic_load_explicit(&p->down, memory_order_relaxed) != 0;
+}
+
+/*
+ * Sends one packet to dst on lane, waiting for room unless FLIT_AM_NONBLOCK.
+ * While it waits it polls the endpoint: every lane, or only the reply lane
+ * inside a handler (handlers there cannot send, so the wait always ends).
+ */
+flit_status fl_ep_send_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                            const struct iovec *iov, int iovcnt,
+                            unsigned flags);
+
+static inline flit_status fl_ep_send(struct flit_ep *ep, uint32_t dst,
+                                     unsigned lane, const struct iovec *iov,
+                                     int iovcnt, unsigned flags)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    flit_status st = p->tp->send(p->tpe, dst, lane, iov, iovcnt);
+    if (__builtin_expect(st == FLIT_ERR_AGAIN, 0))
+        return fl_ep_send_slow(ep, dst, lane, iov, iovcnt, flags);
+    return st;
+}
+
+/* Progress engine (progress.c). Called with the endpoint entered. */
+int fl_progress(struct flit_ep *ep, unsigned lane_mask);
+/* Sleeps until a transport has work on lane_mask or timeout; true if woken. */
+bool fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask,
+                       int64_t timeout_us);
+/* Looks for dead peers if the period has passed (or now, if force). */
+void fl_progress_check_peers(struct flit_ep *ep, bool force);
+/*
+ * Makes progress (every lane) until done(ep, arg) holds: spins for the spin
+ * time, then sleeps between checks. FLIT_ERR_TIMEOUT after timeout_us
+ * (< 0: never). Not for handler context.
+ */
+typedef bool (*fl_done_fn)(struct flit_ep *ep, void *arg);
+flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
+                              int64_t timeout_us);
+flit_status fl_progress_thread_start(struct flit_ep *ep);
+void fl_progress_thread_stop(struct flit_ep *ep);
+/* The effective spin time before sleeping, microseconds. */
+int64_t fl_progress_spin_us(void);
+
+/* AM layer hooks the endpoint uses (src/am). */
+void fl_am_peer_down(struct flit_ep *ep, uint32_t rank);
+flit_status fl_am_quiesce(struct flit_ep *ep);
+
+/* Every endpoint of the job (finalize, dumps). */
+void fl_ep_destroy_all(void);
+void fl_ep_dump_all(int fd);
+
+#endif /* FL_CORE_EP_H */

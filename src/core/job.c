@@ -1,0 +1,161 @@
+/* flit_init / flit_finalize: joining and leaving the job. */
+#include "core/job.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "am/am.h"
+#include "boot/boot.h"
+#include "core/config.h"
+#include "core/ep.h"
+#include "core/log.h"
+#include "platform/os.h"
+
+struct fl_job fl_job = {.lock = PTHREAD_MUTEX_INITIALIZER};
+_Atomic int fl_job_state = FL_JOB_NONE;
+
+flit_status fl_job_state_error(void)
+{
+    switch (atomic_load_explicit(&fl_job_state, memory_order_relaxed)) {
+    case FL_JOB_NONE: return FLIT_ERR_NOT_INITIALIZED;
+    case FL_JOB_FINALIZED: return FLIT_ERR_FINALIZED;
+    case FL_JOB_FORKED: return FLIT_ERR_FORKED;
+    default: return FLIT_OK;
+    }
+}
+
+void fl_job_shm_name(char *buf, size_t len, uint32_t rank, uint32_t ep,
+                     const char *suffix)
+{
+    fl_shm_name(buf, len, fl_job.job_id, rank, ep, suffix);
+}
+
+/* A child of fork() shares the parent's shared memory and sockets; letting
+   it use them would corrupt the parent's rings. */
+static void atfork_child(void)
+{
+    if (atomic_load_explicit(&fl_job_state, memory_order_relaxed) == FL_JOB_ACTIVE)
+        atomic_store_explicit(&fl_job_state, FL_JOB_FORKED, memory_order_relaxed);
+}
+
+/* Learns which ranks share a host: they can share memory. */
+static flit_status exchange_hosts(void)
+{
+    fl_job.host_of = calloc(fl_job.size, sizeof *fl_job.host_of);
+    if (!fl_job.host_of)
+        return FLIT_ERR_NO_MEMORY;
+    if (fl_job.size == 1) {
+        fl_job.nhosts = fl_job.local_size = 1;
+        return FLIT_OK;
+    }
+    uint8_t id[16];
+    fl_host_id(id);
+    struct fl_blobs *all;
+    flit_status st = fl_boot_allgather(id, sizeof id, &all);
+    if (st != FLIT_OK)
+        return st;
+    /* rep[h]: the first rank seen on host h. O(ranks x hosts). */
+    uint32_t *rep = calloc(fl_job.size, sizeof *rep);
+    if (!rep) {
+        fl_blobs_free(all);
+        return FLIT_ERR_NO_MEMORY;
+    }
+    for (uint32_t r = 0; r < fl_job.size; r++) {
+        if (all->len[r] != sizeof id) {
+            fl_error("rank %u sent a host identity of %zu bytes", r, all->len[r]);
+            free(rep);
+            fl_blobs_free(all);
+            return FLIT_ERR_BOOT;
+        }
+        uint32_t h = 0;
+        while (h < fl_job.nhosts && memcmp(all->blob[rep[h]], all->blob[r], sizeof id))
+            h++;
+        if (h == fl_job.nhosts)
+            rep[fl_job.nhosts++] = r;
+        fl_job.host_of[r] = h;
+    }
+    free(rep);
+    uint32_t me = fl_job.host_of[fl_job.rank];
+    for (uint32_t r = 0; r < fl_job.size; r++) {
+        if (fl_job.host_of[r] != me)
+            continue;
+        if (r == fl_job.rank)
+            fl_job.local_rank = fl_job.local_size;
+        fl_job.local_size++;
+    }
+    fl_blobs_free(all);
+    return FLIT_OK;
+}
+
+static void print_start(void)
+{
+    if (fl_job.rank != 0)
+        return;
+    fprintf(stderr, "flit[0] info: flit %d.%d.%d, %u ranks on %u host(s), launcher %s\n",
+            FLIT_VERSION_MAJOR, FLIT_VERSION_MINOR, FLIT_VERSION_PATCH,
+            fl_job.size, fl_job.nhosts, fl_job.launcher);
+    fprintf(stderr, "flit[0] info: configuration:\n");
+    fl_config_print(stderr);
+}
+
+flit_status flit_init(const flit_init_params_t *params)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    int state = atomic_load(&fl_job_state);
+    if (state == FL_JOB_ACTIVE)
+        return FLIT_ERR_ALREADY_INITIALIZED;
+    if (state != FL_JOB_NONE)
+        return fl_job_state_error();
+    if (params && params->field_mask != 0)
+        return FLIT_ERR_INVALID_ARG;
+    flit_status st = fl_config_load();
+    if (st != FLIT_OK)
+        return st;
+    struct fl_boot_info info;
+    st = fl_boot_open(&info);
+    if (st != FLIT_OK)
+        return st;
+    fl_job.rank = info.rank;
+    fl_job.size = info.size;
+    fl_job.job_id = info.job_id;
+    fl_job.launcher = info.launcher;
+    fl_job.default_tag = info.job_id ^ 0x5a5a5a5a5a5a5a5aull;
+    st = exchange_hosts();
+    if (st != FLIT_OK) {
+        fl_boot_close(false);
+        return st;
+    }
+    pthread_once(&once, fl_am_init);
+    pthread_atfork(NULL, NULL, atfork_child);
+    atomic_store(&fl_job_state, FL_JOB_ACTIVE);
+    fl_boot_set_dump_fn(fl_ep_dump_all);
+    if (fl_cfg.verbose)
+        print_start();
+    return FLIT_OK;
+}
+
+flit_status flit_finalize(void)
+{
+    flit_status st = fl_job_check();
+    if (st != FLIT_OK)
+        return st;
+    if (fl_handler_depth)
+        return FLIT_ERR_IN_HANDLER;
+    fl_ep_destroy_all();
+    fl_boot_close(true);
+    atomic_store(&fl_job_state, FL_JOB_FINALIZED);
+    free(fl_job.host_of);
+    fl_job.host_of = NULL;
+    return FLIT_OK;
+}
+
+flit_rank_t flit_job_rank(void)
+{
+    return flit_rank(fl_job_check() == FLIT_OK ? fl_job.rank : 0);
+}
+
+uint32_t flit_job_size(void)
+{
+    return fl_job_check() == FLIT_OK ? fl_job.size : 0;
+}

@@ -1,0 +1,293 @@
+/*
+ * The progress engine: one per endpoint. It drains every transport, hands
+ * each packet to the layer that owns its opcode, and when there is nothing
+ * to do it spins for a while and then sleeps. Senders wake a sleeper only
+ * when it said it sleeps (the transports' arm protocol), so the fast path
+ * makes no system call: LFC's polling watchdog, in user space.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/ep.h"
+#include "core/log.h"
+#include "core/packet.h"
+#include "platform/os.h"
+
+#define POLL_BUDGET 64          /* packets per transport per pass */
+#define CHECK_EVERY 1024        /* passes between looks at the clock */
+
+static fl_op_fn op_table[FL_OP_COUNT];
+
+void fl_op_register(enum fl_op op, fl_op_fn fn)
+{
+    op_table[op] = fn;
+}
+
+void fl_packet_dispatch(void *arg, uint32_t src, unsigned lane, void *pkt,
+                        size_t len)
+{
+    struct flit_ep *ep = arg;
+    const uint8_t *b = pkt;
+    ep->events++;
+    if (len >= 2 && b[0] == FL_WIRE_VERSION && b[1] < FL_OP_COUNT && op_table[b[1]]) {
+        op_table[b[1]](ep, src, lane, pkt, len);
+        return;
+    }
+    FL_COUNT(ep->stats.refused_packets, 1);
+    fl_warn("refused a packet from rank %u: version %u, opcode %u, %zu bytes",
+            src, len ? b[0] : 0, len > 1 ? b[1] : 0, len);
+}
+
+int fl_progress(struct flit_ep *ep, unsigned lane_mask)
+{
+    int n = 0;
+    FL_COUNT(ep->stats.polls, 1);
+    for (int i = 0; i < ep->ntp; i++)
+        n += ep->tps[i]->poll(ep->tpes[i], lane_mask, fl_packet_dispatch, ep,
+                              POLL_BUDGET);
+    return n;
+}
+
+int64_t fl_progress_spin_us(void)
+{
+    if (fl_cfg.spin_us >= 0)
+        return fl_cfg.spin_us;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* More ranks than cores: a spinning rank steals the core its peer needs. */
+    return cpus > 0 && fl_job.local_size > (uint32_t)cpus ? 2 : 50;
+}
+
+void fl_progress_check_peers(struct flit_ep *ep, bool force)
+{
+    uint64_t now = fl_now_ns();
+    if (!force && now < ep->next_peer_check_ns)
+        return;
+    ep->next_peer_check_ns = now + (uint64_t)fl_cfg.peer_check_ms * 1000000u;
+    for (int i = 0; i < ep->ntp; i++)
+        ep->tps[i]->check_peers(ep->tpes[i], fl_packet_dispatch, ep);
+}
+
+static bool arm_all(struct flit_ep *ep, unsigned lane_mask)
+{
+    bool pending = false;
+    for (int i = 0; i < ep->ntp; i++)
+        pending |= ep->tps[i]->arm(ep->tpes[i], lane_mask);
+    return pending;
+}
+
+static void disarm_all(struct flit_ep *ep)
+{
+    for (int i = 0; i < ep->ntp; i++)
+        ep->tps[i]->disarm(ep->tpes[i]);
+    ep->armed = false;
+}
+
+/* Sleeps on the endpoint's epoll set; the endpoint lock, if any, is held by
+   the caller, who decides whether to drop it around this call. */
+static void sleep_on(struct flit_ep *ep, int64_t timeout_us)
+{
+    struct pollfd pfd = {.fd = ep->epfd, .events = POLLIN};
+    struct timespec ts = {.tv_sec = timeout_us / 1000000,
+                          .tv_nsec = (timeout_us % 1000000) * 1000};
+    FL_COUNT(ep->stats.sleeps, 1);
+    int r = ppoll(&pfd, 1, timeout_us < 0 ? NULL : &ts, NULL);
+    if (r < 0 && errno != EINTR)
+        fl_error("sleeping on endpoint %u: %s", ep->index, strerror(errno));
+}
+
+bool fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask, int64_t timeout_us)
+{
+    if (arm_all(ep, lane_mask)) {
+        disarm_all(ep);
+        return true;
+    }
+    bool unlock = ep->mode == FLIT_THREAD_SAFE && fl_handler_depth == 0 &&
+                  ep->blocked_since_ns == 0;
+    if (unlock)
+        pthread_mutex_unlock(&ep->lock);
+    sleep_on(ep, timeout_us);
+    if (unlock)
+        pthread_mutex_lock(&ep->lock);
+    disarm_all(ep);
+    fl_progress_check_peers(ep, true);
+    return true;
+}
+
+flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
+                              int64_t timeout_us)
+{
+    uint64_t start = fl_now_ns();
+    uint64_t deadline = timeout_us < 0 ? UINT64_MAX : start + (uint64_t)timeout_us * 1000u;
+    uint64_t spin_end = start + (uint64_t)fl_progress_spin_us() * 1000u;
+    int64_t nap_us = fl_cfg.peer_check_ms * 1000;
+    for (unsigned pass = 1;; pass++) {
+        fl_progress(ep, FL_LANES_ALL);
+        if (done(ep, arg))
+            return FLIT_OK;
+        if (pass % 16 && pass < 256)
+            continue;   /* a few quick passes before reading the clock */
+        uint64_t now = fl_now_ns();
+        if (now >= deadline)
+            return FLIT_ERR_TIMEOUT;
+        fl_progress_check_peers(ep, false);
+        if (now < spin_end) {
+            fl_cpu_relax();
+            continue;
+        }
+        int64_t left = deadline == UINT64_MAX ? nap_us : (int64_t)(deadline - now) / 1000;
+        fl_progress_sleep(ep, FL_LANES_ALL, left < nap_us ? left : nap_us);
+    }
+}
+
+flit_status fl_ep_send_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                            const struct iovec *iov, int iovcnt, unsigned flags)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    FL_COUNT(ep->stats.credit_stalls, 1);
+    FL_COUNT(p->stalls, 1);
+    if (flags & FLIT_AM_NONBLOCK)
+        return FLIT_ERR_AGAIN;
+    /* In a handler only replies can be handled: they cannot send, so this
+       wait cannot chain into another. */
+    unsigned lanes = fl_handler_depth ? FL_LANE_MASK(FL_LANE_REP) : FL_LANES_ALL;
+    uint64_t start = fl_now_ns();
+    uint64_t spin_end = start + (uint64_t)fl_progress_spin_us() * 1000u;
+    atomic_store_explicit(&ep->blocked_dst, dst, memory_order_relaxed);
+    atomic_store_explicit(&ep->blocked_since_ns, start, memory_order_relaxed);
+    flit_status st;
+    for (unsigned pass = 1;; pass++) {
+        fl_progress(ep, lanes);
+        st = p->tp->send(p->tpe, dst, lane, iov, iovcnt);
+        if (st != FLIT_ERR_AGAIN)
+            break;
+        if (pass % 16)
+            continue;
+        fl_progress_check_peers(ep, false);
+        if (fl_now_ns() < spin_end) {
+            fl_cpu_relax();
+            continue;
+        }
+        p->tp->want_room(p->tpe, dst, lane);
+        st = p->tp->send(p->tpe, dst, lane, iov, iovcnt);
+        if (st != FLIT_ERR_AGAIN)
+            break;
+        fl_progress_sleep(ep, lanes, fl_cfg.peer_check_ms * 1000);
+    }
+    atomic_store_explicit(&ep->blocked_since_ns, 0, memory_order_relaxed);
+    return st;
+}
+
+/* ---- public progress calls ---- */
+
+flit_status flit_poll(flit_ep_t *ep)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (__builtin_expect(ep->armed, 0)) {
+        disarm_all(ep);
+        fl_progress_check_peers(ep, true);
+    }
+    fl_progress(ep, FL_LANES_ALL);
+    if (__builtin_expect(FL_READ(ep->stats.polls) % CHECK_EVERY == 0, 0))
+        fl_progress_check_peers(ep, false);
+    fl_ep_leave(ep);
+    return FLIT_OK;
+}
+
+static bool any_event(struct flit_ep *ep, void *arg)
+{
+    return ep->events != *(uint64_t *)arg;
+}
+
+flit_status flit_wait(flit_ep_t *ep, int64_t timeout_us)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (ep->armed)
+        disarm_all(ep);
+    uint64_t start = ep->events;
+    st = fl_progress_until(ep, any_event, &start, timeout_us);
+    fl_ep_leave(ep);
+    return st;
+}
+
+flit_status flit_ep_fd(flit_ep_t *ep, int *fd_out)
+{
+    flit_status st = fl_ep_check(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (!fd_out)
+        return FLIT_ERR_INVALID_ARG;
+    *fd_out = ep->epfd;
+    return FLIT_OK;
+}
+
+flit_status flit_ep_arm(flit_ep_t *ep)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (arm_all(ep, FL_LANES_ALL)) {
+        disarm_all(ep);
+        st = FLIT_ERR_AGAIN;
+    } else {
+        ep->armed = true;
+    }
+    fl_ep_leave(ep);
+    return st;
+}
+
+/* ---- the optional progress thread ---- */
+
+static void *progress_main(void *arg)
+{
+    struct flit_ep *ep = arg;
+    pthread_mutex_lock(&ep->lock);
+    while (!atomic_load_explicit(&ep->progress_stop, memory_order_relaxed)) {
+        if (fl_progress(ep, FL_LANES_ALL) > 0)
+            continue;
+        fl_progress_check_peers(ep, false);
+        /* Sleeps right away: this thread serves a program that computes,
+           and spinning would take its core. */
+        fl_progress_sleep(ep, FL_LANES_ALL, fl_cfg.peer_check_ms * 1000);
+        uint64_t v;
+        while (read(ep->evfd, &v, sizeof v) > 0)
+            ;
+    }
+    pthread_mutex_unlock(&ep->lock);
+    return NULL;
+}
+
+flit_status fl_progress_thread_start(struct flit_ep *ep)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);   /* signals are the program's */
+    int err = pthread_create(&ep->progress_thread, NULL, progress_main, ep);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err) {
+        fl_error("cannot start the progress thread: %s", strerror(err));
+        return FLIT_ERR_SYSTEM;
+    }
+    ep->has_progress_thread = true;
+    return FLIT_OK;
+}
+
+void fl_progress_thread_stop(struct flit_ep *ep)
+{
+    if (!ep->has_progress_thread)
+        return;
+    atomic_store(&ep->progress_stop, true);
+    uint64_t one = 1;
+    ssize_t w = write(ep->evfd, &one, sizeof one);
+    (void)w;
+    pthread_join(ep->progress_thread, NULL);
+    ep->has_progress_thread = false;
+}

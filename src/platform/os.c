@@ -1,0 +1,226 @@
+/* Linux wrappers; see os.h. */
+#include "platform/os.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+int fl_random_bytes(void *buf, size_t len)
+{
+    uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* FNV-1a, to fold identity strings into the 16-byte host id. */
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+int fl_host_id(uint8_t id[16])
+{
+    char boot[64] = "";
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, boot, sizeof boot - 1);
+        boot[n > 0 ? n : 0] = '\0';
+        close(fd);
+    }
+    char ipc[64] = "";
+    ssize_t n = readlink("/proc/self/ns/ipc", ipc, sizeof ipc - 1);
+    ipc[n > 0 ? n : 0] = '\0';
+    struct stat st;
+    uint64_t dev = stat("/dev/shm", &st) == 0 ? (uint64_t)st.st_dev : 0;
+    uint64_t a = fnv1a(0xcbf29ce484222325ull, boot, strlen(boot));
+    uint64_t b = fnv1a(fnv1a(0x84222325cbf29ce4ull, ipc, strlen(ipc)), &dev,
+                       sizeof dev);
+    memcpy(id, &a, 8);
+    memcpy(id + 8, &b, 8);
+    return 0;
+}
+
+void fl_shm_name(char *buf, size_t len, uint64_t job_id, uint32_t rank,
+                 uint32_t ep, const char *suffix)
+{
+    snprintf(buf, len, "/flit-%016llx-%u-%u%s", (unsigned long long)job_id,
+             rank, ep, suffix);
+}
+
+int fl_shm_map_fd(int fd, size_t size, void **addr_out)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    *addr_out = p;
+    return 0;
+}
+
+int fl_shm_create(const char *name, size_t size, int *fd_out, void **addr_out)
+{
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    int err = 0;
+    if (ftruncate(fd, (off_t)size) != 0)
+        err = -errno;
+    void *p = NULL;
+    if (!err)
+        err = fl_shm_map_fd(fd, size, &p);
+    if (err) {
+        close(fd);
+        shm_unlink(name);
+        return err;
+    }
+    *fd_out = fd;
+    *addr_out = p;
+    return 0;
+}
+
+int fl_shm_attach(const char *name, size_t *size_out, void **addr_out)
+{
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int err = fstat(fd, &st) == 0 ? 0 : -errno;
+    void *p = NULL;
+    if (!err && st.st_size <= 0)
+        err = -EINVAL;
+    if (!err)
+        err = fl_shm_map_fd(fd, (size_t)st.st_size, &p);
+    close(fd);
+    if (err)
+        return err;
+    *size_out = (size_t)st.st_size;
+    *addr_out = p;
+    return 0;
+}
+
+int fl_shm_unlink(const char *name)
+{
+    return shm_unlink(name) == 0 ? 0 : -errno;
+}
+
+int fl_shm_unlink_prefix(const char *prefix)
+{
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return -errno;
+    size_t plen = strlen(prefix);
+    int count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, plen) != 0)
+            continue;
+        char name[sizeof e->d_name + 2];
+        snprintf(name, sizeof name, "/%s", e->d_name);
+        if (shm_unlink(name) == 0)
+            count++;
+    }
+    closedir(d);
+    return count;
+}
+
+int fl_pidfd_open(pid_t pid)
+{
+    long fd = syscall(SYS_pidfd_open, pid, 0);
+    return fd < 0 ? -errno : (int)fd;
+}
+
+bool fl_pidfd_exited(int pidfd)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
+ssize_t fl_cma_write(pid_t pid, uint64_t remote_addr, const void *src,
+                     size_t len)
+{
+    struct iovec l = {(void *)src, len};
+    struct iovec r = {(void *)(uintptr_t)remote_addr, len};
+    ssize_t n = process_vm_writev(pid, &l, 1, &r, 1, 0);
+    return n < 0 ? -errno : n;
+}
+
+ssize_t fl_cma_read(pid_t pid, void *dst, uint64_t remote_addr, size_t len)
+{
+    struct iovec l = {dst, len};
+    struct iovec r = {(void *)(uintptr_t)remote_addr, len};
+    ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+    return n < 0 ? -errno : n;
+}
+
+void fl_wake_addr(const char *name, struct fl_wake_addr *out)
+{
+    memset(out, 0, sizeof *out);
+    out->sa.sun_family = AF_UNIX;
+    size_t n = strnlen(name, sizeof out->sa.sun_path - 2);
+    memcpy(out->sa.sun_path + 1, name, n);  /* abstract: leading NUL */
+    out->len = (unsigned)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+int fl_wake_open(const struct fl_wake_addr *self)
+{
+    int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return -errno;
+    if (bind(s, (const struct sockaddr *)&self->sa, self->len) != 0) {
+        int err = -errno;
+        close(s);
+        return err;
+    }
+    return s;
+}
+
+int fl_wake_send(int sock, const struct fl_wake_addr *peer)
+{
+    static const char one = 1;
+    for (;;) {
+        ssize_t n = sendto(sock, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+                           (const struct sockaddr *)&peer->sa, peer->len);
+        if (n >= 0 || errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;       /* a full queue is already a pending wake-up */
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+void fl_wake_drain(int sock)
+{
+    char buf[64];
+    while (recv(sock, buf, sizeof buf, MSG_DONTWAIT) > 0)
+        ;
+}
+
+int fl_set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return -errno;
+    return 0;
+}

@@ -1,0 +1,211 @@
+/* SPSC packet ring; see ring.h for the layout and the protocol. */
+#include "transport/shm/ring.h"
+
+#include <assert.h>
+#include <string.h>
+
+#define PAD_LEN 0xffffffffu
+
+struct rec_hdr {
+    _Atomic uint32_t seq;
+    uint32_t len;
+};
+
+/* Never 0 on the first lap, so zeroed memory is never a record. */
+static inline uint32_t marker(uint64_t pos)
+{
+    return (uint32_t)(pos / FL_RING_LINE) + 1;
+}
+
+static void attach(struct fl_ring_ctl **ctl, uint8_t **data, uint64_t *sz,
+                   uint64_t *mask, void *mem, size_t size)
+{
+    assert(size >= FL_RING_MIN_SIZE && (size & (size - 1)) == 0);
+    assert(((uintptr_t)mem & (FL_RING_LINE - 1)) == 0);
+    *ctl = mem;
+    *data = (uint8_t *)mem + sizeof(struct fl_ring_ctl);
+    *sz = size;
+    *mask = size - 1;
+}
+
+void fl_ring_tx_attach(struct fl_ring_tx *tx, void *mem, size_t size)
+{
+    memset(tx, 0, sizeof *tx);
+    attach(&tx->ctl, &tx->data, &tx->size, &tx->mask, mem, size);
+    /* Relaxed: nothing is published before setup's barrier. */
+    uint64_t head = atomic_load_explicit(&tx->ctl->head, memory_order_relaxed);
+    atomic_store_explicit(&tx->tail, head, memory_order_relaxed);
+    tx->head_cache = head;
+}
+
+void fl_ring_rx_attach(struct fl_ring_rx *rx, void *mem, size_t size)
+{
+    memset(rx, 0, sizeof *rx);
+    attach(&rx->ctl, &rx->data, &rx->size, &rx->mask, mem, size);
+    atomic_store_explicit(&rx->head,
+                          atomic_load_explicit(&rx->ctl->head, memory_order_relaxed),
+                          memory_order_relaxed);
+}
+
+static inline struct rec_hdr *rec_at(uint8_t *data, uint64_t mask, uint64_t pos)
+{
+    return (struct rec_hdr *)(data + (pos & mask));
+}
+
+/* Room for `need` bytes at tail? Re-reads the shared head only when the
+   cached one says no. */
+static bool has_room(struct fl_ring_tx *tx, uint64_t tail, uint64_t need)
+{
+    if (tail + need - tx->head_cache <= tx->size)
+        return true;
+    /* Acquire: the consumer finished reading the records before it
+       released them, so we may overwrite them. */
+    tx->head_cache = atomic_load_explicit(&tx->ctl->head, memory_order_acquire);
+    return tail + need - tx->head_cache <= tx->size;
+}
+
+/* Bytes of padding needed at tail before a record of rec bytes. */
+static inline uint64_t pad_before(const struct fl_ring_tx *tx, uint64_t tail,
+                                  uint64_t rec)
+{
+    uint64_t off = tail & tx->mask;
+    return off + rec > tx->size ? tx->size - off : 0;
+}
+
+bool fl_ring_has_room(struct fl_ring_tx *tx, size_t len)
+{
+    uint64_t tail = atomic_load_explicit(&tx->tail, memory_order_relaxed);
+    uint64_t rec = fl_ring_record(len);
+    return has_room(tx, tail, pad_before(tx, tail, rec) + rec);
+}
+
+bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt,
+                  size_t len)
+{
+    uint64_t tail = atomic_load_explicit(&tx->tail, memory_order_relaxed);
+    uint64_t rec = fl_ring_record(len);
+    uint64_t pad = pad_before(tx, tail, rec);
+    if (!has_room(tx, tail, pad + rec))
+        return false;
+    if (pad) {
+        struct rec_hdr *h = rec_at(tx->data, tx->mask, tail);
+        h->len = PAD_LEN;
+        /* Release: len is visible before the marker that publishes it. */
+        atomic_store_explicit(&h->seq, marker(tail), memory_order_release);
+        tail += pad;
+    }
+    struct rec_hdr *h = rec_at(tx->data, tx->mask, tail);
+    uint8_t *dst = (uint8_t *)(h + 1);
+    for (int i = 0; i < iovcnt; i++) {
+        memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+        dst += iov[i].iov_len;
+    }
+    h->len = (uint32_t)len;
+    /* Seq-cst: publishes len and packet (release) and orders the caller's
+       next load (the consumer's sleeping flag) after this store. */
+    atomic_store_explicit(&h->seq, marker(tail), memory_order_seq_cst);
+    atomic_store_explicit(&tx->tail, tail + rec, memory_order_relaxed);
+    return true;
+}
+
+void *fl_ring_peek(struct fl_ring_rx *rx, size_t *len)
+{
+    if (rx->broken)
+        return NULL;
+    for (int laps = 0; laps < 2; laps++) {
+        uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed);
+        struct rec_hdr *h = rec_at(rx->data, rx->mask, head);
+        /* Acquire: the packet bytes are read after the marker. */
+        if (atomic_load_explicit(&h->seq, memory_order_acquire) != marker(head))
+            return NULL;
+        uint32_t n = h->len;
+        uint64_t off = head & rx->mask;
+        if (n == PAD_LEN) {
+            if (off == 0)
+                break;          /* a pad never starts a lap */
+            rx->cur_rec = rx->size - off;
+            fl_ring_release(rx);
+            continue;
+        }
+        uint64_t rec = fl_ring_record(n);
+        if (n > fl_ring_max_packet(rx->size) || off + rec > rx->size)
+            break;
+        rx->cur_rec = rec;
+        *len = n;
+        return h + 1;
+    }
+    rx->broken = true;
+    return NULL;
+}
+
+void fl_ring_release(struct fl_ring_rx *rx)
+{
+    assert(rx->cur_rec);
+    uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed) + rx->cur_rec;
+    rx->cur_rec = 0;
+    atomic_store_explicit(&rx->head, head, memory_order_relaxed);
+    /* Release: we are done reading the record before the producer may
+       overwrite it. */
+    atomic_store_explicit(&rx->ctl->head, head, memory_order_release);
+}
+
+bool fl_ring_pending(const struct fl_ring_rx *rx)
+{
+    if (rx->broken)
+        return false;
+    uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed);
+    struct rec_hdr *h = rec_at(rx->data, rx->mask, head);
+    return atomic_load_explicit(&h->seq, memory_order_acquire) == marker(head);
+}
+
+bool fl_ring_take_waiter(struct fl_ring_rx *rx)
+{
+    /* Full fence: our head store is ordered before the load of the flag,
+       pairing with the fence in fl_ring_want_room (Dekker). */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!atomic_load_explicit(&rx->ctl->producer_waiting, memory_order_relaxed))
+        return false;
+    return atomic_exchange_explicit(&rx->ctl->producer_waiting, 0,
+                                    memory_order_relaxed) != 0;
+}
+
+bool fl_ring_want_room(struct fl_ring_tx *tx, size_t len)
+{
+    atomic_store_explicit(&tx->ctl->producer_waiting, 1, memory_order_relaxed);
+    /* Full fence: the flag is visible before we re-read head, pairing with
+       the fence in fl_ring_take_waiter. */
+    atomic_thread_fence(memory_order_seq_cst);
+    return fl_ring_has_room(tx, len);
+}
+
+void fl_ring_walk_unconsumed(struct fl_ring_tx *tx, fl_ring_walk_fn fn,
+                             void *ctx)
+{
+    uint64_t pos = atomic_load_explicit(&tx->ctl->head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&tx->tail, memory_order_relaxed);
+    if (tail - pos > tx->size)
+        pos = tail;     /* head is garbage: a dead peer may have scribbled */
+    while (pos < tail) {
+        struct rec_hdr *h = rec_at(tx->data, tx->mask, pos);
+        uint32_t n = h->len;
+        uint64_t off = pos & tx->mask;
+        if (n == PAD_LEN) {
+            pos += tx->size - off;
+            continue;
+        }
+        if (n > fl_ring_max_packet(tx->size) || off + fl_ring_record(n) > tx->size)
+            break;      /* scribbled on: stop rather than read wild memory */
+        fn(ctx, h + 1, n);
+        pos += fl_ring_record(n);
+    }
+    /* Forget them: they will not be handed out twice. */
+    atomic_store_explicit(&tx->ctl->head, tail, memory_order_relaxed);
+    tx->head_cache = tail;
+}
+
+uint64_t fl_ring_tx_inflight(struct fl_ring_tx *tx)
+{
+    uint64_t tail = atomic_load_explicit(&tx->tail, memory_order_relaxed);
+    uint64_t head = atomic_load_explicit(&tx->ctl->head, memory_order_relaxed);
+    return tail - head <= tx->size ? tail - head : tx->size;
+}

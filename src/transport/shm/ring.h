@@ -1,0 +1,125 @@
+/*
+ * Single-producer / single-consumer ring of variable-size packets.
+ *
+ * The ring lives in memory the consumer owns (its shared file, or private
+ * memory for the self transport). Each packet is a record that starts on a
+ * 64-byte line:
+ *
+ *     u32 seq | u32 len | packet bytes ... | padding to the next line
+ *
+ * The producer writes len and the packet, then publishes the record by
+ * storing seq last. seq is a function of the record's position, so the
+ * consumer learns that a record is there by reading the record itself: it
+ * never reads the producer's tail, and a record from an earlier lap can never
+ * pass for a new one. Only the consumer's head is shared, on a line of its
+ * own, and the producer re-reads it only when its cached copy says full:
+ * credits that cost nothing while there is room.
+ *
+ * A short message of a few arguments is one record of one line: one cache
+ * line moves from producer to consumer, nothing else.
+ */
+#ifndef FL_SHM_RING_H
+#define FL_SHM_RING_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define FL_RING_LINE 64u
+#define FL_RING_HDR 8u              /* seq + len before each packet */
+#define FL_RING_MIN_SIZE 4096u
+
+/* Shared part, in the consumer's memory. */
+struct fl_ring_ctl {
+    _Alignas(64) _Atomic uint64_t head;             /* consumer: bytes consumed */
+    _Alignas(64) _Atomic uint32_t producer_waiting; /* producer: wake me on room */
+    char pad_[60];
+};
+
+/* Bytes a ring of `size` data bytes occupies (control + data). */
+static inline size_t fl_ring_footprint(size_t size)
+{
+    return sizeof(struct fl_ring_ctl) + size;
+}
+
+/* Largest packet a ring of `size` bytes carries. */
+static inline size_t fl_ring_max_packet(size_t size)
+{
+    return size / 2 - FL_RING_HDR;
+}
+
+/* Producer side: private to the sending process. */
+struct fl_ring_tx {
+    struct fl_ring_ctl *ctl;
+    uint8_t *data;
+    uint64_t size, mask;
+    _Atomic uint64_t tail;      /* bytes produced; atomic only for dumps */
+    uint64_t head_cache;
+};
+
+/* Consumer side: private to the receiving process. */
+struct fl_ring_rx {
+    struct fl_ring_ctl *ctl;
+    uint8_t *data;
+    uint64_t size, mask;
+    _Atomic uint64_t head;      /* bytes consumed; atomic only for dumps */
+    uint64_t cur_rec;           /* record size of the packet peeked, 0 if none */
+    bool busy;                  /* a packet of this ring is being handled */
+    bool broken;                /* the producer wrote garbage; ring abandoned */
+};
+
+/* size is a power of two >= FL_RING_MIN_SIZE; mem is 64-byte aligned and
+   fl_ring_footprint(size) bytes, zeroed by whoever created it. */
+void fl_ring_tx_attach(struct fl_ring_tx *tx, void *mem, size_t size);
+void fl_ring_rx_attach(struct fl_ring_rx *rx, void *mem, size_t size);
+
+/*
+ * Copies the packet gathered from iov (total len bytes) into the ring and
+ * publishes it. false when there is no room now (nothing written).
+ * The publishing store is sequentially consistent, so a load the caller makes
+ * afterwards (the consumer's "sleeping" flag) is ordered after it.
+ */
+bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt,
+                  size_t len);
+
+/* Whether a packet of len bytes fits now (re-reads the consumer's head). */
+bool fl_ring_has_room(struct fl_ring_tx *tx, size_t len);
+
+/* Bytes a packet of len bytes occupies, padding included. */
+static inline uint64_t fl_ring_record(size_t len)
+{
+    return ((uint64_t)len + FL_RING_HDR + FL_RING_LINE - 1) & ~(uint64_t)(FL_RING_LINE - 1);
+}
+
+/*
+ * The packet at the head, or NULL when none is published. Sets rx->broken
+ * (and returns NULL) when the record is malformed.
+ */
+void *fl_ring_peek(struct fl_ring_rx *rx, size_t *len);
+
+/* Consumes the packet fl_ring_peek returned, giving its room back. */
+void fl_ring_release(struct fl_ring_rx *rx);
+
+/* Whether a packet is published at the head (no side effects). */
+bool fl_ring_pending(const struct fl_ring_rx *rx);
+
+/*
+ * After releases: true (and the flag cleared) when the producer asked to be
+ * woken for room. Costs one full fence; call it once per poll pass.
+ */
+bool fl_ring_take_waiter(struct fl_ring_rx *rx);
+
+/* Producer: asks to be woken on room; then true if room for len appeared. */
+bool fl_ring_want_room(struct fl_ring_tx *tx, size_t len);
+
+/* Producer, when the consumer is gone: walks the records it never consumed. */
+typedef void (*fl_ring_walk_fn)(void *ctx, void *pkt, size_t len);
+void fl_ring_walk_unconsumed(struct fl_ring_tx *tx, fl_ring_walk_fn fn,
+                             void *ctx);
+
+/* Bytes the producer could still write (racy; for dumps). */
+uint64_t fl_ring_tx_inflight(struct fl_ring_tx *tx);
+
+#endif /* FL_SHM_RING_H */

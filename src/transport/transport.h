@@ -1,0 +1,163 @@
+/*
+ * The transport seam: what the progress engine and the AM layer need from a
+ * way of moving packets. The core never names a particular transport; it
+ * asks each registered ops table whether it reaches a peer, in preference
+ * order, and uses the first that does.
+ *
+ * A packet is an opaque run of bytes that starts with the wire header of
+ * src/am/wire.h. Transports move packets whole; they never look inside.
+ *
+ * Lanes: every ordered pair of ranks has two independent FIFO lanes,
+ * FL_LANE_REQ and FL_LANE_REP. Packets on one lane arrive in the order sent;
+ * the lanes are not ordered with each other. Replies (and returned messages)
+ * use FL_LANE_REP, so a handler's reply never waits behind requests.
+ *
+ * Threads: the core serialises every call on one fl_tp_ep (the endpoint's
+ * lock, or single-threaded use). The one exception is ->dump, which may run
+ * on the boot thread while others run: it must read only atomics.
+ */
+#ifndef FL_TRANSPORT_H
+#define FL_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "flit/flit.h"
+
+enum fl_lane { FL_LANE_REQ = 0, FL_LANE_REP = 1, FL_LANES = 2 };
+#define FL_LANE_MASK(l) (1u << (l))
+#define FL_LANES_ALL (FL_LANE_MASK(FL_LANE_REQ) | FL_LANE_MASK(FL_LANE_REP))
+
+/* Capability flags. */
+#define FL_TP_RELIABLE (1u << 0)    /* never loses, duplicates or reorders */
+#define FL_TP_PUT (1u << 1)         /* ->put writes straight into a peer's segment */
+
+struct fl_tp_ep;    /* one transport's part of one endpoint */
+struct fl_counters;
+
+/* What a transport needs to know about the endpoint it serves. */
+struct fl_tp_open_args {
+    uint64_t job_id;
+    uint32_t rank, size;
+    uint32_t ep_index;          /* n-th endpoint of this rank */
+    void *segment;              /* local segment, NULL if none */
+    size_t segment_size;
+    int segment_fd;             /* >= 0: segment is this shared file (peers map it) */
+    const uint32_t *host_of;    /* [size]: host number of each rank */
+    struct fl_counters *counters;   /* the endpoint's, for wake-ups sent */
+    struct flit_ep *ep;         /* for fl_ep_peer_down() callbacks */
+};
+
+/* Called by ->poll for each packet; pkt is valid only during the call. */
+typedef void (*fl_tp_recv_fn)(void *ctx, uint32_t src, unsigned lane,
+                              void *pkt, size_t len);
+
+struct fl_transport {
+    const char *name;
+    uint32_t caps;              /* FL_TP_* */
+    uint16_t id;                /* small number in address blobs */
+
+    /* Opens the transport for an endpoint. Blocks (setup only). */
+    flit_status (*open)(const struct fl_tp_open_args *args,
+                        struct fl_tp_ep **out);
+
+    /*
+     * The blob peers pass to ->connect, written to buf (at most *len bytes,
+     * *len updated). Published through the boot exchange.
+     */
+    flit_status (*address)(struct fl_tp_ep *t, void *buf, size_t *len);
+
+    /* Whether this transport reaches the rank that published blob. Pure. */
+    bool (*reachable)(struct fl_tp_ep *t, uint32_t rank, const void *blob,
+                      size_t len);
+
+    /* Connects to rank. May block (setup only). */
+    flit_status (*connect)(struct fl_tp_ep *t, uint32_t rank, const void *blob,
+                           size_t len);
+
+    /*
+     * Called once every rank has connected (after a job-wide barrier):
+     * a transport drops what was only needed for the rendezvous.
+     */
+    void (*connected)(struct fl_tp_ep *t);
+
+    /* Largest packet ->send accepts. */
+    size_t (*max_packet)(struct fl_tp_ep *t);
+
+    /*
+     * Sends one packet gathered from iov. Never blocks: FLIT_ERR_AGAIN when
+     * the peer has no room for it now (nothing was sent), FLIT_ERR_PEER_DOWN
+     * once the peer is known dead. The iov buffers are caller-owned and free
+     * again on return.
+     */
+    flit_status (*send)(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
+                        const struct iovec *iov, int iovcnt);
+
+    /* Whether ->send of a len-byte packet to dst on lane would succeed now. */
+    bool (*has_room)(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
+                     size_t len);
+
+    /*
+     * FL_TP_PUT only: copies len bytes from src to dst's segment at offset,
+     * complete on return; the caller checked the bounds. Packets sent after
+     * it on any lane are seen after the data. FLIT_ERR_NOT_SUPPORTED when the
+     * peer's segment cannot be reached directly (the caller then sends the
+     * data in packets).
+     */
+    flit_status (*put)(struct fl_tp_ep *t, uint32_t dst, uint64_t offset,
+                       const void *src, size_t len);
+
+    /*
+     * Delivers up to budget received packets from the lanes in lane_mask to
+     * cb, in order per (source, lane). Re-entrant for other lanes: cb may
+     * send, and may poll lanes other than the one it was called for.
+     * Returns the number delivered.
+     */
+    int (*poll)(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
+                void *ctx, int budget);
+
+    /*
+     * Sleep protocol. ->arm says the endpoint is about to sleep and returns
+     * true when packets on lane_mask are already waiting (then the caller
+     * must not sleep). After ->arm returned false, the transport's ->fd
+     * turns readable when a packet arrives, room appears that ->want_room
+     * asked for, or a peer dies. ->disarm is called after waking.
+     */
+    bool (*arm)(struct fl_tp_ep *t, unsigned lane_mask);
+    void (*disarm)(struct fl_tp_ep *t);
+    int (*fd)(struct fl_tp_ep *t);
+
+    /* Asks to be woken (via ->fd) when dst's lane has room again. */
+    void (*want_room)(struct fl_tp_ep *t, uint32_t dst, unsigned lane);
+
+    /*
+     * Looks for peers that died. For each newly dead one it first delivers,
+     * through cb, the packets the peer finished sending, then calls
+     * fl_ep_peer_down(). Cheap enough to call every few milliseconds.
+     */
+    void (*check_peers)(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx);
+
+    /*
+     * For a dead peer: hands each packet that was sent to it but never
+     * consumed to cb (so the sender can return it). Then forgets them.
+     */
+    void (*reclaim)(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb,
+                    void *ctx);
+
+    /* One line of state about the pair (t, peer) for dumps; atomics only. */
+    void (*dump_peer)(struct fl_tp_ep *t, uint32_t peer, char *buf,
+                      size_t len);
+
+    void (*close)(struct fl_tp_ep *t);
+};
+
+/* Transports in preference order, NULL-terminated; validated once. */
+const struct fl_transport *const *fl_transports(void);
+
+/* Reports a dead peer to the endpoint (defined in src/core/ep.c). */
+struct flit_ep;
+void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason);
+
+#endif /* FL_TRANSPORT_H */
