@@ -26,7 +26,8 @@ size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m)
         p += FL_AM_LONG_EXT;
     }
     size_t hl = fl_am_hdr_len(m->op, m->nargs);
-    memset(p, 0, (size_t)(buf + hl - p));
+    if (p < buf + hl)
+        fl_put32(p, 0);     /* at most 4 bytes of padding: never leak stack */
     return hl;
 }
 

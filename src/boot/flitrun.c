@@ -49,12 +49,12 @@ static bool env_u32(const char *name, uint32_t *out)
 /* GATHERED body -> blobs, validating every length. */
 static struct fl_blobs *parse_gathered(const uint8_t *body, size_t len)
 {
-    if (len < 8)
+    if (len < FL_PROTO_GATHERED_HDR)
         return NULL;
     uint32_t n = fl_get32(body + 4);
     if (n != fr.size)
         return NULL;
-    size_t total = 0, pos = 8;
+    size_t total = 0, pos = FL_PROTO_GATHERED_HDR;
     for (uint32_t i = 0; i < n; i++) {
         if (pos + 4 > len)
             return NULL;
@@ -67,7 +67,7 @@ static struct fl_blobs *parse_gathered(const uint8_t *body, size_t len)
     struct fl_blobs *b = fl_blobs_alloc(n, total);
     if (!b)
         return NULL;
-    pos = 8;
+    pos = FL_PROTO_GATHERED_HDR;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t l = fl_get32(body + pos);
         fl_blobs_add(b, i, body + pos + 4, l);
@@ -153,10 +153,8 @@ static flit_status flitrun_open(struct fl_boot_info *info)
     flit_status st = connect_flitrun(getenv(FL_ENV_BOOT));
     if (st != FLIT_OK)
         return st;
-    uint8_t hello[16];
-    fl_put64(hello, job_id);
-    fl_put32(hello + 8, fr.rank);
-    fl_put32(hello + 12, (uint32_t)getpid());
+    uint8_t hello[FL_PROTO_HELLO_LEN];
+    fl_proto_hello_encode(hello, job_id, fr.rank, (uint32_t)getpid());
     fr.broken = false;
     fr.round = 0;
     /* The boot thread takes no signals: they belong to the program. */

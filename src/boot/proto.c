@@ -116,3 +116,28 @@ int fl_proto_parse_addr(const char *spec, struct sockaddr_un *sa,
     *salen = (unsigned)(offsetof(struct sockaddr_un, sun_path) + 1 + nlen);
     return 0;
 }
+
+void fl_proto_hello_encode(uint8_t out[FL_PROTO_HELLO_LEN], uint64_t job_id,
+                           uint32_t rank, uint32_t pid)
+{
+    fl_put32(out, FL_PROTO_VERSION);
+    fl_put64(out + 4, job_id);
+    fl_put32(out + 12, rank);
+    fl_put32(out + 16, pid);
+}
+
+int fl_proto_hello_decode(const uint8_t *body, size_t len,
+                          struct fl_proto_hello *out)
+{
+    if (len < 4)
+        return -EPROTO;
+    out->version = fl_get32(body);
+    if (out->version != FL_PROTO_VERSION)
+        return -EPROTONOSUPPORT;
+    if (len != FL_PROTO_HELLO_LEN)
+        return -EPROTO;
+    out->job_id = fl_get64(body + 4);
+    out->rank = fl_get32(body + 12);
+    out->pid = fl_get32(body + 16);
+    return 0;
+}

@@ -5,14 +5,20 @@
  *     u32 length (of type + body, little-endian) | u8 type | body
  *
  * rank -> flitrun                          flitrun -> rank
- *   HELLO   u64 job_id, u32 rank, u32 pid    GATHERED  u32 round, u32 n,
- *   GATHER  u32 round, blob                            n x (u32 len, bytes)
- *   DUMPED  (empty)                          DUMP      (empty)
+ *   HELLO   u32 version, u64 job_id,         GATHERED  u32 round, u32 n,
+ *           u32 rank, u32 pid                          n x (u32 len, bytes)
+ *   GATHER  u32 round, blob                  DUMP      (empty)
+ *   DUMPED  (empty)
  *   BYE     (empty)
  *
- * An allgather round completes when every rank sent its GATHER for it; then
- * every rank gets the same GATHERED frame. DUMP asks a rank to print its
- * state to stderr and answer DUMPED. BYE says the rank finalized.
+ * HELLO comes first, once. Allgather rounds are numbered from 1: a rank's
+ * next GATHER is for the round after the last GATHERED it got. A round
+ * completes when every rank sent its GATHER for it; then every rank gets the
+ * same GATHERED frame. DUMP asks a rank to print its state to stderr and
+ * answer DUMPED. BYE says the rank finalized.
+ *
+ * fl_proto_send writes whole frames only on a blocking fd; a nonblocking
+ * writer (flitrun) queues frames itself.
  */
 #ifndef FL_BOOT_PROTO_H
 #define FL_BOOT_PROTO_H
@@ -33,6 +39,21 @@ enum fl_proto_type {
 };
 
 #define FL_PROTO_MAX_FRAME (64u << 20)
+#define FL_PROTO_VERSION 1u
+#define FL_PROTO_HELLO_LEN 20u
+#define FL_PROTO_GATHERED_HDR 8u        /* round, n */
+
+struct fl_proto_hello {
+    uint32_t version;
+    uint64_t job_id;
+    uint32_t rank, pid;
+};
+
+void fl_proto_hello_encode(uint8_t out[FL_PROTO_HELLO_LEN], uint64_t job_id,
+                           uint32_t rank, uint32_t pid);
+/* 0, -EPROTO (malformed) or -EPROTONOSUPPORT (another version of flit). */
+int fl_proto_hello_decode(const uint8_t *body, size_t len,
+                          struct fl_proto_hello *out);
 
 /* Environment variables flitrun sets for each rank. */
 #define FL_ENV_BOOT "FLIT_BOOT"         /* "unix:@name" of flitrun's socket */
@@ -40,7 +61,7 @@ enum fl_proto_type {
 #define FL_ENV_SIZE "FLIT_SIZE"
 #define FL_ENV_JOB_ID "FLIT_JOB_ID"     /* 16 hex digits */
 
-/* Writes one whole frame (blocking, retries on EINTR). 0 or -errno. */
+/* Writes one whole frame to a blocking fd (retries on EINTR). 0 or -errno. */
 int fl_proto_send(int fd, uint8_t type, const void *body, size_t len);
 
 /* Buffered reader that yields whole frames from a (possibly nonblocking) fd. */

@@ -123,18 +123,24 @@ flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
 {
     uint64_t start = fl_now_ns();
     uint64_t deadline = timeout_us < 0 ? UINT64_MAX : start + (uint64_t)timeout_us * 1000u;
-    uint64_t spin_end = start + (uint64_t)fl_progress_spin_us() * 1000u;
+    uint64_t spin_ns = (uint64_t)fl_progress_spin_us() * 1000u;
+    uint64_t spin_end = start + spin_ns;
+    bool busy = false;      /* handled something since the last clock read */
     int64_t nap_us = fl_cfg.peer_check_ms * 1000;
     for (unsigned pass = 1;; pass++) {
-        fl_progress(ep, FL_LANES_ALL);
+        busy |= fl_progress(ep, FL_LANES_ALL) > 0;
         if (done(ep, arg))
             return FLIT_OK;
-        if (pass % 16 && pass < 256)
-            continue;   /* a few quick passes before reading the clock */
+        if (pass % 16)
+            continue;   /* quick passes between looks at the clock */
         uint64_t now = fl_now_ns();
         if (now >= deadline)
             return FLIT_ERR_TIMEOUT;
         fl_progress_check_peers(ep, false);
+        if (busy) {     /* traffic: keep spinning, the next packet is near */
+            spin_end = now + spin_ns;
+            busy = false;
+        }
         if (now < spin_end) {
             fl_cpu_relax();
             continue;
@@ -160,15 +166,21 @@ flit_status fl_ep_send_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
     atomic_store_explicit(&ep->blocked_dst, dst, memory_order_relaxed);
     atomic_store_explicit(&ep->blocked_since_ns, start, memory_order_relaxed);
     flit_status st;
+    bool busy = false;
     for (unsigned pass = 1;; pass++) {
-        fl_progress(ep, lanes);
+        busy |= fl_progress(ep, lanes) > 0;
         st = p->tp->send(p->tpe, dst, lane, iov, iovcnt);
         if (st != FLIT_ERR_AGAIN)
             break;
         if (pass % 16)
             continue;
         fl_progress_check_peers(ep, false);
-        if (fl_now_ns() < spin_end) {
+        uint64_t now = fl_now_ns();
+        if (busy) {
+            spin_end = now + (uint64_t)fl_progress_spin_us() * 1000u;
+            busy = false;
+        }
+        if (now < spin_end) {
             fl_cpu_relax();
             continue;
         }

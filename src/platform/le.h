@@ -1,46 +1,52 @@
-/* Fixed little-endian field access for everything that goes on a wire. */
+/*
+ * Fixed little-endian field access for everything that goes on a wire.
+ * memcpy + le*toh compiles to one plain load or store on little-endian
+ * machines and stays correct (and alignment-safe) everywhere else.
+ */
 #ifndef FL_PLATFORM_LE_H
 #define FL_PLATFORM_LE_H
 
+#include <endian.h>
 #include <stdint.h>
+#include <string.h>
 
 static inline void fl_put16(uint8_t *p, uint16_t v)
 {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
+    v = htole16(v);
+    memcpy(p, &v, sizeof v);
 }
 
 static inline void fl_put32(uint8_t *p, uint32_t v)
 {
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+    v = htole32(v);
+    memcpy(p, &v, sizeof v);
 }
 
 static inline void fl_put64(uint8_t *p, uint64_t v)
 {
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+    v = htole64(v);
+    memcpy(p, &v, sizeof v);
 }
 
 static inline uint16_t fl_get16(const uint8_t *p)
 {
-    return (uint16_t)(p[0] | p[1] << 8);
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return le16toh(v);
 }
 
 static inline uint32_t fl_get32(const uint8_t *p)
 {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return le32toh(v);
 }
 
 static inline uint64_t fl_get64(const uint8_t *p)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return le64toh(v);
 }
 
 #endif /* FL_PLATFORM_LE_H */

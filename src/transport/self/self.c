@@ -117,7 +117,7 @@ static int self_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
     int n = 0;
     for (unsigned l = FL_LANES; l-- > 0;) {     /* replies first */
         struct fl_ring_rx *rx = &t->rx[l];
-        if (!(lane_mask & FL_LANE_MASK(l)) || rx->busy)
+        if (!(lane_mask & FL_LANE_MASK(l)) || rx->busy || !fl_ring_pending(rx))
             continue;
         void *pkt;
         size_t len;

@@ -4,18 +4,9 @@
 #include <assert.h>
 #include <string.h>
 
-#define PAD_LEN 0xffffffffu
-
-struct rec_hdr {
-    _Atomic uint32_t seq;
-    uint32_t len;
-};
-
-/* Never 0 on the first lap, so zeroed memory is never a record. */
-static inline uint32_t marker(uint64_t pos)
-{
-    return (uint32_t)(pos / FL_RING_LINE) + 1;
-}
+#define PAD_LEN FL_RING_PAD_LEN
+#define rec_hdr fl_ring_rec
+#define marker fl_ring_marker
 
 static void attach(struct fl_ring_ctl **ctl, uint8_t **data, uint64_t *sz,
                    uint64_t *mask, void *mem, size_t size)
@@ -108,16 +99,13 @@ bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt,
     return true;
 }
 
-void *fl_ring_peek(struct fl_ring_rx *rx, size_t *len)
+void *fl_ring_peek_slow(struct fl_ring_rx *rx, size_t *len)
 {
-    if (rx->broken)
-        return NULL;
     for (int laps = 0; laps < 2; laps++) {
+        if (!fl_ring_pending(rx))
+            return NULL;
         uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed);
         struct rec_hdr *h = rec_at(rx->data, rx->mask, head);
-        /* Acquire: the packet bytes are read after the marker. */
-        if (atomic_load_explicit(&h->seq, memory_order_acquire) != marker(head))
-            return NULL;
         uint32_t n = h->len;
         uint64_t off = head & rx->mask;
         if (n == PAD_LEN) {
@@ -136,26 +124,6 @@ void *fl_ring_peek(struct fl_ring_rx *rx, size_t *len)
     }
     rx->broken = true;
     return NULL;
-}
-
-void fl_ring_release(struct fl_ring_rx *rx)
-{
-    assert(rx->cur_rec);
-    uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed) + rx->cur_rec;
-    rx->cur_rec = 0;
-    atomic_store_explicit(&rx->head, head, memory_order_relaxed);
-    /* Release: we are done reading the record before the producer may
-       overwrite it. */
-    atomic_store_explicit(&rx->ctl->head, head, memory_order_release);
-}
-
-bool fl_ring_pending(const struct fl_ring_rx *rx)
-{
-    if (rx->broken)
-        return false;
-    uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed);
-    struct rec_hdr *h = rec_at(rx->data, rx->mask, head);
-    return atomic_load_explicit(&h->seq, memory_order_acquire) == marker(head);
 }
 
 bool fl_ring_take_waiter(struct fl_ring_rx *rx)

@@ -93,17 +93,56 @@ static inline uint64_t fl_ring_record(size_t len)
     return ((uint64_t)len + FL_RING_HDR + FL_RING_LINE - 1) & ~(uint64_t)(FL_RING_LINE - 1);
 }
 
+/* The record header before every packet. */
+struct fl_ring_rec {
+    _Atomic uint32_t seq;
+    uint32_t len;
+};
+
+#define FL_RING_PAD_LEN 0xffffffffu
+
+/* The seq that publishes a record at pos; never 0 on the first lap, so
+   zeroed memory is never a record. */
+static inline uint32_t fl_ring_marker(uint64_t pos)
+{
+    return (uint32_t)(pos / FL_RING_LINE) + 1;
+}
+
+/* Whether a packet is published at the head (no side effects). Inline: the
+   polling loop runs it on every pass. */
+static inline bool fl_ring_pending(const struct fl_ring_rx *rx)
+{
+    uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed);
+    const struct fl_ring_rec *r =
+        (const struct fl_ring_rec *)(rx->data + (head & rx->mask));
+    /* Acquire: the packet bytes are read after the marker. */
+    return atomic_load_explicit(&r->seq, memory_order_acquire) == fl_ring_marker(head);
+}
+
+/* The slow part of fl_ring_peek: a record is there; validate it. */
+void *fl_ring_peek_slow(struct fl_ring_rx *rx, size_t *len);
+
 /*
  * The packet at the head, or NULL when none is published. Sets rx->broken
  * (and returns NULL) when the record is malformed.
  */
-void *fl_ring_peek(struct fl_ring_rx *rx, size_t *len);
+static inline void *fl_ring_peek(struct fl_ring_rx *rx, size_t *len)
+{
+    if (__builtin_expect(!fl_ring_pending(rx) || rx->broken, 1))
+        return NULL;
+    return fl_ring_peek_slow(rx, len);
+}
 
 /* Consumes the packet fl_ring_peek returned, giving its room back. */
-void fl_ring_release(struct fl_ring_rx *rx);
-
-/* Whether a packet is published at the head (no side effects). */
-bool fl_ring_pending(const struct fl_ring_rx *rx);
+static inline void fl_ring_release(struct fl_ring_rx *rx)
+{
+    uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed) + rx->cur_rec;
+    rx->cur_rec = 0;
+    atomic_store_explicit(&rx->head, head, memory_order_relaxed);
+    /* Release: we are done reading the record before the producer may
+       overwrite it. */
+    atomic_store_explicit(&rx->ctl->head, head, memory_order_release);
+}
 
 /*
  * After releases: true (and the flag cleared) when the producer asked to be

@@ -436,15 +436,19 @@ static int shm_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
                     void *ctx, int budget)
 {
     int n = 0;
-    uint32_t start = t->rr++;
-    for (uint32_t k = 0; k < t->nothers && n < budget; k++) {
-        uint32_t r = t->local[(start + k) % t->nothers];
-        int max = budget - n < POLL_BATCH ? budget - n : POLL_BATCH;
-        if (lane_mask & FL_LANE_MASK(FL_LANE_REP))
-            n += drain(t, r, FL_LANE_REP, cb, ctx, max);
-        max = budget - n < POLL_BATCH ? budget - n : POLL_BATCH;
-        if (lane_mask & FL_LANE_MASK(FL_LANE_REQ))
-            n += drain(t, r, FL_LANE_REQ, cb, ctx, max);
+    uint32_t k = t->rr;
+    /* Rotate the starting peer so that no peer can starve the others. */
+    t->rr = k + 1 < t->nothers ? k + 1 : 0;
+    for (uint32_t i = 0; i < t->nothers && n < budget; i++) {
+        uint32_t r = t->local[k];
+        k = k + 1 < t->nothers ? k + 1 : 0;
+        struct shm_peer *p = &t->peers[r];
+        for (unsigned l = FL_LANES; l-- > 0;) {     /* replies first */
+            if ((lane_mask & FL_LANE_MASK(l)) && fl_ring_pending(&p->rx[l])) {
+                int max = budget - n < POLL_BATCH ? budget - n : POLL_BATCH;
+                n += drain(t, r, l, cb, ctx, max);
+            }
+        }
     }
     return n;
 }

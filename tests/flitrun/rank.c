@@ -1,0 +1,492 @@
+/*
+ * A stand-in rank for the flitrun tests. It speaks the boot protocol with
+ * boot/proto.c alone (the rest of the library is not needed), checks what
+ * flitrun gave it, and misbehaves on demand:
+ *
+ *   gather ROUNDS        ROUNDS allgathers of known blobs, plus one of the
+ *                        process group; prints "rank R of N ok"
+ *   fail RANK CODE       one allgather, then RANK exits CODE, others wait
+ *   sigkill RANK         one allgather, then RANK kills itself, others wait
+ *   wait                 one allgather, rank 0 prints "ready", all wait
+ *   hang [MUTE]          one allgather, then serve DUMP ("DUMP rank R" on
+ *                        stderr, then DUMPED) forever; rank MUTE ignores
+ *                        DUMP and SIGTERM
+ *   print split|whole    lines on stdout and stderr, a long line, and an
+ *                        unterminated last line; split writes lines in parts
+ *   stdin                rank 0 must read "hello from stdin", others EOF
+ *   badframe RANK        one allgather, then RANK sends a GATHER for a
+ *                        round that is not open
+ *   reject               rank 0 also makes connections flitrun must refuse
+ *   shm                  leaves /dev/shm/flit-<job>-<rank>-0 behind
+ *   spam                 writes lines to stdout until that fails
+ *
+ * Each rank writes its pid to $FLRUN_TEST_DIR/pid.<rank> before it says
+ * HELLO, so the driver can check that none outlives flitrun.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "boot/proto.h"
+
+#define NLINES 20
+#define LONG_LINE 100000
+
+struct client {
+    int fd;
+    uint32_t rank, size;
+    uint64_t job_id;
+    const char *job_hex;
+    struct fl_proto_rx rx;
+    uint32_t round;
+    bool mute;                  /* ignore DUMP */
+};
+
+static void die(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "flitrun_rank: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    exit(1);
+}
+
+static uint32_t env_num(const char *name)
+{
+    const char *s = getenv(name);
+    char *end;
+    if (!s || !*s)
+        die("%s is not set", name);
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end || v > UINT32_MAX)
+        die("%s is not a number", name);
+    return (uint32_t)v;
+}
+
+/* Only the four variables flitrun documents, each well formed. */
+static void check_env(struct client *c)
+{
+    extern char **environ;
+    static const char *const ours[] = {"FLIT_BOOT=", "FLIT_RANK=", "FLIT_SIZE=",
+                                       "FLIT_JOB_ID="};
+    for (char **e = environ; *e; e++) {
+        bool known = strncmp(*e, "FLIT_", 5) != 0;
+        for (int i = 0; i < 4 && !known; i++)
+            known = strncmp(*e, ours[i], strlen(ours[i])) == 0;
+        if (!known)
+            die("unexpected variable %s", *e);
+    }
+    c->rank = env_num(FL_ENV_RANK);
+    c->size = env_num(FL_ENV_SIZE);
+    c->job_hex = getenv(FL_ENV_JOB_ID);
+    if (c->size == 0 || c->rank >= c->size)
+        die("%s", "FLIT_RANK is not below FLIT_SIZE");
+    if (!c->job_hex || strlen(c->job_hex) != 16 || strspn(c->job_hex, "0123456789abcdef") != 16)
+        die("FLIT_JOB_ID '%s' is not 16 lowercase hex digits", c->job_hex ? c->job_hex : "");
+    c->job_id = strtoull(c->job_hex, NULL, 16);
+    char boot[64];
+    snprintf(boot, sizeof boot, "unix:@flit-%s", c->job_hex);
+    const char *got = getenv(FL_ENV_BOOT);
+    if (!got || strcmp(got, boot) != 0)
+        die("FLIT_BOOT is '%s'", got ? got : "");
+}
+
+static void write_pidfile(uint32_t rank)
+{
+    const char *dir = getenv("FLRUN_TEST_DIR");
+    if (!dir)
+        return;
+    char tmp[4096], path[4096];
+    snprintf(tmp, sizeof tmp, "%s/.pid.%u", dir, rank);
+    snprintf(path, sizeof path, "%s/pid.%u", dir, rank);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0 || rename(tmp, path) != 0)
+        die("cannot write %s", path);
+}
+
+static int dial(void)
+{
+    struct sockaddr_un sa;
+    unsigned salen;
+    if (fl_proto_parse_addr(getenv(FL_ENV_BOOT), &sa, &salen) != 0)
+        die("%s", "cannot parse FLIT_BOOT");
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, salen) != 0)
+        die("cannot connect: %s", strerror(errno));
+    return fd;
+}
+
+static void send_hello(int fd, uint64_t job_id, uint32_t rank)
+{
+    uint8_t hello[FL_PROTO_HELLO_LEN];
+    fl_proto_hello_encode(hello, job_id, rank, (uint32_t)getpid());
+    if (fl_proto_send(fd, FL_PROTO_HELLO, hello, sizeof hello) != 0)
+        die("%s", "cannot send HELLO");
+}
+
+static void client_open(struct client *c)
+{
+    check_env(c);
+    write_pidfile(c->rank);
+    c->fd = dial();
+    send_hello(c->fd, c->job_id, c->rank);
+}
+
+static void answer_dump(struct client *c)
+{
+    if (c->mute)
+        return;
+    char line[64];
+    int n = snprintf(line, sizeof line, "DUMP rank %u\n", c->rank);
+    if (write(STDERR_FILENO, line, (size_t)n) != n ||
+        fl_proto_send(c->fd, FL_PROTO_DUMPED, NULL, 0) != 0)
+        die("%s", "cannot answer DUMP");
+}
+
+/* Blocks for the next frame other than DUMP; 0 at EOF. */
+static int client_next(struct client *c, uint8_t *type, const uint8_t **body, size_t *len)
+{
+    for (;;) {
+        int r = fl_proto_rx_next(&c->rx, type, body, len);
+        if (r < 0)
+            die("%s", "garbled frame from flitrun");
+        if (r == 1 && *type == FL_PROTO_DUMP) {
+            answer_dump(c);
+            continue;
+        }
+        if (r == 1)
+            return 1;
+        r = fl_proto_rx_fill(&c->rx, c->fd);
+        if (r == 0 || r == -ECONNRESET)
+            return 0;
+        if (r < 0 && r != -EINTR)
+            die("read from flitrun: %s", strerror(-r));
+    }
+}
+
+/* Sends blob for the next round; returns the GATHERED body (valid until the
+   next client_next). */
+static const uint8_t *client_gather(struct client *c, const void *blob, size_t len,
+                                    size_t *out_len)
+{
+    uint8_t *msg = malloc(4 + len);
+    if (!msg)
+        die("%s", "out of memory");
+    fl_put32(msg, ++c->round);
+    memcpy(msg + 4, blob, len);
+    if (fl_proto_send(c->fd, FL_PROTO_GATHER, msg, 4 + len) != 0)
+        die("%s", "cannot send GATHER");
+    free(msg);
+    uint8_t type;
+    const uint8_t *body;
+    if (client_next(c, &type, &body, out_len) != 1)
+        die("%s", "flitrun hung up during an allgather");
+    if (type != FL_PROTO_GATHERED || *out_len < 8 || fl_get32(body) != c->round ||
+        fl_get32(body + 4) != c->size)
+        die("%s", "bad GATHERED header");
+    return body;
+}
+
+/* ---- blobs ---- */
+
+static size_t blob_len(const struct client *c, uint32_t rank, uint32_t round)
+{
+    if (round == 3)             /* about 2 MiB in all: partial sends */
+        return (2u << 20) / c->size + rank;
+    return (rank * 37u + round * 11u) % 200u;   /* some are empty */
+}
+
+static uint8_t blob_byte(uint32_t rank, uint32_t round, size_t k)
+{
+    return (uint8_t)(rank * 131u + round * 7u + k);
+}
+
+/* Walks a GATHERED body; calls check(rank, bytes, len) for each blob. */
+static void walk_gathered(const struct client *c, const uint8_t *body, size_t len,
+                          void (*check)(const struct client *, uint32_t, const uint8_t *,
+                                        size_t, const void *),
+                          const void *arg)
+{
+    size_t pos = 8;
+    for (uint32_t r = 0; r < c->size; r++) {
+        if (pos + 4 > len || fl_get32(body + pos) > len - pos - 4)
+            die("%s", "GATHERED is truncated");
+        uint32_t l = fl_get32(body + pos);
+        check(c, r, body + pos + 4, l, arg);
+        pos += 4 + l;
+    }
+    if (pos != len)
+        die("%s", "GATHERED has trailing bytes");
+}
+
+static void check_pattern(const struct client *c, uint32_t r, const uint8_t *b, size_t l,
+                          const void *arg)
+{
+    (void)arg;
+    if (l != blob_len(c, r, c->round))
+        die("%s", "a blob has the wrong length (rank order?)");
+    for (size_t k = 0; k < l; k++)
+        if (b[k] != blob_byte(r, c->round, k))
+            die("%s", "a blob has the wrong bytes (rank order?)");
+}
+
+static void gather_pattern(struct client *c)
+{
+    size_t len = blob_len(c, c->rank, c->round + 1), got;
+    uint8_t *mine = malloc(len + 1);
+    if (!mine)
+        die("%s", "out of memory");
+    for (size_t k = 0; k < len; k++)
+        mine[k] = blob_byte(c->rank, c->round + 1, k);
+    const uint8_t *body = client_gather(c, mine, len, &got);
+    walk_gathered(c, body, got, check_pattern, NULL);
+    free(mine);
+}
+
+static void check_group(const struct client *c, uint32_t r, const uint8_t *b, size_t l,
+                        const void *arg)
+{
+    char who[16];
+    snprintf(who, sizeof who, "%u", r);
+    if (l != 4 || fl_get32(b) != *(const uint32_t *)arg)
+        die("rank %s is in another process group", who);
+    (void)c;
+}
+
+/* One job-wide group, not flitrun's, led by rank 0. */
+static void gather_group(struct client *c)
+{
+    uint32_t pgid = (uint32_t)getpgrp();
+    if ((pid_t)pgid == getpgid(getppid()))
+        die("%s", "the rank shares flitrun's process group");
+    if (c->rank == 0 && (pid_t)pgid != getpid())
+        die("%s", "rank 0 does not lead the job's process group");
+    uint8_t mine[4];
+    fl_put32(mine, pgid);
+    size_t got;
+    const uint8_t *body = client_gather(c, mine, sizeof mine, &got);
+    walk_gathered(c, body, got, check_group, &pgid);
+}
+
+static void say_bye(struct client *c)
+{
+    if (fl_proto_send(c->fd, FL_PROTO_BYE, NULL, 0) != 0)
+        die("%s", "cannot send BYE");
+    close(c->fd);
+    fl_proto_rx_free(&c->rx);
+}
+
+/* ---- modes ---- */
+
+static void wait_forever(struct client *c)
+{
+    uint8_t type;
+    const uint8_t *body;
+    size_t len;
+    while (client_next(c, &type, &body, &len) == 1)
+        ;                       /* nothing else is expected */
+    for (;;)
+        pause();
+}
+
+static int mode_gather(struct client *c, int argc, char **argv)
+{
+    uint32_t rounds = argc > 2 ? (uint32_t)atoi(argv[2]) : 3;
+    client_open(c);
+    for (uint32_t i = 0; i < rounds; i++)
+        gather_pattern(c);
+    gather_group(c);
+    say_bye(c);
+    printf("rank %u of %u ok\n", c->rank, c->size);
+    return 0;
+}
+
+static int mode_fail(struct client *c, int argc, char **argv, bool by_signal)
+{
+    uint32_t who = argc > 2 ? (uint32_t)atoi(argv[2]) : 0;
+    client_open(c);
+    gather_pattern(c);          /* everyone is up before one fails */
+    if (c->rank == who && by_signal)
+        raise(SIGKILL);
+    if (c->rank == who)
+        exit(argc > 3 ? atoi(argv[3]) : 1);
+    wait_forever(c);
+    return 1;
+}
+
+static int mode_wait(struct client *c)
+{
+    client_open(c);
+    gather_pattern(c);
+    if (c->rank == 0) {
+        printf("ready\n");
+        fflush(stdout);
+    }
+    wait_forever(c);
+    return 1;
+}
+
+static int mode_hang(struct client *c, int argc, char **argv)
+{
+    client_open(c);
+    if (argc > 2 && (uint32_t)atoi(argv[2]) == c->rank) {
+        c->mute = true;
+        signal(SIGTERM, SIG_IGN);
+    }
+    gather_pattern(c);
+    wait_forever(c);
+    return 1;
+}
+
+static void write_str(int fd, const char *s, size_t len)
+{
+    if (write(fd, s, len) != (ssize_t)len)
+        die("%s", "write failed");
+}
+
+static void write_line(int fd, const char *line, bool split)
+{
+    size_t len = strlen(line);
+    if (!split) {
+        write_str(fd, line, len);
+        return;
+    }
+    struct timespec ms = {0, 1000000};
+    write_str(fd, line, len / 2);
+    nanosleep(&ms, NULL);       /* let flitrun see the half line alone */
+    write_str(fd, line + len / 2, len - len / 2);
+}
+
+static int mode_print(int argc, char **argv)
+{
+    bool split = argc > 2 && strcmp(argv[2], "split") == 0;
+    uint32_t rank = (uint32_t)atoi(getenv(FL_ENV_RANK) ? getenv(FL_ENV_RANK) : "0");
+    char line[128];
+    for (int i = 0; i < NLINES; i++) {
+        snprintf(line, sizeof line, "line %d from rank %u\n", i, rank);
+        write_line(STDOUT_FILENO, line, split);
+        snprintf(line, sizeof line, "err %d from rank %u\n", i, rank);
+        write_line(STDERR_FILENO, line, split);
+    }
+    char *big = malloc(LONG_LINE + 1);
+    memset(big, 'x', LONG_LINE);
+    big[LONG_LINE] = '\n';
+    write_str(STDOUT_FILENO, big, LONG_LINE + 1);
+    free(big);
+    snprintf(line, sizeof line, "tail %u", rank);
+    write_str(STDOUT_FILENO, line, strlen(line));
+    return 0;
+}
+
+static int mode_stdin(void)
+{
+    uint32_t rank = (uint32_t)atoi(getenv(FL_ENV_RANK) ? getenv(FL_ENV_RANK) : "0");
+    char buf[256];
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(STDIN_FILENO, buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)n;
+    buf[len] = '\0';
+    const char *want = rank == 0 ? "hello from stdin\n" : "";
+    if (n < 0 || strcmp(buf, want) != 0)
+        die("stdin was '%s'", buf);
+    printf("rank %u stdin ok\n", rank);
+    return 0;
+}
+
+static int mode_badframe(struct client *c, int argc, char **argv)
+{
+    uint32_t who = argc > 2 ? (uint32_t)atoi(argv[2]) : 0;
+    client_open(c);
+    gather_pattern(c);          /* everyone is up before one misbehaves */
+    if (c->rank != who) {
+        gather_pattern(c);      /* never completes: flitrun stops the job */
+        return 1;
+    }
+    uint8_t msg[4];
+    fl_put32(msg, 7);
+    if (fl_proto_send(c->fd, FL_PROTO_GATHER, msg, sizeof msg) != 0)
+        die("%s", "cannot send the bad GATHER");
+    wait_forever(c);
+    return 1;
+}
+
+/* flitrun must close a connection that says this HELLO (or a non-HELLO). */
+static void expect_refused(uint64_t job_id, uint32_t rank, bool hello)
+{
+    int fd = dial();
+    if (hello) {
+        send_hello(fd, job_id, rank);
+    } else if (fl_proto_send(fd, FL_PROTO_BYE, NULL, 0) != 0) {
+        die("%s", "cannot send BYE");
+    }
+    char b;
+    ssize_t n;
+    while ((n = read(fd, &b, 1)) < 0 && errno == EINTR)
+        ;
+    if (n != 0 && !(n < 0 && errno == ECONNRESET))
+        die("%s", "flitrun kept a connection it should have refused");
+    close(fd);
+}
+
+static int mode_reject(struct client *c)
+{
+    client_open(c);
+    gather_pattern(c);          /* flitrun knows our real HELLO by now */
+    if (c->rank == 0) {
+        expect_refused(c->job_id ^ 1, 0, true);
+        expect_refused(c->job_id, c->size, true);
+        expect_refused(c->job_id, 0, true);
+        expect_refused(c->job_id, 0, false);
+    }
+    gather_pattern(c);
+    say_bye(c);
+    return 0;
+}
+
+static int mode_shm(struct client *c)
+{
+    check_env(c);
+    char name[64];
+    snprintf(name, sizeof name, "/flit-%s-%u-0", c->job_hex, c->rank);
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        die("shm_open: %s", strerror(errno));
+    close(fd);
+    printf("shm %s\n", name);
+    return 0;
+}
+
+static int mode_spam(void)
+{
+    while (write(STDOUT_FILENO, "spam\n", 5) == 5)
+        ;
+    return 1;                   /* SIGPIPE was to end this first */
+}
+
+int main(int argc, char **argv)
+{
+    struct client c = {.fd = -1};
+    const char *mode = argc > 1 ? argv[1] : "";
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (strcmp(mode, "gather") == 0) return mode_gather(&c, argc, argv);
+    if (strcmp(mode, "fail") == 0) return mode_fail(&c, argc, argv, false);
+    if (strcmp(mode, "sigkill") == 0) return mode_fail(&c, argc, argv, true);
+    if (strcmp(mode, "wait") == 0) return mode_wait(&c);
+    if (strcmp(mode, "hang") == 0) return mode_hang(&c, argc, argv);
+    if (strcmp(mode, "print") == 0) return mode_print(argc, argv);
+    if (strcmp(mode, "stdin") == 0) return mode_stdin();
+    if (strcmp(mode, "badframe") == 0) return mode_badframe(&c, argc, argv);
+    if (strcmp(mode, "reject") == 0) return mode_reject(&c);
+    if (strcmp(mode, "shm") == 0) return mode_shm(&c);
+    if (strcmp(mode, "spam") == 0) return mode_spam();
+    die("unknown mode '%s'", mode);
+    return 1;
+}
