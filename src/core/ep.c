@@ -244,6 +244,33 @@ static flit_status connect_peer(struct flit_ep *ep, uint32_t r, const uint8_t *b
     return FLIT_ERR_UNREACHABLE;
 }
 
+/*
+ * Creation is collective, so a failure must be too: every rank says how its
+ * step went, and all of them fail if one did (nobody is left waiting in the
+ * next exchange). Returns the first failure, ours first.
+ */
+static flit_status agree(struct flit_ep *ep, flit_status mine, const char *step)
+{
+    uint8_t b[4];
+    fl_put32(b, (uint32_t)mine);
+    struct fl_blobs *all;
+    flit_status st = fl_boot_allgather(b, sizeof b, &all);
+    if (st != FLIT_OK)
+        return st;
+    for (uint32_t r = 0; r < ep->size; r++) {
+        flit_status theirs = all->len[r] == 4 ? (flit_status)fl_get32(all->blob[r])
+                                              : FLIT_ERR_BOOT;
+        if (theirs == FLIT_OK || r == ep->rank)
+            continue;
+        fl_error("rank %u could not %s endpoint %u: %s", r, step, ep->index,
+                 flit_strerror(theirs));
+        if (mine == FLIT_OK)
+            mine = theirs;
+    }
+    fl_blobs_free(all);
+    return mine;
+}
+
 static flit_status exchange_and_connect(struct flit_ep *ep)
 {
     uint8_t *mine;
@@ -259,19 +286,19 @@ static flit_status exchange_and_connect(struct flit_ep *ep)
     for (uint32_t r = 0; r < ep->size && st == FLIT_OK; r++)
         st = connect_peer(ep, r, all->blob[r], all->len[r]);
     fl_blobs_free(all);
-    /* Everyone has mapped what it needs: names can go. */
-    if (st == FLIT_OK)
-        st = fl_boot_barrier();
-    if (st == FLIT_OK) {
-        for (int i = 0; i < ep->ntp; i++)
-            ep->tps[i]->connected(ep->tpes[i]);
-        if (ep->seg_owned) {
-            char name[96];
-            fl_job_shm_name(name, sizeof name, ep->rank, ep->index, "-seg");
-            fl_shm_unlink(name);
-        }
-    }
     return st;
+}
+
+/* Everyone has mapped what it needs: the names can go. */
+static void forget_names(struct flit_ep *ep)
+{
+    for (int i = 0; i < ep->ntp; i++)
+        ep->tps[i]->connected(ep->tpes[i]);
+    if (ep->seg_owned) {
+        char name[96];
+        fl_job_shm_name(name, sizeof name, ep->rank, ep->index, "-seg");
+        fl_shm_unlink(name);
+    }
 }
 
 static flit_status build_epoll(struct flit_ep *ep)
@@ -319,15 +346,21 @@ static void ep_free(struct flit_ep *ep)
     free(ep);
 }
 
+/* s NULL: allocation failed; still takes part in the exchanges, to fail
+   together with the others. */
 static flit_status ep_setup(struct flit_ep *ep, const struct ep_setup *s)
 {
-    flit_status st = segment_open(ep, s);
+    flit_status st = s ? segment_open(ep, s) : FLIT_ERR_NO_MEMORY;
     if (st == FLIT_OK)
         st = open_transports(ep);
     if (st == FLIT_OK)
-        st = exchange_and_connect(ep);
-    if (st == FLIT_OK)
         st = build_epoll(ep);
+    st = agree(ep, st, "open");
+    if (st != FLIT_OK)
+        return st;
+    st = agree(ep, exchange_and_connect(ep), "connect");
+    if (st == FLIT_OK)
+        forget_names(ep);
     return st;
 }
 
@@ -368,6 +401,9 @@ flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
     struct flit_ep *ep = calloc(1, sizeof *ep);
     if (!ep)
         return FLIT_ERR_NO_MEMORY;
+    /* Creation is collective and matched by order: one at a time. */
+    static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&create_lock);
     ep->magic = FL_EP_MAGIC;
     ep->rank = fl_job.rank;
     ep->size = fl_job.size;
@@ -381,7 +417,9 @@ flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
     pthread_mutex_unlock(&fl_job.lock);
     ep->peers = calloc(ep->size, sizeof *ep->peers);
     ep->handlers = calloc(s.handler_count, sizeof *ep->handlers);
-    st = ep->peers && ep->handlers ? ep_setup(ep, &s) : FLIT_ERR_NO_MEMORY;
+    st = ep->peers && ep->handlers ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+    st = ep_setup(ep, st == FLIT_OK ? &s : NULL);
+    pthread_mutex_unlock(&create_lock);
     if (st == FLIT_OK && s.progress_thread)
         st = fl_progress_thread_start(ep);
     if (st != FLIT_OK) {
