@@ -107,13 +107,18 @@ static flit_status send_long(struct flit_ep *ep, uint32_t dst, unsigned lane,
             FL_COUNT(ep->stats.credit_stalls, 1);
             return FLIT_ERR_AGAIN;
         }
-        flit_status st = p->tp->put(p->tpe, dst, offset, buf, nbytes);
+        flit_status st = p->tp->put(p->tpe, dst, m->tag, offset, buf, nbytes);
         if (st == FLIT_OK)
             return send_msg(ep, dst, lane, m, NULL, flags);
-        if (st != FLIT_ERR_NOT_SUPPORTED)
+        if (st == FLIT_ERR_NOT_SUPPORTED) {
+            p->put_ok = false;  /* the kernel refused: pieces from now on */
+            fl_info("rank %u: no direct access to its segment; long payloads "
+                    "go in pieces", dst);
+        } else if (st != FLIT_ERR_BAD_TAG) {
             return st;
-        p->put_ok = false;  /* the kernel refused: copy from now on */
-        fl_info("rank %u: no direct access to its segment; long payloads go in pieces", dst);
+        }
+        /* In pieces, the receiver judges the message before any byte lands
+           (a wrong tag comes back as a returned message). */
     }
     if (nbytes == 0)
         return send_msg(ep, dst, lane, m, NULL, flags);

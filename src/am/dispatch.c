@@ -15,10 +15,16 @@
 static struct flit_token *token_push(struct flit_ep *ep, uint32_t src,
                                      bool no_send)
 {
-    /* Nesting is bounded by construction: see FL_TOKEN_DEPTH. */
-    if (ep->token_top >= FL_TOKEN_DEPTH)
+    struct flit_token *t;
+    unsigned tries = 0;
+    do {    /* live ones are few: this finds a free slot at once */
+        t = &ep->tokens[ep->token_next++ % FL_TOKEN_POOL];
+    } while (t->live && ++tries < FL_TOKEN_POOL);
+    if (t->live) {
+        fl_error("endpoint %u: %u handlers running at once; is a single-threaded "
+                 "endpoint used by several threads?", ep->index, FL_TOKEN_POOL);
         abort();
-    struct flit_token *t = &ep->tokens[ep->token_top++];
+    }
     t->ep = ep;
     t->src = src;
     t->live = 1;
@@ -30,9 +36,9 @@ static struct flit_token *token_push(struct flit_ep *ep, uint32_t src,
 
 static void token_pop(struct flit_ep *ep, struct flit_token *t)
 {
+    (void)ep;
     fl_handler_depth--;
     t->live = 0;
-    ep->token_top--;
 }
 
 static flit_am_kind kind_of(const struct fl_am_msg *m)
@@ -207,7 +213,6 @@ void fl_am_recv_return(struct flit_ep *ep, uint32_t src, unsigned lane,
 {
     struct fl_am_msg outer, inner;
     bool ok = lane == FL_LANE_REP && fl_am_decode(pkt, len, &outer) == FLIT_OK &&
-              outer.aux != FLIT_OK &&
               fl_am_decode(outer.payload, outer.payload_len, &inner) == FLIT_OK &&
               (inner.op == FL_OP_AM_SHORT || inner.op == FL_OP_AM_MEDIUM ||
                inner.op == FL_OP_AM_LONG);

@@ -34,9 +34,14 @@ size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m)
 /* Checks that only make sense per op. */
 static flit_status check_op(const struct fl_am_msg *m)
 {
+    if ((m->flags & FL_AMF_FINAL) && m->op != FL_OP_AM_FRAG)
+        return FLIT_ERR_BAD_PACKET;
     switch (m->op) {
     case FL_OP_AM_SHORT:
+        return m->payload_len == 0 ? FLIT_OK : FLIT_ERR_BAD_PACKET;
     case FL_OP_CTRL:
+        if (m->aux != FL_CTRL_BARRIER && m->aux != FL_CTRL_FIN)
+            return FLIT_ERR_BAD_PACKET;
         return m->payload_len == 0 ? FLIT_OK : FLIT_ERR_BAD_PACKET;
     case FL_OP_AM_MEDIUM:
         return m->payload_len <= FLIT_AM_MAX_MEDIUM ? FLIT_OK : FLIT_ERR_BAD_PACKET;
@@ -54,9 +59,9 @@ static flit_status check_op(const struct fl_am_msg *m)
         /* Only the last piece carries the arguments. */
         return final || m->nargs == 0 ? FLIT_OK : FLIT_ERR_BAD_PACKET;
     }
-    case FL_OP_RETURN:
-        return m->aux < FLIT_STATUS_COUNT && m->nargs == 0 ? FLIT_OK
-                                                           : FLIT_ERR_BAD_PACKET;
+    case FL_OP_RETURN:     /* a reason, never "success" */
+        return m->aux != FLIT_OK && m->aux < FLIT_STATUS_COUNT && m->nargs == 0
+                   ? FLIT_OK : FLIT_ERR_BAD_PACKET;
     default:
         return FLIT_ERR_BAD_PACKET;
     }

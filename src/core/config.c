@@ -1,11 +1,13 @@
 /* FLIT_* environment variables: one table, parsed once at flit_init. */
 #include "core/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/log.h"
 
@@ -70,11 +72,14 @@ static bool parse_value(const struct var *v, const char *s, int64_t *out)
         static const char *const yes[] = {"1", "yes", "true", "on", NULL};
         static const char *const no[] = {"0", "no", "false", "off", NULL};
         for (int i = 0; yes[i]; i++) {
-            if (strcmp(s, yes[i]) == 0) { *out = 1; return true; }
-            if (strcmp(s, no[i]) == 0) { *out = 0; return true; }
+            if (strcasecmp(s, yes[i]) == 0) { *out = 1; return true; }
+            if (strcasecmp(s, no[i]) == 0) { *out = 0; return true; }
         }
         return false;
     }
+    /* Digits, with an optional minus: strtoll alone would take " +7". */
+    if (!(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))))
+        return false;
     char *end;
     errno = 0;
     long long x = strtoll(s, &end, 10);

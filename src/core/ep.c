@@ -51,6 +51,14 @@ flit_status fl_ep_enter_slow(struct flit_ep *ep)
     return FLIT_ERR_THREAD;
 }
 
+_Noreturn void fl_ep_thread_clash(struct flit_ep *ep)
+{
+    fl_error("endpoint %u is single-threaded but two threads were inside it "
+             "at once; its state cannot be trusted: aborting. Create it with "
+             "FLIT_THREAD_SAFE to share it between threads", ep->index);
+    abort();
+}
+
 /* ---- parameters ---- */
 
 struct ep_setup {
@@ -149,6 +157,7 @@ static flit_status open_transports(struct flit_ep *ep)
         .segment = ep->seg,
         .segment_size = ep->seg_size,
         .segment_fd = ep->seg_fd,
+        .tag = ep->tag,
         .host_of = fl_job.host_of,
         .counters = &ep->stats,
         .ep = ep,
@@ -541,6 +550,9 @@ flit_status flit_ep_set_tag(flit_ep_t *ep, uint64_t tag)
     if (st != FLIT_OK)
         return st;
     ep->tag = tag;
+    for (int i = 0; i < ep->ntp; i++)
+        if (ep->tps[i]->caps & FL_TP_PUT)
+            ep->tps[i]->set_tag(ep->tpes[i], tag);
     fl_ep_leave(ep);
     return FLIT_OK;
 }

@@ -19,8 +19,12 @@
 
 #define FL_EP_MAGIC 0x666c6974u     /* "flit" */
 #define FL_MAX_TRANSPORTS 4
-#define FL_TOKEN_DEPTH 4            /* request handler -> blocked reply ->
-                                       reply handler: 2 deep; 4 is slack */
+/* Tokens rotate through a pool, so a token kept past its handler is found
+   dead (FLIT_ERR_BAD_TOKEN) rather than mistaken for a later handler's,
+   unless exactly a multiple of the pool's size of handlers ran since. At
+   most a few are live at once (request handler -> blocked reply -> reply
+   handler is 2 deep). */
+#define FL_TOKEN_POOL 256
 
 /* One entry of the translation table. */
 struct fl_peer {
@@ -81,8 +85,8 @@ struct flit_ep {
     flit_peer_down_fn down_fn;
     void *down_user;
 
-    struct flit_token tokens[FL_TOKEN_DEPTH];
-    unsigned token_top;
+    struct flit_token tokens[FL_TOKEN_POOL];
+    unsigned token_next;        /* where the search for a free one starts */
 
     uint32_t barrier_rounds[32];    /* barrier messages received per round */
     uint64_t events;                /* packets handled + peers lost, ever */
@@ -134,12 +138,25 @@ static inline flit_status fl_ep_enter(struct flit_ep *ep)
     return FLIT_OK;
 }
 
+/* Two threads were inside a single-threaded endpoint: state may be torn. */
+_Noreturn void fl_ep_thread_clash(struct flit_ep *ep);
+
 static inline void fl_ep_leave(struct flit_ep *ep)
 {
-    if (ep->mode == FLIT_THREAD_SAFE)
+    if (ep->mode == FLIT_THREAD_SAFE) {
         pthread_mutex_unlock(&ep->lock);
-    else
-        atomic_store_explicit(&ep->owner, 0, memory_order_relaxed);
+        return;
+    }
+    /*
+     * The entry check is a plain load and store (a locked instruction on
+     * every call would cost more than the call). Two threads entering in
+     * the same instant can both pass it, but then the owner is no longer
+     * the same for both when they leave: at least one of them sees it here.
+     */
+    if (__builtin_expect(atomic_load_explicit(&ep->owner, memory_order_relaxed) !=
+                             fl_thread_id(), 0))
+        fl_ep_thread_clash(ep);
+    atomic_store_explicit(&ep->owner, 0, memory_order_relaxed);
 }
 
 /* Entry of read-only queries: job and handle only, allowed in handlers. */

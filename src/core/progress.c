@@ -122,7 +122,9 @@ flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
                               int64_t timeout_us)
 {
     uint64_t start = fl_now_ns();
-    uint64_t deadline = timeout_us < 0 ? UINT64_MAX : start + (uint64_t)timeout_us * 1000u;
+    uint64_t deadline = UINT64_MAX;     /* timeouts past ~584 years: forever */
+    if (timeout_us >= 0 && (uint64_t)timeout_us < (UINT64_MAX - start) / 1000u)
+        deadline = start + (uint64_t)timeout_us * 1000u;
     uint64_t spin_ns = (uint64_t)fl_progress_spin_us() * 1000u;
     uint64_t spin_end = start + spin_ns;
     bool busy = false;      /* handled something since the last clock read */

@@ -20,7 +20,7 @@ static void validate(const struct fl_transport *t)
               t->connected && t->max_packet && t->send && t->has_room &&
               t->poll && t->arm && t->disarm && t->fd && t->want_room &&
               t->check_peers && t->reclaim && t->dump_peer && t->close &&
-              (!(t->caps & FL_TP_PUT) || t->put);
+              (!(t->caps & FL_TP_PUT) || (t->put && t->set_tag));
     if (!ok) {
         fprintf(stderr, "flit: transport %s lacks a required op\n",
                 t->name ? t->name : "?");

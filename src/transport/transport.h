@@ -45,6 +45,7 @@ struct fl_tp_open_args {
     void *segment;              /* local segment, NULL if none */
     size_t segment_size;
     int segment_fd;             /* >= 0: segment is this shared file (peers map it) */
+    uint64_t tag;               /* the endpoint's tag, as first published */
     const uint32_t *host_of;    /* [size]: host number of each rank */
     struct fl_counters *counters;   /* the endpoint's, for wake-ups sent */
     struct flit_ep *ep;         /* for fl_ep_peer_down() callbacks */
@@ -102,12 +103,17 @@ struct fl_transport {
     /*
      * FL_TP_PUT only: copies len bytes from src to dst's segment at offset,
      * complete on return; the caller checked the bounds. Packets sent after
-     * it on any lane are seen after the data. FLIT_ERR_NOT_SUPPORTED when the
-     * peer's segment cannot be reached directly (the caller then sends the
-     * data in packets).
+     * it on any lane are seen after the data. The receiver decides what
+     * lands in its memory: FLIT_ERR_BAD_TAG, with nothing written, when tag
+     * is not the tag dst publishes (->set_tag); FLIT_ERR_NOT_SUPPORTED when
+     * the peer's segment cannot be reached directly. Either way the caller
+     * then sends the data in packets, which the receiver judges itself.
      */
-    flit_status (*put)(struct fl_tp_ep *t, uint32_t dst, uint64_t offset,
-                       const void *src, size_t len);
+    flit_status (*put)(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
+                       uint64_t offset, const void *src, size_t len);
+
+    /* Publishes this endpoint's tag to the peers that ->put to it. */
+    void (*set_tag)(struct fl_tp_ep *t, uint64_t tag);
 
     /*
      * Delivers up to budget received packets from the lanes in lane_mask to

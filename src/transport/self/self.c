@@ -2,17 +2,24 @@
  * The self transport: messages a rank sends to itself. Two rings (one per
  * lane) in private memory, written and read by the same endpoint, so
  * handlers still run only from progress, in order, with the same room rules
- * as any peer.
+ * as any peer. While the endpoint is armed (about to sleep), a send also
+ * signals an eventfd, so that an event loop wakes for messages to itself.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "transport/shm/ring.h"
 #include "transport/transport.h"
 
 struct fl_tp_ep {
     uint32_t rank;
+    int evfd;
+    _Atomic bool armed;
+    uint64_t tag;
     uint8_t *seg;
     size_t seg_size;
     size_t ring_size;
@@ -29,12 +36,19 @@ static flit_status self_open(const struct fl_tp_open_args *a, struct fl_tp_ep **
     if (!t)
         return FLIT_ERR_NO_MEMORY;
     t->rank = a->rank;
+    t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (t->evfd < 0) {
+        free(t);
+        return FLIT_ERR_SYSTEM;
+    }
     t->seg = a->segment;
     t->seg_size = a->segment_size;
+    t->tag = a->tag;
     t->ring_size = SELF_RING;
     size_t one = fl_ring_footprint(SELF_RING);
     t->mem = aligned_alloc(FL_RING_LINE, one * FL_LANES);
     if (!t->mem) {
+        close(t->evfd);
         free(t);
         return FLIT_ERR_NO_MEMORY;
     }
@@ -93,7 +107,17 @@ static flit_status self_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
         len += iov[i].iov_len;
     if (len > fl_ring_max_packet(t->ring_size))
         return FLIT_ERR_TOO_LARGE;
-    return fl_ring_send(&t->tx[lane], iov, iovcnt, len) ? FLIT_OK : FLIT_ERR_AGAIN;
+    if (!fl_ring_send(&t->tx[lane], iov, iovcnt, len))
+        return FLIT_ERR_AGAIN;
+    /* Same process: the endpoint's lock (or its single thread) orders this
+       with arm, so no fence is needed, only the flag. */
+    if (__builtin_expect(atomic_load_explicit(&t->armed, memory_order_relaxed), 0) &&
+        atomic_exchange(&t->armed, false)) {
+        uint64_t one = 1;
+        ssize_t w = write(t->evfd, &one, sizeof one);
+        (void)w;
+    }
+    return FLIT_OK;
 }
 
 static bool self_has_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
@@ -103,12 +127,19 @@ static bool self_has_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
     return fl_ring_has_room(&t->tx[lane], len);
 }
 
-static flit_status self_put(struct fl_tp_ep *t, uint32_t dst, uint64_t offset,
-                            const void *src, size_t len)
+static flit_status self_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
+                            uint64_t offset, const void *src, size_t len)
 {
     (void)dst;
+    if (tag != t->tag)
+        return FLIT_ERR_BAD_TAG;
     memmove(t->seg + offset, src, len);
     return FLIT_OK;
+}
+
+static void self_set_tag(struct fl_tp_ep *t, uint64_t tag)
+{
+    t->tag = tag;
 }
 
 static int self_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
@@ -138,18 +169,21 @@ static bool self_arm(struct fl_tp_ep *t, unsigned lane_mask)
         if ((lane_mask & FL_LANE_MASK(l)) && !t->rx[l].busy &&
             fl_ring_pending(&t->rx[l]))
             return true;
+    atomic_store(&t->armed, true);
     return false;
 }
 
 static void self_disarm(struct fl_tp_ep *t)
 {
-    (void)t;
+    atomic_store(&t->armed, false);
+    uint64_t v;
+    while (read(t->evfd, &v, sizeof v) > 0)
+        ;
 }
 
 static int self_fd(struct fl_tp_ep *t)
 {
-    (void)t;
-    return -1;      /* nobody else writes our rings: arm() tells all */
+    return t->evfd;
 }
 
 static void self_want_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
@@ -185,6 +219,7 @@ static void self_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t 
 
 static void self_close(struct fl_tp_ep *t)
 {
+    close(t->evfd);
     free(t->mem);
     free(t);
 }
@@ -202,6 +237,7 @@ const struct fl_transport fl_tp_self = {
     .send = self_send,
     .has_room = self_has_room,
     .put = self_put,
+    .set_tag = self_set_tag,
     .poll = self_poll,
     .arm = self_arm,
     .disarm = self_disarm,

@@ -1,6 +1,8 @@
 /* SPSC packet ring; see ring.h for the layout and the protocol. */
 #include "transport/shm/ring.h"
 
+#include "platform/fence.h"
+
 #include <assert.h>
 #include <string.h>
 
@@ -43,10 +45,15 @@ static inline struct rec_hdr *rec_at(uint8_t *data, uint64_t mask, uint64_t pos)
     return (struct rec_hdr *)(data + (pos & mask));
 }
 
-/* Room for `need` bytes at tail? Re-reads the shared head only when the
-   cached one says no. */
+/*
+ * Room for `need` bytes at tail? Re-reads the shared head only when the
+ * cached one says no. One line more than asked must be free: fl_ring_send
+ * clears the seq word of the line after the record (see there), and that
+ * line must not be the start of a record the consumer has not read.
+ */
 static bool has_room(struct fl_ring_tx *tx, uint64_t tail, uint64_t need)
 {
+    need += FL_RING_LINE;
     if (tail + need - tx->head_cache <= tx->size)
         return true;
     /* Acquire: the consumer finished reading the records before it
@@ -92,9 +99,14 @@ bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt,
         dst += iov[i].iov_len;
     }
     h->len = (uint32_t)len;
-    /* Seq-cst: publishes len and packet (release) and orders the caller's
-       next load (the consumer's sleeping flag) after this store. */
-    atomic_store_explicit(&h->seq, marker(tail), memory_order_seq_cst);
+    /* The consumer will look for the next record at tail + rec. Whatever
+       lies there is from an earlier lap, possibly packet bytes that happen
+       to equal the next marker: clear the seq word before publishing. */
+    atomic_store_explicit(&rec_at(tx->data, tx->mask, tail + rec)->seq, 0,
+                          memory_order_relaxed);
+    /* Release: len, the packet and the cleared word are visible before
+       the marker. */
+    atomic_store_explicit(&h->seq, marker(tail), memory_order_release);
     atomic_store_explicit(&tx->tail, tail + rec, memory_order_relaxed);
     return true;
 }
@@ -128,9 +140,9 @@ void *fl_ring_peek_slow(struct fl_ring_rx *rx, size_t *len)
 
 bool fl_ring_take_waiter(struct fl_ring_rx *rx)
 {
-    /* Full fence: our head store is ordered before the load of the flag,
-       pairing with the fence in fl_ring_want_room (Dekker). */
-    atomic_thread_fence(memory_order_seq_cst);
+    /* Our head store is ordered before the load of the flag, pairing with
+       the slow fence in fl_ring_want_room (Dekker; see platform/fence.h). */
+    fl_fence_fast();
     if (!atomic_load_explicit(&rx->ctl->producer_waiting, memory_order_relaxed))
         return false;
     return atomic_exchange_explicit(&rx->ctl->producer_waiting, 0,
@@ -140,9 +152,9 @@ bool fl_ring_take_waiter(struct fl_ring_rx *rx)
 bool fl_ring_want_room(struct fl_ring_tx *tx, size_t len)
 {
     atomic_store_explicit(&tx->ctl->producer_waiting, 1, memory_order_relaxed);
-    /* Full fence: the flag is visible before we re-read head, pairing with
-       the fence in fl_ring_take_waiter. */
-    atomic_thread_fence(memory_order_seq_cst);
+    /* The flag is visible before we re-read head, pairing with the fast
+       fence in fl_ring_take_waiter. */
+    fl_fence_slow();
     return fl_ring_has_room(tx, len);
 }
 

@@ -77,9 +77,9 @@ void fl_ring_rx_attach(struct fl_ring_rx *rx, void *mem, size_t size);
 
 /*
  * Copies the packet gathered from iov (total len bytes) into the ring and
- * publishes it. false when there is no room now (nothing written).
- * The publishing store is sequentially consistent, so a load the caller makes
- * afterwards (the consumer's "sleeping" flag) is ordered after it.
+ * publishes it (release). false when there is no room now (nothing written).
+ * A caller that then reads the consumer's "sleeping" flag puts
+ * fl_fence_fast() in between.
  */
 bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt,
                   size_t len);
@@ -112,6 +112,8 @@ static inline uint32_t fl_ring_marker(uint64_t pos)
    polling loop runs it on every pass. */
 static inline bool fl_ring_pending(const struct fl_ring_rx *rx)
 {
+    if (__builtin_expect(rx->broken, 0))
+        return false;
     uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed);
     const struct fl_ring_rec *r =
         (const struct fl_ring_rec *)(rx->data + (head & rx->mask));
@@ -128,7 +130,7 @@ void *fl_ring_peek_slow(struct fl_ring_rx *rx, size_t *len);
  */
 static inline void *fl_ring_peek(struct fl_ring_rx *rx, size_t *len)
 {
-    if (__builtin_expect(!fl_ring_pending(rx) || rx->broken, 1))
+    if (__builtin_expect(!fl_ring_pending(rx), 1))
         return NULL;
     return fl_ring_peek_slow(rx, len);
 }
@@ -146,7 +148,7 @@ static inline void fl_ring_release(struct fl_ring_rx *rx)
 
 /*
  * After releases: true (and the flag cleared) when the producer asked to be
- * woken for room. Costs one full fence; call it once per poll pass.
+ * woken for room. Call it once per poll pass.
  */
 bool fl_ring_take_waiter(struct fl_ring_rx *rx);
 

@@ -28,6 +28,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "platform/fence.h"
 #include "platform/le.h"
 #include "platform/os.h"
 #include "transport/shm/ring.h"
@@ -47,6 +48,7 @@ struct shm_hdr {
     uint64_t ring_size;
     int32_t pid;
     _Alignas(64) _Atomic uint32_t sleeping;     /* owner sleeps: wake it */
+    _Alignas(64) _Atomic uint64_t tag;          /* owner's tag: put checks it */
 };
 
 enum bulk { BULK_NONE, BULK_MAP, BULK_CMA };
@@ -87,6 +89,7 @@ struct fl_tp_ep {
     /* Our segment, as peers learn it. */
     uint64_t seg_addr, seg_size;
     bool seg_shared;
+    uint64_t tag;               /* published in our header */
     uint32_t rr;                /* where the next poll pass starts */
 };
 
@@ -129,6 +132,7 @@ static flit_status open_file(struct fl_tp_ep *t)
     t->hdr->ep_index = t->ep_index;
     t->hdr->ring_size = t->ring_size;
     t->hdr->pid = (int32_t)getpid();
+    atomic_store_explicit(&t->hdr->tag, t->tag, memory_order_relaxed);
     return FLIT_OK;
 }
 
@@ -161,6 +165,10 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
         nlocal += a->host_of[r] == a->host_of[a->rank];
     if (nlocal < 2)
         return FLIT_ERR_NOT_SUPPORTED;      /* nobody to share memory with */
+    fl_fence_setup();
+    if (a->rank == 0 && a->ep_index == 0)
+        fl_info("shm: sleep/wake handshake with %s", fl_fence_asymmetric
+                ? "membarrier (no fence on the send path)" : "full fences");
     struct fl_tp_ep *t = calloc(1, sizeof *t);
     if (!t)
         return FLIT_ERR_NO_MEMORY;
@@ -176,6 +184,7 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     t->seg_addr = (uint64_t)(uintptr_t)a->segment;
     t->seg_size = a->segment_size;
     t->seg_shared = a->segment_fd >= 0;
+    t->tag = a->tag;
     t->peers = calloc(a->size, sizeof *t->peers);
     t->local = calloc(nlocal, sizeof *t->local);
     flit_status st = t->peers && t->local ? FLIT_OK : FLIT_ERR_NO_MEMORY;
@@ -354,9 +363,10 @@ static flit_status shm_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
         len += iov[i].iov_len;
     if (!fl_ring_send(&p->tx[lane], iov, iovcnt, len))
         return FLIT_ERR_AGAIN;
-    /* Ordered after the publishing store (seq-cst in fl_ring_send): either
-       we see the flag, or the receiver sees our record before it sleeps. */
-    if (__builtin_expect(atomic_load(&p->hdr->sleeping), 0) &&
+    /* Either we see the flag, or the receiver sees our record before it
+       sleeps (pairs with the slow fence in shm_arm). */
+    fl_fence_fast();
+    if (__builtin_expect(atomic_load_explicit(&p->hdr->sleeping, memory_order_relaxed), 0) &&
         atomic_exchange(&p->hdr->sleeping, 0))
         wake(t, p);
     return FLIT_OK;
@@ -367,12 +377,15 @@ static bool shm_has_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t
     return fl_ring_has_room(&t->peers[dst].tx[lane], len);
 }
 
-static flit_status shm_put(struct fl_tp_ep *t, uint32_t dst, uint64_t offset,
-                           const void *src, size_t len)
+static flit_status shm_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
+                           uint64_t offset, const void *src, size_t len)
 {
     struct shm_peer *p = &t->peers[dst];
     if (atomic_load_explicit(&p->dead, memory_order_relaxed))
         return FLIT_ERR_PEER_DOWN;
+    /* The receiver's rule, read from its header: only its tag may write. */
+    if (atomic_load_explicit(&p->hdr->tag, memory_order_relaxed) != tag)
+        return FLIT_ERR_BAD_TAG;
     if (p->bulk == BULK_MAP) {
         memcpy(p->seg + offset, src, len);
         return FLIT_OK;
@@ -457,9 +470,10 @@ static int shm_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
 
 static bool shm_arm(struct fl_tp_ep *t, unsigned lane_mask)
 {
-    /* Seq-cst: the flag is visible before we look at the rings, pairing
-       with the sender's store-then-load in shm_send. */
-    atomic_store(&t->hdr->sleeping, 1);
+    atomic_store_explicit(&t->hdr->sleeping, 1, memory_order_relaxed);
+    /* The flag is visible before we look at the rings, pairing with the
+       sender's fast fence in shm_send. */
+    fl_fence_slow();
     for (uint32_t k = 0; k < t->nothers; k++) {
         struct shm_peer *p = &t->peers[t->local[k]];
         for (unsigned l = 0; l < FL_LANES; l++)
@@ -481,6 +495,12 @@ static void shm_disarm(struct fl_tp_ep *t)
 static int shm_fd(struct fl_tp_ep *t)
 {
     return t->epfd;
+}
+
+static void shm_set_tag(struct fl_tp_ep *t, uint64_t tag)
+{
+    t->tag = tag;
+    atomic_store_explicit(&t->hdr->tag, tag, memory_order_relaxed);
 }
 
 static void shm_want_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
@@ -586,6 +606,7 @@ const struct fl_transport fl_tp_shm = {
     .send = shm_send,
     .has_room = shm_has_room,
     .put = shm_put,
+    .set_tag = shm_set_tag,
     .poll = shm_poll,
     .arm = shm_arm,
     .disarm = shm_disarm,

@@ -1,0 +1,83 @@
+/*
+ * The default returned-message handler: with none installed, a message that
+ * comes back makes the sender print the reason, the peer, the handler and
+ * the operation, then abort. The program forks before flit_init; the child
+ * joins a job of one, sends a request short to a handler nobody registered
+ * and polls; the parent checks the child died of SIGABRT and reads what it
+ * wrote to stderr through a pipe.
+ */
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+#define UNREGISTERED 57
+
+static void child(int err_fd)
+{
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    if (dup2(err_fd, STDERR_FILENO) != STDERR_FILENO)
+        _exit(10);
+    close(err_fd);
+    if (flit_init(NULL) != FLIT_OK)
+        _exit(11);
+    flit_ep_t *ep;
+    if (flit_ep_create(NULL, &ep) != FLIT_OK)
+        _exit(12);
+    const uint32_t args[3] = {10, 20, 30};
+    if (flit_am_short(ep, flit_rank(0), flit_handler(UNREGISTERED), args, 3, 0) !=
+        FLIT_OK)
+        _exit(13);
+    for (int i = 0; i < 100000; i++)
+        if (flit_poll(ep) != FLIT_OK)
+            _exit(14);
+    _exit(15); /* the message never came back */
+}
+
+int main(void)
+{
+    unit_clean_env();
+    int pfd[2];
+    CHECK(pipe(pfd) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        child(pfd[1]);
+    }
+    close(pfd[1]);
+    static char out[65536];
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof out - 1 && (r = read(pfd[0], out + n, sizeof out - 1 - n)) != 0) {
+        if (r < 0)
+            continue; /* EINTR */
+        n += (size_t)r;
+    }
+    out[n] = '\0';
+    close(pfd[0]);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
+        FAIL("child did not die of SIGABRT: %s %d; its stderr:\n%s",
+             WIFEXITED(status) ? "exit status" : "signal",
+             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), out);
+    /* What was printed names the reason, the peer, the handler, the kind. */
+    static const char *const want[] = {
+        "FLIT_ERR_NO_HANDLER",
+        "rank 0",
+        "handler 57",
+        "request short",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(out, want[i]))
+            FAIL("the abort message does not say \"%s\"; it was:\n%s", want[i], out);
+    if (!strstr(out, flit_strerror(FLIT_ERR_NO_HANDLER)))
+        FAIL("the abort message does not explain the reason; it was:\n%s", out);
+    return 0;
+}
