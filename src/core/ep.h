@@ -204,8 +204,9 @@ flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
                               int64_t timeout_us);
 flit_status fl_progress_thread_start(struct flit_ep *ep);
 void fl_progress_thread_stop(struct flit_ep *ep);
-/* The effective spin time before sleeping, microseconds. */
+/* The effective spin time before sleeping, microseconds (set at init). */
 int64_t fl_progress_spin_us(void);
+void fl_progress_init(void);
 
 /* AM layer hooks the endpoint uses (src/am). */
 void fl_am_peer_down(struct flit_ep *ep, uint32_t rank);

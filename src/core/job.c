@@ -126,6 +126,7 @@ flit_status flit_init(const flit_init_params_t *params)
         fl_boot_close(false);
         return st;
     }
+    fl_progress_init();
     pthread_once(&once, fl_am_init);
     pthread_atfork(NULL, NULL, atfork_child);
     atomic_store(&fl_job_state, FL_JOB_ACTIVE);

@@ -53,13 +53,22 @@ int fl_progress(struct flit_ep *ep, unsigned lane_mask)
     return n;
 }
 
+static int64_t spin_us = -1;
+
 int64_t fl_progress_spin_us(void)
 {
-    if (fl_cfg.spin_us >= 0)
-        return fl_cfg.spin_us;
+    return spin_us;
+}
+
+void fl_progress_init(void)
+{
+    spin_us = fl_cfg.spin_us;
+    if (spin_us >= 0)
+        return;
+    /* Read once: sysconf opens a file in /sys on every call. More ranks
+       than cores: a spinning rank steals the core its peer needs. */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    /* More ranks than cores: a spinning rank steals the core its peer needs. */
-    return cpus > 0 && fl_job.local_size > (uint32_t)cpus ? 2 : 50;
+    spin_us = cpus > 0 && fl_job.local_size > (uint32_t)cpus ? 2 : 50;
 }
 
 void fl_progress_check_peers(struct flit_ep *ep, bool force)

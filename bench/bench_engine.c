@@ -1,0 +1,396 @@
+/* See bench_engine.h. */
+#include "bench_engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+    H_PING_SHORT = BENCH_HANDLER_FIRST, /* request: echo the same short */
+    H_PING_MEDIUM,                      /* request: echo the same medium */
+    H_PING_LONG,                        /* request: echo the same long */
+    H_SINK,                             /* request: count, ack every ack_every */
+    H_CTRL,                             /* request: a command for rank 1 */
+    H_PONG,                             /* reply: an echo came back */
+    H_ACK,                              /* reply: ack_every more were sunk */
+    H_CTRL_ACK,                         /* reply: the command is done */
+};
+
+enum cmd {
+    CMD_MODE = 1,    /* arg: 1 flit_wait, 0 flit_poll */
+    CMD_ACK_EVERY,   /* arg: ack every arg sunk messages */
+    CMD_RAW_ATTACH,  /* arg: key of the file */
+    CMD_RAW_ECHO,    /* arg: round trips */
+    CMD_RAW_CONSUME, /* arg: messages */
+    CMD_SCHED_WAIT,  /* answers its runqueue wait, in us */
+    CMD_QUIT,
+};
+
+#define PEER         flit_rank(1) /* rank 0's peer; rank 1 only replies */
+#define LAT_MAX_N    (1ull << 24)
+#define STREAM_MAX_N (1ull << 28)
+
+void bench_check(const bench_t *b, flit_status st, const char *what)
+{
+    if (st == FLIT_OK)
+        return;
+    fprintf(stderr, "%s: rank %u: %s: %s (%s)\n", b->prog, b->rank, what,
+            flit_strerror(st), flit_status_name(st));
+    exit(1);
+}
+
+static void progress(bench_t *b, bool wait)
+{
+    flit_status st = wait ? flit_wait(b->ep, -1) : flit_poll(b->ep);
+    bench_check(b, st, wait ? "flit_wait" : "flit_poll");
+}
+
+/* ---- handlers ---- */
+
+static void on_ping_short(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
+                          unsigned nargs, void *user)
+{
+    (void)buf;
+    (void)nbytes;
+    bench_check(user, flit_am_reply_short(t, flit_handler(H_PONG), args, nargs),
+                "reply short");
+}
+
+static void on_ping_medium(flit_token_t *t, void *buf, size_t nbytes,
+                           const uint32_t *args, unsigned nargs, void *user)
+{
+    bench_check(user,
+                flit_am_reply_medium(t, flit_handler(H_PONG), buf, nbytes, args, nargs),
+                "reply medium");
+}
+
+static void on_ping_long(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
+                         unsigned nargs, void *user)
+{
+    /* From where it landed in our segment to the start of the sender's. */
+    bench_check(user,
+                flit_am_reply_long(t, flit_handler(H_PONG), buf, nbytes, 0, args, nargs),
+                "reply long");
+}
+
+static void on_sink(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
+                    unsigned nargs, void *user)
+{
+    (void)buf;
+    (void)nbytes;
+    (void)args;
+    (void)nargs;
+    bench_t *b = user;
+    if (++b->sunk < b->ack_every)
+        return;
+    b->sunk = 0;
+    bench_check(b, flit_am_reply_short(t, flit_handler(H_ACK), NULL, 0), "ack");
+}
+
+static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
+                    unsigned nargs, void *user)
+{
+    (void)buf;
+    (void)nbytes;
+    bench_t *b = user;
+    uint32_t result = 1;
+    uint64_t arg = nargs == 3 ? args[1] | (uint64_t)args[2] << 32 : 0;
+    switch (nargs == 3 ? args[0] : 0) {
+    case CMD_MODE:
+        b->wait_mode = arg != 0;
+        break;
+    case CMD_ACK_EVERY:
+        b->ack_every = arg ? arg : 1;
+        b->sunk = 0;
+        break;
+    case CMD_RAW_ATTACH:
+        bench_raw_close(b->raw);
+        b->raw = bench_raw_attach((uint32_t)arg);
+        result = b->raw != NULL;
+        break;
+    case CMD_RAW_ECHO:
+    case CMD_RAW_CONSUME:
+        /* Runs outside the handler, once bench_serve has it back. */
+        b->pending = args[0];
+        b->pending_n = arg;
+        result = b->raw != NULL;
+        break;
+    case CMD_SCHED_WAIT:
+        result = (uint32_t)(bench_runq_wait_ns() / 1000);
+        break;
+    case CMD_QUIT:
+        b->quit = true;
+        break;
+    default:
+        fprintf(stderr, "%s: rank %u: unknown command\n", b->prog, b->rank);
+        result = 0;
+    }
+    bench_check(b, flit_am_reply_short(t, flit_handler(H_CTRL_ACK), &result, 1),
+                "reply to a command");
+}
+
+static void on_pong(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
+                    unsigned nargs, void *user)
+{
+    (void)t;
+    (void)buf;
+    (void)nbytes;
+    (void)args;
+    (void)nargs;
+    ((bench_t *)user)->pongs++;
+}
+
+static void on_ack(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
+                   unsigned nargs, void *user)
+{
+    (void)t;
+    (void)buf;
+    (void)nbytes;
+    (void)args;
+    (void)nargs;
+    ((bench_t *)user)->acks++;
+}
+
+static void on_ctrl_ack(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
+                        unsigned nargs, void *user)
+{
+    (void)t;
+    (void)buf;
+    (void)nbytes;
+    bench_t *b = user;
+    b->ctrl_result = nargs ? args[0] : 0;
+    b->ctrl_acks++;
+}
+
+/* ---- setup ---- */
+
+void bench_init(bench_t *b, flit_ep_t *ep, size_t max_size, const char *prog)
+{
+    memset(b, 0, sizeof *b);
+    b->ep = ep;
+    b->rank = flit_job_rank().idx;
+    b->prog = prog;
+    b->max_size = max_size;
+    b->ack_every = 1;
+    if (b->rank == 0) {
+        size_t alloc = (max_size + 4095) / 4096 * 4096;
+        b->buf = aligned_alloc(4096, alloc ? alloc : 4096);
+        if (!b->buf)
+            bench_check(b, FLIT_ERR_NO_MEMORY, "allocating the send buffer");
+        memset(b->buf, 0xa5, alloc);
+    }
+    static const struct {
+        unsigned h;
+        flit_am_handler_fn fn;
+    } table[] = {
+        {H_PING_SHORT, on_ping_short},
+        {H_PING_MEDIUM, on_ping_medium},
+        {H_PING_LONG, on_ping_long},
+        {H_SINK, on_sink},
+        {H_CTRL, on_ctrl},
+        {H_PONG, on_pong},
+        {H_ACK, on_ack},
+        {H_CTRL_ACK, on_ctrl_ack},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        bench_check(
+            b, flit_am_register(ep, flit_handler((uint16_t)table[i].h), table[i].fn, b),
+            "flit_am_register");
+}
+
+void bench_fini(bench_t *b)
+{
+    bench_raw_close(b->raw);
+    free(b->buf);
+    b->raw = NULL;
+    b->buf = NULL;
+}
+
+/* Sends rank 1 a command and waits until it is done; its result. */
+static uint32_t command(bench_t *b, enum cmd cmd, uint64_t arg)
+{
+    uint32_t args[3] = {cmd, (uint32_t)arg, (uint32_t)(arg >> 32)};
+    uint64_t want = b->ctrl_acks + 1;
+    bench_check(b, flit_am_short(b->ep, PEER, flit_handler(H_CTRL), args, 3, 0),
+                "sending a command");
+    while (b->ctrl_acks != want)
+        progress(b, false);
+    return b->ctrl_result;
+}
+
+static void run_pending(bench_t *b)
+{
+    uint32_t cmd = b->pending;
+    b->pending = 0;
+    uint64_t r = cmd == CMD_RAW_ECHO ? bench_raw_echo(b->raw, b->pending_n)
+                                     : bench_raw_consume(b->raw, b->pending_n);
+    if (r == UINT64_MAX) {
+        fprintf(stderr, "%s: rank 1: raw baseline: rank 0 stopped answering\n", b->prog);
+        exit(1);
+    }
+}
+
+void bench_serve(bench_t *b)
+{
+    while (!b->quit) {
+        flit_status st = b->wait_mode ? flit_wait(b->ep, 100000) : flit_poll(b->ep);
+        if (st != FLIT_ERR_TIMEOUT)
+            bench_check(b, st, b->wait_mode ? "flit_wait" : "flit_poll");
+        if (b->pending && b->raw)
+            run_pending(b);
+    }
+}
+
+void bench_quit(bench_t *b)
+{
+    command(b, CMD_QUIT, 0);
+}
+
+bool bench_raw_setup(bench_t *b)
+{
+    uint32_t key = (uint32_t)getpid();
+    b->raw = bench_raw_create(key);
+    if (!b->raw)
+        return false;
+    uint32_t ok = command(b, CMD_RAW_ATTACH, key);
+    bench_raw_unlink(key); /* both have it mapped, or one never will */
+    if (!ok) {
+        fprintf(stderr, "%s: rank 1 could not map the raw baseline's file\n", b->prog);
+        bench_raw_close(b->raw);
+        b->raw = NULL;
+    }
+    return b->raw != NULL;
+}
+
+uint64_t bench_sched_wait_ns(bench_t *b)
+{
+    uint32_t us = command(b, CMD_SCHED_WAIT, 0);
+    /* 32-bit microseconds wrap after 71 minutes: accumulate differences */
+    b->peer_wait_ns += (uint64_t)(uint32_t)(us - b->peer_wait_us) * 1000;
+    b->peer_wait_us = us;
+    return bench_runq_wait_ns() + b->peer_wait_ns;
+}
+
+/* ---- flit figures ---- */
+
+struct point {
+    bench_t *b;
+    enum bench_kind kind;
+    size_t size;
+    bool wait;
+    unsigned window, ack_every;
+};
+
+static void send_one(bench_t *b, unsigned h, enum bench_kind kind, size_t size)
+{
+    static const uint32_t args[4] = {1, 2, 3, 4};
+    flit_status st;
+    if (kind == BENCH_SHORT)
+        st = flit_am_short(b->ep, PEER, flit_handler((uint16_t)h), args,
+                           (unsigned)(size / 4), 0);
+    else if (kind == BENCH_MEDIUM)
+        st = flit_am_medium(b->ep, PEER, flit_handler((uint16_t)h), b->buf, size, NULL, 0,
+                            0);
+    else
+        st = flit_am_long(b->ep, PEER, flit_handler((uint16_t)h), b->buf, size, 0, NULL,
+                          0, 0);
+    bench_check(b, st, "sending");
+}
+
+static uint64_t run_pingpong(void *ctx, uint64_t n)
+{
+    struct point *p = ctx;
+    bench_t *b = p->b;
+    static const unsigned ping[] = {H_PING_SHORT, H_PING_MEDIUM, H_PING_LONG};
+    uint64_t t0 = bench_now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t want = b->pongs + 1;
+        send_one(b, ping[p->kind], p->kind, p->size);
+        while (b->pongs != want)
+            progress(b, p->wait);
+    }
+    return bench_now_ns() - t0;
+}
+
+double bench_latency_ns(bench_t *b, enum bench_kind kind, size_t size, bool wait,
+                        uint64_t target_ns, int reps)
+{
+    struct point p = {.b = b, .kind = kind, .size = size, .wait = wait};
+    if (wait)
+        command(b, CMD_MODE, 1);
+    double rtt = bench_measure(run_pingpong, &p, target_ns, reps, 1, LAT_MAX_N);
+    if (wait)
+        command(b, CMD_MODE, 0);
+    return rtt / 2;
+}
+
+static uint64_t run_stream(void *ctx, uint64_t n)
+{
+    struct point *p = ctx;
+    bench_t *b = p->b;
+    uint64_t acks0 = b->acks, sent = 0, k = p->ack_every;
+    uint64_t t0 = bench_now_ns();
+    while (sent < n) {
+        while (sent - (b->acks - acks0) * k >= p->window)
+            progress(b, false);
+        send_one(b, H_SINK, p->kind, p->size);
+        sent++;
+    }
+    while ((b->acks - acks0) * k < n)
+        progress(b, false);
+    return bench_now_ns() - t0;
+}
+
+double bench_stream_ns(bench_t *b, enum bench_kind kind, size_t size, unsigned window,
+                       uint64_t target_ns, int reps)
+{
+    if (window < 2)
+        window = 2;
+    struct point p = {
+        .b = b, .kind = kind, .size = size, .window = window, .ack_every = window / 2};
+    command(b, CMD_ACK_EVERY, p.ack_every);
+    return bench_measure(run_stream, &p, target_ns, reps, p.ack_every, STREAM_MAX_N);
+}
+
+/* ---- raw baselines ---- */
+
+static void raw_failed(bench_t *b)
+{
+    fprintf(stderr, "%s: rank 0: raw baseline: rank 1 stopped answering\n", b->prog);
+    exit(1);
+}
+
+static uint64_t run_raw_ping(void *ctx, uint64_t n)
+{
+    bench_t *b = ctx;
+    command(b, CMD_RAW_ECHO, n);
+    uint64_t t = bench_raw_ping(b->raw, n);
+    if (t == UINT64_MAX)
+        raw_failed(b);
+    return t;
+}
+
+static uint64_t run_raw_produce(void *ctx, uint64_t n)
+{
+    bench_t *b = ctx;
+    command(b, CMD_RAW_CONSUME, n);
+    uint64_t t = bench_raw_produce(b->raw, n);
+    if (t == UINT64_MAX)
+        raw_failed(b);
+    return t;
+}
+
+double bench_raw_latency_ns(bench_t *b, uint64_t target_ns, int reps)
+{
+    if (!b->raw)
+        return -1;
+    return bench_measure(run_raw_ping, b, target_ns, reps, 1, LAT_MAX_N) / 2;
+}
+
+double bench_raw_stream_ns(bench_t *b, uint64_t target_ns, int reps)
+{
+    if (!b->raw)
+        return -1;
+    return bench_measure(run_raw_produce, b, target_ns, reps, 1, STREAM_MAX_N);
+}

@@ -1,0 +1,101 @@
+/*
+ * The measurements flit-bench and flit-demo share, between rank 0 (which
+ * drives and times) and rank 1 (which serves), on one endpoint, through the
+ * public API only.
+ *
+ * Rank 1 runs bench_serve: it polls (or waits) and answers. Rank 0 calls the
+ * measuring functions; each sends rank 1 what it needs to know as a control
+ * message first. bench_quit lets rank 1 return.
+ *
+ * A flit library error or a baseline whose peer stopped answering ends the
+ * process with a message (exit 1): there is no meaningful figure to print
+ * after either.
+ */
+#ifndef FLIT_BENCH_ENGINE_H
+#define FLIT_BENCH_ENGINE_H
+
+#include <flit/flit.h>
+#include <stdbool.h>
+
+#include "bench_util.h"
+
+/* The engine's handlers take these indices on the endpoint. */
+#define BENCH_HANDLER_FIRST 240u
+#define BENCH_HANDLER_COUNT 8u
+
+enum bench_kind { BENCH_SHORT, BENCH_MEDIUM, BENCH_LONG };
+
+typedef struct bench {
+    flit_ep_t *ep;
+    uint32_t rank;
+    const char *prog; /* for messages */
+    uint8_t *buf;     /* rank 0: what medium and long messages send */
+    size_t max_size;
+    bench_raw_t *raw; /* NULL: no raw baselines */
+    /* rank 0: bumped by reply handlers */
+    uint64_t pongs, acks, ctrl_acks;
+    uint32_t ctrl_result;
+    /* rank 1 */
+    uint64_t sunk, ack_every;
+    bool wait_mode, quit;
+    uint32_t pending; /* a raw baseline to run outside the handler */
+    uint64_t pending_n;
+    /* rank 0: rank 1's time waiting for a CPU, as last reported */
+    uint32_t peer_wait_us;
+    uint64_t peer_wait_ns;
+} bench_t;
+
+/*
+ * Both ranks: registers the handlers on ep and allocates what rank 0 sends.
+ * Long messages of up to max_size bytes need a segment at least that large
+ * on both ranks. Call before the barrier that precedes measuring.
+ */
+void bench_init(bench_t *b, flit_ep_t *ep, size_t max_size, const char *prog);
+void bench_fini(bench_t *b);
+
+/* Rank 1: answers until rank 0 calls bench_quit. */
+void bench_serve(bench_t *b);
+/* Rank 0: ends rank 1's bench_serve. */
+void bench_quit(bench_t *b);
+
+/*
+ * Rank 0: maps a /dev/shm file in both ranks for the raw baselines; false
+ * (with the reason printed) when that fails; the raw figures are then
+ * missing.
+ */
+bool bench_raw_setup(bench_t *b);
+
+/*
+ * Rank 0. Each returns nanoseconds, the median of reps runs lasting about
+ * target_ns together (after a warm-up).
+ *
+ * bench_latency_ns: one-way latency, round trip / 2. Rank 1's handler
+ * replies with the same kind and size. For BENCH_SHORT, size is the bytes of
+ * arguments (4 per argument, at most 16). wait: both sides block in
+ * flit_wait instead of spinning on flit_poll.
+ *
+ * bench_stream_ns: time per message while streaming size-byte messages of
+ * one kind with at most window unacknowledged (rank 1 acknowledges every
+ * window / 2). BENCH_SHORT: size / 4 arguments.
+ */
+double bench_latency_ns(bench_t *b, enum bench_kind kind, size_t size, bool wait,
+                        uint64_t target_ns, int reps);
+double bench_stream_ns(bench_t *b, enum bench_kind kind, size_t size, unsigned window,
+                       uint64_t target_ns, int reps);
+
+/* Rank 0, raw baselines: flag one-way latency and ring time per message,
+   in nanoseconds; negative when there is no raw baseline. */
+double bench_raw_latency_ns(bench_t *b, uint64_t target_ns, int reps);
+double bench_raw_stream_ns(bench_t *b, uint64_t target_ns, int reps);
+
+/*
+ * Rank 0: nanoseconds both ranks together have spent waiting for a CPU that
+ * other work held, since some fixed moment. Compare two readings: a figure
+ * measured while this grew by more than a few percent of its time is noise.
+ */
+uint64_t bench_sched_wait_ns(bench_t *b);
+
+/* Prints "prog: what: reason" and exits 1 unless st is FLIT_OK. */
+void bench_check(const bench_t *b, flit_status st, const char *what);
+
+#endif /* FLIT_BENCH_ENGINE_H */

@@ -1,0 +1,438 @@
+/* See bench_util.h. */
+#include "bench_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- time and statistics ---- */
+
+uint64_t bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+    if (n <= 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define MAX_REPS 15
+
+static uint64_t round_to(uint64_t n, uint64_t mult)
+{
+    n = (n + mult - 1) / mult * mult;
+    return n ? n : mult;
+}
+
+double bench_measure(bench_run_fn run, void *ctx, uint64_t target_ns, int reps,
+                     uint64_t mult, uint64_t max_n)
+{
+    if (reps < 1)
+        reps = 1;
+    if (reps > MAX_REPS)
+        reps = MAX_REPS;
+    if (mult == 0)
+        mult = 1;
+    max_n = round_to(max_n, mult);
+    uint64_t warm_ns = target_ns / 10, n = mult, t = run(ctx, n);
+    while (t < warm_ns && n < max_n) {
+        /* Aim a little past the warm-up time, at most 16 times further. */
+        double grow = t ? (double)warm_ns * 1.3 / (double)t : 16;
+        grow = grow < 2 ? 2 : grow > 16 ? 16 : grow;
+        n = round_to((uint64_t)((double)n * grow), mult);
+        if (n > max_n)
+            n = max_n;
+        t = run(ctx, n);
+    }
+    double per = (double)(t ? t : 1) / (double)n;
+    double want = (double)target_ns / reps / per;
+    uint64_t rn = want >= (double)max_n ? max_n : round_to((uint64_t)want, mult);
+    double v[MAX_REPS];
+    for (int r = 0; r < reps; r++)
+        v[r] = (double)run(ctx, rn) / (double)rn;
+    return bench_median(v, reps);
+}
+
+/* ---- formatting ---- */
+
+const char *bench_fmt_size(char *buf, size_t len, double bytes)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 3) {
+        bytes /= 1024;
+        u++;
+    }
+    if (bytes == floor(bytes))
+        snprintf(buf, len, "%.0f %s", bytes, units[u]);
+    else
+        snprintf(buf, len, "%.*f %s",
+                 bytes < 10    ? 2
+                 : bytes < 100 ? 1
+                               : 0,
+                 bytes, units[u]);
+    return buf;
+}
+
+bool bench_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0':
+        break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    default:
+        return false;
+    }
+    if (*end == 'i' && shift)
+        end++;
+    if ((*end == 'B' || *end == 'b') && shift)
+        end++;
+    if (*end || v > (SIZE_MAX >> shift))
+        return false;
+    *out = (size_t)(v << shift);
+    return true;
+}
+
+static void cpu_model(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0)
+            continue;
+        char *colon = strchr(line, ':');
+        if (colon) {
+            colon += strspn(colon + 1, " \t") + 1;
+            colon[strcspn(colon, "\n")] = '\0';
+            snprintf(buf, len, "%s", colon);
+        }
+        break;
+    }
+    fclose(f);
+}
+
+void bench_host_info(char *buf, size_t len)
+{
+    char host[256] = "?", model[256];
+    gethostname(host, sizeof host - 1);
+    cpu_model(model, sizeof model);
+    struct utsname u;
+    if (uname(&u) != 0)
+        snprintf(u.release, sizeof u.release, "?");
+    snprintf(buf, len, "%s (%s, %ld CPUs online, Linux %s)", host, model,
+             sysconf(_SC_NPROCESSORS_ONLN), u.release);
+}
+
+/* Jiffies since boot, all CPUs together: total and idle (with iowait). */
+static bool cpu_times(unsigned long long *total, unsigned long long *idle)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return false;
+    unsigned long long v[8] = {0};
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                   &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 5)
+        return false;
+    *total = 0;
+    for (int i = 0; i < 8; i++)
+        *total += v[i];
+    *idle = v[3] + v[4];
+    return true;
+}
+
+double bench_cpus_busy(unsigned ms)
+{
+    unsigned long long t0, i0, t1, i1;
+    if (!cpu_times(&t0, &i0))
+        return -1;
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+    if (!cpu_times(&t1, &i1) || t1 <= t0)
+        return -1;
+    double busy = 1 - (double)(i1 - i0) / (double)(t1 - t0);
+    return busy * (double)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+uint64_t bench_runq_wait_ns(void)
+{
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (!f)
+        return 0;
+    unsigned long long run, wait;
+    int n = fscanf(f, "%llu %llu", &run, &wait);
+    fclose(f);
+    return n == 2 ? wait : 0;
+}
+
+/* ---- memcpy baseline ---- */
+
+struct copy {
+    void *dst;
+    const void *src;
+    size_t size;
+};
+
+static uint64_t copy_n(void *ctx, uint64_t n)
+{
+    struct copy *c = ctx;
+    uint64_t t0 = bench_now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        memcpy(c->dst, c->src, c->size);
+        /* Keeps the compiler from dropping copies nobody reads. */
+        __asm__ volatile("" : : "r"(c->dst) : "memory");
+    }
+    return bench_now_ns() - t0;
+}
+
+double bench_memcpy_mbps(size_t size, uint64_t target_ns)
+{
+    size_t alloc = (size + 4095) / 4096 * 4096;
+    if (alloc == 0)
+        alloc = 4096;
+    void *src = aligned_alloc(4096, alloc), *dst = aligned_alloc(4096, alloc);
+    if (!src || !dst) {
+        free(src);
+        free(dst);
+        return 0;
+    }
+    memset(src, 0x5a, alloc);
+    memset(dst, 0, alloc);
+    struct copy c = {dst, src, size};
+    double ns = bench_measure(copy_n, &c, target_ns, 3, 1, 1ull << 32);
+    free(src);
+    free(dst);
+    return ns > 0 ? (double)size / ns * 1e3 : 0;
+}
+
+/* ---- raw shared memory ---- */
+
+#define RING_SLOTS   1024u          /* 64 KiB of slots */
+#define RING_PUBLISH 64u            /* the consumer publishes its tail this often */
+#define STALL_NS     10000000000ull /* a side that waits this long gives up */
+
+struct slot {
+    _Atomic uint64_t seq; /* message number + 1 once the slot is full */
+    uint64_t data[7];
+};
+
+/*
+ * The file. Each counter has 128 bytes to itself: the adjacent-line
+ * prefetcher would otherwise make the two sides share a line pair.
+ */
+struct raw_shm {
+    _Alignas(128) _Atomic uint64_t ping; /* written by the initiator */
+    _Alignas(128) _Atomic uint64_t pong; /* written by the echo side */
+    _Alignas(128) _Atomic uint64_t tail; /* ring: messages consumed */
+    _Alignas(128) struct slot slots[RING_SLOTS];
+};
+
+struct bench_raw {
+    struct raw_shm *shm;
+    uint64_t flag_seq;  /* round trips so far (both sides) */
+    uint64_t ring_pos;  /* messages produced / consumed so far */
+    uint64_t tail_seen; /* producer: the consumer's tail, last read */
+    uint64_t sink;      /* consumer: what it read, so it reads */
+};
+
+static void raw_name(char *buf, size_t len, uint32_t key)
+{
+    snprintf(buf, len, "/flit-bench-%u", key);
+}
+
+static bench_raw_t *raw_map(uint32_t key, bool create)
+{
+    char name[64];
+    raw_name(name, sizeof name, key);
+    int fd = create ? shm_open(name, O_RDWR | O_CREAT | O_TRUNC, 0600)
+                    : shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        fprintf(stderr, "raw baseline: shm_open %s: %s\n", name, strerror(errno));
+        return NULL;
+    }
+    if (create && ftruncate(fd, sizeof(struct raw_shm)) != 0) {
+        fprintf(stderr, "raw baseline: ftruncate %s: %s\n", name, strerror(errno));
+        close(fd);
+        shm_unlink(name);
+        return NULL;
+    }
+    void *mem =
+        mmap(NULL, sizeof(struct raw_shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    bench_raw_t *raw = calloc(1, sizeof *raw);
+    if (mem == MAP_FAILED || !raw) {
+        fprintf(stderr, "raw baseline: mapping %s: %s\n", name,
+                mem == MAP_FAILED ? strerror(errno) : "out of memory");
+        if (mem != MAP_FAILED)
+            munmap(mem, sizeof(struct raw_shm));
+        free(raw);
+        if (create)
+            shm_unlink(name);
+        return NULL;
+    }
+    raw->shm = mem;
+    return raw;
+}
+
+bench_raw_t *bench_raw_create(uint32_t key)
+{
+    return raw_map(key, true);
+}
+
+bench_raw_t *bench_raw_attach(uint32_t key)
+{
+    return raw_map(key, false);
+}
+
+void bench_raw_unlink(uint32_t key)
+{
+    char name[64];
+    raw_name(name, sizeof name, key);
+    shm_unlink(name);
+}
+
+void bench_raw_close(bench_raw_t *raw)
+{
+    if (!raw)
+        return;
+    munmap(raw->shm, sizeof(struct raw_shm));
+    free(raw);
+}
+
+/* One spin of a wait; true once the other side has been silent too long. */
+static inline bool stalled(uint32_t *spins, uint64_t *since)
+{
+    bench_cpu_relax();
+    if (++*spins & 0xffff)
+        return false;
+    uint64_t now = bench_now_ns();
+    if (*since == 0)
+        *since = now;
+    return now - *since > STALL_NS;
+}
+
+/* Spins until *a == want; false if the other side stalled. */
+static bool wait_eq(_Atomic uint64_t *a, uint64_t want)
+{
+    uint32_t spins = 0;
+    uint64_t since = 0;
+    /* acquire: what the other side wrote before its store is visible after */
+    while (atomic_load_explicit(a, memory_order_acquire) != want)
+        if (stalled(&spins, &since))
+            return false;
+    return true;
+}
+
+uint64_t bench_raw_ping(bench_raw_t *raw, uint64_t n)
+{
+    struct raw_shm *s = raw->shm;
+    uint64_t t0 = bench_now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t seq = ++raw->flag_seq;
+        /* release: nothing to publish but the flag; the pair mirrors echo's */
+        atomic_store_explicit(&s->ping, seq, memory_order_release);
+        if (!wait_eq(&s->pong, seq))
+            return UINT64_MAX;
+    }
+    return bench_now_ns() - t0;
+}
+
+uint64_t bench_raw_echo(bench_raw_t *raw, uint64_t n)
+{
+    struct raw_shm *s = raw->shm;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t seq = ++raw->flag_seq;
+        if (!wait_eq(&s->ping, seq))
+            return UINT64_MAX;
+        /* release: answers only after the ping was seen */
+        atomic_store_explicit(&s->pong, seq, memory_order_release);
+    }
+    return 0;
+}
+
+uint64_t bench_raw_produce(bench_raw_t *raw, uint64_t n)
+{
+    struct raw_shm *s = raw->shm;
+    uint64_t t0 = bench_now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t pos = raw->ring_pos;
+        uint32_t spins = 0;
+        uint64_t since = 0;
+        while (pos - raw->tail_seen >= RING_SLOTS) {
+            /* acquire: the consumer is done with the slots before tail */
+            raw->tail_seen = atomic_load_explicit(&s->tail, memory_order_acquire);
+            if (stalled(&spins, &since))
+                return UINT64_MAX;
+        }
+        struct slot *sl = &s->slots[pos % RING_SLOTS];
+        sl->data[0] = pos; /* the 8-byte message */
+        /* release: the message is in the slot before the slot says full */
+        atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
+        raw->ring_pos = pos + 1;
+    }
+    if (!wait_eq(&s->tail, raw->ring_pos))
+        return UINT64_MAX;
+    raw->tail_seen = raw->ring_pos;
+    return bench_now_ns() - t0;
+}
+
+uint64_t bench_raw_consume(bench_raw_t *raw, uint64_t n)
+{
+    struct raw_shm *s = raw->shm;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t pos = raw->ring_pos;
+        struct slot *sl = &s->slots[pos % RING_SLOTS];
+        if (!wait_eq(&sl->seq, pos + 1))
+            return UINT64_MAX;
+        raw->sink += sl->data[0];
+        raw->ring_pos = pos + 1;
+        if (raw->ring_pos % RING_PUBLISH == 0 || i + 1 == n)
+            /* release: our reads of the slots are done before we free them */
+            atomic_store_explicit(&s->tail, raw->ring_pos, memory_order_release);
+    }
+    return 0;
+}

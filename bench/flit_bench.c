@@ -1,0 +1,604 @@
+/*
+ * flit-bench: latency, bandwidth, message rate and N1/2 between two ranks,
+ * each figure printed beside a baseline measured in the same run between
+ * the same two processes:
+ *
+ *   latency     raw shared-memory flag ping-pong, one way
+ *   bandwidth   single-core memcpy of the same size, cache-warm
+ *   rate        a raw single-producer ring of 64-byte slots
+ *
+ *     flitrun -n 2 flit-bench [--quick] [--csv] [--plot FILE.png]
+ *                             [--max-size BYTES]
+ *
+ * Rank 0 drives and prints; rank 1 serves (bench_engine.c).
+ */
+#include <flit/flit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_engine.h"
+#include "bench_util.h"
+
+#define PROG             "flit-bench"
+#define DEFAULT_MAX_SIZE (4u << 20)
+#define MIN_SEGMENT      (16u << 20)
+#define BW_WINDOW        64u
+#define RATE_WINDOW      256u
+#define LAT_REPS         5
+#define BW_REPS          5
+#define MAX_POINTS       64
+
+struct opts {
+    bool csv, quick;
+    const char *plot;
+    size_t max_size;
+};
+
+/* One curve: a figure at each size, with its baseline (NAN: none). */
+struct series {
+    int n;
+    double size[MAX_POINTS], value[MAX_POINTS], base[MAX_POINTS];
+};
+
+struct run {
+    struct opts o;
+    bench_t b;
+    uint64_t lat_ns, bw_ns; /* time per point */
+    double raw_ns;          /* raw flag one-way; < 0 when none */
+    struct series lat_med, lat_long, bw_med, bw_long;
+    double memcpy_sizes[MAX_POINTS], memcpy_mbps[MAX_POINTS];
+    int nmemcpy;
+    /* noise: CPU time other work took from the ranks during a figure */
+    uint64_t wait0, t0;
+    int figures, noisy;
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: flitrun -n 2 " PROG " [options]\n"
+               "  --quick           fewer iterations (smoke tests, make demo)\n"
+               "  --csv             name,size,value,unit,baseline,ratio lines only\n"
+               "  --plot FILE.png   latency and bandwidth curves (needs gnuplot)\n"
+               "  --max-size BYTES  largest message (default 4M; k, M, G suffixes)\n");
+}
+
+/* 0: go on; otherwise the exit status. */
+static int parse(int argc, char **argv, struct opts *o, bool talk)
+{
+    *o = (struct opts){.max_size = DEFAULT_MAX_SIZE};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--csv") == 0) {
+            o->csv = true;
+        } else if (strcmp(a, "--quick") == 0) {
+            o->quick = true;
+        } else if (strcmp(a, "--plot") == 0 && i + 1 < argc) {
+            o->plot = argv[++i];
+        } else if (strcmp(a, "--max-size") == 0 && i + 1 < argc) {
+            if (!bench_parse_size(argv[++i], &o->max_size) || o->max_size < 8) {
+                if (talk)
+                    fprintf(stderr,
+                            PROG ": --max-size: '%s' is not a size of "
+                                 "at least 8 bytes\n",
+                            argv[i]);
+                return 2;
+            }
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            if (talk)
+                usage(stdout);
+            return -1;
+        } else {
+            if (talk) {
+                fprintf(stderr, PROG ": unknown option '%s'\n", a);
+                usage(stderr);
+            }
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* ---- output ---- */
+
+/*
+ * Rank 1 spins in flit_poll while rank 0 sleeps here: anything busy beyond
+ * that one CPU is someone else's work, which the figures will show.
+ */
+static void check_quiet(const struct run *r)
+{
+    double others = bench_cpus_busy(200) - 1;
+    if (others < 0.25)
+        return;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (r->o.csv)
+        fprintf(stderr,
+                PROG ": warning: other processes kept %.1f of %ld CPUs "
+                     "busy when the run began; the figures will be noisy\n",
+                others, cpus);
+    else
+        printf("  warning  other processes kept %.1f of %ld CPUs busy when the "
+               "run began: the\n           figures will be noisy; a quiet "
+               "machine gives steadier ones\n",
+               others, cpus);
+}
+
+static void print_header(const struct run *r)
+{
+    char host[512], date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
+    bench_host_info(host, sizeof host);
+    printf(PROG ": flit %d.%d.%d, 2 ranks, one endpoint, shared memory\n",
+           FLIT_VERSION_MAJOR, FLIT_VERSION_MINOR, FLIT_VERSION_PATCH);
+    printf("  date     %s\n  host     %s\n", date, host);
+    extern char **environ;
+    int shown = 0;
+    for (char **e = environ; *e; e++) {
+        static const char *const launcher[] = {
+            "FLIT_BOOT=", "FLIT_RANK=", "FLIT_SIZE=", "FLIT_JOB_ID="};
+        bool skip = strncmp(*e, "FLIT_", 5) != 0;
+        for (size_t i = 0; i < 4 && !skip; i++)
+            skip = strncmp(*e, launcher[i], strlen(launcher[i])) == 0;
+        if (!skip)
+            printf("  %s %s\n", shown++ ? "        " : "config  ", *e);
+    }
+    if (!shown)
+        printf("  config   no FLIT_* variables set: library defaults\n");
+    printf("  method   every figure is the median of %d runs of about %.0f ms "
+           "together,\n"
+           "           after a warm-up; one-way latency = round trip / 2; "
+           "streams keep\n"
+           "           %u messages in flight (rate: %u), acknowledged every half "
+           "window;\n"
+           "           ratio = flit / baseline\n",
+           LAT_REPS, (double)r->lat_ns / 1e6, BW_WINDOW, RATE_WINDOW);
+}
+
+static void print_section(const struct run *r, const char *title, const char *baseline,
+                          bool gbs)
+{
+    if (r->o.csv)
+        return;
+    printf("\n%s\n  baseline: %s\n", title, baseline);
+    printf("  %-26s %9s %13s %13s %7s%s\n", "figure", "size", "flit", "baseline", "ratio",
+           gbs ? "    flit GB/s" : "");
+    printf("  %-26s %9s %13s %13s %7s%s\n", "--------------------------", "---------",
+           "-------------", "-------------", "-------", gbs ? "    ---------" : "");
+    fflush(stdout);
+}
+
+struct unit {
+    const char *csv_unit; /* in the CSV */
+    const char *cell;     /* in the table */
+    double scale;         /* table value = value * scale */
+    int prec;
+};
+
+static const struct unit U_US = {"us", "us", 1, 3};
+static const struct unit U_MBS = {"MB/s", "MB/s", 1, 1};
+static const struct unit U_RATE = {"Mmsg/s", "M/s", 1, 2};
+
+/* A figure's measuring starts: see emit. */
+static void begin(struct run *r)
+{
+    r->wait0 = bench_sched_wait_ns(&r->b);
+    r->t0 = bench_now_ns();
+}
+
+/*
+ * Whether, since begin, either rank waited for a CPU held by other work for
+ * more than 2% of the time: a spinning peer that loses its CPU makes the
+ * figure a measure of the scheduler.
+ */
+static bool noisy(struct run *r)
+{
+    uint64_t elapsed = bench_now_ns() - r->t0;
+    uint64_t waited = bench_sched_wait_ns(&r->b) - r->wait0;
+    return waited * 50 > elapsed;
+}
+
+/*
+ * One figure, measured since begin: a table row or a CSV line. size < 0:
+ * none. base < 0 or NAN: no baseline.
+ */
+static void emit(struct run *r, const char *name, const char *figure, double size,
+                 double value, double base, const struct unit *u)
+{
+    bool has_base = base > 0 && isfinite(base);
+    double ratio = has_base ? value / base : NAN;
+    bool mark = noisy(r);
+    r->figures++;
+    r->noisy += mark;
+    if (r->o.csv) {
+        printf("%s,", name);
+        if (size >= 0)
+            printf("%.0f", size);
+        printf(",%.4f,%s,", value, u->csv_unit);
+        if (has_base)
+            printf("%.4f,%.4f", base, ratio);
+        else
+            printf(",");
+        printf("\n");
+        fflush(stdout);
+        return;
+    }
+    char sz[32] = "", v[32], bs[32] = "n/a", ra[16] = "";
+    if (size >= 0)
+        bench_fmt_size(sz, sizeof sz, size);
+    snprintf(v, sizeof v, "%.*f %s", u->prec, value * u->scale, u->cell);
+    if (has_base) {
+        snprintf(bs, sizeof bs, "%.*f %s", u->prec, base * u->scale, u->cell);
+        snprintf(ra, sizeof ra, "%.2f", ratio);
+    }
+    printf("  %-26s %9s %13s %13s %7s%s", figure, sz, v, bs, ra, mark ? "*" : " ");
+    if (u == &U_MBS)
+        printf("  %9.2f", value / 1000);
+    printf("\n");
+    fflush(stdout);
+}
+
+static void add(struct series *s, double size, double value, double base)
+{
+    if (s->n >= MAX_POINTS)
+        return;
+    s->size[s->n] = size;
+    s->value[s->n] = value;
+    s->base[s->n] = base;
+    s->n++;
+}
+
+/* ---- sizes ---- */
+
+/* 8, 16, ... up to max (max itself when it is no power of two). */
+static int sizes(size_t max, size_t *out)
+{
+    int n = 0;
+    size_t s = 8;
+    for (; s <= max && n < MAX_POINTS - 1; s *= 2)
+        out[n++] = s;
+    if (out[n - 1] != max)
+        out[n++] = max;
+    return n;
+}
+
+static double memcpy_baseline(struct run *r, size_t size)
+{
+    for (int i = 0; i < r->nmemcpy; i++)
+        if (r->memcpy_sizes[i] == (double)size)
+            return r->memcpy_mbps[i];
+    double v = bench_memcpy_mbps(size, r->bw_ns);
+    if (r->nmemcpy < MAX_POINTS) {
+        r->memcpy_sizes[r->nmemcpy] = (double)size;
+        r->memcpy_mbps[r->nmemcpy++] = v;
+    }
+    return v;
+}
+
+/* ---- the sections ---- */
+
+static void latency_section(struct run *r)
+{
+    bench_t *b = &r->b;
+    print_section(r, "LATENCY, one way (round trip / 2), spinning in flit_poll",
+                  "raw shared-memory flag ping-pong between the same two "
+                  "processes",
+                  false);
+    begin(r);
+    r->raw_ns = bench_raw_latency_ns(b, r->lat_ns, LAT_REPS);
+    double raw_us = r->raw_ns / 1e3;
+    if (r->raw_ns > 0)
+        emit(r, "latency_raw_flag", "raw flag (the baseline)", 8, raw_us, NAN, &U_US);
+    for (unsigned nargs = 0; nargs <= 4; nargs++) {
+        char fig[40];
+        snprintf(fig, sizeof fig, "short, %u arg%s", nargs, nargs == 1 ? "" : "s");
+        begin(r);
+        double ns =
+            bench_latency_ns(b, BENCH_SHORT, 4 * nargs, false, r->lat_ns, LAT_REPS);
+        emit(r, "latency_short", fig, 4 * nargs, ns / 1e3, raw_us, &U_US);
+    }
+    begin(r);
+    double ns = bench_latency_ns(b, BENCH_SHORT, 8, true, r->lat_ns, LAT_REPS);
+    emit(r, "latency_short_wait", "short, 2 args, flit_wait", 8, ns / 1e3, raw_us, &U_US);
+
+    size_t sz[MAX_POINTS];
+    int n = sizes(r->o.max_size, sz);
+    for (int i = 0; i < n && sz[i] <= FLIT_AM_MAX_MEDIUM; i++) {
+        begin(r);
+        ns = bench_latency_ns(b, BENCH_MEDIUM, sz[i], false, r->lat_ns, LAT_REPS);
+        emit(r, "latency_medium", "medium", (double)sz[i], ns / 1e3, raw_us, &U_US);
+        add(&r->lat_med, (double)sz[i], ns / 1e3, raw_us);
+    }
+    for (int i = 0; i < n; i++) {
+        begin(r);
+        ns = bench_latency_ns(b, BENCH_LONG, sz[i], false, r->lat_ns, LAT_REPS);
+        emit(r, "latency_long", "long", (double)sz[i], ns / 1e3, raw_us, &U_US);
+        add(&r->lat_long, (double)sz[i], ns / 1e3, raw_us);
+    }
+}
+
+static double mbps(size_t size, double ns_per_msg)
+{
+    return ns_per_msg > 0 ? (double)size / ns_per_msg * 1e3 : 0;
+}
+
+static void bandwidth_section(struct run *r)
+{
+    bench_t *b = &r->b;
+    char title[128];
+    snprintf(title, sizeof title,
+             "BANDWIDTH, streaming one way, %u messages in flight (MB/s = 1e6 B/s)",
+             BW_WINDOW);
+    print_section(r, title, "single-core memcpy of the same size, cache-warm", true);
+    size_t sz[MAX_POINTS];
+    int n = sizes(r->o.max_size, sz);
+    for (int i = 0; i < n && sz[i] <= FLIT_AM_MAX_MEDIUM; i++) {
+        begin(r);
+        double base = memcpy_baseline(r, sz[i]);
+        double v = mbps(
+            sz[i], bench_stream_ns(b, BENCH_MEDIUM, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
+        emit(r, "bandwidth_medium", "medium", (double)sz[i], v, base, &U_MBS);
+        add(&r->bw_med, (double)sz[i], v, base);
+    }
+    for (int i = 0; i < n; i++) {
+        begin(r);
+        double base = memcpy_baseline(r, sz[i]);
+        double v = mbps(
+            sz[i], bench_stream_ns(b, BENCH_LONG, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
+        emit(r, "bandwidth_long", "long", (double)sz[i], v, base, &U_MBS);
+        add(&r->bw_long, (double)sz[i], v, base);
+    }
+}
+
+static void rate_section(struct run *r)
+{
+    bench_t *b = &r->b;
+    char title[128];
+    snprintf(title, sizeof title,
+             "MESSAGE RATE, 8-byte short AMs (2 args) one way, %u in flight",
+             RATE_WINDOW);
+    print_section(r, title, "raw single-producer ring of 64-byte slots in shared memory",
+                  false);
+    begin(r);
+    double raw = bench_raw_stream_ns(b, r->bw_ns, BW_REPS);
+    double raw_m = raw > 0 ? 1e3 / raw : NAN;
+    if (raw > 0)
+        emit(r, "rate_raw_ring", "raw ring (the baseline)", 8, raw_m, NAN, &U_RATE);
+    begin(r);
+    double ns = bench_stream_ns(b, BENCH_SHORT, 8, RATE_WINDOW, r->bw_ns, BW_REPS);
+    emit(r, "rate_short", "short, 2 args", 8, ns > 0 ? 1e3 / ns : 0, raw_m, &U_RATE);
+}
+
+/*
+ * The smallest size whose bandwidth reaches half of the series' peak,
+ * interpolated linearly between the two measured sizes around it.
+ */
+static double n_half(const double *size, const double *bw, int n, double *peak_out)
+{
+    double peak = 0;
+    for (int i = 0; i < n; i++)
+        peak = bw[i] > peak ? bw[i] : peak;
+    *peak_out = peak;
+    for (int i = 0; i < n; i++) {
+        if (bw[i] < peak / 2)
+            continue;
+        if (i == 0)
+            return size[0];
+        double f = (peak / 2 - bw[i - 1]) / (bw[i] - bw[i - 1]);
+        return size[i - 1] + f * (size[i] - size[i - 1]);
+    }
+    return NAN;
+}
+
+static void nhalf_section(struct run *r)
+{
+    const struct series *s = &r->bw_long;
+    if (s->n == 0)
+        return;
+    double peak, bpeak;
+    double nh = n_half(s->size, s->value, s->n, &peak);
+    double bnh = n_half(s->size, s->base, s->n, &bpeak);
+    if (r->o.csv) {
+        printf("nhalf_long,,%.0f,B,%.0f,%.4f\n", nh, bnh, nh / bnh);
+        printf("peak_bandwidth_long,,%.2f,MB/s,%.2f,%.4f\n", peak, bpeak, peak / bpeak);
+        return;
+    }
+    print_section(r, "N1/2: smallest size reaching half the peak long bandwidth",
+                  "memcpy's own N1/2 and peak", false);
+    char a[32], c[32];
+    printf("  %-26s %9s %13s %13s %7.2f\n", "long N1/2", "",
+           bench_fmt_size(a, sizeof a, nh), bench_fmt_size(c, sizeof c, bnh), nh / bnh);
+    snprintf(a, sizeof a, "%.2f GB/s", peak / 1000);
+    snprintf(c, sizeof c, "%.2f GB/s", bpeak / 1000);
+    printf("  %-26s %9s %13s %13s %7.2f\n", "long peak bandwidth", "", a, c,
+           peak / bpeak);
+}
+
+static void noise_note(const struct run *r)
+{
+    if (!r->noisy)
+        return;
+    if (r->o.csv) {
+        fprintf(stderr,
+                PROG ": warning: %d of %d figures were measured while "
+                     "other processes took CPU time from the ranks: noise\n",
+                r->noisy, r->figures);
+        return;
+    }
+    printf("\n  * %d of %d figures: while measuring, other processes held a CPU "
+           "a rank needed\n    for more than 2%% of the time; those figures "
+           "measure the scheduler, not flit\n",
+           r->noisy, r->figures);
+}
+
+/* ---- plot ---- */
+
+static bool write_series(const char *path, const struct series *a, const struct series *b)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return false;
+    /* size, a, b, baseline; '?' where a series has no point */
+    for (int i = 0; i < b->n; i++) {
+        fprintf(f, "%.0f ", b->size[i]);
+        if (i < a->n && a->size[i] == b->size[i])
+            fprintf(f, "%.6g ", a->value[i]);
+        else
+            fprintf(f, "? ");
+        fprintf(f, "%.6g %.6g\n", b->value[i], b->base[i] > 0 ? b->base[i] : NAN);
+    }
+    return fclose(f) == 0;
+}
+
+static void plot(const struct run *r)
+{
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        fprintf(stderr, PROG ": gnuplot not found (Debian: apt-get install "
+                             "gnuplot-nox); no plot written\n");
+        return;
+    }
+    char dir[] = "/tmp/flit-bench-XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror(PROG ": mkdtemp");
+        return;
+    }
+    char lat[64], bw[64], gp[64], cmd[256];
+    snprintf(lat, sizeof lat, "%s/lat.dat", dir);
+    snprintf(bw, sizeof bw, "%s/bw.dat", dir);
+    snprintf(gp, sizeof gp, "%s/plot.gp", dir);
+    FILE *f = NULL;
+    if (write_series(lat, &r->lat_med, &r->lat_long) &&
+        write_series(bw, &r->bw_med, &r->bw_long))
+        f = fopen(gp, "w");
+    if (f) {
+        /* Tics every factor of 8: 8, 64, 512, 4K, ... */
+        char tics[512] = "";
+        for (size_t v = 8, o = 0; v <= r->o.max_size && o + 32 < sizeof tics; v *= 8)
+            o += (size_t)snprintf(tics + o, sizeof tics - o, "%s'%zu%s' %zu",
+                                  o ? ", " : "",
+                                  v >= 1u << 20 ? v >> 20
+                                  : v >= 1024   ? v >> 10
+                                                : v,
+                                  v >= 1u << 20 ? "M"
+                                  : v >= 1024   ? "K"
+                                                : "",
+                                  v);
+        bool cairo = system("gnuplot -e 'set terminal pngcairo' </dev/null "
+                            ">/dev/null 2>&1") == 0;
+        char host[256] = "?";
+        gethostname(host, sizeof host - 1);
+        fprintf(f,
+                "set terminal %s size 1400,560\n"
+                "set output '%s'\n"
+                "set datafile missing '?'\n"
+                "set multiplot layout 1,2 title 'flit %d.%d.%d on %s: two ranks, "
+                "shared memory'\n"
+                "set logscale x 2\nset logscale y\nset xtics (%s)\nset format y '%%g'\n"
+                "set grid\n"
+                "set key top left\nset xlabel 'message size (bytes)'\n"
+                "set ylabel 'one-way latency (us)'\n"
+                "plot '%s' using 1:2 with linespoints title 'flit medium', "
+                "'' using 1:3 with linespoints title 'flit long', "
+                "'' using 1:4 with lines dashtype 2 title 'raw shm flag'\n"
+                "set ylabel 'bandwidth (MB/s)'\nset key bottom right\n"
+                "set format y '%%.0f'\n"
+                "plot '%s' using 1:2 with linespoints title 'flit medium', "
+                "'' using 1:3 with linespoints title 'flit long', "
+                "'' using 1:4 with lines dashtype 2 title 'memcpy'\n"
+                "unset multiplot\n",
+                cairo ? "pngcairo" : "png", r->o.plot, FLIT_VERSION_MAJOR,
+                FLIT_VERSION_MINOR, FLIT_VERSION_PATCH, host, tics, lat, bw);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "gnuplot '%s'", gp);
+        if (system(cmd) == 0)
+            fprintf(stderr, PROG ": plot written to %s\n", r->o.plot);
+        else
+            fprintf(stderr, PROG ": gnuplot failed; no plot written\n");
+    } else {
+        fprintf(stderr, PROG ": cannot write the plot's data in %s\n", dir);
+    }
+    unlink(lat);
+    unlink(bw);
+    unlink(gp);
+    rmdir(dir);
+}
+
+/* ---- main ---- */
+
+static void check(flit_status st, const char *what)
+{
+    if (st != FLIT_OK) {
+        fprintf(stderr, PROG ": %s: %s\n", what, flit_strerror(st));
+        exit(1);
+    }
+}
+
+static void drive(struct run *r)
+{
+    if (r->o.csv)
+        printf("name,size,value,unit,baseline,ratio\n");
+    else
+        print_header(r);
+    check_quiet(r);
+    if (!bench_raw_setup(&r->b))
+        fprintf(stderr, PROG ": no raw shared-memory baselines in this run\n");
+    latency_section(r);
+    bandwidth_section(r);
+    rate_section(r);
+    nhalf_section(r);
+    noise_note(r);
+    fflush(stdout);
+    bench_quit(&r->b);
+    if (r->o.plot)
+        plot(r);
+}
+
+int main(int argc, char **argv)
+{
+    check(flit_init(NULL), "flit_init");
+    uint32_t rank = flit_job_rank().idx, size = flit_job_size();
+    static struct run r;
+    int rc = parse(argc, argv, &r.o, rank == 0);
+    if (rc == 0 && size != 2) {
+        if (rank == 0)
+            fprintf(stderr,
+                    PROG ": needs exactly 2 ranks, has %u; run it as\n"
+                         "    flitrun -n 2 %s\n",
+                    size, argv[0]);
+        rc = 2;
+    }
+    if (rc != 0) {
+        check(flit_finalize(), "flit_finalize");
+        return rc < 0 ? 0 : rc;
+    }
+    r.lat_ns = r.o.quick ? 25000000u : 150000000u;
+    r.bw_ns = r.lat_ns;
+
+    size_t seg = r.o.max_size > MIN_SEGMENT ? r.o.max_size : MIN_SEGMENT;
+    flit_ep_params_t p = {
+        /* Single-threaded, and no progress thread even if FLIT_PROGRESS_THREAD
+           says so: handlers run in our own polls, which the counters rely on. */
+        .field_mask = FLIT_EP_PARAM_THREAD_MODE | FLIT_EP_PARAM_SEGMENT |
+                      FLIT_EP_PARAM_PROGRESS_THREAD,
+        .thread_mode = FLIT_THREAD_SINGLE,
+        .progress_thread = 0,
+        .segment_addr = NULL,
+        .segment_size = seg,
+    };
+    flit_ep_t *ep;
+    check(flit_ep_create(&p, &ep), "flit_ep_create");
+    bench_init(&r.b, ep, r.o.max_size, PROG);
+    check(flit_barrier(ep), "flit_barrier"); /* handlers are in place */
+    if (rank == 0)
+        drive(&r);
+    else
+        bench_serve(&r.b);
+    check(flit_barrier(ep), "flit_barrier");
+    bench_fini(&r.b);
+    check(flit_ep_destroy(ep), "flit_ep_destroy");
+    check(flit_finalize(), "flit_finalize");
+    return 0;
+}

@@ -1,0 +1,180 @@
+/*
+ * mpi_pingpong: the same figures as flit-bench, over MPI, for
+ * bench/compare.sh. Not built by CMake (MPI is optional):
+ *
+ *     mpicc -O2 -o mpi_pingpong bench/mpi_pingpong.c
+ *     mpirun -n 2 ./mpi_pingpong [--quick] [--max-size BYTES]
+ *
+ * Prints CSV in flit-bench's format (name,size,value,unit,baseline,ratio,
+ * the last two empty):
+ *   latency     MPI_Send / MPI_Recv ping-pong, one way = round trip / 2,
+ *               median of 5 runs
+ *   bandwidth   windows of 64 MPI_Isend + MPI_Waitall against 64 MPI_Irecv,
+ *               one acknowledgement at the end (as the OSU benchmark does)
+ *   rate        the same with 8-byte messages, windows of 256
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_SIZE (4u << 20)
+#define BW_WINDOW        64
+#define RATE_WINDOW      256
+#define LAT_REPS         5
+#define BW_REPS          5
+#define MAX_N            (1LL << 24)
+
+static int rank;
+static char *sbuf, *rbuf;
+static MPI_Request req[RATE_WINDOW];
+
+typedef void (*run_fn)(size_t size, long long n);
+
+static void pingpong(size_t size, long long n)
+{
+    for (long long i = 0; i < n; i++) {
+        if (rank == 0) {
+            MPI_Send(sbuf, (int)size, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+            MPI_Recv(rbuf, (int)size, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(rbuf, (int)size, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(sbuf, (int)size, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+        }
+    }
+}
+
+static void stream(size_t size, long long n, int window)
+{
+    for (long long i = 0; i < n; i++) {
+        for (int w = 0; w < window; w++) {
+            if (rank == 0)
+                MPI_Isend(sbuf, (int)size, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &req[w]);
+            else
+                MPI_Irecv(rbuf, (int)size, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &req[w]);
+        }
+        MPI_Waitall(window, req, MPI_STATUSES_IGNORE);
+    }
+    char ack = 0;
+    if (rank == 0)
+        MPI_Recv(&ack, 1, MPI_BYTE, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    else
+        MPI_Send(&ack, 1, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+}
+
+static void bw_run(size_t size, long long n)
+{
+    stream(size, n, BW_WINDOW);
+}
+
+static void rate_run(size_t size, long long n)
+{
+    stream(size, n, RATE_WINDOW);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Rank 0 decides how many iterations, both run them: a warm-up growing n
+   until a run lasts a tenth of target, then reps runs; median seconds per
+   iteration (rank 0's answer; rank 1 returns 0). */
+static double measure(run_fn run, size_t size, double target, int reps)
+{
+    long long n = 1;
+    double t = 0, v[LAT_REPS > BW_REPS ? LAT_REPS : BW_REPS];
+    int phase = 0, r = 0; /* 0: warm-up, 1: measuring */
+    for (;;) {
+        MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+        if (n == 0)
+            break;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        run(size, n);
+        t = MPI_Wtime() - t0;
+        if (rank != 0)
+            continue;
+        if (phase == 0) {
+            if (t < target / 10 && n < MAX_N) {
+                double grow = t > 0 ? target / 10 * 1.3 / t : 16;
+                grow = grow < 2 ? 2 : grow > 16 ? 16 : grow;
+                n = (long long)(n * grow);
+                n = n > MAX_N ? MAX_N : n;
+            } else {
+                phase = 1;
+                double want = target / reps / (t / (double)n);
+                n = want < 1 ? 1 : want > MAX_N ? MAX_N : (long long)want;
+            }
+        } else {
+            v[r++] = t / (double)n;
+            if (r == reps)
+                n = 0;
+        }
+    }
+    if (rank != 0)
+        return 0;
+    qsort(v, (size_t)reps, sizeof v[0], cmp_double);
+    return v[reps / 2];
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    size_t max = DEFAULT_MAX_SIZE;
+    double target = 0.15;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0)
+            target = 0.025;
+        else if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc)
+            max = strtoull(argv[++i], NULL, 0);
+    }
+    if (size != 2 || max < 8) {
+        if (rank == 0)
+            fprintf(stderr, "mpi_pingpong: needs exactly 2 ranks and "
+                            "--max-size >= 8\n");
+        MPI_Finalize();
+        return 2;
+    }
+    sbuf = aligned_alloc(4096, (max + 4095) / 4096 * 4096);
+    rbuf = aligned_alloc(4096, (max + 4095) / 4096 * 4096);
+    if (!sbuf || !rbuf)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    memset(sbuf, 0xa5, max);
+    memset(rbuf, 0, max);
+    if (rank == 0)
+        printf("name,size,value,unit,baseline,ratio\n");
+
+    size_t sizes[64];
+    int ns = 0;
+    sizes[ns++] = 0;
+    for (size_t s = 8; s <= max && ns < 63; s *= 2)
+        sizes[ns++] = s;
+    if (sizes[ns - 1] != max)
+        sizes[ns++] = max;
+    for (int i = 0; i < ns; i++) {
+        double t = measure(pingpong, sizes[i], target, LAT_REPS);
+        if (rank == 0)
+            printf("latency,%zu,%.4f,us,,\n", sizes[i], t / 2 * 1e6);
+        fflush(stdout);
+    }
+    for (int i = 1; i < ns; i++) {
+        double t = measure(bw_run, sizes[i], target, BW_REPS);
+        if (rank == 0)
+            printf("bandwidth,%zu,%.2f,MB/s,,\n", sizes[i],
+                   (double)sizes[i] * BW_WINDOW / t / 1e6);
+        fflush(stdout);
+    }
+    double t = measure(rate_run, 8, target, BW_REPS);
+    if (rank == 0)
+        printf("rate,8,%.4f,Mmsg/s,,\n", RATE_WINDOW / t / 1e6);
+    free(sbuf);
+    free(rbuf);
+    MPI_Finalize();
+    return 0;
+}
