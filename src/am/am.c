@@ -6,6 +6,8 @@
  */
 #include "am/am.h"
 
+#include <string.h>
+
 #include "core/config.h"
 #include "core/log.h"
 
@@ -21,7 +23,7 @@ static flit_status check_args(const uint32_t *args, unsigned nargs)
 }
 
 static void fill(struct fl_am_msg *m, uint8_t op, bool reply, flit_handler_t h,
-                 uint64_t tag, const uint32_t *args, unsigned nargs)
+                 uint64_t tag, unsigned nargs)
 {
     m->op = op;
     m->flags = reply ? FL_AMF_REPLY : 0;
@@ -29,21 +31,25 @@ static void fill(struct fl_am_msg *m, uint8_t op, bool reply, flit_handler_t h,
     m->handler = h.idx;
     m->aux = 0;
     m->tag = tag;
-    for (unsigned i = 0; i < nargs; i++)
-        m->args[i] = args[i];
     m->base = m->total = m->piece = 0;
     m->payload_len = 0;
 }
 
-/* Header (+ payload) as one packet. */
+/* One packet, built in place: header, arguments, payload. */
 static flit_status send_msg(struct flit_ep *ep, uint32_t dst, unsigned lane,
-                            struct fl_am_msg *m, const void *payload,
-                            unsigned flags)
+                            const struct fl_am_msg *m, const uint32_t *args,
+                            const void *payload, unsigned flags)
 {
-    uint8_t hdr[FL_AM_MAX_HDR];
-    size_t hl = fl_am_encode(hdr, m);
-    struct iovec iov[2] = {{hdr, hl}, {(void *)payload, m->payload_len}};
-    return fl_ep_send(ep, dst, lane, iov, m->payload_len ? 2 : 1, flags);
+    size_t hl = fl_am_hdr_len(m->op, m->nargs);
+    void *pkt;
+    flit_status st = fl_ep_reserve(ep, dst, lane, hl + m->payload_len, flags, &pkt);
+    if (__builtin_expect(st != FLIT_OK, 0))
+        return st;
+    fl_am_encode(pkt, m, args);
+    if (m->payload_len)
+        memcpy((uint8_t *)pkt + hl, payload, m->payload_len);
+    fl_ep_commit(ep, dst, lane, pkt, hl + m->payload_len);
+    return FLIT_OK;
 }
 
 static void count_sent(struct flit_ep *ep, uint32_t dst, flit_am_kind kind,
@@ -57,13 +63,14 @@ static void count_sent(struct flit_ep *ep, uint32_t dst, flit_am_kind kind,
 
 /*
  * A long payload in pieces through the lane (no direct path to the peer's
- * segment). Only the first piece may answer FLIT_ERR_AGAIN; once it is in,
- * the rest follow, waiting for room as needed, so the pieces of one message
- * are never interleaved with another's on the lane.
+ * segment, or the destination would refuse it). Only the first piece may
+ * answer FLIT_ERR_AGAIN; once it is in, the rest follow, waiting for room as
+ * needed, so the pieces of one message are never interleaved with another's
+ * on the lane.
  */
 static flit_status send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
-                               struct fl_am_msg *m, const uint8_t *src,
-                               size_t nbytes, unsigned flags)
+                               const struct fl_am_msg *m, const uint32_t *args,
+                               const uint8_t *src, size_t nbytes, unsigned flags)
 {
     struct fl_peer *p = &ep->peers[dst];
     size_t room = p->tp->max_packet(p->tpe) - fl_am_hdr_len(FL_OP_AM_FRAG, m->nargs);
@@ -79,7 +86,7 @@ static flit_status send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
         piece.nargs = final ? m->nargs : 0;
         piece.piece = off;
         piece.payload_len = n;
-        flit_status st = send_msg(ep, dst, lane, &piece, src + off,
+        flit_status st = send_msg(ep, dst, lane, &piece, args, src + off,
                                   off == 0 ? flags : flags & ~FLIT_AM_NONBLOCK);
         if (st != FLIT_OK)
             return st;
@@ -88,9 +95,45 @@ static flit_status send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
     return FLIT_OK;
 }
 
+/*
+ * Straight into the destination's segment, then the header. The header's
+ * room is reserved first, so a non-blocking send that finds none leaves the
+ * segment untouched. *in_pieces: the data must go in pieces instead (the
+ * kernel refused the direct path, or the destination would refuse the tag:
+ * in pieces it judges the message before any byte lands, and returns it).
+ */
+static flit_status send_direct(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                               const struct fl_am_msg *m, const uint32_t *args,
+                               const void *buf, size_t nbytes, unsigned flags,
+                               bool *in_pieces)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    size_t hl = fl_am_hdr_len(FL_OP_AM_LONG, m->nargs);
+    void *pkt;
+    *in_pieces = false;
+    flit_status st = fl_ep_reserve(ep, dst, lane, hl, flags, &pkt);
+    if (st != FLIT_OK)
+        return st;
+    st = p->tp->put(p->tpe, dst, m->tag, m->base, buf, nbytes);
+    if (st == FLIT_OK) {
+        fl_am_encode(pkt, m, args);
+        fl_ep_commit(ep, dst, lane, pkt, hl);
+        return FLIT_OK;
+    }
+    fl_ep_cancel(ep, dst, lane, pkt);
+    if (st == FLIT_ERR_NOT_SUPPORTED) {
+        p->put_ok = false;  /* for good: pieces from now on */
+        fl_info("rank %u: no direct access to its segment; long payloads go in "
+                "pieces", dst);
+    }
+    *in_pieces = st == FLIT_ERR_NOT_SUPPORTED || st == FLIT_ERR_BAD_TAG;
+    return st;
+}
+
 static flit_status send_long(struct flit_ep *ep, uint32_t dst, unsigned lane,
-                             struct fl_am_msg *m, const void *buf, size_t nbytes,
-                             uint64_t offset, unsigned flags)
+                             struct fl_am_msg *m, const uint32_t *args,
+                             const void *buf, size_t nbytes, uint64_t offset,
+                             unsigned flags)
 {
     struct fl_peer *p = &ep->peers[dst];
     if (p->seg_size == 0)
@@ -100,29 +143,15 @@ static flit_status send_long(struct flit_ep *ep, uint32_t dst, unsigned lane,
     m->base = offset;
     m->total = nbytes;
     if (p->put_ok && nbytes) {
-        /* The header must find room before the data is written, so that a
-           refused non-blocking send leaves the segment untouched. */
-        size_t hl = fl_am_hdr_len(FL_OP_AM_LONG, m->nargs);
-        if ((flags & FLIT_AM_NONBLOCK) && !p->tp->has_room(p->tpe, dst, lane, hl)) {
-            FL_COUNT(ep->stats.credit_stalls, 1);
-            return FLIT_ERR_AGAIN;
-        }
-        flit_status st = p->tp->put(p->tpe, dst, m->tag, offset, buf, nbytes);
-        if (st == FLIT_OK)
-            return send_msg(ep, dst, lane, m, NULL, flags);
-        if (st == FLIT_ERR_NOT_SUPPORTED) {
-            p->put_ok = false;  /* the kernel refused: pieces from now on */
-            fl_info("rank %u: no direct access to its segment; long payloads "
-                    "go in pieces", dst);
-        } else if (st != FLIT_ERR_BAD_TAG) {
+        bool in_pieces;
+        flit_status st = send_direct(ep, dst, lane, m, args, buf, nbytes, flags,
+                                     &in_pieces);
+        if (!in_pieces)
             return st;
-        }
-        /* In pieces, the receiver judges the message before any byte lands
-           (a wrong tag comes back as a returned message). */
     }
     if (nbytes == 0)
-        return send_msg(ep, dst, lane, m, NULL, flags);
-    return send_pieces(ep, dst, lane, m, buf, nbytes, flags);
+        return send_msg(ep, dst, lane, m, args, NULL, flags);
+    return send_pieces(ep, dst, lane, m, args, buf, nbytes, flags);
 }
 
 /* One path for the three kinds, requests and replies alike. */
@@ -137,15 +166,15 @@ static flit_status am_send(struct flit_ep *ep, uint32_t dst, bool reply,
     unsigned lane = reply ? FL_LANE_REP : FL_LANE_REQ;
     struct fl_am_msg m;
     static const uint8_t ops[] = {FL_OP_AM_SHORT, FL_OP_AM_MEDIUM, FL_OP_AM_LONG};
-    fill(&m, ops[kind], reply, h, p->tag, args, nargs);
+    fill(&m, ops[kind], reply, h, p->tag, nargs);
     flit_status st;
     if (kind == FLIT_AM_SHORT) {
-        st = send_msg(ep, dst, lane, &m, NULL, flags);
+        st = send_msg(ep, dst, lane, &m, args, NULL, flags);
     } else if (kind == FLIT_AM_MEDIUM) {
         m.payload_len = nbytes;
-        st = send_msg(ep, dst, lane, &m, buf, flags);
+        st = send_msg(ep, dst, lane, &m, args, buf, flags);
     } else {
-        st = send_long(ep, dst, lane, &m, buf, nbytes, offset, flags);
+        st = send_long(ep, dst, lane, &m, args, buf, nbytes, offset, flags);
     }
     if (st == FLIT_OK)
         count_sent(ep, dst, kind, reply, nbytes);
@@ -256,9 +285,9 @@ flit_status fl_am_send_ctrl(struct flit_ep *ep, uint32_t dst, unsigned lane,
                             enum fl_ctrl_kind kind, uint32_t arg)
 {
     struct fl_am_msg m;
-    fill(&m, FL_OP_CTRL, lane == FL_LANE_REP, flit_handler(0), 0, &arg, 1);
+    fill(&m, FL_OP_CTRL, lane == FL_LANE_REP, flit_handler(0), 0, 1);
     m.aux = (uint16_t)kind;
-    return send_msg(ep, dst, lane, &m, NULL, 0);
+    return send_msg(ep, dst, lane, &m, &arg, NULL, 0);
 }
 
 flit_rank_t flit_token_rank(const flit_token_t *token)

@@ -15,15 +15,15 @@
 static struct flit_token *token_push(struct flit_ep *ep, uint32_t src,
                                      bool no_send)
 {
-    struct flit_token *t;
-    unsigned tries = 0;
-    do {    /* live ones are few: this finds a free slot at once */
+    struct flit_token *t = &ep->tokens[ep->token_next++ % FL_TOKEN_POOL];
+    for (unsigned tries = 1; __builtin_expect(t->live, 0); tries++) {
+        if (tries == FL_TOKEN_POOL) {   /* live ones are a handful at most */
+            fl_error("endpoint %u: %u handlers running at once; is a "
+                     "single-threaded endpoint used by several threads?",
+                     ep->index, FL_TOKEN_POOL);
+            abort();
+        }
         t = &ep->tokens[ep->token_next++ % FL_TOKEN_POOL];
-    } while (t->live && ++tries < FL_TOKEN_POOL);
-    if (t->live) {
-        fl_error("endpoint %u: %u handlers running at once; is a single-threaded "
-                 "endpoint used by several threads?", ep->index, FL_TOKEN_POOL);
-        abort();
     }
     t->ep = ep;
     t->src = src;
@@ -49,8 +49,9 @@ static flit_am_kind kind_of(const struct fl_am_msg *m)
 }
 
 /*
- * Sends a refused message back on the reply lane. For a long message only
- * its header goes back (as a LONG), never the payload.
+ * Sends a refused message back on the reply lane: a RETURN header with the
+ * reason, then the refused packet. For a long message only its header goes
+ * back (as a LONG), never the payload.
  */
 static void send_back(struct flit_ep *ep, uint32_t src, const struct fl_am_msg *m,
                       void *pkt, size_t len, flit_status reason)
@@ -65,20 +66,25 @@ static void send_back(struct flit_ep *ep, uint32_t src, const struct fl_am_msg *
         l.flags = m->flags & FL_AMF_REPLY;
         l.piece = 0;
         l.payload_len = 0;
-        len = fl_am_encode(inner, &l);
+        len = fl_am_encode(inner, &l, m->argv);
         pkt = inner;
     }
     struct fl_am_msg r = {.op = FL_OP_RETURN, .flags = FL_AMF_REPLY,
                           .aux = (uint16_t)reason, .payload_len = len};
-    uint8_t hdr[FL_AM_MAX_HDR];
-    size_t hl = fl_am_encode(hdr, &r);
-    struct iovec iov[2] = {{hdr, hl}, {pkt, len}};
+    size_t hl = fl_am_hdr_len(FL_OP_RETURN, 0);
     fl_debug("returning %s from rank %u (handler %u): %s",
              flit_am_kind_name(kind_of(m), m->flags & FL_AMF_REPLY), src,
              m->handler, flit_strerror(reason));
-    /* As a handler would: a blocked send polls only reply lanes. */
+    /* As a handler would: a blocked send polls only reply lanes. Inside, the
+       ring we read pkt from is busy, so pkt stays valid. */
     fl_handler_depth++;
-    flit_status st = fl_ep_send(ep, src, FL_LANE_REP, iov, 2, 0);
+    void *out;
+    flit_status st = fl_ep_reserve(ep, src, FL_LANE_REP, hl + len, 0, &out);
+    if (st == FLIT_OK) {
+        fl_am_encode(out, &r, NULL);
+        memcpy((uint8_t *)out + hl, pkt, len);
+        fl_ep_commit(ep, src, FL_LANE_REP, out, hl + len);
+    }
     fl_handler_depth--;
     if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
         fl_error("cannot return a message to rank %u: %s", src, flit_strerror(st));
@@ -138,7 +144,7 @@ static void run_handler(struct flit_ep *ep, uint32_t src,
     FL_COUNT(ep->peers[src].recv, 1);
     const struct fl_handler_slot *h = &ep->handlers[m->handler];
     struct flit_token *t = token_push(ep, src, is_reply);
-    h->fn(t, buf, nbytes, m->args, m->nargs, h->user);
+    h->fn(t, buf, nbytes, m->argv, m->nargs, h->user);
     token_pop(ep, t);
 }
 
@@ -196,7 +202,7 @@ static void deliver_returned(struct flit_ep *ep, uint32_t peer,
         .kind = kind_of(m),
         .is_reply = (m->flags & FL_AMF_REPLY) != 0,
         .nargs = m->nargs,
-        .args = m->args,
+        .args = m->argv,
         .payload = m->op == FL_OP_AM_MEDIUM ? m->payload : NULL,
         .nbytes = m->op == FL_OP_AM_MEDIUM ? m->payload_len : m->total,
         .offset = m->base,
@@ -258,8 +264,8 @@ void fl_am_recv_ctrl(struct flit_ep *ep, uint32_t src, unsigned lane,
         FL_COUNT(ep->stats.refused_packets, 1);
         return;
     }
-    if (m.aux == FL_CTRL_BARRIER && m.args[0] < 32)
-        ep->barrier_rounds[m.args[0]]++;
+    if (m.aux == FL_CTRL_BARRIER && m.argv[0] < 32)
+        ep->barrier_rounds[m.argv[0]]++;
     else if (m.aux == FL_CTRL_FIN)
         ep->peers[src].fin[lane] = true;
     else

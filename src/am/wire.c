@@ -6,19 +6,24 @@
 
 #include "platform/le.h"
 
-size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m)
+#define LITTLE_ENDIAN_HOST (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+
+size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m, const uint32_t *args)
 {
-    buf[0] = FL_WIRE_VERSION;
-    buf[1] = m->op;
-    buf[2] = m->nargs;
-    buf[3] = m->flags;
-    fl_put16(buf + 4, m->handler);
-    fl_put16(buf + 6, m->aux);
+    /* Bytes 0..7 as one word: version, op, nargs, flags, handler, aux. */
+    fl_put64(buf, (uint64_t)FL_WIRE_VERSION | (uint64_t)m->op << 8 |
+                      (uint64_t)m->nargs << 16 | (uint64_t)m->flags << 24 |
+                      (uint64_t)m->handler << 32 | (uint64_t)m->aux << 48);
     fl_put32(buf + 8, (uint32_t)m->payload_len);
     fl_put64(buf + 12, m->tag);
     uint8_t *p = buf + FL_AM_BASE_HDR;
-    for (unsigned i = 0; i < m->nargs; i++, p += 4)
-        fl_put32(p, m->args[i]);
+    if (LITTLE_ENDIAN_HOST) {
+        memcpy(p, args, 4u * m->nargs);
+    } else {
+        for (unsigned i = 0; i < m->nargs; i++)
+            fl_put32(p + 4 * i, args[i]);
+    }
+    p += 4u * m->nargs;
     if (m->op == FL_OP_AM_LONG || m->op == FL_OP_AM_FRAG) {
         fl_put64(p, m->base);
         fl_put64(p + 8, m->total);
@@ -70,27 +75,33 @@ static flit_status check_op(const struct fl_am_msg *m)
 flit_status fl_am_decode(void *pkt, size_t len, struct fl_am_msg *m)
 {
     uint8_t *b = pkt;
-    if (len < FL_AM_BASE_HDR || b[0] != FL_WIRE_VERSION)
+    if (len < FL_AM_BASE_HDR)
         return FLIT_ERR_BAD_PACKET;
-    m->op = b[1];
-    m->nargs = b[2];
-    m->flags = b[3];
-    if (m->nargs > FLIT_AM_MAX_ARGS || (m->flags & ~FL_AMF_KNOWN))
-        return FLIT_ERR_BAD_PACKET;
-    if (m->op < FL_OP_AM_SHORT || m->op > FL_OP_CTRL)
+    uint64_t w = fl_get64(b);   /* version, op, nargs, flags, handler, aux */
+    m->op = (uint8_t)(w >> 8);
+    m->nargs = (uint8_t)(w >> 16);
+    m->flags = (uint8_t)(w >> 24);
+    m->handler = (uint16_t)(w >> 32);
+    m->aux = (uint16_t)(w >> 48);
+    if ((uint8_t)w != FL_WIRE_VERSION || m->nargs > FLIT_AM_MAX_ARGS ||
+        (m->flags & ~FL_AMF_KNOWN) || m->op < FL_OP_AM_SHORT || m->op > FL_OP_CTRL)
         return FLIT_ERR_BAD_PACKET;
     size_t hl = fl_am_hdr_len(m->op, m->nargs);
     if (len < hl)
         return FLIT_ERR_BAD_PACKET;
-    m->handler = fl_get16(b + 4);
-    m->aux = fl_get16(b + 6);
     m->payload_len = fl_get32(b + 8);
     if (m->payload_len != len - hl)
         return FLIT_ERR_BAD_PACKET;
     m->tag = fl_get64(b + 12);
     const uint8_t *p = b + FL_AM_BASE_HDR;
-    for (unsigned i = 0; i < m->nargs; i++, p += 4)
-        m->args[i] = fl_get32(p);
+    if (LITTLE_ENDIAN_HOST) {
+        m->argv = (const uint32_t *)(const void *)p;
+    } else {
+        for (unsigned i = 0; i < m->nargs; i++)
+            m->args[i] = fl_get32(p + 4 * i);
+        m->argv = m->args;
+    }
+    p += 4u * m->nargs;
     m->base = m->total = m->piece = 0;
     if (m->op == FL_OP_AM_LONG || m->op == FL_OP_AM_FRAG) {
         m->base = fl_get64(p);

@@ -40,15 +40,19 @@ enum fl_ctrl_kind {
     FL_CTRL_FIN = 2,            /* quiesce: nothing more on this lane */
 };
 
-/* A decoded (or to-be-encoded) header, host order. */
+/* A header in host order: what encode writes, what decode found. */
 struct fl_am_msg {
     uint8_t op, flags, nargs;
     uint16_t handler, aux;
     uint64_t tag;
-    uint32_t args[FLIT_AM_MAX_ARGS];
     uint64_t base, total, piece;    /* LONG, FRAG */
-    uint8_t *payload;               /* decode: into the packet */
     size_t payload_len;
+    /* decode: the arguments, read in place on little-endian machines (the
+       packet is 8-byte aligned, so they are 4-byte aligned), else copied
+       into args[]. */
+    const uint32_t *argv;
+    uint32_t args[FLIT_AM_MAX_ARGS];
+    uint8_t *payload;               /* decode: into the packet */
 };
 
 /* Header bytes before the payload for op with nargs arguments. */
@@ -60,14 +64,16 @@ static inline size_t fl_am_hdr_len(unsigned op, unsigned nargs)
     return (n + 7u) & ~(size_t)7u;
 }
 
-/* Writes m's header to buf (FL_AM_MAX_HDR bytes); returns its length.
-   m->payload_len goes into the len field. */
-size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m);
+/* Writes m's header and the m->nargs arguments args to buf (the packet's
+   first bytes, at most FL_AM_MAX_HDR); returns the header's length, where
+   the payload starts. m->payload_len goes into the len field. */
+size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m, const uint32_t *args);
 
 /*
- * Decodes and validates a whole packet: known version, op and flags, sizes
- * that add up, pieces inside their long payload, medium within bounds.
- * FLIT_ERR_BAD_PACKET on anything else. m->payload points into pkt.
+ * Decodes and validates a whole packet (8-byte aligned): known version, op
+ * and flags, sizes that add up, pieces inside their long payload, medium
+ * within bounds. FLIT_ERR_BAD_PACKET on anything else. m->payload and
+ * (little-endian) m->argv point into pkt.
  */
 flit_status fl_am_decode(void *pkt, size_t len, struct fl_am_msg *m);
 

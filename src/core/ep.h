@@ -10,7 +10,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/uio.h>
 
 #include "core/job.h"
 #include "core/stats.h"
@@ -168,23 +167,43 @@ static inline bool fl_peer_is_down(const struct fl_peer *p)
 }
 
 /*
- * Sends one packet to dst on lane, waiting for room unless FLIT_AM_NONBLOCK.
+ * Room for a len-byte packet to dst on lane: *pkt is where to build it; then
+ * fl_ep_commit sends it (or fl_ep_cancel drops it), with nothing polled in
+ * between. Waits for room unless FLIT_AM_NONBLOCK (then FLIT_ERR_AGAIN).
  * While it waits it polls the endpoint: every lane, or only the reply lane
  * inside a handler (handlers there cannot send, so the wait always ends).
  */
-flit_status fl_ep_send_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
-                            const struct iovec *iov, int iovcnt,
-                            unsigned flags);
+flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                               size_t len, unsigned flags, void **pkt);
 
-static inline flit_status fl_ep_send(struct flit_ep *ep, uint32_t dst,
-                                     unsigned lane, const struct iovec *iov,
-                                     int iovcnt, unsigned flags)
+static inline flit_status fl_ep_reserve(struct flit_ep *ep, uint32_t dst,
+                                        unsigned lane, size_t len,
+                                        unsigned flags, void **pkt)
 {
     struct fl_peer *p = &ep->peers[dst];
-    flit_status st = p->tp->send(p->tpe, dst, lane, iov, iovcnt);
-    if (__builtin_expect(st == FLIT_ERR_AGAIN, 0))
-        return fl_ep_send_slow(ep, dst, lane, iov, iovcnt, flags);
-    return st;
+    flit_status st;
+    void *b = p->tp->reserve(p->tpe, dst, lane, len, &st);
+    if (__builtin_expect(b != NULL, 1)) {
+        *pkt = b;
+        return FLIT_OK;
+    }
+    if (st != FLIT_ERR_AGAIN)
+        return st;
+    return fl_ep_reserve_slow(ep, dst, lane, len, flags, pkt);
+}
+
+static inline void fl_ep_commit(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                                void *pkt, size_t len)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    p->tp->commit(p->tpe, dst, lane, pkt, len);
+}
+
+static inline void fl_ep_cancel(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                                void *pkt)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    p->tp->cancel(p->tpe, dst, lane, pkt);
 }
 
 /* Progress engine (progress.c). Called with the endpoint entered. */

@@ -161,8 +161,8 @@ flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
     }
 }
 
-flit_status fl_ep_send_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
-                            const struct iovec *iov, int iovcnt, unsigned flags)
+flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                               size_t len, unsigned flags, void **pkt)
 {
     struct fl_peer *p = &ep->peers[dst];
     FL_COUNT(ep->stats.credit_stalls, 1);
@@ -180,14 +180,14 @@ flit_status fl_ep_send_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
     bool busy = false;
     for (unsigned pass = 1;; pass++) {
         busy |= fl_progress(ep, lanes) > 0;
-        st = p->tp->send(p->tpe, dst, lane, iov, iovcnt);
-        if (st != FLIT_ERR_AGAIN)
+        if ((*pkt = p->tp->reserve(p->tpe, dst, lane, len, &st)) != NULL ||
+            st != FLIT_ERR_AGAIN)
             break;
         if (pass % 16)
             continue;
         fl_progress_check_peers(ep, false);
         uint64_t now = fl_now_ns();
-        if (busy) {
+        if (busy) {     /* traffic: keep spinning, the room is near */
             spin_end = now + (uint64_t)fl_progress_spin_us() * 1000u;
             busy = false;
         }
@@ -196,13 +196,13 @@ flit_status fl_ep_send_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
             continue;
         }
         p->tp->want_room(p->tpe, dst, lane);
-        st = p->tp->send(p->tpe, dst, lane, iov, iovcnt);
-        if (st != FLIT_ERR_AGAIN)
+        if ((*pkt = p->tp->reserve(p->tpe, dst, lane, len, &st)) != NULL ||
+            st != FLIT_ERR_AGAIN)
             break;
         fl_progress_sleep(ep, lanes, fl_cfg.peer_check_ms * 1000);
     }
     atomic_store_explicit(&ep->blocked_since_ns, 0, memory_order_relaxed);
-    return st;
+    return *pkt ? FLIT_OK : st;
 }
 
 /* ---- public progress calls ---- */

@@ -179,7 +179,9 @@ void fl_wake_addr(const char *name, struct fl_wake_addr *out)
 {
     memset(out, 0, sizeof *out);
     out->sa.sun_family = AF_UNIX;
-    size_t n = strnlen(name, sizeof out->sa.sun_path - 2);
+    size_t n = strlen(name);
+    if (n > sizeof out->sa.sun_path - 1)
+        n = sizeof out->sa.sun_path - 1;    /* our names are far shorter */
     memcpy(out->sa.sun_path + 1, name, n);  /* abstract: leading NUL */
     out->len = (unsigned)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }

@@ -17,7 +17,7 @@ static const struct fl_transport *const all[] = {
 static void validate(const struct fl_transport *t)
 {
     bool ok = t->name && t->open && t->address && t->reachable && t->connect &&
-              t->connected && t->max_packet && t->send && t->has_room &&
+              t->connected && t->max_packet && t->reserve && t->commit && t->cancel &&
               t->poll && t->arm && t->disarm && t->fd && t->want_room &&
               t->check_peers && t->reclaim && t->dump_peer && t->close &&
               (!(t->caps & FL_TP_PUT) || (t->put && t->set_tag));

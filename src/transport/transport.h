@@ -84,21 +84,23 @@ struct fl_transport {
      */
     void (*connected)(struct fl_tp_ep *t);
 
-    /* Largest packet ->send accepts. */
+    /* Largest packet ->reserve accepts. */
     size_t (*max_packet)(struct fl_tp_ep *t);
 
     /*
-     * Sends one packet gathered from iov. Never blocks: FLIT_ERR_AGAIN when
-     * the peer has no room for it now (nothing was sent), FLIT_ERR_PEER_DOWN
-     * once the peer is known dead. The iov buffers are caller-owned and free
-     * again on return.
+     * Sending is two steps, so that a packet is built in place (in the
+     * peer's ring, in the datagram being filled): ->reserve finds room for
+     * a len-byte packet to dst on lane and returns where to write it, or
+     * NULL when it cannot now, with *st FLIT_ERR_AGAIN (no room; nothing
+     * reserved) or FLIT_ERR_PEER_DOWN. Never blocks. ->commit sends what was
+     * written; ->cancel gives the reservation back unsent. Nothing else is
+     * reserved on the transport between a reserve and its commit or cancel.
      */
-    flit_status (*send)(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
-                        const struct iovec *iov, int iovcnt);
-
-    /* Whether ->send of a len-byte packet to dst on lane would succeed now. */
-    bool (*has_room)(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
-                     size_t len);
+    void *(*reserve)(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
+                     size_t len, flit_status *st);
+    void (*commit)(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
+                   size_t len);
+    void (*cancel)(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt);
 
     /*
      * FL_TP_PUT only: copies len bytes from src to dst's segment at offset,
@@ -118,8 +120,8 @@ struct fl_transport {
     /*
      * Delivers up to budget received packets from the lanes in lane_mask to
      * cb, in order per (source, lane). Re-entrant for other lanes: cb may
-     * send, and may poll lanes other than the one it was called for.
-     * Returns the number delivered.
+     * send, and may poll lanes other than the one it was called for (never
+     * between a reserve and its commit). Returns the number delivered.
      */
     int (*poll)(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
                 void *ctx, int budget);

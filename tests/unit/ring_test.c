@@ -170,16 +170,16 @@ static void test_record_sizes(void)
     CHECK(fl_ring_max_packet(4096) == 2040);
     CHECK(fl_ring_footprint(4096) % 64 == 0);
 
-    /* Packets of up to 56 bytes take one line each: 63 of them in 4 KiB,
-       back to back (one line always stays free: see fl_ring_send). */
+    /* Packets of up to 56 bytes take one line each: 64 of them in 4 KiB,
+       back to back. */
     struct ring r;
     ring_open(&r, 4096);
-    for (uint32_t i = 0; i < 63; i++) {
+    for (uint32_t i = 0; i < 64; i++) {
         CHECK(send_id(&r, i % 57, i));
         CHECK(ring_tail(&r) == 64u * (i + 1));
     }
     CHECK(!send_id(&r, 0, 99));
-    for (uint32_t i = 0; i < 63; i++) {
+    for (uint32_t i = 0; i < 64; i++) {
         size_t len;
         uint8_t *p = fl_ring_peek(&r.rx, &len);
         CHECK(p == ring_data(&r) + 64u * i + FL_RING_HDR);
@@ -297,9 +297,7 @@ static void test_wrap_pad(void)
     ring_close(&r);
 }
 
-/* A full ring refuses and keeps refusing until the consumer releases. One
-   line always stays free (fl_ring_send clears the seq word of the line after
-   each record), so 4 KiB takes 15 records of 256 bytes, then 3 of 64. */
+/* A full ring refuses and keeps refusing until the consumer releases. */
 static void test_full(void)
 {
     struct ring r;
@@ -310,14 +308,8 @@ static void test_full(void)
         n++;
         CHECK(n <= 16);
     }
-    CHECK(n == 15);
-    uint32_t small = 0;
-    while (send_id(&r, 0, 500 + small)) { /* one-line records */
-        small++;
-        CHECK(small <= 4);
-    }
-    CHECK(small == 3);
-    CHECK(fl_ring_tx_inflight(&r.tx) == 4096 - 64);
+    CHECK(n == 16);
+    CHECK(fl_ring_tx_inflight(&r.tx) == 4096);
     for (int i = 0; i < 3; i++) {
         CHECK(!fl_ring_has_room(&r.tx, 0));
         CHECK(!send_id(&r, 0, 1000));
@@ -329,18 +321,14 @@ static void test_full(void)
     CHECK(fl_ring_pending(&r.rx));
     CHECK(!fl_ring_has_room(&r.tx, 0));
     fl_ring_release(&r.rx);
-    /* One record of 256 bytes came back: 320 bytes free, the tail one line
-       before the end: a 64-byte pad, then 184 bytes fit, 185 do not. */
-    CHECK(fl_ring_has_room(&r.tx, 184));
-    CHECK(!fl_ring_has_room(&r.tx, 185));
-    CHECK(send_id(&r, 184, n));
+    /* One record of 256 bytes came back: 248 bytes fit, 249 do not. */
+    CHECK(fl_ring_has_room(&r.tx, 248));
+    CHECK(!fl_ring_has_room(&r.tx, 249));
+    CHECK(send_id(&r, 248, n++));
     CHECK(!fl_ring_has_room(&r.tx, 0));
     CHECK(!send_id(&r, 0, 1001));
     for (uint32_t i = 1; i < n; i++)
-        expect_id(&r, 200, i);
-    for (uint32_t i = 0; i < small; i++)
-        expect_id(&r, 0, 500 + i);
-    expect_id(&r, 184, n);
+        expect_id(&r, i == n - 1 ? 248 : 200, i);
     expect_empty(&r);
     CHECK(fl_ring_tx_inflight(&r.tx) == 0);
     CHECK(fl_ring_has_room(&r.tx, fl_ring_max_packet(4096)));
@@ -360,12 +348,9 @@ static void test_waiter(void)
     uint32_t n = 0;
     while (send_id(&r, 500, n))
         n++;
-    CHECK(n == 7);  /* 512 bytes left, less the line that stays free */
+    CHECK(n == 8);
     CHECK(!fl_ring_want_room(&r.tx, 500));
-    CHECK(!fl_ring_want_room(&r.tx, 449));
-    CHECK(fl_ring_want_room(&r.tx, 440));
-    CHECK(fl_ring_take_waiter(&r.rx));
-    CHECK(!fl_ring_want_room(&r.tx, 500));
+    CHECK(!fl_ring_want_room(&r.tx, 0));
     expect_id(&r, 500, 0);
     CHECK(fl_ring_take_waiter(&r.rx)); /* cleared by the first take */
     CHECK(!fl_ring_take_waiter(&r.rx));
@@ -638,7 +623,7 @@ static bool model_fits(uint64_t tail, uint64_t head, size_t size, size_t len)
     uint64_t rec = fl_ring_record(len);
     uint64_t off = tail % size;
     uint64_t pad = off + rec > size ? size - off : 0;
-    return tail + pad + rec + FL_RING_LINE - head <= size;   /* + the free line */
+    return tail + pad + rec - head <= size;
 }
 
 static void test_model(void)

@@ -77,7 +77,7 @@ static struct pkt build(const struct fl_am_msg *m)
 {
     uint8_t hdr[FL_AM_MAX_HDR + 16];
     memset(hdr, 0xee, sizeof hdr);
-    size_t hl = fl_am_encode(hdr, m);
+    size_t hl = fl_am_encode(hdr, m, m->args);
     CHECK(hl == fl_am_hdr_len(m->op, m->nargs));
     CHECK(hl <= FL_AM_MAX_HDR && hl % 8 == 0);
     /* encode writes exactly hl bytes, its padding zeroed */
@@ -106,7 +106,7 @@ static void expect_same(const struct pkt *p, const struct fl_am_msg *m)
     CHECK(d.op == m->op && d.flags == m->flags && d.nargs == m->nargs);
     CHECK(d.handler == m->handler && d.aux == m->aux && d.tag == m->tag);
     for (unsigned i = 0; i < m->nargs; i++)
-        CHECK(d.args[i] == m->args[i]);
+        CHECK(d.argv[i] == m->args[i]);
     if (m->op == FL_OP_AM_LONG || m->op == FL_OP_AM_FRAG)
         CHECK(d.base == m->base && d.total == m->total && d.piece == m->piece);
     else
@@ -584,7 +584,7 @@ static void check_accepted(const uint8_t *b, size_t len, const struct fl_am_msg 
     if (d->op == FL_OP_AM_LONG || d->op == FL_OP_AM_FRAG)
         CHECK(d->base + d->total >= d->base);
     uint8_t re[FL_AM_MAX_HDR];
-    CHECK(fl_am_encode(re, d) == hl);
+    CHECK(fl_am_encode(re, d, d->argv) == hl);
     size_t used = FL_AM_BASE_HDR + 4u * d->nargs +
                   (d->op == FL_OP_AM_LONG || d->op == FL_OP_AM_FRAG ? FL_AM_LONG_EXT : 0);
     if (memcmp(re, b, used) != 0)

@@ -98,17 +98,19 @@ static size_t self_max_packet(struct fl_tp_ep *t)
     return fl_ring_max_packet(t->ring_size);
 }
 
-static flit_status self_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
-                             const struct iovec *iov, int iovcnt)
+static void *self_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
+                          size_t len, flit_status *st)
 {
     (void)dst;
-    size_t len = 0;
-    for (int i = 0; i < iovcnt; i++)
-        len += iov[i].iov_len;
-    if (len > fl_ring_max_packet(t->ring_size))
-        return FLIT_ERR_TOO_LARGE;
-    if (!fl_ring_send(&t->tx[lane], iov, iovcnt, len))
-        return FLIT_ERR_AGAIN;
+    *st = FLIT_ERR_AGAIN;
+    return fl_ring_reserve(&t->tx[lane], len);
+}
+
+static void self_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
+                        size_t len)
+{
+    (void)dst;
+    fl_ring_commit(&t->tx[lane], pkt, len);
     /* Same process: the endpoint's lock (or its single thread) orders this
        with arm, so no fence is needed, only the flag. */
     if (__builtin_expect(atomic_load_explicit(&t->armed, memory_order_relaxed), 0) &&
@@ -117,14 +119,11 @@ static flit_status self_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
         ssize_t w = write(t->evfd, &one, sizeof one);
         (void)w;
     }
-    return FLIT_OK;
 }
 
-static bool self_has_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
-                          size_t len)
+static void self_cancel(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt)
 {
-    (void)dst;
-    return fl_ring_has_room(&t->tx[lane], len);
+    (void)t, (void)dst, (void)lane, (void)pkt;     /* the ring reuses it */
 }
 
 static flit_status self_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
@@ -234,8 +233,9 @@ const struct fl_transport fl_tp_self = {
     .connect = self_connect,
     .connected = self_connected,
     .max_packet = self_max_packet,
-    .send = self_send,
-    .has_room = self_has_room,
+    .reserve = self_reserve,
+    .commit = self_commit,
+    .cancel = self_cancel,
     .put = self_put,
     .set_tag = self_set_tag,
     .poll = self_poll,

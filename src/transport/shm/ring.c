@@ -45,15 +45,10 @@ static inline struct rec_hdr *rec_at(uint8_t *data, uint64_t mask, uint64_t pos)
     return (struct rec_hdr *)(data + (pos & mask));
 }
 
-/*
- * Room for `need` bytes at tail? Re-reads the shared head only when the
- * cached one says no. One line more than asked must be free: fl_ring_send
- * clears the seq word of the line after the record (see there), and that
- * line must not be the start of a record the consumer has not read.
- */
+/* Room for `need` bytes at tail? Re-reads the shared head only when the
+   cached one says no. */
 static bool has_room(struct fl_ring_tx *tx, uint64_t tail, uint64_t need)
 {
-    need += FL_RING_LINE;
     if (tail + need - tx->head_cache <= tx->size)
         return true;
     /* Acquire: the consumer finished reading the records before it
@@ -77,38 +72,55 @@ bool fl_ring_has_room(struct fl_ring_tx *tx, size_t len)
     return has_room(tx, tail, pad_before(tx, tail, rec) + rec);
 }
 
-bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt,
-                  size_t len)
+void *fl_ring_reserve(struct fl_ring_tx *tx, size_t len)
 {
     uint64_t tail = atomic_load_explicit(&tx->tail, memory_order_relaxed);
     uint64_t rec = fl_ring_record(len);
     uint64_t pad = pad_before(tx, tail, rec);
     if (!has_room(tx, tail, pad + rec))
-        return false;
-    if (pad) {
+        return NULL;
+    if (pad) {      /* published now: the consumer just skips it */
         struct rec_hdr *h = rec_at(tx->data, tx->mask, tail);
         h->len = PAD_LEN;
         /* Release: len is visible before the marker that publishes it. */
         atomic_store_explicit(&h->seq, marker(tail), memory_order_release);
         tail += pad;
+        atomic_store_explicit(&tx->tail, tail, memory_order_relaxed);
     }
-    struct rec_hdr *h = rec_at(tx->data, tx->mask, tail);
-    uint8_t *dst = (uint8_t *)(h + 1);
-    for (int i = 0; i < iovcnt; i++) {
-        memcpy(dst, iov[i].iov_base, iov[i].iov_len);
-        dst += iov[i].iov_len;
-    }
+    return rec_at(tx->data, tx->mask, tail) + 1;
+}
+
+void fl_ring_commit(struct fl_ring_tx *tx, void *pkt, size_t len)
+{
+    struct rec_hdr *h = (struct rec_hdr *)pkt - 1;
+    uint64_t tail = atomic_load_explicit(&tx->tail, memory_order_relaxed);
+    uint64_t rec = fl_ring_record(len);
     h->len = (uint32_t)len;
-    /* The consumer will look for the next record at tail + rec. Whatever
-       lies there is from an earlier lap, possibly packet bytes that happen
-       to equal the next marker: clear the seq word before publishing. */
-    atomic_store_explicit(&rec_at(tx->data, tx->mask, tail + rec)->seq, 0,
-                          memory_order_relaxed);
-    /* Release: len, the packet and the cleared word are visible before
-       the marker. */
+    /* Release: len and the packet are visible before the marker. */
     atomic_store_explicit(&h->seq, marker(tail), memory_order_release);
     atomic_store_explicit(&tx->tail, tail + rec, memory_order_relaxed);
+}
+
+bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt,
+                  size_t len)
+{
+    uint8_t *dst = fl_ring_reserve(tx, len);
+    if (!dst)
+        return false;
+    uint8_t *p = dst;
+    for (int i = 0; i < iovcnt; i++) {
+        memcpy(p, iov[i].iov_base, iov[i].iov_len);
+        p += iov[i].iov_len;
+    }
+    fl_ring_commit(tx, dst, len);
     return true;
+}
+
+void fl_ring_clear_lines(struct fl_ring_rx *rx, uint64_t from, uint64_t to)
+{
+    for (uint64_t pos = from; pos < to; pos += FL_RING_LINE)
+        atomic_store_explicit(&rec_at(rx->data, rx->mask, pos)->seq, 0,
+                              memory_order_relaxed);
 }
 
 void *fl_ring_peek_slow(struct fl_ring_rx *rx, size_t *len)

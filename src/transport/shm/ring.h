@@ -11,9 +11,14 @@
  * storing seq last. seq is a function of the record's position, so the
  * consumer learns that a record is there by reading the record itself: it
  * never reads the producer's tail, and a record from an earlier lap can never
- * pass for a new one. Only the consumer's head is shared, on a line of its
- * own, and the producer re-reads it only when its cached copy says full:
- * credits that cost nothing while there is room.
+ * pass for a new one. Packet bytes of an earlier lap could (an inner line of
+ * a record becomes a record start in a later lap): the consumer clears the
+ * seq word of every line but the first of each record it releases, so a
+ * line it looks at holds 0, an old marker or the real one. A one-line record
+ * costs nothing for it, and the producer never writes a line the consumer is
+ * watching. Only the consumer's head is shared, on a line of its own, and
+ * the producer re-reads it only when its cached copy says full: credits that
+ * cost nothing while there is room.
  *
  * A short message of a few arguments is one record of one line: one cache
  * line moves from producer to consumer, nothing else.
@@ -76,11 +81,17 @@ void fl_ring_tx_attach(struct fl_ring_tx *tx, void *mem, size_t size);
 void fl_ring_rx_attach(struct fl_ring_rx *rx, void *mem, size_t size);
 
 /*
- * Copies the packet gathered from iov (total len bytes) into the ring and
- * publishes it (release). false when there is no room now (nothing written).
- * A caller that then reads the consumer's "sleeping" flag puts
+ * Sending in two steps, so that a packet is built in place. fl_ring_reserve
+ * returns where to write a packet of len bytes, or NULL when there is no
+ * room now (nothing written). fl_ring_commit publishes it (release). A
+ * reservation not committed is simply given up: the next one reuses it.
+ * A caller that reads the consumer's "sleeping" flag after committing puts
  * fl_fence_fast() in between.
  */
+void *fl_ring_reserve(struct fl_ring_tx *tx, size_t len);
+void fl_ring_commit(struct fl_ring_tx *tx, void *pkt, size_t len);
+
+/* Both steps for a packet gathered from iov (total len bytes). */
 bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt,
                   size_t len);
 
@@ -135,14 +146,20 @@ static inline void *fl_ring_peek(struct fl_ring_rx *rx, size_t *len)
     return fl_ring_peek_slow(rx, len);
 }
 
+/* Zeroes the seq words of the lines at positions from .. to. */
+void fl_ring_clear_lines(struct fl_ring_rx *rx, uint64_t from, uint64_t to);
+
 /* Consumes the packet fl_ring_peek returned, giving its room back. */
 static inline void fl_ring_release(struct fl_ring_rx *rx)
 {
-    uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed) + rx->cur_rec;
+    uint64_t start = atomic_load_explicit(&rx->head, memory_order_relaxed);
+    uint64_t head = start + rx->cur_rec;
+    if (rx->cur_rec > FL_RING_LINE)     /* its inner lines held packet bytes */
+        fl_ring_clear_lines(rx, start + FL_RING_LINE, head);
     rx->cur_rec = 0;
     atomic_store_explicit(&rx->head, head, memory_order_relaxed);
-    /* Release: we are done reading the record before the producer may
-       overwrite it. */
+    /* Release: we are done reading the record, and cleared its lines,
+       before the producer may overwrite them. */
     atomic_store_explicit(&rx->ctl->head, head, memory_order_release);
 }
 

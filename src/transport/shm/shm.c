@@ -352,29 +352,35 @@ static void wake(struct fl_tp_ep *t, struct shm_peer *p)
     FL_COUNT(t->counters->wakeups_sent, 1);
 }
 
-static flit_status shm_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
-                            const struct iovec *iov, int iovcnt)
+static void *shm_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
+                         size_t len, flit_status *st)
 {
     struct shm_peer *p = &t->peers[dst];
-    if (__builtin_expect(atomic_load_explicit(&p->dead, memory_order_relaxed), 0))
-        return FLIT_ERR_PEER_DOWN;
-    size_t len = iov[0].iov_len;
-    for (int i = 1; i < iovcnt; i++)
-        len += iov[i].iov_len;
-    if (!fl_ring_send(&p->tx[lane], iov, iovcnt, len))
-        return FLIT_ERR_AGAIN;
+    if (__builtin_expect(atomic_load_explicit(&p->dead, memory_order_relaxed), 0)) {
+        *st = FLIT_ERR_PEER_DOWN;
+        return NULL;
+    }
+    void *pkt = fl_ring_reserve(&p->tx[lane], len);
+    *st = FLIT_ERR_AGAIN;
+    return pkt;
+}
+
+static void shm_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
+                       size_t len)
+{
+    struct shm_peer *p = &t->peers[dst];
+    fl_ring_commit(&p->tx[lane], pkt, len);
     /* Either we see the flag, or the receiver sees our record before it
        sleeps (pairs with the slow fence in shm_arm). */
     fl_fence_fast();
     if (__builtin_expect(atomic_load_explicit(&p->hdr->sleeping, memory_order_relaxed), 0) &&
         atomic_exchange(&p->hdr->sleeping, 0))
         wake(t, p);
-    return FLIT_OK;
 }
 
-static bool shm_has_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len)
+static void shm_cancel(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt)
 {
-    return fl_ring_has_room(&t->peers[dst].tx[lane], len);
+    (void)t, (void)dst, (void)lane, (void)pkt;     /* the ring reuses it */
 }
 
 static flit_status shm_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
@@ -472,7 +478,7 @@ static bool shm_arm(struct fl_tp_ep *t, unsigned lane_mask)
 {
     atomic_store_explicit(&t->hdr->sleeping, 1, memory_order_relaxed);
     /* The flag is visible before we look at the rings, pairing with the
-       sender's fast fence in shm_send. */
+       sender's fast fence in shm_commit. */
     fl_fence_slow();
     for (uint32_t k = 0; k < t->nothers; k++) {
         struct shm_peer *p = &t->peers[t->local[k]];
@@ -603,8 +609,9 @@ const struct fl_transport fl_tp_shm = {
     .connect = shm_connect,
     .connected = shm_connected,
     .max_packet = shm_max_packet,
-    .send = shm_send,
-    .has_room = shm_has_room,
+    .reserve = shm_reserve,
+    .commit = shm_commit,
+    .cancel = shm_cancel,
     .put = shm_put,
     .set_tag = shm_set_tag,
     .poll = shm_poll,
