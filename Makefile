@@ -14,16 +14,20 @@ JOBS       ?= $(shell nproc)
 GENERATOR  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 FLITRUN     = $(BUILD)/tools/flitrun
 
-.PHONY: all build demo test test-main test-asan bench bench-compare install clean
+.PHONY: all configure build demo test test-main test-asan bench bench-compare install clean
 
 all: build
 
-build:
+configure:
 	@test -f $(BUILD)/CMakeCache.txt || \
 	  cmake -S . -B $(BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLIT_WERROR=ON
+
+build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# Only what the showcase runs, so that a fresh machine is there in seconds.
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target flitrun flit-demo
 	$(FLITRUN) -n 2 --timeout 60 $(BUILD)/examples/flit-demo latency
 	$(FLITRUN) -n 4 --timeout 60 $(BUILD)/examples/flit-demo alltoall
 
