@@ -18,7 +18,8 @@ size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m, const uint32_t *arg
     fl_put64(buf + 12, m->tag);
     uint8_t *p = buf + FL_AM_BASE_HDR;
     if (LITTLE_ENDIAN_HOST) {
-        memcpy(p, args, 4u * m->nargs);
+        if (m->nargs)   /* args may be NULL then */
+            memcpy(p, args, 4u * m->nargs);
     } else {
         for (unsigned i = 0; i < m->nargs; i++)
             fl_put32(p + 4 * i, args[i]);
