@@ -88,6 +88,17 @@ static flit_status exchange_hosts(void)
     return FLIT_OK;
 }
 
+/* FLIT_STATS=1 for a program that exits without flit_finalize. */
+static void stats_at_exit(void)
+{
+    if (atomic_load(&fl_job_state) != FL_JOB_ACTIVE || !fl_cfg.stats)
+        return;
+    pthread_mutex_lock(&fl_job.lock);
+    for (struct flit_ep *ep = fl_job.eps; ep; ep = ep->next)
+        fl_stats_print(ep);
+    pthread_mutex_unlock(&fl_job.lock);
+}
+
 static void print_start(void)
 {
     if (fl_job.rank != 0)
@@ -128,6 +139,9 @@ flit_status flit_init(const flit_init_params_t *params)
     }
     fl_progress_init();
     pthread_once(&once, fl_am_init);
+    static bool at_exit;
+    if (fl_cfg.stats && !at_exit)
+        at_exit = atexit(stats_at_exit) == 0;
     pthread_atfork(NULL, NULL, atfork_child);
     atomic_store(&fl_job_state, FL_JOB_ACTIVE);
     fl_boot_set_dump_fn(fl_ep_dump_all);

@@ -566,9 +566,10 @@ static void shm_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t l
     struct shm_peer *p = &t->peers[peer];
     uint64_t fr = fl_ring_tx_inflight(&p->tx[FL_LANE_REQ]);
     uint64_t fp = fl_ring_tx_inflight(&p->tx[FL_LANE_REP]);
-    snprintf(buf, len, "pid %d, long payloads by %s; in flight req %llu B "
+    snprintf(buf, len, "pid %d, long payloads %s%s; in flight req %llu B "
              "(credits %llu B), rep %llu B (credits %llu B)",
-             (int)p->pid, bulk[p->bulk], (unsigned long long)fr,
+             (int)p->pid, p->seg_size ? "by " : "", p->seg_size ? bulk[p->bulk]
+             : "none (no segment)", (unsigned long long)fr,
              (unsigned long long)(t->ring_size - fr), (unsigned long long)fp,
              (unsigned long long)(t->ring_size - fp));
 }
