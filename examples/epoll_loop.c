@@ -20,8 +20,8 @@
  *
  *     flitrun -n 4 ./epoll_loop [N]
  */
-#include <flit/flit.h>
 #include <errno.h>
+#include <flit/flit.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +32,16 @@
 enum { H_REQUEST = 1, H_REPLY = 2 };
 #define WINDOW 64
 
-static unsigned long served;    /* requests we answered */
-static unsigned long replies;   /* answers to our requests */
+static unsigned long served;  /* requests we answered */
+static unsigned long replies; /* answers to our requests */
 
 static void on_request(flit_token_t *token, void *buf, size_t nbytes,
                        const uint32_t *args, unsigned nargs, void *user)
 {
-    (void)buf; (void)nbytes; (void)nargs; (void)user;
+    (void)buf;
+    (void)nbytes;
+    (void)nargs;
+    (void)user;
     uint32_t answer[1] = {args[0] + 1};
     flit_status st = flit_am_reply_short(token, flit_handler(H_REPLY), answer, 1);
     if (st != FLIT_OK) {
@@ -48,11 +51,15 @@ static void on_request(flit_token_t *token, void *buf, size_t nbytes,
     served++;
 }
 
-static void on_reply(flit_token_t *token, void *buf, size_t nbytes,
-                     const uint32_t *args, unsigned nargs, void *user)
+static void on_reply(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
+                     unsigned nargs, void *user)
 {
-    (void)token; (void)buf; (void)nbytes; (void)nargs; (void)user;
-    if (args[0] != replies + 1) {   /* replies come back in order */
+    (void)token;
+    (void)buf;
+    (void)nbytes;
+    (void)nargs;
+    (void)user;
+    if (args[0] != replies + 1) { /* replies come back in order */
         fprintf(stderr, "reply %u out of order (expected %lu)\n", args[0], replies + 1);
         exit(1);
     }
@@ -127,7 +134,7 @@ int main(int argc, char **argv)
             break;
         flit_status st = flit_ep_arm(ep);
         if (st == FLIT_ERR_AGAIN)
-            continue;               /* something arrived meanwhile */
+            continue; /* something arrived meanwhile */
         check(st, "flit_ep_arm");
         struct epoll_event got[4];
         int k = epoll_wait(epfd, got, 4, -1);
@@ -136,12 +143,12 @@ int main(int argc, char **argv)
         sleeps++;
         for (int i = 0; i < k; i++) {
             if (got[i].data.fd != timer_fd)
-                continue;           /* flit's fd: the next flit_poll runs it */
+                continue; /* flit's fd: the next flit_poll runs it */
             uint64_t expirations;
             if (read(timer_fd, &expirations, sizeof expirations) > 0)
                 ticks += expirations;
-            printf("rank %u: %lu of %lu requests answered, %lu served\n", me, replies,
-                   n, served);
+            printf("rank %u: %lu of %lu requests answered, %lu served\n", me, replies, n,
+                   served);
             fflush(stdout);
         }
     }
@@ -150,6 +157,7 @@ int main(int argc, char **argv)
     close(epfd);
     check(flit_finalize(), "flit_finalize");
     printf("epoll_loop: rank %u done: %lu round trips, slept %lu times in "
-           "epoll_wait, %lu timer ticks\n", me, n, sleeps, ticks);
+           "epoll_wait, %lu timer ticks\n",
+           me, n, sleeps, ticks);
     return 0;
 }

@@ -202,7 +202,11 @@ FLIT_API flit_status flit_poll(flit_ep_t *ep);
 /*
  * Makes progress until at least one message was handled, or timeout_us
  * microseconds passed (FLIT_ERR_TIMEOUT); timeout_us < 0 waits forever.
- * Spins for FLIT_SPIN_US, then sleeps until a sender wakes it.
+ * Spins for FLIT_SPIN_US, then sleeps until a sender wakes it. On an
+ * endpoint that other threads (or a progress thread) also serve, it returns
+ * when any of them handled something; since one of them may handle the
+ * message you wait for just before you call, wait with a timeout in a loop
+ * that checks your condition.
  */
 FLIT_API flit_status flit_wait(flit_ep_t *ep, int64_t timeout_us);
 

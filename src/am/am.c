@@ -79,6 +79,8 @@ static flit_status send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
     piece.op = FL_OP_AM_FRAG;
     piece.total = nbytes;
     size_t off = 0;
+    flit_status st = FLIT_OK;
+    ep->keep_lock++;    /* another thread's pieces must not come in between */
     do {
         size_t n = nbytes - off < chunk ? nbytes - off : chunk;
         bool final = off + n == nbytes;
@@ -86,13 +88,12 @@ static flit_status send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
         piece.nargs = final ? m->nargs : 0;
         piece.piece = off;
         piece.payload_len = n;
-        flit_status st = send_msg(ep, dst, lane, &piece, args, src + off,
-                                  off == 0 ? flags : flags & ~FLIT_AM_NONBLOCK);
-        if (st != FLIT_OK)
-            return st;
+        st = send_msg(ep, dst, lane, &piece, args, src + off,
+                      off == 0 ? flags : flags & ~FLIT_AM_NONBLOCK);
         off += n;
-    } while (off < nbytes);
-    return FLIT_OK;
+    } while (st == FLIT_OK && off < nbytes);
+    ep->keep_lock--;
+    return st;
 }
 
 /*

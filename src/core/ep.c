@@ -349,6 +349,7 @@ static void ep_free(struct flit_ep *ep)
         close(ep->evfd);
     segment_close(ep);
     pthread_mutex_destroy(&ep->lock);
+    pthread_cond_destroy(&ep->progress_cond);
     free(ep->handlers);
     free(ep->peers);
     ep->magic = 0;
@@ -421,6 +422,11 @@ flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
     ep->epfd = ep->evfd = -1;
     ep->handler_count = s.handler_count;
     pthread_mutex_init(&ep->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ep->progress_cond, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_mutex_lock(&fl_job.lock);
     ep->index = fl_job.next_ep_index++;
     pthread_mutex_unlock(&fl_job.lock);
@@ -491,6 +497,8 @@ void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
     if (!atomic_compare_exchange_strong(&p->down, &expected, (int)reason))
         return;
     ep->events++;
+    if (ep->cond_waiters)
+        pthread_cond_broadcast(&ep->progress_cond);
     if (p->fin[FL_LANE_REP])
         return;     /* it was done with this endpoint: a clean exit */
     FL_COUNT(ep->stats.peers_down, 1);

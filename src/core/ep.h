@@ -67,8 +67,18 @@ struct flit_ep {
     struct fl_tp_ep *tpes[FL_MAX_TRANSPORTS];
     int ntp;
     int epfd;                   /* epoll over the transports' fds + evfd */
-    int evfd;                   /* eventfd: stop the progress thread */
+    int evfd;                   /* eventfd: pokes the thread asleep on epfd */
     bool armed;                 /* flit_ep_arm left the transports armed */
+    /*
+     * Thread-safe endpoints: at most one thread sleeps on epfd (a wake-up
+     * is one datagram; two sleepers would race to consume it). Others wait
+     * on progress_cond, broadcast whenever something was handled and when
+     * the fd sleeper wakes. All under lock.
+     */
+    bool fd_sleeper;
+    unsigned cond_waiters;
+    unsigned keep_lock;         /* a long message is going out in pieces */
+    pthread_cond_t progress_cond;
     uint64_t next_peer_check_ns;
 
     void *seg;

@@ -50,6 +50,8 @@ int fl_progress(struct flit_ep *ep, unsigned lane_mask)
     for (int i = 0; i < ep->ntp; i++)
         n += ep->tps[i]->poll(ep->tpes[i], lane_mask, fl_packet_dispatch, ep,
                               POLL_BUDGET);
+    if (__builtin_expect(n && ep->cond_waiters, 0))
+        pthread_cond_broadcast(&ep->progress_cond);     /* they may be done */
     return n;
 }
 
@@ -96,8 +98,7 @@ static void disarm_all(struct flit_ep *ep)
     ep->armed = false;
 }
 
-/* Sleeps on the endpoint's epoll set; the endpoint lock, if any, is held by
-   the caller, who decides whether to drop it around this call. */
+/* Sleeps on the endpoint's epoll set. */
 static void sleep_on(struct flit_ep *ep, int64_t timeout_us)
 {
     struct pollfd pfd = {.fd = ep->epfd, .events = POLLIN};
@@ -109,20 +110,61 @@ static void sleep_on(struct flit_ep *ep, int64_t timeout_us)
         fl_error("sleeping on endpoint %u: %s", ep->index, strerror(errno));
 }
 
+/* Thread-safe endpoints: another thread sleeps on the fd; wait for it, or
+   for anyone, to handle something. Releases the lock while waiting. */
+static void wait_on_cond(struct flit_ep *ep, int64_t timeout_us)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += timeout_us / 1000000;
+    ts.tv_nsec += (timeout_us % 1000000) * 1000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    ep->cond_waiters++;
+    pthread_cond_timedwait(&ep->progress_cond, &ep->lock, &ts);
+    ep->cond_waiters--;
+}
+
+/*
+ * Sleeps until work may have arrived (or timeout_us). A thread-safe
+ * endpoint gives up its lock while asleep, except where the caller must
+ * keep it: inside a handler, and while a long message goes out in pieces
+ * (they must stay together on their lane). Only one thread sleeps on the
+ * fd; a thread that must keep the lock pokes that one awake and takes its
+ * place, the others wait on progress_cond.
+ */
 bool fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask, int64_t timeout_us)
 {
+    bool safe = ep->mode == FLIT_THREAD_SAFE;
+    bool unlock = safe && fl_handler_depth == 0 && ep->keep_lock == 0;
+    if (safe && ep->fd_sleeper) {
+        if (unlock) {
+            wait_on_cond(ep, timeout_us);
+            return true;
+        }
+        uint64_t one = 1;   /* it will wait for our lock, off the fd */
+        ssize_t w = write(ep->evfd, &one, sizeof one);
+        (void)w;
+    }
     if (arm_all(ep, lane_mask)) {
         disarm_all(ep);
         return true;
     }
-    bool unlock = ep->mode == FLIT_THREAD_SAFE && fl_handler_depth == 0 &&
-                  ep->blocked_since_ns == 0;
+    ep->fd_sleeper = true;
     if (unlock)
         pthread_mutex_unlock(&ep->lock);
     sleep_on(ep, timeout_us);
     if (unlock)
         pthread_mutex_lock(&ep->lock);
+    ep->fd_sleeper = false;
     disarm_all(ep);
+    uint64_t v;
+    while (read(ep->evfd, &v, sizeof v) > 0)
+        ;
+    if (ep->cond_waiters)
+        pthread_cond_broadcast(&ep->progress_cond);     /* one may take the fd */
     fl_progress_check_peers(ep, true);
     return true;
 }
@@ -280,9 +322,6 @@ static void *progress_main(void *arg)
         /* Sleeps right away: this thread serves a program that computes,
            and spinning would take its core. */
         fl_progress_sleep(ep, FL_LANES_ALL, fl_cfg.peer_check_ms * 1000);
-        uint64_t v;
-        while (read(ep->evfd, &v, sizeof v) > 0)
-            ;
     }
     pthread_mutex_unlock(&ep->lock);
     return NULL;
@@ -307,10 +346,13 @@ void fl_progress_thread_stop(struct flit_ep *ep)
 {
     if (!ep->has_progress_thread)
         return;
+    pthread_mutex_lock(&ep->lock);
     atomic_store(&ep->progress_stop, true);
-    uint64_t one = 1;
+    uint64_t one = 1;   /* off the fd, or out of the condition */
     ssize_t w = write(ep->evfd, &one, sizeof one);
     (void)w;
+    pthread_cond_broadcast(&ep->progress_cond);
+    pthread_mutex_unlock(&ep->lock);
     pthread_join(ep->progress_thread, NULL);
     ep->has_progress_thread = false;
 }
