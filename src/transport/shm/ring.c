@@ -25,6 +25,7 @@ void fl_ring_tx_attach(struct fl_ring_tx *tx, void *mem, size_t size)
 {
     memset(tx, 0, sizeof *tx);
     attach(&tx->ctl, &tx->data, &tx->size, &tx->mask, mem, size);
+    tx->dirty = (uint64_t *)(tx->data + size);
     /* Relaxed: nothing is published before setup's barrier. */
     uint64_t head = atomic_load_explicit(&tx->ctl->head, memory_order_relaxed);
     atomic_store_explicit(&tx->tail, head, memory_order_relaxed);
@@ -72,6 +73,26 @@ bool fl_ring_has_room(struct fl_ring_tx *tx, size_t len)
     return has_room(tx, tail, pad_before(tx, tail, rec) + rec);
 }
 
+static inline bool line_dirty(const struct fl_ring_tx *tx, uint64_t line)
+{
+    return (tx->dirty[line / 64] >> (line % 64)) & 1;
+}
+
+static inline void set_line(struct fl_ring_tx *tx, uint64_t line, bool dirty)
+{
+    uint64_t bit = (uint64_t)1 << (line % 64);
+    tx->dirty[line / 64] = dirty ? tx->dirty[line / 64] | bit
+                                 : tx->dirty[line / 64] & ~bit;
+}
+
+/* A record's lines after its first now hold packet bytes (or old ones). */
+static void mark_inner_lines(struct fl_ring_tx *tx, uint64_t pos, uint64_t rec)
+{
+    uint64_t first = (pos & tx->mask) / FL_RING_LINE;
+    for (uint64_t l = first + 1; l < first + rec / FL_RING_LINE; l++)
+        set_line(tx, l, true);
+}
+
 void *fl_ring_reserve(struct fl_ring_tx *tx, size_t len)
 {
     uint64_t tail = atomic_load_explicit(&tx->tail, memory_order_relaxed);
@@ -82,6 +103,7 @@ void *fl_ring_reserve(struct fl_ring_tx *tx, size_t len)
     if (pad) {      /* published now: the consumer just skips it */
         struct rec_hdr *h = rec_at(tx->data, tx->mask, tail);
         h->len = PAD_LEN;
+        set_line(tx, (tail & tx->mask) / FL_RING_LINE, false);
         /* Release: len is visible before the marker that publishes it. */
         atomic_store_explicit(&h->seq, marker(tail), memory_order_release);
         tail += pad;
@@ -96,7 +118,19 @@ void fl_ring_commit(struct fl_ring_tx *tx, void *pkt, size_t len)
     uint64_t tail = atomic_load_explicit(&tx->tail, memory_order_relaxed);
     uint64_t rec = fl_ring_record(len);
     h->len = (uint32_t)len;
-    /* Release: len and the packet are visible before the marker. */
+    set_line(tx, (tail & tx->mask) / FL_RING_LINE, false);
+    if (rec > FL_RING_LINE)
+        mark_inner_lines(tx, tail, rec);
+    /* The consumer looks for the next record at tail + rec. If our last
+       write there was packet bytes, they could pass for its marker. */
+    uint64_t next = ((tail + rec) & tx->mask) / FL_RING_LINE;
+    if (__builtin_expect(line_dirty(tx, next), 0)) {
+        atomic_store_explicit(&rec_at(tx->data, tx->mask, tail + rec)->seq, 0,
+                              memory_order_relaxed);
+        set_line(tx, next, false);
+    }
+    /* Release: len, the packet and the cleared word are visible before the
+       marker. */
     atomic_store_explicit(&h->seq, marker(tail), memory_order_release);
     atomic_store_explicit(&tx->tail, tail + rec, memory_order_relaxed);
 }
@@ -114,13 +148,6 @@ bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt,
     }
     fl_ring_commit(tx, dst, len);
     return true;
-}
-
-void fl_ring_clear_lines(struct fl_ring_rx *rx, uint64_t from, uint64_t to)
-{
-    for (uint64_t pos = from; pos < to; pos += FL_RING_LINE)
-        atomic_store_explicit(&rec_at(rx->data, rx->mask, pos)->seq, 0,
-                              memory_order_relaxed);
 }
 
 void *fl_ring_peek_slow(struct fl_ring_rx *rx, size_t *len)

@@ -12,11 +12,12 @@
  * consumer learns that a record is there by reading the record itself: it
  * never reads the producer's tail, and a record from an earlier lap can never
  * pass for a new one. Packet bytes of an earlier lap could (an inner line of
- * a record becomes a record start in a later lap): the consumer clears the
- * seq word of every line but the first of each record it releases, so a
- * line it looks at holds 0, an old marker or the real one. A one-line record
- * costs nothing for it, and the producer never writes a line the consumer is
- * watching. Only the consumer's head is shared, on a line of its own, and
+ * a record becomes a record start in a later lap), so the producer keeps one
+ * bit per line -- "my last write at the start of this line was packet bytes"
+ * -- and before publishing a record it clears the seq word of the line after
+ * it when that bit is set: the consumer's next look then finds 0, an old
+ * marker or the real one. A stream of same-sized messages never needs a
+ * clear, so the producer does not touch the line the consumer watches. Only the consumer's head is shared, on a line of its own, and
  * the producer re-reads it only when its cached copy says full: credits that
  * cost nothing while there is room.
  *
@@ -43,10 +44,12 @@ struct fl_ring_ctl {
     char pad_[60];
 };
 
-/* Bytes a ring of `size` data bytes occupies (control + data). */
+/* Bytes a ring of `size` data bytes occupies: control, data, and the
+   producer's bitmap of lines holding packet bytes (see above). */
 static inline size_t fl_ring_footprint(size_t size)
 {
-    return sizeof(struct fl_ring_ctl) + size;
+    size_t bitmap = (size / FL_RING_LINE / 8 + FL_RING_LINE - 1) & ~(size_t)(FL_RING_LINE - 1);
+    return sizeof(struct fl_ring_ctl) + size + bitmap;  /* rings stay line-aligned */
 }
 
 /* Largest packet a ring of `size` bytes carries. */
@@ -59,6 +62,7 @@ static inline size_t fl_ring_max_packet(size_t size)
 struct fl_ring_tx {
     struct fl_ring_ctl *ctl;
     uint8_t *data;
+    uint64_t *dirty;            /* bit per line: its first word is packet bytes */
     uint64_t size, mask;
     _Atomic uint64_t tail;      /* bytes produced; atomic only for dumps */
     uint64_t head_cache;
@@ -146,20 +150,14 @@ static inline void *fl_ring_peek(struct fl_ring_rx *rx, size_t *len)
     return fl_ring_peek_slow(rx, len);
 }
 
-/* Zeroes the seq words of the lines at positions from .. to. */
-void fl_ring_clear_lines(struct fl_ring_rx *rx, uint64_t from, uint64_t to);
-
 /* Consumes the packet fl_ring_peek returned, giving its room back. */
 static inline void fl_ring_release(struct fl_ring_rx *rx)
 {
-    uint64_t start = atomic_load_explicit(&rx->head, memory_order_relaxed);
-    uint64_t head = start + rx->cur_rec;
-    if (rx->cur_rec > FL_RING_LINE)     /* its inner lines held packet bytes */
-        fl_ring_clear_lines(rx, start + FL_RING_LINE, head);
+    uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed) + rx->cur_rec;
     rx->cur_rec = 0;
     atomic_store_explicit(&rx->head, head, memory_order_relaxed);
-    /* Release: we are done reading the record, and cleared its lines,
-       before the producer may overwrite them. */
+    /* Release: we are done reading the record before the producer may
+       overwrite it. */
     atomic_store_explicit(&rx->ctl->head, head, memory_order_release);
 }
 
