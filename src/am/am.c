@@ -155,7 +155,27 @@ static flit_status send_long(struct flit_ep *ep, uint32_t dst, unsigned lane,
     return send_pieces(ep, dst, lane, m, args, buf, nbytes, flags);
 }
 
-/* One path for the three kinds, requests and replies alike. */
+/* Short messages go straight to the ring: the latency and rate path. */
+static flit_status send_short(struct flit_ep *ep, uint32_t dst, bool reply,
+                              flit_handler_t h, const uint32_t *args,
+                              unsigned nargs, unsigned flags)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    if (fl_peer_is_down(p))
+        return FLIT_ERR_PEER_DOWN;
+    unsigned lane = reply ? FL_LANE_REP : FL_LANE_REQ;
+    size_t len = fl_am_hdr_len(FL_OP_AM_SHORT, nargs);
+    void *pkt;
+    flit_status st = fl_ep_reserve(ep, dst, lane, len, flags, &pkt);
+    if (__builtin_expect(st != FLIT_OK, 0))
+        return st;
+    fl_am_encode_short(pkt, reply, h.idx, p->tag, args, nargs);
+    fl_ep_commit(ep, dst, lane, pkt, len);
+    count_sent(ep, dst, FLIT_AM_SHORT, reply, 0);
+    return FLIT_OK;
+}
+
+/* Medium and long, requests and replies alike (shorts: send_short). */
 static flit_status am_send(struct flit_ep *ep, uint32_t dst, bool reply,
                            flit_am_kind kind, flit_handler_t h, const void *buf,
                            size_t nbytes, uint64_t offset, const uint32_t *args,
@@ -166,12 +186,10 @@ static flit_status am_send(struct flit_ep *ep, uint32_t dst, bool reply,
         return FLIT_ERR_PEER_DOWN;
     unsigned lane = reply ? FL_LANE_REP : FL_LANE_REQ;
     struct fl_am_msg m;
-    static const uint8_t ops[] = {FL_OP_AM_SHORT, FL_OP_AM_MEDIUM, FL_OP_AM_LONG};
-    fill(&m, ops[kind], reply, h, p->tag, nargs);
+    fill(&m, kind == FLIT_AM_MEDIUM ? FL_OP_AM_MEDIUM : FL_OP_AM_LONG, reply, h,
+         p->tag, nargs);
     flit_status st;
-    if (kind == FLIT_AM_SHORT) {
-        st = send_msg(ep, dst, lane, &m, args, NULL, flags);
-    } else if (kind == FLIT_AM_MEDIUM) {
+    if (kind == FLIT_AM_MEDIUM) {
         m.payload_len = nbytes;
         st = send_msg(ep, dst, lane, &m, args, buf, flags);
     } else {
@@ -218,7 +236,19 @@ static flit_status request(flit_ep_t *ep, flit_rank_t dest, flit_am_kind kind,
 flit_status flit_am_short(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
                           const uint32_t *args, unsigned nargs, unsigned flags)
 {
-    return request(ep, dest, FLIT_AM_SHORT, h, NULL, 0, 0, args, nargs, flags);
+    flit_status st = fl_ep_enter(ep);
+    if (__builtin_expect(st != FLIT_OK, 0))
+        return st;
+    if (dest.idx >= ep->size)
+        st = FLIT_ERR_RANK;
+    else if (flags & ~KNOWN_FLAGS)
+        st = FLIT_ERR_INVALID_ARG;
+    else
+        st = check_args(args, nargs);
+    if (st == FLIT_OK)
+        st = send_short(ep, dest.idx, false, h, args, nargs, flags);
+    fl_ep_leave(ep);
+    return st;
 }
 
 flit_status flit_am_medium(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
@@ -236,10 +266,9 @@ flit_status flit_am_long(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
                    nargs, flags);
 }
 
-/* Replies run inside the request handler, on the endpoint already entered. */
-static flit_status reply(flit_token_t *t, flit_am_kind kind, flit_handler_t h,
-                         const void *buf, size_t nbytes, uint64_t offset,
-                         const uint32_t *args, unsigned nargs)
+/* May this token reply? Replies run inside the request handler, on the
+   endpoint already entered. */
+static flit_status reply_check(const flit_token_t *t)
 {
     flit_status st = fl_job_check();
     if (st != FLIT_OK)
@@ -250,7 +279,14 @@ static flit_status reply(flit_token_t *t, flit_am_kind kind, flit_handler_t h,
         return FLIT_ERR_REPLY_IN_REPLY;
     if (t->replied)
         return FLIT_ERR_ALREADY_REPLIED;
-    st = check_args(args, nargs);
+    return FLIT_OK;
+}
+
+static flit_status reply(flit_token_t *t, flit_am_kind kind, flit_handler_t h,
+                         const void *buf, size_t nbytes, uint64_t offset,
+                         const uint32_t *args, unsigned nargs)
+{
+    flit_status st = reply_check(t);
     if (st == FLIT_OK)
         st = check_payload(kind, buf, nbytes);
     if (st == FLIT_OK)
@@ -264,7 +300,14 @@ static flit_status reply(flit_token_t *t, flit_am_kind kind, flit_handler_t h,
 flit_status flit_am_reply_short(flit_token_t *token, flit_handler_t h,
                                 const uint32_t *args, unsigned nargs)
 {
-    return reply(token, FLIT_AM_SHORT, h, NULL, 0, 0, args, nargs);
+    flit_status st = reply_check(token);
+    if (st == FLIT_OK)
+        st = check_args(args, nargs);
+    if (st == FLIT_OK)
+        st = send_short(token->ep, token->src, true, h, args, nargs, 0);
+    if (st == FLIT_OK)
+        token->replied = 1;
+    return st;
 }
 
 flit_status flit_am_reply_medium(flit_token_t *token, flit_handler_t h,

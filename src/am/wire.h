@@ -21,6 +21,7 @@
 #ifndef FL_AM_WIRE_H
 #define FL_AM_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,6 +69,26 @@ static inline size_t fl_am_hdr_len(unsigned op, unsigned nargs)
    first bytes, at most FL_AM_MAX_HDR); returns the header's length, where
    the payload starts. m->payload_len goes into the len field. */
 size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m, const uint32_t *args);
+
+/*
+ * The header of a short message, written in place: what fl_am_encode writes
+ * for FL_OP_AM_SHORT, without a header struct to fill first (the latency
+ * and message-rate path). Returns the packet's length.
+ */
+static inline size_t fl_am_encode_short(uint8_t *buf, bool reply, uint16_t handler,
+                                        uint64_t tag, const uint32_t *args,
+                                        unsigned nargs)
+{
+    struct fl_am_msg m;
+    m.op = FL_OP_AM_SHORT;
+    m.flags = reply ? FL_AMF_REPLY : 0;
+    m.nargs = (uint8_t)nargs;
+    m.handler = handler;
+    m.aux = 0;
+    m.tag = tag;
+    m.payload_len = 0;
+    return fl_am_encode(buf, &m, args);
+}
 
 /*
  * Decodes and validates a whole packet (8-byte aligned): known version, op

@@ -118,7 +118,9 @@ void fl_ring_commit(struct fl_ring_tx *tx, void *pkt, size_t len)
     uint64_t tail = atomic_load_explicit(&tx->tail, memory_order_relaxed);
     uint64_t rec = fl_ring_record(len);
     h->len = (uint32_t)len;
-    set_line(tx, (tail & tx->mask) / FL_RING_LINE, false);
+    uint64_t first = (tail & tx->mask) / FL_RING_LINE;
+    if (__builtin_expect(line_dirty(tx, first), 0))
+        set_line(tx, first, false);     /* a header now */
     if (rec > FL_RING_LINE)
         mark_inner_lines(tx, tail, rec);
     /* The consumer looks for the next record at tail + rec. If our last
