@@ -16,13 +16,10 @@
 
 #define UNREGISTERED 57
 
-static void child(int err_fd)
+static void child(void)
 {
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
-    if (dup2(err_fd, STDERR_FILENO) != STDERR_FILENO)
-        _exit(10);
-    close(err_fd);
     if (flit_init(NULL) != FLIT_OK)
         _exit(11);
     flit_ep_t *ep;
@@ -41,28 +38,8 @@ static void child(int err_fd)
 int main(void)
 {
     unit_clean_env();
-    int pfd[2];
-    CHECK(pipe(pfd) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        close(pfd[0]);
-        child(pfd[1]);
-    }
-    close(pfd[1]);
     static char out[65536];
-    size_t n = 0;
-    ssize_t r;
-    while (n < sizeof out - 1 && (r = read(pfd[0], out + n, sizeof out - 1 - n)) != 0) {
-        if (r < 0)
-            continue; /* EINTR */
-        n += (size_t)r;
-    }
-    out[n] = '\0';
-    close(pfd[0]);
-    int status = 0;
-    CHECK(waitpid(pid, &status, 0) == pid);
+    int status = unit_run_child(child, out, sizeof out);
     if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
         FAIL("child did not die of SIGABRT: %s %d; its stderr:\n%s",
              WIFEXITED(status) ? "exit status" : "signal",

@@ -68,6 +68,13 @@ static void *hammer(void *arg)
     return NULL;
 }
 
+static int child(void);
+
+static void run_child(void)
+{
+    _exit(child());
+}
+
 static int child(void)
 {
     struct rlimit no_core = {0, 0};
@@ -108,28 +115,8 @@ static int child(void)
 int main(void)
 {
     unit_clean_env();
-    int pfd[2];
-    CHECK(pipe(pfd) == 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        close(pfd[0]);
-        dup2(pfd[1], STDERR_FILENO);
-        close(pfd[1]);
-        _exit(child());
-    }
-    close(pfd[1]);
     static char out[16384];
-    size_t n = 0;
-    ssize_t r;
-    while (n < sizeof out - 1 && (r = read(pfd[0], out + n, sizeof out - 1 - n)) != 0)
-        if (r > 0)
-            n += (size_t)r;
-    out[n] = '\0';
-    close(pfd[0]);
-    int status;
-    CHECK(waitpid(pid, &status, 0) == pid);
+    int status = unit_run_child(run_child, out, sizeof out);
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT &&
         strstr(out, "two threads were inside it at once")) {
         printf("overlap caught on the way out, process stopped with a clear message\n");

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -41,6 +43,38 @@ static inline double unit_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/*
+ * Runs child() in a fork()ed process with its stderr into *out (capacity
+ * cap, NUL-terminated) and returns its wait status: for tests whose outcome
+ * is that the library stops the process. child() exits; it never returns.
+ */
+static inline int unit_run_child(void (*child)(void), char *out, size_t cap)
+{
+    int pfd[2];
+    CHECK(pipe(pfd) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        dup2(pfd[1], STDERR_FILENO);
+        close(pfd[1]);
+        child();
+        _exit(99);
+    }
+    close(pfd[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n < cap - 1 && (r = read(pfd[0], out + n, cap - 1 - n)) != 0)
+        if (r > 0)
+            n += (size_t)r;     /* r < 0: EINTR, read again */
+    out[n] = '\0';
+    close(pfd[0]);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    return status;
 }
 
 /* One step of a wait on another thread: a pause, and every 64 steps a
