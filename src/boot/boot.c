@@ -36,15 +36,6 @@ flit_status fl_boot_allgather(const void *mine, size_t len,
     return cur->allgather(mine, len, out);
 }
 
-flit_status fl_boot_barrier(void)
-{
-    struct fl_blobs *b;
-    flit_status st = fl_boot_allgather(NULL, 0, &b);
-    if (st == FLIT_OK)
-        fl_blobs_free(b);
-    return st;
-}
-
 void fl_blobs_free(struct fl_blobs *b)
 {
     free(b);

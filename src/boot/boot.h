@@ -42,7 +42,6 @@ struct fl_boot_ops {
 flit_status fl_boot_open(struct fl_boot_info *info);
 flit_status fl_boot_allgather(const void *mine, size_t len,
                               struct fl_blobs **out);
-flit_status fl_boot_barrier(void);
 void fl_blobs_free(struct fl_blobs *b);
 /* clean: the rank finalized (as opposed to a failed start). */
 void fl_boot_close(bool clean);

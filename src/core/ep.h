@@ -218,8 +218,8 @@ static inline void fl_ep_cancel(struct flit_ep *ep, uint32_t dst, unsigned lane,
 
 /* Progress engine (progress.c). Called with the endpoint entered. */
 int fl_progress(struct flit_ep *ep, unsigned lane_mask);
-/* Sleeps until a transport has work on lane_mask or timeout; true if woken. */
-bool fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask,
+/* Sleeps until a transport may have work on lane_mask, or timeout. */
+void fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask,
                        int64_t timeout_us);
 /* Looks for dead peers if the period has passed (or now, if force). */
 void fl_progress_check_peers(struct flit_ep *ep, bool force);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -132,25 +133,28 @@ static void wait_on_cond(struct flit_ep *ep, int64_t timeout_us)
  * endpoint gives up its lock while asleep, except where the caller must
  * keep it: inside a handler, and while a long message goes out in pieces
  * (they must stay together on their lane). Only one thread sleeps on the
- * fd; a thread that must keep the lock pokes that one awake and takes its
- * place, the others wait on progress_cond.
+ * fd; the others wait on progress_cond. A thread that must keep the lock
+ * while another sleeps on the fd pokes that one off it (it will wait for
+ * our lock) and returns to polling, yielding the core: a rare case.
  */
-bool fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask, int64_t timeout_us)
+void fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask, int64_t timeout_us)
 {
     bool safe = ep->mode == FLIT_THREAD_SAFE;
     bool unlock = safe && fl_handler_depth == 0 && ep->keep_lock == 0;
     if (safe && ep->fd_sleeper) {
         if (unlock) {
             wait_on_cond(ep, timeout_us);
-            return true;
+        } else {
+            uint64_t one = 1;
+            ssize_t w = write(ep->evfd, &one, sizeof one);
+            (void)w;
+            sched_yield();
         }
-        uint64_t one = 1;   /* it will wait for our lock, off the fd */
-        ssize_t w = write(ep->evfd, &one, sizeof one);
-        (void)w;
+        return;
     }
     if (arm_all(ep, lane_mask)) {
         disarm_all(ep);
-        return true;
+        return;
     }
     ep->fd_sleeper = true;
     if (unlock)
@@ -166,7 +170,6 @@ bool fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask, int64_t timeout_u
     if (ep->cond_waiters)
         pthread_cond_broadcast(&ep->progress_cond);     /* one may take the fd */
     fl_progress_check_peers(ep, true);
-    return true;
 }
 
 flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
