@@ -282,19 +282,23 @@ struct point {
     unsigned window, ack_every;
 };
 
-static void send_one(bench_t *b, unsigned h, enum bench_kind kind, size_t size)
+/* flags: FLIT_AM_MORE while a stream has more to send right away (a UDP
+   transport packs those messages into shared datagrams; shared memory
+   sends each at once anyway). */
+static void send_one(bench_t *b, unsigned h, enum bench_kind kind, size_t size,
+                     unsigned flags)
 {
     static const uint32_t args[4] = {1, 2, 3, 4};
     flit_status st;
     if (kind == BENCH_SHORT)
         st = flit_am_short(b->ep, PEER, flit_handler((uint16_t)h), args,
-                           (unsigned)(size / 4), 0);
+                           (unsigned)(size / 4), flags);
     else if (kind == BENCH_MEDIUM)
         st = flit_am_medium(b->ep, PEER, flit_handler((uint16_t)h), b->buf, size, NULL, 0,
-                            0);
+                            flags);
     else
         st = flit_am_long(b->ep, PEER, flit_handler((uint16_t)h), b->buf, size, 0, NULL,
-                          0, 0);
+                          0, flags);
     bench_check(b, st, "sending");
 }
 
@@ -306,7 +310,7 @@ static uint64_t run_pingpong(void *ctx, uint64_t n)
     uint64_t t0 = bench_now_ns();
     for (uint64_t i = 0; i < n; i++) {
         uint64_t want = b->pongs + 1;
-        send_one(b, ping[p->kind], p->kind, p->size);
+        send_one(b, ping[p->kind], p->kind, p->size, 0);
         while (b->pongs != want)
             progress(b, p->wait);
     }
@@ -334,7 +338,10 @@ static uint64_t run_stream(void *ctx, uint64_t n)
     while (sent < n) {
         while (sent - (b->acks - acks0) * k >= p->window)
             progress(b, false);
-        send_one(b, H_SINK, p->kind, p->size);
+        /* More follow unless the window is about to fill (or this is the
+           last): then the held messages go out. */
+        bool more = sent + 1 < n && sent + 1 - (b->acks - acks0) * k < p->window;
+        send_one(b, H_SINK, p->kind, p->size, more ? FLIT_AM_MORE : 0);
         sent++;
     }
     while ((b->acks - acks0) * k < n)

@@ -39,7 +39,14 @@ extern "C" {
 #define FLIT_AM_MAX_MEDIUM 65536u
 
 /* Send flags. */
-#define FLIT_AM_NONBLOCK (1u << 0)
+#define FLIT_AM_NONBLOCK (1u << 0)  /* answer FLIT_ERR_AGAIN instead of waiting */
+/*
+ * More messages follow soon (like MSG_MORE): a transport that packs several
+ * messages into one datagram (UDP) may hold this one back until the next
+ * send without FLIT_AM_MORE or the next flit_poll / flit_wait. Shared memory
+ * sends at once either way.
+ */
+#define FLIT_AM_MORE (1u << 1)
 
 /* Identifies the running handler's message; valid only while it runs. */
 typedef struct flit_token flit_token_t;

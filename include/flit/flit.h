@@ -252,6 +252,12 @@ typedef struct flit_stats {
     uint64_t sleeps;            /* times the endpoint went to sleep */
     uint64_t wakeups_sent;      /* system calls made to wake a sleeping peer */
     uint64_t peers_down;
+    /* Datagram transports (UDP) */
+    uint64_t datagrams_sent;
+    uint64_t datagrams_received;
+    uint64_t retransmits;       /* packets sent again after a loss or timeout */
+    uint64_t duplicates;        /* packets received twice and dropped */
+    uint64_t faults_injected;   /* FLIT_DROP/DUP/REORDER_RATE at work */
 } flit_stats_t;
 
 FLIT_API flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out);

@@ -11,7 +11,7 @@
 #include "core/config.h"
 #include "core/log.h"
 
-#define KNOWN_FLAGS FLIT_AM_NONBLOCK
+#define KNOWN_FLAGS (FLIT_AM_NONBLOCK | FLIT_AM_MORE)
 
 static flit_status check_args(const uint32_t *args, unsigned nargs)
 {
@@ -48,7 +48,7 @@ static flit_status send_msg(struct flit_ep *ep, uint32_t dst, unsigned lane,
     fl_am_encode(pkt, m, args);
     if (m->payload_len)
         memcpy((uint8_t *)pkt + hl, payload, m->payload_len);
-    fl_ep_commit(ep, dst, lane, pkt, hl + m->payload_len);
+    fl_ep_commit(ep, dst, lane, pkt, hl + m->payload_len, flags);
     return FLIT_OK;
 }
 
@@ -88,8 +88,9 @@ static flit_status send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
         piece.nargs = final ? m->nargs : 0;
         piece.piece = off;
         piece.payload_len = n;
+        unsigned pf = off == 0 ? flags : flags & ~FLIT_AM_NONBLOCK;
         st = send_msg(ep, dst, lane, &piece, args, src + off,
-                      off == 0 ? flags : flags & ~FLIT_AM_NONBLOCK);
+                      final ? pf : pf | FLIT_AM_MORE);
         off += n;
     } while (st == FLIT_OK && off < nbytes);
     ep->keep_lock--;
@@ -118,7 +119,7 @@ static flit_status send_direct(struct flit_ep *ep, uint32_t dst, unsigned lane,
     st = p->tp->put(p->tpe, dst, m->tag, m->base, buf, nbytes);
     if (st == FLIT_OK) {
         fl_am_encode(pkt, m, args);
-        fl_ep_commit(ep, dst, lane, pkt, hl);
+        fl_ep_commit(ep, dst, lane, pkt, hl, flags);
         return FLIT_OK;
     }
     fl_ep_cancel(ep, dst, lane, pkt);
@@ -170,7 +171,7 @@ static flit_status send_short(struct flit_ep *ep, uint32_t dst, bool reply,
     if (__builtin_expect(st != FLIT_OK, 0))
         return st;
     fl_am_encode_short(pkt, reply, h.idx, p->tag, args, nargs);
-    fl_ep_commit(ep, dst, lane, pkt, len);
+    fl_ep_commit(ep, dst, lane, pkt, len, flags);
     count_sent(ep, dst, FLIT_AM_SHORT, reply, 0);
     return FLIT_OK;
 }

@@ -83,7 +83,7 @@ static void send_back(struct flit_ep *ep, uint32_t src, const struct fl_am_msg *
     if (st == FLIT_OK) {
         fl_am_encode(out, &r, NULL);
         memcpy((uint8_t *)out + hl, pkt, len);
-        fl_ep_commit(ep, src, FL_LANE_REP, out, hl + len);
+        fl_ep_commit(ep, src, FL_LANE_REP, out, hl + len, 0);
     }
     fl_handler_depth--;
     if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)

@@ -28,6 +28,23 @@ struct fl_config {
     int64_t shm_bulk;       /* FLIT_SHM_BULK: enum fl_bulk_mode */
     int64_t long_chunk;     /* FLIT_LONG_CHUNK_KB, in bytes: piece size when copying */
     int64_t peer_check_ms;  /* FLIT_PEER_CHECK_MS: liveness check period */
+    int64_t transport;      /* FLIT_TRANSPORT: enum fl_transport_choice */
+    int64_t peer_timeout_ms;    /* FLIT_PEER_TIMEOUT, given in seconds */
+    int64_t udp_mtu;        /* FLIT_UDP_MTU: 0 = the path's */
+    int64_t udp_addr;       /* FLIT_UDP_ADDR: IPv4, host order; 0 = pick one */
+    int64_t udp_window;     /* FLIT_UDP_WINDOW_KB, in bytes */
+    int64_t ack_delay_us;   /* FLIT_ACK_DELAY_US */
+    int64_t rto_min_us;     /* FLIT_RTO_MIN_US */
+    int64_t drop_ppm;       /* FLIT_DROP_RATE, in parts per million */
+    int64_t dup_ppm;        /* FLIT_DUP_RATE */
+    int64_t reorder_ppm;    /* FLIT_REORDER_RATE */
+    int64_t fault_seed;     /* FLIT_FAULT_SEED */
+};
+
+enum fl_transport_choice {
+    FL_TRANSPORT_AUTO = 0,  /* self, shared memory on the host, UDP beyond */
+    FL_TRANSPORT_UDP,       /* UDP to every other rank, even on this host */
+    FL_TRANSPORT_SHM,       /* no UDP: a job confined to one host */
 };
 
 extern struct fl_config fl_cfg;

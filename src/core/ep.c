@@ -159,6 +159,7 @@ static flit_status open_transports(struct flit_ep *ep)
         .segment_fd = ep->seg_fd,
         .tag = ep->tag,
         .host_of = fl_job.host_of,
+        .net_hint = fl_job.net_hint,
         .counters = &ep->stats,
         .ep = ep,
     };
@@ -448,6 +449,18 @@ flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
     return FLIT_OK;
 }
 
+/* Destruction waits this long at most for the last acknowledgements. */
+#define LINGER_US 2000000
+
+static bool all_settled(struct flit_ep *ep, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < ep->ntp; i++)
+        if (!ep->tps[i]->settled(ep->tpes[i]))
+            return false;
+    return true;
+}
+
 flit_status flit_ep_destroy(flit_ep_t *ep)
 {
     flit_status st = fl_ep_check(ep);
@@ -460,6 +473,8 @@ flit_status flit_ep_destroy(flit_ep_t *ep)
     if (st != FLIT_OK)
         return st;
     st = fl_am_quiesce(ep);
+    if (st == FLIT_OK)
+        fl_progress_until(ep, all_settled, NULL, LINGER_US);
     fl_ep_leave(ep);
     job_list_remove(ep);
     if (fl_cfg.stats)

@@ -202,11 +202,14 @@ static inline flit_status fl_ep_reserve(struct flit_ep *ep, uint32_t dst,
     return fl_ep_reserve_slow(ep, dst, lane, len, flags, pkt);
 }
 
+/* flags: FLIT_AM_MORE (the caller sends more soon). Inside a handler a
+   packet may always wait for the end of the poll pass that runs it. */
 static inline void fl_ep_commit(struct flit_ep *ep, uint32_t dst, unsigned lane,
-                                void *pkt, size_t len)
+                                void *pkt, size_t len, unsigned flags)
 {
     struct fl_peer *p = &ep->peers[dst];
-    p->tp->commit(p->tpe, dst, lane, pkt, len);
+    unsigned more = (flags & FLIT_AM_MORE) || fl_handler_depth ? FL_COMMIT_MORE : 0;
+    p->tp->commit(p->tpe, dst, lane, pkt, len, more);
 }
 
 static inline void fl_ep_cancel(struct flit_ep *ep, uint32_t dst, unsigned lane,

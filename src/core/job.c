@@ -123,7 +123,7 @@ flit_status flit_init(const flit_init_params_t *params)
     flit_status st = fl_config_load();
     if (st != FLIT_OK)
         return st;
-    struct fl_boot_info info;
+    struct fl_boot_info info = {0};
     st = fl_boot_open(&info);
     if (st != FLIT_OK)
         return st;
@@ -131,6 +131,7 @@ flit_status flit_init(const flit_init_params_t *params)
     fl_job.size = info.size;
     fl_job.job_id = info.job_id;
     fl_job.launcher = info.launcher;
+    fl_job.net_hint = info.net_hint;
     fl_job.default_tag = info.job_id ^ 0x5a5a5a5a5a5a5a5aull;
     st = exchange_hosts();
     if (st != FLIT_OK) {

@@ -24,6 +24,7 @@ struct fl_job {
        host identities at flit_init. */
     uint32_t *host_of;
     uint32_t nhosts, local_size, local_rank;
+    uint32_t net_hint;          /* our IPv4 address towards the launcher; 0 */
     pthread_mutex_t lock;       /* endpoint list */
     struct flit_ep *eps;
     uint32_t next_ep_index;

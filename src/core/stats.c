@@ -33,6 +33,11 @@ void fl_stats_snapshot(struct flit_ep *ep, flit_stats_t *out)
     out->sleeps = FL_READ(c->sleeps);
     out->wakeups_sent = FL_READ(c->wakeups_sent);
     out->peers_down = FL_READ(c->peers_down);
+    out->datagrams_sent = FL_READ(c->datagrams_sent);
+    out->datagrams_received = FL_READ(c->datagrams_received);
+    out->retransmits = FL_READ(c->retransmits);
+    out->duplicates = FL_READ(c->duplicates);
+    out->faults_injected = FL_READ(c->faults_injected);
 }
 
 flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out)
@@ -93,6 +98,13 @@ static void emit_counters(struct out *o, struct flit_ep *ep, const char *who)
     emit(o, "%s   polls %llu, sleeps %llu, wake-ups sent %llu\n", who,
          (unsigned long long)s.polls, (unsigned long long)s.sleeps,
          (unsigned long long)s.wakeups_sent);
+    if (s.datagrams_sent || s.datagrams_received)
+        emit(o, "%s   datagrams sent %llu, received %llu; retransmits %llu, "
+                "duplicates %llu, faults injected %llu\n",
+             who, (unsigned long long)s.datagrams_sent,
+             (unsigned long long)s.datagrams_received,
+             (unsigned long long)s.retransmits, (unsigned long long)s.duplicates,
+             (unsigned long long)s.faults_injected);
 }
 
 void fl_stats_dump(struct flit_ep *ep, int fd)

@@ -24,6 +24,11 @@ struct fl_counters {
     _Atomic uint64_t sleeps;
     _Atomic uint64_t wakeups_sent;
     _Atomic uint64_t peers_down;
+    _Atomic uint64_t datagrams_sent;
+    _Atomic uint64_t datagrams_received;
+    _Atomic uint64_t retransmits;
+    _Atomic uint64_t duplicates;
+    _Atomic uint64_t faults_injected;
 };
 
 #define FL_COUNT(counter, n)                                                  \

@@ -51,14 +51,21 @@ int fl_host_id(uint8_t id[16])
         boot[n > 0 ? n : 0] = '\0';
         close(fd);
     }
-    char ipc[64] = "";
-    ssize_t n = readlink("/proc/self/ns/ipc", ipc, sizeof ipc - 1);
-    ipc[n > 0 ? n : 0] = '\0';
+    /* Shared memory needs the same IPC namespace and /dev/shm; the wake-up
+       sockets (abstract unix names) need the same network namespace. */
+    static const char *const ns_links[] = {"/proc/self/ns/ipc", "/proc/self/ns/net"};
+    char ns[128];
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof ns_links / sizeof ns_links[0]; i++) {
+        ssize_t n = readlink(ns_links[i], ns + len, sizeof ns - 1 - len);
+        if (n > 0)
+            len += (size_t)n;
+    }
+    ns[len] = '\0';
     struct stat st;
     uint64_t dev = stat("/dev/shm", &st) == 0 ? (uint64_t)st.st_dev : 0;
     uint64_t a = fnv1a(0xcbf29ce484222325ull, boot, strlen(boot));
-    uint64_t b = fnv1a(fnv1a(0x84222325cbf29ce4ull, ipc, strlen(ipc)), &dev,
-                       sizeof dev);
+    uint64_t b = fnv1a(fnv1a(0x84222325cbf29ce4ull, ns, len), &dev, sizeof dev);
     memcpy(id, &a, 8);
     memcpy(id + 8, &b, 8);
     return 0;

@@ -32,8 +32,8 @@ static inline void fl_cpu_relax(void)
 
 int fl_random_bytes(void *buf, size_t len);
 
-/* An identity shared by processes that can share memory: boot id + IPC
-   namespace + /dev/shm device. */
+/* An identity shared by processes that can use the shared-memory transport
+   together: boot id, IPC and network namespaces, /dev/shm device. */
 int fl_host_id(uint8_t id[16]);
 
 /* Names a job's shared object: "/flit-<job hex16>-<rank>-<ep><suffix>". */

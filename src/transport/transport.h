@@ -30,6 +30,9 @@ enum fl_lane { FL_LANE_REQ = 0, FL_LANE_REP = 1, FL_LANES = 2 };
 #define FL_LANE_MASK(l) (1u << (l))
 #define FL_LANES_ALL (FL_LANE_MASK(FL_LANE_REQ) | FL_LANE_MASK(FL_LANE_REP))
 
+/* ->commit flags. */
+#define FL_COMMIT_MORE (1u << 0)    /* more packets follow soon: pack them */
+
 /* Capability flags. */
 #define FL_TP_RELIABLE (1u << 0)    /* never loses, duplicates or reorders */
 #define FL_TP_PUT (1u << 1)         /* ->put writes straight into a peer's segment */
@@ -47,6 +50,7 @@ struct fl_tp_open_args {
     int segment_fd;             /* >= 0: segment is this shared file (peers map it) */
     uint64_t tag;               /* the endpoint's tag, as first published */
     const uint32_t *host_of;    /* [size]: host number of each rank */
+    uint32_t net_hint;          /* IPv4 (host order) that reaches the launcher; 0 */
     struct fl_counters *counters;   /* the endpoint's, for wake-ups sent */
     struct flit_ep *ep;         /* for fl_ep_peer_down() callbacks */
 };
@@ -95,11 +99,14 @@ struct fl_transport {
      * reserved) or FLIT_ERR_PEER_DOWN. Never blocks. ->commit sends what was
      * written; ->cancel gives the reservation back unsent. Nothing else is
      * reserved on the transport between a reserve and its commit or cancel.
+     * With FL_COMMIT_MORE the transport may hold the packet back to send it
+     * with the next ones; it goes out at the latest with the next commit
+     * without the flag, or when the transport is polled or armed.
      */
     void *(*reserve)(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
                      size_t len, flit_status *st);
     void (*commit)(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
-                   size_t len);
+                   size_t len, unsigned flags);
     void (*cancel)(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt);
 
     /*
@@ -153,6 +160,15 @@ struct fl_transport {
      */
     void (*reclaim)(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb,
                     void *ctx);
+
+    /*
+     * Nothing in flight: every packet sent was acknowledged and every packet
+     * received has been acknowledged (reliable transports over an unreliable
+     * one; others are always settled). Endpoint destruction waits for it,
+     * briefly, so that a peer does not wait for an acknowledgement that
+     * never comes.
+     */
+    bool (*settled)(struct fl_tp_ep *t);
 
     /* One line of state about the pair (t, peer) for dumps; atomics only. */
     void (*dump_peer)(struct fl_tp_ep *t, uint32_t peer, char *buf,

@@ -391,7 +391,7 @@ static void test_send_errors(void)
     CHECK_ST(flit_am_medium(ep, me, h, NULL, 1, a, 2, 0), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_am_long(ep, me, h, NULL, 1, 0, a, 2, 0), FLIT_ERR_INVALID_ARG);
     /* Flags */
-    static const unsigned bad_flags[] = {1u << 1, 1u << 2, 1u << 31,
+    static const unsigned bad_flags[] = {1u << 2, 1u << 3, 1u << 31,
                                          FLIT_AM_NONBLOCK | (1u << 7)};
     for (int i = 0; i < 4; i++) {
         CHECK_ST(flit_am_short(ep, me, h, a, 2, bad_flags[i]), FLIT_ERR_INVALID_ARG);

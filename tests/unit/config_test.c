@@ -306,14 +306,18 @@ static void test_print(void)
     static const char *const names[] = {
         "FLIT_VERBOSE",     "FLIT_STATS",    "FLIT_SPIN_US",       "FLIT_PROGRESS_THREAD",
         "FLIT_SHM_RING_KB", "FLIT_SHM_BULK", "FLIT_LONG_CHUNK_KB", "FLIT_PEER_CHECK_MS",
+        "FLIT_TRANSPORT",   "FLIT_PEER_TIMEOUT", "FLIT_UDP_MTU",   "FLIT_UDP_ADDR",
+        "FLIT_UDP_WINDOW_KB", "FLIT_ACK_DELAY_US", "FLIT_RTO_MIN_US", "FLIT_DROP_RATE",
+        "FLIT_DUP_RATE",    "FLIT_REORDER_RATE", "FLIT_FAULT_SEED",
     };
-    int seen[8] = {0};
+    enum { NNAMES = sizeof names / sizeof names[0] };
+    int seen[NNAMES] = {0};
     char line[256];
     int lines = 0;
     while (fgets(line, sizeof line, f)) {
         lines++;
         int which = -1;
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < NNAMES; i++) {
             char *at = strstr(line, names[i]);
             /* whole word: FLIT_SHM_RING_KB is not FLIT_SHM_RING_KBX */
             if (at && (at[strlen(names[i])] == ' ' || at[strlen(names[i])] == '\t'))
@@ -334,11 +338,40 @@ static void test_print(void)
             CHECK(strstr(line, " -1") != NULL);
     }
     fclose(f);
-    CHECK(lines == 8);
-    for (int i = 0; i < 8; i++)
+    CHECK(lines == NNAMES);
+    for (int i = 0; i < NNAMES; i++)
         if (seen[i] != 1)
             FAIL("fl_config_print: %s printed %d times", names[i], seen[i]);
     unit_clean_env();
+}
+
+/* The UDP path's variables: seconds, probabilities, an address, a choice. */
+static void test_udp_kinds(void)
+{
+    /* FLIT_PEER_TIMEOUT: seconds with decimals, kept in ms, 0.1 s .. 1 day */
+    expect_valid("FLIT_PEER_TIMEOUT", "2.5", &fl_cfg.peer_timeout_ms, 2500);
+    expect_valid("FLIT_PEER_TIMEOUT", "30", &fl_cfg.peer_timeout_ms, 30000);
+    expect_valid("FLIT_PEER_TIMEOUT", "0.1", &fl_cfg.peer_timeout_ms, 100);
+    static const char *const bad_timeout[] = {"0", "0.05", "-1", "2s", "x", "1e10", ".5"};
+    for (size_t i = 0; i < sizeof bad_timeout / sizeof bad_timeout[0]; i++)
+        expect_invalid("FLIT_PEER_TIMEOUT", bad_timeout[i], &fl_cfg.peer_timeout_ms,
+                       30000);
+    /* FLIT_DROP_RATE and friends: a probability, kept in parts per million */
+    expect_valid("FLIT_DROP_RATE", "0.05", &fl_cfg.drop_ppm, 50000);
+    expect_valid("FLIT_DUP_RATE", "1", &fl_cfg.dup_ppm, 1000000);
+    expect_valid("FLIT_REORDER_RATE", "0", &fl_cfg.reorder_ppm, 0);
+    static const char *const bad_rate[] = {"5", "1.01", "-0.1", "5%", "half", "0.1x"};
+    for (size_t i = 0; i < sizeof bad_rate / sizeof bad_rate[0]; i++)
+        expect_invalid("FLIT_DROP_RATE", bad_rate[i], &fl_cfg.drop_ppm, 0);
+    /* FLIT_UDP_ADDR: dotted IPv4, kept in host order */
+    expect_valid("FLIT_UDP_ADDR", "10.1.2.3", &fl_cfg.udp_addr, 0x0a010203);
+    static const char *const bad_addr[] = {"300.1.1.1", "10.1.2", "host", "::1", "10.1.2.3 "};
+    for (size_t i = 0; i < sizeof bad_addr / sizeof bad_addr[0]; i++)
+        expect_invalid("FLIT_UDP_ADDR", bad_addr[i], &fl_cfg.udp_addr, 0);
+    /* FLIT_TRANSPORT */
+    expect_valid("FLIT_TRANSPORT", "udp", &fl_cfg.transport, FL_TRANSPORT_UDP);
+    expect_valid("FLIT_TRANSPORT", "shm", &fl_cfg.transport, FL_TRANSPORT_SHM);
+    expect_invalid("FLIT_TRANSPORT", "tcp", &fl_cfg.transport, FL_TRANSPORT_AUTO);
 }
 
 int main(void)
@@ -351,6 +384,7 @@ int main(void)
     test_ints();
     test_ring_kb();
     test_bulk();
+    test_udp_kinds();
     test_mixed();
     test_unknown();
     test_print();

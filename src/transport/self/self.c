@@ -107,9 +107,10 @@ static void *self_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
 }
 
 static void self_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
-                        size_t len)
+                        size_t len, unsigned flags)
 {
     (void)dst;
+    (void)flags;    /* nothing to pack: the ring is the wire */
     fl_ring_commit(&t->tx[lane], pkt, len);
     /* Same process: the endpoint's lock (or its single thread) orders this
        with arm, so no fence is needed, only the flag. */
@@ -208,6 +209,12 @@ static void self_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb,
     (void)ctx;
 }
 
+static bool self_settled(struct fl_tp_ep *t)
+{
+    (void)t;
+    return true;    /* shared memory is never in flight */
+}
+
 static void self_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 {
     (void)peer;
@@ -245,6 +252,7 @@ const struct fl_transport fl_tp_self = {
     .want_room = self_want_room,
     .check_peers = self_check_peers,
     .reclaim = self_reclaim,
+    .settled = self_settled,
     .dump_peer = self_dump_peer,
     .close = self_close,
 };

@@ -163,7 +163,7 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     uint32_t nlocal = 0;
     for (uint32_t r = 0; r < a->size; r++)
         nlocal += a->host_of[r] == a->host_of[a->rank];
-    if (nlocal < 2)
+    if (nlocal < 2 || fl_cfg.transport == FL_TRANSPORT_UDP)
         return FLIT_ERR_NOT_SUPPORTED;      /* nobody to share memory with */
     fl_fence_setup();
     if (a->rank == 0 && a->ep_index == 0)
@@ -366,9 +366,10 @@ static void *shm_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
 }
 
 static void shm_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
-                       size_t len)
+                       size_t len, unsigned flags)
 {
     struct shm_peer *p = &t->peers[dst];
+    (void)flags;    /* nothing to pack: the ring is the wire */
     fl_ring_commit(&p->tx[lane], pkt, len);
     /* Either we see the flag, or the receiver sees our record before it
        sleeps (pairs with the slow fence in shm_arm). */
@@ -560,6 +561,12 @@ static void shm_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb,
     }
 }
 
+static bool shm_settled(struct fl_tp_ep *t)
+{
+    (void)t;
+    return true;    /* shared memory is never in flight */
+}
+
 static void shm_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 {
     static const char *const bulk[] = {"copy", "map", "cma"};
@@ -622,6 +629,7 @@ const struct fl_transport fl_tp_shm = {
     .want_room = shm_want_room,
     .check_peers = shm_check_peers,
     .reclaim = shm_reclaim,
+    .settled = shm_settled,
     .dump_peer = shm_dump_peer,
     .close = shm_close,
 };

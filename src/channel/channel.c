@@ -1,0 +1,1021 @@
+/*
+ * The reliability channel; see channel.h for what it guarantees and
+ * wire.h for the datagram.
+ *
+ * Sending: ->reserve finds room in the peer's send buffer for the lane (the
+ * window: when it is full, FLIT_ERR_AGAIN is the credit stall), ->commit
+ * cuts the packet into chunks with sequence numbers and sends them (or
+ * holds them, FL_COMMIT_MORE, to pack several into one datagram). A chunk's
+ * bytes stay in the send buffer until acknowledged: retransmissions send
+ * them again from there, with fresh acknowledgements in the header.
+ *
+ * Receiving: a chunk with the next sequence number is delivered at once,
+ * from the datagram (no copy) when it is a whole packet; one ahead of it is
+ * copied aside until the hole is filled; one behind is a duplicate, dropped.
+ * Every datagram's acknowledgements free the sender's buffer.
+ *
+ * Timers (delayed acks, retransmissions, keep-alives, give-up) run from the
+ * poll; while the endpoint sleeps, a timerfd set to the earliest deadline
+ * wakes it.
+ */
+#include "channel/channel.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "am/wire.h"
+#include "channel/fault.h"
+#include "channel/wire.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "platform/le.h"
+#include "platform/os.h"
+
+#define CHUNK_CAP 1024u         /* sequence numbers in flight per lane */
+#define MAX_PACKET (FLIT_AM_MAX_MEDIUM + 512u)
+#define MIN_WINDOW (2u * MAX_PACKET)
+#define DGRAM_CHUNKS 64u        /* chunks in one datagram we build */
+#define TX_BATCH 16u            /* datagrams per sendmmsg */
+#define RX_BATCH 16u            /* datagrams per recvmmsg */
+#define RX_BUF 65536u           /* one received datagram, at most */
+#define MAX_DEPTH 3u            /* nested polls: handler -> blocked reply -> ... */
+#define MAX_BACKOFF 6u          /* retransmission timeout x 64 at most */
+#define RTO_INITIAL_NS 50000000ull
+#define RTO_MAX_NS 1000000000ull
+#define BLOB_MAGIC 0x4843464cu  /* "FLCH" */
+#define BLOB_HDR 8u
+
+/* ---- state ---- */
+
+struct tx_chunk {
+    uint64_t pos;               /* its bytes in the send buffer */
+    uint64_t pkt_pos;           /* where its packet starts */
+    uint64_t sent_ns;           /* last transmission; 0: never sent */
+    uint64_t first_ns;          /* first transmission: the give-up clock */
+    uint32_t len, pkt_len;
+    uint8_t flags;              /* FL_CHAN_FIRST, FL_CHAN_LAST */
+    bool sacked;                /* the receiver holds it (selective ack) */
+    bool rexmit;                /* due to be sent again */
+};
+
+struct tx_lane {
+    uint8_t *buf;
+    uint64_t size;              /* the window */
+    uint64_t head, tail;        /* [head, tail): packets not yet acknowledged */
+    uint64_t reserved;          /* the open reservation */
+    struct tx_chunk *chunk;     /* [CHUNK_CAP], by sequence number */
+    uint32_t acked;             /* first sequence number not acknowledged */
+    uint32_t unsent;            /* first never sent */
+    uint32_t next;              /* next to give */
+};
+
+struct rx_chunk {
+    uint8_t *data;              /* a copy: it came ahead of its turn */
+    uint32_t len;
+    uint8_t flags;
+};
+
+struct rx_lane {
+    uint32_t next;              /* first sequence number not yet delivered */
+    struct rx_chunk *ooo;       /* [CHUNK_CAP], by sequence number */
+    uint32_t held;              /* chunks in ooo */
+    uint64_t held_bytes;        /* their bytes: at most the window */
+    uint8_t *asm_buf;           /* a packet arriving in chunks */
+    size_t asm_len;
+    bool asm_open;
+    uint64_t unacked;           /* bytes delivered since we last acknowledged */
+};
+
+struct chan_peer {
+    bool connected, down;
+    bool ack_now;               /* acknowledge at the end of this pass */
+    bool dirty;                 /* something to send: chunks or an ack */
+    bool queued;                /* in the endpoint's queue of such peers */
+    bool ping;                  /* ask for an acknowledgement (keep-alive) */
+    uint64_t ack_due;           /* delayed acknowledgement; 0: none */
+    uint32_t echo_ts;           /* its latest clock reading, to echo */
+    uint64_t echo_at;
+    uint64_t srtt, rttvar, rto; /* ns */
+    unsigned backoff;
+    uint64_t last_heard, ping_at, fast_at;
+    size_t chunk_max;           /* payload bytes of a chunk to this peer */
+    uint64_t window;            /* what it lets us have in flight, per lane */
+    uint64_t retransmits;
+    struct tx_lane tx[FL_LANES];
+    struct rx_lane rx[FL_LANES];
+};
+
+/* One datagram to build: which chunks go in it. */
+struct plan {
+    uint32_t dst;
+    bool ping;
+    unsigned n;
+    uint8_t lane[DGRAM_CHUNKS];
+    uint32_t seq[DGRAM_CHUNKS];
+};
+
+struct fl_tp_ep {
+    const struct fl_dgram_ops *ops;
+    struct fl_dgram *d;
+    struct flit_ep *ep;
+    struct fl_counters *counters;
+    uint32_t rank, size;
+    uint64_t key;
+    uint64_t window;            /* what we let each peer have in flight to us */
+    uint64_t timeout_ns;
+    struct chan_peer *peers;
+    int epfd, timerfd;
+    uint64_t next_timer;        /* earliest deadline; 0: none */
+    uint32_t *sendq;            /* peers with something to send, once each */
+    uint32_t nsendq;
+    unsigned depth;             /* polls in progress (nested) */
+    uint8_t *rxmem[MAX_DEPTH];
+    struct fl_fault fault;
+    uint8_t *held;              /* fault injection: a datagram held back */
+    size_t held_len;
+    uint32_t held_src;
+    /* what sending a batch needs, reused */
+    struct plan plans[TX_BATCH];
+    struct fl_dgram_out out[TX_BATCH];
+    struct iovec iov[TX_BATCH][1 + 3 * DGRAM_CHUNKS];
+    uint8_t hdr[TX_BATCH][FL_CHAN_HDR];
+    uint8_t chdr[TX_BATCH][DGRAM_CHUNKS][FL_CHAN_CHUNK_HDR];
+};
+
+static const uint8_t zeros[8];
+
+static inline uint32_t usec32(uint64_t ns)
+{
+    return (uint32_t)(ns / 1000u);
+}
+
+static uint64_t rto_now(const struct chan_peer *p)
+{
+    uint64_t r = p->rto << p->backoff;
+    return r < RTO_MAX_NS ? r : RTO_MAX_NS;
+}
+
+/* Peer p has something to send: the end of the poll pass will send it. */
+static void mark(struct fl_tp_ep *t, struct chan_peer *p)
+{
+    p->dirty = true;
+    if (!p->queued) {
+        p->queued = true;
+        t->sendq[t->nsendq++] = (uint32_t)(p - t->peers);
+    }
+}
+
+/* ---- open / address / connect ---- */
+
+static flit_status lane_init(struct chan_peer *p, uint64_t window)
+{
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        struct tx_lane *tx = &p->tx[l];
+        tx->size = window;
+        tx->buf = malloc(window);
+        tx->chunk = calloc(CHUNK_CAP, sizeof *tx->chunk);
+        p->rx[l].ooo = calloc(CHUNK_CAP, sizeof *p->rx[l].ooo);
+        p->rx[l].asm_buf = malloc(MAX_PACKET);
+        if (!tx->buf || !tx->chunk || !p->rx[l].ooo || !p->rx[l].asm_buf)
+            return FLIT_ERR_NO_MEMORY;
+    }
+    return FLIT_OK;
+}
+
+static void peer_free(struct chan_peer *p)
+{
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        free(p->tx[l].buf);
+        free(p->tx[l].chunk);
+        if (p->rx[l].ooo)
+            for (unsigned i = 0; i < CHUNK_CAP; i++)
+                free(p->rx[l].ooo[i].data);
+        free(p->rx[l].ooo);
+        free(p->rx[l].asm_buf);
+    }
+}
+
+flit_status fl_chan_open(const struct fl_dgram_ops *ops,
+                         const struct fl_tp_open_args *a, struct fl_tp_ep **out)
+{
+    struct fl_dgram *d;
+    flit_status st = ops->open(a, &d);
+    if (st != FLIT_OK)
+        return st;
+    struct fl_tp_ep *t = calloc(1, sizeof *t);
+    if (!t) {
+        ops->close(d);
+        return FLIT_ERR_NO_MEMORY;
+    }
+    t->ops = ops;
+    t->d = d;
+    t->ep = a->ep;
+    t->counters = a->counters;
+    t->rank = a->rank;
+    t->size = a->size;
+    t->key = a->job_id ^ 0x6a09e667f3bcc908ull;
+    t->window = (uint64_t)fl_cfg.udp_window < MIN_WINDOW ? MIN_WINDOW
+                                                         : (uint64_t)fl_cfg.udp_window;
+    t->timeout_ns = (uint64_t)fl_cfg.peer_timeout_ms * 1000000u;
+    t->epfd = epoll_create1(EPOLL_CLOEXEC);
+    t->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    t->peers = calloc(a->size, sizeof *t->peers);
+    t->sendq = calloc(a->size, sizeof *t->sendq);
+    for (unsigned i = 0; i < MAX_DEPTH; i++)
+        t->rxmem[i] = aligned_alloc(64, (size_t)RX_BATCH * RX_BUF);
+    t->held = aligned_alloc(64, RX_BUF);
+    fl_fault_init(&t->fault, (uint64_t)fl_cfg.fault_seed + a->rank,
+                  (uint32_t)fl_cfg.drop_ppm, (uint32_t)fl_cfg.dup_ppm,
+                  (uint32_t)fl_cfg.reorder_ppm);
+    struct epoll_event ev = {.events = EPOLLIN};
+    bool ok = t->epfd >= 0 && t->timerfd >= 0 && t->peers && t->sendq &&
+              t->held && epoll_ctl(t->epfd, EPOLL_CTL_ADD, ops->fd(d), &ev) == 0 &&
+              epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->timerfd, &ev) == 0;
+    for (unsigned i = 0; ok && i < MAX_DEPTH; i++)
+        ok = t->rxmem[i] != NULL;
+    if (!ok) {
+        fl_error("%s: cannot set up the reliability channel: %s", ops->name,
+                 strerror(errno));
+        fl_chan_close(t);
+        return FLIT_ERR_NO_MEMORY;
+    }
+    if (t->fault.active && a->rank == 0 && a->ep_index == 0)
+        fl_info("%s: fault injection: drop %.4f, duplicate %.4f, reorder %.4f of "
+                "received datagrams (seed %lld + rank)", ops->name,
+                fl_cfg.drop_ppm / 1e6, fl_cfg.dup_ppm / 1e6, fl_cfg.reorder_ppm / 1e6,
+                (long long)fl_cfg.fault_seed);
+    *out = t;
+    return FLIT_OK;
+}
+
+flit_status fl_chan_address(struct fl_tp_ep *t, void *buf, size_t *len)
+{
+    if (*len < BLOB_HDR)
+        return FLIT_ERR_INVALID_ARG;
+    uint8_t *b = buf;
+    fl_put32(b, BLOB_MAGIC);
+    fl_put32(b + 4, (uint32_t)t->window);
+    size_t n = *len - BLOB_HDR;
+    flit_status st = t->ops->address(t->d, b + BLOB_HDR, &n);
+    if (st == FLIT_OK)
+        *len = BLOB_HDR + n;
+    return st;
+}
+
+bool fl_chan_reachable(struct fl_tp_ep *t, uint32_t rank, const void *blob, size_t len)
+{
+    const uint8_t *b = blob;
+    return len >= BLOB_HDR && fl_get32(b) == BLOB_MAGIC &&
+           t->ops->reachable(t->d, rank, b + BLOB_HDR, len - BLOB_HDR);
+}
+
+flit_status fl_chan_connect(struct fl_tp_ep *t, uint32_t rank, const void *blob,
+                            size_t len)
+{
+    const uint8_t *b = blob;
+    struct chan_peer *p = &t->peers[rank];
+    flit_status st = t->ops->connect(t->d, rank, b + BLOB_HDR, len - BLOB_HDR);
+    if (st != FLIT_OK)
+        return st;
+    uint64_t theirs = fl_get32(b + 4);
+    p->window = theirs < t->window ? theirs : t->window;
+    if (p->window < MIN_WINDOW)
+        p->window = MIN_WINDOW;
+    size_t payload = t->ops->max_payload(t->d, rank);
+    if (payload < FL_CHAN_HDR + FL_CHAN_CHUNK_HDR + 64) {
+        fl_error("%s: rank %u's path carries %zu-byte datagrams: too small",
+                 t->ops->name, rank, payload);
+        return FLIT_ERR_UNREACHABLE;
+    }
+    p->chunk_max = (payload - FL_CHAN_HDR - FL_CHAN_CHUNK_HDR) & ~(size_t)7;
+    p->rto = RTO_INITIAL_NS;
+    p->last_heard = fl_now_ns();
+    st = lane_init(p, p->window);
+    p->connected = st == FLIT_OK;
+    return st;
+}
+
+void fl_chan_connected(struct fl_tp_ep *t)
+{
+    (void)t;
+}
+
+size_t fl_chan_max_packet(struct fl_tp_ep *t)
+{
+    (void)t;
+    return MAX_PACKET;
+}
+
+/* ---- timers ---- */
+
+static void peer_down(struct fl_tp_ep *t, uint32_t r, const char *why)
+{
+    struct chan_peer *p = &t->peers[r];
+    if (p->down)
+        return;
+    char who[64];
+    t->ops->describe(t->d, r, who, sizeof who);
+    fl_info("%s: rank %u (%s) is down: %s", t->ops->name, r, who, why);
+    p->down = true;
+    p->dirty = false;
+    fl_ep_peer_down(t->ep, r, FLIT_ERR_PEER_DOWN);
+}
+
+static void note_deadline(uint64_t *next, uint64_t when)
+{
+    if (when && (*next == 0 || when < *next))
+        *next = when;
+}
+
+/* Marks what is due for (re)transmission; returns the peer's next deadline. */
+static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
+{
+    struct chan_peer *p = &t->peers[r];
+    uint64_t next = 0;
+    if (p->ack_due && now >= p->ack_due) {
+        p->ack_now = true;
+        mark(t, p);
+        p->ack_due = 0;
+    }
+    note_deadline(&next, p->ack_due);
+    bool expired = false;
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        struct tx_lane *tx = &p->tx[l];
+        if (tx->acked == tx->unsent)
+            continue;
+        if (now - tx->chunk[tx->acked % CHUNK_CAP].first_ns > t->timeout_ns) {
+            peer_down(t, r, "messages unacknowledged for FLIT_PEER_TIMEOUT");
+            return 0;
+        }
+        for (uint32_t s = tx->acked; s != tx->unsent; s++) {
+            struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+            if (c->sacked || c->rexmit)
+                continue;
+            if (now - c->sent_ns >= rto_now(p)) {
+                c->rexmit = expired = true;
+                mark(t, p);
+            } else {
+                note_deadline(&next, c->sent_ns + rto_now(p));
+            }
+        }
+    }
+    if (expired && p->backoff < MAX_BACKOFF)
+        p->backoff++;
+    /* Keep-alive: a silent peer is asked, then given up. */
+    if (now - p->last_heard > t->timeout_ns) {
+        peer_down(t, r, "silent for FLIT_PEER_TIMEOUT");
+        return 0;
+    }
+    uint64_t ask = t->timeout_ns / 4;
+    if (now - p->last_heard > ask && now - p->ping_at > ask) {
+        p->ping = true;
+        mark(t, p);
+        p->ping_at = now;
+    }
+    note_deadline(&next, p->last_heard + ask > p->ping_at + ask ? p->last_heard + ask
+                                                                 : p->ping_at + ask);
+    note_deadline(&next, p->last_heard + t->timeout_ns + 1);
+    return next;
+}
+
+static void run_timers(struct fl_tp_ep *t, uint64_t now)
+{
+    uint64_t next = 0;
+    for (uint32_t r = 0; r < t->size; r++)
+        if (t->peers[r].connected && !t->peers[r].down)
+            note_deadline(&next, peer_timers(t, r, now));
+    t->next_timer = next;
+}
+
+/* ---- sending ---- */
+
+static void fill_hdr(struct fl_tp_ep *t, const struct plan *pl, uint8_t *buf,
+                     uint64_t now)
+{
+    struct chan_peer *p = &t->peers[pl->dst];
+    struct fl_chan_hdr h = {
+        .kind = pl->ping ? FL_CHAN_PING : FL_CHAN_DATA,
+        .nchunks = (uint16_t)pl->n,
+        .src = t->rank,
+        .dst = pl->dst,
+        .key = t->key,
+        .ts = usec32(now) | 1u,     /* never 0: 0 means "nothing to echo" */
+        .ts_echo = p->echo_ts,
+        .echo_delay = p->echo_ts ? usec32(now - p->echo_at) : 0,
+    };
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        struct rx_lane *rx = &p->rx[l];
+        h.ack[l].next = rx->next;
+        h.ack[l].sack = 0;
+        for (unsigned i = 0; rx->held && i < 64; i++)
+            if (rx->ooo[(rx->next + 1 + i) % CHUNK_CAP].data)
+                h.ack[l].sack |= (uint64_t)1 << i;
+    }
+    fl_chan_encode_hdr(buf, &h);
+}
+
+/* The iovecs of planned datagram i. */
+static void build(struct fl_tp_ep *t, unsigned i, uint64_t now)
+{
+    const struct plan *pl = &t->plans[i];
+    struct iovec *v = t->iov[i];
+    int n = 0;
+    fill_hdr(t, pl, t->hdr[i], now);
+    v[n++] = (struct iovec){t->hdr[i], FL_CHAN_HDR};
+    for (unsigned k = 0; k < pl->n; k++) {
+        struct tx_lane *tx = &t->peers[pl->dst].tx[pl->lane[k]];
+        struct tx_chunk *c = &tx->chunk[pl->seq[k] % CHUNK_CAP];
+        struct fl_chan_chunk ch = {.lane = pl->lane[k], .flags = c->flags,
+                                   .len = (uint16_t)c->len, .seq = pl->seq[k]};
+        fl_chan_encode_chunk(t->chdr[i][k], &ch);
+        v[n++] = (struct iovec){t->chdr[i][k], FL_CHAN_CHUNK_HDR};
+        v[n++] = (struct iovec){tx->buf + c->pos % tx->size, c->len};
+        if (c->len & 7)
+            v[n++] = (struct iovec){(void *)zeros, 8 - (c->len & 7)};
+    }
+    t->out[i] = (struct fl_dgram_out){pl->dst, v, n};
+}
+
+/* After datagram i went: its chunks are in flight, its acks said. */
+static void sent(struct fl_tp_ep *t, unsigned i, uint64_t now)
+{
+    const struct plan *pl = &t->plans[i];
+    struct chan_peer *p = &t->peers[pl->dst];
+    for (unsigned k = 0; k < pl->n; k++) {
+        struct tx_lane *tx = &p->tx[pl->lane[k]];
+        struct tx_chunk *c = &tx->chunk[pl->seq[k] % CHUNK_CAP];
+        if (c->sent_ns) {
+            FL_COUNT(t->counters->retransmits, 1);
+            p->retransmits++;
+        } else {
+            c->first_ns = now;
+        }
+        c->sent_ns = now;
+        c->rexmit = false;
+        if (pl->seq[k] == tx->unsent)
+            tx->unsent++;
+    }
+    p->ack_now = p->ping = false;
+    p->ack_due = 0;
+    p->rx[0].unacked = p->rx[1].unacked = 0;
+    FL_COUNT(t->counters->datagrams_sent, 1);
+    note_deadline(&t->next_timer, now + rto_now(p));
+}
+
+/* Fills plan pl with what peer r has to send: due retransmissions first,
+   then new chunks; false when nothing (not even an ack) is due. */
+static bool plan_for(struct fl_tp_ep *t, uint32_t r, struct plan *pl)
+{
+    struct chan_peer *p = &t->peers[r];
+    size_t room = t->ops->max_payload(t->d, r) - FL_CHAN_HDR;
+    pl->dst = r;
+    pl->n = 0;
+    pl->ping = p->ping;
+    for (unsigned pass = 0; pass < 2; pass++) {
+        for (unsigned l = FL_LANES; l-- > 0;) {     /* replies first */
+            struct tx_lane *tx = &p->tx[l];
+            uint32_t from = pass == 0 ? tx->acked : tx->unsent;
+            uint32_t to = pass == 0 ? tx->unsent : tx->next;
+            for (uint32_t s = from; s != to && pl->n < DGRAM_CHUNKS; s++) {
+                struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+                if (pass == 0 && !c->rexmit)
+                    continue;
+                size_t need = fl_chan_chunk_size(c->len);
+                if (need > room)
+                    return true;
+                room -= need;
+                pl->lane[pl->n] = (uint8_t)l;
+                pl->seq[pl->n++] = s;
+            }
+        }
+    }
+    return pl->n > 0 || p->ack_now || p->ping;
+}
+
+/* Whether peer r still has anything to send after its last plan. */
+static bool more_for(const struct chan_peer *p)
+{
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        const struct tx_lane *tx = &p->tx[l];
+        if (tx->unsent != tx->next)
+            return true;
+        for (uint32_t s = tx->acked; s != tx->unsent; s++)
+            if (tx->chunk[s % CHUNK_CAP].rexmit)
+                return true;
+    }
+    return p->ack_now || p->ping;
+}
+
+/* Plans datagrams for peer r into t->plans from n on; returns the new n.
+   Clears p->dirty when nothing more is due. */
+static unsigned plan_peer(struct fl_tp_ep *t, uint32_t r, unsigned n, uint64_t now)
+{
+    struct chan_peer *p = &t->peers[r];
+    if (!p->dirty || p->down) {
+        p->dirty = false;
+        return n;
+    }
+    while (n < TX_BATCH && plan_for(t, r, &t->plans[n])) {
+        build(t, n, now);
+        sent(t, n, now);    /* provisionally: undone if it did not go */
+        n++;
+        if (!more_for(p)) {
+            p->dirty = false;
+            return n;
+        }
+    }
+    if (n < TX_BATCH)
+        p->dirty = false;
+    return n;
+}
+
+/* Sends the planned datagrams; false when the socket took not all. */
+static bool send_planned(struct fl_tp_ep *t, unsigned n)
+{
+    int k = t->ops->send(t->d, t->out, (int)n);
+    if (k >= (int)n)
+        return true;
+    /* The socket is full: what did not go is still due. */
+    for (unsigned i = k < 0 ? 0 : (unsigned)k; i < n; i++) {
+        struct plan *pl = &t->plans[i];
+        struct chan_peer *p = &t->peers[pl->dst];
+        for (unsigned c = 0; c < pl->n; c++)
+            p->tx[pl->lane[c]].chunk[pl->seq[c] % CHUNK_CAP].rexmit = true;
+        p->ack_now = true;
+        mark(t, p);
+    }
+    if (k < 0 && k != -EAGAIN)
+        fl_error("%s: sending: %s", t->ops->name, strerror(-k));
+    return false;
+}
+
+/* Sends what peer r has due. */
+static void flush_peer(struct fl_tp_ep *t, uint32_t r)
+{
+    uint64_t now = fl_now_ns();
+    unsigned n;
+    while ((n = plan_peer(t, r, 0, now)) > 0 && send_planned(t, n) && t->peers[r].dirty)
+        ;
+}
+
+/*
+ * Sends what every queued peer has due, in batches of datagrams. A peer
+ * leaves the queue when nothing more is due; one that filled a batch stays
+ * and is served again, until the socket is full.
+ */
+static void flush(struct fl_tp_ep *t)
+{
+    uint64_t now = fl_now_ns();
+    bool again = true;
+    while (again && t->nsendq > 0) {
+        again = false;
+        uint32_t i = 0, kept = 0;
+        while (i < t->nsendq) {
+            uint32_t from = i;
+            unsigned n = 0;
+            while (i < t->nsendq && n < TX_BATCH)
+                n = plan_peer(t, t->sendq[i++], n, now);
+            bool ok = n == 0 || send_planned(t, n);
+            for (uint32_t j = from; j < i; j++) {    /* compact in place */
+                struct chan_peer *p = &t->peers[t->sendq[j]];
+                if (p->dirty)
+                    t->sendq[kept++] = t->sendq[j];
+                else
+                    p->queued = false;
+                again |= ok && p->dirty;
+            }
+            if (!ok) {      /* the socket is full: the rest waits, in order */
+                memmove(t->sendq + kept, t->sendq + i, (t->nsendq - i) * sizeof *t->sendq);
+                kept += t->nsendq - i;
+                i = t->nsendq;
+                again = false;
+            }
+        }
+        t->nsendq = kept;
+    }
+}
+
+void *fl_chan_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len,
+                      flit_status *st)
+{
+    struct chan_peer *p = &t->peers[dst];
+    struct tx_lane *tx = &p->tx[lane];
+    *st = FLIT_ERR_AGAIN;
+    if (p->down) {
+        *st = FLIT_ERR_PEER_DOWN;
+        return NULL;
+    }
+    size_t chunks = len ? (len + p->chunk_max - 1) / p->chunk_max : 1;
+    if ((tx->next - tx->acked) + chunks > CHUNK_CAP)
+        return NULL;
+    uint64_t pos = (tx->tail + 7) & ~(uint64_t)7;
+    if (pos % tx->size + len > tx->size)
+        pos += tx->size - pos % tx->size;   /* packets never wrap */
+    if (pos + len - tx->head > tx->size)
+        return NULL;
+    tx->reserved = pos;
+    return tx->buf + pos % tx->size;
+}
+
+void fl_chan_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
+                    size_t len, unsigned flags)
+{
+    (void)pkt;
+    struct chan_peer *p = &t->peers[dst];
+    struct tx_lane *tx = &p->tx[lane];
+    uint64_t pos = tx->reserved;
+    size_t off = 0;
+    do {
+        size_t n = len - off < p->chunk_max ? len - off : p->chunk_max;
+        struct tx_chunk *c = &tx->chunk[tx->next++ % CHUNK_CAP];
+        *c = (struct tx_chunk){.pos = pos + off, .pkt_pos = pos, .len = (uint32_t)n,
+                               .pkt_len = (uint32_t)len,
+                               .flags = (uint8_t)((off == 0 ? FL_CHAN_FIRST : 0) |
+                                                  (off + n == len ? FL_CHAN_LAST : 0))};
+        off += n;
+    } while (off < len);
+    tx->tail = pos + len;
+    mark(t, p);
+    if (!(flags & FL_COMMIT_MORE))
+        flush_peer(t, dst);
+}
+
+void fl_chan_cancel(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt)
+{
+    (void)t, (void)dst, (void)lane, (void)pkt;     /* nothing was taken */
+}
+
+/* ---- acknowledgements ---- */
+
+static void rtt_sample(struct chan_peer *p, uint64_t sample)
+{
+    if (p->srtt == 0) {
+        p->srtt = sample;
+        p->rttvar = sample / 2;
+    } else {
+        uint64_t err = p->srtt > sample ? p->srtt - sample : sample - p->srtt;
+        p->rttvar = (3 * p->rttvar + err) / 4;
+        p->srtt = (7 * p->srtt + sample) / 8;
+    }
+    uint64_t min = (uint64_t)fl_cfg.rto_min_us * 1000u;
+    p->rto = p->srtt + 4 * p->rttvar;
+    if (p->rto < min)
+        p->rto = min;
+}
+
+static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
+                     const struct fl_chan_ack *a, uint64_t now)
+{
+    struct tx_lane *tx = &p->tx[lane];
+    /* Never beyond what we sent: that would be a forged or broken ack. */
+    if (fl_seq_before(tx->unsent, a->next))
+        return;
+    if (fl_seq_before(tx->acked, a->next)) {
+        tx->acked = a->next;
+        tx->head = tx->acked == tx->next ? tx->tail
+                                         : tx->chunk[tx->acked % CHUNK_CAP].pkt_pos;
+        p->backoff = 0;
+    }
+    bool hole = false;
+    for (unsigned i = 0; i < 64; i++) {
+        uint32_t s = a->next + 1 + i;
+        if (!fl_seq_before(s, tx->unsent))
+            break;
+        if ((a->sack >> i) & 1) {
+            tx->chunk[s % CHUNK_CAP].sacked = true;
+            hole = true;
+        }
+    }
+    /* Chunks after a hole arrived: what is missing before them is lost
+       (or late). Send it again now, at most once a round trip. */
+    if (hole && tx->acked != tx->unsent && now - p->fast_at > p->srtt) {
+        for (uint32_t s = tx->acked; s != tx->unsent; s++) {
+            struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+            if (!c->sacked && now - c->sent_ns > p->srtt / 2) {
+                c->rexmit = true;
+                mark(t, p);
+            }
+        }
+        p->fast_at = now;
+    }
+}
+
+/* ---- receiving ---- */
+
+static void schedule_ack(struct fl_tp_ep *t, struct chan_peer *p, struct rx_lane *rx,
+                         uint64_t now)
+{
+    if (rx->unacked >= p->window / 4) {
+        p->ack_now = true;      /* do not let the sender stall */
+        mark(t, p);
+    } else if (!p->ack_due) {
+        p->ack_due = now + (uint64_t)fl_cfg.ack_delay_us * 1000u;
+        note_deadline(&t->next_timer, p->ack_due);
+    }
+}
+
+static void deliver(struct fl_tp_ep *t, uint32_t src, unsigned lane, uint8_t flags,
+                    uint8_t *data, size_t len, fl_tp_recv_fn cb, void *ctx, int *n)
+{
+    struct rx_lane *rx = &t->peers[src].rx[lane];
+    rx->next++;
+    rx->unacked += len;
+    if ((flags & (FL_CHAN_FIRST | FL_CHAN_LAST)) == (FL_CHAN_FIRST | FL_CHAN_LAST)) {
+        (*n)++;
+        cb(ctx, src, lane, data, len);      /* straight from the datagram */
+        return;
+    }
+    if (flags & FL_CHAN_FIRST) {
+        rx->asm_open = true;
+        rx->asm_len = 0;
+    }
+    if (!rx->asm_open || rx->asm_len + len > MAX_PACKET) {
+        FL_COUNT(t->counters->refused_packets, 1);  /* broken chunk sequence */
+        rx->asm_open = false;
+        return;
+    }
+    memcpy(rx->asm_buf + rx->asm_len, data, len);
+    rx->asm_len += len;
+    if (flags & FL_CHAN_LAST) {
+        rx->asm_open = false;
+        (*n)++;
+        cb(ctx, src, lane, rx->asm_buf, rx->asm_len);
+    }
+}
+
+static void take_chunk(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_chunk *c,
+                       unsigned lane_mask, fl_tp_recv_fn cb, void *ctx, int *n,
+                       uint64_t now)
+{
+    struct chan_peer *p = &t->peers[src];
+    struct rx_lane *rx = &p->rx[c->lane];
+    if (!(lane_mask & FL_LANE_MASK(c->lane)))
+        return;     /* not now (inside a handler): it will come again */
+    int32_t ahead = (int32_t)(c->seq - rx->next);
+    if (ahead < 0) {
+        FL_COUNT(t->counters->duplicates, 1);
+        p->ack_now = true;      /* its sender missed our ack */
+        mark(t, p);
+        return;
+    }
+    if ((uint32_t)ahead >= CHUNK_CAP) {
+        FL_COUNT(t->counters->refused_packets, 1);
+        return;
+    }
+    if (ahead > 0) {
+        struct rx_chunk *o = &rx->ooo[c->seq % CHUNK_CAP];
+        if (o->data) {
+            FL_COUNT(t->counters->duplicates, 1);
+        } else if (rx->held_bytes + c->len <= t->window &&
+                   (o->data = malloc(c->len ? c->len : 1)) != NULL) {
+            memcpy(o->data, c->data, c->len);   /* else dropped: it comes again */
+            o->len = c->len;
+            o->flags = c->flags;
+            rx->held++;
+            rx->held_bytes += c->len;
+        }
+        p->ack_now = true;      /* the selective ack shows the hole */
+        mark(t, p);
+        return;
+    }
+    deliver(t, src, c->lane, c->flags, c->data, c->len, cb, ctx, n);
+    /* What waited for this one. */
+    struct rx_chunk *o;
+    while (!p->down && (o = &rx->ooo[rx->next % CHUNK_CAP])->data) {
+        uint8_t *data = o->data;
+        o->data = NULL;
+        rx->held--;
+        rx->held_bytes -= o->len;
+        deliver(t, src, c->lane, o->flags, data, o->len, cb, ctx, n);
+        free(data);
+    }
+    schedule_ack(t, p, rx, now);
+}
+
+/* Who sent it, and is it ours? Then its acks, then its chunks. */
+static void take_dgram(struct fl_tp_ep *t, uint32_t src, uint8_t *buf, size_t len,
+                       unsigned lane_mask, fl_tp_recv_fn cb, void *ctx, int *n)
+{
+    struct fl_chan_hdr h;
+    struct fl_chan_chunk chunks[FL_CHAN_MAX_CHUNKS];
+    if (src == FL_DGRAM_STRANGER || fl_chan_decode(buf, len, &h, chunks) != FLIT_OK ||
+        h.key != t->key || h.src != src || h.dst != t->rank) {
+        FL_COUNT(t->counters->refused_packets, 1);
+        return;
+    }
+    struct chan_peer *p = &t->peers[src];
+    if (!p->connected || p->down)
+        return;
+    uint64_t now = fl_now_ns();
+    FL_COUNT(t->counters->datagrams_received, 1);
+    p->last_heard = now;
+    if (h.ts_echo) {
+        uint32_t us = usec32(now) - h.ts_echo - h.echo_delay;
+        if (us < 10000000u)
+            rtt_sample(p, (uint64_t)us * 1000u + 1000u);   /* + clock granularity */
+    }
+    p->echo_ts = h.ts;
+    p->echo_at = now;
+    for (unsigned l = 0; l < FL_LANES; l++)
+        take_ack(t, p, l, &h.ack[l], now);
+    if (h.kind == FL_CHAN_PING) {
+        p->ack_now = true;
+        mark(t, p);
+    }
+    for (unsigned i = 0; i < h.nchunks && !p->down; i++)
+        take_chunk(t, src, &chunks[i], lane_mask, cb, ctx, n, now);
+}
+
+/* The datagram fault injection held back, now. Its buffer stays busy until
+   this returns (no nested poll holds another: see take_received). */
+static void release_held(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
+                         void *ctx, int *n)
+{
+    size_t len = t->held_len;
+    t->held_len = 0;
+    take_dgram(t, t->held_src, t->held, len, lane_mask, cb, ctx, n);
+}
+
+/*
+ * Fault injection decides what the channel sees of datagram i. Holding one
+ * back happens only in the outermost poll: a nested one (a handler waiting
+ * to reply) must not reuse the held buffer while the outer poll may still
+ * be delivering from it.
+ */
+static void take_received(struct fl_tp_ep *t, struct fl_dgram_in *in,
+                          unsigned lane_mask, fl_tp_recv_fn cb, void *ctx, int *n)
+{
+    enum fl_fault_action act = fl_fault_roll(&t->fault);
+    if (act == FL_FAULT_REORDER && t->depth > 1)
+        act = FL_FAULT_NONE;
+    switch (act) {
+    case FL_FAULT_DROP:
+        FL_COUNT(t->counters->faults_injected, 1);
+        return;
+    case FL_FAULT_DUP:
+        FL_COUNT(t->counters->faults_injected, 1);
+        take_dgram(t, in->src, in->buf, in->len, lane_mask, cb, ctx, n);
+        break;
+    case FL_FAULT_REORDER:
+        if (!t->held_len) {     /* keep it until after the next one */
+            FL_COUNT(t->counters->faults_injected, 1);
+            memcpy(t->held, in->buf, in->len);
+            t->held_len = in->len;
+            t->held_src = in->src;
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    take_dgram(t, in->src, in->buf, in->len, lane_mask, cb, ctx, n);
+    if (t->held_len && t->depth == 1)
+        release_held(t, lane_mask, cb, ctx, n);
+}
+
+int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void *ctx,
+                 int budget)
+{
+    (void)budget;   /* a batch of datagrams is the unit */
+    int n = 0;
+    uint64_t now = fl_now_ns();
+    if (t->next_timer && now >= t->next_timer)
+        run_timers(t, now);
+    if (t->depth < MAX_DEPTH) {
+        struct fl_dgram_in in[RX_BATCH];
+        uint8_t *mem = t->rxmem[t->depth];
+        for (unsigned i = 0; i < RX_BATCH; i++)
+            in[i] = (struct fl_dgram_in){.buf = mem + (size_t)i * RX_BUF, .cap = RX_BUF};
+        t->depth++;
+        int got = t->ops->recv(t->d, in, (int)RX_BATCH);
+        for (int i = 0; i < got; i++)
+            take_received(t, &in[i], lane_mask, cb, ctx, &n);
+        if (got <= 0 && t->held_len && t->depth == 1)  /* nothing came: let it in */
+            release_held(t, lane_mask, cb, ctx, &n);
+        t->depth--;
+    }
+    flush(t);
+    return n;
+}
+
+/* ---- sleeping ---- */
+
+bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask)
+{
+    (void)lane_mask;
+    flush(t);   /* nothing held back while we sleep */
+    run_timers(t, fl_now_ns());
+    struct itimerspec its = {0};
+    if (t->next_timer) {
+        its.it_value.tv_sec = (time_t)(t->next_timer / 1000000000u);
+        its.it_value.tv_nsec = (long)(t->next_timer % 1000000000u);
+    }
+    timerfd_settime(t->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+    return t->held_len != 0;
+}
+
+void fl_chan_disarm(struct fl_tp_ep *t)
+{
+    struct itimerspec its = {0};
+    timerfd_settime(t->timerfd, 0, &its, NULL);
+    uint64_t v;
+    ssize_t r = read(t->timerfd, &v, sizeof v);
+    (void)r;
+}
+
+int fl_chan_fd(struct fl_tp_ep *t)
+{
+    return t->epfd;
+}
+
+void fl_chan_want_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
+{
+    (void)t, (void)dst, (void)lane;     /* room comes with acks: they wake us */
+}
+
+void fl_chan_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
+{
+    (void)cb, (void)ctx;
+    run_timers(t, fl_now_ns());
+    flush(t);
+}
+
+/* ---- a dead peer: what it never acknowledged comes back ---- */
+
+void fl_chan_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *ctx)
+{
+    struct chan_peer *p = &t->peers[dst];
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        struct tx_lane *tx = &p->tx[l];
+        uint32_t s = tx->acked;
+        while (s != tx->next) {
+            /* The packet s is part of: whole, even if its first chunks were
+               acknowledged (its handler cannot have run). */
+            const struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+            cb(ctx, dst, l, tx->buf + c->pkt_pos % tx->size, c->pkt_len);
+            do
+                s++;
+            while (s != tx->next && tx->chunk[s % CHUNK_CAP].pkt_pos == c->pkt_pos);
+        }
+        tx->acked = tx->unsent = tx->next;
+        tx->head = tx->tail;
+    }
+}
+
+bool fl_chan_settled(struct fl_tp_ep *t)
+{
+    for (uint32_t r = 0; r < t->size; r++) {
+        struct chan_peer *p = &t->peers[r];
+        if (!p->connected || p->down)
+            continue;
+        if (p->ack_due || p->rx[0].unacked || p->rx[1].unacked) {
+            p->ack_now = true;  /* say it now, not after a delay */
+            mark(t, p);
+            return false;
+        }
+        for (unsigned l = 0; l < FL_LANES; l++)
+            if (p->tx[l].acked != p->tx[l].next)
+                return false;
+    }
+    return true;
+}
+
+void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
+{
+    struct chan_peer *p = &t->peers[peer];
+    char who[64];
+    t->ops->describe(t->d, peer, who, sizeof who);
+    snprintf(buf, len, "%s, rtt %.1f us, rto %.1f ms; in flight req %llu B, rep %llu B "
+             "of a %llu B window; retransmits %llu; receiving req #%u, rep #%u",
+             who, p->srtt / 1e3, rto_now(p) / 1e6,
+             (unsigned long long)(p->tx[0].tail - p->tx[0].head),
+             (unsigned long long)(p->tx[1].tail - p->tx[1].head),
+             (unsigned long long)p->window, (unsigned long long)p->retransmits,
+             p->rx[0].next, p->rx[1].next);
+}
+
+void fl_chan_close(struct fl_tp_ep *t)
+{
+    if (t->peers) {
+        for (uint32_t r = 0; r < t->size; r++)
+            peer_free(&t->peers[r]);
+        free(t->peers);
+    }
+    free(t->sendq);
+    for (unsigned i = 0; i < MAX_DEPTH; i++)
+        free(t->rxmem[i]);
+    free(t->held);
+    if (t->epfd >= 0)
+        close(t->epfd);
+    if (t->timerfd >= 0)
+        close(t->timerfd);
+    if (t->d)
+        t->ops->close(t->d);
+    free(t);
+}

@@ -1,0 +1,76 @@
+/*
+ * The reliability channel: turns an unreliable datagram transport
+ * (src/transport/dgram.h) into a reliable, ordered fl_transport, so that
+ * everything above it sees what shared memory gives: nothing lost, nothing
+ * twice, in order per pair and lane, credits.
+ *
+ * Per peer and lane:
+ *  - sequence numbers on chunks (a packet larger than a datagram is several
+ *    chunks, reassembled in order);
+ *  - cumulative plus selective acknowledgements on every datagram going the
+ *    other way, so a reply acknowledges its request (the HPAM idea), and a
+ *    delayed acknowledgement when there is no reverse traffic;
+ *  - retransmission on a timer estimated from measured round trips, with
+ *    exponential backoff, and at once when selective acks show a hole;
+ *  - a credit window: the unacknowledged bytes a sender may have towards a
+ *    receiver, sized so the receiver's socket never overflows. The sender's
+ *    copy of what is unacknowledged lives in that window, so the window is
+ *    also the retransmission buffer;
+ *  - keep-alives while idle, and a give-up time (FLIT_PEER_TIMEOUT) after
+ *    which the peer is reported down and what it never acknowledged comes
+ *    back as returned messages.
+ *
+ * Fault injection (FLIT_DROP_RATE, FLIT_DUP_RATE, FLIT_REORDER_RATE) acts on
+ * received datagrams, below everything above.
+ */
+#ifndef FL_CHANNEL_CHANNEL_H
+#define FL_CHANNEL_CHANNEL_H
+
+#include "transport/dgram.h"
+#include "transport/transport.h"
+
+/* Opens a channel endpoint over the datagram transport ops. */
+flit_status fl_chan_open(const struct fl_dgram_ops *ops,
+                         const struct fl_tp_open_args *args, struct fl_tp_ep **out);
+
+/* The channel's transport ops; FL_CHANNEL_TRANSPORT fills a table with them. */
+flit_status fl_chan_address(struct fl_tp_ep *t, void *buf, size_t *len);
+bool fl_chan_reachable(struct fl_tp_ep *t, uint32_t rank, const void *blob, size_t len);
+flit_status fl_chan_connect(struct fl_tp_ep *t, uint32_t rank, const void *blob,
+                            size_t len);
+void fl_chan_connected(struct fl_tp_ep *t);
+size_t fl_chan_max_packet(struct fl_tp_ep *t);
+void *fl_chan_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len,
+                      flit_status *st);
+void fl_chan_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
+                    size_t len, unsigned flags);
+void fl_chan_cancel(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt);
+int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void *ctx,
+                 int budget);
+bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask);
+void fl_chan_disarm(struct fl_tp_ep *t);
+int fl_chan_fd(struct fl_tp_ep *t);
+void fl_chan_want_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane);
+void fl_chan_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx);
+void fl_chan_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *ctx);
+bool fl_chan_settled(struct fl_tp_ep *t);
+void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
+void fl_chan_close(struct fl_tp_ep *t);
+
+/* A reliable transport: the channel over a datagram transport whose open
+   function (calling fl_chan_open) is open_fn. */
+#define FL_CHANNEL_TRANSPORT(name_, id_, open_fn)                                \
+    {                                                                            \
+        .name = (name_), .caps = FL_TP_RELIABLE, .id = (id_), .open = (open_fn), \
+        .address = fl_chan_address, .reachable = fl_chan_reachable,              \
+        .connect = fl_chan_connect, .connected = fl_chan_connected,              \
+        .max_packet = fl_chan_max_packet, .reserve = fl_chan_reserve,            \
+        .commit = fl_chan_commit, .cancel = fl_chan_cancel, .poll = fl_chan_poll, \
+        .arm = fl_chan_arm, .disarm = fl_chan_disarm, .fd = fl_chan_fd,          \
+        .want_room = fl_chan_want_room, .check_peers = fl_chan_check_peers,      \
+        .reclaim = fl_chan_reclaim, .settled = fl_chan_settled,                  \
+        .dump_peer = fl_chan_dump_peer,                                          \
+        .close = fl_chan_close,                                                  \
+    }
+
+#endif /* FL_CHANNEL_CHANNEL_H */

@@ -1,0 +1,63 @@
+/*
+ * An unreliable datagram transport: what the reliability channel
+ * (src/channel) needs underneath. Datagrams may be lost, duplicated or
+ * reordered; they are never corrupted (the network's checksums) and never
+ * larger than ->max_payload. The channel adds everything else.
+ *
+ * Today's one implementation is UDP (src/transport/udp); libfabric's
+ * unreliable datagram endpoints or AF_XDP would plug in here.
+ */
+#ifndef FL_TRANSPORT_DGRAM_H
+#define FL_TRANSPORT_DGRAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "flit/flit.h"
+#include "transport/transport.h"
+
+struct fl_dgram;
+
+/* One datagram to send, gathered from iov. */
+struct fl_dgram_out {
+    uint32_t dst;
+    const struct iovec *iov;
+    int iovcnt;
+};
+
+/* One datagram received into buf (the caller's, cap bytes). */
+struct fl_dgram_in {
+    uint8_t *buf;
+    size_t cap;
+    size_t len;         /* out */
+    uint32_t src;       /* out: the rank it came from, or FL_DGRAM_STRANGER */
+};
+
+#define FL_DGRAM_STRANGER UINT32_MAX    /* an address outside the job */
+
+struct fl_dgram_ops {
+    const char *name;
+    /* Opens for an endpoint; FLIT_ERR_NOT_SUPPORTED when not needed. */
+    flit_status (*open)(const struct fl_tp_open_args *args, struct fl_dgram **out);
+    flit_status (*address)(struct fl_dgram *d, void *buf, size_t *len);
+    bool (*reachable)(struct fl_dgram *d, uint32_t rank, const void *blob,
+                      size_t len);
+    flit_status (*connect)(struct fl_dgram *d, uint32_t rank, const void *blob,
+                           size_t len);
+    /* Largest datagram payload towards rank (its path's MTU). */
+    size_t (*max_payload)(struct fl_dgram *d, uint32_t rank);
+    /* Sends n datagrams in as few system calls as it can; returns how many
+       went (the rest would block), or -errno. Never blocks. */
+    int (*send)(struct fl_dgram *d, const struct fl_dgram_out *v, int n);
+    /* Receives up to n datagrams without blocking; returns how many. */
+    int (*recv)(struct fl_dgram *d, struct fl_dgram_in *v, int n);
+    /* Readable when a datagram waits. */
+    int (*fd)(struct fl_dgram *d);
+    /* "host:port" of rank, for messages and dumps. */
+    void (*describe)(struct fl_dgram *d, uint32_t rank, char *buf, size_t len);
+    void (*close)(struct fl_dgram *d);
+};
+
+#endif /* FL_TRANSPORT_DGRAM_H */

@@ -1,0 +1,342 @@
+/*
+ * UDP datagrams for the reliability channel: the path between hosts (and,
+ * with FLIT_TRANSPORT=udp, between ranks of one host).
+ *
+ * One socket per endpoint, batched system calls (sendmmsg, recvmmsg), and a
+ * table from source address to rank: a datagram from an address outside the
+ * job is marked a stranger, and the channel drops and counts it. Datagrams
+ * are as large as the path carries without fragmentation (the route's MTU:
+ * 64 KiB on loopback, 1500 on Ethernet), or FLIT_UDP_MTU. The socket's
+ * receive buffer is sized for every peer's credit window, so that the
+ * kernel never drops for lack of room.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "channel/channel.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "platform/le.h"
+
+#define UDP_BLOB 8u
+#define MAX_BATCH 32
+#define IP_UDP_OVERHEAD 28u     /* IPv4 + UDP headers */
+#define MAX_UDP_PAYLOAD 65507u
+
+struct udp_peer {
+    struct sockaddr_in sa;
+    size_t max_payload;
+};
+
+struct fl_dgram {
+    int sock;
+    uint32_t rank, size;
+    struct sockaddr_in self;
+    struct udp_peer *peers;
+    /* source address -> rank, open addressing; key 0 is empty */
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t cap;
+    struct mmsghdr msgs[MAX_BATCH];
+    struct sockaddr_in names[MAX_BATCH];
+    struct iovec riov[MAX_BATCH];
+};
+
+static uint64_t addr_key(const struct sockaddr_in *sa)
+{
+    return (uint64_t)ntohl(sa->sin_addr.s_addr) << 16 | ntohs(sa->sin_port) |
+           (uint64_t)1 << 63;   /* never 0 */
+}
+
+static size_t slot(const struct fl_dgram *d, uint64_t key)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (d->cap - 1);
+}
+
+static void table_put(struct fl_dgram *d, const struct sockaddr_in *sa, uint32_t rank)
+{
+    uint64_t key = addr_key(sa);
+    size_t i = slot(d, key);
+    while (d->keys[i] && d->keys[i] != key)
+        i = (i + 1) & (d->cap - 1);
+    d->keys[i] = key;
+    d->vals[i] = rank;
+}
+
+static uint32_t table_get(const struct fl_dgram *d, const struct sockaddr_in *sa)
+{
+    uint64_t key = addr_key(sa);
+    for (size_t i = slot(d, key); d->keys[i]; i = (i + 1) & (d->cap - 1))
+        if (d->keys[i] == key)
+            return d->vals[i];
+    return FL_DGRAM_STRANGER;
+}
+
+/* ---- choosing the address ---- */
+
+/* The first interface that is up, not loopback, with an IPv4 address. */
+static uint32_t first_interface(void)
+{
+    struct ifaddrs *all, *a;
+    uint32_t ip = 0;
+    if (getifaddrs(&all) != 0)
+        return 0;
+    for (a = all; a && !ip; a = a->ifa_next)
+        if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+            (a->ifa_flags & IFF_UP) && !(a->ifa_flags & IFF_LOOPBACK))
+            ip = ntohl(((struct sockaddr_in *)(void *)a->ifa_addr)->sin_addr.s_addr);
+    freeifaddrs(all);
+    return ip;
+}
+
+static uint32_t choose_ip(const struct fl_tp_open_args *a, bool one_host)
+{
+    if (fl_cfg.udp_addr)
+        return (uint32_t)fl_cfg.udp_addr;
+    if (one_host)
+        return INADDR_LOOPBACK;
+    if (a->net_hint)
+        return a->net_hint;
+    uint32_t ip = first_interface();
+    if (!ip)
+        fl_warn("udp: no network interface is up; using loopback (set FLIT_UDP_ADDR)");
+    return ip ? ip : INADDR_LOOPBACK;
+}
+
+/* Room in the kernel for every peer's window on both lanes, twice over
+   (the kernel counts its own overhead per datagram). As root the system's
+   limit does not apply. */
+static void size_buffers(struct fl_dgram *d)
+{
+    long want = (long)fl_cfg.udp_window * 2 * 2 * (d->size > 1 ? d->size - 1 : 1);
+    if (want < (4l << 20))
+        want = 4l << 20;
+    if (want > (256l << 20))
+        want = 256l << 20;
+    int v = (int)want;
+    if (setsockopt(d->sock, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) != 0)
+        setsockopt(d->sock, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+    if (setsockopt(d->sock, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof v) != 0)
+        setsockopt(d->sock, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+    int got = 0;
+    socklen_t len = sizeof got;
+    getsockopt(d->sock, SOL_SOCKET, SO_RCVBUF, &got, &len);
+    if (got < want)
+        fl_info("udp: receive buffer %d bytes, not %ld: a burst from every peer at "
+                "once may be dropped by the kernel (retransmission recovers)", got, want);
+}
+
+/* ---- the datagram ops ---- */
+
+static void udp_close(struct fl_dgram *d);
+
+static flit_status udp_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
+{
+    bool one_host = true;
+    for (uint32_t r = 0; r < a->size; r++)
+        one_host &= a->host_of[r] == a->host_of[a->rank];
+    if (fl_cfg.transport == FL_TRANSPORT_SHM || a->size < 2 ||
+        (fl_cfg.transport == FL_TRANSPORT_AUTO && one_host))
+        return FLIT_ERR_NOT_SUPPORTED;  /* nobody to reach over UDP */
+    struct fl_dgram *d = calloc(1, sizeof *d);
+    if (!d)
+        return FLIT_ERR_NO_MEMORY;
+    d->rank = a->rank;
+    d->size = a->size;
+    d->cap = 16;
+    while (d->cap < 2 * (size_t)a->size)
+        d->cap *= 2;
+    d->keys = calloc(d->cap, sizeof *d->keys);
+    d->vals = calloc(d->cap, sizeof *d->vals);
+    d->peers = calloc(a->size, sizeof *d->peers);
+    d->sock = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    d->self = (struct sockaddr_in){.sin_family = AF_INET,
+                                   .sin_addr.s_addr = htonl(choose_ip(a, one_host))};
+    socklen_t len = sizeof d->self;
+    if (!d->keys || !d->vals || !d->peers || d->sock < 0 ||
+        bind(d->sock, (struct sockaddr *)&d->self, sizeof d->self) != 0 ||
+        getsockname(d->sock, (struct sockaddr *)&d->self, &len) != 0) {
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &d->self.sin_addr, ip, sizeof ip);
+        fl_error("udp: cannot open a socket on %s: %s", ip, strerror(errno));
+        udp_close(d);
+        return FLIT_ERR_SYSTEM;
+    }
+    size_buffers(d);
+    *out = d;
+    return FLIT_OK;
+}
+
+static flit_status udp_address(struct fl_dgram *d, void *buf, size_t *len)
+{
+    if (*len < UDP_BLOB)
+        return FLIT_ERR_INVALID_ARG;
+    uint8_t *b = buf;
+    memcpy(b, &d->self.sin_addr.s_addr, 4);     /* network order, as is */
+    memcpy(b + 4, &d->self.sin_port, 2);
+    b[6] = b[7] = 0;
+    *len = UDP_BLOB;
+    return FLIT_OK;
+}
+
+static bool udp_reachable(struct fl_dgram *d, uint32_t rank, const void *blob,
+                          size_t len)
+{
+    const uint8_t *b = blob;
+    return rank != d->rank && len == UDP_BLOB && (b[0] | b[1] | b[2] | b[3]) &&
+           (b[4] | b[5]);
+}
+
+/* The largest datagram payload towards sa: the route's MTU, or
+   FLIT_UDP_MTU. */
+static size_t path_payload(const struct sockaddr_in *sa)
+{
+    int mtu = 0;
+    socklen_t len = sizeof mtu;
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s >= 0 && connect(s, (const struct sockaddr *)sa, sizeof *sa) == 0)
+        getsockopt(s, IPPROTO_IP, IP_MTU, &mtu, &len);
+    if (s >= 0)
+        close(s);
+    if (mtu <= 0)
+        mtu = 1500;     /* the route is unknown: assume Ethernet */
+    if (fl_cfg.udp_mtu)
+        mtu = (int)fl_cfg.udp_mtu;
+    size_t payload = (size_t)mtu > IP_UDP_OVERHEAD ? (size_t)mtu - IP_UDP_OVERHEAD : 0;
+    return payload < MAX_UDP_PAYLOAD ? payload : MAX_UDP_PAYLOAD;
+}
+
+static flit_status udp_connect(struct fl_dgram *d, uint32_t rank, const void *blob,
+                               size_t len)
+{
+    (void)len;
+    const uint8_t *b = blob;
+    struct udp_peer *p = &d->peers[rank];
+    p->sa.sin_family = AF_INET;
+    memcpy(&p->sa.sin_addr.s_addr, b, 4);
+    memcpy(&p->sa.sin_port, b + 4, 2);
+    if (table_get(d, &p->sa) != FL_DGRAM_STRANGER) {
+        fl_error("udp: ranks %u and %u published the same address", table_get(d, &p->sa),
+                 rank);
+        return FLIT_ERR_BOOT;
+    }
+    table_put(d, &p->sa, rank);
+    p->max_payload = path_payload(&p->sa);
+    return FLIT_OK;
+}
+
+static size_t udp_max_payload(struct fl_dgram *d, uint32_t rank)
+{
+    return d->peers[rank].max_payload;
+}
+
+static int udp_send(struct fl_dgram *d, const struct fl_dgram_out *v, int n)
+{
+    if (n > MAX_BATCH)
+        n = MAX_BATCH;
+    for (int i = 0; i < n; i++)
+        d->msgs[i].msg_hdr = (struct msghdr){
+            .msg_name = &d->peers[v[i].dst].sa,
+            .msg_namelen = sizeof(struct sockaddr_in),
+            .msg_iov = (struct iovec *)v[i].iov,
+            .msg_iovlen = (size_t)v[i].iovcnt,
+        };
+    int k;
+    do
+        k = sendmmsg(d->sock, d->msgs, (unsigned)n, MSG_DONTWAIT);
+    while (k < 0 && errno == EINTR);
+    if (k >= 0)
+        return k;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+        return -EAGAIN;
+    /* The network refused this one (unreachable, a firewall): as if lost;
+       retransmission and the peer timeout take it from here. */
+    static _Atomic int said;
+    if (!said++)
+        fl_warn("udp: sending to rank %u: %s", v[0].dst, strerror(errno));
+    return 1;
+}
+
+static int udp_recv(struct fl_dgram *d, struct fl_dgram_in *in, int n)
+{
+    if (n > MAX_BATCH)
+        n = MAX_BATCH;
+    for (int i = 0; i < n; i++) {
+        d->riov[i] = (struct iovec){in[i].buf, in[i].cap};
+        d->msgs[i].msg_hdr = (struct msghdr){
+            .msg_name = &d->names[i],
+            .msg_namelen = sizeof d->names[i],
+            .msg_iov = &d->riov[i],
+            .msg_iovlen = 1,
+        };
+    }
+    int k;
+    do
+        k = recvmmsg(d->sock, d->msgs, (unsigned)n, MSG_DONTWAIT, NULL);
+    while (k < 0 && errno == EINTR);
+    if (k <= 0)
+        return 0;
+    for (int i = 0; i < k; i++) {
+        bool whole = !(d->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) &&
+                     d->msgs[i].msg_hdr.msg_namelen == sizeof d->names[i] &&
+                     d->names[i].sin_family == AF_INET;
+        in[i].len = d->msgs[i].msg_len;
+        in[i].src = whole ? table_get(d, &d->names[i]) : FL_DGRAM_STRANGER;
+    }
+    return k;
+}
+
+static int udp_fd(struct fl_dgram *d)
+{
+    return d->sock;
+}
+
+static void udp_describe(struct fl_dgram *d, uint32_t rank, char *buf, size_t len)
+{
+    char ip[INET_ADDRSTRLEN];
+    const struct sockaddr_in *sa = rank == d->rank ? &d->self : &d->peers[rank].sa;
+    inet_ntop(AF_INET, &sa->sin_addr, ip, sizeof ip);
+    snprintf(buf, len, "udp %s:%u, %zu-byte datagrams", ip, ntohs(sa->sin_port),
+             rank == d->rank ? 0 : d->peers[rank].max_payload);
+}
+
+static void udp_close(struct fl_dgram *d)
+{
+    if (d->sock >= 0)
+        close(d->sock);
+    free(d->keys);
+    free(d->vals);
+    free(d->peers);
+    free(d);
+}
+
+const struct fl_dgram_ops fl_dgram_udp = {
+    .name = "udp",
+    .open = udp_open,
+    .address = udp_address,
+    .reachable = udp_reachable,
+    .connect = udp_connect,
+    .max_payload = udp_max_payload,
+    .send = udp_send,
+    .recv = udp_recv,
+    .fd = udp_fd,
+    .describe = udp_describe,
+    .close = udp_close,
+};
+
+static flit_status udp_channel_open(const struct fl_tp_open_args *a,
+                                    struct fl_tp_ep **out)
+{
+    return fl_chan_open(&fl_dgram_udp, a, out);
+}
+
+/* What the core sees: the reliability channel over UDP datagrams. */
+const struct fl_transport fl_tp_udp = FL_CHANNEL_TRANSPORT("udp", 3, udp_channel_open);
