@@ -1,25 +1,38 @@
 /*
- * flitrun: the job launcher. Starts N ranks of a program on this host, serves
- * the boot protocol they speak (boot/proto.h), and stops the whole job when a
+ * flitrun: the job launcher. Starts N ranks of a program on this host, or
+ * on several hosts (--hosts) through ssh or a --launch command, serves the
+ * boot protocol they speak (boot/proto.h), and stops the whole job when a
  * rank fails, when the --timeout expires, or when flitrun itself is told to
  * stop.
  *
  * One process, no threads, one poll() loop over: the socket the ranks
  * connect to, their connections, the pipes of their output (--prefix only),
- * and a signalfd for SIGCHLD and the signals that stop the job. Deadlines
- * (the timeout, the dump window, the grace before SIGKILL) are the poll
- * timeout, so nothing spins.
+ * flitrun's stdin and the pipe that carries it on to rank 0, and a signalfd
+ * for SIGCHLD and the signals that stop the job. Deadlines (the timeout, the
+ * dump window, the grace before SIGKILL) are the poll timeout, so nothing
+ * spins.
  *
  * The ranks share one process group of their own: a terminal's Ctrl-C
- * reaches only flitrun, which then stops them in order. Every way out goes
- * through job_stop() and the loop runs until every rank has been reaped, so
- * no process is left behind.
+ * reaches only flitrun, which then stops them in order. That group is in the
+ * background of the terminal, where reading it would stop a rank (SIGTTIN);
+ * so rank 0 reads flitrun's stdin from a pipe that flitrun fills, and the
+ * other ranks read /dev/null. Every way out goes through job_stop() and the
+ * loop runs until every rank has been reaped, so no process is left behind.
+ *
+ * A rank on another host is, to flitrun, the process that starts it there
+ * (ssh, or the --launch command): flitrun signals and reaps that one, and
+ * its exit status stands for the rank's. Its stdin, stdout and stderr carry
+ * the rank's. The ranks then reach flitrun over TCP instead of a unix
+ * socket, at an address of this host on their route to it (hosts.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,12 +45,14 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "boot/proto.h"
 #include "flit/flit.h"
+#include "hosts.h"
 #include "platform/os.h"
 
 #define MAX_RANKS 4096u
@@ -49,7 +64,9 @@
 #define LINE_CAP (64u * 1024)           /* a longer line is cut, not buffered */
 #define RELAY_CAP (LINE_CAP + 8192u)    /* one cut line plus a read */
 #define EXTRA_CONNS 32u                 /* connections yet to say who they are */
+#define HELLO_WAIT_NS (10 * NS_PER_S)   /* for a new connection's HELLO */
 #define READS_PER_TURN 16               /* so one chatty rank cannot starve others */
+#define STDIN_CAP (64u * 1024)          /* stdin read ahead of rank 0, at most */
 /* GATHERED body: u32 round, u32 n, then n x (u32 len, bytes); plus its type byte. */
 #define GATHERED_HEAD 8u
 #define GATHERED_MAX (FL_PROTO_MAX_FRAME - 1u)
@@ -65,15 +82,40 @@ static const char usage_line[] =
     "Usage: flitrun -n N [options] [--] program [args...]\n";
 
 static const char help_text[] =
-    "Start N ranks of program on this host as one flit job, and wait for them.\n"
+    "Start N ranks of program as one flit job, on this host or on the hosts\n"
+    "named by --hosts, and wait for them.\n"
     "\n"
-    "  -n, --np N             number of ranks (1..4096); required\n"
+    "  -n, --np N             number of ranks (1..4096); required unless every\n"
+    "                         host in --hosts has a count (then their sum)\n"
+    "  -H, --hosts LIST       run the ranks on these hosts: \"a,b,c\" (ranks\n"
+    "                         shared out evenly) or \"a:2,b:4\" (at most that\n"
+    "                         many on each); localhost and this host's name\n"
+    "                         start here, the others through the launcher\n"
+    "      --placement block|round-robin\n"
+    "                         ranks 0..k-1 on the first host, k.. on the next\n"
+    "                         (block, the default), or one host after another\n"
+    "      --launch TEMPLATE  start a rank on another host with this command\n"
+    "                         instead of ssh: split at blanks, {host} replaced\n"
+    "                         by the host's name, then `env FLIT_...=... program\n"
+    "                         args` appended as separate words, no shell here;\n"
+    "                         e.g. 'ip netns exec {host}'. A template that\n"
+    "                         starts with ssh gets the command as ssh does\n"
+    "      --boot-addr IP     the IPv4 address of this host that the ranks\n"
+    "                         connect to (default: the source address of the\n"
+    "                         route to the first other host, or the first\n"
+    "                         interface up if that name does not resolve);\n"
+    "                         without --hosts, a job here over TCP\n"
     "      --timeout SECONDS  stop the job after SECONDS (fractions allowed);\n"
     "                         the ranks print their state to stderr first\n"
     "  -p, --prefix           prefix every line the ranks print with \"[rank] \"\n"
     "  -k, --keep-going       when a rank fails, let the others run on (they\n"
     "                         see it as a peer going down); report it at the end\n"
-    "  -v, --verbose          tell what flitrun does, on stderr\n"
+    "      --stdin 0|none     who reads flitrun's stdin: rank 0 (the default)\n"
+    "                         or no rank. The others read /dev/null; so does\n"
+    "                         rank 0 when flitrun runs in the background of the\n"
+    "                         terminal that is its stdin\n"
+    "  -v, --verbose          tell what flitrun does, on stderr (FLIT_VERBOSE\n"
+    "                         set to 1 or more does too)\n"
     "  -h, --help             print this help and exit\n"
     "      --version          print the version and exit\n"
     "\n"
@@ -81,13 +123,34 @@ static const char help_text[] =
     "then SIGKILL 2 s later) and flitrun exits with that rank's status, or\n"
     "128+signal. Other exit statuses: 0 every rank exited 0; 124 timed out;\n"
     "127 program cannot be executed; 128+signal flitrun was interrupted;\n"
-    "2 bad usage; 1 any other error.\n";
+    "2 bad usage; 1 any other error.\n"
+    "\n"
+    "On other hosts: the default launcher is `ssh -o BatchMode=yes HOST`\n"
+    "running `cd DIR && exec env FLIT_...=... program args` in the login\n"
+    "shell there (DIR: flitrun's working directory; every word quoted); so\n"
+    "program must be at the same path there, and only the FLIT_* variables\n"
+    "travel. The ranks connect back to flitrun over TCP (FLIT_BOOT=tcp:IP:PORT;\n"
+    "the job id is the only credential). What flitrun watches and stops is\n"
+    "the launcher process: its exit status is the rank's (ssh says 255 for\n"
+    "its own failure and for a rank killed by a signal). ssh ends without\n"
+    "ending the remote rank; the rank ends itself when its connection to\n"
+    "flitrun breaks. Shared-memory files that crashed ranks leave behind are\n"
+    "removed on flitrun's host only.\n";
 
 struct options {
     uint32_t nranks;
     double timeout_s;                   /* 0: none */
     bool prefix, verbose, keep_going;
+    bool stdin_none;                    /* --stdin none: no rank reads it */
     char **argv;                        /* the program and its arguments */
+    const char *hosts_spec;             /* --hosts; NULL: every rank here */
+    const char *launch_spec;            /* --launch; NULL: ssh */
+    const char *placement_spec;         /* --placement */
+    const char *boot_spec;              /* --boot-addr */
+    struct fr_hosts hosts;              /* parsed --hosts */
+    struct fr_launch launch;            /* parsed --launch, or ssh */
+    uint32_t *host_of;                  /* [nranks]: index in hosts; NULL: all here */
+    uint32_t boot_ip;                   /* --boot-addr, host order; 0: none */
 };
 
 struct frame {                          /* outgoing, shared by its receivers */
@@ -106,6 +169,8 @@ struct conn {
     int fd;
     int rank;                           /* -1 until its HELLO was accepted */
     bool dead;                          /* freed at the end of the loop turn */
+    uint64_t hello_by;                  /* closed if still anonymous then (ns) */
+    char peer[32];                      /* " from a.b.c.d:port" over TCP; else "" */
     struct fl_proto_rx rx;
     struct sendq *head, *tail;
 };
@@ -120,6 +185,8 @@ struct relay {                          /* one rank's stdout or stderr (-p) */
 
 struct rank {
     pid_t pid;                          /* as forked; 0 if never started */
+    bool remote;                        /* pid is its launcher (ssh, --launch) */
+    char **argv;                        /* its launcher's argv, until exec'd */
     bool live;                          /* started and not yet reaped */
     bool said_hello, said_bye, dump_asked, dumped;
     struct conn *conn;                  /* NULL while not connected */
@@ -129,13 +196,25 @@ struct rank {
     struct relay out, err;
 };
 
+struct stdin_fwd {                      /* flitrun's stdin, on to rank 0 */
+    int in_fd;                          /* what is read; -1 when not (any more) */
+    int pipe_fd;                        /* to rank 0's stdin; -1 once closed */
+    int rank_end;                       /* the pipe's other end, until rank 0 forks */
+    bool in_sock;                       /* read with MSG_DONTWAIT */
+    bool eof;                           /* close pipe_fd once buf is written */
+    char *buf;                          /* STDIN_CAP bytes */
+    size_t off, len;                    /* buf[off, off + len) is not yet written */
+};
+
 enum phase {
     PHASE_RUNNING,
     PHASE_DUMPING,                      /* timed out; waiting for the dumps */
     PHASE_STOPPING,                     /* ranks told to stop; reaping them */
 };
 
-enum watch_kind { WATCH_SIGNAL, WATCH_LISTEN, WATCH_CONN, WATCH_RELAY };
+enum watch_kind {
+    WATCH_SIGNAL, WATCH_LISTEN, WATCH_CONN, WATCH_RELAY, WATCH_STDIN, WATCH_STDIN_PIPE,
+};
 
 struct watch {                          /* what a pollfd entry stands for */
     enum watch_kind kind;
@@ -147,6 +226,8 @@ struct job {
     uint64_t id;
     char id_hex[17];
     char boot_addr[64];
+    bool tcp;                           /* boot_addr is tcp: some rank may be remote */
+    char *cwd;                          /* for ssh's `cd`; NULL if unknown */
     pid_t self;                         /* flitrun, as its ranks' parent */
     pid_t pgid;                         /* the ranks' group; 0 until rank 0 */
     struct rank *ranks;
@@ -172,6 +253,7 @@ struct job {
     char *scratch;                      /* prefixed output being written */
     size_t scratch_cap;
     bool dest_gone[3];                  /* by fd: stdout or stderr hit EPIPE */
+    struct stdin_fwd in;
 };
 
 /* ---- messages ---- */
@@ -302,6 +384,17 @@ static int parse_one(int c, char **argv, struct options *opt)
             return 0;
         usage_error("--timeout wants a positive number of seconds, not '%s'", optarg);
         return -1;
+    case 'S':
+        if (strcmp(optarg, "0") == 0 || strcmp(optarg, "none") == 0) {
+            opt->stdin_none = optarg[0] == 'n';
+            return 0;
+        }
+        usage_error("--stdin wants 0 or none, not '%s'", optarg);
+        return -1;
+    case 'H': opt->hosts_spec = optarg; return 0;
+    case 'L': opt->launch_spec = optarg; return 0;
+    case 'P': opt->placement_spec = optarg; return 0;
+    case 'B': opt->boot_spec = optarg; return 0;
     case 'p': opt->prefix = true; return 0;
     case 'k': opt->keep_going = true; return 0;
     case 'v': opt->verbose = true; return 0;
@@ -316,6 +409,71 @@ static int parse_one(int c, char **argv, struct options *opt)
     }
 }
 
+/* --hosts, --launch, --placement, --boot-addr: checked, parsed. 0 or -1. */
+static int parse_hosts(struct options *opt)
+{
+    char why[512];
+    struct in_addr a;
+    if (opt->boot_spec && inet_pton(AF_INET, opt->boot_spec, &a) != 1) {
+        usage_error("--boot-addr wants an IPv4 address, not '%s'", opt->boot_spec);
+        return -1;
+    }
+    opt->boot_ip = opt->boot_spec ? ntohl(a.s_addr) : 0;
+    if (!opt->hosts_spec) {
+        if (opt->launch_spec || opt->placement_spec) {
+            usage_error("--%s goes with --hosts",
+                        opt->launch_spec ? "launch" : "placement");
+            return -1;
+        }
+        return 0;
+    }
+    if (opt->placement_spec && strcmp(opt->placement_spec, "block") != 0 &&
+        strcmp(opt->placement_spec, "round-robin") != 0) {
+        usage_error("--placement wants block or round-robin, not '%s'",
+                    opt->placement_spec);
+        return -1;
+    }
+    if (fr_hosts_parse(opt->hosts_spec, &opt->hosts, why, sizeof why) != 0 ||
+        fr_launch_parse(opt->launch_spec, &opt->launch, why, sizeof why) != 0) {
+        usage_error("%s", why);
+        return -1;
+    }
+    if (opt->nranks > 0 || !opt->hosts.counted)
+        return 0;
+    if (opt->hosts.slots > MAX_RANKS) {
+        usage_error("the host counts add up to %llu ranks, more than %u",
+                    (unsigned long long)opt->hosts.slots, MAX_RANKS);
+        return -1;
+    }
+    opt->nranks = (uint32_t)opt->hosts.slots;
+    return 0;
+}
+
+static int place_ranks(struct options *opt)
+{
+    char why[256];
+    enum fr_placement how = opt->placement_spec && opt->placement_spec[0] == 'r'
+                                ? FR_PLACE_ROUND_ROBIN
+                                : FR_PLACE_BLOCK;
+    opt->host_of = calloc(opt->nranks, sizeof *opt->host_of);
+    if (!opt->host_of) {
+        say("out of memory for %u ranks", opt->nranks);
+        return -1;
+    }
+    int err = fr_hosts_place(&opt->hosts, opt->nranks, how, opt->host_of, why, sizeof why);
+    if (err)
+        usage_error("%s", why);
+    return err;
+}
+
+static void options_free(struct options *opt)
+{
+    fr_hosts_free(&opt->hosts);
+    fr_launch_free(&opt->launch);
+    free(opt->host_of);
+    opt->host_of = NULL;
+}
+
 static int parse_options(int argc, char **argv, struct options *opt)
 {
     static const struct option longopts[] = {
@@ -323,6 +481,11 @@ static int parse_options(int argc, char **argv, struct options *opt)
         {"timeout", required_argument, NULL, 'T'},
         {"prefix", no_argument, NULL, 'p'},
         {"keep-going", no_argument, NULL, 'k'},
+        {"stdin", required_argument, NULL, 'S'},
+        {"hosts", required_argument, NULL, 'H'},
+        {"launch", required_argument, NULL, 'L'},
+        {"placement", required_argument, NULL, 'P'},
+        {"boot-addr", required_argument, NULL, 'B'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -331,20 +494,27 @@ static int parse_options(int argc, char **argv, struct options *opt)
     int c;
     opterr = 0;
     /* '+': the program's own options are not ours */
-    while ((c = getopt_long(argc, argv, "+:n:pkvh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:n:H:pkvh", longopts, NULL)) != -1) {
         int r = parse_one(c, argv, opt);
         if (r != 0)
             return r;
     }
+    if (parse_hosts(opt) != 0)
+        return -1;
     if (opt->nranks == 0) {
-        usage_error("-n N is required");
+        usage_error("-n N is required (or a count for every host in --hosts)");
         return -1;
     }
+    if (opt->hosts_spec && place_ranks(opt) != 0)
+        return -1;
     if (optind >= argc) {
         usage_error("no program to run");
         return -1;
     }
     opt->argv = argv + optind;
+    const char *v = getenv("FLIT_VERBOSE");
+    if (v && atoi(v) > 0)
+        opt->verbose = true;            /* the ranks will say more; so do we */
     return 0;
 }
 
@@ -369,7 +539,7 @@ static int alloc_tables(struct job *job)
 {
     uint32_t n = job->opt.nranks;
     job->max_conns = n + EXTRA_CONNS;
-    size_t nwatch = 2 + (size_t)job->max_conns + 2 * (size_t)n;
+    size_t nwatch = 4 + (size_t)job->max_conns + 2 * (size_t)n;
     job->ranks = calloc(n, sizeof *job->ranks);
     job->conns = calloc(job->max_conns, sizeof *job->conns);
     job->pfds = calloc(nwatch, sizeof *job->pfds);
@@ -395,7 +565,6 @@ static int new_job_id(struct job *job)
         return -1;
     }
     snprintf(job->id_hex, sizeof job->id_hex, "%016llx", (unsigned long long)job->id);
-    snprintf(job->boot_addr, sizeof job->boot_addr, "unix:@flit-%s", job->id_hex);
     return 0;
 }
 
@@ -445,10 +614,87 @@ static int take_signals(struct job *job)
     return 0;
 }
 
+/* Which ranks go to other hosts; any of them (or --boot-addr) makes the
+   rendezvous TCP. */
+static void mark_remote(struct job *job)
+{
+    job->tcp = job->opt.boot_ip != 0;
+    for (uint32_t r = 0; job->opt.host_of && r < job->opt.nranks; r++) {
+        struct rank *rk = &job->ranks[r];
+        rk->remote = !job->opt.hosts.host[job->opt.host_of[r]].local;
+        job->tcp |= rk->remote;
+    }
+}
+
+static const char *host_name(const struct job *job, uint32_t r)
+{
+    return job->opt.host_of ? job->opt.hosts.host[job->opt.host_of[r]].name : "localhost";
+}
+
+/* "rank 3 (pid 123)"; "rank 3 on node7 (launcher pid 123)" for a rank on
+   another host, of which flitrun knows the launcher's pid. */
+static const char *rank_who(const struct job *job, uint32_t r, char *buf, size_t len)
+{
+    const struct rank *rk = &job->ranks[r];
+    if (rk->remote)
+        snprintf(buf, len, "rank %u on %s (launcher pid %d)", r, host_name(job, r),
+                 (int)rk->pid);
+    else
+        snprintf(buf, len, "rank %u (pid %d)", r, (int)rk->pid);
+    return buf;
+}
+
+/* The address of this host the ranks connect to: --boot-addr, or the one on
+   the route to the first rank's host that is not this one. */
+static uint32_t choose_boot_ip(const struct job *job, char *how, size_t len)
+{
+    if (job->opt.boot_ip) {
+        snprintf(how, len, "--boot-addr");
+        return job->opt.boot_ip;
+    }
+    uint32_t r = 0;
+    while (!job->ranks[r].remote)
+        r++;                            /* there is one: else no TCP */
+    uint32_t ip = fr_boot_ip(host_name(job, r), how, len);
+    if (ip)
+        return ip;
+    say("found no address of this host that other hosts can reach (%s); the ranks "
+        "get 127.0.0.1, which reaches flitrun from this host only (see --boot-addr)",
+        how);
+    return INADDR_LOOPBACK;
+}
+
+/* On every interface, at an ephemeral port; the ranks get one address. */
+static int open_tcp_listener(struct job *job)
+{
+    char how[160], ip[INET_ADDRSTRLEN];
+    uint32_t boot_ip = choose_boot_ip(job, how, sizeof how);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof sa;
+    job->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (job->listen_fd < 0 ||
+        bind(job->listen_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        listen(job->listen_fd, SOMAXCONN) != 0 ||
+        getsockname(job->listen_fd, (struct sockaddr *)&sa, &len) != 0) {
+        say("cannot listen on TCP: %s", strerror(errno));
+        return -1;
+    }
+    struct in_addr a = {.s_addr = htonl(boot_ip)};
+    inet_ntop(AF_INET, &a, ip, sizeof ip);
+    snprintf(job->boot_addr, sizeof job->boot_addr, "tcp:%s:%u", ip,
+             (unsigned)ntohs(sa.sin_port));
+    note(job, "boot address %s: %s (%s)", job->boot_addr, ip, how);
+    return 0;
+}
+
 static int open_listener(struct job *job)
 {
     struct sockaddr_un sa;
     unsigned salen;
+    mark_remote(job);
+    if (job->tcp)
+        return open_tcp_listener(job);
+    snprintf(job->boot_addr, sizeof job->boot_addr, "unix:@flit-%s", job->id_hex);
     if (fl_proto_parse_addr(job->boot_addr, &sa, &salen) != 0) {
         say("cannot make a socket address of %s", job->boot_addr);
         return -1;
@@ -481,18 +727,83 @@ static int set_rank_env(struct job *job)
     return 0;
 }
 
+/* Whether rank 0 gets flitrun's stdin. Not with --stdin none, nor when
+   there is nothing to read, nor from a terminal flitrun is in the
+   background of: reading it would stop flitrun (SIGTTIN). */
+static bool stdin_wanted(const struct job *job, struct stat *st)
+{
+    struct stat null_st;
+    int flags = fcntl(STDIN_FILENO, F_GETFL);
+    if (job->opt.stdin_none || flags < 0 || (flags & O_ACCMODE) == O_WRONLY ||
+        fstat(STDIN_FILENO, st) != 0 || fstat(job->devnull_fd, &null_st) != 0 ||
+        (S_ISCHR(st->st_mode) && st->st_rdev == null_st.st_rdev))
+        return false;
+    /* -1 (ENOTTY) too for a terminal that is not flitrun's: no SIGTTIN there */
+    pid_t fg = isatty(STDIN_FILENO) ? tcgetpgrp(STDIN_FILENO) : -1;
+    if (fg >= 0 && fg != getpgrp()) {
+        note(job, "flitrun runs in the background of its terminal: rank 0 reads "
+                  "/dev/null, not the terminal");
+        return false;
+    }
+    return true;
+}
+
+/* What to read stdin with, without blocking the loop. O_NONBLOCK on the
+   inherited file description would reach whoever shares it (the shell; the
+   ranks, when the terminal is their stdout too), so stdin is opened anew.
+   Regular files do not block; sockets have MSG_DONTWAIT. Where stdin cannot
+   be opened anew, it is read as it is when poll says so: that blocks only
+   if something outside the job reads it too and takes the bytes first. */
+static int stdin_reader(struct stdin_fwd *in, const struct stat *st)
+{
+    in->in_sock = S_ISSOCK(st->st_mode);
+    if (in->in_sock || S_ISREG(st->st_mode) || S_ISBLK(st->st_mode))
+        return STDIN_FILENO;
+    int fd = open("/proc/self/fd/0", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    return fd >= 0 ? fd : STDIN_FILENO;
+}
+
+/* The pipe rank 0 reads as its stdin; flitrun fills it from its own. */
+static int stdin_setup(struct job *job)
+{
+    struct stdin_fwd *in = &job->in;
+    struct stat st;
+    int ends[2];
+    if (!stdin_wanted(job, &st))
+        return 0;
+    in->buf = malloc(STDIN_CAP);
+    if (!in->buf || pipe2(ends, O_CLOEXEC) != 0) {
+        say("cannot make the pipe for rank 0's stdin: %s", strerror(errno));
+        return -1;
+    }
+    in->rank_end = ends[0];
+    in->pipe_fd = ends[1];
+    fl_set_nonblock(in->pipe_fd);
+    in->in_fd = stdin_reader(in, &st);
+    note(job, "rank 0 reads flitrun's stdin; the other ranks /dev/null");
+    return 0;
+}
+
 static int job_setup(struct job *job)
 {
+    job->in = (struct stdin_fwd){.in_fd = -1, .pipe_fd = -1, .rank_end = -1};
     job->listen_fd = job->signal_fd = job->devnull_fd = -1;
     job->self = getpid();
     job->round_bytes = GATHERED_HEAD;
     if (alloc_tables(job) || new_job_id(job) || raise_fd_limit(job) ||
-        take_signals(job) || open_listener(job) || set_rank_env(job))
+        take_signals(job) || open_listener(job) || set_rank_env(job) || stdin_setup(job))
         return -1;
     if (job->opt.timeout_s > 0)
         job->timeout_at = fl_now_ns() + (uint64_t)(job->opt.timeout_s * 1e9);
-    note(job, "job %s: %u ranks of '%s', boot socket %s", job->id_hex, job->opt.nranks,
-         job->opt.argv[0], job->boot_addr);
+    if (job->opt.launch.shell)
+        job->cwd = getcwd(NULL, 0);     /* NULL: the ranks start in the home directory */
+    note(job, "job %s: %u ranks of '%s', boot %s %s", job->id_hex, job->opt.nranks,
+         job->opt.argv[0], job->tcp ? "address" : "socket", job->boot_addr);
+    for (uint32_t i = 0; i < job->opt.hosts.n; i++) {
+        const struct fr_host *h = &job->opt.hosts.host[i];
+        note(job, "host %s: %u rank%s%s", h->name, h->nranks, h->nranks == 1 ? "" : "s",
+             h->local ? ", started here" : "");
+    }
     return 0;
 }
 
@@ -609,10 +920,11 @@ static void conn_fail(struct job *job, struct conn *c, const char *fmt, ...)
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     if (c->rank < 0) {
-        say("rejected a connection: %s", why);
+        say("rejected a connection%s: %s", c->peer, why);
     } else {
-        say("rank %d (pid %d) %s; treating it as failed", c->rank,
-            (int)job->ranks[c->rank].pid, why);
+        char who[160];
+        say("%s %s; treating it as failed",
+            rank_who(job, (uint32_t)c->rank, who, sizeof who), why);
         rank_failed(job, EXIT_OWN_ERROR);
     }
     conn_close(job, c);
@@ -676,41 +988,88 @@ static void conns_sweep(struct job *job)
     }
 }
 
-/* Abstract sockets have no permissions: only our own user may join. */
-static bool peer_is_us(int fd)
+/* Abstract sockets have no permissions: only our own user may join. Over
+   TCP anyone may connect; the job id in HELLO is what lets a rank in. */
+static bool peer_is_us(const struct job *job, int fd)
 {
     struct ucred cred;
     socklen_t len = sizeof cred;
-    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-           cred.uid == geteuid();
+    return job->tcp || (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+                        cred.uid == geteuid());
 }
 
-static void conn_add(struct job *job, int fd)
+/* " from a.b.c.d:port" for messages; "" for a unix socket. */
+static void peer_text(const struct job *job, const struct sockaddr_in *sa, char *buf,
+                      size_t len)
+{
+    char ip[INET_ADDRSTRLEN] = "?";
+    buf[0] = '\0';
+    if (!job->tcp)
+        return;
+    inet_ntop(AF_INET, &sa->sin_addr, ip, sizeof ip);
+    snprintf(buf, len, " from %s:%u", ip, (unsigned)ntohs(sa->sin_port));
+}
+
+static void conn_add(struct job *job, int fd, const struct sockaddr_in *sa)
 {
     const char *refused = NULL;
     struct conn *c = NULL;
-    if (!peer_is_us(fd))
+    char peer[sizeof c->peer];
+    int one = 1;
+    peer_text(job, sa, peer, sizeof peer);
+    if (!peer_is_us(job, fd))
         refused = "it is not from this user";
     else if (job->nconns >= job->max_conns)
         refused = "too many connections";
     else if (!(c = calloc(1, sizeof *c)))
         refused = "out of memory";
     if (refused) {
-        say("rejected a connection: %s", refused);
+        say("rejected a connection%s: %s", peer, refused);
         close(fd);
         return;
     }
+    /* the answers are small frames each waited for: no Nagle delay */
+    if (job->tcp)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->fd = fd;
     c->rank = -1;
+    c->hello_by = fl_now_ns() + HELLO_WAIT_NS;
+    memcpy(c->peer, peer, sizeof peer);
     job->conns[job->nconns++] = c;
+}
+
+/* Connections that never say HELLO would take the room of ranks that will. */
+static void conns_expire(struct job *job, uint64_t now)
+{
+    for (uint32_t i = 0; i < job->nconns; i++) {
+        struct conn *c = job->conns[i];
+        if (c->rank < 0 && !c->dead && now >= c->hello_by) {
+            say("rejected a connection%s: no HELLO within %llu s", c->peer,
+                (unsigned long long)(HELLO_WAIT_NS / NS_PER_S));
+            conn_close(job, c);
+        }
+    }
+}
+
+/* The earliest HELLO deadline; UINT64_MAX if none. */
+static uint64_t conns_next_expiry(const struct job *job)
+{
+    uint64_t next = UINT64_MAX;
+    for (uint32_t i = 0; i < job->nconns; i++)
+        if (job->conns[i]->rank < 0 && job->conns[i]->hello_by < next)
+            next = job->conns[i]->hello_by;
+    return next;
 }
 
 static void conns_accept(struct job *job)
 {
     for (;;) {
-        int fd = accept4(job->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_in sa = {0};
+        socklen_t salen = sizeof sa;
+        int fd = accept4(job->listen_fd, job->tcp ? (struct sockaddr *)&sa : NULL,
+                         job->tcp ? &salen : NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            conn_add(job, fd);
+            conn_add(job, fd, &sa);
             continue;
         }
         if (errno == EINTR || errno == ECONNABORTED)
@@ -757,7 +1116,11 @@ static void conn_hello(struct job *job, struct conn *c, uint8_t type,
         c->rank = (int)rank;
         rk->said_hello = true;
         rk->conn = c;
-        note(job, "rank %u (pid %u) connected", rank, pid);
+        if (rk->remote)
+            note(job, "rank %u (pid %u on %s) connected%s", rank, pid,
+                 host_name(job, rank), c->peer);
+        else
+            note(job, "rank %u (pid %u) connected%s", rank, pid, c->peer);
     }
 }
 
@@ -1001,6 +1364,91 @@ static bool relays_open(const struct job *job)
     return false;
 }
 
+/* ---- stdin, for rank 0 ---- */
+
+/* Lets go of flitrun's stdin: what feeds it then sees its reader gone, as
+   when a program reading a pipe exits. */
+static void stdin_release(struct job *job)
+{
+    struct stdin_fwd *in = &job->in;
+    if (in->in_fd < 0)
+        return;
+    if (in->in_fd != STDIN_FILENO)
+        close(in->in_fd);
+    dup2(job->devnull_fd, STDIN_FILENO);
+    in->in_fd = -1;
+}
+
+/* No more forwarding: rank 0 sees EOF; what it was not given is dropped. */
+static void stdin_stop(struct job *job)
+{
+    struct stdin_fwd *in = &job->in;
+    stdin_release(job);
+    if (in->pipe_fd >= 0)
+        close(in->pipe_fd);
+    if (in->rank_end >= 0)
+        close(in->rank_end);
+    in->pipe_fd = in->rank_end = -1;
+    free(in->buf);
+    in->buf = NULL;
+    in->off = in->len = 0;
+}
+
+/* Writes what the pipe to rank 0 takes now; closes it after the last byte. */
+static void stdin_flush(struct job *job)
+{
+    struct stdin_fwd *in = &job->in;
+    while (in->pipe_fd >= 0 && in->len > 0) {
+        ssize_t n = write(in->pipe_fd, in->buf + in->off, in->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;                     /* the rest when POLLOUT says so */
+        if (n < 0) {
+            /* EPIPE, SIGPIPE being ignored: rank 0 closed its stdin */
+            note(job, "rank 0 no longer reads its stdin (%s); flitrun lets go of its own",
+                 strerror(errno));
+            stdin_stop(job);
+            return;
+        }
+        in->off += (size_t)n;
+        in->len -= (size_t)n;
+    }
+    in->off = 0;
+    if (in->eof)
+        stdin_stop(job);
+}
+
+/* At most what the buffer has room for: with the buffer full, stdin is not
+   polled until rank 0 reads, which holds back whatever feeds it. */
+static void stdin_readable(struct job *job)
+{
+    struct stdin_fwd *in = &job->in;
+    if (in->in_fd < 0 || in->len == STDIN_CAP)
+        return;
+    if (in->off + in->len == STDIN_CAP) {
+        memmove(in->buf, in->buf + in->off, in->len);
+        in->off = 0;
+    }
+    char *end = in->buf + in->off + in->len;
+    size_t room = STDIN_CAP - in->off - in->len;
+    ssize_t n = in->in_sock ? recv(in->in_fd, end, room, MSG_DONTWAIT)
+                            : read(in->in_fd, end, room);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n < 0)
+        say("cannot read stdin: %s; rank 0 sees it end there", strerror(errno));
+    else if (n == 0)
+        note(job, "stdin is at its end; so will rank 0's be");
+    if (n <= 0) {
+        in->eof = true;
+        stdin_release(job);
+    } else {
+        in->len += (size_t)n;
+    }
+    stdin_flush(job);
+}
+
 /* ---- ranks: start and reap ---- */
 
 enum child_stage { STAGE_GROUP, STAGE_PARENT, STAGE_STDIO, STAGE_EXEC, STAGE_COUNT };
@@ -1040,12 +1488,14 @@ static _Noreturn void child_exec(const struct job *job, uint32_t rank, int repor
     if (getppid() != job->self)         /* flitrun died before prctl */
         _exit(EXIT_NOEXEC);
     ce.stage = STAGE_STDIO;
-    if (rank > 0 && dup2(job->devnull_fd, STDIN_FILENO) < 0)
+    if (dup2(rank == 0 && job->in.rank_end >= 0 ? job->in.rank_end : job->devnull_fd,
+             STDIN_FILENO) < 0)
         goto fail;
     if (out_fd >= 0 && (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0))
         goto fail;
     child_restore(job);
-    execvp(job->opt.argv[0], job->opt.argv);
+    char *const *argv = job->ranks[rank].argv ? job->ranks[rank].argv : job->opt.argv;
+    execvp(argv[0], argv);
     ce.stage = STAGE_EXEC;
 fail:
     ce.err = errno;
@@ -1065,8 +1515,13 @@ static void close_pair(int fds[2])
 static void rank_started(struct job *job, uint32_t r, pid_t pid, int out_fd, int err_fd)
 {
     struct rank *rk = &job->ranks[r];
-    if (r == 0)
+    if (r == 0) {
         job->pgid = pid;
+        if (job->in.rank_end >= 0) {    /* rank 0 sees EOF when flitrun closes */
+            close(job->in.rank_end);
+            job->in.rank_end = -1;
+        }
+    }
     /* the child does it too: whichever runs first, the group exists before
        the next rank is forked to join it */
     setpgid(pid, job->pgid);
@@ -1081,6 +1536,61 @@ static void rank_started(struct job *job, uint32_t r, pid_t pid, int out_fd, int
     }
 }
 
+/* The FLIT_* part of the environment, FLIT_RANK included: what travels to
+   another host. NULL-terminated; the strings are environ's. */
+static char **flit_env(void)
+{
+    extern char **environ;
+    size_t n = 0;
+    for (char **e = environ; *e; e++)
+        n += strncmp(*e, "FLIT_", 5) == 0;
+    char **out = malloc((n + 1) * sizeof *out);
+    if (!out)
+        return NULL;
+    n = 0;
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "FLIT_", 5) == 0)
+            out[n++] = *e;
+    out[n] = NULL;
+    return out;
+}
+
+/* -v: where rank r goes, and the command that takes it there. */
+static void note_placement(const struct job *job, uint32_t r)
+{
+    char cmd[768];
+    size_t len = 0;
+    char *const *w = job->ranks[r].argv;
+    if (!job->opt.verbose || !job->opt.host_of)
+        return;
+    if (!w) {
+        note(job, "rank %u -> %s: started here", r, host_name(job, r));
+        return;
+    }
+    for (cmd[0] = '\0'; *w && len < sizeof cmd - 1; w++)
+        len += (size_t)snprintf(cmd + len, sizeof cmd - len, "%s%s", len ? " " : "", *w);
+    note(job, "rank %u -> %s: %s", r, host_name(job, r), cmd);
+}
+
+/* Rank r's argv when it is on another host: its launcher's. 0 or -1. */
+static int launch_argv(struct job *job, uint32_t r)
+{
+    struct rank *rk = &job->ranks[r];
+    if (rk->remote) {
+        char **env = flit_env();
+        rk->argv = env ? fr_launch_argv(&job->opt.launch, host_name(job, r), env,
+                                        job->opt.argv, job->cwd)
+                       : NULL;
+        free(env);
+        if (!rk->argv) {
+            errno = ENOMEM;
+            return -1;
+        }
+    }
+    note_placement(job, r);
+    return 0;
+}
+
 /* Forks rank r; *report_fd will say whether its exec worked. 0 or -1. */
 static int spawn_rank(struct job *job, uint32_t r, int *report_fd)
 {
@@ -1089,7 +1599,7 @@ static int spawn_rank(struct job *job, uint32_t r, int *report_fd)
     snprintf(num, sizeof num, "%u", r);
     if (pipe2(rep, O_CLOEXEC) != 0 ||
         (job->opt.prefix && (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)) ||
-        setenv(FL_ENV_RANK, num, 1) != 0)
+        setenv(FL_ENV_RANK, num, 1) != 0 || launch_argv(job, r) != 0)
         goto err_close_pipes;
     pid_t pid = fork();
     if (pid == 0)
@@ -1121,14 +1631,20 @@ static void check_exec(struct job *job, uint32_t r, int report_fd)
     do
         n = read(report_fd, &ce, sizeof ce);
     while (n < 0 && errno == EINTR);
+    struct rank *rk = &job->ranks[r];
+    char exe[256];
+    snprintf(exe, sizeof exe, "%s", rk->argv ? rk->argv[0] : job->opt.argv[0]);
+    free(rk->argv);
+    rk->argv = NULL;
     if (n != (ssize_t)sizeof ce) {
-        note(job, "rank %u is pid %d", r, (int)job->ranks[r].pid);
+        note(job, "rank %u is pid %d%s", r, (int)rk->pid,
+             rk->remote ? ", its launcher's" : "");
         return;
     }
     if (job->decided)
         return;                         /* the first failure speaks for all */
     if (ce.stage == STAGE_EXEC) {
-        say("cannot execute '%s': %s", job->opt.argv[0], strerror(ce.err));
+        say("cannot execute '%s': %s", exe, strerror(ce.err));
         job_stop(job, EXIT_NOEXEC);
     } else {
         say("cannot start rank %u: %s: %s", r,
@@ -1182,19 +1698,42 @@ static int describe_exit(int status, char *buf, size_t len)
     return WEXITSTATUS(status);
 }
 
+/* What the launcher's exit status may mean for a rank on another host:
+   ssh passes the rank's status on, but says 255 both for its own failure
+   and for a rank killed by a signal; through a shell, death by signal S
+   reads 128+S. */
+static void describe_remote(const struct job *job, int code, char *buf, size_t len)
+{
+    size_t used = strlen(buf);
+    char name[32];
+    if (code == 255 && job->opt.launch.shell) {
+        snprintf(buf + used, len - used, " (ssh's own failure, or the rank was killed "
+                 "by a signal there)");
+    } else if (code > 128 && code <= 128 + 64) {
+        signal_name(code - 128, name, sizeof name);
+        snprintf(buf + used, len - used, " (perhaps killed by signal %d (%s) there)",
+                 code - 128, name);
+    }
+}
+
 static void rank_exited(struct job *job, struct rank *rk, int status)
 {
     uint32_t r = (uint32_t)(rk - job->ranks);
     rk->live = false;
+    if (r == 0)
+        stdin_stop(job);                /* nobody else to give it to */
     if (--job->live == 0)
         job->drain_until = fl_now_ns() + DRAIN_NS;
-    char what[96];
+    char what[192], who[160];
     int code = describe_exit(status, what, sizeof what);
+    if (rk->remote && WIFEXITED(status))
+        describe_remote(job, code, what, sizeof what);
+    rank_who(job, r, who, sizeof who);
     if (code == 0 || job->phase == PHASE_STOPPING) {
-        note(job, "rank %u (pid %d) %s", r, (int)rk->pid, what);
+        note(job, "%s %s", who, what);
         return;
     }
-    say("rank %u (pid %d) %s", r, (int)rk->pid, what);
+    say("%s %s", who, what);
     rank_failed(job, code);
 }
 
@@ -1292,6 +1831,7 @@ static bool dumps_done(const struct job *job)
 static void check_deadlines(struct job *job)
 {
     uint64_t now = fl_now_ns();
+    conns_expire(job, now);
     if (job->phase == PHASE_RUNNING && job->timeout_at && now >= job->timeout_at)
         dump_start(job);
     if (job->phase == PHASE_DUMPING && (now >= job->dump_until || dumps_done(job))) {
@@ -1316,6 +1856,9 @@ static int poll_timeout_ms(const struct job *job)
         next = job->kill_at;
     if (job->live == 0 && job->drain_until < next)
         next = job->drain_until;
+    uint64_t expiry = conns_next_expiry(job);
+    if (expiry < next)
+        next = expiry;
     if (next == UINT64_MAX)
         return -1;
     uint64_t now = fl_now_ns();
@@ -1350,6 +1893,10 @@ static nfds_t pollset_build(struct job *job)
         if (rk->err.fd >= 0)
             watch(job, &n, rk->err.fd, POLLIN, WATCH_RELAY, &rk->err);
     }
+    if (job->in.in_fd >= 0 && job->in.len < STDIN_CAP)
+        watch(job, &n, job->in.in_fd, POLLIN, WATCH_STDIN, NULL);
+    if (job->in.pipe_fd >= 0 && job->in.len > 0)
+        watch(job, &n, job->in.pipe_fd, POLLOUT, WATCH_STDIN_PIPE, NULL);
     return n;
 }
 
@@ -1365,6 +1912,8 @@ static void pollset_dispatch(struct job *job, nfds_t n)
         case WATCH_LISTEN: conns_accept(job); break;
         case WATCH_CONN: conn_ready(job, w->obj, revents); break;
         case WATCH_RELAY: relay_readable(job, w->obj); break;
+        case WATCH_STDIN: stdin_readable(job); break;
+        case WATCH_STDIN_PIPE: stdin_flush(job); break;
         }
     }
 }
@@ -1412,9 +1961,11 @@ static int job_teardown(struct job *job)
         free(rk->out.buf);
         free(rk->err.buf);
         free(rk->blob);
+        free(rk->argv);
     }
     for (uint32_t i = 0; i < job->nconns; i++)
         conn_free(job->conns[i]);
+    stdin_stop(job);
     if (job->id_hex[0]) {
         char prefix[32];
         snprintf(prefix, sizeof prefix, "flit-%s-", job->id_hex);
@@ -1431,6 +1982,8 @@ static int job_teardown(struct job *job)
     free(job->pfds);
     free(job->watches);
     free(job->scratch);
+    free(job->cwd);
+    options_free(&job->opt);
     return job->exit_code;
 }
 
@@ -1438,8 +1991,10 @@ int main(int argc, char **argv)
 {
     static struct job job;
     int r = parse_options(argc, argv, &job.opt);
-    if (r != 0)
+    if (r != 0) {
+        options_free(&job.opt);
         return r < 0 ? EXIT_USAGE : 0;
+    }
     ensure_std_fds();
     if (job_setup(&job) != 0) {
         job.exit_code = EXIT_OWN_ERROR;

@@ -8,6 +8,9 @@
 
 static const struct fl_boot_ops *const launchers[] = {
     &fl_boot_flitrun,
+#ifdef FLIT_HAVE_PMIX
+    &fl_boot_pmix,      /* mpirun, prterun, srun; flitrun may run under them */
+#endif
     &fl_boot_single,    /* always detects: a program started by hand */
     NULL,
 };

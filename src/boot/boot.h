@@ -1,7 +1,8 @@
 /*
  * Bootstrap: who am I, how many are we, and the address exchange that fills
  * every endpoint's translation table. One launcher is chosen at flit_init
- * from the environment: flitrun (FLIT_BOOT set), or none (a job of one).
+ * from the environment: flitrun (FLIT_BOOT set), a PMIx server (mpirun,
+ * prterun, srun; when built with PMIx), or none (a job of one).
  *
  * The exchange is an allgather of opaque blobs: each rank contributes one,
  * every rank gets all of them in rank order. It is collective and blocking,
@@ -19,7 +20,10 @@
 struct fl_boot_info {
     uint64_t job_id;            /* same on every rank; names shared files */
     uint32_t rank, size;
-    const char *launcher;       /* "flitrun", "singleton" */
+    const char *launcher;       /* "flitrun", "pmix", "singleton" */
+    uint32_t net_hint;          /* this rank's IPv4 address (host order) on the
+                                   route to the launcher, where the launcher
+                                   knows it (flitrun over TCP); else 0 */
 };
 
 /* The result of an allgather: blob[i] of len[i] bytes from rank i. */
@@ -55,5 +59,8 @@ void fl_boot_run_dump(int fd);
 
 extern const struct fl_boot_ops fl_boot_single;
 extern const struct fl_boot_ops fl_boot_flitrun;
+#ifdef FLIT_HAVE_PMIX
+extern const struct fl_boot_ops fl_boot_pmix;
+#endif
 
 #endif /* FL_BOOT_H */

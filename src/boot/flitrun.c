@@ -2,14 +2,22 @@
  * The rank's side of flitrun: one stream connection to flitrun, read by a
  * boot thread that takes allgather results for the main thread and answers
  * dump requests (so a rank stuck in computation can still be diagnosed).
+ *
+ * The connection is a unix socket when the whole job is on flitrun's host,
+ * TCP when it spans hosts. A rank on flitrun's host dies with flitrun
+ * (flitrun set PR_SET_PDEATHSIG); a rank that ssh started elsewhere has no
+ * such tie, and ssh without a terminal does not end it when ssh ends. So
+ * over TCP the connection is the tie: once it breaks before the rank let go
+ * of it (flitrun is gone, or dropped the rank), the job is over for this
+ * rank, and the boot thread kills the process as the death signal would.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "boot/blobs.h"
@@ -25,6 +33,9 @@ static struct {
     uint32_t round;             /* allgather rounds started */
     struct fl_blobs *result;    /* of the current round, taken by the caller */
     bool broken;                /* connection lost or garbled */
+    bool tcp;                   /* the tie to flitrun: see above */
+    bool closing;               /* the rank lets go of the connection */
+    char spec[128];             /* flitrun's address, for messages */
 } fr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static bool flitrun_detect(void)
@@ -98,6 +109,20 @@ static void handle_frame(uint8_t type, const uint8_t *body, size_t len)
     pthread_mutex_unlock(&fr.lock);
 }
 
+/* Over TCP, the end of the connection that the rank did not ask for ends
+   the rank, as PR_SET_PDEATHSIG ends a rank on flitrun's host. */
+static void connection_ended(void)
+{
+    pthread_mutex_lock(&fr.lock);
+    bool expected = fr.closing || !fr.tcp;
+    pthread_mutex_unlock(&fr.lock);
+    if (expected)
+        return;
+    fl_error("lost the connection to flitrun at %s: the job is over; rank %u ends here",
+             fr.spec, fr.rank);
+    kill(getpid(), SIGKILL);
+}
+
 static void *boot_thread(void *arg)
 {
     (void)arg;
@@ -117,25 +142,27 @@ static void *boot_thread(void *arg)
     fr.broken = true;
     pthread_cond_broadcast(&fr.cond);
     pthread_mutex_unlock(&fr.lock);
+    connection_ended();
     return NULL;
 }
 
-static flit_status connect_flitrun(const char *spec)
+static flit_status connect_flitrun(const char *spec, uint32_t *net_hint)
 {
-    struct sockaddr_un sa;
-    unsigned salen;
-    if (fl_proto_parse_addr(spec, &sa, &salen) != 0) {
+    int fd = fl_proto_connect(spec, net_hint);
+    if (fd == -EINVAL) {
         fl_error("%s=\"%s\" is not an address flitrun gives", FL_ENV_BOOT, spec);
         return FLIT_ERR_BOOT;
     }
-    fr.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fr.fd < 0 || connect(fr.fd, (struct sockaddr *)&sa, salen) != 0) {
-        fl_error("cannot reach flitrun at %s: %s", spec, strerror(errno));
-        if (fr.fd >= 0)
-            close(fr.fd);
-        fr.fd = -1;
+    if (fd < 0) {
+        fl_error("cannot reach flitrun at %s: %s%s", spec, strerror(-fd),
+                 fl_proto_is_tcp(spec) ? " (is that address of flitrun's host reachable "
+                                         "from this one? see flitrun --boot-addr)"
+                                       : "");
         return FLIT_ERR_BOOT;
     }
+    fr.fd = fd;
+    fr.tcp = fl_proto_is_tcp(spec);
+    snprintf(fr.spec, sizeof fr.spec, "%s", spec);
     return FLIT_OK;
 }
 
@@ -150,12 +177,14 @@ static flit_status flitrun_open(struct fl_boot_info *info)
                  FL_ENV_RANK, FL_ENV_SIZE, FL_ENV_JOB_ID);
         return FLIT_ERR_BOOT;
     }
-    flit_status st = connect_flitrun(getenv(FL_ENV_BOOT));
+    uint32_t net_hint = 0;
+    flit_status st = connect_flitrun(getenv(FL_ENV_BOOT), &net_hint);
     if (st != FLIT_OK)
         return st;
     uint8_t hello[FL_PROTO_HELLO_LEN];
     fl_proto_hello_encode(hello, job_id, fr.rank, (uint32_t)getpid());
     fr.broken = false;
+    fr.closing = false;
     fr.round = 0;
     /* The boot thread takes no signals: they belong to the program. */
     sigset_t all, old;
@@ -175,6 +204,7 @@ static flit_status flitrun_open(struct fl_boot_info *info)
     info->size = fr.size;
     info->job_id = job_id;
     info->launcher = "flitrun";
+    info->net_hint = net_hint;
     return FLIT_OK;
 }
 
@@ -211,6 +241,7 @@ static void flitrun_close(bool clean)
     pthread_mutex_lock(&fr.lock);
     if (clean && !fr.broken)
         fl_proto_send(fr.fd, FL_PROTO_BYE, NULL, 0);
+    fr.closing = true;
     pthread_mutex_unlock(&fr.lock);
     shutdown(fr.fd, SHUT_RDWR);
     pthread_join(fr.thread, NULL);

@@ -1,7 +1,11 @@
 /* Framing for the flitrun <-> rank protocol; see proto.h. */
 #include "boot/proto.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -115,6 +119,88 @@ int fl_proto_parse_addr(const char *spec, struct sockaddr_un *sa,
     memcpy(sa->sun_path + 1, name, nlen);   /* abstract: leading NUL */
     *salen = (unsigned)(offsetof(struct sockaddr_un, sun_path) + 1 + nlen);
     return 0;
+}
+
+bool fl_proto_is_tcp(const char *spec)
+{
+    return spec && strncmp(spec, "tcp:", 4) == 0;
+}
+
+int fl_proto_parse_tcp(const char *spec, struct sockaddr_in *sa)
+{
+    char ip[INET_ADDRSTRLEN];
+    if (!fl_proto_is_tcp(spec))
+        return -EINVAL;
+    const char *host = spec + 4, *colon = strrchr(host, ':');
+    size_t hlen = colon ? (size_t)(colon - host) : 0;
+    if (hlen == 0 || hlen >= sizeof ip)
+        return -EINVAL;
+    memcpy(ip, host, hlen);
+    ip[hlen] = '\0';
+    const char *port = colon + 1;
+    size_t plen = strlen(port);
+    /* digits only (no sign, no blanks), no leading zero, at most 5 of them */
+    if (plen == 0 || plen > 5 || port[0] == '0' || strspn(port, "0123456789") != plen)
+        return -EINVAL;
+    unsigned long v = strtoul(port, NULL, 10);
+    struct in_addr a;
+    if (v > 65535 || inet_pton(AF_INET, ip, &a) != 1)
+        return -EINVAL;
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)v);
+    sa->sin_addr = a;
+    return 0;
+}
+
+/* connect() interrupted by a signal goes on in the background: wait for it. */
+static int connect_finish(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    while (poll(&p, 1, -1) < 0)
+        if (errno != EINTR)
+            return -errno;
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        return -errno;
+    return -err;
+}
+
+static int connect_fd(int fd, const struct sockaddr *sa, socklen_t salen)
+{
+    if (connect(fd, sa, salen) == 0)
+        return 0;
+    return errno == EINTR ? connect_finish(fd) : -errno;
+}
+
+int fl_proto_connect(const char *spec, uint32_t *local_ip)
+{
+    struct sockaddr_un un;
+    struct sockaddr_in in;
+    unsigned unlen;
+    bool tcp = fl_proto_parse_tcp(spec, &in) == 0;
+    if (!tcp && fl_proto_parse_addr(spec, &un, &unlen) != 0)
+        return -EINVAL;
+    int fd = socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int err = tcp ? connect_fd(fd, (struct sockaddr *)&in, sizeof in)
+                  : connect_fd(fd, (struct sockaddr *)&un, (socklen_t)unlen);
+    struct sockaddr_in self = {0};
+    socklen_t slen = sizeof self;
+    int one = 1;
+    /* frames are small and each one is waited for: no Nagle delay */
+    if (!err && tcp &&
+        (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0 ||
+         getsockname(fd, (struct sockaddr *)&self, &slen) != 0))
+        err = -errno;
+    if (err) {
+        close(fd);
+        return err;
+    }
+    *local_ip = tcp ? ntohl(self.sin_addr.s_addr) : 0;
+    return fd;
 }
 
 void fl_proto_hello_encode(uint8_t out[FL_PROTO_HELLO_LEN], uint64_t job_id,

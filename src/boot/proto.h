@@ -56,7 +56,9 @@ int fl_proto_hello_decode(const uint8_t *body, size_t len,
                           struct fl_proto_hello *out);
 
 /* Environment variables flitrun sets for each rank. */
-#define FL_ENV_BOOT "FLIT_BOOT"         /* "unix:@name" of flitrun's socket */
+#define FL_ENV_BOOT "FLIT_BOOT"         /* flitrun's socket: "unix:@name" when
+                                           every rank is on its host, else
+                                           "tcp:a.b.c.d:port" */
 #define FL_ENV_RANK "FLIT_RANK"
 #define FL_ENV_SIZE "FLIT_SIZE"
 #define FL_ENV_JOB_ID "FLIT_JOB_ID"     /* 16 hex digits */
@@ -90,5 +92,22 @@ void fl_proto_rx_free(struct fl_proto_rx *rx);
 struct sockaddr_un;
 int fl_proto_parse_addr(const char *spec, struct sockaddr_un *sa,
                         unsigned *salen);
+
+/* "tcp:a.b.c.d:port" (dotted quad, port 1..65535, nothing else) -> a
+   sockaddr_in. 0 or -EINVAL; *sa is written only on success. */
+struct sockaddr_in;
+int fl_proto_parse_tcp(const char *spec, struct sockaddr_in *sa);
+
+/*
+ * Connects a blocking stream socket (close-on-exec) to either kind of
+ * address, with TCP_NODELAY over TCP. Returns the fd, or -EINVAL when spec
+ * is neither kind, or -errno. *local_ip: the socket's own IPv4 address over
+ * TCP (host order), which is the rank's address on the route to flitrun;
+ * 0 over a unix socket.
+ */
+int fl_proto_connect(const char *spec, uint32_t *local_ip);
+
+/* Whether spec is a TCP address (the ranks may be on other hosts). */
+bool fl_proto_is_tcp(const char *spec);
 
 #endif /* FL_BOOT_PROTO_H */

@@ -13,16 +13,37 @@
  *                        DUMP and SIGTERM
  *   print split|whole    lines on stdout and stderr, a long line, and an
  *                        unterminated last line; split writes lines in parts
- *   stdin                rank 0 must read "hello from stdin", others EOF
+ *   stdin [TEXT]         rank 0 must read TEXT (default "hello from stdin\n")
+ *                        to EOF, the others EOF at once
+ *   stdin_pattern LEN [gate]
+ *                        rank 0 must read LEN bytes of the stdin pattern to
+ *                        EOF (after the gate opens, with gate), the others
+ *                        EOF at once
+ *   stdin_early exit|close LEN
+ *                        rank 0 reads LEN bytes of the pattern, then exits
+ *                        (exit) or closes its stdin and waits for the gate
+ *                        (close); the others read EOF at once and wait for
+ *                        the gate
  *   badframe RANK        one allgather, then RANK sends a GATHER for a
  *                        round that is not open
  *   reject               rank 0 also makes connections flitrun must refuse
  *   shm                  leaves /dev/shm/flit-<job>-<rank>-0 behind
  *   spam                 writes lines to stdout until that fails
+ *   where                prints "rank R of N on HOST", HOST from $FAKEHOST
+ *                        (set by the tests' --launch template) or "here"
+ *   args ARGS...         prints its working directory and each argument
+ *                        in brackets (quoting through a fake ssh)
+ *
+ * FLIT_BOOT must be flitrun's unix socket for this job, or, when
+ * $FLRUN_TEST_TCP names an IPv4 address, tcp:THAT:PORT, and the connection's
+ * own address must be that one too (all on loopback in these tests).
  *
  * Each rank writes its pid to $FLRUN_TEST_DIR/pid.<rank> before it says
- * HELLO, so the driver can check that none outlives flitrun.
+ * HELLO, so the driver can check that none outlives flitrun. The gate is the
+ * FIFO $FLRUN_TEST_DIR/gate: it opens (reads EOF) once the driver closes
+ * its end.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,8 +51,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
-#include <sys/un.h>
+#include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,9 +114,16 @@ static void check_env(struct client *c)
         die("FLIT_JOB_ID '%s' is not 16 lowercase hex digits", c->job_hex ? c->job_hex : "");
     c->job_id = strtoull(c->job_hex, NULL, 16);
     char boot[64];
-    snprintf(boot, sizeof boot, "unix:@flit-%s", c->job_hex);
+    const char *tcp = getenv("FLRUN_TEST_TCP");
+    if (tcp)
+        snprintf(boot, sizeof boot, "tcp:%s:", tcp);
+    else
+        snprintf(boot, sizeof boot, "unix:@flit-%s", c->job_hex);
     const char *got = getenv(FL_ENV_BOOT);
-    if (!got || strcmp(got, boot) != 0)
+    struct sockaddr_in sa;
+    if (!got ||
+        (tcp ? strncmp(got, boot, strlen(boot)) != 0 || fl_proto_parse_tcp(got, &sa) != 0
+             : strcmp(got, boot) != 0))
         die("FLIT_BOOT is '%s'", got ? got : "");
 }
 
@@ -113,13 +142,16 @@ static void write_pidfile(uint32_t rank)
 
 static int dial(void)
 {
-    struct sockaddr_un sa;
-    unsigned salen;
-    if (fl_proto_parse_addr(getenv(FL_ENV_BOOT), &sa, &salen) != 0)
-        die("%s", "cannot parse FLIT_BOOT");
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, salen) != 0)
-        die("cannot connect: %s", strerror(errno));
+    uint32_t local = 0;
+    const char *tcp = getenv("FLRUN_TEST_TCP");
+    struct in_addr want = {0};
+    int fd = fl_proto_connect(getenv(FL_ENV_BOOT), &local);
+    if (fd < 0)
+        die("cannot connect: %s", strerror(-fd));
+    if (tcp && (inet_pton(AF_INET, tcp, &want) != 1 || ntohl(want.s_addr) != local))
+        die("the connection's own address is not %s", tcp);
+    if (!tcp && local != 0)
+        die("%s", "a unix socket with an IPv4 address");
     return fd;
 }
 
@@ -385,19 +417,103 @@ static int mode_print(int argc, char **argv)
     return 0;
 }
 
-static int mode_stdin(void)
+static uint32_t my_rank(void)
 {
-    uint32_t rank = (uint32_t)atoi(getenv(FL_ENV_RANK) ? getenv(FL_ENV_RANK) : "0");
+    return (uint32_t)atoi(getenv(FL_ENV_RANK) ? getenv(FL_ENV_RANK) : "0");
+}
+
+static int mode_stdin(int argc, char **argv)
+{
+    uint32_t rank = my_rank();
+    write_pidfile(rank);
     char buf[256];
     size_t len = 0;
     ssize_t n;
     while ((n = read(STDIN_FILENO, buf + len, sizeof buf - 1 - len)) > 0)
         len += (size_t)n;
     buf[len] = '\0';
-    const char *want = rank == 0 ? "hello from stdin\n" : "";
+    const char *want = rank > 0 ? "" : argc > 2 ? argv[2] : "hello from stdin\n";
     if (n < 0 || strcmp(buf, want) != 0)
         die("stdin was '%s'", buf);
     printf("rank %u stdin ok\n", rank);
+    return 0;
+}
+
+/* The driver's stdin bytes: byte k of the stream. No short period, so a
+   lost, doubled or reordered piece shows. */
+static uint8_t stdin_byte(size_t k)
+{
+    uint32_t x = (uint32_t)k * 2654435761u;
+    return (uint8_t)((x >> 24) ^ (k >> 16));
+}
+
+/* Reads stdin up to max bytes or EOF, checking them; returns the count. */
+static size_t read_pattern(size_t max)
+{
+    static uint8_t buf[65536];
+    size_t got = 0;
+    while (got < max) {
+        size_t want = max - got < sizeof buf ? max - got : sizeof buf;
+        ssize_t n = read(STDIN_FILENO, buf, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            die("read stdin: %s", strerror(errno));
+        if (n == 0)
+            break;
+        for (ssize_t i = 0; i < n; i++)
+            if (buf[i] != stdin_byte(got + (size_t)i))
+                die("%s", "stdin has the wrong bytes");
+        got += (size_t)n;
+    }
+    return got;
+}
+
+/* Blocks until the driver closes its end of the gate FIFO. */
+static void wait_gate(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/gate", getenv("FLRUN_TEST_DIR"));
+    /* nonblocking open: it must not wait for a writer that has come and gone */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 || fcntl(fd, F_SETFL, 0) != 0)
+        die("cannot open the gate %s", path);
+    char c;
+    ssize_t n;
+    while ((n = read(fd, &c, 1)) < 0 && errno == EINTR)
+        ;
+    if (n != 0)
+        die("%s", "the gate did not open cleanly");
+    close(fd);
+}
+
+static int mode_stdin_pattern(int argc, char **argv)
+{
+    uint32_t rank = my_rank();
+    write_pidfile(rank);
+    size_t want = rank == 0 && argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 0;
+    if (rank == 0 && argc > 3 && strcmp(argv[3], "gate") == 0)
+        wait_gate();
+    size_t got = read_pattern(SIZE_MAX);
+    if (got != want)
+        die("stdin ended after %s bytes", rank == 0 ? "too few or too many" : "some");
+    printf("rank %u stdin %zu bytes ok\n", rank, got);
+    return 0;
+}
+
+static int mode_stdin_early(int argc, char **argv)
+{
+    uint32_t rank = my_rank();
+    write_pidfile(rank);
+    bool close_it = argc > 2 && strcmp(argv[2], "close") == 0;
+    size_t want = rank == 0 && argc > 3 ? (size_t)strtoull(argv[3], NULL, 10) : 0;
+    if (read_pattern(want ? want : SIZE_MAX) != want)
+        die("%s", rank == 0 ? "stdin ended early" : "stdin is not empty");
+    if (rank == 0 && close_it)
+        close(STDIN_FILENO);
+    if (rank > 0 || close_it)
+        wait_gate();
+    printf("rank %u stdin early ok\n", rank);
     return 0;
 }
 
@@ -464,6 +580,25 @@ static int mode_shm(struct client *c)
     return 0;
 }
 
+static int mode_where(void)
+{
+    const char *host = getenv("FAKEHOST");
+    printf("rank %s of %s on %s\n", getenv(FL_ENV_RANK), getenv(FL_ENV_SIZE),
+           host ? host : "here");
+    return 0;
+}
+
+static int mode_args(int argc, char **argv)
+{
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd))
+        die("getcwd: %s", strerror(errno));
+    printf("cwd [%s]\n", cwd);
+    for (int i = 2; i < argc; i++)
+        printf("arg [%s]\n", argv[i]);
+    return 0;
+}
+
 static int mode_spam(void)
 {
     while (write(STDOUT_FILENO, "spam\n", 5) == 5)
@@ -482,11 +617,15 @@ int main(int argc, char **argv)
     if (strcmp(mode, "wait") == 0) return mode_wait(&c);
     if (strcmp(mode, "hang") == 0) return mode_hang(&c, argc, argv);
     if (strcmp(mode, "print") == 0) return mode_print(argc, argv);
-    if (strcmp(mode, "stdin") == 0) return mode_stdin();
+    if (strcmp(mode, "stdin") == 0) return mode_stdin(argc, argv);
+    if (strcmp(mode, "stdin_pattern") == 0) return mode_stdin_pattern(argc, argv);
+    if (strcmp(mode, "stdin_early") == 0) return mode_stdin_early(argc, argv);
     if (strcmp(mode, "badframe") == 0) return mode_badframe(&c, argc, argv);
     if (strcmp(mode, "reject") == 0) return mode_reject(&c);
     if (strcmp(mode, "shm") == 0) return mode_shm(&c);
     if (strcmp(mode, "spam") == 0) return mode_spam();
+    if (strcmp(mode, "where") == 0) return mode_where();
+    if (strcmp(mode, "args") == 0) return mode_args(argc, argv);
     die("unknown mode '%s'", mode);
     return 1;
 }

@@ -3,10 +3,14 @@
  * of 0 .. 1 MiB bodies, many frames in one read, one frame delivered byte by
  * byte on a nonblocking socket, garbage lengths (-EPROTO), oversized sends
  * (-EMSGSIZE), a closed peer (-EPIPE, no SIGPIPE), EOF, the versioned HELLO
- * body, and the "unix:@name" address parser.
+ * body, the "unix:@name" and "tcp:a.b.c.d:port" address parsers, and
+ * fl_proto_connect over both.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -482,6 +486,86 @@ static void test_addr(void)
     close(ls);
 }
 
+static void expect_tcp_bad(const char *spec)
+{
+    struct sockaddr_in sa;
+    memset(&sa, 0x77, sizeof sa);
+    int r = fl_proto_parse_tcp(spec, &sa);
+    if (r != -EINVAL)
+        FAIL("parse_tcp(\"%s\") answered %d, expected -EINVAL", spec ? spec : "(null)", r);
+    CHECK(((uint8_t *)&sa)[0] == 0x77 && ((uint8_t *)&sa)[sizeof sa - 1] == 0x77);
+}
+
+static void test_tcp_addr(void)
+{
+    struct sockaddr_in sa;
+    CHECK_EQ_INT(fl_proto_parse_tcp("tcp:10.1.2.3:4567", &sa), 0);
+    CHECK(sa.sin_family == AF_INET && ntohs(sa.sin_port) == 4567);
+    CHECK(ntohl(sa.sin_addr.s_addr) == 0x0a010203u);
+    CHECK_EQ_INT(fl_proto_parse_tcp("tcp:255.255.255.255:65535", &sa), 0);
+    CHECK(fl_proto_is_tcp("tcp:x") && !fl_proto_is_tcp("unix:@x") && !fl_proto_is_tcp(NULL));
+    static const char *const bad[] = {
+        NULL, "", "tcp:", "tcp::1", "tcp:1.2.3.4", "tcp:1.2.3.4:", "tcp:1.2.3.4:0",
+        "tcp:1.2.3.4:65536", "tcp:1.2.3.4:099", "tcp:1.2.3.4:+80", "tcp:1.2.3.4: 80",
+        "tcp:1.2.3.4:80 ", "tcp:1.2.3.4:80x", "tcp:1.2.3:80", "tcp:1.2.3.4.5:80",
+        "tcp:256.1.1.1:80", "tcp:host:80", "tcp:[::1]:80", "TCP:1.2.3.4:80",
+        " tcp:1.2.3.4:80", "unix:@name", "tcp:1.2.3.4:123456",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_tcp_bad(bad[i]);
+}
+
+/* fl_proto_connect reaches a listener of either kind and tells the TCP
+   socket's own address. */
+static void test_connect(void)
+{
+    uint32_t local = 99;
+    CHECK_EQ_INT(fl_proto_connect("nonsense", &local), -EINVAL);
+    CHECK(local == 99);
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    CHECK(ls >= 0 && bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+          listen(ls, 1) == 0 && getsockname(ls, (struct sockaddr *)&sa, &len) == 0);
+    char spec[64];
+    snprintf(spec, sizeof spec, "tcp:127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    int cs = fl_proto_connect(spec, &local);
+    CHECK(cs >= 0);
+    CHECK(local == INADDR_LOOPBACK);
+    int one = 0;
+    len = sizeof one;
+    CHECK(getsockopt(cs, IPPROTO_TCP, TCP_NODELAY, &one, &len) == 0 && one);
+    int as = accept(ls, NULL, NULL);
+    CHECK(as >= 0);
+    CHECK_EQ_INT(fl_proto_send(cs, FL_PROTO_BYE, NULL, 0), 0);
+    struct fl_proto_rx rx = {0};
+    uint8_t type;
+    const uint8_t *b;
+    size_t blen;
+    CHECK_EQ_INT(next_frame(&rx, as, &type, &b, &blen), 1);
+    CHECK(type == FL_PROTO_BYE && blen == 0);
+    fl_proto_rx_free(&rx);
+    close(as);
+    close(cs);
+    close(ls);
+    /* nobody listens there any more */
+    CHECK_EQ_INT(fl_proto_connect(spec, &local), -ECONNREFUSED);
+
+    char name[64];
+    snprintf(name, sizeof name, "unix:@flit-proto-connect-%d", (int)getpid());
+    struct sockaddr_un un;
+    unsigned unlen;
+    CHECK_EQ_INT(fl_proto_parse_addr(name, &un, &unlen), 0);
+    ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(ls >= 0 && bind(ls, (struct sockaddr *)&un, unlen) == 0 && listen(ls, 1) == 0);
+    local = 99;
+    cs = fl_proto_connect(name, &local);
+    CHECK(cs >= 0 && local == 0);
+    close(cs);
+    close(ls);
+}
+
 int main(void)
 {
     test_encoding();
@@ -492,5 +576,7 @@ int main(void)
     test_send_errors();
     test_hello();
     test_addr();
+    test_tcp_addr();
+    test_connect();
     return 0;
 }

@@ -1,0 +1,297 @@
+/*
+ * Under an existing launcher that runs a PMIx server (Open MPI's mpirun,
+ * prterun, Slurm's srun --mpi=pmix): rank and size come from PMIx, and each
+ * allgather is a put, a commit and a data-collecting fence over the whole
+ * namespace, after which every rank's blob is read from the local store.
+ *
+ * The job id names shared-memory files, so it must differ between jobs that
+ * share a host. The namespace alone does not promise that (Open MPI 4.1's
+ * is a 16-bit hash of host and mpirun's pid, plus a counter), so rank 0 adds
+ * 64 random bits, exchanged in a fence at open.
+ */
+#include <pmix.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "boot/blobs.h"
+#include "boot/proto.h"
+#include "core/log.h"
+#include "platform/os.h"
+
+#define KEY_NONCE "flit.job"
+
+static struct {
+    pthread_mutex_t lock; /* one exchange at a time: round and keys */
+    pmix_proc_t me;
+    uint32_t size;
+    uint32_t round; /* allgather rounds started */
+    bool open;
+} px = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The variables by which a PMIx server names itself and its clients to them
+   (PMIx's own; Open MPI 4.1's mpirun sets all three kinds). flitrun's
+   FLIT_BOOT wins: flitrun may itself run under mpirun. */
+static bool pmix_detect(void)
+{
+    if (getenv(FL_ENV_BOOT))
+        return false;
+    if (getenv("PMIX_NAMESPACE") || getenv("PMIX_RANK"))
+        return true;
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "PMIX_SERVER_URI", 15) == 0)
+            return true;
+    return false;
+}
+
+static flit_status pmix_failed(const char *what, pmix_status_t rc)
+{
+    fl_error("PMIx: %s failed: %s (namespace %s, rank %u)", what, PMIx_Error_string(rc),
+             px.me.nspace, px.me.rank);
+    return FLIT_ERR_BOOT;
+}
+
+/* The value the server holds for key of rank r (in our namespace), which must
+   be of type `type`. Release *out with PMIX_VALUE_RELEASE. */
+static flit_status get_value(pmix_rank_t r, const char *key, pmix_data_type_t type,
+                             pmix_value_t **out)
+{
+    pmix_proc_t p;
+    PMIX_LOAD_PROCID(&p, px.me.nspace, r);
+    /* After a collecting fence the data is here; IMMEDIATE turns a key that
+       is missing into an error instead of a wait for it to be put. Job
+       information (r = wildcard) is local from the start. */
+    pmix_info_t hint;
+    bool yes = true;
+    PMIX_INFO_CONSTRUCT(&hint);
+    PMIX_INFO_LOAD(&hint, PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+    pmix_value_t *v = NULL;
+    pmix_status_t rc = PMIx_Get(&p, key, &hint, 1, &v);
+    PMIX_INFO_DESTRUCT(&hint);
+    char what[PMIX_MAX_KEYLEN + 64];
+    if (r == PMIX_RANK_WILDCARD)
+        snprintf(what, sizeof what, "getting %s of the job", key);
+    else
+        snprintf(what, sizeof what, "getting %s of rank %u", key, r);
+    if (rc != PMIX_SUCCESS || !v) {
+        if (v)
+            PMIX_VALUE_RELEASE(v);
+        return pmix_failed(what, rc == PMIX_SUCCESS ? PMIX_ERR_NOT_FOUND : rc);
+    }
+    if (v->type != type ||
+        (type == PMIX_BYTE_OBJECT && v->data.bo.size && !v->data.bo.bytes)) {
+        fl_error("PMIx: %s: a value of type %s, expected %s", what,
+                 PMIx_Data_type_string(v->type), PMIx_Data_type_string(type));
+        PMIX_VALUE_RELEASE(v);
+        return FLIT_ERR_BOOT;
+    }
+    *out = v;
+    return FLIT_OK;
+}
+
+/* Makes data visible to every rank once the next fence completes. */
+static flit_status put_bytes(const char *key, const void *data, size_t len)
+{
+    pmix_value_t v;
+    PMIX_VALUE_CONSTRUCT(&v);
+    v.type = PMIX_BYTE_OBJECT;
+    v.data.bo.bytes = (char *)data; /* PMIx_Put copies it */
+    v.data.bo.size = len;
+    pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key, &v);
+    if (rc != PMIX_SUCCESS)
+        return pmix_failed("PMIx_Put", rc);
+    /* Put only caches the value in this process; the fence sees committed
+       data only. */
+    rc = PMIx_Commit();
+    if (rc != PMIX_SUCCESS)
+        return pmix_failed("PMIx_Commit", rc);
+    return FLIT_OK;
+}
+
+/* Waits for every rank of the job, and brings their committed data here. */
+static flit_status fence_all(const char *why)
+{
+    pmix_proc_t all;
+    PMIX_LOAD_PROCID(&all, px.me.nspace, PMIX_RANK_WILDCARD);
+    pmix_info_t info;
+    bool yes = true;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    pmix_status_t rc = PMIx_Fence(&all, 1, &info, 1);
+    PMIX_INFO_DESTRUCT(&info);
+    if (rc != PMIX_SUCCESS) {
+        char what[80];
+        snprintf(what, sizeof what, "the fence for %s", why);
+        return pmix_failed(what, rc);
+    }
+    return FLIT_OK;
+}
+
+/* FNV-1a, then a finalizer so that nearby namespaces spread. */
+static uint64_t hash64(uint64_t h, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+
+static flit_status read_job_size(void)
+{
+    pmix_value_t *v;
+    flit_status st = get_value(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, PMIX_UINT32, &v);
+    if (st != FLIT_OK)
+        return st;
+    px.size = v->data.uint32;
+    PMIX_VALUE_RELEASE(v);
+    if (px.size == 0 || px.me.rank >= px.size) {
+        fl_error("PMIx: rank %u in a job of %u (namespace %s)", px.me.rank, px.size,
+                 px.me.nspace);
+        return FLIT_ERR_BOOT;
+    }
+    return FLIT_OK;
+}
+
+/* Namespace and rank 0's random bits, the same on every rank. */
+static flit_status agree_job_id(uint64_t *out)
+{
+    uint8_t nonce[8];
+    if (px.me.rank == 0) {
+        if (fl_random_bytes(nonce, sizeof nonce) != 0) {
+            fl_error("PMIx: no random bytes for the job id");
+            return FLIT_ERR_SYSTEM;
+        }
+        flit_status st = put_bytes(KEY_NONCE, nonce, sizeof nonce);
+        if (st != FLIT_OK)
+            return st;
+    }
+    flit_status st = fence_all("the job id");
+    pmix_value_t *v;
+    if (st == FLIT_OK)
+        st = get_value(0, KEY_NONCE, PMIX_BYTE_OBJECT, &v);
+    if (st != FLIT_OK)
+        return st;
+    if (v->data.bo.size != sizeof nonce) {
+        fl_error("PMIx: rank 0's job id part is %zu bytes, expected %zu", v->data.bo.size,
+                 sizeof nonce);
+        PMIX_VALUE_RELEASE(v);
+        return FLIT_ERR_BOOT;
+    }
+    memcpy(nonce, v->data.bo.bytes, sizeof nonce);
+    PMIX_VALUE_RELEASE(v);
+    uint64_t h = hash64(0xcbf29ce484222325ull, px.me.nspace, strlen(px.me.nspace));
+    *out = hash64(h, nonce, sizeof nonce);
+    return FLIT_OK;
+}
+
+static flit_status pmix_open(struct fl_boot_info *info)
+{
+    const char *ns = getenv("PMIX_NAMESPACE"), *rank = getenv("PMIX_RANK");
+    if (!ns || !*ns || !rank || !*rank) {
+        fl_error("a PMIx server is named in the environment, but PMIX_NAMESPACE "
+                 "and PMIX_RANK are not both set: not started by a PMIx launcher?");
+        return FLIT_ERR_BOOT;
+    }
+    memset(&px.me, 0, sizeof px.me);
+    px.size = 0;
+    px.round = 0;
+    /* PMIx_Init starts PMIx's progress thread: it takes no signals, they
+       belong to the program. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pmix_status_t rc = PMIx_Init(&px.me, NULL, 0);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != PMIX_SUCCESS) {
+        fl_error("PMIx: cannot reach the launcher's server (namespace %s, rank %s): %s",
+                 ns, rank, PMIx_Error_string(rc));
+        return FLIT_ERR_BOOT;
+    }
+    uint64_t job_id = 0;
+    flit_status st = read_job_size();
+    if (st == FLIT_OK)
+        st = agree_job_id(&job_id);
+    if (st != FLIT_OK) {
+        PMIx_Finalize(NULL, 0);
+        return st;
+    }
+    px.open = true;
+    info->rank = px.me.rank;
+    info->size = px.size;
+    info->job_id = job_id;
+    info->launcher = "pmix";
+    return FLIT_OK;
+}
+
+/* Every rank's value of key, in rank order, as blobs. */
+static flit_status collect(const char *key, struct fl_blobs **out)
+{
+    pmix_value_t **v = calloc(px.size, sizeof *v);
+    if (!v)
+        return FLIT_ERR_NO_MEMORY;
+    flit_status st = FLIT_OK;
+    size_t total = 0;
+    for (uint32_t r = 0; r < px.size && st == FLIT_OK; r++) {
+        st = get_value(r, key, PMIX_BYTE_OBJECT, &v[r]);
+        if (st == FLIT_OK)
+            total += v[r]->data.bo.size;
+    }
+    struct fl_blobs *b = st == FLIT_OK ? fl_blobs_alloc(px.size, total) : NULL;
+    if (st == FLIT_OK && !b)
+        st = FLIT_ERR_NO_MEMORY;
+    for (uint32_t r = 0; r < px.size; r++) {
+        if (!v[r])
+            continue;
+        if (b)
+            fl_blobs_add(b, r, v[r]->data.bo.bytes, v[r]->data.bo.size);
+        PMIX_VALUE_RELEASE(v[r]);
+    }
+    free(v);
+    if (b)
+        *out = b;
+    return st;
+}
+
+static flit_status pmix_allgather(const void *mine, size_t len, struct fl_blobs **out)
+{
+    pthread_mutex_lock(&px.lock);
+    /* A key per round: PMIx 4.2 can return a key's first value after it is
+       put again. Nothing can be removed either, so each commit and each fence
+       carries all a rank ever put: fine for flit's small blobs, a few rounds
+       per endpoint. */
+    char key[32];
+    snprintf(key, sizeof key, "flit.%u", ++px.round);
+    fl_debug("PMIx: exchange %s, %zu bytes", key, len);
+    flit_status st = put_bytes(key, mine, len);
+    if (st == FLIT_OK)
+        st = fence_all(key);
+    if (st == FLIT_OK)
+        st = collect(key, out);
+    pthread_mutex_unlock(&px.lock);
+    return st;
+}
+
+static void pmix_close(bool clean)
+{
+    (void)clean;
+    if (!px.open)
+        return;
+    px.open = false;
+    pmix_status_t rc = PMIx_Finalize(NULL, 0);
+    if (rc != PMIX_SUCCESS)
+        fl_warn("PMIx: PMIx_Finalize: %s", PMIx_Error_string(rc));
+}
+
+const struct fl_boot_ops fl_boot_pmix = {
+    .name = "pmix",
+    .detect = pmix_detect,
+    .open = pmix_open,
+    .allgather = pmix_allgather,
+    .close = pmix_close,
+};
