@@ -187,6 +187,18 @@ FLIT_API flit_status flit_ep_set_tag(flit_ep_t *ep, uint64_t tag);
 FLIT_API flit_status flit_ep_set_peer_tag(flit_ep_t *ep, flit_rank_t rank,
                                           uint64_t tag);
 
+/* How the endpoint reaches a peer. */
+typedef struct flit_peer_info {
+    size_t struct_size;         /* set to sizeof(flit_peer_info_t) before the call */
+    const char *transport;      /* "self", "shm", "udp" */
+    char address[64];           /* udp: "10.0.0.2:4711"; shm: "pid 1234"; self: "" */
+    size_t max_packet;          /* largest packet the transport carries */
+    int down;                   /* nonzero once the peer is known dead */
+} flit_peer_info_t;
+
+FLIT_API flit_status flit_ep_peer_info(flit_ep_t *ep, flit_rank_t rank,
+                                       flit_peer_info_t *info_out);
+
 /* Called once per peer that dies or stops answering. */
 typedef void (*flit_peer_down_fn)(flit_ep_t *ep, flit_rank_t peer,
                                   flit_status reason, void *user);

@@ -986,6 +986,11 @@ bool fl_chan_settled(struct fl_tp_ep *t)
     return true;
 }
 
+void fl_chan_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
+{
+    t->ops->address_of(t->d, peer, buf, len);
+}
+
 void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 {
     struct chan_peer *p = &t->peers[peer];

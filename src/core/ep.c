@@ -556,6 +556,23 @@ flit_status flit_ep_peer_segment_size(flit_ep_t *ep, flit_rank_t rank,
     return FLIT_OK;
 }
 
+flit_status flit_ep_peer_info(flit_ep_t *ep, flit_rank_t rank, flit_peer_info_t *info_out)
+{
+    flit_status st = fl_ep_check(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (!info_out || info_out->struct_size != sizeof *info_out)
+        return FLIT_ERR_INVALID_ARG;
+    if (rank.idx >= ep->size)
+        return FLIT_ERR_RANK;
+    const struct fl_peer *p = &ep->peers[rank.idx];
+    info_out->transport = p->tp->name;
+    p->tp->peer_address(p->tpe, rank.idx, info_out->address, sizeof info_out->address);
+    info_out->max_packet = p->tp->max_packet(p->tpe);
+    info_out->down = fl_peer_is_down(p);
+    return FLIT_OK;
+}
+
 flit_status flit_ep_tag(flit_ep_t *ep, uint64_t *tag_out)
 {
     flit_status st = fl_ep_check(ep);

@@ -55,7 +55,8 @@ struct fl_dgram_ops {
     int (*recv)(struct fl_dgram *d, struct fl_dgram_in *v, int n);
     /* Readable when a datagram waits. */
     int (*fd)(struct fl_dgram *d);
-    /* "host:port" of rank, for messages and dumps. */
+    /* "host:port" of rank (address), and a longer line for dumps. */
+    void (*address_of)(struct fl_dgram *d, uint32_t rank, char *buf, size_t len);
     void (*describe)(struct fl_dgram *d, uint32_t rank, char *buf, size_t len);
     void (*close)(struct fl_dgram *d);
 };

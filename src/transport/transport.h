@@ -170,6 +170,9 @@ struct fl_transport {
      */
     bool (*settled)(struct fl_tp_ep *t);
 
+    /* The peer's address as this transport knows it ("" when none). */
+    void (*peer_address)(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
+
     /* One line of state about the pair (t, peer) for dumps; atomics only. */
     void (*dump_peer)(struct fl_tp_ep *t, uint32_t peer, char *buf,
                       size_t len);

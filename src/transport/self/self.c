@@ -215,6 +215,13 @@ static bool self_settled(struct fl_tp_ep *t)
     return true;    /* shared memory is never in flight */
 }
 
+static void self_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
+{
+    (void)t, (void)peer;
+    if (len)
+        buf[0] = '\0';
+}
+
 static void self_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 {
     (void)peer;
@@ -253,6 +260,7 @@ const struct fl_transport fl_tp_self = {
     .check_peers = self_check_peers,
     .reclaim = self_reclaim,
     .settled = self_settled,
+    .peer_address = self_peer_address,
     .dump_peer = self_dump_peer,
     .close = self_close,
 };

@@ -567,6 +567,11 @@ static bool shm_settled(struct fl_tp_ep *t)
     return true;    /* shared memory is never in flight */
 }
 
+static void shm_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
+{
+    snprintf(buf, len, "pid %d", (int)t->peers[peer].pid);
+}
+
 static void shm_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 {
     static const char *const bulk[] = {"copy", "map", "cma"};
@@ -630,6 +635,7 @@ const struct fl_transport fl_tp_shm = {
     .check_peers = shm_check_peers,
     .reclaim = shm_reclaim,
     .settled = shm_settled,
+    .peer_address = shm_peer_address,
     .dump_peer = shm_dump_peer,
     .close = shm_close,
 };

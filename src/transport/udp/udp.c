@@ -299,12 +299,19 @@ static int udp_fd(struct fl_dgram *d)
     return d->sock;
 }
 
-static void udp_describe(struct fl_dgram *d, uint32_t rank, char *buf, size_t len)
+static void udp_address_of(struct fl_dgram *d, uint32_t rank, char *buf, size_t len)
 {
     char ip[INET_ADDRSTRLEN];
     const struct sockaddr_in *sa = rank == d->rank ? &d->self : &d->peers[rank].sa;
     inet_ntop(AF_INET, &sa->sin_addr, ip, sizeof ip);
-    snprintf(buf, len, "udp %s:%u, %zu-byte datagrams", ip, ntohs(sa->sin_port),
+    snprintf(buf, len, "%s:%u", ip, ntohs(sa->sin_port));
+}
+
+static void udp_describe(struct fl_dgram *d, uint32_t rank, char *buf, size_t len)
+{
+    char addr[64];
+    udp_address_of(d, rank, addr, sizeof addr);
+    snprintf(buf, len, "udp %s, %zu-byte datagrams", addr,
              rank == d->rank ? 0 : d->peers[rank].max_payload);
 }
 
@@ -328,6 +335,7 @@ const struct fl_dgram_ops fl_dgram_udp = {
     .send = udp_send,
     .recv = udp_recv,
     .fd = udp_fd,
+    .address_of = udp_address_of,
     .describe = udp_describe,
     .close = udp_close,
 };
