@@ -42,9 +42,9 @@
 #define MIN_WINDOW (2u * MAX_PACKET)
 #define DGRAM_CHUNKS 64u        /* chunks in one datagram we build */
 #define TX_BATCH 16u            /* datagrams per sendmmsg */
-#define RX_BATCH 16u            /* datagrams per recvmmsg */
 #define RX_BUF 65536u           /* one received datagram, at most */
-#define MAX_DEPTH 3u            /* nested polls: handler -> blocked reply -> ... */
+#define MAX_DEPTH FL_DGRAM_SLOTS    /* nested polls: handler -> blocked reply -> ... */
+#define CLOCK_EVERY 16u         /* idle polls between looks at the clock */
 #define MAX_BACKOFF 6u          /* retransmission timeout x 64 at most */
 #define RTO_INITIAL_NS 50000000ull
 #define RTO_MAX_NS 1000000000ull
@@ -135,7 +135,8 @@ struct fl_tp_ep {
     uint32_t *sendq;            /* peers with something to send, once each */
     uint32_t nsendq;
     unsigned depth;             /* polls in progress (nested) */
-    uint8_t *rxmem[MAX_DEPTH];
+    unsigned idle_polls;        /* since the clock was last read */
+    bool check_timers;          /* woken by the timer: look at once */
     struct fl_fault fault;
     uint8_t *held;              /* fault injection: a datagram held back */
     size_t held_len;
@@ -227,8 +228,6 @@ flit_status fl_chan_open(const struct fl_dgram_ops *ops,
     t->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     t->peers = calloc(a->size, sizeof *t->peers);
     t->sendq = calloc(a->size, sizeof *t->sendq);
-    for (unsigned i = 0; i < MAX_DEPTH; i++)
-        t->rxmem[i] = aligned_alloc(64, (size_t)RX_BATCH * RX_BUF);
     t->held = aligned_alloc(64, RX_BUF);
     fl_fault_init(&t->fault, (uint64_t)fl_cfg.fault_seed + a->rank,
                   (uint32_t)fl_cfg.drop_ppm, (uint32_t)fl_cfg.dup_ppm,
@@ -237,8 +236,6 @@ flit_status fl_chan_open(const struct fl_dgram_ops *ops,
     bool ok = t->epfd >= 0 && t->timerfd >= 0 && t->peers && t->sendq &&
               t->held && epoll_ctl(t->epfd, EPOLL_CTL_ADD, ops->fd(d), &ev) == 0 &&
               epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->timerfd, &ev) == 0;
-    for (unsigned i = 0; ok && i < MAX_DEPTH; i++)
-        ok = t->rxmem[i] != NULL;
     if (!ok) {
         fl_error("%s: cannot set up the reliability channel: %s", ops->name,
                  strerror(errno));
@@ -687,6 +684,10 @@ static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
         uint32_t s = a->next + 1 + i;
         if (!fl_seq_before(s, tx->unsent))
             break;
+        /* A stale ack's bits may name packets acknowledged long ago,
+           whose slots now hold newer packets: those say nothing. */
+        if (fl_seq_before(s, tx->acked))
+            continue;
         if ((a->sack >> i) & 1) {
             tx->chunk[s % CHUNK_CAP].sacked = true;
             hole = true;
@@ -884,23 +885,28 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
 {
     (void)budget;   /* a batch of datagrams is the unit */
     int n = 0;
-    uint64_t now = fl_now_ns();
-    if (t->next_timer && now >= t->next_timer)
-        run_timers(t, now);
+    /* Timers need the clock; a busy poll loop need not read it every pass. */
+    if (t->next_timer && (t->check_timers || ++t->idle_polls >= CLOCK_EVERY)) {
+        uint64_t now = fl_now_ns();
+        t->idle_polls = 0;
+        t->check_timers = false;
+        if (now >= t->next_timer)
+            run_timers(t, now);
+    }
     if (t->depth < MAX_DEPTH) {
-        struct fl_dgram_in in[RX_BATCH];
-        uint8_t *mem = t->rxmem[t->depth];
-        for (unsigned i = 0; i < RX_BATCH; i++)
-            in[i] = (struct fl_dgram_in){.buf = mem + (size_t)i * RX_BUF, .cap = RX_BUF};
+        struct fl_dgram_in *in;
+        int got = t->ops->recv(t->d, t->depth, &in);
         t->depth++;
-        int got = t->ops->recv(t->d, in, (int)RX_BATCH);
         for (int i = 0; i < got; i++)
             take_received(t, &in[i], lane_mask, cb, ctx, &n);
         if (got <= 0 && t->held_len && t->depth == 1)  /* nothing came: let it in */
             release_held(t, lane_mask, cb, ctx, &n);
         t->depth--;
+        if (got > 0)
+            t->idle_polls = CLOCK_EVERY;    /* traffic: look at the timers next */
     }
-    flush(t);
+    if (t->nsendq)
+        flush(t);
     return n;
 }
 
@@ -922,6 +928,7 @@ bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask)
 
 void fl_chan_disarm(struct fl_tp_ep *t)
 {
+    t->check_timers = true;     /* whatever woke us, a deadline may be due */
     struct itimerspec its = {0};
     timerfd_settime(t->timerfd, 0, &its, NULL);
     uint64_t v;
@@ -1013,8 +1020,6 @@ void fl_chan_close(struct fl_tp_ep *t)
         free(t->peers);
     }
     free(t->sendq);
-    for (unsigned i = 0; i < MAX_DEPTH; i++)
-        free(t->rxmem[i]);
     free(t->held);
     if (t->epfd >= 0)
         close(t->epfd);

@@ -27,13 +27,15 @@ struct fl_dgram_out {
     int iovcnt;
 };
 
-/* One datagram received into buf (the caller's, cap bytes). */
+/* One datagram received: its bytes (8-byte aligned) and who sent it. */
 struct fl_dgram_in {
     uint8_t *buf;
-    size_t cap;
-    size_t len;         /* out */
-    uint32_t src;       /* out: the rank it came from, or FL_DGRAM_STRANGER */
+    size_t len;
+    uint32_t src;       /* the rank it came from, or FL_DGRAM_STRANGER */
 };
+
+#define FL_DGRAM_SLOTS 3        /* receive buffer sets: one per nested poll */
+#define FL_DGRAM_BATCH 16       /* datagrams one receive call takes at most */
 
 #define FL_DGRAM_STRANGER UINT32_MAX    /* an address outside the job */
 
@@ -51,8 +53,14 @@ struct fl_dgram_ops {
     /* Sends n datagrams in as few system calls as it can; returns how many
        went (the rest would block), or -errno. Never blocks. */
     int (*send)(struct fl_dgram *d, const struct fl_dgram_out *v, int n);
-    /* Receives up to n datagrams without blocking; returns how many. */
-    int (*recv)(struct fl_dgram *d, struct fl_dgram_in *v, int n);
+    /*
+     * Receives up to FL_DGRAM_BATCH datagrams without blocking into buffer
+     * set slot (0 .. FL_DGRAM_SLOTS-1); *in points to their descriptions,
+     * valid until the same slot is used again. Returns how many. A caller
+     * that nests (a handler waiting to reply polls again) uses the next slot,
+     * so what the outer call is delivering stays intact.
+     */
+    int (*recv)(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in);
     /* Readable when a datagram waits. */
     int (*fd)(struct fl_dgram *d);
     /* "host:port" of rank (address), and a longer line for dumps. */

@@ -23,14 +23,22 @@
  * Options: --count N (average messages per stream, scaled by FLITTEST_SCALE),
  * --seed S, --slots K, --max-long BYTES, --mediums (mostly large mediums:
  * ring pressure), --user-segment (the program allocates the segment: peers
- * reach it by cross-memory attach), --thread-safe (FLIT_THREAD_SAFE).
- * Environment: FLIT_SHM_BULK, FLIT_PROGRESS_THREAD, FLIT_SHM_RING_KB.
+ * reach it by cross-memory attach), --thread-safe (FLIT_THREAD_SAFE),
+ * --expect-faults (see below).
+ * Environment: FLIT_SHM_BULK, FLIT_PROGRESS_THREAD, FLIT_SHM_RING_KB,
+ * FLIT_TRANSPORT=udp, and the fault injection of FLIT_DROP_RATE,
+ * FLIT_DUP_RATE, FLIT_REORDER_RATE.
+ *
+ * With --expect-faults the test also proves that the faults it survived
+ * actually happened: at the end every rank sends every rank its datagram
+ * counters, and the job's totals must show faults injected, retransmissions
+ * when datagrams were dropped, and duplicates when they were duplicated.
  */
 #include <stdatomic.h>
 
 #include "mp.h"
 
-enum { H_SHORT = 3, H_MEDIUM = 4, H_LONG = 5, H_ACK = 6, H_ACK_MEDIUM = 7 };
+enum { H_SHORT = 3, H_MEDIUM = 4, H_LONG = 5, H_ACK = 6, H_ACK_MEDIUM = 7, H_STATS = 8 };
 enum { R_NONE, R_SHORT, R_MEDIUM };
 
 #define MAX_SLOTS 32u
@@ -57,8 +65,11 @@ struct opts {
     uint64_t count, seed;
     unsigned slots;
     size_t max_long, slot_size;
-    bool mediums, user_segment, thread_safe;
+    bool mediums, user_segment, thread_safe, expect_faults;
 };
+
+/* Datagram counters, summed over the job (--expect-faults). */
+enum { C_RETRANSMITS, C_DUPLICATES, C_FAULTS, C_DATAGRAMS, C_COUNT };
 
 /* What a receiver keeps per source, and a sender per destination. */
 struct peer {
@@ -84,6 +95,8 @@ static struct {
     struct peer *peers;
     uint8_t *reply_buf;
     _Atomic uint64_t handled;
+    uint64_t job_counter[C_COUNT];
+    _Atomic uint32_t stats_from; /* ranks whose counters arrived */
 } g;
 
 /* ---- the streams ---- */
@@ -293,6 +306,70 @@ static void on_ack_medium(flit_token_t *t, void *buf, size_t nbytes, const uint3
     on_reply(t, buf, nbytes, args, nargs, R_MEDIUM);
 }
 
+/* ---- the job's datagram counters (--expect-faults) ---- */
+
+static void on_stats(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
+                     unsigned nargs, void *user)
+{
+    (void)buf;
+    (void)user;
+    CHECK(nbytes == 0 && nargs == 2 * C_COUNT);
+    CHECK(flit_token_rank(t).idx < g.n);
+    for (unsigned c = 0; c < C_COUNT; c++)
+        g.job_counter[c] += (uint64_t)args[2 * c] | (uint64_t)args[2 * c + 1] << 32;
+    atomic_fetch_add(&g.stats_from, 1);
+}
+
+/* A FLIT_*_RATE variable, as a probability; 0 when unset. */
+static double env_rate(const char *name)
+{
+    const char *s = getenv(name);
+    return s ? strtod(s, NULL) : 0.0;
+}
+
+/*
+ * Every rank sends its counters to every rank (itself too); each then checks
+ * the totals against the faults configured: they must have happened, and
+ * the channel must have had to repair them.
+ */
+static void check_faults(const flit_stats_t *s)
+{
+    uint64_t mine[C_COUNT] = {s->retransmits, s->duplicates, s->faults_injected,
+                              s->datagrams_received};
+    uint32_t a[2 * C_COUNT];
+    for (unsigned c = 0; c < C_COUNT; c++) {
+        a[2 * c] = (uint32_t)mine[c];
+        a[2 * c + 1] = (uint32_t)(mine[c] >> 32);
+    }
+    for (uint32_t r = 0; r < g.n; r++)
+        CHECK_OK(
+            flit_am_short(g.ep, flit_rank(r), flit_handler(H_STATS), a, 2 * C_COUNT, 0));
+    MP_WAIT(g.ep, atomic_load(&g.stats_from) == g.n);
+    double drop = env_rate("FLIT_DROP_RATE"), dup = env_rate("FLIT_DUP_RATE"),
+           reorder = env_rate("FLIT_REORDER_RATE");
+    const uint64_t *j = g.job_counter;
+    if (g.me == 0)
+        printf("stress: job counters: %llu datagrams received, %llu faults injected "
+               "(drop %g, duplicate %g, reorder %g), %llu retransmits, %llu duplicates\n",
+               (unsigned long long)j[C_DATAGRAMS], (unsigned long long)j[C_FAULTS], drop,
+               dup, reorder, (unsigned long long)j[C_RETRANSMITS],
+               (unsigned long long)j[C_DUPLICATES]);
+    if (drop <= 0 && dup <= 0 && reorder <= 0)
+        FAIL(
+            "--expect-faults, but no FLIT_DROP_RATE, FLIT_DUP_RATE or FLIT_REORDER_RATE");
+    if (j[C_DATAGRAMS] == 0)
+        FAIL("--expect-faults, but no datagram was received: not on UDP "
+             "(FLIT_TRANSPORT=udp)?");
+    if (j[C_FAULTS] == 0)
+        FAIL("faults configured, but none injected in %llu datagrams",
+             (unsigned long long)j[C_DATAGRAMS]);
+    if (drop > 0 && j[C_RETRANSMITS] == 0)
+        FAIL("%llu datagrams dropped on purpose, but nothing was retransmitted",
+             (unsigned long long)j[C_FAULTS]);
+    if (dup > 0 && j[C_DUPLICATES] == 0)
+        FAIL("datagrams duplicated on purpose, but no duplicate was counted");
+}
+
 /* ---- sending ---- */
 
 static uint32_t take_slot(struct peer *p)
@@ -370,6 +447,7 @@ static void parse(int argc, char **argv)
     g.o.mediums = mp_arg_flag(argc, argv, "--mediums");
     g.o.user_segment = mp_arg_flag(argc, argv, "--user-segment");
     g.o.thread_safe = mp_arg_flag(argc, argv, "--thread-safe");
+    g.o.expect_faults = mp_arg_flag(argc, argv, "--expect-faults");
     if (g.o.slots < 1 || g.o.slots > MAX_SLOTS)
         FAIL("--slots must be 1..%u", MAX_SLOTS);
     if (g.o.max_long > (1u << 30))
@@ -436,6 +514,7 @@ int main(int argc, char **argv)
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_LONG), on_long, NULL));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_ACK), on_ack, NULL));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_ACK_MEDIUM), on_ack_medium, NULL));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_STATS), on_stats, NULL));
     CHECK_OK(flit_barrier(g.ep));
 
     /* Destinations in a random order of our own, one message at a time. */
@@ -449,8 +528,12 @@ int main(int argc, char **argv)
         left--;
     }
     MP_WAIT(g.ep, all_done());
-    CHECK_OK(flit_barrier(g.ep));
     flit_stats_t s = {.struct_size = sizeof s};
+    if (g.o.expect_faults) {
+        CHECK_OK(flit_ep_stats(g.ep, &s));
+        check_faults(&s);
+    }
+    CHECK_OK(flit_barrier(g.ep));
     CHECK_OK(flit_ep_stats(g.ep, &s));
     CHECK_OK(flit_finalize());
     /* Everything in flight has been handled by now: the counts are final. */
@@ -459,10 +542,13 @@ int main(int argc, char **argv)
     for (uint32_t r = 0; r < g.n; r++)
         rx += g.peers[r].rx_count;
     printf("stress: rank %u of %u OK: sent %llu, received %llu requests and "
-           "%llu replies, %llu credit stalls, %.2f s\n",
+           "%llu replies, %llu credit stalls; %llu datagrams received, %llu faults "
+           "injected, %llu retransmits, %llu duplicates; %.2f s\n",
            g.me, g.n, (unsigned long long)total_tx, (unsigned long long)rx,
            (unsigned long long)(atomic_load(&g.handled) - rx),
-           (unsigned long long)s.credit_stalls, mp_now() - t0);
+           (unsigned long long)s.credit_stalls, (unsigned long long)s.datagrams_received,
+           (unsigned long long)s.faults_injected, (unsigned long long)s.retransmits,
+           (unsigned long long)s.duplicates, mp_now() - t0);
     free(sbuf);
     free(g.reply_buf);
     free(g.peers);

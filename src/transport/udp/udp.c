@@ -36,6 +36,15 @@ struct udp_peer {
     size_t max_payload;
 };
 
+/* A set of receive buffers with their headers, prepared once. */
+struct rx_slot {
+    uint8_t *mem;               /* FL_DGRAM_BATCH x RX_BUF, allocated at first use */
+    struct mmsghdr msgs[FL_DGRAM_BATCH];
+    struct sockaddr_in names[FL_DGRAM_BATCH];
+    struct iovec iov[FL_DGRAM_BATCH];
+    struct fl_dgram_in in[FL_DGRAM_BATCH];
+};
+
 struct fl_dgram {
     int sock;
     uint32_t rank, size;
@@ -45,10 +54,11 @@ struct fl_dgram {
     uint64_t *keys;
     uint32_t *vals;
     size_t cap;
-    struct mmsghdr msgs[MAX_BATCH];
-    struct sockaddr_in names[MAX_BATCH];
-    struct iovec riov[MAX_BATCH];
+    struct mmsghdr msgs[MAX_BATCH];     /* sending */
+    struct rx_slot rx[FL_DGRAM_SLOTS];
 };
+
+#define RX_BUF 65536u
 
 static uint64_t addr_key(const struct sockaddr_in *sa)
 {
@@ -265,32 +275,46 @@ static int udp_send(struct fl_dgram *d, const struct fl_dgram_out *v, int n)
     return 1;
 }
 
-static int udp_recv(struct fl_dgram *d, struct fl_dgram_in *in, int n)
+static bool slot_ready(struct rx_slot *r)
 {
-    if (n > MAX_BATCH)
-        n = MAX_BATCH;
-    for (int i = 0; i < n; i++) {
-        d->riov[i] = (struct iovec){in[i].buf, in[i].cap};
-        d->msgs[i].msg_hdr = (struct msghdr){
-            .msg_name = &d->names[i],
-            .msg_namelen = sizeof d->names[i],
-            .msg_iov = &d->riov[i],
+    if (r->mem)
+        return true;
+    r->mem = aligned_alloc(64, (size_t)FL_DGRAM_BATCH * RX_BUF);
+    if (!r->mem)
+        return false;
+    for (int i = 0; i < FL_DGRAM_BATCH; i++) {
+        r->iov[i] = (struct iovec){r->mem + (size_t)i * RX_BUF, RX_BUF};
+        r->msgs[i].msg_hdr = (struct msghdr){
+            .msg_name = &r->names[i],
+            .msg_iov = &r->iov[i],
             .msg_iovlen = 1,
         };
+        r->in[i].buf = r->mem + (size_t)i * RX_BUF;
     }
+    return true;
+}
+
+static int udp_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
+{
+    struct rx_slot *r = &d->rx[slot];
+    if (slot >= FL_DGRAM_SLOTS || !slot_ready(r))
+        return 0;
+    for (int i = 0; i < FL_DGRAM_BATCH; i++)
+        r->msgs[i].msg_hdr.msg_namelen = sizeof r->names[i];
     int k;
     do
-        k = recvmmsg(d->sock, d->msgs, (unsigned)n, MSG_DONTWAIT, NULL);
+        k = recvmmsg(d->sock, r->msgs, FL_DGRAM_BATCH, MSG_DONTWAIT, NULL);
     while (k < 0 && errno == EINTR);
     if (k <= 0)
         return 0;
     for (int i = 0; i < k; i++) {
-        bool whole = !(d->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) &&
-                     d->msgs[i].msg_hdr.msg_namelen == sizeof d->names[i] &&
-                     d->names[i].sin_family == AF_INET;
-        in[i].len = d->msgs[i].msg_len;
-        in[i].src = whole ? table_get(d, &d->names[i]) : FL_DGRAM_STRANGER;
+        const struct msghdr *h = &r->msgs[i].msg_hdr;
+        bool whole = !(h->msg_flags & MSG_TRUNC) && h->msg_namelen == sizeof r->names[i] &&
+                     r->names[i].sin_family == AF_INET;
+        r->in[i].len = r->msgs[i].msg_len;
+        r->in[i].src = whole ? table_get(d, &r->names[i]) : FL_DGRAM_STRANGER;
     }
+    *in = r->in;
     return k;
 }
 
@@ -319,6 +343,8 @@ static void udp_close(struct fl_dgram *d)
 {
     if (d->sock >= 0)
         close(d->sock);
+    for (int i = 0; i < FL_DGRAM_SLOTS; i++)
+        free(d->rx[i].mem);
     free(d->keys);
     free(d->vals);
     free(d->peers);

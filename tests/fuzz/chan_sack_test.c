@@ -1,0 +1,97 @@
+/*
+ * A late datagram must not stop a retransmission. Rank 0's channel sends
+ * rank 1 packets 0 .. 999 (rank 1 acknowledges them all), then 1000 ..
+ * 1099, which are "lost". Then a datagram rank 1 sent long ago arrives:
+ * cumulative acknowledgement 0, and a selective acknowledgement for
+ * sequence number 10 (bit 9: 0 + 1 + 9). Sequence number 10 was
+ * acknowledged long ago; the selective bit is stale and says nothing about
+ * 1034, which uses the same slot of the channel's table (1034 % 1024 ==
+ * 10). Every unacknowledged packet, 1034 included, must still be sent again
+ * when its retransmission timer expires: a packet never sent again is never
+ * delivered, and the peer is given up for dead after FLIT_PEER_TIMEOUT.
+ *
+ * The network is memory (memdgram.h); time is real, but the check only
+ * needs one retransmission timeout (50 ms at first) within 2 s.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "channel/wire.h"
+#include "fuzz.h"
+#include "memdgram.h"
+
+#define FIRST_BATCH 1000u
+#define LOST        100u
+#define STALE_SEQ   10u
+
+static unsigned sends[FIRST_BATCH + LOST]; /* transmissions per sequence number */
+
+static void count(uint32_t dst, const uint8_t *dgram, size_t len)
+{
+    static uint8_t copy[65536];
+    static struct fl_chan_chunk chunks[FL_CHAN_MAX_CHUNKS];
+    struct fl_chan_hdr h;
+    memcpy(copy, dgram, len);
+    FUZZ_CHECK(fl_chan_decode(copy, len, &h, chunks) == FLIT_OK);
+    for (unsigned i = 0; i < h.nchunks; i++)
+        if (dst == 1 && chunks[i].lane == FL_LANE_REQ &&
+            chunks[i].seq < FIRST_BATCH + LOST)
+            sends[chunks[i].seq]++;
+}
+
+static void nothing(void *ctx, uint32_t src, unsigned lane, void *pkt, size_t len)
+{
+    (void)ctx, (void)src, (void)lane, (void)pkt, (void)len;
+    FUZZ_CHECK(!"rank 1 sent no packet");
+}
+
+/* A datagram from rank 1 that carries only acknowledgements. */
+static void ack_from_1(struct fl_tp_ep *t, uint32_t next, uint64_t sack)
+{
+    uint8_t d[FL_CHAN_HDR];
+    struct fl_chan_hdr h = {
+        .kind = FL_CHAN_DATA, .src = 1, .dst = 0, .key = memdgram_key(), .ts = 1};
+    h.ack[FL_LANE_REQ].next = next;
+    h.ack[FL_LANE_REQ].sack = sack;
+    fl_chan_encode_hdr(d, &h);
+    FUZZ_CHECK(memdgram_queue(1, d, sizeof d, false));
+    fl_chan_poll(t, FL_LANES_ALL, nothing, NULL, 64);
+}
+
+int main(void)
+{
+    memdgram_on_send = count;
+    struct fl_tp_ep *t = memdgram_open(0); /* sends rank 1 packet 0 */
+    for (unsigned i = 1; i < FIRST_BATCH; i++)
+        memdgram_send(t, 1, FL_LANE_REQ, 32, 0);
+    ack_from_1(t, FIRST_BATCH, 0);
+    for (unsigned i = 0; i < LOST; i++)
+        memdgram_send(t, 1, FL_LANE_REQ, 32, 0);
+    for (unsigned s = FIRST_BATCH; s < FIRST_BATCH + LOST; s++)
+        FUZZ_CHECK(sends[s] == 1); /* the window had room for all */
+    ack_from_1(t, 0, (uint64_t)1 << (STALE_SEQ - 1));
+
+    struct timespec nap = {0, 50 * 1000 * 1000};
+    for (int k = 0; k < 40; k++) {
+        nanosleep(&nap, NULL);
+        fl_chan_poll(t, FL_LANES_ALL, nothing, NULL, 64);
+    }
+    unsigned slot_mate = FIRST_BATCH + (1024u - FIRST_BATCH % 1024u + STALE_SEQ) % 1024u;
+    unsigned least = ~0u;
+    for (unsigned s = FIRST_BATCH; s < FIRST_BATCH + LOST; s++)
+        if (s != slot_mate && sends[s] < least)
+            least = sends[s];
+    printf("chan_sack: unacknowledged packets sent at least %u times; %u, which shares a "
+           "slot with the stale selective ack's %u, %u times\n",
+           least, slot_mate, STALE_SEQ, sends[slot_mate]);
+    memdgram_close(t);
+    FUZZ_CHECK(least > 1);
+    if (sends[slot_mate] < 2) {
+        fprintf(stderr,
+                "FAIL: packet %u was never sent again: a stale selective "
+                "acknowledgement (for %u) marked it as received\n",
+                slot_mate, STALE_SEQ);
+        return 1;
+    }
+    return 0;
+}

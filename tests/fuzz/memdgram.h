@@ -1,0 +1,49 @@
+/*
+ * A datagram transport made of memory (the fl_dgram_ops seam of
+ * src/transport/dgram.h), so that the fuzz targets run the reliability
+ * channel without sockets. The channel is rank 0 of a job of FUZZ_RANKS;
+ * ranks 1 and 2 are peers. Datagrams "from" them wait in a queue until the
+ * channel polls; what the channel sends is read (AddressSanitizer checks
+ * where from) and dropped.
+ */
+#ifndef FLIT_FUZZ_MEMDGRAM_H
+#define FLIT_FUZZ_MEMDGRAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "channel/channel.h"
+
+#define FUZZ_RANKS 3u
+
+/* The setup byte of an input less the bits in FUZZ_SETUP_MASK (hex, from
+   the environment): to explore around a known bug, e.g. FUZZ_SETUP_MASK=2
+   (no reordering) while a fix for one is pending. */
+unsigned memdgram_setup(uint8_t setup);
+
+/* Opens the channel with the setup bits of fuzz.h (datagram size, fault
+   injection), connects ranks 1 and 2 and sends rank 1 one packet, so that
+   acknowledgements have something to acknowledge. */
+struct fl_tp_ep *memdgram_open(unsigned setup);
+/* Closes it and drops what is still queued. */
+void memdgram_close(struct fl_tp_ep *t);
+
+/* Queues a datagram from src (FL_DGRAM_STRANGER: from outside the job);
+   with fix, its version, job key, source and destination are made right.
+   False when the queue is full. */
+bool memdgram_queue(uint32_t src, const uint8_t *data, size_t len, bool fix);
+/* Datagrams queued and not yet received. */
+unsigned memdgram_pending(void);
+/* The job key the channel uses. */
+uint64_t memdgram_key(void);
+
+/* When set, sees every datagram the channel sends, as one run of bytes. */
+extern void (*memdgram_on_send)(uint32_t dst, const uint8_t *dgram, size_t len);
+
+/* Sends a packet of len bytes (at least 32: an AM short request) to dst on
+   lane, as the AM layer would; nothing when the channel has no room. */
+void memdgram_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len,
+                   unsigned flags);
+
+#endif /* FLIT_FUZZ_MEMDGRAM_H */

@@ -1,0 +1,369 @@
+/*
+ * Writes the seed corpora of the fuzz targets: valid inputs of every kind,
+ * built with the library's own encoders, so that fuzzing starts from what
+ * the decoders accept and mutates from there.
+ *
+ *   fuzz_seeds DIR   ->  DIR/chan_decode/, DIR/am_decode/, DIR/chan_recv/,
+ *                        DIR/chan_order/
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "am/wire.h"
+#include "channel/wire.h"
+#include "fuzz.h"
+#include "platform/le.h"
+
+static const char *out_dir;
+
+static void save(const char *target, const char *name, const uint8_t *buf, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", out_dir, target);
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "fuzz_seeds: %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    snprintf(path, sizeof path, "%s/%s/%s", out_dir, target, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+        fprintf(stderr, "fuzz_seeds: %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+}
+
+/* ---- AM packets ---- */
+
+/* An AM packet: header for op with nargs arguments, then payload bytes. */
+static size_t am_packet(uint8_t *buf, uint8_t op, uint8_t flags, unsigned nargs,
+                        uint16_t aux, uint64_t base, uint64_t total, uint64_t piece,
+                        size_t payload)
+{
+    uint32_t args[FLIT_AM_MAX_ARGS];
+    for (unsigned i = 0; i < nargs; i++)
+        args[i] = 0x01010101u * (i + 1);
+    struct fl_am_msg m = {.op = op,
+                          .flags = flags,
+                          .nargs = (uint8_t)nargs,
+                          .handler = 7,
+                          .aux = aux,
+                          .tag = 0x5a5a5a5a5a5a5a5aull,
+                          .base = base,
+                          .total = total,
+                          .piece = piece,
+                          .payload_len = payload};
+    size_t hl = fl_am_encode(buf, &m, args);
+    for (size_t i = 0; i < payload; i++)
+        buf[hl + i] = (uint8_t)(i * 31 + 7);
+    return hl + payload;
+}
+
+static void am_seeds(void)
+{
+    static uint8_t buf[FLIT_AM_MAX_MEDIUM + FL_AM_MAX_HDR];
+    struct {
+        const char *name;
+        uint8_t op, flags;
+        unsigned nargs;
+        uint16_t aux;
+        uint64_t base, total, piece;
+        size_t payload;
+    } s[] = {
+        {"short-0", FL_OP_AM_SHORT, 0, 0, 0, 0, 0, 0, 0},
+        {"short-9", FL_OP_AM_SHORT, 0, 9, 0, 0, 0, 0, 0},
+        {"short-16-reply", FL_OP_AM_SHORT, FL_AMF_REPLY, 16, 0, 0, 0, 0, 0},
+        {"medium-0", FL_OP_AM_MEDIUM, 0, 0, 0, 0, 0, 0, 0},
+        {"medium-100", FL_OP_AM_MEDIUM, 0, 3, 0, 0, 0, 0, 100},
+        {"medium-max", FL_OP_AM_MEDIUM, FL_AMF_REPLY, 16, 0, 0, 0, 0, FLIT_AM_MAX_MEDIUM},
+        {"long", FL_OP_AM_LONG, 0, 4, 0, 4096, 100000, 0, 0},
+        {"frag-first", FL_OP_AM_FRAG, 0, 0, 0, 0, 100000, 0, 32768},
+        {"frag-last", FL_OP_AM_FRAG, FL_AMF_FINAL, 5, 0, 64, 1000, 900, 100},
+        {"frag-whole-reply", FL_OP_AM_FRAG, FL_AMF_FINAL | FL_AMF_REPLY, 2, 0, 0, 10, 0,
+         10},
+        {"return", FL_OP_RETURN, 0, 0, FLIT_ERR_NO_HANDLER, 0, 0, 0, 48},
+        {"return-reply", FL_OP_RETURN, FL_AMF_REPLY, 0, FLIT_ERR_BAD_TAG, 0, 0, 0, 0},
+        {"ctrl-barrier", FL_OP_CTRL, 0, 1, FL_CTRL_BARRIER, 0, 0, 0, 0},
+        {"ctrl-fin", FL_OP_CTRL, FL_AMF_REPLY, 0, FL_CTRL_FIN, 0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
+        size_t len = am_packet(buf, s[i].op, s[i].flags, s[i].nargs, s[i].aux, s[i].base,
+                               s[i].total, s[i].piece, s[i].payload);
+        struct fl_am_msg m;
+        if (fl_am_decode(buf, len, &m) != FLIT_OK) {
+            fprintf(stderr, "fuzz_seeds: AM seed %s does not decode\n", s[i].name);
+            exit(1);
+        }
+        save("am_decode", s[i].name, buf, len);
+    }
+}
+
+/* ---- channel datagrams ---- */
+
+struct chunk_spec {
+    uint8_t lane, flags;
+    uint16_t len;
+    uint32_t seq;
+    int am; /* the bytes are an AM short request */
+};
+
+/* A datagram from src to rank 0 (key 0: the chan_recv script fixes it). */
+static size_t datagram(uint8_t *buf, uint8_t kind, uint32_t src, uint64_t key,
+                       const uint32_t ack_next[2], const uint64_t sack[2],
+                       const struct chunk_spec *c, unsigned n)
+{
+    struct fl_chan_hdr h = {.kind = kind,
+                            .nchunks = (uint16_t)n,
+                            .src = src,
+                            .dst = 0,
+                            .key = key,
+                            .ts = 1001,
+                            .ts_echo = 0,
+                            .echo_delay = 0};
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        h.ack[l].next = ack_next ? ack_next[l] : 0;
+        h.ack[l].sack = sack ? sack[l] : 0;
+    }
+    fl_chan_encode_hdr(buf, &h);
+    size_t pos = FL_CHAN_HDR;
+    for (unsigned i = 0; i < n; i++) {
+        struct fl_chan_chunk ch = {
+            .lane = c[i].lane, .flags = c[i].flags, .len = c[i].len, .seq = c[i].seq};
+        fl_chan_encode_chunk(buf + pos, &ch);
+        uint8_t *d = buf + pos + FL_CHAN_CHUNK_HDR;
+        size_t size = fl_chan_chunk_size(c[i].len);
+        memset(d, 0, size - FL_CHAN_CHUNK_HDR);
+        if (c[i].am && c[i].len >= 32) {
+            uint32_t args[3] = {c[i].seq, c[i].len, src};
+            size_t hl = fl_am_encode_short(d, c[i].lane == FL_LANE_REP, 1, 0, args, 3);
+            (void)hl;
+        } else {
+            for (size_t k = 0; k < c[i].len; k++)
+                d[k] = (uint8_t)(k + c[i].seq);
+        }
+        pos += size;
+    }
+    return pos;
+}
+
+static void chan_decode_seeds(void)
+{
+    static uint8_t buf[65536];
+    static struct chunk_spec many[FL_CHAN_MAX_CHUNKS];
+    static const uint32_t next[2] = {5, 9};
+    static const uint64_t sack[2] = {0x5, 0x8000000000000001ull};
+    struct chunk_spec one = {0, FL_CHAN_FIRST | FL_CHAN_LAST, 32, 0, 1};
+    struct chunk_spec three[3] = {
+        {0, FL_CHAN_FIRST, 0, 7, 0}, {0, 0, 7, 8, 0}, {1, FL_CHAN_LAST, 100, 3, 0}};
+    struct chunk_spec small = {1, FL_CHAN_FIRST | FL_CHAN_LAST, 1400, 12, 0};
+    struct chunk_spec large = {0, FL_CHAN_FIRST, 65440, 1, 0};
+    for (unsigned i = 0; i < FL_CHAN_MAX_CHUNKS; i++)
+        many[i] = (struct chunk_spec){(uint8_t)(i & 1), FL_CHAN_FIRST | FL_CHAN_LAST, 0,
+                                      i / 2, 0};
+    uint64_t key = 0x0123456789abcdefull;
+    save("chan_decode", "ping", buf,
+         datagram(buf, FL_CHAN_PING, 1, key, next, sack, NULL, 0));
+    save("chan_decode", "data-1", buf,
+         datagram(buf, FL_CHAN_DATA, 1, key, next, NULL, &one, 1));
+    save("chan_decode", "data-3", buf,
+         datagram(buf, FL_CHAN_DATA, 2, key, NULL, sack, three, 3));
+    save("chan_decode", "data-256", buf,
+         datagram(buf, FL_CHAN_DATA, 3, key, next, sack, many, FL_CHAN_MAX_CHUNKS));
+    save("chan_decode", "data-1400", buf,
+         datagram(buf, FL_CHAN_DATA, 1, key, NULL, NULL, &small, 1));
+    size_t len = datagram(buf, FL_CHAN_DATA, 1, key, next, NULL, &large, 1);
+    if (len > 65507) {
+        fprintf(stderr, "fuzz_seeds: the large datagram is %zu bytes\n", len);
+        exit(1);
+    }
+    save("chan_decode", "data-65440", buf, len);
+}
+
+/* ---- chan_recv scripts ---- */
+
+struct script {
+    uint8_t buf[1 << 17];
+    size_t len;
+};
+
+static void op_dgram(struct script *s, uint8_t who, const uint8_t *d, size_t len)
+{
+    s->buf[s->len++] = FUZZ_OP_DGRAM << 6;
+    s->buf[s->len++] = who;
+    fl_put16(s->buf + s->len, (uint16_t)len);
+    s->len += 2;
+    memcpy(s->buf + s->len, d, len);
+    s->len += len;
+}
+
+static void op_send(struct script *s, uint8_t dst, uint8_t lane, uint16_t len, int more)
+{
+    s->buf[s->len++] = FUZZ_OP_SEND << 6;
+    s->buf[s->len++] = dst;
+    s->buf[s->len++] = lane;
+    fl_put16(s->buf + s->len, len);
+    s->len += 2;
+    s->buf[s->len++] = more ? 1 : 0;
+}
+
+static void op_poll(struct script *s, uint8_t mask)
+{
+    s->buf[s->len++] = (uint8_t)(FUZZ_OP_POLL << 6 | mask);
+}
+
+static void op_arm(struct script *s)
+{
+    s->buf[s->len++] = FUZZ_OP_ARM << 6;
+}
+
+/* A datagram of src carrying the AM requests seq .. seq+n-1 on lane. */
+static size_t requests(uint8_t *d, uint32_t src, uint8_t lane, uint32_t seq, unsigned n,
+                       const uint32_t ack[2], const uint64_t sack[2])
+{
+    struct chunk_spec c[8];
+    for (unsigned i = 0; i < n && i < 8; i++)
+        c[i] = (struct chunk_spec){lane, FL_CHAN_FIRST | FL_CHAN_LAST, 32, seq + i, 1};
+    return datagram(d, FL_CHAN_DATA, src, 0, ack, sack, c, n < 8 ? n : 8);
+}
+
+static void chan_recv_seeds(void)
+{
+    static struct script s;
+    static uint8_t d[65536];
+    const uint8_t fix1 = 1 | FUZZ_FIX_HEADER, fix2 = 2 | FUZZ_FIX_HEADER;
+    static const uint32_t ack_setup[2] = {1, 0}; /* our first packet arrived */
+
+    /* One request, in order, acknowledging our packet. */
+    s.len = 0;
+    s.buf[s.len++] = 0;
+    op_dgram(&s, fix1, d, requests(d, 1, FL_LANE_REQ, 0, 1, ack_setup, NULL));
+    op_poll(&s, 0);
+    save("chan_recv", "in-order", s.buf, s.len);
+
+    /* A packet in three chunks (1472-byte datagrams) arriving 2, 0, 1, then
+       0 again; a handler that replies and polls. */
+    s.len = 0;
+    s.buf[s.len++] = FUZZ_SETUP_SMALL_MTU | FUZZ_SETUP_NEST;
+    struct chunk_spec part[3] = {
+        {0, FL_CHAN_FIRST, 1400, 0, 0}, {0, 0, 1400, 1, 0}, {0, FL_CHAN_LAST, 600, 2, 0}};
+    op_dgram(&s, fix1, d, datagram(d, FL_CHAN_DATA, 1, 0, NULL, NULL, &part[2], 1));
+    op_dgram(&s, fix1, d, datagram(d, FL_CHAN_DATA, 1, 0, NULL, NULL, &part[0], 1));
+    op_poll(&s, 0);
+    op_dgram(&s, fix1, d, datagram(d, FL_CHAN_DATA, 1, 0, NULL, NULL, &part[1], 1));
+    op_dgram(&s, fix1, d, datagram(d, FL_CHAN_DATA, 1, 0, NULL, NULL, &part[0], 1));
+    op_dgram(&s, fix2, d, requests(d, 2, FL_LANE_REQ, 0, 2, NULL, NULL));
+    op_poll(&s, 0);
+    op_arm(&s);
+    save("chan_recv", "reassembly", s.buf, s.len);
+
+    /* Both peers, both lanes, with reordering and duplication injected, our
+       sends in between (some held back with FL_COMMIT_MORE), selective
+       acknowledgements. */
+    s.len = 0;
+    s.buf[s.len++] = FUZZ_SETUP_REORDER | FUZZ_SETUP_DUP | FUZZ_SETUP_NEST;
+    static const uint64_t sack[2] = {0x3, 0};
+    for (uint32_t k = 0; k < 6; k++) {
+        op_send(&s, (uint8_t)(k % 2), (uint8_t)(k % 3 == 0), (uint16_t)(100 * k), k % 2);
+        op_dgram(&s, fix1, d, requests(d, 1, FL_LANE_REQ, 2 * k, 2, ack_setup, sack));
+        op_dgram(&s, fix2, d, requests(d, 2, (uint8_t)(k % 2), k, 1, NULL, NULL));
+        if (k % 2)
+            op_poll(&s, 0);
+    }
+    op_poll(&s, 0);
+    op_arm(&s);
+    save("chan_recv", "faults", s.buf, s.len);
+
+    /* Strangers, garbage, a ping, a reply-lane-only poll. */
+    s.len = 0;
+    s.buf[s.len++] = FUZZ_SETUP_DROP | FUZZ_SETUP_NEST;
+    op_dgram(&s, FUZZ_SRC_STRANGER | FUZZ_FIX_HEADER, d,
+             requests(d, 1, FL_LANE_REQ, 0, 1, NULL, NULL));
+    memset(d, 0xee, 200);
+    op_dgram(&s, 1, d, 200);
+    op_dgram(&s, fix1, d, datagram(d, FL_CHAN_PING, 1, 0, ack_setup, NULL, NULL, 0));
+    op_dgram(&s, fix1, d, requests(d, 1, FL_LANE_REP, 0, 3, NULL, NULL));
+    op_poll(&s, FL_LANE_MASK(FL_LANE_REP));
+    op_send(&s, 0, 0, 65000, 0);
+    op_poll(&s, 0);
+    op_arm(&s);
+    save("chan_recv", "strangers", s.buf, s.len);
+}
+
+/* ---- chan_order scripts ---- */
+
+/* A chan_order datagram op: peer 1 + p, lane, n chunks, first sequence
+   number rel from the next expected; acks of our packets. */
+static void order_dgram(struct script *s, unsigned p, unsigned lane, unsigned n, int rel,
+                        uint16_t ack_req)
+{
+    s->buf[s->len++] = FUZZ_OP_DGRAM << 6;
+    s->buf[s->len++] = (uint8_t)(p | lane << 1 | (n - 1) << 2);
+    s->buf[s->len++] = (uint8_t)(int8_t)rel;
+    fl_put16(s->buf + s->len, ack_req);
+    fl_put16(s->buf + s->len + 2, 0);
+    s->buf[s->len + 4] = 0;
+    s->len += 5;
+}
+
+static void chan_order_seeds(void)
+{
+    static struct script s;
+    /* In order, both peers and lanes. */
+    s.len = 0;
+    s.buf[s.len++] = 0;
+    for (unsigned k = 0; k < 8; k++)
+        order_dgram(&s, k % 2, (k / 2) % 2, 1 + k % 3, 0, 1);
+    op_poll(&s, 0);
+    save("chan_order", "in-order", s.buf, s.len);
+
+    /* Out of order, repeated, late: what arrives ahead waits for the hole. */
+    s.len = 0;
+    s.buf[s.len++] = FUZZ_SETUP_NEST;
+    order_dgram(&s, 0, 0, 2, 2, 0);  /* 2, 3 */
+    order_dgram(&s, 0, 0, 2, 0, 0);  /* 0, 1: then 2, 3 come out */
+    order_dgram(&s, 0, 0, 2, -4, 0); /* 0, 1 again: duplicates */
+    op_poll(&s, 0);
+    order_dgram(&s, 1, 1, 3, 1, 0);
+    order_dgram(&s, 1, 1, 1, 0, 0);
+    op_send(&s, 1, 0, 100, 1);
+    op_poll(&s, FL_LANE_MASK(FL_LANE_REP));
+    op_poll(&s, 0);
+    op_arm(&s);
+    save("chan_order", "holes", s.buf, s.len);
+
+    /* Everything at once: injected reordering, duplication and loss, and
+       handlers that reply and poll. */
+    s.len = 0;
+    s.buf[s.len++] =
+        FUZZ_SETUP_REORDER | FUZZ_SETUP_DUP | FUZZ_SETUP_DROP | FUZZ_SETUP_NEST;
+    for (unsigned k = 0; k < 24; k++) {
+        order_dgram(&s, k % 2, k % 5 == 0, 1 + k % 4, (int)(k % 3) - 1,
+                    (uint16_t)(k / 4));
+        if (k % 4 == 3)
+            op_poll(&s, 0);
+        if (k % 6 == 5)
+            op_send(&s, (uint8_t)k, 0, (uint16_t)(k * 10), 0);
+    }
+    op_poll(&s, 0);
+    save("chan_order", "faults", s.buf, s.len);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: fuzz_seeds DIR\n");
+        return 2;
+    }
+    out_dir = argv[1];
+    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "fuzz_seeds: %s: %s\n", out_dir, strerror(errno));
+        return 1;
+    }
+    am_seeds();
+    chan_decode_seeds();
+    chan_recv_seeds();
+    chan_order_seeds();
+    return 0;
+}
