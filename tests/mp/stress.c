@@ -24,7 +24,7 @@
  * --seed S, --slots K, --max-long BYTES, --mediums (mostly large mediums:
  * ring pressure), --user-segment (the program allocates the segment: peers
  * reach it by cross-memory attach), --thread-safe (FLIT_THREAD_SAFE),
- * --expect-faults (see below).
+ * --expect-faults, --expect-loss, --expect-dups (see below).
  * Environment: FLIT_SHM_BULK, FLIT_PROGRESS_THREAD, FLIT_SHM_RING_KB,
  * FLIT_TRANSPORT=udp, and the fault injection of FLIT_DROP_RATE,
  * FLIT_DUP_RATE, FLIT_REORDER_RATE.
@@ -33,6 +33,9 @@
  * actually happened: at the end every rank sends every rank its datagram
  * counters, and the job's totals must show faults injected, retransmissions
  * when datagrams were dropped, and duplicates when they were duplicated.
+ * --expect-loss and --expect-dups do the same for faults the kernel makes
+ * (nftables rules on the test network, tests/net): the job's totals must
+ * show retransmissions, or duplicates discarded.
  */
 #include <stdatomic.h>
 
@@ -65,7 +68,7 @@ struct opts {
     uint64_t count, seed;
     unsigned slots;
     size_t max_long, slot_size;
-    bool mediums, user_segment, thread_safe, expect_faults;
+    bool mediums, user_segment, thread_safe, expect_faults, expect_loss, expect_dups;
 };
 
 /* Datagram counters, summed over the job (--expect-faults). */
@@ -329,8 +332,8 @@ static double env_rate(const char *name)
 
 /*
  * Every rank sends its counters to every rank (itself too); each then checks
- * the totals against the faults configured: they must have happened, and
- * the channel must have had to repair them.
+ * the totals against the faults expected: they must have happened, and the
+ * channel must have had to repair them.
  */
 static void check_faults(const flit_stats_t *s)
 {
@@ -354,12 +357,20 @@ static void check_faults(const flit_stats_t *s)
                (unsigned long long)j[C_DATAGRAMS], (unsigned long long)j[C_FAULTS], drop,
                dup, reorder, (unsigned long long)j[C_RETRANSMITS],
                (unsigned long long)j[C_DUPLICATES]);
+    if (j[C_DATAGRAMS] == 0)
+        FAIL("faults expected, but no datagram was received: not on UDP "
+             "(FLIT_TRANSPORT=udp)?");
+    if (g.o.expect_loss && j[C_RETRANSMITS] == 0)
+        FAIL("--expect-loss, but nothing was retransmitted in %llu datagrams",
+             (unsigned long long)j[C_DATAGRAMS]);
+    if (g.o.expect_dups && j[C_DUPLICATES] == 0)
+        FAIL("--expect-dups, but no duplicate was discarded in %llu datagrams",
+             (unsigned long long)j[C_DATAGRAMS]);
+    if (!g.o.expect_faults)
+        return;
     if (drop <= 0 && dup <= 0 && reorder <= 0)
         FAIL(
             "--expect-faults, but no FLIT_DROP_RATE, FLIT_DUP_RATE or FLIT_REORDER_RATE");
-    if (j[C_DATAGRAMS] == 0)
-        FAIL("--expect-faults, but no datagram was received: not on UDP "
-             "(FLIT_TRANSPORT=udp)?");
     if (j[C_FAULTS] == 0)
         FAIL("faults configured, but none injected in %llu datagrams",
              (unsigned long long)j[C_DATAGRAMS]);
@@ -448,6 +459,8 @@ static void parse(int argc, char **argv)
     g.o.user_segment = mp_arg_flag(argc, argv, "--user-segment");
     g.o.thread_safe = mp_arg_flag(argc, argv, "--thread-safe");
     g.o.expect_faults = mp_arg_flag(argc, argv, "--expect-faults");
+    g.o.expect_loss = mp_arg_flag(argc, argv, "--expect-loss");
+    g.o.expect_dups = mp_arg_flag(argc, argv, "--expect-dups");
     if (g.o.slots < 1 || g.o.slots > MAX_SLOTS)
         FAIL("--slots must be 1..%u", MAX_SLOTS);
     if (g.o.max_long > (1u << 30))
@@ -529,7 +542,7 @@ int main(int argc, char **argv)
     }
     MP_WAIT(g.ep, all_done());
     flit_stats_t s = {.struct_size = sizeof s};
-    if (g.o.expect_faults) {
+    if (g.o.expect_faults || g.o.expect_loss || g.o.expect_dups) {
         CHECK_OK(flit_ep_stats(g.ep, &s));
         check_faults(&s);
     }
