@@ -1,6 +1,8 @@
 /* See bench_engine.h. */
 #include "bench_engine.h"
 
+#include <arpa/inet.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,10 @@ enum cmd {
     CMD_RAW_ECHO,    /* arg: round trips */
     CMD_RAW_CONSUME, /* arg: messages */
     CMD_SCHED_WAIT,  /* answers its runqueue wait, in us */
+    CMD_UDP_OPEN,    /* arg: rank 0's raw UDP port; answers rank 1's */
+    CMD_UDP_SHAPE,   /* arg: the shape, packed (pack_shape) */
+    CMD_UDP_ECHO,    /* arg: round trips */
+    CMD_UDP_CONSUME, /* arg: messages */
     CMD_QUIT,
 };
 
@@ -44,6 +50,57 @@ static void progress(bench_t *b, bool wait)
 {
     flit_status st = wait ? flit_wait(b->ep, -1) : flit_poll(b->ep);
     bench_check(b, st, wait ? "flit_wait" : "flit_poll");
+}
+
+/* ---- the raw UDP baseline's socket and shape ---- */
+
+/* The IPv4 address (host order) at which rank `peer` is reached over UDP;
+   0 when it is not. */
+static uint32_t udp_ip_of(const bench_t *b, uint32_t peer)
+{
+    flit_peer_info_t info = {.struct_size = sizeof info};
+    if (flit_ep_peer_info(b->ep, flit_rank(peer), &info) != FLIT_OK ||
+        strcmp(info.transport, "udp") != 0)
+        return 0;
+    char ip[64];
+    snprintf(ip, sizeof ip, "%s", info.address);
+    char *colon = strrchr(ip, ':');
+    if (colon)
+        *colon = '\0';
+    struct in_addr a;
+    return inet_pton(AF_INET, ip, &a) == 1 ? ntohl(a.s_addr) : 0;
+}
+
+/* Opens this rank's raw socket, aimed at the other rank's address and the
+   port it said; the socket's own port, 0 on failure. */
+static uint32_t udp_open(bench_t *b, uint16_t peer_port)
+{
+    bench_udp_close(b->udp);
+    b->udp = NULL;
+    uint32_t ip = udp_ip_of(b, 1 - b->rank);
+    if (!ip)
+        return 0;
+    b->udp = bench_udp_open();
+    if (!b->udp)
+        return 0;
+    if (peer_port)
+        bench_udp_set_peer(b->udp, ip, peer_port);
+    return bench_udp_port(b->udp);
+}
+
+/* size: 32 bits, datagram: 17, window: 14, blocking: 1. */
+static uint64_t pack_shape(const struct bench_udp_shape *s)
+{
+    return (uint64_t)s->size | (uint64_t)s->dgram << 32 | (uint64_t)s->window << 49 |
+           (uint64_t)s->blocking << 63;
+}
+
+static struct bench_udp_shape unpack_shape(uint64_t v)
+{
+    return (struct bench_udp_shape){.size = (uint32_t)v,
+                                    .dgram = (size_t)(v >> 32) & 0x1ffff,
+                                    .window = (unsigned)(v >> 49) & 0x3fff,
+                                    .blocking = (v >> 63) != 0};
 }
 
 /* ---- handlers ---- */
@@ -111,10 +168,18 @@ static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *a
         break;
     case CMD_RAW_ECHO:
     case CMD_RAW_CONSUME:
+    case CMD_UDP_ECHO:
+    case CMD_UDP_CONSUME:
         /* Runs outside the handler, once bench_serve has it back. */
         b->pending = args[0];
         b->pending_n = arg;
-        result = b->raw != NULL;
+        result = args[0] >= CMD_UDP_ECHO ? b->udp != NULL : b->raw != NULL;
+        break;
+    case CMD_UDP_OPEN:
+        result = udp_open(b, (uint16_t)arg);
+        break;
+    case CMD_UDP_SHAPE:
+        b->udp_shape = unpack_shape(arg);
         break;
     case CMD_SCHED_WAIT:
         result = (uint32_t)(bench_runq_wait_ns() / 1000);
@@ -202,6 +267,8 @@ void bench_init(bench_t *b, flit_ep_t *ep, size_t max_size, const char *prog)
 void bench_fini(bench_t *b)
 {
     bench_raw_close(b->raw);
+    bench_udp_close(b->udp);
+    b->udp = NULL;
     free(b->buf);
     b->raw = NULL;
     b->buf = NULL;
@@ -223,6 +290,18 @@ static void run_pending(bench_t *b)
 {
     uint32_t cmd = b->pending;
     b->pending = 0;
+    if (cmd == CMD_UDP_ECHO || cmd == CMD_UDP_CONSUME) {
+        /* A raw UDP baseline that gives up says so and is missing; no exit */
+        if (!b->udp)
+            return;
+        if (cmd == CMD_UDP_ECHO)
+            bench_udp_echo(b->udp, &b->udp_shape, b->pending_n);
+        else
+            bench_udp_consume(b->udp, &b->udp_shape, b->pending_n);
+        return;
+    }
+    if (!b->raw)
+        return;
     uint64_t r = cmd == CMD_RAW_ECHO ? bench_raw_echo(b->raw, b->pending_n)
                                      : bench_raw_consume(b->raw, b->pending_n);
     if (r == UINT64_MAX) {
@@ -237,7 +316,7 @@ void bench_serve(bench_t *b)
         flit_status st = b->wait_mode ? flit_wait(b->ep, 100000) : flit_poll(b->ep);
         if (st != FLIT_ERR_TIMEOUT)
             bench_check(b, st, b->wait_mode ? "flit_wait" : "flit_poll");
-        if (b->pending && b->raw)
+        if (b->pending)
             run_pending(b);
     }
 }
@@ -400,4 +479,75 @@ double bench_raw_stream_ns(bench_t *b, uint64_t target_ns, int reps)
     if (!b->raw)
         return -1;
     return bench_measure(run_raw_produce, b, target_ns, reps, 1, STREAM_MAX_N);
+}
+
+/* ---- raw UDP baselines ---- */
+
+bool bench_udp_setup(bench_t *b)
+{
+    if (!udp_ip_of(b, 1))
+        return false;
+    uint32_t mine = udp_open(b, 0);
+    uint32_t theirs = mine ? command(b, CMD_UDP_OPEN, mine) : 0;
+    if (!theirs) {
+        fprintf(stderr, "%s: no raw UDP baselines in this run\n", b->prog);
+        bench_udp_close(b->udp);
+        b->udp = NULL;
+        return false;
+    }
+    bench_udp_set_peer(b->udp, udp_ip_of(b, 1), (uint16_t)theirs);
+    return true;
+}
+
+size_t bench_udp_dgram(bench_t *b)
+{
+    flit_peer_info_t info = {.struct_size = sizeof info};
+    bench_check(b, flit_ep_peer_info(b->ep, PEER, &info), "flit_ep_peer_info");
+    return info.datagram;
+}
+
+struct udp_point {
+    bench_t *b;
+    struct bench_udp_shape s;
+};
+
+static void udp_shape(bench_t *b, const struct bench_udp_shape *s)
+{
+    command(b, CMD_UDP_SHAPE, pack_shape(s));
+}
+
+static uint64_t run_udp_ping(void *ctx, uint64_t n)
+{
+    struct udp_point *p = ctx;
+    command(p->b, CMD_UDP_ECHO, n);
+    return bench_udp_ping(p->b->udp, &p->s, n);
+}
+
+static uint64_t run_udp_produce(void *ctx, uint64_t n)
+{
+    struct udp_point *p = ctx;
+    command(p->b, CMD_UDP_CONSUME, n);
+    return bench_udp_produce(p->b->udp, &p->s, n);
+}
+
+double bench_udp_latency_ns(bench_t *b, size_t size, size_t dgram, bool blocking,
+                            uint64_t target_ns, int reps)
+{
+    if (!b->udp)
+        return NAN;
+    struct udp_point p = {
+        .b = b, .s = {.size = size, .dgram = dgram, .blocking = blocking, .window = 2}};
+    udp_shape(b, &p.s);
+    return bench_measure(run_udp_ping, &p, target_ns, reps, 1, LAT_MAX_N) / 2;
+}
+
+double bench_udp_stream_ns(bench_t *b, size_t size, size_t dgram, unsigned window,
+                           uint64_t target_ns, int reps)
+{
+    if (!b->udp)
+        return NAN;
+    struct udp_point p = {.b = b, .s = {.size = size, .dgram = dgram}};
+    p.s.window = bench_udp_window(b->udp, &p.s, window);
+    udp_shape(b, &p.s);
+    return bench_measure(run_udp_produce, &p, target_ns, reps, 1, STREAM_MAX_N);
 }

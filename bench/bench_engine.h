@@ -17,6 +17,7 @@
 #include <flit/flit.h>
 #include <stdbool.h>
 
+#include "bench_udp.h"
 #include "bench_util.h"
 
 /* The engine's handlers take these indices on the endpoint. */
@@ -32,6 +33,8 @@ typedef struct bench {
     uint8_t *buf;     /* rank 0: what medium and long messages send */
     size_t max_size;
     bench_raw_t *raw; /* NULL: no raw baselines */
+    bench_udp_t *udp; /* NULL: no raw UDP baselines */
+    struct bench_udp_shape udp_shape; /* rank 1: the next UDP baseline's */
     /* rank 0: bumped by reply handlers */
     uint64_t pongs, acks, ctrl_acks;
     uint32_t ctrl_result;
@@ -94,6 +97,26 @@ double bench_raw_stream_ns(bench_t *b, uint64_t target_ns, int reps);
  * measured while this grew by more than a few percent of its time is noise.
  */
 uint64_t bench_sched_wait_ns(bench_t *b);
+
+/*
+ * Rank 0, when rank 1 is reached over UDP: opens a raw UDP socket in both
+ * ranks, bound to any address and aimed at the address the flit endpoint
+ * reaches the other rank at; false when the peer is not on UDP or that
+ * failed (said on stderr). bench_udp_dgram: the largest datagram payload
+ * flit sends the peer.
+ *
+ * Then, in nanoseconds (NAN: the baseline gave up, see bench_udp.h):
+ * bench_udp_latency_ns: one way, round trip / 2, of size-byte messages in
+ * datagrams of at most dgram bytes, spinning or blocking in recvfrom.
+ * bench_udp_stream_ns: time per size-byte message streamed one way, window
+ * messages in flight (fewer when the socket buffers hold fewer).
+ */
+bool bench_udp_setup(bench_t *b);
+size_t bench_udp_dgram(bench_t *b);
+double bench_udp_latency_ns(bench_t *b, size_t size, size_t dgram, bool blocking,
+                            uint64_t target_ns, int reps);
+double bench_udp_stream_ns(bench_t *b, size_t size, size_t dgram, unsigned window,
+                           uint64_t target_ns, int reps);
 
 /* Prints "prog: what: reason" and exits 1 unless st is FLIT_OK. */
 void bench_check(const bench_t *b, flit_status st, const char *what);

@@ -55,6 +55,8 @@ double bench_measure(bench_run_fn run, void *ctx, uint64_t target_ns, int reps,
         mult = 1;
     max_n = round_to(max_n, mult);
     uint64_t warm_ns = target_ns / 10, n = mult, t = run(ctx, n);
+    if (t == UINT64_MAX)
+        return NAN;
     while (t < warm_ns && n < max_n) {
         /* Aim a little past the warm-up time, at most 16 times further. */
         double grow = t ? (double)warm_ns * 1.3 / (double)t : 16;
@@ -63,13 +65,19 @@ double bench_measure(bench_run_fn run, void *ctx, uint64_t target_ns, int reps,
         if (n > max_n)
             n = max_n;
         t = run(ctx, n);
+        if (t == UINT64_MAX)
+            return NAN;
     }
     double per = (double)(t ? t : 1) / (double)n;
     double want = (double)target_ns / reps / per;
     uint64_t rn = want >= (double)max_n ? max_n : round_to((uint64_t)want, mult);
     double v[MAX_REPS];
-    for (int r = 0; r < reps; r++)
-        v[r] = (double)run(ctx, rn) / (double)rn;
+    for (int r = 0; r < reps; r++) {
+        uint64_t tr = run(ctx, rn);
+        if (tr == UINT64_MAX)
+            return NAN;
+        v[r] = (double)tr / (double)rn;
+    }
     return bench_median(v, reps);
 }
 

@@ -40,7 +40,9 @@ static inline void bench_cpu_relax(void)
  * run lasts a tenth of target_ns (the warm-up: caches, rings and branch
  * predictors reach the state they keep), then does reps runs of an n chosen
  * so that all of them together last about target_ns. n stays a multiple of
- * mult and at most max_n. Returns the median nanoseconds per iteration.
+ * mult and at most max_n. Returns the median nanoseconds per iteration, or
+ * NAN when a run returned UINT64_MAX (it could not measure: the figure is
+ * missing).
  */
 typedef uint64_t (*bench_run_fn)(void *ctx, uint64_t n);
 double bench_measure(bench_run_fn run, void *ctx, uint64_t target_ns, int reps,

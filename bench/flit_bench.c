@@ -1,11 +1,20 @@
 /*
  * flit-bench: latency, bandwidth, message rate and N1/2 between two ranks,
  * each figure printed beside a baseline measured in the same run between
- * the same two processes:
+ * the same two processes. On shared memory:
  *
  *   latency     raw shared-memory flag ping-pong, one way
  *   bandwidth   single-core memcpy of the same size, cache-warm
  *   rate        a raw single-producer ring of 64-byte slots
+ *
+ * When the peer is reached over UDP (another host, or FLIT_TRANSPORT=udp),
+ * raw UDP between the same two processes, over the same path, with the
+ * datagram size flit uses (bench_udp.h):
+ *
+ *   latency     sendto/recvfrom ping-pong of the same size, one way: spinning
+ *               (MSG_DONTWAIT) beside flit_poll, blocking beside flit_wait
+ *   bandwidth   sendto/recvfrom streaming of the same size
+ *   rate        8-byte datagrams streamed, one sendto each
  *
  *     flitrun -n 2 flit-bench [--quick] [--csv] [--plot FILE.png]
  *                             [--max-size BYTES]
@@ -49,6 +58,8 @@ struct run {
     bench_t b;
     uint64_t lat_ns, bw_ns; /* time per point */
     double raw_ns;          /* raw flag one-way; < 0 when none */
+    bool udp;               /* the peer is on UDP: raw UDP baselines */
+    size_t dgram;           /* flit's datagram payload to the peer */
     struct series lat_med, lat_long, bw_med, bw_long;
     double memcpy_sizes[MAX_POINTS], memcpy_mbps[MAX_POINTS];
     int nmemcpy;
@@ -132,8 +143,14 @@ static void print_header(const struct run *r)
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
     bench_host_info(host, sizeof host);
-    printf(PROG ": flit %d.%d.%d, 2 ranks, one endpoint, shared memory\n",
-           FLIT_VERSION_MAJOR, FLIT_VERSION_MINOR, FLIT_VERSION_PATCH);
+    flit_peer_info_t info = {.struct_size = sizeof info};
+    flit_ep_peer_info(r->b.ep, flit_rank(1), &info);
+    printf(PROG ": flit %d.%d.%d, 2 ranks, one endpoint, rank 1 over %s%s%s\n",
+           FLIT_VERSION_MAJOR, FLIT_VERSION_MINOR, FLIT_VERSION_PATCH, info.transport,
+           info.address[0] ? " at " : "", info.address);
+    if (r->udp)
+        printf("  path     %zu-byte datagrams (flit's, and the raw UDP baseline's)\n",
+               r->dgram);
     printf("  date     %s\n  host     %s\n", date, host);
     extern char **environ;
     int shown = 0;
@@ -265,6 +282,19 @@ static int sizes(size_t max, size_t *out)
     return n;
 }
 
+/* The bandwidth baseline (MB/s): memcpy on shared memory, raw UDP
+   streaming of the same size over UDP. */
+static double memcpy_baseline(struct run *r, size_t size);
+static double mbps(size_t size, double ns_per_msg);
+
+static double bandwidth_base(struct run *r, size_t size)
+{
+    if (!r->udp)
+        return memcpy_baseline(r, size);
+    return mbps(size, bench_udp_stream_ns(&r->b, size, r->dgram, BW_WINDOW, r->bw_ns,
+                                          BW_REPS));
+}
+
 static double memcpy_baseline(struct run *r, size_t size)
 {
     for (int i = 0; i < r->nmemcpy; i++)
@@ -280,18 +310,41 @@ static double memcpy_baseline(struct run *r, size_t size)
 
 /* ---- the sections ---- */
 
+/* The baseline of a size-byte ping-pong: the raw flag's 8 bytes on shared
+   memory (the floor at any size); over UDP a raw ping-pong of that size. */
+static double latency_base_us(struct run *r, size_t size, bool blocking)
+{
+    if (!r->udp)
+        return r->raw_ns / 1e3;
+    return bench_udp_latency_ns(&r->b, size, r->dgram, blocking, r->lat_ns, LAT_REPS) /
+           1e3;
+}
+
 static void latency_section(struct run *r)
 {
     bench_t *b = &r->b;
     print_section(r, "LATENCY, one way (round trip / 2), spinning in flit_poll",
-                  "raw shared-memory flag ping-pong between the same two "
-                  "processes",
+                  r->udp ? "raw UDP sendto/recvfrom ping-pong of the same size between "
+                           "the same two\n            processes: spinning "
+                           "(MSG_DONTWAIT), and blocking beside flit_wait"
+                         : "raw shared-memory flag ping-pong between the same two "
+                           "processes",
                   false);
     begin(r);
-    r->raw_ns = bench_raw_latency_ns(b, r->lat_ns, LAT_REPS);
-    double raw_us = r->raw_ns / 1e3;
-    if (r->raw_ns > 0)
-        emit(r, "latency_raw_flag", "raw flag (the baseline)", 8, raw_us, NAN, &U_US);
+    double raw_us, wait_base_us;
+    if (r->udp) {
+        raw_us = latency_base_us(r, 8, false);
+        emit(r, "latency_raw_udp", "raw UDP, spinning", 8, raw_us, NAN, &U_US);
+        begin(r);
+        wait_base_us = latency_base_us(r, 8, true);
+        emit(r, "latency_raw_udp_blocking", "raw UDP, blocking", 8, wait_base_us, NAN,
+             &U_US);
+    } else {
+        r->raw_ns = bench_raw_latency_ns(b, r->lat_ns, LAT_REPS);
+        raw_us = wait_base_us = r->raw_ns / 1e3;
+        if (r->raw_ns > 0)
+            emit(r, "latency_raw_flag", "raw flag (the baseline)", 8, raw_us, NAN, &U_US);
+    }
     for (unsigned nargs = 0; nargs <= 4; nargs++) {
         char fig[40];
         snprintf(fig, sizeof fig, "short, %u arg%s", nargs, nargs == 1 ? "" : "s");
@@ -302,27 +355,30 @@ static void latency_section(struct run *r)
     }
     begin(r);
     double ns = bench_latency_ns(b, BENCH_SHORT, 8, true, r->lat_ns, LAT_REPS);
-    emit(r, "latency_short_wait", "short, 2 args, flit_wait", 8, ns / 1e3, raw_us, &U_US);
+    emit(r, "latency_short_wait", "short, 2 args, flit_wait", 8, ns / 1e3, wait_base_us,
+         &U_US);
 
     size_t sz[MAX_POINTS];
     int n = sizes(r->o.max_size, sz);
     for (int i = 0; i < n && sz[i] <= FLIT_AM_MAX_MEDIUM; i++) {
         begin(r);
+        double base = latency_base_us(r, sz[i], false);
         ns = bench_latency_ns(b, BENCH_MEDIUM, sz[i], false, r->lat_ns, LAT_REPS);
-        emit(r, "latency_medium", "medium", (double)sz[i], ns / 1e3, raw_us, &U_US);
-        add(&r->lat_med, (double)sz[i], ns / 1e3, raw_us);
+        emit(r, "latency_medium", "medium", (double)sz[i], ns / 1e3, base, &U_US);
+        add(&r->lat_med, (double)sz[i], ns / 1e3, base);
     }
     for (int i = 0; i < n; i++) {
         begin(r);
+        double base = latency_base_us(r, sz[i], false);
         ns = bench_latency_ns(b, BENCH_LONG, sz[i], false, r->lat_ns, LAT_REPS);
-        emit(r, "latency_long", "long", (double)sz[i], ns / 1e3, raw_us, &U_US);
-        add(&r->lat_long, (double)sz[i], ns / 1e3, raw_us);
+        emit(r, "latency_long", "long", (double)sz[i], ns / 1e3, base, &U_US);
+        add(&r->lat_long, (double)sz[i], ns / 1e3, base);
     }
 }
 
 static double mbps(size_t size, double ns_per_msg)
 {
-    return ns_per_msg > 0 ? (double)size / ns_per_msg * 1e3 : 0;
+    return ns_per_msg > 0 ? (double)size / ns_per_msg * 1e3 : isnan(ns_per_msg) ? NAN : 0;
 }
 
 static void bandwidth_section(struct run *r)
@@ -332,12 +388,16 @@ static void bandwidth_section(struct run *r)
     snprintf(title, sizeof title,
              "BANDWIDTH, streaming one way, %u messages in flight (MB/s = 1e6 B/s)",
              BW_WINDOW);
-    print_section(r, title, "single-core memcpy of the same size, cache-warm", true);
+    print_section(r, title,
+                  r->udp ? "raw UDP sendto/recvfrom streaming of the same size, "
+                           "same datagrams"
+                         : "single-core memcpy of the same size, cache-warm",
+                  true);
     size_t sz[MAX_POINTS];
     int n = sizes(r->o.max_size, sz);
     for (int i = 0; i < n && sz[i] <= FLIT_AM_MAX_MEDIUM; i++) {
         begin(r);
-        double base = memcpy_baseline(r, sz[i]);
+        double base = bandwidth_base(r, sz[i]);
         double v = mbps(
             sz[i], bench_stream_ns(b, BENCH_MEDIUM, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
         emit(r, "bandwidth_medium", "medium", (double)sz[i], v, base, &U_MBS);
@@ -345,7 +405,7 @@ static void bandwidth_section(struct run *r)
     }
     for (int i = 0; i < n; i++) {
         begin(r);
-        double base = memcpy_baseline(r, sz[i]);
+        double base = bandwidth_base(r, sz[i]);
         double v = mbps(
             sz[i], bench_stream_ns(b, BENCH_LONG, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
         emit(r, "bandwidth_long", "long", (double)sz[i], v, base, &U_MBS);
@@ -360,13 +420,18 @@ static void rate_section(struct run *r)
     snprintf(title, sizeof title,
              "MESSAGE RATE, 8-byte short AMs (2 args) one way, %u in flight",
              RATE_WINDOW);
-    print_section(r, title, "raw single-producer ring of 64-byte slots in shared memory",
+    print_section(r, title,
+                  r->udp ? "raw UDP: 8-byte datagrams streamed, one sendto each"
+                         : "raw single-producer ring of 64-byte slots in shared memory",
                   false);
     begin(r);
-    double raw = bench_raw_stream_ns(b, r->bw_ns, BW_REPS);
+    double raw = r->udp ? bench_udp_stream_ns(b, 8, r->dgram, RATE_WINDOW, r->bw_ns, BW_REPS)
+                        : bench_raw_stream_ns(b, r->bw_ns, BW_REPS);
     double raw_m = raw > 0 ? 1e3 / raw : NAN;
     if (raw > 0)
-        emit(r, "rate_raw_ring", "raw ring (the baseline)", 8, raw_m, NAN, &U_RATE);
+        emit(r, r->udp ? "rate_raw_udp" : "rate_raw_ring",
+             r->udp ? "raw UDP (the baseline)" : "raw ring (the baseline)", 8, raw_m, NAN,
+             &U_RATE);
     begin(r);
     double ns = bench_stream_ns(b, BENCH_SHORT, 8, RATE_WINDOW, r->bw_ns, BW_REPS);
     emit(r, "rate_short", "short, 2 args", 8, ns > 0 ? 1e3 / ns : 0, raw_m, &U_RATE);
@@ -381,12 +446,14 @@ static double n_half(const double *size, const double *bw, int n, double *peak_o
     double peak = 0;
     for (int i = 0; i < n; i++)
         peak = bw[i] > peak ? bw[i] : peak;
-    *peak_out = peak;
+    *peak_out = peak > 0 ? peak : NAN;
+    if (!(peak > 0))
+        return NAN; /* no figure at all (a baseline that gave up) */
     for (int i = 0; i < n; i++) {
-        if (bw[i] < peak / 2)
+        if (!(bw[i] >= peak / 2)) /* below, or missing */
             continue;
-        if (i == 0)
-            return size[0];
+        if (i == 0 || !isfinite(bw[i - 1]))
+            return size[i];
         double f = (peak / 2 - bw[i - 1]) / (bw[i] - bw[i - 1]);
         return size[i - 1] + f * (size[i] - size[i - 1]);
     }
@@ -402,19 +469,39 @@ static void nhalf_section(struct run *r)
     double nh = n_half(s->size, s->value, s->n, &peak);
     double bnh = n_half(s->size, s->base, s->n, &bpeak);
     if (r->o.csv) {
-        printf("nhalf_long,,%.0f,B,%.0f,%.4f\n", nh, bnh, nh / bnh);
-        printf("peak_bandwidth_long,,%.2f,MB/s,%.2f,%.4f\n", peak, bpeak, peak / bpeak);
+        /* A baseline that gave up leaves its fields empty. */
+        printf("nhalf_long,,%.0f,B,", nh);
+        if (isfinite(bnh))
+            printf("%.0f,%.4f", bnh, nh / bnh);
+        else
+            printf(",");
+        printf("\npeak_bandwidth_long,,%.2f,MB/s,", peak);
+        if (isfinite(bpeak))
+            printf("%.2f,%.4f", bpeak, peak / bpeak);
+        else
+            printf(",");
+        printf("\n");
         return;
     }
     print_section(r, "N1/2: smallest size reaching half the peak long bandwidth",
-                  "memcpy's own N1/2 and peak", false);
-    char a[32], c[32];
-    printf("  %-26s %9s %13s %13s %7.2f\n", "long N1/2", "",
-           bench_fmt_size(a, sizeof a, nh), bench_fmt_size(c, sizeof c, bnh), nh / bnh);
+                  r->udp ? "raw UDP streaming's own N1/2 and peak"
+                         : "memcpy's own N1/2 and peak",
+                  false);
+    char a[32], c[32] = "n/a", q[16] = "";
+    bench_fmt_size(a, sizeof a, nh);
+    if (isfinite(bnh)) {
+        bench_fmt_size(c, sizeof c, bnh);
+        snprintf(q, sizeof q, "%7.2f", nh / bnh);
+    }
+    printf("  %-26s %9s %13s %13s %s\n", "long N1/2", "", a, c, q);
     snprintf(a, sizeof a, "%.2f GB/s", peak / 1000);
-    snprintf(c, sizeof c, "%.2f GB/s", bpeak / 1000);
-    printf("  %-26s %9s %13s %13s %7.2f\n", "long peak bandwidth", "", a, c,
-           peak / bpeak);
+    snprintf(c, sizeof c, "n/a");
+    q[0] = '\0';
+    if (isfinite(bpeak)) {
+        snprintf(c, sizeof c, "%.2f GB/s", bpeak / 1000);
+        snprintf(q, sizeof q, "%7.2f", peak / bpeak);
+    }
+    printf("  %-26s %9s %13s %13s %s\n", "long peak bandwidth", "", a, c, q);
 }
 
 static void noise_note(const struct run *r)
@@ -538,12 +625,15 @@ static void check(flit_status st, const char *what)
 
 static void drive(struct run *r)
 {
+    r->udp = bench_udp_setup(&r->b);
+    if (r->udp)
+        r->dgram = bench_udp_dgram(&r->b);
     if (r->o.csv)
         printf("name,size,value,unit,baseline,ratio\n");
     else
         print_header(r);
     check_quiet(r);
-    if (!bench_raw_setup(&r->b))
+    if (!r->udp && !bench_raw_setup(&r->b))
         fprintf(stderr, PROG ": no raw shared-memory baselines in this run\n");
     latency_section(r);
     bandwidth_section(r);

@@ -194,6 +194,8 @@ typedef struct flit_peer_info {
     char address[64];           /* udp: "10.0.0.2:4711"; shm: "pid 1234"; self: "" */
     size_t max_packet;          /* largest packet the transport carries */
     int down;                   /* nonzero once the peer is known dead */
+    size_t datagram;            /* udp: largest datagram payload to the peer
+                                   (the path's MTU or FLIT_UDP_MTU); else 0 */
 } flit_peer_info_t;
 
 FLIT_API flit_status flit_ep_peer_info(flit_ep_t *ep, flit_rank_t rank,

@@ -998,6 +998,11 @@ void fl_chan_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t l
     t->ops->address_of(t->d, peer, buf, len);
 }
 
+size_t fl_chan_peer_datagram(struct fl_tp_ep *t, uint32_t peer)
+{
+    return t->ops->max_payload(t->d, peer);
+}
+
 void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 {
     struct chan_peer *p = &t->peers[peer];

@@ -55,6 +55,7 @@ void fl_chan_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx);
 void fl_chan_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *ctx);
 bool fl_chan_settled(struct fl_tp_ep *t);
 void fl_chan_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
+size_t fl_chan_peer_datagram(struct fl_tp_ep *t, uint32_t peer);
 void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
 void fl_chan_close(struct fl_tp_ep *t);
 
@@ -71,6 +72,7 @@ void fl_chan_close(struct fl_tp_ep *t);
         .want_room = fl_chan_want_room, .check_peers = fl_chan_check_peers,      \
         .reclaim = fl_chan_reclaim, .settled = fl_chan_settled,                  \
         .peer_address = fl_chan_peer_address,                                    \
+        .peer_datagram = fl_chan_peer_datagram,                                  \
         .dump_peer = fl_chan_dump_peer,                                          \
         .close = fl_chan_close,                                                  \
     }

@@ -569,6 +569,7 @@ flit_status flit_ep_peer_info(flit_ep_t *ep, flit_rank_t rank, flit_peer_info_t 
     info_out->transport = p->tp->name;
     p->tp->peer_address(p->tpe, rank.idx, info_out->address, sizeof info_out->address);
     info_out->max_packet = p->tp->max_packet(p->tpe);
+    info_out->datagram = p->tp->peer_datagram ? p->tp->peer_datagram(p->tpe, rank.idx) : 0;
     info_out->down = fl_peer_is_down(p);
     return FLIT_OK;
 }

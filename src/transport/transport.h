@@ -173,6 +173,10 @@ struct fl_transport {
     /* The peer's address as this transport knows it ("" when none). */
     void (*peer_address)(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
 
+    /* Optional, for datagram transports: the largest datagram payload
+       towards peer. */
+    size_t (*peer_datagram)(struct fl_tp_ep *t, uint32_t peer);
+
     /* One line of state about the pair (t, peer) for dumps; atomics only. */
     void (*dump_peer)(struct fl_tp_ep *t, uint32_t peer, char *buf,
                       size_t len);

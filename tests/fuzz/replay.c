@@ -79,7 +79,8 @@ static long run_dir(const char *dir)
         n++;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, by_name);
+    if (n > 1)
+        qsort(names, n, sizeof *names, by_name);
     long ran = 0;
     for (size_t i = 0; i < n; i++) {
         struct stat st;

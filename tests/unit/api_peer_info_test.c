@@ -21,6 +21,7 @@ int main(void)
     CHECK(strcmp(info.transport, "self") == 0);
     CHECK(info.address[0] == '\0');
     CHECK(info.max_packet >= FLIT_AM_MAX_MEDIUM);
+    CHECK(info.datagram == 0); /* not a datagram transport */
     CHECK(info.down == 0);
 
     /* Bad input, and nothing written. */
