@@ -5,6 +5,7 @@
 #   make test           build and run the whole suite, then again under ASan+UBSan
 #   make bench          flit-bench on 2 ranks: latency, bandwidth, rate, N1/2
 #   make bench-compare  flit-bench beside an MPI ping-pong of Debian's Open MPI
+#   make bench-udp      flit over UDP beside raw UDP: loopback, veth, under loss
 #   make install        install under PREFIX (default /usr/local)
 
 BUILD      ?= build
@@ -14,7 +15,8 @@ JOBS       ?= $(shell nproc)
 GENERATOR  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 FLITRUN     = $(BUILD)/tools/flitrun
 
-.PHONY: all configure build demo test test-main test-asan bench bench-compare install clean
+.PHONY: all configure build demo test test-main test-asan bench bench-compare bench-udp \
+        install clean
 
 all: build
 
@@ -52,6 +54,9 @@ bench: build
 
 bench-compare: build
 	bench/compare.sh $(BUILD)
+
+bench-udp: build
+	bench/udp_bench.sh $(BUILD) $(BENCH_ARGS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -490,7 +490,6 @@ bool bench_udp_setup(bench_t *b)
     uint32_t mine = udp_open(b, 0);
     uint32_t theirs = mine ? command(b, CMD_UDP_OPEN, mine) : 0;
     if (!theirs) {
-        fprintf(stderr, "%s: no raw UDP baselines in this run\n", b->prog);
         bench_udp_close(b->udp);
         b->udp = NULL;
         return false;

@@ -102,8 +102,8 @@ uint64_t bench_sched_wait_ns(bench_t *b);
  * Rank 0, when rank 1 is reached over UDP: opens a raw UDP socket in both
  * ranks, bound to any address and aimed at the address the flit endpoint
  * reaches the other rank at; false when the peer is not on UDP or that
- * failed (said on stderr). bench_udp_dgram: the largest datagram payload
- * flit sends the peer.
+ * failed. bench_udp_dgram: the largest datagram payload flit sends the
+ * peer; 0 when the peer is not on UDP.
  *
  * Then, in nanoseconds (NAN: the baseline gave up, see bench_udp.h):
  * bench_udp_latency_ns: one way, round trip / 2, of size-byte messages in

@@ -17,7 +17,8 @@
  *   rate        8-byte datagrams streamed, one sendto each
  *
  *     flitrun -n 2 flit-bench [--quick] [--csv] [--plot FILE.png]
- *                             [--max-size BYTES]
+ *                             [--max-size BYTES] [--sizes LIST]
+ *                             [--only SECTIONS] [--no-baselines]
  *
  * Rank 0 drives and prints; rank 1 serves (bench_engine.c).
  */
@@ -41,10 +42,15 @@
 #define BW_REPS          5
 #define MAX_POINTS       64
 
+enum { SEC_LATENCY = 1, SEC_BANDWIDTH = 2, SEC_RATE = 4, SEC_ALL = 7 };
+
 struct opts {
-    bool csv, quick;
+    bool csv, quick, no_baselines;
     const char *plot;
     size_t max_size;
+    unsigned sections;          /* SEC_* */
+    int nsizes;                 /* --sizes: these instead of the sweep */
+    size_t size_list[MAX_POINTS];
 };
 
 /* One curve: a figure at each size, with its baseline (NAN: none). */
@@ -74,13 +80,54 @@ static void usage(FILE *f)
                "  --quick           fewer iterations (smoke tests, make demo)\n"
                "  --csv             name,size,value,unit,baseline,ratio lines only\n"
                "  --plot FILE.png   latency and bandwidth curves (needs gnuplot)\n"
-               "  --max-size BYTES  largest message (default 4M; k, M, G suffixes)\n");
+               "  --max-size BYTES  largest message (default 4M; k, M, G suffixes)\n"
+               "  --sizes LIST      these sizes only, e.g. 8,64k,1M (instead of 8 B\n"
+               "                    doubling up to --max-size)\n"
+               "  --only SECTIONS   some of latency,bandwidth,rate\n"
+               "  --no-baselines    flit's figures only (as under injected loss, where\n"
+               "                    a raw baseline cannot run)\n");
+}
+
+/* A comma list of sizes into o->size_list, the largest into o->max_size. */
+static bool parse_sizes(const char *arg, struct opts *o)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", arg);
+    o->nsizes = 0;
+    o->max_size = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        size_t v;
+        if (o->nsizes >= MAX_POINTS - 1 || !bench_parse_size(t, &v) || v < 8)
+            return false;
+        o->size_list[o->nsizes++] = v;
+        o->max_size = v > o->max_size ? v : o->max_size;
+    }
+    return o->nsizes > 0;
+}
+
+static bool parse_sections(const char *arg, unsigned *out)
+{
+    static const char *const name[] = {"latency", "bandwidth", "rate"};
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", arg);
+    *out = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        unsigned i = 0;
+        while (i < 3 && strcmp(t, name[i]) != 0)
+            i++;
+        if (i == 3)
+            return false;
+        *out |= 1u << i;
+    }
+    return *out != 0;
 }
 
 /* 0: go on; otherwise the exit status. */
 static int parse(int argc, char **argv, struct opts *o, bool talk)
 {
-    *o = (struct opts){.max_size = DEFAULT_MAX_SIZE};
+    *o = (struct opts){.max_size = DEFAULT_MAX_SIZE, .sections = SEC_ALL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--csv") == 0) {
@@ -98,6 +145,25 @@ static int parse(int argc, char **argv, struct opts *o, bool talk)
                             argv[i]);
                 return 2;
             }
+        } else if (strcmp(a, "--sizes") == 0 && i + 1 < argc) {
+            if (!parse_sizes(argv[++i], o)) {
+                if (talk)
+                    fprintf(stderr,
+                            PROG ": --sizes: '%s' is not a list of 1 to %d sizes of "
+                                 "at least 8 bytes\n",
+                            argv[i], MAX_POINTS - 1);
+                return 2;
+            }
+        } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
+            if (!parse_sections(argv[++i], &o->sections)) {
+                if (talk)
+                    fprintf(stderr, PROG ": --only: '%s' is not a list of latency, "
+                                         "bandwidth, rate\n",
+                            argv[i]);
+                return 2;
+            }
+        } else if (strcmp(a, "--no-baselines") == 0) {
+            o->no_baselines = true;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             if (talk)
                 usage(stdout);
@@ -271,8 +337,13 @@ static void add(struct series *s, double size, double value, double base)
 /* ---- sizes ---- */
 
 /* 8, 16, ... up to max (max itself when it is no power of two). */
-static int sizes(size_t max, size_t *out)
+static int sizes(const struct opts *o, size_t *out)
 {
+    if (o->nsizes) {
+        memcpy(out, o->size_list, (size_t)o->nsizes * sizeof *out);
+        return o->nsizes;
+    }
+    size_t max = o->max_size;
     int n = 0;
     size_t s = 8;
     for (; s <= max && n < MAX_POINTS - 1; s *= 2)
@@ -289,6 +360,8 @@ static double mbps(size_t size, double ns_per_msg);
 
 static double bandwidth_base(struct run *r, size_t size)
 {
+    if (r->o.no_baselines)
+        return NAN;
     if (!r->udp)
         return memcpy_baseline(r, size);
     return mbps(size, bench_udp_stream_ns(&r->b, size, r->dgram, BW_WINDOW, r->bw_ns,
@@ -332,7 +405,9 @@ static void latency_section(struct run *r)
                   false);
     begin(r);
     double raw_us, wait_base_us;
-    if (r->udp) {
+    if (r->o.no_baselines) {
+        raw_us = wait_base_us = NAN;
+    } else if (r->udp) {
         raw_us = latency_base_us(r, 8, false);
         emit(r, "latency_raw_udp", "raw UDP, spinning", 8, raw_us, NAN, &U_US);
         begin(r);
@@ -359,7 +434,7 @@ static void latency_section(struct run *r)
          &U_US);
 
     size_t sz[MAX_POINTS];
-    int n = sizes(r->o.max_size, sz);
+    int n = sizes(&r->o, sz);
     for (int i = 0; i < n && sz[i] <= FLIT_AM_MAX_MEDIUM; i++) {
         begin(r);
         double base = latency_base_us(r, sz[i], false);
@@ -394,7 +469,7 @@ static void bandwidth_section(struct run *r)
                          : "single-core memcpy of the same size, cache-warm",
                   true);
     size_t sz[MAX_POINTS];
-    int n = sizes(r->o.max_size, sz);
+    int n = sizes(&r->o, sz);
     for (int i = 0; i < n && sz[i] <= FLIT_AM_MAX_MEDIUM; i++) {
         begin(r);
         double base = bandwidth_base(r, sz[i]);
@@ -425,8 +500,9 @@ static void rate_section(struct run *r)
                          : "raw single-producer ring of 64-byte slots in shared memory",
                   false);
     begin(r);
-    double raw = r->udp ? bench_udp_stream_ns(b, 8, r->dgram, RATE_WINDOW, r->bw_ns, BW_REPS)
-                        : bench_raw_stream_ns(b, r->bw_ns, BW_REPS);
+    double raw = r->o.no_baselines ? NAN
+                 : r->udp ? bench_udp_stream_ns(b, 8, r->dgram, RATE_WINDOW, r->bw_ns, BW_REPS)
+                          : bench_raw_stream_ns(b, r->bw_ns, BW_REPS);
     double raw_m = raw > 0 ? 1e3 / raw : NAN;
     if (raw > 0)
         emit(r, r->udp ? "rate_raw_udp" : "rate_raw_ring",
@@ -463,8 +539,8 @@ static double n_half(const double *size, const double *bw, int n, double *peak_o
 static void nhalf_section(struct run *r)
 {
     const struct series *s = &r->bw_long;
-    if (s->n == 0)
-        return;
+    if (s->n < 2)
+        return; /* a curve needs more than one point */
     double peak, bpeak;
     double nh = n_half(s->size, s->value, s->n, &peak);
     double bnh = n_half(s->size, s->base, s->n, &bpeak);
@@ -625,20 +701,25 @@ static void check(flit_status st, const char *what)
 
 static void drive(struct run *r)
 {
-    r->udp = bench_udp_setup(&r->b);
-    if (r->udp)
-        r->dgram = bench_udp_dgram(&r->b);
+    r->dgram = bench_udp_dgram(&r->b);
+    r->udp = r->dgram > 0;
+    if (r->udp && !r->o.no_baselines && !bench_udp_setup(&r->b))
+        fprintf(stderr, PROG ": no raw UDP baselines in this run\n");
     if (r->o.csv)
         printf("name,size,value,unit,baseline,ratio\n");
     else
         print_header(r);
     check_quiet(r);
-    if (!r->udp && !bench_raw_setup(&r->b))
+    if (!r->udp && !r->o.no_baselines && !bench_raw_setup(&r->b))
         fprintf(stderr, PROG ": no raw shared-memory baselines in this run\n");
-    latency_section(r);
-    bandwidth_section(r);
-    rate_section(r);
-    nhalf_section(r);
+    if (r->o.sections & SEC_LATENCY)
+        latency_section(r);
+    if (r->o.sections & SEC_BANDWIDTH)
+        bandwidth_section(r);
+    if (r->o.sections & SEC_RATE)
+        rate_section(r);
+    if (r->o.sections & SEC_BANDWIDTH)
+        nhalf_section(r);
     noise_note(r);
     fflush(stdout);
     bench_quit(&r->b);

@@ -48,6 +48,7 @@
 #define MAX_BACKOFF 6u          /* retransmission timeout x 64 at most */
 #define RTO_INITIAL_NS 50000000ull
 #define RTO_MAX_NS 1000000000ull
+#define PROBE_SLACK_NS 50000ull /* a tail probe waits this beyond 2 RTT + ack delay */
 #define BLOB_MAGIC 0x4843464cu  /* "FLCH" */
 #define BLOB_HDR 8u
 
@@ -104,6 +105,8 @@ struct chan_peer {
     uint64_t srtt, rttvar, rto; /* ns */
     unsigned backoff;
     uint64_t last_heard, ping_at, fast_at;
+    uint64_t progress_ns;       /* acknowledgements last moved forward */
+    bool probed;                /* the tail probe went since then */
     size_t chunk_max;           /* payload bytes of a chunk to this peer */
     uint64_t window;            /* what it lets us have in flight, per lane */
     uint64_t retransmits;
@@ -160,6 +163,21 @@ static uint64_t rto_now(const struct chan_peer *p)
 {
     uint64_t r = p->rto << p->backoff;
     return r < RTO_MAX_NS ? r : RTO_MAX_NS;
+}
+
+/*
+ * The tail probe's timeout: two round trips and the receiver's delayed
+ * acknowledgement. The retransmission timeout is kept long (FLIT_RTO_MIN_US)
+ * because a receiver acknowledges only when its process polls; but a stream
+ * whose last packets were lost sees no later packet that would reveal the
+ * gap (fast retransmission), and would stall for a whole timeout. So once
+ * per stall, when nothing was acknowledged for this long, what is
+ * unacknowledged goes again at once (as TCP's tail loss probe).
+ */
+static uint64_t probe_timeout(const struct chan_peer *p)
+{
+    uint64_t pto = 2 * p->srtt + (uint64_t)fl_cfg.ack_delay_us * 1000u + PROBE_SLACK_NS;
+    return pto < p->rto ? pto : p->rto;
 }
 
 /* Peer p has something to send: the end of the poll pass will send it. */
@@ -341,7 +359,9 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
         p->ack_due = 0;
     }
     note_deadline(&next, p->ack_due);
-    bool expired = false;
+    bool expired = false, probe = false;
+    uint64_t pto = probe_timeout(p);
+    bool may_probe = !p->probed && p->srtt && now - p->progress_ns >= pto;
     for (unsigned l = 0; l < FL_LANES; l++) {
         struct tx_lane *tx = &p->tx[l];
         if (tx->acked == tx->unsent)
@@ -357,11 +377,20 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
             if (now - c->sent_ns >= rto_now(p)) {
                 c->rexmit = expired = true;
                 mark(t, p);
+            } else if (may_probe && now - c->sent_ns >= pto) {
+                c->rexmit = probe = true;
+                mark(t, p);
             } else {
                 note_deadline(&next, c->sent_ns + rto_now(p));
+                if (!p->probed && p->srtt) {
+                    uint64_t at = c->sent_ns > p->progress_ns ? c->sent_ns : p->progress_ns;
+                    note_deadline(&next, at + pto);
+                }
             }
         }
     }
+    if (probe)
+        p->probed = true;
     if (expired && p->backoff < MAX_BACKOFF)
         p->backoff++;
     /* Keep-alive: a silent peer is asked, then given up. */
@@ -674,6 +703,8 @@ static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
     if (fl_seq_before(tx->unsent, a->next))
         return;
     if (fl_seq_before(tx->acked, a->next)) {
+        p->progress_ns = now;
+        p->probed = false;
         tx->acked = a->next;
         tx->head = tx->acked == tx->next ? tx->tail
                                          : tx->chunk[tx->acked % CHUNK_CAP].pkt_pos;
