@@ -73,8 +73,13 @@ static flit_status send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
                                const uint8_t *src, size_t nbytes, unsigned flags)
 {
     struct fl_peer *p = &ep->peers[dst];
-    size_t room = p->tp->max_packet(p->tpe) - fl_am_hdr_len(FL_OP_AM_FRAG, m->nargs);
+    size_t hl = fl_am_hdr_len(FL_OP_AM_FRAG, m->nargs);
+    size_t room = p->tp->max_packet(p->tpe) - hl;
     size_t chunk = (size_t)fl_cfg.long_chunk < room ? (size_t)fl_cfg.long_chunk : room;
+    /* Over datagrams, a piece fills one datagram: fewer, fuller system calls. */
+    size_t fit = p->tp->peer_packet_fit ? p->tp->peer_packet_fit(p->tpe, dst) : 0;
+    if (fit > hl + 64)
+        chunk = fit - hl < room ? fit - hl : room;
     struct fl_am_msg piece = *m;
     piece.op = FL_OP_AM_FRAG;
     piece.total = nbytes;

@@ -1034,6 +1034,11 @@ size_t fl_chan_peer_datagram(struct fl_tp_ep *t, uint32_t peer)
     return t->ops->max_payload(t->d, peer);
 }
 
+size_t fl_chan_peer_packet_fit(struct fl_tp_ep *t, uint32_t peer)
+{
+    return t->peers[peer].chunk_max;
+}
+
 void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 {
     struct chan_peer *p = &t->peers[peer];

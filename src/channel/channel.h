@@ -56,6 +56,7 @@ void fl_chan_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *c
 bool fl_chan_settled(struct fl_tp_ep *t);
 void fl_chan_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
 size_t fl_chan_peer_datagram(struct fl_tp_ep *t, uint32_t peer);
+size_t fl_chan_peer_packet_fit(struct fl_tp_ep *t, uint32_t peer);
 void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
 void fl_chan_close(struct fl_tp_ep *t);
 
@@ -73,6 +74,7 @@ void fl_chan_close(struct fl_tp_ep *t);
         .reclaim = fl_chan_reclaim, .settled = fl_chan_settled,                  \
         .peer_address = fl_chan_peer_address,                                    \
         .peer_datagram = fl_chan_peer_datagram,                                  \
+        .peer_packet_fit = fl_chan_peer_packet_fit,                              \
         .dump_peer = fl_chan_dump_peer,                                          \
         .close = fl_chan_close,                                                  \
     }

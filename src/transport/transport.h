@@ -174,8 +174,10 @@ struct fl_transport {
     void (*peer_address)(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
 
     /* Optional, for datagram transports: the largest datagram payload
-       towards peer. */
+       towards peer, and the largest packet that travels in one datagram
+       (a long payload is cut into pieces of that size, less their header). */
     size_t (*peer_datagram)(struct fl_tp_ep *t, uint32_t peer);
+    size_t (*peer_packet_fit)(struct fl_tp_ep *t, uint32_t peer);
 
     /* One line of state about the pair (t, peer) for dumps; atomics only. */
     void (*dump_peer)(struct fl_tp_ep *t, uint32_t peer, char *buf,
