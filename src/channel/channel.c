@@ -711,6 +711,7 @@ static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
         p->backoff = 0;
     }
     bool hole = false;
+    uint32_t high = a->next; /* past the highest chunk selectively acked */
     for (unsigned i = 0; i < 64; i++) {
         uint32_t s = a->next + 1 + i;
         if (!fl_seq_before(s, tx->unsent))
@@ -722,12 +723,15 @@ static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
         if ((a->sack >> i) & 1) {
             tx->chunk[s % CHUNK_CAP].sacked = true;
             hole = true;
+            high = s + 1;
         }
     }
     /* Chunks after a hole arrived: what is missing before them is lost
-       (or late). Send it again now, at most once a round trip. */
+       (or late). Send it again now, at most once a round trip. Nothing
+       past the highest chunk acknowledged: of those, the acknowledgement
+       knows nothing (they may be in flight, or beyond its 64 bits). */
     if (hole && tx->acked != tx->unsent && now - p->fast_at > p->srtt) {
-        for (uint32_t s = tx->acked; s != tx->unsent; s++) {
+        for (uint32_t s = tx->acked; fl_seq_before(s, high); s++) {
             struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
             if (!c->sacked && now - c->sent_ns > p->srtt / 2) {
                 c->rexmit = true;
