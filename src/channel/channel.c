@@ -134,6 +134,7 @@ struct fl_tp_ep {
     uint64_t timeout_ns;
     struct chan_peer *peers;
     int epfd, timerfd;
+    uint64_t timer_set;         /* the deadline the timerfd holds; 0: none */
     uint64_t next_timer;        /* earliest deadline; 0: none */
     uint32_t *sendq;            /* peers with something to send, once each */
     uint32_t nsendq;
@@ -951,24 +952,27 @@ bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask)
 {
     (void)lane_mask;
     flush(t);   /* nothing held back while we sleep */
-    run_timers(t, fl_now_ns());
-    struct itimerspec its = {0};
-    if (t->next_timer) {
-        its.it_value.tv_sec = (time_t)(t->next_timer / 1000000000u);
-        its.it_value.tv_nsec = (long)(t->next_timer % 1000000000u);
+    uint64_t now = fl_now_ns();
+    run_timers(t, now);
+    /* The timerfd keeps its deadline between sleeps: set it only when that
+       changed, or when it has passed (setting it also clears a firing). A
+       deadline left in it while we are awake fires at worst once more, and
+       a wake-up finds nothing to do. */
+    if (t->next_timer != t->timer_set || (t->timer_set && t->timer_set <= now)) {
+        struct itimerspec its = {0};
+        if (t->next_timer) {
+            its.it_value.tv_sec = (time_t)(t->next_timer / 1000000000u);
+            its.it_value.tv_nsec = (long)(t->next_timer % 1000000000u);
+        }
+        timerfd_settime(t->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+        t->timer_set = t->next_timer;
     }
-    timerfd_settime(t->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
     return t->held_len != 0;
 }
 
 void fl_chan_disarm(struct fl_tp_ep *t)
 {
     t->check_timers = true;     /* whatever woke us, a deadline may be due */
-    struct itimerspec its = {0};
-    timerfd_settime(t->timerfd, 0, &its, NULL);
-    uint64_t v;
-    ssize_t r = read(t->timerfd, &v, sizeof v);
-    (void)r;
 }
 
 int fl_chan_fd(struct fl_tp_ep *t)
