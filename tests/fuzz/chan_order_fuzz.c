@@ -98,10 +98,7 @@ static size_t datagram(struct run *r, const uint8_t *in, size_t left)
 
 static void poll_all(struct run *r, unsigned mask)
 {
-    for (int i = 0; i < 8 && (i == 0 || memdgram_pending()); i++) {
-        r->depth = 0;
-        fl_chan_poll(r->t, mask, on_packet, r, 64);
-    }
+    memdgram_poll_all(r->t, mask, on_packet, r, &r->depth);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

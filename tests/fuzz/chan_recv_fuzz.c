@@ -49,11 +49,7 @@ static void on_packet(void *ctx, uint32_t src, unsigned lane, void *pkt, size_t 
 
 static void poll_all(struct run *r, unsigned mask)
 {
-    /* A poll takes a batch; a few more take what is left. */
-    for (int i = 0; i < 8 && (i == 0 || memdgram_pending()); i++) {
-        r->depth = 0;
-        fl_chan_poll(r->t, mask, on_packet, r, 64);
-    }
+    memdgram_poll_all(r->t, mask, on_packet, r, &r->depth);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

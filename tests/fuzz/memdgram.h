@@ -35,6 +35,11 @@ void memdgram_close(struct fl_tp_ep *t);
 bool memdgram_queue(uint32_t src, const uint8_t *data, size_t len, bool fix);
 /* Datagrams queued and not yet received. */
 unsigned memdgram_pending(void);
+/* Polls t on mask: once, then again (at most 8 times in all) while
+   datagrams are queued, since one poll takes one batch. *depth (the
+   callback's nesting count) is set to 0 before each. */
+void memdgram_poll_all(struct fl_tp_ep *t, unsigned mask, fl_tp_recv_fn cb, void *ctx,
+                       unsigned *depth);
 /* The job key the channel uses. */
 uint64_t memdgram_key(void);
 
