@@ -12,6 +12,8 @@
  * sent, and so do replies (each handler checks the message is the next one
  * in the schedule); every handler runs exactly once (exact counts, and the
  * endpoint's counters agree); long payloads land at the offset asked for.
+ * Also: flit_ep_peer_info describes every peer as its transport reaches it
+ * (FLIT_TRANSPORT=udp: every other rank over UDP, with its datagram size).
  *
  *     flitrun -n 4 mp_am_all [--max-long BYTES]
  */
@@ -228,6 +230,28 @@ static void check_counters(void)
     CHECK(s.peers_down == 0);
 }
 
+/* What flit_ep_peer_info says of each rank, against the transport chosen. */
+static void check_peer_info(void)
+{
+    const char *forced = getenv("FLIT_TRANSPORT");
+    bool udp_only = forced && strcmp(forced, "udp") == 0;
+    for (uint32_t r = 0; r < g.n; r++) {
+        flit_peer_info_t info = {.struct_size = sizeof info};
+        CHECK_OK(flit_ep_peer_info(g.ep, flit_rank(r), &info));
+        CHECK(info.max_packet >= FLIT_AM_MAX_MEDIUM && !info.down);
+        if (r == g.me) {
+            CHECK(strcmp(info.transport, "self") == 0 && info.datagram == 0);
+        } else if (strcmp(info.transport, "udp") == 0) {
+            /* "a.b.c.d:port", datagrams no larger than UDP carries */
+            CHECK(strchr(info.address, ':') != NULL);
+            CHECK(info.datagram >= 64 && info.datagram <= 65507);
+        } else {
+            CHECK(!udp_only);
+            CHECK(strcmp(info.transport, "shm") == 0 && info.datagram == 0);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     size_t max_long = (size_t)mp_arg_u64(argc, argv, "--max-long", 16u << 20);
@@ -259,6 +283,7 @@ int main(int argc, char **argv)
     uint8_t *sbuf = malloc(max_long > 65536 ? max_long : 65536);
     CHECK(g.req_seen && g.rep_seen && g.reply_buf && sbuf);
 
+    check_peer_info();
     CHECK_OK(flit_am_set_returned_handler(g.ep, mp_returned_fail, NULL));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_REQ), on_request, NULL));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_REP), on_reply, NULL));
