@@ -114,20 +114,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (op >> 6 == FUZZ_OP_DGRAM) {
             i += datagram(&r, data + i, size - i);
         } else if (op >> 6 == FUZZ_OP_SEND) {
-            if (size - i < 5)
+            size_t used = memdgram_op_send(r.t, data + i, size - i, 4096u + MIN_PACKET - 1);
+            if (!used)
                 break;
-            uint32_t dst = 1 + data[i] % 2u;
-            unsigned lane = data[i + 1] % 2u;
-            size_t len = MIN_PACKET + fl_get16(data + i + 2) % 4096u;
-            unsigned flags = data[i + 4] & 1u ? FL_COMMIT_MORE : 0;
-            i += 5;
-            memdgram_send(r.t, dst, lane, len, flags);
+            i += used;
         } else if (op >> 6 == FUZZ_OP_POLL) {
             poll_all(&r, op & 3u ? op & 3u : FL_LANES_ALL);
         } else {
-            (void)fl_chan_arm(r.t, FL_LANES_ALL);
-            fl_chan_disarm(r.t);
-            (void)fl_chan_settled(r.t);
+            memdgram_op_state(r.t);
         }
     }
     poll_all(&r, FL_LANES_ALL);

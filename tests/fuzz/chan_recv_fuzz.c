@@ -22,7 +22,6 @@
 #include "memdgram.h"
 #include "platform/le.h"
 
-#define MIN_PACKET 32u /* the AM short request memdgram_send writes */
 
 struct run {
     struct fl_tp_ep *t;
@@ -75,21 +74,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                            len, (who & FUZZ_FIX_HEADER) != 0);
             i += len;
         } else if (op >> 6 == FUZZ_OP_SEND) {
-            if (size - i < 5)
+            size_t used = memdgram_op_send(r.t, data + i, size - i, fl_chan_max_packet(r.t));
+            if (!used)
                 break;
-            uint32_t dst = 1 + data[i] % 2u;
-            unsigned lane = data[i + 1] % 2u;
-            size_t max = fl_chan_max_packet(r.t);
-            size_t len = MIN_PACKET + fl_get16(data + i + 2) % (max - MIN_PACKET + 1);
-            unsigned flags = data[i + 4] & 1u ? FL_COMMIT_MORE : 0;
-            i += 5;
-            memdgram_send(r.t, dst, lane, len, flags);
+            i += used;
         } else if (op >> 6 == FUZZ_OP_POLL) {
             poll_all(&r, op & 3u ? op & 3u : FL_LANES_ALL);
         } else {
-            (void)fl_chan_arm(r.t, FL_LANES_ALL);
-            fl_chan_disarm(r.t);
-            (void)fl_chan_settled(r.t);
+            memdgram_op_state(r.t);
         }
     }
     poll_all(&r, FL_LANES_ALL);

@@ -259,6 +259,26 @@ unsigned memdgram_pending(void)
     return mem.tail - mem.head;
 }
 
+size_t memdgram_op_send(struct fl_tp_ep *t, const uint8_t *in, size_t left,
+                        size_t max_len)
+{
+    enum { MIN_PACKET = 32 }; /* the AM short request memdgram_send writes */
+    if (left < 5)
+        return 0;
+    uint32_t dst = 1 + in[0] % 2u;
+    unsigned lane = in[1] % 2u;
+    size_t len = MIN_PACKET + fl_get16(in + 2) % (max_len - MIN_PACKET + 1);
+    memdgram_send(t, dst, lane, len, in[4] & 1u ? FL_COMMIT_MORE : 0);
+    return 5;
+}
+
+void memdgram_op_state(struct fl_tp_ep *t)
+{
+    (void)fl_chan_arm(t, FL_LANES_ALL);
+    fl_chan_disarm(t);
+    (void)fl_chan_settled(t);
+}
+
 void memdgram_poll_all(struct fl_tp_ep *t, unsigned mask, fl_tp_recv_fn cb, void *ctx,
                        unsigned *depth)
 {

@@ -40,6 +40,16 @@ unsigned memdgram_pending(void);
    callback's nesting count) is set to 0 before each. */
 void memdgram_poll_all(struct fl_tp_ep *t, unsigned mask, fl_tp_recv_fn cb, void *ctx,
                        unsigned *depth);
+
+/*
+ * The script operations the channel targets share (see fuzz.h).
+ * memdgram_op_send: the send op's 5 bytes at in (left of them there): a
+ * packet of 32 .. max_len bytes; returns the bytes used, 0 when too few.
+ * memdgram_op_state: arm, disarm, ask whether settled.
+ */
+size_t memdgram_op_send(struct fl_tp_ep *t, const uint8_t *in, size_t left,
+                        size_t max_len);
+void memdgram_op_state(struct fl_tp_ep *t);
 /* The job key the channel uses. */
 uint64_t memdgram_key(void);
 
