@@ -103,7 +103,8 @@ FLIT_API flit_status flit_am_reply_long(flit_token_t *token, flit_handler_t h,
 typedef enum flit_am_kind {
     FLIT_AM_SHORT = 0,
     FLIT_AM_MEDIUM = 1,
-    FLIT_AM_LONG = 2
+    FLIT_AM_LONG = 2,
+    FLIT_AM_STREAM = 3          /* a stream message (<flit/stream.h>) */
 } flit_am_kind;
 
 typedef struct flit_returned {
@@ -115,7 +116,8 @@ typedef struct flit_returned {
     unsigned nargs;
     const uint32_t *args;
     const void *payload;        /* medium: the payload; otherwise NULL */
-    size_t nbytes;              /* payload length (long: the length sent) */
+    size_t nbytes;              /* payload length (long: the length sent;
+                                   stream: the message's total) */
     uint64_t offset;            /* long: the destination offset */
 } flit_returned_t;
 

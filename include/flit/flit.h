@@ -272,6 +272,12 @@ typedef struct flit_stats {
     uint64_t retransmits;       /* packets sent again after a loss or timeout */
     uint64_t duplicates;        /* packets received twice and dropped */
     uint64_t faults_injected;   /* FLIT_DROP/DUP/REORDER_RATE at work */
+    /* Streams (<flit/stream.h>) */
+    uint64_t stream_sent_msgs;
+    uint64_t stream_sent_bytes;
+    uint64_t stream_recv_msgs;
+    uint64_t stream_recv_bytes;
+    uint64_t stream_fibers;     /* handlers that got a stack of their own */
 } flit_stats_t;
 
 FLIT_API flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out);

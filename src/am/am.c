@@ -72,14 +72,7 @@ static flit_status send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
                                const struct fl_am_msg *m, const uint32_t *args,
                                const uint8_t *src, size_t nbytes, unsigned flags)
 {
-    struct fl_peer *p = &ep->peers[dst];
-    size_t hl = fl_am_hdr_len(FL_OP_AM_FRAG, m->nargs);
-    size_t room = p->tp->max_packet(p->tpe) - hl;
-    size_t chunk = (size_t)fl_cfg.long_chunk < room ? (size_t)fl_cfg.long_chunk : room;
-    /* Over datagrams, a piece fills one datagram: fewer, fuller system calls. */
-    size_t fit = p->tp->peer_packet_fit ? p->tp->peer_packet_fit(p->tpe, dst) : 0;
-    if (fit > hl + 64)
-        chunk = fit - hl < room ? fit - hl : room;
+    size_t chunk = fl_ep_piece_size(ep, dst, fl_am_hdr_len(FL_OP_AM_FRAG, m->nargs));
     struct fl_am_msg piece = *m;
     piece.op = FL_OP_AM_FRAG;
     piece.total = nbytes;
@@ -352,11 +345,11 @@ flit_ep_t *flit_token_ep(const flit_token_t *token)
 
 const char *flit_am_kind_name(flit_am_kind kind, int is_reply)
 {
-    static const char *const names[2][3] = {
-        {"request short", "request medium", "request long"},
-        {"reply short", "reply medium", "reply long"},
+    static const char *const names[2][4] = {
+        {"request short", "request medium", "request long", "stream"},
+        {"reply short", "reply medium", "reply long", "stream"},
     };
-    if ((unsigned)kind > FLIT_AM_LONG)
+    if ((unsigned)kind > FLIT_AM_STREAM)
         return "unknown";
     return names[is_reply ? 1 : 0][kind];
 }

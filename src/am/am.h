@@ -12,6 +12,15 @@ void fl_am_init(void);
 flit_status fl_am_send_ctrl(struct flit_ep *ep, uint32_t dst, unsigned lane,
                             enum fl_ctrl_kind kind, uint32_t arg);
 
+/*
+ * Sends pkt (len bytes: one of src's packets, or its header) back to src
+ * inside a returned message with the reason; counts it.
+ */
+void fl_am_return_packet(struct flit_ep *ep, uint32_t src, const void *pkt,
+                         size_t len, flit_status reason);
+/* Runs the returned-message handler for r (our message came back). */
+void fl_am_returned(struct flit_ep *ep, uint32_t peer, const flit_returned_t *r);
+
 /* Receive side (dispatch.c). */
 void fl_am_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
                 size_t len);

@@ -53,28 +53,15 @@ static flit_am_kind kind_of(const struct fl_am_msg *m)
  * reason, then the refused packet. For a long message only its header goes
  * back (as a LONG), never the payload.
  */
-static void send_back(struct flit_ep *ep, uint32_t src, const struct fl_am_msg *m,
-                      void *pkt, size_t len, flit_status reason)
+void fl_am_return_packet(struct flit_ep *ep, uint32_t src, const void *pkt,
+                         size_t len, flit_status reason)
 {
     FL_COUNT(ep->stats.returned_by_us, 1);
     if (fl_peer_is_down(&ep->peers[src]))
         return;
-    uint8_t inner[FL_AM_MAX_HDR];
-    if (m->op == FL_OP_AM_FRAG) {
-        struct fl_am_msg l = *m;
-        l.op = FL_OP_AM_LONG;
-        l.flags = m->flags & FL_AMF_REPLY;
-        l.piece = 0;
-        l.payload_len = 0;
-        len = fl_am_encode(inner, &l, m->argv);
-        pkt = inner;
-    }
     struct fl_am_msg r = {.op = FL_OP_RETURN, .flags = FL_AMF_REPLY,
                           .aux = (uint16_t)reason, .payload_len = len};
     size_t hl = fl_am_hdr_len(FL_OP_RETURN, 0);
-    fl_debug("returning %s from rank %u (handler %u): %s",
-             flit_am_kind_name(kind_of(m), m->flags & FL_AMF_REPLY), src,
-             m->handler, flit_strerror(reason));
     /* As a handler would: a blocked send polls only reply lanes. Inside, the
        ring we read pkt from is busy, so pkt stays valid. */
     fl_handler_depth++;
@@ -88,6 +75,25 @@ static void send_back(struct flit_ep *ep, uint32_t src, const struct fl_am_msg *
     fl_handler_depth--;
     if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
         fl_error("cannot return a message to rank %u: %s", src, flit_strerror(st));
+}
+
+static void send_back(struct flit_ep *ep, uint32_t src, const struct fl_am_msg *m,
+                      void *pkt, size_t len, flit_status reason)
+{
+    uint8_t inner[FL_AM_MAX_HDR];
+    if (m->op == FL_OP_AM_FRAG) {
+        struct fl_am_msg l = *m;
+        l.op = FL_OP_AM_LONG;
+        l.flags = m->flags & FL_AMF_REPLY;
+        l.piece = 0;
+        l.payload_len = 0;
+        len = fl_am_encode(inner, &l, m->argv);
+        pkt = inner;
+    }
+    fl_debug("returning %s from rank %u (handler %u): %s",
+             flit_am_kind_name(kind_of(m), m->flags & FL_AMF_REPLY), src,
+             m->handler, flit_strerror(reason));
+    fl_am_return_packet(ep, src, pkt, len, reason);
 }
 
 /* A piece of a long payload: land it if it may land, remember if not. */
@@ -191,6 +197,15 @@ static void default_returned(flit_ep_t *ep, const flit_returned_t *r, void *user
     abort();
 }
 
+void fl_am_returned(struct flit_ep *ep, uint32_t peer, const flit_returned_t *r)
+{
+    FL_COUNT(ep->stats.returned_to_us, 1);
+    flit_returned_fn fn = ep->returned_fn ? ep->returned_fn : default_returned;
+    struct flit_token *t = token_push(ep, peer, true);
+    fn(ep, r, ep->returned_user);
+    token_pop(ep, t);
+}
+
 /* Hands one of our own packets (decoded) to the returned-message handler. */
 static void deliver_returned(struct flit_ep *ep, uint32_t peer,
                              const struct fl_am_msg *m, flit_status reason)
@@ -207,27 +222,40 @@ static void deliver_returned(struct flit_ep *ep, uint32_t peer,
         .nbytes = m->op == FL_OP_AM_MEDIUM ? m->payload_len : m->total,
         .offset = m->base,
     };
-    FL_COUNT(ep->stats.returned_to_us, 1);
-    flit_returned_fn fn = ep->returned_fn ? ep->returned_fn : default_returned;
-    struct flit_token *t = token_push(ep, peer, true);
-    fn(ep, &r, ep->returned_user);
-    token_pop(ep, t);
+    fl_am_returned(ep, peer, &r);
+}
+
+/*
+ * One of our AM packets came back. Refused, it is a whole message (a long
+ * one as its header). Reclaimed, it may be a piece: pieces before the last
+ * carry nothing the program sent on its own.
+ */
+static bool am_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
+                    flit_status reason, bool reclaimed)
+{
+    struct fl_am_msg m;
+    if (fl_am_decode(pkt, len, &m) != FLIT_OK)
+        return false;
+    if (m.op == FL_OP_AM_FRAG && (!reclaimed || !(m.flags & FL_AMF_FINAL)))
+        return reclaimed;
+    if (m.op != FL_OP_AM_SHORT && m.op != FL_OP_AM_MEDIUM &&
+        m.op != FL_OP_AM_LONG && m.op != FL_OP_AM_FRAG)
+        return reclaimed;   /* control: nothing to tell */
+    deliver_returned(ep, peer, &m, reason);
+    return true;
 }
 
 void fl_am_recv_return(struct flit_ep *ep, uint32_t src, unsigned lane,
                        void *pkt, size_t len)
 {
-    struct fl_am_msg outer, inner;
+    struct fl_am_msg outer;
     bool ok = lane == FL_LANE_REP && fl_am_decode(pkt, len, &outer) == FLIT_OK &&
-              fl_am_decode(outer.payload, outer.payload_len, &inner) == FLIT_OK &&
-              (inner.op == FL_OP_AM_SHORT || inner.op == FL_OP_AM_MEDIUM ||
-               inner.op == FL_OP_AM_LONG);
+              fl_packet_back(ep, src, outer.payload, outer.payload_len,
+                             (flit_status)outer.aux, false);
     if (!ok) {
         FL_COUNT(ep->stats.refused_packets, 1);
         fl_warn("refused a malformed returned message from rank %u", src);
-        return;
     }
-    deliver_returned(ep, src, &inner, (flit_status)outer.aux);
 }
 
 /* ---- a peer died: what we sent it and it never took comes back ---- */
@@ -236,16 +264,7 @@ static void reclaim_one(void *ctx, uint32_t dst, unsigned lane, void *pkt,
                         size_t len)
 {
     (void)lane;
-    struct flit_ep *ep = ctx;
-    struct fl_am_msg m;
-    if (fl_am_decode(pkt, len, &m) != FLIT_OK)
-        return;
-    /* Pieces before the last carry nothing the program sent on its own. */
-    if (m.op == FL_OP_AM_FRAG && !(m.flags & FL_AMF_FINAL))
-        return;
-    if (m.op == FL_OP_AM_SHORT || m.op == FL_OP_AM_MEDIUM ||
-        m.op == FL_OP_AM_LONG || m.op == FL_OP_AM_FRAG)
-        deliver_returned(ep, dst, &m, FLIT_ERR_PEER_DOWN);
+    fl_packet_back(ctx, dst, pkt, len, FLIT_ERR_PEER_DOWN, true);
 }
 
 void fl_am_peer_down(struct flit_ep *ep, uint32_t rank)
@@ -309,5 +328,7 @@ void fl_am_init(void)
     fl_op_register(FL_OP_AM_LONG, fl_am_recv);
     fl_op_register(FL_OP_AM_FRAG, fl_am_recv);
     fl_op_register(FL_OP_RETURN, fl_am_recv_return);
+    for (enum fl_op op = FL_OP_AM_SHORT; op <= FL_OP_AM_FRAG; op++)
+        fl_op_register_back(op, am_back);
     fl_op_register(FL_OP_CTRL, fl_am_recv_ctrl);
 }

@@ -91,6 +91,8 @@ struct rx_lane {
     size_t asm_len;
     bool asm_open;
     uint64_t unacked;           /* bytes delivered since we last acknowledged */
+    bool release;               /* ooo holds the next chunk: deliver it when
+                                   a poll's budget allows */
 };
 
 struct chan_peer {
@@ -139,6 +141,8 @@ struct fl_tp_ep {
     uint32_t *sendq;            /* peers with something to send, once each */
     uint32_t nsendq;
     unsigned depth;             /* polls in progress (nested) */
+    int budget;                 /* packets the poll in progress may deliver */
+    uint32_t nrelease;          /* lanes with rx->release set */
     unsigned idle_polls;        /* since the clock was last read */
     bool check_timers;          /* woken by the timer: look at once */
     struct fl_fault fault;
@@ -786,6 +790,64 @@ static void deliver(struct fl_tp_ep *t, uint32_t src, unsigned lane, uint8_t fla
     }
 }
 
+/* Keeps a copy of c until its turn comes. */
+static void hold_chunk(struct rx_lane *rx, const struct fl_chan_chunk *c)
+{
+    struct rx_chunk *o = &rx->ooo[c->seq % CHUNK_CAP];
+    if (!(o->data = malloc(c->len ? c->len : 1)))
+        return;
+    memcpy(o->data, c->data, c->len);
+    o->len = c->len;
+    o->flags = c->flags;
+    rx->held++;
+    rx->held_bytes += c->len;
+}
+
+/*
+ * Delivers the chunks that came ahead of their turn and wait for no hole
+ * now, as many as the poll's budget allows (flit_extract paces the
+ * receiver); the rest are released by the next polls.
+ */
+static void release_ooo(struct fl_tp_ep *t, uint32_t src, unsigned lane,
+                        fl_tp_recv_fn cb, void *ctx, int *n)
+{
+    struct chan_peer *p = &t->peers[src];
+    struct rx_lane *rx = &p->rx[lane];
+    struct rx_chunk *o;
+    bool more = false;
+    while (!p->down && (o = &rx->ooo[rx->next % CHUNK_CAP])->data) {
+        if (*n >= t->budget) {
+            more = true;
+            break;
+        }
+        uint8_t *data = o->data;
+        o->data = NULL;
+        rx->held--;
+        rx->held_bytes -= o->len;
+        deliver(t, src, lane, o->flags, data, o->len, cb, ctx, n);
+        free(data);
+    }
+    if (more != rx->release) {
+        rx->release = more;
+        t->nrelease += more ? 1 : (uint32_t)-1;
+    }
+}
+
+/* The lanes whose chunks a budget held back, first (they are the oldest). */
+static void release_all(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
+                        void *ctx, int *n)
+{
+    uint64_t now = fl_now_ns();
+    for (uint32_t r = 0; r < t->size && t->nrelease && *n < t->budget; r++)
+        for (unsigned l = 0; l < FL_LANES; l++) {
+            struct rx_lane *rx = &t->peers[r].rx[l];
+            if (!rx->release || !(lane_mask & FL_LANE_MASK(l)))
+                continue;
+            release_ooo(t, r, l, cb, ctx, n);
+            schedule_ack(t, &t->peers[r], rx, now);
+        }
+}
+
 static void take_chunk(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_chunk *c,
                        unsigned lane_mask, fl_tp_recv_fn cb, void *ctx, int *n,
                        uint64_t now)
@@ -805,33 +867,35 @@ static void take_chunk(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_ch
         FL_COUNT(t->counters->refused_packets, 1);
         return;
     }
+    if (ahead == 0 && *n >= t->budget && !rx->ooo[c->seq % CHUNK_CAP].data &&
+        rx->held_bytes + c->len <= t->window) {
+        /* Its turn, but the poll's budget is spent (flit_extract): it waits
+           with the chunks that came ahead of theirs. */
+        hold_chunk(rx, c);
+        if (!rx->release) {
+            rx->release = true;
+            t->nrelease++;
+        }
+        return;
+    }
     if (ahead > 0) {
         struct rx_chunk *o = &rx->ooo[c->seq % CHUNK_CAP];
         if (o->data) {
             FL_COUNT(t->counters->duplicates, 1);
-        } else if (rx->held_bytes + c->len <= t->window &&
-                   (o->data = malloc(c->len ? c->len : 1)) != NULL) {
-            memcpy(o->data, c->data, c->len);   /* else dropped: it comes again */
-            o->len = c->len;
-            o->flags = c->flags;
-            rx->held++;
-            rx->held_bytes += c->len;
+        } else if (rx->held_bytes + c->len <= t->window) {
+            hold_chunk(rx, c);   /* or dropped, out of memory: it comes again */
         }
         p->ack_now = true;      /* the selective ack shows the hole */
         mark(t, p);
         return;
     }
-    deliver(t, src, c->lane, c->flags, c->data, c->len, cb, ctx, n);
-    /* What waited for this one. */
-    struct rx_chunk *o;
-    while (!p->down && (o = &rx->ooo[rx->next % CHUNK_CAP])->data) {
-        uint8_t *data = o->data;
-        o->data = NULL;
-        rx->held--;
-        rx->held_bytes -= o->len;
-        deliver(t, src, c->lane, o->flags, data, o->len, cb, ctx, n);
-        free(data);
+    if (rx->ooo[c->seq % CHUNK_CAP].data) {
+        /* We hold it already: a budget left it waiting (rx->release). */
+        FL_COUNT(t->counters->duplicates, 1);
+    } else {
+        deliver(t, src, c->lane, c->flags, c->data, c->len, cb, ctx, n);
     }
+    release_ooo(t, src, c->lane, cb, ctx, n);
     schedule_ack(t, p, rx, now);
 }
 
@@ -919,7 +983,6 @@ static void take_received(struct fl_tp_ep *t, struct fl_dgram_in *in,
 int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void *ctx,
                  int budget)
 {
-    (void)budget;   /* a batch of datagrams is the unit */
     int n = 0;
     /* Timers need the clock; a busy poll loop need not read it every pass. */
     if (t->next_timer && (t->check_timers || ++t->idle_polls >= CLOCK_EVERY)) {
@@ -929,6 +992,13 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
         if (now >= t->next_timer)
             run_timers(t, now);
     }
+    int outer_budget = t->budget;
+    t->budget = budget;
+    if (t->nrelease)
+        release_all(t, lane_mask, cb, ctx, &n);
+    /* Even with the budget spent: what it cannot deliver now waits in our
+       buffers, selectively acknowledged (not sent again) but not
+       cumulatively (the sender's window stays taken: it is held back). */
     if (t->depth < MAX_DEPTH) {
         struct fl_dgram_in *in;
         int got = t->ops->recv(t->d, t->depth, &in);
@@ -941,6 +1011,7 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
         if (got > 0)
             t->idle_polls = CLOCK_EVERY;    /* traffic: look at the timers next */
     }
+    t->budget = outer_budget;
     if (t->nsendq)
         flush(t);
     return n;
@@ -967,7 +1038,7 @@ bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask)
         timerfd_settime(t->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
         t->timer_set = t->next_timer;
     }
-    return t->held_len != 0;
+    return t->held_len != 0 || t->nrelease != 0;
 }
 
 void fl_chan_disarm(struct fl_tp_ep *t)

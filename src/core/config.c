@@ -33,6 +33,7 @@ struct var {
 
 static const char *const bulk_choices[] = {"auto", "cma", "copy", NULL};
 static const char *const transport_choices[] = {"auto", "udp", "shm", NULL};
+static const char *const fiber_choices[] = {"auto", "ucontext", NULL};
 
 #define F(field) offsetof(struct fl_config, field)
 static const struct var vars[] = {
@@ -77,6 +78,11 @@ static const struct var vars[] = {
      "fault injection: probability that a received datagram is held back behind the next"},
     {"FLIT_FAULT_SEED", K_INT, F(fault_seed), 1, 0, INT64_MAX, NULL,
      "seed of the fault injection (each rank adds its rank)"},
+    {"FLIT_FIBER_STACK_KB", K_KB, F(fiber_stack), 256, 16, 65536, NULL,
+     "stack of a stream handler that waits for bytes still on the wire (a fiber)"},
+    {"FLIT_FIBERS", K_ENUM, F(fibers), FL_FIBERS_AUTO, 0, 1, fiber_choices,
+     "auto: flit's own context switch where it has one (x86-64, AArch64), else "
+     "ucontext; ucontext: always the portable one"},
 };
 #undef F
 #define NVARS (sizeof vars / sizeof vars[0])

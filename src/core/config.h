@@ -39,12 +39,19 @@ struct fl_config {
     int64_t dup_ppm;        /* FLIT_DUP_RATE */
     int64_t reorder_ppm;    /* FLIT_REORDER_RATE */
     int64_t fault_seed;     /* FLIT_FAULT_SEED */
+    int64_t fiber_stack;    /* FLIT_FIBER_STACK_KB, in bytes */
+    int64_t fibers;         /* FLIT_FIBERS: enum fl_fiber_choice */
 };
 
 enum fl_transport_choice {
     FL_TRANSPORT_AUTO = 0,  /* self, shared memory on the host, UDP beyond */
     FL_TRANSPORT_UDP,       /* UDP to every other rank, even on this host */
     FL_TRANSPORT_SHM,       /* no UDP: a job confined to one host */
+};
+
+enum fl_fiber_choice {
+    FL_FIBERS_AUTO = 0,     /* flit's own switch where it has one, else ucontext */
+    FL_FIBERS_UCONTEXT,     /* always makecontext/swapcontext */
 };
 
 extern struct fl_config fl_cfg;

@@ -342,6 +342,7 @@ static void print_peers(struct flit_ep *ep)
 
 static void ep_free(struct flit_ep *ep)
 {
+    fl_stream_ep_close(ep);
     for (int i = 0; i < ep->ntp; i++)
         ep->tps[i]->close(ep->tpes[i]);
     if (ep->epfd >= 0)
@@ -434,6 +435,8 @@ flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
     ep->peers = calloc(ep->size, sizeof *ep->peers);
     ep->handlers = calloc(s.handler_count, sizeof *ep->handlers);
     st = ep->peers && ep->handlers ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+    if (st == FLIT_OK)
+        st = fl_stream_ep_open(ep);
     st = ep_setup(ep, st == FLIT_OK ? &s : NULL);
     pthread_mutex_unlock(&create_lock);
     if (st == FLIT_OK && s.progress_thread)
@@ -518,6 +521,7 @@ void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
         return;     /* it was done with this endpoint: a clean exit */
     FL_COUNT(ep->stats.peers_down, 1);
     fl_am_peer_down(ep, rank);
+    fl_stream_peer_down(ep, rank);
     if (!ep->down_fn) {
         fl_warn("endpoint %u: rank %u is down: %s", ep->index, rank,
                 flit_strerror(reason));
@@ -621,4 +625,16 @@ flit_status flit_ep_set_peer_down_handler(flit_ep_t *ep, flit_peer_down_fn fn,
     ep->down_user = user;
     fl_ep_leave(ep);
     return FLIT_OK;
+}
+
+size_t fl_ep_piece_size(struct flit_ep *ep, uint32_t dst, size_t hdr_len)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    size_t room = p->tp->max_packet(p->tpe) - hdr_len;
+    size_t chunk = (size_t)fl_cfg.long_chunk < room ? (size_t)fl_cfg.long_chunk : room;
+    /* Over datagrams, a piece fills one datagram: fewer, fuller system calls. */
+    size_t fit = p->tp->peer_packet_fit ? p->tp->peer_packet_fit(p->tpe, dst) : 0;
+    if (fit > hdr_len + 64)
+        chunk = fit - hdr_len < room ? fit - hdr_len : room;
+    return chunk;
 }

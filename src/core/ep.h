@@ -89,6 +89,11 @@ struct flit_ep {
 
     struct fl_handler_slot *handlers;
     uint32_t handler_count;
+    struct fl_stream_ep *stream;        /* the stream layer's state */
+    /* A stream packet half filled and still reserved in its transport
+       (src/stream/stream.h): committed before anything else reserves or
+       polls. */
+    struct flit_stream_out *cork;
     flit_returned_fn returned_fn;
     void *returned_user;
     flit_peer_down_fn down_fn;
@@ -186,12 +191,17 @@ static inline bool fl_peer_is_down(const struct fl_peer *p)
 flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
                                size_t len, unsigned flags, void **pkt);
 
+/* Commits the half-filled stream packet (ep->cork) as it is (src/stream). */
+void fl_stream_uncork(struct flit_ep *ep);
+
 static inline flit_status fl_ep_reserve(struct flit_ep *ep, uint32_t dst,
                                         unsigned lane, size_t len,
                                         unsigned flags, void **pkt)
 {
     struct fl_peer *p = &ep->peers[dst];
     flit_status st;
+    if (__builtin_expect(ep->cork != NULL, 0))
+        fl_stream_uncork(ep);   /* one reservation at a time */
     void *b = p->tp->reserve(p->tpe, dst, lane, len, &st);
     if (__builtin_expect(b != NULL, 1)) {
         *pkt = b;
@@ -211,6 +221,13 @@ static inline void fl_ep_commit(struct flit_ep *ep, uint32_t dst, unsigned lane,
     unsigned more = (flags & FLIT_AM_MORE) || fl_handler_depth ? FL_COMMIT_MORE : 0;
     p->tp->commit(p->tpe, dst, lane, pkt, len, more);
 }
+
+/*
+ * Payload bytes a piece of a message cut into packets carries to dst when
+ * each packet has a header of hdr_len: FLIT_LONG_CHUNK_KB within what the
+ * transport carries; over datagrams, what fills one datagram.
+ */
+size_t fl_ep_piece_size(struct flit_ep *ep, uint32_t dst, size_t hdr_len);
 
 static inline void fl_ep_cancel(struct flit_ep *ep, uint32_t dst, unsigned lane,
                                 void *pkt)
@@ -243,6 +260,12 @@ void fl_progress_init(void);
 /* AM layer hooks the endpoint uses (src/am). */
 void fl_am_peer_down(struct flit_ep *ep, uint32_t rank);
 flit_status fl_am_quiesce(struct flit_ep *ep);
+
+/* Stream layer hooks (src/stream): its state made with the endpoint and
+   freed with it (waiting handlers are let go first); a sender died. */
+flit_status fl_stream_ep_open(struct flit_ep *ep);
+void fl_stream_ep_close(struct flit_ep *ep);
+void fl_stream_peer_down(struct flit_ep *ep, uint32_t rank);
 
 /* Every endpoint of the job (finalize, dumps). */
 void fl_ep_destroy_all(void);

@@ -10,7 +10,9 @@
 #include "core/config.h"
 #include "core/ep.h"
 #include "core/log.h"
+#include "platform/fiber.h"
 #include "platform/os.h"
+#include "stream/stream.h"
 
 struct fl_job fl_job = {.lock = PTHREAD_MUTEX_INITIALIZER};
 _Atomic int fl_job_state = FL_JOB_NONE;
@@ -110,6 +112,13 @@ static void print_start(void)
     fl_config_print(stderr);
 }
 
+/* The layers above the core claim their opcodes, once per process. */
+static void register_layers(void)
+{
+    fl_am_init();
+    fl_stream_init();
+}
+
 flit_status flit_init(const flit_init_params_t *params)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -139,7 +148,7 @@ flit_status flit_init(const flit_init_params_t *params)
         return st;
     }
     fl_progress_init();
-    pthread_once(&once, fl_am_init);
+    pthread_once(&once, register_layers);
     static bool at_exit;
     if (fl_cfg.stats && !at_exit)
         at_exit = atexit(stats_at_exit) == 0;
@@ -159,6 +168,7 @@ flit_status flit_finalize(void)
     if (fl_handler_depth)
         return FLIT_ERR_IN_HANDLER;
     fl_ep_destroy_all();
+    fl_fiber_pool_drain();
     fl_boot_close(true);
     atomic_store(&fl_job_state, FL_JOB_FINALIZED);
     free(fl_job.host_of);

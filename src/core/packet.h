@@ -6,8 +6,11 @@
 #ifndef FL_CORE_PACKET_H
 #define FL_CORE_PACKET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "flit/flit.h"
 
 #define FL_WIRE_VERSION 1
 
@@ -18,6 +21,7 @@ enum fl_op {
     FL_OP_AM_FRAG = 4,      /* a piece of a long payload, copied on arrival */
     FL_OP_RETURN = 5,       /* a refused packet sent back, with the reason */
     FL_OP_CTRL = 6,         /* library-internal: barrier, quiesce */
+    FL_OP_STREAM = 7,       /* a packet of a stream message (src/stream) */
     FL_OP_COUNT = 32
 };
 
@@ -31,5 +35,17 @@ void fl_op_register(enum fl_op op, fl_op_fn fn);
 /* The transports' receive callback: checks version and opcode, dispatches. */
 void fl_packet_dispatch(void *ep, uint32_t src, unsigned lane, void *pkt,
                         size_t len);
+
+/*
+ * One of our own packets came back: refused by peer (inside a returned
+ * message, with the peer's reason) or reclaimed from a peer that died
+ * (reclaimed, FLIT_ERR_PEER_DOWN). The layer that owns its opcode tells the
+ * program; it answers false for a packet it cannot have sent (malformed).
+ */
+typedef bool (*fl_op_back_fn)(struct flit_ep *ep, uint32_t peer, void *pkt,
+                              size_t len, flit_status reason, bool reclaimed);
+void fl_op_register_back(enum fl_op op, fl_op_back_fn fn);
+bool fl_packet_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
+                    flit_status reason, bool reclaimed);
 
 #endif /* FL_CORE_PACKET_H */

@@ -17,16 +17,32 @@
 #include "core/ep.h"
 #include "core/log.h"
 #include "core/packet.h"
+#include "flit/stream.h"
 #include "platform/os.h"
 
 #define POLL_BUDGET 64          /* packets per transport per pass */
 #define CHECK_EVERY 1024        /* passes between looks at the clock */
 
 static fl_op_fn op_table[FL_OP_COUNT];
+static fl_op_back_fn back_table[FL_OP_COUNT];
 
 void fl_op_register(enum fl_op op, fl_op_fn fn)
 {
     op_table[op] = fn;
+}
+
+void fl_op_register_back(enum fl_op op, fl_op_back_fn fn)
+{
+    back_table[op] = fn;
+}
+
+bool fl_packet_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
+                    flit_status reason, bool reclaimed)
+{
+    const uint8_t *b = pkt;
+    if (len < 2 || b[0] != FL_WIRE_VERSION || b[1] >= FL_OP_COUNT || !back_table[b[1]])
+        return false;
+    return back_table[b[1]](ep, peer, pkt, len, reason, reclaimed);
 }
 
 void fl_packet_dispatch(void *arg, uint32_t src, unsigned lane, void *pkt,
@@ -47,6 +63,8 @@ void fl_packet_dispatch(void *arg, uint32_t src, unsigned lane, void *pkt,
 int fl_progress(struct flit_ep *ep, unsigned lane_mask)
 {
     int n = 0;
+    if (__builtin_expect(ep->cork != NULL, 0))
+        fl_stream_uncork(ep);   /* the transports may not be polled meanwhile */
     FL_COUNT(ep->stats.polls, 1);
     for (int i = 0; i < ep->ntp; i++)
         n += ep->tps[i]->poll(ep->tpes[i], lane_mask, fl_packet_dispatch, ep,
@@ -87,6 +105,8 @@ void fl_progress_check_peers(struct flit_ep *ep, bool force)
 static bool arm_all(struct flit_ep *ep, unsigned lane_mask)
 {
     bool pending = false;
+    if (ep->cork)
+        fl_stream_uncork(ep);
     for (int i = 0; i < ep->ntp; i++)
         pending |= ep->tps[i]->arm(ep->tpes[i], lane_mask);
     return pending;
@@ -266,6 +286,56 @@ flit_status flit_poll(flit_ep_t *ep)
         fl_progress_check_peers(ep, false);
     fl_ep_leave(ep);
     return FLIT_OK;
+}
+
+/* ---- receiver pacing ---- */
+
+struct extract {
+    struct flit_ep *ep;
+    size_t bytes;
+};
+
+static void extract_one(void *arg, uint32_t src, unsigned lane, void *pkt,
+                        size_t len)
+{
+    struct extract *x = arg;
+    x->bytes += len;
+    fl_packet_dispatch(x->ep, src, lane, pkt, len);
+}
+
+/*
+ * One packet at a time from each transport in turn, until max_bytes have
+ * been handled or none is waiting. A datagram transport receives whole
+ * datagrams, so it may hold a few packets more than were handled; they wait
+ * in its buffers, not the kernel's.
+ */
+flit_status flit_extract(flit_ep_t *ep, size_t max_bytes)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (max_bytes == 0) {
+        fl_ep_leave(ep);
+        return FLIT_ERR_INVALID_ARG;
+    }
+    if (ep->armed)
+        disarm_all(ep);
+    if (ep->cork)
+        fl_stream_uncork(ep);
+    FL_COUNT(ep->stats.polls, 1);
+    struct extract x = {ep, 0};
+    bool got = true;
+    while (got && x.bytes < max_bytes) {
+        got = false;
+        for (int i = 0; i < ep->ntp && x.bytes < max_bytes; i++)
+            got |= ep->tps[i]->poll(ep->tpes[i], FL_LANES_ALL, extract_one, &x, 1) > 0;
+    }
+    if (x.bytes && ep->cond_waiters)
+        pthread_cond_broadcast(&ep->progress_cond);
+    if (FL_READ(ep->stats.polls) % CHECK_EVERY == 0)
+        fl_progress_check_peers(ep, false);
+    fl_ep_leave(ep);
+    return x.bytes ? FLIT_OK : FLIT_ERR_AGAIN;
 }
 
 static bool any_event(struct flit_ep *ep, void *arg)

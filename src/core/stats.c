@@ -38,6 +38,11 @@ void fl_stats_snapshot(struct flit_ep *ep, flit_stats_t *out)
     out->retransmits = FL_READ(c->retransmits);
     out->duplicates = FL_READ(c->duplicates);
     out->faults_injected = FL_READ(c->faults_injected);
+    out->stream_sent_msgs = FL_READ(c->stream_sent_msgs);
+    out->stream_sent_bytes = FL_READ(c->stream_sent_bytes);
+    out->stream_recv_msgs = FL_READ(c->stream_recv_msgs);
+    out->stream_recv_bytes = FL_READ(c->stream_recv_bytes);
+    out->stream_fibers = FL_READ(c->stream_fibers);
 }
 
 flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out)
@@ -105,6 +110,14 @@ static void emit_counters(struct out *o, struct flit_ep *ep, const char *who)
              (unsigned long long)s.datagrams_received,
              (unsigned long long)s.retransmits, (unsigned long long)s.duplicates,
              (unsigned long long)s.faults_injected);
+    if (s.stream_sent_msgs || s.stream_recv_msgs)
+        emit(o, "%s   streams sent %llu msgs %llu B, received %llu msgs %llu B; "
+                "handlers on fibers %llu\n",
+             who, (unsigned long long)s.stream_sent_msgs,
+             (unsigned long long)s.stream_sent_bytes,
+             (unsigned long long)s.stream_recv_msgs,
+             (unsigned long long)s.stream_recv_bytes,
+             (unsigned long long)s.stream_fibers);
 }
 
 void fl_stats_dump(struct flit_ep *ep, int fd)

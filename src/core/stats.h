@@ -29,6 +29,11 @@ struct fl_counters {
     _Atomic uint64_t retransmits;
     _Atomic uint64_t duplicates;
     _Atomic uint64_t faults_injected;
+    _Atomic uint64_t stream_sent_msgs;
+    _Atomic uint64_t stream_sent_bytes;
+    _Atomic uint64_t stream_recv_msgs;
+    _Atomic uint64_t stream_recv_bytes;
+    _Atomic uint64_t stream_fibers;
 };
 
 #define FL_COUNT(counter, n)                                                  \

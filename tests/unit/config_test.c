@@ -308,7 +308,7 @@ static void test_print(void)
         "FLIT_SHM_RING_KB", "FLIT_SHM_BULK", "FLIT_LONG_CHUNK_KB", "FLIT_PEER_CHECK_MS",
         "FLIT_TRANSPORT",   "FLIT_PEER_TIMEOUT", "FLIT_UDP_MTU",   "FLIT_UDP_ADDR",
         "FLIT_UDP_WINDOW_KB", "FLIT_ACK_DELAY_US", "FLIT_RTO_MIN_US", "FLIT_DROP_RATE",
-        "FLIT_DUP_RATE",    "FLIT_REORDER_RATE", "FLIT_FAULT_SEED",
+        "FLIT_DUP_RATE",    "FLIT_REORDER_RATE", "FLIT_FAULT_SEED", "FLIT_FIBER_STACK_KB", "FLIT_FIBERS",
     };
     enum { NNAMES = sizeof names / sizeof names[0] };
     int seen[NNAMES] = {0};

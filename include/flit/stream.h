@@ -1,0 +1,160 @@
+/*
+ * flit streams: messages as byte streams, with the semantics of Illinois
+ * Fast Messages 2.x.
+ *
+ * A sender opens a message to a rank and a stream handler with its total
+ * length, adds pieces of any size from anywhere in memory (gather: each
+ * piece is copied once, straight into the packet on its way out), and
+ * closes it. Packets leave as they fill, so a long message is pipelined:
+ * the receiver's handler is already taking the first bytes while the sender
+ * is still adding the last.
+ *
+ *     flit_stream_out_t *s;
+ *     flit_stream_begin(ep, dest, MY_HANDLER, sizeof hdr + n, 0, &s);
+ *     flit_stream_send(s, &hdr, sizeof hdr);
+ *     flit_stream_send(s, payload, n);
+ *     flit_stream_end(s);
+ *
+ * The stream handler starts when the message's first packet arrives, not
+ * when the whole message has. Inside it, flit_stream_recv takes the next
+ * bytes into any buffer the handler chooses (scatter): typically a header
+ * first, then the payload straight into its final place.
+ *
+ *     static void on_msg(flit_stream_t *s, size_t total, void *user)
+ *     {
+ *         struct hdr h;
+ *         flit_stream_recv(s, &h, sizeof h);
+ *         flit_stream_recv(s, place_for(&h), total - sizeof h);
+ *     }
+ *
+ * When the bytes asked for have not arrived yet, the handler waits there
+ * while the endpoint goes on handling other messages: any number of
+ * handlers of interleaved messages, from one sender or many, may be waiting
+ * at once, and a long message from one sender never holds up another. A
+ * handler whose whole message is in the packet at hand (every message up
+ * to the transport's packet size) runs inline on the caller's stack; one
+ * whose bytes are still on the wire runs on a fiber, a stack of its own
+ * from a pool, so that it can wait. Bytes a handler does not take are
+ * discarded when it returns.
+ *
+ * Guarantees, on every transport: streams from one rank to another start
+ * their handlers in the order their flit_stream_begin calls were made,
+ * interleaved in that order with active-message requests; each handler
+ * runs exactly once; a message that cannot be delivered (no stream handler
+ * at that index, wrong tag, peer down before it was taken) comes back to
+ * the returned-message handler of <flit/am.h> with kind FLIT_AM_STREAM.
+ *
+ * Flow control: the receiver takes packets when it makes progress
+ * (flit_poll, flit_wait, a blocked send) or only as many as it asks for
+ * (flit_extract). What it has not taken holds back its senders' credits:
+ * a sender whose receiver is slow waits in flit_stream_begin / send (making
+ * progress on its own endpoint meanwhile), nothing is dropped, and no
+ * buffer grows.
+ */
+#ifndef FLIT_STREAM_H
+#define FLIT_STREAM_H
+
+#include <sys/uio.h>
+
+#include <flit/flit.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The sender's handle of an open message; valid until flit_stream_end. */
+typedef struct flit_stream_out flit_stream_out_t;
+/* The receiver's handle, given to the handler; valid while it runs. */
+typedef struct flit_stream flit_stream_t;
+
+/*
+ * Runs once per message, during progress, from the moment its first packet
+ * arrives. total: the message's length as its sender declared it.
+ */
+typedef void (*flit_stream_handler_fn)(flit_stream_t *stream, size_t total,
+                                       void *user);
+
+/*
+ * Installs fn at index h of the endpoint's stream-handler table (fn NULL
+ * removes it). The table is separate from the active-message handlers' and
+ * has as many entries (FLIT_EP_PARAM_HANDLER_COUNT).
+ */
+FLIT_API flit_status flit_stream_register(flit_ep_t *ep, flit_handler_t h,
+                                          flit_stream_handler_fn fn, void *user);
+
+/* ---- sending ---- */
+
+/* flit_stream_begin flags. */
+#define FLIT_STREAM_NONBLOCK FLIT_AM_NONBLOCK   /* FLIT_ERR_AGAIN instead of
+                                                   waiting for room */
+
+/*
+ * Opens a message of exactly total bytes to dest's stream handler h.
+ * Waits for room for the first packet (making progress meanwhile) unless
+ * FLIT_STREAM_NONBLOCK. Refuses, rather than wait for what could never come:
+ * FLIT_ERR_IN_HANDLER inside any handler (its wait could need the very
+ * handler it runs in), FLIT_ERR_PEER_DOWN for a dead peer. Several messages
+ * may be open at once, to one rank or many.
+ */
+FLIT_API flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest,
+                                       flit_handler_t h, size_t total,
+                                       unsigned flags, flit_stream_out_t **out);
+
+/*
+ * Adds the next n bytes of the message; buf may be reused on return.
+ * FLIT_ERR_TOO_LARGE (nothing sent) if they would pass the declared total.
+ * Waits for room as needed; FLIT_ERR_PEER_DOWN if the peer died (the
+ * message is then lost: end it).
+ */
+FLIT_API flit_status flit_stream_send(flit_stream_out_t *s, const void *buf,
+                                      size_t n);
+/* The same for iovcnt pieces gathered from iov, in order. */
+FLIT_API flit_status flit_stream_sendv(flit_stream_out_t *s,
+                                       const struct iovec *iov, int iovcnt);
+
+/*
+ * Closes the message and frees s. FLIT_ERR_INVALID_ARG, with s still open,
+ * when fewer than total bytes were sent. After FLIT_ERR_PEER_DOWN from a
+ * send it frees s and answers FLIT_ERR_PEER_DOWN again.
+ */
+FLIT_API flit_status flit_stream_end(flit_stream_out_t *s);
+
+/* ---- receiving: inside the stream's handler only ---- */
+
+/*
+ * Takes exactly the next n bytes of the message into buf, waiting for them
+ * as needed (the endpoint handles other messages meanwhile).
+ * FLIT_ERR_TOO_LARGE, with nothing taken, when fewer than n remain;
+ * FLIT_ERR_PEER_DOWN when the sender died before sending them (the bytes
+ * that did arrive are in buf); FLIT_ERR_BAD_TOKEN for a handle whose
+ * handler has returned.
+ */
+FLIT_API flit_status flit_stream_recv(flit_stream_t *s, void *buf, size_t n);
+/* The same, scattered over iovcnt buffers in order. */
+FLIT_API flit_status flit_stream_recvv(flit_stream_t *s, const struct iovec *iov,
+                                       int iovcnt);
+/* Passes over the next n bytes without copying them anywhere. */
+FLIT_API flit_status flit_stream_skip(flit_stream_t *s, size_t n);
+
+/* Bytes of the message not yet taken; 0 for a dead handle. */
+FLIT_API size_t flit_stream_remaining(const flit_stream_t *s);
+/* The sender; flit_rank(UINT32_MAX) for a dead handle. */
+FLIT_API flit_rank_t flit_stream_rank(const flit_stream_t *s);
+FLIT_API flit_ep_t *flit_stream_ep(const flit_stream_t *s);
+
+/* ---- receiver pacing ---- */
+
+/*
+ * Runs handlers for about max_bytes of incoming data (whole packets: it
+ * stops at the first packet that reaches max_bytes) and leaves the rest
+ * where it is, holding back its senders. FLIT_OK when it took something,
+ * FLIT_ERR_AGAIN when nothing was waiting. Never blocks. max_bytes 0 is
+ * FLIT_ERR_INVALID_ARG.
+ */
+FLIT_API flit_status flit_extract(flit_ep_t *ep, size_t max_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLIT_STREAM_H */

@@ -1,0 +1,412 @@
+/*
+ * The receive side of streams: a message's first packet starts its handler
+ * (inline when the packet holds the whole message, else on a fiber), later
+ * packets resume it, and flit_stream_recv copies straight from the packet
+ * at hand into the handler's buffers. Also refusals, messages coming back,
+ * senders that die mid-message, and the endpoint's teardown.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "am/am.h"
+#include "core/log.h"
+#include "stream/stream.h"
+
+static struct flit_stream *in_get(struct fl_stream_ep *se)
+{
+    struct flit_stream *s = se->free_in;
+    if (__builtin_expect(s != NULL, 1)) {
+        se->free_in = s->next;
+        return s;
+    }
+    return malloc(sizeof *s);
+}
+
+static void in_put(struct fl_stream_ep *se, struct flit_stream *s)
+{
+    s->live = false;
+    s->next = se->free_in;
+    se->free_in = s;
+}
+
+/* The sender's message with stream id sid, if it is in progress. */
+static struct flit_stream **find(struct fl_stream_ep *se, uint32_t src,
+                                 uint32_t sid)
+{
+    struct flit_stream **pp = &se->active[src];
+    while (*pp && (*pp)->sid != sid)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+/* Appends s to its sender's messages in progress (oldest first: the one
+   the next packet most likely continues). */
+static void link_active(struct fl_stream_ep *se, struct flit_stream *s)
+{
+    struct flit_stream **pp = &se->active[s->src];
+    while (*pp)
+        pp = &(*pp)->next;
+    s->next = NULL;
+    *pp = s;
+    s->linked = true;
+}
+
+static void unlink_active(struct fl_stream_ep *se, struct flit_stream *s)
+{
+    struct flit_stream **pp = find(se, s->src, s->sid);
+    if (*pp == s)
+        *pp = s->next;
+    s->linked = false;
+}
+
+static void fiber_main(struct fl_fiber *f, void *arg)
+{
+    (void)f;
+    struct flit_stream *s = arg;
+    s->fn(s, (size_t)s->total, s->user);
+}
+
+/* The message is over for us once its handler is done and its last byte
+   has arrived; until then it stays linked, to swallow what still comes. */
+static void retire_if_over(struct fl_stream_ep *se, struct flit_stream *s)
+{
+    if (s->live || s->arrived < s->total) {
+        if (!s->linked)
+            link_active(se, s);
+        return;
+    }
+    if (s->linked)
+        unlink_active(se, s);
+    in_put(se, s);
+}
+
+/*
+ * Runs s's handler, or continues it where it waits, until it returns or
+ * waits for the next packet. Bytes it leaves in the packet at hand when it
+ * returns are discarded.
+ */
+static void run(struct flit_ep *ep, struct flit_stream *s)
+{
+    struct fl_stream_ep *se = ep->stream;
+    struct flit_stream *outer = se->current;    /* a nested poll's handler */
+    se->current = s;
+    fl_handler_depth++;
+    bool finished = true;
+    if (s->fiber)
+        finished = fl_fiber_resume(s->fiber);
+    else
+        s->fn(s, (size_t)s->total, s->user);
+    fl_handler_depth--;
+    se->current = outer;
+    if (!finished)
+        return;     /* it waits, having taken every byte at hand */
+    if (s->fiber) {
+        fl_fiber_free(s->fiber);
+        s->fiber = NULL;
+    }
+    s->live = false;
+    s->taken += s->cur_len;
+    s->cur_len = 0;
+    retire_if_over(se, s);
+}
+
+/* Sends the first packet's header back to its sender with the reason. */
+static void refuse(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h,
+                   flit_status reason)
+{
+    uint8_t inner[FL_ST_FIRST_HDR];
+    struct fl_st_pkt back = *h;
+    back.flags = FL_STF_FIRST | (h->total == 0 ? FL_STF_LAST : 0);
+    back.len = 0;
+    fl_st_encode(inner, &back);
+    fl_am_return_packet(ep, src, inner, sizeof inner, reason);
+}
+
+static flit_status judge(struct flit_ep *ep, struct fl_stream_ep *se,
+                         const struct fl_st_pkt *h)
+{
+    if (h->tag != ep->tag)
+        return FLIT_ERR_BAD_TAG;
+    if (h->handler >= ep->handler_count)
+        return FLIT_ERR_BAD_HANDLER;
+    if (!se->handlers[h->handler].fn)
+        return FLIT_ERR_NO_HANDLER;
+    return FLIT_OK;
+}
+
+static void bad_packet(struct flit_ep *ep, uint32_t src, size_t len, const char *why)
+{
+    FL_COUNT(ep->stats.refused_packets, 1);
+    fl_warn("refused a stream packet from rank %u (%zu bytes): %s", src, len, why);
+}
+
+static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se,
+                         uint32_t src, const struct fl_st_pkt *h, size_t len)
+{
+    if (*find(se, src, h->sid)) {
+        bad_packet(ep, src, len, "a message with that id is in progress");
+        return;
+    }
+    struct flit_stream *s = in_get(se);
+    if (!s) {
+        refuse(ep, src, h, FLIT_ERR_NO_MEMORY);
+        return;
+    }
+    flit_status why = judge(ep, se, h);
+    *s = (struct flit_stream){.ep = ep, .src = src, .sid = h->sid,
+                              .total = h->total, .arrived = h->len,
+                              .cur = h->payload, .cur_len = h->len};
+    FL_COUNT(ep->stats.stream_recv_msgs, 1);
+    FL_COUNT(ep->stats.stream_recv_bytes, h->total);
+    FL_COUNT(ep->peers[src].recv, 1);
+    if (why == FLIT_OK) {
+        s->fn = se->handlers[h->handler].fn;
+        s->user = se->handlers[h->handler].user;
+        /* Bytes still to come: the handler may wait for them. */
+        if (h->len < h->total && !(s->fiber = fl_fiber_new(fiber_main, s)))
+            why = FLIT_ERR_NO_MEMORY;
+    }
+    if (why != FLIT_OK) {
+        refuse(ep, src, h, why);
+        s->taken = s->arrived;
+        retire_if_over(se, s);
+        return;
+    }
+    s->live = true;
+    if (s->fiber) {
+        FL_COUNT(ep->stats.stream_fibers, 1);
+        link_active(se, s);
+    }
+    run(ep, s);
+}
+
+static void next_packet(struct flit_ep *ep, struct fl_stream_ep *se,
+                        uint32_t src, const struct fl_st_pkt *h, size_t len)
+{
+    struct flit_stream *s = *find(se, src, h->sid);
+    if (!s) {
+        bad_packet(ep, src, len, "no message in progress with that id");
+        return;
+    }
+    bool last = (h->flags & FL_STF_LAST) != 0;
+    if (h->offset != s->arrived || h->len > s->total - s->arrived ||
+        last != (h->offset + h->len == s->total)) {
+        bad_packet(ep, src, len, "out of place in its message");
+        return;
+    }
+    s->arrived += h->len;
+    if (!s->live) {     /* its handler returned: nobody wants these bytes */
+        s->taken += h->len;
+        retire_if_over(se, s);
+        return;
+    }
+    s->cur = h->payload;
+    s->cur_len = h->len;
+    run(ep, s);
+}
+
+void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane,
+                           void *pkt, size_t len)
+{
+    struct fl_st_pkt h;
+    if (lane != FL_LANE_REQ || fl_st_decode(pkt, len, &h) != FLIT_OK) {
+        bad_packet(ep, src, len, "malformed");
+        return;
+    }
+    struct fl_stream_ep *se = ep->stream;
+    if (h.flags & FL_STF_FIRST)
+        first_packet(ep, se, src, &h, len);
+    else
+        next_packet(ep, se, src, &h, len);
+}
+
+/* ---- inside the handler ---- */
+
+/* s may be used now: its handler is the one running. */
+static flit_status usable(const struct flit_stream *s)
+{
+    if (!s || !s->live || s->ep->stream->current != s)
+        return FLIT_ERR_BAD_TOKEN;
+    return FLIT_OK;
+}
+
+/* Takes n bytes (n <= what remains) into dst, or passes over them (dst
+   NULL), waiting on the fiber for packets still to come. */
+static flit_status take(struct flit_stream *s, uint8_t *dst, size_t n)
+{
+    while (n) {
+        if (s->cur_len == 0) {
+            if (s->error)
+                return s->error;
+            fl_fiber_yield(s->fiber);   /* run() continues us with a packet */
+            continue;
+        }
+        size_t k = n < s->cur_len ? n : s->cur_len;
+        if (dst) {
+            memcpy(dst, s->cur, k);
+            dst += k;
+        }
+        s->cur += k;
+        s->cur_len -= k;
+        s->taken += k;
+        n -= k;
+    }
+    return FLIT_OK;
+}
+
+flit_status flit_stream_recv(flit_stream_t *s, void *buf, size_t n)
+{
+    flit_status st = usable(s);
+    if (__builtin_expect(st != FLIT_OK, 0))
+        return st;
+    if (n && !buf)
+        return FLIT_ERR_INVALID_ARG;
+    if (n > s->total - s->taken)
+        return FLIT_ERR_TOO_LARGE;
+    return take(s, buf, n);
+}
+
+flit_status flit_stream_recvv(flit_stream_t *s, const struct iovec *iov, int iovcnt)
+{
+    flit_status st = usable(s);
+    if (st != FLIT_OK)
+        return st;
+    if (iovcnt < 0 || (iovcnt && !iov))
+        return FLIT_ERR_INVALID_ARG;
+    uint64_t sum = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len && !iov[i].iov_base)
+            return FLIT_ERR_INVALID_ARG;
+        sum += iov[i].iov_len;
+    }
+    if (sum > s->total - s->taken)
+        return FLIT_ERR_TOO_LARGE;
+    for (int i = 0; st == FLIT_OK && i < iovcnt; i++)
+        st = take(s, iov[i].iov_base, iov[i].iov_len);
+    return st;
+}
+
+flit_status flit_stream_skip(flit_stream_t *s, size_t n)
+{
+    flit_status st = usable(s);
+    if (st != FLIT_OK)
+        return st;
+    if (n > s->total - s->taken)
+        return FLIT_ERR_TOO_LARGE;
+    return take(s, NULL, n);
+}
+
+size_t flit_stream_remaining(const flit_stream_t *s)
+{
+    return s && s->live ? (size_t)(s->total - s->taken) : 0;
+}
+
+flit_rank_t flit_stream_rank(const flit_stream_t *s)
+{
+    return flit_rank(s && s->live ? s->src : UINT32_MAX);
+}
+
+flit_ep_t *flit_stream_ep(const flit_stream_t *s)
+{
+    return s && s->live ? s->ep : NULL;
+}
+
+flit_status flit_stream_register(flit_ep_t *ep, flit_handler_t h,
+                                 flit_stream_handler_fn fn, void *user)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    bool ok = h.idx < ep->handler_count;
+    if (ok)
+        ep->stream->handlers[h.idx] = (struct fl_stream_slot){fn, fn ? user : NULL};
+    fl_ep_leave(ep);
+    return ok ? FLIT_OK : FLIT_ERR_BAD_HANDLER;
+}
+
+/* ---- our own messages coming back ---- */
+
+bool fl_stream_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
+                    flit_status reason, bool reclaimed)
+{
+    struct fl_st_pkt h;
+    if (fl_st_decode(pkt, len, &h) != FLIT_OK)
+        return false;
+    /* A refusal returns the first packet's header; a dead peer, every
+       packet it did not take: the message counts once, with its last. */
+    if (reclaimed ? !(h.flags & FL_STF_LAST) : !(h.flags & FL_STF_FIRST))
+        return reclaimed;
+    flit_returned_t r = {
+        .reason = reason,
+        .peer = flit_rank(peer),
+        .handler = flit_handler(h.handler),
+        .kind = FLIT_AM_STREAM,
+        .nbytes = (size_t)((h.flags & FL_STF_FIRST) ? h.total : h.offset + h.len),
+    };
+    fl_am_returned(ep, peer, &r);
+    return true;
+}
+
+/* ---- senders that die, endpoints that close ---- */
+
+/* Lets every waiting handler of src's messages return (its recv answers
+   why), then forgets the messages. */
+static void end_all(struct flit_ep *ep, uint32_t src, flit_status why)
+{
+    struct fl_stream_ep *se = ep->stream;
+    struct flit_stream *s;
+    while ((s = se->active[src]) != NULL) {
+        s->error = why;
+        s->cur_len = 0;
+        s->arrived = s->total;      /* nothing more will come */
+        if (s->live)
+            run(ep, s);     /* its recv answers why: it returns */
+        else
+            retire_if_over(se, s);
+        if (se->active[src] == s) {     /* cannot happen: recv never waits now */
+            fl_error("a stream handler from rank %u keeps waiting after %s",
+                     src, flit_strerror(why));
+            unlink_active(se, s);
+        }
+    }
+}
+
+void fl_stream_peer_down(struct flit_ep *ep, uint32_t rank)
+{
+    end_all(ep, rank, FLIT_ERR_PEER_DOWN);
+}
+
+flit_status fl_stream_ep_open(struct flit_ep *ep)
+{
+    return fl_stream_state(ep) ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+}
+
+void fl_stream_ep_close(struct flit_ep *ep)
+{
+    struct fl_stream_ep *se = ep->stream;
+    if (!se)
+        return;
+    for (uint32_t r = 0; r < ep->size; r++)
+        end_all(ep, r, FLIT_ERR_FINALIZED);
+    while (se->free_in) {
+        struct flit_stream *s = se->free_in;
+        se->free_in = s->next;
+        free(s);
+    }
+    while (se->free_out) {
+        struct flit_stream_out *s = se->free_out;
+        se->free_out = s->next;
+        free(s);
+    }
+    free(se->handlers);
+    free(se->active);
+    free(se->next_sid);
+    free(se);
+    ep->stream = NULL;
+}
+
+void fl_stream_init(void)
+{
+    fl_op_register(FL_OP_STREAM, fl_stream_recv_packet);
+    fl_op_register_back(FL_OP_STREAM, fl_stream_back);
+}

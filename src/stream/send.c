@@ -1,0 +1,251 @@
+/*
+ * Stream sends: begin, send (gather), end. See stream.h for the cork: the
+ * packet being filled stays reserved in the transport between calls until
+ * it is full or something else needs the transport.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "stream/stream.h"
+
+struct fl_stream_ep *fl_stream_state(struct flit_ep *ep)
+{
+    struct fl_stream_ep *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->handlers = calloc(ep->handler_count, sizeof *s->handlers);
+    s->active = calloc(ep->size, sizeof *s->active);
+    s->next_sid = calloc(ep->size, sizeof *s->next_sid);
+    if (!s->handlers || !s->active || !s->next_sid) {
+        free(s->handlers);
+        free(s->active);
+        free(s->next_sid);
+        free(s);
+        return NULL;
+    }
+    ep->stream = s;
+    return s;
+}
+
+/* Payload bytes the next packet of s may carry. */
+static size_t piece_room(struct flit_stream_out *s, size_t hdr_len)
+{
+    size_t room = fl_ep_piece_size(s->ep, s->dst, hdr_len);
+    uint64_t left = s->total - s->sent;
+    return left < room ? (size_t)left : room;
+}
+
+/* Commits the open packet with what it holds; more: more follows at once. */
+static void close_packet(struct flit_stream_out *s, unsigned more)
+{
+    struct flit_ep *ep = s->ep;
+    s->sent -= s->cap - s->fill;    /* closed early: the rest goes later */
+    unsigned flags = s->first_open ? FL_STF_FIRST : 0;
+    if (s->sent == s->total)
+        flags |= FL_STF_LAST;
+    fl_st_finish(s->pkt, flags, (uint32_t)s->fill);
+    ep->cork = NULL;
+    fl_ep_commit(ep, s->dst, FL_LANE_REQ, s->pkt, s->hdr_len + s->fill,
+                 flags & FL_STF_LAST ? 0 : more);
+    s->pkt = NULL;
+}
+
+void fl_stream_uncork(struct flit_ep *ep)
+{
+    close_packet(ep->cork, 0);
+}
+
+/* Reserves the next packet of s (the first when first). */
+static flit_status open_packet(struct flit_stream_out *s, bool first,
+                               unsigned flags)
+{
+    struct flit_ep *ep = s->ep;
+    size_t hl = first ? FL_ST_FIRST_HDR : FL_ST_HDR;
+    size_t cap = piece_room(s, hl);
+    void *pkt;
+    flit_status st = fl_ep_reserve(ep, s->dst, FL_LANE_REQ, hl + cap, flags, &pkt);
+    if (st != FLIT_OK)
+        return st;
+    struct fl_st_pkt h = {
+        .flags = first ? FL_STF_FIRST : 0,
+        .handler = s->handler,
+        .sid = s->sid,
+        .tag = ep->peers[s->dst].tag,
+        .offset = s->sent,
+        .total = s->total,
+    };
+    fl_st_encode(pkt, &h);
+    s->pkt = pkt;
+    s->hdr_len = hl;
+    s->cap = cap;
+    s->fill = 0;
+    s->first_open = first;
+    s->sent += cap;     /* planned; a packet closed early gives some back */
+    ep->cork = s;
+    return FLIT_OK;
+}
+
+static struct flit_stream_out *out_get(struct fl_stream_ep *se)
+{
+    struct flit_stream_out *s = se->free_out;
+    if (__builtin_expect(s != NULL, 1)) {
+        se->free_out = s->next;
+        return s;
+    }
+    return malloc(sizeof *s);
+}
+
+static void out_put(struct fl_stream_ep *se, struct flit_stream_out *s)
+{
+    s->live = false;
+    s->next = se->free_out;
+    se->free_out = s;
+}
+
+flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                              size_t total, unsigned flags,
+                              flit_stream_out_t **out)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (__builtin_expect(st != FLIT_OK, 0))
+        return st;
+    struct fl_stream_ep *se;
+    if (!out || (flags & ~FLIT_STREAM_NONBLOCK))
+        st = FLIT_ERR_INVALID_ARG;
+    else if (dest.idx >= ep->size)
+        st = FLIT_ERR_RANK;
+    else if (h.idx >= ep->handler_count)
+        st = FLIT_ERR_BAD_HANDLER;
+    else if (fl_peer_is_down(&ep->peers[dest.idx]))
+        st = FLIT_ERR_PEER_DOWN;
+    struct flit_stream_out *s = NULL;
+    if (st == FLIT_OK && !(s = out_get(se = ep->stream)))
+        st = FLIT_ERR_NO_MEMORY;
+    if (st == FLIT_OK) {
+        *s = (struct flit_stream_out){.ep = ep, .dst = dest.idx,
+                                      .sid = se->next_sid[dest.idx],
+                                      .handler = h.idx, .live = true,
+                                      .total = total};
+        if (ep->cork)
+            fl_stream_uncork(ep);
+        st = open_packet(s, true, flags);
+        if (st == FLIT_OK) {
+            se->next_sid[dest.idx]++;
+            if (s->cap == 0)    /* empty: the first packet is the last */
+                close_packet(s, 0);
+            FL_COUNT(ep->stats.stream_sent_msgs, 1);
+            FL_COUNT(ep->stats.stream_sent_bytes, total);
+            FL_COUNT(ep->peers[dest.idx].sent, 1);
+            *out = s;
+        } else {
+            out_put(se, s);
+        }
+    }
+    fl_ep_leave(ep);
+    return st;
+}
+
+/* Copies n bytes from buf into the message; more: the caller has more to
+   add at once (the last full packet may wait to share a system call). */
+static flit_status put_bytes(struct flit_stream_out *s, const uint8_t *buf,
+                             size_t n, bool more)
+{
+    while (n) {
+        if (!s->pkt) {
+            flit_status st = open_packet(s, false, 0);
+            if (st != FLIT_OK) {
+                s->error = st;
+                return st;
+            }
+        }
+        size_t k = s->cap - s->fill < n ? s->cap - s->fill : n;
+        memcpy(s->pkt + s->hdr_len + s->fill, buf, k);
+        s->fill += k;
+        buf += k;
+        n -= k;
+        if (s->fill == s->cap)
+            close_packet(s, n || more ? FLIT_AM_MORE : 0);
+    }
+    return FLIT_OK;
+}
+
+/* Enters the endpoint for a call on an open message. */
+static flit_status out_enter(struct flit_stream_out *s)
+{
+    if (!s)
+        return FLIT_ERR_INVALID_ARG;
+    flit_status st = fl_ep_enter(s->ep);
+    if (st != FLIT_OK)
+        return st;
+    if (!s->live) {
+        fl_ep_leave(s->ep);
+        return FLIT_ERR_INVALID_ARG;
+    }
+    return FLIT_OK;
+}
+
+/* Bytes of the message not yet added. */
+static uint64_t unsent(const struct flit_stream_out *s)
+{
+    return s->total - s->sent + (s->pkt ? s->cap - s->fill : 0);
+}
+
+flit_status flit_stream_send(flit_stream_out_t *s, const void *buf, size_t n)
+{
+    flit_status st = out_enter(s);
+    if (__builtin_expect(st != FLIT_OK, 0))
+        return st;
+    if (n && !buf)
+        st = FLIT_ERR_INVALID_ARG;
+    else if (s->error)
+        st = s->error;
+    else if (n > unsent(s))
+        st = FLIT_ERR_TOO_LARGE;
+    else
+        st = put_bytes(s, buf, n, false);
+    fl_ep_leave(s->ep);
+    return st;
+}
+
+flit_status flit_stream_sendv(flit_stream_out_t *s, const struct iovec *iov,
+                              int iovcnt)
+{
+    flit_status st = out_enter(s);
+    if (st != FLIT_OK)
+        return st;
+    uint64_t sum = 0;
+    if (iovcnt < 0 || (iovcnt && !iov))
+        st = FLIT_ERR_INVALID_ARG;
+    for (int i = 0; st == FLIT_OK && i < iovcnt; i++) {
+        if (iov[i].iov_len && !iov[i].iov_base)
+            st = FLIT_ERR_INVALID_ARG;
+        sum += iov[i].iov_len;
+    }
+    if (st == FLIT_OK && s->error)
+        st = s->error;
+    if (st == FLIT_OK && sum > unsent(s))
+        st = FLIT_ERR_TOO_LARGE;
+    for (int i = 0; st == FLIT_OK && i < iovcnt; i++)
+        st = put_bytes(s, iov[i].iov_base, iov[i].iov_len, i + 1 < iovcnt);
+    fl_ep_leave(s->ep);
+    return st;
+}
+
+flit_status flit_stream_end(flit_stream_out_t *s)
+{
+    flit_status st = out_enter(s);
+    if (st != FLIT_OK)
+        return st;
+    struct flit_ep *ep = s->ep;
+    if (s->error) {     /* no packet is open: opening one failed */
+        st = s->error;
+        out_put(ep->stream, s);
+    } else if (unsent(s)) {
+        st = FLIT_ERR_INVALID_ARG;
+    } else {
+        out_put(ep->stream, s);
+    }
+    fl_ep_leave(ep);
+    return st;
+}

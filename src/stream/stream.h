@@ -1,0 +1,92 @@
+/*
+ * The stream layer's internal interface: its state per endpoint, and the
+ * hooks the core calls (cork release, a peer going down, teardown).
+ *
+ * Sending. A message's packets are built in place, in the transport's
+ * buffer: flit_stream_begin reserves the first packet, sized for what the
+ * message still needs (up to a piece), and each flit_stream_send copies its
+ * bytes straight into the open packet, committing it when full and
+ * reserving the next. A packet left half full between two calls is "the
+ * cork": the transport allows one open reservation, so anything else that
+ * sends or polls on the endpoint first commits the cork as it is (shorter
+ * than planned) and the message goes on in a new packet. That keeps small
+ * messages one packet, lets pieces leave before the message is closed, and
+ * keeps the order of handlers the order of begin calls.
+ *
+ * Receiving. The first packet of a message starts its handler: inline when
+ * the packet holds the whole message (nothing to wait for), else on a
+ * fiber. Later packets of the message resume the fiber with their payload;
+ * it copies what it asked for straight from the packet and yields when it
+ * needs the next one, so no packet is ever kept or copied aside.
+ */
+#ifndef FL_STREAM_STREAM_H
+#define FL_STREAM_STREAM_H
+
+#include "core/ep.h"
+#include "flit/stream.h"
+#include "platform/fiber.h"
+#include "stream/wire.h"
+
+/* The sender's open message. */
+struct flit_stream_out {
+    struct flit_ep *ep;
+    uint32_t dst, sid;
+    uint16_t handler;
+    bool live;
+    flit_status error;          /* the peer went down mid-message */
+    uint64_t total;
+    uint64_t sent;              /* bytes in packets committed or open */
+    /* The open packet, when there is one (then ep->cork is this). */
+    uint8_t *pkt;
+    size_t hdr_len;
+    size_t cap, fill;           /* payload room in it, bytes in it */
+    bool first_open;            /* it is the first packet */
+    struct flit_stream_out *next;   /* free list */
+};
+
+/* The receiver's message, from its first packet until its last. */
+struct flit_stream {
+    struct flit_ep *ep;
+    uint32_t src, sid;
+    uint64_t total;
+    uint64_t arrived;           /* payload bytes delivered to us so far */
+    uint64_t taken;             /* of them, taken or passed over */
+    const uint8_t *cur;         /* the packet at hand: bytes not yet taken */
+    size_t cur_len;
+    flit_stream_handler_fn fn;
+    void *user;
+    struct fl_fiber *fiber;     /* NULL: runs inline */
+    flit_status error;          /* the sender died, or the endpoint closes */
+    bool live;                  /* its handler runs (or waits) */
+    bool linked;                /* in its sender's messages in progress */
+    struct flit_stream *next;   /* the sender's messages in progress; free list */
+};
+
+struct fl_stream_slot {
+    flit_stream_handler_fn fn;
+    void *user;
+};
+
+/* Per endpoint, made with it. */
+struct fl_stream_ep {
+    struct fl_stream_slot *handlers;        /* [ep->handler_count] */
+    struct flit_stream **active;            /* [ep->size]: messages arriving */
+    uint32_t *next_sid;                     /* [ep->size] */
+    struct flit_stream_out *free_out;
+    struct flit_stream *free_in;
+    struct flit_stream *current;            /* whose handler runs now */
+};
+
+/* Registers the stream opcode (once, at flit_init). */
+void fl_stream_init(void);
+
+/* Makes the endpoint's stream state; NULL when out of memory. */
+struct fl_stream_ep *fl_stream_state(struct flit_ep *ep);
+
+/* Receive side (recv.c). */
+void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane,
+                           void *pkt, size_t len);
+bool fl_stream_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
+                    flit_status reason, bool reclaimed);
+
+#endif /* FL_STREAM_STREAM_H */

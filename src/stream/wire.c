@@ -1,0 +1,59 @@
+/* Encoding and the validating decoder of stream packets; see wire.h. */
+#include "stream/wire.h"
+
+#include "platform/le.h"
+
+size_t fl_st_encode(uint8_t *buf, const struct fl_st_pkt *p)
+{
+    fl_put64(buf, (uint64_t)FL_WIRE_VERSION | (uint64_t)FL_OP_STREAM << 8 |
+                      (uint64_t)p->flags << 16 | (uint64_t)p->handler << 32);
+    fl_put32(buf + 8, p->sid);
+    fl_put32(buf + 12, p->len);
+    if (p->flags & FL_STF_FIRST) {
+        fl_put64(buf + 16, p->tag);
+        fl_put64(buf + 24, p->total);
+        return FL_ST_FIRST_HDR;
+    }
+    fl_put64(buf + 16, p->offset);
+    return FL_ST_HDR;
+}
+
+void fl_st_finish(uint8_t *buf, unsigned flags, uint32_t len)
+{
+    buf[2] = (uint8_t)flags;
+    fl_put32(buf + 12, len);
+}
+
+flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
+{
+    uint8_t *b = pkt;
+    if (len < FL_ST_HDR)
+        return FLIT_ERR_BAD_PACKET;
+    uint64_t w = fl_get64(b);
+    p->flags = (uint8_t)(w >> 16);
+    p->handler = (uint16_t)(w >> 32);
+    if ((uint8_t)w != FL_WIRE_VERSION || (uint8_t)(w >> 8) != FL_OP_STREAM ||
+        (p->flags & ~FL_STF_KNOWN) || (uint8_t)(w >> 24) || (uint16_t)(w >> 48))
+        return FLIT_ERR_BAD_PACKET;
+    size_t hl = fl_st_hdr_len(p->flags);
+    p->sid = fl_get32(b + 8);
+    p->len = fl_get32(b + 12);
+    if (len < hl || p->len != len - hl)
+        return FLIT_ERR_BAD_PACKET;
+    if (p->flags & FL_STF_FIRST) {
+        p->tag = fl_get64(b + 16);
+        p->total = fl_get64(b + 24);
+        p->offset = 0;
+        bool last = (p->flags & FL_STF_LAST) != 0;
+        if (p->len > p->total || last != (p->len == p->total))
+            return FLIT_ERR_BAD_PACKET;
+    } else {
+        p->tag = 0;
+        p->total = 0;
+        p->offset = fl_get64(b + 16);
+        if (p->offset + p->len < p->offset)
+            return FLIT_ERR_BAD_PACKET;
+    }
+    p->payload = b + hl;
+    return FLIT_OK;
+}

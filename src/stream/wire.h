@@ -1,0 +1,66 @@
+/*
+ * The stream packet, little-endian:
+ *
+ *   off  size
+ *    0    1   version (FL_WIRE_VERSION)
+ *    1    1   op (FL_OP_STREAM)
+ *    2    1   flags: FL_STF_FIRST, FL_STF_LAST
+ *    3    1   0
+ *    4    2   stream handler index
+ *    6    2   0
+ *    8    4   stream id: the sender's number for the message, per destination
+ *   12    4   len: payload bytes in this packet
+ *   16    8   FIRST: the tag; others: the offset of this payload in the message
+ *   24    8   FIRST only: the message's total length
+ *   ..        payload (8-byte aligned)
+ *
+ * A message is one or more packets on the request lane, in order; the
+ * packets of several messages may interleave. The first packet names the
+ * handler and the length and is judged (tag, handler); the others only
+ * continue it. The last one ends exactly at the total.
+ */
+#ifndef FL_STREAM_WIRE_H
+#define FL_STREAM_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/packet.h"
+#include "flit/flit.h"
+
+#define FL_ST_HDR 24u           /* a packet that continues a message */
+#define FL_ST_FIRST_HDR 32u     /* the first one */
+
+#define FL_STF_FIRST 0x01u
+#define FL_STF_LAST 0x02u
+#define FL_STF_KNOWN (FL_STF_FIRST | FL_STF_LAST)
+
+struct fl_st_pkt {
+    uint8_t flags;
+    uint16_t handler;
+    uint32_t sid;
+    uint32_t len;
+    uint64_t tag;               /* FIRST */
+    uint64_t offset;            /* 0 for FIRST */
+    uint64_t total;             /* FIRST; else 0 */
+    uint8_t *payload;           /* decode: into the packet */
+};
+
+static inline size_t fl_st_hdr_len(unsigned flags)
+{
+    return (flags & FL_STF_FIRST) ? FL_ST_FIRST_HDR : FL_ST_HDR;
+}
+
+/* Writes p's header (flags, len and all) at buf; returns its length. */
+size_t fl_st_encode(uint8_t *buf, const struct fl_st_pkt *p);
+
+/* Rewrites flags and len of a header written before (a packet closed
+   earlier or later than planned). */
+void fl_st_finish(uint8_t *buf, unsigned flags, uint32_t len);
+
+/* Decodes and validates a whole packet: FLIT_ERR_BAD_PACKET unless every
+   field is consistent (the payload within the message, LAST exactly at
+   its end when the first packet says where that is). */
+flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p);
+
+#endif /* FL_STREAM_WIRE_H */

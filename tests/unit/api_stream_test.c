@@ -1,0 +1,272 @@
+/*
+ * The stream API in a job of one rank (messages to itself over the self
+ * transport):
+ *
+ *  - bad input of every kind answers its status and sends nothing: NULL
+ *    handles, unknown ranks and handler indices, unknown flags, more bytes
+ *    than declared, ending early, a receive outside its handler or with a
+ *    handle whose handler returned, asking for more than remains, extract
+ *    with no budget;
+ *  - inside a handler, opening a message is refused (FLIT_ERR_IN_HANDLER)
+ *    rather than risking a wait on the handler itself;
+ *  - messages to a stream handler that is not there, to an index beyond the
+ *    table, or with the wrong tag come back once, kind FLIT_AM_STREAM, with
+ *    their length, and their handler never runs; the next message is fine;
+ *  - a message longer than the self ring is pipelined through it (the
+ *    sender's blocked sends run the receiving handler, which waits on a
+ *    fiber between packets); a non-blocking begin answers FLIT_ERR_AGAIN
+ *    when the ring is full and a poll makes room;
+ *  - streams and active messages to the same rank start their handlers in
+ *    the order they were sent, even when a message is left open across
+ *    the active message (the half-filled packet goes first).
+ */
+#include <flit/stream.h>
+
+#include "unit.h"
+
+#define NH 16u
+enum { H_ECHO = 1, H_NESTED = 2, H_AM = 3, H_MISSING = 9 };
+
+static flit_stream_t *kept;         /* a handle kept past its handler */
+static uint8_t got[1 << 22];
+static size_t got_len, runs;
+static int order[64], norder;
+
+static void on_echo(flit_stream_t *s, size_t total, void *user)
+{
+    (void)user;
+    CHECK(flit_stream_rank(s).idx == 0);
+    CHECK(flit_stream_remaining(s) == total);
+    CHECK(total <= sizeof got);
+    /* Odd pieces, so that packet boundaries fall inside them. */
+    size_t off = 0;
+    while (off < total) {
+        size_t k = total - off < 777 ? total - off : 777;
+        CHECK_OK(flit_stream_recv(s, got + off, k));
+        off += k;
+    }
+    uint8_t x;
+    CHECK_ST(flit_stream_recv(s, &x, 1), FLIT_ERR_TOO_LARGE);
+    CHECK_ST(flit_stream_recv(s, NULL, 0), FLIT_OK);
+    got_len = total;
+    runs++;
+    order[norder++ % 64] = (int)total;
+    kept = s;
+}
+
+static void on_nested(flit_stream_t *s, size_t total, void *user)
+{
+    (void)total;
+    flit_ep_t *ep = user;
+    CHECK(flit_stream_ep(s) == ep);
+    flit_stream_out_t *o;
+    CHECK_ST(flit_stream_begin(ep, flit_rank(0), flit_handler(H_ECHO), 1, 0, &o),
+             FLIT_ERR_IN_HANDLER);
+    CHECK_ST(flit_extract(ep, 100), FLIT_ERR_IN_HANDLER);
+    runs++;
+}
+
+static void on_am(flit_token_t *t, void *buf, size_t n, const uint32_t *args,
+                  unsigned nargs, void *user)
+{
+    (void)t, (void)buf, (void)n, (void)user;
+    CHECK(nargs == 1);
+    order[norder++ % 64] = -(int)args[0];
+}
+
+static flit_returned_t last_ret;
+static int nret;
+
+static void on_returned(flit_ep_t *ep, const flit_returned_t *r, void *user)
+{
+    (void)ep, (void)user;
+    last_ret = *r;
+    nret++;
+}
+
+/* Sends n bytes of pattern seed to H_ECHO in pieces of piece bytes. */
+static void send_msg(flit_ep_t *ep, uint16_t h, const uint8_t *data, size_t n,
+                     size_t piece)
+{
+    flit_stream_out_t *o;
+    CHECK_OK(flit_stream_begin(ep, flit_rank(0), flit_handler(h), n, 0, &o));
+    for (size_t off = 0; off < n; off += piece)
+        CHECK_OK(flit_stream_send(o, data + off, n - off < piece ? n - off : piece));
+    CHECK_OK(flit_stream_end(o));
+}
+
+static void test_bad_args(flit_ep_t *ep)
+{
+    flit_stream_out_t *o;
+    uint8_t b[8] = {0};
+    CHECK_ST(flit_stream_begin(NULL, flit_rank(0), flit_handler(H_ECHO), 1, 0, &o),
+             FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_begin(ep, flit_rank(0), flit_handler(H_ECHO), 1, 0, NULL),
+             FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_begin(ep, flit_rank(1), flit_handler(H_ECHO), 1, 0, &o),
+             FLIT_ERR_RANK);
+    CHECK_ST(flit_stream_begin(ep, flit_rank(0), flit_handler(NH), 1, 0, &o),
+             FLIT_ERR_BAD_HANDLER);
+    CHECK_ST(flit_stream_begin(ep, flit_rank(0), flit_handler(H_ECHO), 1, 1u << 7, &o),
+             FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_send(NULL, b, 1), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_end(NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_register(ep, flit_handler(NH), on_echo, NULL),
+             FLIT_ERR_BAD_HANDLER);
+    CHECK_ST(flit_extract(ep, 0), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_extract(NULL, 10), FLIT_ERR_INVALID_ARG);
+
+    /* More than declared, NULL with bytes, ending early: the message stays
+       open and usable. */
+    CHECK_OK(flit_stream_begin(ep, flit_rank(0), flit_handler(H_ECHO), 5, 0, &o));
+    CHECK_ST(flit_stream_send(o, b, 6), FLIT_ERR_TOO_LARGE);
+    CHECK_ST(flit_stream_send(o, NULL, 1), FLIT_ERR_INVALID_ARG);
+    CHECK_OK(flit_stream_send(o, b, 3));
+    CHECK_ST(flit_stream_end(o), FLIT_ERR_INVALID_ARG);
+    struct iovec bad[2] = {{b, 1}, {NULL, 1}};
+    CHECK_ST(flit_stream_sendv(o, bad, 2), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_sendv(o, bad, -1), FLIT_ERR_INVALID_ARG);
+    struct iovec two[2] = {{b, 1}, {b + 1, 1}};
+    CHECK_OK(flit_stream_sendv(o, two, 2));
+    CHECK_OK(flit_stream_end(o));
+    CHECK_ST(flit_stream_send(o, b, 0), FLIT_ERR_INVALID_ARG);  /* ended */
+    size_t before = runs;
+    while (runs == before)
+        CHECK_OK(flit_poll(ep));
+    CHECK(got_len == 5);
+
+    /* The handle of a handler that returned is dead. */
+    CHECK_ST(flit_stream_recv(kept, b, 1), FLIT_ERR_BAD_TOKEN);
+    CHECK_ST(flit_stream_skip(kept, 0), FLIT_ERR_BAD_TOKEN);
+    CHECK(flit_stream_remaining(kept) == 0);
+    CHECK(flit_stream_rank(kept).idx == UINT32_MAX);
+    CHECK(flit_stream_ep(kept) == NULL);
+    CHECK_ST(flit_stream_recv(NULL, b, 1), FLIT_ERR_BAD_TOKEN);
+}
+
+static void test_in_handler(flit_ep_t *ep)
+{
+    size_t before = runs;
+    send_msg(ep, H_NESTED, (const uint8_t *)"x", 1, 1);
+    while (runs == before)
+        CHECK_OK(flit_poll(ep));
+}
+
+static void test_returned(flit_ep_t *ep)
+{
+    uint8_t data[100000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 13);
+    size_t before = runs;
+    send_msg(ep, H_MISSING, data, sizeof data, 4096);
+    while (nret == 0)
+        CHECK_OK(flit_poll(ep));
+    CHECK(nret == 1);
+    CHECK(last_ret.reason == FLIT_ERR_NO_HANDLER);
+    CHECK(last_ret.kind == FLIT_AM_STREAM);
+    CHECK(last_ret.handler.idx == H_MISSING);
+    CHECK(last_ret.nbytes == sizeof data);
+    CHECK(last_ret.peer.idx == 0);
+
+    /* A wrong tag: refused, then accepted once the tag is right again. */
+    uint64_t tag;
+    CHECK_OK(flit_ep_tag(ep, &tag));
+    CHECK_OK(flit_ep_set_peer_tag(ep, flit_rank(0), tag + 1));
+    send_msg(ep, H_ECHO, data, 10, 10);
+    while (nret == 1)
+        CHECK_OK(flit_poll(ep));
+    CHECK(last_ret.reason == FLIT_ERR_BAD_TAG && last_ret.nbytes == 10);
+    CHECK_OK(flit_ep_set_peer_tag(ep, flit_rank(0), tag));
+    send_msg(ep, H_ECHO, data, 0, 1);
+    while (runs == before)
+        CHECK_OK(flit_poll(ep));
+    CHECK(got_len == 0);
+    for (int i = 0; i < 100; i++)
+        CHECK_OK(flit_poll(ep));
+    CHECK(nret == 2 && runs == before + 1);
+}
+
+static void test_pipelined(flit_ep_t *ep)
+{
+    static uint8_t data[3 << 20];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 31 + (i >> 12));
+    flit_stats_t s0 = {.struct_size = sizeof s0}, s1 = {.struct_size = sizeof s1};
+    CHECK_OK(flit_ep_stats(ep, &s0));
+    size_t before = runs;
+    /* The self ring is far smaller: the blocked sends run the handler. */
+    send_msg(ep, H_ECHO, data, sizeof data, 100003);
+    while (runs == before)
+        CHECK_OK(flit_poll(ep));
+    CHECK(got_len == sizeof data && memcmp(got, data, sizeof data) == 0);
+    CHECK_OK(flit_ep_stats(ep, &s1));
+    CHECK(s1.stream_fibers == s0.stream_fibers + 1);
+    CHECK(s1.credit_stalls > s0.credit_stalls);
+
+    /* Non-blocking begin: AGAIN once the ring is full, then room again. */
+    flit_stream_out_t *o;
+    flit_status st;
+    int opened = 0;
+    while ((st = flit_stream_begin(ep, flit_rank(0), flit_handler(H_ECHO), 8192,
+                                   FLIT_STREAM_NONBLOCK, &o)) == FLIT_OK) {
+        CHECK_OK(flit_stream_send(o, data, 8192));
+        CHECK_OK(flit_stream_end(o));
+        CHECK(++opened < 100000);
+    }
+    CHECK(st == FLIT_ERR_AGAIN && opened > 0);
+    before = runs;
+    while (runs < before + (size_t)opened)
+        CHECK_OK(flit_poll(ep));
+    CHECK_OK(flit_stream_begin(ep, flit_rank(0), flit_handler(H_ECHO), 1,
+                               FLIT_STREAM_NONBLOCK, &o));
+    CHECK_OK(flit_stream_send(o, data, 1));
+    CHECK_OK(flit_stream_end(o));
+    while (runs < before + (size_t)opened + 1)
+        CHECK_OK(flit_poll(ep));
+}
+
+/* Stream, AM, stream left open across an AM: handlers in send order. */
+static void test_order(flit_ep_t *ep)
+{
+    norder = 0;
+    uint8_t b[64] = {0};
+    flit_stream_out_t *a, *c;
+    CHECK_OK(flit_stream_begin(ep, flit_rank(0), flit_handler(H_ECHO), 11, 0, &a));
+    CHECK_OK(flit_stream_send(a, b, 4));
+    uint32_t arg = 1;
+    CHECK_OK(flit_am_short(ep, flit_rank(0), flit_handler(H_AM), &arg, 1, 0));
+    CHECK_OK(flit_stream_begin(ep, flit_rank(0), flit_handler(H_ECHO), 22, 0, &c));
+    CHECK_OK(flit_stream_send(c, b, 22));
+    CHECK_OK(flit_stream_end(c));
+    arg = 2;
+    CHECK_OK(flit_am_short(ep, flit_rank(0), flit_handler(H_AM), &arg, 1, 0));
+    CHECK_OK(flit_stream_send(a, b, 7));
+    CHECK_OK(flit_stream_end(a));
+    while (norder < 4)
+        CHECK_OK(flit_poll(ep));
+    /* a started first (it waits for its last 7 bytes on a fiber), then the
+       AM, then c, then the second AM; a finishes last. */
+    CHECK(order[0] == -1 && order[1] == 22 && order[2] == -2 && order[3] == 11);
+}
+
+int main(void)
+{
+    unit_clean_env();
+    CHECK_OK(flit_init(NULL));
+    flit_ep_params_t p = {.field_mask = FLIT_EP_PARAM_HANDLER_COUNT, .handler_count = NH};
+    flit_ep_t *ep;
+    CHECK_OK(flit_ep_create(&p, &ep));
+    CHECK_OK(flit_stream_register(ep, flit_handler(H_ECHO), on_echo, NULL));
+    CHECK_OK(flit_stream_register(ep, flit_handler(H_NESTED), on_nested, ep));
+    CHECK_OK(flit_am_register(ep, flit_handler(H_AM), on_am, NULL));
+    CHECK_OK(flit_am_set_returned_handler(ep, on_returned, NULL));
+    test_bad_args(ep);
+    test_in_handler(ep);
+    test_returned(ep);
+    test_pipelined(ep);
+    test_order(ep);
+    CHECK_OK(flit_ep_destroy(ep));
+    CHECK_OK(flit_finalize());
+    printf("api_stream_test: OK\n");
+    return 0;
+}
