@@ -17,7 +17,17 @@ enum {
     H_PONG,                             /* reply: an echo came back */
     H_ACK,                              /* reply: ack_every more were sunk */
     H_CTRL_ACK,                         /* reply: the command is done */
+    H_PING_LOOP,                        /* request: echo it from the loop */
 };
+
+/* Stream handlers (their own table: the same indices may be reused). */
+enum {
+    H_S_PING = BENCH_HANDLER_FIRST, /* rank 1: echo it from the loop */
+    H_S_PONG,                       /* rank 0: the echo */
+    H_S_SINK,                       /* rank 1: count, ack every ack_every */
+    H_TAGGED,                       /* the tagged context */
+};
+#define TAG_BENCH 7
 
 enum cmd {
     CMD_MODE = 1,    /* arg: 1 flit_wait, 0 flit_poll */
@@ -30,6 +40,9 @@ enum cmd {
     CMD_UDP_SHAPE,   /* arg: the shape, packed (pack_shape) */
     CMD_UDP_ECHO,    /* arg: round trips */
     CMD_UDP_CONSUME, /* arg: messages */
+    CMD_TAGGED_SIZE, /* arg: the tagged figure's message size */
+    CMD_TAGGED_ECHO, /* arg: round trips */
+    CMD_TAGGED_SINK, /* arg: messages (acknowledged every ack_every) */
     CMD_QUIT,
 };
 
@@ -131,6 +144,15 @@ static void on_ping_long(flit_token_t *t, void *buf, size_t nbytes, const uint32
                 "reply long");
 }
 
+static void on_ping_loop(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
+                         unsigned nargs, void *user)
+{
+    (void)t, (void)buf, (void)nbytes, (void)args;
+    bench_t *b = user;
+    b->echo_size = nargs;
+    b->echo_am = true;
+}
+
 static void on_sink(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
                     unsigned nargs, void *user)
 {
@@ -170,10 +192,17 @@ static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *a
     case CMD_RAW_CONSUME:
     case CMD_UDP_ECHO:
     case CMD_UDP_CONSUME:
+    case CMD_TAGGED_ECHO:
+    case CMD_TAGGED_SINK:
         /* Runs outside the handler, once bench_serve has it back. */
         b->pending = args[0];
         b->pending_n = arg;
-        result = args[0] >= CMD_UDP_ECHO ? b->udp != NULL : b->raw != NULL;
+        result = args[0] >= CMD_TAGGED_ECHO  ? 1
+                 : args[0] >= CMD_UDP_ECHO ? b->udp != NULL
+                                           : b->raw != NULL;
+        break;
+    case CMD_TAGGED_SIZE:
+        b->tagged_size = (size_t)arg;
         break;
     case CMD_UDP_OPEN:
         result = udp_open(b, (uint16_t)arg);
@@ -228,6 +257,37 @@ static void on_ctrl_ack(flit_token_t *t, void *buf, size_t nbytes, const uint32_
     b->ctrl_acks++;
 }
 
+/* Stream handlers take the whole message into rbuf. */
+static size_t take_whole(bench_t *b, flit_stream_t *s, size_t total)
+{
+    bench_check(b, flit_stream_recv(s, b->rbuf, total), "flit_stream_recv");
+    return total;
+}
+
+static void on_s_ping(flit_stream_t *s, size_t total, void *user)
+{
+    bench_t *b = user;
+    b->echo_size = take_whole(b, s, total);
+    b->echo_due = true;
+}
+
+static void on_s_pong(flit_stream_t *s, size_t total, void *user)
+{
+    bench_t *b = user;
+    take_whole(b, s, total);
+    b->pongs++;
+}
+
+static void on_s_sink(flit_stream_t *s, size_t total, void *user)
+{
+    bench_t *b = user;
+    take_whole(b, s, total);
+    if (++b->sunk < b->ack_every)
+        return;
+    b->sunk = 0;
+    b->acks_due++;
+}
+
 /* ---- setup ---- */
 
 void bench_init(bench_t *b, flit_ep_t *ep, size_t max_size, const char *prog)
@@ -238,13 +298,19 @@ void bench_init(bench_t *b, flit_ep_t *ep, size_t max_size, const char *prog)
     b->prog = prog;
     b->max_size = max_size;
     b->ack_every = 1;
+    size_t alloc = (max_size + 4095) / 4096 * 4096;
+    if (!alloc)
+        alloc = 4096;
     if (b->rank == 0) {
-        size_t alloc = (max_size + 4095) / 4096 * 4096;
-        b->buf = aligned_alloc(4096, alloc ? alloc : 4096);
+        b->buf = aligned_alloc(4096, alloc);
         if (!b->buf)
             bench_check(b, FLIT_ERR_NO_MEMORY, "allocating the send buffer");
         memset(b->buf, 0xa5, alloc);
     }
+    b->rbuf = aligned_alloc(4096, alloc);
+    if (!b->rbuf)
+        bench_check(b, FLIT_ERR_NO_MEMORY, "allocating the receive buffer");
+    memset(b->rbuf, 0, alloc);
     static const struct {
         unsigned h;
         flit_am_handler_fn fn;
@@ -257,11 +323,20 @@ void bench_init(bench_t *b, flit_ep_t *ep, size_t max_size, const char *prog)
         {H_PONG, on_pong},
         {H_ACK, on_ack},
         {H_CTRL_ACK, on_ctrl_ack},
+        {H_PING_LOOP, on_ping_loop},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         bench_check(
             b, flit_am_register(ep, flit_handler((uint16_t)table[i].h), table[i].fn, b),
             "flit_am_register");
+    bench_check(b, flit_stream_register(ep, flit_handler(H_S_PING), on_s_ping, b),
+                "flit_stream_register");
+    bench_check(b, flit_stream_register(ep, flit_handler(H_S_PONG), on_s_pong, b),
+                "flit_stream_register");
+    bench_check(b, flit_stream_register(ep, flit_handler(H_S_SINK), on_s_sink, b),
+                "flit_stream_register");
+    bench_check(b, flit_tagged_create(ep, flit_handler(H_TAGGED), &b->tagged),
+                "flit_tagged_create");
 }
 
 void bench_fini(bench_t *b)
@@ -269,9 +344,13 @@ void bench_fini(bench_t *b)
     bench_raw_close(b->raw);
     bench_udp_close(b->udp);
     b->udp = NULL;
+    if (b->tagged)
+        bench_check(b, flit_tagged_destroy(b->tagged), "flit_tagged_destroy");
+    b->tagged = NULL;
     free(b->buf);
+    free(b->rbuf);
     b->raw = NULL;
-    b->buf = NULL;
+    b->buf = b->rbuf = NULL;
 }
 
 /* Sends rank 1 a command and waits until it is done; its result. */
@@ -286,10 +365,70 @@ static uint32_t command(bench_t *b, enum cmd cmd, uint64_t arg)
     return b->ctrl_result;
 }
 
+/* One stream message of size bytes from buf, in one piece. */
+static void stream_send(bench_t *b, flit_rank_t to, unsigned h, const void *buf,
+                        size_t size)
+{
+    flit_stream_out_t *s;
+    bench_check(b, flit_stream_begin(b->ep, to, flit_handler((uint16_t)h), size, 0, &s),
+                "flit_stream_begin");
+    bench_check(b, flit_stream_send(s, buf, size), "flit_stream_send");
+    bench_check(b, flit_stream_end(s), "flit_stream_end");
+}
+
+/* Rank 1: n tagged round trips, then as many received as rank 0 sends. */
+static void tagged_echo(bench_t *b, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        bench_check(b, flit_tagged_recv(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf,
+                                        b->tagged_size, NULL),
+                    "flit_tagged_recv");
+        bench_check(b, flit_tagged_send(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf,
+                                        b->tagged_size),
+                    "flit_tagged_send");
+    }
+}
+
+/*
+ * Rank 1: receives n tagged messages into receives posted ahead (a window
+ * of them, each reposted as it completes, in order), acknowledging every
+ * ack_every with a short AM.
+ */
+static void tagged_sink(bench_t *b, uint64_t n)
+{
+    enum { POSTED = 64 };
+    flit_request_t *req[POSTED] = {0};
+    uint64_t posted = 0, done = 0;
+    for (; posted < n && posted < POSTED; posted++)
+        bench_check(b, flit_tagged_irecv(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf,
+                                         b->tagged_size, &req[posted % POSTED]),
+                    "flit_tagged_irecv");
+    while (done < n) {
+        bench_check(b, flit_tagged_wait(&req[done % POSTED], -1, NULL), "flit_tagged_wait");
+        done++;
+        if (posted < n) {
+            bench_check(b, flit_tagged_irecv(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf,
+                                             b->tagged_size, &req[posted % POSTED]),
+                        "flit_tagged_irecv");
+            posted++;
+        }
+        if (done % b->ack_every == 0)
+            bench_check(b, flit_am_short(b->ep, flit_rank(0), flit_handler(H_ACK), NULL, 0, 0),
+                        "ack");
+    }
+}
+
 static void run_pending(bench_t *b)
 {
     uint32_t cmd = b->pending;
     b->pending = 0;
+    if (cmd == CMD_TAGGED_ECHO || cmd == CMD_TAGGED_SINK) {
+        if (cmd == CMD_TAGGED_ECHO)
+            tagged_echo(b, b->pending_n);
+        else
+            tagged_sink(b, b->pending_n);
+        return;
+    }
     if (cmd == CMD_UDP_ECHO || cmd == CMD_UDP_CONSUME) {
         /* A raw UDP baseline that gives up says so and is missing; no exit */
         if (!b->udp)
@@ -318,6 +457,20 @@ void bench_serve(bench_t *b)
             bench_check(b, st, b->wait_mode ? "flit_wait" : "flit_poll");
         if (b->pending)
             run_pending(b);
+        if (b->echo_due) {
+            b->echo_due = false;
+            stream_send(b, flit_rank(0), H_S_PONG, b->rbuf, b->echo_size);
+        }
+        if (b->echo_am) {
+            static const uint32_t args[4] = {1, 2, 3, 4};
+            b->echo_am = false;
+            bench_check(b, flit_am_short(b->ep, flit_rank(0), flit_handler(H_PONG), args,
+                                         (unsigned)b->echo_size, 0),
+                        "echo");
+        }
+        for (; b->acks_due; b->acks_due--)
+            bench_check(b, flit_am_short(b->ep, flit_rank(0), flit_handler(H_ACK), NULL, 0, 0),
+                        "ack");
     }
 }
 
@@ -369,7 +522,16 @@ static void send_one(bench_t *b, unsigned h, enum bench_kind kind, size_t size,
 {
     static const uint32_t args[4] = {1, 2, 3, 4};
     flit_status st;
-    if (kind == BENCH_SHORT)
+    if (kind == BENCH_STREAM) {
+        stream_send(b, PEER, h == H_SINK ? H_S_SINK : H_S_PING, b->buf, size);
+        return;
+    }
+    if (kind == BENCH_TAGGED) {
+        bench_check(b, flit_tagged_send(b->tagged, PEER, TAG_BENCH, b->buf, size),
+                    "flit_tagged_send");
+        return;
+    }
+    if (kind == BENCH_SHORT || kind == BENCH_SHORT_LOOP)
         st = flit_am_short(b->ep, PEER, flit_handler((uint16_t)h), args,
                            (unsigned)(size / 4), flags);
     else if (kind == BENCH_MEDIUM)
@@ -385,7 +547,19 @@ static uint64_t run_pingpong(void *ctx, uint64_t n)
 {
     struct point *p = ctx;
     bench_t *b = p->b;
-    static const unsigned ping[] = {H_PING_SHORT, H_PING_MEDIUM, H_PING_LONG};
+    static const unsigned ping[] = {H_PING_SHORT, H_PING_MEDIUM, H_PING_LONG, H_S_PING, 0,
+                                    H_PING_LOOP};
+    if (p->kind == BENCH_TAGGED) {
+        command(b, CMD_TAGGED_ECHO, n);
+        uint64_t t0 = bench_now_ns();
+        for (uint64_t i = 0; i < n; i++) {
+            send_one(b, 0, BENCH_TAGGED, p->size, 0);
+            bench_check(b, flit_tagged_recv(b->tagged, PEER, TAG_BENCH, b->rbuf, p->size,
+                                            NULL),
+                        "flit_tagged_recv");
+        }
+        return bench_now_ns() - t0;
+    }
     uint64_t t0 = bench_now_ns();
     for (uint64_t i = 0; i < n; i++) {
         uint64_t want = b->pongs + 1;
@@ -400,6 +574,8 @@ double bench_latency_ns(bench_t *b, enum bench_kind kind, size_t size, bool wait
                         uint64_t target_ns, int reps)
 {
     struct point p = {.b = b, .kind = kind, .size = size, .wait = wait};
+    if (kind == BENCH_TAGGED)
+        command(b, CMD_TAGGED_SIZE, size);
     if (wait)
         command(b, CMD_MODE, 1);
     double rtt = bench_measure(run_pingpong, &p, target_ns, reps, 1, LAT_MAX_N);
@@ -413,6 +589,8 @@ static uint64_t run_stream(void *ctx, uint64_t n)
     struct point *p = ctx;
     bench_t *b = p->b;
     uint64_t acks0 = b->acks, sent = 0, k = p->ack_every;
+    if (p->kind == BENCH_TAGGED)
+        command(b, CMD_TAGGED_SINK, n);
     uint64_t t0 = bench_now_ns();
     while (sent < n) {
         while (sent - (b->acks - acks0) * k >= p->window)
@@ -436,6 +614,8 @@ double bench_stream_ns(bench_t *b, enum bench_kind kind, size_t size, unsigned w
     struct point p = {
         .b = b, .kind = kind, .size = size, .window = window, .ack_every = window / 2};
     command(b, CMD_ACK_EVERY, p.ack_every);
+    if (kind == BENCH_TAGGED)
+        command(b, CMD_TAGGED_SIZE, size);
     return bench_measure(run_stream, &p, target_ns, reps, p.ack_every, STREAM_MAX_N);
 }
 

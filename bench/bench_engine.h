@@ -15,22 +15,35 @@
 #define FLIT_BENCH_ENGINE_H
 
 #include <flit/flit.h>
+#include <flit/tagged.h>
 #include <stdbool.h>
 
 #include "bench_udp.h"
 #include "bench_util.h"
 
-/* The engine's handlers take these indices on the endpoint. */
+/* The engine's handlers take these indices on the endpoint (active
+   messages and stream handlers alike). */
 #define BENCH_HANDLER_FIRST 240u
 #define BENCH_HANDLER_COUNT 8u
 
-enum bench_kind { BENCH_SHORT, BENCH_MEDIUM, BENCH_LONG };
+/*
+ * What a figure sends: active messages of each kind; stream messages of one
+ * piece (flit_stream_begin / send / end, received whole by the handler);
+ * tagged messages (flit_tagged_send into receives posted in advance, as an
+ * MPI program does).
+ */
+enum bench_kind {
+    BENCH_SHORT, BENCH_MEDIUM, BENCH_LONG, BENCH_STREAM, BENCH_TAGGED,
+    BENCH_SHORT_LOOP    /* latency only: a short AM answered by rank 1's loop
+                           with a short AM request, as streams are answered */
+};
 
 typedef struct bench {
     flit_ep_t *ep;
     uint32_t rank;
     const char *prog; /* for messages */
     uint8_t *buf;     /* rank 0: what medium and long messages send */
+    uint8_t *rbuf;    /* where stream and tagged messages are received */
     size_t max_size;
     bench_raw_t *raw; /* NULL: no raw baselines */
     bench_udp_t *udp; /* NULL: no raw UDP baselines */
@@ -38,8 +51,13 @@ typedef struct bench {
     /* rank 0: bumped by reply handlers */
     uint64_t pongs, acks, ctrl_acks;
     uint32_t ctrl_result;
+    flit_tagged_t *tagged;
     /* rank 1 */
     uint64_t sunk, ack_every;
+    size_t echo_size;           /* a stream echo to send outside the handler */
+    bool echo_due, echo_am;
+    uint64_t acks_due;          /* stream acknowledgements to send */
+    size_t tagged_size;         /* the tagged figure's message size */
     bool wait_mode, quit;
     uint32_t pending; /* a raw baseline to run outside the handler */
     uint64_t pending_n;
@@ -80,6 +98,10 @@ bool bench_raw_setup(bench_t *b);
  * bench_stream_ns: time per message while streaming size-byte messages of
  * one kind with at most window unacknowledged (rank 1 acknowledges every
  * window / 2). BENCH_SHORT: size / 4 arguments.
+ *
+ * Active messages are answered inside their handler; stream and tagged
+ * messages by rank 1's loop, after flit_poll returns (a stream handler may
+ * not send), as an MPI program answers after its receive.
  */
 double bench_latency_ns(bench_t *b, enum bench_kind kind, size_t size, bool wait,
                         uint64_t target_ns, int reps);

@@ -23,6 +23,7 @@
  * Rank 0 drives and prints; rank 1 serves (bench_engine.c).
  */
 #include <flit/flit.h>
+#include <flit/tagged.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,7 @@
 #define BW_REPS          5
 #define MAX_POINTS       64
 
-enum { SEC_LATENCY = 1, SEC_BANDWIDTH = 2, SEC_RATE = 4, SEC_ALL = 7 };
+enum { SEC_LATENCY = 1, SEC_BANDWIDTH = 2, SEC_RATE = 4, SEC_STREAM = 8, SEC_ALL = 15 };
 
 struct opts {
     bool csv, quick, no_baselines;
@@ -83,7 +84,7 @@ static void usage(FILE *f)
                "  --max-size BYTES  largest message (default 4M; k, M, G suffixes)\n"
                "  --sizes LIST      these sizes only, e.g. 8,64k,1M (instead of 8 B\n"
                "                    doubling up to --max-size)\n"
-               "  --only SECTIONS   some of latency,bandwidth,rate\n"
+               "  --only SECTIONS   some of latency,bandwidth,rate,stream\n"
                "  --no-baselines    flit's figures only (as under injected loss, where\n"
                "                    a raw baseline cannot run)\n");
 }
@@ -108,16 +109,16 @@ static bool parse_sizes(const char *arg, struct opts *o)
 
 static bool parse_sections(const char *arg, unsigned *out)
 {
-    static const char *const name[] = {"latency", "bandwidth", "rate"};
+    static const char *const name[] = {"latency", "bandwidth", "rate", "stream"};
     char buf[128];
     snprintf(buf, sizeof buf, "%s", arg);
     *out = 0;
     char *save = NULL;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         unsigned i = 0;
-        while (i < 3 && strcmp(t, name[i]) != 0)
+        while (i < 4 && strcmp(t, name[i]) != 0)
             i++;
-        if (i == 3)
+        if (i == 4)
             return false;
         *out |= 1u << i;
     }
@@ -158,7 +159,7 @@ static int parse(int argc, char **argv, struct opts *o, bool talk)
             if (!parse_sections(argv[++i], &o->sections)) {
                 if (talk)
                     fprintf(stderr, PROG ": --only: '%s' is not a list of latency, "
-                                         "bandwidth, rate\n",
+                                         "bandwidth, rate, stream\n",
                             argv[i]);
                 return 2;
             }
@@ -514,6 +515,71 @@ static void rate_section(struct run *r)
 }
 
 /*
+ * Streams and tagged messaging, the FM 2.x figure: how much of the stream
+ * layer's bandwidth a messaging layer built on it keeps (MPI-FM: 70-90%).
+ * Latency: a one-piece stream beside the short AM, tagged beside the
+ * stream. Bandwidth: AMs (medium up to its maximum, then long) and streams
+ * beside the usual baseline, tagged beside the stream.
+ */
+static void stream_section(struct run *r)
+{
+    bench_t *b = &r->b;
+    print_section(r, "STREAMS AND TAGGED MESSAGING: latency, one way",
+                  "stream: the short AM (2 args) answered the same way; tagged: the "
+                  "stream of that size",
+                  false);
+    begin(r);
+    double am_us = bench_latency_ns(b, BENCH_SHORT, 8, false, r->lat_ns, LAT_REPS) / 1e3;
+    emit(r, "latency_short", "short AM, reply in handler", 8, am_us,
+         latency_base_us(r, 8, false), &U_US);
+    /* Stream handlers may not send: rank 1 answers from its loop, after
+       flit_poll returns, and so does this AM figure, the fair baseline. */
+    begin(r);
+    am_us = bench_latency_ns(b, BENCH_SHORT_LOOP, 8, false, r->lat_ns, LAT_REPS) / 1e3;
+    emit(r, "latency_short_loop", "short AM, answered by loop", 8, am_us,
+         latency_base_us(r, 8, false), &U_US);
+    size_t sz[MAX_POINTS];
+    int n = sizes(&r->o, sz);
+    for (int i = 0; i < n; i++) {
+        begin(r);
+        double st = bench_latency_ns(b, BENCH_STREAM, sz[i], false, r->lat_ns, LAT_REPS) / 1e3;
+        emit(r, "latency_stream", "stream, 1 piece", (double)sz[i], st,
+             sz[i] == 8 ? am_us : NAN, &U_US);
+        begin(r);
+        double tg = bench_latency_ns(b, BENCH_TAGGED, sz[i], false, r->lat_ns, LAT_REPS) / 1e3;
+        emit(r, "latency_tagged", "tagged send/recv", (double)sz[i], tg, st, &U_US);
+    }
+
+    char title[160];
+    snprintf(title, sizeof title,
+             "STREAMS AND TAGGED MESSAGING: bandwidth, %u messages in flight "
+             "(tagged: ratio = share of stream)",
+             BW_WINDOW);
+    print_section(r, title,
+                  r->udp ? "AM, stream: raw UDP streaming; tagged: the stream of that size"
+                         : "AM, stream: single-core memcpy; tagged: the stream of that size",
+                  true);
+    for (int i = 0; i < n; i++) {
+        if (sz[i] < 16)
+            continue;
+        begin(r);
+        double base = bandwidth_base(r, sz[i]);
+        enum bench_kind am = sz[i] <= FLIT_AM_MAX_MEDIUM ? BENCH_MEDIUM : BENCH_LONG;
+        double v = mbps(sz[i], bench_stream_ns(b, am, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
+        emit(r, "bandwidth_am", am == BENCH_MEDIUM ? "AM medium" : "AM long",
+             (double)sz[i], v, base, &U_MBS);
+        begin(r);
+        double st = mbps(sz[i],
+                         bench_stream_ns(b, BENCH_STREAM, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
+        emit(r, "bandwidth_stream", "stream, 1 piece", (double)sz[i], st, base, &U_MBS);
+        begin(r);
+        double tg = mbps(sz[i],
+                         bench_stream_ns(b, BENCH_TAGGED, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
+        emit(r, "bandwidth_tagged", "tagged (vs stream)", (double)sz[i], tg, st, &U_MBS);
+    }
+}
+
+/*
  * The smallest size whose bandwidth reaches half of the series' peak,
  * interpolated linearly between the two measured sizes around it.
  */
@@ -718,6 +784,8 @@ static void drive(struct run *r)
         bandwidth_section(r);
     if (r->o.sections & SEC_RATE)
         rate_section(r);
+    if (r->o.sections & SEC_STREAM)
+        stream_section(r);
     if (r->o.sections & SEC_BANDWIDTH)
         nhalf_section(r);
     noise_note(r);

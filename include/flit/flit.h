@@ -171,6 +171,11 @@ FLIT_API flit_status flit_ep_create(const flit_ep_params_t *params,
    it. Not from inside a handler. */
 FLIT_API flit_status flit_ep_destroy(flit_ep_t *ep);
 
+/* How the endpoint was created: FLIT_THREAD_SAFE also with a progress
+   thread. A layer above may skip its own locking on single-threaded
+   endpoints (their handlers and calls never run at once). */
+FLIT_API flit_status flit_ep_thread_mode(flit_ep_t *ep, flit_thread_mode *mode_out);
+
 /* The local segment (NULL, 0 when none). */
 FLIT_API flit_status flit_ep_segment(flit_ep_t *ep, void **addr_out,
                                      size_t *size_out);

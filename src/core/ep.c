@@ -615,6 +615,17 @@ flit_status flit_ep_set_peer_tag(flit_ep_t *ep, flit_rank_t rank, uint64_t tag)
     return st;
 }
 
+flit_status flit_ep_thread_mode(flit_ep_t *ep, flit_thread_mode *mode_out)
+{
+    flit_status st = fl_ep_check(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (!mode_out)
+        return FLIT_ERR_INVALID_ARG;
+    *mode_out = ep->mode;
+    return FLIT_OK;
+}
+
 flit_status flit_ep_set_peer_down_handler(flit_ep_t *ep, flit_peer_down_fn fn,
                                           void *user)
 {
@@ -630,10 +641,15 @@ flit_status flit_ep_set_peer_down_handler(flit_ep_t *ep, flit_peer_down_fn fn,
 size_t fl_ep_piece_size(struct flit_ep *ep, uint32_t dst, size_t hdr_len)
 {
     struct fl_peer *p = &ep->peers[dst];
-    size_t room = p->tp->max_packet(p->tpe) - hdr_len;
+    if (__builtin_expect(p->max_packet == 0, 0)) {
+        p->max_packet = (uint32_t)p->tp->max_packet(p->tpe);
+        p->packet_fit = p->tp->peer_packet_fit
+                            ? (uint32_t)p->tp->peer_packet_fit(p->tpe, dst) : 0;
+    }
+    size_t room = p->max_packet - hdr_len;
     size_t chunk = (size_t)fl_cfg.long_chunk < room ? (size_t)fl_cfg.long_chunk : room;
     /* Over datagrams, a piece fills one datagram: fewer, fuller system calls. */
-    size_t fit = p->tp->peer_packet_fit ? p->tp->peer_packet_fit(p->tpe, dst) : 0;
+    size_t fit = p->packet_fit;
     if (fit > hdr_len + 64)
         chunk = fit - hdr_len < room ? fit - hdr_len : room;
     return chunk;

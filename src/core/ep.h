@@ -38,6 +38,8 @@ struct fl_peer {
        once its last piece arrives (FLIT_OK while fine). */
     flit_status frag_error[FL_LANES];
     bool fin[FL_LANES];         /* quiesce: it sent its last packet on the lane */
+    /* fl_ep_piece_size's inputs from the transport, read once (0: not yet) */
+    uint32_t max_packet, packet_fit;
     _Atomic uint64_t sent, recv, stalls;
 };
 

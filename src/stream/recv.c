@@ -153,9 +153,21 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se,
         return;
     }
     flit_status why = judge(ep, se, h);
-    *s = (struct flit_stream){.ep = ep, .src = src, .sid = h->sid,
-                              .total = h->total, .arrived = h->len,
-                              .cur = h->payload, .cur_len = h->len};
+    /* Field by field: see flit_stream_begin. */
+    s->ep = ep;
+    s->src = src;
+    s->sid = h->sid;
+    s->total = h->total;
+    s->arrived = h->len;
+    s->taken = 0;
+    s->cur = h->payload;
+    s->cur_len = h->len;
+    s->fn = NULL;
+    s->user = NULL;
+    s->fiber = NULL;
+    s->error = FLIT_OK;
+    s->live = false;
+    s->linked = false;
     FL_COUNT(ep->stats.stream_recv_msgs, 1);
     FL_COUNT(ep->stats.stream_recv_bytes, h->total);
     FL_COUNT(ep->peers[src].recv, 1);

@@ -36,7 +36,12 @@ static size_t piece_room(struct flit_stream_out *s, size_t hdr_len)
     return left < room ? (size_t)left : room;
 }
 
-/* Commits the open packet with what it holds; more: more follows at once. */
+/*
+ * Commits the open packet with what it holds; more: more follows at once.
+ * The header is written here, last, next to the commit: on shared memory
+ * the receiver polls the packet's cache line, and every write to it while
+ * the packet is open would pull the line back across.
+ */
 static void close_packet(struct flit_stream_out *s, unsigned more)
 {
     struct flit_ep *ep = s->ep;
@@ -44,7 +49,16 @@ static void close_packet(struct flit_stream_out *s, unsigned more)
     unsigned flags = s->first_open ? FL_STF_FIRST : 0;
     if (s->sent == s->total)
         flags |= FL_STF_LAST;
-    fl_st_finish(s->pkt, flags, (uint32_t)s->fill);
+    struct fl_st_pkt h = {
+        .flags = (uint8_t)flags,
+        .handler = s->handler,
+        .sid = s->sid,
+        .len = (uint32_t)s->fill,
+        .tag = ep->peers[s->dst].tag,
+        .offset = s->sent - s->fill,
+        .total = s->total,
+    };
+    fl_st_encode(s->pkt, &h);
     ep->cork = NULL;
     fl_ep_commit(ep, s->dst, FL_LANE_REQ, s->pkt, s->hdr_len + s->fill,
                  flags & FL_STF_LAST ? 0 : more);
@@ -67,16 +81,7 @@ static flit_status open_packet(struct flit_stream_out *s, bool first,
     flit_status st = fl_ep_reserve(ep, s->dst, FL_LANE_REQ, hl + cap, flags, &pkt);
     if (st != FLIT_OK)
         return st;
-    struct fl_st_pkt h = {
-        .flags = first ? FL_STF_FIRST : 0,
-        .handler = s->handler,
-        .sid = s->sid,
-        .tag = ep->peers[s->dst].tag,
-        .offset = s->sent,
-        .total = s->total,
-    };
-    fl_st_encode(pkt, &h);
-    s->pkt = pkt;
+    s->pkt = pkt;   /* its header is written when it is closed */
     s->hdr_len = hl;
     s->cap = cap;
     s->fill = 0;
@@ -123,10 +128,18 @@ flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
     if (st == FLIT_OK && !(s = out_get(se = ep->stream)))
         st = FLIT_ERR_NO_MEMORY;
     if (st == FLIT_OK) {
-        *s = (struct flit_stream_out){.ep = ep, .dst = dest.idx,
-                                      .sid = se->next_sid[dest.idx],
-                                      .handler = h.idx, .live = true,
-                                      .total = total};
+        /* Field by field: a compound literal clears the whole struct
+           first, with a string instruction slower than the rest of the
+           call. open_packet sets the packet's fields. */
+        s->ep = ep;
+        s->dst = dest.idx;
+        s->sid = se->next_sid[dest.idx];
+        s->handler = h.idx;
+        s->live = true;
+        s->error = FLIT_OK;
+        s->total = total;
+        s->sent = 0;
+        s->pkt = NULL;
         if (ep->cork)
             fl_stream_uncork(ep);
         st = open_packet(s, true, flags);

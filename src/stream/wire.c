@@ -18,12 +18,6 @@ size_t fl_st_encode(uint8_t *buf, const struct fl_st_pkt *p)
     return FL_ST_HDR;
 }
 
-void fl_st_finish(uint8_t *buf, unsigned flags, uint32_t len)
-{
-    buf[2] = (uint8_t)flags;
-    fl_put32(buf + 12, len);
-}
-
 flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
 {
     uint8_t *b = pkt;

@@ -54,10 +54,6 @@ static inline size_t fl_st_hdr_len(unsigned flags)
 /* Writes p's header (flags, len and all) at buf; returns its length. */
 size_t fl_st_encode(uint8_t *buf, const struct fl_st_pkt *p);
 
-/* Rewrites flags and len of a header written before (a packet closed
-   earlier or later than planned). */
-void fl_st_finish(uint8_t *buf, unsigned flags, uint32_t len);
-
 /* Decodes and validates a whole packet: FLIT_ERR_BAD_PACKET unless every
    field is consistent (the payload within the message, LAST exactly at
    its end when the first packet says where that is). */
