@@ -78,6 +78,14 @@ END {
         mpi["latency@8"], "us", "%.3f")
     row("latency, one way (flit: medium AM)", 8, flit["latency_medium@8"],
         mpi["latency@8"], "us", "%.3f")
+    row("latency, one way (flit: tagged)", 8, flit["latency_tagged@8"],
+        mpi["latency@8"], "us", "%.3f")
+    row("latency, one way (flit: stream)", 8, flit["latency_stream@8"],
+        mpi["latency@8"], "us", "%.3f")
+    split("16 1024 65536 1048576", tsz, " ")
+    for (i = 1; i <= 4; i++)
+        row("bandwidth (flit: tagged)", tsz[i], flit["bandwidth_tagged@" tsz[i]],
+            mpi["bandwidth@" tsz[i]], "MB/s", "%.0f")
     row("bandwidth (flit: medium AM)", 65536, flit["bandwidth_medium@65536"],
         mpi["bandwidth@65536"], "MB/s", "%.0f")
     split("65536 1048576 4194304", big, " ")

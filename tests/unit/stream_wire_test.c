@@ -1,0 +1,224 @@
+/*
+ * The stream packet (src/stream/wire.c) and the receive side's state
+ * machine (src/stream/recv.c) against packets no honest sender writes.
+ *
+ *  - Every field round-trips through fl_st_encode / fl_st_decode; every
+ *    malformation answers FLIT_ERR_BAD_PACKET (short buffers, wrong version
+ *    or opcode, unknown flags, reserved bytes, a length that disagrees with
+ *    the packet, a first packet longer than its message, LAST in the wrong
+ *    place, an offset that wraps); 200k mutated packets never crash it.
+ *  - Fed straight to fl_stream_recv_packet on a real endpoint (a job of
+ *    one): a continuation of a message nobody started, a second first
+ *    packet for an id in progress, a packet out of place in its message,
+ *    one on the reply lane: each is refused and counted, and the message
+ *    in progress goes on intact; a handler that returns early has the rest
+ *    of its message swallowed; the same id may start a new message once the
+ *    old one is over.
+ */
+#include <flit/stream.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ep.h"
+#include "stream/stream.h"
+#include "unit.h"
+
+/* A packet in a heap buffer of exactly its length (ASan sees overreads). */
+static uint8_t *make(const struct fl_st_pkt *h, const void *payload, size_t *len)
+{
+    size_t hl = fl_st_hdr_len(h->flags);
+    *len = hl + h->len;
+    uint8_t *b = malloc(*len);
+    CHECK(b);
+    CHECK(fl_st_encode(b, h) == hl);
+    if (h->len)
+        memcpy(b + hl, payload, h->len);
+    return b;
+}
+
+static void expect_bad(const uint8_t *b, size_t len, const char *what)
+{
+    uint8_t *copy = malloc(len ? len : 1);
+    CHECK(copy);
+    memcpy(copy, b, len);
+    struct fl_st_pkt d;
+    if (fl_st_decode(copy, len, &d) != FLIT_ERR_BAD_PACKET)
+        FAIL("decoder accepted %s", what);
+    free(copy);
+}
+
+static void test_decode(void)
+{
+    uint8_t data[100];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)i;
+    struct fl_st_pkt h = {.flags = FL_STF_FIRST, .handler = 7, .sid = 99, .len = 40,
+                          .tag = 0x1122334455667788ull, .total = 100};
+    size_t len;
+    uint8_t *b = make(&h, data, &len);
+    struct fl_st_pkt d;
+    CHECK_OK(fl_st_decode(b, len, &d));
+    CHECK(d.flags == FL_STF_FIRST && d.handler == 7 && d.sid == 99 && d.len == 40 &&
+          d.tag == h.tag && d.total == 100 && d.offset == 0);
+    CHECK(d.payload == b + FL_ST_FIRST_HDR && memcmp(d.payload, data, 40) == 0);
+    CHECK(((uintptr_t)d.payload & 7) == 0);
+
+    expect_bad(b, FL_ST_HDR - 1, "a truncated header");
+    expect_bad(b, len - 1, "a length one byte short");
+    uint8_t save;
+    struct { size_t at; uint8_t val; const char *what; } bytes[] = {
+        {0, 2, "another version"}, {1, FL_OP_AM_SHORT, "another opcode"},
+        {2, 0x80, "an unknown flag"}, {3, 1, "a reserved byte"}, {6, 1, "reserved bytes"},
+    };
+    for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {
+        save = b[bytes[i].at];
+        b[bytes[i].at] = bytes[i].val;
+        expect_bad(b, len, bytes[i].what);
+        b[bytes[i].at] = save;
+    }
+    free(b);
+
+    h.len = 100;        /* the whole message, without LAST */
+    b = make(&h, data, &len);
+    expect_bad(b, len, "a first packet holding all of its message without LAST");
+    free(b);
+    h.total = 50;       /* longer than its message */
+    b = make(&h, data, &len);
+    expect_bad(b, len, "a first packet longer than its message");
+    free(b);
+    h = (struct fl_st_pkt){.flags = FL_STF_FIRST | FL_STF_LAST, .len = 10, .total = 11};
+    b = make(&h, data, &len);
+    expect_bad(b, len, "LAST before the end");
+    free(b);
+    h = (struct fl_st_pkt){.flags = 0, .len = 16, .offset = UINT64_MAX - 8};
+    b = make(&h, data, &len);
+    expect_bad(b, len, "an offset that wraps");
+    free(b);
+
+    /* Mutations: never a crash, never a payload outside the packet. */
+    uint64_t rng = 7;
+    h = (struct fl_st_pkt){.flags = FL_STF_FIRST, .handler = 1, .sid = 3, .len = 60,
+                           .tag = 5, .total = 1000};
+    uint8_t *good = make(&h, data, &len);
+    for (int i = 0; i < 200000; i++) {
+        size_t n = len - test_rand(&rng) % 3;
+        uint8_t *m = malloc(n);
+        memcpy(m, good, n);
+        for (int k = 0; k < 3; k++)
+            m[test_rand(&rng) % n] ^= (uint8_t)(1u << (test_rand(&rng) % 8));
+        if (fl_st_decode(m, n, &d) == FLIT_OK)
+            CHECK(d.payload + d.len == m + n);
+        free(m);
+    }
+    free(good);
+}
+
+/* ---- the state machine ---- */
+
+static struct {
+    uint8_t got[4096];
+    size_t got_len, stop_after;
+    int runs;
+    flit_status last;
+} rx;
+
+static void on_msg(flit_stream_t *s, size_t total, void *user)
+{
+    (void)user;
+    rx.runs++;
+    size_t want = total < rx.stop_after ? total : rx.stop_after;
+    rx.got_len = 0;
+    while (rx.got_len < want) {
+        size_t k = want - rx.got_len < 7 ? want - rx.got_len : 7;
+        rx.last = flit_stream_recv(s, rx.got + rx.got_len, k);
+        if (rx.last != FLIT_OK)
+            return;
+        rx.got_len += k;
+    }
+}
+
+/* Feeds one crafted packet to the stream layer as rank 0 would send it. */
+static void feed(flit_ep_t *ep, unsigned lane, uint8_t flags, uint32_t sid,
+                 uint64_t offset_or_tag, uint64_t total, const uint8_t *data, uint32_t n)
+{
+    struct fl_st_pkt h = {.flags = flags, .handler = 1, .sid = sid, .len = n,
+                          .tag = offset_or_tag, .offset = offset_or_tag, .total = total};
+    size_t len;
+    uint8_t *b = make(&h, data, &len);
+    fl_stream_recv_packet(ep, 0, lane, b, len);
+    free(b);
+}
+
+static uint64_t refused(flit_ep_t *ep)
+{
+    flit_stats_t s = {.struct_size = sizeof s};
+    CHECK_OK(flit_ep_stats(ep, &s));
+    return s.refused_packets;
+}
+
+static void test_state(flit_ep_t *ep, uint64_t tag)
+{
+    uint8_t msg[300];
+    for (size_t i = 0; i < sizeof msg; i++)
+        msg[i] = (uint8_t)(i * 3 + 1);
+    rx.stop_after = SIZE_MAX;
+
+    /* A continuation of a message nobody started. */
+    uint64_t r0 = refused(ep);
+    feed(ep, FL_LANE_REQ, 0, 5, 0, 0, msg, 10);
+    CHECK(refused(ep) == r0 + 1 && rx.runs == 0);
+
+    /* A message in three packets, with garbage in between. */
+    feed(ep, FL_LANE_REQ, FL_STF_FIRST, 5, tag, 300, msg, 100);
+    CHECK(rx.runs == 1);    /* started, waiting on its fiber */
+    feed(ep, FL_LANE_REQ, FL_STF_FIRST, 5, tag, 300, msg, 10);     /* same id again */
+    feed(ep, FL_LANE_REQ, 0, 5, 150, 0, msg + 150, 50);             /* out of place */
+    feed(ep, FL_LANE_REQ, 0, 5, 100, 0, msg, 250);                  /* past the end */
+    feed(ep, FL_LANE_REP, 0, 5, 100, 0, msg + 100, 100);            /* wrong lane */
+    CHECK(refused(ep) == r0 + 5);
+    feed(ep, FL_LANE_REQ, 0, 5, 100, 0, msg + 100, 100);
+    feed(ep, FL_LANE_REQ, FL_STF_LAST, 5, 200, 0, msg + 200, 100);
+    CHECK(rx.runs == 1 && rx.last == FLIT_OK && rx.got_len == 300);
+    CHECK(memcmp(rx.got, msg, 300) == 0);
+    CHECK(refused(ep) == r0 + 5);
+
+    /* The id is free again; a handler stopping early has the rest swallowed. */
+    rx.stop_after = 20;
+    feed(ep, FL_LANE_REQ, FL_STF_FIRST, 5, tag, 300, msg, 100);
+    CHECK(rx.runs == 2 && rx.got_len == 20 && memcmp(rx.got, msg, 20) == 0);
+    feed(ep, FL_LANE_REQ, 0, 5, 100, 0, msg + 100, 100);
+    feed(ep, FL_LANE_REQ, FL_STF_LAST, 5, 200, 0, msg + 200, 100);
+    CHECK(rx.runs == 2 && refused(ep) == r0 + 5);
+    /* ... and after its last packet, the id is unknown once more. */
+    feed(ep, FL_LANE_REQ, 0, 5, 300, 0, msg, 1);
+    CHECK(refused(ep) == r0 + 6);
+
+    /* One packet, the whole message: inline, no fiber. */
+    flit_stats_t s0 = {.struct_size = sizeof s0}, s1 = {.struct_size = sizeof s1};
+    CHECK_OK(flit_ep_stats(ep, &s0));
+    rx.stop_after = SIZE_MAX;
+    feed(ep, FL_LANE_REQ, FL_STF_FIRST | FL_STF_LAST, 6, tag, 77, msg, 77);
+    CHECK_OK(flit_ep_stats(ep, &s1));
+    CHECK(rx.runs == 3 && rx.got_len == 77 && memcmp(rx.got, msg, 77) == 0);
+    CHECK(s1.stream_fibers == s0.stream_fibers);
+}
+
+int main(void)
+{
+    unit_clean_env();
+    test_decode();
+    CHECK_OK(flit_init(NULL));
+    flit_ep_t *ep;
+    CHECK_OK(flit_ep_create(NULL, &ep));
+    CHECK_OK(flit_stream_register(ep, flit_handler(1), on_msg, NULL));
+    uint64_t tag;
+    CHECK_OK(flit_ep_tag(ep, &tag));
+    /* The crafted packets arrive as if from rank 0 during progress. */
+    CHECK_OK(fl_ep_enter(ep));
+    test_state(ep, tag);
+    fl_ep_leave(ep);
+    CHECK_OK(flit_ep_destroy(ep));
+    CHECK_OK(flit_finalize());
+    printf("stream_wire_test: OK\n");
+    return 0;
+}
