@@ -1,5 +1,6 @@
 /* See bench_engine.h. */
 #include "bench_engine.h"
+#include "bench_rma.h"
 
 #include <arpa/inet.h>
 #include <math.h>
@@ -44,6 +45,7 @@ enum cmd {
     CMD_TAGGED_ECHO, /* arg: round trips */
     CMD_TAGGED_SINK, /* arg: messages (acknowledged every ack_every) */
     CMD_QUIT,
+    CMD_RMA,         /* arg: for bench_rma_ctrl (bench_rma.c) */
 };
 
 #define PEER         flit_rank(1) /* rank 0's peer; rank 1 only replies */
@@ -216,6 +218,15 @@ static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *a
     case CMD_QUIT:
         b->quit = true;
         break;
+    case CMD_RMA: {
+        bool defer;
+        result = bench_rma_ctrl(b, arg, &defer);
+        if (defer) {    /* RMA calls are refused in handlers: after it */
+            b->pending = CMD_RMA;
+            b->pending_n = arg;
+        }
+        break;
+    }
     default:
         fprintf(stderr, "%s: rank %u: unknown command\n", b->prog, b->rank);
         result = 0;
@@ -422,6 +433,10 @@ static void run_pending(bench_t *b)
 {
     uint32_t cmd = b->pending;
     b->pending = 0;
+    if (cmd == CMD_RMA) {
+        bench_rma_serve(b, b->pending_n);
+        return;
+    }
     if (cmd == CMD_TAGGED_ECHO || cmd == CMD_TAGGED_SINK) {
         if (cmd == CMD_TAGGED_ECHO)
             tagged_echo(b, b->pending_n);
@@ -472,6 +487,11 @@ void bench_serve(bench_t *b)
             bench_check(b, flit_am_short(b->ep, flit_rank(0), flit_handler(H_ACK), NULL, 0, 0),
                         "ack");
     }
+}
+
+uint32_t bench_rma_command(bench_t *b, uint64_t arg)
+{
+    return command(b, CMD_RMA, arg);
 }
 
 void bench_quit(bench_t *b)

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "bench_engine.h"
+#include "bench_rma.h"
 #include "bench_util.h"
 
 #define PROG             "flit-bench"
@@ -43,7 +44,8 @@
 #define BW_REPS          5
 #define MAX_POINTS       64
 
-enum { SEC_LATENCY = 1, SEC_BANDWIDTH = 2, SEC_RATE = 4, SEC_STREAM = 8, SEC_ALL = 15 };
+enum { SEC_LATENCY = 1, SEC_BANDWIDTH = 2, SEC_RATE = 4, SEC_STREAM = 8, SEC_RMA = 16,
+       SEC_ALL = 31 };
 
 struct opts {
     bool csv, quick, no_baselines;
@@ -84,7 +86,7 @@ static void usage(FILE *f)
                "  --max-size BYTES  largest message (default 4M; k, M, G suffixes)\n"
                "  --sizes LIST      these sizes only, e.g. 8,64k,1M (instead of 8 B\n"
                "                    doubling up to --max-size)\n"
-               "  --only SECTIONS   some of latency,bandwidth,rate,stream\n"
+               "  --only SECTIONS   some of latency,bandwidth,rate,stream,rma\n"
                "  --no-baselines    flit's figures only (as under injected loss, where\n"
                "                    a raw baseline cannot run)\n");
 }
@@ -109,16 +111,16 @@ static bool parse_sizes(const char *arg, struct opts *o)
 
 static bool parse_sections(const char *arg, unsigned *out)
 {
-    static const char *const name[] = {"latency", "bandwidth", "rate", "stream"};
+    static const char *const name[] = {"latency", "bandwidth", "rate", "stream", "rma"};
     char buf[128];
     snprintf(buf, sizeof buf, "%s", arg);
     *out = 0;
     char *save = NULL;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         unsigned i = 0;
-        while (i < 4 && strcmp(t, name[i]) != 0)
+        while (i < 5 && strcmp(t, name[i]) != 0)
             i++;
-        if (i == 4)
+        if (i == 5)
             return false;
         *out |= 1u << i;
     }
@@ -159,7 +161,7 @@ static int parse(int argc, char **argv, struct opts *o, bool talk)
             if (!parse_sections(argv[++i], &o->sections)) {
                 if (talk)
                     fprintf(stderr, PROG ": --only: '%s' is not a list of latency, "
-                                         "bandwidth, rate, stream\n",
+                                         "bandwidth, rate, stream, rma\n",
                             argv[i]);
                 return 2;
             }
@@ -606,6 +608,65 @@ static void stream_section(struct run *r)
 }
 
 /*
+ * One-sided communication (VMMC): put visible at the target (rank 1 watches
+ * its memory), put with notification, get; put bandwidth. Baselines: the raw
+ * flag ping-pong for latency on shared memory (the short AM over UDP), and
+ * memcpy (the long AM over UDP) for bandwidth.
+ */
+static void rma_section(struct run *r)
+{
+    bench_t *b = &r->b;
+    if (!bench_rma_setup(b, r->o.max_size))
+        return;
+    print_section(r, "ONE-SIDED: put, get, put with notification, one way",
+                  r->udp ? "the short AM (2 args) of the same run"
+                         : "raw shared-memory flag ping-pong (8 B: the ratio target is 1.5)",
+                  false);
+    if (!r->udp && !(r->raw_ns > 0) && !r->o.no_baselines) {
+        begin(r);   /* the latency section did not run */
+        r->raw_ns = bench_raw_latency_ns(b, r->lat_ns, LAT_REPS);
+        if (r->raw_ns > 0)
+            emit(r, "latency_raw_flag", "raw flag (the baseline)", 8, r->raw_ns / 1e3, NAN,
+                 &U_US);
+    }
+    double base_us = r->raw_ns > 0 && !r->udp ? r->raw_ns / 1e3 : NAN;
+    if (r->udp) {
+        begin(r);
+        base_us = bench_latency_ns(b, BENCH_SHORT, 8, false, r->lat_ns, LAT_REPS) / 1e3;
+        emit(r, "latency_short", "short AM, 2 args", 8, base_us, NAN, &U_US);
+    }
+    size_t sz[MAX_POINTS];
+    int n = sizes(&r->o, sz);
+    for (int i = 0; i < n; i++) {
+        begin(r);
+        double v = bench_rma_put_latency_ns(b, sz[i], r->lat_ns, LAT_REPS) / 1e3;
+        emit(r, "latency_put", "put, visible at target", (double)sz[i], v,
+             sz[i] == 8 ? base_us : NAN, &U_US);
+    }
+    begin(r);
+    double v = bench_rma_notify_latency_ns(b, 8, r->lat_ns, LAT_REPS) / 1e3;
+    emit(r, "latency_put_notify", "put + notification", 8, v, base_us, &U_US);
+    begin(r);
+    v = bench_rma_get_latency_ns(b, 8, r->lat_ns, LAT_REPS) / 1e3;
+    emit(r, "latency_get", "get (blocking)", 8, v, NAN, &U_US);
+
+    print_section(r, "ONE-SIDED: put bandwidth, 16 puts in flight, then a flush",
+                  r->udp ? "the long AM of the same size" : "single-core memcpy, cache-warm",
+                  true);
+    for (int i = 0; i < n; i++) {
+        if (sz[i] < 1024)
+            continue;
+        begin(r);
+        double base = r->udp ? mbps(sz[i], bench_stream_ns(b, BENCH_LONG, sz[i], BW_WINDOW,
+                                                           r->bw_ns, BW_REPS))
+                             : bandwidth_base(r, sz[i]);
+        double bw = bench_rma_put_mbps(b, sz[i], 16, r->bw_ns, BW_REPS);
+        emit(r, "bandwidth_put", "put", (double)sz[i], bw, base, &U_MBS);
+    }
+    bench_rma_teardown(b);
+}
+
+/*
  * The smallest size whose bandwidth reaches half of the series' peak,
  * interpolated linearly between the two measured sizes around it.
  */
@@ -812,6 +873,8 @@ static void drive(struct run *r)
         rate_section(r);
     if (r->o.sections & SEC_STREAM)
         stream_section(r);
+    if (r->o.sections & SEC_RMA)
+        rma_section(r);
     if (r->o.sections & SEC_BANDWIDTH)
         nhalf_section(r);
     noise_note(r);

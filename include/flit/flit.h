@@ -70,6 +70,8 @@ typedef enum flit_status {
     FLIT_ERR_BAD_PACKET,        /* malformed packet refused */
     FLIT_ERR_UNREACHABLE,       /* no transport reaches that peer */
     FLIT_ERR_NOT_SUPPORTED,     /* valid request this build or transport cannot do */
+    FLIT_ERR_DENIED,            /* rma: the owner did not grant this rank or access */
+    FLIT_ERR_REVOKED,           /* rma: the region was unexported (or never was) */
     FLIT_STATUS_COUNT           /* not a status: the number of them */
 } flit_status;
 
@@ -283,6 +285,13 @@ typedef struct flit_stats {
     uint64_t stream_recv_msgs;
     uint64_t stream_recv_bytes;
     uint64_t stream_fibers;     /* handlers that got a stack of their own */
+    /* One-sided communication (<flit/rma.h>) */
+    uint64_t rma_puts;          /* puts and gets this endpoint made */
+    uint64_t rma_gets;
+    uint64_t rma_put_bytes;
+    uint64_t rma_get_bytes;
+    uint64_t rma_notifications; /* notification handlers run here */
+    uint64_t rma_refused;       /* accesses to our regions we refused */
 } flit_stats_t;
 
 FLIT_API flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out);

@@ -78,8 +78,11 @@ static flit_status read_params(const flit_ep_params_t *p, struct ep_setup *s)
     s->tag = fl_job.default_tag;
     s->handler_count = FLIT_HANDLER_COUNT_DEFAULT;
     s->progress_thread = fl_cfg.progress_thread != 0;
-    if (!p)
+    if (!p) {
+        if (s->progress_thread)
+            s->mode = FLIT_THREAD_SAFE;     /* as below: two threads will use it */
         return FLIT_OK;
+    }
     uint64_t f = p->field_mask;
     if (f & ~(uint64_t)KNOWN_PARAMS)
         return FLIT_ERR_INVALID_ARG;
@@ -343,6 +346,7 @@ static void print_peers(struct flit_ep *ep)
 static void ep_free(struct flit_ep *ep)
 {
     fl_stream_ep_close(ep);
+    fl_rma_ep_close(ep);
     for (int i = 0; i < ep->ntp; i++)
         ep->tps[i]->close(ep->tpes[i]);
     if (ep->epfd >= 0)
@@ -437,6 +441,8 @@ flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
     st = ep->peers && ep->handlers ? FLIT_OK : FLIT_ERR_NO_MEMORY;
     if (st == FLIT_OK)
         st = fl_stream_ep_open(ep);
+    if (st == FLIT_OK)
+        st = fl_rma_ep_open(ep);
     st = ep_setup(ep, st == FLIT_OK ? &s : NULL);
     pthread_mutex_unlock(&create_lock);
     if (st == FLIT_OK && s.progress_thread)
@@ -522,6 +528,7 @@ void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
     FL_COUNT(ep->stats.peers_down, 1);
     fl_am_peer_down(ep, rank);
     fl_stream_peer_down(ep, rank);
+    fl_rma_peer_down(ep, rank);
     if (!ep->down_fn) {
         fl_warn("endpoint %u: rank %u is down: %s", ep->index, rank,
                 flit_strerror(reason));

@@ -92,6 +92,7 @@ struct flit_ep {
     struct fl_handler_slot *handlers;
     uint32_t handler_count;
     struct fl_stream_ep *stream;        /* the stream layer's state */
+    struct fl_rma_ep *rma;              /* one-sided communication's (src/rma) */
     /* A stream packet half filled and still reserved in its transport
        (src/stream/stream.h): committed before anything else reserves or
        polls. */
@@ -268,6 +269,13 @@ flit_status fl_am_quiesce(struct flit_ep *ep);
 flit_status fl_stream_ep_open(struct flit_ep *ep);
 void fl_stream_ep_close(struct flit_ep *ep);
 void fl_stream_peer_down(struct flit_ep *ep, uint32_t rank);
+
+/* One-sided communication hooks (src/rma): its state made with the
+   endpoint and freed with it (regions revoked, memory unmapped); a peer
+   died (its operations in progress fail). */
+flit_status fl_rma_ep_open(struct flit_ep *ep);
+void fl_rma_ep_close(struct flit_ep *ep);
+void fl_rma_peer_down(struct flit_ep *ep, uint32_t rank);
 
 /* Every endpoint of the job (finalize, dumps). */
 void fl_ep_destroy_all(void);

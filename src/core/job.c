@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "platform/fiber.h"
 #include "platform/os.h"
+#include "rma/rma.h"
 #include "stream/stream.h"
 
 struct fl_job fl_job = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -117,6 +118,7 @@ static void register_layers(void)
 {
     fl_am_init();
     fl_stream_init();
+    fl_rma_init();
 }
 
 flit_status flit_init(const flit_init_params_t *params)

@@ -22,6 +22,7 @@ enum fl_op {
     FL_OP_RETURN = 5,       /* a refused packet sent back, with the reason */
     FL_OP_CTRL = 6,         /* library-internal: barrier, quiesce */
     FL_OP_STREAM = 7,       /* a packet of a stream message (src/stream) */
+    FL_OP_RMA = 8,          /* one-sided communication (src/rma) */
     FL_OP_COUNT = 32
 };
 

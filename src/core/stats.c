@@ -43,6 +43,12 @@ void fl_stats_snapshot(struct flit_ep *ep, flit_stats_t *out)
     out->stream_recv_msgs = FL_READ(c->stream_recv_msgs);
     out->stream_recv_bytes = FL_READ(c->stream_recv_bytes);
     out->stream_fibers = FL_READ(c->stream_fibers);
+    out->rma_puts = FL_READ(c->rma_puts);
+    out->rma_gets = FL_READ(c->rma_gets);
+    out->rma_put_bytes = FL_READ(c->rma_put_bytes);
+    out->rma_get_bytes = FL_READ(c->rma_get_bytes);
+    out->rma_notifications = FL_READ(c->rma_notifications);
+    out->rma_refused = FL_READ(c->rma_refused);
 }
 
 flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out)
@@ -118,6 +124,14 @@ static void emit_counters(struct out *o, struct flit_ep *ep, const char *who)
              (unsigned long long)s.stream_recv_msgs,
              (unsigned long long)s.stream_recv_bytes,
              (unsigned long long)s.stream_fibers);
+    if (s.rma_puts || s.rma_gets || s.rma_notifications || s.rma_refused)
+        emit(o, "%s   rma puts %llu (%llu B), gets %llu (%llu B); notifications "
+                "run %llu, accesses refused %llu\n",
+             who, (unsigned long long)s.rma_puts,
+             (unsigned long long)s.rma_put_bytes, (unsigned long long)s.rma_gets,
+             (unsigned long long)s.rma_get_bytes,
+             (unsigned long long)s.rma_notifications,
+             (unsigned long long)s.rma_refused);
 }
 
 void fl_stats_dump(struct flit_ep *ep, int fd)

@@ -34,6 +34,12 @@ struct fl_counters {
     _Atomic uint64_t stream_recv_msgs;
     _Atomic uint64_t stream_recv_bytes;
     _Atomic uint64_t stream_fibers;
+    _Atomic uint64_t rma_puts;
+    _Atomic uint64_t rma_gets;
+    _Atomic uint64_t rma_put_bytes;
+    _Atomic uint64_t rma_get_bytes;
+    _Atomic uint64_t rma_notifications;
+    _Atomic uint64_t rma_refused;
 };
 
 #define FL_COUNT(counter, n)                                                  \

@@ -34,6 +34,8 @@ static const struct {
     S(FLIT_ERR_BAD_PACKET, "malformed packet refused"),
     S(FLIT_ERR_UNREACHABLE, "no transport reaches that peer"),
     S(FLIT_ERR_NOT_SUPPORTED, "not supported by this build or transport"),
+    S(FLIT_ERR_DENIED, "the exporter did not allow this rank, or this access"),
+    S(FLIT_ERR_REVOKED, "the region was unexported, or no region has that id"),
 #undef S
 };
 

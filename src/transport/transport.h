@@ -179,6 +179,15 @@ struct fl_transport {
     size_t (*peer_datagram)(struct fl_tp_ep *t, uint32_t peer);
     size_t (*peer_packet_fit)(struct fl_tp_ep *t, uint32_t peer);
 
+    /*
+     * Optional, for transports between the processes of one host: the
+     * process id of peer when this process shares memory with it (it may
+     * map the files peer names in /dev/shm, and reach peer's memory with
+     * cross-memory attach); 0 otherwise. One-sided communication (src/rma)
+     * chooses its path with it, once per import. Pure.
+     */
+    uint32_t (*peer_pid)(struct fl_tp_ep *t, uint32_t peer);
+
     /* One line of state about the pair (t, peer) for dumps; atomics only. */
     void (*dump_peer)(struct fl_tp_ep *t, uint32_t peer, char *buf,
                       size_t len);

@@ -572,6 +572,13 @@ static void shm_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_
     snprintf(buf, len, "pid %d", (int)t->peers[peer].pid);
 }
 
+static uint32_t shm_peer_pid(struct fl_tp_ep *t, uint32_t peer)
+{
+    const struct shm_peer *p = &t->peers[peer];
+    return p->connected && !atomic_load_explicit(&p->dead, memory_order_relaxed)
+               ? (uint32_t)p->pid : 0;
+}
+
 static void shm_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 {
     static const char *const bulk[] = {"copy", "map", "cma"};
@@ -636,6 +643,7 @@ const struct fl_transport fl_tp_shm = {
     .reclaim = shm_reclaim,
     .settled = shm_settled,
     .peer_address = shm_peer_address,
+    .peer_pid = shm_peer_pid,
     .dump_peer = shm_dump_peer,
     .close = shm_close,
 };

@@ -1,0 +1,216 @@
+/*
+ * Importing: the round trip in which the owner decides, and the choice of
+ * the path every later put and get to the region takes (rma.h):
+ *
+ *  - the owner is this rank: memmove, checking the region table;
+ *  - the owner shares this host, its control file is shared, and
+ *    FLIT_SHM_BULK allows: the block mapped here when the region is in
+ *    flit_rma_alloc memory (FLIT_SHM_BULK=auto), else cross-memory attach;
+ *  - otherwise, and whenever one of those cannot be set up: packets.
+ */
+#include <string.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "rma/rma.h"
+
+/* ---- the owner's side ---- */
+
+/* What the owner tells an importer it allows: the region and how to reach
+   it. The status says whether it allows. */
+static flit_status describe(struct flit_ep *ep, uint32_t importer, uint64_t id,
+                            struct fl_rma_pkt *a)
+{
+    struct flit_rma_region *g = fl_rma_region_find(ep->rma, id);
+    if (!g)
+        return FLIT_ERR_REVOKED;
+    if (!fl_rma_region_allows(g, importer))
+        return FLIT_ERR_DENIED;
+    a->total = g->len;
+    a->access = (uint16_t)g->access;
+    a->info.vaddr = (uint64_t)(uintptr_t)g->addr;
+    a->info.block = g->block ? g->block->seq : 0;
+    a->info.file_off = g->block ? g->block_off : 0;
+    a->info.file_len = g->block ? g->block->len : 0;
+    a->info.flags = ep->rma->ctl_shared ? FL_RMA_INFO_CTL : 0;
+    return FLIT_OK;
+}
+
+void fl_rma_answer_import(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *p)
+{
+    struct fl_rma_pkt a = {.kind = FL_RMA_IMPORT_REP, .op = p->op, .id = p->id};
+    flit_status st = describe(ep, src, p->id, &a);
+    if (st != FLIT_OK) {
+        FL_COUNT(ep->stats.rma_refused, 1);
+        a.total = 0;
+        a.access = 0;
+    }
+    a.status = (uint16_t)st;
+    fl_rma_send(ep, src, &a, NULL, 0);
+}
+
+/* ---- the importer's side ---- */
+
+void fl_rma_import_answered(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *p)
+{
+    struct flit_rma_op *op = fl_rma_op_find(ep, p->op, src, FL_RMA_OP_IMPORT);
+    if (!op) {
+        FL_COUNT(ep->stats.refused_packets, 1);
+        fl_warn("rma: rank %u answered an import nobody asked for", src);
+        return;
+    }
+    if (p->status == FLIT_OK) {
+        op->size = p->total;
+        op->access = p->access;
+        op->info = p->info;
+    }
+    fl_rma_op_complete(ep, op, (flit_status)p->status);
+}
+
+/* The owner on this host, when it shares memory with us: its pid, else 0. */
+static uint32_t direct_pid(struct flit_ep *ep, uint32_t owner)
+{
+    const struct fl_peer *p = &ep->peers[owner];
+    if (fl_cfg.shm_bulk == FL_BULK_COPY || !p->tp->peer_pid)
+        return 0;
+    return p->tp->peer_pid(p->tpe, owner);
+}
+
+static void choose_path(struct flit_ep *ep, struct flit_rma_remote *rm,
+                        const struct fl_rma_info *in)
+{
+    struct fl_rma_peer *pp = &ep->rma->peers[rm->owner];
+    uint32_t slot = (uint32_t)rm->id, gen = (uint32_t)(rm->id >> 32);
+    uint32_t pid = direct_pid(ep, rm->owner);
+    rm->path = FL_RMA_PATH_PACKETS;
+    if (!pid || !(in->flags & FL_RMA_INFO_CTL) || slot >= FL_RMA_MAX_REGIONS ||
+        !fl_rma_ctl_attach(ep, rm->owner))
+        return;
+    rm->word = fl_rma_ctl_word(pp->ctl, ep->size, slot);
+    rm->live_word = fl_rma_live_word(gen);
+    rm->busy = fl_rma_ctl_busy(pp->ctl, ep->rank);
+    if (in->block && fl_cfg.shm_bulk == FL_BULK_AUTO &&
+        fl_rma_map_remote(ep, rm, in) == FLIT_OK) {
+        rm->path = FL_RMA_PATH_MAP;
+        return;
+    }
+    if (!pp->no_cma) {
+        rm->path = FL_RMA_PATH_CMA;
+        rm->pid = pid;
+        rm->raddr = in->vaddr;
+    }
+}
+
+/* Our own region: no round trip. */
+static flit_status import_self(struct flit_ep *ep, uint64_t id,
+                               struct flit_rma_remote *rm)
+{
+    struct flit_rma_region *g = fl_rma_region_find(ep->rma, id);
+    if (!g)
+        return FLIT_ERR_REVOKED;
+    if (!fl_rma_region_allows(g, ep->rank))
+        return FLIT_ERR_DENIED;
+    rm->size = g->len;
+    rm->access = g->access;
+    rm->base = g->addr;
+    rm->path = FL_RMA_PATH_SELF;
+    return FLIT_OK;
+}
+
+static flit_status import_remote(struct flit_ep *ep, uint32_t owner, uint64_t id,
+                                 struct flit_rma_remote *rm)
+{
+    struct flit_rma_op *op = fl_rma_op_new(ep, FL_RMA_OP_IMPORT, owner, NULL);
+    if (!op)
+        return FLIT_ERR_NO_MEMORY;
+    struct fl_rma_pkt q = {.kind = FL_RMA_IMPORT_REQ, .op = fl_rma_op_id(op), .id = id};
+    fl_rma_op_wait_for(ep, op);
+    flit_status st = fl_rma_send(ep, owner, &q, NULL, 0);
+    if (st != FLIT_OK)
+        fl_rma_op_complete(ep, op, st);
+    struct fl_rma_info in = {0};
+    fl_rma_op_wait(ep, op);
+    st = op->status;
+    if (st == FLIT_OK) {
+        rm->size = op->size;
+        rm->access = op->access;
+        in = op->info;
+    }
+    fl_rma_op_release(ep, op);
+    if (st == FLIT_OK)
+        choose_path(ep, rm, &in);
+    return st;
+}
+
+flit_status flit_rma_import(flit_ep_t *ep, flit_rank_t owner, uint64_t export_id,
+                            flit_rma_remote_t **remote_out)
+{
+    flit_status st = fl_rma_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    struct fl_rma_ep *r = ep->rma;
+    struct flit_rma_remote *rm = NULL;
+    if (!remote_out || export_id == 0)
+        st = FLIT_ERR_INVALID_ARG;
+    else if (owner.idx >= ep->size)
+        st = FLIT_ERR_RANK;
+    else if (fl_peer_is_down(&ep->peers[owner.idx]))
+        st = FLIT_ERR_PEER_DOWN;
+    else if (!(rm = (struct flit_rma_remote *)fl_rma_pool_get(&r->remotes)))
+        st = FLIT_ERR_NO_MEMORY;
+    if (st == FLIT_OK) {
+        struct fl_rma_obj keep = rm->obj;
+        memset(rm, 0, sizeof *rm);
+        rm->obj = keep;
+        rm->ep = ep;
+        rm->owner = owner.idx;
+        rm->id = export_id;
+        st = owner.idx == ep->rank ? import_self(ep, export_id, rm)
+                                   : import_remote(ep, owner.idx, export_id, rm);
+        if (st == FLIT_OK)
+            *remote_out = rm;
+        else
+            fl_rma_pool_put(&r->remotes, &rm->obj);
+    }
+    fl_ep_leave(ep);
+    return st;
+}
+
+static bool remote_quiet(struct flit_ep *ep, void *arg)
+{
+    (void)ep;
+    return ((struct flit_rma_remote *)arg)->outstanding == 0;
+}
+
+flit_status flit_rma_release(flit_rma_remote_t *remote)
+{
+    struct flit_rma_remote *rm = remote;
+    if (!rm || rm->obj.magic != FL_RMA_MAGIC_REMOTE)
+        return FLIT_ERR_INVALID_ARG;
+    flit_status st = fl_rma_enter(rm->ep);
+    if (st != FLIT_OK)
+        return st;
+    struct flit_ep *ep = rm->ep;
+    if (!rm->obj.live) {
+        st = FLIT_ERR_INVALID_ARG;
+    } else {
+        if (rm->outstanding)
+            fl_progress_until(ep, remote_quiet, rm, -1);
+        fl_rma_unmap_remote(rm);
+        fl_rma_pool_put(&ep->rma->remotes, &rm->obj);
+    }
+    fl_ep_leave(ep);
+    return st;
+}
+
+size_t flit_rma_remote_size(const flit_rma_remote_t *remote)
+{
+    const struct flit_rma_remote *rm = remote;
+    return rm && rm->obj.magic == FL_RMA_MAGIC_REMOTE && rm->obj.live ? rm->size : 0;
+}
+
+unsigned flit_rma_remote_access(const flit_rma_remote_t *remote)
+{
+    const struct flit_rma_remote *rm = remote;
+    return rm && rm->obj.magic == FL_RMA_MAGIC_REMOTE && rm->obj.live ? rm->access : 0;
+}

@@ -1,0 +1,188 @@
+/*
+ * The RMA layer's place in the endpoint: its state made and freed with it,
+ * the handle pools, a peer going down, and the opcode's registration.
+ */
+#include "rma/rma.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+/* ---- pools ---- */
+
+static struct fl_rma_obj *pool_take_free(struct fl_rma_pool *p)
+{
+    struct fl_rma_obj *o = p->head;
+    p->head = o->next_free;
+    if (!p->head)
+        p->tail = NULL;
+    p->nfree--;
+    return o;
+}
+
+static struct fl_rma_obj *pool_make(struct fl_rma_pool *p)
+{
+    if (p->n == p->cap) {
+        uint32_t cap = p->cap ? p->cap * 2 : 64;
+        struct fl_rma_obj **all = realloc(p->all, cap * sizeof *all);
+        if (!all)
+            return NULL;
+        p->all = all;
+        p->cap = cap;
+    }
+    struct fl_rma_obj *o = calloc(1, p->size);
+    if (!o)
+        return NULL;
+    o->magic = p->magic;
+    o->idx = p->n;
+    p->all[p->n++] = o;
+    return o;
+}
+
+struct fl_rma_obj *fl_rma_pool_get(struct fl_rma_pool *p)
+{
+    struct fl_rma_obj *o = NULL;
+    /* Reuse only the long dead, unless no new one may be made. */
+    if (p->nfree > FL_RMA_KEEP_DEAD || (p->n == p->max && p->nfree))
+        o = pool_take_free(p);
+    else if (p->n < p->max)
+        o = pool_make(p);
+    if (!o)
+        return NULL;
+    o->gen++;
+    if (o->gen == 0)
+        o->gen = 1;     /* ids are never 0 */
+    o->live = true;
+    o->next_free = NULL;
+    return o;
+}
+
+void fl_rma_pool_put(struct fl_rma_pool *p, struct fl_rma_obj *o)
+{
+    o->live = false;
+    o->next_free = NULL;
+    if (p->tail)
+        p->tail->next_free = o;
+    else
+        p->head = o;
+    p->tail = o;
+    p->nfree++;
+}
+
+static void pool_init(struct fl_rma_pool *p, size_t size, uint32_t magic, uint32_t max)
+{
+    p->size = size;
+    p->magic = magic;
+    p->max = max;
+}
+
+static void pool_free(struct fl_rma_pool *p)
+{
+    for (uint32_t i = 0; i < p->n; i++) {
+        p->all[i]->magic = 0;
+        free(p->all[i]);
+    }
+    free(p->all);
+    p->all = NULL;
+    p->n = p->cap = 0;
+}
+
+/* ---- the endpoint ---- */
+
+flit_status fl_rma_enter(struct flit_ep *ep)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st == FLIT_OK && !ep->rma) {
+        fl_ep_leave(ep);
+        st = FLIT_ERR_INVALID_ARG;
+    }
+    return st;
+}
+
+flit_status fl_rma_ep_open(struct flit_ep *ep)
+{
+    struct fl_rma_ep *r = calloc(1, sizeof *r);
+    if (!r)
+        return FLIT_ERR_NO_MEMORY;
+    r->peers = calloc(ep->size, sizeof *r->peers);
+    if (!r->peers) {
+        free(r);
+        return FLIT_ERR_NO_MEMORY;
+    }
+    r->ep = ep;
+    long page = sysconf(_SC_PAGESIZE);
+    r->page = page > 0 ? (size_t)page : 4096u;
+    pool_init(&r->regions, sizeof(struct flit_rma_region), FL_RMA_MAGIC_REGION,
+              FL_RMA_MAX_REGIONS);
+    pool_init(&r->remotes, sizeof(struct flit_rma_remote), FL_RMA_MAGIC_REMOTE,
+              FL_RMA_MAX_REMOTES);
+    pool_init(&r->ops, sizeof(struct flit_rma_op), FL_RMA_MAGIC_OP, FL_RMA_MAX_OPS);
+    ep->rma = r;
+    return FLIT_OK;
+}
+
+/*
+ * The endpoint goes: every region is revoked without waiting (the job is
+ * tearing the endpoint down everywhere at once), memory and mappings go.
+ * Importers that still map a block keep their pages; nothing of ours is
+ * in them any more.
+ */
+void fl_rma_ep_close(struct flit_ep *ep)
+{
+    struct fl_rma_ep *r = ep->rma;
+    if (!r)
+        return;
+    for (uint32_t i = 0; i < r->regions.n; i++) {
+        struct flit_rma_region *g = (struct flit_rma_region *)r->regions.all[i];
+        if (g->obj.live)
+            fl_rma_revoke(ep, g, false);
+        free(g->allowed);
+    }
+    for (uint32_t i = 0; i < r->remotes.n; i++) {
+        struct flit_rma_remote *rm = (struct flit_rma_remote *)r->remotes.all[i];
+        if (rm->obj.live)
+            fl_rma_unmap_remote(rm);
+    }
+    for (uint32_t k = 0; k < ep->size; k++)
+        fl_rma_peer_ctl_free(&r->peers[k]);
+    fl_rma_blocks_free(ep);
+    fl_rma_ctl_unmake(ep);
+    pool_free(&r->regions);
+    pool_free(&r->remotes);
+    pool_free(&r->ops);
+    free(r->peers);
+    free(r);
+    ep->rma = NULL;
+}
+
+/* Operations waiting for the dead peer fail; what it was sending us in
+   pieces is over. */
+void fl_rma_peer_down(struct flit_ep *ep, uint32_t rank)
+{
+    struct fl_rma_ep *r = ep->rma;
+    if (!r)
+        return;
+    for (uint32_t i = 0; i < r->ops.n && r->peers[rank].outstanding; i++) {
+        struct flit_rma_op *op = (struct flit_rma_op *)r->ops.all[i];
+        if (op->obj.live && op->pending && op->peer == rank)
+            fl_rma_op_complete(ep, op, FLIT_ERR_PEER_DOWN);
+    }
+    r->peers[rank].put_err = FLIT_OK;
+}
+
+/* One of our RMA packets came back: reclaimed from a peer that died (its
+   operation fails through fl_rma_peer_down). Nobody returns RMA packets
+   otherwise: one inside a returned message is malformed. */
+static bool rma_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
+                     flit_status reason, bool reclaimed)
+{
+    (void)ep, (void)peer, (void)pkt, (void)len, (void)reason;
+    return reclaimed;
+}
+
+void fl_rma_init(void)
+{
+    fl_op_register(FL_OP_RMA, fl_rma_recv);
+    fl_op_register_back(FL_OP_RMA, rma_back);
+}

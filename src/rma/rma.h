@@ -1,0 +1,277 @@
+/*
+ * One-sided communication (VMMC): the layer's internal interface.
+ *
+ * Owner side. An exported region is a slot in the endpoint's region table;
+ * its export id is (generation << 32 | slot), so an id outlives its region
+ * without ever naming a later one. Each slot also has a word in the
+ * endpoint's control file, (generation << 1 | 1) while the region is live:
+ *
+ *   control file  [header line][one line per rank: its busy mark]
+ *                 [FL_RMA_MAX_REGIONS words: the slots]
+ *
+ * The file is in /dev/shm (named after the job, rank and endpoint) when
+ * ranks of this host may reach the owner's memory directly, private memory
+ * otherwise. An importer on the host maps it and, around every direct
+ * access, raises its busy mark (slot + 1), checks the slot's word, copies,
+ * and clears the mark; unexport marks the word dead, then waits until no
+ * live importer's mark names the slot. A Dekker handshake with asymmetric
+ * fences (platform/fence.h): the importer's side costs no fence on x86.
+ * A mark left by an importer that died is not waited for.
+ *
+ * Importer side. An import chooses the path once (enum fl_rma_path);
+ * operations that need an answer from the owner (gets over packets, puts
+ * with FLIT_RMA_REMOTE_DONE, imports, flushes) are entries of the operation
+ * table, named in packets by (generation << 20 | index). Other puts over
+ * packets are not tracked: the owner answers them only to refuse them
+ * (operation id 0), and a flush is a round trip behind them on the same
+ * FIFO lanes.
+ */
+#ifndef FL_RMA_RMA_H
+#define FL_RMA_RMA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/ep.h"
+#include "flit/rma.h"
+#include "rma/wire.h"
+
+#define FL_RMA_MAX_REGIONS 65536u
+#define FL_RMA_OP_BITS 20u                  /* operation ids: index bits */
+#define FL_RMA_MAX_OPS (1u << FL_RMA_OP_BITS)
+#define FL_RMA_MAX_REMOTES (1u << 20)
+/* Dead handles kept apart before one is reused, so that a handle used after
+   it died is recognised (FLIT_ERR_REVOKED / FLIT_ERR_INVALID_ARG). */
+#define FL_RMA_KEEP_DEAD 1024u
+
+#define FL_RMA_ACCESS_ALL (FLIT_RMA_READ | FLIT_RMA_WRITE)
+
+/* ---- handles: pooled, never freed before their endpoint ---- */
+
+#define FL_RMA_MAGIC_REGION 0x52474e31u     /* "RGN1" */
+#define FL_RMA_MAGIC_REMOTE 0x524d5431u     /* "RMT1" */
+#define FL_RMA_MAGIC_OP 0x524f5031u         /* "ROP1" */
+
+struct fl_rma_obj {
+    uint32_t magic;
+    bool live;
+    uint32_t idx;               /* its place in the pool, for good */
+    uint32_t gen;               /* bumped each time it is handed out */
+    struct fl_rma_obj *next_free;
+};
+
+struct fl_rma_pool {
+    struct fl_rma_obj **all;    /* every object made, by idx */
+    uint32_t n, cap, max;
+    struct fl_rma_obj *head, *tail;     /* dead ones, oldest first */
+    uint32_t nfree;
+    size_t size;
+    uint32_t magic;
+};
+
+/* A live object of the pool (fresh or reused, gen bumped), or NULL when
+   max are live or memory is short. */
+struct fl_rma_obj *fl_rma_pool_get(struct fl_rma_pool *p);
+void fl_rma_pool_put(struct fl_rma_pool *p, struct fl_rma_obj *o);
+
+/* ---- owner side ---- */
+
+/* flit_rma_alloc memory: a file in /dev/shm, mapped. */
+struct fl_rma_block {
+    uint8_t *addr;
+    size_t len;                 /* whole pages */
+    uint64_t seq;               /* names its file; from 1 */
+    struct fl_rma_block *next;
+};
+
+struct flit_rma_region {
+    struct fl_rma_obj obj;      /* obj.idx: the slot; obj.gen: the generation */
+    struct flit_ep *ep;
+    uint8_t *addr;
+    uint64_t len;
+    unsigned access;
+    uint64_t *allowed;          /* bitmap over ranks; NULL: every rank */
+    struct fl_rma_block *block; /* the alloc memory holding it, or NULL */
+    uint64_t block_off;
+};
+
+/* ---- importer side ---- */
+
+enum fl_rma_path {
+    FL_RMA_PATH_SELF,           /* our own region: memmove */
+    FL_RMA_PATH_MAP,            /* its memory mapped here: memcpy */
+    FL_RMA_PATH_CMA,            /* cross-memory attach */
+    FL_RMA_PATH_PACKETS,        /* the owner's progress engine moves it */
+};
+
+struct flit_rma_remote {
+    struct fl_rma_obj obj;
+    struct flit_ep *ep;
+    uint32_t owner;
+    uint64_t id;
+    uint64_t size;
+    unsigned access;
+    enum fl_rma_path path;
+    bool revoked;               /* known to be unexported */
+    uint8_t *base;              /* SELF: the region; MAP: the region, mapped */
+    void *map;                  /* MAP: the mapping (whole pages) */
+    size_t map_len;
+    uint64_t raddr;             /* CMA: the region in the owner's process */
+    uint32_t pid;               /* CMA: the owner */
+    const _Atomic uint64_t *word;   /* MAP, CMA: the slot's word, mapped */
+    uint64_t live_word;             /* its value while the region is live */
+    _Atomic uint64_t *busy;         /* MAP, CMA: our busy mark there */
+    uint32_t outstanding;       /* operations waiting for the owner */
+};
+
+enum fl_rma_op_kind { FL_RMA_OP_PUT, FL_RMA_OP_GET, FL_RMA_OP_IMPORT, FL_RMA_OP_FLUSH };
+
+struct flit_rma_op {
+    struct fl_rma_obj obj;
+    struct flit_ep *ep;
+    uint8_t kind;
+    bool pending;               /* waits for the owner's answer */
+    bool want_answer;           /* its handle completes with the answer */
+    bool held;                  /* a handle someone holds (the program, or a
+                                   blocking call); else freed on the answer */
+    flit_status status;
+    uint32_t peer;
+    struct flit_rma_remote *remote;     /* PUT, GET */
+    uint8_t *dst;               /* GET: where the data goes */
+    uint64_t len, got;
+    struct fl_rma_info info;    /* IMPORT: the answer */
+    uint64_t size;
+    unsigned access;
+};
+
+/* ---- per endpoint ---- */
+
+struct fl_rma_peer {
+    uint32_t outstanding;       /* our operations waiting for its answer */
+    flit_status sticky;         /* a refusal no handle reported; for flush */
+    uint64_t unflushed;         /* puts in packets it answers only if it
+                                   refuses them, since the last flush */
+    /* Its control file, mapped when we first imported from it. */
+    uint8_t *ctl;
+    size_t ctl_len;
+    bool ctl_tried;
+    bool no_cma;                /* the kernel refused cross-memory attach */
+    /* The put arriving in pieces from it: its id and the first refusal. */
+    uint32_t put_op;
+    flit_status put_err;
+};
+
+struct fl_rma_ep {
+    struct flit_ep *ep;
+    struct fl_rma_pool regions, remotes, ops;
+    struct fl_rma_peer *peers;  /* [size] */
+    uint32_t outstanding;       /* all peers' */
+    /* Our control file (made at the first export). */
+    uint8_t *ctl;
+    size_t ctl_len;
+    bool ctl_shared;            /* a /dev/shm file peers may map */
+    struct fl_rma_block *blocks;
+    uint64_t next_block;
+    flit_rma_notify_fn notify_fn;
+    void *notify_user;
+    size_t page;
+};
+
+/* Control file layout. */
+#define FL_RMA_CTL_MAGIC 0x4c5443414d52464cull     /* "LFRMACTL" */
+#define FL_RMA_LINE 64u
+
+static inline size_t fl_rma_ctl_len(uint32_t nranks, size_t page)
+{
+    size_t n = FL_RMA_LINE * (1 + (size_t)nranks) + 8u * FL_RMA_MAX_REGIONS;
+    return (n + page - 1) & ~(page - 1);
+}
+
+static inline _Atomic uint64_t *fl_rma_ctl_busy(uint8_t *ctl, uint32_t rank)
+{
+    return (_Atomic uint64_t *)(void *)(ctl + FL_RMA_LINE * (1 + (size_t)rank));
+}
+
+static inline _Atomic uint64_t *fl_rma_ctl_word(uint8_t *ctl, uint32_t nranks,
+                                                uint32_t slot)
+{
+    return (_Atomic uint64_t *)(void *)(ctl + FL_RMA_LINE * (1 + (size_t)nranks) +
+                                        8u * (size_t)slot);
+}
+
+static inline uint64_t fl_rma_live_word(uint32_t gen)
+{
+    return (uint64_t)gen << 1 | 1u;
+}
+
+/* ---- across the layer's files ---- */
+
+/* Registers the RMA opcode (once, at flit_init). */
+void fl_rma_init(void);
+
+/* Enters ep for a call on a handle of this layer: fl_ep_enter, plus
+   FLIT_ERR_INVALID_ARG for an endpoint without RMA state. */
+flit_status fl_rma_enter(struct flit_ep *ep);
+
+/* mem.c: memory, files and mappings (the layer's only OS calls). */
+struct fl_rma_block *fl_rma_block_of(struct fl_rma_ep *r, const void *addr,
+                                     size_t len, uint64_t *off_out);
+flit_status fl_rma_ctl_make(struct flit_ep *ep);
+void fl_rma_ctl_unmake(struct flit_ep *ep);
+bool fl_rma_ctl_attach(struct flit_ep *ep, uint32_t owner);
+flit_status fl_rma_map_remote(struct flit_ep *ep, struct flit_rma_remote *rm,
+                              const struct fl_rma_info *in);
+void fl_rma_unmap_remote(struct flit_rma_remote *rm);
+void fl_rma_blocks_free(struct flit_ep *ep);
+void fl_rma_peer_ctl_free(struct fl_rma_peer *p);
+
+/* region.c */
+struct flit_rma_region *fl_rma_region_find(struct fl_rma_ep *r, uint64_t id);
+bool fl_rma_region_allows(const struct flit_rma_region *g, uint32_t rank);
+/* The owner's judgement of an access by rank, needing access need, to
+   [base, base + len) of region id. */
+flit_status fl_rma_judge(struct flit_ep *ep, uint32_t rank, uint64_t id,
+                         unsigned need, uint64_t base, uint64_t len,
+                         struct flit_rma_region **out);
+/* Unexports g: marks it dead, waits for direct accesses, frees the slot. */
+void fl_rma_revoke(struct flit_ep *ep, struct flit_rma_region *g, bool wait);
+
+/* op.c */
+struct flit_rma_op *fl_rma_op_new(struct flit_ep *ep, enum fl_rma_op_kind kind,
+                                  uint32_t peer, struct flit_rma_remote *rm);
+void fl_rma_op_wait_for(struct flit_ep *ep, struct flit_rma_op *op);
+void fl_rma_op_complete(struct flit_ep *ep, struct flit_rma_op *op, flit_status st);
+struct flit_rma_op *fl_rma_op_find(struct flit_ep *ep, uint32_t id, uint32_t src,
+                                   enum fl_rma_op_kind kind);
+bool fl_rma_op_done(const struct flit_rma_op *op);
+/* The holder lets go of a complete (or locally complete) op. */
+void fl_rma_op_release(struct flit_ep *ep, struct flit_rma_op *op);
+/* Blocks (making progress) until op is done (fl_rma_op_done). */
+void fl_rma_op_wait(struct flit_ep *ep, struct flit_rma_op *op);
+/* Blocks until op is done; returns its status and lets go of it. */
+flit_status fl_rma_op_finish(struct flit_ep *ep, struct flit_rma_op *op);
+
+static inline uint32_t fl_rma_op_id(const struct flit_rma_op *op)
+{
+    return op->obj.idx | op->obj.gen << FL_RMA_OP_BITS;
+}
+
+/* recv.c */
+/* Sends one packet (header p, then the payload) on p's lane. Answers from
+   a packet handler raise fl_handler_depth around it. */
+flit_status fl_rma_send(struct flit_ep *ep, uint32_t dst, struct fl_rma_pkt *p,
+                        const void *payload, unsigned flags);
+void fl_rma_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
+                 size_t len);
+/* Runs the notification handler (counted). */
+void fl_rma_notify(struct flit_ep *ep, uint64_t id, uint32_t from, uint64_t off,
+                   uint64_t len);
+
+/* import.c: the owner's answer to an import request; the importer's
+   handling of the answer. */
+void fl_rma_answer_import(struct flit_ep *ep, uint32_t src,
+                          const struct fl_rma_pkt *p);
+void fl_rma_import_answered(struct flit_ep *ep, uint32_t src,
+                            const struct fl_rma_pkt *p);
+
+#endif /* FL_RMA_RMA_H */

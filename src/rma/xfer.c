@@ -1,0 +1,286 @@
+/*
+ * Puts and gets, on the initiator: its own checks against what the import
+ * learned (nothing moves unless they pass), then the path the import
+ * chose. Direct paths (self, mapping, cross-memory attach) complete in the
+ * call; over packets the owner answers (src/rma/recv.c).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "platform/fence.h"
+#include "platform/os.h"
+#include "rma/rma.h"
+
+#define PUT_FLAGS (FLIT_RMA_REMOTE_DONE | FLIT_RMA_NOTIFY)
+#define GET_FLAGS FLIT_RMA_REMOTE_DONE
+
+static flit_status remote_enter(struct flit_rma_remote *rm)
+{
+    if (!rm || rm->obj.magic != FL_RMA_MAGIC_REMOTE)
+        return FLIT_ERR_INVALID_ARG;
+    flit_status st = fl_rma_enter(rm->ep);
+    if (st != FLIT_OK)
+        return st;
+    if (!rm->obj.live) {
+        fl_ep_leave(rm->ep);
+        return FLIT_ERR_INVALID_ARG;
+    }
+    return FLIT_OK;
+}
+
+static flit_status check(const struct flit_rma_remote *rm, unsigned need, uint64_t off,
+                         const void *buf, size_t len, unsigned flags, unsigned known)
+{
+    if ((flags & ~known) || (len && !buf))
+        return FLIT_ERR_INVALID_ARG;
+    if (fl_peer_is_down(&rm->ep->peers[rm->owner]))
+        return FLIT_ERR_PEER_DOWN;
+    if (rm->revoked)
+        return FLIT_ERR_REVOKED;
+    if ((rm->access & need) != need)
+        return FLIT_ERR_DENIED;
+    if (off > rm->size || len > rm->size - off)
+        return FLIT_ERR_BOUNDS;
+    return FLIT_OK;
+}
+
+/* ---- direct paths ---- */
+
+/* Raises our busy mark and checks that the region is still live (rma.h). */
+static bool direct_begin(struct flit_rma_remote *rm)
+{
+    atomic_store_explicit(rm->busy, (uint64_t)(uint32_t)rm->id + 1, memory_order_relaxed);
+    /* The mark is visible before we read the word: pairs with the owner's
+       slow fence between marking the word dead and reading the marks. */
+    fl_fence_fast();
+    if (atomic_load_explicit(rm->word, memory_order_acquire) == rm->live_word)
+        return true;
+    atomic_store_explicit(rm->busy, 0, memory_order_relaxed);
+    rm->revoked = true;
+    return false;
+}
+
+static void direct_end(struct flit_rma_remote *rm)
+{
+    /* Release: the copy is complete before the owner sees the mark clear. */
+    atomic_store_explicit(rm->busy, 0, memory_order_release);
+}
+
+/* Cross-memory attach; FLIT_ERR_NOT_SUPPORTED (and packets from now on)
+   when the kernel refuses it. */
+static flit_status cma_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool write,
+                            uint64_t off, uint8_t *buf, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        uint64_t at = rm->raddr + off + done;
+        ssize_t n = write ? fl_cma_write(rm->pid, at, buf + done, len - done)
+                          : fl_cma_read(rm->pid, buf + done, at, len - done);
+        if (n > 0) {
+            done += (size_t)n;
+        } else if (n == -ESRCH) {
+            return FLIT_ERR_PEER_DOWN;
+        } else if (n != -EINTR) {
+            fl_info("rma: cross-memory attach to rank %u failed (%s); its regions "
+                    "are reached through packets", rm->owner,
+                    strerror(n ? (int)-n : EFAULT));
+            ep->rma->peers[rm->owner].no_cma = true;
+            rm->path = FL_RMA_PATH_PACKETS;
+            return FLIT_ERR_NOT_SUPPORTED;
+        }
+    }
+    return FLIT_OK;
+}
+
+/* Copies between buf and the region; write: into the region. */
+static flit_status direct_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool write,
+                               uint64_t off, void *buf, size_t len)
+{
+    if (rm->path == FL_RMA_PATH_SELF) {
+        if (!fl_rma_region_find(ep->rma, rm->id)) {
+            rm->revoked = true;
+            return FLIT_ERR_REVOKED;
+        }
+        memmove(write ? rm->base + off : buf, write ? buf : rm->base + off, len);
+        return FLIT_OK;
+    }
+    if (!direct_begin(rm))
+        return FLIT_ERR_REVOKED;
+    flit_status st = FLIT_OK;
+    if (rm->path == FL_RMA_PATH_MAP)
+        memcpy(write ? rm->base + off : buf, write ? buf : rm->base + off, len);
+    else
+        st = cma_copy(ep, rm, write, off, buf, len);
+    direct_end(rm);
+    return st;
+}
+
+/* ---- packets ---- */
+
+/* The put in pieces; op NULL: an untracked put (rma.h), else op waits for
+   the owner's acknowledgement. */
+static flit_status put_packets(struct flit_ep *ep, struct flit_rma_remote *rm,
+                               uint64_t off, const uint8_t *src, size_t len,
+                               unsigned flags, struct flit_rma_op *op)
+{
+    size_t chunk = fl_ep_piece_size(ep, rm->owner, FL_RMA_HDR);
+    struct fl_rma_pkt p = {.kind = FL_RMA_PUT, .op = op ? fl_rma_op_id(op) : 0,
+                           .id = rm->id, .base = off, .total = len};
+    uint8_t always = (uint8_t)((flags & FLIT_RMA_NOTIFY ? FL_RMAF_NOTIFY : 0) |
+                               (op ? FL_RMAF_ACK : 0));
+    uint64_t done = 0;
+    flit_status st;
+    if (op)
+        fl_rma_op_wait_for(ep, op);
+    else
+        ep->rma->peers[rm->owner].unflushed++;
+    ep->keep_lock++;    /* another thread's pieces must not come in between */
+    do {
+        size_t n = len - done < chunk ? (size_t)(len - done) : chunk;
+        bool last = done + n == len;
+        p.piece = done;
+        p.len = (uint32_t)n;
+        p.flags = (uint8_t)((done == 0 ? FL_RMAF_FIRST : 0) | (last ? FL_RMAF_LAST : 0) |
+                            always);
+        st = fl_rma_send(ep, rm->owner, &p, src + done, last ? 0 : FLIT_AM_MORE);
+        done += n;
+    } while (st == FLIT_OK && done < len);
+    ep->keep_lock--;
+    if (st != FLIT_OK && op)
+        fl_rma_op_complete(ep, op, st);
+    return st;
+}
+
+static flit_status get_packets(struct flit_ep *ep, struct flit_rma_remote *rm,
+                               uint64_t off, void *dst, size_t len,
+                               struct flit_rma_op *op)
+{
+    op->kind = FL_RMA_OP_GET;
+    op->dst = dst;
+    op->len = len;
+    op->got = 0;
+    op->want_answer = true;
+    struct fl_rma_pkt q = {.kind = FL_RMA_GET_REQ, .op = fl_rma_op_id(op), .id = rm->id,
+                           .base = off, .total = len};
+    fl_rma_op_wait_for(ep, op);
+    flit_status st = fl_rma_send(ep, rm->owner, &q, NULL, 0);
+    if (st != FLIT_OK)
+        fl_rma_op_complete(ep, op, st);
+    return st;
+}
+
+/* ---- the calls ---- */
+
+/* A handle for the call, made before anything moves, when one is asked for. */
+static flit_status handle_new(struct flit_ep *ep, struct flit_rma_remote *rm,
+                              enum fl_rma_op_kind kind, flit_rma_op_t **op_out,
+                              struct flit_rma_op **op)
+{
+    *op = NULL;
+    if (op_out && !(*op = fl_rma_op_new(ep, kind, rm->owner, rm)))
+        return FLIT_ERR_NO_MEMORY;
+    return FLIT_OK;
+}
+
+/* After a direct transfer: hands out the (complete) handle, or drops it. */
+static flit_status direct_done(struct flit_ep *ep, struct flit_rma_op *op,
+                               flit_status st, flit_rma_op_t **op_out)
+{
+    if (!op)
+        return st;
+    if (st == FLIT_OK)
+        *op_out = op;
+    else
+        fl_rma_op_release(ep, op);
+    return st;
+}
+
+static flit_status put(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t off,
+                       const void *src, size_t len, unsigned flags,
+                       flit_rma_op_t **op_out)
+{
+    struct flit_rma_op *op;
+    flit_status st = handle_new(ep, rm, FL_RMA_OP_PUT, op_out, &op);
+    if (st != FLIT_OK)
+        return st;
+    FL_COUNT(ep->stats.rma_puts, 1);
+    FL_COUNT(ep->stats.rma_put_bytes, len);
+    if (rm->path != FL_RMA_PATH_PACKETS) {
+        st = direct_copy(ep, rm, true, off, (void *)src, len);
+        if (st != FLIT_ERR_NOT_SUPPORTED) {
+            if (st == FLIT_OK && (flags & FLIT_RMA_NOTIFY)) {
+                struct fl_rma_pkt n = {.kind = FL_RMA_NOTIFY, .id = rm->id,
+                                       .base = off, .total = len};
+                st = fl_rma_send(ep, rm->owner, &n, NULL, 0);
+            }
+            return direct_done(ep, op, st, op_out);
+        }
+    }
+    /* Only a put whose completion is its landing waits for an answer. */
+    bool track = (flags & FLIT_RMA_REMOTE_DONE) != 0;
+    if (track && !op && !(op = fl_rma_op_new(ep, FL_RMA_OP_PUT, rm->owner, rm)))
+        return FLIT_ERR_NO_MEMORY;
+    st = put_packets(ep, rm, off, src, len, flags, track ? op : NULL);
+    if (op_out && st == FLIT_OK) {
+        *op_out = op;   /* untracked: complete already */
+        return FLIT_OK;
+    }
+    if (track)
+        return fl_rma_op_finish(ep, op);
+    if (op)
+        fl_rma_op_release(ep, op);
+    return st;
+}
+
+flit_status flit_rma_put(flit_rma_remote_t *remote, uint64_t offset, const void *src,
+                         size_t len, unsigned flags, flit_rma_op_t **op)
+{
+    struct flit_rma_remote *rm = remote;
+    flit_status st = remote_enter(rm);
+    if (st != FLIT_OK)
+        return st;
+    st = check(rm, FLIT_RMA_WRITE, offset, src, len, flags, PUT_FLAGS);
+    if (st == FLIT_OK)
+        st = put(rm->ep, rm, offset, src, len, flags, op);
+    fl_ep_leave(rm->ep);
+    return st;
+}
+
+static flit_status get(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t off,
+                       void *dst, size_t len, flit_rma_op_t **op_out)
+{
+    struct flit_rma_op *op;
+    flit_status st = handle_new(ep, rm, FL_RMA_OP_GET, op_out, &op);
+    if (st != FLIT_OK)
+        return st;
+    FL_COUNT(ep->stats.rma_gets, 1);
+    FL_COUNT(ep->stats.rma_get_bytes, len);
+    if (rm->path != FL_RMA_PATH_PACKETS) {
+        st = direct_copy(ep, rm, false, off, dst, len);
+        if (st != FLIT_ERR_NOT_SUPPORTED)
+            return direct_done(ep, op, st, op_out);
+    }
+    if (!op && !(op = fl_rma_op_new(ep, FL_RMA_OP_GET, rm->owner, rm)))
+        return FLIT_ERR_NO_MEMORY;
+    st = get_packets(ep, rm, off, dst, len, op);
+    if (op_out && st == FLIT_OK) {
+        *op_out = op;
+        return FLIT_OK;
+    }
+    return fl_rma_op_finish(ep, op);
+}
+
+flit_status flit_rma_get(flit_rma_remote_t *remote, uint64_t offset, void *dst,
+                         size_t len, unsigned flags, flit_rma_op_t **op)
+{
+    struct flit_rma_remote *rm = remote;
+    flit_status st = remote_enter(rm);
+    if (st != FLIT_OK)
+        return st;
+    st = check(rm, FLIT_RMA_READ, offset, dst, len, flags, GET_FLAGS);
+    if (st == FLIT_OK)
+        st = get(rm->ep, rm, offset, dst, len, op);
+    fl_ep_leave(rm->ep);
+    return st;
+}

@@ -1,0 +1,743 @@
+/*
+ * One-sided communication between real processes, on whatever transport
+ * reaches the peers (shared memory: mapping, cross-memory attach, or
+ * packets with FLIT_SHM_BULK=copy; UDP: packets, with injected loss too).
+ * Each part fails on its own message:
+ *
+ *  sizes     every rank puts to and gets from its right neighbour 1 B to
+ *            --max-size bytes at odd offsets from odd source addresses, in
+ *            flit_rma_alloc memory and in malloc memory, blocking and not,
+ *            with and without FLIT_RMA_REMOTE_DONE and notifications. The
+ *            owner checks every byte in its notification handler (so the
+ *            data is there when it runs), counts notifications (exactly
+ *            once each), and checks the bytes again when the sender asks
+ *            by active message; the sender gets the range back and
+ *            compares it with what it put.
+ *  shared    all ranks put at once into their own parts of one region of
+ *            rank 0, non-blocking with a window of handles, then flush; the
+ *            notification of each rank's last put finds its whole part.
+ *  denied    rank 0 allows its region to even ranks only: odd ranks' imports
+ *            are refused (FLIT_ERR_DENIED) and counted at rank 0.
+ *  access    a read-only and a write-only region: puts to the first and
+ *            gets from the second are refused, as are puts past the end;
+ *            forged packets (claiming what the sender's checks would not
+ *            allow) are refused by rank 0 itself, counted, and leave the
+ *            guard bytes around the regions untouched. A read-only region
+ *            mapped into an importer is mapped without write permission.
+ *  revoke    after rank 0 unexports, puts and gets fail with
+ *            FLIT_ERR_REVOKED (a plain put over packets at the latest at
+ *            the next flush), imports too, and rank 0's memory is unchanged.
+ *  race      the others put in a loop while rank 0 unexports: once
+ *            flit_rma_unexport returned, not one more byte lands.
+ *  nopoll    rank 0 makes no flit call while the others put: with --direct
+ *            the data must land all the same; otherwise it lands, all of
+ *            it, once rank 0 polls; one notification per sender.
+ *
+ * Options: --test NAME (one part; default all), --max-size BYTES (largest
+ * transfer of "sizes", scaled by FLITTEST_SCALE), --part BYTES (each
+ * rank's part in "shared" and "nopoll"), --direct (this host's ranks must
+ * reach alloc memory by mapping, or with FLIT_SHM_BULK=cma by cross-memory
+ * attach, and malloc memory by cross-memory attach), --packets (every
+ * remote region is reached through packets).
+ */
+#include <flit/rma.h>
+#include <sched.h>
+
+#include "core/ep.h"
+#include "mp.h"
+#include "rma/rma.h"
+
+#define MAX_RANKS 16
+enum { H_ID = 1, H_CHECK = 2, H_CHECKED = 3, H_DONE = 4 };
+enum kind { K_ALLOC, K_USER, K_SHARED, K_EVEN, K_RO, K_WO, K_REVOKE, K_RACE, K_NOPOLL,
+            K_COUNT };
+#define GUARD 4096u
+
+static struct {
+    flit_ep_t *ep;
+    uint32_t me, n;
+    size_t max, part;
+    bool direct, packets;
+    uint64_t ids[MAX_RANKS][K_COUNT];   /* learned from the owners */
+    uint8_t *mem[K_COUNT];              /* my regions */
+    size_t len[K_COUNT];
+    flit_rma_region_t *reg[K_COUNT];
+    uint64_t notes[MAX_RANKS];          /* notifications from each sender */
+    uint64_t shared_seen, nopoll_notes, checked, done_msgs;
+} g;
+
+static const char *const kind_name[K_COUNT] = {
+    "alloc", "user", "shared", "even", "read-only", "write-only", "revoke", "race", "nopoll",
+};
+
+static uint64_t seed_of(uint32_t from, uint64_t off, uint64_t len, int kind)
+{
+    return mp_mix(from, off, len, (uint64_t)kind + 1000);
+}
+
+static int kind_of(uint64_t id)
+{
+    for (int k = 0; k < K_COUNT; k++)
+        if (g.reg[k] && flit_rma_region_id(g.reg[k]) == id)
+            return k;
+    return -1;
+}
+
+/* ---- learning ids, by active message ---- */
+
+static void on_id(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
+                  unsigned na, void *user)
+{
+    (void)buf, (void)n, (void)user;
+    CHECK(na == 3 && a[0] < K_COUNT);
+    uint32_t from = flit_token_rank(t).idx;
+    g.ids[from][a[0]] = (uint64_t)a[2] << 32 | a[1];
+}
+
+static void publish(int kind)
+{
+    uint64_t id = flit_rma_region_id(g.reg[kind]);
+    CHECK(id != 0);
+    uint32_t a[3] = {(uint32_t)kind, (uint32_t)id, (uint32_t)(id >> 32)};
+    for (uint32_t r = 0; r < g.n; r++)
+        CHECK_OK(flit_am_short(g.ep, flit_rank(r), flit_handler(H_ID), a, 3, 0));
+}
+
+static uint64_t learn(uint32_t owner, int kind)
+{
+    MP_WAIT(g.ep, g.ids[owner][kind] != 0);
+    return g.ids[owner][kind];
+}
+
+/* Exports len bytes with a guard page on each side (alloc or malloc). */
+static void export_kind(int kind, size_t len, bool alloc, unsigned access,
+                        const flit_rank_t *allowed, size_t nallowed)
+{
+    uint8_t *base;
+    if (alloc)
+        CHECK_OK(flit_rma_alloc(g.ep, len + 2 * GUARD, (void **)&base));
+    else
+        CHECK((base = malloc(len + 2 * GUARD)) != NULL);
+    memset(base, 0xaa, len + 2 * GUARD);
+    g.mem[kind] = base + GUARD;
+    g.len[kind] = len;
+    CHECK_OK(flit_rma_export(g.ep, g.mem[kind], len, access, allowed, nallowed,
+                             &g.reg[kind]));
+}
+
+static void check_guards(int kind)
+{
+    for (size_t i = 0; i < GUARD; i++)
+        if (g.mem[kind][-(ptrdiff_t)GUARD + (ptrdiff_t)i] != 0xaa ||
+            g.mem[kind][g.len[kind] + i] != 0xaa)
+            FAIL("%s region: a byte around it changed", kind_name[kind]);
+}
+
+static enum fl_rma_path path_of(flit_rma_remote_t *r)
+{
+    return ((struct flit_rma_remote *)r)->path;
+}
+
+/* ---- the owner's checks ---- */
+
+/* Rank from's part of the shared region, replayed from its seed. */
+static void check_part(uint32_t from)
+{
+    uint64_t rng = mp_mix(from, 77, 0, 0);
+    size_t off = 0, part = g.part;
+    uint8_t *p = g.mem[K_SHARED] + (size_t)from * part;
+    while (off < part) {
+        size_t k = 1 + (size_t)(test_rand(&rng) % (part / 8));
+        if (k > part - off)
+            k = part - off;
+        size_t bad = mp_pattern_check(p + off, k, mp_mix(from, off, k, 5));
+        if (bad != k)
+            FAIL("shared: rank %u's chunk at %zu (%zu bytes) differs at byte %zu when "
+                 "its last put's notification runs", from, off, k, bad);
+        off += k;
+    }
+}
+
+static void on_notify(flit_ep_t *ep, uint64_t id, flit_rank_t from, uint64_t off,
+                      size_t len, void *user)
+{
+    (void)ep, (void)user;
+    int kind = kind_of(id);
+    CHECK(kind >= 0 && from.idx < g.n);
+    CHECK(off <= g.len[kind] && len <= g.len[kind] - off);
+    g.notes[from.idx]++;
+    if (kind == K_SHARED) {
+        check_part(from.idx);
+        g.shared_seen++;
+    } else if (kind == K_NOPOLL) {
+        g.nopoll_notes++;
+    } else {
+        size_t bad = mp_pattern_check(g.mem[kind] + off, len,
+                                      seed_of(from.idx, off, len, kind));
+        if (bad != len)
+            FAIL("%s: put of %zu bytes at %llu from rank %u: byte %zu is not there "
+                 "when its notification runs", kind_name[kind], len,
+                 (unsigned long long)off, from.idx, bad);
+    }
+}
+
+/* "check [off, off + len) of region kind, after exactly `notes`
+   notifications from you": a request handler, answered by reply. */
+static void on_check(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
+                     unsigned na, void *user)
+{
+    (void)buf, (void)n, (void)user;
+    CHECK(na == 6 && a[0] < K_COUNT);
+    uint32_t from = flit_token_rank(t).idx;
+    int kind = (int)a[0];
+    uint64_t off = (uint64_t)a[2] << 32 | a[1], len = (uint64_t)a[4] << 32 | a[3];
+    CHECK(off + len <= g.len[kind]);
+    size_t bad = mp_pattern_check(g.mem[kind] + off, len, seed_of(from, off, len, kind));
+    if (bad != len)
+        FAIL("%s: put of %llu bytes at %llu from rank %u: byte %zu differs",
+             kind_name[kind], (unsigned long long)len, (unsigned long long)off, from, bad);
+    if (g.notes[from] != a[5])
+        FAIL("%s: %llu notifications from rank %u, expected %u", kind_name[kind],
+             (unsigned long long)g.notes[from], from, a[5]);
+    CHECK_OK(flit_am_reply_short(t, flit_handler(H_CHECKED), NULL, 0));
+}
+
+static void on_checked(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
+                       unsigned na, void *user)
+{
+    (void)t, (void)buf, (void)n, (void)a, (void)na, (void)user;
+    g.checked++;
+}
+
+static void on_done(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
+                    unsigned na, void *user)
+{
+    (void)t, (void)buf, (void)n, (void)a, (void)na, (void)user;
+    g.done_msgs++;
+}
+
+static flit_stats_t stats(void)
+{
+    flit_stats_t s = {.struct_size = sizeof s};
+    CHECK_OK(flit_ep_stats(g.ep, &s));
+    return s;
+}
+
+/* ---- sizes ---- */
+
+static const size_t sizes[] = {
+    1, 2, 3, 7, 8, 9, 63, 64, 65, 127, 1000, 4095, 4096, 4097, 32767, 65535, 65536,
+    65537, 100003, (1u << 20) - 1, (1u << 20) + 7, (4u << 20) + 3, (16u << 20) + 1,
+    64u << 20,
+};
+
+static void put_one(flit_rma_remote_t *r, int kind, uint32_t to, size_t i, uint64_t off,
+                    size_t len, uint8_t *src, uint64_t *notes)
+{
+    mp_pattern_fill(src, len, seed_of(g.me, off, len, kind));
+    unsigned notify = i % 4 != 3 ? FLIT_RMA_NOTIFY : 0;
+    unsigned remote = i % 3 == 1 ? FLIT_RMA_REMOTE_DONE : 0;
+    *notes += notify != 0;
+    if (i % 2) {
+        flit_rma_op_t *op;
+        CHECK_OK(flit_rma_put(r, off, src, len, notify | remote, &op));
+        int done = 0;
+        if (i % 4 == 1)
+            CHECK_OK(flit_rma_wait(op, -1));
+        else
+            while (!done)
+                CHECK_OK(flit_rma_test(op, &done));
+    } else {
+        CHECK_OK(flit_rma_put(r, off, src, len, notify | remote, NULL));
+    }
+    uint32_t a[6] = {(uint32_t)kind, (uint32_t)off, (uint32_t)(off >> 32),
+                     (uint32_t)len, (uint32_t)((uint64_t)len >> 32), (uint32_t)*notes};
+    uint64_t want = g.checked + 1;
+    CHECK_OK(flit_am_short(g.ep, flit_rank(to), flit_handler(H_CHECK), a, 6, 0));
+    MP_WAIT(g.ep, g.checked == want);
+}
+
+static void get_one(flit_rma_remote_t *r, size_t i, uint64_t off, size_t len,
+                    const uint8_t *src, uint8_t *dst)
+{
+    memset(dst, 0, len + 2);
+    if (i % 2) {
+        flit_rma_op_t *op;
+        CHECK_OK(flit_rma_get(r, off, dst + 1, len, 0, &op));
+        CHECK_OK(flit_rma_wait(op, -1));
+    } else {
+        CHECK_OK(flit_rma_get(r, off, dst + 1, len, 0, NULL));
+    }
+    if (memcmp(dst + 1, src, len) != 0 || dst[0] || dst[len + 1])
+        FAIL("get of %zu bytes at %llu from rank %u is not what was put", len,
+             (unsigned long long)off, ((struct flit_rma_remote *)r)->owner);
+}
+
+static void check_path(flit_rma_remote_t *r, int kind)
+{
+    enum fl_rma_path p = path_of(r);
+    const char *bulk = getenv("FLIT_SHM_BULK");
+    bool cma_only = bulk && strcmp(bulk, "cma") == 0;
+    if (g.packets && p != FL_RMA_PATH_PACKETS)
+        FAIL("%s region: path %d, expected packets", kind_name[kind], (int)p);
+    if (!g.direct)
+        return;
+    if (kind == K_ALLOC && p != (cma_only ? FL_RMA_PATH_CMA : FL_RMA_PATH_MAP))
+        FAIL("alloc region: path %d, expected %s", (int)p, cma_only ? "cma" : "map");
+    if (kind == K_USER && p != FL_RMA_PATH_CMA)
+        FAIL("user region: path %d, expected cross-memory attach", (int)p);
+}
+
+static void test_sizes(void)
+{
+    size_t rlen = g.max + 3 * 4096 + 17;
+    export_kind(K_ALLOC, rlen, true, FL_RMA_ACCESS_ALL, NULL, 0);
+    export_kind(K_USER, rlen, false, FL_RMA_ACCESS_ALL, NULL, 0);
+    publish(K_ALLOC);
+    publish(K_USER);
+    uint32_t to = (g.me + 1) % g.n;
+    uint8_t *src = malloc(g.max + 16), *dst = malloc(g.max + 16);
+    CHECK(src && dst);
+    uint64_t notes = 0;
+    for (int kind = K_ALLOC; kind <= K_USER; kind++) {
+        flit_rma_remote_t *r;
+        CHECK_OK(flit_rma_import(g.ep, flit_rank(to), learn(to, kind), &r));
+        CHECK(flit_rma_remote_size(r) == rlen);
+        CHECK(flit_rma_remote_access(r) == FL_RMA_ACCESS_ALL);
+        if (to != g.me)
+            check_path(r, kind);
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            size_t len = sizes[i];
+            if (len > g.max)
+                continue;
+            uint64_t off = ((i * 7919 + 1) % (rlen - len - 2)) | 1;
+            uint8_t *s = src + 1 + i % 8;   /* odd source addresses */
+            put_one(r, kind, to, i, off, len, s, &notes);
+            get_one(r, i, off, len, s, dst + i % 5);
+        }
+        CHECK_OK(flit_rma_flush(g.ep, flit_rank(to)));
+        CHECK_OK(flit_rma_release(r));
+    }
+    free(src);
+    free(dst);
+    CHECK_OK(flit_barrier(g.ep));
+    check_guards(K_ALLOC);
+    check_guards(K_USER);
+}
+
+/* ---- shared ---- */
+
+static void test_shared(void)
+{
+    if (g.me == 0) {
+        export_kind(K_SHARED, g.part * g.n, true, FLIT_RMA_WRITE, NULL, 0);
+        publish(K_SHARED);
+    }
+    flit_rma_remote_t *r;
+    CHECK_OK(flit_rma_import(g.ep, flit_rank(0), learn(0, K_SHARED), &r));
+    uint8_t *src = malloc(g.part);
+    CHECK(src);
+    flit_rma_op_t *ops[8] = {0};
+    uint64_t rng = mp_mix(g.me, 77, 0, 0);
+    size_t off = 0, base = (size_t)g.me * g.part, k;
+    for (unsigned i = 0; off < g.part; i++, off += k) {
+        k = 1 + (size_t)(test_rand(&rng) % (g.part / 8));
+        if (k > g.part - off)
+            k = g.part - off;
+        mp_pattern_fill(src + off, k, mp_mix(g.me, off, k, 5));
+        flit_rma_op_t **slot = &ops[i % 8];
+        if (*slot)
+            CHECK_OK(flit_rma_wait(*slot, -1));    /* a window of 8 */
+        bool last = off + k == g.part;
+        CHECK_OK(flit_rma_put(r, base + off, src + off, k, last ? FLIT_RMA_NOTIFY : 0,
+                              slot));
+    }
+    for (int i = 0; i < 8; i++) {
+        int done = 0;
+        if (!ops[i])
+            continue;
+        while (!done)
+            CHECK_OK(flit_rma_test(ops[i], &done));
+    }
+    CHECK_OK(flit_rma_flush_all(g.ep));
+    CHECK_OK(flit_rma_release(r));
+    free(src);
+    if (g.me == 0) {
+        MP_WAIT(g.ep, g.shared_seen == g.n);
+        for (uint32_t from = 0; from < g.n; from++)
+            check_part(from);
+        check_guards(K_SHARED);
+    }
+    CHECK_OK(flit_barrier(g.ep));
+    if (g.me == 0)
+        CHECK(g.shared_seen == g.n);    /* and no more */
+}
+
+/* ---- denied, access ---- */
+
+static void test_denied(void)
+{
+    uint64_t refused0 = stats().rma_refused;
+    if (g.me == 0) {
+        flit_rank_t even[MAX_RANKS];
+        size_t ne = 0;
+        for (uint32_t r = 0; r < g.n; r += 2)
+            even[ne++] = flit_rank(r);
+        export_kind(K_EVEN, 1000, false, FL_RMA_ACCESS_ALL, even, ne);
+        publish(K_EVEN);
+    }
+    flit_rma_remote_t *r = NULL;
+    flit_status st = flit_rma_import(g.ep, flit_rank(0), learn(0, K_EVEN), &r);
+    if (g.me % 2) {
+        CHECK_ST(st, FLIT_ERR_DENIED);
+        CHECK(r == NULL);
+    } else {
+        CHECK_OK(st);
+        uint8_t b = 1;
+        CHECK_OK(flit_rma_put(r, 999, &b, 1, FLIT_RMA_REMOTE_DONE, NULL));
+        CHECK_OK(flit_rma_release(r));
+    }
+    CHECK_OK(flit_barrier(g.ep));
+    if (g.me == 0 && stats().rma_refused - refused0 != g.n / 2)
+        FAIL("denied: %llu refusals counted, expected %u",
+             (unsigned long long)(stats().rma_refused - refused0), g.n / 2);
+}
+
+/* Whether the mapping that holds addr is writable, from /proc/self/maps. */
+static int mapping_writable(const void *addr)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    CHECK(f);
+    char line[512];
+    int w = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
+            (uintptr_t)addr >= lo && (uintptr_t)addr < hi)
+            w = perms[1] == 'w';
+    }
+    fclose(f);
+    return w;
+}
+
+static void forge(uint32_t kind, uint64_t id, uint64_t base, uint64_t total)
+{
+    static uint8_t junk[64];
+    memset(junk, 0x99, sizeof junk);
+    struct fl_rma_pkt p = {.kind = (uint8_t)kind, .op = 0xfffff, .id = id,
+                           .base = base, .total = total};
+    if (kind == FL_RMA_PUT) {
+        p.flags = FL_RMAF_FIRST | FL_RMAF_LAST;
+        p.len = (uint32_t)total;
+    }
+    CHECK_OK(fl_rma_send(g.ep, 0, &p, junk, 0));
+}
+
+static void test_access(void)
+{
+    uint64_t refused0 = stats().rma_refused;
+    size_t len = 5000;
+    if (g.me == 0) {
+        export_kind(K_RO, len, true, FLIT_RMA_READ, NULL, 0);
+        mp_pattern_fill(g.mem[K_RO], len, 42);
+        export_kind(K_WO, len, false, FLIT_RMA_WRITE, NULL, 0);
+        publish(K_RO);
+        publish(K_WO);
+    }
+    flit_rma_remote_t *ro, *wo;
+    CHECK_OK(flit_rma_import(g.ep, flit_rank(0), learn(0, K_RO), &ro));
+    CHECK_OK(flit_rma_import(g.ep, flit_rank(0), learn(0, K_WO), &wo));
+    CHECK(flit_rma_remote_access(ro) == FLIT_RMA_READ);
+    CHECK(flit_rma_remote_access(wo) == FLIT_RMA_WRITE);
+    uint8_t b[64] = {0};
+    flit_rma_op_t *op;
+    CHECK_ST(flit_rma_put(ro, 0, b, 8, 0, NULL), FLIT_ERR_DENIED);
+    CHECK_ST(flit_rma_put(ro, 0, b, 8, FLIT_RMA_REMOTE_DONE, &op), FLIT_ERR_DENIED);
+    CHECK_ST(flit_rma_get(wo, 0, b, 8, 0, NULL), FLIT_ERR_DENIED);
+    CHECK_ST(flit_rma_put(wo, len - 7, b, 8, 0, NULL), FLIT_ERR_BOUNDS);
+    CHECK_ST(flit_rma_put(wo, len + 1, b, 0, 0, NULL), FLIT_ERR_BOUNDS);
+    CHECK_ST(flit_rma_get(ro, len - 7, b, 8, 0, &op), FLIT_ERR_BOUNDS);
+    uint8_t *got = malloc(len);
+    CHECK(got);
+    CHECK_OK(flit_rma_get(ro, 0, got, len, 0, NULL));
+    CHECK(mp_pattern_check(got, len, 42) == len);
+    free(got);
+    CHECK_OK(flit_rma_put(wo, len - 8, b, 8, FLIT_RMA_REMOTE_DONE, NULL));
+    struct flit_rma_remote *in = (struct flit_rma_remote *)ro;
+    if (in->path == FL_RMA_PATH_MAP && mapping_writable(in->base) != 0)
+        FAIL("a read-only region is mapped writable here");
+    if (g.me != 0) {
+        /* What this rank's own checks would never send: rank 0 judges. */
+        uint64_t rid = learn(0, K_RO), wid = learn(0, K_WO);
+        forge(FL_RMA_PUT, wid, len - 4, 16);
+        forge(FL_RMA_PUT, wid, 1ull << 40, 8);
+        forge(FL_RMA_PUT, rid, 0, 8);
+        forge(FL_RMA_GET_REQ, wid, 0, 8);
+        forge(FL_RMA_GET_REQ, rid, len, 1);
+        forge(FL_RMA_NOTIFY, rid, 0, 8);
+        CHECK_OK(flit_am_short(g.ep, flit_rank(0), flit_handler(H_DONE), NULL, 0, 0));
+    }
+    CHECK_OK(flit_rma_release(ro));
+    CHECK_OK(flit_rma_release(wo));
+    if (g.me == 0) {
+        MP_WAIT(g.ep, g.done_msgs == g.n - 1);
+        g.done_msgs = 0;
+        uint64_t want = 6ull * (g.n - 1);
+        if (stats().rma_refused - refused0 != want)
+            FAIL("access: %llu refusals counted, expected %llu",
+                 (unsigned long long)(stats().rma_refused - refused0),
+                 (unsigned long long)want);
+        check_guards(K_RO);
+        check_guards(K_WO);
+        CHECK(mp_pattern_check(g.mem[K_RO], len, 42) == len);
+    }
+    CHECK_OK(flit_barrier(g.ep));
+}
+
+/* ---- revoke, race ---- */
+
+static void test_revoke(void)
+{
+    size_t len = 1 << 16;
+    if (g.me == 0) {
+        export_kind(K_REVOKE, len, true, FL_RMA_ACCESS_ALL, NULL, 0);
+        publish(K_REVOKE);
+    }
+    uint64_t id = learn(0, K_REVOKE);
+    flit_rma_remote_t *r, *again;
+    CHECK_OK(flit_rma_import(g.ep, flit_rank(0), id, &r));
+    uint8_t b[256];
+    memset(b, (int)g.me + 1, sizeof b);
+    CHECK_OK(flit_rma_put(r, g.me * 256, b, sizeof b, FLIT_RMA_REMOTE_DONE, NULL));
+    CHECK_OK(flit_barrier(g.ep));
+    uint8_t *snap = NULL;
+    if (g.me == 0) {
+        CHECK_OK(flit_rma_unexport(g.reg[K_REVOKE]));
+        CHECK(g.mem[K_REVOKE][0] == 1);
+        CHECK_ST(flit_rma_unexport(g.reg[K_REVOKE]), FLIT_ERR_REVOKED);
+        CHECK((snap = malloc(len)) != NULL);
+        memcpy(snap, g.mem[K_REVOKE], len);
+    }
+    CHECK_OK(flit_barrier(g.ep));
+    memset(b, 0x77, sizeof b);
+    /* A plain put is refused at once, or (over packets, where the owner's
+       verdict comes later) by the next flush. */
+    flit_status st = flit_rma_put(r, 0, b, sizeof b, 0, NULL);
+    if (st == FLIT_OK) {
+        CHECK(path_of(r) == FL_RMA_PATH_PACKETS);
+        CHECK_ST(flit_rma_flush(g.ep, flit_rank(0)), FLIT_ERR_REVOKED);
+    } else {
+        CHECK_ST(st, FLIT_ERR_REVOKED);
+    }
+    CHECK_OK(flit_rma_flush(g.ep, flit_rank(0)));   /* reported once */
+    CHECK_ST(flit_rma_put(r, 0, b, 1, 0, NULL), FLIT_ERR_REVOKED);     /* known now */
+    CHECK_ST(flit_rma_get(r, 0, b, 8, 0, NULL), FLIT_ERR_REVOKED);
+    CHECK_ST(flit_rma_import(g.ep, flit_rank(0), id, &again), FLIT_ERR_REVOKED);
+    CHECK_OK(flit_rma_release(r));
+    /* A fresh import of the same memory, exported again, works; the old id
+       stays dead. */
+    CHECK_OK(flit_barrier(g.ep));
+    if (g.me == 0) {
+        if (memcmp(snap, g.mem[K_REVOKE], len) != 0)
+            FAIL("revoke: the region changed after it was unexported");
+        free(snap);
+    }
+}
+
+static void race_round(size_t part, size_t chunk)
+{
+    if (g.me == 0) {
+        export_kind(K_RACE, part * g.n, true, FL_RMA_ACCESS_ALL, NULL, 0);
+        publish(K_RACE);
+    }
+    flit_rma_remote_t *r;
+    CHECK_OK(flit_rma_import(g.ep, flit_rank(0), learn(0, K_RACE), &r));
+    CHECK_OK(flit_barrier(g.ep));
+    if (g.me == 0) {
+        /* Let puts land for a while, then revoke under them. */
+        MP_WAIT(g.ep, ({
+            bool all = true;
+            for (uint32_t k = 1; k < g.n; k++)
+                all &= g.mem[K_RACE][k * part + part - 1] != 0xaa;
+            all;
+        }));
+        CHECK_OK(flit_rma_unexport(g.reg[K_RACE]));
+        uint8_t *snap = malloc(part * g.n);
+        CHECK(snap);
+        memcpy(snap, g.mem[K_RACE], part * g.n);
+        MP_WAIT(g.ep, g.done_msgs == g.n - 1);
+        g.done_msgs = 0;
+        if (memcmp(snap, g.mem[K_RACE], part * g.n) != 0)
+            FAIL("race: bytes landed after flit_rma_unexport returned");
+        free(snap);
+        check_guards(K_RACE);
+        CHECK_OK(flit_rma_free(g.ep, g.mem[K_RACE] - GUARD));
+    } else {
+        uint8_t *src = malloc(chunk);
+        CHECK(src);
+        flit_status st = FLIT_OK;
+        for (uint64_t i = 0; st == FLIT_OK; i++) {
+            memset(src, (int)(i & 0x7f), chunk);
+            st = flit_rma_put(r, g.me * part + (i * chunk) % part, src, chunk, 0, NULL);
+            if (st == FLIT_OK && i % 16 == 15)
+                st = flit_rma_flush(g.ep, flit_rank(0));
+        }
+        CHECK_ST(st, FLIT_ERR_REVOKED);
+        /* Over packets, puts still in flight are refused too; the next
+           flush reports that once (if the put above did not already learn
+           it from the first refusal), and then nothing more. */
+        st = flit_rma_flush(g.ep, flit_rank(0));
+        if (st != FLIT_OK)
+            CHECK_ST(st, FLIT_ERR_REVOKED);
+        CHECK_OK(flit_rma_flush(g.ep, flit_rank(0)));
+        free(src);
+        CHECK_OK(flit_am_short(g.ep, flit_rank(0), flit_handler(H_DONE), NULL, 0, 0));
+    }
+    CHECK_OK(flit_rma_release(r));
+    g.ids[0][K_RACE] = 0;       /* the next round's id comes after the barrier */
+    CHECK_OK(flit_barrier(g.ep));
+}
+
+/* Revocation under a stream of puts, several times: the copies in flight at
+   that moment are what unexport must wait for. */
+static void test_race(void)
+{
+    unsigned rounds = (unsigned)test_scaled(8);
+    for (unsigned i = 0; i < rounds; i++)
+        race_round((size_t)256 << 10, (size_t)(i % 2 ? 64 : 16) << 10);
+}
+
+/* ---- nopoll ---- */
+
+#define MARK 0x4d41524b00000000ull
+
+static bool marks_seen(void)
+{
+    for (uint32_t k = 1; k < g.n; k++) {
+        const _Atomic uint64_t *m =
+            (const _Atomic uint64_t *)(void *)(g.mem[K_NOPOLL] + (k + 1) * g.part - 8);
+        if (atomic_load_explicit(m, memory_order_acquire) != (MARK | k))
+            return false;
+    }
+    return true;
+}
+
+static void test_nopoll(void)
+{
+    if (g.me == 0) {
+        export_kind(K_NOPOLL, g.part * g.n, true, FLIT_RMA_WRITE, NULL, 0);
+        publish(K_NOPOLL);
+    }
+    flit_rma_remote_t *r = NULL;
+    if (g.me != 0)
+        CHECK_OK(flit_rma_import(g.ep, flit_rank(0), learn(0, K_NOPOLL), &r));
+    bool direct = g.me != 0 && path_of(r) != FL_RMA_PATH_PACKETS;
+    if (g.direct && g.me != 0 && !direct)
+        FAIL("nopoll: --direct, but rank 0's alloc memory is reached through packets");
+    CHECK_OK(flit_barrier(g.ep));
+    if (g.me == 0) {
+        /* No flit call at all in here. */
+        double limit = g.direct ? MP_WAIT_LIMIT_S : 0.3, t0 = mp_now();
+        uint64_t spins = 0;
+        while (!marks_seen() && mp_now() - t0 < limit)
+            if (++spins % 64 == 0)
+                sched_yield();
+        if (g.direct && !marks_seen())
+            FAIL("nopoll: the puts did not land while rank 0 did not poll");
+        MP_WAIT(g.ep, marks_seen());
+        for (uint32_t k = 1; k < g.n; k++) {
+            size_t bad = mp_pattern_check(g.mem[K_NOPOLL] + k * g.part, g.part - 8,
+                                          mp_mix(k, 3, 3, 3));
+            if (bad != g.part - 8)
+                FAIL("nopoll: rank %u's data differs at byte %zu", k, bad);
+        }
+        MP_WAIT(g.ep, g.nopoll_notes == g.n - 1);
+    } else {
+        size_t chunk = g.part / 7 + 1;
+        uint8_t *src = malloc(g.part);
+        CHECK(src);
+        mp_pattern_fill(src, g.part - 8, mp_mix(g.me, 3, 3, 3));
+        uint64_t mark = MARK | g.me;
+        memcpy(src + g.part - 8, &mark, 8);
+        size_t base = g.me * g.part;
+        for (size_t off = 0; off < g.part - 8; off += chunk) {
+            size_t k = g.part - 8 - off < chunk ? g.part - 8 - off : chunk;
+            CHECK_OK(flit_rma_put(r, base + off, src + off, k, 0, NULL));
+        }
+        CHECK_OK(flit_rma_put(r, base + g.part - 8, src + g.part - 8, 8, FLIT_RMA_NOTIFY,
+                              NULL));
+        CHECK_OK(flit_rma_flush(g.ep, flit_rank(0)));
+        CHECK_OK(flit_rma_release(r));
+        free(src);
+    }
+    CHECK_OK(flit_barrier(g.ep));
+    if (g.me == 0) {
+        for (int i = 0; i < 100; i++)
+            CHECK_OK(flit_poll(g.ep));
+        CHECK(g.nopoll_notes == g.n - 1);   /* each once */
+        check_guards(K_NOPOLL);
+    }
+}
+
+/* ---- main ---- */
+
+static const char *arg_str(int argc, char **argv, const char *name)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return argv[i + 1];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    CHECK_OK(flit_init(NULL));
+    g.me = flit_job_rank().idx;
+    g.n = flit_job_size();
+    if (g.n < 2 || g.n > MAX_RANKS)
+        FAIL("needs 2 to %d ranks", MAX_RANKS);
+    g.max = test_scaled(mp_arg_u64(argc, argv, "--max-size", 4u << 20));
+    g.part = test_scaled(mp_arg_u64(argc, argv, "--part", 1u << 20));
+    if (g.part < 64)
+        g.part = 64;
+    g.part &= ~(size_t)7;
+    g.direct = mp_arg_flag(argc, argv, "--direct");
+    g.packets = mp_arg_flag(argc, argv, "--packets");
+    const char *only = arg_str(argc, argv, "--test");
+    CHECK_OK(flit_ep_create(NULL, &g.ep));
+    CHECK_OK(flit_am_set_returned_handler(g.ep, mp_returned_fail, NULL));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_ID), on_id, NULL));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_CHECK), on_check, NULL));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_CHECKED), on_checked, NULL));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_DONE), on_done, NULL));
+    CHECK_OK(flit_rma_set_notify_handler(g.ep, on_notify, NULL));
+    CHECK_OK(flit_barrier(g.ep));
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } parts[] = {
+        {"sizes", test_sizes}, {"shared", test_shared}, {"denied", test_denied},
+        {"access", test_access}, {"revoke", test_revoke}, {"race", test_race},
+        {"nopoll", test_nopoll},
+    };
+    bool ran = false;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (only && strcmp(only, parts[i].name) != 0)
+            continue;
+        double t0 = mp_now();
+        parts[i].fn();
+        ran = true;
+        if (g.me == 0)
+            printf("rma: %s passed (%.2f s)\n", parts[i].name, mp_now() - t0);
+    }
+    if (!ran)
+        FAIL("no part named %s", only);
+    flit_stats_t s = stats();
+    if (g.me == 0)
+        printf("rma: rank 0: %llu puts, %llu gets, %llu notifications, %llu refused\n",
+               (unsigned long long)s.rma_puts, (unsigned long long)s.rma_gets,
+               (unsigned long long)s.rma_notifications, (unsigned long long)s.rma_refused);
+    CHECK_OK(flit_finalize());
+    return 0;
+}
