@@ -88,8 +88,8 @@ struct fl_fiber {
  *
  * fl_fiber_start_asm: where a new fiber's first switch "returns" to. The
  * initial frame (fl_fiber_new) leaves the fiber in one callee-saved
- * register and the C entry in another; the stub calls entry(fiber) on a
- * 16-byte aligned stack. entry never returns. The CFI marks the stub as
+ * register and the C entry in another; the trampoline calls entry(fiber) on a
+ * 16-byte aligned stack. entry never returns. The CFI marks the trampoline as
  * the outermost frame, so debuggers and unwinders stop there.
  */
 void fl_fiber_switch_asm(void **save, void *to);
@@ -153,7 +153,7 @@ __asm__(
 enum { ASM_FRAME = 64 };
 
 /* The first frame of a new fiber: what fl_fiber_switch_asm pops. top is
-   16-byte aligned; after the ret the stub runs with rsp == top, so its
+   16-byte aligned; after the ret the trampoline runs with rsp == top, so its
    call sees the aligned stack the ABI wants. */
 static void *asm_initial_frame(char *top, struct fl_fiber *f, void (*entry)(struct fl_fiber *))
 {
@@ -247,7 +247,7 @@ __asm__(
 
 enum { ASM_FRAME = 176 };
 
-/* The first frame of a new fiber; after the ret the stub runs with
+/* The first frame of a new fiber; after the ret the trampoline runs with
    sp == top, 16-byte aligned. */
 static void *asm_initial_frame(char *top, struct fl_fiber *f, void (*entry)(struct fl_fiber *))
 {
