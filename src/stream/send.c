@@ -133,7 +133,6 @@ flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
            call. open_packet sets the packet's fields. */
         s->ep = ep;
         s->dst = dest.idx;
-        s->sid = se->next_sid[dest.idx];
         s->handler = h.idx;
         s->live = true;
         s->error = FLIT_OK;
@@ -144,7 +143,10 @@ flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
             fl_stream_uncork(ep);
         st = open_packet(s, true, flags);
         if (st == FLIT_OK) {
-            se->next_sid[dest.idx]++;
+            /* Numbered only now: waiting for room may have let another
+               thread in (a thread-safe endpoint), and it may have opened
+               a message to the same rank meanwhile. */
+            s->sid = se->next_sid[dest.idx]++;
             if (s->cap == 0)    /* empty: the first packet is the last */
                 close_packet(s, 0);
             FL_COUNT(ep->stats.stream_sent_msgs, 1);
