@@ -127,13 +127,17 @@ FLIT_API flit_status flit_stream_end(flit_stream_out_t *s);
  * FLIT_ERR_TOO_LARGE, with nothing taken, when fewer than n remain;
  * FLIT_ERR_PEER_DOWN when the sender died before sending them (the bytes
  * that did arrive are in buf); FLIT_ERR_BAD_TOKEN for a handle whose
- * handler has returned.
+ * handler has returned; FLIT_ERR_INVALID_ARG for a NULL handle, or a NULL
+ * buf with n > 0.
  */
 FLIT_API flit_status flit_stream_recv(flit_stream_t *s, void *buf, size_t n);
-/* The same, scattered over iovcnt buffers in order. */
+/* The same, scattered over iovcnt buffers in order; FLIT_ERR_INVALID_ARG
+   also for iovcnt < 0, a NULL iov with iovcnt > 0, or a NULL base with a
+   length. */
 FLIT_API flit_status flit_stream_recvv(flit_stream_t *s, const struct iovec *iov,
                                        int iovcnt);
-/* Passes over the next n bytes without copying them anywhere. */
+/* Passes over the next n bytes without copying them anywhere; the same
+   statuses as flit_stream_recv. */
 FLIT_API flit_status flit_stream_skip(flit_stream_t *s, size_t n);
 
 /* Bytes of the message not yet taken; 0 for a dead handle. */

@@ -234,10 +234,14 @@ void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane,
 
 /* ---- inside the handler ---- */
 
-/* s may be used now: its handler is the one running. */
+/* s may be used now: its handler is the one running. NULL is no handle at
+   all, a caller's mistake like any other NULL argument; a handle that was
+   real once but whose handler returned is a dead token. */
 static flit_status usable(const struct flit_stream *s)
 {
-    if (!s || !s->live || s->ep->stream->current != s)
+    if (!s)
+        return FLIT_ERR_INVALID_ARG;
+    if (!s->live || s->ep->stream->current != s)
         return FLIT_ERR_BAD_TOKEN;
     return FLIT_OK;
 }

@@ -141,7 +141,13 @@ static void test_bad_args(flit_ep_t *ep)
     CHECK(flit_stream_remaining(kept) == 0);
     CHECK(flit_stream_rank(kept).idx == UINT32_MAX);
     CHECK(flit_stream_ep(kept) == NULL);
-    CHECK_ST(flit_stream_recv(NULL, b, 1), FLIT_ERR_BAD_TOKEN);
+    /* No handle at all is a bad argument, not a dead token. */
+    struct iovec one = {b, 1};
+    CHECK_ST(flit_stream_recv(NULL, b, 1), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_recv(NULL, b, 0), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_recvv(NULL, &one, 1), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_skip(NULL, 1), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_recvv(kept, &one, 1), FLIT_ERR_BAD_TOKEN);
 }
 
 static void test_in_handler(flit_ep_t *ep)
