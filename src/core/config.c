@@ -4,12 +4,18 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
+#include "core/ep.h"
+#include "core/job.h"
 #include "core/log.h"
 
 struct fl_config fl_cfg;
@@ -19,21 +25,61 @@ enum kind {
     K_KB,       /* given in KiB, kept in bytes */
     K_SECONDS,  /* given in seconds (decimals allowed), kept in ms */
     K_RATE,     /* a probability 0..1, kept in parts per million */
-    K_IPV4,     /* a dotted address, kept in host order */
+    K_IPV4,     /* a dotted address, kept in host order; 0: pick one */
 };
 
+/*
+ * One variable. What it accepts is said here and nowhere else: the error
+ * for a bad value, FLIT_VERBOSE's listing and the README's table (which
+ * config_test compares with this one) are all written from these fields.
+ */
 struct var {
     const char *name;
     enum kind kind;
     size_t offset;              /* of the int64_t in struct fl_config */
-    int64_t def, min, max;      /* in the unit kept (K_KB: KiB) */
-    const char *const *choices; /* K_ENUM, NULL-terminated */
+    int64_t def, min, max;      /* K_INT, K_KB: as given (KiB); else as kept */
+    const char *unit;           /* of min and max as given: "KiB", "µs" */
     const char *help;
+    bool pow2;                  /* only powers of two */
+    /* A value outside min..max that stands for something else (-1 for
+       "flit picks"), allowed when special_means says what. */
+    int64_t special;
+    const char *special_means;
+    /* What the special value became at flit_init, for FLIT_VERBOSE: false
+       while it is not settled; *why, if not NULL, explains the pick. */
+    bool (*settle)(int64_t *val, const char **why);
+    const char *const *choices; /* K_ENUM, NULL-terminated */
 };
 
 static const char *const bulk_choices[] = {"auto", "cma", "copy", NULL};
 static const char *const transport_choices[] = {"auto", "udp", "shm", NULL};
 static const char *const fiber_choices[] = {"auto", "ucontext", NULL};
+
+/* FLIT_SPIN_US=-1 is settled by fl_progress_init (progress.c) once the job
+   is known; the reason for a short spin is the comparison it makes. */
+static bool spin_settled(int64_t *val, const char **why)
+{
+    int64_t us = fl_progress_spin_us();
+    if (us < 0)
+        return false;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    *val = us;
+    bool crowded = cpus > 0 && fl_job.local_size > (uint32_t)cpus;
+    *why = crowded ? "ranks outnumber cores" : NULL;
+    return true;
+}
+
+/*
+ * The smallest FLIT_UDP_MTU the UDP path works with: 28 bytes of IPv4 and
+ * UDP headers (udp.c), the channel's 56-byte datagram header and 8-byte
+ * chunk header (channel/wire.h), and 72 bytes of data per chunk. The data
+ * is cut in multiples of 8, and the largest packet (FLIT_AM_MAX_MEDIUM +
+ * 512 bytes, MAX_PACKET in channel.c) must fit in the 1024 chunks a lane
+ * may have in flight (CHUNK_CAP): 64-byte chunks take 1032. Below 156
+ * flit_ep_create refuses every peer as unreachable; from 156 to 163 a
+ * full-size medium message would wait for room forever.
+ */
+#define UDP_MTU_MIN (28 + 56 + 8 + 72)
 
 #define F(field) offsetof(struct fl_config, field)
 static const struct var vars[] = {
@@ -41,48 +87,54 @@ static const struct var vars[] = {
      "1: print configuration and per-peer transports at start-up; 2-3: debug"},
     {"FLIT_STATS", K_BOOL, F(stats), 0, 0, 1, NULL,
      "print each endpoint's counters when it is destroyed"},
-    {"FLIT_SPIN_US", K_INT, F(spin_us), -1, -1, 10000000, NULL,
-     "microseconds flit_wait spins before sleeping (-1: 50, or 2 when ranks outnumber cores)"},
+    {"FLIT_SPIN_US", K_INT, F(spin_us), -1, 0, 10000000, "µs",
+     "microseconds flit_wait spins before sleeping",
+     .special = -1, .special_means = "50 (2 when ranks outnumber cores)",
+     .settle = spin_settled},
     {"FLIT_PROGRESS_THREAD", K_BOOL, F(progress_thread), 0, 0, 1, NULL,
      "serve every endpoint from a progress thread (makes them thread-safe)"},
-    {"FLIT_SHM_RING_KB", K_KB, F(shm_ring_bytes), 256, 256, 65536, NULL,
-     "size of each shared-memory ring (one per ordered pair and lane), power of two"},
-    {"FLIT_SHM_BULK", K_ENUM, F(shm_bulk), FL_BULK_AUTO, 0, 2, bulk_choices,
-     "long payloads on shared memory: auto (mapping, else CMA, else copy), cma, copy"},
-    {"FLIT_LONG_CHUNK_KB", K_KB, F(long_chunk), 32, 1, 60, NULL,
+    {"FLIT_SHM_RING_KB", K_KB, F(shm_ring_bytes), 256, 256, 65536, "KiB",
+     "size of each shared-memory ring (one per ordered pair and lane)", .pow2 = true},
+    {"FLIT_SHM_BULK", K_ENUM, F(shm_bulk), FL_BULK_AUTO, 0, 2, NULL,
+     "long payloads on shared memory: auto (mapping, else CMA, else copy), cma, copy",
+     .choices = bulk_choices},
+    {"FLIT_LONG_CHUNK_KB", K_KB, F(long_chunk), 32, 1, 60, "KiB",
      "piece size when a long payload is copied through the rings"},
-    {"FLIT_PEER_CHECK_MS", K_INT, F(peer_check_ms), 100, 1, 60000, NULL,
+    {"FLIT_PEER_CHECK_MS", K_INT, F(peer_check_ms), 100, 1, 60000, "ms",
      "how often a waiting endpoint checks that its peers are alive"},
-    {"FLIT_TRANSPORT", K_ENUM, F(transport), FL_TRANSPORT_AUTO, 0, 2, transport_choices,
-     "auto (shared memory on a host, UDP between hosts), udp (UDP to every peer), shm"},
-    {"FLIT_PEER_TIMEOUT", K_SECONDS, F(peer_timeout_ms), 30000, 100, 86400000, NULL,
+    {"FLIT_TRANSPORT", K_ENUM, F(transport), FL_TRANSPORT_AUTO, 0, 2, NULL,
+     "auto (shared memory on a host, UDP between hosts), udp (UDP to every peer), shm",
+     .choices = transport_choices},
+    {"FLIT_PEER_TIMEOUT", K_SECONDS, F(peer_timeout_ms), 30000, 100, 86400000, "s",
      "seconds a UDP peer may stay silent (or leave data unacknowledged) before it is "
      "declared down and its messages returned"},
-    {"FLIT_UDP_MTU", K_INT, F(udp_mtu), 0, 0, 65535, NULL,
-     "largest IP packet UDP sends (1500: no fragmentation on Ethernet); 0: the path's MTU"},
+    {"FLIT_UDP_MTU", K_INT, F(udp_mtu), 0, UDP_MTU_MIN, 65535, "bytes",
+     "largest IP packet UDP sends (1500: no fragmentation on Ethernet)",
+     .special = 0, .special_means = "the path's MTU"},
     {"FLIT_UDP_ADDR", K_IPV4, F(udp_addr), 0, 0, 0xffffffffll, NULL,
      "IPv4 address this rank's UDP endpoints use (default: loopback when the job is on "
      "one host, else the interface that reaches the launcher)"},
-    {"FLIT_UDP_WINDOW_KB", K_KB, F(udp_window), 256, 132, 65536, NULL,
+    {"FLIT_UDP_WINDOW_KB", K_KB, F(udp_window), 256, 132, 65536, "KiB",
      "unacknowledged bytes per UDP peer and lane: the credit window"},
-    {"FLIT_ACK_DELAY_US", K_INT, F(ack_delay_us), 100, 0, 1000000, NULL,
+    {"FLIT_ACK_DELAY_US", K_INT, F(ack_delay_us), 100, 0, 1000000, "µs",
      "how long a receiver may hold an acknowledgement back waiting for a reply to "
      "carry it"},
-    {"FLIT_RTO_MIN_US", K_INT, F(rto_min_us), 10000, 100, 10000000, NULL,
+    {"FLIT_RTO_MIN_US", K_INT, F(rto_min_us), 10000, 100, 10000000, "µs",
      "smallest retransmission timeout (the measured one is 4 round trips above the mean)"},
     {"FLIT_DROP_RATE", K_RATE, F(drop_ppm), 0, 0, 1000000, NULL,
-     "fault injection: probability (0..1) that a received datagram is dropped"},
+     "fault injection: probability that a received datagram is dropped"},
     {"FLIT_DUP_RATE", K_RATE, F(dup_ppm), 0, 0, 1000000, NULL,
      "fault injection: probability that a received datagram is processed twice"},
     {"FLIT_REORDER_RATE", K_RATE, F(reorder_ppm), 0, 0, 1000000, NULL,
      "fault injection: probability that a received datagram is held back behind the next"},
     {"FLIT_FAULT_SEED", K_INT, F(fault_seed), 1, 0, INT64_MAX, NULL,
      "seed of the fault injection (each rank adds its rank)"},
-    {"FLIT_FIBER_STACK_KB", K_KB, F(fiber_stack), 256, 16, 65536, NULL,
+    {"FLIT_FIBER_STACK_KB", K_KB, F(fiber_stack), 256, 16, 65536, "KiB",
      "stack of a stream handler that waits for bytes still on the wire (a fiber)"},
-    {"FLIT_FIBERS", K_ENUM, F(fibers), FL_FIBERS_AUTO, 0, 1, fiber_choices,
+    {"FLIT_FIBERS", K_ENUM, F(fibers), FL_FIBERS_AUTO, 0, 1, NULL,
      "auto: flit's own context switch where it has one (x86-64, AArch64), else "
-     "ucontext; ucontext: always the portable one"},
+     "ucontext; ucontext: always the portable one",
+     .choices = fiber_choices},
 };
 #undef F
 #define NVARS (sizeof vars / sizeof vars[0])
@@ -97,56 +149,144 @@ static int64_t *field(const struct var *v)
     return (int64_t *)((char *)&fl_cfg + v->offset);
 }
 
-static bool parse_value(const struct var *v, const char *s, int64_t *out)
+/* K_SECONDS and K_RATE keep a fraction as an integer: this many per unit. */
+static double scale(const struct var *v)
+{
+    return v->kind == K_SECONDS ? 1e3 : 1e6;
+}
+
+/* Appends to buf[len] at *at, never past its end. */
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+    if (*at >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *at, len - *at, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *at += (size_t)n;
+}
+
+/* What v accepts, as its error message and the README's table say it. */
+static void format_allowed(const struct var *v, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    switch (v->kind) {
+    case K_BOOL:
+        put(buf, len, &at, "0 or 1 (also no/yes, off/on, false/true)");
+        return;
+    case K_ENUM:
+        for (int i = 0; v->choices[i]; i++)
+            put(buf, len, &at, "%s%s", i ? ", " : "", v->choices[i]);
+        return;
+    case K_IPV4:
+        put(buf, len, &at, "a dotted IPv4 address");
+        return;
+    case K_SECONDS:
+    case K_RATE:
+        put(buf, len, &at, "%g–%g", (double)v->min / scale(v),
+            (double)v->max / scale(v));
+        break;
+    case K_INT:
+    case K_KB:
+        put(buf, len, &at, "%lld–%lld", (long long)v->min, (long long)v->max);
+        break;
+    }
+    if (v->unit)
+        put(buf, len, &at, " %s", v->unit);
+    if (v->pow2)
+        put(buf, len, &at, ", a power of two");
+    if (v->special_means)
+        put(buf, len, &at, "; %lld: %s", (long long)v->special, v->special_means);
+}
+
+/* val (in the unit kept, K_KB in KiB) as it would be given. */
+static void format_value(const struct var *v, int64_t val, char *buf, size_t len)
+{
+    struct in_addr a = {htonl((uint32_t)val)};
+    if (v->special_means && val == v->special)
+        snprintf(buf, len, "%s", v->special_means);
+    else if (v->kind == K_ENUM)
+        snprintf(buf, len, "%s", v->choices[val]);
+    else if (v->kind == K_SECONDS || v->kind == K_RATE)
+        snprintf(buf, len, "%g", (double)val / scale(v));
+    else if (v->kind == K_IPV4 && val == 0)
+        snprintf(buf, len, "auto");
+    else if (v->kind == K_IPV4)
+        inet_ntop(AF_INET, &a, buf, (socklen_t)len);
+    else
+        snprintf(buf, len, "%lld", (long long)val);
+}
+
+/* Reads s into *out; NULL when it is valid, else what is wrong with it. */
+static const char *parse_value(const struct var *v, const char *s, int64_t *out)
 {
     if (v->kind == K_ENUM) {
         for (int i = 0; v->choices[i]; i++)
             if (strcmp(s, v->choices[i]) == 0) {
                 *out = i;
-                return true;
+                return NULL;
             }
-        return false;
+        return "not one of the choices";
     }
     if (v->kind == K_BOOL) {
         static const char *const yes[] = {"1", "yes", "true", "on", NULL};
         static const char *const no[] = {"0", "no", "false", "off", NULL};
         for (int i = 0; yes[i]; i++) {
-            if (strcasecmp(s, yes[i]) == 0) { *out = 1; return true; }
-            if (strcasecmp(s, no[i]) == 0) { *out = 0; return true; }
+            if (strcasecmp(s, yes[i]) == 0) { *out = 1; return NULL; }
+            if (strcasecmp(s, no[i]) == 0) { *out = 0; return NULL; }
         }
-        return false;
+        return "not a yes or no";
     }
     if (v->kind == K_SECONDS || v->kind == K_RATE) {
         char *end;
         errno = 0;
-        double x = strtod(s, &end);
-        double scale = v->kind == K_SECONDS ? 1e3 : 1e6;
-        if (!isdigit((unsigned char)s[0]) || errno || *end || !(x * scale >= (double)v->min) ||
-            x * scale > (double)v->max)
-            return false;
-        *out = (int64_t)(x * scale + 0.5);
-        return true;
+        double x = strtod(s, &end) * scale(v);
+        /* A leading digit: strtod alone would take " 1", "+1", ".5", "inf". */
+        if (!isdigit((unsigned char)s[0]) || *end || isnan(x))
+            return "not a number";
+        if (errno)
+            return "out of range";
+        if (x < (double)v->min)
+            return "too small";
+        if (x > (double)v->max)
+            return "too large";
+        *out = (int64_t)(x + 0.5);
+        return NULL;
     }
     if (v->kind == K_IPV4) {
         struct in_addr a;
         if (inet_pton(AF_INET, s, &a) != 1)
-            return false;
+            return "not an IPv4 address";
         *out = ntohl(a.s_addr);
-        return true;
+        return NULL;
     }
     /* Digits, with an optional minus: strtoll alone would take " +7". */
     if (!(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))))
-        return false;
+        return "not a whole number";
     char *end;
     errno = 0;
     long long x = strtoll(s, &end, 10);
-    if (errno || end == s || *end || x < v->min || x > v->max)
-        return false;
-    if (v->kind == K_KB && v->offset == offsetof(struct fl_config, shm_ring_bytes) &&
-        (x & (x - 1)))
-        return false;   /* ring sizes are powers of two */
+    if (*end)
+        return "not a whole number";
+    if (v->special_means && x == v->special && !errno) {
+        *out = x;
+        return NULL;
+    }
+    if (errno == ERANGE)
+        return s[0] == '-' ? "too small" : "too large";
+    if (x < v->min)
+        return "too small";
+    if (x > v->max)
+        return "too large";
+    if (v->pow2 && (x & (x - 1)))
+        return "not a power of two";
     *out = x;
-    return true;
+    return NULL;
 }
 
 static void warn_unknown(void)
@@ -174,8 +314,13 @@ flit_status fl_config_load(void)
         const struct var *v = &vars[i];
         int64_t val = v->def;
         const char *s = getenv(v->name);
-        if (s && *s && !parse_value(v, s, &val)) {
-            fl_error("%s=\"%s\" is not valid: %s", v->name, s, v->help);
+        const char *wrong = s && *s ? parse_value(v, s, &val) : NULL;
+        if (wrong) {
+            char allowed[FL_CONFIG_TEXT];
+            format_allowed(v, allowed, sizeof allowed);
+            fl_error("%s=\"%s\" is not valid (%s): allowed %s — %s", v->name, s, wrong,
+                     allowed, v->help);
+            val = v->def;
             st = FLIT_ERR_INVALID_ARG;
         }
         *field(v) = v->kind == K_KB ? val << 10 : val;
@@ -191,19 +336,36 @@ void fl_config_print(FILE *out)
         int64_t val = *field(v);
         if (v->kind == K_KB)
             val >>= 10;
-        const char *set = getenv(v->name) ? "" : " (default)";
-        char addr[INET_ADDRSTRLEN] = "auto";
-        struct in_addr a = {htonl((uint32_t)val)};
-        if (v->kind == K_ENUM)
-            fprintf(out, "  %-22s %s%s\n", v->name, v->choices[val], set);
-        else if (v->kind == K_SECONDS)
-            fprintf(out, "  %-22s %.3f s%s\n", v->name, (double)val / 1e3, set);
-        else if (v->kind == K_RATE)
-            fprintf(out, "  %-22s %.6f%s\n", v->name, (double)val / 1e6, set);
-        else if (v->kind == K_IPV4)
-            fprintf(out, "  %-22s %s%s\n", v->name,
-                    val ? inet_ntop(AF_INET, &a, addr, sizeof addr) : addr, set);
+        const char *s = getenv(v->name);
+        bool set = s && *s;
+        /* A special value flit settled: the value it became, and why. */
+        const char *why = NULL;
+        bool settled = v->special_means && val == v->special && v->settle &&
+                       v->settle(&val, &why);
+        char text[FL_CONFIG_TEXT];
+        if (settled)
+            snprintf(text, sizeof text, "%lld", (long long)val);
         else
-            fprintf(out, "  %-22s %lld%s\n", v->name, (long long)val, set);
+            format_value(v, val, text, sizeof text);
+        char from[32] = "";
+        if (settled && set)
+            snprintf(from, sizeof from, "from %lld", (long long)v->special);
+        const char *note = !set ? "default" : from;
+        if (*note)
+            fprintf(out, "  %-22s %s (%s%s%s)\n", v->name, text, note, why ? ": " : "",
+                    why ? why : "");
+        else
+            fprintf(out, "  %-22s %s\n", v->name, text);
     }
+}
+
+bool fl_config_describe(size_t i, struct fl_config_doc *d)
+{
+    if (i >= NVARS)
+        return false;
+    const struct var *v = &vars[i];
+    d->name = v->name;
+    format_value(v, v->def, d->def, sizeof d->def);
+    format_allowed(v, d->allowed, sizeof d->allowed);
+    return true;
 }

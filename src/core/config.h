@@ -1,11 +1,14 @@
 /*
  * Configuration from FLIT_* environment variables, read once by flit_init.
- * The table in config.c is the single list: defaults, bounds and the help
- * text that FLIT_VERBOSE prints and the README repeats.
+ * The table in config.c is the single list: defaults, allowed values (with
+ * their units and rules) and help. The error for a bad value and
+ * FLIT_VERBOSE's listing are written from it, and config_test checks that
+ * the README's table says the same.
  */
 #ifndef FL_CORE_CONFIG_H
 #define FL_CORE_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +25,7 @@ enum fl_bulk_mode {
 struct fl_config {
     int64_t verbose;        /* FLIT_VERBOSE */
     int64_t stats;          /* FLIT_STATS */
-    int64_t spin_us;        /* FLIT_SPIN_US; -1 = pick from cores vs local ranks */
+    int64_t spin_us;        /* FLIT_SPIN_US; -1 = fl_progress_init picks */
     int64_t progress_thread;    /* FLIT_PROGRESS_THREAD */
     int64_t shm_ring_bytes; /* FLIT_SHM_RING_KB, in bytes */
     int64_t shm_bulk;       /* FLIT_SHM_BULK: enum fl_bulk_mode */
@@ -56,9 +59,25 @@ enum fl_fiber_choice {
 
 extern struct fl_config fl_cfg;
 
-/* Reads the environment; FLIT_ERR_INVALID_ARG (logged) on a bad value. */
+/* Reads the environment; FLIT_ERR_INVALID_ARG on a bad value, logged with
+   the variable, the value given, what is wrong with it and what is allowed
+   (range and unit, or the choices). */
 flit_status fl_config_load(void);
-/* Prints the effective configuration, one variable per line. */
+/* Prints the effective configuration, one variable per line: its value,
+   "(default)" when it was not set, and what a "flit picks" value such as
+   FLIT_SPIN_US=-1 became once flit_init settled it, and why. */
 void fl_config_print(FILE *out);
+
+#define FL_CONFIG_TEXT 160
+
+/* Variable i of the table as the README's configuration table writes it:
+   name, default, allowed values. */
+struct fl_config_doc {
+    const char *name;
+    char def[FL_CONFIG_TEXT];
+    char allowed[FL_CONFIG_TEXT];
+};
+/* Fills d for variable i; false past the last one. */
+bool fl_config_describe(size_t i, struct fl_config_doc *d);
 
 #endif /* FL_CORE_CONFIG_H */

@@ -1,9 +1,13 @@
 /*
  * FLIT_* configuration (src/core/config.c) driven through the environment:
  * defaults, every variable's valid values, invalid values answered
- * FLIT_ERR_INVALID_ARG with a message naming the variable, unknown FLIT_*
- * variables only warned about, and flit_init refusing a bad variable
- * without becoming initialized (then succeeding once it is fixed).
+ * FLIT_ERR_INVALID_ARG with a message naming the variable, the value, what
+ * is wrong with it and what is allowed (range with its unit, the rule, the
+ * choices), unknown FLIT_* variables only warned about, flit_init refusing
+ * a bad variable without becoming initialized (then succeeding once it is
+ * fixed), FLIT_VERBOSE printing the values in effect (FLIT_SPIN_US as the
+ * number flit settled on), and the README's table saying what the code's
+ * table says (FLIT_README: its path, given by CMake).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -83,8 +87,33 @@ static void expect_valid(const char *name, const char *value, const int64_t *fie
     CHECK(unsetenv(name) == 0);
 }
 
+/* The code's table entry for name. */
+static struct fl_config_doc doc_of(const char *name)
+{
+    struct fl_config_doc d;
+    for (size_t i = 0; fl_config_describe(i, &d); i++)
+        if (strcmp(d.name, name) == 0)
+            return d;
+    FAIL("%s is not in the configuration table", name);
+}
+
+/* log is the refusal of name=value: it names both and says what is allowed. */
+static void expect_refusal_text(const char *name, const char *value, const char *log)
+{
+    char given[256];
+    snprintf(given, sizeof given, "%s=\"%s\"", name, value);
+    if (!strstr(log, given))
+        FAIL("%s refused without naming it and the value; log: %s", given, log);
+    struct fl_config_doc d = doc_of(name);
+    char allowed[sizeof d.allowed + 16];
+    snprintf(allowed, sizeof allowed, "allowed %s", d.allowed);
+    if (!strstr(log, allowed))
+        FAIL("%s refused without saying \"%s\"; log: %s", given, allowed, log);
+}
+
 /* name=value is refused: FLIT_ERR_INVALID_ARG, a message naming the
-   variable, and the variable keeps its default. */
+   variable and the value and saying what is allowed, and the variable
+   keeps its default. */
 static void expect_invalid(const char *name, const char *value, const int64_t *field,
                            int64_t def)
 {
@@ -94,8 +123,7 @@ static void expect_invalid(const char *name, const char *value, const int64_t *f
     if (st != FLIT_ERR_INVALID_ARG)
         FAIL("%s=\"%s\": %s, expected FLIT_ERR_INVALID_ARG", name, value,
              flit_status_name(st));
-    if (!strstr(log, name))
-        FAIL("%s=\"%s\" refused without naming it; log: %s", name, value, log);
+    expect_refusal_text(name, value, log);
     if (*field != def)
         FAIL("%s=\"%s\" refused but left %lld, expected the default %lld", name, value,
              (long long)*field, (long long)def);
@@ -134,7 +162,7 @@ static void test_ints(void)
     for (size_t i = 0; i < sizeof bad_verbose / sizeof bad_verbose[0]; i++)
         expect_invalid("FLIT_VERBOSE", bad_verbose[i], &fl_cfg.verbose, 0);
 
-    /* FLIT_SPIN_US -1 .. 10000000 */
+    /* FLIT_SPIN_US 0 .. 10000000, or -1: flit picks */
     expect_valid("FLIT_SPIN_US", "-1", &fl_cfg.spin_us, -1);
     expect_valid("FLIT_SPIN_US", "0", &fl_cfg.spin_us, 0);
     expect_valid("FLIT_SPIN_US", "50", &fl_cfg.spin_us, 50);
@@ -186,6 +214,87 @@ static void test_bulk(void)
     static const char *const bad[] = {"0", "1", "dma", "copy2", "auto ", "cm", "mapping"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_invalid("FLIT_SHM_BULK", bad[i], &fl_cfg.shm_bulk, FL_BULK_AUTO);
+}
+
+/* name=value is refused saying why (wrong) and naming every piece of text
+   in want: the range with its unit, the rule, the special value. */
+static void expect_refused_for(const char *name, const char *value, const char *wrong,
+                               const char *const *want)
+{
+    CHECK(setenv(name, value, 1) == 0);
+    const char *log;
+    CHECK_ST(load(&log), FLIT_ERR_INVALID_ARG);
+    expect_refusal_text(name, value, log);
+    char why[64];
+    snprintf(why, sizeof why, "(%s)", wrong);
+    if (!strstr(log, why))
+        FAIL("%s=\"%s\" refused without saying \"%s\"; log: %s", name, value, wrong, log);
+    for (int i = 0; want[i]; i++)
+        if (!strstr(log, want[i]))
+            FAIL("%s=\"%s\" refused without \"%s\"; log: %s", name, value, want[i], log);
+    CHECK(unsetenv(name) == 0);
+}
+
+/* Every refusal says what is allowed, in the variable's unit, and why the
+   value is not; the UDP MTU accepts exactly what the UDP path works with. */
+static void test_messages(void)
+{
+    /* Every variable, whatever its kind, refuses a word and says why. */
+    struct fl_config_doc d;
+    for (size_t i = 0; fl_config_describe(i, &d); i++) {
+        CHECK(setenv(d.name, "bogus", 1) == 0);
+        const char *log;
+        CHECK_ST(load(&log), FLIT_ERR_INVALID_ARG);
+        expect_refusal_text(d.name, "bogus", log);
+        CHECK(unsetenv(d.name) == 0);
+    }
+
+    expect_refused_for("FLIT_LONG_CHUNK_KB", "64", "too large",
+                       (const char *const[]){"1–60 KiB", NULL});
+    /* 128 is a power of two: too small is what is wrong with it. */
+    expect_refused_for("FLIT_SHM_RING_KB", "128", "too small",
+                       (const char *const[]){"256–65536 KiB, a power of two", NULL});
+    expect_refused_for("FLIT_SHM_RING_KB", "300", "not a power of two",
+                       (const char *const[]){"256–65536 KiB", NULL});
+    expect_refused_for("FLIT_SHM_RING_KB", "131072", "too large",
+                       (const char *const[]){"256–65536 KiB", NULL});
+    expect_refused_for("FLIT_PEER_TIMEOUT", "0.05", "too small",
+                       (const char *const[]){"0.1–86400 s", NULL});
+    expect_refused_for("FLIT_PEER_TIMEOUT", "2s", "not a number",
+                       (const char *const[]){"0.1–86400 s", NULL});
+    expect_refused_for("FLIT_PEER_CHECK_MS", "0", "too small",
+                       (const char *const[]){"1–60000 ms", NULL});
+    expect_refused_for("FLIT_RTO_MIN_US", "50", "too small",
+                       (const char *const[]){"100–10000000 µs", NULL});
+    expect_refused_for("FLIT_SPIN_US", "-2", "too small",
+                       (const char *const[]){"0–10000000 µs; -1: 50", NULL});
+    expect_refused_for("FLIT_SHM_BULK", "fast", "not one of the choices",
+                       (const char *const[]){"auto, cma, copy", NULL});
+    expect_refused_for("FLIT_STATS", "maybe", "not a yes or no",
+                       (const char *const[]){"0 or 1", NULL});
+    expect_refused_for("FLIT_DROP_RATE", "5", "too large",
+                       (const char *const[]){"0–1", NULL});
+    expect_refused_for("FLIT_FAULT_SEED", "9223372036854775808", "too large",
+                       (const char *const[]){"0–9223372036854775807", NULL});
+    expect_refused_for("FLIT_UDP_ADDR", "host", "not an IPv4 address",
+                       (const char *const[]){"IPv4", NULL});
+
+    /* FLIT_UDP_MTU: 0 (the path's), else room for the IPv4 and UDP headers
+       (28 bytes), the channel's datagram and chunk headers (56 + 8) and 72
+       bytes of data, so that the largest packet fits in the chunks a lane
+       may have in flight; up to an IP packet. (156, which fl_chan_connect
+       lets through, hangs a full-size medium message.) */
+    expect_valid("FLIT_UDP_MTU", "0", &fl_cfg.udp_mtu, 0);
+    expect_valid("FLIT_UDP_MTU", "164", &fl_cfg.udp_mtu, 164);
+    expect_valid("FLIT_UDP_MTU", "1500", &fl_cfg.udp_mtu, 1500);
+    expect_valid("FLIT_UDP_MTU", "65535", &fl_cfg.udp_mtu, 65535);
+    static const char *const mtu_want[] = {"164–65535 bytes; 0: the path's MTU", NULL};
+    expect_refused_for("FLIT_UDP_MTU", "10", "too small", mtu_want);
+    expect_refused_for("FLIT_UDP_MTU", "156", "too small", mtu_want);
+    expect_refused_for("FLIT_UDP_MTU", "163", "too small", mtu_want);
+    expect_refused_for("FLIT_UDP_MTU", "65536", "too large", mtu_want);
+    expect_refused_for("FLIT_UDP_MTU", "-1", "too small", mtu_want);
+    expect_refused_for("FLIT_UDP_MTU", "1500B", "not a whole number", mtu_want);
 }
 
 static void test_mixed(void)
@@ -264,20 +373,43 @@ static void test_init(void)
     capture_end(saved);
     CHECK_ST(st, FLIT_ERR_INVALID_ARG);
     unit_clean_env();
+    /* An MTU the UDP path cannot work with is refused here, by name, not
+       later by flit_ep_create as a peer too small to reach. */
+    CHECK(setenv("FLIT_UDP_MTU", "10", 1) == 0);
+    saved = capture_begin();
+    st = flit_init(NULL);
+    log = capture_end(saved);
+    CHECK_ST(st, FLIT_ERR_INVALID_ARG);
+    expect_refusal_text("FLIT_UDP_MTU", "10", log);
+    CHECK(flit_job_size() == 0);
+    unit_clean_env();
     /* An unknown variable does not stop it. */
     CHECK(setenv("FLIT_FOO", "1", 1) == 0);
     CHECK(setenv("FLIT_SHM_RING_KB", "512", 1) == 0);
     CHECK(setenv("FLIT_STATS", "yes", 1) == 0);
+    CHECK(setenv("FLIT_VERBOSE", "1", 1) == 0);
     saved = capture_begin();
     st = flit_init(NULL);
     log = capture_end(saved);
     CHECK_OK(st);
     CHECK(strstr(log, "FLIT_FOO") != NULL);
+    /* FLIT_VERBOSE=1 lists the values in effect: the spin flit settled on
+       (one rank never outnumbers the cores), not the -1 that asked for it. */
+    const char *spin = strstr(log, "FLIT_SPIN_US ");
+    if (!spin || !strstr(log, "FLIT_SHM_RING_KB"))
+        FAIL("FLIT_VERBOSE=1 printed no configuration; log: %s", log);
+    size_t spin_len = strcspn(spin, "\n");
+    if (!memmem(spin, spin_len, " 50 (default)", 13) || memmem(spin, spin_len, "-1", 2))
+        FAIL("FLIT_VERBOSE=1 printed \"%.*s\", expected 50 (default)", (int)spin_len,
+             spin);
     CHECK(flit_job_size() == 1 && flit_job_rank().idx == 0);
     CHECK(fl_cfg.shm_ring_bytes == 512 << 10);
     CHECK_ST(flit_init(NULL), FLIT_ERR_ALREADY_INITIALIZED);
     CHECK(fl_cfg.stats == 1);
-    CHECK_OK(flit_ep_create(NULL, &ep));
+    saved = capture_begin();    /* FLIT_VERBOSE=1: the endpoint's peers */
+    st = flit_ep_create(NULL, &ep);
+    capture_end(saved);
+    CHECK_OK(st);
     CHECK(ep != NULL);
     /* FLIT_STATS=1: the endpoint's counters are printed when it goes. */
     saved = capture_begin();
@@ -334,8 +466,11 @@ static void test_print(void)
             CHECK(strstr(line, " 1024") != NULL);
         if (which == 5)
             CHECK(strstr(line, " copy") != NULL);
-        if (which == 2)
-            CHECK(strstr(line, " -1") != NULL);
+        /* Before flit_init settles it, FLIT_SPIN_US says what -1 means. */
+        if (which == 2 && (strstr(line, " -1") || !strstr(line, " 50 (2 when")))
+            FAIL("fl_config_print before flit_init: \"%s\"", line);
+        if (which == 10 && !strstr(line, " the path's MTU (default)"))
+            FAIL("fl_config_print: \"%s\"", line);
     }
     fclose(f);
     CHECK(lines == NNAMES);
@@ -343,6 +478,128 @@ static void test_print(void)
         if (seen[i] != 1)
             FAIL("fl_config_print: %s printed %d times", names[i], seen[i]);
     unit_clean_env();
+}
+
+/* One line of fl_config_print, for name, into line[len]. */
+static void print_line(const char *name, char *line, size_t len)
+{
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    fl_config_print(f);
+    CHECK(fflush(f) == 0);
+    rewind(f);
+    size_t n = strlen(name);
+    line[0] = '\0';
+    char buf[256];
+    while (fgets(buf, sizeof buf, f))
+        if (strncmp(buf + 2, name, n) == 0 && buf[2 + n] == ' ')
+            snprintf(line, len, "%s", buf);
+    fclose(f);
+    if (!line[0])
+        FAIL("fl_config_print: no line for %s", name);
+}
+
+/* After flit_init (test_init), FLIT_SPIN_US=-1 is printed as what it
+   became whether it was left unset or set to -1; other values as set. */
+static void test_print_settled(void)
+{
+    char line[256];
+    const char *log;
+    unit_clean_env();
+    CHECK_OK(load(&log));
+    print_line("FLIT_SPIN_US", line, sizeof line);
+    if (!strstr(line, " 50 (default)\n"))
+        FAIL("FLIT_SPIN_US unset printed \"%s\"", line);
+    CHECK(setenv("FLIT_SPIN_US", "-1", 1) == 0);
+    CHECK_OK(load(&log));
+    print_line("FLIT_SPIN_US", line, sizeof line);
+    if (!strstr(line, " 50 (from -1)\n"))
+        FAIL("FLIT_SPIN_US=-1 printed \"%s\"", line);
+    CHECK(setenv("FLIT_SPIN_US", "7", 1) == 0);
+    CHECK_OK(load(&log));
+    print_line("FLIT_SPIN_US", line, sizeof line);
+    if (!strstr(line, " 7\n") || strchr(line, '('))
+        FAIL("FLIT_SPIN_US=7 printed \"%s\"", line);
+    unit_clean_env();
+}
+
+/* Copies the trimmed text of one table cell [b, e) into out, without the
+   backticks that format code in Markdown. */
+static void cell_text(const char *b, const char *e, char *out, size_t cap)
+{
+    while (b < e && *b == ' ')
+        b++;
+    while (e > b && e[-1] == ' ')
+        e--;
+    size_t n = 0;
+    for (; b < e && n + 1 < cap; b++)
+        if (*b != '`')
+            out[n++] = *b;
+    out[n] = '\0';
+}
+
+/* The README's table of environment variables lists every variable of the
+   code's table, once, with the same default and allowed values, and no
+   other: the two cannot drift apart. */
+static void test_readme(void)
+{
+    FILE *f = fopen(FLIT_README, "r");
+    if (!f)
+        FAIL("cannot open %s", FLIT_README);
+    struct fl_config_doc d;
+    size_t nvars = 0;
+    while (fl_config_describe(nvars, &d))
+        nvars++;
+    int seen[64] = {0};
+    CHECK(nvars <= 64);
+    bool in_section = false, header = false;
+    int rows = 0;
+    char line[2048];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "## ", 3) == 0) {
+            in_section = strncmp(line, "## Environment variables", 24) == 0;
+            continue;
+        }
+        if (!in_section)
+            continue;
+        if (strncmp(line, "| variable | default | allowed | meaning |", 42) == 0)
+            header = true;
+        if (strncmp(line, "| `FLIT_", 8) != 0)
+            continue;
+        /* | `NAME` | default | allowed | meaning | */
+        const char *bar[5];
+        bar[0] = line;
+        for (int i = 1; i < 5; i++) {
+            bar[i] = strchr(bar[i - 1] + 1, '|');
+            if (!bar[i])
+                FAIL("README: a row with fewer than 4 columns: %s", line);
+        }
+        char name[64], def[256], allowed[256];
+        cell_text(bar[0] + 1, bar[1], name, sizeof name);
+        cell_text(bar[1] + 1, bar[2], def, sizeof def);
+        cell_text(bar[2] + 1, bar[3], allowed, sizeof allowed);
+        rows++;
+        size_t i = 0;
+        while (fl_config_describe(i, &d) && strcmp(d.name, name) != 0)
+            i++;
+        if (i == nvars)
+            FAIL("README lists %s, which flit does not read", name);
+        seen[i]++;
+        if (strcmp(def, d.def) != 0)
+            FAIL("README: %s defaults to \"%s\", the code to \"%s\"", name, def, d.def);
+        if (strcmp(allowed, d.allowed) != 0)
+            FAIL("README: %s allows \"%s\", the code \"%s\"", name, allowed, d.allowed);
+    }
+    fclose(f);
+    if (!header)
+        FAIL("README: no \"| variable | default | allowed | meaning |\" table under "
+             "\"## Environment variables\"");
+    for (size_t i = 0; i < nvars; i++) {
+        fl_config_describe(i, &d);
+        if (seen[i] != 1)
+            FAIL("README lists %s %d times, expected once", d.name, seen[i]);
+    }
+    CHECK(rows == (int)nvars);
 }
 
 /* The UDP path's variables: seconds, probabilities, an address, a choice. */
@@ -387,7 +644,10 @@ int main(void)
     test_udp_kinds();
     test_mixed();
     test_unknown();
+    test_messages();
     test_print();
     test_init();
+    test_print_settled();
+    test_readme();
     return 0;
 }
