@@ -72,6 +72,7 @@ typedef enum flit_status {
     FLIT_ERR_NOT_SUPPORTED,     /* valid request this build or transport cannot do */
     FLIT_ERR_DENIED,            /* rma: the owner did not grant this rank or access */
     FLIT_ERR_REVOKED,           /* rma: the region was unexported (or never was) */
+    FLIT_ERR_CLOSED,            /* the endpoint was destroyed while the call waited */
     FLIT_STATUS_COUNT           /* not a status: the number of them */
 } flit_status;
 
@@ -115,7 +116,11 @@ FLIT_API flit_status flit_init(const flit_init_params_t *params);
 /*
  * Collective: destroys the endpoints still open (with their barrier), leaves
  * the job, prints counters when FLIT_STATS=1. Every later call answers
- * FLIT_ERR_FINALIZED; flit_init cannot be called again.
+ * FLIT_ERR_FINALIZED; flit_init cannot be called again. Calls other threads
+ * are blocked in on thread-safe endpoints end with FLIT_ERR_CLOSED. While
+ * another thread is inside a call on a single-threaded endpoint, it answers
+ * FLIT_ERR_THREAD and leaves that endpoint (and the job) as they were: call
+ * it again once that thread has returned.
  */
 FLIT_API flit_status flit_finalize(void);
 
@@ -127,6 +132,13 @@ FLIT_API uint32_t flit_job_size(void);
 
 typedef struct flit_ep flit_ep_t;
 
+/*
+ * Signals: no flit call is async-signal-safe. A call made from a signal
+ * handler that interrupted a thread inside a flit call is refused with
+ * FLIT_ERR_IN_HANDLER (and logged once); one that interrupted a thread
+ * elsewhere is undefined, as for malloc. Set a flag in the handler and
+ * act on it outside, or wake an event loop (flit_ep_fd).
+ */
 typedef enum flit_thread_mode {
     FLIT_THREAD_SINGLE = 0,     /* one thread at a time; concurrent entry is
                                    detected and answered FLIT_ERR_THREAD */
@@ -170,7 +182,11 @@ FLIT_API flit_status flit_ep_create(const flit_ep_params_t *params,
                                     flit_ep_t **ep_out);
 
 /* Collective: waits until every rank is done with this endpoint, then frees
-   it. Not from inside a handler. */
+   it. Not from inside a handler. On a thread-safe endpoint, calls other
+   threads are blocked in (flit_wait, a send waiting for room, ...) are
+   woken and answer FLIT_ERR_CLOSED before it is freed; the endpoint must
+   not be used again. FLIT_ERR_THREAD on a single-threaded endpoint another
+   thread is inside. */
 FLIT_API flit_status flit_ep_destroy(flit_ep_t *ep);
 
 /* How the endpoint was created: FLIT_THREAD_SAFE also with a progress

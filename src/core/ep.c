@@ -21,6 +21,7 @@
 #include "platform/os.h"
 
 __thread unsigned fl_handler_depth __attribute__((tls_model("initial-exec")));
+__thread struct flit_ep *fl_in_call __attribute__((tls_model("initial-exec")));
 
 #define BLOB_MAGIC 0x50454c46u      /* "FLEP" */
 #define BLOB_HDR 28u                /* magic, version, tag, seg size, ntp */
@@ -43,12 +44,55 @@ flit_status fl_ep_enter_slow(struct flit_ep *ep)
         return FLIT_ERR_INVALID_ARG;
     if (fl_handler_depth)
         return FLIT_ERR_IN_HANDLER;
+    if (fl_in_call) {
+        /* This very thread is inside a call already: only a signal handler
+           gets here (nothing inside flit calls flit again). */
+        static _Atomic int reentered;
+        if (!atomic_exchange(&reentered, 1))
+            fl_error("endpoint %u was called while this thread was inside a "
+                     "call on endpoint %u: from a signal handler? flit calls "
+                     "are not async-signal-safe", ep->index, fl_in_call->index);
+        return FLIT_ERR_IN_HANDLER;
+    }
     /* Single-threaded endpoint, and another thread is inside a call. */
     static _Atomic int reported;
     if (!atomic_exchange(&reported, 1))
         fl_error("endpoint %u is single-threaded but two threads used it at "
                  "once; create it with FLIT_THREAD_SAFE", ep->index);
     return FLIT_ERR_THREAD;
+}
+
+void fl_ep_left_closing(struct flit_ep *ep)
+{
+    pthread_cond_broadcast(&ep->progress_cond);     /* the destroyer waits there */
+}
+
+/*
+ * Thread-safe endpoints: ends the calls other threads are inside. They
+ * see closing when they wake (off the fd, out of the condition, or at the
+ * next pass of a wait) and leave with FLIT_ERR_CLOSED; returns when only
+ * the caller is inside. Under lock, entered.
+ */
+static void close_out_others(struct flit_ep *ep)
+{
+    ep->closing = true;
+    ep->closer = fl_thread_id();
+    while (ep->inside > 1) {
+        uint64_t one = 1;
+        ssize_t w = write(ep->evfd, &one, sizeof one);
+        (void)w;
+        pthread_cond_broadcast(&ep->progress_cond);
+        ep->cond_waiters++;     /* so that those leaving broadcast */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 10000000;  /* a poke lost to a thread not asleep yet */
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&ep->progress_cond, &ep->lock, &ts);
+        ep->cond_waiters--;
+    }
 }
 
 _Noreturn void fl_ep_thread_clash(struct flit_ep *ep)
@@ -481,6 +525,8 @@ flit_status flit_ep_destroy(flit_ep_t *ep)
     st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
+    if (ep->mode == FLIT_THREAD_SAFE)
+        close_out_others(ep);
     st = fl_am_quiesce(ep);
     if (st == FLIT_OK)
         fl_progress_until(ep, all_settled, NULL, LINGER_US);
@@ -492,15 +538,42 @@ flit_status flit_ep_destroy(flit_ep_t *ep)
     return st;
 }
 
-void fl_ep_destroy_all(void)
+/* Single-threaded endpoints another thread is inside a call on. */
+static struct flit_ep *busy_single_ep(void)
 {
+    uintptr_t self = fl_thread_id();
+    struct flit_ep *busy = NULL;
+    pthread_mutex_lock(&fl_job.lock);
+    for (struct flit_ep *ep = fl_job.eps; ep && !busy; ep = ep->next) {
+        uintptr_t owner = atomic_load_explicit(&ep->owner, memory_order_relaxed);
+        if (ep->mode == FLIT_THREAD_SINGLE && owner && owner != self)
+            busy = ep;
+    }
+    pthread_mutex_unlock(&fl_job.lock);
+    return busy;
+}
+
+flit_status fl_ep_destroy_all(void)
+{
+    struct flit_ep *busy = busy_single_ep();
+    if (busy) {
+        fl_error("flit_finalize: endpoint %u is single-threaded and another "
+                 "thread is inside a call on it (flit_wait?); nothing was "
+                 "finalized: call it again once that thread has returned",
+                 busy->index);
+        return FLIT_ERR_THREAD;
+    }
     for (;;) {
         pthread_mutex_lock(&fl_job.lock);
         struct flit_ep *ep = fl_job.eps;
         pthread_mutex_unlock(&fl_job.lock);
         if (!ep)
-            return;
-        flit_ep_destroy(ep);
+            return FLIT_OK;
+        /* Only a thread that entered since the look above can refuse us;
+           never retry in a loop (it may stay inside for ever). */
+        flit_status st = flit_ep_destroy(ep);
+        if (st == FLIT_ERR_THREAD || st == FLIT_ERR_CLOSED)
+            return st;
     }
 }
 

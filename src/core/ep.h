@@ -80,6 +80,11 @@ struct flit_ep {
     bool fd_sleeper;
     unsigned cond_waiters;
     unsigned keep_lock;         /* a long message is going out in pieces */
+    /* Thread-safe endpoints, under lock: threads inside a call (asleep in
+       one too), and the endpoint is being destroyed (their waits end). */
+    unsigned inside;
+    bool closing;
+    uintptr_t closer;           /* the destroying thread (fl_thread_id) */
     pthread_cond_t progress_cond;
     uint64_t next_peer_check_ns;
 
@@ -121,6 +126,9 @@ struct flit_ep {
 
 /* Handlers running on this thread (any endpoint). */
 extern __thread unsigned fl_handler_depth __attribute__((tls_model("initial-exec")));
+/* The endpoint this thread is inside a call on (a signal handler that
+   calls flit again finds it set). */
+extern __thread struct flit_ep *fl_in_call __attribute__((tls_model("initial-exec")));
 
 /* A cheap identity of the calling thread: the address of its TLS slot
    (no call, unlike pthread_self). */
@@ -141,10 +149,17 @@ static inline flit_status fl_ep_enter(struct flit_ep *ep)
     flit_status st = fl_job_check();
     if (__builtin_expect(st != FLIT_OK, 0))
         return st;
-    if (__builtin_expect(!ep || ep->magic != FL_EP_MAGIC || fl_handler_depth, 0))
+    if (__builtin_expect(!ep || ep->magic != FL_EP_MAGIC || fl_handler_depth ||
+                             fl_in_call, 0))
         return fl_ep_enter_slow(ep);
     if (ep->mode == FLIT_THREAD_SAFE) {
         pthread_mutex_lock(&ep->lock);
+        if (__builtin_expect(ep->closing, 0)) {
+            pthread_mutex_unlock(&ep->lock);
+            return FLIT_ERR_CLOSED;
+        }
+        ep->inside++;
+        fl_in_call = ep;
         return FLIT_OK;
     }
     uintptr_t self = fl_thread_id();
@@ -152,15 +167,23 @@ static inline flit_status fl_ep_enter(struct flit_ep *ep)
     if (__builtin_expect(cur != 0, 0))
         return fl_ep_enter_slow(ep);
     atomic_store_explicit(&ep->owner, self, memory_order_relaxed);
+    fl_in_call = ep;
     return FLIT_OK;
 }
 
 /* Two threads were inside a single-threaded endpoint: state may be torn. */
 _Noreturn void fl_ep_thread_clash(struct flit_ep *ep);
 
+/* A thread left a closing endpoint: the destroyer may be waiting for it. */
+void fl_ep_left_closing(struct flit_ep *ep);
+
 static inline void fl_ep_leave(struct flit_ep *ep)
 {
+    fl_in_call = NULL;
     if (ep->mode == FLIT_THREAD_SAFE) {
+        ep->inside--;
+        if (__builtin_expect(ep->closing, 0))
+            fl_ep_left_closing(ep);
         pthread_mutex_unlock(&ep->lock);
         return;
     }
@@ -174,6 +197,12 @@ static inline void fl_ep_leave(struct flit_ep *ep)
                              fl_thread_id(), 0))
         fl_ep_thread_clash(ep);
     atomic_store_explicit(&ep->owner, 0, memory_order_relaxed);
+}
+
+/* A wait of this thread must end: another thread destroys the endpoint. */
+static inline bool fl_ep_closed_under(const struct flit_ep *ep)
+{
+    return __builtin_expect(ep->closing, 0) && ep->closer != fl_thread_id();
 }
 
 /* Entry of read-only queries: job and handle only, allowed in handlers. */
@@ -278,7 +307,7 @@ void fl_rma_ep_close(struct flit_ep *ep);
 void fl_rma_peer_down(struct flit_ep *ep, uint32_t rank);
 
 /* Every endpoint of the job (finalize, dumps). */
-void fl_ep_destroy_all(void);
+flit_status fl_ep_destroy_all(void);
 void fl_ep_dump_all(int fd);
 
 #endif /* FL_CORE_EP_H */

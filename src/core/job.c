@@ -169,7 +169,9 @@ flit_status flit_finalize(void)
         return st;
     if (fl_handler_depth)
         return FLIT_ERR_IN_HANDLER;
-    fl_ep_destroy_all();
+    st = fl_ep_destroy_all();
+    if (st != FLIT_OK)
+        return st;
     fl_fiber_pool_drain();
     fl_boot_close(true);
     atomic_store(&fl_job_state, FL_JOB_FINALIZED);

@@ -207,6 +207,8 @@ flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
         busy |= fl_progress(ep, FL_LANES_ALL) > 0;
         if (done(ep, arg))
             return FLIT_OK;
+        if (fl_ep_closed_under(ep))
+            return FLIT_ERR_CLOSED;
         if (pass % 16)
             continue;   /* quick passes between looks at the clock */
         uint64_t now = fl_now_ns();
@@ -248,6 +250,10 @@ flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
         if ((*pkt = p->tp->reserve(p->tpe, dst, lane, len, &st)) != NULL ||
             st != FLIT_ERR_AGAIN)
             break;
+        if (fl_ep_closed_under(ep)) {
+            st = FLIT_ERR_CLOSED;
+            break;
+        }
         if (pass % 16)
             continue;
         fl_progress_check_peers(ep, false);

@@ -101,8 +101,11 @@ static bool op_answered(struct flit_ep *ep, void *arg)
 
 void fl_rma_op_wait(struct flit_ep *ep, struct flit_rma_op *op)
 {
-    if (!fl_rma_op_done(op))
-        fl_progress_until(ep, op_answered, op, -1);
+    /* The endpoint closing under us (another thread destroys it) is the
+       only way the wait ends early: the operation ends with it. */
+    if (!fl_rma_op_done(op) &&
+        fl_progress_until(ep, op_answered, op, -1) == FLIT_ERR_CLOSED)
+        fl_rma_op_complete(ep, op, FLIT_ERR_CLOSED);
 }
 
 flit_status fl_rma_op_finish(struct flit_ep *ep, struct flit_rma_op *op)
@@ -226,7 +229,7 @@ flit_status flit_rma_flush(flit_ep_t *ep, flit_rank_t rank)
     }
     st = flush_send(ep, rank.idx);
     if (st == FLIT_OK && !peer_quiet(ep, &rank.idx))
-        fl_progress_until(ep, peer_quiet, &rank.idx, -1);
+        st = fl_progress_until(ep, peer_quiet, &rank.idx, -1);
     if (st == FLIT_OK)
         st = take_verdict(ep, rank.idx);
     fl_ep_leave(ep);
@@ -241,7 +244,7 @@ flit_status flit_rma_flush_all(flit_ep_t *ep)
     for (uint32_t k = 0; k < ep->size && st == FLIT_OK; k++)
         st = flush_send(ep, k);
     if (st == FLIT_OK && !all_quiet(ep, NULL))
-        fl_progress_until(ep, all_quiet, NULL, -1);
+        st = fl_progress_until(ep, all_quiet, NULL, -1);
     for (uint32_t k = 0; k < ep->size; k++) {
         flit_status v = take_verdict(ep, k);
         if (st == FLIT_OK)
