@@ -191,13 +191,18 @@ flit_status flit_rma_release(flit_rma_remote_t *remote)
     if (st != FLIT_OK)
         return st;
     struct flit_ep *ep = rm->ep;
-    if (!rm->obj.live) {
+    if (!rm->obj.live || rm->releasing) {
         st = FLIT_ERR_INVALID_ARG;
     } else {
+        /* Marked first: the wait may let other threads in, and none of
+           them may start an operation on rm or release it a second time. */
+        rm->releasing = true;
         if (rm->outstanding)
-            fl_progress_until(ep, remote_quiet, rm, -1);
-        fl_rma_unmap_remote(rm);
-        fl_rma_pool_put(&ep->rma->remotes, &rm->obj);
+            st = fl_progress_until(ep, remote_quiet, rm, -1);
+        if (st == FLIT_OK) {
+            fl_rma_unmap_remote(ep, rm);
+            fl_rma_pool_put(&ep->rma->remotes, &rm->obj);
+        }
     }
     fl_ep_leave(ep);
     return st;

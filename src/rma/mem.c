@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,46 +245,92 @@ void fl_rma_peer_ctl_free(struct fl_rma_peer *p)
     p->ctl = NULL;
 }
 
+/* The mapping of [start, end) of the owner's block, if one exists. */
+static struct fl_rma_map *map_find(struct fl_rma_peer *pp, uint64_t block,
+                                   uint64_t start, uint64_t end, bool write)
+{
+    for (struct fl_rma_map *m = pp->maps; m; m = m->next)
+        if (m->block == block && m->start == start && m->end == end && m->write == write)
+            return m;
+    return NULL;
+}
+
+/* Maps [start, end) of the owner's block file; checks its size. */
+static flit_status map_new(struct flit_ep *ep, uint32_t owner, uint64_t block,
+                           uint64_t start, uint64_t end, bool write,
+                           struct fl_rma_map **out)
+{
+    struct fl_rma_ep *r = ep->rma;
+    if (r->nmaps >= FL_RMA_MAX_MAPS) {
+        static _Atomic int told;
+        if (!atomic_exchange(&told, 1))
+            fl_info("rma: %u distinct regions mapped; further imports reach their "
+                    "regions by cross-memory attach or packets", FL_RMA_MAX_MAPS);
+        return FLIT_ERR_NO_MEMORY;
+    }
+    struct fl_rma_map *m = calloc(1, sizeof *m);
+    if (!m)
+        return FLIT_ERR_NO_MEMORY;
+    char name[96];
+    block_name(name, sizeof name, owner, ep->index, block);
+    int fd = shm_open(name, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
+    struct stat sb;
+    void *mem = MAP_FAILED;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size >= 0 && (uint64_t)sb.st_size >= end)
+        mem = mmap(NULL, end - start, PROT_READ | (write ? PROT_WRITE : 0), MAP_SHARED,
+                   fd, (off_t)start);
+    if (fd >= 0)
+        close(fd);
+    if (mem == MAP_FAILED) {
+        free(m);
+        return FLIT_ERR_SYSTEM;
+    }
+    *m = (struct fl_rma_map){.block = block, .start = start, .end = end, .write = write,
+                             .addr = mem, .refs = 0, .next = r->peers[owner].maps};
+    r->peers[owner].maps = m;
+    r->nmaps++;
+    *out = m;
+    return FLIT_OK;
+}
+
 /*
  * Maps the pages of the owner's block that hold the region, and no others:
  * read-only when only reading was granted, so that the hardware refuses a
- * write. The file's size is checked against what the owner said.
+ * write. The file's size is checked against what the owner said. Imports
+ * of the same region share the mapping.
  */
 flit_status fl_rma_map_remote(struct flit_ep *ep, struct flit_rma_remote *rm,
                               const struct fl_rma_info *in)
 {
     size_t page = ep->rma->page;
     bool write = (rm->access & FLIT_RMA_WRITE) != 0;
-    char name[96];
-    block_name(name, sizeof name, rm->owner, ep->index, in->block);
-    int fd = shm_open(name, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
-    if (fd < 0)
-        return FLIT_ERR_SYSTEM;
-    struct stat sb;
     uint64_t start = in->file_off & ~(uint64_t)(page - 1);
     uint64_t end = (in->file_off + rm->size + page - 1) & ~(uint64_t)(page - 1);
-    flit_status st = FLIT_OK;
-    if (fstat(fd, &sb) != 0 || sb.st_size < 0 || (uint64_t)sb.st_size < end) {
-        st = FLIT_ERR_SYSTEM;
-    } else {
-        int prot = PROT_READ | (write ? PROT_WRITE : 0);
-        void *mem = mmap(NULL, end - start, prot, MAP_SHARED, fd, (off_t)start);
-        if (mem == MAP_FAILED) {
-            st = FLIT_ERR_SYSTEM;
-        } else {
-            rm->map = mem;
-            rm->map_len = end - start;
-            rm->base = (uint8_t *)mem + (in->file_off - start);
-        }
+    struct fl_rma_peer *pp = &ep->rma->peers[rm->owner];
+    struct fl_rma_map *m = map_find(pp, in->block, start, end, write);
+    if (!m) {
+        flit_status st = map_new(ep, rm->owner, in->block, start, end, write, &m);
+        if (st != FLIT_OK)
+            return st;
     }
-    close(fd);
-    return st;
+    m->refs++;
+    rm->map = m;
+    rm->base = m->addr + (in->file_off - start);
+    return FLIT_OK;
 }
 
-void fl_rma_unmap_remote(struct flit_rma_remote *rm)
+void fl_rma_unmap_remote(struct flit_ep *ep, struct flit_rma_remote *rm)
 {
-    if (rm->map)
-        munmap(rm->map, rm->map_len);
+    struct fl_rma_map *m = rm->map;
     rm->map = NULL;
     rm->base = NULL;
+    if (!m || --m->refs)
+        return;
+    struct fl_rma_map **pp = &ep->rma->peers[rm->owner].maps;
+    while (*pp != m)
+        pp = &(*pp)->next;
+    *pp = m->next;
+    munmap(m->addr, m->end - m->start);
+    free(m);
+    ep->rma->nmaps--;
 }

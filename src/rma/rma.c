@@ -142,7 +142,7 @@ void fl_rma_ep_close(struct flit_ep *ep)
     for (uint32_t i = 0; i < r->remotes.n; i++) {
         struct flit_rma_remote *rm = (struct flit_rma_remote *)r->remotes.all[i];
         if (rm->obj.live)
-            fl_rma_unmap_remote(rm);
+            fl_rma_unmap_remote(ep, rm);
     }
     for (uint32_t k = 0; k < ep->size; k++)
         fl_rma_peer_ctl_free(&r->peers[k]);

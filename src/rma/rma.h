@@ -113,9 +113,9 @@ struct flit_rma_remote {
     unsigned access;
     enum fl_rma_path path;
     bool revoked;               /* known to be unexported */
+    bool releasing;             /* flit_rma_release waits for its operations */
     uint8_t *base;              /* SELF: the region; MAP: the region, mapped */
-    void *map;                  /* MAP: the mapping (whole pages) */
-    size_t map_len;
+    struct fl_rma_map *map;     /* MAP: the mapping (whole pages), shared */
     uint64_t raddr;             /* CMA: the region in the owner's process */
     uint32_t pid;               /* CMA: the owner */
     const _Atomic uint64_t *word;   /* MAP, CMA: the slot's word, mapped */
@@ -146,6 +146,24 @@ struct flit_rma_op {
 
 /* ---- per endpoint ---- */
 
+/*
+ * The importer's mapping of a range of pages of an owner's block. Every
+ * import of the same region shares one (counted): a program that imports
+ * a region many times costs the process one mapping, not one per import.
+ */
+struct fl_rma_map {
+    uint64_t block, start, end; /* the block's seq; the file's pages mapped */
+    bool write;
+    uint8_t *addr;
+    uint32_t refs;
+    struct fl_rma_map *next;    /* the owner's, in fl_rma_peer.maps */
+};
+
+/* Distinct mappings an endpoint keeps at most (the kernel allows a process
+   vm.max_map_count, 65530 by default, for everything it maps); imports
+   past it reach their regions by cross-memory attach or packets. */
+#define FL_RMA_MAX_MAPS 8192u
+
 struct fl_rma_peer {
     uint32_t outstanding;       /* our operations waiting for its answer */
     flit_status sticky;         /* a refusal no handle reported; for flush */
@@ -156,6 +174,7 @@ struct fl_rma_peer {
     size_t ctl_len;
     bool ctl_tried;
     bool no_cma;                /* the kernel refused cross-memory attach */
+    struct fl_rma_map *maps;    /* its blocks' pages mapped here */
     /* The put arriving in pieces from it: its id and the first refusal. */
     uint32_t put_op;
     flit_status put_err;
@@ -166,6 +185,7 @@ struct fl_rma_ep {
     struct fl_rma_pool regions, remotes, ops;
     struct fl_rma_peer *peers;  /* [size] */
     uint32_t outstanding;       /* all peers' */
+    uint32_t nmaps;             /* distinct mappings of peers' blocks */
     /* Our control file (made at the first export). */
     uint8_t *ctl;
     size_t ctl_len;
@@ -221,7 +241,7 @@ void fl_rma_ctl_unmake(struct flit_ep *ep);
 bool fl_rma_ctl_attach(struct flit_ep *ep, uint32_t owner);
 flit_status fl_rma_map_remote(struct flit_ep *ep, struct flit_rma_remote *rm,
                               const struct fl_rma_info *in);
-void fl_rma_unmap_remote(struct flit_rma_remote *rm);
+void fl_rma_unmap_remote(struct flit_ep *ep, struct flit_rma_remote *rm);
 void fl_rma_blocks_free(struct flit_ep *ep);
 void fl_rma_peer_ctl_free(struct fl_rma_peer *p);
 

@@ -22,7 +22,7 @@ static flit_status remote_enter(struct flit_rma_remote *rm)
     flit_status st = fl_rma_enter(rm->ep);
     if (st != FLIT_OK)
         return st;
-    if (!rm->obj.live) {
+    if (!rm->obj.live || rm->releasing) {
         fl_ep_leave(rm->ep);
         return FLIT_ERR_INVALID_ARG;
     }
@@ -80,6 +80,10 @@ static flit_status cma_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool
         if (n > 0) {
             done += (size_t)n;
         } else if (n == -ESRCH) {
+            /* The owner's process is gone: the endpoint learns it now, so
+               that every path (flush, peer info, sends) agrees at once
+               rather than at the next periodic check. */
+            fl_ep_peer_down(ep, rm->owner, FLIT_ERR_PEER_DOWN);
             return FLIT_ERR_PEER_DOWN;
         } else if (n != -EINTR) {
             fl_info("rma: cross-memory attach to rank %u failed (%s); its regions "
