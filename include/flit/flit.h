@@ -262,7 +262,18 @@ FLIT_API flit_status flit_barrier(flit_ep_t *ep);
  *     }
  *
  * flit_ep_arm answers FLIT_OK when it is safe to sleep, FLIT_ERR_AGAIN when
- * work is already waiting. Senders make a system call only while armed.
+ * work is already waiting (a message, or a datagram not yet read). Senders
+ * make a system call only while armed. After FLIT_OK the descriptor turns
+ * readable for exactly these reasons:
+ *  - a message arrives, or a peer dies (its messages come back);
+ *  - over UDP, the reliability protocol has work of its own that cannot
+ *    wait for the next call: an acknowledgement to send (FLIT_ACK_DELAY_US
+ *    after data arrived), a retransmission falling due, a peer to declare
+ *    down (FLIT_PEER_TIMEOUT); a flit_poll then handles no message, and
+ *    the loop arms again. On shared memory nothing but a sender wakes it;
+ *  - another thread destroys the endpoint.
+ * Readiness is level-triggered until flit_poll (or flit_wait) runs; only
+ * arm after that, as above.
  */
 FLIT_API flit_status flit_ep_fd(flit_ep_t *ep, int *fd_out);
 FLIT_API flit_status flit_ep_arm(flit_ep_t *ep);

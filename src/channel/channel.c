@@ -21,6 +21,7 @@
 #include "channel/channel.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1038,7 +1039,12 @@ bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask)
         timerfd_settime(t->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
         t->timer_set = t->next_timer;
     }
-    return t->held_len != 0 || t->nrelease != 0;
+    if (t->held_len != 0 || t->nrelease != 0)
+        return true;
+    /* A datagram that came in since the last poll is work now: say so,
+       rather than let the caller sleep on a descriptor readable already. */
+    struct pollfd pfd = {.fd = t->ops->fd(t->d), .events = POLLIN};
+    return poll(&pfd, 1, 0) > 0;
 }
 
 void fl_chan_disarm(struct fl_tp_ep *t)

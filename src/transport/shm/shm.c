@@ -477,6 +477,9 @@ static int shm_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
 
 static bool shm_arm(struct fl_tp_ep *t, unsigned lane_mask)
 {
+    /* A wake-up meant for the last sleep (its sender saw the flag just
+       before we cleared it) would wake this one with nothing to do. */
+    fl_wake_drain(t->wake_sock);
     atomic_store_explicit(&t->hdr->sleeping, 1, memory_order_relaxed);
     /* The flag is visible before we look at the rings, pairing with the
        sender's fast fence in shm_commit. */
