@@ -604,6 +604,22 @@ double bench_latency_ns(bench_t *b, enum bench_kind kind, size_t size, bool wait
     return rtt / 2;
 }
 
+int bench_latency_samples(bench_t *b, enum bench_kind kind, size_t size,
+                          uint64_t target_ns, int min_n, uint64_t cap_ns, int max_n,
+                          double *out)
+{
+    struct point p = {.b = b, .kind = kind, .size = size};
+    run_pingpong(&p, 16); /* the warm-up */
+    uint64_t t0 = bench_now_ns(), now = t0;
+    int n = 0;
+    while (n < max_n && now - t0 < cap_ns && (n < min_n || now - t0 < target_ns)) {
+        uint64_t t = run_pingpong(&p, 1);
+        out[n++] = (double)t / 2;
+        now = bench_now_ns();
+    }
+    return n;
+}
+
 static uint64_t run_stream(void *ctx, uint64_t n)
 {
     struct point *p = ctx;

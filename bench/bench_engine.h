@@ -108,6 +108,17 @@ double bench_latency_ns(bench_t *b, enum bench_kind kind, size_t size, bool wait
 double bench_stream_ns(bench_t *b, enum bench_kind kind, size_t size, unsigned window,
                        uint64_t target_ns, int reps);
 
+/*
+ * Rank 0: one-way latencies (round trip / 2, spinning in flit_poll) of
+ * size-byte messages of an active-message kind, each round trip timed on
+ * its own, into out[]: after a few untimed ones, until target_ns has
+ * passed and min_n were made, or max_n were made, or cap_ns has passed.
+ * Returns how many.
+ */
+int bench_latency_samples(bench_t *b, enum bench_kind kind, size_t size,
+                          uint64_t target_ns, int min_n, uint64_t cap_ns, int max_n,
+                          double *out);
+
 /* Rank 0, raw baselines: flag one-way latency and ring time per message,
    in nanoseconds; negative when there is no raw baseline. */
 double bench_raw_latency_ns(bench_t *b, uint64_t target_ns, int reps);

@@ -11,14 +11,23 @@
  * raw UDP between the same two processes, over the same path, with the
  * datagram size flit uses (bench_udp.h):
  *
- *   latency     sendto/recvfrom ping-pong of the same size, one way: spinning
- *               (MSG_DONTWAIT) beside flit_poll, blocking beside flit_wait
- *   bandwidth   sendto/recvfrom streaming of the same size
- *   rate        8-byte datagrams streamed, one sendto each
+ *   latency     ping-pong of the same size, one way: spinning (MSG_DONTWAIT)
+ *               beside flit_poll, blocking beside flit_wait
+ *   bandwidth   streaming of the same size
+ *   rate        8-byte datagrams streamed, one per message
+ *
+ * (sendto/recvfrom for one datagram, sendmmsg/recvmmsg batches for more,
+ * as flit itself sends them: bench_udp.h)
  *
  *     flitrun -n 2 flit-bench [--quick] [--csv] [--plot FILE.png]
  *                             [--max-size BYTES] [--sizes LIST]
  *                             [--only SECTIONS] [--no-baselines]
+ *                             [--percentiles] [--retries N]
+ *
+ * A ratio is printed only beside a baseline of the figure's own size. A
+ * figure measured while a rank waited for its CPU is measured again (up to
+ * --retries times); one that never comes out clean is printed as "noisy",
+ * with the reason, instead of a number.
  *
  * Rank 0 drives and prints; rank 1 serves (bench_engine.c).
  */
@@ -33,6 +42,7 @@
 
 #include "bench_engine.h"
 #include "bench_rma.h"
+#include "bench_stats.h"
 #include "bench_util.h"
 
 #define PROG             "flit-bench"
@@ -43,12 +53,23 @@
 #define LAT_REPS         5
 #define BW_REPS          5
 #define MAX_POINTS       64
+#define RETRIES          3    /* --quick: 1 */
+#define NOISY_SHARE      0.02 /* a rank waited for a CPU longer: noisy */
+#define SAMPLES_MIN      1000 /* --percentiles: round trips, at least */
+#define SAMPLES_MAX      65536
+#define SAMPLES_CAP_NS   20000000000ull /* ... unless this long passed */
+#define NOISY_NAMES      512            /* bytes of noisy row names for the plot */
+
+/* What emit returns for a figure that never came out clean. Passed back
+   as a baseline, it marks the figures beside it "baseline noisy". */
+#define NOISY (-1.0)
 
 enum { SEC_LATENCY = 1, SEC_BANDWIDTH = 2, SEC_RATE = 4, SEC_STREAM = 8, SEC_RMA = 16,
        SEC_ALL = 31 };
 
 struct opts {
-    bool csv, quick, no_baselines;
+    bool csv, quick, no_baselines, percentiles;
+    int retries; /* -1: the default */
     const char *plot;
     size_t max_size;
     unsigned sections;          /* SEC_* */
@@ -66,7 +87,8 @@ struct run {
     struct opts o;
     bench_t b;
     uint64_t lat_ns, bw_ns; /* time per point */
-    double raw_ns;          /* raw flag one-way; < 0 when none */
+    double raw_us;          /* raw flag one-way; NAN: none; NOISY */
+    bool raw_done;          /* raw_us was measured (or tried) */
     bool udp;               /* the peer is on UDP: raw UDP baselines */
     size_t dgram;           /* flit's datagram payload to the peer */
     struct series lat_med, lat_long, bw_med, bw_long;
@@ -74,21 +96,34 @@ struct run {
     int nmemcpy;
     /* noise: CPU time other work took from the ranks during a figure */
     uint64_t wait0, t0;
-    int figures, noisy;
+    int tries;    /* attempts at the current figure so far */
+    int nmemcpy0; /* memcpy baselines cached when the attempt began */
+    bool dirty;   /* the current figure's last attempt was noisy */
+    double share; /* ... the share of it a rank waited for a CPU */
+    int figures, noisy, remeasured;
+    char noisy_names[NOISY_NAMES]; /* plotted rows that came out noisy */
+    int noisy_plotted;
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: flitrun -n 2 " PROG " [options]\n"
-               "  --quick           fewer iterations (smoke tests, make demo)\n"
-               "  --csv             name,size,value,unit,baseline,ratio lines only\n"
-               "  --plot FILE.png   latency and bandwidth curves (needs gnuplot)\n"
-               "  --max-size BYTES  largest message (default 4M; k, M, G suffixes)\n"
-               "  --sizes LIST      these sizes only, e.g. 8,64k,1M (instead of 8 B\n"
-               "                    doubling up to --max-size)\n"
-               "  --only SECTIONS   some of latency,bandwidth,rate,stream,rma\n"
-               "  --no-baselines    flit's figures only (as under injected loss, where\n"
-               "                    a raw baseline cannot run)\n");
+    fprintf(f,
+            "usage: flitrun -n 2 " PROG " [options]\n"
+            "  --quick           fewer iterations (smoke tests, make demo)\n"
+            "  --csv             name,size,value,unit,baseline,ratio,note lines only\n"
+            "  --plot FILE.png   latency and bandwidth curves (needs gnuplot)\n"
+            "  --max-size BYTES  largest message (default 4M; k, M, G suffixes)\n"
+            "  --sizes LIST      these sizes only, e.g. 8,64k,1M (instead of 8 B\n"
+            "                    doubling up to --max-size)\n"
+            "  --only SECTIONS   some of latency,bandwidth,rate,stream,rma\n"
+            "  --no-baselines    flit's figures only (as under injected loss, where\n"
+            "                    a raw baseline cannot run)\n"
+            "  --percentiles     also time 8-byte short AM round trips one by one:\n"
+            "                    median, 99th percentile, mean, count (as under loss,\n"
+            "                    where a few long stalls make a mean meaningless)\n"
+            "  --retries N       measure a figure that lost its CPU again, up to N\n"
+            "                    times (default 3, 1 with --quick), then print it\n"
+            "                    as noisy\n");
 }
 
 /* A comma list of sizes into o->size_list, the largest into o->max_size. */
@@ -130,7 +165,7 @@ static bool parse_sections(const char *arg, unsigned *out)
 /* 0: go on; otherwise the exit status. */
 static int parse(int argc, char **argv, struct opts *o, bool talk)
 {
-    *o = (struct opts){.max_size = DEFAULT_MAX_SIZE, .sections = SEC_ALL};
+    *o = (struct opts){.max_size = DEFAULT_MAX_SIZE, .sections = SEC_ALL, .retries = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--csv") == 0) {
@@ -167,6 +202,19 @@ static int parse(int argc, char **argv, struct opts *o, bool talk)
             }
         } else if (strcmp(a, "--no-baselines") == 0) {
             o->no_baselines = true;
+        } else if (strcmp(a, "--percentiles") == 0) {
+            o->percentiles = true;
+        } else if (strcmp(a, "--retries") == 0 && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || v < 0 || v > 20) {
+                if (talk)
+                    fprintf(stderr,
+                            PROG ": --retries: '%s' is not a number from 0 to 20\n",
+                            argv[i]);
+                return 2;
+            }
+            o->retries = (int)v;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             if (talk)
                 usage(stdout);
@@ -179,6 +227,8 @@ static int parse(int argc, char **argv, struct opts *o, bool talk)
             return 2;
         }
     }
+    if (o->retries < 0)
+        o->retries = o->quick ? 1 : RETRIES;
     return 0;
 }
 
@@ -206,21 +256,35 @@ static void check_quiet(const struct run *r)
                others, cpus);
 }
 
-static void print_header(const struct run *r)
+/* "2026-11-22 09:14:39 UTC on vm (AMD EPYC, 2 CPUs online, Linux 6.18.44)":
+   when and where, for a table pasted elsewhere. */
+static void machine_line(char *buf, size_t len)
 {
     char host[512], date[64];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
     bench_host_info(host, sizeof host);
+    snprintf(buf, len, "%s on %s", date, host);
+}
+
+static void print_header(const struct run *r)
+{
+    char machine[640];
+    machine_line(machine, sizeof machine);
+    if (r->o.csv) {
+        /* Standard output is the CSV alone; the line goes where warnings go. */
+        fprintf(stderr, PROG ": measured %s\n", machine);
+        return;
+    }
     flit_peer_info_t info = {.struct_size = sizeof info};
     flit_ep_peer_info(r->b.ep, flit_rank(1), &info);
     printf(PROG ": flit %d.%d.%d, 2 ranks, one endpoint, rank 1 over %s%s%s\n",
            FLIT_VERSION_MAJOR, FLIT_VERSION_MINOR, FLIT_VERSION_PATCH, info.transport,
            info.address[0] ? " at " : "", info.address);
+    printf("  measured %s\n", machine);
     if (r->udp)
         printf("  path     %zu-byte datagrams (flit's, and the raw UDP baseline's)\n",
                r->dgram);
-    printf("  date     %s\n  host     %s\n", date, host);
     extern char **environ;
     int shown = 0;
     for (char **e = environ; *e; e++) {
@@ -240,8 +304,14 @@ static void print_header(const struct run *r)
            "streams keep\n"
            "           %u messages in flight (rate: %u), acknowledged every half "
            "window;\n"
-           "           ratio = flit / baseline\n",
-           LAT_REPS, (double)r->lat_ns / 1e6, BW_WINDOW, RATE_WINDOW);
+           "           ratio = flit / baseline of the same size (-: none of that "
+           "size);\n"
+           "           a figure during which a rank waited for a CPU more than "
+           "%.0f%% of the\n"
+           "           time is measured again, up to %d times, then shown as "
+           "noisy\n",
+           LAT_REPS, (double)r->lat_ns / 1e6, BW_WINDOW, RATE_WINDOW, NOISY_SHARE * 100,
+           r->o.retries);
 }
 
 static void print_section(const struct run *r, const char *title, const char *baseline,
@@ -267,64 +337,132 @@ struct unit {
 static const struct unit U_US = {"us", "us", 1, 3};
 static const struct unit U_MBS = {"MB/s", "MB/s", 1, 1};
 static const struct unit U_RATE = {"Mmsg/s", "M/s", 1, 2};
+static const struct unit U_COUNT = {"count", "", 1, 0};
 
-/* A figure's measuring starts: see emit. */
+/*
+ * An attempt at a figure starts: see again. Every figure is measured as
+ *
+ *     do {
+ *         begin(r);
+ *         ... measure the figure and the baselines of this attempt ...
+ *     } while (again(r));
+ *     emit(r, ...);
+ */
 static void begin(struct run *r)
 {
+    r->nmemcpy0 = r->nmemcpy;
     r->wait0 = bench_sched_wait_ns(&r->b);
     r->t0 = bench_now_ns();
 }
 
 /*
- * Whether, since begin, either rank waited for a CPU held by other work for
- * more than 2% of the time: a spinning peer that loses its CPU makes the
- * figure a measure of the scheduler.
+ * Whether to measure the figure again. An attempt during which either rank
+ * waited for a CPU held by other work for more than NOISY_SHARE of the time
+ * measured the scheduler (a spinning peer that loses its CPU for one tick
+ * turns 0.2 us into 4 ms); it is made again, up to --retries times. If the
+ * last attempt was noisy too, r->dirty tells emit so.
  */
-static bool noisy(struct run *r)
+static bool again(struct run *r)
 {
     uint64_t elapsed = bench_now_ns() - r->t0;
     uint64_t waited = bench_sched_wait_ns(&r->b) - r->wait0;
-    return waited * 50 > elapsed;
+    r->share = elapsed ? (double)waited / (double)elapsed : 0;
+    r->dirty = r->share > NOISY_SHARE;
+    if (r->dirty)
+        r->nmemcpy = r->nmemcpy0; /* memcpy baselines of this attempt: noise too */
+    if (r->dirty && r->tries < r->o.retries) {
+        r->tries++;
+        return true;
+    }
+    if (r->tries && !r->dirty)
+        r->remeasured++;
+    r->tries = 0;
+    return false;
+}
+
+/* The rows the plot draws: a noisy one is named on the plot. */
+static void note_plotted(struct run *r, const char *name, const char *figure,
+                         const char *sz)
+{
+    static const char *const plotted[] = {"latency_medium", "latency_long",
+                                          "bandwidth_medium", "bandwidth_long"};
+    for (size_t i = 0; i < sizeof plotted / sizeof plotted[0]; i++) {
+        if (strcmp(name, plotted[i]) != 0)
+            continue;
+        size_t o = strlen(r->noisy_names);
+        snprintf(r->noisy_names + o, sizeof r->noisy_names - o, "%s%s %s %s",
+                 o ? ", " : "", i < 2 ? "latency" : "bandwidth", figure, sz);
+        r->noisy_plotted++;
+    }
 }
 
 /*
- * One figure, measured since begin: a table row or a CSV line. size < 0:
- * none. base < 0 or NAN: no baseline.
+ * One figure, measured by the attempts since the last again: a table row or
+ * a CSV line. size < 0: none. base: the baseline measured at base_size
+ * bytes (NAN: none; NOISY: its own row came out noisy); the ratio is shown
+ * only when base_size is the figure's size. Returns value, or NOISY when
+ * the figure never came out clean: pass that on where it is a baseline.
  */
-static void emit(struct run *r, const char *name, const char *figure, double size,
-                 double value, double base, const struct unit *u)
+static double emit(struct run *r, const char *name, const char *figure, double size,
+                   double value, double base, double base_size, const struct unit *u)
 {
+    bool dirty = r->dirty;
+    bool same = size == base_size;
+    bool base_noisy = same && base == NOISY;
     bool has_base = base > 0 && isfinite(base);
-    double ratio = has_base ? value / base : NAN;
-    bool mark = noisy(r);
+    double ratio = bench_ratio(value, size, base, base_size);
     r->figures++;
-    r->noisy += mark;
+    r->noisy += dirty;
+    char sz[32] = "", why[96] = "";
+    if (size >= 0)
+        bench_fmt_size(sz, sizeof sz, size);
+    if (dirty) {
+        snprintf(why, sizeof why,
+                 "noisy: the ranks waited for a CPU %.0f%% of the time (%d attempts)",
+                 r->share * 100, r->o.retries + 1);
+        note_plotted(r, name, figure, sz);
+    } else if (base_noisy) {
+        snprintf(why, sizeof why, "baseline noisy");
+    }
     if (r->o.csv) {
         printf("%s,", name);
         if (size >= 0)
             printf("%.0f", size);
-        printf(",%.4f,%s,", value, u->csv_unit);
-        if (has_base)
+        printf(",");
+        if (!dirty)
+            printf("%.4f", value);
+        printf(",%s,", u->csv_unit);
+        if (!dirty && isfinite(ratio))
             printf("%.4f,%.4f", base, ratio);
         else
             printf(",");
-        printf("\n");
+        printf(",%s\n", why);
         fflush(stdout);
-        return;
+        return dirty ? NOISY : value;
     }
-    char sz[32] = "", v[32], bs[32] = "n/a", ra[16] = "";
-    if (size >= 0)
-        bench_fmt_size(sz, sizeof sz, size);
-    snprintf(v, sizeof v, "%.*f %s", u->prec, value * u->scale, u->cell);
-    if (has_base) {
+    char v[32] = "noisy", bs[32] = "n/a", ra[16] = "";
+    if (!dirty)
+        snprintf(v, sizeof v, "%.*f %s", u->prec, value * u->scale, u->cell);
+    if (dirty) {
+        bs[0] = '\0';
+    } else if (isfinite(ratio)) {
         snprintf(bs, sizeof bs, "%.*f %s", u->prec, base * u->scale, u->cell);
         snprintf(ra, sizeof ra, "%.2f", ratio);
+    } else if (base_noisy) {
+        snprintf(bs, sizeof bs, "noisy");
+    } else if (has_base || base == NOISY) {
+        /* a baseline of another size: no ratio to it */
+        snprintf(bs, sizeof bs, "-");
+        snprintf(ra, sizeof ra, "-");
     }
-    printf("  %-26s %9s %13s %13s %7s%s", figure, sz, v, bs, ra, mark ? "*" : " ");
-    if (u == &U_MBS)
+    printf("  %-26s %9s %13s %13s %7s", figure, sz, v, bs, ra);
+    if (u == &U_MBS && !dirty)
         printf("  %9.2f", value / 1000);
+    if (dirty)
+        printf("  %s", why);
     printf("\n");
     fflush(stdout);
+    return dirty ? NOISY : value;
 }
 
 static void add(struct series *s, double size, double value, double base)
@@ -386,77 +524,153 @@ static double memcpy_baseline(struct run *r, size_t size)
 
 /* ---- the sections ---- */
 
-/* The baseline of a size-byte ping-pong: the raw flag's 8 bytes on shared
-   memory (the floor at any size); over UDP a raw ping-pong of that size. */
+/*
+ * The raw flag ping-pong, once per run (the latency section measures it,
+ * or the one-sided one when it runs alone): r->raw_us.
+ */
+static void raw_flag(struct run *r)
+{
+    if (r->raw_done || r->udp || r->o.no_baselines)
+        return;
+    r->raw_done = true;
+    double ns;
+    do {
+        begin(r);
+        ns = bench_raw_latency_ns(&r->b, r->lat_ns, LAT_REPS);
+    } while (again(r));
+    if (ns > 0)
+        r->raw_us = emit(r, "latency_raw_flag", "raw flag (the baseline)", 8, ns / 1e3,
+                         NAN, NAN, &U_US);
+}
+
+/* The baseline of a size-byte ping-pong: on shared memory the raw flag,
+   measured at 8 bytes only (latency_base_size); over UDP a raw ping-pong
+   of that size. */
 static double latency_base_us(struct run *r, size_t size, bool blocking)
 {
     if (!r->udp)
-        return r->raw_ns / 1e3;
+        return r->raw_us;
     return bench_udp_latency_ns(&r->b, size, r->dgram, blocking, r->lat_ns, LAT_REPS) /
            1e3;
+}
+
+static double latency_base_size(const struct run *r, size_t size)
+{
+    return r->udp ? (double)size : 8;
+}
+
+/*
+ * --percentiles: 8-byte short AM round trips timed one by one. Under loss
+ * a few round trips wait for a retransmission (milliseconds) among
+ * thousands that do not (microseconds): the median says what most see, the
+ * 99th percentile and the mean what the stalls cost, and the count how
+ * much to trust the tail.
+ */
+static void distribution(struct run *r)
+{
+    static double v[SAMPLES_MAX];
+    int n;
+    do {
+        begin(r);
+        n = bench_latency_samples(&r->b, BENCH_SHORT, 8, r->lat_ns, SAMPLES_MIN,
+                                  SAMPLES_CAP_NS, SAMPLES_MAX, v);
+    } while (again(r));
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += v[i];
+    double mean = n ? sum / n / 1e3 : NAN;
+    double p50 = bench_percentile(v, n, 50) / 1e3;
+    double p99 = bench_percentile(v, n, 99) / 1e3;
+    double max = n ? v[n - 1] / 1e3 : NAN; /* sorted by bench_percentile */
+    emit(r, "latency_short_p50", "short, 2 args: median", 8, p50, NAN, NAN, &U_US);
+    emit(r, "latency_short_p99", "short, 2 args: 99th pct", 8, p99, NAN, NAN, &U_US);
+    emit(r, "latency_short_max", "short, 2 args: slowest", 8, max, NAN, NAN, &U_US);
+    emit(r, "latency_short_mean", "short, 2 args: mean", 8, mean, NAN, NAN, &U_US);
+    emit(r, "latency_short_samples", "round trips timed", 8, n, NAN, NAN, &U_COUNT);
 }
 
 static void latency_section(struct run *r)
 {
     bench_t *b = &r->b;
     print_section(r, "LATENCY, one way (round trip / 2), spinning in flit_poll",
-                  r->udp ? "raw UDP sendto/recvfrom ping-pong of the same size between "
-                           "the same two\n            processes: spinning "
-                           "(MSG_DONTWAIT), and blocking beside flit_wait"
+                  r->udp ? "raw UDP ping-pong of the same size between the same two "
+                           "processes:\n            spinning (MSG_DONTWAIT), and "
+                           "blocking beside flit_wait"
                          : "raw shared-memory flag ping-pong between the same two "
-                           "processes",
+                           "processes (8 B)",
                   false);
-    begin(r);
-    double raw_us, wait_base_us;
+    double raw_us = NAN, wait_base_us = NAN, v, base, ns;
     if (r->o.no_baselines) {
-        raw_us = wait_base_us = NAN;
+        /* no baselines */
     } else if (r->udp) {
-        raw_us = latency_base_us(r, 8, false);
-        emit(r, "latency_raw_udp", "raw UDP, spinning", 8, raw_us, NAN, &U_US);
-        begin(r);
-        wait_base_us = latency_base_us(r, 8, true);
-        emit(r, "latency_raw_udp_blocking", "raw UDP, blocking", 8, wait_base_us, NAN,
-             &U_US);
+        do {
+            begin(r);
+            v = latency_base_us(r, 8, false);
+        } while (again(r));
+        raw_us = emit(r, "latency_raw_udp", "raw UDP, spinning", 8, v, NAN, NAN, &U_US);
+        do {
+            begin(r);
+            v = latency_base_us(r, 8, true);
+        } while (again(r));
+        wait_base_us = emit(r, "latency_raw_udp_blocking", "raw UDP, blocking", 8, v, NAN,
+                            NAN, &U_US);
     } else {
-        r->raw_ns = bench_raw_latency_ns(b, r->lat_ns, LAT_REPS);
-        raw_us = wait_base_us = r->raw_ns / 1e3;
-        if (r->raw_ns > 0)
-            emit(r, "latency_raw_flag", "raw flag (the baseline)", 8, raw_us, NAN, &U_US);
+        raw_flag(r);
+        raw_us = wait_base_us = r->raw_us;
     }
     for (unsigned nargs = 0; nargs <= 4; nargs++) {
         char fig[40];
         snprintf(fig, sizeof fig, "short, %u arg%s", nargs, nargs == 1 ? "" : "s");
-        begin(r);
-        double ns =
-            bench_latency_ns(b, BENCH_SHORT, 4 * nargs, false, r->lat_ns, LAT_REPS);
-        emit(r, "latency_short", fig, 4 * nargs, ns / 1e3, raw_us, &U_US);
+        do {
+            begin(r);
+            ns = bench_latency_ns(b, BENCH_SHORT, 4 * nargs, false, r->lat_ns, LAT_REPS);
+        } while (again(r));
+        emit(r, "latency_short", fig, 4 * nargs, ns / 1e3, raw_us, 8, &U_US);
     }
-    begin(r);
-    double ns = bench_latency_ns(b, BENCH_SHORT, 8, true, r->lat_ns, LAT_REPS);
+    do {
+        begin(r);
+        ns = bench_latency_ns(b, BENCH_SHORT, 8, true, r->lat_ns, LAT_REPS);
+    } while (again(r));
     emit(r, "latency_short_wait", "short, 2 args, flit_wait", 8, ns / 1e3, wait_base_us,
-         &U_US);
+         8, &U_US);
+    if (r->o.percentiles)
+        distribution(r);
 
     size_t sz[MAX_POINTS];
     int n = sizes(&r->o, sz);
     for (int i = 0; i < n && sz[i] <= FLIT_AM_MAX_MEDIUM; i++) {
-        begin(r);
-        double base = latency_base_us(r, sz[i], false);
-        ns = bench_latency_ns(b, BENCH_MEDIUM, sz[i], false, r->lat_ns, LAT_REPS);
-        emit(r, "latency_medium", "medium", (double)sz[i], ns / 1e3, base, &U_US);
-        add(&r->lat_med, (double)sz[i], ns / 1e3, base);
+        double bsz = latency_base_size(r, sz[i]);
+        do {
+            begin(r);
+            base = latency_base_us(r, sz[i], false);
+            ns = bench_latency_ns(b, BENCH_MEDIUM, sz[i], false, r->lat_ns, LAT_REPS);
+        } while (again(r));
+        v = emit(r, "latency_medium", "medium", (double)sz[i], ns / 1e3, base, bsz,
+                 &U_US);
+        add(&r->lat_med, (double)sz[i], v, bsz == (double)sz[i] ? base : NAN);
     }
     for (int i = 0; i < n; i++) {
-        begin(r);
-        double base = latency_base_us(r, sz[i], false);
-        ns = bench_latency_ns(b, BENCH_LONG, sz[i], false, r->lat_ns, LAT_REPS);
-        emit(r, "latency_long", "long", (double)sz[i], ns / 1e3, base, &U_US);
-        add(&r->lat_long, (double)sz[i], ns / 1e3, base);
+        double bsz = latency_base_size(r, sz[i]);
+        do {
+            begin(r);
+            base = latency_base_us(r, sz[i], false);
+            ns = bench_latency_ns(b, BENCH_LONG, sz[i], false, r->lat_ns, LAT_REPS);
+        } while (again(r));
+        v = emit(r, "latency_long", "long", (double)sz[i], ns / 1e3, base, bsz, &U_US);
+        add(&r->lat_long, (double)sz[i], v, bsz == (double)sz[i] ? base : NAN);
     }
 }
 
 static double mbps(size_t size, double ns_per_msg)
 {
     return ns_per_msg > 0 ? (double)size / ns_per_msg * 1e3 : isnan(ns_per_msg) ? NAN : 0;
+}
+
+/* A baseline measured in the attempts of a figure that came out noisy is
+   noise too. */
+static double unless_noisy(double figure, double base)
+{
+    return figure == NOISY ? NOISY : base;
 }
 
 static void bandwidth_section(struct run *r)
@@ -467,27 +681,34 @@ static void bandwidth_section(struct run *r)
              "BANDWIDTH, streaming one way, %u messages in flight (MB/s = 1e6 B/s)",
              BW_WINDOW);
     print_section(r, title,
-                  r->udp ? "raw UDP sendto/recvfrom streaming of the same size, "
-                           "same datagrams"
+                  r->udp ? "raw UDP streaming of the same size, same datagrams, "
+                           "batched (sendmmsg/recvmmsg)"
                          : "single-core memcpy of the same size, cache-warm",
                   true);
     size_t sz[MAX_POINTS];
     int n = sizes(&r->o, sz);
+    double base, v;
     for (int i = 0; i < n && sz[i] <= FLIT_AM_MAX_MEDIUM; i++) {
-        begin(r);
-        double base = bandwidth_base(r, sz[i]);
-        double v = mbps(
-            sz[i], bench_stream_ns(b, BENCH_MEDIUM, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
-        emit(r, "bandwidth_medium", "medium", (double)sz[i], v, base, &U_MBS);
-        add(&r->bw_med, (double)sz[i], v, base);
+        do {
+            begin(r);
+            base = bandwidth_base(r, sz[i]);
+            v = mbps(sz[i], bench_stream_ns(b, BENCH_MEDIUM, sz[i], BW_WINDOW, r->bw_ns,
+                                            BW_REPS));
+        } while (again(r));
+        v = emit(r, "bandwidth_medium", "medium", (double)sz[i], v, base, (double)sz[i],
+                 &U_MBS);
+        add(&r->bw_med, (double)sz[i], v, unless_noisy(v, base));
     }
     for (int i = 0; i < n; i++) {
-        begin(r);
-        double base = bandwidth_base(r, sz[i]);
-        double v = mbps(
-            sz[i], bench_stream_ns(b, BENCH_LONG, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
-        emit(r, "bandwidth_long", "long", (double)sz[i], v, base, &U_MBS);
-        add(&r->bw_long, (double)sz[i], v, base);
+        do {
+            begin(r);
+            base = bandwidth_base(r, sz[i]);
+            v = mbps(sz[i],
+                     bench_stream_ns(b, BENCH_LONG, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
+        } while (again(r));
+        v = emit(r, "bandwidth_long", "long", (double)sz[i], v, base, (double)sz[i],
+                 &U_MBS);
+        add(&r->bw_long, (double)sz[i], v, unless_noisy(v, base));
     }
 }
 
@@ -499,21 +720,29 @@ static void rate_section(struct run *r)
              "MESSAGE RATE, 8-byte short AMs (2 args) one way, %u in flight",
              RATE_WINDOW);
     print_section(r, title,
-                  r->udp ? "raw UDP: 8-byte datagrams streamed, one sendto each"
+                  r->udp ? "raw UDP: 8-byte datagrams streamed, one per message, "
+                           "16 per sendmmsg"
                          : "raw single-producer ring of 64-byte slots in shared memory",
                   false);
-    begin(r);
-    double raw = r->o.no_baselines ? NAN
-                 : r->udp ? bench_udp_stream_ns(b, 8, r->dgram, RATE_WINDOW, r->bw_ns, BW_REPS)
-                          : bench_raw_stream_ns(b, r->bw_ns, BW_REPS);
-    double raw_m = raw > 0 ? 1e3 / raw : NAN;
-    if (raw > 0)
-        emit(r, r->udp ? "rate_raw_udp" : "rate_raw_ring",
-             r->udp ? "raw UDP (the baseline)" : "raw ring (the baseline)", 8, raw_m, NAN,
-             &U_RATE);
-    begin(r);
-    double ns = bench_stream_ns(b, BENCH_SHORT, 8, RATE_WINDOW, r->bw_ns, BW_REPS);
-    emit(r, "rate_short", "short, 2 args", 8, ns > 0 ? 1e3 / ns : 0, raw_m, &U_RATE);
+    double raw_m = NAN, ns;
+    if (!r->o.no_baselines) {
+        double raw;
+        do {
+            begin(r);
+            raw = r->udp ? bench_udp_stream_ns(b, 8, r->dgram, RATE_WINDOW, r->bw_ns,
+                                               BW_REPS)
+                         : bench_raw_stream_ns(b, r->bw_ns, BW_REPS);
+        } while (again(r));
+        if (raw > 0)
+            raw_m = emit(r, r->udp ? "rate_raw_udp" : "rate_raw_ring",
+                         r->udp ? "raw UDP (the baseline)" : "raw ring (the baseline)", 8,
+                         1e3 / raw, NAN, NAN, &U_RATE);
+    }
+    do {
+        begin(r);
+        ns = bench_stream_ns(b, BENCH_SHORT, 8, RATE_WINDOW, r->bw_ns, BW_REPS);
+    } while (again(r));
+    emit(r, "rate_short", "short, 2 args", 8, ns > 0 ? 1e3 / ns : 0, raw_m, 8, &U_RATE);
 }
 
 static double median3(double a, double b, double c)
@@ -552,30 +781,45 @@ static void stream_section(struct run *r)
                   "stream: the short AM (2 args) answered the same way; tagged: the "
                   "stream of that size",
                   false);
+    raw_flag(r); /* when the latency section did not run */
     /* Untimed first runs: the layers' free lists and the tagged request
        pool grow to their working size here, not inside a figure. */
     bench_latency_ns(b, BENCH_STREAM, 8, false, r->lat_ns / 4, 1);
     bench_latency_ns(b, BENCH_TAGGED, 8, false, r->lat_ns / 4, 1);
-    begin(r);
-    double am_us = bench_latency_ns(b, BENCH_SHORT, 8, false, r->lat_ns, LAT_REPS) / 1e3;
-    emit(r, "latency_short", "short AM, reply in handler", 8, am_us,
-         latency_base_us(r, 8, false), &U_US);
+    double ns, base;
+    do {
+        begin(r);
+        ns = bench_latency_ns(b, BENCH_SHORT, 8, false, r->lat_ns, LAT_REPS);
+        base = latency_base_us(r, 8, false);
+    } while (again(r));
+    emit(r, "latency_short", "short AM, reply in handler", 8, ns / 1e3, base, 8, &U_US);
     /* Stream handlers may not send: rank 1 answers from its loop, after
        flit_poll returns, and so does this AM figure, the fair baseline. */
-    begin(r);
-    am_us = bench_latency_ns(b, BENCH_SHORT_LOOP, 8, false, r->lat_ns, LAT_REPS) / 1e3;
-    emit(r, "latency_short_loop", "short AM, answered by loop", 8, am_us,
-         latency_base_us(r, 8, false), &U_US);
+    do {
+        begin(r);
+        ns = bench_latency_ns(b, BENCH_SHORT_LOOP, 8, false, r->lat_ns, LAT_REPS);
+        base = latency_base_us(r, 8, false);
+    } while (again(r));
+    double am_us = emit(r, "latency_short_loop", "short AM, answered by loop", 8,
+                        ns / 1e3, base, 8, &U_US);
     size_t sz[MAX_POINTS];
     int n = sizes(&r->o, sz);
     for (int i = 0; i < n; i++) {
-        begin(r);
-        double st = bench_latency_ns(b, BENCH_STREAM, sz[i], false, r->lat_ns, LAT_REPS) / 1e3;
-        emit(r, "latency_stream", "stream, 1 piece", (double)sz[i], st,
-             sz[i] == 8 ? am_us : NAN, &U_US);
-        begin(r);
-        double tg = bench_latency_ns(b, BENCH_TAGGED, sz[i], false, r->lat_ns, LAT_REPS) / 1e3;
-        emit(r, "latency_tagged", "tagged send/recv", (double)sz[i], tg, st, &U_US);
+        double st, tg;
+        do {
+            begin(r);
+            st = bench_latency_ns(b, BENCH_STREAM, sz[i], false, r->lat_ns, LAT_REPS) /
+                 1e3;
+        } while (again(r));
+        st = emit(r, "latency_stream", "stream, 1 piece", (double)sz[i], st, am_us, 8,
+                  &U_US);
+        do {
+            begin(r);
+            tg = bench_latency_ns(b, BENCH_TAGGED, sz[i], false, r->lat_ns, LAT_REPS) /
+                 1e3;
+        } while (again(r));
+        emit(r, "latency_tagged", "tagged send/recv", (double)sz[i], tg, st,
+             (double)sz[i], &U_US);
     }
 
     char title[160];
@@ -592,18 +836,24 @@ static void stream_section(struct run *r)
     for (int i = 0; i < n; i++) {
         if (sz[i] < 16)
             continue;
-        begin(r);
-        double base = bandwidth_base(r, sz[i]);
+        double v, st_ns, tg_ns;
         enum bench_kind am = sz[i] <= FLIT_AM_MAX_MEDIUM ? BENCH_MEDIUM : BENCH_LONG;
-        double v = mbps(sz[i], bench_stream_ns(b, am, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
-        emit(r, "bandwidth_am", am == BENCH_MEDIUM ? "AM medium" : "AM long",
-             (double)sz[i], v, base, &U_MBS);
-        begin(r);
-        double st_ns, tg_ns;
-        stream_vs_tagged(r, sz[i], &st_ns, &tg_ns);
-        double st = mbps(sz[i], st_ns), tg = mbps(sz[i], tg_ns);
-        emit(r, "bandwidth_stream", "stream, 1 piece", (double)sz[i], st, base, &U_MBS);
-        emit(r, "bandwidth_tagged", "tagged (vs stream)", (double)sz[i], tg, st, &U_MBS);
+        do {
+            begin(r);
+            base = bandwidth_base(r, sz[i]);
+            v = mbps(sz[i], bench_stream_ns(b, am, sz[i], BW_WINDOW, r->bw_ns, BW_REPS));
+        } while (again(r));
+        v = emit(r, "bandwidth_am", am == BENCH_MEDIUM ? "AM medium" : "AM long",
+                 (double)sz[i], v, base, (double)sz[i], &U_MBS);
+        base = unless_noisy(v, base);
+        do {
+            begin(r);
+            stream_vs_tagged(r, sz[i], &st_ns, &tg_ns);
+        } while (again(r));
+        double st = emit(r, "bandwidth_stream", "stream, 1 piece", (double)sz[i],
+                         mbps(sz[i], st_ns), base, (double)sz[i], &U_MBS);
+        emit(r, "bandwidth_tagged", "tagged (vs stream)", (double)sz[i],
+             mbps(sz[i], tg_ns), st, (double)sz[i], &U_MBS);
     }
 }
 
@@ -622,33 +872,35 @@ static void rma_section(struct run *r)
                   r->udp ? "the short AM (2 args) of the same run"
                          : "raw shared-memory flag ping-pong (8 B: the ratio target is 1.5)",
                   false);
-    if (!r->udp && !(r->raw_ns > 0) && !r->o.no_baselines) {
-        begin(r);   /* the latency section did not run */
-        r->raw_ns = bench_raw_latency_ns(b, r->lat_ns, LAT_REPS);
-        if (r->raw_ns > 0)
-            emit(r, "latency_raw_flag", "raw flag (the baseline)", 8, r->raw_ns / 1e3, NAN,
-                 &U_US);
-    }
-    double base_us = r->raw_ns > 0 && !r->udp ? r->raw_ns / 1e3 : NAN;
+    raw_flag(r); /* when the latency section did not run */
+    double base_us = r->udp ? NAN : r->raw_us, v;
     if (r->udp) {
-        begin(r);
-        base_us = bench_latency_ns(b, BENCH_SHORT, 8, false, r->lat_ns, LAT_REPS) / 1e3;
-        emit(r, "latency_short", "short AM, 2 args", 8, base_us, NAN, &U_US);
+        do {
+            begin(r);
+            v = bench_latency_ns(b, BENCH_SHORT, 8, false, r->lat_ns, LAT_REPS) / 1e3;
+        } while (again(r));
+        base_us = emit(r, "latency_short", "short AM, 2 args", 8, v, NAN, NAN, &U_US);
     }
     size_t sz[MAX_POINTS];
     int n = sizes(&r->o, sz);
     for (int i = 0; i < n; i++) {
-        begin(r);
-        double v = bench_rma_put_latency_ns(b, sz[i], r->lat_ns, LAT_REPS) / 1e3;
-        emit(r, "latency_put", "put, visible at target", (double)sz[i], v,
-             sz[i] == 8 ? base_us : NAN, &U_US);
+        do {
+            begin(r);
+            v = bench_rma_put_latency_ns(b, sz[i], r->lat_ns, LAT_REPS) / 1e3;
+        } while (again(r));
+        emit(r, "latency_put", "put, visible at target", (double)sz[i], v, base_us, 8,
+             &U_US);
     }
-    begin(r);
-    double v = bench_rma_notify_latency_ns(b, 8, r->lat_ns, LAT_REPS) / 1e3;
-    emit(r, "latency_put_notify", "put + notification", 8, v, base_us, &U_US);
-    begin(r);
-    v = bench_rma_get_latency_ns(b, 8, r->lat_ns, LAT_REPS) / 1e3;
-    emit(r, "latency_get", "get (blocking)", 8, v, NAN, &U_US);
+    do {
+        begin(r);
+        v = bench_rma_notify_latency_ns(b, 8, r->lat_ns, LAT_REPS) / 1e3;
+    } while (again(r));
+    emit(r, "latency_put_notify", "put + notification", 8, v, base_us, 8, &U_US);
+    do {
+        begin(r);
+        v = bench_rma_get_latency_ns(b, 8, r->lat_ns, LAT_REPS) / 1e3;
+    } while (again(r));
+    emit(r, "latency_get", "get (blocking)", 8, v, NAN, NAN, &U_US);
 
     print_section(r, "ONE-SIDED: put bandwidth, 16 puts in flight, then a flush",
                   r->udp ? "the long AM of the same size" : "single-core memcpy, cache-warm",
@@ -656,117 +908,220 @@ static void rma_section(struct run *r)
     for (int i = 0; i < n; i++) {
         if (sz[i] < 1024)
             continue;
-        begin(r);
-        double base = r->udp ? mbps(sz[i], bench_stream_ns(b, BENCH_LONG, sz[i], BW_WINDOW,
-                                                           r->bw_ns, BW_REPS))
-                             : bandwidth_base(r, sz[i]);
-        double bw = bench_rma_put_mbps(b, sz[i], 16, r->bw_ns, BW_REPS);
-        emit(r, "bandwidth_put", "put", (double)sz[i], bw, base, &U_MBS);
+        double base, bw;
+        do {
+            begin(r);
+            base = r->udp ? mbps(sz[i], bench_stream_ns(b, BENCH_LONG, sz[i], BW_WINDOW,
+                                                        r->bw_ns, BW_REPS))
+                          : bandwidth_base(r, sz[i]);
+            bw = bench_rma_put_mbps(b, sz[i], 16, r->bw_ns, BW_REPS);
+        } while (again(r));
+        emit(r, "bandwidth_put", "put", (double)sz[i], bw, base, (double)sz[i], &U_MBS);
     }
     bench_rma_teardown(b);
 }
 
-/*
- * The smallest size whose bandwidth reaches half of the series' peak,
- * interpolated linearly between the two measured sizes around it.
- */
-static double n_half(const double *size, const double *bw, int n, double *peak_out)
-{
-    double peak = 0;
-    for (int i = 0; i < n; i++)
-        peak = bw[i] > peak ? bw[i] : peak;
-    *peak_out = peak > 0 ? peak : NAN;
-    if (!(peak > 0))
-        return NAN; /* no figure at all (a baseline that gave up) */
-    for (int i = 0; i < n; i++) {
-        if (!(bw[i] >= peak / 2)) /* below, or missing */
-            continue;
-        if (i == 0 || !isfinite(bw[i - 1]))
-            return size[i];
-        double f = (peak / 2 - bw[i - 1]) / (bw[i] - bw[i - 1]);
-        return size[i - 1] + f * (size[i] - size[i - 1]);
-    }
-    return NAN;
-}
-
+/* Long-message N1/2 and peak bandwidth, flit's and its baseline's, from the
+   bandwidth section's sweep (bench_nhalf: only where the sweep can tell). */
 static void nhalf_section(struct run *r)
 {
     const struct series *s = &r->bw_long;
-    if (s->n < 2)
-        return; /* a curve needs more than one point */
-    double peak, bpeak;
-    double nh = n_half(s->size, s->value, s->n, &peak);
-    double bnh = n_half(s->size, s->base, s->n, &bpeak);
+    struct bench_nhalf f = bench_nhalf(s->size, s->value, s->n);
+    struct bench_nhalf g = bench_nhalf(s->size, s->base, s->n);
+    bool both = f.kind == BENCH_NHALF_OK && g.kind == BENCH_NHALF_OK;
+    bool peaks = isfinite(f.peak) && isfinite(g.peak);
+    char fwhy[160], gwhy[160];
+    bench_nhalf_why(&f, fwhy, sizeof fwhy);
+    bench_nhalf_why(&g, gwhy, sizeof gwhy);
     if (r->o.csv) {
-        /* A baseline that gave up leaves its fields empty. */
-        printf("nhalf_long,,%.0f,B,", nh);
-        if (isfinite(bnh))
-            printf("%.0f,%.4f", bnh, nh / bnh);
+        /* An empty value: no figure, the note says why. */
+        printf("nhalf_long,,");
+        if (f.kind == BENCH_NHALF_OK)
+            printf("%.0f", f.value);
+        printf(",B,");
+        if (both)
+            printf("%.0f,%.4f", g.value, f.value / g.value);
         else
             printf(",");
-        printf("\npeak_bandwidth_long,,%.2f,MB/s,", peak);
-        if (isfinite(bpeak))
-            printf("%.2f,%.4f", bpeak, peak / bpeak);
+        printf(",%s%s%s%s\n", fwhy, fwhy[0] && gwhy[0] ? "; " : "",
+               gwhy[0] ? "baseline: " : "", gwhy);
+        printf("peak_bandwidth_long,,");
+        if (isfinite(f.peak))
+            printf("%.2f", f.peak);
+        printf(",MB/s,");
+        if (peaks)
+            printf("%.2f,%.4f", g.peak, f.peak / g.peak);
         else
             printf(",");
-        printf("\n");
+        printf(",%s\n", isfinite(f.peak) ? "" : "no long bandwidth figure");
         return;
     }
     print_section(r, "N1/2: smallest size reaching half the peak long bandwidth",
                   r->udp ? "raw UDP streaming's own N1/2 and peak"
                          : "memcpy's own N1/2 and peak",
                   false);
-    char a[32], c[32] = "n/a", q[16] = "";
-    bench_fmt_size(a, sizeof a, nh);
-    if (isfinite(bnh)) {
-        bench_fmt_size(c, sizeof c, bnh);
-        snprintf(q, sizeof q, "%7.2f", nh / bnh);
-    }
+    char a[32], c[32], q[16] = "";
+    bench_nhalf_cell(&f, a, sizeof a);
+    bench_nhalf_cell(&g, c, sizeof c);
+    if (both)
+        snprintf(q, sizeof q, "%7.2f", f.value / g.value);
     printf("  %-26s %9s %13s %13s %s\n", "long N1/2", "", a, c, q);
-    snprintf(a, sizeof a, "%.2f GB/s", peak / 1000);
+    if (fwhy[0])
+        printf("    flit: %s\n", fwhy);
+    if (gwhy[0])
+        printf("    baseline: %s\n", gwhy);
+    snprintf(a, sizeof a, "n/a");
     snprintf(c, sizeof c, "n/a");
     q[0] = '\0';
-    if (isfinite(bpeak)) {
-        snprintf(c, sizeof c, "%.2f GB/s", bpeak / 1000);
-        snprintf(q, sizeof q, "%7.2f", peak / bpeak);
-    }
+    if (isfinite(f.peak))
+        snprintf(a, sizeof a, "%.2f GB/s", f.peak / 1000);
+    if (isfinite(g.peak))
+        snprintf(c, sizeof c, "%.2f GB/s", g.peak / 1000);
+    if (peaks)
+        snprintf(q, sizeof q, "%7.2f", f.peak / g.peak);
     printf("  %-26s %9s %13s %13s %s\n", "long peak bandwidth", "", a, c, q);
 }
 
 static void noise_note(const struct run *r)
 {
-    if (!r->noisy)
-        return;
     if (r->o.csv) {
-        fprintf(stderr,
-                PROG ": warning: %d of %d figures were measured while "
-                     "other processes took CPU time from the ranks: noise\n",
-                r->noisy, r->figures);
+        if (r->noisy)
+            fprintf(stderr,
+                    PROG ": warning: %d of %d figures never came out clean in %d "
+                         "attempts (a rank waited for a CPU that other work held): "
+                         "their lines say noisy and carry no value\n",
+                    r->noisy, r->figures, r->o.retries + 1);
+        if (r->remeasured)
+            fprintf(stderr,
+                    PROG ": %d figures were measured again after a noisy attempt\n",
+                    r->remeasured);
         return;
     }
-    printf("\n  * %d of %d figures: while measuring, other processes held a CPU "
-           "a rank needed\n    for more than 2%% of the time; those figures "
-           "measure the scheduler, not flit\n",
-           r->noisy, r->figures);
+    if (r->noisy)
+        printf("\n  noisy: %d of %d figures never came out clean in %d attempts: during "
+               "each, a\n  rank waited for a CPU that other work held for more than "
+               "%.0f%% of the time, so\n  they would measure the scheduler, not flit; "
+               "a quieter machine gives them\n",
+               r->noisy, r->figures, r->o.retries + 1, NOISY_SHARE * 100);
+    if (r->remeasured)
+        printf("%s  %d figure%s measured again after a noisy attempt, then clean\n",
+               r->noisy ? "" : "\n", r->remeasured,
+               r->remeasured == 1 ? " was" : "s were");
 }
 
 /* ---- plot ---- */
 
+static void put_value(FILE *f, double v)
+{
+    if (v > 0 && isfinite(v))
+        fprintf(f, " %.6g", v);
+    else
+        fprintf(f, " ?"); /* missing, or noisy: no point */
+}
+
+/* Rows of size, a, b, b's baseline; '?' where there is no point. */
 static bool write_series(const char *path, const struct series *a, const struct series *b)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return false;
-    /* size, a, b, baseline; '?' where a series has no point */
     for (int i = 0; i < b->n; i++) {
-        fprintf(f, "%.0f ", b->size[i]);
-        if (i < a->n && a->size[i] == b->size[i])
-            fprintf(f, "%.6g ", a->value[i]);
-        else
-            fprintf(f, "? ");
-        fprintf(f, "%.6g %.6g\n", b->value[i], b->base[i] > 0 ? b->base[i] : NAN);
+        fprintf(f, "%.0f", b->size[i]);
+        put_value(f, i < a->n && a->size[i] == b->size[i] ? a->value[i] : NAN);
+        put_value(f, b->value[i]);
+        put_value(f, b->base[i]);
+        fprintf(f, "\n");
     }
     return fclose(f) == 0;
+}
+
+/* Sizes at which a series has a baseline point. */
+static int base_points(const struct series *s, double *at)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->base[i] > 0 && isfinite(s->base[i])) {
+            *at = s->size[i];
+            n++;
+        }
+    return n;
+}
+
+/* Whether a series (values or baseline) has a point to draw. */
+static bool drawable(const struct series *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if ((s->value[i] > 0 && isfinite(s->value[i])) ||
+            (s->base[i] > 0 && isfinite(s->base[i])))
+            return true;
+    return false;
+}
+
+/* The key's name of a baseline: "memcpy", or "raw shm flag (8 B only)"
+   when it was measured at one size (drawn as a single point there). */
+static void base_title(char *buf, size_t len, const char *name, const struct series *s)
+{
+    double at = 0;
+    char sz[32];
+    if (base_points(s, &at) == 1)
+        snprintf(buf, len, "%s (%s only)", name, bench_fmt_size(sz, sizeof sz, at));
+    else
+        snprintf(buf, len, "%s", name);
+}
+
+/* A panel with nothing to draw gets a y range and says why it is empty
+   (gnuplot refuses to autoscale an empty plot). */
+static void empty_panel(FILE *f, const struct series *a, const struct series *b)
+{
+    if (drawable(a) || drawable(b))
+        return;
+    fprintf(f, "set yrange [1:10]\n"
+               "set label 2 'no clean point to draw' at graph 0.5,0.5 center\n");
+}
+
+/* text into buf as the inside of a gnuplot double-quoted string. */
+static void gp_quote(char *buf, size_t len, const char *text)
+{
+    size_t o = 0;
+    for (; *text && o + 3 < len; text++) {
+        if (*text == '"' || *text == '\\')
+            buf[o++] = '\\';
+        buf[o++] = *text;
+    }
+    buf[o] = '\0';
+}
+
+/*
+ * The plot's note on noise: how many figures of the run never came out
+ * clean and which of the plotted ones (left out of the curves), wrapped at
+ * commas; "" when none.
+ */
+static void noise_label(const struct run *r, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!r->noisy)
+        return;
+    size_t o = (size_t)snprintf(buf, len,
+                                "NOISY: %d of %d figures never came out clean (a rank "
+                                "lost its CPU); %d plotted point%s left out%s",
+                                r->noisy, r->figures, r->noisy_plotted,
+                                r->noisy_plotted == 1 ? "" : "s",
+                                r->noisy_plotted ? ":\\n" : "");
+    size_t line = o;
+    for (const char *p = r->noisy_names; *p && o + 8 < len; p++) {
+        if (p[0] == ',' && p[1] == ' ' && o - line > 110) {
+            memcpy(buf + o, ",\\n", 3); /* gnuplot's newline, inside "..." */
+            o += 3;
+            line = o;
+            p++;
+            continue;
+        }
+        buf[o++] = *p;
+    }
+    if (o + 8 >= len)
+        snprintf(buf + len - 8, 8, " ...");
+    else
+        buf[o] = '\0';
 }
 
 static void plot(const struct run *r)
@@ -781,7 +1136,8 @@ static void plot(const struct run *r)
         perror(PROG ": mkdtemp");
         return;
     }
-    char lat[64], bw[64], gp[64], cmd[256];
+    char lat[64], bw[64], gp[64], err[64], cmd[256];
+    snprintf(err, sizeof err, "%s/gnuplot.err", dir);
     snprintf(lat, sizeof lat, "%s/lat.dat", dir);
     snprintf(bw, sizeof bw, "%s/bw.dat", dir);
     snprintf(gp, sizeof gp, "%s/plot.gp", dir);
@@ -804,41 +1160,74 @@ static void plot(const struct run *r)
                                   v);
         bool cairo = system("gnuplot -e 'set terminal pngcairo' </dev/null "
                             ">/dev/null 2>&1") == 0;
-        char host[256] = "?";
-        gethostname(host, sizeof host - 1);
+        char machine[640], title[1400], note[1400], raw[1400], lat_base[80], bw_base[80];
+        machine_line(machine, sizeof machine);
+        snprintf(raw, sizeof raw, "flit %d.%d.%d, two ranks over %s, %s",
+                 FLIT_VERSION_MAJOR, FLIT_VERSION_MINOR, FLIT_VERSION_PATCH,
+                 r->udp ? "UDP" : "shared memory", machine);
+        gp_quote(title, sizeof title, raw);
+        noise_label(r, raw, sizeof raw);
+        snprintf(note, sizeof note, "%s", raw); /* already gnuplot text: \n kept */
+        base_title(lat_base, sizeof lat_base, r->udp ? "raw UDP" : "raw shm flag",
+                   &r->lat_long);
+        base_title(bw_base, sizeof bw_base, r->udp ? "raw UDP" : "memcpy", &r->bw_long);
         fprintf(f,
-                "set terminal %s size 1400,560\n"
+                "set terminal %s noenhanced size 1400,%d\n"
                 "set output '%s'\n"
                 "set datafile missing '?'\n"
-                "set multiplot layout 1,2 title 'flit %d.%d.%d on %s: two ranks, "
-                "shared memory'\n"
-                "set logscale x 2\nset logscale y\nset xtics (%s)\nset format y '%%g'\n"
+                "set multiplot layout 1,2 title \"%s\" margins 0.06,0.98,%s,0.88 "
+                "spacing 0.08\n"
+                "set logscale x 2\nset logscale y\nset xtics (%s)\n"
+                /* %%g: 0.1 stays 0.1 (a fixed-point format printed it as 0) */
+                "set format y '%%g'\n"
                 "set grid\n"
                 "set key top left\nset xlabel 'message size (bytes)'\n"
-                "set ylabel 'one-way latency (us)'\n"
+                "set ylabel 'one-way latency (us)'\n",
+                cairo ? "pngcairo" : "png", note[0] ? 640 : 560, r->o.plot, title,
+                note[0] ? "0.2" : "0.1", tics);
+        /* Fixed x: a panel whose every point was noisy still has axes. */
+        fprintf(f, "set xrange [%g:%g]\n", r->lat_long.n ? r->lat_long.size[0] : 8.0,
+                (double)r->o.max_size);
+        if (note[0])
+            fprintf(f,
+                    "set label 1 \"%s\" at screen 0.02,0.07 left textcolor rgb 'red'\n",
+                    note);
+        empty_panel(f, &r->lat_med, &r->lat_long);
+        fprintf(f,
                 "plot '%s' using 1:2 with linespoints title 'flit medium', "
                 "'' using 1:3 with linespoints title 'flit long', "
-                "'' using 1:4 with lines dashtype 2 title 'raw shm flag'\n"
-                "set ylabel 'bandwidth (MB/s)'\nset key bottom right\n"
-                "set format y '%%.0f'\n"
+                /* a baseline of one size is one point there, not a line */
+                "'' using 1:4 with linespoints dashtype 2 pointtype 7 pointsize 1.5 "
+                "title '%s'\n"
+                "unset label 1\nunset label 2\nset autoscale y\n"
+                "set ylabel 'bandwidth (MB/s)'\nset key bottom right\n",
+                lat, lat_base);
+        empty_panel(f, &r->bw_med, &r->bw_long);
+        fprintf(f,
                 "plot '%s' using 1:2 with linespoints title 'flit medium', "
                 "'' using 1:3 with linespoints title 'flit long', "
-                "'' using 1:4 with lines dashtype 2 title 'memcpy'\n"
+                "'' using 1:4 with linespoints dashtype 2 pointtype 7 pointsize 0.8 "
+                "title '%s'\n"
                 "unset multiplot\n",
-                cairo ? "pngcairo" : "png", r->o.plot, FLIT_VERSION_MAJOR,
-                FLIT_VERSION_MINOR, FLIT_VERSION_PATCH, host, tics, lat, bw);
+                bw, bw_base);
         fclose(f);
-        snprintf(cmd, sizeof cmd, "gnuplot '%s'", gp);
-        if (system(cmd) == 0)
+        /* gnuplot's warnings (a curve with no point) only when it fails */
+        snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>'%s'", gp, err);
+        if (system(cmd) == 0) {
             fprintf(stderr, PROG ": plot written to %s\n", r->o.plot);
-        else
+        } else {
+            snprintf(cmd, sizeof cmd, "cat '%s' >&2", err);
+            if (system(cmd) != 0)
+                fprintf(stderr, PROG ": (gnuplot said nothing)\n");
             fprintf(stderr, PROG ": gnuplot failed; no plot written\n");
+        }
     } else {
         fprintf(stderr, PROG ": cannot write the plot's data in %s\n", dir);
     }
     unlink(lat);
     unlink(bw);
     unlink(gp);
+    unlink(err);
     rmdir(dir);
 }
 
@@ -859,9 +1248,8 @@ static void drive(struct run *r)
     if (r->udp && !r->o.no_baselines && !bench_udp_setup(&r->b))
         fprintf(stderr, PROG ": no raw UDP baselines in this run\n");
     if (r->o.csv)
-        printf("name,size,value,unit,baseline,ratio\n");
-    else
-        print_header(r);
+        printf("name,size,value,unit,baseline,ratio,note\n");
+    print_header(r);
     check_quiet(r);
     if (!r->udp && !r->o.no_baselines && !bench_raw_setup(&r->b))
         fprintf(stderr, PROG ": no raw shared-memory baselines in this run\n");
@@ -903,6 +1291,7 @@ int main(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     }
     r.lat_ns = r.o.quick ? 25000000u : 150000000u;
+    r.raw_us = NAN;
     r.bw_ns = r.lat_ns;
 
     size_t seg = r.o.max_size > MIN_SEGMENT ? r.o.max_size : MIN_SEGMENT;
