@@ -6,6 +6,7 @@
 #   make bench          flit-bench on 2 ranks: latency, bandwidth, rate, N1/2
 #   make bench-compare  flit-bench beside an MPI ping-pong of Debian's Open MPI
 #   make bench-udp      flit over UDP beside raw UDP: loopback, veth, under loss
+#   make bench-readme   all of these, 3 runs each: the README's tables as markdown
 #   make install        install under PREFIX (default /usr/local)
 
 BUILD      ?= build
@@ -16,7 +17,7 @@ GENERATOR  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 FLITRUN     = $(BUILD)/tools/flitrun
 
 .PHONY: all configure build demo test test-main test-asan bench bench-compare bench-udp \
-        install clean
+        bench-readme install clean
 
 all: build
 
@@ -57,6 +58,11 @@ bench-compare: build
 
 bench-udp: build
 	bench/udp_bench.sh $(BUILD) $(BENCH_ARGS)
+
+# The README's performance tables, dated and naming the machine, on stdout
+# (BENCH_ARGS: --runs N, --quick, --keep DIR).
+bench-readme: build
+	bench/readme_tables.sh $(BUILD) $(BENCH_ARGS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
