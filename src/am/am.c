@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "util/config.h"
+#include "util/log.h"
 
 #define KNOWN_FLAGS (FLIT_AM_NONBLOCK | FLIT_AM_MORE)
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "am/am.h"
-#include "core/log.h"
+#include "util/log.h"
 
 /* Handler context: what runs here may reply (requests) or nothing. */
 static struct flit_token *token_push(struct flit_ep *ep, uint32_t src,

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "util/log.h"
 
 static const struct fl_boot_ops *const launchers[] = {
     &fl_boot_flitrun,

@@ -22,7 +22,7 @@
 
 #include "boot/blobs.h"
 #include "boot/proto.h"
-#include "core/log.h"
+#include "util/log.h"
 
 static struct {
     int fd;

@@ -20,7 +20,7 @@
 
 #include "boot/blobs.h"
 #include "boot/proto.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "platform/os.h"
 
 #define KEY_NONCE "flit.job"

@@ -15,8 +15,8 @@
 
 #include "am/am.h"
 #include "boot/boot.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "util/config.h"
+#include "util/log.h"
 #include "platform/le.h"
 #include "platform/os.h"
 

@@ -7,9 +7,9 @@
 
 #include "am/am.h"
 #include "boot/boot.h"
-#include "core/config.h"
+#include "util/config.h"
 #include "core/ep.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "platform/fiber.h"
 #include "platform/os.h"
 #include "rma/rma.h"
@@ -38,8 +38,10 @@ void fl_job_shm_name(char *buf, size_t len, uint32_t rank, uint32_t ep,
    it use them would corrupt the parent's rings. */
 static void atfork_child(void)
 {
-    if (atomic_load_explicit(&fl_job_state, memory_order_relaxed) == FL_JOB_ACTIVE)
+    if (atomic_load_explicit(&fl_job_state, memory_order_relaxed) == FL_JOB_ACTIVE) {
         atomic_store_explicit(&fl_job_state, FL_JOB_FORKED, memory_order_relaxed);
+        fl_log_set_rank(-1);
+    }
 }
 
 /* Learns which ranks share a host: they can share memory. */
@@ -156,6 +158,7 @@ flit_status flit_init(const flit_init_params_t *params)
         at_exit = atexit(stats_at_exit) == 0;
     pthread_atfork(NULL, NULL, atfork_child);
     atomic_store(&fl_job_state, FL_JOB_ACTIVE);
+    fl_log_set_rank(fl_job.rank);
     fl_boot_set_dump_fn(fl_ep_dump_all);
     if (fl_cfg.verbose)
         print_start();
@@ -175,6 +178,7 @@ flit_status flit_finalize(void)
     fl_fiber_pool_drain();
     fl_boot_close(true);
     atomic_store(&fl_job_state, FL_JOB_FINALIZED);
+    fl_log_set_rank(-1);
     free(fl_job.host_of);
     fl_job.host_of = NULL;
     return FLIT_OK;

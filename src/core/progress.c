@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/config.h"
+#include "util/config.h"
 #include "core/ep.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "core/packet.h"
 #include "flit/stream.h"
 #include "platform/os.h"
@@ -89,7 +89,9 @@ void fl_progress_init(void)
     /* Read once: sysconf opens a file in /sys on every call. More ranks
        than cores: a spinning rank steals the core its peer needs. */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    spin_us = cpus > 0 && fl_job.local_size > (uint32_t)cpus ? 2 : 50;
+    bool crowded = cpus > 0 && fl_job.local_size > (uint32_t)cpus;
+    spin_us = crowded ? 2 : 50;
+    fl_config_settle("FLIT_SPIN_US", spin_us, crowded ? "ranks outnumber cores" : NULL);
 }
 
 void fl_progress_check_peers(struct flit_ep *ep, bool force)

@@ -19,8 +19,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "util/config.h"
+#include "util/log.h"
 
 /* ---- AddressSanitizer ---- */
 

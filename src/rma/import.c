@@ -10,8 +10,8 @@
  */
 #include <string.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "util/config.h"
+#include "util/log.h"
 #include "rma/rma.h"
 
 /* ---- the owner's side ---- */

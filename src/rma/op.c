@@ -10,7 +10,7 @@
  * let go by whoever held it; a refusal that arrives after the holder let
  * go is kept for flit_rma_flush (the peer's sticky status).
  */
-#include "core/log.h"
+#include "util/log.h"
 #include "rma/rma.h"
 
 struct flit_rma_op *fl_rma_op_new(struct flit_ep *ep, enum fl_rma_op_kind kind,

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "rma/rma.h"
 
 flit_status fl_rma_send(struct flit_ep *ep, uint32_t dst, struct fl_rma_pkt *p,

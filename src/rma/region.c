@@ -6,7 +6,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "platform/fence.h"
 #include "platform/os.h"
 #include "rma/rma.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "util/log.h"
 
 /* ---- pools ---- */
 

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "platform/fence.h"
 #include "platform/os.h"
 #include "rma/rma.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "am/am.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "stream/stream.h"
 
 static struct flit_stream *in_get(struct fl_stream_ep *se)

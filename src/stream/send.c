@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "stream/stream.h"
 
 struct fl_stream_ep *fl_stream_state(struct flit_ep *ep)

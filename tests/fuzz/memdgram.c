@@ -8,7 +8,7 @@
 
 #include "am/wire.h"
 #include "channel/wire.h"
-#include "core/config.h"
+#include "util/config.h"
 #include "core/stats.h"
 #include "fuzz.h"
 #include "platform/le.h"

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/config.h"
+#include "util/config.h"
 #include "unit.h"
 
 /* ---- stderr capture: what the library logged during one call ---- */

@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "core/config.h"
+#include "util/config.h"
 #include "platform/fiber.h"
 #include "unit.h"
 

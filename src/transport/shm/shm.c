@@ -25,8 +25,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/log.h"
+#include "util/config.h"
+#include "util/log.h"
 #include "core/stats.h"
 #include "platform/fence.h"
 #include "platform/le.h"

@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "channel/channel.h"
-#include "core/config.h"
-#include "core/log.h"
+#include "util/config.h"
+#include "util/log.h"
 #include "platform/le.h"
 
 #define UDP_BLOB 8u

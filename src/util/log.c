@@ -1,14 +1,22 @@
 /* One line per message on stderr, written with a single write(). */
-#include "core/log.h"
+#include "util/log.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/job.h"
+#include "util/config.h"
 
 static const char *const level_name[] = {"error", "warning", "info", "debug"};
+
+/* The rank in the prefix: -1 outside a job. */
+static _Atomic long prefix_rank = -1;
+
+void fl_log_set_rank(long rank)
+{
+    atomic_store_explicit(&prefix_rank, rank, memory_order_relaxed);
+}
 
 int fl_log_enabled(enum fl_log_level level)
 {
@@ -23,9 +31,9 @@ void fl_log(enum fl_log_level level, const char *fmt, ...)
         return;
     char line[1024];
     int n;
-    if (atomic_load_explicit(&fl_job_state, memory_order_relaxed) == FL_JOB_ACTIVE)
-        n = snprintf(line, sizeof line, "flit[%u] %s: ", fl_job.rank,
-                     level_name[level]);
+    long rank = atomic_load_explicit(&prefix_rank, memory_order_relaxed);
+    if (rank >= 0)
+        n = snprintf(line, sizeof line, "flit[%ld] %s: ", rank, level_name[level]);
     else
         n = snprintf(line, sizeof line, "flit %s: ", level_name[level]);
     va_list ap;

@@ -5,8 +5,8 @@
  * FLIT_VERBOSE's listing are written from it, and config_test checks that
  * the README's table says the same.
  */
-#ifndef FL_CORE_CONFIG_H
-#define FL_CORE_CONFIG_H
+#ifndef FL_UTIL_CONFIG_H
+#define FL_UTIL_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -67,6 +67,9 @@ flit_status fl_config_load(void);
    "(default)" when it was not set, and what a "flit picks" value such as
    FLIT_SPIN_US=-1 became once flit_init settled it, and why. */
 void fl_config_print(FILE *out);
+/* A variable left at its special value ("flit picks") was settled to value
+   once the job was known (why: the reason, or NULL); FLIT_VERBOSE says so. */
+void fl_config_settle(const char *name, int64_t value, const char *why);
 
 #define FL_CONFIG_TEXT 160
 
@@ -80,4 +83,4 @@ struct fl_config_doc {
 /* Fills d for variable i; false past the last one. */
 bool fl_config_describe(size_t i, struct fl_config_doc *d);
 
-#endif /* FL_CORE_CONFIG_H */
+#endif /* FL_UTIL_CONFIG_H */

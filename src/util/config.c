@@ -1,5 +1,5 @@
 /* FLIT_* environment variables: one table, parsed once at flit_init. */
-#include "core/config.h"
+#include "util/config.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -14,9 +14,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "core/ep.h"
-#include "core/job.h"
-#include "core/log.h"
+#include "util/log.h"
 
 struct fl_config fl_cfg;
 
@@ -45,29 +43,12 @@ struct var {
        "flit picks"), allowed when special_means says what. */
     int64_t special;
     const char *special_means;
-    /* What the special value became at flit_init, for FLIT_VERBOSE: false
-       while it is not settled; *why, if not NULL, explains the pick. */
-    bool (*settle)(int64_t *val, const char **why);
     const char *const *choices; /* K_ENUM, NULL-terminated */
 };
 
 static const char *const bulk_choices[] = {"auto", "cma", "copy", NULL};
 static const char *const transport_choices[] = {"auto", "udp", "shm", NULL};
 static const char *const fiber_choices[] = {"auto", "ucontext", NULL};
-
-/* FLIT_SPIN_US=-1 is settled by fl_progress_init (progress.c) once the job
-   is known; the reason for a short spin is the comparison it makes. */
-static bool spin_settled(int64_t *val, const char **why)
-{
-    int64_t us = fl_progress_spin_us();
-    if (us < 0)
-        return false;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    *val = us;
-    bool crowded = cpus > 0 && fl_job.local_size > (uint32_t)cpus;
-    *why = crowded ? "ranks outnumber cores" : NULL;
-    return true;
-}
 
 /*
  * The smallest FLIT_UDP_MTU the UDP path works with: 28 bytes of IPv4 and
@@ -89,8 +70,7 @@ static const struct var vars[] = {
      "print each endpoint's counters when it is destroyed"},
     {"FLIT_SPIN_US", K_INT, F(spin_us), -1, 0, 10000000, "µs",
      "microseconds flit_wait spins before sleeping",
-     .special = -1, .special_means = "50 (2 when ranks outnumber cores)",
-     .settle = spin_settled},
+     .special = -1, .special_means = "50 (2 when ranks outnumber cores)"},
     {"FLIT_PROGRESS_THREAD", K_BOOL, F(progress_thread), 0, 0, 1, NULL,
      "serve every endpoint from a progress thread (makes them thread-safe)"},
     {"FLIT_SHM_RING_KB", K_KB, F(shm_ring_bytes), 256, 256, 65536, "KiB",
@@ -329,6 +309,22 @@ flit_status fl_config_load(void)
     return st;
 }
 
+/* What special values became once the job was known (fl_config_settle). */
+static bool is_settled[NVARS];
+static int64_t settled_val[NVARS];
+static const char *settled_why[NVARS];
+
+void fl_config_settle(const char *name, int64_t value, const char *why)
+{
+    for (size_t i = 0; i < NVARS; i++) {
+        if (strcmp(vars[i].name, name) != 0)
+            continue;
+        is_settled[i] = true;
+        settled_val[i] = value;
+        settled_why[i] = why;
+    }
+}
+
 void fl_config_print(FILE *out)
 {
     for (size_t i = 0; i < NVARS; i++) {
@@ -339,9 +335,10 @@ void fl_config_print(FILE *out)
         const char *s = getenv(v->name);
         bool set = s && *s;
         /* A special value flit settled: the value it became, and why. */
-        const char *why = NULL;
-        bool settled = v->special_means && val == v->special && v->settle &&
-                       v->settle(&val, &why);
+        const char *why = settled_why[i];
+        bool settled = v->special_means && val == v->special && is_settled[i];
+        if (settled)
+            val = settled_val[i];
         char text[FL_CONFIG_TEXT];
         if (settled)
             snprintf(text, sizeof text, "%lld", (long long)val);
