@@ -1,0 +1,172 @@
+/*
+ * The boot protocol (boot/proto.h) as flitrun serves it, on the connections
+ * server.c keeps: a HELLO that names a rank of this job, allgather rounds
+ * (every rank's GATHER, then one GATHERED for all), DUMP and its DUMPED
+ * answers, BYE. A rank that breaks the protocol is a failed rank.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flitrun.h"
+
+static void conn_hello(struct job *job, struct conn *c, uint8_t type,
+                       const uint8_t *body, size_t len)
+{
+    struct fl_proto_hello h;
+    int err = type == FL_PROTO_HELLO ? fl_proto_hello_decode(body, len, &h) : -EPROTO;
+    if (err == -EPROTONOSUPPORT) {
+        conn_fail(job, c, "a rank speaks protocol version %u, this flitrun %u: "
+                  "the program uses another flit", h.version, FL_PROTO_VERSION);
+        return;
+    }
+    if (err) {
+        conn_fail(job, c, "it sent frame type %u (%zu bytes) instead of HELLO", type, len);
+        return;
+    }
+    uint64_t id = h.job_id;
+    uint32_t rank = h.rank, pid = h.pid;
+    if (id != job->id) {
+        conn_fail(job, c, "pid %u gave job id %016llx, not this job's", pid,
+                  (unsigned long long)id);
+    } else if (rank >= job->opt.nranks) {
+        conn_fail(job, c, "pid %u claims rank %u of a job of %u", pid, rank,
+                  job->opt.nranks);
+    } else if (job->ranks[rank].said_hello) {
+        conn_fail(job, c, "pid %u claims rank %u, which already connected", pid, rank);
+    } else {
+        struct rank *rk = &job->ranks[rank];
+        c->rank = (int)rank;
+        rk->said_hello = true;
+        rk->conn = c;
+        if (rk->remote)
+            note(job, "rank %u (pid %u on %s) connected%s", rank, pid,
+                 host_name(job, rank), c->peer);
+        else
+            note(job, "rank %u (pid %u) connected%s", rank, pid, c->peer);
+    }
+}
+
+/* Every rank sent its blob: one GATHERED, shared by all. */
+static void round_complete(struct job *job)
+{
+    uint32_t n = job->opt.nranks;
+    struct frame *f = frame_new(FL_PROTO_GATHERED, job->rounds.bytes);
+    if (!f) {
+        say("out of memory for allgather round %u (%zu bytes)", job->rounds.done + 1,
+            job->rounds.bytes);
+        job_stop(job, EXIT_OWN_ERROR);
+        return;
+    }
+    uint8_t *p = f->bytes + 5;
+    fl_put32(p, ++job->rounds.done);
+    fl_put32(p + 4, n);
+    p += GATHERED_HEAD;
+    for (uint32_t r = 0; r < n; r++) {
+        struct rank *rk = &job->ranks[r];
+        fl_put32(p, rk->blob_len);
+        memcpy(p + 4, rk->blob, rk->blob_len);
+        p += 4 + rk->blob_len;
+        free(rk->blob);
+        rk->blob = NULL;
+    }
+    note(job, "allgather round %u complete: %zu bytes to each rank", job->rounds.done,
+         job->rounds.bytes);
+    for (uint32_t r = 0; r < n; r++)
+        if (job->ranks[r].conn)
+            conn_send(job, job->ranks[r].conn, f);
+    frame_unref(f);
+    job->rounds.count = 0;
+    job->rounds.bytes = GATHERED_HEAD;
+}
+
+static void rank_gather(struct job *job, struct conn *c, const uint8_t *body, size_t len)
+{
+    struct rank *rk = &job->ranks[c->rank];
+    uint32_t round = len >= 4 ? fl_get32(body) : 0;
+    size_t blob_len = len >= 4 ? len - 4 : 0;
+    if (len < 4 || round != job->rounds.done + 1 || rk->gather_round == round) {
+        conn_fail(job, c, "sent a malformed frame: GATHER for round %u of %zu bytes "
+                  "while round %u is open", round, len, job->rounds.done + 1);
+        return;
+    }
+    if (job->rounds.bytes + 4 + blob_len > GATHERED_MAX) {
+        conn_fail(job, c, "pushed allgather round %u past the %u-byte frame limit",
+                  round, GATHERED_MAX);
+        return;
+    }
+    rk->blob = malloc(blob_len ? blob_len : 1);
+    if (!rk->blob) {
+        conn_fail(job, c, "sent a %zu-byte blob flitrun has no memory for", blob_len);
+        return;
+    }
+    memcpy(rk->blob, body + 4, blob_len);
+    rk->blob_len = (uint32_t)blob_len;
+    rk->gather_round = round;
+    job->rounds.bytes += 4 + blob_len;
+    if (++job->rounds.count == job->opt.nranks)
+        round_complete(job);
+}
+
+static void conn_frame(struct job *job, struct conn *c, uint8_t type,
+                       const uint8_t *body, size_t len)
+{
+    if (c->rank < 0) {
+        conn_hello(job, c, type, body, len);
+        return;
+    }
+    struct rank *rk = &job->ranks[c->rank];
+    if (type == FL_PROTO_GATHER) {
+        rank_gather(job, c, body, len);
+    } else if (type == FL_PROTO_DUMPED && len == 0) {
+        rk->dumped = true;
+    } else if (type == FL_PROTO_BYE && len == 0) {
+        rk->said_bye = true;
+        note(job, "rank %d finalized", c->rank);
+    } else {
+        conn_fail(job, c, "sent a malformed frame: type %u with %zu bytes", type, len);
+    }
+}
+
+void boot_take_frames(struct job *job, struct conn *c)
+{
+    while (!c->dead) {
+        uint8_t type;
+        const uint8_t *body;
+        size_t len;
+        int r = fl_proto_rx_next(&c->rx, &type, &body, &len);
+        if (r == 0)
+            return;
+        if (r < 0) {
+            conn_fail(job, c, "sent a malformed frame: %s", strerror(-r));
+            return;
+        }
+        conn_frame(job, c, type, body, len);
+    }
+}
+
+/* Every asked rank answered, hung up, or died. */
+bool boot_dumps_done(const struct job *job)
+{
+    for (uint32_t r = 0; r < job->opt.nranks; r++) {
+        const struct rank *rk = &job->ranks[r];
+        if (rk->dump_asked && !rk->dumped && rk->conn && rk->live)
+            return false;
+    }
+    return true;
+}
+
+void boot_ask_dumps(struct job *job)
+{
+    struct frame *f = frame_new(FL_PROTO_DUMP, 0);
+    if (!f)
+        return;                         /* no dumps, then: stop right away */
+    for (uint32_t r = 0; r < job->opt.nranks; r++) {
+        struct rank *rk = &job->ranks[r];
+        if (rk->conn) {
+            rk->dump_asked = true;
+            conn_send(job, rk->conn, f);
+        }
+    }
+    frame_unref(f);
+}

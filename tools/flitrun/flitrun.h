@@ -1,0 +1,329 @@
+/*
+ * flitrun: the job launcher. Starts N ranks of a program on this host, or
+ * on several hosts (--hosts) through ssh or a --launch command, serves the
+ * boot protocol they speak (boot/proto.h), and stops the whole job when a
+ * rank fails, when the --timeout expires, or when flitrun itself is told to
+ * stop.
+ *
+ * One process, no threads, one poll() loop over: the socket the ranks
+ * connect to, their connections, the pipes of their output (--prefix only),
+ * flitrun's stdin and the pipe that carries it on to rank 0, and a signalfd
+ * for SIGCHLD and the signals that stop the job. Deadlines (the timeout, the
+ * dump window, the grace before SIGKILL) are the poll timeout, so nothing
+ * spins.
+ *
+ * The ranks share one process group of their own: a terminal's Ctrl-C
+ * reaches only flitrun, which then stops them in order. That group is in the
+ * background of the terminal, where reading it would stop a rank (SIGTTIN);
+ * so rank 0 reads flitrun's stdin from a pipe that flitrun fills, and the
+ * other ranks read /dev/null. Every way out goes through job_stop() and the
+ * loop runs until every rank has been reaped, so no process is left behind.
+ *
+ * A rank on another host is, to flitrun, the process that starts it there
+ * (ssh, or the --launch command): flitrun signals and reaps that one, and
+ * its exit status stands for the rank's. Its stdin, stdout and stderr carry
+ * the rank's. The ranks then reach flitrun over TCP instead of a unix
+ * socket, at an address of this host on their route to it (hosts.c).
+ *
+ * One concept to a file; each owns its piece of struct job, and this header
+ * declares what the others may call, under the name of the file that
+ * defines it:
+ *
+ *   main.c     the order of things: setup, start, loop, teardown
+ *   options.c  the command line
+ *   hosts.c    host lists, placement, launch templates, boot address (hosts.h)
+ *   say.c      messages on stderr
+ *   server.c   the rendezvous socket and the ranks' connections to it
+ *   boot.c     what travels on them: HELLO, allgather rounds, DUMP, BYE
+ *   spawn.c    starting ranks: fork, process group, exec reports
+ *   remote.c   ranks on other hosts: which, their launcher's command, what
+ *              its exit status may mean
+ *   reap.c     ranks ending: reaping, and what an exit means for the job
+ *   stop.c     ending the job: signals, the timeout and its dumps, SIGTERM
+ *              then SIGKILL
+ *   relay.c    --prefix: the ranks' output, line by line
+ *   stdin.c    flitrun's stdin, on to rank 0
+ *   loop.c     the poll() loop that serves them all
+ *   cleanup.c  teardown, and the shared-memory files crashed ranks leave
+ */
+#ifndef FR_FLITRUN_H
+#define FR_FLITRUN_H
+
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "boot/proto.h"
+#include "hosts.h"
+
+#define MAX_RANKS 4096u
+#define NS_PER_S 1000000000ull
+#define EXTRA_CONNS 32u                 /* connections yet to say who they are */
+#define STDIN_CAP (64u * 1024)          /* stdin read ahead of rank 0, at most */
+/* GATHERED body: u32 round, u32 n, then n x (u32 len, bytes); plus its type byte. */
+#define GATHERED_HEAD 8u
+#define GATHERED_MAX (FL_PROTO_MAX_FRAME - 1u)
+
+enum {
+    EXIT_OWN_ERROR = 1,                 /* flitrun itself, or a rank's protocol */
+    EXIT_USAGE = 2,
+    EXIT_TIMEOUT = 124,
+    EXIT_NOEXEC = 127,
+};
+
+/* ---- options.c ---- */
+
+struct options {
+    uint32_t nranks;
+    double timeout_s;                   /* 0: none */
+    bool prefix, verbose, keep_going;
+    bool stdin_none;                    /* --stdin none: no rank reads it */
+    char **argv;                        /* the program and its arguments */
+    const char *hosts_spec;             /* --hosts; NULL: every rank here */
+    const char *launch_spec;            /* --launch; NULL: ssh */
+    const char *placement_spec;         /* --placement */
+    const char *boot_spec;              /* --boot-addr */
+    struct fr_hosts hosts;              /* parsed --hosts */
+    struct fr_launch launch;            /* parsed --launch, or ssh */
+    uint32_t *host_of;                  /* [nranks]: index in hosts; NULL: all here */
+    uint32_t boot_ip;                   /* --boot-addr, host order; 0: none */
+};
+
+/* 0: go on; 1: done (help, version); -1: bad usage, already reported. */
+int parse_options(int argc, char **argv, struct options *opt);
+void options_free(struct options *opt);
+
+/* ---- server.c: the rendezvous socket and the connections ---- */
+
+struct frame {                          /* outgoing, shared by its receivers */
+    size_t refs;
+    size_t len;                         /* of bytes[], header included */
+    uint8_t bytes[];
+};
+
+struct sendq {                          /* a frame not yet fully sent */
+    struct sendq *next;
+    struct frame *frame;
+    size_t off;
+};
+
+struct conn {
+    int fd;
+    int rank;                           /* -1 until its HELLO was accepted */
+    bool dead;                          /* freed at the end of the loop turn */
+    uint64_t hello_by;                  /* closed if still anonymous then (ns) */
+    char peer[32];                      /* " from a.b.c.d:port" over TCP; else "" */
+    struct fl_proto_rx rx;
+    struct sendq *head, *tail;
+};
+
+struct server {
+    int listen_fd;
+    bool listen_paused;                 /* out of fds until a conn closes */
+    bool tcp;                           /* boot_addr is tcp: some rank may be remote */
+    char boot_addr[64];
+    struct conn **conns;
+    uint32_t nconns, max_conns;
+};
+
+struct job;
+
+int server_open(struct job *job);
+void conns_accept(struct job *job);
+void conn_ready(struct job *job, struct conn *c, short revents);
+/* Reads what c has, up to a few reads: one chatty rank cannot starve others. */
+void conn_read(struct job *job, struct conn *c);
+void conn_send(struct job *job, struct conn *c, struct frame *f);
+__attribute__((format(printf, 3, 4)))
+void conn_fail(struct job *job, struct conn *c, const char *fmt, ...);
+void conn_free(struct conn *c);
+void conns_sweep(struct job *job);
+void conns_expire(struct job *job, uint64_t now);
+uint64_t conns_next_expiry(const struct job *job);
+struct frame *frame_new(uint8_t type, size_t body_len);
+void frame_unref(struct frame *f);
+
+/* ---- boot.c: the frames on the connections ---- */
+
+struct rounds {                         /* allgather */
+    uint32_t done;                      /* rounds completed */
+    uint32_t count;                     /* GATHERs in for the open round */
+    size_t bytes;                       /* its GATHERED body so far */
+};
+
+void boot_take_frames(struct job *job, struct conn *c);
+/* Sends DUMP to every connected rank. */
+void boot_ask_dumps(struct job *job);
+/* Every rank asked for a dump answered, hung up, or died. */
+bool boot_dumps_done(const struct job *job);
+
+/* ---- relay.c: --prefix ---- */
+
+struct relay {                          /* one rank's stdout or stderr (-p) */
+    int fd;                             /* read end of its pipe; -1 at EOF */
+    int dest;                           /* flitrun's fd the lines go to */
+    uint32_t rank;
+    char *buf;                          /* what is not yet a whole line */
+    size_t len, cap;
+};
+
+struct output {
+    char *scratch;                      /* prefixed output being written */
+    size_t scratch_cap;
+    bool dest_gone[3];                  /* by fd: stdout or stderr hit EPIPE */
+};
+
+void relay_readable(struct job *job, struct relay *r);
+/* Writes out the partial last line and closes the pipe. */
+void relay_close(struct job *job, struct relay *r);
+bool relays_open(const struct job *job);
+
+/* ---- stdin.c: for rank 0 ---- */
+
+struct stdin_fwd {                      /* flitrun's stdin, on to rank 0 */
+    int in_fd;                          /* what is read; -1 when not (any more) */
+    int pipe_fd;                        /* to rank 0's stdin; -1 once closed */
+    int rank_end;                       /* the pipe's other end, until rank 0 forks */
+    bool in_sock;                       /* read with MSG_DONTWAIT */
+    bool eof;                           /* close pipe_fd once buf is written */
+    char *buf;                          /* STDIN_CAP bytes */
+    size_t off, len;                    /* buf[off, off + len) is not yet written */
+};
+
+int stdin_setup(struct job *job);
+void stdin_readable(struct job *job);
+void stdin_flush(struct job *job);
+/* No more forwarding: rank 0 sees EOF; what it was not given is dropped. */
+void stdin_stop(struct job *job);
+
+/* ---- the ranks ---- */
+
+struct rank {
+    pid_t pid;                          /* as forked; 0 if never started */
+    bool remote;                        /* pid is its launcher (ssh, --launch) */
+    char **argv;                        /* its launcher's argv, until exec'd */
+    bool live;                          /* started and not yet reaped */
+    /* boot.c */
+    bool said_hello, said_bye, dump_asked, dumped;
+    struct conn *conn;                  /* NULL while not connected */
+    uint32_t gather_round;              /* the last round it sent GATHER for */
+    uint8_t *blob;                      /* its part of the open round */
+    uint32_t blob_len;
+    struct relay out, err;              /* relay.c */
+};
+
+/* ---- spawn.c ---- */
+
+struct inherit {                        /* what flitrun changed, that ranks get back */
+    sigset_t mask;
+    struct sigaction pipe, chld;
+    struct rlimit nofile;
+    bool nofile_raised;
+};
+
+int raise_fd_limit(struct job *job);
+int set_rank_env(struct job *job);
+/* Forks every rank, then collects their exec reports. */
+void spawn_all(struct job *job);
+
+/* ---- remote.c ---- */
+
+/* Which ranks go to other hosts; any of them (or --boot-addr) makes the
+   rendezvous TCP. */
+void mark_remote(struct job *job);
+const char *host_name(const struct job *job, uint32_t r);
+/* "rank 3 (pid 123)"; "rank 3 on node7 (launcher pid 123)". */
+const char *rank_who(const struct job *job, uint32_t r, char *buf, size_t len);
+/* Rank r's argv when it is on another host: its launcher's. 0 or -1. */
+int launch_argv(struct job *job, uint32_t r);
+/* Appends to buf what a remote launcher's exit status code may mean. */
+void describe_remote(const struct job *job, int code, char *buf, size_t len);
+
+/* ---- reap.c ---- */
+
+void reap_ranks(struct job *job);
+/* When the loop itself cannot go on: nothing is left behind even so. */
+void reap_blocking(struct job *job);
+
+/* ---- stop.c ---- */
+
+enum phase {
+    PHASE_RUNNING,
+    PHASE_DUMPING,                      /* timed out; waiting for the dumps */
+    PHASE_STOPPING,                     /* ranks told to stop; reaping them */
+};
+
+struct stopping {
+    int signal_fd;
+    enum phase phase;
+    int exit_code;
+    bool decided;                       /* exit_code set by the first reason */
+    uint64_t timeout_at, dump_until, kill_at;   /* ns; 0: none */
+    bool killed;                        /* SIGKILL already sent */
+};
+
+int take_signals(struct job *job);
+void signals_readable(struct job *job);
+/* The one way to end a job early. The first caller decides the exit status. */
+void job_stop(struct job *job, int exit_code);
+void kill_now(struct job *job);
+void rank_failed(struct job *job, int exit_code);
+void check_deadlines(struct job *job);
+
+/* ---- loop.c ---- */
+
+struct watch;
+
+struct pollset {
+    struct pollfd *pfds;
+    struct watch *watches;
+};
+
+int pollset_alloc(struct pollset *ps, size_t n);
+void pollset_free(struct pollset *ps);
+void job_run(struct job *job);
+
+/* ---- cleanup.c ---- */
+
+/* Every path ends here, with every rank reaped; returns the exit status. */
+int job_teardown(struct job *job);
+
+/* ---- say.c ---- */
+
+/* Blocking write of everything. 0, or -errno if the output is lost. */
+int write_all(int fd, const void *buf, size_t len);
+/* "flitrun: ..." on stderr, one write. */
+__attribute__((format(printf, 1, 2)))
+void say(const char *fmt, ...);
+/* Only with --verbose. */
+__attribute__((format(printf, 2, 3)))
+void note(const struct job *job, const char *fmt, ...);
+void signal_name(int sig, char *buf, size_t len);
+
+/* ---- main.c: the job ---- */
+
+struct job {
+    struct options opt;
+    uint64_t id;
+    char id_hex[17];
+    struct rank *ranks;                 /* [opt.nranks] */
+    uint32_t live;                      /* ranks started and not reaped */
+    pid_t self;                         /* flitrun, as its ranks' parent */
+    pid_t pgid;                         /* the ranks' group; 0 until rank 0 */
+    char *cwd;                          /* for ssh's `cd`; NULL if unknown */
+    int devnull_fd;
+    uint64_t drain_until;               /* ns; after the last rank, for strays' output */
+    struct inherit inherit;             /* spawn.c */
+    struct server srv;                  /* server.c */
+    struct rounds rounds;               /* boot.c */
+    struct stopping stop;               /* stop.c */
+    struct output out;                  /* relay.c */
+    struct stdin_fwd in;                /* stdin.c */
+    struct pollset ps;                  /* loop.c */
+};
+
+#endif /* FR_FLITRUN_H */

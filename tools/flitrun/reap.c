@@ -1,0 +1,94 @@
+/*
+ * Ranks ending: reaping them as SIGCHLD says, what each exit means (a
+ * failure stops the job), and taking along what they left running in
+ * their process group.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "flitrun.h"
+#include "platform/os.h"
+
+#define DRAIN_NS (NS_PER_S / 2)         /* for output held by strays at the end */
+
+static struct rank *find_rank(struct job *job, pid_t pid)
+{
+    for (uint32_t r = 0; r < job->opt.nranks; r++)
+        if (job->ranks[r].live && job->ranks[r].pid == pid)
+            return &job->ranks[r];
+    return NULL;
+}
+
+/* "exited with status C" or "was killed by signal S (SIGNAME)"; returns
+   the exit status flitrun takes on for it. */
+static int describe_exit(int status, char *buf, size_t len)
+{
+    if (WIFSIGNALED(status)) {
+        char name[32];
+        signal_name(WTERMSIG(status), name, sizeof name);
+        snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(status), name);
+        return 128 + WTERMSIG(status);
+    }
+    snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+    return WEXITSTATUS(status);
+}
+
+static void rank_exited(struct job *job, struct rank *rk, int status)
+{
+    uint32_t r = (uint32_t)(rk - job->ranks);
+    rk->live = false;
+    if (r == 0)
+        stdin_stop(job);                /* nobody else to give it to */
+    if (--job->live == 0)
+        job->drain_until = fl_now_ns() + DRAIN_NS;
+    char what[192], who[160];
+    int code = describe_exit(status, what, sizeof what);
+    if (rk->remote && WIFEXITED(status))
+        describe_remote(job, code, what, sizeof what);
+    rank_who(job, r, who, sizeof who);
+    if (code == 0 || job->stop.phase == PHASE_STOPPING) {
+        note(job, "%s %s", who, what);
+        return;
+    }
+    say("%s %s", who, what);
+    rank_failed(job, code);
+}
+
+void reap_ranks(struct job *job)
+{
+    for (;;) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        /* look before reaping: see below */
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
+            return;
+        struct rank *rk = find_rank(job, si.si_pid);
+        /* The last rank's zombie still holds the job's process group: take
+           whatever the ranks left running in it along, while that is safe. */
+        if (rk && job->live == 1 && job->pgid > 0)
+            kill(-job->pgid, SIGKILL);
+        int status;
+        if (waitpid(si.si_pid, &status, 0) != si.si_pid)
+            return;
+        if (rk)
+            rank_exited(job, rk, status);
+    }
+}
+
+/* When the loop itself cannot go on: nothing is left behind even so. */
+void reap_blocking(struct job *job)
+{
+    kill_now(job);
+    while (job->live > 0) {
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0 && errno != EINTR)
+            return;
+        struct rank *rk = pid > 0 ? find_rank(job, pid) : NULL;
+        if (rk)
+            rank_exited(job, rk, status);
+    }
+}

@@ -1,0 +1,133 @@
+/*
+ * --prefix: each rank's stdout and stderr come through a pipe of their own,
+ * and go out line by line behind "[rank] ", one write for all the whole
+ * lines at hand, so that lines of different ranks never mix.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "flitrun.h"
+
+#define LINE_CAP (64u * 1024)           /* a longer line is cut, not buffered */
+#define RELAY_CAP (LINE_CAP + 8192u)    /* one cut line plus a read */
+
+static char *scratch(struct job *job, size_t len)
+{
+    if (len > job->out.scratch_cap) {
+        char *p = realloc(job->out.scratch, len);
+        if (!p)
+            return NULL;
+        job->out.scratch = p;
+        job->out.scratch_cap = len;
+    }
+    return job->out.scratch;
+}
+
+/* How much of r->buf goes out now: its whole lines; everything when final
+   or when one line has grown past LINE_CAP. */
+static size_t relay_cut(const struct relay *r, bool final)
+{
+    const char *nl = memrchr(r->buf, '\n', r->len);
+    size_t cut = nl ? (size_t)(nl - r->buf) + 1 : 0;
+    return final || r->len - cut >= LINE_CAP ? r->len : cut;
+}
+
+/* Copies src into out, each line behind prefix and ending in a newline. */
+static size_t prefix_lines(char *out, const char *src, size_t len, const char *prefix,
+                           size_t plen)
+{
+    size_t o = 0;
+    while (len > 0) {
+        const char *nl = memchr(src, '\n', len);
+        size_t line = nl ? (size_t)(nl - src) + 1 : len;
+        memcpy(out + o, prefix, plen);
+        memcpy(out + o + plen, src, line);
+        o += plen + line;
+        if (!nl)
+            out[o++] = '\n';
+        src += line;
+        len -= line;
+    }
+    return o;
+}
+
+/* One write for all the lines at hand: whole lines never interleave. */
+static void relay_emit(struct job *job, struct relay *r, bool final)
+{
+    if (r->len == 0)
+        return;                         /* and r->buf may be NULL */
+    size_t cut = relay_cut(r, final);
+    if (cut == 0)
+        return;
+    char prefix[16];
+    size_t plen = (size_t)snprintf(prefix, sizeof prefix, "[%u] ", r->rank);
+    size_t lines = 1;
+    for (const char *p = r->buf; (p = memchr(p, '\n', cut - (size_t)(p - r->buf))); p++)
+        lines++;
+    char *out = scratch(job, cut + lines * (plen + 1));
+    int err = out ? write_all(r->dest, out, prefix_lines(out, r->buf, cut, prefix, plen))
+                  : write_all(r->dest, r->buf, cut);   /* unprefixed beats lost */
+    if (err == -EPIPE)
+        job->out.dest_gone[r->dest] = true;
+    memmove(r->buf, r->buf + cut, r->len - cut);
+    r->len -= cut;
+}
+
+void relay_close(struct job *job, struct relay *r)
+{
+    relay_emit(job, r, true);           /* the partial last line */
+    close(r->fd);
+    r->fd = -1;
+}
+
+static int relay_reserve(struct relay *r)
+{
+    if (r->cap - r->len >= 4096)
+        return 0;
+    size_t cap = r->cap ? r->cap * 2 : 8192;
+    if (cap > RELAY_CAP)
+        cap = RELAY_CAP;
+    char *p = realloc(r->buf, cap);
+    if (!p)
+        return -1;
+    r->buf = p;
+    r->cap = cap;
+    return 0;
+}
+
+void relay_readable(struct job *job, struct relay *r)
+{
+    if (job->out.dest_gone[r->dest]) {
+        /* nobody reads flitrun's end: the rank gets SIGPIPE, as it would
+           writing there itself without --prefix */
+        close(r->fd);
+        r->fd = -1;
+        return;
+    }
+    if (relay_reserve(r) != 0) {
+        /* the rank then gets EPIPE: losing output beats hanging the job */
+        say("out of memory relaying the output of rank %u; dropping it", r->rank);
+        relay_close(job, r);
+        return;
+    }
+    ssize_t n = read(r->fd, r->buf + r->len, r->cap - r->len);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        relay_close(job, r);
+        return;
+    }
+    r->len += (size_t)n;
+    relay_emit(job, r, false);
+}
+
+bool relays_open(const struct job *job)
+{
+    for (uint32_t r = 0; r < job->opt.nranks; r++)
+        if (job->ranks[r].out.fd >= 0 || job->ranks[r].err.fd >= 0)
+            return true;
+    return false;
+}
