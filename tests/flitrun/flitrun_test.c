@@ -131,6 +131,18 @@ static void child_exec(char **argv, int in_fd, int out_fd, int err_fd)
     _exit(126);
 }
 
+/* An argument as flitrun gets it: "RANK" is the stand-in rank, "DIR/x" the
+   file x in the test's directory. */
+static const char *expand(const char *arg, char *buf, size_t len)
+{
+    if (strcmp(arg, "RANK") == 0)
+        return rank_path;
+    if (strncmp(arg, "DIR/", 4) != 0)
+        return arg;
+    snprintf(buf, len, "%s/%s", test_dir, arg + 4);
+    return buf;
+}
+
 /* The feed's bytes: byte k of the stream (as rank.c has it). */
 static uint8_t stdin_byte(size_t k)
 {
@@ -147,8 +159,9 @@ static void fill_pattern(uint8_t *p, size_t off, size_t len)
 static int open_stdin(struct run *r)
 {
     int p[2];
+    char path[512];
     if (r->stdin_path)
-        return open(r->stdin_path, O_RDONLY | O_CLOEXEC);
+        return open(expand(r->stdin_path, path, sizeof path), O_RDONLY | O_CLOEXEC);
     if (r->feed_len) {
         if (pipe2(p, O_CLOEXEC) != 0 || fcntl(p[1], F_SETFL, O_NONBLOCK) != 0)
             return -1;
@@ -299,11 +312,12 @@ static void collect(struct run *r, pid_t pid, int out_fd, int err_fd, double sta
 
 static void run_flitrun(struct run *r, const char *const *args)
 {
+    static char paths[MAX_ARGS][512];
     char *argv[MAX_ARGS + 2];
     int n = 0;
     argv[n++] = (char *)flitrun_path;
     for (; args[n - 1] && n < MAX_ARGS; n++)
-        argv[n] = strcmp(args[n - 1], "RANK") == 0 ? (char *)rank_path : (char *)args[n - 1];
+        argv[n] = (char *)expand(args[n - 1], paths[n], sizeof paths[n]);
     argv[n] = NULL;
     /* with a terminal, out[1] and in_fd are its slave end, out[0] the master */
     int out[2] = {-1, -1}, err[2], in_fd = -1;
@@ -456,14 +470,6 @@ static void check_nothing_left(int want_ranks)
 
 /* ---- expectations ---- */
 
-static void expect_exit(const struct run *r, int code)
-{
-    if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != code)
-        fail("flitrun: wanted exit status %d, got wait status 0x%x\n--- stdout:\n%s"
-             "--- stderr:\n%s---", code, r->status, r->out.data ? r->out.data : "",
-             r->err.data ? r->err.data : "");
-}
-
 static void expect_in(const struct buf *b, const char *what, const char *needle)
 {
     if (!b->data || !strstr(b->data, needle))
@@ -476,137 +482,72 @@ static void expect_not_in(const struct buf *b, const char *what, const char *nee
         fail("%s has \"%s\"; it was:\n%s---", what, needle, b->data);
 }
 
+static void expect_status(const struct run *r, int code, int killed_by)
+{
+    bool ok = killed_by ? WIFSIGNALED(r->status) && WTERMSIG(r->status) == killed_by
+                        : WIFEXITED(r->status) && WEXITSTATUS(r->status) == code;
+    if (!ok)
+        fail("flitrun: wanted %s %d, got wait status 0x%x\n--- stdout:\n%s"
+             "--- stderr:\n%s---", killed_by ? "death by signal" : "exit status",
+             killed_by ? killed_by : code, r->status, r->out.data ? r->out.data : "",
+             r->err.data ? r->err.data : "");
+}
+
 static void expect_secs(const struct run *r, double lo, double hi)
 {
     if (r->secs < lo || r->secs > hi)
         fail("flitrun took %.2f s, expected %.1f..%.1f s", r->secs, lo, hi);
 }
 
-/* "flitrun: rank R (pid P) <tail>" with P from rank R's pid file. */
-static void expect_rank_msg(const struct run *r, int rank, const char *tail)
+/* A message about one rank: "flitrun: rank R (pid P) TAIL", or with host
+   "flitrun: rank R on HOST (launcher pid P) TAIL"; P from rank R's pid
+   file (the launcher is the rank, through env). */
+struct rank_msg {
+    int rank;
+    const char *host;
+    const char *tail;           /* NULL: no message */
+};
+
+static void expect_rank_msg(const struct run *r, const struct rank_msg *m)
 {
     char name[32], msg[256];
-    snprintf(name, sizeof name, "pid.%d", rank);
-    snprintf(msg, sizeof msg, "flitrun: rank %d (pid %d) %s", rank, pidfile_pid(name), tail);
+    snprintf(name, sizeof name, "pid.%d", m->rank);
+    if (m->host)
+        snprintf(msg, sizeof msg, "flitrun: rank %d on %s (launcher pid %d) %s", m->rank,
+                 m->host, pidfile_pid(name), m->tail);
+    else
+        snprintf(msg, sizeof msg, "flitrun: rank %d (pid %d) %s", m->rank,
+                 pidfile_pid(name), m->tail);
     expect_in(&r->err, "stderr", msg);
 }
 
-/* ---- cases ---- */
+/* One line per rank on stdout: fmt with %1$d the rank and %2$d the number
+   of ranks; rank 0's is fmt0 when it has one. */
+struct rank_lines {
+    int n;
+    const char *fmt, *fmt0;
+};
 
-static void case_usage(void)
+static void expect_rank_lines(const struct run *r, const struct rank_lines *l)
 {
-    static const char *const bad[][6] = {
-        {NULL}, {"-n", "2", NULL}, {"-n", "0", "true", NULL}, {"-n", "4097", "true", NULL},
-        {"-n", "x", "true", NULL}, {"-n", NULL}, {"-n", "2", "--bogus", "true", NULL},
-        {"-n", "2", "-q", "true", NULL}, {"-n", "1", "--timeout", "-1", "true", NULL},
-        {"-n", "1", "--timeout", "soon", "true", NULL},
-        {"-n", "1", "--stdin", "all", "true", NULL}, {"-n", "1", "--stdin", NULL},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct run r = {0};
-        run_flitrun(&r, bad[i]);
-        expect_exit(&r, 2);
-        expect_in(&r.err, "usage error", "Usage: flitrun -n N");
-        run_free(&r);
+    for (int i = 0; i < l->n; i++) {
+        char line[128];
+        snprintf(line, sizeof line, i == 0 && l->fmt0 ? l->fmt0 : l->fmt, i, l->n);
+        expect_in(&r->out, "stdout", line);
     }
-    struct run help = {0}, version = {0};
-    run_flitrun(&help, (const char *const[]){"--help", NULL});
-    expect_exit(&help, 0);
-    expect_in(&help.out, "--help", "Usage: flitrun -n N [options] [--] program [args...]");
-    run_flitrun(&version, (const char *const[]){"--version", NULL});
-    expect_exit(&version, 0);
-    expect_in(&version.out, "--version", "flitrun (flit) ");
-    run_free(&help);
-    run_free(&version);
 }
 
-static void case_gather(int n)
-{
-    char np[16];
-    snprintf(np, sizeof np, "%d", n);
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-n", np, "RANK", "gather", "3", NULL});
-    expect_exit(&r, 0);
-    for (int i = 0; i < n; i++) {
-        char line[64];
-        snprintf(line, sizeof line, "rank %d of %d ok\n", i, n);
-        expect_in(&r.out, "stdout", line);
-    }
-    if (r.err.len)
-        fail("stderr is not empty:\n%s", r.err.data);
-    check_nothing_left(n);
-    run_free(&r);
-}
+/* ---- checks beyond the table's ---- */
 
-static void case_verbose(void)
+/* The dumps come before the message that the job timed out. */
+static void dumps_first(const struct run *r)
 {
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-v", "-n", "2", "RANK", "gather", "1", NULL});
-    expect_exit(&r, 0);
-    expect_rank_msg(&r, 0, "connected\n");
-    expect_in(&r.err, "stderr", "flitrun: rank 1 is pid ");
-    expect_in(&r.err, "stderr", "flitrun: allgather round 1 complete");
-    expect_in(&r.err, "stderr", "flitrun: rank 1 finalized");
-    expect_rank_msg(&r, 1, "exited with status 0\n");
-    check_nothing_left(2);
-    run_free(&r);
-}
-
-static void case_exit_code(void)
-{
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-n", "4", "RANK", "fail", "2", "3", NULL});
-    expect_exit(&r, 3);
-    expect_rank_msg(&r, 2, "exited with status 3\n");
-    expect_secs(&r, 0, 4);      /* the others die at SIGTERM, no grace used */
-    check_nothing_left(4);
-    run_free(&r);
-}
-
-static void case_signal(void)
-{
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-n", "3", "RANK", "sigkill", "1", NULL});
-    expect_exit(&r, 137);
-    expect_rank_msg(&r, 1, "was killed by signal 9 (SIGKILL)\n");
-    expect_secs(&r, 0, 4);
-    check_nothing_left(3);
-    run_free(&r);
-}
-
-static void case_timeout(void)
-{
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-n", "2", "--timeout", "1", "RANK", "hang", NULL});
-    expect_exit(&r, 124);
-    const char *msg = "flitrun: job timed out after 1 s; stopping it\n";
-    expect_in(&r.err, "stderr", msg);
-    expect_in(&r.err, "stderr", "DUMP rank 0\n");
-    expect_in(&r.err, "stderr", "DUMP rank 1\n");
-    const char *at = r.err.data ? strstr(r.err.data, msg) : NULL;
+    const char *at = r->err.data ? strstr(r->err.data, "flitrun: job timed out") : NULL;
     if (at && (strstr(at, "DUMP rank 0") || strstr(at, "DUMP rank 1")))
-        fail("the dumps came after the timeout message:\n%s", r.err.data);
-    expect_secs(&r, 1, 6);
-    check_nothing_left(2);
-    run_free(&r);
+        fail("the dumps came after the timeout message:\n%s", r->err.data);
 }
 
-/* Rank 1 ignores DUMP and SIGTERM: the dump wait and the grace both run out. */
-static void case_timeout_stubborn(void)
-{
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-n", "2", "--timeout", "0.5", "RANK", "hang", "1",
-                                          NULL});
-    expect_exit(&r, 124);
-    expect_in(&r.err, "stderr", "DUMP rank 0\n");
-    expect_not_in(&r.err, "stderr", "DUMP rank 1");
-    expect_in(&r.err, "stderr", "flitrun: job timed out after 0.5 s; stopping it\n");
-    expect_secs(&r, 4.4, 5.5);
-    check_nothing_left(2);
-    run_free(&r);
-}
-
-/* Counts stdout lines of one rank; every line must be one of the rank's
+/* Counts the lines of each rank; every line must be one of the rank's
    own, whole, behind the right prefix. */
 static void check_prefixed(const struct buf *b, const char *kind, int nranks)
 {
@@ -643,261 +584,36 @@ static void check_prefixed(const struct buf *b, const char *kind, int nranks)
     free(copy);
 }
 
-static void case_prefix(void)
+static void prefixed_3(const struct run *r)
 {
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-n", "3", "-p", "RANK", "print", "split", NULL});
-    expect_exit(&r, 0);
-    check_prefixed(&r.out, "line", 3);
-    check_prefixed(&r.err, "err", 3);
-    check_nothing_left(-1);
-    run_free(&r);
+    check_prefixed(&r->out, "line", 3);
+    check_prefixed(&r->err, "err", 3);
 }
 
-/* Like a shell pipe into `head`: when nobody reads flitrun's stdout, the
-   ranks writing there get SIGPIPE, with --prefix as without it. */
-static void case_prefix_epipe(void)
+/* Rank 0 read nothing until the feed was stuck: flitrun's read-ahead is
+   bounded. Then all of it went through. */
+static void feed_stuck_then_whole(const struct run *r)
 {
-    struct run r = {.close_stdout = true};
-    run_flitrun(&r, (const char *const[]){"-n", "2", "-p", "RANK", "spam", NULL});
-    expect_exit(&r, 128 + SIGPIPE);
-    expect_in(&r.err, "stderr", "was killed by signal 13 (SIGPIPE)\n");
-    check_nothing_left(-1);
-    run_free(&r);
+    if (!r->stuck)
+        fail("flitrun read all %zu bytes of its stdin while rank 0 read none", r->fed);
+    if (r->fed != STDIN_LEN || r->broken)
+        fail("the driver fed %zu of %u bytes%s", r->fed, STDIN_LEN,
+             r->broken ? ", then EPIPE" : "");
 }
 
-static void case_no_prefix(void)
+/* flitrun let go of its stdin once rank 0 stopped reading: EPIPE. */
+static void feed_broken(const struct run *r)
 {
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-n", "2", "RANK", "print", "whole", NULL});
-    expect_exit(&r, 0);
-    expect_in(&r.out, "stdout", "\nline 19 from rank 0\n");
-    expect_in(&r.out, "stdout", "\nline 19 from rank 1\n");
-    expect_in(&r.err, "stderr", "err 19 from rank 1\n");
-    expect_not_in(&r.out, "stdout", "[0]");
-    expect_not_in(&r.err, "stderr", "[1]");
-    check_nothing_left(-1);
-    run_free(&r);
+    if (!r->broken)
+        fail("flitrun kept its stdin after rank 0 stopped reading (fed %zu bytes)", r->fed);
 }
 
-static void case_stop_signal(int sig, const char *name)
+/* Each rank printed the shared file it made; flitrun removed them. */
+static void shm_removed(const struct run *r)
 {
-    struct run r = {.ready_signal = sig};
-    char msg[64];
-    run_flitrun(&r, (const char *const[]){"-n", "4", "RANK", "wait", NULL});
-    expect_exit(&r, 128 + sig);
-    snprintf(msg, sizeof msg, "flitrun: caught %s, stopping the job\n", name);
-    expect_in(&r.err, "stderr", msg);
-    expect_secs(&r, 0, 5);
-    check_nothing_left(4);
-    run_free(&r);
-}
-
-/* flitrun itself killed: the ranks die of PR_SET_PDEATHSIG. */
-static void case_launcher_killed(void)
-{
-    struct run r = {.ready_signal = SIGKILL};
-    run_flitrun(&r, (const char *const[]){"-n", "3", "RANK", "wait", NULL});
-    if (!WIFSIGNALED(r.status) || WTERMSIG(r.status) != SIGKILL)
-        fail("flitrun was not killed: status 0x%x", r.status);
-    check_nothing_left(3);
-    run_free(&r);
-}
-
-static void case_noexec(void)
-{
-    struct run a = {0}, b = {0}, c = {0};
-    run_flitrun(&a, (const char *const[]){"-n", "2", "/nonexistent/flitrun-test", NULL});
-    expect_exit(&a, 127);
-    expect_in(&a.err, "stderr",
-              "flitrun: cannot execute '/nonexistent/flitrun-test': No such file or directory\n");
-    run_flitrun(&b, (const char *const[]){"-n", "3", "flitrun-test-not-on-path", NULL});
-    expect_exit(&b, 127);
-    expect_in(&b.err, "stderr", "cannot execute 'flitrun-test-not-on-path'");
-    char path[512];
-    snprintf(path, sizeof path, "%s/not-executable", test_dir);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || write(fd, "#!/bin/sh\n", 10) != 10)
-        fail("cannot create %s", path);
-    close(fd);
-    run_flitrun(&c, (const char *const[]){"-n", "2", path, NULL});
-    expect_exit(&c, 127);
-    expect_in(&c.err, "stderr", "': Permission denied\n");
-    check_nothing_left(0);
-    run_free(&a);
-    run_free(&b);
-    run_free(&c);
-}
-
-static void case_stdin(void)
-{
-    struct run r = {.stdin_text = "hello from stdin\n"};
-    run_flitrun(&r, (const char *const[]){"-n", "3", "RANK", "stdin", NULL});
-    expect_exit(&r, 0);
-    for (int i = 0; i < 3; i++) {
-        char line[64];
-        snprintf(line, sizeof line, "rank %d stdin ok\n", i);
-        expect_in(&r.out, "stdout", line);
-    }
-    check_nothing_left(-1);
-    run_free(&r);
-}
-
-/* The rank lines of the stdin cases, whatever the line ends (a terminal
-   adds \r). */
-static void expect_rank_lines(const struct run *r, int nranks, const char *fmt0,
-                              const char *fmt)
-{
-    for (int i = 0; i < nranks; i++) {
-        char line[96];
-        snprintf(line, sizeof line, i == 0 ? fmt0 : fmt, i);
-        expect_in(&r->out, "stdout", line);
-    }
-}
-
-/* 1 MiB through a pipe, fed in pieces. Rank 0 reads nothing until the feed
-   is stuck, which shows that flitrun's read-ahead is bounded; then all of
-   it, in order, to EOF. */
-static void case_stdin_pipe(void)
-{
-    struct run r = {.feed_len = STDIN_LEN, .gate = GATE_ON_STUCK};
-    char len[32];
-    snprintf(len, sizeof len, "%u", STDIN_LEN);
-    run_flitrun(&r, (const char *const[]){"-n", "3", "RANK", "stdin_pattern", len, "gate",
-                                          NULL});
-    expect_exit(&r, 0);
-    snprintf(len, sizeof len, "rank %%d stdin %u bytes ok", STDIN_LEN);
-    expect_rank_lines(&r, 3, len, "rank %d stdin 0 bytes ok");
-    if (!r.stuck)
-        fail("flitrun read all %zu bytes of its stdin while rank 0 read none", r.fed);
-    if (r.fed != STDIN_LEN || r.broken)
-        fail("the driver fed %zu of %u bytes%s", r.fed, STDIN_LEN,
-             r.broken ? ", then EPIPE" : "");
-    check_nothing_left(3);
-    run_free(&r);
-}
-
-/* A regular file is always readable: read in bounded chunks all the same. */
-static void case_stdin_file(void)
-{
-    char path[512], len[32], line[64];
-    snprintf(path, sizeof path, "%s/stdin.bin", test_dir);
-    uint8_t *data = malloc(STDIN_LEN);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (data)
-        fill_pattern(data, 0, STDIN_LEN);
-    if (!data || fd < 0 || write(fd, data, STDIN_LEN) != (ssize_t)STDIN_LEN) {
-        fail("cannot write %s", path);
-        return;
-    }
-    close(fd);
-    free(data);
-    struct run r = {.stdin_path = path};
-    snprintf(len, sizeof len, "%u", STDIN_LEN);
-    run_flitrun(&r, (const char *const[]){"-n", "2", "RANK", "stdin_pattern", len, NULL});
-    expect_exit(&r, 0);
-    snprintf(line, sizeof line, "rank %%d stdin %u bytes ok", STDIN_LEN);
-    expect_rank_lines(&r, 2, line, "rank %d stdin 0 bytes ok");
-    check_nothing_left(2);
-    run_free(&r);
-}
-
-/* --stdin none: rank 0 reads EOF at once, though stdin is a pipe still open
-   and full of bytes. */
-static void case_stdin_none(void)
-{
-    struct run r = {.feed_len = STDIN_LEN};
-    run_flitrun(&r, (const char *const[]){"-n", "2", "--stdin", "none", "RANK", "stdin",
-                                          "", NULL});
-    expect_exit(&r, 0);
-    expect_rank_lines(&r, 2, "rank %d stdin ok", "rank %d stdin ok");
-    check_nothing_left(2);
-    run_free(&r);
-}
-
-/* Rank 0 stops reading while the feed goes on, by exiting or (how "close")
-   by closing its stdin; rank 1 runs on until the feed has ended. flitrun
-   must neither die of SIGPIPE nor hang, and lets go of its own stdin: the
-   feed sees EPIPE. */
-static void case_stdin_early(const char *how)
-{
-    struct run r = {.feed_len = STDIN_LEN, .gate = GATE_ON_END};
-    bool closes = strcmp(how, "close") == 0;
-    run_flitrun(&r, (const char *const[]){"-v", "-n", "2", "RANK", "stdin_early", how,
-                                          "1000", NULL});
-    expect_exit(&r, 0);
-    expect_rank_lines(&r, 2, "rank %d stdin early ok", "rank %d stdin early ok");
-    if (!r.broken)
-        fail("flitrun kept its stdin after rank 0 %s (fed %zu bytes)",
-             closes ? "closed its own" : "exited", r.fed);
-    if (closes)
-        expect_in(&r.err, "stderr", "flitrun: rank 0 no longer reads its stdin");
-    check_nothing_left(2);
-    run_free(&r);
-}
-
-/* The bug this guards against: flitrun in the foreground of a terminal, the
-   ranks in a group of their own, in its background. Rank 0 reading the
-   terminal itself would be stopped by SIGTTIN, and the job hang. */
-static void case_stdin_tty(void)
-{
-    struct run r = {.term = TERM_FG, .stdin_text = "hello from the terminal\n\4"};
-    run_flitrun(&r, (const char *const[]){"-n", "2", "RANK", "stdin",
-                                          "hello from the terminal\n", NULL});
-    expect_exit(&r, 0);
-    expect_rank_lines(&r, 2, "rank %d stdin ok", "rank %d stdin ok");
-    check_nothing_left(2);
-    run_free(&r);
-}
-
-/* flitrun in the background of its terminal does not read it (that would
-   stop flitrun): rank 0 reads /dev/null, and -v says so. */
-static void case_stdin_tty_bg(void)
-{
-    struct run r = {.term = TERM_BG, .stdin_text = "not for rank 0\n"};
-    run_flitrun(&r, (const char *const[]){"-v", "-n", "2", "RANK", "stdin", "", NULL});
-    expect_exit(&r, 0);
-    expect_rank_lines(&r, 2, "rank %d stdin ok", "rank %d stdin ok");
-    expect_in(&r.err, "stderr",
-              "flitrun: flitrun runs in the background of its terminal");
-    check_nothing_left(2);
-    run_free(&r);
-}
-
-static void case_badframe(void)
-{
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-n", "3", "RANK", "badframe", "1", NULL});
-    expect_exit(&r, 1);
-    expect_rank_msg(&r, 1, "sent a malformed frame: ");
-    expect_secs(&r, 0, 4);
-    check_nothing_left(3);
-    run_free(&r);
-}
-
-static void case_reject(void)
-{
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-n", "2", "RANK", "reject", NULL});
-    expect_exit(&r, 0);
-    expect_in(&r.err, "stderr", "flitrun: rejected a connection: pid");
-    expect_in(&r.err, "stderr", "not this job's");
-    expect_in(&r.err, "stderr", "claims rank 2 of a job of 2");
-    expect_in(&r.err, "stderr", "claims rank 0, which already connected");
-    expect_in(&r.err, "stderr", "instead of HELLO");
-    check_nothing_left(2);
-    run_free(&r);
-}
-
-static void case_shm(void)
-{
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-n", "2", "RANK", "shm", NULL});
-    expect_exit(&r, 0);
-    const char *p = r.out.data ? r.out.data : "";
-    int seen = 0;
+    const char *p = r->out.data ? r->out.data : "";
+    int seen = 0, used = 0;
     char name[128];
-    int used = 0;
     while (sscanf(p, "shm %127s%n", name, &used) == 1 && used > 0) {
         p += used + (p[used] == '\n');
         char path[256];
@@ -910,437 +626,453 @@ static void case_shm(void)
         used = 0;
     }
     if (seen != 2)
-        fail("the ranks made %d shared files, expected 2:\n%s", seen, r.out.data);
-    check_nothing_left(-1);
-    run_free(&r);
+        fail("the ranks made %d shared files, expected 2:\n%s", seen, r->out.data);
 }
 
-/* ---- jobs over several hosts ----
- *
- * Every "host" is this machine: the --launch template `env FAKEHOST={host}`
- * starts each rank here, through env, with FAKEHOST saying where it was sent.
- * The rendezvous is TCP all the same (on loopback, --boot-addr 127.0.0.1, so
- * that no host name is looked up), and the stand-in ranks check that
- * (FLRUN_TEST_TCP). A fake ssh stands in for ssh.
- */
+/* Arguments that a remote shell would split, expand or glob. */
+#define SHELL_ARGS "a b", "it's", "$HOME", "x;y", "", "t\tab", "new\nline", "*", "\"q\"", "\\"
 
-#define FAKE_LAUNCH "env FAKEHOST={host}"
-/* A launcher that forks, as ssh does: the rank is not the launcher's process,
-   and its death by a signal reaches flitrun as the shell's 128+signal. */
-#define FORKING_LAUNCH "sh -c \"$@\";exit {host}"
-
-static void tcp_on(void)
+/* Through ssh every word arrived as it was, in flitrun's directory. */
+static void ssh_words_kept(const struct run *r)
 {
-    setenv("FLRUN_TEST_TCP", "127.0.0.1", 1);
-}
-
-static void tcp_off(void)
-{
-    unsetenv("FLRUN_TEST_TCP");
-}
-
-/* "flitrun: rank R on HOST (launcher pid P) <tail>", P from the pid file
-   (the launcher is the rank, through env). */
-static void expect_remote_msg(const struct run *r, int rank, const char *host,
-                              const char *tail)
-{
-    char name[32], msg[256];
-    snprintf(name, sizeof name, "pid.%d", rank);
-    snprintf(msg, sizeof msg, "flitrun: rank %d on %s (launcher pid %d) %s", rank, host,
-             pidfile_pid(name), tail);
-    expect_in(&r->err, "stderr", msg);
-}
-
-static void case_hosts_usage(void)
-{
-    static const struct {
-        const char *args[10];
-        const char *msg;
-    } bad[] = {
-        {{"--hosts", "", "true"}, "the host list is empty"},
-        {{"-n", "2", "--hosts", "a,,b", "true"}, "an empty host name in 'a,,b'"},
-        {{"-n", "2", "--hosts", ",a", "true"}, "an empty host name"},
-        {{"-n", "2", "--hosts", "a,", "true"}, "an empty host name"},
-        {{"--hosts", "a:0", "true"}, "bad count in 'a:0'"},
-        {{"--hosts", "a:x", "true"}, "bad count in 'a:x'"},
-        {{"--hosts", "a:", "true"}, "bad count in 'a:'"},
-        {{"--hosts", "a:-1", "true"}, "bad count"},
-        {{"--hosts", "a:4097", "true"}, "bad count"},
-        {{"--hosts", "a:2:3", "true"}, "bad count"},
-        {{"-n", "2", "--hosts", "-oProxyCommand=x", "true"},
-         "bad host name '-oProxyCommand=x'"},
-        {{"-n", "2", "--hosts", "a b", "true"}, "bad host name 'a b'"},
-        {{"-n", "2", "--hosts", "a;b", "true"}, "bad host name"},
-        {{"-n", "2", "--hosts", ":2", "true"}, "bad host name"},
-        {{"--hosts", "a:2,b", "true"},
-         "give a count to every host in 'a:2,b' or to none"},
-        {{"-n", "5", "--hosts", "a:2,b:2", "true"},
-         "5 ranks, but the host counts add up to 4"},
-        {{"--hosts", "a,b", "true"}, "-n N is required (or a count for every host"},
-        {{"--hosts", "a:3000,b:3000", "true"}, "add up to 6000 ranks, more than 4096"},
-        {{"-n", "2", "--hosts", "a", "--placement", "scatter", "true"},
-         "--placement wants block or round-robin, not 'scatter'"},
-        {{"-n", "2", "--hosts", "a", "--launch", "env X=1", "true"},
-         "the --launch template 'env X=1' has no {host}"},
-        {{"-n", "2", "--hosts", "a", "--launch", " ", "true"}, "has no {host}"},
-        {{"-n", "2", "--launch", "env {host}", "true"}, "--launch goes with --hosts"},
-        {{"-n", "2", "--placement", "block", "true"}, "--placement goes with --hosts"},
-        {{"-n", "2", "--boot-addr", "10.1.2", "true"},
-         "--boot-addr wants an IPv4 address"},
-        {{"-n", "2", "--hosts", "a", "--boot-addr", "::1", "true"}, "--boot-addr wants"},
-        {{"-n", "2", "--hosts", NULL}, "option '--hosts' needs a value"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct run r = {0};
-        run_flitrun(&r, bad[i].args);
-        expect_exit(&r, 2);
-        expect_in(&r.err, "usage error", bad[i].msg);
-        expect_in(&r.err, "usage error", "Usage: flitrun -n N");
-        run_free(&r);
-    }
-    check_nothing_left(0);
-}
-
-/* Where each rank went: "rank R of N on HOST" lines, in want[R]. */
-static void expect_places(const struct run *r, int n, const char *const *want)
-{
-    char line[96];
-    for (int i = 0; i < n; i++) {
-        snprintf(line, sizeof line, "rank %d of %d on %s\n", i, n, want[i]);
+    static const char *const args[] = {SHELL_ARGS, NULL};
+    char cwd[4096], line[4200];
+    if (!getcwd(cwd, sizeof cwd))
+        fail("getcwd: %s", strerror(errno));
+    snprintf(line, sizeof line, "cwd [%s]\n", cwd);
+    expect_in(&r->out, "stdout", line);
+    for (size_t i = 0; args[i]; i++) {
+        snprintf(line, sizeof line, "arg [%s]\n", args[i]);
         expect_in(&r->out, "stdout", line);
     }
 }
 
-static void place_case(const char *const *args, int n, const char *const *want)
+/* ---- preparations ---- */
+
+static void write_file(const char *name, const void *data, size_t len, mode_t mode)
 {
-    struct run r = {0};
-    run_flitrun(&r, args);
-    expect_exit(&r, 0);
-    expect_places(&r, n, want);
-    check_nothing_left(-1);
-    run_free(&r);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", test_dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0 || write(fd, data, len) != (ssize_t)len)
+        fail("cannot write %s", path);
+    if (fd >= 0)
+        close(fd);
 }
 
-static void case_hosts_place(void)
+static void make_not_executable(void)
 {
-    place_case((const char *const[]){"-n", "5", "--hosts", "a,b,c", "--launch",
-                                     FAKE_LAUNCH, "--boot-addr", "127.0.0.1", "RANK",
-                                     "where", NULL},
-               5, (const char *const[]){"a", "a", "b", "b", "c"});
-    place_case((const char *const[]){"-n", "5", "--hosts", "a,b,c", "--placement",
-                                     "round-robin", "--launch", FAKE_LAUNCH,
-                                     "--boot-addr", "127.0.0.1", "RANK", "where", NULL},
-               5, (const char *const[]){"a", "b", "c", "a", "b"});
-    /* no -n: the counts' sum */
-    place_case((const char *const[]){"-H", "a:1,b:3", "--launch", FAKE_LAUNCH,
-                                     "--boot-addr", "127.0.0.1", "RANK", "where", NULL},
-               4, (const char *const[]){"a", "b", "b", "b"});
-    /* round-robin skips a full host */
-    place_case((const char *const[]){"-n", "4", "-H", "a:1,b:3,c:1", "--placement",
-                                     "round-robin", "--launch", FAKE_LAUNCH,
-                                     "--boot-addr", "127.0.0.1", "RANK", "where", NULL},
-               4, (const char *const[]){"a", "b", "c", "b"});
-    /* fewer ranks than counts: block fills the first hosts */
-    place_case((const char *const[]){"-n", "3", "-H", "a:2,b:2", "--launch", FAKE_LAUNCH,
-                                     "--boot-addr", "127.0.0.1", "RANK", "where", NULL},
-               3, (const char *const[]){"a", "a", "b"});
-    /* more hosts than ranks; localhost is started here, without the launcher */
-    place_case((const char *const[]){"-n", "2", "--hosts", "localhost,b,c", "--launch",
-                                     FAKE_LAUNCH, "--boot-addr", "127.0.0.1", "RANK",
-                                     "where", NULL},
-               2, (const char *const[]){"here", "b"});
-    /* all here: no launcher, no TCP */
-    place_case((const char *const[]){"--hosts", "localhost:3", "--launch", FAKE_LAUNCH,
-                                     "RANK", "where", NULL},
-               3, (const char *const[]){"here", "here", "here"});
+    write_file("not-executable", "#!/bin/sh\n", 10, 0644);
 }
 
-static void tcp_gather_case(const char *np, const char *hosts, const char *placement)
+static void make_stdin_file(void)
 {
-    struct run r = {0};
-    int n = atoi(np);
-    tcp_on();
-    run_flitrun(&r,
-                (const char *const[]){"-n", np, "--hosts", hosts, "--placement",
-                                      placement, "--launch", FAKE_LAUNCH, "--boot-addr",
-                                      "127.0.0.1", "RANK", "gather", "3", NULL});
-    tcp_off();
-    expect_exit(&r, 0);
-    for (int i = 0; i < n; i++) {
-        char line[64];
-        snprintf(line, sizeof line, "rank %d of %d ok\n", i, n);
-        expect_in(&r.out, "stdout", line);
+    uint8_t *data = malloc(STDIN_LEN);
+    if (!data) {
+        fail("out of memory");
+        return;
     }
-    if (r.err.len)
-        fail("stderr is not empty:\n%s", r.err.data);
-    check_nothing_left(n);
-    clear_pidfiles();
-    run_free(&r);
+    fill_pattern(data, 0, STDIN_LEN);
+    write_file("stdin.bin", data, STDIN_LEN, 0600);
+    free(data);
 }
 
-/* Allgather rounds over TCP, one of 2 MiB (partial sends); local ranks
-   (localhost) use TCP too when the job does. */
-static void case_tcp_gather(void)
-{
-    tcp_gather_case("4", "a,b", "block");
-    tcp_gather_case("32", "a,b,c", "round-robin");
-    tcp_gather_case("4", "localhost:2,b:2", "block");
-    /* --boot-addr alone: a job on this host, over TCP */
-    struct run r = {0};
-    tcp_on();
-    run_flitrun(&r, (const char *const[]){"-n", "3", "--boot-addr", "127.0.0.1", "RANK",
-                                          "gather", "2", NULL});
-    tcp_off();
-    expect_exit(&r, 0);
-    expect_in(&r.out, "stdout", "rank 2 of 3 ok\n");
-    check_nothing_left(3);
-    run_free(&r);
-}
-
-/* No --boot-addr: the address on the route to the first other host. A
-   numeric host, so that nothing is looked up; 127.0.0.2 is reached from
-   127.0.0.1. */
-static void case_tcp_route(void)
-{
-    struct run r = {0};
-    tcp_on();
-    run_flitrun(&r, (const char *const[]){"-v", "-n", "2", "--hosts",
-                                          "localhost,127.0.0.2", "--launch", FAKE_LAUNCH,
-                                          "RANK", "gather", "1", NULL});
-    tcp_off();
-    expect_exit(&r, 0);
-    expect_in(&r.err, "stderr", "flitrun: boot address tcp:127.0.0.1:");
-    expect_in(&r.err, "stderr", "(on the route to 127.0.0.2)");
-    expect_in(&r.out, "stdout", "rank 1 of 2 ok\n");
-    check_nothing_left(2);
-    run_free(&r);
-}
-
-static void case_tcp_verbose(void)
-{
-    struct run r = {0};
-    tcp_on();
-    run_flitrun(&r, (const char *const[]){"-v", "-n", "3", "--hosts", "a:2,b:1",
-                                          "--launch", FAKE_LAUNCH, "--boot-addr",
-                                          "127.0.0.1", "RANK", "gather", "1", NULL});
-    tcp_off();
-    expect_exit(&r, 0);
-    expect_in(&r.err, "stderr", "flitrun: boot address tcp:127.0.0.1:");
-    expect_in(&r.err, "stderr", "(--boot-addr)");
-    expect_in(&r.err, "stderr", "flitrun: host a: 2 ranks\n");
-    expect_in(&r.err, "stderr", "flitrun: host b: 1 rank\n");
-    expect_in(&r.err, "stderr", "flitrun: rank 2 -> b: env FAKEHOST=b env FLIT_");
-    expect_in(&r.err, "stderr", " FLIT_RANK=2");
-    expect_in(&r.err, "stderr", "flitrun: rank 1 (pid ");
-    expect_in(&r.err, "stderr", " on a) connected from 127.0.0.1:");
-    expect_remote_msg(&r, 2, "b", "exited with status 0\n");
-    check_nothing_left(3);
-    run_free(&r);
-}
-
-static void case_tcp_fail(void)
-{
-    struct run r = {0};
-    tcp_on();
-    run_flitrun(&r, (const char *const[]){"-n", "4", "--hosts", "a,b", "--launch",
-                                          FAKE_LAUNCH, "--boot-addr", "127.0.0.1", "RANK",
-                                          "fail", "2", "3", NULL});
-    tcp_off();
-    expect_exit(&r, 3);
-    expect_remote_msg(&r, 2, "b", "exited with status 3\n");
-    expect_secs(&r, 0, 4);
-    check_nothing_left(4);
-    run_free(&r);
-}
-
-/* Killed by a signal: seen as such when the launcher is the rank (env, ip
-   netns exec); as 128+signal through a launcher that forks. */
-static void case_tcp_signal(void)
-{
-    struct run r = {0}, f = {0};
-    tcp_on();
-    run_flitrun(&r, (const char *const[]){"-n", "3", "--hosts", "a,b,c", "--launch",
-                                          FAKE_LAUNCH, "--boot-addr", "127.0.0.1", "RANK",
-                                          "sigkill", "1", NULL});
-    expect_exit(&r, 137);
-    expect_remote_msg(&r, 1, "b", "was killed by signal 9 (SIGKILL)\n");
-    check_nothing_left(3);
-    clear_pidfiles();
-    run_flitrun(&f, (const char *const[]){"-n", "3", "--hosts", "a,b,c", "--launch",
-                                          FORKING_LAUNCH, "--boot-addr", "127.0.0.1",
-                                          "RANK", "sigkill", "1", NULL});
-    tcp_off();
-    expect_exit(&f, 137);
-    expect_in(&f.err, "stderr", "flitrun: rank 1 on b (launcher pid ");
-    expect_in(&f.err, "stderr",
-              ") exited with status 137 (perhaps killed by signal 9 "
-              "(SIGKILL) there)\n");
-    expect_secs(&f, 0, 4);
-    check_nothing_left(3);
-    run_free(&r);
-    run_free(&f);
-}
-
-static void case_tcp_timeout(void)
-{
-    struct run r = {0};
-    tcp_on();
-    run_flitrun(&r, (const char *const[]){"-n", "2", "--hosts", "a,b", "--launch",
-                                          FORKING_LAUNCH, "--boot-addr", "127.0.0.1",
-                                          "--timeout", "1", "RANK", "hang", NULL});
-    tcp_off();
-    expect_exit(&r, 124);
-    expect_in(&r.err, "stderr", "DUMP rank 0\n");
-    expect_in(&r.err, "stderr", "DUMP rank 1\n");
-    expect_in(&r.err, "stderr", "flitrun: job timed out after 1 s; stopping it\n");
-    expect_secs(&r, 1, 6);
-    check_nothing_left(2);
-    run_free(&r);
-}
-
-/* Rank 0 on another host reads flitrun's stdin through its launcher's. */
-static void case_tcp_stdin(void)
-{
-    struct run r = {.stdin_text = "hello from stdin\n"};
-    run_flitrun(&r, (const char *const[]){"-n", "3", "--hosts", "a,b", "--launch",
-                                          FORKING_LAUNCH, "--boot-addr", "127.0.0.1",
-                                          "RANK", "stdin", NULL});
-    expect_exit(&r, 0);
-    for (int i = 0; i < 3; i++) {
-        char line[64];
-        snprintf(line, sizeof line, "rank %d stdin ok\n", i);
-        expect_in(&r.out, "stdout", line);
-    }
-    check_nothing_left(-1);
-    run_free(&r);
-}
-
-static void case_tcp_prefix(void)
-{
-    struct run r = {0};
-    run_flitrun(&r, (const char *const[]){"-n", "3", "-p", "--hosts", "a,b,c", "--launch",
-                                          FORKING_LAUNCH, "--boot-addr", "127.0.0.1",
-                                          "RANK", "print", "split", NULL});
-    expect_exit(&r, 0);
-    check_prefixed(&r.out, "line", 3);
-    check_prefixed(&r.err, "err", 3);
-    check_nothing_left(-1);
-    run_free(&r);
-}
-
-static void case_tcp_reject(void)
-{
-    struct run r = {0};
-    tcp_on();
-    run_flitrun(&r, (const char *const[]){"-n", "2", "--hosts", "a,b", "--launch",
-                                          FAKE_LAUNCH, "--boot-addr", "127.0.0.1", "RANK",
-                                          "reject", NULL});
-    tcp_off();
-    expect_exit(&r, 0);
-    expect_in(&r.err, "stderr", "flitrun: rejected a connection from 127.0.0.1:");
-    expect_in(&r.err, "stderr", "not this job's");
-    expect_in(&r.err, "stderr", "claims rank 2 of a job of 2");
-    expect_in(&r.err, "stderr", "claims rank 0, which already connected");
-    expect_in(&r.err, "stderr", "instead of HELLO");
-    check_nothing_left(2);
-    run_free(&r);
-}
-
-/* flitrun killed: a rank that its launcher became dies of PR_SET_PDEATHSIG
-   (set before the launcher's exec, kept across env's). */
-static void case_tcp_launcher_killed(void)
-{
-    struct run r = {.ready_signal = SIGKILL};
-    tcp_on();
-    run_flitrun(&r, (const char *const[]){"-n", "3", "--hosts", "a,b,c", "--launch",
-                                          FAKE_LAUNCH, "--boot-addr", "127.0.0.1", "RANK",
-                                          "wait", NULL});
-    tcp_off();
-    if (!WIFSIGNALED(r.status) || WTERMSIG(r.status) != SIGKILL)
-        fail("flitrun was not killed: status 0x%x", r.status);
-    check_nothing_left(3);
-    run_free(&r);
-}
-
-static void case_tcp_noexec(void)
-{
-    struct run a = {0}, b = {0};
-    run_flitrun(&a, (const char *const[]){"-n", "2", "--hosts", "a,b", "--launch",
-                                          "/nonexistent/launcher {host}", "--boot-addr",
-                                          "127.0.0.1", "true", NULL});
-    expect_exit(&a, 127);
-    expect_in(
-        &a.err, "stderr",
-        "flitrun: cannot execute '/nonexistent/launcher': No such file or directory\n");
-    /* the launcher runs, the program is not there: env says so, 127 */
-    run_flitrun(&b, (const char *const[]){"-n", "2", "--hosts", "a,b", "--launch",
-                                          FAKE_LAUNCH, "--boot-addr", "127.0.0.1",
-                                          "/nonexistent/program", NULL});
-    expect_exit(&b, 127);
-    expect_in(&b.err, "stderr", "(launcher pid ");
-    expect_in(&b.err, "stderr", ") exited with status 127\n");
-    check_nothing_left(0);
-    run_free(&a);
-    run_free(&b);
-}
-
-/* A stand-in for ssh: joins its arguments into one command line and runs it
-   in a shell, as ssh has sshd do; -o options are ignored. */
-static void write_fake_ssh(char *path, size_t len)
+/* A stand-in for ssh, first on PATH: joins its arguments into one command
+   line and runs it in a shell, as ssh has sshd do; -o options are ignored. */
+static void make_fake_ssh(void)
 {
     static const char script[] = "#!/bin/sh\n"
                                  "while [ \"$1\" = -o ]; do shift 2; done\n"
                                  "host=$1; shift\n"
                                  "FAKEHOST=$host exec /bin/sh -c \"$*\"\n";
-    snprintf(path, len, "%s/ssh", test_dir);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-    if (fd < 0 || write(fd, script, sizeof script - 1) != (ssize_t)(sizeof script - 1))
-        fail("cannot write %s", path);
-    close(fd);
+    write_file("ssh", script, sizeof script - 1, 0755);
 }
 
-/* The default launcher, ssh (here the fake one, first on PATH): every word
-   quoted for the remote shell, the working directory kept, 255 explained. */
-static void case_tcp_ssh(void)
+/* ---- the cases ----
+ *
+ * A case is one or more rows with its name, run in order: flitrun with the
+ * row's arguments and stdin, then what the row expects of its exit, its
+ * output, its time; then nothing of the job may be left running, and the
+ * number of ranks that wrote a pid file must be the row's.
+ *
+ * Jobs over several hosts: every "host" is this machine. The --launch
+ * template `env FAKEHOST={host}` starts each rank here, through env, with
+ * FAKEHOST saying where it was sent. The rendezvous is TCP all the same (on
+ * loopback, --boot-addr 127.0.0.1, so that no host name is looked up), and
+ * with tcp set the stand-in ranks check that (FLRUN_TEST_TCP). A fake ssh
+ * stands in for ssh.
+ */
+
+#define ANY (-1)                /* ranks: any number of pid files */
+#define USAGE "Usage: flitrun -n N"
+#define STDIN_LEN_S "1048576"   /* STDIN_LEN, as an argument */
+#define FAKE_LAUNCH "env FAKEHOST={host}"
+/* A launcher that forks, as ssh does: the rank is not the launcher's process,
+   and its death by a signal reaches flitrun as the shell's 128+signal. */
+#define FORKING_LAUNCH "sh -c \"$@\";exit {host}"
+#define ON_HOSTS(hosts, launch) "--hosts", hosts, "--launch", launch, "--boot-addr", "127.0.0.1"
+
+struct tcase {
+    const char *name;
+    const char *args[MAX_ARGS]; /* "RANK": the stand-in rank; "DIR/x": see expand() */
+    struct run run;             /* stdin, feed, gate, terminal, signal on "ready" */
+    bool tcp;                   /* the ranks check that the rendezvous is TCP */
+    void (*prepare)(void);      /* files in the test's directory */
+    bool fake_ssh;              /* the test's directory first on PATH */
+    int exit;                   /* flitrun's exit status; or */
+    int killed_by;              /* the signal that killed flitrun */
+    const char *out[6], *err[8];        /* on stdout, on stderr */
+    const char *not_out[2], *not_err[2];
+    struct rank_lines lines;
+    struct rank_msg msg[2];
+    double min_s, max_s;        /* max_s 0: any time */
+    bool quiet;                 /* nothing on stderr */
+    int ranks;                  /* pid files; ANY */
+    void (*check)(const struct run *r);
+};
+
+#define BAD_USAGE(...) {.name = "usage", .args = {__VA_ARGS__}, .exit = 2, .err = {USAGE}}
+#define BAD_HOSTS(msg, ...)                                                              \
+    {.name = "hosts_usage", .args = {__VA_ARGS__}, .exit = 2, .err = {msg, USAGE}}
+#define GATHER(n)                                                                        \
+    {.name = "gather" #n, .args = {"-n", #n, "RANK", "gather", "3"}, .quiet = true,      \
+     .lines = {n, "rank %1$d of %2$d ok\n"}, .ranks = n}
+#define STOP_SIGNAL(case, sig, signame)                                                  \
+    {.name = case, .args = {"-n", "4", "RANK", "wait"}, .run = {.ready_signal = sig},    \
+     .exit = 128 + sig, .err = {"flitrun: caught " signame ", stopping the job\n"},      \
+     .max_s = 5, .ranks = 4}
+#define TCP_GATHER(np, hosts, placement)                                                 \
+    {.name = "tcp_gather", .tcp = true,                                                  \
+     .args = {"-n", #np, ON_HOSTS(hosts, FAKE_LAUNCH), "--placement", placement, "RANK",  \
+              "gather", "3"},                                                            \
+     .quiet = true, .lines = {np, "rank %1$d of %2$d ok\n"}, .ranks = np}
+#define REJECTED                                                                         \
+    "not this job's", "claims rank 2 of a job of 2", "claims rank 0, which already connected", \
+        "instead of HELLO"
+
+static const struct tcase cases[] = {
+    BAD_USAGE(NULL),
+    BAD_USAGE("-n", "2"),
+    BAD_USAGE("-n", "0", "true"),
+    BAD_USAGE("-n", "4097", "true"),
+    BAD_USAGE("-n", "x", "true"),
+    BAD_USAGE("-n"),
+    BAD_USAGE("-n", "2", "--bogus", "true"),
+    BAD_USAGE("-n", "2", "-q", "true"),
+    BAD_USAGE("-n", "1", "--timeout", "-1", "true"),
+    BAD_USAGE("-n", "1", "--timeout", "soon", "true"),
+    BAD_USAGE("-n", "1", "--stdin", "all", "true"),
+    BAD_USAGE("-n", "1", "--stdin"),
+    {.name = "usage", .args = {"--help"},
+     .out = {"Usage: flitrun -n N [options] [--] program [args...]"}},
+    {.name = "usage", .args = {"--version"}, .out = {"flitrun (flit) "}},
+
+    GATHER(1), GATHER(2), GATHER(4), GATHER(8), GATHER(32),
+    {.name = "verbose", .args = {"-v", "-n", "2", "RANK", "gather", "1"},
+     .err = {"flitrun: rank 1 is pid ", "flitrun: allgather round 1 complete",
+             "flitrun: rank 1 finalized"},
+     .msg = {{0, NULL, "connected\n"}, {1, NULL, "exited with status 0\n"}}, .ranks = 2},
+
+    /* a rank fails: the others die at SIGTERM, no grace used */
+    {.name = "exit_code", .args = {"-n", "4", "RANK", "fail", "2", "3"}, .exit = 3,
+     .msg = {{2, NULL, "exited with status 3\n"}}, .max_s = 4, .ranks = 4},
+    {.name = "signal", .args = {"-n", "3", "RANK", "sigkill", "1"}, .exit = 137,
+     .msg = {{1, NULL, "was killed by signal 9 (SIGKILL)\n"}}, .max_s = 4, .ranks = 3},
+    {.name = "timeout", .args = {"-n", "2", "--timeout", "1", "RANK", "hang"}, .exit = 124,
+     .err = {"flitrun: job timed out after 1 s; stopping it\n", "DUMP rank 0\n",
+             "DUMP rank 1\n"},
+     .min_s = 1, .max_s = 6, .ranks = 2, .check = dumps_first},
+    /* rank 1 ignores DUMP and SIGTERM: the dump wait and the grace both run out */
+    {.name = "timeout_stubborn", .args = {"-n", "2", "--timeout", "0.5", "RANK", "hang", "1"},
+     .exit = 124,
+     .err = {"DUMP rank 0\n", "flitrun: job timed out after 0.5 s; stopping it\n"},
+     .not_err = {"DUMP rank 1"}, .min_s = 4.4, .max_s = 5.5, .ranks = 2},
+
+    {.name = "prefix", .args = {"-n", "3", "-p", "RANK", "print", "split"}, .ranks = ANY,
+     .check = prefixed_3},
+    /* like a shell pipe into `head`: when nobody reads flitrun's stdout, the
+       ranks writing there get SIGPIPE, with --prefix as without it */
+    {.name = "prefix_epipe", .args = {"-n", "2", "-p", "RANK", "spam"},
+     .run = {.close_stdout = true}, .exit = 128 + SIGPIPE,
+     .err = {"was killed by signal 13 (SIGPIPE)\n"}, .ranks = ANY},
+    {.name = "no_prefix", .args = {"-n", "2", "RANK", "print", "whole"},
+     .out = {"\nline 19 from rank 0\n", "\nline 19 from rank 1\n"},
+     .err = {"err 19 from rank 1\n"}, .not_out = {"[0]"}, .not_err = {"[1]"}, .ranks = ANY},
+
+    STOP_SIGNAL("sigterm", SIGTERM, "SIGTERM"),
+    STOP_SIGNAL("sigint", SIGINT, "SIGINT"),
+    STOP_SIGNAL("sighup", SIGHUP, "SIGHUP"),
+    /* flitrun itself killed: the ranks die of PR_SET_PDEATHSIG */
+    {.name = "launcher_killed", .args = {"-n", "3", "RANK", "wait"},
+     .run = {.ready_signal = SIGKILL}, .killed_by = SIGKILL, .ranks = 3},
+
+    {.name = "noexec", .args = {"-n", "2", "/nonexistent/flitrun-test"}, .exit = 127,
+     .err = {"flitrun: cannot execute '/nonexistent/flitrun-test': No such file or "
+             "directory\n"}},
+    {.name = "noexec", .args = {"-n", "3", "flitrun-test-not-on-path"}, .exit = 127,
+     .err = {"cannot execute 'flitrun-test-not-on-path'"}},
+    {.name = "noexec", .args = {"-n", "2", "DIR/not-executable"},
+     .prepare = make_not_executable, .exit = 127, .err = {"': Permission denied\n"}},
+
+    {.name = "stdin", .args = {"-n", "3", "RANK", "stdin"},
+     .run = {.stdin_text = "hello from stdin\n"}, .lines = {3, "rank %1$d stdin ok\n"},
+     .ranks = ANY},
+    /* 1 MiB through a pipe, fed in pieces; rank 0 reads nothing until the
+       feed is stuck, then all of it, in order, to EOF */
+    {.name = "stdin_pipe", .args = {"-n", "3", "RANK", "stdin_pattern", STDIN_LEN_S, "gate"},
+     .run = {.feed_len = STDIN_LEN, .gate = GATE_ON_STUCK},
+     .lines = {3, "rank %1$d stdin 0 bytes ok", "rank %1$d stdin " STDIN_LEN_S " bytes ok"},
+     .ranks = 3, .check = feed_stuck_then_whole},
+    /* a regular file is always readable: read in bounded chunks all the same */
+    {.name = "stdin_file", .args = {"-n", "2", "RANK", "stdin_pattern", STDIN_LEN_S},
+     .run = {.stdin_path = "DIR/stdin.bin"}, .prepare = make_stdin_file,
+     .lines = {2, "rank %1$d stdin 0 bytes ok", "rank %1$d stdin " STDIN_LEN_S " bytes ok"},
+     .ranks = 2},
+    /* --stdin none: rank 0 reads EOF at once, though stdin is a pipe still
+       open and full of bytes */
+    {.name = "stdin_none", .args = {"-n", "2", "--stdin", "none", "RANK", "stdin", ""},
+     .run = {.feed_len = STDIN_LEN}, .lines = {2, "rank %1$d stdin ok"}, .ranks = 2},
+    /* rank 0 stops reading while the feed goes on, by exiting or by closing
+       its stdin; rank 1 runs on until the feed has ended. flitrun must
+       neither die of SIGPIPE nor hang, and lets go of its own stdin */
+    {.name = "stdin_early_exit",
+     .args = {"-v", "-n", "2", "RANK", "stdin_early", "exit", "1000"},
+     .run = {.feed_len = STDIN_LEN, .gate = GATE_ON_END},
+     .lines = {2, "rank %1$d stdin early ok"}, .ranks = 2, .check = feed_broken},
+    {.name = "stdin_early_close",
+     .args = {"-v", "-n", "2", "RANK", "stdin_early", "close", "1000"},
+     .run = {.feed_len = STDIN_LEN, .gate = GATE_ON_END},
+     .lines = {2, "rank %1$d stdin early ok"}, .ranks = 2, .check = feed_broken,
+     .err = {"flitrun: rank 0 no longer reads its stdin"}},
+    /* the bug this guards against: flitrun in the foreground of a terminal,
+       the ranks in its background; rank 0 reading the terminal itself would
+       be stopped by SIGTTIN, and the job hang */
+    {.name = "stdin_tty", .args = {"-n", "2", "RANK", "stdin", "hello from the terminal\n"},
+     .run = {.term = TERM_FG, .stdin_text = "hello from the terminal\n\4"},
+     .lines = {2, "rank %1$d stdin ok"}, .ranks = 2},
+    /* flitrun in the background of its terminal does not read it (that
+       would stop flitrun): rank 0 reads /dev/null, and -v says so */
+    {.name = "stdin_tty_bg", .args = {"-v", "-n", "2", "RANK", "stdin", ""},
+     .run = {.term = TERM_BG, .stdin_text = "not for rank 0\n"},
+     .lines = {2, "rank %1$d stdin ok"},
+     .err = {"flitrun: flitrun runs in the background of its terminal"}, .ranks = 2},
+
+    {.name = "badframe", .args = {"-n", "3", "RANK", "badframe", "1"}, .exit = 1,
+     .msg = {{1, NULL, "sent a malformed frame: "}}, .max_s = 4, .ranks = 3},
+    {.name = "reject", .args = {"-n", "2", "RANK", "reject"},
+     .err = {"flitrun: rejected a connection: pid", REJECTED}, .ranks = 2},
+    {.name = "shm", .args = {"-n", "2", "RANK", "shm"}, .ranks = ANY, .check = shm_removed},
+
+    BAD_HOSTS("the host list is empty", "--hosts", "", "true"),
+    BAD_HOSTS("an empty host name in 'a,,b'", "-n", "2", "--hosts", "a,,b", "true"),
+    BAD_HOSTS("an empty host name", "-n", "2", "--hosts", ",a", "true"),
+    BAD_HOSTS("an empty host name", "-n", "2", "--hosts", "a,", "true"),
+    BAD_HOSTS("bad count in 'a:0'", "--hosts", "a:0", "true"),
+    BAD_HOSTS("bad count in 'a:x'", "--hosts", "a:x", "true"),
+    BAD_HOSTS("bad count in 'a:'", "--hosts", "a:", "true"),
+    BAD_HOSTS("bad count", "--hosts", "a:-1", "true"),
+    BAD_HOSTS("bad count", "--hosts", "a:4097", "true"),
+    BAD_HOSTS("bad count", "--hosts", "a:2:3", "true"),
+    BAD_HOSTS("bad host name '-oProxyCommand=x'", "-n", "2", "--hosts", "-oProxyCommand=x",
+              "true"),
+    BAD_HOSTS("bad host name 'a b'", "-n", "2", "--hosts", "a b", "true"),
+    BAD_HOSTS("bad host name", "-n", "2", "--hosts", "a;b", "true"),
+    BAD_HOSTS("bad host name", "-n", "2", "--hosts", ":2", "true"),
+    BAD_HOSTS("give a count to every host in 'a:2,b' or to none", "--hosts", "a:2,b", "true"),
+    BAD_HOSTS("5 ranks, but the host counts add up to 4", "-n", "5", "--hosts", "a:2,b:2",
+              "true"),
+    BAD_HOSTS("-n N is required (or a count for every host", "--hosts", "a,b", "true"),
+    BAD_HOSTS("add up to 6000 ranks, more than 4096", "--hosts", "a:3000,b:3000", "true"),
+    BAD_HOSTS("--placement wants block or round-robin, not 'scatter'", "-n", "2", "--hosts",
+              "a", "--placement", "scatter", "true"),
+    BAD_HOSTS("the --launch template 'env X=1' has no {host}", "-n", "2", "--hosts", "a",
+              "--launch", "env X=1", "true"),
+    BAD_HOSTS("has no {host}", "-n", "2", "--hosts", "a", "--launch", " ", "true"),
+    BAD_HOSTS("--launch goes with --hosts", "-n", "2", "--launch", "env {host}", "true"),
+    BAD_HOSTS("--placement goes with --hosts", "-n", "2", "--placement", "block", "true"),
+    BAD_HOSTS("--boot-addr wants an IPv4 address", "-n", "2", "--boot-addr", "10.1.2", "true"),
+    BAD_HOSTS("--boot-addr wants", "-n", "2", "--hosts", "a", "--boot-addr", "::1", "true"),
+    BAD_HOSTS("option '--hosts' needs a value", "-n", "2", "--hosts"),
+
+    /* where each rank went: "rank R of N on HOST" */
+    {.name = "hosts_place", .args = {"-n", "5", ON_HOSTS("a,b,c", FAKE_LAUNCH), "RANK", "where"},
+     .out = {"rank 0 of 5 on a\n", "rank 1 of 5 on a\n", "rank 2 of 5 on b\n",
+             "rank 3 of 5 on b\n", "rank 4 of 5 on c\n"},
+     .ranks = ANY},
+    {.name = "hosts_place",
+     .args = {"-n", "5", ON_HOSTS("a,b,c", FAKE_LAUNCH), "--placement", "round-robin",
+              "RANK", "where"},
+     .out = {"rank 0 of 5 on a\n", "rank 1 of 5 on b\n", "rank 2 of 5 on c\n",
+             "rank 3 of 5 on a\n", "rank 4 of 5 on b\n"},
+     .ranks = ANY},
+    /* no -n: the counts' sum */
+    {.name = "hosts_place", .args = {ON_HOSTS("a:1,b:3", FAKE_LAUNCH), "RANK", "where"},
+     .out = {"rank 0 of 4 on a\n", "rank 1 of 4 on b\n", "rank 2 of 4 on b\n",
+             "rank 3 of 4 on b\n"},
+     .ranks = ANY},
+    /* round-robin skips a full host */
+    {.name = "hosts_place",
+     .args = {"-n", "4", ON_HOSTS("a:1,b:3,c:1", FAKE_LAUNCH), "--placement", "round-robin",
+              "RANK", "where"},
+     .out = {"rank 0 of 4 on a\n", "rank 1 of 4 on b\n", "rank 2 of 4 on c\n",
+             "rank 3 of 4 on b\n"},
+     .ranks = ANY},
+    /* fewer ranks than counts: block fills the first hosts */
+    {.name = "hosts_place", .args = {"-n", "3", ON_HOSTS("a:2,b:2", FAKE_LAUNCH), "RANK", "where"},
+     .out = {"rank 0 of 3 on a\n", "rank 1 of 3 on a\n", "rank 2 of 3 on b\n"},
+     .ranks = ANY},
+    /* more hosts than ranks; localhost is started here, without the launcher */
+    {.name = "hosts_place",
+     .args = {"-n", "2", ON_HOSTS("localhost,b,c", FAKE_LAUNCH), "RANK", "where"},
+     .out = {"rank 0 of 2 on here\n", "rank 1 of 2 on b\n"}, .ranks = ANY},
+    /* all here: no launcher, no TCP */
+    {.name = "hosts_place",
+     .args = {"--hosts", "localhost:3", "--launch", FAKE_LAUNCH, "RANK", "where"},
+     .out = {"rank 0 of 3 on here\n", "rank 1 of 3 on here\n", "rank 2 of 3 on here\n"},
+     .ranks = ANY},
+
+    /* allgather rounds over TCP, one of 2 MiB (partial sends); local ranks
+       (localhost) use TCP too when the job does */
+    TCP_GATHER(4, "a,b", "block"),
+    TCP_GATHER(32, "a,b,c", "round-robin"),
+    TCP_GATHER(4, "localhost:2,b:2", "block"),
+    /* --boot-addr alone: a job on this host, over TCP */
+    {.name = "tcp_gather", .tcp = true,
+     .args = {"-n", "3", "--boot-addr", "127.0.0.1", "RANK", "gather", "2"},
+     .out = {"rank 2 of 3 ok\n"}, .ranks = 3},
+    /* no --boot-addr: the address on the route to the first other host; a
+       numeric host, so that nothing is looked up (127.0.0.2 is reached from
+       127.0.0.1) */
+    {.name = "tcp_route", .tcp = true,
+     .args = {"-v", "-n", "2", "--hosts", "localhost,127.0.0.2", "--launch", FAKE_LAUNCH,
+              "RANK", "gather", "1"},
+     .err = {"flitrun: boot address tcp:127.0.0.1:", "(on the route to 127.0.0.2)"},
+     .out = {"rank 1 of 2 ok\n"}, .ranks = 2},
+    {.name = "tcp_verbose", .tcp = true,
+     .args = {"-v", "-n", "3", ON_HOSTS("a:2,b:1", FAKE_LAUNCH), "RANK", "gather", "1"},
+     .err = {"flitrun: boot address tcp:127.0.0.1:", "(--boot-addr)",
+             "flitrun: host a: 2 ranks\n", "flitrun: host b: 1 rank\n",
+             "flitrun: rank 2 -> b: env FAKEHOST=b env FLIT_", " FLIT_RANK=2",
+             "flitrun: rank 1 (pid ", " on a) connected from 127.0.0.1:"},
+     .msg = {{2, "b", "exited with status 0\n"}}, .ranks = 3},
+    {.name = "tcp_fail", .tcp = true,
+     .args = {"-n", "4", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "fail", "2", "3"},
+     .exit = 3, .msg = {{2, "b", "exited with status 3\n"}}, .max_s = 4, .ranks = 4},
+    /* killed by a signal: seen as such when the launcher is the rank (env,
+       ip netns exec); as 128+signal through a launcher that forks */
+    {.name = "tcp_signal", .tcp = true,
+     .args = {"-n", "3", ON_HOSTS("a,b,c", FAKE_LAUNCH), "RANK", "sigkill", "1"},
+     .exit = 137, .msg = {{1, "b", "was killed by signal 9 (SIGKILL)\n"}}, .ranks = 3},
+    {.name = "tcp_signal", .tcp = true,
+     .args = {"-n", "3", ON_HOSTS("a,b,c", FORKING_LAUNCH), "RANK", "sigkill", "1"},
+     .exit = 137,
+     .err = {"flitrun: rank 1 on b (launcher pid ",
+             ") exited with status 137 (perhaps killed by signal 9 (SIGKILL) there)\n"},
+     .max_s = 4, .ranks = 3},
+    {.name = "tcp_timeout", .tcp = true,
+     .args = {"-n", "2", ON_HOSTS("a,b", FORKING_LAUNCH), "--timeout", "1", "RANK", "hang"},
+     .exit = 124,
+     .err = {"DUMP rank 0\n", "DUMP rank 1\n",
+             "flitrun: job timed out after 1 s; stopping it\n"},
+     .min_s = 1, .max_s = 6, .ranks = 2},
+    /* rank 0 on another host reads flitrun's stdin through its launcher's */
+    {.name = "tcp_stdin", .args = {"-n", "3", ON_HOSTS("a,b", FORKING_LAUNCH), "RANK", "stdin"},
+     .run = {.stdin_text = "hello from stdin\n"}, .lines = {3, "rank %1$d stdin ok\n"},
+     .ranks = ANY},
+    {.name = "tcp_prefix",
+     .args = {"-n", "3", "-p", ON_HOSTS("a,b,c", FORKING_LAUNCH), "RANK", "print", "split"},
+     .ranks = ANY, .check = prefixed_3},
+    {.name = "tcp_reject", .tcp = true,
+     .args = {"-n", "2", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "reject"},
+     .err = {"flitrun: rejected a connection from 127.0.0.1:", REJECTED}, .ranks = 2},
+    /* flitrun killed: a rank that its launcher became dies of
+       PR_SET_PDEATHSIG (set before the launcher's exec, kept across env's) */
+    {.name = "tcp_launcher_killed", .tcp = true,
+     .args = {"-n", "3", ON_HOSTS("a,b,c", FAKE_LAUNCH), "RANK", "wait"},
+     .run = {.ready_signal = SIGKILL}, .killed_by = SIGKILL, .ranks = 3},
+    {.name = "tcp_noexec", .args = {"-n", "2", ON_HOSTS("a,b", "/nonexistent/launcher {host}"),
+                                    "true"},
+     .exit = 127,
+     .err = {"flitrun: cannot execute '/nonexistent/launcher': No such file or directory\n"}},
+    /* the launcher runs, the program is not there: env says so, 127 */
+    {.name = "tcp_noexec", .args = {"-n", "2", ON_HOSTS("a,b", FAKE_LAUNCH),
+                                    "/nonexistent/program"},
+     .exit = 127, .err = {"(launcher pid ", ") exited with status 127\n"}},
+    /* the default launcher, ssh (here the fake one, first on PATH): every
+       word quoted for the remote shell, the working directory kept, 255
+       explained */
+    {.name = "tcp_ssh", .args = {"-n", "2", "--hosts", "a,b", "--boot-addr", "127.0.0.1",
+                                 "RANK", "args", SHELL_ARGS},
+     .prepare = make_fake_ssh, .fake_ssh = true, .ranks = ANY, .check = ssh_words_kept},
+    {.name = "tcp_ssh", .tcp = true,
+     .args = {"-n", "2", "--hosts", "a,b", "--boot-addr", "127.0.0.1", "RANK", "fail", "1",
+              "255"},
+     .prepare = make_fake_ssh, .fake_ssh = true, .exit = 255,
+     .err = {"exited with status 255 (ssh's own failure, or the rank was killed by a "
+             "signal there)\n"},
+     .ranks = ANY},
+};
+
+/* ---- the runner ---- */
+
+static void set_path(bool fake_ssh, const char *old_path)
 {
-    static const char *const args[] = {"a b",       "it's", "$HOME", "x;y", "",  "t\tab",
-                                       "new\nline", "*",    "\"q\"", "\\",  NULL};
-    char ssh[512], path[4096], cwd[4096], line[4200];
-    const char *old_path = getenv("PATH");
-    write_fake_ssh(ssh, sizeof ssh);
+    char path[4096];
     snprintf(path, sizeof path, "%s:%s", test_dir, old_path ? old_path : "/usr/bin:/bin");
-    setenv("PATH", path, 1);
-    struct run r = {0}, e = {0};
-    const char *argv[32] = {"-n",          "2",         "--hosts", "a,b",
-                            "--boot-addr", "127.0.0.1", "RANK",    "args"};
-    size_t n = 8;
-    for (size_t i = 0; args[i]; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    run_flitrun(&r, argv);
-    tcp_on();
-    run_flitrun(&e, (const char *const[]){"-n", "2", "--hosts", "a,b", "--boot-addr",
-                                          "127.0.0.1", "RANK", "fail", "1", "255", NULL});
-    tcp_off();
-    if (old_path)
+    if (fake_ssh)
+        setenv("PATH", path, 1);
+    else if (old_path)
         setenv("PATH", old_path, 1);
-    expect_exit(&r, 0);
-    if (!getcwd(cwd, sizeof cwd))
-        fail("getcwd: %s", strerror(errno));
-    snprintf(line, sizeof line, "cwd [%s]\n", cwd);
-    expect_in(&r.out, "stdout", line);
-    for (size_t i = 0; args[i]; i++) {
-        snprintf(line, sizeof line, "arg [%s]\n", args[i]);
-        expect_in(&r.out, "stdout", line);
-    }
-    expect_exit(&e, 255);
-    expect_in(&e.err, "stderr",
-              "exited with status 255 (ssh's own failure, or the rank was "
-              "killed by a signal there)\n");
-    check_nothing_left(-1);
-    unlink(ssh);
+}
+
+static void run_row(const struct tcase *c)
+{
+    char *old_path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+    struct run r = c->run;
+    if (c->prepare)
+        c->prepare();
+    if (c->tcp)
+        setenv("FLRUN_TEST_TCP", "127.0.0.1", 1);
+    set_path(c->fake_ssh, old_path);
+    run_flitrun(&r, c->args);
+    unsetenv("FLRUN_TEST_TCP");
+    set_path(false, old_path);
+    free(old_path);
+
+    expect_status(&r, c->exit, c->killed_by);
+    for (size_t i = 0; i < 6 && c->out[i]; i++)
+        expect_in(&r.out, "stdout", c->out[i]);
+    for (size_t i = 0; i < 8 && c->err[i]; i++)
+        expect_in(&r.err, "stderr", c->err[i]);
+    for (size_t i = 0; i < 2 && c->not_out[i]; i++)
+        expect_not_in(&r.out, "stdout", c->not_out[i]);
+    for (size_t i = 0; i < 2 && c->not_err[i]; i++)
+        expect_not_in(&r.err, "stderr", c->not_err[i]);
+    expect_rank_lines(&r, &c->lines);
+    for (size_t i = 0; i < 2 && c->msg[i].tail; i++)
+        expect_rank_msg(&r, &c->msg[i]);
+    if (c->max_s > 0)
+        expect_secs(&r, c->min_s, c->max_s);
+    if (c->quiet && r.err.len)
+        fail("stderr is not empty:\n%s", r.err.data);
+    if (c->check)
+        c->check(&r);
+    check_nothing_left(c->ranks);
+    clear_pidfiles();
     run_free(&r);
-    run_free(&e);
+}
+
+/* Runs every row of the case; false if it has none. */
+static bool run_case(const char *name)
+{
+    bool known = false;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (strcmp(cases[i].name, name) != 0)
+            continue;
+        known = true;
+        run_row(&cases[i]);
+    }
+    return known;
 }
 
 /* ---- main ---- */
@@ -1370,50 +1102,6 @@ static int setup(void)
     }
     clean_environment();
     return 0;
-}
-
-static bool run_case(const char *name)
-{
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } simple[] = {
-        {"usage", case_usage}, {"verbose", case_verbose}, {"exit_code", case_exit_code},
-        {"signal", case_signal}, {"timeout", case_timeout},
-        {"timeout_stubborn", case_timeout_stubborn}, {"prefix", case_prefix},
-        {"no_prefix", case_no_prefix}, {"prefix_epipe", case_prefix_epipe}, {"launcher_killed", case_launcher_killed},
-        {"noexec", case_noexec}, {"stdin", case_stdin}, {"stdin_pipe", case_stdin_pipe},
-        {"stdin_file", case_stdin_file}, {"stdin_none", case_stdin_none},
-        {"stdin_tty", case_stdin_tty},
-        {"stdin_tty_bg", case_stdin_tty_bg}, {"badframe", case_badframe},
-        {"reject", case_reject}, {"shm", case_shm},
-        {"hosts_usage", case_hosts_usage}, {"hosts_place", case_hosts_place},
-        {"tcp_gather", case_tcp_gather}, {"tcp_route", case_tcp_route},
-        {"tcp_verbose", case_tcp_verbose}, {"tcp_fail", case_tcp_fail},
-        {"tcp_signal", case_tcp_signal}, {"tcp_timeout", case_tcp_timeout},
-        {"tcp_stdin", case_tcp_stdin}, {"tcp_prefix", case_tcp_prefix},
-        {"tcp_reject", case_tcp_reject}, {"tcp_launcher_killed", case_tcp_launcher_killed},
-        {"tcp_noexec", case_tcp_noexec}, {"tcp_ssh", case_tcp_ssh},
-    };
-    for (size_t i = 0; i < sizeof simple / sizeof simple[0]; i++)
-        if (strcmp(name, simple[i].name) == 0) {
-            simple[i].fn();
-            return true;
-        }
-    if (strncmp(name, "gather", 6) == 0 && atoi(name + 6) > 0)
-        case_gather(atoi(name + 6));
-    else if (strcmp(name, "stdin_early_exit") == 0 ||
-             strcmp(name, "stdin_early_close") == 0)
-        case_stdin_early(name + strlen("stdin_early_"));
-    else if (strcmp(name, "sigterm") == 0)
-        case_stop_signal(SIGTERM, "SIGTERM");
-    else if (strcmp(name, "sigint") == 0)
-        case_stop_signal(SIGINT, "SIGINT");
-    else if (strcmp(name, "sighup") == 0)
-        case_stop_signal(SIGHUP, "SIGHUP");
-    else
-        return false;
-    return true;
 }
 
 int main(int argc, char **argv)
