@@ -58,7 +58,6 @@
 #define SAMPLES_MIN      1000 /* --percentiles: round trips, at least */
 #define SAMPLES_MAX      65536
 #define SAMPLES_CAP_NS   20000000000ull /* ... unless this long passed */
-#define NOISY_NAMES      512            /* bytes of noisy row names for the plot */
 
 /* What emit returns for a figure that never came out clean. Passed back
    as a baseline, it marks the figures beside it "baseline noisy". */
@@ -101,8 +100,6 @@ struct run {
     bool dirty;   /* the current figure's last attempt was noisy */
     double share; /* ... the share of it a rank waited for a CPU */
     int figures, noisy, remeasured;
-    char noisy_names[NOISY_NAMES]; /* plotted rows that came out noisy */
-    int noisy_plotted;
 };
 
 static void usage(FILE *f)
@@ -380,22 +377,6 @@ static bool again(struct run *r)
     return false;
 }
 
-/* The rows the plot draws: a noisy one is named on the plot. */
-static void note_plotted(struct run *r, const char *name, const char *figure,
-                         const char *sz)
-{
-    static const char *const plotted[] = {"latency_medium", "latency_long",
-                                          "bandwidth_medium", "bandwidth_long"};
-    for (size_t i = 0; i < sizeof plotted / sizeof plotted[0]; i++) {
-        if (strcmp(name, plotted[i]) != 0)
-            continue;
-        size_t o = strlen(r->noisy_names);
-        snprintf(r->noisy_names + o, sizeof r->noisy_names - o, "%s%s %s %s",
-                 o ? ", " : "", i < 2 ? "latency" : "bandwidth", figure, sz);
-        r->noisy_plotted++;
-    }
-}
-
 /*
  * One figure, measured by the attempts since the last again: a table row or
  * a CSV line. size < 0: none. base: the baseline measured at base_size
@@ -420,7 +401,6 @@ static double emit(struct run *r, const char *name, const char *figure, double s
         snprintf(why, sizeof why,
                  "noisy: the ranks waited for a CPU %.0f%% of the time (%d attempts)",
                  r->share * 100, r->o.retries + 1);
-        note_plotted(r, name, figure, sz);
     } else if (base_noisy) {
         snprintf(why, sizeof why, "baseline noisy");
     }
@@ -1092,36 +1072,57 @@ static void gp_quote(char *buf, size_t len, const char *text)
 }
 
 /*
- * The plot's note on noise: how many figures of the run never came out
- * clean and which of the plotted ones (left out of the curves), wrapped at
- * commas; "" when none.
+ * The plot's note on noise, gnuplot text ("\\n" between lines): how many
+ * figures of the run never came out clean, and for each curve the sizes
+ * whose points are missing for that reason; "" when none.
  */
 static void noise_label(const struct run *r, char *buf, size_t len)
 {
     buf[0] = '\0';
     if (!r->noisy)
         return;
+    /* the four curves, then the baselines drawn beside them */
+    const char *const curve[] = {"latency, medium",
+                                 "latency, long",
+                                 "bandwidth, medium",
+                                 "bandwidth, long",
+                                 r->udp ? "latency, raw UDP" : "latency, raw shm flag",
+                                 r->udp ? "bandwidth, raw UDP" : "bandwidth, memcpy"};
+    const struct series *ser[] = {&r->lat_med, &r->lat_long, &r->bw_med,
+                                  &r->bw_long, &r->lat_long, &r->bw_long};
     size_t o = (size_t)snprintf(buf, len,
-                                "NOISY: %d of %d figures never came out clean (a rank "
-                                "lost its CPU); %d plotted point%s left out%s",
-                                r->noisy, r->figures, r->noisy_plotted,
-                                r->noisy_plotted == 1 ? "" : "s",
-                                r->noisy_plotted ? ":\\n" : "");
-    size_t line = o;
-    for (const char *p = r->noisy_names; *p && o + 8 < len; p++) {
-        if (p[0] == ',' && p[1] == ' ' && o - line > 110) {
-            memcpy(buf + o, ",\\n", 3); /* gnuplot's newline, inside "..." */
-            o += 3;
-            line = o;
-            p++;
+                                "NOISY: %d of %d figures of this run never came out "
+                                "clean (a rank lost its CPU to other work)",
+                                r->noisy, r->figures);
+    bool any = false;
+    for (int c = 0; c < 6 && o < len; c++) {
+        const double *v = c < 4 ? ser[c]->value : ser[c]->base;
+        int n = 0, shown = 0;
+        for (int i = 0; i < ser[c]->n; i++)
+            n += v[i] == NOISY;
+        if (!n)
+            continue;
+        o += (size_t)snprintf(buf + o, len - o, "%s\\n%s: ", any ? "" : "; not drawn:",
+                              curve[c]);
+        any = true;
+        if (n == ser[c]->n && n > 1) {
+            o += (size_t)snprintf(buf + o, len - o, "all %d sizes", n);
             continue;
         }
-        buf[o++] = *p;
+        for (int i = 0; i < ser[c]->n && o < len; i++) {
+            if (v[i] != NOISY)
+                continue;
+            if (shown == 8) {
+                o += (size_t)snprintf(buf + o, len - o, " and %d more", n - shown);
+                break;
+            }
+            char sz[32];
+            bench_fmt_size(sz, sizeof sz, ser[c]->size[i]);
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", shown++ ? ", " : "", sz);
+        }
     }
-    if (o + 8 >= len)
-        snprintf(buf + len - 8, 8, " ...");
-    else
-        buf[o] = '\0';
+    if (!any && o < len)
+        snprintf(buf + o, len - o, "; every point drawn here is clean");
 }
 
 static void plot(const struct run *r)
@@ -1160,14 +1161,13 @@ static void plot(const struct run *r)
                                   v);
         bool cairo = system("gnuplot -e 'set terminal pngcairo' </dev/null "
                             ">/dev/null 2>&1") == 0;
-        char machine[640], title[1400], note[1400], raw[1400], lat_base[80], bw_base[80];
+        char machine[640], title[1400], note[1400], raw[800], lat_base[80], bw_base[80];
         machine_line(machine, sizeof machine);
         snprintf(raw, sizeof raw, "flit %d.%d.%d, two ranks over %s, %s",
                  FLIT_VERSION_MAJOR, FLIT_VERSION_MINOR, FLIT_VERSION_PATCH,
                  r->udp ? "UDP" : "shared memory", machine);
         gp_quote(title, sizeof title, raw);
-        noise_label(r, raw, sizeof raw);
-        snprintf(note, sizeof note, "%s", raw); /* already gnuplot text: \n kept */
+        noise_label(r, note, sizeof note);
         base_title(lat_base, sizeof lat_base, r->udp ? "raw UDP" : "raw shm flag",
                    &r->lat_long);
         base_title(bw_base, sizeof bw_base, r->udp ? "raw UDP" : "memcpy", &r->bw_long);
@@ -1178,19 +1178,21 @@ static void plot(const struct run *r)
                 "set multiplot layout 1,2 title \"%s\" margins 0.06,0.98,%s,0.88 "
                 "spacing 0.08\n"
                 "set logscale x 2\nset logscale y\nset xtics (%s)\n"
-                /* %%g: 0.1 stays 0.1 (a fixed-point format printed it as 0) */
-                "set format y '%%g'\n"
+                /* 0.1 stays 0.1 (a fixed-point format printed it as 0), 1e6 is
+                   1000000 */
+                "set format y '%%.10g'\n"
                 "set grid\n"
                 "set key top left\nset xlabel 'message size (bytes)'\n"
                 "set ylabel 'one-way latency (us)'\n",
-                cairo ? "pngcairo" : "png", note[0] ? 640 : 560, r->o.plot, title,
-                note[0] ? "0.2" : "0.1", tics);
+                cairo ? "pngcairo" : "png", note[0] ? 760 : 560, r->o.plot, title,
+                note[0] ? "0.28" : "0.1", tics);
         /* Fixed x: a panel whose every point was noisy still has axes. */
         fprintf(f, "set xrange [%g:%g]\n", r->lat_long.n ? r->lat_long.size[0] : 8.0,
                 (double)r->o.max_size);
         if (note[0])
             fprintf(f,
-                    "set label 1 \"%s\" at screen 0.02,0.07 left textcolor rgb 'red'\n",
+                    "set label 1 \"%s\" at screen 0.02,0.19 left front "
+                    "textcolor rgb 'red'\n",
                     note);
         empty_panel(f, &r->lat_med, &r->lat_long);
         fprintf(f,
