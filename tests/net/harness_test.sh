@@ -6,7 +6,8 @@
 #
 #   harness_test.sh NETNS_SH PREFIX
 #
-# Exit 0 pass, 1 fail, 77 skip (not root, or no namespaces here).
+# Exit 0 pass, 1 fail, 77 skip (ip or nft missing, not root, or no
+# namespaces here).
 # shellcheck disable=SC2016 # the sh -c scripts expand their own variables
 set -u
 
@@ -165,6 +166,10 @@ check_run_signal() {
 }
 
 main() {
+  # What the checks use (the runs with --loss need nft), named before
+  # anything else: a missing tool is a skip, never a failure.
+  command -v ip >/dev/null 2>&1 || { echo "SKIP: ip not found (Debian: iproute2)" >&2; exit 77; }
+  command -v nft >/dev/null 2>&1 || { echo "SKIP: nft not found (Debian: nftables)" >&2; exit 77; }
   [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root" >&2; exit 77; }
   "$NETNS" up "$P" 1 >/dev/null 2>&1
   case $? in

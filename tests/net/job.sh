@@ -31,7 +31,7 @@ done
 FLITRUN=$1
 shift
 
-command -v unshare >/dev/null 2>&1 || { echo "SKIP: no unshare"; exit 77; }
+command -v unshare >/dev/null 2>&1 || { echo "SKIP: unshare not found (Debian: util-linux)"; exit 77; }
 TMP=$(mktemp -d) || exit 1
 trap 'rm -rf "$TMP"' EXIT
 FAILS=0

@@ -41,7 +41,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-command -v unshare >/dev/null 2>&1 || { echo "SKIP: no unshare"; exit 77; }
+command -v unshare >/dev/null 2>&1 || { echo "SKIP: unshare not found (Debian: util-linux)"; exit 77; }
 
 # Poll for a condition, at most ~10 s.
 wait_for() {
@@ -156,7 +156,12 @@ case_stop() {
 }
 
 case $CASE in
-  udp | pdeathsig | tie | stop) "case_$CASE" ;;
+  tie | stop)
+    command -v setsid >/dev/null 2>&1 ||
+      { echo "SKIP: setsid not found (Debian: util-linux)"; exit 77; }
+    "case_$CASE"
+    ;;
+  udp | pdeathsig) "case_$CASE" ;;
   *) echo "launch_checks.sh: no case '$CASE'" >&2; exit 2 ;;
 esac
 finish

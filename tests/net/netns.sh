@@ -64,11 +64,12 @@ check_pct() {
 # Root, `ip netns`, and (when asked) nft are what this machine must offer.
 check_can() {
   [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, nftables)"
+  command -v ip >/dev/null 2>&1 || skip "ip not found (Debian: iproute2)"
   ip netns list >/dev/null 2>&1 || skip "'ip netns' unavailable (iproute2 too old?)"
 }
 
 need_nft() {
-  command -v nft >/dev/null 2>&1 || skip "nft not found: apt-get install nftables"
+  command -v nft >/dev/null 2>&1 || skip "nft not found (Debian: nftables)"
 }
 
 host_ns() { echo "$1-h$2"; }
@@ -359,7 +360,7 @@ do_up() {
   in_range "$n" 1 250 || die "bad host count '$n' (1..250)"
   check_can
   if [ "$O_LOSS" -gt 0 ] || [ "$O_DUP" -gt 0 ]; then need_nft; fi
-  [ "$O_DELAY" -eq 0 ] || command -v tc >/dev/null 2>&1 || skip "tc not found"
+  [ "$O_DELAY" -eq 0 ] || command -v tc >/dev/null 2>&1 || skip "tc not found (Debian: iproute2)"
   subnet=${O_SUBNET:-$(default_subnet "$p")}
   cmd_down "$p"
   # State first: if we die half-way, gc and down still find the pieces.
