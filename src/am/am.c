@@ -56,8 +56,9 @@ static void count_sent(struct flit_ep *ep, uint32_t dst, flit_am_kind kind,
                        bool reply, size_t nbytes)
 {
     unsigned k = fl_am_stat(kind, reply);
-    FL_COUNT(ep->stats.sent_msgs[k], 1);
-    FL_COUNT(ep->stats.sent_bytes[k], nbytes);
+    struct fl_am_ep *a = fl_am_of(ep);
+    FL_COUNT(a->sent_msgs[k], 1);
+    FL_COUNT(a->sent_bytes[k], nbytes);
     FL_COUNT(ep->peers[dst].sent, 1);
 }
 
@@ -322,15 +323,6 @@ flit_status flit_am_reply_long(flit_token_t *token, flit_handler_t h,
                                unsigned nargs)
 {
     return reply(token, FLIT_AM_LONG, h, buf, nbytes, dest_offset, args, nargs);
-}
-
-flit_status fl_am_send_ctrl(struct flit_ep *ep, uint32_t dst, unsigned lane,
-                            enum fl_ctrl_kind kind, uint32_t arg)
-{
-    struct fl_am_msg m;
-    fill(&m, FL_OP_CTRL, lane == FL_LANE_REP, flit_handler(0), 0, 1);
-    m.aux = (uint16_t)kind;
-    return send_msg(ep, dst, lane, &m, &arg, NULL, 0);
 }
 
 flit_rank_t flit_token_rank(const flit_token_t *token)

@@ -15,7 +15,8 @@
 static struct flit_token *token_push(struct flit_ep *ep, uint32_t src,
                                      bool no_send)
 {
-    struct flit_token *t = &ep->tokens[ep->token_next++ % FL_TOKEN_POOL];
+    struct fl_am_ep *a = fl_am_of(ep);
+    struct flit_token *t = &a->tokens[a->token_next++ % FL_TOKEN_POOL];
     for (unsigned tries = 1; __builtin_expect(t->live, 0); tries++) {
         if (tries == FL_TOKEN_POOL) {   /* live ones are a handful at most */
             fl_error("endpoint %u: %u handlers running at once; is a "
@@ -23,7 +24,7 @@ static struct flit_token *token_push(struct flit_ep *ep, uint32_t src,
                      ep->index, FL_TOKEN_POOL);
             abort();
         }
-        t = &ep->tokens[ep->token_next++ % FL_TOKEN_POOL];
+        t = &a->tokens[a->token_next++ % FL_TOKEN_POOL];
     }
     t->ep = ep;
     t->src = src;
@@ -56,7 +57,7 @@ static flit_am_kind kind_of(const struct fl_am_msg *m)
 void fl_am_return_packet(struct flit_ep *ep, uint32_t src, const void *pkt,
                          size_t len, flit_status reason)
 {
-    FL_COUNT(ep->stats.returned_by_us, 1);
+    FL_COUNT(fl_am_of(ep)->returned_by_us, 1);
     if (fl_peer_is_down(&ep->peers[src]))
         return;
     struct fl_am_msg r = {.op = FL_OP_RETURN, .flags = FL_AMF_REPLY,
@@ -96,11 +97,16 @@ static void send_back(struct flit_ep *ep, uint32_t src, const struct fl_am_msg *
     fl_am_return_packet(ep, src, pkt, len, reason);
 }
 
+static flit_status *frag_error(struct flit_ep *ep, uint32_t src, unsigned lane)
+{
+    return &fl_am_of(ep)->frag_error[(size_t)src * FL_LANES + lane];
+}
+
 /* A piece of a long payload: land it if it may land, remember if not. */
 static void land_piece(struct flit_ep *ep, uint32_t src, unsigned lane,
                        const struct fl_am_msg *m)
 {
-    flit_status *err = &ep->peers[src].frag_error[lane];
+    flit_status *err = frag_error(ep, src, lane);
     if (*err != FLIT_OK)
         return;
     if (m->tag != ep->tag)
@@ -120,7 +126,7 @@ static flit_status judge(struct flit_ep *ep, const struct fl_am_msg *m)
         return FLIT_ERR_BAD_TAG;
     if (m->handler >= ep->handler_count)
         return FLIT_ERR_BAD_HANDLER;
-    if (!ep->handlers[m->handler].fn)
+    if (!fl_am_of(ep)->handlers[m->handler].fn)
         return FLIT_ERR_NO_HANDLER;
     if (m->op == FL_OP_AM_LONG || m->op == FL_OP_AM_FRAG) {
         if (ep->seg_size == 0)
@@ -145,10 +151,11 @@ static void run_handler(struct flit_ep *ep, uint32_t src,
         nbytes = m->total;
     }
     unsigned k = fl_am_stat(kind_of(m), is_reply);
-    FL_COUNT(ep->stats.recv_msgs[k], 1);
-    FL_COUNT(ep->stats.recv_bytes[k], nbytes);
+    struct fl_am_ep *a = fl_am_of(ep);
+    FL_COUNT(a->recv_msgs[k], 1);
+    FL_COUNT(a->recv_bytes[k], nbytes);
     FL_COUNT(ep->peers[src].recv, 1);
-    const struct fl_handler_slot *h = &ep->handlers[m->handler];
+    const struct fl_handler_slot *h = &a->handlers[m->handler];
     struct flit_token *t = token_push(ep, src, is_reply);
     h->fn(t, buf, nbytes, m->argv, m->nargs, h->user);
     token_pop(ep, t);
@@ -171,7 +178,7 @@ void fl_am_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
     }
     flit_status why = judge(ep, &m);
     if (m.op == FL_OP_AM_FRAG) {
-        flit_status *err = &ep->peers[src].frag_error[lane];
+        flit_status *err = frag_error(ep, src, lane);
         if (why == FLIT_OK)
             why = *err;
         *err = FLIT_OK;     /* the next long starts clean */
@@ -199,10 +206,11 @@ static void default_returned(flit_ep_t *ep, const flit_returned_t *r, void *user
 
 void fl_am_returned(struct flit_ep *ep, uint32_t peer, const flit_returned_t *r)
 {
-    FL_COUNT(ep->stats.returned_to_us, 1);
-    flit_returned_fn fn = ep->returned_fn ? ep->returned_fn : default_returned;
+    struct fl_am_ep *a = fl_am_of(ep);
+    FL_COUNT(a->returned_to_us, 1);
+    flit_returned_fn fn = a->returned_fn ? a->returned_fn : default_returned;
     struct flit_token *t = token_push(ep, peer, true);
-    fn(ep, r, ep->returned_user);
+    fn(ep, r, a->returned_user);
     token_pop(ep, t);
 }
 
@@ -230,7 +238,7 @@ static void deliver_returned(struct flit_ep *ep, uint32_t peer,
  * one as its header). Reclaimed, it may be a piece: pieces before the last
  * carry nothing the program sent on its own.
  */
-static bool am_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
+bool fl_am_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
                     flit_status reason, bool reclaimed)
 {
     struct fl_am_msg m;
@@ -238,9 +246,8 @@ static bool am_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
         return false;
     if (m.op == FL_OP_AM_FRAG && (!reclaimed || !(m.flags & FL_AMF_FINAL)))
         return reclaimed;
-    if (m.op != FL_OP_AM_SHORT && m.op != FL_OP_AM_MEDIUM &&
-        m.op != FL_OP_AM_LONG && m.op != FL_OP_AM_FRAG)
-        return reclaimed;   /* control: nothing to tell */
+    if (m.op == FL_OP_RETURN)
+        return reclaimed;   /* a refusal of theirs: nothing of ours to tell */
     deliver_returned(ep, peer, &m, reason);
     return true;
 }
@@ -258,39 +265,6 @@ void fl_am_recv_return(struct flit_ep *ep, uint32_t src, unsigned lane,
     }
 }
 
-/* ---- a peer died: what we sent it and it never took comes back ---- */
-
-static void reclaim_one(void *ctx, uint32_t dst, unsigned lane, void *pkt,
-                        size_t len)
-{
-    (void)lane;
-    fl_packet_back(ctx, dst, pkt, len, FLIT_ERR_PEER_DOWN, true);
-}
-
-void fl_am_peer_down(struct flit_ep *ep, uint32_t rank)
-{
-    struct fl_peer *p = &ep->peers[rank];
-    p->tp->reclaim(p->tpe, rank, reclaim_one, ep);
-}
-
-/* ---- control ---- */
-
-void fl_am_recv_ctrl(struct flit_ep *ep, uint32_t src, unsigned lane,
-                     void *pkt, size_t len)
-{
-    struct fl_am_msg m;
-    if (fl_am_decode(pkt, len, &m) != FLIT_OK || m.nargs != 1) {
-        FL_COUNT(ep->stats.refused_packets, 1);
-        return;
-    }
-    if (m.aux == FL_CTRL_BARRIER && m.argv[0] < 32)
-        ep->barrier_rounds[m.argv[0]]++;
-    else if (m.aux == FL_CTRL_FIN)
-        ep->peers[src].fin[lane] = true;
-    else
-        FL_COUNT(ep->stats.refused_packets, 1);
-}
-
 /* ---- registration ---- */
 
 flit_status flit_am_register(flit_ep_t *ep, flit_handler_t h,
@@ -302,8 +276,8 @@ flit_status flit_am_register(flit_ep_t *ep, flit_handler_t h,
     if (h.idx >= ep->handler_count) {
         st = FLIT_ERR_BAD_HANDLER;
     } else {
-        ep->handlers[h.idx].fn = fn;
-        ep->handlers[h.idx].user = fn ? user : NULL;
+        fl_am_of(ep)->handlers[h.idx].fn = fn;
+        fl_am_of(ep)->handlers[h.idx].user = fn ? user : NULL;
     }
     fl_ep_leave(ep);
     return st;
@@ -315,20 +289,9 @@ flit_status flit_am_set_returned_handler(flit_ep_t *ep, flit_returned_fn fn,
     flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
-    ep->returned_fn = fn;
-    ep->returned_user = user;
+    fl_am_of(ep)->returned_fn = fn;
+    fl_am_of(ep)->returned_user = user;
     fl_ep_leave(ep);
     return FLIT_OK;
 }
 
-void fl_am_init(void)
-{
-    fl_op_register(FL_OP_AM_SHORT, fl_am_recv);
-    fl_op_register(FL_OP_AM_MEDIUM, fl_am_recv);
-    fl_op_register(FL_OP_AM_LONG, fl_am_recv);
-    fl_op_register(FL_OP_AM_FRAG, fl_am_recv);
-    fl_op_register(FL_OP_RETURN, fl_am_recv_return);
-    for (enum fl_op op = FL_OP_AM_SHORT; op <= FL_OP_AM_FRAG; op++)
-        fl_op_register_back(op, am_back);
-    fl_op_register(FL_OP_CTRL, fl_am_recv_ctrl);
-}

@@ -45,10 +45,6 @@ static flit_status check_op(const struct fl_am_msg *m)
     switch (m->op) {
     case FL_OP_AM_SHORT:
         return m->payload_len == 0 ? FLIT_OK : FLIT_ERR_BAD_PACKET;
-    case FL_OP_CTRL:
-        if (m->aux != FL_CTRL_BARRIER && m->aux != FL_CTRL_FIN)
-            return FLIT_ERR_BAD_PACKET;
-        return m->payload_len == 0 ? FLIT_OK : FLIT_ERR_BAD_PACKET;
     case FL_OP_AM_MEDIUM:
         return m->payload_len <= FLIT_AM_MAX_MEDIUM ? FLIT_OK : FLIT_ERR_BAD_PACKET;
     case FL_OP_AM_LONG:
@@ -85,7 +81,7 @@ flit_status fl_am_decode(void *pkt, size_t len, struct fl_am_msg *m)
     m->handler = (uint16_t)(w >> 32);
     m->aux = (uint16_t)(w >> 48);
     if ((uint8_t)w != FL_WIRE_VERSION || m->nargs > FLIT_AM_MAX_ARGS ||
-        (m->flags & ~FL_AMF_KNOWN) || m->op < FL_OP_AM_SHORT || m->op > FL_OP_CTRL)
+        (m->flags & ~FL_AMF_KNOWN) || m->op < FL_OP_AM_SHORT || m->op > FL_OP_RETURN)
         return FLIT_ERR_BAD_PACKET;
     size_t hl = fl_am_hdr_len(m->op, m->nargs);
     if (len < hl)

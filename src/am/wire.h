@@ -3,11 +3,11 @@
  *
  *   off  size
  *    0    1   version (FL_WIRE_VERSION)
- *    1    1   op (enum fl_op)
+ *    1    1   op (FL_OP_AM_*, FL_OP_RETURN)
  *    2    1   nargs (0 .. 16)
  *    3    1   flags (FL_AMF_*)
  *    4    2   handler index
- *    6    2   aux: RETURN: the reason (flit_status); CTRL: the kind
+ *    6    2   aux: RETURN: the reason (flit_status)
  *    8    4   len: payload bytes in this packet (MEDIUM, FRAG, RETURN)
  *   12    8   tag
  *   20   4n   arguments
@@ -36,9 +36,13 @@
 #define FL_AMF_FINAL 0x02u          /* FRAG: the last piece; the handler runs */
 #define FL_AMF_KNOWN (FL_AMF_REPLY | FL_AMF_FINAL)
 
-enum fl_ctrl_kind {
-    FL_CTRL_BARRIER = 1,        /* arg0: round */
-    FL_CTRL_FIN = 2,            /* quiesce: nothing more on this lane */
+/* The layer's opcodes (core/packet.h: claimed at init). */
+enum {
+    FL_OP_AM_SHORT = 1,
+    FL_OP_AM_MEDIUM = 2,
+    FL_OP_AM_LONG = 3,      /* payload already in the segment (put) */
+    FL_OP_AM_FRAG = 4,      /* a piece of a long payload, copied on arrival */
+    FL_OP_RETURN = 5,       /* a refused packet sent back, with the reason */
 };
 
 /* A header in host order: what encode writes, what decode found. */

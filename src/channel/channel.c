@@ -29,18 +29,16 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "am/wire.h"
 #include "channel/fault.h"
 #include "channel/wire.h"
 #include "util/config.h"
 #include "util/log.h"
-#include "core/stats.h"
 #include "platform/le.h"
 #include "platform/os.h"
 
 #define CHUNK_CAP 1024u         /* sequence numbers in flight per lane */
-#define MAX_PACKET (FLIT_AM_MAX_MEDIUM + 512u)
-#define MIN_WINDOW (2u * MAX_PACKET)
+/* A lane's window holds at least two of the largest packets. */
+#define MIN_WINDOW(t) (2u * (uint64_t)(t)->max_packet)
 #define DGRAM_CHUNKS 64u        /* chunks in one datagram we build */
 #define TX_BATCH 16u            /* datagrams per sendmmsg */
 #define RX_BUF 65536u           /* one received datagram, at most */
@@ -129,10 +127,12 @@ struct plan {
 struct fl_tp_ep {
     const struct fl_dgram_ops *ops;
     struct fl_dgram *d;
-    struct flit_ep *ep;
-    struct fl_counters *counters;
+    struct fl_tp_counters *counters;
+    fl_tp_down_fn peer_down;    /* the endpoint's, with up_ctx */
+    void *up_ctx;
     uint32_t rank, size;
     uint64_t key;
+    size_t max_packet;          /* the largest the endpoint sends (open args) */
     uint64_t window;            /* what we let each peer have in flight to us */
     uint64_t timeout_ns;
     struct chan_peer *peers;
@@ -198,7 +198,7 @@ static void mark(struct fl_tp_ep *t, struct chan_peer *p)
 
 /* ---- open / address / connect ---- */
 
-static flit_status lane_init(struct chan_peer *p, uint64_t window)
+static flit_status lane_init(struct chan_peer *p, uint64_t window, size_t max_packet)
 {
     for (unsigned l = 0; l < FL_LANES; l++) {
         struct tx_lane *tx = &p->tx[l];
@@ -206,7 +206,7 @@ static flit_status lane_init(struct chan_peer *p, uint64_t window)
         tx->buf = malloc(window);
         tx->chunk = calloc(CHUNK_CAP, sizeof *tx->chunk);
         p->rx[l].ooo = calloc(CHUNK_CAP, sizeof *p->rx[l].ooo);
-        p->rx[l].asm_buf = malloc(MAX_PACKET);
+        p->rx[l].asm_buf = malloc(max_packet);
         if (!tx->buf || !tx->chunk || !p->rx[l].ooo || !p->rx[l].asm_buf)
             return FLIT_ERR_NO_MEMORY;
     }
@@ -240,13 +240,15 @@ flit_status fl_chan_open(const struct fl_dgram_ops *ops,
     }
     t->ops = ops;
     t->d = d;
-    t->ep = a->ep;
     t->counters = a->counters;
+    t->peer_down = a->peer_down;
+    t->up_ctx = a->up_ctx;
     t->rank = a->rank;
     t->size = a->size;
     t->key = a->job_id ^ 0x6a09e667f3bcc908ull;
-    t->window = (uint64_t)fl_cfg.udp_window < MIN_WINDOW ? MIN_WINDOW
-                                                         : (uint64_t)fl_cfg.udp_window;
+    t->max_packet = a->max_packet;
+    t->window = (uint64_t)fl_cfg.udp_window < MIN_WINDOW(t) ? MIN_WINDOW(t)
+                                                            : (uint64_t)fl_cfg.udp_window;
     t->timeout_ns = (uint64_t)fl_cfg.peer_timeout_ms * 1000000u;
     t->epfd = epoll_create1(EPOLL_CLOEXEC);
     t->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -306,8 +308,8 @@ flit_status fl_chan_connect(struct fl_tp_ep *t, uint32_t rank, const void *blob,
         return st;
     uint64_t theirs = fl_get32(b + 4);
     p->window = theirs < t->window ? theirs : t->window;
-    if (p->window < MIN_WINDOW)
-        p->window = MIN_WINDOW;
+    if (p->window < MIN_WINDOW(t))
+        p->window = MIN_WINDOW(t);
     size_t payload = t->ops->max_payload(t->d, rank);
     if (payload < FL_CHAN_HDR + FL_CHAN_CHUNK_HDR + 64) {
         fl_error("%s: rank %u's path carries %zu-byte datagrams: too small",
@@ -317,7 +319,7 @@ flit_status fl_chan_connect(struct fl_tp_ep *t, uint32_t rank, const void *blob,
     p->chunk_max = (payload - FL_CHAN_HDR - FL_CHAN_CHUNK_HDR) & ~(size_t)7;
     p->rto = RTO_INITIAL_NS;
     p->last_heard = fl_now_ns();
-    st = lane_init(p, p->window);
+    st = lane_init(p, p->window, t->max_packet);
     p->connected = st == FLIT_OK;
     return st;
 }
@@ -329,8 +331,7 @@ void fl_chan_connected(struct fl_tp_ep *t)
 
 size_t fl_chan_max_packet(struct fl_tp_ep *t)
 {
-    (void)t;
-    return MAX_PACKET;
+    return t->max_packet;
 }
 
 /* ---- timers ---- */
@@ -345,7 +346,7 @@ static void peer_down(struct fl_tp_ep *t, uint32_t r, const char *why)
     fl_info("%s: rank %u (%s) is down: %s", t->ops->name, r, who, why);
     p->down = true;
     p->dirty = false;
-    fl_ep_peer_down(t->ep, r, FLIT_ERR_PEER_DOWN);
+    t->peer_down(t->up_ctx, r, FLIT_ERR_PEER_DOWN);
 }
 
 static void note_deadline(uint64_t *next, uint64_t when)
@@ -777,7 +778,7 @@ static void deliver(struct fl_tp_ep *t, uint32_t src, unsigned lane, uint8_t fla
         rx->asm_open = true;
         rx->asm_len = 0;
     }
-    if (!rx->asm_open || rx->asm_len + len > MAX_PACKET) {
+    if (!rx->asm_open || rx->asm_len + len > t->max_packet) {
         FL_COUNT(t->counters->refused_packets, 1);  /* broken chunk sequence */
         rx->asm_open = false;
         return;

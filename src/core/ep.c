@@ -13,7 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "am/am.h"
+#include "core/barrier.h"
+#include "core/packet.h"
 #include "boot/boot.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -194,6 +195,11 @@ static void segment_close(struct flit_ep *ep)
 
 /* ---- transports and the exchange ---- */
 
+static void transport_saw_down(void *ctx, uint32_t rank, flit_status reason)
+{
+    fl_ep_peer_down(ctx, rank, reason);
+}
+
 static flit_status open_transports(struct flit_ep *ep)
 {
     struct fl_tp_open_args args = {
@@ -207,10 +213,12 @@ static flit_status open_transports(struct flit_ep *ep)
         .tag = ep->tag,
         .host_of = fl_job.host_of,
         .net_hint = fl_job.net_hint,
-        .counters = &ep->stats,
-        .ep = ep,
+        .max_packet = FL_PACKET_MAX,
+        .counters = &ep->stats.tp,
+        .peer_down = transport_saw_down,
+        .up_ctx = ep,
     };
-    const struct fl_transport *const *all = fl_transports();
+    const struct fl_transport *const *all = fl_job.transports;
     for (int i = 0; all[i] && ep->ntp < FL_MAX_TRANSPORTS; i++) {
         struct fl_tp_ep *t = NULL;
         flit_status st = all[i]->open(&args, &t);
@@ -389,8 +397,7 @@ static void print_peers(struct flit_ep *ep)
 
 static void ep_free(struct flit_ep *ep)
 {
-    fl_stream_ep_close(ep);
-    fl_rma_ep_close(ep);
+    fl_layers_ep_close(ep);
     for (int i = 0; i < ep->ntp; i++)
         ep->tps[i]->close(ep->tpes[i]);
     if (ep->epfd >= 0)
@@ -400,7 +407,6 @@ static void ep_free(struct flit_ep *ep)
     segment_close(ep);
     pthread_mutex_destroy(&ep->lock);
     pthread_cond_destroy(&ep->progress_cond);
-    free(ep->handlers);
     free(ep->peers);
     ep->magic = 0;
     free(ep);
@@ -481,12 +487,9 @@ flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
     ep->index = fl_job.next_ep_index++;
     pthread_mutex_unlock(&fl_job.lock);
     ep->peers = calloc(ep->size, sizeof *ep->peers);
-    ep->handlers = calloc(s.handler_count, sizeof *ep->handlers);
-    st = ep->peers && ep->handlers ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+    st = ep->peers ? FLIT_OK : FLIT_ERR_NO_MEMORY;
     if (st == FLIT_OK)
-        st = fl_stream_ep_open(ep);
-    if (st == FLIT_OK)
-        st = fl_rma_ep_open(ep);
+        st = fl_layers_ep_open(ep);
     st = ep_setup(ep, st == FLIT_OK ? &s : NULL);
     pthread_mutex_unlock(&create_lock);
     if (st == FLIT_OK && s.progress_thread)
@@ -527,7 +530,9 @@ flit_status flit_ep_destroy(flit_ep_t *ep)
         return st;
     if (ep->mode == FLIT_THREAD_SAFE)
         close_out_others(ep);
-    st = fl_am_quiesce(ep);
+    st = fl_layers_ep_quiesce(ep);
+    if (st == FLIT_OK)
+        st = fl_ep_quiesce(ep);
     if (st == FLIT_OK)
         fl_progress_until(ep, all_settled, NULL, LINGER_US);
     fl_ep_leave(ep);
@@ -587,6 +592,13 @@ void fl_ep_dump_all(int fd)
 
 /* ---- peers going down ---- */
 
+/* What we sent a dead peer and it never took goes back to its layer. */
+static void reclaim_one(void *ctx, uint32_t dst, unsigned lane, void *pkt, size_t len)
+{
+    (void)lane;
+    fl_packet_back(ctx, dst, pkt, len, FLIT_ERR_PEER_DOWN, true);
+}
+
 void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
 {
     struct fl_peer *p = &ep->peers[rank];
@@ -599,9 +611,8 @@ void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
     if (p->fin[FL_LANE_REP])
         return;     /* it was done with this endpoint: a clean exit */
     FL_COUNT(ep->stats.peers_down, 1);
-    fl_am_peer_down(ep, rank);
-    fl_stream_peer_down(ep, rank);
-    fl_rma_peer_down(ep, rank);
+    p->tp->reclaim(p->tpe, rank, reclaim_one, ep);
+    fl_layers_peer_down(ep, rank);
     if (!ep->down_fn) {
         fl_warn("endpoint %u: rank %u is down: %s", ep->index, rank,
                 flit_strerror(reason));

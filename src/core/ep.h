@@ -12,19 +12,13 @@
 #include <stdint.h>
 
 #include "core/job.h"
+#include "core/layer.h"
 #include "core/stats.h"
 #include "flit/flit.h"
 #include "transport/transport.h"
 
 #define FL_EP_MAGIC 0x666c6974u     /* "flit" */
 #define FL_MAX_TRANSPORTS 4
-/* Tokens rotate through a pool, so a token kept past its handler is found
-   dead (FLIT_ERR_BAD_TOKEN) rather than mistaken for a later handler's,
-   unless exactly a multiple of the pool's size of handlers ran since. At
-   most a few are live at once (request handler -> blocked reply -> reply
-   handler is 2 deep). */
-#define FL_TOKEN_POOL 256
-
 /* One entry of the translation table. */
 struct fl_peer {
     const struct fl_transport *tp;
@@ -34,26 +28,10 @@ struct fl_peer {
     bool put_ok;                /* its segment is reachable with ->put */
     _Atomic int down;           /* 0, or the flit_status that took it down */
     uint64_t down_reported;     /* peer-down handler ran */
-    /* A long message arriving in pieces, per lane: the reason to refuse it
-       once its last piece arrives (FLIT_OK while fine). */
-    flit_status frag_error[FL_LANES];
     bool fin[FL_LANES];         /* quiesce: it sent its last packet on the lane */
     /* fl_ep_piece_size's inputs from the transport, read once (0: not yet) */
     uint32_t max_packet, packet_fit;
     _Atomic uint64_t sent, recv, stalls;
-};
-
-struct fl_handler_slot {
-    flit_am_handler_fn fn;
-    void *user;
-};
-
-struct flit_token {
-    struct flit_ep *ep;
-    uint32_t src;
-    uint8_t live;               /* its handler is running */
-    uint8_t no_send;            /* reply / returned-message handler */
-    uint8_t replied;
 };
 
 struct flit_ep {
@@ -94,21 +72,13 @@ struct flit_ep {
     bool seg_owned;
     uint64_t tag;
 
-    struct fl_handler_slot *handlers;
-    uint32_t handler_count;
-    struct fl_stream_ep *stream;        /* the stream layer's state */
-    struct fl_rma_ep *rma;              /* one-sided communication's (src/rma) */
-    /* A stream packet half filled and still reserved in its transport
-       (src/stream/stream.h): committed before anything else reserves or
-       polls. */
-    struct flit_stream_out *cork;
-    flit_returned_fn returned_fn;
-    void *returned_user;
+    uint32_t handler_count;     /* of each layer's handler table */
+    void *lstate[FL_MAX_LAYERS];    /* each layer's state (core/layer.h) */
+    /* A packet a layer keeps reserved in its transport between calls:
+       flushed before anything else reserves, polls or sleeps. */
+    struct fl_hold *hold;
     flit_peer_down_fn down_fn;
     void *down_user;
-
-    struct flit_token tokens[FL_TOKEN_POOL];
-    unsigned token_next;        /* where the search for a free one starts */
 
     uint32_t barrier_rounds[32];    /* barrier messages received per round */
     uint64_t events;                /* packets handled + peers lost, ever */
@@ -223,8 +193,18 @@ static inline bool fl_peer_is_down(const struct fl_peer *p)
 flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
                                size_t len, unsigned flags, void **pkt);
 
-/* Commits the half-filled stream packet (ep->cork) as it is (src/stream). */
-void fl_stream_uncork(struct flit_ep *ep);
+/* The layer's state on ep. */
+static inline void *fl_ep_layer(const struct flit_ep *ep, const struct fl_layer *l)
+{
+    return ep->lstate[l->slot];
+}
+
+/* Commits the packet a layer holds (layer.h), if any. */
+static inline void fl_ep_flush_hold(struct flit_ep *ep)
+{
+    if (__builtin_expect(ep->hold != NULL, 0))
+        ep->hold->flush(ep->hold);
+}
 
 static inline flit_status fl_ep_reserve(struct flit_ep *ep, uint32_t dst,
                                         unsigned lane, size_t len,
@@ -232,8 +212,7 @@ static inline flit_status fl_ep_reserve(struct flit_ep *ep, uint32_t dst,
 {
     struct fl_peer *p = &ep->peers[dst];
     flit_status st;
-    if (__builtin_expect(ep->cork != NULL, 0))
-        fl_stream_uncork(ep);   /* one reservation at a time */
+    fl_ep_flush_hold(ep);   /* one reservation at a time */
     void *b = p->tp->reserve(p->tpe, dst, lane, len, &st);
     if (__builtin_expect(b != NULL, 1)) {
         *pkt = b;
@@ -270,6 +249,14 @@ static inline void fl_ep_cancel(struct flit_ep *ep, uint32_t dst, unsigned lane,
 
 /* Progress engine (progress.c). Called with the endpoint entered. */
 int fl_progress(struct flit_ep *ep, unsigned lane_mask);
+/*
+ * Receiver pacing: one packet at a time from each transport in turn, until
+ * max_bytes have been handled or none is waiting; the bytes handled. A
+ * datagram transport receives whole datagrams, so it may hold a few
+ * packets more than were handled; they wait in its buffers, not the
+ * kernel's. Called with the endpoint entered.
+ */
+size_t fl_progress_bytes(struct flit_ep *ep, size_t max_bytes);
 /* Sleeps until a transport may have work on lane_mask, or timeout. */
 void fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask,
                        int64_t timeout_us);
@@ -289,22 +276,14 @@ void fl_progress_thread_stop(struct flit_ep *ep);
 int64_t fl_progress_spin_us(void);
 void fl_progress_init(void);
 
-/* AM layer hooks the endpoint uses (src/am). */
-void fl_am_peer_down(struct flit_ep *ep, uint32_t rank);
-flit_status fl_am_quiesce(struct flit_ep *ep);
-
-/* Stream layer hooks (src/stream): its state made with the endpoint and
-   freed with it (waiting handlers are let go first); a sender died. */
-flit_status fl_stream_ep_open(struct flit_ep *ep);
-void fl_stream_ep_close(struct flit_ep *ep);
-void fl_stream_peer_down(struct flit_ep *ep, uint32_t rank);
-
-/* One-sided communication hooks (src/rma): its state made with the
-   endpoint and freed with it (regions revoked, memory unmapped); a peer
-   died (its operations in progress fail). */
-flit_status fl_rma_ep_open(struct flit_ep *ep);
-void fl_rma_ep_close(struct flit_ep *ep);
-void fl_rma_peer_down(struct flit_ep *ep, uint32_t rank);
+/*
+ * rank is down (died, silent past its timeout, or sent what only a broken
+ * peer sends): marks it so everywhere at once, hands back what it never
+ * took, tells the layers, then the program's peer-down handler. Once per
+ * peer; transports report through their open callback, layers call it
+ * when they are first to know (a failed cross-memory attach).
+ */
+void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason);
 
 /* Every endpoint of the job (finalize, dumps). */
 flit_status fl_ep_destroy_all(void);

@@ -5,15 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "am/am.h"
 #include "boot/boot.h"
+#include "core/barrier.h"
 #include "util/config.h"
 #include "core/ep.h"
 #include "util/log.h"
 #include "platform/fiber.h"
 #include "platform/os.h"
-#include "rma/rma.h"
-#include "stream/stream.h"
 
 struct fl_job fl_job = {.lock = PTHREAD_MUTEX_INITIALIZER};
 _Atomic int fl_job_state = FL_JOB_NONE;
@@ -115,15 +113,36 @@ static void print_start(void)
     fl_config_print(stderr);
 }
 
-/* The layers above the core claim their opcodes, once per process. */
-static void register_layers(void)
+/* Every transport op is required: a missing one is our bug. */
+static void check_transports(const struct fl_transport *const *all)
 {
-    fl_am_init();
-    fl_stream_init();
-    fl_rma_init();
+    for (int i = 0; all[i]; i++) {
+        const struct fl_transport *t = all[i];
+        bool ok = t->name && t->open && t->address && t->reachable && t->connect &&
+                  t->connected && t->max_packet && t->reserve && t->commit &&
+                  t->cancel && t->poll && t->arm && t->disarm && t->fd &&
+                  t->want_room && t->check_peers && t->reclaim && t->settled &&
+                  t->peer_address && t->dump_peer && t->close &&
+                  (!(t->caps & FL_TP_PUT) || (t->put && t->set_tag));
+        if (!ok) {
+            fl_error("transport %s lacks a required op", t->name ? t->name : "?");
+            abort();
+        }
+    }
 }
 
-flit_status flit_init(const flit_init_params_t *params)
+static struct fl_layer *const *init_layers;
+
+/* Once per process: the layers claim their opcodes. */
+static void register_layers(void)
+{
+    fl_ctrl_init();
+    fl_layers_init(init_layers);
+}
+
+flit_status fl_job_init(const flit_init_params_t *params,
+                        const struct fl_transport *const *transports,
+                        struct fl_layer *const *layers)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     int state = atomic_load(&fl_job_state);
@@ -152,6 +171,9 @@ flit_status flit_init(const flit_init_params_t *params)
         return st;
     }
     fl_progress_init();
+    check_transports(transports);
+    fl_job.transports = transports;
+    init_layers = layers;
     pthread_once(&once, register_layers);
     static bool at_exit;
     if (fl_cfg.stats && !at_exit)

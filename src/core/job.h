@@ -6,7 +6,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "core/layer.h"
 #include "flit/flit.h"
+#include "transport/transport.h"
 
 enum fl_job_state {
     FL_JOB_NONE = 0,        /* before flit_init */
@@ -25,6 +27,7 @@ struct fl_job {
     uint32_t *host_of;
     uint32_t nhosts, local_size, local_rank;
     uint32_t net_hint;          /* our IPv4 address towards the launcher; 0 */
+    const struct fl_transport *const *transports;   /* preferred first */
     pthread_mutex_t lock;       /* endpoint list */
     struct flit_ep *eps;
     uint32_t next_ep_index;
@@ -32,6 +35,15 @@ struct fl_job {
 
 extern struct fl_job fl_job;
 extern _Atomic int fl_job_state;
+
+/*
+ * flit_init's work, with what this build is made of (src/flit.c): the
+ * transports in preference order and the layers bottom up, both
+ * NULL-terminated. Each list is checked once.
+ */
+flit_status fl_job_init(const flit_init_params_t *params,
+                        const struct fl_transport *const *transports,
+                        struct fl_layer *const *layers);
 
 /* The status for a call made while the job is not active. */
 flit_status fl_job_state_error(void);

@@ -14,28 +14,22 @@
 
 #define FL_WIRE_VERSION 1
 
-enum fl_op {
-    FL_OP_AM_SHORT = 1,
-    FL_OP_AM_MEDIUM = 2,
-    FL_OP_AM_LONG = 3,      /* payload already in the segment (put) */
-    FL_OP_AM_FRAG = 4,      /* a piece of a long payload, copied on arrival */
-    FL_OP_RETURN = 5,       /* a refused packet sent back, with the reason */
-    FL_OP_CTRL = 6,         /* library-internal: barrier, quiesce */
-    FL_OP_STREAM = 7,       /* a packet of a stream message (src/stream) */
-    FL_OP_RMA = 8,          /* one-sided communication (src/rma) */
-    FL_OP_COUNT = 32
-};
+/*
+ * Opcodes are the layers' own: each declares its numbers in its wire
+ * header and claims them at init (fl_op_register); two claims of one
+ * number stop the process (our bug). The core's own packets (barrier,
+ * end of traffic: core/barrier.h) use FL_OP_CTRL.
+ */
+#define FL_OP_CTRL 6
+#define FL_OP_COUNT 32
+
+/* The largest packet a layer builds (the largest medium active message
+   and its header): what the transports are opened for. */
+#define FL_PACKET_MAX (FLIT_AM_MAX_MEDIUM + 512u)
 
 struct flit_ep;
 typedef void (*fl_op_fn)(struct flit_ep *ep, uint32_t src, unsigned lane,
                          void *pkt, size_t len);
-
-/* Upper layers register their opcodes once, at flit_init. */
-void fl_op_register(enum fl_op op, fl_op_fn fn);
-
-/* The transports' receive callback: checks version and opcode, dispatches. */
-void fl_packet_dispatch(void *ep, uint32_t src, unsigned lane, void *pkt,
-                        size_t len);
 
 /*
  * One of our own packets came back: refused by peer (inside a returned
@@ -45,7 +39,16 @@ void fl_packet_dispatch(void *ep, uint32_t src, unsigned lane, void *pkt,
  */
 typedef bool (*fl_op_back_fn)(struct flit_ep *ep, uint32_t peer, void *pkt,
                               size_t len, flit_status reason, bool reclaimed);
-void fl_op_register_back(enum fl_op op, fl_op_back_fn fn);
+
+/* A layer claims opcode op once, at flit_init: fn receives its packets,
+   back (NULL: none can come back) hears of those that come back. */
+void fl_op_register(unsigned op, fl_op_fn fn, fl_op_back_fn back);
+
+/* The transports' receive callback: checks version and opcode, dispatches. */
+void fl_packet_dispatch(void *ep, uint32_t src, unsigned lane, void *pkt,
+                        size_t len);
+
+/* Hands a packet that came back to the layer that owns its opcode. */
 bool fl_packet_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
                     flit_status reason, bool reclaimed);
 

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,7 +18,6 @@
 #include "core/ep.h"
 #include "util/log.h"
 #include "core/packet.h"
-#include "flit/stream.h"
 #include "platform/os.h"
 
 #define POLL_BUDGET 64          /* packets per transport per pass */
@@ -26,14 +26,14 @@
 static fl_op_fn op_table[FL_OP_COUNT];
 static fl_op_back_fn back_table[FL_OP_COUNT];
 
-void fl_op_register(enum fl_op op, fl_op_fn fn)
+void fl_op_register(unsigned op, fl_op_fn fn, fl_op_back_fn back)
 {
+    if (op == 0 || op >= FL_OP_COUNT || op_table[op]) {
+        fl_error("opcode %u claimed twice, or out of range: two layers disagree", op);
+        abort();
+    }
     op_table[op] = fn;
-}
-
-void fl_op_register_back(enum fl_op op, fl_op_back_fn fn)
-{
-    back_table[op] = fn;
+    back_table[op] = back;
 }
 
 bool fl_packet_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
@@ -63,8 +63,7 @@ void fl_packet_dispatch(void *arg, uint32_t src, unsigned lane, void *pkt,
 int fl_progress(struct flit_ep *ep, unsigned lane_mask)
 {
     int n = 0;
-    if (__builtin_expect(ep->cork != NULL, 0))
-        fl_stream_uncork(ep);   /* the transports may not be polled meanwhile */
+    fl_ep_flush_hold(ep);   /* the transports may not be polled meanwhile */
     FL_COUNT(ep->stats.polls, 1);
     for (int i = 0; i < ep->ntp; i++)
         n += ep->tps[i]->poll(ep->tpes[i], lane_mask, fl_packet_dispatch, ep,
@@ -107,8 +106,7 @@ void fl_progress_check_peers(struct flit_ep *ep, bool force)
 static bool arm_all(struct flit_ep *ep, unsigned lane_mask)
 {
     bool pending = false;
-    if (ep->cork)
-        fl_stream_uncork(ep);
+    fl_ep_flush_hold(ep);
     for (int i = 0; i < ep->ntp; i++)
         pending |= ep->tps[i]->arm(ep->tpes[i], lane_mask);
     return pending;
@@ -311,25 +309,12 @@ static void extract_one(void *arg, uint32_t src, unsigned lane, void *pkt,
     fl_packet_dispatch(x->ep, src, lane, pkt, len);
 }
 
-/*
- * One packet at a time from each transport in turn, until max_bytes have
- * been handled or none is waiting. A datagram transport receives whole
- * datagrams, so it may hold a few packets more than were handled; they wait
- * in its buffers, not the kernel's.
- */
-flit_status flit_extract(flit_ep_t *ep, size_t max_bytes)
+/* See ep.h. */
+size_t fl_progress_bytes(struct flit_ep *ep, size_t max_bytes)
 {
-    flit_status st = fl_ep_enter(ep);
-    if (st != FLIT_OK)
-        return st;
-    if (max_bytes == 0) {
-        fl_ep_leave(ep);
-        return FLIT_ERR_INVALID_ARG;
-    }
     if (ep->armed)
         disarm_all(ep);
-    if (ep->cork)
-        fl_stream_uncork(ep);
+    fl_ep_flush_hold(ep);
     FL_COUNT(ep->stats.polls, 1);
     struct extract x = {ep, 0};
     bool got = true;
@@ -342,8 +327,7 @@ flit_status flit_extract(flit_ep_t *ep, size_t max_bytes)
         pthread_cond_broadcast(&ep->progress_cond);
     if (FL_READ(ep->stats.polls) % CHECK_EVERY == 0)
         fl_progress_check_peers(ep, false);
-    fl_ep_leave(ep);
-    return x.bytes ? FLIT_OK : FLIT_ERR_AGAIN;
+    return x.bytes;
 }
 
 static bool any_event(struct flit_ep *ep, void *arg)

@@ -21,7 +21,7 @@
 static flit_status describe(struct flit_ep *ep, uint32_t importer, uint64_t id,
                             struct fl_rma_pkt *a)
 {
-    struct flit_rma_region *g = fl_rma_region_find(ep->rma, id);
+    struct flit_rma_region *g = fl_rma_region_find(fl_rma_of(ep), id);
     if (!g)
         return FLIT_ERR_REVOKED;
     if (!fl_rma_region_allows(g, importer))
@@ -32,7 +32,7 @@ static flit_status describe(struct flit_ep *ep, uint32_t importer, uint64_t id,
     a->info.block = g->block ? g->block->seq : 0;
     a->info.file_off = g->block ? g->block_off : 0;
     a->info.file_len = g->block ? g->block->len : 0;
-    a->info.flags = ep->rma->ctl_shared ? FL_RMA_INFO_CTL : 0;
+    a->info.flags = fl_rma_of(ep)->ctl_shared ? FL_RMA_INFO_CTL : 0;
     return FLIT_OK;
 }
 
@@ -41,7 +41,7 @@ void fl_rma_answer_import(struct flit_ep *ep, uint32_t src, const struct fl_rma_
     struct fl_rma_pkt a = {.kind = FL_RMA_IMPORT_REP, .op = p->op, .id = p->id};
     flit_status st = describe(ep, src, p->id, &a);
     if (st != FLIT_OK) {
-        FL_COUNT(ep->stats.rma_refused, 1);
+        FL_COUNT(fl_rma_of(ep)->refused, 1);
         a.total = 0;
         a.access = 0;
     }
@@ -79,7 +79,7 @@ static uint32_t direct_pid(struct flit_ep *ep, uint32_t owner)
 static void choose_path(struct flit_ep *ep, struct flit_rma_remote *rm,
                         const struct fl_rma_info *in)
 {
-    struct fl_rma_peer *pp = &ep->rma->peers[rm->owner];
+    struct fl_rma_peer *pp = &fl_rma_of(ep)->peers[rm->owner];
     uint32_t slot = (uint32_t)rm->id, gen = (uint32_t)(rm->id >> 32);
     uint32_t pid = direct_pid(ep, rm->owner);
     rm->path = FL_RMA_PATH_PACKETS;
@@ -105,7 +105,7 @@ static void choose_path(struct flit_ep *ep, struct flit_rma_remote *rm,
 static flit_status import_self(struct flit_ep *ep, uint64_t id,
                                struct flit_rma_remote *rm)
 {
-    struct flit_rma_region *g = fl_rma_region_find(ep->rma, id);
+    struct flit_rma_region *g = fl_rma_region_find(fl_rma_of(ep), id);
     if (!g)
         return FLIT_ERR_REVOKED;
     if (!fl_rma_region_allows(g, ep->rank))
@@ -145,10 +145,10 @@ static flit_status import_remote(struct flit_ep *ep, uint32_t owner, uint64_t id
 flit_status flit_rma_import(flit_ep_t *ep, flit_rank_t owner, uint64_t export_id,
                             flit_rma_remote_t **remote_out)
 {
-    flit_status st = fl_rma_enter(ep);
+    flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     struct flit_rma_remote *rm = NULL;
     if (!remote_out || export_id == 0)
         st = FLIT_ERR_INVALID_ARG;
@@ -187,7 +187,7 @@ flit_status flit_rma_release(flit_rma_remote_t *remote)
     struct flit_rma_remote *rm = remote;
     if (!rm || rm->obj.magic != FL_RMA_MAGIC_REMOTE)
         return FLIT_ERR_INVALID_ARG;
-    flit_status st = fl_rma_enter(rm->ep);
+    flit_status st = fl_ep_enter(rm->ep);
     if (st != FLIT_OK)
         return st;
     struct flit_ep *ep = rm->ep;
@@ -201,7 +201,7 @@ flit_status flit_rma_release(flit_rma_remote_t *remote)
             st = fl_progress_until(ep, remote_quiet, rm, -1);
         if (st == FLIT_OK) {
             fl_rma_unmap_remote(ep, rm);
-            fl_rma_pool_put(&ep->rma->remotes, &rm->obj);
+            fl_rma_pool_put(&fl_rma_of(ep)->remotes, &rm->obj);
         }
     }
     fl_ep_leave(ep);

@@ -41,10 +41,10 @@ static flit_status os_status(int err)
 
 flit_status flit_rma_alloc(flit_ep_t *ep, size_t len, void **addr_out)
 {
-    flit_status st = fl_rma_enter(ep);
+    flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     size_t size = (len + r->page - 1) & ~(r->page - 1);
     struct fl_rma_block *b = NULL;
     if (!addr_out || len == 0)
@@ -89,10 +89,10 @@ static void block_release(struct flit_ep *ep, struct fl_rma_block *b)
 
 flit_status flit_rma_free(flit_ep_t *ep, void *addr)
 {
-    flit_status st = fl_rma_enter(ep);
+    flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     struct fl_rma_block **pp = &r->blocks;
     while (*pp && (*pp)->addr != addr)
         pp = &(*pp)->next;
@@ -128,7 +128,7 @@ struct fl_rma_block *fl_rma_block_of(struct fl_rma_ep *r, const void *addr,
 
 void fl_rma_blocks_free(struct flit_ep *ep)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     while (r->blocks) {
         struct fl_rma_block *b = r->blocks;
         r->blocks = b->next;
@@ -159,7 +159,7 @@ static void ctl_header(uint8_t *ctl, uint32_t nranks)
 
 flit_status fl_rma_ctl_make(struct flit_ep *ep)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     if (r->ctl)
         return FLIT_OK;
     size_t len = fl_rma_ctl_len(ep->size, r->page);
@@ -193,7 +193,7 @@ flit_status fl_rma_ctl_make(struct flit_ep *ep)
 
 void fl_rma_ctl_unmake(struct flit_ep *ep)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     if (!r->ctl)
         return;
     munmap(r->ctl, r->ctl_len);
@@ -211,7 +211,7 @@ void fl_rma_ctl_unmake(struct flit_ep *ep)
    goes through packets). */
 bool fl_rma_ctl_attach(struct flit_ep *ep, uint32_t owner)
 {
-    struct fl_rma_peer *p = &ep->rma->peers[owner];
+    struct fl_rma_peer *p = &fl_rma_of(ep)->peers[owner];
     if (p->ctl || p->ctl_tried)
         return p->ctl != NULL;
     p->ctl_tried = true;
@@ -227,7 +227,7 @@ bool fl_rma_ctl_attach(struct flit_ep *ep, uint32_t owner)
     }
     uint8_t want[16];
     ctl_header(want, ep->size);
-    if (size != fl_rma_ctl_len(ep->size, ep->rma->page) || memcmp(mem, want, 16)) {
+    if (size != fl_rma_ctl_len(ep->size, fl_rma_of(ep)->page) || memcmp(mem, want, 16)) {
         fl_warn("rma: rank %u's control file is not what this flit expects; its "
                 "regions are reached through packets", owner);
         munmap(mem, size);
@@ -260,7 +260,7 @@ static flit_status map_new(struct flit_ep *ep, uint32_t owner, uint64_t block,
                            uint64_t start, uint64_t end, bool write,
                            struct fl_rma_map **out)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     if (r->nmaps >= FL_RMA_MAX_MAPS) {
         static _Atomic int told;
         if (!atomic_exchange(&told, 1))
@@ -302,11 +302,11 @@ static flit_status map_new(struct flit_ep *ep, uint32_t owner, uint64_t block,
 flit_status fl_rma_map_remote(struct flit_ep *ep, struct flit_rma_remote *rm,
                               const struct fl_rma_info *in)
 {
-    size_t page = ep->rma->page;
+    size_t page = fl_rma_of(ep)->page;
     bool write = (rm->access & FLIT_RMA_WRITE) != 0;
     uint64_t start = in->file_off & ~(uint64_t)(page - 1);
     uint64_t end = (in->file_off + rm->size + page - 1) & ~(uint64_t)(page - 1);
-    struct fl_rma_peer *pp = &ep->rma->peers[rm->owner];
+    struct fl_rma_peer *pp = &fl_rma_of(ep)->peers[rm->owner];
     struct fl_rma_map *m = map_find(pp, in->block, start, end, write);
     if (!m) {
         flit_status st = map_new(ep, rm->owner, in->block, start, end, write, &m);
@@ -326,11 +326,11 @@ void fl_rma_unmap_remote(struct flit_ep *ep, struct flit_rma_remote *rm)
     rm->base = NULL;
     if (!m || --m->refs)
         return;
-    struct fl_rma_map **pp = &ep->rma->peers[rm->owner].maps;
+    struct fl_rma_map **pp = &fl_rma_of(ep)->peers[rm->owner].maps;
     while (*pp != m)
         pp = &(*pp)->next;
     *pp = m->next;
     munmap(m->addr, m->end - m->start);
     free(m);
-    ep->rma->nmaps--;
+    fl_rma_of(ep)->nmaps--;
 }

@@ -16,7 +16,7 @@
 struct flit_rma_op *fl_rma_op_new(struct flit_ep *ep, enum fl_rma_op_kind kind,
                                   uint32_t peer, struct flit_rma_remote *rm)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     struct flit_rma_op *op = (struct flit_rma_op *)fl_rma_pool_get(&r->ops);
     if (!op)
         return NULL;
@@ -36,7 +36,7 @@ struct flit_rma_op *fl_rma_op_new(struct flit_ep *ep, enum fl_rma_op_kind kind,
 /* From now on the op waits for peer's answer. */
 void fl_rma_op_wait_for(struct flit_ep *ep, struct flit_rma_op *op)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     op->pending = true;
     r->peers[op->peer].outstanding++;
     r->outstanding++;
@@ -46,7 +46,7 @@ void fl_rma_op_wait_for(struct flit_ep *ep, struct flit_rma_op *op)
 
 void fl_rma_op_complete(struct flit_ep *ep, struct flit_rma_op *op, flit_status st)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     if (!op->pending)
         return;
     op->pending = false;
@@ -68,7 +68,7 @@ void fl_rma_op_complete(struct flit_ep *ep, struct flit_rma_op *op, flit_status 
 struct flit_rma_op *fl_rma_op_find(struct flit_ep *ep, uint32_t id, uint32_t src,
                                    enum fl_rma_op_kind kind)
 {
-    struct fl_rma_pool *pool = &ep->rma->ops;
+    struct fl_rma_pool *pool = &fl_rma_of(ep)->ops;
     uint32_t idx = id & (FL_RMA_MAX_OPS - 1);
     if (idx >= pool->n)
         return NULL;
@@ -90,7 +90,7 @@ void fl_rma_op_release(struct flit_ep *ep, struct flit_rma_op *op)
         op->held = false;   /* freed, its verdict kept, when the answer comes */
         return;
     }
-    fl_rma_pool_put(&ep->rma->ops, &op->obj);
+    fl_rma_pool_put(&fl_rma_of(ep)->ops, &op->obj);
 }
 
 static bool op_answered(struct flit_ep *ep, void *arg)
@@ -122,7 +122,7 @@ static flit_status op_enter(struct flit_rma_op *op)
 {
     if (!op || op->obj.magic != FL_RMA_MAGIC_OP)
         return FLIT_ERR_INVALID_ARG;
-    flit_status st = fl_rma_enter(op->ep);
+    flit_status st = fl_ep_enter(op->ep);
     if (st != FLIT_OK)
         return st;
     if (!op->obj.live || !op->held) {
@@ -180,7 +180,7 @@ flit_status flit_rma_wait(flit_rma_op_t *op, int64_t timeout_us)
  */
 static flit_status flush_send(struct flit_ep *ep, uint32_t rank)
 {
-    struct fl_rma_peer *p = &ep->rma->peers[rank];
+    struct fl_rma_peer *p = &fl_rma_of(ep)->peers[rank];
     if (p->unflushed == 0 || fl_peer_is_down(&ep->peers[rank]))
         return FLIT_OK;
     struct flit_rma_op *op = fl_rma_op_new(ep, FL_RMA_OP_FLUSH, rank, NULL);
@@ -198,19 +198,19 @@ static flit_status flush_send(struct flit_ep *ep, uint32_t rank)
 
 static bool peer_quiet(struct flit_ep *ep, void *arg)
 {
-    return ep->rma->peers[*(uint32_t *)arg].outstanding == 0;
+    return fl_rma_of(ep)->peers[*(uint32_t *)arg].outstanding == 0;
 }
 
 static bool all_quiet(struct flit_ep *ep, void *arg)
 {
     (void)arg;
-    return ep->rma->outstanding == 0;
+    return fl_rma_of(ep)->outstanding == 0;
 }
 
 /* The verdict a flush reports for rank, consumed. */
 static flit_status take_verdict(struct flit_ep *ep, uint32_t rank)
 {
-    struct fl_rma_peer *p = &ep->rma->peers[rank];
+    struct fl_rma_peer *p = &fl_rma_of(ep)->peers[rank];
     flit_status st = p->sticky;
     p->sticky = FLIT_OK;
     if (st == FLIT_OK && fl_peer_is_down(&ep->peers[rank]))
@@ -220,7 +220,7 @@ static flit_status take_verdict(struct flit_ep *ep, uint32_t rank)
 
 flit_status flit_rma_flush(flit_ep_t *ep, flit_rank_t rank)
 {
-    flit_status st = fl_rma_enter(ep);
+    flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
     if (rank.idx >= ep->size) {
@@ -238,7 +238,7 @@ flit_status flit_rma_flush(flit_ep_t *ep, flit_rank_t rank)
 
 flit_status flit_rma_flush_all(flit_ep_t *ep)
 {
-    flit_status st = fl_rma_enter(ep);
+    flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
     for (uint32_t k = 0; k < ep->size && st == FLIT_OK; k++)

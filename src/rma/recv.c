@@ -43,10 +43,10 @@ static void answer(struct flit_ep *ep, uint32_t dst, struct fl_rma_pkt *p,
 void fl_rma_notify(struct flit_ep *ep, uint64_t id, uint32_t from, uint64_t off,
                    uint64_t len)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     if (!r->notify_fn)
         return;
-    FL_COUNT(ep->stats.rma_notifications, 1);
+    FL_COUNT(r->notifications, 1);
     fl_handler_depth++;     /* a handler: no blocking calls from it */
     r->notify_fn(ep, id, flit_rank(from), off, (size_t)len, r->notify_user);
     fl_handler_depth--;
@@ -55,7 +55,7 @@ void fl_rma_notify(struct flit_ep *ep, uint64_t id, uint32_t from, uint64_t off,
 static void refused(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *p,
                     flit_status why)
 {
-    FL_COUNT(ep->stats.rma_refused, 1);
+    FL_COUNT(fl_rma_of(ep)->refused, 1);
     fl_debug("rma: refused kind %u from rank %u on region %llx [%llu, +%llu): %s",
              p->kind, src, (unsigned long long)p->id, (unsigned long long)p->base,
              (unsigned long long)p->total, flit_status_name(why));
@@ -71,7 +71,7 @@ static void refused(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *p
  */
 static void recv_put(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *p)
 {
-    struct fl_rma_peer *rp = &ep->rma->peers[src];
+    struct fl_rma_peer *rp = &fl_rma_of(ep)->peers[src];
     if (p->flags & FL_RMAF_FIRST) {
         rp->put_op = p->op;
         rp->put_err = FLIT_OK;
@@ -153,7 +153,7 @@ static void recv_notify(struct flit_ep *ep, uint32_t src, const struct fl_rma_pk
    that region learns it is gone. */
 static void untracked_refused(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *p)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     if (r->peers[src].sticky == FLIT_OK)
         r->peers[src].sticky = (flit_status)p->status;
     if (p->status != FLIT_ERR_REVOKED)
@@ -225,7 +225,7 @@ static void recv_flushed(struct flit_ep *ep, uint32_t src, const struct fl_rma_p
 void fl_rma_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt, size_t len)
 {
     struct fl_rma_pkt p;
-    if (!ep->rma || fl_rma_decode(pkt, len, lane, &p) != FLIT_OK) {
+    if (!fl_rma_of(ep) || fl_rma_decode(pkt, len, lane, &p) != FLIT_OK) {
         FL_COUNT(ep->stats.refused_packets, 1);
         fl_warn("rma: refused a malformed packet from rank %u (%zu bytes)", src, len);
         return;

@@ -29,7 +29,7 @@ flit_status fl_rma_judge(struct flit_ep *ep, uint32_t rank, uint64_t id,
                          unsigned need, uint64_t base, uint64_t len,
                          struct flit_rma_region **out)
 {
-    struct flit_rma_region *g = fl_rma_region_find(ep->rma, id);
+    struct flit_rma_region *g = fl_rma_region_find(fl_rma_of(ep), id);
     if (!g)
         return FLIT_ERR_REVOKED;
     if (!fl_rma_region_allows(g, rank) || (g->access & need) != need)
@@ -71,7 +71,7 @@ static flit_status export_region(struct flit_ep *ep, void *addr, size_t len,
                                  unsigned access, uint64_t *allowed,
                                  flit_rma_region_t **region_out)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     flit_status st = fl_rma_ctl_make(ep);
     if (st != FLIT_OK)
         return st;
@@ -98,7 +98,7 @@ flit_status flit_rma_export(flit_ep_t *ep, void *addr, size_t len, unsigned acce
                             const flit_rank_t *allowed, size_t nallowed,
                             flit_rma_region_t **region_out)
 {
-    flit_status st = fl_rma_enter(ep);
+    flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
     uint64_t *bits = NULL;
@@ -132,7 +132,7 @@ uint64_t flit_rma_region_id(const flit_rma_region_t *region)
  */
 static void wait_direct_accesses(struct flit_ep *ep, uint32_t slot)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     for (uint32_t k = 0; k < ep->size; k++) {
         if (k == ep->rank)
             continue;
@@ -154,7 +154,7 @@ static void wait_direct_accesses(struct flit_ep *ep, uint32_t slot)
 
 void fl_rma_revoke(struct flit_ep *ep, struct flit_rma_region *g, bool wait)
 {
-    struct fl_rma_ep *r = ep->rma;
+    struct fl_rma_ep *r = fl_rma_of(ep);
     uint32_t slot = g->obj.idx;
     atomic_store_explicit(fl_rma_ctl_word(r->ctl, ep->size, slot),
                           (uint64_t)g->obj.gen << 1, memory_order_relaxed);
@@ -176,7 +176,7 @@ flit_status flit_rma_unexport(flit_rma_region_t *region)
     struct flit_rma_region *g = region;
     if (!g || g->obj.magic != FL_RMA_MAGIC_REGION)
         return FLIT_ERR_INVALID_ARG;
-    flit_status st = fl_rma_enter(g->ep);
+    flit_status st = fl_ep_enter(g->ep);
     if (st != FLIT_OK)
         return st;
     if (g->obj.live)
@@ -190,11 +190,11 @@ flit_status flit_rma_unexport(flit_rma_region_t *region)
 flit_status flit_rma_set_notify_handler(flit_ep_t *ep, flit_rma_notify_fn fn,
                                         void *user)
 {
-    flit_status st = fl_rma_enter(ep);
+    flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
-    ep->rma->notify_fn = fn;
-    ep->rma->notify_user = fn ? user : NULL;
+    fl_rma_of(ep)->notify_fn = fn;
+    fl_rma_of(ep)->notify_user = fn ? user : NULL;
     fl_ep_leave(ep);
     return FLIT_OK;
 }

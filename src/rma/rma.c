@@ -90,26 +90,13 @@ static void pool_free(struct fl_rma_pool *p)
 
 /* ---- the endpoint ---- */
 
-flit_status fl_rma_enter(struct flit_ep *ep)
-{
-    flit_status st = fl_ep_enter(ep);
-    if (st == FLIT_OK && !ep->rma) {
-        fl_ep_leave(ep);
-        st = FLIT_ERR_INVALID_ARG;
-    }
-    return st;
-}
 
-flit_status fl_rma_ep_open(struct flit_ep *ep)
+static flit_status rma_open(struct flit_ep *ep, void *state)
 {
-    struct fl_rma_ep *r = calloc(1, sizeof *r);
-    if (!r)
-        return FLIT_ERR_NO_MEMORY;
+    struct fl_rma_ep *r = state;
     r->peers = calloc(ep->size, sizeof *r->peers);
-    if (!r->peers) {
-        free(r);
+    if (!r->peers)
         return FLIT_ERR_NO_MEMORY;
-    }
     r->ep = ep;
     long page = sysconf(_SC_PAGESIZE);
     r->page = page > 0 ? (size_t)page : 4096u;
@@ -118,7 +105,6 @@ flit_status fl_rma_ep_open(struct flit_ep *ep)
     pool_init(&r->remotes, sizeof(struct flit_rma_remote), FL_RMA_MAGIC_REMOTE,
               FL_RMA_MAX_REMOTES);
     pool_init(&r->ops, sizeof(struct flit_rma_op), FL_RMA_MAGIC_OP, FL_RMA_MAX_OPS);
-    ep->rma = r;
     return FLIT_OK;
 }
 
@@ -128,11 +114,9 @@ flit_status fl_rma_ep_open(struct flit_ep *ep)
  * Importers that still map a block keep their pages; nothing of ours is
  * in them any more.
  */
-void fl_rma_ep_close(struct flit_ep *ep)
+static void rma_close(struct flit_ep *ep, void *state)
 {
-    struct fl_rma_ep *r = ep->rma;
-    if (!r)
-        return;
+    struct fl_rma_ep *r = state;
     for (uint32_t i = 0; i < r->regions.n; i++) {
         struct flit_rma_region *g = (struct flit_rma_region *)r->regions.all[i];
         if (g->obj.live)
@@ -152,17 +136,13 @@ void fl_rma_ep_close(struct flit_ep *ep)
     pool_free(&r->remotes);
     pool_free(&r->ops);
     free(r->peers);
-    free(r);
-    ep->rma = NULL;
 }
 
 /* Operations waiting for the dead peer fail; what it was sending us in
    pieces is over. */
-void fl_rma_peer_down(struct flit_ep *ep, uint32_t rank)
+static void rma_peer_down(struct flit_ep *ep, void *state, uint32_t rank)
 {
-    struct fl_rma_ep *r = ep->rma;
-    if (!r)
-        return;
+    struct fl_rma_ep *r = state;
     for (uint32_t i = 0; i < r->ops.n && r->peers[rank].outstanding; i++) {
         struct flit_rma_op *op = (struct flit_rma_op *)r->ops.all[i];
         if (op->obj.live && op->pending && op->peer == rank)
@@ -181,8 +161,42 @@ static bool rma_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
     return reclaimed;
 }
 
-void fl_rma_init(void)
+static void rma_init(void)
 {
-    fl_op_register(FL_OP_RMA, fl_rma_recv);
-    fl_op_register_back(FL_OP_RMA, rma_back);
+    fl_op_register(FL_OP_RMA, fl_rma_recv, rma_back);
 }
+
+static void rma_stats(const void *state, flit_stats_t *out)
+{
+    const struct fl_rma_ep *r = state;
+    out->rma_puts = FL_READ(r->puts);
+    out->rma_gets = FL_READ(r->gets);
+    out->rma_put_bytes = FL_READ(r->put_bytes);
+    out->rma_get_bytes = FL_READ(r->get_bytes);
+    out->rma_notifications = FL_READ(r->notifications);
+    out->rma_refused = FL_READ(r->refused);
+}
+
+static void rma_report(const flit_stats_t *s, struct fl_report *r)
+{
+    if (s->rma_puts || s->rma_gets || s->rma_notifications || s->rma_refused)
+        fl_report_line(r, "  rma puts %llu (%llu B), gets %llu (%llu B); notifications "
+                          "run %llu, accesses refused %llu",
+                       (unsigned long long)s->rma_puts,
+                       (unsigned long long)s->rma_put_bytes,
+                       (unsigned long long)s->rma_gets,
+                       (unsigned long long)s->rma_get_bytes,
+                       (unsigned long long)s->rma_notifications,
+                       (unsigned long long)s->rma_refused);
+}
+
+struct fl_layer fl_rma_layer = {
+    .name = "rma",
+    .state_size = sizeof(struct fl_rma_ep),
+    .init = rma_init,
+    .ep_open = rma_open,
+    .ep_close = rma_close,
+    .peer_down = rma_peer_down,
+    .stats = rma_stats,
+    .report = rma_report,
+};

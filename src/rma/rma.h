@@ -195,6 +195,7 @@ struct fl_rma_ep {
     flit_rma_notify_fn notify_fn;
     void *notify_user;
     size_t page;
+    fl_counter puts, gets, put_bytes, get_bytes, notifications, refused;
 };
 
 /* Control file layout. */
@@ -226,12 +227,12 @@ static inline uint64_t fl_rma_live_word(uint32_t gen)
 
 /* ---- across the layer's files ---- */
 
-/* Registers the RMA opcode (once, at flit_init). */
-void fl_rma_init(void);
+extern struct fl_layer fl_rma_layer;
 
-/* Enters ep for a call on a handle of this layer: fl_ep_enter, plus
-   FLIT_ERR_INVALID_ARG for an endpoint without RMA state. */
-flit_status fl_rma_enter(struct flit_ep *ep);
+static inline struct fl_rma_ep *fl_rma_of(const struct flit_ep *ep)
+{
+    return (struct fl_rma_ep *)fl_ep_layer(ep, &fl_rma_layer);
+}
 
 /* mem.c: memory, files and mappings (the layer's only OS calls). */
 struct fl_rma_block *fl_rma_block_of(struct fl_rma_ep *r, const void *addr,

@@ -46,6 +46,8 @@
 #include "core/packet.h"
 #include "flit/flit.h"
 
+#define FL_OP_RMA 8        /* the layer's opcode (core/packet.h) */
+
 #define FL_RMA_HDR 48u
 #define FL_RMA_INFO_LEN 40u
 

@@ -19,7 +19,7 @@ static flit_status remote_enter(struct flit_rma_remote *rm)
 {
     if (!rm || rm->obj.magic != FL_RMA_MAGIC_REMOTE)
         return FLIT_ERR_INVALID_ARG;
-    flit_status st = fl_rma_enter(rm->ep);
+    flit_status st = fl_ep_enter(rm->ep);
     if (st != FLIT_OK)
         return st;
     if (!rm->obj.live || rm->releasing) {
@@ -89,7 +89,7 @@ static flit_status cma_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool
             fl_info("rma: cross-memory attach to rank %u failed (%s); its regions "
                     "are reached through packets", rm->owner,
                     strerror(n ? (int)-n : EFAULT));
-            ep->rma->peers[rm->owner].no_cma = true;
+            fl_rma_of(ep)->peers[rm->owner].no_cma = true;
             rm->path = FL_RMA_PATH_PACKETS;
             return FLIT_ERR_NOT_SUPPORTED;
         }
@@ -102,7 +102,7 @@ static flit_status direct_copy(struct flit_ep *ep, struct flit_rma_remote *rm, b
                                uint64_t off, void *buf, size_t len)
 {
     if (rm->path == FL_RMA_PATH_SELF) {
-        if (!fl_rma_region_find(ep->rma, rm->id)) {
+        if (!fl_rma_region_find(fl_rma_of(ep), rm->id)) {
             rm->revoked = true;
             return FLIT_ERR_REVOKED;
         }
@@ -138,7 +138,7 @@ static flit_status put_packets(struct flit_ep *ep, struct flit_rma_remote *rm,
     if (op)
         fl_rma_op_wait_for(ep, op);
     else
-        ep->rma->peers[rm->owner].unflushed++;
+        fl_rma_of(ep)->peers[rm->owner].unflushed++;
     ep->keep_lock++;    /* another thread's pieces must not come in between */
     do {
         size_t n = len - done < chunk ? (size_t)(len - done) : chunk;
@@ -208,8 +208,8 @@ static flit_status put(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t 
     flit_status st = handle_new(ep, rm, FL_RMA_OP_PUT, op_out, &op);
     if (st != FLIT_OK)
         return st;
-    FL_COUNT(ep->stats.rma_puts, 1);
-    FL_COUNT(ep->stats.rma_put_bytes, len);
+    FL_COUNT(fl_rma_of(ep)->puts, 1);
+    FL_COUNT(fl_rma_of(ep)->put_bytes, len);
     if (rm->path != FL_RMA_PATH_PACKETS) {
         st = direct_copy(ep, rm, true, off, (void *)src, len);
         if (st != FLIT_ERR_NOT_SUPPORTED) {
@@ -258,8 +258,8 @@ static flit_status get(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t 
     flit_status st = handle_new(ep, rm, FL_RMA_OP_GET, op_out, &op);
     if (st != FLIT_OK)
         return st;
-    FL_COUNT(ep->stats.rma_gets, 1);
-    FL_COUNT(ep->stats.rma_get_bytes, len);
+    FL_COUNT(fl_rma_of(ep)->gets, 1);
+    FL_COUNT(fl_rma_of(ep)->get_bytes, len);
     if (rm->path != FL_RMA_PATH_PACKETS) {
         st = direct_copy(ep, rm, false, off, dst, len);
         if (st != FLIT_ERR_NOT_SUPPORTED)

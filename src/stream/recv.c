@@ -87,7 +87,7 @@ static void retire_if_over(struct fl_stream_ep *se, struct flit_stream *s)
  */
 static void run(struct flit_ep *ep, struct flit_stream *s)
 {
-    struct fl_stream_ep *se = ep->stream;
+    struct fl_stream_ep *se = fl_stream_of(ep);
     struct flit_stream *outer = se->current;    /* a nested poll's handler */
     se->current = s;
     fl_handler_depth++;
@@ -168,8 +168,8 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se,
     s->error = FLIT_OK;
     s->live = false;
     s->linked = false;
-    FL_COUNT(ep->stats.stream_recv_msgs, 1);
-    FL_COUNT(ep->stats.stream_recv_bytes, h->total);
+    FL_COUNT(se->recv_msgs, 1);
+    FL_COUNT(se->recv_bytes, h->total);
     FL_COUNT(ep->peers[src].recv, 1);
     if (why == FLIT_OK) {
         s->fn = se->handlers[h->handler].fn;
@@ -186,7 +186,7 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se,
     }
     s->live = true;
     if (s->fiber) {
-        FL_COUNT(ep->stats.stream_fibers, 1);
+        FL_COUNT(se->fibers, 1);
         link_active(se, s);
     }
     run(ep, s);
@@ -225,7 +225,7 @@ void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane,
         bad_packet(ep, src, len, "malformed");
         return;
     }
-    struct fl_stream_ep *se = ep->stream;
+    struct fl_stream_ep *se = fl_stream_of(ep);
     if (h.flags & FL_STF_FIRST)
         first_packet(ep, se, src, &h, len);
     else
@@ -241,7 +241,7 @@ static flit_status usable(const struct flit_stream *s)
 {
     if (!s)
         return FLIT_ERR_INVALID_ARG;
-    if (!s->live || s->ep->stream->current != s)
+    if (!s->live || fl_stream_of(s->ep)->current != s)
         return FLIT_ERR_BAD_TOKEN;
     return FLIT_OK;
 }
@@ -335,7 +335,7 @@ flit_status flit_stream_register(flit_ep_t *ep, flit_handler_t h,
         return st;
     bool ok = h.idx < ep->handler_count;
     if (ok)
-        ep->stream->handlers[h.idx] = (struct fl_stream_slot){fn, fn ? user : NULL};
+        fl_stream_of(ep)->handlers[h.idx] = (struct fl_stream_slot){fn, fn ? user : NULL};
     fl_ep_leave(ep);
     return ok ? FLIT_OK : FLIT_ERR_BAD_HANDLER;
 }
@@ -367,9 +367,9 @@ bool fl_stream_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
 
 /* Lets every waiting handler of src's messages return (its recv answers
    why), then forgets the messages. */
-static void end_all(struct flit_ep *ep, uint32_t src, flit_status why)
+void fl_stream_end_all(struct flit_ep *ep, uint32_t src, flit_status why)
 {
-    struct fl_stream_ep *se = ep->stream;
+    struct fl_stream_ep *se = fl_stream_of(ep);
     struct flit_stream *s;
     while ((s = se->active[src]) != NULL) {
         s->error = why;
@@ -385,44 +385,4 @@ static void end_all(struct flit_ep *ep, uint32_t src, flit_status why)
             unlink_active(se, s);
         }
     }
-}
-
-void fl_stream_peer_down(struct flit_ep *ep, uint32_t rank)
-{
-    end_all(ep, rank, FLIT_ERR_PEER_DOWN);
-}
-
-flit_status fl_stream_ep_open(struct flit_ep *ep)
-{
-    return fl_stream_state(ep) ? FLIT_OK : FLIT_ERR_NO_MEMORY;
-}
-
-void fl_stream_ep_close(struct flit_ep *ep)
-{
-    struct fl_stream_ep *se = ep->stream;
-    if (!se)
-        return;
-    for (uint32_t r = 0; r < ep->size; r++)
-        end_all(ep, r, FLIT_ERR_FINALIZED);
-    while (se->free_in) {
-        struct flit_stream *s = se->free_in;
-        se->free_in = s->next;
-        free(s);
-    }
-    while (se->free_out) {
-        struct flit_stream_out *s = se->free_out;
-        se->free_out = s->next;
-        free(s);
-    }
-    free(se->handlers);
-    free(se->active);
-    free(se->next_sid);
-    free(se);
-    ep->stream = NULL;
-}
-
-void fl_stream_init(void)
-{
-    fl_op_register(FL_OP_STREAM, fl_stream_recv_packet);
-    fl_op_register_back(FL_OP_STREAM, fl_stream_back);
 }

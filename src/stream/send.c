@@ -1,32 +1,13 @@
 /*
- * Stream sends: begin, send (gather), end. See stream.h for the cork: the
- * packet being filled stays reserved in the transport between calls until
- * it is full or something else needs the transport.
+ * Stream sends: begin, send (gather), end. See stream.h for the held
+ * packet: the one being filled stays reserved in the transport between
+ * calls until it is full or something else needs the transport.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/log.h"
 #include "stream/stream.h"
-
-struct fl_stream_ep *fl_stream_state(struct flit_ep *ep)
-{
-    struct fl_stream_ep *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
-    s->handlers = calloc(ep->handler_count, sizeof *s->handlers);
-    s->active = calloc(ep->size, sizeof *s->active);
-    s->next_sid = calloc(ep->size, sizeof *s->next_sid);
-    if (!s->handlers || !s->active || !s->next_sid) {
-        free(s->handlers);
-        free(s->active);
-        free(s->next_sid);
-        free(s);
-        return NULL;
-    }
-    ep->stream = s;
-    return s;
-}
 
 /* Payload bytes the next packet of s may carry. */
 static size_t piece_room(struct flit_stream_out *s, size_t hdr_len)
@@ -59,15 +40,15 @@ static void close_packet(struct flit_stream_out *s, unsigned more)
         .total = s->total,
     };
     fl_st_encode(s->pkt, &h);
-    ep->cork = NULL;
+    ep->hold = NULL;
     fl_ep_commit(ep, s->dst, FL_LANE_REQ, s->pkt, s->hdr_len + s->fill,
                  flags & FL_STF_LAST ? 0 : more);
     s->pkt = NULL;
 }
 
-void fl_stream_uncork(struct flit_ep *ep)
+void fl_stream_flush(struct fl_hold *h)
 {
-    close_packet(ep->cork, 0);
+    close_packet((struct flit_stream_out *)h, 0);
 }
 
 /* Reserves the next packet of s (the first when first). */
@@ -87,7 +68,7 @@ static flit_status open_packet(struct flit_stream_out *s, bool first,
     s->fill = 0;
     s->first_open = first;
     s->sent += cap;     /* planned; a packet closed early gives some back */
-    ep->cork = s;
+    ep->hold = &s->hold;
     return FLIT_OK;
 }
 
@@ -98,7 +79,10 @@ static struct flit_stream_out *out_get(struct fl_stream_ep *se)
         se->free_out = s->next;
         return s;
     }
-    return malloc(sizeof *s);
+    s = malloc(sizeof *s);
+    if (s)
+        s->hold.flush = fl_stream_flush;
+    return s;
 }
 
 static void out_put(struct fl_stream_ep *se, struct flit_stream_out *s)
@@ -125,7 +109,7 @@ flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
     else if (fl_peer_is_down(&ep->peers[dest.idx]))
         st = FLIT_ERR_PEER_DOWN;
     struct flit_stream_out *s = NULL;
-    if (st == FLIT_OK && !(s = out_get(se = ep->stream)))
+    if (st == FLIT_OK && !(s = out_get(se = fl_stream_of(ep))))
         st = FLIT_ERR_NO_MEMORY;
     if (st == FLIT_OK) {
         /* Field by field: a compound literal clears the whole struct
@@ -139,8 +123,7 @@ flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
         s->total = total;
         s->sent = 0;
         s->pkt = NULL;
-        if (ep->cork)
-            fl_stream_uncork(ep);
+        fl_ep_flush_hold(ep);
         st = open_packet(s, true, flags);
         if (st == FLIT_OK) {
             /* Numbered only now: waiting for room may have let another
@@ -149,8 +132,8 @@ flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
             s->sid = se->next_sid[dest.idx]++;
             if (s->cap == 0)    /* empty: the first packet is the last */
                 close_packet(s, 0);
-            FL_COUNT(ep->stats.stream_sent_msgs, 1);
-            FL_COUNT(ep->stats.stream_sent_bytes, total);
+            FL_COUNT(se->sent_msgs, 1);
+            FL_COUNT(se->sent_bytes, total);
             FL_COUNT(ep->peers[dest.idx].sent, 1);
             *out = s;
         } else {
@@ -255,11 +238,11 @@ flit_status flit_stream_end(flit_stream_out_t *s)
     struct flit_ep *ep = s->ep;
     if (s->error) {     /* no packet is open: opening one failed */
         st = s->error;
-        out_put(ep->stream, s);
+        out_put(fl_stream_of(ep), s);
     } else if (unsent(s)) {
         st = FLIT_ERR_INVALID_ARG;
     } else {
-        out_put(ep->stream, s);
+        out_put(fl_stream_of(ep), s);
     }
     fl_ep_leave(ep);
     return st;

@@ -1,14 +1,14 @@
 /*
  * The stream layer's internal interface: its state per endpoint, and the
- * hooks the core calls (cork release, a peer going down, teardown).
+ * hooks the core calls (the held packet, a peer going down, teardown).
  *
  * Sending. A message's packets are built in place, in the transport's
  * buffer: flit_stream_begin reserves the first packet, sized for what the
  * message still needs (up to a piece), and each flit_stream_send copies its
  * bytes straight into the open packet, committing it when full and
- * reserving the next. A packet left half full between two calls is "the
- * cork": the transport allows one open reservation, so anything else that
- * sends or polls on the endpoint first commits the cork as it is (shorter
+ * reserving the next. A packet left half full between two calls is held
+ * (ep->hold): the transport allows one open reservation, so anything else
+ * that sends or polls on the endpoint first commits it as it is (shorter
  * than planned) and the message goes on in a new packet. That keeps small
  * messages one packet, lets pieces leave before the message is closed, and
  * keeps the order of handlers the order of begin calls.
@@ -29,6 +29,7 @@
 
 /* The sender's open message. */
 struct flit_stream_out {
+    struct fl_hold hold;        /* first: ep->hold points here while open */
     struct flit_ep *ep;
     uint32_t dst, sid;
     uint16_t handler;
@@ -36,7 +37,7 @@ struct flit_stream_out {
     flit_status error;          /* the peer went down mid-message */
     uint64_t total;
     uint64_t sent;              /* bytes in packets committed or open */
-    /* The open packet, when there is one (then ep->cork is this). */
+    /* The open packet, when there is one (then ep->hold is this). */
     uint8_t *pkt;
     size_t hdr_len;
     size_t cap, fill;           /* payload room in it, bytes in it */
@@ -75,13 +76,28 @@ struct fl_stream_ep {
     struct flit_stream_out *free_out;
     struct flit_stream *free_in;
     struct flit_stream *current;            /* whose handler runs now */
+    fl_counter sent_msgs, sent_bytes, recv_msgs, recv_bytes, fibers;
 };
 
-/* Registers the stream opcode (once, at flit_init). */
-void fl_stream_init(void);
+extern struct fl_layer fl_stream_layer;
 
-/* Makes the endpoint's stream state; NULL when out of memory. */
-struct fl_stream_ep *fl_stream_state(struct flit_ep *ep);
+static inline struct fl_stream_ep *fl_stream_of(const struct flit_ep *ep)
+{
+    return (struct fl_stream_ep *)fl_ep_layer(ep, &fl_stream_layer);
+}
+
+/* Commits the open packet of the message ep->hold points to (core/layer.h). */
+void fl_stream_flush(struct fl_hold *h);
+
+/* The endpoint's state: made by the core, filled here; freed (waiting
+   handlers let go first); a sender died. */
+flit_status fl_stream_ep_open(struct flit_ep *ep, void *state);
+void fl_stream_ep_close(struct flit_ep *ep, void *state);
+void fl_stream_peer_down(struct flit_ep *ep, void *state, uint32_t rank);
+
+/* Lets every waiting handler of src's messages return (its recv answers
+   why), then forgets the messages (recv.c). */
+void fl_stream_end_all(struct flit_ep *ep, uint32_t src, flit_status why);
 
 /* Receive side (recv.c). */
 void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane,

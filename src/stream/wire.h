@@ -28,6 +28,8 @@
 #include "core/packet.h"
 #include "flit/flit.h"
 
+#define FL_OP_STREAM 7     /* the layer's opcode (core/packet.h) */
+
 #define FL_ST_HDR 24u           /* a packet that continues a message */
 #define FL_ST_FIRST_HDR 32u     /* the first one */
 

@@ -1,11 +1,13 @@
 /*
- * The transport seam: what the progress engine and the AM layer need from a
- * way of moving packets. The core never names a particular transport; it
+ * The transport seam: what the endpoint and its progress engine need from
+ * a way of moving packets. The core never names a particular transport; it
  * asks each registered ops table whether it reaches a peer, in preference
  * order, and uses the first that does.
  *
- * A packet is an opaque run of bytes that starts with the wire header of
- * src/am/wire.h. Transports move packets whole; they never look inside.
+ * A packet is an opaque run of bytes. Transports move packets whole; they
+ * never look inside. They report upward (a peer died, a wake-up was sent,
+ * a datagram was lost) only through what the open arguments give them:
+ * callbacks and a block of counters, never the endpoint itself.
  *
  * Lanes: every ordered pair of ranks has two independent FIFO lanes,
  * FL_LANE_REQ and FL_LANE_REP. Packets on one lane arrive in the order sent;
@@ -25,6 +27,7 @@
 #include <sys/uio.h>
 
 #include "flit/flit.h"
+#include "util/counter.h"
 
 enum fl_lane { FL_LANE_REQ = 0, FL_LANE_REP = 1, FL_LANES = 2 };
 #define FL_LANE_MASK(l) (1u << (l))
@@ -38,7 +41,22 @@ enum fl_lane { FL_LANE_REQ = 0, FL_LANE_REP = 1, FL_LANES = 2 };
 #define FL_TP_PUT (1u << 1)         /* ->put writes straight into a peer's segment */
 
 struct fl_tp_ep;    /* one transport's part of one endpoint */
-struct fl_counters;
+
+/* Counters the transports keep for the endpoint (relaxed atomics, one
+   writer at a time: the endpoint's caller). */
+struct fl_tp_counters {
+    fl_counter wakeups_sent;        /* system calls made to wake a peer */
+    fl_counter refused_packets;     /* malformed or foreign, dropped */
+    fl_counter datagrams_sent, datagrams_received;
+    fl_counter retransmits, duplicates, faults_injected;
+};
+
+/*
+ * A peer is down (died, or sent what only a broken peer sends): called by
+ * ->check_peers or ->poll after delivering what the peer finished sending,
+ * once per peer and reason.
+ */
+typedef void (*fl_tp_down_fn)(void *ctx, uint32_t rank, flit_status reason);
 
 /* What a transport needs to know about the endpoint it serves. */
 struct fl_tp_open_args {
@@ -51,8 +69,10 @@ struct fl_tp_open_args {
     uint64_t tag;               /* the endpoint's tag, as first published */
     const uint32_t *host_of;    /* [size]: host number of each rank */
     uint32_t net_hint;          /* IPv4 (host order) that reaches the launcher; 0 */
-    struct fl_counters *counters;   /* the endpoint's, for wake-ups sent */
-    struct flit_ep *ep;         /* for fl_ep_peer_down() callbacks */
+    size_t max_packet;          /* the largest packet the endpoint will send */
+    struct fl_tp_counters *counters;    /* the endpoint's, kept until close */
+    fl_tp_down_fn peer_down;    /* with up_ctx */
+    void *up_ctx;
 };
 
 /* Called by ->poll for each packet; pkt is valid only during the call. */
@@ -149,8 +169,9 @@ struct fl_transport {
 
     /*
      * Looks for peers that died. For each newly dead one it first delivers,
-     * through cb, the packets the peer finished sending, then calls
-     * fl_ep_peer_down(). Cheap enough to call every few milliseconds.
+     * through cb, the packets the peer finished sending, then calls the
+     * open arguments' peer_down. Cheap enough to call every few
+     * milliseconds.
      */
     void (*check_peers)(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx);
 
@@ -197,9 +218,5 @@ struct fl_transport {
 
 /* Transports in preference order, NULL-terminated; validated once. */
 const struct fl_transport *const *fl_transports(void);
-
-/* Reports a dead peer to the endpoint (defined in src/core/ep.c). */
-struct flit_ep;
-void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason);
 
 #endif /* FL_TRANSPORT_H */

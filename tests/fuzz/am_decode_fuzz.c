@@ -26,7 +26,6 @@ static void check_accepted(const uint8_t *buf, size_t size, const struct fl_am_m
     fuzz_touch(m->payload, m->payload_len);
     switch (m->op) {
     case FL_OP_AM_SHORT:
-    case FL_OP_CTRL:
         FUZZ_CHECK(m->payload_len == 0);
         break;
     case FL_OP_AM_MEDIUM:

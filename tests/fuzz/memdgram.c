@@ -9,7 +9,7 @@
 #include "am/wire.h"
 #include "channel/wire.h"
 #include "util/config.h"
-#include "core/stats.h"
+#include "core/packet.h"
 #include "fuzz.h"
 #include "platform/le.h"
 
@@ -28,7 +28,8 @@ static struct mem {
     uint64_t key;
     bool have_key;
     int fd;
-    struct fl_counters counters;
+    struct fl_tp_counters counters;
+    unsigned peers_down;        /* the channel gave up on a peer */
 } mem = {.fd = -1};
 
 static flit_status m_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
@@ -181,6 +182,12 @@ unsigned memdgram_setup(uint8_t setup)
     return setup & ~(unsigned)mask;
 }
 
+static void saw_down(void *ctx, uint32_t rank, flit_status reason)
+{
+    (void)ctx, (void)rank, (void)reason;
+    mem.peers_down++;
+}
+
 struct fl_tp_ep *memdgram_open(unsigned setup)
 {
     static bool configured;
@@ -199,6 +206,7 @@ struct fl_tp_ep *memdgram_open(unsigned setup)
     mem.head = mem.tail = 0;
     mem.have_key = false;
     memset(&mem.counters, 0, sizeof mem.counters);
+    mem.peers_down = 0;
 
     static const uint32_t host_of[FUZZ_RANKS];
     struct fl_tp_open_args a = {.job_id = 0x1234567890abcdefull,
@@ -206,7 +214,9 @@ struct fl_tp_ep *memdgram_open(unsigned setup)
                                 .size = FUZZ_RANKS,
                                 .segment_fd = -1,
                                 .host_of = host_of,
-                                .counters = &mem.counters};
+                                .max_packet = FL_PACKET_MAX,
+                                .counters = &mem.counters,
+                                .peer_down = saw_down};
     struct fl_tp_ep *t;
     FUZZ_CHECK(fl_chan_open(&mem_ops, &a, &t) == FLIT_OK);
     uint8_t blob[16] = {0};

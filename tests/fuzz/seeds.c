@@ -85,8 +85,6 @@ static void am_seeds(void)
          10},
         {"return", FL_OP_RETURN, 0, 0, FLIT_ERR_NO_HANDLER, 0, 0, 0, 48},
         {"return-reply", FL_OP_RETURN, FL_AMF_REPLY, 0, FLIT_ERR_BAD_TAG, 0, 0, 0, 0},
-        {"ctrl-barrier", FL_OP_CTRL, 0, 1, FL_CTRL_BARRIER, 0, 0, 0, 0},
-        {"ctrl-fin", FL_OP_CTRL, FL_AMF_REPLY, 0, FL_CTRL_FIN, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
         size_t len = am_packet(buf, s[i].op, s[i].flags, s[i].nargs, s[i].aux, s[i].base,

@@ -10,6 +10,7 @@
 #include <flit/rma.h>
 
 #include "rma/wire.h"
+#include "stream/wire.h"
 #include "transport/transport.h"
 #include "unit.h"
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/ep.h"
+#include "rma/wire.h"
 #include "stream/stream.h"
 #include "unit.h"
 
@@ -67,7 +68,7 @@ static void test_decode(void)
     expect_bad(b, len - 1, "a length one byte short");
     uint8_t save;
     struct { size_t at; uint8_t val; const char *what; } bytes[] = {
-        {0, 2, "another version"}, {1, FL_OP_AM_SHORT, "another opcode"},
+        {0, 2, "another version"}, {1, FL_OP_RMA, "another opcode"},
         {2, 0x80, "an unknown flag"}, {3, 1, "a reserved byte"}, {6, 1, "reserved bytes"},
     };
     for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {

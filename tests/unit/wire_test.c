@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "am/wire.h"
+#include "core/barrier.h"
 #include "platform/le.h"
 #include "transport/shm/ring.h"
 #include "unit.h"
@@ -22,7 +23,7 @@
 static const char *op_name(unsigned op)
 {
     static const char *const names[] = {"?",    "SHORT",  "MEDIUM", "LONG",
-                                        "FRAG", "RETURN", "CTRL"};
+                                        "FRAG", "RETURN"};
     return op < 7 ? names[op] : "?";
 }
 
@@ -139,7 +140,7 @@ static void roundtrip(const struct fl_am_msg *m)
 
 static void test_header_lengths(void)
 {
-    for (unsigned op = FL_OP_AM_SHORT; op <= FL_OP_CTRL; op++)
+    for (unsigned op = FL_OP_AM_SHORT; op <= FL_OP_RETURN; op++)
         for (unsigned n = 0; n <= FLIT_AM_MAX_ARGS; n++) {
             size_t hl = fl_am_hdr_len(op, n);
             CHECK(hl % 8 == 0);
@@ -160,7 +161,7 @@ static void test_header_lengths(void)
     CHECK(fl_ring_record(fl_am_hdr_len(FL_OP_AM_SHORT, 10)) == 2 * FL_RING_LINE);
 }
 
-static void test_roundtrip_short_ctrl(void)
+static void test_roundtrip_short(void)
 {
     for (unsigned n = 0; n <= FLIT_AM_MAX_ARGS; n++)
         for (unsigned reply = 0; reply < 2; reply++) {
@@ -188,14 +189,6 @@ static void test_roundtrip_short_ctrl(void)
                                      7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
     CHECK(p.len == 32 && memcmp(p.b, want, 32) == 0);
     pkt_free(&p);
-
-    for (unsigned kind = FL_CTRL_BARRIER; kind <= FL_CTRL_FIN; kind++)
-        for (unsigned reply = 0; reply < 2; reply++) {
-            struct fl_am_msg c = msg(FL_OP_CTRL, reply ? FL_AMF_REPLY : 0, 1);
-            c.aux = (uint16_t)kind;
-            c.handler = 0;
-            roundtrip(&c);
-        }
 }
 
 static void test_roundtrip_medium(void)
@@ -333,9 +326,6 @@ static int templates(struct pkt *out, int max)
     out[n] = build(&m);
     memcpy(out[n].b + fl_am_hdr_len(FL_OP_RETURN, 0), out[0].b, out[0].len);
     n++;
-    m = msg(FL_OP_CTRL, 0, 1);
-    m.aux = FL_CTRL_BARRIER;
-    out[n++] = build(&m);
     CHECK(n <= max);
     for (int i = 0; i < n; i++)
         CHECK_OK(fl_am_decode(out[i].b, out[i].len, &m));
@@ -412,7 +402,7 @@ static void test_bad_header_fields(void)
     /* Unknown ops: a packet as long as that op's header would be. */
     uint8_t b[FL_AM_MAX_HDR + 64];
     for (unsigned op = 0; op < 256; op++) {
-        if (op >= FL_OP_AM_SHORT && op <= FL_OP_CTRL)
+        if (op >= FL_OP_AM_SHORT && op <= FL_OP_RETURN)
             continue;
         for (size_t len = FL_AM_BASE_HDR; len <= FL_AM_MAX_HDR; len += 4) {
             memset(b, 0, sizeof b);
@@ -425,7 +415,7 @@ static void test_bad_header_fields(void)
     }
     /* nargs above 16, with a length consistent with that many arguments. */
     static uint8_t big[FL_AM_BASE_HDR + 4 * 255 + FL_AM_LONG_EXT + 8];
-    for (unsigned op = FL_OP_AM_SHORT; op <= FL_OP_CTRL; op++)
+    for (unsigned op = FL_OP_AM_SHORT; op <= FL_OP_RETURN; op++)
         for (unsigned na = FLIT_AM_MAX_ARGS + 1; na < 256; na++) {
             size_t hl = fl_am_hdr_len(op, na);
             CHECK(hl <= sizeof big);
@@ -435,7 +425,7 @@ static void test_bad_header_fields(void)
             big[2] = (uint8_t)na;
             if (op == FL_OP_AM_FRAG)
                 big[3] = FL_AMF_FINAL;
-            if (op == FL_OP_RETURN || op == FL_OP_CTRL)
+            if (op == FL_OP_RETURN)
                 big[3] = FL_AMF_REPLY;
             expect_bad(big, hl, "nargs > 16");
         }
@@ -456,9 +446,6 @@ static void test_bad_semantics(void)
     m = msg(FL_OP_AM_SHORT, 0, 2);
     m.payload_len = 8;
     expect_msg_bad(&m, "short with payload");
-    m = msg(FL_OP_CTRL, 0, 1);
-    m.payload_len = 1;
-    expect_msg_bad(&m, "ctrl with payload");
     m = msg(FL_OP_AM_LONG, 0, 2);
     m.total = 100;
     m.payload_len = 5;
@@ -557,14 +544,13 @@ static void test_bad_semantics(void)
    packet: re-encoding it gives back the same header bytes (padding aside). */
 static void check_accepted(const uint8_t *b, size_t len, const struct fl_am_msg *d)
 {
-    CHECK(d->op >= FL_OP_AM_SHORT && d->op <= FL_OP_CTRL);
+    CHECK(d->op >= FL_OP_AM_SHORT && d->op <= FL_OP_RETURN);
     CHECK(d->nargs <= FLIT_AM_MAX_ARGS);
     CHECK((d->flags & ~FL_AMF_KNOWN) == 0);
     size_t hl = fl_am_hdr_len(d->op, d->nargs);
     CHECK(hl <= len && d->payload == b + hl && d->payload_len == len - hl);
     switch (d->op) {
     case FL_OP_AM_SHORT:
-    case FL_OP_CTRL:
     case FL_OP_AM_LONG:
         CHECK(d->payload_len == 0);
         break;
@@ -646,10 +632,36 @@ static void test_mutation(void)
         pkt_free(&t[i]);
 }
 
+/* The core's control packets (core/barrier.h): exactly 8 bytes, a known
+   kind, a barrier round below 32; everything else is refused. */
+static void test_ctrl(void)
+{
+    uint8_t b[FL_CTRL_LEN + 1];
+    unsigned kind;
+    uint32_t arg;
+    for (unsigned k = FL_CTRL_BARRIER; k <= FL_CTRL_FIN; k++) {
+        uint8_t v[8] = {FL_WIRE_VERSION, FL_OP_CTRL, (uint8_t)k, 0, 7, 0, 0, 0};
+        memcpy(b, v, 8);
+        CHECK(fl_ctrl_decode(b, FL_CTRL_LEN, &kind, &arg) && kind == k && arg == 7);
+        for (size_t len = 0; len <= FL_CTRL_LEN + 1; len++)
+            CHECK(len == FL_CTRL_LEN || !fl_ctrl_decode(b, len, &kind, &arg));
+        for (int i = 0; i < 4; i++) {   /* version, opcode, kind, padding */
+            memcpy(b, v, 8);
+            b[i] ^= i == 2 ? 0x40 : 0x01;
+            CHECK(!fl_ctrl_decode(b, FL_CTRL_LEN, &kind, &arg));
+        }
+    }
+    uint8_t far[8] = {FL_WIRE_VERSION, FL_OP_CTRL, FL_CTRL_BARRIER, 0, 32, 0, 0, 0};
+    CHECK(!fl_ctrl_decode(far, FL_CTRL_LEN, &kind, &arg));  /* no round 32 */
+    uint8_t none[8] = {FL_WIRE_VERSION, FL_OP_CTRL, 0, 0, 0, 0, 0, 0};
+    CHECK(!fl_ctrl_decode(none, FL_CTRL_LEN, &kind, &arg));
+}
+
 int main(void)
 {
+    test_ctrl();
     test_header_lengths();
-    test_roundtrip_short_ctrl();
+    test_roundtrip_short();
     test_roundtrip_medium();
     test_roundtrip_long_frag();
     test_roundtrip_return();

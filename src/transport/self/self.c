@@ -12,8 +12,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "transport/self/self.h"
 #include "transport/shm/ring.h"
-#include "transport/transport.h"
 
 struct fl_tp_ep {
     uint32_t rank;

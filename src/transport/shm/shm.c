@@ -25,10 +25,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "transport/shm/shm.h"
+
+#include "platform/fence.h"
 #include "util/config.h"
 #include "util/log.h"
-#include "core/stats.h"
-#include "platform/fence.h"
 #include "platform/le.h"
 #include "platform/os.h"
 #include "transport/shm/ring.h"
@@ -72,8 +73,9 @@ struct shm_peer {
 };
 
 struct fl_tp_ep {
-    struct flit_ep *ep;
-    struct fl_counters *counters;
+    struct fl_tp_counters *counters;
+    fl_tp_down_fn peer_down;    /* the endpoint's, with up_ctx */
+    void *up_ctx;
     uint64_t job_id;
     uint32_t rank, size, ep_index;
     uint32_t nlocal;            /* ranks on this host, us included */
@@ -172,8 +174,9 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     struct fl_tp_ep *t = calloc(1, sizeof *t);
     if (!t)
         return FLIT_ERR_NO_MEMORY;
-    t->ep = a->ep;
     t->counters = a->counters;
+    t->peer_down = a->peer_down;
+    t->up_ctx = a->up_ctx;
     t->job_id = a->job_id;
     t->rank = a->rank;
     t->size = a->size;
@@ -425,7 +428,7 @@ static void report_broken(struct fl_tp_ep *t, uint32_t r)
              "reading from it", r);
     FL_COUNT(t->counters->refused_packets, 1);
     atomic_store(&t->peers[r].dead, true);
-    fl_ep_peer_down(t->ep, r, FLIT_ERR_BAD_PACKET);
+    t->peer_down(t->up_ctx, r, FLIT_ERR_BAD_PACKET);
 }
 
 /* Drains one ring: up to max packets. Returns how many. */
@@ -535,7 +538,7 @@ static void shm_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
                drain(t, r, FL_LANE_REQ, cb, ctx, 1 << 20) > 0)
             ;
         atomic_store(&p->dead, true);
-        fl_ep_peer_down(t->ep, r, FLIT_ERR_PEER_DOWN);
+        t->peer_down(t->up_ctx, r, FLIT_ERR_PEER_DOWN);
     }
 }
 

@@ -21,7 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "channel/channel.h"
+#include "transport/udp/udp.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "platform/le.h"
@@ -365,12 +365,3 @@ const struct fl_dgram_ops fl_dgram_udp = {
     .describe = udp_describe,
     .close = udp_close,
 };
-
-static flit_status udp_channel_open(const struct fl_tp_open_args *a,
-                                    struct fl_tp_ep **out)
-{
-    return fl_chan_open(&fl_dgram_udp, a, out);
-}
-
-/* What the core sees: the reliability channel over UDP datagrams. */
-const struct fl_transport fl_tp_udp = FL_CHANNEL_TRANSPORT("udp", 3, udp_channel_open);

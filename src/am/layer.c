@@ -1,0 +1,70 @@
+/* The Active Message layer as the core sees it (core/layer.h). */
+#include <stdlib.h>
+
+#include "am/am.h"
+
+static void am_init(void)
+{
+    fl_op_register(FL_OP_AM_SHORT, fl_am_recv, fl_am_back);
+    fl_op_register(FL_OP_AM_MEDIUM, fl_am_recv, fl_am_back);
+    fl_op_register(FL_OP_AM_LONG, fl_am_recv, fl_am_back);
+    fl_op_register(FL_OP_AM_FRAG, fl_am_recv, fl_am_back);
+    fl_op_register(FL_OP_RETURN, fl_am_recv_return, fl_am_back);
+}
+
+static flit_status am_open(struct flit_ep *ep, void *state)
+{
+    struct fl_am_ep *a = state;
+    a->handlers = calloc(ep->handler_count, sizeof *a->handlers);
+    a->frag_error = calloc((size_t)ep->size * FL_LANES, sizeof *a->frag_error);
+    return a->handlers && a->frag_error ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+}
+
+static void am_close(struct flit_ep *ep, void *state)
+{
+    (void)ep;
+    struct fl_am_ep *a = state;
+    free(a->handlers);
+    free(a->frag_error);
+}
+
+static void am_stats(const void *state, flit_stats_t *out)
+{
+    const struct fl_am_ep *a = state;
+    for (int k = 0; k < FLIT_STAT_KINDS; k++) {
+        out->sent_msgs[k] = FL_READ(a->sent_msgs[k]);
+        out->sent_bytes[k] = FL_READ(a->sent_bytes[k]);
+        out->recv_msgs[k] = FL_READ(a->recv_msgs[k]);
+        out->recv_bytes[k] = FL_READ(a->recv_bytes[k]);
+    }
+    out->returned_to_us = FL_READ(a->returned_to_us);
+    out->returned_by_us = FL_READ(a->returned_by_us);
+}
+
+static void am_report(const flit_stats_t *s, struct fl_report *r)
+{
+    static const char *const kind[FLIT_STAT_KINDS] = {
+        "req short", "req medium", "req long", "rep short", "rep medium", "rep long",
+    };
+    for (int k = 0; k < FLIT_STAT_KINDS; k++)
+        if (s->sent_msgs[k] || s->recv_msgs[k])
+            fl_report_line(r, "  %-10s sent %llu msgs %llu B, received %llu msgs %llu B",
+                           kind[k], (unsigned long long)s->sent_msgs[k],
+                           (unsigned long long)s->sent_bytes[k],
+                           (unsigned long long)s->recv_msgs[k],
+                           (unsigned long long)s->recv_bytes[k]);
+    if (s->returned_to_us || s->returned_by_us)
+        fl_report_line(r, "  messages returned to us %llu, returned by us %llu",
+                       (unsigned long long)s->returned_to_us,
+                       (unsigned long long)s->returned_by_us);
+}
+
+struct fl_layer fl_am_layer = {
+    .name = "am",
+    .state_size = sizeof(struct fl_am_ep),
+    .init = am_init,
+    .ep_open = am_open,
+    .ep_close = am_close,
+    .stats = am_stats,
+    .report = am_report,
+};

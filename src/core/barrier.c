@@ -1,0 +1,130 @@
+/*
+ * The barrier (dissemination: ceil(log2 N) rounds of one packet each) and
+ * the quiesce, on the core's control packets (barrier.h).
+ */
+#include "core/barrier.h"
+
+#include "core/packet.h"
+#include "platform/le.h"
+#include "util/log.h"
+
+static void ctrl_encode(uint8_t *b, unsigned kind, uint32_t arg)
+{
+    b[0] = FL_WIRE_VERSION;
+    b[1] = FL_OP_CTRL;
+    b[2] = (uint8_t)kind;
+    b[3] = 0;
+    fl_put32(b + 4, arg);
+}
+
+bool fl_ctrl_decode(const void *pkt, size_t len, unsigned *kind, uint32_t *arg)
+{
+    const uint8_t *b = pkt;
+    if (len != FL_CTRL_LEN || b[0] != FL_WIRE_VERSION || b[1] != FL_OP_CTRL || b[3] != 0 ||
+        (b[2] != FL_CTRL_BARRIER && b[2] != FL_CTRL_FIN))
+        return false;
+    *kind = b[2];
+    *arg = fl_get32(b + 4);
+    return !(*kind == FL_CTRL_BARRIER && *arg >= 32);
+}
+
+static flit_status ctrl_send(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                             unsigned kind, uint32_t arg)
+{
+    void *pkt;
+    flit_status st = fl_ep_reserve(ep, dst, lane, FL_CTRL_LEN, 0, &pkt);
+    if (st != FLIT_OK)
+        return st;
+    ctrl_encode(pkt, kind, arg);
+    fl_ep_commit(ep, dst, lane, pkt, FL_CTRL_LEN, 0);
+    return FLIT_OK;
+}
+
+static void ctrl_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
+                      size_t len)
+{
+    unsigned kind;
+    uint32_t arg;
+    if (!fl_ctrl_decode(pkt, len, &kind, &arg)) {
+        FL_COUNT(ep->stats.refused_packets, 1);
+        fl_warn("refused a malformed control packet from rank %u (%zu bytes)", src, len);
+        return;
+    }
+    if (kind == FL_CTRL_BARRIER)
+        ep->barrier_rounds[arg]++;
+    else
+        ep->peers[src].fin[lane] = true;
+}
+
+/* Control packets carry nothing the program sent: a reclaimed one needs
+   no word, a returned one is malformed (nobody refuses them). */
+static bool ctrl_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
+                      flit_status reason, bool reclaimed)
+{
+    (void)ep, (void)peer, (void)pkt, (void)len, (void)reason;
+    return reclaimed;
+}
+
+void fl_ctrl_init(void)
+{
+    fl_op_register(FL_OP_CTRL, ctrl_recv, ctrl_back);
+}
+
+/* ---- the barrier ---- */
+
+struct round_wait {
+    uint32_t round, from;
+};
+
+static bool round_done(struct flit_ep *ep, void *arg)
+{
+    struct round_wait *w = arg;
+    return ep->barrier_rounds[w->round] > 0 || fl_peer_is_down(&ep->peers[w->from]);
+}
+
+flit_status flit_barrier(flit_ep_t *ep)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (st != FLIT_OK)
+        return st;
+    uint32_t n = ep->size, me = ep->rank;
+    struct round_wait w = {0, 0};
+    for (uint32_t dist = 1; dist < n && st == FLIT_OK; dist <<= 1, w.round++) {
+        st = ctrl_send(ep, (me + dist) % n, FL_LANE_REQ, FL_CTRL_BARRIER, w.round);
+        w.from = (me + n - dist) % n;
+        if (st == FLIT_OK)
+            st = fl_progress_until(ep, round_done, &w, -1);
+        if (st == FLIT_OK && ep->barrier_rounds[w.round] == 0)
+            st = FLIT_ERR_PEER_DOWN;
+        if (st == FLIT_OK)
+            ep->barrier_rounds[w.round]--;
+    }
+    fl_ep_leave(ep);
+    return st;
+}
+
+/* ---- the end of traffic ---- */
+
+static bool all_fin(struct flit_ep *ep, void *arg)
+{
+    unsigned lane = *(unsigned *)arg;
+    for (uint32_t r = 0; r < ep->size; r++)
+        if (!ep->peers[r].fin[lane] && !fl_peer_is_down(&ep->peers[r]))
+            return false;
+    return true;
+}
+
+flit_status fl_ep_quiesce(struct flit_ep *ep)
+{
+    for (unsigned lane = FL_LANE_REQ; lane < FL_LANES; lane++) {
+        for (uint32_t r = 0; r < ep->size; r++) {
+            flit_status st = ctrl_send(ep, r, lane, FL_CTRL_FIN, 0);
+            if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
+                return st;
+        }
+        flit_status st = fl_progress_until(ep, all_fin, &lane, -1);
+        if (st != FLIT_OK)
+            return st;
+    }
+    return FLIT_OK;
+}

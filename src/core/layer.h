@@ -1,0 +1,78 @@
+/*
+ * The seam between the core and the layers above the progress engine (am,
+ * stream, rma, and the ones to come). A layer describes itself in one
+ * struct; the list of them lives above the core (src/layers.c) and is
+ * handed down to flit_init's core part, so the core walks it without
+ * naming any layer.
+ *
+ * What the core does for each layer, in list order (closing: reverse):
+ *  - once per process, ->init: the layer claims its opcodes
+ *    (fl_op_register; two layers claiming one opcode is our bug, caught);
+ *  - per endpoint, state_size zeroed bytes of its own (fl_ep_layer), then
+ *    ->ep_open; ->ep_quiesce before the endpoint's end-of-traffic
+ *    handshake; ->ep_close before the transports close;
+ *  - ->peer_down after the core has handed back what the dead peer never
+ *    took (through the layers' returned-packet functions);
+ *  - ->stats fills the layer's fields of flit_stats_t; ->report writes its
+ *    lines of dumps and FLIT_STATS=1.
+ * Every callback but init and ep_open may be NULL. They run with the
+ * endpoint entered (lock held on a thread-safe one), ->report excepted:
+ * it reads a snapshot.
+ *
+ * Holding a packet: a layer may keep one packet reserved in a transport
+ * between calls (streams fill a packet across several sends). It points
+ * ep->hold at a struct fl_hold; anything else that reserves, polls or
+ * sleeps on the endpoint first calls its flush, which commits the packet
+ * and clears ep->hold. The cost on every path is one predictable branch.
+ */
+#ifndef FL_CORE_LAYER_H
+#define FL_CORE_LAYER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flit/flit.h"
+
+#define FL_MAX_LAYERS 16
+
+struct flit_ep;
+struct fl_report;
+
+struct fl_layer {
+    const char *name;
+    size_t state_size;          /* per endpoint, zeroed, owned by the core */
+    void (*init)(void);
+    flit_status (*ep_open)(struct flit_ep *ep, void *state);
+    flit_status (*ep_quiesce)(struct flit_ep *ep, void *state);
+    void (*ep_close)(struct flit_ep *ep, void *state);
+    void (*peer_down)(struct flit_ep *ep, void *state, uint32_t rank);
+    void (*stats)(const void *state, flit_stats_t *out);
+    void (*report)(const flit_stats_t *s, struct fl_report *r);
+    unsigned slot;              /* set by the core: its place in the list */
+};
+
+/* A packet a layer keeps reserved between calls (see above). */
+struct fl_hold {
+    void (*flush)(struct fl_hold *h);
+};
+
+/* Takes the list (NULL-terminated, bottom up): slots, then each ->init.
+   Once per process. */
+void fl_layers_init(struct fl_layer *const *list);
+
+/* The layers, after fl_layers_init; n at most FL_MAX_LAYERS. */
+struct fl_layer *const *fl_layers(void);
+
+/* Endpoint life, walking the list (core/ep.c). */
+flit_status fl_layers_ep_open(struct flit_ep *ep);
+void fl_layers_ep_close(struct flit_ep *ep);
+flit_status fl_layers_ep_quiesce(struct flit_ep *ep);
+void fl_layers_peer_down(struct flit_ep *ep, uint32_t rank);
+void fl_layers_stats(struct flit_ep *ep, flit_stats_t *out);
+void fl_layers_report(const flit_stats_t *s, struct fl_report *r);
+
+/* One line of a layer's report ("who" prefix and newline added). */
+void fl_report_line(struct fl_report *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* FL_CORE_LAYER_H */

@@ -1,0 +1,48 @@
+/*
+ * What this build of flit is made of: its transports, in the order they
+ * are preferred, and the layers above the progress engine, bottom up. The
+ * core walks both lists and names nothing in them.
+ *
+ * Adding a layer: a folder under src/ with its state and its struct
+ * fl_layer (core/layer.h), its public header under include/flit/, and one
+ * line in `layers` below. Adding a transport: its ops table
+ * (transport/transport.h) and one line in `transports`; an unreliable one
+ * is a datagram transport (transport/dgram.h) with the reliability
+ * channel composed over it here, as UDP is.
+ */
+#include "am/am.h"
+#include "channel/channel.h"
+#include "core/job.h"
+#include "core/packet.h"
+#include "rma/rma.h"
+#include "stream/stream.h"
+#include "transport/self/self.h"
+#include "transport/shm/shm.h"
+#include "transport/udp/udp.h"
+
+static flit_status udp_open(const struct fl_tp_open_args *a, struct fl_tp_ep **out)
+{
+    return fl_chan_open(&fl_dgram_udp, a, out);
+}
+
+/* The reliability channel over UDP datagrams. */
+static const struct fl_transport udp = FL_CHANNEL_TRANSPORT("udp", 3, udp_open);
+
+static const struct fl_transport *const transports[] = {
+    &fl_tp_self,    /* a rank to itself */
+    &fl_tp_shm,     /* ranks on this host */
+    &udp,           /* everyone else (or everyone, FLIT_TRANSPORT=udp) */
+    NULL,
+};
+
+static struct fl_layer *const layers[] = {
+    &fl_am_layer,       /* active messages: handlers, request / reply */
+    &fl_stream_layer,   /* messages as byte streams (FM 2.x) */
+    &fl_rma_layer,      /* one-sided communication (VMMC) */
+    NULL,
+};
+
+flit_status flit_init(const flit_init_params_t *params)
+{
+    return fl_job_init(params, transports, layers);
+}
