@@ -1,0 +1,52 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The layer check fails on each kind of upward dependency: a copy of src/
+# with one deliberate violation at a time must be refused, naming the
+# file; the untouched copy must pass.
+set -u
+here=$(dirname "$0")
+src=${1:?usage: catches_test.sh SRC_DIR}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fresh() {
+    rm -rf "$tmp/src"
+    cp -r "$src" "$tmp/src"
+}
+
+expect() {   # expect WHAT FILE: the check must fail and name FILE
+    out=$("$here/check_layers.sh" "$tmp/src" 2>&1)
+    rc=$?
+    if [ $rc -ne 1 ] || ! echo "$out" | grep -q "$2"; then
+        echo "FAIL: $1 was not caught (rc $rc):"
+        echo "$out"
+        exit 1
+    fi
+    echo "caught: $1"
+}
+
+fresh
+"$here/check_layers.sh" "$tmp/src" >/dev/null || { echo "FAIL: the clean tree is refused"; exit 1; }
+
+fresh
+echo '#include "am/am.h"' >> "$tmp/src/core/progress.c"
+expect "core including am/" "core/progress.c"
+
+fresh
+echo '#include "core/ep.h"' >> "$tmp/src/transport/shm/ring.c"
+expect "a transport including core/" "transport/shm/ring.c"
+
+fresh
+echo '#include "channel/channel.h"' >> "$tmp/src/transport/udp/udp.c"
+expect "a transport including the channel" "transport/udp/udp.c"
+
+fresh
+echo 'void fl_peek(void) { fl_rma_of(0); }' >> "$tmp/src/core/stats.c"
+expect "core naming rma's internals without the include" "core/stats.c"
+
+fresh
+sed -i '1i #include "stream/stream.h"' "$tmp/src/tagged/tagged.c"
+expect "tagged including src/" "tagged/tagged.c"
+
+echo "catches_test: every violation refused"

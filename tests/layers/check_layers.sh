@@ -1,0 +1,110 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Dependencies point down: a file of one layer may include headers of its
+# own folder and of the layers below it, never above. The order, bottom up
+# (docs/architecture.md):
+#
+#   util platform boot transport channel core am stream rma
+#
+# Above those, layers built on the public API alone (tagged, and rpc,
+# group, object, compat when they exist) include nothing from src/: only
+# <flit/...>. Lower layers also may not name an upper layer's internals
+# (its fl_ functions, types, FL_ constants, opcodes) even without the
+# include. src/flit.c, which lists what the build is made of, is the top.
+#
+#   check_layers.sh [SRC_DIR]     exit 0: clean; 1: a violation (each
+#                                 printed as file:line: what is wrong)
+set -u
+src=${1:-$(dirname "$0")/../../src}
+order="util platform boot transport channel core am stream rma"
+public_only="tagged rpc group object compat"
+
+rank() {
+    i=0
+    for l in $order; do
+        [ "$l" = "$1" ] && { echo $i; return; }
+        i=$((i + 1))
+    done
+    echo -1
+}
+
+# What names an upper layer's internals.
+names_of() {
+    case $1 in
+    am) echo 'fl_am_|FL_AMF?_|FL_OP_AM_|FL_OP_RETURN|fl_handler_slot|FL_TOKEN_POOL' ;;
+    stream) echo 'fl_stream|fl_st_|FL_STF?_|FL_OP_STREAM' ;;
+    rma) echo 'fl_rma|FL_RMA|FL_OP_RMA' ;;
+    esac
+}
+
+bad=0
+report() {
+    echo "$1"
+    bad=1
+}
+
+# One awk pass per folder: includes by rank, then names outside comments.
+check='
+BEGIN { n = split(order, o, " "); for (i = 1; i <= n; i++) rk[o[i]] = i - 1 }
+FNR == 1 { c = 0 }
+{
+    line = $0
+    if (match(line, /^[ \t]*#[ \t]*include[ \t]*"[a-z_]+\//)) {
+        d = substr(line, RSTART, RLENGTH)
+        sub(/^[^"]*"/, "", d); sub(/\/$/, "", d)
+        if (d != "flit") {
+            if (!(d in rk))
+                printf "%s:%d: %s includes %s/, which is not below it\n", FILENAME, FNR, me, d
+            else if (rk[d] > rk[me])
+                printf "%s:%d: %s includes %s/, a layer above it\n", FILENAME, FNR, me, d
+        }
+    }
+    # Code only: drop comments (a comment may span lines).
+    code = ""
+    while (line != "") {
+        if (c) {
+            k = index(line, "*/")
+            if (!k) { line = ""; break }
+            line = substr(line, k + 2); c = 0
+        } else {
+            k = index(line, "/*"); s2 = index(line, "//")
+            if (s2 && (!k || s2 < k)) { code = code substr(line, 1, s2 - 1); line = ""; break }
+            if (!k) { code = code line; line = ""; break }
+            code = code substr(line, 1, k - 1); line = substr(line, k + 2); c = 1
+        }
+    }
+    if (pat != "" && match(code, "(^|[^A-Za-z0-9_])(" pat ")"))
+        printf "%s:%d: %s names the internals of a layer above: %s\n", FILENAME, FNR, me, code
+}'
+
+for layer in $order; do
+    [ -d "$src/$layer" ] || continue
+    me=$(rank "$layer")
+    pat=""
+    for up in $order; do
+        [ "$(rank "$up")" -gt "$me" ] || continue
+        n=$(names_of "$up")
+        [ -n "$n" ] && pat="${pat:+$pat|}$n"
+    done
+    find "$src/$layer" -name '*.[ch]' | sort |
+        xargs awk -v order="$order" -v me="$layer" -v pat="$pat" "$check"
+done > /tmp/check_layers.$$
+
+for layer in $public_only; do
+    [ -d "$src/$layer" ] || continue
+    grep -rn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$src/$layer" |
+        grep -v 'include[[:space:]]*"flit/' |
+        while IFS= read -r hit; do
+            echo "${hit%%:*}:$(echo "$hit" | cut -d: -f2): $layer is built on the public API alone: include <flit/...> only"
+        done
+done >> /tmp/check_layers.$$
+
+if [ -s /tmp/check_layers.$$ ]; then
+    cat /tmp/check_layers.$$
+    rm -f /tmp/check_layers.$$
+    exit 1
+fi
+rm -f /tmp/check_layers.$$
+echo "layers: dependencies point down in $src"
+exit 0
