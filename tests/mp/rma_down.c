@@ -7,9 +7,11 @@
  *    does, then dies without clearing it (a process killed in the middle of
  *    a copy). Rank 0's flit_rma_unexport must still return, once the death
  *    is known, rather than wait for the mark for ever;
- *  - rank 2 exports a region that rank 1 imports. After rank 2 stops making
- *    progress, rank 1 starts a get from it; when the get travels as packets
- *    (--packets) nobody will answer it, and it must complete with
+ *  - rank 2 exports a region that rank 1 imports. Rank 2 stops making
+ *    progress and tells rank 1 so (a message); then rank 1 starts a get
+ *    from it and tells rank 2 that the get is out (a byte through a FIFO:
+ *    rank 2 no longer runs flit), and rank 2 dies. When the get travels as
+ *    packets (--packets) nobody answers it, and it must complete with
  *    FLIT_ERR_PEER_DOWN once rank 2 is known dead. Then every call towards
  *    rank 2 answers FLIT_ERR_PEER_DOWN (put, get, import, flush), while
  *    rank 0's region is still reached normally.
@@ -18,14 +20,18 @@
  * --keep-going` (flitrun exits 137 naming rank 2); over UDP with
  * FLIT_PEER_TIMEOUT, the channel's give-up is the only news.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <flit/rma.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include "mp.h"
 #include "rma/rma.h"
 
-enum { H_ID = 1 };
+enum { H_ID = 1, H_STOPPED = 2 };
 #define VICTIM 2u
 
 static struct {
@@ -35,6 +41,7 @@ static struct {
     int down_calls;
     uint32_t down_peer;
     bool packets;
+    bool victim_stopped;        /* rank 2 makes no more progress */
 } g;
 
 static void on_id(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
@@ -43,6 +50,13 @@ static void on_id(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
     (void)buf, (void)n, (void)user;
     CHECK(na == 2);
     g.ids[flit_token_rank(t).idx] = (uint64_t)a[1] << 32 | a[0];
+}
+
+static void on_stopped(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
+                       unsigned na, void *user)
+{
+    (void)t, (void)buf, (void)n, (void)a, (void)na, (void)user;
+    g.victim_stopped = true;
 }
 
 static void on_down(flit_ep_t *ep, flit_rank_t peer, flit_status why, void *user)
@@ -60,6 +74,51 @@ static void publish(flit_rma_region_t *reg)
         CHECK_OK(flit_am_short(g.ep, flit_rank(r), flit_handler(H_ID), a, 2, 0));
 }
 
+/* The FIFO through which rank 1 tells rank 2, which no longer makes
+   progress on flit, that its get is out: named after the job. */
+static void get_out_path(char *buf, size_t len)
+{
+    const char *tmp = getenv("TMPDIR"), *job = getenv("FLIT_JOB_ID");
+    snprintf(buf, len, "%s/flit-rma_down-%s", tmp && *tmp ? tmp : "/tmp",
+             job ? job : "single");
+}
+
+/* Rank 2: the FIFO, open before rank 1 may write to it. Read and write, so
+   that it never reads as ended while rank 1 has not opened it yet. */
+static int get_out_open(void)
+{
+    char path[4096];
+    get_out_path(path, sizeof path);
+    unlink(path);
+    CHECK(mkfifo(path, 0600) == 0);
+    int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    CHECK(fd >= 0);
+    return fd;
+}
+
+static void get_out_wait(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int n;
+    while ((n = poll(&p, 1, (int)(MP_WAIT_LIMIT_S * 1000))) < 0 && errno == EINTR)
+        ;
+    char b;
+    if (n != 1 || read(fd, &b, 1) != 1)
+        FAIL("rank 1 did not say within %.0f s that its get is out", MP_WAIT_LIMIT_S);
+    close(fd);
+}
+
+/* Rank 1. */
+static void get_out_tell(void)
+{
+    char path[4096];
+    get_out_path(path, sizeof path);
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    CHECK(fd >= 0 && write(fd, "g", 1) == 1);
+    close(fd);
+    unlink(path);
+}
+
 static void victim(void)
 {
     static uint8_t mine[1 << 16];
@@ -73,8 +132,12 @@ static void victim(void)
     if (in->path == FL_RMA_PATH_MAP || in->path == FL_RMA_PATH_CMA)
         atomic_store(in->busy, (uint64_t)(uint32_t)in->id + 1);  /* "copying" */
     CHECK_OK(flit_barrier(g.ep));
-    /* No more progress: requests to this rank stay unanswered. */
-    usleep(300000);
+    /* No more progress from here: requests to this rank stay unanswered.
+       Rank 1 sends none before it hears this. */
+    int fd = get_out_open();
+    uint32_t none[1] = {0};
+    CHECK_OK(flit_am_short(g.ep, flit_rank(1), flit_handler(H_STOPPED), none, 1, 0));
+    get_out_wait(fd);
     fflush(NULL);
     raise(SIGKILL);
 }
@@ -103,10 +166,11 @@ static void rank1(void)
     CHECK_OK(flit_rma_import(g.ep, flit_rank(0), g.ids[0], &r0));
     CHECK_OK(flit_rma_import(g.ep, flit_rank(VICTIM), g.ids[VICTIM], &r2));
     CHECK_OK(flit_barrier(g.ep));
-    usleep(100000);     /* rank 2 has stopped polling by now */
+    MP_WAIT(g.ep, g.victim_stopped);
     uint8_t buf[4096];
     flit_rma_op_t *op;
     flit_status st = flit_rma_get(r2, 0, buf, sizeof buf, 0, &op);
+    get_out_tell();     /* rank 2 dies now */
     if (st == FLIT_OK)
         st = flit_rma_wait(op, -1);
     if (g.packets)
@@ -154,6 +218,7 @@ int main(int argc, char **argv)
     g.packets = mp_arg_flag(argc, argv, "--packets");
     CHECK_OK(flit_ep_create(NULL, &g.ep));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_ID), on_id, NULL));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_STOPPED), on_stopped, NULL));
     CHECK_OK(flit_ep_set_peer_down_handler(g.ep, on_down, NULL));
     CHECK_OK(flit_am_set_returned_handler(g.ep, mp_returned_fail, NULL));
     CHECK_OK(flit_barrier(g.ep));
