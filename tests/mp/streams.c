@@ -8,16 +8,24 @@
  * is a pattern named by (source, destination, sequence, length): a byte out
  * of place, a message run twice, lost, or out of order fails the check.
  *
- * --extract: the ranks send to rank 0, which sleeps first and then takes
- * its messages only with flit_extract(budget): each call must run handlers
- * for at most the budget plus one packet, nothing may be lost, and the
- * senders must have been held back (credit stalls).
+ * --extract: the ranks send to rank 0, which takes its messages only with
+ * flit_extract(budget): each call must run handlers for at most the budget
+ * plus one packet, nothing may be lost, and the senders must have been held
+ * back (credit stalls). Rank 0 starts taking only once every sender has
+ * filled it up: a sender opens empty messages without waiting until one
+ * finds no room, then says so through a FIFO (rank 0 runs no progress that
+ * a message could come by).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <flit/stream.h>
+#include <poll.h>
+#include <sys/stat.h>
 
 #include "mp.h"
 
 #define H_MSG 3
+#define H_FILL 4
 #define MAX_OPEN 4              /* messages a sender keeps open at once */
 #define BIG_PACKET 70000        /* more than any transport's packet */
 
@@ -27,6 +35,7 @@ struct rx {
     uint64_t *done;             /* per source: handlers finished */
     uint64_t bytes;             /* payload bytes handlers took */
     uint64_t early;             /* handlers that stopped early */
+    uint64_t fills;             /* empty messages that filled rank 0 up */
     bool allow_early;
     size_t max_piece;           /* receive pieces at most this big (0: any) */
 };
@@ -94,6 +103,75 @@ static void on_msg(flit_stream_t *s, size_t total, void *user)
              (unsigned long long)seq, src, total, bad);
     free(buf);
     rx->done[src]++;
+}
+
+static void on_fill(flit_stream_t *s, size_t total, void *user)
+{
+    struct rx *rx = user;
+    CHECK(total == 0 && flit_stream_rank(s).idx != 0);
+    rx->fills++;
+}
+
+/* ---- filling rank 0 up, and saying so ---- */
+
+/* The FIFO the senders say "full" through, named after the job. */
+static void full_path(char *buf, size_t len)
+{
+    const char *tmp = getenv("TMPDIR"), *job = getenv("FLIT_JOB_ID");
+    snprintf(buf, len, "%s/flit-streams-%s", tmp && *tmp ? tmp : "/tmp",
+             job ? job : "single");
+}
+
+/* Rank 0, before any sender can be full. Read and write, so that it never
+   reads as ended between two senders. */
+static int full_open(void)
+{
+    char path[4096];
+    full_path(path, sizeof path);
+    unlink(path);
+    CHECK(mkfifo(path, 0600) == 0);
+    int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    CHECK(fd >= 0);
+    return fd;
+}
+
+/* Rank 0: until each of the senders has said it is full. */
+static void full_wait(int fd, uint32_t senders)
+{
+    double deadline = mp_now() + MP_WAIT_LIMIT_S;
+    uint32_t got = 0;
+    while (got < senders) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, (int)((deadline - mp_now()) * 1000) + 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        char b[64];
+        ssize_t k = n == 1 ? read(fd, b, sizeof b) : -1;
+        if (k <= 0 && mp_now() > deadline)
+            FAIL("%u of %u senders said they were full", got, senders);
+        got += k > 0 ? (uint32_t)k : 0;
+    }
+    close(fd);
+    char path[4096];
+    full_path(path, sizeof path);
+    unlink(path);
+}
+
+/* A sender: empty messages to rank 0 until one finds no room (a credit
+   stall), then the word. Rank 0 takes nothing before every word is in. */
+static void fill_up(flit_ep_t *ep)
+{
+    flit_stream_out_t *s;
+    flit_status st;
+    while ((st = flit_stream_begin(ep, flit_rank(0), flit_handler(H_FILL), 0,
+                                   FLIT_STREAM_NONBLOCK, &s)) == FLIT_OK)
+        CHECK_OK(flit_stream_end(s));
+    CHECK_ST(st, FLIT_ERR_AGAIN);
+    char path[4096];
+    full_path(path, sizeof path);
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    CHECK(fd >= 0 && write(fd, "f", 1) == 1);
+    close(fd);
 }
 
 /* ---- the sender ---- */
@@ -241,13 +319,15 @@ static void run_all(flit_ep_t *ep, struct rx *rx, uint64_t count, uint64_t seed)
     free(all);
 }
 
-/* Ranks 1.. to rank 0, which takes its data only through flit_extract. */
+/* Ranks 1.. to rank 0, which takes its data only through flit_extract,
+   once they have filled it up (full_fd: rank 0's end of the FIFO). */
 static void run_extract(flit_ep_t *ep, struct rx *rx, uint64_t count,
-                        uint64_t seed, size_t budget)
+                        uint64_t seed, size_t budget, int full_fd)
 {
     uint32_t n = rx->size;
     if (rx->me != 0) {
         uint32_t zero = 0;
+        fill_up(ep);
         send_all(ep, rx->me, &zero, 1, count, seed, 200000);
         flit_stats_t st = {.struct_size = sizeof st};
         CHECK_OK(flit_ep_stats(ep, &st));
@@ -255,7 +335,8 @@ static void run_extract(flit_ep_t *ep, struct rx *rx, uint64_t count,
                (unsigned long long)st.credit_stalls);
         CHECK(st.credit_stalls > 0);
     } else {
-        usleep(300000);     /* not taking anything: the senders fill up */
+        if (n > 1)
+            full_wait(full_fd, n - 1);  /* not taking anything until then */
         uint32_t *srcs = malloc(n * sizeof *srcs);
         for (uint32_t i = 1; i < n; i++)
             srcs[i - 1] = i;
@@ -279,8 +360,10 @@ static void run_extract(flit_ep_t *ep, struct rx *rx, uint64_t count,
             if (mp_now() > deadline)
                 FAIL("extract: no progress");
         }
-        printf("rank 0: %llu extract calls of %zu bytes, at most %llu bytes each\n",
-               (unsigned long long)calls, budget, (unsigned long long)max_seen);
+        printf("rank 0: %llu extract calls of %zu bytes, at most %llu bytes each, "
+               "after %llu empty messages filled it\n",
+               (unsigned long long)calls, budget, (unsigned long long)max_seen,
+               (unsigned long long)rx->fills);
         check_no_extra(rx, srcs, n - 1, count);
         free(srcs);
     }
@@ -298,13 +381,18 @@ int main(int argc, char **argv)
     rx.next_seq = calloc(n, sizeof *rx.next_seq);
     rx.done = calloc(n, sizeof *rx.done);
     CHECK_OK(flit_stream_register(ep, flit_handler(H_MSG), on_msg, &rx));
+    CHECK_OK(flit_stream_register(ep, flit_handler(H_FILL), on_fill, &rx));
+    bool extract = mp_arg_flag(argc, argv, "--extract");
+    /* before the barrier: no sender can be full before it exists */
+    int full_fd = extract && me == 0 && n > 1 ? full_open() : -1;
     CHECK_OK(flit_barrier(ep));
     uint64_t count = test_scaled(mp_arg_u64(argc, argv, "--count", 200));
     uint64_t seed = mp_arg_u64(argc, argv, "--seed", 1);
-    if (mp_arg_flag(argc, argv, "--extract")) {
+    if (extract) {
         rx.allow_early = false;
         rx.max_piece = 1024;
-        run_extract(ep, &rx, count, seed, mp_arg_u64(argc, argv, "--budget", 4096));
+        run_extract(ep, &rx, count, seed, mp_arg_u64(argc, argv, "--budget", 4096),
+                    full_fd);
     } else {
         run_all(ep, &rx, count, seed);
     }
