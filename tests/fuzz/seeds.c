@@ -4,7 +4,8 @@
  * the decoders accept and mutates from there.
  *
  *   fuzz_seeds DIR   ->  DIR/chan_decode/, DIR/am_decode/, DIR/chan_recv/,
- *                        DIR/chan_order/
+ *                        DIR/chan_order/, DIR/stream_decode/, DIR/rma_decode/,
+ *                        DIR/boot_frames/
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,10 +13,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <flit/rma.h>
+
 #include "am/wire.h"
+#include "boot/proto.h"
 #include "channel/wire.h"
 #include "fuzz.h"
 #include "platform/le.h"
+#include "rma/wire.h"
+#include "stream/wire.h"
 
 static const char *out_dir;
 
@@ -348,6 +354,198 @@ static void chan_order_seeds(void)
     save("chan_order", "faults", s.buf, s.len);
 }
 
+/* ---- stream packets ---- */
+
+static void stream_seeds(void)
+{
+    static uint8_t buf[FL_ST_FIRST_HDR + 65536] __attribute__((aligned(8)));
+    struct {
+        const char *name;
+        uint8_t flags;
+        uint64_t offset, total;
+        uint32_t len;
+    } s[] = {
+        {"whole", FL_STF_FIRST | FL_STF_LAST, 0, 10, 10},
+        {"empty-message", FL_STF_FIRST | FL_STF_LAST, 0, 0, 0},
+        {"first", FL_STF_FIRST, 0, 100000, 100},
+        {"first-large", FL_STF_FIRST, 0, 1u << 20, 60000},
+        {"middle", 0, 100, 0, 200},
+        {"last", FL_STF_LAST, 99900, 0, 100},
+        {"continue-empty", 0, 4096, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
+        struct fl_st_pkt p = {.flags = s[i].flags, .handler = 3, .sid = 77 + (uint32_t)i,
+                              .len = s[i].len, .tag = 0x1122334455667788ull,
+                              .offset = s[i].offset, .total = s[i].total};
+        size_t hl = fl_st_encode(buf, &p);
+        for (uint32_t k = 0; k < p.len; k++)
+            buf[hl + k] = (uint8_t)(k * 7 + i);
+        struct fl_st_pkt d;
+        if (fl_st_decode(buf, hl + p.len, &d) != FLIT_OK) {
+            fprintf(stderr, "fuzz_seeds: stream seed %s does not decode\n", s[i].name);
+            exit(1);
+        }
+        save("stream_decode", s[i].name, buf, hl + p.len);
+    }
+}
+
+/* ---- RMA packets ---- */
+
+/* An RMA seed: the lane byte, then the packet. */
+static void rma_seed(const char *name, struct fl_rma_pkt p)
+{
+    static uint8_t buf[1 + FL_RMA_HDR + FL_RMA_INFO_LEN + 4096] __attribute__((aligned(8)));
+    static uint8_t pkt[FL_RMA_HDR + FL_RMA_INFO_LEN + 4096] __attribute__((aligned(8)));
+    size_t hl = fl_rma_encode(pkt, &p);
+    size_t len = p.kind == FL_RMA_IMPORT_REP ? hl : FL_RMA_HDR + p.len;
+    for (size_t k = hl; k < len; k++)
+        pkt[k] = (uint8_t)(k * 13 + 1);
+    struct fl_rma_pkt d;
+    if (fl_rma_decode(pkt, len, fl_rma_lane(p.kind), &d) != FLIT_OK) {
+        fprintf(stderr, "fuzz_seeds: RMA seed %s does not decode\n", name);
+        exit(1);
+    }
+    buf[0] = (uint8_t)fl_rma_lane(p.kind);
+    memcpy(buf + 1, pkt, len);
+    save("rma_decode", name, buf, 1 + len);
+}
+
+static void rma_seeds(void)
+{
+    const uint64_t id = 0x100000001ull;
+    rma_seed("import-req", (struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REQ, .op = 1, .id = id});
+    rma_seed("import-rep", (struct fl_rma_pkt){
+                               .kind = FL_RMA_IMPORT_REP, .op = 1, .id = id, .total = 65536,
+                               .access = FLIT_RMA_READ | FLIT_RMA_WRITE,
+                               .info = {.vaddr = 0x7f0000001000ull, .block = 3,
+                                        .file_off = 4096, .file_len = 1 << 20,
+                                        .flags = FL_RMA_INFO_CTL}});
+    rma_seed("import-rep-plain", (struct fl_rma_pkt){
+                                     .kind = FL_RMA_IMPORT_REP, .op = 2, .id = id,
+                                     .total = 100, .access = FLIT_RMA_READ,
+                                     .info = {.vaddr = 0x600000ull}});
+    rma_seed("import-refused", (struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REP, .op = 3,
+                                                   .id = id, .status = FLIT_ERR_REVOKED});
+    rma_seed("put-whole", (struct fl_rma_pkt){.kind = FL_RMA_PUT, .op = 4, .id = id,
+                                              .flags = FL_RMAF_FIRST | FL_RMAF_LAST |
+                                                       FL_RMAF_NOTIFY | FL_RMAF_ACK,
+                                              .base = 64, .total = 100, .len = 100});
+    rma_seed("put-first", (struct fl_rma_pkt){.kind = FL_RMA_PUT, .op = 5, .id = id,
+                                              .flags = FL_RMAF_FIRST, .base = 8,
+                                              .total = 10000, .len = 4096});
+    rma_seed("put-middle", (struct fl_rma_pkt){.kind = FL_RMA_PUT, .op = 5, .id = id,
+                                               .total = 10000, .piece = 4096, .len = 4096});
+    rma_seed("put-last", (struct fl_rma_pkt){.kind = FL_RMA_PUT, .op = 5, .id = id,
+                                             .flags = FL_RMAF_LAST, .total = 10000,
+                                             .piece = 8192, .len = 1808});
+    rma_seed("ack", (struct fl_rma_pkt){.kind = FL_RMA_ACK, .op = 4, .id = id, .base = 64,
+                                        .total = 100, .status = FLIT_ERR_REVOKED});
+    rma_seed("get-req", (struct fl_rma_pkt){.kind = FL_RMA_GET_REQ, .op = 6, .id = id,
+                                            .base = 16, .total = 5000});
+    rma_seed("get-data", (struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .op = 6, .id = id,
+                                             .total = 5000, .piece = 4096, .len = 904,
+                                             .flags = FL_RMAF_LAST});
+    rma_seed("get-data-first", (struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .op = 6,
+                                                   .id = id, .total = 5000, .len = 4096});
+    rma_seed("get-refused", (struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .op = 7, .id = id,
+                                                .flags = FL_RMAF_LAST,
+                                                .status = FLIT_ERR_INVALID_ARG});
+    rma_seed("notify", (struct fl_rma_pkt){.kind = FL_RMA_NOTIFY, .op = 8, .id = id,
+                                           .base = 128, .total = 64});
+    rma_seed("flush-req", (struct fl_rma_pkt){.kind = FL_RMA_FLUSH_REQ, .op = 9});
+    rma_seed("flush-rep", (struct fl_rma_pkt){.kind = FL_RMA_FLUSH_REP, .op = 9});
+}
+
+/* ---- boot protocol streams ---- */
+
+struct frames {
+    uint8_t buf[1 << 14];
+    size_t len;
+};
+
+/* Appends a frame of type with body; how: byte 0 (the input's piece sizes). */
+static void frame(struct frames *f, uint8_t type, const void *body, size_t len)
+{
+    if (f->len == 0)
+        f->buf[f->len++] = 0;
+    fl_put32(f->buf + f->len, (uint32_t)len + 1);
+    f->buf[f->len + 4] = type;
+    if (len)
+        memcpy(f->buf + f->len + 5, body, len);
+    f->len += 5 + len;
+}
+
+static void hello(struct frames *f, uint32_t version)
+{
+    uint8_t h[FL_PROTO_HELLO_LEN];
+    fl_proto_hello_encode(h, 0x0123456789abcdefull, 2, 4242);
+    fl_put32(h, version);
+    frame(f, FL_PROTO_HELLO, h, sizeof h);
+}
+
+static void gather(struct frames *f, uint32_t round, size_t blob)
+{
+    uint8_t b[4 + 256];
+    fl_put32(b, round);
+    for (size_t k = 0; k < blob; k++)
+        b[4 + k] = (uint8_t)(k + round);
+    frame(f, FL_PROTO_GATHER, b, 4 + blob);
+}
+
+/* GATHERED: round, n, then n x (len, bytes). */
+static void gathered(struct frames *f, uint32_t round, uint32_t n)
+{
+    uint8_t b[8 + 8 * (4 + 64)];
+    size_t len = 8;
+    fl_put32(b, round);
+    fl_put32(b + 4, n);
+    for (uint32_t r = 0; r < n && r < 8; r++) {
+        uint32_t l = (r * 37u) % 64u;
+        fl_put32(b + len, l);
+        memset(b + len + 4, (int)r, l);
+        len += 4 + l;
+    }
+    frame(f, FL_PROTO_GATHERED, b, len);
+}
+
+static void boot_seeds(void)
+{
+    static struct frames f;
+    /* what a rank says: HELLO, two rounds, a dump, BYE; in pieces of 1..16 */
+    f.len = 0;
+    hello(&f, FL_PROTO_VERSION);
+    gather(&f, 1, 40);
+    frame(&f, FL_PROTO_DUMPED, NULL, 0);
+    gather(&f, 2, 0);
+    frame(&f, FL_PROTO_BYE, NULL, 0);
+    f.buf[0] = 0x05;
+    save("boot_frames", "rank", f.buf, f.len);
+    /* what flitrun says: rounds and a dump, in pieces of up to 4096 */
+    f.len = 0;
+    gathered(&f, 1, 3);
+    frame(&f, FL_PROTO_DUMP, NULL, 0);
+    gathered(&f, 2, 8);
+    f.buf[0] = 0x85;
+    save("boot_frames", "flitrun", f.buf, f.len);
+    /* a rank of another flit */
+    f.len = 0;
+    hello(&f, FL_PROTO_VERSION + 1);
+    save("boot_frames", "hello-other-version", f.buf, f.len);
+    /* a frame of length 0 after a HELLO: garbage */
+    f.len = 0;
+    hello(&f, FL_PROTO_VERSION);
+    fl_put32(f.buf + f.len, 0);
+    f.len += 4;
+    save("boot_frames", "length-zero", f.buf, f.len);
+    /* a frame that says 1000 bytes and stops after 10 */
+    f.len = 0;
+    gather(&f, 1, 8);
+    fl_put32(f.buf + f.len, 1000);
+    memset(f.buf + f.len + 4, 0x42, 10);
+    f.len += 14;
+    save("boot_frames", "cut-short", f.buf, f.len);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -363,5 +561,8 @@ int main(int argc, char **argv)
     chan_decode_seeds();
     chan_recv_seeds();
     chan_order_seeds();
+    stream_seeds();
+    rma_seeds();
+    boot_seeds();
     return 0;
 }

@@ -1,0 +1,88 @@
+/*
+ * fl_st_decode, the one decoder of stream packets (src/stream/wire.h), on
+ * any bytes: what a peer's channel or ring hands the stream layer. The
+ * packet is copied to an 8-byte-aligned buffer of exactly its size (the
+ * transports deliver packets aligned so), so that AddressSanitizer sees any
+ * read past its end.
+ *
+ * The decoder must accept exactly the packets wire.h describes: a model
+ * written from that description, byte by byte, gives the verdict the
+ * decoder must give. When it accepts, the decoded fields are those bytes,
+ * the payload is the rest of the packet, encoding the fields again gives
+ * back the header, and the packet with its length field or its size off by
+ * one, or on another op, is refused.
+ */
+#include <string.h>
+
+#include "fuzz.h"
+#include "platform/le.h"
+#include "stream/wire.h"
+
+/* wire.h's packet, read as the comment there says. */
+static bool model_accepts(const uint8_t *b, size_t size)
+{
+    if (size < FL_ST_HDR || b[0] != FL_WIRE_VERSION || b[1] != FL_OP_STREAM ||
+        (b[2] & ~FL_STF_KNOWN) || b[3] != 0 || fl_get16(b + 6) != 0)
+        return false;
+    bool first = (b[2] & FL_STF_FIRST) != 0, last = (b[2] & FL_STF_LAST) != 0;
+    size_t hl = first ? FL_ST_FIRST_HDR : FL_ST_HDR;
+    if (size < hl || fl_get32(b + 12) != size - hl)
+        return false;
+    uint64_t len = fl_get32(b + 12);
+    if (first) /* the payload within the message, LAST exactly at its end */
+        return len <= fl_get64(b + 24) && last == (len == fl_get64(b + 24));
+    return fl_get64(b + 16) + len >= fl_get64(b + 16); /* the offset does not wrap */
+}
+
+static void check_fields(const uint8_t *b, size_t size, const struct fl_st_pkt *p)
+{
+    bool first = (p->flags & FL_STF_FIRST) != 0;
+    size_t hl = fl_st_hdr_len(p->flags);
+    FUZZ_CHECK(p->flags == b[2] && p->handler == fl_get16(b + 4));
+    FUZZ_CHECK(p->sid == fl_get32(b + 8) && p->len == size - hl);
+    FUZZ_CHECK(p->payload == b + hl);
+    if (first)
+        FUZZ_CHECK(p->tag == fl_get64(b + 16) && p->total == fl_get64(b + 24) &&
+                   p->offset == 0);
+    else
+        FUZZ_CHECK(p->offset == fl_get64(b + 16) && p->tag == 0 && p->total == 0);
+    fuzz_touch(p->payload, p->len);
+    uint8_t again[FL_ST_FIRST_HDR];
+    FUZZ_CHECK(fl_st_encode(again, p) == hl);
+    FUZZ_CHECK(memcmp(again, b, hl) == 0);
+}
+
+/* An accepted packet, broken in ways wire.h forbids, is refused. */
+static void check_broken(uint8_t *b, size_t size)
+{
+    struct fl_st_pkt p;
+    uint32_t len = fl_get32(b + 12);
+    fl_put32(b + 12, len + 1);
+    FUZZ_CHECK(fl_st_decode(b, size, &p) == FLIT_ERR_BAD_PACKET);
+    fl_put32(b + 12, len);
+    if (size > 0)
+        FUZZ_CHECK(fl_st_decode(b, size - 1, &p) == FLIT_ERR_BAD_PACKET);
+    b[1] ^= 0x80;
+    FUZZ_CHECK(fl_st_decode(b, size, &p) == FLIT_ERR_BAD_PACKET);
+    b[1] ^= 0x80;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > FLIT_AM_MAX_MEDIUM + 4096)
+        return 0; /* larger than any packet a transport delivers */
+    /* malloc: aligned for any type, and exactly size bytes to AddressSanitizer */
+    uint8_t *pkt = malloc(size ? size : 1);
+    FUZZ_CHECK(pkt != NULL && ((uintptr_t)pkt & 7) == 0);
+    memcpy(pkt, data, size);
+    struct fl_st_pkt p;
+    bool ok = fl_st_decode(pkt, size, &p) == FLIT_OK;
+    FUZZ_CHECK(ok == model_accepts(data, size));
+    FUZZ_CHECK(memcmp(pkt, data, size) == 0); /* decoding writes nothing */
+    if (ok) {
+        check_fields(pkt, size, &p);
+        check_broken(pkt, size);
+    }
+    free(pkt);
+    return 0;
+}
