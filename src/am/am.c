@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include "core/pieces.h"
+
 #include "util/config.h"
 #include "util/log.h"
 
@@ -62,38 +64,47 @@ static void count_sent(struct flit_ep *ep, uint32_t dst, flit_am_kind kind,
     FL_COUNT(ep->peers[dst].sent, 1);
 }
 
+/* Framing of a long payload's pieces: FRAG packets, the arguments on the
+   last one (its handler runs then). */
+struct frag_frame {
+    const struct fl_am_msg *m;
+    const uint32_t *args;
+};
+
+static size_t frag_hdr_len(void *arg, const struct fl_piece *p)
+{
+    const struct frag_frame *f = arg;
+    return fl_am_hdr_len(FL_OP_AM_FRAG, p->last ? f->m->nargs : 0);
+}
+
+static void frag_write_hdr(void *arg, uint8_t *pkt, const struct fl_piece *p)
+{
+    const struct frag_frame *f = arg;
+    struct fl_am_msg piece = *f->m;
+    piece.op = FL_OP_AM_FRAG;
+    piece.flags = (uint8_t)(f->m->flags | (p->last ? FL_AMF_FINAL : 0));
+    piece.nargs = p->last ? f->m->nargs : 0;
+    piece.piece = p->off;
+    piece.payload_len = p->len;
+    fl_am_encode(pkt, &piece, f->args);
+}
+
 /*
  * A long payload in pieces through the lane (no direct path to the peer's
- * segment, or the destination would refuse it). Only the first piece may
- * answer FLIT_ERR_AGAIN; once it is in, the rest follow, waiting for room as
- * needed, so the pieces of one message are never interleaved with another's
- * on the lane.
+ * segment, or the destination would refuse it), by the core's one way of
+ * sending in pieces (core/pieces.h).
  */
 static flit_status send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
-                               const struct fl_am_msg *m, const uint32_t *args,
+                               struct fl_am_msg *m, const uint32_t *args,
                                const uint8_t *src, size_t nbytes, unsigned flags)
 {
-    size_t chunk = fl_ep_piece_size(ep, dst, fl_am_hdr_len(FL_OP_AM_FRAG, m->nargs));
-    struct fl_am_msg piece = *m;
-    piece.op = FL_OP_AM_FRAG;
-    piece.total = nbytes;
-    size_t off = 0;
-    flit_status st = FLIT_OK;
-    ep->keep_lock++;    /* another thread's pieces must not come in between */
-    do {
-        size_t n = nbytes - off < chunk ? nbytes - off : chunk;
-        bool final = off + n == nbytes;
-        piece.flags = (uint8_t)(m->flags | (final ? FL_AMF_FINAL : 0));
-        piece.nargs = final ? m->nargs : 0;
-        piece.piece = off;
-        piece.payload_len = n;
-        unsigned pf = off == 0 ? flags : flags & ~FLIT_AM_NONBLOCK;
-        st = send_msg(ep, dst, lane, &piece, args, src + off,
-                      final ? pf : pf | FLIT_AM_MORE);
-        off += n;
-    } while (st == FLIT_OK && off < nbytes);
-    ep->keep_lock--;
-    return st;
+    m->total = nbytes;
+    struct frag_frame frame = {m, args};
+    struct fl_pieces f = {.max_hdr = fl_am_hdr_len(FL_OP_AM_FRAG, m->nargs),
+                          .hdr_len = frag_hdr_len,
+                          .write_hdr = frag_write_hdr,
+                          .arg = &frame};
+    return fl_ep_send_pieces(ep, dst, lane, &f, src, nbytes, flags);
 }
 
 /*

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "core/pieces.h"
 #include "platform/le.h"
 
 #define LITTLE_ENDIAN_HOST (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
@@ -52,11 +53,8 @@ static flit_status check_op(const struct fl_am_msg *m)
             return FLIT_ERR_BAD_PACKET;
         return FLIT_OK;
     case FL_OP_AM_FRAG: {
-        bool inside = m->piece <= m->total &&
-                      m->payload_len <= m->total - m->piece &&
-                      m->base + m->total >= m->base;
         bool final = (m->flags & FL_AMF_FINAL) != 0;
-        if (!inside || final != (m->piece + m->payload_len == m->total))
+        if (!fl_piece_fits(m->base, m->total, m->piece, m->payload_len, final))
             return FLIT_ERR_BAD_PACKET;
         /* Only the last piece carries the arguments. */
         return final || m->nargs == 0 ? FLIT_OK : FLIT_ERR_BAD_PACKET;

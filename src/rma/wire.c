@@ -2,6 +2,7 @@
 #include "rma/wire.h"
 
 #include "flit/rma.h"
+#include "core/pieces.h"
 #include "platform/le.h"
 
 #define ACCESS_ALL (FLIT_RMA_READ | FLIT_RMA_WRITE)
@@ -46,11 +47,7 @@ size_t fl_rma_encode(uint8_t *buf, struct fl_rma_pkt *p)
    exactly at its start and LAST exactly at its end. */
 static bool piece_ok(const struct fl_rma_pkt *p, bool has_first)
 {
-    if (p->base + p->total < p->base || p->piece > p->total ||
-        p->len > p->total - p->piece)
-        return false;
-    bool last = (p->flags & FL_RMAF_LAST) != 0;
-    if (last != (p->piece + p->len == p->total))
+    if (!fl_piece_fits(p->base, p->total, p->piece, p->len, (p->flags & FL_RMAF_LAST) != 0))
         return false;
     return !has_first || ((p->flags & FL_RMAF_FIRST) != 0) == (p->piece == 0);
 }

@@ -10,6 +10,7 @@
 #include "util/log.h"
 #include "platform/fence.h"
 #include "platform/os.h"
+#include "core/pieces.h"
 #include "rma/rma.h"
 
 #define PUT_FLAGS (FLIT_RMA_REMOTE_DONE | FLIT_RMA_NOTIFY)
@@ -122,35 +123,49 @@ static flit_status direct_copy(struct flit_ep *ep, struct flit_rma_remote *rm, b
 
 /* ---- packets ---- */
 
-/* The put in pieces; op NULL: an untracked put (rma.h), else op waits for
+/* Framing of a put's pieces: PUT packets, FIRST and LAST marked. */
+struct put_frame {
+    struct fl_rma_pkt p;
+    uint8_t always;     /* flags of every piece */
+};
+
+static size_t put_hdr_len(void *arg, const struct fl_piece *pc)
+{
+    (void)arg, (void)pc;
+    return FL_RMA_HDR;
+}
+
+static void put_write_hdr(void *arg, uint8_t *pkt, const struct fl_piece *pc)
+{
+    struct put_frame *f = arg;
+    f->p.piece = pc->off;
+    f->p.len = (uint32_t)pc->len;
+    f->p.flags = (uint8_t)((pc->first ? FL_RMAF_FIRST : 0) | (pc->last ? FL_RMAF_LAST : 0) |
+                           f->always);
+    fl_rma_encode(pkt, &f->p);
+}
+
+/* The put in pieces, by the core's one way of sending in pieces
+   (core/pieces.h); op NULL: an untracked put (rma.h), else op waits for
    the owner's acknowledgement. */
 static flit_status put_packets(struct flit_ep *ep, struct flit_rma_remote *rm,
                                uint64_t off, const uint8_t *src, size_t len,
                                unsigned flags, struct flit_rma_op *op)
 {
-    size_t chunk = fl_ep_piece_size(ep, rm->owner, FL_RMA_HDR);
-    struct fl_rma_pkt p = {.kind = FL_RMA_PUT, .op = op ? fl_rma_op_id(op) : 0,
-                           .id = rm->id, .base = off, .total = len};
-    uint8_t always = (uint8_t)((flags & FLIT_RMA_NOTIFY ? FL_RMAF_NOTIFY : 0) |
-                               (op ? FL_RMAF_ACK : 0));
-    uint64_t done = 0;
-    flit_status st;
+    struct put_frame frame = {
+        .p = {.kind = FL_RMA_PUT, .op = op ? fl_rma_op_id(op) : 0, .id = rm->id,
+              .base = off, .total = len},
+        .always = (uint8_t)((flags & FLIT_RMA_NOTIFY ? FL_RMAF_NOTIFY : 0) |
+                            (op ? FL_RMAF_ACK : 0)),
+    };
+    struct fl_pieces f = {.max_hdr = FL_RMA_HDR, .hdr_len = put_hdr_len,
+                          .write_hdr = put_write_hdr, .arg = &frame};
     if (op)
         fl_rma_op_wait_for(ep, op);
     else
         fl_rma_of(ep)->peers[rm->owner].unflushed++;
-    ep->keep_lock++;    /* another thread's pieces must not come in between */
-    do {
-        size_t n = len - done < chunk ? (size_t)(len - done) : chunk;
-        bool last = done + n == len;
-        p.piece = done;
-        p.len = (uint32_t)n;
-        p.flags = (uint8_t)((done == 0 ? FL_RMAF_FIRST : 0) | (last ? FL_RMAF_LAST : 0) |
-                            always);
-        st = fl_rma_send(ep, rm->owner, &p, src + done, last ? 0 : FLIT_AM_MORE);
-        done += n;
-    } while (st == FLIT_OK && done < len);
-    ep->keep_lock--;
+    flit_status st = fl_ep_send_pieces(ep, rm->owner, fl_rma_lane(FL_RMA_PUT), &f, src,
+                                       len, 0);
     if (st != FLIT_OK && op)
         fl_rma_op_complete(ep, op, st);
     return st;
