@@ -1,8 +1,8 @@
 /*
  * Fibers (see fiber.h): our own context switch for x86-64 and AArch64, the
  * ucontext one everywhere else (and under FLIT_FIBERS=ucontext), stacks
- * mapped with a guard page and pooled, AddressSanitizer told of every
- * switch.
+ * mapped with a guard page and pooled, AddressSanitizer and
+ * ThreadSanitizer told of every switch.
  *
  * A fiber's mapping holds, from the low end: the guard page, the stack
  * (FLIT_FIBER_STACK_KB), then struct fl_fiber itself, so one mmap is all a
@@ -38,6 +38,20 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
+/* ---- ThreadSanitizer ---- */
+
+#if defined(__SANITIZE_THREAD__)
+#define FL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FL_TSAN 1
+#endif
+#endif
+
+#ifdef FL_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 /* ---- which switch this build has ---- */
 
 /* ELF only (the directives below), and LP64 only: x32 and AArch64 ILP32
@@ -71,6 +85,12 @@ struct fl_fiber {
     void *asan_fake;
     const void *resumer_bottom;
     size_t resumer_size;
+#endif
+#ifdef FL_TSAN
+    /* ThreadSanitizer's context of the fiber (its own shadow call stack),
+       and that of whoever resumed it last. */
+    void *tsan_fiber;
+    void *tsan_resumer;
 #endif
     ucontext_t uc;          /* the fiber's, for the ucontext switch */
     ucontext_t resumer_uc;  /* its resumer's */
@@ -341,6 +361,32 @@ static inline void asan_fiber_out(struct fl_fiber *f, bool last)
 #endif
 }
 
+/* ---- ThreadSanitizer's fiber protocol ---- */
+
+/* Every switch names the context it enters, with synchronisation (flags
+   0): what one side did before the switch happens before what the other
+   does after it, as it does, whichever threads resume the fiber. Without
+   this ThreadSanitizer runs the fiber on its resumer's shadow stack, which
+   the switches unbalance until it crashes. */
+static inline void tsan_resumer_out(struct fl_fiber *f)
+{
+#ifdef FL_TSAN
+    f->tsan_resumer = __tsan_get_current_fiber();
+    __tsan_switch_to_fiber(f->tsan_fiber, 0);
+#else
+    (void)f;
+#endif
+}
+
+static inline void tsan_fiber_out(struct fl_fiber *f)
+{
+#ifdef FL_TSAN
+    __tsan_switch_to_fiber(f->tsan_resumer, 0);
+#else
+    (void)f;
+#endif
+}
+
 /* LeakSanitizer scans thread stacks and globals, not our mappings: while a
    fiber lives, its stack (and its struct, which holds arg) may hold the
    only pointer to a block. Pooled stacks are not scanned: what dead frames
@@ -368,6 +414,7 @@ static void fiber_main(struct fl_fiber *f)
     f->fn(f, f->arg);
     f->finished = true;
     asan_fiber_out(f, true);
+    tsan_fiber_out(f);
 #ifdef FL_FIBER_ASM
     if (!f->use_ucontext) {
         void *dead;
@@ -399,6 +446,7 @@ bool fl_fiber_resume(struct fl_fiber *f)
     f->started = true;
     void *fake = NULL;
     asan_resumer_out(f, &fake);
+    tsan_resumer_out(f);
 #ifdef FL_FIBER_ASM
     if (!f->use_ucontext)
         fl_fiber_switch_asm(&f->resumer_sp, f->sp);
@@ -412,6 +460,7 @@ bool fl_fiber_resume(struct fl_fiber *f)
 void fl_fiber_yield(struct fl_fiber *self)
 {
     asan_fiber_out(self, false);
+    tsan_fiber_out(self);
 #ifdef FL_FIBER_ASM
     if (!self->use_ucontext)
         fl_fiber_switch_asm(&self->sp, self->resumer_sp);
@@ -539,6 +588,9 @@ struct fl_fiber *fl_fiber_new(fl_fiber_fn fn, void *arg)
     f->arg = arg;
     f->use_ucontext = use_ucontext_now();
     lsan_root(f, true);
+#ifdef FL_TSAN
+    f->tsan_fiber = __tsan_create_fiber(0);
+#endif
 
 #ifdef FL_FIBER_ASM
     if (!f->use_ucontext) {
@@ -563,6 +615,10 @@ void fl_fiber_free(struct fl_fiber *f)
         abort();
     }
     lsan_root(f, false);
+#ifdef FL_TSAN
+    /* Not running: it finished, or never started. */
+    __tsan_destroy_fiber(f->tsan_fiber);
+#endif
 #ifdef FL_ASAN
     /* The next fiber on this stack starts with clean shadow. */
     ASAN_UNPOISON_MEMORY_REGION(f->stack, f->stack_len);

@@ -33,7 +33,7 @@ static struct {
     uint8_t *seg;
     _Atomic uint64_t handled;  /* rank 1: requests served */
     _Atomic uint64_t on_main;  /* rank 1: handlers run by its main thread */
-    volatile int last_arrived; /* rank 1: the flag it computes against */
+    _Atomic int last_arrived;  /* rank 1: the flag it computes against */
     _Atomic uint64_t replies;  /* rank 0 */
 } g;
 

@@ -42,6 +42,7 @@
  */
 #include <flit/rma.h>
 #include <sched.h>
+#include <stdatomic.h>
 
 #include "core/ep.h"
 #include "mp.h"
@@ -58,12 +59,14 @@ static struct {
     uint32_t me, n;
     size_t max, part;
     bool direct, packets;
-    uint64_t ids[MAX_RANKS][K_COUNT];   /* learned from the owners */
+    _Atomic uint64_t ids[MAX_RANKS][K_COUNT]; /* learned from the owners */
     uint8_t *mem[K_COUNT];              /* my regions */
     size_t len[K_COUNT];
     flit_rma_region_t *reg[K_COUNT];
     uint64_t notes[MAX_RANKS];          /* notifications from each sender */
-    uint64_t shared_seen, nopoll_notes, checked, done_msgs;
+    /* Counted by handlers, which a progress thread may run, and waited
+       for by the main thread. */
+    _Atomic uint64_t shared_seen, nopoll_notes, checked, done_msgs;
 } g;
 
 static const char *const kind_name[K_COUNT] = {
@@ -431,7 +434,12 @@ static void forge(uint32_t kind, uint64_t id, uint64_t base, uint64_t total)
         p.flags = FL_RMAF_FIRST | FL_RMAF_LAST;
         p.len = (uint32_t)total;
     }
-    CHECK_OK(fl_rma_send(g.ep, 0, &p, junk, 0));
+    /* Inside the endpoint as a public call is: a progress thread may be
+       sending on it too. */
+    CHECK_OK(fl_ep_enter(g.ep));
+    flit_status st = fl_rma_send(g.ep, 0, &p, junk, 0);
+    fl_ep_leave(g.ep);
+    CHECK_OK(st);
 }
 
 static void test_access(void)
