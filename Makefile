@@ -1,8 +1,14 @@
 # The short commands. CMake does the building: build/ for the normal tree,
-# build-asan/ for the AddressSanitizer + UndefinedBehaviorSanitizer pass.
+# build-asan/ for the AddressSanitizer + UndefinedBehaviorSanitizer pass,
+# build-tsan/ for the ThreadSanitizer one (BUILD, ASAN_BUILD, TSAN_BUILD).
 #
 #   make demo           build, then run the showcase on shared memory
-#   make test           build and run the whole suite, then again under ASan+UBSan
+#   make test           install the Debian packages the suite uses (as root;
+#                       FLIT_NO_APT=1: never), build and run the whole suite,
+#                       then again under ASan+UBSan, the threaded tests under
+#                       TSan, and check the format of the changed lines
+#   make test-tsan      the tests labelled threads, under ThreadSanitizer
+#   make format-check   the C lines changed (git) follow .clang-format
 #   make bench          flit-bench on 2 ranks: latency, bandwidth, rate, N1/2
 #   make bench-compare  flit-bench beside an MPI ping-pong of Debian's Open MPI
 #   make bench-udp      flit over UDP beside raw UDP: loopback, veth, under loss
@@ -11,13 +17,16 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+TSAN_CC    ?= clang
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
-GENERATOR  := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+# Looked up when a recipe uses it: after `make test` may have installed ninja.
+GENERATOR   = $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 FLITRUN     = $(BUILD)/tools/flitrun
 
-.PHONY: all configure build demo test test-main test-asan bench bench-compare bench-udp \
-        bench-readme install clean
+.PHONY: all configure build demo deps test test-main test-asan test-tsan format-check \
+        bench bench-compare bench-udp bench-readme install clean
 
 all: build
 
@@ -34,7 +43,20 @@ demo: configure
 	$(FLITRUN) -n 2 --timeout 60 $(BUILD)/examples/flit-demo latency
 	$(FLITRUN) -n 4 --timeout 60 $(BUILD)/examples/flit-demo alltoall
 
-test: test-main test-asan
+# The Debian packages the suite uses, where missing (scripts/deps.sh).
+deps:
+	@scripts/deps.sh
+
+# In this order, each timed; sub-makes, so that even under -j one part
+# ends before the next starts, and the build sees what deps installed.
+test: deps
+	@$(call timed,test-main)
+	@$(call timed,test-asan)
+	@$(call timed,test-tsan)
+	@$(call timed,format-check)
+
+timed = t0=$$(date +%s); $(MAKE) --no-print-directory $(1); rc=$$?; \
+	echo "make test: $(1) took $$(($$(date +%s) - t0)) s"; exit $$rc
 
 test-main: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -49,6 +71,30 @@ test-asan:
 	FLITTEST_SCALE=25 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -LE nosan
+
+# The tests with several threads in a process (label threads) under
+# ThreadSanitizer, built with clang. tests/tsan.supp lists the races that
+# are there by design, each with why. Skipped, saying so, where clang
+# cannot build with -fsanitize=thread (Debian: clang, libclang-rt-dev).
+test-tsan:
+	@probe=$$(mktemp) && \
+	  echo 'int main(void) { return 0; }' | \
+	    $(TSAN_CC) -fsanitize=thread -x c - -o $$probe >/dev/null 2>&1; ok=$$?; \
+	  rm -f $$probe; \
+	  if [ $$ok -ne 0 ]; then \
+	    echo "test-tsan: skipped: $(TSAN_CC) cannot build with -fsanitize=thread" \
+	         "(Debian: clang libclang-rt-dev)"; exit 0; fi; \
+	  test -f $(TSAN_BUILD)/CMakeCache.txt || \
+	    CC=$(TSAN_CC) cmake -S . -B $(TSAN_BUILD) $(GENERATOR) \
+	      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLIT_WERROR=ON -DFLIT_SANITIZE=thread \
+	      -DFLIT_FUZZ=OFF || exit 1; \
+	  cmake --build $(TSAN_BUILD) -j $(JOBS) || exit 1; \
+	  FLITTEST_SCALE=50 \
+	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
+	    ctest --test-dir $(TSAN_BUILD) --output-on-failure -j $(JOBS) -L threads
+
+format-check:
+	@scripts/check-format.sh
 
 bench: build
 	$(FLITRUN) -n 2 $(BUILD)/bench/flit-bench $(BENCH_ARGS)
@@ -68,4 +114,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
