@@ -73,6 +73,7 @@ typedef enum flit_status {
     FLIT_ERR_DENIED,            /* rma: the owner did not grant this rank or access */
     FLIT_ERR_REVOKED,           /* rma: the region was unexported (or never was) */
     FLIT_ERR_CLOSED,            /* the endpoint was destroyed while the call waited */
+    FLIT_ERR_EXHAUSTED,         /* none left (handler indices to reserve) */
     FLIT_STATUS_COUNT           /* not a status: the number of them */
 } flit_status;
 
@@ -188,6 +189,20 @@ FLIT_API flit_status flit_ep_create(const flit_ep_params_t *params,
    not be used again. FLIT_ERR_THREAD on a single-threaded endpoint another
    thread is inside. */
 FLIT_API flit_status flit_ep_destroy(flit_ep_t *ep);
+
+/*
+ * Collective over the job, with the same count on every rank: reserves
+ * count consecutive handler indices on ep, in every handler table (active
+ * messages, streams), for a layer built on the public API, so that its
+ * handlers never collide with the program's or another layer's. Every rank
+ * gets the same *first. Reservations are taken from the top of the tables
+ * down, above every index any rank has installed a handler at; programs
+ * install theirs from 0 up. FLIT_ERR_EXHAUSTED when no such range is left;
+ * FLIT_ERR_INVALID_ARG for count 0, first NULL, or handler tables whose
+ * size differs between ranks (FLIT_EP_PARAM_HANDLER_COUNT).
+ */
+FLIT_API flit_status flit_ep_reserve_handlers(flit_ep_t *ep, unsigned count,
+                                              flit_handler_t *first);
 
 /* How the endpoint was created: FLIT_THREAD_SAFE also with a progress
    thread. A layer above may skip its own locking on single-threaded

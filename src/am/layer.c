@@ -59,6 +59,15 @@ static void am_report(const flit_stats_t *s, struct fl_report *r)
                        (unsigned long long)s->returned_by_us);
 }
 
+static uint32_t am_handlers_used(const void *state, uint32_t below)
+{
+    const struct fl_am_ep *a = state;
+    uint32_t n = below;
+    while (n && !a->handlers[n - 1].fn)
+        n--;
+    return n;
+}
+
 struct fl_layer fl_am_layer = {
     .name = "am",
     .state_size = sizeof(struct fl_am_ep),
@@ -67,4 +76,5 @@ struct fl_layer fl_am_layer = {
     .ep_close = am_close,
     .stats = am_stats,
     .report = am_report,
+    .handlers_used = am_handlers_used,
 };

@@ -8,34 +8,47 @@
 #include "platform/le.h"
 #include "util/log.h"
 
-static void ctrl_encode(uint8_t *b, unsigned kind, uint32_t arg)
+#define PARITY (1u << 31)
+
+static void ctrl_encode(uint8_t *b, const struct fl_ctrl *c)
 {
     b[0] = FL_WIRE_VERSION;
     b[1] = FL_OP_CTRL;
-    b[2] = (uint8_t)kind;
+    b[2] = (uint8_t)c->kind;
     b[3] = 0;
-    fl_put32(b + 4, arg);
+    fl_put32(b + 4, c->arg);
+    fl_put64(b + 8, c->value);
 }
 
-bool fl_ctrl_decode(const void *pkt, size_t len, unsigned *kind, uint32_t *arg)
+bool fl_ctrl_decode(const void *pkt, size_t len, struct fl_ctrl *c)
 {
     const uint8_t *b = pkt;
-    if (len != FL_CTRL_LEN || b[0] != FL_WIRE_VERSION || b[1] != FL_OP_CTRL || b[3] != 0 ||
-        (b[2] != FL_CTRL_BARRIER && b[2] != FL_CTRL_FIN))
+    if (len != FL_CTRL_LEN || b[0] != FL_WIRE_VERSION || b[1] != FL_OP_CTRL || b[3] != 0)
         return false;
-    *kind = b[2];
-    *arg = fl_get32(b + 4);
-    return !(*kind == FL_CTRL_BARRIER && *arg >= 32);
+    c->kind = b[2];
+    c->arg = fl_get32(b + 4);
+    c->value = fl_get64(b + 8);
+    switch (c->kind) {
+    case FL_CTRL_BARRIER:
+        return c->arg < 32 && c->value == 0;
+    case FL_CTRL_FIN:
+        return c->arg == 0 && c->value == 0;
+    case FL_CTRL_MAX:
+        return (c->arg & ~PARITY) < 32;
+    default:
+        return false;
+    }
 }
 
 static flit_status ctrl_send(struct flit_ep *ep, uint32_t dst, unsigned lane,
-                             unsigned kind, uint32_t arg)
+                             unsigned kind, uint32_t arg, uint64_t value)
 {
     void *pkt;
     flit_status st = fl_ep_reserve(ep, dst, lane, FL_CTRL_LEN, 0, &pkt);
     if (st != FLIT_OK)
         return st;
-    ctrl_encode(pkt, kind, arg);
+    struct fl_ctrl c = {kind, arg, value};
+    ctrl_encode(pkt, &c);
     fl_ep_commit(ep, dst, lane, pkt, FL_CTRL_LEN, 0);
     return FLIT_OK;
 }
@@ -43,17 +56,25 @@ static flit_status ctrl_send(struct flit_ep *ep, uint32_t dst, unsigned lane,
 static void ctrl_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
                       size_t len)
 {
-    unsigned kind;
-    uint32_t arg;
-    if (!fl_ctrl_decode(pkt, len, &kind, &arg)) {
+    struct fl_ctrl c;
+    if (!fl_ctrl_decode(pkt, len, &c)) {
         FL_COUNT(ep->stats.refused_packets, 1);
         fl_warn("refused a malformed control packet from rank %u (%zu bytes)", src, len);
         return;
     }
-    if (kind == FL_CTRL_BARRIER)
-        ep->barrier_rounds[arg]++;
-    else
+    if (c.kind == FL_CTRL_BARRIER) {
+        ep->barrier_rounds[c.arg]++;
+    } else if (c.kind == FL_CTRL_FIN) {
         ep->peers[src].fin[lane] = true;
+    } else {
+        struct fl_max_slot *m = &ep->max_rounds[c.arg & ~PARITY][c.arg >> 31];
+        if (m->full) {      /* the same round twice: not a rank of ours */
+            FL_COUNT(ep->stats.refused_packets, 1);
+            return;
+        }
+        m->full = true;
+        m->value = c.value;
+    }
 }
 
 /* Control packets carry nothing the program sent: a reclaimed one needs
@@ -90,7 +111,7 @@ flit_status flit_barrier(flit_ep_t *ep)
     uint32_t n = ep->size, me = ep->rank;
     struct round_wait w = {0, 0};
     for (uint32_t dist = 1; dist < n && st == FLIT_OK; dist <<= 1, w.round++) {
-        st = ctrl_send(ep, (me + dist) % n, FL_LANE_REQ, FL_CTRL_BARRIER, w.round);
+        st = ctrl_send(ep, (me + dist) % n, FL_LANE_REQ, FL_CTRL_BARRIER, w.round, 0);
         w.from = (me + n - dist) % n;
         if (st == FLIT_OK)
             st = fl_progress_until(ep, round_done, &w, -1);
@@ -100,6 +121,40 @@ flit_status flit_barrier(flit_ep_t *ep)
             ep->barrier_rounds[w.round]--;
     }
     fl_ep_leave(ep);
+    return st;
+}
+
+/* ---- the maximum over every rank ---- */
+
+struct max_wait {
+    struct fl_max_slot *slot;
+    uint32_t from;
+};
+
+static bool max_heard(struct flit_ep *ep, void *arg)
+{
+    struct max_wait *w = arg;
+    return w->slot->full || fl_peer_is_down(&ep->peers[w->from]);
+}
+
+flit_status fl_ep_allmax(struct flit_ep *ep, uint64_t *max)
+{
+    uint32_t n = ep->size, me = ep->rank;
+    unsigned parity = ep->max_seq++ & 1;
+    flit_status st = FLIT_OK;
+    uint32_t round = 0;
+    for (uint32_t dist = 1; dist < n && st == FLIT_OK; dist <<= 1, round++) {
+        st = ctrl_send(ep, (me + dist) % n, FL_LANE_REQ, FL_CTRL_MAX,
+                       round | (uint32_t)parity << 31, *max);
+        struct max_wait w = {&ep->max_rounds[round][parity], (me + n - dist) % n};
+        if (st == FLIT_OK)
+            st = fl_progress_until(ep, max_heard, &w, -1);
+        if (st == FLIT_OK && !w.slot->full)
+            st = FLIT_ERR_PEER_DOWN;
+        if (st == FLIT_OK && w.slot->value > *max)
+            *max = w.slot->value;
+        w.slot->full = false;
+    }
     return st;
 }
 
@@ -118,7 +173,7 @@ flit_status fl_ep_quiesce(struct flit_ep *ep)
 {
     for (unsigned lane = FL_LANE_REQ; lane < FL_LANES; lane++) {
         for (uint32_t r = 0; r < ep->size; r++) {
-            flit_status st = ctrl_send(ep, r, lane, FL_CTRL_FIN, 0);
+            flit_status st = ctrl_send(ep, r, lane, FL_CTRL_FIN, 0, 0);
             if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
                 return st;
         }

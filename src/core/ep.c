@@ -477,6 +477,7 @@ flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
     ep->tag = s.tag;
     ep->epfd = ep->evfd = -1;
     ep->handler_count = s.handler_count;
+    ep->handler_floor = s.handler_count;
     pthread_mutex_init(&ep->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -73,6 +73,7 @@ struct flit_ep {
     uint64_t tag;
 
     uint32_t handler_count;     /* of each layer's handler table */
+    uint32_t handler_floor;     /* reserved: [handler_floor, handler_count) */
     void *lstate[FL_MAX_LAYERS];    /* each layer's state (core/layer.h) */
     /* A packet a layer keeps reserved in its transport between calls:
        flushed before anything else reserves, polls or sleeps. */
@@ -81,6 +82,13 @@ struct flit_ep {
     void *down_user;
 
     uint32_t barrier_rounds[32];    /* barrier messages received per round */
+    /* fl_ep_allmax: the value heard per round, for this collective and the
+       next (by the parity of its number). */
+    struct fl_max_slot {
+        bool full;
+        uint64_t value;
+    } max_rounds[32][2];
+    uint32_t max_seq;               /* fl_ep_allmax calls so far */
     uint64_t events;                /* packets handled + peers lost, ever */
 
     struct fl_counters stats;

@@ -93,6 +93,19 @@ void fl_layers_stats(struct flit_ep *ep, flit_stats_t *out)
             layers[i]->stats(ep->lstate[i], out);
 }
 
+uint32_t fl_layers_handlers_used(struct flit_ep *ep, uint32_t below)
+{
+    uint32_t used = 0;
+    for (unsigned i = 0; i < nlayers; i++) {
+        if (!layers[i]->handlers_used)
+            continue;
+        uint32_t u = layers[i]->handlers_used(ep->lstate[i], below);
+        if (u > used)
+            used = u;
+    }
+    return used;
+}
+
 void fl_layers_report(const flit_stats_t *s, struct fl_report *r)
 {
     for (unsigned i = 0; i < nlayers; i++)

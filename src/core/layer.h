@@ -14,7 +14,9 @@
  *  - ->peer_down after the core has handed back what the dead peer never
  *    took (through the layers' returned-packet functions);
  *  - ->stats fills the layer's fields of flit_stats_t; ->report writes its
- *    lines of dumps and FLIT_STATS=1.
+ *    lines of dumps and FLIT_STATS=1;
+ *  - ->handlers_used tells, for a layer with a handler table, how far up
+ *    the program has installed handlers (reservations go above).
  * Every callback but init and ep_open may be NULL. They run with the
  * endpoint entered (lock held on a thread-safe one), ->report excepted:
  * it reads a snapshot.
@@ -48,6 +50,9 @@ struct fl_layer {
     void (*peer_down)(struct flit_ep *ep, void *state, uint32_t rank);
     void (*stats)(const void *state, flit_stats_t *out);
     void (*report)(const flit_stats_t *s, struct fl_report *r);
+    /* Handler tables: 1 + the highest index below `below` with a handler
+       installed (0: none). */
+    uint32_t (*handlers_used)(const void *state, uint32_t below);
     unsigned slot;              /* set by the core: its place in the list */
 };
 
@@ -70,6 +75,7 @@ flit_status fl_layers_ep_quiesce(struct flit_ep *ep);
 void fl_layers_peer_down(struct flit_ep *ep, uint32_t rank);
 void fl_layers_stats(struct flit_ep *ep, flit_stats_t *out);
 void fl_layers_report(const flit_stats_t *s, struct fl_report *r);
+uint32_t fl_layers_handlers_used(struct flit_ep *ep, uint32_t below);
 
 /* One line of a layer's report ("who" prefix and newline added). */
 void fl_report_line(struct fl_report *r, const char *fmt, ...)

@@ -66,6 +66,15 @@ static void stream_report(const flit_stats_t *s, struct fl_report *r)
                        (unsigned long long)s->stream_fibers);
 }
 
+static uint32_t stream_handlers_used(const void *state, uint32_t below)
+{
+    const struct fl_stream_ep *se = state;
+    uint32_t n = below;
+    while (n && !se->handlers[n - 1].fn)
+        n--;
+    return n;
+}
+
 struct fl_layer fl_stream_layer = {
     .name = "stream",
     .state_size = sizeof(struct fl_stream_ep),
@@ -75,4 +84,5 @@ struct fl_layer fl_stream_layer = {
     .peer_down = fl_stream_peer_down,
     .stats = stream_stats,
     .report = stream_report,
+    .handlers_used = stream_handlers_used,
 };

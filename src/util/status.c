@@ -37,6 +37,7 @@ static const struct {
     S(FLIT_ERR_DENIED, "the exporter did not allow this rank, or this access"),
     S(FLIT_ERR_REVOKED, "the region was unexported, or no region has that id"),
     S(FLIT_ERR_CLOSED, "the endpoint was destroyed (or flit finalized) while the call waited"),
+    S(FLIT_ERR_EXHAUSTED, "none left: every handler index that could be reserved is taken"),
 #undef S
 };
 

@@ -632,29 +632,42 @@ static void test_mutation(void)
         pkt_free(&t[i]);
 }
 
-/* The core's control packets (core/barrier.h): exactly 8 bytes, a known
-   kind, a barrier round below 32; everything else is refused. */
+/* The core's control packets (core/barrier.h): exactly 16 bytes, a known
+   kind, a round below 32, no value where the kind has none. */
 static void test_ctrl(void)
 {
     uint8_t b[FL_CTRL_LEN + 1];
-    unsigned kind;
-    uint32_t arg;
-    for (unsigned k = FL_CTRL_BARRIER; k <= FL_CTRL_FIN; k++) {
-        uint8_t v[8] = {FL_WIRE_VERSION, FL_OP_CTRL, (uint8_t)k, 0, 7, 0, 0, 0};
-        memcpy(b, v, 8);
-        CHECK(fl_ctrl_decode(b, FL_CTRL_LEN, &kind, &arg) && kind == k && arg == 7);
+    struct fl_ctrl c;
+    for (unsigned k = FL_CTRL_BARRIER; k <= FL_CTRL_MAX; k++) {
+        uint8_t v[16] = {FL_WIRE_VERSION, FL_OP_CTRL, (uint8_t)k, 0};
+        if (k != FL_CTRL_FIN)
+            v[4] = 7;
+        if (k == FL_CTRL_MAX) {
+            v[7] = 0x80;    /* parity */
+            v[8] = 42;
+        }
+        memcpy(b, v, 16);
+        CHECK(fl_ctrl_decode(b, FL_CTRL_LEN, &c) && c.kind == k);
+        CHECK(c.arg == (k == FL_CTRL_FIN ? 0 : k == FL_CTRL_MAX ? 0x80000007u : 7));
+        CHECK(c.value == (k == FL_CTRL_MAX ? 42 : 0));
         for (size_t len = 0; len <= FL_CTRL_LEN + 1; len++)
-            CHECK(len == FL_CTRL_LEN || !fl_ctrl_decode(b, len, &kind, &arg));
+            CHECK(len == FL_CTRL_LEN || !fl_ctrl_decode(b, len, &c));
         for (int i = 0; i < 4; i++) {   /* version, opcode, kind, padding */
-            memcpy(b, v, 8);
+            memcpy(b, v, 16);
             b[i] ^= i == 2 ? 0x40 : 0x01;
-            CHECK(!fl_ctrl_decode(b, FL_CTRL_LEN, &kind, &arg));
+            CHECK(!fl_ctrl_decode(b, FL_CTRL_LEN, &c));
+        }
+        memcpy(b, v, 16);
+        b[4] = 32;          /* no round 32; FIN has no argument */
+        CHECK(!fl_ctrl_decode(b, FL_CTRL_LEN, &c));
+        if (k != FL_CTRL_MAX) {
+            memcpy(b, v, 16);
+            b[9] = 1;       /* a value where the kind has none */
+            CHECK(!fl_ctrl_decode(b, FL_CTRL_LEN, &c));
         }
     }
-    uint8_t far[8] = {FL_WIRE_VERSION, FL_OP_CTRL, FL_CTRL_BARRIER, 0, 32, 0, 0, 0};
-    CHECK(!fl_ctrl_decode(far, FL_CTRL_LEN, &kind, &arg));  /* no round 32 */
-    uint8_t none[8] = {FL_WIRE_VERSION, FL_OP_CTRL, 0, 0, 0, 0, 0, 0};
-    CHECK(!fl_ctrl_decode(none, FL_CTRL_LEN, &kind, &arg));
+    uint8_t none[16] = {FL_WIRE_VERSION, FL_OP_CTRL, 0, 0};
+    CHECK(!fl_ctrl_decode(none, FL_CTRL_LEN, &c));
 }
 
 int main(void)
