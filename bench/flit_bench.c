@@ -1186,9 +1186,12 @@ static void plot(const struct run *r)
                 "set ylabel 'one-way latency (us)'\n",
                 cairo ? "pngcairo" : "png", note[0] ? 760 : 560, r->o.plot, title,
                 note[0] ? "0.28" : "0.1", tics);
-        /* Fixed x: a panel whose every point was noisy still has axes. */
-        fprintf(f, "set xrange [%g:%g]\n", r->lat_long.n ? r->lat_long.size[0] : 8.0,
-                (double)r->o.max_size);
+        /* Fixed x, a little wider than the sweep: a panel whose every point
+           was noisy still has axes, and a point at either end is not cut in
+           half by the border (the 8-byte baseline). */
+        fprintf(f, "set xrange [%g:%g]\n",
+                (r->lat_long.n ? r->lat_long.size[0] : 8.0) / 1.4,
+                (double)r->o.max_size * 1.4);
         if (note[0])
             fprintf(f,
                     "set label 1 \"%s\" at screen 0.02,0.19 left front "
