@@ -13,6 +13,7 @@
 
 #include "core/job.h"
 #include "core/layer.h"
+#include "core/progress.h"
 #include "core/stats.h"
 #include "flit/flit.h"
 #include "transport/transport.h"
@@ -191,15 +192,6 @@ static inline bool fl_peer_is_down(const struct fl_peer *p)
     return atomic_load_explicit(&p->down, memory_order_relaxed) != 0;
 }
 
-/*
- * Room for a len-byte packet to dst on lane: *pkt is where to build it; then
- * fl_ep_commit sends it (or fl_ep_cancel drops it), with nothing polled in
- * between. Waits for room unless FLIT_AM_NONBLOCK (then FLIT_ERR_AGAIN).
- * While it waits it polls the endpoint: every lane, or only the reply lane
- * inside a handler (handlers there cannot send, so the wait always ends).
- */
-flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
-                               size_t len, unsigned flags, void **pkt);
 
 /* The layer's state on ep. */
 static inline void *fl_ep_layer(const struct flit_ep *ep, const struct fl_layer *l)
@@ -214,6 +206,11 @@ static inline void fl_ep_flush_hold(struct flit_ep *ep)
         ep->hold->flush(ep->hold);
 }
 
+/*
+ * Room for a len-byte packet to dst on lane: *pkt is where to build it; then
+ * fl_ep_commit sends it (or fl_ep_cancel drops it), with nothing polled in
+ * between. Waits for room (fl_ep_reserve_slow) unless FLIT_AM_NONBLOCK.
+ */
 static inline flit_status fl_ep_reserve(struct flit_ep *ep, uint32_t dst,
                                         unsigned lane, size_t len,
                                         unsigned flags, void **pkt)
@@ -255,34 +252,6 @@ static inline void fl_ep_cancel(struct flit_ep *ep, uint32_t dst, unsigned lane,
     p->tp->cancel(p->tpe, dst, lane, pkt);
 }
 
-/* Progress engine (progress.c). Called with the endpoint entered. */
-int fl_progress(struct flit_ep *ep, unsigned lane_mask);
-/*
- * Receiver pacing: one packet at a time from each transport in turn, until
- * max_bytes have been handled or none is waiting; the bytes handled. A
- * datagram transport receives whole datagrams, so it may hold a few
- * packets more than were handled; they wait in its buffers, not the
- * kernel's. Called with the endpoint entered.
- */
-size_t fl_progress_bytes(struct flit_ep *ep, size_t max_bytes);
-/* Sleeps until a transport may have work on lane_mask, or timeout. */
-void fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask,
-                       int64_t timeout_us);
-/* Looks for dead peers if the period has passed (or now, if force). */
-void fl_progress_check_peers(struct flit_ep *ep, bool force);
-/*
- * Makes progress (every lane) until done(ep, arg) holds: spins for the spin
- * time, then sleeps between checks. FLIT_ERR_TIMEOUT after timeout_us
- * (< 0: never). Not for handler context.
- */
-typedef bool (*fl_done_fn)(struct flit_ep *ep, void *arg);
-flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
-                              int64_t timeout_us);
-flit_status fl_progress_thread_start(struct flit_ep *ep);
-void fl_progress_thread_stop(struct flit_ep *ep);
-/* The effective spin time before sleeping, microseconds (set at init). */
-int64_t fl_progress_spin_us(void);
-void fl_progress_init(void);
 
 /*
  * rank is down (died, silent past its timeout, or sent what only a broken

@@ -77,8 +77,4 @@ void fl_layers_stats(struct flit_ep *ep, flit_stats_t *out);
 void fl_layers_report(const flit_stats_t *s, struct fl_report *r);
 uint32_t fl_layers_handlers_used(struct flit_ep *ep, uint32_t below);
 
-/* One line of a layer's report ("who" prefix and newline added). */
-void fl_report_line(struct fl_report *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
 #endif /* FL_CORE_LAYER_H */

@@ -19,6 +19,12 @@ struct fl_counters {
     struct fl_tp_counters tp;   /* given to every transport at open */
 };
 
+/* Where a dump or FLIT_STATS=1 writes; layers add their lines with: */
+struct fl_report;
+/* one line ("flit[rank]" first, the newline added). */
+void fl_report_line(struct fl_report *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 struct flit_ep;
 void fl_stats_snapshot(struct flit_ep *ep, flit_stats_t *out);
 /* Writes the state dump of ep to fd (safe from another thread). */
