@@ -9,7 +9,8 @@ set -eu
 n=$1 prog=$2 work=$3
 name=${prog##*/}
 if [ "$prog" = - ]; then
-    echo "SKIP: flit built without PMIx (FLIT_WITH_PMIX=OFF; Debian: libpmix-dev)"
+    echo "SKIP: flit built without PMIx (FLIT_WITH_PMIX=OFF; Debian: libpmix-dev" \
+         "and pkg-config, then a fresh build directory or -DFLIT_WITH_PMIX=ON)"
     exit 77
 fi
 if ! command -v mpirun >/dev/null 2>&1; then
