@@ -61,7 +61,9 @@ typedef struct flit_tagged_info {
  * Collective over the job: a tagged context on ep using stream handler
  * index h on every rank. h must be free on this endpoint: the context
  * installs its handler there (replacing any) and ends with a barrier, so
- * that every rank can receive before anyone sends.
+ * that every rank can receive before anyone sends. A library that cannot
+ * know which indices its program uses takes one with
+ * flit_ep_reserve_handlers(ep, 1, &h) first.
  */
 FLIT_API flit_status flit_tagged_create(flit_ep_t *ep, flit_handler_t h,
                                         flit_tagged_t **out);

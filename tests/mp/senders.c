@@ -30,7 +30,7 @@ static const char *const kind_names[K_COUNT] = {"stream", "tagged", "long", "put
 
 /* Active-message handlers, and stream handler indices. */
 enum { H_LONG = 1, H_ACK = 2, H_VERIFY = 3, H_ID = 4 };
-enum { HS_STREAM = 1, HS_TAGGED = 2 };
+enum { HS_STREAM = 1 };
 
 #define MAX_THREADS 16
 #define MAX_RANKS   16
@@ -436,7 +436,10 @@ int main(int argc, char **argv)
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_VERIFY), on_verify, NULL));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_ID), on_id, NULL));
     CHECK_OK(flit_stream_register(g.ep, flit_handler(HS_STREAM), on_stream, NULL));
-    CHECK_OK(flit_tagged_create(g.ep, flit_handler(HS_TAGGED), &g.tagged));
+    flit_handler_t th;      /* as a library on flit would take it */
+    CHECK_OK(flit_ep_reserve_handlers(g.ep, 1, &th));
+    CHECK(th.idx == FLIT_HANDLER_COUNT_DEFAULT - 1);
+    CHECK_OK(flit_tagged_create(g.ep, th, &g.tagged));
     if (uses(K_PUT))
         rma_setup();
     CHECK_OK(flit_barrier(g.ep));
