@@ -55,6 +55,8 @@
 #define MAX_POINTS       64
 #define RETRIES          3    /* --quick: 1 */
 #define NOISY_SHARE      0.02 /* a rank waited for a CPU longer: noisy */
+#define QUIET_WAIT_MS    3000 /* before an attempt again, for the others to stop */
+#define QUIET_WAIT_QUICK 300  /* ... with --quick */
 #define SAMPLES_MIN      1000 /* --percentiles: round trips, at least */
 #define SAMPLES_MAX      65536
 #define SAMPLES_CAP_NS   20000000000ull /* ... unless this long passed */
@@ -305,10 +307,11 @@ static void print_header(const struct run *r)
            "size);\n"
            "           a figure during which a rank waited for a CPU more than "
            "%.0f%% of the\n"
-           "           time is measured again, up to %d times, then shown as "
-           "noisy\n",
+           "           time is measured again (once the other CPUs are idle, or "
+           "after %.1f s),\n"
+           "           up to %d times, then shown as noisy\n",
            LAT_REPS, (double)r->lat_ns / 1e6, BW_WINDOW, RATE_WINDOW, NOISY_SHARE * 100,
-           r->o.retries);
+           (r->o.quick ? QUIET_WAIT_QUICK : QUIET_WAIT_MS) / 1e3, r->o.retries);
 }
 
 static void print_section(const struct run *r, const char *title, const char *baseline,
@@ -353,6 +356,21 @@ static void begin(struct run *r)
 }
 
 /*
+ * Before measuring a figure again: what took the CPU (a compiler, say)
+ * often runs for a second or two, and an attempt made at once loses its
+ * CPU to it again. Waits, up to max_ms, until the CPUs beyond the one rank 1
+ * spins on have been idle for a tenth of a second.
+ */
+static void wait_quiet(unsigned max_ms)
+{
+    for (unsigned waited = 0; waited < max_ms; waited += 100) {
+        double others = bench_cpus_busy(100) - 1;
+        if (others < 0.25)
+            return;
+    }
+}
+
+/*
  * Whether to measure the figure again. An attempt during which either rank
  * waited for a CPU held by other work for more than NOISY_SHARE of the time
  * measured the scheduler (a spinning peer that loses its CPU for one tick
@@ -369,6 +387,7 @@ static bool again(struct run *r)
         r->nmemcpy = r->nmemcpy0; /* memcpy baselines of this attempt: noise too */
     if (r->dirty && r->tries < r->o.retries) {
         r->tries++;
+        wait_quiet(r->o.quick ? QUIET_WAIT_QUICK : QUIET_WAIT_MS);
         return true;
     }
     if (r->tries && !r->dirty)
