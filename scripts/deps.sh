@@ -59,7 +59,7 @@ if [ -n "$why" ]; then
 fi
 
 say "installing:$missing"
-export DEBIAN_FRONTEND=noninteractive
+export DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes
 apt_opts="-qq -o DPkg::Lock::Timeout=300"
 # shellcheck disable=SC2086 # options and names
 if apt-get $apt_opts update >/dev/null &&
