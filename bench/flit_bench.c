@@ -89,7 +89,7 @@ struct run {
     bench_t b;
     uint64_t lat_ns, bw_ns; /* time per point */
     double raw_us;          /* raw flag one-way; NAN: none; NOISY */
-    bool raw_done;          /* raw_us was measured (or tried) */
+    bool raw_done;          /* raw_us was measured clean (or cannot be) */
     bool udp;               /* the peer is on UDP: raw UDP baselines */
     size_t dgram;           /* flit's datagram payload to the peer */
     struct series lat_med, lat_long, bw_med, bw_long;
@@ -525,13 +525,13 @@ static double memcpy_baseline(struct run *r, size_t size)
 
 /*
  * The raw flag ping-pong, once per run (the latency section measures it,
- * or the one-sided one when it runs alone): r->raw_us.
+ * or the next section that needs it when it came out noisy or the latency
+ * section did not run): r->raw_us.
  */
 static void raw_flag(struct run *r)
 {
     if (r->raw_done || r->udp || r->o.no_baselines)
         return;
-    r->raw_done = true;
     double ns;
     do {
         begin(r);
@@ -540,6 +540,8 @@ static void raw_flag(struct run *r)
     if (ns > 0)
         r->raw_us = emit(r, "latency_raw_flag", "raw flag (the baseline)", 8, ns / 1e3,
                          NAN, NAN, &U_US);
+    /* A noisy one is measured again by the next section that needs it. */
+    r->raw_done = r->raw_us != NOISY;
 }
 
 /* The baseline of a size-byte ping-pong: on shared memory the raw flag,
