@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The short commands. CMake does the building: build/ for the normal tree,
 # build-asan/ for the AddressSanitizer + UndefinedBehaviorSanitizer pass,
 # build-tsan/ for the ThreadSanitizer one (BUILD, ASAN_BUILD, TSAN_BUILD).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flit inside an event loop. A program that already sleeps in epoll_wait
  * (for sockets, timers, pipes) adds flit's file descriptor to its epoll set

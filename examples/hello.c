@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The smallest complete flit program: every rank sends a short request to
  * its right neighbour, whose handler replies; each rank waits for its reply.

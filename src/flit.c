@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What this build of flit is made of: its transports, in the order they
  * are preferred, and the layers above the progress engine, bottom up. The

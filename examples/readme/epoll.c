@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Wraps the README's event-loop fragment for readme_snippets: the loop of a
  * function that has an endpoint and an epoll set holding its fd, as in

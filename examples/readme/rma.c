@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Wraps the README's one-sided fragment for readme_snippets: the owner's
  * notification handler at file scope, then exporting a region and putting

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # run_hello.sh FLITRUN HELLO ok|bad-env
 # Runs the README's complete program as the README says, built by
 # readme_snippets: alone (a job of one rank) and under flitrun -n 2.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # snippets.sh README WRAPPERS OUT INCLUDE LIBFLIT CC [FLAGS...]
 #
 # Compiles every ```c block of README.md against the public headers, with
@@ -102,10 +103,12 @@ while read -r k line kind name same; do
         fi
         cp "$out/$k.body" "$out/$name.c"
         if [ -n "$same" ]; then
-            # Below the file's leading comment and the blank lines after it.
-            awk 'NR == 1 && /^\/\*/ { c = 1 }
+            # Below the file's leading comments (licence, header) and the
+            # blank lines between and after them.
+            awk '!s && /^\/\*/ { c = 1 }
                  c { if (/\*\//) c = 0; next }
-                 s || !/^$/ { s = 1; print }' "$(dirname "$readme")/$same" >"$out/$name.same"
+                 !s && /^$/ { next }
+                 { s = 1; print }' "$(dirname "$readme")/$same" >"$out/$name.same"
             sed 1d "$out/$name.c" | diff -u --label "$same" --label "$readme:$line" "$out/$name.same" - >"$out/$name.diff" ||
                 { cat "$out/$name.diff"; failed "$readme:$line: the program differs from $same"; }
         fi

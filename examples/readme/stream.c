@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Wraps the README's stream fragment for readme_snippets: the receiver's
  * handler at file scope, then registering it and sending a message from a

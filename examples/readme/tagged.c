@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Wraps the README's tagged fragment for readme_snippets: a function that
  * has an endpoint, data to send and a buffer to receive into. check() is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flit Active Messages, with the semantics of AM-2.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flit one-sided communication, with the semantics of VMMC (virtual
  * memory-mapped communication).

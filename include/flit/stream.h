@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flit streams: messages as byte streams, with the semantics of Illinois
  * Fast Messages 2.x.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flit tagged messaging: the point-to-point core an MPI implementation
  * needs, built on <flit/stream.h> and nothing else.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Active Message sends: requests from the program, replies from request
  * handlers. Validation is complete here, so what reaches the transport is

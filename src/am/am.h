@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Active Message layer's internal interface. */
 #ifndef FL_AM_AM_H
 #define FL_AM_AM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The receive side of Active Messages: checks each message against the
  * endpoint (tag, handler, segment), runs its handler exactly once, or sends

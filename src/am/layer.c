@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Active Message layer as the core sees it (core/layer.h). */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Building a struct fl_blobs in one allocation (for the launchers). */
 #ifndef FL_BOOT_BLOBS_H
 #define FL_BOOT_BLOBS_H

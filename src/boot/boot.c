@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Chooses the launcher and offers the exchange on top of it. */
 #include "boot/blobs.h"
 

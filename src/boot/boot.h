@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Bootstrap: who am I, how many are we, and the address exchange that fills
  * every endpoint's translation table. One launcher is chosen at flit_init

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The rank's side of flitrun: one stream connection to flitrun, read by a
  * boot thread that takes allgather results for the main thread and answers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Under an existing launcher that runs a PMIx server (Open MPI's mpirun,
  * prterun, Slurm's srun --mpi=pmix): rank and size come from PMIx, and each

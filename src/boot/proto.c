@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Framing for the flitrun <-> rank protocol; see proto.h. */
 #include "boot/proto.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The wire protocol between flitrun and the ranks it starts, over a stream
  * socket. Frames are:

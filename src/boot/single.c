@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* No launcher: the program was started by hand and is a job of one rank. */
 #include "boot/blobs.h"
 #include "platform/os.h"

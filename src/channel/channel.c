@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The reliability channel; see channel.h for what it guarantees and
  * wire.h for the datagram.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The reliability channel: turns an unreliable datagram transport
  * (src/transport/dgram.h) into a reliable, ordered fl_transport, so that

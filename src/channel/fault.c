@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Seeded fault injection; see fault.h. */
 #include "channel/fault.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fault injection on received datagrams, as AMUDP does it: each datagram is
  * dropped, processed twice, or held back behind the next one with the

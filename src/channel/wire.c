@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The channel's datagram codec; see wire.h. */
 #include "channel/wire.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The barrier (dissemination: ceil(log2 N) rounds of one packet each) and
  * the quiesce, on the core's control packets (barrier.h).

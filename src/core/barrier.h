@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The endpoint's own collectives and the end of its traffic, carried by
  * the core's control packets (FL_OP_CTRL): the barrier, the maximum of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Endpoints: creation (open the transports, exchange addresses, connect every
  * peer through the first transport that reaches it), destruction, tags,

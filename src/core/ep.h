@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The endpoint: its peers (the translation table), the transports that reach
  * them, the handler table, the segment, counters, and the rules of entry

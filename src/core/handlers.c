@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Handler indices reserved for layers built on the public API (flit.h). */
 #include "core/barrier.h"
 #include "util/log.h"

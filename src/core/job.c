@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* flit_init / flit_finalize: joining and leaving the job. */
 #include "core/job.h"
 

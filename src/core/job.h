@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The job: one per process, made by flit_init. */
 #ifndef FL_CORE_JOB_H
 #define FL_CORE_JOB_H

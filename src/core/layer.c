@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Walking the layer list (layer.h): the core's only view of the layers. */
 #include "core/layer.h"
 

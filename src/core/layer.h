@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The seam between the core and the layers above the progress engine (am,
  * stream, rma, and the ones to come). A layer describes itself in one

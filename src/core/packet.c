@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The opcode table: which layer's function receives each packet. */
 #include "core/packet.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Every packet starts with a version byte and an opcode; the rest belongs to
  * the layer that owns the opcode. The progress engine checks those two bytes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Sending a payload in pieces (pieces.h). */
 #include "core/pieces.h"
 

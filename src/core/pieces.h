@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A payload larger than a packet goes in pieces: each piece is a packet of
  * the layer that sends it (its own header, then the piece's bytes), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The progress engine: one per endpoint. It drains every transport, hands
  * each packet to the layer that owns its opcode, and when there is nothing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The progress engine (progress.c): drains the transports, hands packets
  * to their layers, spins then sleeps, and the optional progress thread.

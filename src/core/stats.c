@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Counters: the API snapshot, FLIT_STATS printing, and state dumps. */
 #include "core/stats.h"
 

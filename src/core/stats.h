@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The endpoint's own counters (the transports' are in struct fl_tp_counters,
  * each layer's in its state), and the API snapshot, FLIT_STATS printing and

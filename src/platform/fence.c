@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Asymmetric fences through membarrier(2); see fence.h. */
 #include "platform/fence.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Asymmetric fences, for the two handshakes of the shared-memory path where
  * one side is hot and the other is about to sleep:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fibers (see fiber.h): our own context switch for x86-64 and AArch64, the
  * ucontext one everywhere else (and under FLIT_FIBERS=ucontext), stacks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fibers: a function running on a stack of its own that can stop in the
  * middle (fl_fiber_yield) and be continued later (fl_fiber_resume), by the

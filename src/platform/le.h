@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fixed little-endian field access for everything that goes on a wire.
  * memcpy + le*toh compiles to one plain load or store on little-endian

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Linux wrappers; see os.h. */
 #include "platform/os.h"
 

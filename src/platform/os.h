@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The operating-system corner: everything that calls Linux directly for
  * shared files, process handles, cross-memory attach, wake-up sockets,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Importing: the round trip in which the owner decides, and the choice of
  * the path every later put and get to the region takes (rma.h):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory for one-sided communication: flit_rma_alloc blocks (files in
  * /dev/shm that ranks of this host map), the owner's control file, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The operation table: puts and gets that wait for their owner's answer
  * (over packets), imports, and the handles the program tests, waits on and

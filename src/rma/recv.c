@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * RMA packets arriving: the owner judges and serves requests (imports,
  * puts in pieces, gets, notifications), the initiator takes answers (acks,

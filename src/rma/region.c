@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The owner's side: exporting and unexporting regions, finding one by its
  * id, and judging an access to it. The judgement is the same for every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The RMA layer's place in the endpoint: its state made and freed with it,
  * the handle pools, a peer going down, and the opcode's registration.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One-sided communication (VMMC): the layer's internal interface.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Encoding and the one validating decoder of RMA packets; see wire.h. */
 #include "rma/wire.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The one-sided communication packet (opcode FL_OP_RMA), little-endian:
  *

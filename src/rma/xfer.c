@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Puts and gets, on the initiator: its own checks against what the import
  * learned (nothing moves unless they pass), then the path the import

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Receiver pacing: flit_extract, on the progress engine's byte budget. */
 #include "stream/stream.h"
 

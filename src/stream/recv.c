@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The receive side of streams: a message's first packet starts its handler
  * (inline when the packet holds the whole message, else on a fiber), later

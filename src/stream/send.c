@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Stream sends: begin, send (gather), end. See stream.h for the held
  * packet: the one being filled stays reserved in the transport between

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The stream layer's internal interface: its state per endpoint, and the
  * hooks the core calls (the held packet, a peer going down, teardown).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Encoding and the validating decoder of stream packets; see wire.h. */
 #include "stream/wire.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Tagged messaging (MPI's point-to-point core) on the public stream API
  * alone: <flit/tagged.h> for the contract. Nothing here includes a header

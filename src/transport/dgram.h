@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * An unreliable datagram transport: what the reliability channel
  * (src/channel) needs underneath. Datagrams may be lost, duplicated or

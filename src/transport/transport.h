@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The transport seam: what the endpoint and its progress engine need from
  * a way of moving packets. The core never names a particular transport; it

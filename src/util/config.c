@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* FLIT_* environment variables: one table, parsed once at flit_init. */
 #include "util/config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Configuration from FLIT_* environment variables, read once by flit_init.
  * The table in config.c is the single list: defaults, allowed values (with

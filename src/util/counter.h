@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Counters with one writer at a time (the endpoint's owner or lock holder)
  * and readers anywhere (flit_ep_stats, dumps from the boot thread): relaxed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One line per message on stderr, written with a single write(). */
 #include "util/log.h"
 

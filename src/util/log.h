@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Diagnostics to stderr, one line each, prefixed "flit[rank]". */
 #ifndef FL_UTIL_LOG_H
 #define FL_UTIL_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* flit_strerror: a sentence for every status. */
 #include "flit/flit.h"
 

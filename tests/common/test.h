@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What every flit test program shares: checks that name the file, line and
  * status on failure, a seeded random generator, and a checksum.

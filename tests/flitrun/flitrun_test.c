@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Drives flitrun through one case: flitrun_test CASE FLITRUN RANK, where
  * RANK is the stand-in rank program (rank.c). Exit 0 pass, 1 fail, 77 skip.

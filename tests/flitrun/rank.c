@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A stand-in rank for the flitrun tests. It speaks the boot protocol with
  * boot/proto.c alone (the rest of the library is not needed), checks what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fl_am_decode, the one decoder of Active Message packets (src/am/wire.h),
  * on any bytes: what a peer's channel or ring hands the AM layer. The

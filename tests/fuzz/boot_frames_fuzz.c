@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The boot protocol's frames (src/boot/proto.h) as flitrun and the ranks
  * read them off a stream socket: over TCP anyone may connect to flitrun

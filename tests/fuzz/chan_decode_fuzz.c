@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fl_chan_decode, the one decoder of the reliability channel's datagrams
  * (src/channel/wire.h), on any bytes. The datagram is copied to a buffer of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The channel's promise, checked: whatever the network does to the
  * datagrams (loss, duplication, reordering, late copies) the packets of

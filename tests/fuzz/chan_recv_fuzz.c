@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The reliability channel's receive path (src/channel/channel.c) on any
  * sequence of datagrams, without sockets (memdgram.h): a datagram goes from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A late datagram must not stop a retransmission. Rank 0's channel sends
  * rank 1 packets 0 .. 999 (rank 1 acknowledges them all), then 1000 ..

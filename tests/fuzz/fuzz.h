@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the fuzz targets share. Each target is one LLVMFuzzerTestOneInput,
  * built two ways (see CMakeLists.txt):

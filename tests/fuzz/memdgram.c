@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory datagram transport of the fuzz targets; see memdgram.h. */
 #include "memdgram.h"
 

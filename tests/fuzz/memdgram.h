@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A datagram transport made of memory (the fl_dgram_ops seam of
  * src/transport/dgram.h), so that the fuzz targets run the reliability

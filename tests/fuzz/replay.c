@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * main() for a fuzz target built without libFuzzer: runs the target once
  * on every input named on the command line, a file or every file of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fl_rma_decode, the one decoder of one-sided communication packets
  * (src/rma/wire.h), on any bytes: what a peer's channel or ring hands the

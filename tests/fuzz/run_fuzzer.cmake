@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs one libFuzzer target for a bounded time; fails on any crash, leak,
 # undefined behaviour or input that runs too long.
 #

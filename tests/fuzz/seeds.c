@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Writes the seed corpora of the fuzz targets: valid inputs of every kind,
  * built with the library's own encoders, so that fuzzing starts from what

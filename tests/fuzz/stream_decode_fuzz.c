@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fl_st_decode, the one decoder of stream packets (src/stream/wire.h), on
  * any bytes: what a peer's channel or ring hands the stream layer. The

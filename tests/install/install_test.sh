@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # install_test.sh MODE BUILD_DIR SOURCE_DIR WORK_DIR [ARGS...]
 # Proves an installed flit is usable as the README says, with no
 # LD_LIBRARY_PATH anywhere. Every mode installs the build tree into a prefix

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A user's program built against the installed header, as C and as C++:
    every rank pings its neighbour and waits for the answer. */
 #include <flit/flit.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Every kind of Active Message from every rank to every rank, itself
  * included, each answered by a reply of the same kind:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the event-loop descriptor says, between two ranks (flit.h's
  * contract of flit_ep_fd and flit_ep_arm):

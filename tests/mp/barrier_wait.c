@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Barriers and flit_wait, on any number of ranks (1, 2, 3, 5, 8).
  *

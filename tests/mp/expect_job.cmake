@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs a job that is meant to fail in a given way, and checks how it failed.
 #
 #   cmake -DCMD=a|b|c -DEXPECT_RC=137 [-DSTDERR_RE_0=regex ...]

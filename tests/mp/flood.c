@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Ranks flood each other with requests, all at once, and every request
  * handler sends a reply: short or 64 KiB medium requests, answered by short

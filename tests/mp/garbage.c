@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Garbage datagrams at a UDP endpoint (2 ranks, FLIT_TRANSPORT=udp).
  *

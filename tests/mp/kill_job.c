@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A rank dies under plain flitrun (no --keep-going). Three ranks stream
  * requests to each other; once rank 1 has handled --kill-after requests from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the multi-process tests share on top of tests/common/test.h: bounded
  * waits that dump the endpoint and fail instead of hanging, deterministic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Survivors of a SIGKILL. Three ranks; after a barrier ranks 0 and 1 stream
  * requests to rank 2 and to each other; rank 2 answers every request with a

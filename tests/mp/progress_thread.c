@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The progress thread serves a rank that never calls flit. Rank 1 registers
  * its handlers, enters a barrier, then computes: it spins on a flag (with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flit_ep_reserve_handlers, collective, on 3 or more ranks:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Returned messages across processes (2 ranks), for each kind: short,
  * medium, long. Every refusal must come back to the sender's

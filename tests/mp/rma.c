@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One-sided communication between real processes, on whatever transport
  * reaches the peers (shared memory: mapping, cross-memory attach, or

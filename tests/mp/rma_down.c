@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One-sided communication with a rank that dies. Three ranks; rank 2 is the
  * victim:

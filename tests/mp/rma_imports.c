@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Many imports of the same regions. Rank 0 exports two regions of
  * flit_rma_alloc memory (on different pages); rank 1 imports them 70,000

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Several threads of every rank send at once on one FLIT_THREAD_SAFE
  * endpoint, to one rank or to every other rank: streams, tagged messages,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A sender killed in the middle of its messages. Three ranks: rank 2 opens
  * a 1 MiB stream to rank 0 and one to rank 1 and sends the first 96 KiB of

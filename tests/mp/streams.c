@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Streams between real processes: every rank sends every rank (itself too)
  * messages of random lengths, from 0 bytes to several times any transport's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The integrity stress test. Every rank sends every rank, itself included, a
  * long deterministic-random stream of short, medium and long requests; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Tagged messaging (<flit/tagged.h>) between real processes. Every rank
  * takes part in every part; rank r sends to succ = r + 1 and receives from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A FLIT_THREAD_SAFE endpoint used by four threads at once. On each of two
  * ranks, three threads send requests to the other rank concurrently (short,

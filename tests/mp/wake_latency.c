@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A diagnostic, not a CTest: round trips between two ranks whose endpoints
  * may be served by progress threads, reporting every one that took longer

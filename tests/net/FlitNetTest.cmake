@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # flit_net_test: a test whose command runs beside a network of hosts made of
 # network namespaces (netns.sh), set up before it and torn down after it,
 # whatever way it ends.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of netns.sh itself: what it builds, that `up` is idempotent, that
 # `exec` lands in the right host, that `down`, `run` (on exit, timeout and
 # SIGTERM) and `gc` (after SIGKILL) leave nothing behind, and that it skips

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A flit job across the hosts of the test network (run by `netns.sh run`,
 # FLITNET_* set): flitrun in host 0 starts rank i in host i with
 # `--launch 'ip netns exec {host} unshare --ipc'`, so every pair of ranks

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # flitrun across hosts, on the test network (run by `netns.sh run`, FLITNET_*
 # set): flitrun runs in host 0 and starts one rank in each host with
 # `--launch 'ip netns exec {host} ...'`, so the ranks reach it over TCP.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A rank for flitrun's tests across hosts (launch_checks.sh): joins the
  * job, meets every rank at a barrier, then rank 0 prints "ready" and every

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A little network of "hosts" on one machine, for flit's network tests.
 #
 #   netns.sh up PREFIX N [options]   build it (tearing down any old PREFIX first)

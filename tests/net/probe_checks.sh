@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Checks of the test network that take more than one probe run. Runs under
 # `netns.sh run` (FLITNET_* set).
 #

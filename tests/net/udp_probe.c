@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* udp_probe: checks the test network that netns.sh builds, with plain UDP.
  *
  * Sends COUNT numbered datagrams to DEST and counts, per number, the copies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A flit job started by a PMIx launcher (Open MPI's mpirun), not flitrun:
  * pmix_test.sh runs it under `mpirun -n N`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The PMIx launcher's exchange on its own (src/boot/pmix.c, below flit_init):
  * pmix_test.sh runs it under `mpirun -n N`.

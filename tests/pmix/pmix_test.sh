@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # pmix_test.sh NRANKS PROGRAM WORK_DIR
 # Runs PROGRAM (pmix_am or pmix_boot) under Open MPI's mpirun with NRANKS
 # ranks, no flitrun, and checks that flit chose its PMIx launcher, every rank

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The default returned-message handler: with none installed, a message that
  * comes back makes the sender print the reason, the peer, the handler and

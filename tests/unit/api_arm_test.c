@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Event-loop integration (flit_ep_fd / flit_ep_arm) in a job of one rank.
  * flit.h: "flit_ep_fd gives a file descriptor that stays readable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The public API's error paths in a job of one rank (no launcher; messages
  * to itself go through the self transport), each with its exact status:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fork() after flit_init: the child shares its parent's rings and segments,
  * so every call it makes answers FLIT_ERR_FORKED and touches nothing; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flit_ep_peer_info: how an endpoint reaches a peer. In a job of one, the
  * only peer is the rank itself, through the self transport; the call checks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Returned messages, non-blocking sends and counters in a job of one rank.
  *

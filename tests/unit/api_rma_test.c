@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One-sided communication in a job of one rank (a rank importing its own
  * regions):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The stream API in a job of one rank (messages to itself over the self
  * transport):

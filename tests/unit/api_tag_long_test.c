@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * AM-2 tags protect an endpoint: a message whose tag differs from the
  * destination's is refused and returned (FLIT_ERR_BAD_TAG), never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Tagged messaging (<flit/tagged.h>) in a job of one rank: every bad
  * argument with its exact status, and messages to the rank itself (the self

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Tearing down while another thread is inside a call, and calls from a
  * signal handler. Each case runs in a child process of its own (flit_init

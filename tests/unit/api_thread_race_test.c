@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * FLIT_THREAD_SINGLE: concurrent entry must never go unreported, however the
  * two threads' entries interleave (api_thread_test covers the case of one

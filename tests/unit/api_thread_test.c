@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Thread rules, made deterministic with a handler that holds the endpoint:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A token is valid only while its handler runs (am.h). One saved by a
  * request handler and used after that handler returned must answer

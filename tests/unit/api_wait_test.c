@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flit_wait's timeout: 0 and 1000 us time out when nothing comes; a
  * message pending returns at once whatever the timeout; and a very large

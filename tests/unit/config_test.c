@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * FLIT_* configuration (src/core/config.c) driven through the environment:
  * defaults, every variable's valid values, invalid values answered

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fibers (src/platform/fiber.c), with the own switch and with ucontext:
  * a ping-pong that checks every step, 100 fibers interleaved whose stack

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The flitrun <-> rank framing (src/boot/proto.c) over socketpairs: frames
  * of 0 .. 1 MiB bodies, many frames in one read, one frame delivered byte by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The SPSC packet ring (src/transport/shm/ring.c) in private memory:
  * byte-exact round trips of every size, FIFO order, 64-byte records,

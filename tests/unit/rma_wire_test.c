@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The RMA packet decoder (src/rma/wire.c): every kind encodes and decodes
  * back to the same fields; every rule it checks is broken once and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flit_strerror / flit_status_name (src/core/status.c): every status has its
  * own non-empty sentence and its enumerator's name; unknown values get the

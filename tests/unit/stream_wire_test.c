@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The stream packet (src/stream/wire.c) and the receive side's state
  * machine (src/stream/recv.c) against packets no honest sender writes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers the unit tests share on top of tests/common/test.h: a clean
  * environment, polite spinning for a machine with few cores, and deadlines

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The Active Message wire format (src/am/wire.c): every op round-trips
  * through fl_am_encode / fl_am_decode field for field, headers keep the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The boot protocol (boot/proto.h) as flitrun serves it, on the connections
  * server.c keeps: a HELLO that names a rank of this job, allgather rounds

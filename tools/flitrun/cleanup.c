@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The end of every run: what is still buffered goes out, everything is
  * closed and freed, and the shared-memory files that ranks which died

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flitrun: the job launcher. Starts N ranks of a program on this host, or
  * on several hosts (--hosts) through ssh or a --launch command, serves the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* flitrun's host list, placement, launch commands and boot address; see hosts.h. */
 #include "hosts.h"
 

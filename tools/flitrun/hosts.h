@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flitrun's jobs that span hosts: the host list (--hosts), where each rank
  * goes (--placement), the command that starts a rank on another host (ssh,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The loop: one poll() over everything the job waits on, each ready
  * descriptor handed to the part that owns it, then the deadlines. Runs

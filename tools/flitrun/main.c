@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flitrun's main: the options, the job's setup, starting the ranks, the
  * loop, and the teardown every path ends in. What flitrun is and how its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* flitrun's command line: the options, their checks, --help and --version. */
 #include <arpa/inet.h>
 #include <errno.h>

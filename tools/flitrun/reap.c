@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Ranks ending: reaping them as SIGCHLD says, what each exit means (a
  * failure stops the job), and taking along what they left running in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * --prefix: each rank's stdout and stderr come through a pipe of their own,
  * and go out line by line behind "[rank] ", one write for all the whole

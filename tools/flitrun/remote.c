@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Ranks on other hosts: which ranks they are, the command that starts each
  * one there (ssh or --launch, carrying the FLIT_* environment), and what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* flitrun's messages on stderr: "flitrun: ...", one write each. */
 #include <errno.h>
 #include <poll.h>

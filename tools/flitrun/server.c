@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The rendezvous: the socket the ranks connect to (an abstract unix socket,
  * or TCP when a rank may be on another host), and their connections to it:

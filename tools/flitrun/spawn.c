@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Starting the ranks: each is forked into the job's process group (rank 0
  * leads it), tied to flitrun's life, given its stdio, and exec'd; a pipe

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flitrun's stdin, on to rank 0 through a pipe that flitrun fills (the
  * ranks are in the background of flitrun's terminal, where reading it

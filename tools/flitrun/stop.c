@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Ending the job: the signals flitrun takes (through a signalfd, so the
  * loop sees them), a rank's failure, the --timeout with its dumps, and the

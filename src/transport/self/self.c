@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The self transport: messages a rank sends to itself. Two rings (one per
  * lane) in private memory, written and read by the same endpoint, so

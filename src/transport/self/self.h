@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A rank to itself: rings in private memory, read by the same endpoint. */
 #ifndef FL_TRANSPORT_SELF_SELF_H
 #define FL_TRANSPORT_SELF_SELF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* SPSC packet ring; see ring.h for the layout and the protocol. */
 #include "transport/shm/ring.h"
 

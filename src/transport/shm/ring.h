@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Single-producer / single-consumer ring of variable-size packets.
  *

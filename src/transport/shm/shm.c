@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The shared-memory transport: the kernel-bypass path between ranks on one
  * host.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Shared memory between the ranks of one host: rings per ordered pair and
  * lane in files under /dev/shm, wake-ups only for a receiver that said it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UDP datagrams for the reliability channel: the path between hosts (and,
  * with FLIT_TRANSPORT=udp, between ranks of one host).

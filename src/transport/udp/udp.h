@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UDP datagrams: one socket per endpoint. An unreliable datagram transport
  * (transport/dgram.h); what the core uses is the reliability channel over
