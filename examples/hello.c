@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/* clang-format off */
 /*
  * The smallest complete flit program: every rank sends a short request to
  * its right neighbour, whose handler replies; each rank waits for its reply.

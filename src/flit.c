@@ -30,16 +30,16 @@ static flit_status udp_open(const struct fl_tp_open_args *a, struct fl_tp_ep **o
 static const struct fl_transport udp = FL_CHANNEL_TRANSPORT("udp", 3, udp_open);
 
 static const struct fl_transport *const transports[] = {
-    &fl_tp_self,    /* a rank to itself */
-    &fl_tp_shm,     /* ranks on this host */
-    &udp,           /* everyone else (or everyone, FLIT_TRANSPORT=udp) */
+    &fl_tp_self, /* a rank to itself */
+    &fl_tp_shm,  /* ranks on this host */
+    &udp,        /* everyone else (or everyone, FLIT_TRANSPORT=udp) */
     NULL,
 };
 
 static struct fl_layer *const layers[] = {
-    &fl_am_layer,       /* active messages: handlers, request / reply */
-    &fl_stream_layer,   /* messages as byte streams (FM 2.x) */
-    &fl_rma_layer,      /* one-sided communication (VMMC) */
+    &fl_am_layer,     /* active messages: handlers, request / reply */
+    &fl_stream_layer, /* messages as byte streams (FM 2.x) */
+    &fl_rma_layer,    /* one-sided communication (VMMC) */
     NULL,
 };
 

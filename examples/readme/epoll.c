@@ -5,8 +5,8 @@
  * examples/epoll_loop.c. check() is the README's complete program's.
  */
 #include <errno.h>
-#include <sys/epoll.h>
 #include <flit/flit.h>
+#include <sys/epoll.h>
 
 void check(flit_status st, const char *what);
 void readme_epoll(flit_ep_t *ep, int epfd);

@@ -8,7 +8,9 @@
  */
 #include <flit/flit.h>
 
-struct inbox { void *base; };
+struct inbox {
+    void *base;
+};
 void inbox_note(struct inbox *in, uint32_t from, const void *data, size_t len);
 void check(flit_status st, const char *what);
 void readme_rma(flit_ep_t *ep, const void *msg, size_t len);

@@ -9,7 +9,9 @@
 #include <flit/flit.h>
 
 enum { H_PUT = 3 };
-struct table { char *slots; };
+struct table {
+    char *slots;
+};
 void *table_slot(struct table *tab, uint32_t key, uint32_t len);
 void table_drop(struct table *tab, uint32_t key);
 void check(flit_status st, const char *what);

@@ -36,11 +36,11 @@
 extern "C" {
 #endif
 
-#define FLIT_AM_MAX_ARGS 16u
+#define FLIT_AM_MAX_ARGS   16u
 #define FLIT_AM_MAX_MEDIUM 65536u
 
 /* Send flags. */
-#define FLIT_AM_NONBLOCK (1u << 0)  /* answer FLIT_ERR_AGAIN instead of waiting */
+#define FLIT_AM_NONBLOCK (1u << 0) /* answer FLIT_ERR_AGAIN instead of waiting */
 /*
  * More messages follow soon (like MSG_MORE): a transport that packs several
  * messages into one datagram (UDP) may hold this one back until the next
@@ -57,9 +57,8 @@ typedef struct flit_token flit_token_t;
  * handler returns; long: where it landed in the segment; short: NULL, 0.
  * args: the nargs arguments, valid until the handler returns.
  */
-typedef void (*flit_am_handler_fn)(flit_token_t *token, void *buf,
-                                   size_t nbytes, const uint32_t *args,
-                                   unsigned nargs, void *user);
+typedef void (*flit_am_handler_fn)(flit_token_t *token, void *buf, size_t nbytes,
+                                   const uint32_t *args, unsigned nargs, void *user);
 
 /* Installs fn at index h (fn NULL removes it). */
 FLIT_API flit_status flit_am_register(flit_ep_t *ep, flit_handler_t h,
@@ -70,20 +69,16 @@ FLIT_API flit_ep_t *flit_token_ep(const flit_token_t *token);
 
 /* ---- requests ---- */
 
-FLIT_API flit_status flit_am_short(flit_ep_t *ep, flit_rank_t dest,
-                                   flit_handler_t h, const uint32_t *args,
-                                   unsigned nargs, unsigned flags);
+FLIT_API flit_status flit_am_short(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                                   const uint32_t *args, unsigned nargs, unsigned flags);
 
-FLIT_API flit_status flit_am_medium(flit_ep_t *ep, flit_rank_t dest,
-                                    flit_handler_t h, const void *buf,
-                                    size_t nbytes, const uint32_t *args,
+FLIT_API flit_status flit_am_medium(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                                    const void *buf, size_t nbytes, const uint32_t *args,
                                     unsigned nargs, unsigned flags);
 
-FLIT_API flit_status flit_am_long(flit_ep_t *ep, flit_rank_t dest,
-                                  flit_handler_t h, const void *buf,
-                                  size_t nbytes, uint64_t dest_offset,
-                                  const uint32_t *args, unsigned nargs,
-                                  unsigned flags);
+FLIT_API flit_status flit_am_long(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                                  const void *buf, size_t nbytes, uint64_t dest_offset,
+                                  const uint32_t *args, unsigned nargs, unsigned flags);
 
 /* ---- replies: only from a request handler, at most once, to its sender ---- */
 
@@ -96,8 +91,8 @@ FLIT_API flit_status flit_am_reply_medium(flit_token_t *token, flit_handler_t h,
 
 FLIT_API flit_status flit_am_reply_long(flit_token_t *token, flit_handler_t h,
                                         const void *buf, size_t nbytes,
-                                        uint64_t dest_offset,
-                                        const uint32_t *args, unsigned nargs);
+                                        uint64_t dest_offset, const uint32_t *args,
+                                        unsigned nargs);
 
 /* ---- returned messages ---- */
 
@@ -105,21 +100,21 @@ typedef enum flit_am_kind {
     FLIT_AM_SHORT = 0,
     FLIT_AM_MEDIUM = 1,
     FLIT_AM_LONG = 2,
-    FLIT_AM_STREAM = 3          /* a stream message (<flit/stream.h>) */
+    FLIT_AM_STREAM = 3 /* a stream message (<flit/stream.h>) */
 } flit_am_kind;
 
 typedef struct flit_returned {
-    flit_status reason;         /* why: FLIT_ERR_NO_HANDLER, _BAD_TAG, ... */
-    flit_rank_t peer;           /* the destination that did not take it */
+    flit_status reason; /* why: FLIT_ERR_NO_HANDLER, _BAD_TAG, ... */
+    flit_rank_t peer;   /* the destination that did not take it */
     flit_handler_t handler;
     flit_am_kind kind;
     int is_reply;
     unsigned nargs;
     const uint32_t *args;
-    const void *payload;        /* medium: the payload; otherwise NULL */
-    size_t nbytes;              /* payload length (long: the length sent;
-                                   stream: the message's total) */
-    uint64_t offset;            /* long: the destination offset */
+    const void *payload; /* medium: the payload; otherwise NULL */
+    size_t nbytes;       /* payload length (long: the length sent;
+                            stream: the message's total) */
+    uint64_t offset;     /* long: the destination offset */
 } flit_returned_t;
 
 /*
@@ -127,10 +122,8 @@ typedef struct flit_returned {
  * points to are valid until it returns. The default prints the reason, the
  * peer, the handler and the operation, then aborts.
  */
-typedef void (*flit_returned_fn)(flit_ep_t *ep, const flit_returned_t *info,
-                                 void *user);
-FLIT_API flit_status flit_am_set_returned_handler(flit_ep_t *ep,
-                                                  flit_returned_fn fn,
+typedef void (*flit_returned_fn)(flit_ep_t *ep, const flit_returned_t *info, void *user);
+FLIT_API flit_status flit_am_set_returned_handler(flit_ep_t *ep, flit_returned_fn fn,
                                                   void *user);
 
 /* "request short", "reply long", ... for messages about an operation. */

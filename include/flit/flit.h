@@ -25,11 +25,11 @@
 #define FLIT_VERSION_MAJOR 0
 #define FLIT_VERSION_MINOR 1
 #define FLIT_VERSION_PATCH 0
-#define FLIT_VERSION \
+#define FLIT_VERSION                                                                     \
     (FLIT_VERSION_MAJOR * 10000 + FLIT_VERSION_MINOR * 100 + FLIT_VERSION_PATCH)
 
 #if defined(__GNUC__)
-#define FLIT_API __attribute__((visibility("default")))
+#define FLIT_API       __attribute__((visibility("default")))
 #define FLIT_NODISCARD __attribute__((warn_unused_result))
 #else
 #define FLIT_API
@@ -44,38 +44,38 @@ extern "C" {
 
 typedef enum flit_status {
     FLIT_OK = 0,
-    FLIT_ERR_INVALID_ARG,       /* NULL pointer, bad flag, absurd size */
-    FLIT_ERR_NOT_INITIALIZED,   /* flit_init has not been called */
+    FLIT_ERR_INVALID_ARG,     /* NULL pointer, bad flag, absurd size */
+    FLIT_ERR_NOT_INITIALIZED, /* flit_init has not been called */
     FLIT_ERR_ALREADY_INITIALIZED,
-    FLIT_ERR_FINALIZED,         /* called after flit_finalize */
-    FLIT_ERR_FORKED,            /* a child made by fork() used its parent's flit */
-    FLIT_ERR_THREAD,            /* single-threaded endpoint entered by two threads */
+    FLIT_ERR_FINALIZED, /* called after flit_finalize */
+    FLIT_ERR_FORKED,    /* a child made by fork() used its parent's flit */
+    FLIT_ERR_THREAD,    /* single-threaded endpoint entered by two threads */
     FLIT_ERR_NO_MEMORY,
-    FLIT_ERR_SYSTEM,            /* an operating-system call failed (logged) */
-    FLIT_ERR_BOOT,              /* the launcher's bootstrap failed or went away */
-    FLIT_ERR_RANK,              /* rank outside 0 .. size-1 */
-    FLIT_ERR_NARGS,             /* more than FLIT_AM_MAX_ARGS arguments */
-    FLIT_ERR_TOO_LARGE,         /* payload above the maximum of its kind */
-    FLIT_ERR_BOUNDS,            /* long: offset/length outside the segment */
-    FLIT_ERR_NO_SEGMENT,        /* long: the destination registered no segment */
-    FLIT_ERR_AGAIN,             /* non-blocking call: no room now, try later */
-    FLIT_ERR_TIMEOUT,           /* nothing happened within the timeout */
-    FLIT_ERR_IN_HANDLER,        /* not allowed inside a handler (request, poll, wait) */
-    FLIT_ERR_REPLY_IN_REPLY,    /* a reply or returned-message handler tried to send */
-    FLIT_ERR_ALREADY_REPLIED,   /* a request handler may reply only once */
-    FLIT_ERR_BAD_TOKEN,         /* token of no running request handler */
-    FLIT_ERR_PEER_DOWN,         /* the peer died or stopped answering */
-    FLIT_ERR_NO_HANDLER,        /* no handler registered at that index */
-    FLIT_ERR_BAD_HANDLER,       /* handler index outside the handler table */
-    FLIT_ERR_BAD_TAG,           /* message tag differs from the endpoint's tag */
-    FLIT_ERR_BAD_PACKET,        /* malformed packet refused */
-    FLIT_ERR_UNREACHABLE,       /* no transport reaches that peer */
-    FLIT_ERR_NOT_SUPPORTED,     /* valid request this build or transport cannot do */
-    FLIT_ERR_DENIED,            /* rma: the owner did not grant this rank or access */
-    FLIT_ERR_REVOKED,           /* rma: the region was unexported (or never was) */
-    FLIT_ERR_CLOSED,            /* the endpoint was destroyed while the call waited */
-    FLIT_ERR_EXHAUSTED,         /* none left (handler indices to reserve) */
-    FLIT_STATUS_COUNT           /* not a status: the number of them */
+    FLIT_ERR_SYSTEM,          /* an operating-system call failed (logged) */
+    FLIT_ERR_BOOT,            /* the launcher's bootstrap failed or went away */
+    FLIT_ERR_RANK,            /* rank outside 0 .. size-1 */
+    FLIT_ERR_NARGS,           /* more than FLIT_AM_MAX_ARGS arguments */
+    FLIT_ERR_TOO_LARGE,       /* payload above the maximum of its kind */
+    FLIT_ERR_BOUNDS,          /* long: offset/length outside the segment */
+    FLIT_ERR_NO_SEGMENT,      /* long: the destination registered no segment */
+    FLIT_ERR_AGAIN,           /* non-blocking call: no room now, try later */
+    FLIT_ERR_TIMEOUT,         /* nothing happened within the timeout */
+    FLIT_ERR_IN_HANDLER,      /* not allowed inside a handler (request, poll, wait) */
+    FLIT_ERR_REPLY_IN_REPLY,  /* a reply or returned-message handler tried to send */
+    FLIT_ERR_ALREADY_REPLIED, /* a request handler may reply only once */
+    FLIT_ERR_BAD_TOKEN,       /* token of no running request handler */
+    FLIT_ERR_PEER_DOWN,       /* the peer died or stopped answering */
+    FLIT_ERR_NO_HANDLER,      /* no handler registered at that index */
+    FLIT_ERR_BAD_HANDLER,     /* handler index outside the handler table */
+    FLIT_ERR_BAD_TAG,         /* message tag differs from the endpoint's tag */
+    FLIT_ERR_BAD_PACKET,      /* malformed packet refused */
+    FLIT_ERR_UNREACHABLE,     /* no transport reaches that peer */
+    FLIT_ERR_NOT_SUPPORTED,   /* valid request this build or transport cannot do */
+    FLIT_ERR_DENIED,          /* rma: the owner did not grant this rank or access */
+    FLIT_ERR_REVOKED,         /* rma: the region was unexported (or never was) */
+    FLIT_ERR_CLOSED,          /* the endpoint was destroyed while the call waited */
+    FLIT_ERR_EXHAUSTED,       /* none left (handler indices to reserve) */
+    FLIT_STATUS_COUNT         /* not a status: the number of them */
 } flit_status;
 
 /* A sentence that explains the status; never NULL, even for unknown values. */
@@ -85,8 +85,12 @@ FLIT_API const char *flit_status_name(flit_status status);
 
 /* ---------------------------------------------------------------- ids */
 
-typedef struct flit_rank { uint32_t idx; } flit_rank_t;
-typedef struct flit_handler { uint16_t idx; } flit_handler_t;
+typedef struct flit_rank {
+    uint32_t idx;
+} flit_rank_t;
+typedef struct flit_handler {
+    uint16_t idx;
+} flit_handler_t;
 
 static inline flit_rank_t flit_rank(uint32_t idx)
 {
@@ -110,7 +114,7 @@ static inline flit_handler_t flit_handler(uint16_t idx)
  * collective by itself; endpoint creation is. params may be NULL.
  */
 typedef struct flit_init_params {
-    uint64_t field_mask;        /* no fields yet; must be 0 */
+    uint64_t field_mask; /* no fields yet; must be 0 */
 } flit_init_params_t;
 
 FLIT_API flit_status flit_init(const flit_init_params_t *params);
@@ -142,9 +146,9 @@ typedef struct flit_ep flit_ep_t;
  * act on it outside, or wake an event loop (flit_ep_fd).
  */
 typedef enum flit_thread_mode {
-    FLIT_THREAD_SINGLE = 0,     /* one thread at a time; concurrent entry is
-                                   detected and answered FLIT_ERR_THREAD */
-    FLIT_THREAD_SAFE = 1        /* any thread may call any function */
+    FLIT_THREAD_SINGLE = 0, /* one thread at a time; concurrent entry is
+                               detected and answered FLIT_ERR_THREAD */
+    FLIT_THREAD_SAFE = 1    /* any thread may call any function */
 } flit_thread_mode;
 
 #define FLIT_EP_PARAM_THREAD_MODE     (1u << 0)
@@ -154,11 +158,11 @@ typedef enum flit_thread_mode {
 #define FLIT_EP_PARAM_PROGRESS_THREAD (1u << 4)
 
 #define FLIT_HANDLER_COUNT_DEFAULT 256u
-#define FLIT_HANDLER_COUNT_MAX 65536u
+#define FLIT_HANDLER_COUNT_MAX     65536u
 
 typedef struct flit_ep_params {
-    uint64_t field_mask;        /* FLIT_EP_PARAM_* bits of the fields set */
-    flit_thread_mode thread_mode;   /* default FLIT_THREAD_SINGLE */
+    uint64_t field_mask;          /* FLIT_EP_PARAM_* bits of the fields set */
+    flit_thread_mode thread_mode; /* default FLIT_THREAD_SINGLE */
     /*
      * The segment long messages land in. segment_addr NULL with a size: the
      * library allocates it in memory its peers on this host map directly
@@ -167,12 +171,12 @@ typedef struct flit_ep_params {
      * memory must stay valid until the endpoint is destroyed.
      */
     void *segment_addr;
-    size_t segment_size;        /* default 0: no segment */
-    uint64_t tag;               /* default: the job's tag */
-    uint32_t handler_count;     /* 1 .. FLIT_HANDLER_COUNT_MAX, default 256 */
-    int progress_thread;        /* nonzero: serve this endpoint from a thread
-                                   (implies FLIT_THREAD_SAFE); default from
-                                   FLIT_PROGRESS_THREAD */
+    size_t segment_size;    /* default 0: no segment */
+    uint64_t tag;           /* default: the job's tag */
+    uint32_t handler_count; /* 1 .. FLIT_HANDLER_COUNT_MAX, default 256 */
+    int progress_thread;    /* nonzero: serve this endpoint from a thread
+                               (implies FLIT_THREAD_SAFE); default from
+                               FLIT_PROGRESS_THREAD */
 } flit_ep_params_t;
 
 /*
@@ -180,8 +184,7 @@ typedef struct flit_ep_params {
  * order, and the n-th endpoint of one rank talks to the n-th of the others.
  * params may be NULL for all defaults.
  */
-FLIT_API flit_status flit_ep_create(const flit_ep_params_t *params,
-                                    flit_ep_t **ep_out);
+FLIT_API flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out);
 
 /* Collective: waits until every rank is done with this endpoint, then frees
    it. Not from inside a handler. On a thread-safe endpoint, calls other
@@ -211,8 +214,7 @@ FLIT_API flit_status flit_ep_reserve_handlers(flit_ep_t *ep, unsigned count,
 FLIT_API flit_status flit_ep_thread_mode(flit_ep_t *ep, flit_thread_mode *mode_out);
 
 /* The local segment (NULL, 0 when none). */
-FLIT_API flit_status flit_ep_segment(flit_ep_t *ep, void **addr_out,
-                                     size_t *size_out);
+FLIT_API flit_status flit_ep_segment(flit_ep_t *ep, void **addr_out, size_t *size_out);
 /* The size of rank's segment on this endpoint, as that rank registered it. */
 FLIT_API flit_status flit_ep_peer_segment_size(flit_ep_t *ep, flit_rank_t rank,
                                                size_t *size_out);
@@ -223,28 +225,26 @@ FLIT_API flit_status flit_ep_peer_segment_size(flit_ep_t *ep, flit_rank_t rank,
  */
 FLIT_API flit_status flit_ep_tag(flit_ep_t *ep, uint64_t *tag_out);
 FLIT_API flit_status flit_ep_set_tag(flit_ep_t *ep, uint64_t tag);
-FLIT_API flit_status flit_ep_set_peer_tag(flit_ep_t *ep, flit_rank_t rank,
-                                          uint64_t tag);
+FLIT_API flit_status flit_ep_set_peer_tag(flit_ep_t *ep, flit_rank_t rank, uint64_t tag);
 
 /* How the endpoint reaches a peer. */
 typedef struct flit_peer_info {
-    size_t struct_size;         /* set to sizeof(flit_peer_info_t) before the call */
-    const char *transport;      /* "self", "shm", "udp" */
-    char address[64];           /* udp: "10.0.0.2:4711"; shm: "pid 1234"; self: "" */
-    size_t max_packet;          /* largest packet the transport carries */
-    int down;                   /* nonzero once the peer is known dead */
-    size_t datagram;            /* udp: largest datagram payload to the peer
-                                   (the path's MTU or FLIT_UDP_MTU); else 0 */
+    size_t struct_size;    /* set to sizeof(flit_peer_info_t) before the call */
+    const char *transport; /* "self", "shm", "udp" */
+    char address[64];      /* udp: "10.0.0.2:4711"; shm: "pid 1234"; self: "" */
+    size_t max_packet;     /* largest packet the transport carries */
+    int down;              /* nonzero once the peer is known dead */
+    size_t datagram;       /* udp: largest datagram payload to the peer
+                              (the path's MTU or FLIT_UDP_MTU); else 0 */
 } flit_peer_info_t;
 
 FLIT_API flit_status flit_ep_peer_info(flit_ep_t *ep, flit_rank_t rank,
                                        flit_peer_info_t *info_out);
 
 /* Called once per peer that dies or stops answering. */
-typedef void (*flit_peer_down_fn)(flit_ep_t *ep, flit_rank_t peer,
-                                  flit_status reason, void *user);
-FLIT_API flit_status flit_ep_set_peer_down_handler(flit_ep_t *ep,
-                                                   flit_peer_down_fn fn,
+typedef void (*flit_peer_down_fn)(flit_ep_t *ep, flit_rank_t peer, flit_status reason,
+                                  void *user);
+FLIT_API flit_status flit_ep_set_peer_down_handler(flit_ep_t *ep, flit_peer_down_fn fn,
                                                    void *user);
 
 /* ---------------------------------------------------------------- progress */
@@ -297,39 +297,43 @@ FLIT_API flit_status flit_ep_arm(flit_ep_t *ep);
 /* ---------------------------------------------------------------- counters */
 
 enum flit_stat_kind {
-    FLIT_STAT_REQ_SHORT, FLIT_STAT_REQ_MEDIUM, FLIT_STAT_REQ_LONG,
-    FLIT_STAT_REP_SHORT, FLIT_STAT_REP_MEDIUM, FLIT_STAT_REP_LONG,
+    FLIT_STAT_REQ_SHORT,
+    FLIT_STAT_REQ_MEDIUM,
+    FLIT_STAT_REQ_LONG,
+    FLIT_STAT_REP_SHORT,
+    FLIT_STAT_REP_MEDIUM,
+    FLIT_STAT_REP_LONG,
     FLIT_STAT_KINDS
 };
 
 typedef struct flit_stats {
-    size_t struct_size;         /* set to sizeof(flit_stats_t) before the call */
+    size_t struct_size; /* set to sizeof(flit_stats_t) before the call */
     uint64_t sent_msgs[FLIT_STAT_KINDS];
-    uint64_t sent_bytes[FLIT_STAT_KINDS];   /* payload bytes */
+    uint64_t sent_bytes[FLIT_STAT_KINDS]; /* payload bytes */
     uint64_t recv_msgs[FLIT_STAT_KINDS];
     uint64_t recv_bytes[FLIT_STAT_KINDS];
-    uint64_t credit_stalls;     /* sends that found the receiver without room */
-    uint64_t returned_to_us;    /* our messages that came back */
-    uint64_t returned_by_us;    /* messages we refused and sent back */
-    uint64_t refused_packets;   /* malformed or foreign packets dropped */
-    uint64_t polls;             /* progress passes */
-    uint64_t sleeps;            /* times the endpoint went to sleep */
-    uint64_t wakeups_sent;      /* system calls made to wake a sleeping peer */
+    uint64_t credit_stalls;   /* sends that found the receiver without room */
+    uint64_t returned_to_us;  /* our messages that came back */
+    uint64_t returned_by_us;  /* messages we refused and sent back */
+    uint64_t refused_packets; /* malformed or foreign packets dropped */
+    uint64_t polls;           /* progress passes */
+    uint64_t sleeps;          /* times the endpoint went to sleep */
+    uint64_t wakeups_sent;    /* system calls made to wake a sleeping peer */
     uint64_t peers_down;
     /* Datagram transports (UDP) */
     uint64_t datagrams_sent;
     uint64_t datagrams_received;
-    uint64_t retransmits;       /* packets sent again after a loss or timeout */
-    uint64_t duplicates;        /* packets received twice and dropped */
-    uint64_t faults_injected;   /* FLIT_DROP/DUP/REORDER_RATE at work */
+    uint64_t retransmits;     /* packets sent again after a loss or timeout */
+    uint64_t duplicates;      /* packets received twice and dropped */
+    uint64_t faults_injected; /* FLIT_DROP/DUP/REORDER_RATE at work */
     /* Streams (<flit/stream.h>) */
     uint64_t stream_sent_msgs;
     uint64_t stream_sent_bytes;
     uint64_t stream_recv_msgs;
     uint64_t stream_recv_bytes;
-    uint64_t stream_fibers;     /* handlers that got a stack of their own */
+    uint64_t stream_fibers; /* handlers that got a stack of their own */
     /* One-sided communication (<flit/rma.h>) */
-    uint64_t rma_puts;          /* puts and gets this endpoint made */
+    uint64_t rma_puts; /* puts and gets this endpoint made */
     uint64_t rma_gets;
     uint64_t rma_put_bytes;
     uint64_t rma_get_bytes;

@@ -86,15 +86,17 @@ typedef struct flit_rma_remote flit_rma_remote_t;
 typedef struct flit_rma_op flit_rma_op_t;
 
 /* Access granted to importers (flit_rma_export). */
-#define FLIT_RMA_READ (1u << 0)
+#define FLIT_RMA_READ  (1u << 0)
 #define FLIT_RMA_WRITE (1u << 1)
 
 /* Put and get flags. */
-#define FLIT_RMA_REMOTE_DONE (1u << 0)  /* put: complete only once the data is
-                                           in the owner's memory (always so
-                                           for a get) */
-#define FLIT_RMA_NOTIFY (1u << 1)       /* put: run the owner's notification
-                                           handler once the data is there */
+#define FLIT_RMA_REMOTE_DONE                                                             \
+    (1u << 0) /* put: complete only once the data is                                     \
+                 in the owner's memory (always so                                        \
+                 for a get) */
+#define FLIT_RMA_NOTIFY                                                                  \
+    (1u << 1) /* put: run the owner's notification                                       \
+                 handler once the data is there */
 
 /* ---- memory ---- */
 
@@ -151,11 +153,9 @@ FLIT_API flit_status flit_rma_unexport(flit_rma_region_t *region);
  * removes it; notifications arriving without a handler are dropped.
  * Notifications for a region unexported meanwhile are dropped too.
  */
-typedef void (*flit_rma_notify_fn)(flit_ep_t *ep, uint64_t export_id,
-                                   flit_rank_t from, uint64_t offset, size_t len,
-                                   void *user);
-FLIT_API flit_status flit_rma_set_notify_handler(flit_ep_t *ep,
-                                                 flit_rma_notify_fn fn,
+typedef void (*flit_rma_notify_fn)(flit_ep_t *ep, uint64_t export_id, flit_rank_t from,
+                                   uint64_t offset, size_t len, void *user);
+FLIT_API flit_status flit_rma_set_notify_handler(flit_ep_t *ep, flit_rma_notify_fn fn,
                                                  void *user);
 
 /* ---- the importer's side ---- */
@@ -166,8 +166,7 @@ FLIT_API flit_status flit_rma_set_notify_handler(flit_ep_t *ep,
  * rank; FLIT_ERR_REVOKED when it exports no region by that id (any more);
  * FLIT_ERR_PEER_DOWN when it died. A rank may import its own regions.
  */
-FLIT_API flit_status flit_rma_import(flit_ep_t *ep, flit_rank_t owner,
-                                     uint64_t export_id,
+FLIT_API flit_status flit_rma_import(flit_ep_t *ep, flit_rank_t owner, uint64_t export_id,
                                      flit_rma_remote_t **remote_out);
 
 /* The region's length and the access its owner granted, as the import
@@ -213,9 +212,8 @@ FLIT_API flit_status flit_rma_put(flit_rma_remote_t *remote, uint64_t offset,
  * (FLIT_ERR_INVALID_ARG); FLIT_ERR_DENIED when reading was not granted;
  * the rest as for flit_rma_put.
  */
-FLIT_API flit_status flit_rma_get(flit_rma_remote_t *remote, uint64_t offset,
-                                  void *dst, size_t len, unsigned flags,
-                                  flit_rma_op_t **op);
+FLIT_API flit_status flit_rma_get(flit_rma_remote_t *remote, uint64_t offset, void *dst,
+                                  size_t len, unsigned flags, flit_rma_op_t **op);
 
 /*
  * Makes progress once (without blocking) and says whether op is complete.

@@ -72,8 +72,7 @@ typedef struct flit_stream flit_stream_t;
  * Runs once per message, during progress, from the moment its first packet
  * arrives. total: the message's length as its sender declared it.
  */
-typedef void (*flit_stream_handler_fn)(flit_stream_t *stream, size_t total,
-                                       void *user);
+typedef void (*flit_stream_handler_fn)(flit_stream_t *stream, size_t total, void *user);
 
 /*
  * Installs fn at index h of the endpoint's stream-handler table (fn NULL
@@ -86,8 +85,9 @@ FLIT_API flit_status flit_stream_register(flit_ep_t *ep, flit_handler_t h,
 /* ---- sending ---- */
 
 /* flit_stream_begin flags. */
-#define FLIT_STREAM_NONBLOCK FLIT_AM_NONBLOCK   /* FLIT_ERR_AGAIN instead of
-                                                   waiting for room */
+#define FLIT_STREAM_NONBLOCK                                                             \
+    FLIT_AM_NONBLOCK /* FLIT_ERR_AGAIN instead of                                        \
+                        waiting for room */
 
 /*
  * Opens a message of exactly total bytes to dest's stream handler h.
@@ -97,9 +97,9 @@ FLIT_API flit_status flit_stream_register(flit_ep_t *ep, flit_handler_t h,
  * handler it runs in), FLIT_ERR_PEER_DOWN for a dead peer. Several messages
  * may be open at once, to one rank or many.
  */
-FLIT_API flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest,
-                                       flit_handler_t h, size_t total,
-                                       unsigned flags, flit_stream_out_t **out);
+FLIT_API flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                                       size_t total, unsigned flags,
+                                       flit_stream_out_t **out);
 
 /*
  * Adds the next n bytes of the message; buf may be reused on return.
@@ -107,11 +107,10 @@ FLIT_API flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest,
  * Waits for room as needed; FLIT_ERR_PEER_DOWN if the peer died (the
  * message is then lost: end it).
  */
-FLIT_API flit_status flit_stream_send(flit_stream_out_t *s, const void *buf,
-                                      size_t n);
+FLIT_API flit_status flit_stream_send(flit_stream_out_t *s, const void *buf, size_t n);
 /* The same for iovcnt pieces gathered from iov, in order. */
-FLIT_API flit_status flit_stream_sendv(flit_stream_out_t *s,
-                                       const struct iovec *iov, int iovcnt);
+FLIT_API flit_status flit_stream_sendv(flit_stream_out_t *s, const struct iovec *iov,
+                                       int iovcnt);
 
 /*
  * Closes the message and frees s. FLIT_ERR_INVALID_ARG, with s still open,

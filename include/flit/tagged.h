@@ -41,8 +41,8 @@ extern "C" {
 typedef struct flit_tagged flit_tagged_t;
 typedef struct flit_request flit_request_t;
 
-#define FLIT_ANY_SOURCE UINT32_MAX          /* as the rank of a receive */
-#define FLIT_ANY_TAG UINT64_MAX             /* as the tag of a receive */
+#define FLIT_ANY_SOURCE UINT32_MAX /* as the rank of a receive */
+#define FLIT_ANY_TAG    UINT64_MAX /* as the tag of a receive */
 
 /*
  * What a completed receive (or a probe) found. For a probe, received is 0;
@@ -51,11 +51,11 @@ typedef struct flit_request flit_request_t;
 typedef struct flit_tagged_info {
     flit_rank_t source;
     uint64_t tag;
-    size_t length;          /* the message's length as sent */
-    size_t received;        /* bytes placed in the buffer: min(length, size) */
-    flit_status status;     /* FLIT_OK, or FLIT_ERR_TOO_LARGE: truncated;
-                               FLIT_ERR_PEER_DOWN: the sender died before the
-                               whole message arrived (received: what did) */
+    size_t length;      /* the message's length as sent */
+    size_t received;    /* bytes placed in the buffer: min(length, size) */
+    flit_status status; /* FLIT_OK, or FLIT_ERR_TOO_LARGE: truncated;
+                           FLIT_ERR_PEER_DOWN: the sender died before the
+                           whole message arrived (received: what did) */
 } flit_tagged_info_t;
 
 /*
@@ -84,8 +84,8 @@ FLIT_API flit_status flit_tagged_destroy(flit_tagged_t *t);
  * a rank of the job (FLIT_ERR_RANK), tag anything but FLIT_ANY_TAG
  * (FLIT_ERR_INVALID_ARG); len may be 0 (buf may then be NULL).
  */
-FLIT_API flit_status flit_tagged_send(flit_tagged_t *t, flit_rank_t dest,
-                                      uint64_t tag, const void *buf, size_t len);
+FLIT_API flit_status flit_tagged_send(flit_tagged_t *t, flit_rank_t dest, uint64_t tag,
+                                      const void *buf, size_t len);
 
 /*
  * Receives the first matching message into buf (at most size bytes).
@@ -94,9 +94,8 @@ FLIT_API flit_status flit_tagged_send(flit_tagged_t *t, flit_rank_t dest,
  * of the message discarded. Inside a handler only a message that has
  * already arrived can be received (else FLIT_ERR_IN_HANDLER).
  */
-FLIT_API flit_status flit_tagged_recv(flit_tagged_t *t, flit_rank_t source,
-                                      uint64_t tag, void *buf, size_t size,
-                                      flit_tagged_info_t *info);
+FLIT_API flit_status flit_tagged_recv(flit_tagged_t *t, flit_rank_t source, uint64_t tag,
+                                      void *buf, size_t size, flit_tagged_info_t *info);
 
 /* ---- non-blocking: a request, completed by test or wait ---- */
 
@@ -106,18 +105,16 @@ FLIT_API flit_status flit_tagged_recv(flit_tagged_t *t, flit_rank_t source,
  * the request is complete at once and exists so that code written for
  * isend/wait runs unchanged.
  */
-FLIT_API flit_status flit_tagged_isend(flit_tagged_t *t, flit_rank_t dest,
-                                       uint64_t tag, const void *buf, size_t len,
-                                       flit_request_t **req);
+FLIT_API flit_status flit_tagged_isend(flit_tagged_t *t, flit_rank_t dest, uint64_t tag,
+                                       const void *buf, size_t len, flit_request_t **req);
 
 /*
  * Posts a receive (source and tag as for flit_tagged_recv); buf must stay
  * valid until the request completes. A message that already arrived is
  * copied into buf at once (the request is then complete).
  */
-FLIT_API flit_status flit_tagged_irecv(flit_tagged_t *t, flit_rank_t source,
-                                       uint64_t tag, void *buf, size_t size,
-                                       flit_request_t **req);
+FLIT_API flit_status flit_tagged_irecv(flit_tagged_t *t, flit_rank_t source, uint64_t tag,
+                                       void *buf, size_t size, flit_request_t **req);
 
 /*
  * Makes progress once; when *req is complete, frees it, sets *req to NULL,
@@ -142,8 +139,7 @@ FLIT_API flit_status flit_tagged_wait(flit_request_t **req, int64_t timeout_us,
  * that did complete are finished as said and the others stay in reqs.
  */
 FLIT_API flit_status flit_tagged_waitall(size_t n, flit_request_t **reqs,
-                                         int64_t timeout_us,
-                                         flit_tagged_info_t *infos);
+                                         int64_t timeout_us, flit_tagged_info_t *infos);
 
 /*
  * Cancels a posted receive that has not matched yet: FLIT_OK and *req
@@ -164,9 +160,8 @@ FLIT_API flit_status flit_tagged_iprobe(flit_tagged_t *t, flit_rank_t source,
                                         uint64_t tag, int *found,
                                         flit_tagged_info_t *info);
 /* Waits until one has (timeout_us < 0: for ever; FLIT_ERR_TIMEOUT). */
-FLIT_API flit_status flit_tagged_probe(flit_tagged_t *t, flit_rank_t source,
-                                       uint64_t tag, int64_t timeout_us,
-                                       flit_tagged_info_t *info);
+FLIT_API flit_status flit_tagged_probe(flit_tagged_t *t, flit_rank_t source, uint64_t tag,
+                                       int64_t timeout_us, flit_tagged_info_t *info);
 
 #ifdef __cplusplus
 }

@@ -55,8 +55,8 @@ static flit_status send_msg(struct flit_ep *ep, uint32_t dst, unsigned lane,
     return FLIT_OK;
 }
 
-static void count_sent(struct flit_ep *ep, uint32_t dst, flit_am_kind kind,
-                       bool reply, size_t nbytes)
+static void count_sent(struct flit_ep *ep, uint32_t dst, flit_am_kind kind, bool reply,
+                       size_t nbytes)
 {
     unsigned k = fl_am_stat(kind, reply);
     struct fl_am_ep *a = fl_am_of(ep);
@@ -135,18 +135,18 @@ static flit_status send_direct(struct flit_ep *ep, uint32_t dst, unsigned lane,
     }
     fl_ep_cancel(ep, dst, lane, pkt);
     if (st == FLIT_ERR_NOT_SUPPORTED) {
-        p->put_ok = false;  /* for good: pieces from now on */
+        p->put_ok = false; /* for good: pieces from now on */
         fl_info("rank %u: no direct access to its segment; long payloads go in "
-                "pieces", dst);
+                "pieces",
+                dst);
     }
     *in_pieces = st == FLIT_ERR_NOT_SUPPORTED || st == FLIT_ERR_BAD_TAG;
     return st;
 }
 
 static flit_status send_long(struct flit_ep *ep, uint32_t dst, unsigned lane,
-                             struct fl_am_msg *m, const uint32_t *args,
-                             const void *buf, size_t nbytes, uint64_t offset,
-                             unsigned flags)
+                             struct fl_am_msg *m, const uint32_t *args, const void *buf,
+                             size_t nbytes, uint64_t offset, unsigned flags)
 {
     struct fl_peer *p = &ep->peers[dst];
     if (p->seg_size == 0)
@@ -157,8 +157,8 @@ static flit_status send_long(struct flit_ep *ep, uint32_t dst, unsigned lane,
     m->total = nbytes;
     if (p->put_ok && nbytes) {
         bool in_pieces;
-        flit_status st = send_direct(ep, dst, lane, m, args, buf, nbytes, flags,
-                                     &in_pieces);
+        flit_status st =
+            send_direct(ep, dst, lane, m, args, buf, nbytes, flags, &in_pieces);
         if (!in_pieces)
             return st;
     }
@@ -169,8 +169,8 @@ static flit_status send_long(struct flit_ep *ep, uint32_t dst, unsigned lane,
 
 /* Short messages go straight to the ring: the latency and rate path. */
 static flit_status send_short(struct flit_ep *ep, uint32_t dst, bool reply,
-                              flit_handler_t h, const uint32_t *args,
-                              unsigned nargs, unsigned flags)
+                              flit_handler_t h, const uint32_t *args, unsigned nargs,
+                              unsigned flags)
 {
     struct fl_peer *p = &ep->peers[dst];
     if (fl_peer_is_down(p))
@@ -198,8 +198,8 @@ static flit_status am_send(struct flit_ep *ep, uint32_t dst, bool reply,
         return FLIT_ERR_PEER_DOWN;
     unsigned lane = reply ? FL_LANE_REP : FL_LANE_REQ;
     struct fl_am_msg m;
-    fill(&m, kind == FLIT_AM_MEDIUM ? FL_OP_AM_MEDIUM : FL_OP_AM_LONG, reply, h,
-         p->tag, nargs);
+    fill(&m, kind == FLIT_AM_MEDIUM ? FL_OP_AM_MEDIUM : FL_OP_AM_LONG, reply, h, p->tag,
+         nargs);
     flit_status st;
     if (kind == FLIT_AM_MEDIUM) {
         m.payload_len = nbytes;
@@ -212,8 +212,7 @@ static flit_status am_send(struct flit_ep *ep, uint32_t dst, bool reply,
     return st;
 }
 
-static flit_status check_payload(flit_am_kind kind, const void *buf,
-                                 size_t nbytes)
+static flit_status check_payload(flit_am_kind kind, const void *buf, size_t nbytes)
 {
     if (nbytes && !buf)
         return FLIT_ERR_INVALID_ARG;
@@ -224,8 +223,8 @@ static flit_status check_payload(flit_am_kind kind, const void *buf,
 
 static flit_status request(flit_ep_t *ep, flit_rank_t dest, flit_am_kind kind,
                            flit_handler_t h, const void *buf, size_t nbytes,
-                           uint64_t offset, const uint32_t *args,
-                           unsigned nargs, unsigned flags)
+                           uint64_t offset, const uint32_t *args, unsigned nargs,
+                           unsigned flags)
 {
     flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
@@ -239,8 +238,8 @@ static flit_status request(flit_ep_t *ep, flit_rank_t dest, flit_am_kind kind,
     if (st == FLIT_OK)
         st = check_payload(kind, buf, nbytes);
     if (st == FLIT_OK)
-        st = am_send(ep, dest.idx, false, kind, h, buf, nbytes, offset, args,
-                     nargs, flags);
+        st = am_send(ep, dest.idx, false, kind, h, buf, nbytes, offset, args, nargs,
+                     flags);
     fl_ep_leave(ep);
     return st;
 }
@@ -274,8 +273,8 @@ flit_status flit_am_long(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
                          const void *buf, size_t nbytes, uint64_t dest_offset,
                          const uint32_t *args, unsigned nargs, unsigned flags)
 {
-    return request(ep, dest, FLIT_AM_LONG, h, buf, nbytes, dest_offset, args,
-                   nargs, flags);
+    return request(ep, dest, FLIT_AM_LONG, h, buf, nbytes, dest_offset, args, nargs,
+                   flags);
 }
 
 /* May this token reply? Replies run inside the request handler, on the
@@ -302,8 +301,7 @@ static flit_status reply(flit_token_t *t, flit_am_kind kind, flit_handler_t h,
     if (st == FLIT_OK)
         st = check_payload(kind, buf, nbytes);
     if (st == FLIT_OK)
-        st = am_send(t->ep, t->src, true, kind, h, buf, nbytes, offset, args,
-                     nargs, 0);
+        st = am_send(t->ep, t->src, true, kind, h, buf, nbytes, offset, args, nargs, 0);
     if (st == FLIT_OK)
         t->replied = 1;
     return st;
@@ -322,16 +320,14 @@ flit_status flit_am_reply_short(flit_token_t *token, flit_handler_t h,
     return st;
 }
 
-flit_status flit_am_reply_medium(flit_token_t *token, flit_handler_t h,
-                                 const void *buf, size_t nbytes,
-                                 const uint32_t *args, unsigned nargs)
+flit_status flit_am_reply_medium(flit_token_t *token, flit_handler_t h, const void *buf,
+                                 size_t nbytes, const uint32_t *args, unsigned nargs)
 {
     return reply(token, FLIT_AM_MEDIUM, h, buf, nbytes, 0, args, nargs);
 }
 
-flit_status flit_am_reply_long(flit_token_t *token, flit_handler_t h,
-                               const void *buf, size_t nbytes,
-                               uint64_t dest_offset, const uint32_t *args,
+flit_status flit_am_reply_long(flit_token_t *token, flit_handler_t h, const void *buf,
+                               size_t nbytes, uint64_t dest_offset, const uint32_t *args,
                                unsigned nargs)
 {
     return reply(token, FLIT_AM_LONG, h, buf, nbytes, dest_offset, args, nargs);

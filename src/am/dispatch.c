@@ -13,13 +13,12 @@
 #include "util/log.h"
 
 /* Handler context: what runs here may reply (requests) or nothing. */
-static struct flit_token *token_push(struct flit_ep *ep, uint32_t src,
-                                     bool no_send)
+static struct flit_token *token_push(struct flit_ep *ep, uint32_t src, bool no_send)
 {
     struct fl_am_ep *a = fl_am_of(ep);
     struct flit_token *t = &a->tokens[a->token_next++ % FL_TOKEN_POOL];
     for (unsigned tries = 1; __builtin_expect(t->live, 0); tries++) {
-        if (tries == FL_TOKEN_POOL) {   /* live ones are a handful at most */
+        if (tries == FL_TOKEN_POOL) { /* live ones are a handful at most */
             fl_error("endpoint %u: %u handlers running at once; is a "
                      "single-threaded endpoint used by several threads?",
                      ep->index, FL_TOKEN_POOL);
@@ -55,14 +54,16 @@ static flit_am_kind kind_of(const struct fl_am_msg *m)
  * reason, then the refused packet. For a long message only its header goes
  * back (as a LONG), never the payload.
  */
-void fl_am_return_packet(struct flit_ep *ep, uint32_t src, const void *pkt,
-                         size_t len, flit_status reason)
+void fl_am_return_packet(struct flit_ep *ep, uint32_t src, const void *pkt, size_t len,
+                         flit_status reason)
 {
     FL_COUNT(fl_am_of(ep)->returned_by_us, 1);
     if (fl_peer_is_down(&ep->peers[src]))
         return;
-    struct fl_am_msg r = {.op = FL_OP_RETURN, .flags = FL_AMF_REPLY,
-                          .aux = (uint16_t)reason, .payload_len = len};
+    struct fl_am_msg r = {.op = FL_OP_RETURN,
+                          .flags = FL_AMF_REPLY,
+                          .aux = (uint16_t)reason,
+                          .payload_len = len};
     size_t hl = fl_am_hdr_len(FL_OP_RETURN, 0);
     /* As a handler would: a blocked send polls only reply lanes. Inside, the
        ring we read pkt from is busy, so pkt stays valid. */
@@ -93,8 +94,8 @@ static void send_back(struct flit_ep *ep, uint32_t src, const struct fl_am_msg *
         pkt = inner;
     }
     fl_debug("returning %s from rank %u (handler %u): %s",
-             flit_am_kind_name(kind_of(m), m->flags & FL_AMF_REPLY), src,
-             m->handler, flit_strerror(reason));
+             flit_am_kind_name(kind_of(m), m->flags & FL_AMF_REPLY), src, m->handler,
+             flit_strerror(reason));
     fl_am_return_packet(ep, src, pkt, len, reason);
 }
 
@@ -138,8 +139,7 @@ static flit_status judge(struct flit_ep *ep, const struct fl_am_msg *m)
     return FLIT_OK;
 }
 
-static void run_handler(struct flit_ep *ep, uint32_t src,
-                        const struct fl_am_msg *m)
+static void run_handler(struct flit_ep *ep, uint32_t src, const struct fl_am_msg *m)
 {
     bool is_reply = m->flags & FL_AMF_REPLY;
     void *buf = NULL;
@@ -162,8 +162,7 @@ static void run_handler(struct flit_ep *ep, uint32_t src,
     token_pop(ep, t);
 }
 
-void fl_am_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
-                size_t len)
+void fl_am_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt, size_t len)
 {
     struct fl_am_msg m;
     if (fl_am_decode(pkt, len, &m) != FLIT_OK ||
@@ -182,7 +181,7 @@ void fl_am_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
         flit_status *err = frag_error(ep, src, lane);
         if (why == FLIT_OK)
             why = *err;
-        *err = FLIT_OK;     /* the next long starts clean */
+        *err = FLIT_OK; /* the next long starts clean */
     }
     if (why != FLIT_OK)
         send_back(ep, src, &m, pkt, len, why);
@@ -199,8 +198,8 @@ static void default_returned(flit_ep_t *ep, const flit_returned_t *r, void *user
     fl_error("message returned by rank %u: %s (%s); handler %u, %s, %u args, "
              "%zu bytes%s",
              r->peer.idx, flit_strerror(r->reason), flit_status_name(r->reason),
-             r->handler.idx, flit_am_kind_name(r->kind, r->is_reply), r->nargs,
-             r->nbytes, r->kind == FLIT_AM_LONG ? " (long)" : "");
+             r->handler.idx, flit_am_kind_name(r->kind, r->is_reply), r->nargs, r->nbytes,
+             r->kind == FLIT_AM_LONG ? " (long)" : "");
     fl_error("no returned-message handler installed: aborting");
     abort();
 }
@@ -216,8 +215,8 @@ void fl_am_returned(struct flit_ep *ep, uint32_t peer, const flit_returned_t *r)
 }
 
 /* Hands one of our own packets (decoded) to the returned-message handler. */
-static void deliver_returned(struct flit_ep *ep, uint32_t peer,
-                             const struct fl_am_msg *m, flit_status reason)
+static void deliver_returned(struct flit_ep *ep, uint32_t peer, const struct fl_am_msg *m,
+                             flit_status reason)
 {
     flit_returned_t r = {
         .reason = reason,
@@ -240,7 +239,7 @@ static void deliver_returned(struct flit_ep *ep, uint32_t peer,
  * carry nothing the program sent on its own.
  */
 bool fl_am_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
-                    flit_status reason, bool reclaimed)
+                flit_status reason, bool reclaimed)
 {
     struct fl_am_msg m;
     if (fl_am_decode(pkt, len, &m) != FLIT_OK)
@@ -248,13 +247,13 @@ bool fl_am_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
     if (m.op == FL_OP_AM_FRAG && (!reclaimed || !(m.flags & FL_AMF_FINAL)))
         return reclaimed;
     if (m.op == FL_OP_RETURN)
-        return reclaimed;   /* a refusal of theirs: nothing of ours to tell */
+        return reclaimed; /* a refusal of theirs: nothing of ours to tell */
     deliver_returned(ep, peer, &m, reason);
     return true;
 }
 
-void fl_am_recv_return(struct flit_ep *ep, uint32_t src, unsigned lane,
-                       void *pkt, size_t len)
+void fl_am_recv_return(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
+                       size_t len)
 {
     struct fl_am_msg outer;
     bool ok = lane == FL_LANE_REP && fl_am_decode(pkt, len, &outer) == FLIT_OK &&
@@ -268,8 +267,8 @@ void fl_am_recv_return(struct flit_ep *ep, uint32_t src, unsigned lane,
 
 /* ---- registration ---- */
 
-flit_status flit_am_register(flit_ep_t *ep, flit_handler_t h,
-                             flit_am_handler_fn fn, void *user)
+flit_status flit_am_register(flit_ep_t *ep, flit_handler_t h, flit_am_handler_fn fn,
+                             void *user)
 {
     flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
@@ -284,8 +283,7 @@ flit_status flit_am_register(flit_ep_t *ep, flit_handler_t h,
     return st;
 }
 
-flit_status flit_am_set_returned_handler(flit_ep_t *ep, flit_returned_fn fn,
-                                         void *user)
+flit_status flit_am_set_returned_handler(flit_ep_t *ep, flit_returned_fn fn, void *user)
 {
     flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
@@ -295,4 +293,3 @@ flit_status flit_am_set_returned_handler(flit_ep_t *ep, flit_returned_fn fn,
     fl_ep_leave(ep);
     return FLIT_OK;
 }
-

@@ -20,7 +20,7 @@ size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m, const uint32_t *arg
     fl_put64(buf + 12, m->tag);
     uint8_t *p = buf + FL_AM_BASE_HDR;
     if (LITTLE_ENDIAN_HOST) {
-        if (m->nargs)   /* args may be NULL then */
+        if (m->nargs) /* args may be NULL then */
             memcpy(p, args, 4u * m->nargs);
     } else {
         for (unsigned i = 0; i < m->nargs; i++)
@@ -35,7 +35,7 @@ size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m, const uint32_t *arg
     }
     size_t hl = fl_am_hdr_len(m->op, m->nargs);
     if (p < buf + hl)
-        fl_put32(p, 0);     /* at most 4 bytes of padding: never leak stack */
+        fl_put32(p, 0); /* at most 4 bytes of padding: never leak stack */
     return hl;
 }
 
@@ -60,9 +60,10 @@ static flit_status check_op(const struct fl_am_msg *m)
         /* Only the last piece carries the arguments. */
         return final || m->nargs == 0 ? FLIT_OK : FLIT_ERR_BAD_PACKET;
     }
-    case FL_OP_RETURN:     /* a reason, never "success" */
+    case FL_OP_RETURN: /* a reason, never "success" */
         return m->aux != FLIT_OK && m->aux < FLIT_STATUS_COUNT && m->nargs == 0
-                   ? FLIT_OK : FLIT_ERR_BAD_PACKET;
+                   ? FLIT_OK
+                   : FLIT_ERR_BAD_PACKET;
     default:
         return FLIT_ERR_BAD_PACKET;
     }
@@ -73,7 +74,7 @@ flit_status fl_am_decode(void *pkt, size_t len, struct fl_am_msg *m)
     uint8_t *b = pkt;
     if (len < FL_AM_BASE_HDR)
         return FLIT_ERR_BAD_PACKET;
-    uint64_t w = fl_get64(b);   /* version, op, nargs, flags, handler, aux */
+    uint64_t w = fl_get64(b); /* version, op, nargs, flags, handler, aux */
     m->op = (uint8_t)(w >> 8);
     m->nargs = (uint8_t)(w >> 16);
     m->flags = (uint8_t)(w >> 24);

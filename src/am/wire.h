@@ -31,19 +31,19 @@
 
 #define FL_AM_BASE_HDR 20u
 #define FL_AM_LONG_EXT 24u
-#define FL_AM_MAX_HDR 112u          /* 20 + 64 + 24, rounded up to 8 */
+#define FL_AM_MAX_HDR  112u /* 20 + 64 + 24, rounded up to 8 */
 
-#define FL_AMF_REPLY 0x01u          /* travels on the reply lane */
-#define FL_AMF_FINAL 0x02u          /* FRAG: the last piece; the handler runs */
+#define FL_AMF_REPLY 0x01u /* travels on the reply lane */
+#define FL_AMF_FINAL 0x02u /* FRAG: the last piece; the handler runs */
 #define FL_AMF_KNOWN (FL_AMF_REPLY | FL_AMF_FINAL)
 
 /* The layer's opcodes (core/packet.h: claimed at init). */
 enum {
     FL_OP_AM_SHORT = 1,
     FL_OP_AM_MEDIUM = 2,
-    FL_OP_AM_LONG = 3,      /* payload already in the segment (put) */
-    FL_OP_AM_FRAG = 4,      /* a piece of a long payload, copied on arrival */
-    FL_OP_RETURN = 5,       /* a refused packet sent back, with the reason */
+    FL_OP_AM_LONG = 3, /* payload already in the segment (put) */
+    FL_OP_AM_FRAG = 4, /* a piece of a long payload, copied on arrival */
+    FL_OP_RETURN = 5,  /* a refused packet sent back, with the reason */
 };
 
 /* A header in host order: what encode writes, what decode found. */
@@ -51,14 +51,14 @@ struct fl_am_msg {
     uint8_t op, flags, nargs;
     uint16_t handler, aux;
     uint64_t tag;
-    uint64_t base, total, piece;    /* LONG, FRAG */
+    uint64_t base, total, piece; /* LONG, FRAG */
     size_t payload_len;
     /* decode: the arguments, read in place on little-endian machines (the
        packet is 8-byte aligned, so they are 4-byte aligned), else copied
        into args[]. */
     const uint32_t *argv;
     uint32_t args[FLIT_AM_MAX_ARGS];
-    uint8_t *payload;               /* decode: into the packet */
+    uint8_t *payload; /* decode: into the packet */
 };
 
 /* Header bytes before the payload for op with nargs arguments. */

@@ -10,9 +10,9 @@
 static const struct fl_boot_ops *const launchers[] = {
     &fl_boot_flitrun,
 #ifdef FLIT_HAVE_PMIX
-    &fl_boot_pmix,      /* mpirun, prterun, srun; flitrun may run under them */
+    &fl_boot_pmix, /* mpirun, prterun, srun; flitrun may run under them */
 #endif
-    &fl_boot_single,    /* always detects: a program started by hand */
+    &fl_boot_single, /* always detects: a program started by hand */
     NULL,
 };
 
@@ -32,8 +32,7 @@ flit_status fl_boot_open(struct fl_boot_info *info)
     return FLIT_ERR_BOOT;
 }
 
-flit_status fl_boot_allgather(const void *mine, size_t len,
-                              struct fl_blobs **out)
+flit_status fl_boot_allgather(const void *mine, size_t len, struct fl_blobs **out)
 {
     if (!cur)
         return FLIT_ERR_BOOT;

@@ -19,12 +19,12 @@
 #include "flit/flit.h"
 
 struct fl_boot_info {
-    uint64_t job_id;            /* same on every rank; names shared files */
+    uint64_t job_id; /* same on every rank; names shared files */
     uint32_t rank, size;
-    const char *launcher;       /* "flitrun", "pmix", "singleton" */
-    uint32_t net_hint;          /* this rank's IPv4 address (host order) on the
-                                   route to the launcher, where the launcher
-                                   knows it (flitrun over TCP); else 0 */
+    const char *launcher; /* "flitrun", "pmix", "singleton" */
+    uint32_t net_hint;    /* this rank's IPv4 address (host order) on the
+                             route to the launcher, where the launcher
+                             knows it (flitrun over TCP); else 0 */
 };
 
 /* The result of an allgather: blob[i] of len[i] bytes from rank i. */
@@ -37,16 +37,14 @@ struct fl_blobs {
 /* A launcher: how the library talks to whoever started it. */
 struct fl_boot_ops {
     const char *name;
-    bool (*detect)(void);       /* does the environment name this launcher? */
+    bool (*detect)(void); /* does the environment name this launcher? */
     flit_status (*open)(struct fl_boot_info *info);
-    flit_status (*allgather)(const void *mine, size_t len,
-                             struct fl_blobs **out);
+    flit_status (*allgather)(const void *mine, size_t len, struct fl_blobs **out);
     void (*close)(bool clean);
 };
 
 flit_status fl_boot_open(struct fl_boot_info *info);
-flit_status fl_boot_allgather(const void *mine, size_t len,
-                              struct fl_blobs **out);
+flit_status fl_boot_allgather(const void *mine, size_t len, struct fl_blobs **out);
 void fl_blobs_free(struct fl_blobs *b);
 /* clean: the rank finalized (as opposed to a failed start). */
 void fl_boot_close(bool clean);

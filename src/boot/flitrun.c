@@ -28,15 +28,15 @@
 static struct {
     int fd;
     pthread_t thread;
-    pthread_mutex_t lock;       /* writes to fd, and the fields below */
+    pthread_mutex_t lock; /* writes to fd, and the fields below */
     pthread_cond_t cond;
     uint32_t rank, size;
-    uint32_t round;             /* allgather rounds started */
-    struct fl_blobs *result;    /* of the current round, taken by the caller */
-    bool broken;                /* connection lost or garbled */
-    bool tcp;                   /* the tie to flitrun: see above */
-    bool closing;               /* the rank lets go of the connection */
-    char spec[128];             /* flitrun's address, for messages */
+    uint32_t round;          /* allgather rounds started */
+    struct fl_blobs *result; /* of the current round, taken by the caller */
+    bool broken;             /* connection lost or garbled */
+    bool tcp;                /* the tie to flitrun: see above */
+    bool closing;            /* the rank lets go of the connection */
+    char spec[128];          /* flitrun's address, for messages */
 } fr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static bool flitrun_detect(void)
@@ -209,8 +209,7 @@ static flit_status flitrun_open(struct fl_boot_info *info)
     return FLIT_OK;
 }
 
-static flit_status flitrun_allgather(const void *mine, size_t len,
-                                     struct fl_blobs **out)
+static flit_status flitrun_allgather(const void *mine, size_t len, struct fl_blobs **out)
 {
     uint8_t *msg = malloc(4 + len);
     if (!msg)

@@ -21,8 +21,8 @@
 
 #include "boot/blobs.h"
 #include "boot/proto.h"
-#include "util/log.h"
 #include "platform/os.h"
+#include "util/log.h"
 
 #define KEY_NONCE "flit.job"
 

@@ -68,10 +68,10 @@ int fl_proto_rx_fill(struct fl_proto_rx *rx, int fd)
     }
 }
 
-int fl_proto_rx_next(struct fl_proto_rx *rx, uint8_t *type,
-                     const uint8_t **body, size_t *len)
+int fl_proto_rx_next(struct fl_proto_rx *rx, uint8_t *type, const uint8_t **body,
+                     size_t *len)
 {
-    if (rx->handed) {           /* the caller is done with the last frame */
+    if (rx->handed) { /* the caller is done with the last frame */
         memmove(rx->buf, rx->buf + rx->handed, rx->len - rx->handed);
         rx->len -= rx->handed;
         rx->handed = 0;
@@ -104,8 +104,7 @@ void fl_proto_rx_free(struct fl_proto_rx *rx)
     memset(rx, 0, sizeof *rx);
 }
 
-int fl_proto_parse_addr(const char *spec, struct sockaddr_un *sa,
-                        unsigned *salen)
+int fl_proto_parse_addr(const char *spec, struct sockaddr_un *sa, unsigned *salen)
 {
     static const char prefix[] = "unix:@";
     size_t plen = sizeof prefix - 1;
@@ -117,7 +116,7 @@ int fl_proto_parse_addr(const char *spec, struct sockaddr_un *sa,
         return -EINVAL;
     memset(sa, 0, sizeof *sa);
     sa->sun_family = AF_UNIX;
-    memcpy(sa->sun_path + 1, name, nlen);   /* abstract: leading NUL */
+    memcpy(sa->sun_path + 1, name, nlen); /* abstract: leading NUL */
     *salen = (unsigned)(offsetof(struct sockaddr_un, sun_path) + 1 + nlen);
     return 0;
 }
@@ -213,8 +212,7 @@ void fl_proto_hello_encode(uint8_t out[FL_PROTO_HELLO_LEN], uint64_t job_id,
     fl_put32(out + 16, pid);
 }
 
-int fl_proto_hello_decode(const uint8_t *body, size_t len,
-                          struct fl_proto_hello *out)
+int fl_proto_hello_decode(const uint8_t *body, size_t len, struct fl_proto_hello *out)
 {
     if (len < 4)
         return -EPROTO;

@@ -39,10 +39,10 @@ enum fl_proto_type {
     FL_PROTO_BYE = 6,
 };
 
-#define FL_PROTO_MAX_FRAME (64u << 20)
-#define FL_PROTO_VERSION 1u
-#define FL_PROTO_HELLO_LEN 20u
-#define FL_PROTO_GATHERED_HDR 8u        /* round, n */
+#define FL_PROTO_MAX_FRAME    (64u << 20)
+#define FL_PROTO_VERSION      1u
+#define FL_PROTO_HELLO_LEN    20u
+#define FL_PROTO_GATHERED_HDR 8u /* round, n */
 
 struct fl_proto_hello {
     uint32_t version;
@@ -53,16 +53,16 @@ struct fl_proto_hello {
 void fl_proto_hello_encode(uint8_t out[FL_PROTO_HELLO_LEN], uint64_t job_id,
                            uint32_t rank, uint32_t pid);
 /* 0, -EPROTO (malformed) or -EPROTONOSUPPORT (another version of flit). */
-int fl_proto_hello_decode(const uint8_t *body, size_t len,
-                          struct fl_proto_hello *out);
+int fl_proto_hello_decode(const uint8_t *body, size_t len, struct fl_proto_hello *out);
 
 /* Environment variables flitrun sets for each rank. */
-#define FL_ENV_BOOT "FLIT_BOOT"         /* flitrun's socket: "unix:@name" when
-                                           every rank is on its host, else
-                                           "tcp:a.b.c.d:port" */
-#define FL_ENV_RANK "FLIT_RANK"
-#define FL_ENV_SIZE "FLIT_SIZE"
-#define FL_ENV_JOB_ID "FLIT_JOB_ID"     /* 16 hex digits */
+#define FL_ENV_BOOT                                                                      \
+    "FLIT_BOOT" /* flitrun's socket: "unix:@name" when                                   \
+                   every rank is on its host, else                                       \
+                   "tcp:a.b.c.d:port" */
+#define FL_ENV_RANK   "FLIT_RANK"
+#define FL_ENV_SIZE   "FLIT_SIZE"
+#define FL_ENV_JOB_ID "FLIT_JOB_ID" /* 16 hex digits */
 
 /* Writes one whole frame to a blocking fd (retries on EINTR). 0 or -errno. */
 int fl_proto_send(int fd, uint8_t type, const void *body, size_t len);
@@ -71,7 +71,7 @@ int fl_proto_send(int fd, uint8_t type, const void *body, size_t len);
 struct fl_proto_rx {
     uint8_t *buf;
     size_t len, cap;
-    size_t handed;              /* bytes of the frame handed out last */
+    size_t handed; /* bytes of the frame handed out last */
 };
 
 /*
@@ -85,14 +85,13 @@ int fl_proto_rx_fill(struct fl_proto_rx *rx, int fd);
  * valid until the next call), 0 when none is complete, -EPROTO when the
  * stream is garbage.
  */
-int fl_proto_rx_next(struct fl_proto_rx *rx, uint8_t *type,
-                     const uint8_t **body, size_t *len);
+int fl_proto_rx_next(struct fl_proto_rx *rx, uint8_t *type, const uint8_t **body,
+                     size_t *len);
 void fl_proto_rx_free(struct fl_proto_rx *rx);
 
 /* "unix:@name" -> a sockaddr_un (abstract namespace). 0 or -EINVAL. */
 struct sockaddr_un;
-int fl_proto_parse_addr(const char *spec, struct sockaddr_un *sa,
-                        unsigned *salen);
+int fl_proto_parse_addr(const char *spec, struct sockaddr_un *sa, unsigned *salen);
 
 /* "tcp:a.b.c.d:port" (dotted quad, port 1..65535, nothing else) -> a
    sockaddr_in. 0 or -EINVAL; *sa is written only on success. */

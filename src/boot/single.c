@@ -18,8 +18,7 @@ static flit_status single_open(struct fl_boot_info *info)
     return FLIT_OK;
 }
 
-static flit_status single_allgather(const void *mine, size_t len,
-                                    struct fl_blobs **out)
+static flit_status single_allgather(const void *mine, size_t len, struct fl_blobs **out)
 {
     struct fl_blobs *b = fl_blobs_alloc(1, len);
     if (!b)

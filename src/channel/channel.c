@@ -32,85 +32,85 @@
 
 #include "channel/fault.h"
 #include "channel/wire.h"
-#include "util/config.h"
-#include "util/log.h"
 #include "platform/le.h"
 #include "platform/os.h"
+#include "util/config.h"
+#include "util/log.h"
 
-#define CHUNK_CAP 1024u         /* sequence numbers in flight per lane */
+#define CHUNK_CAP 1024u /* sequence numbers in flight per lane */
 /* A lane's window holds at least two of the largest packets. */
-#define MIN_WINDOW(t) (2u * (uint64_t)(t)->max_packet)
-#define DGRAM_CHUNKS 64u        /* chunks in one datagram we build */
-#define TX_BATCH 16u            /* datagrams per sendmmsg */
-#define RX_BUF 65536u           /* one received datagram, at most */
-#define MAX_DEPTH FL_DGRAM_SLOTS    /* nested polls: handler -> blocked reply -> ... */
-#define CLOCK_EVERY 16u         /* idle polls between looks at the clock */
-#define MAX_BACKOFF 6u          /* retransmission timeout x 64 at most */
+#define MIN_WINDOW(t)  (2u * (uint64_t)(t)->max_packet)
+#define DGRAM_CHUNKS   64u            /* chunks in one datagram we build */
+#define TX_BATCH       16u            /* datagrams per sendmmsg */
+#define RX_BUF         65536u         /* one received datagram, at most */
+#define MAX_DEPTH      FL_DGRAM_SLOTS /* nested polls: handler -> blocked reply -> ... */
+#define CLOCK_EVERY    16u            /* idle polls between looks at the clock */
+#define MAX_BACKOFF    6u             /* retransmission timeout x 64 at most */
 #define RTO_INITIAL_NS 50000000ull
-#define RTO_MAX_NS 1000000000ull
-#define PROBE_SLACK_NS 50000ull /* a tail probe waits this beyond 2 RTT + ack delay */
-#define BLOB_MAGIC 0x4843464cu  /* "FLCH" */
-#define BLOB_HDR 8u
+#define RTO_MAX_NS     1000000000ull
+#define PROBE_SLACK_NS 50000ull    /* a tail probe waits this beyond 2 RTT + ack delay */
+#define BLOB_MAGIC     0x4843464cu /* "FLCH" */
+#define BLOB_HDR       8u
 
 /* ---- state ---- */
 
 struct tx_chunk {
-    uint64_t pos;               /* its bytes in the send buffer */
-    uint64_t pkt_pos;           /* where its packet starts */
-    uint64_t sent_ns;           /* last transmission; 0: never sent */
-    uint64_t first_ns;          /* first transmission: the give-up clock */
+    uint64_t pos;      /* its bytes in the send buffer */
+    uint64_t pkt_pos;  /* where its packet starts */
+    uint64_t sent_ns;  /* last transmission; 0: never sent */
+    uint64_t first_ns; /* first transmission: the give-up clock */
     uint32_t len, pkt_len;
-    uint8_t flags;              /* FL_CHAN_FIRST, FL_CHAN_LAST */
-    bool sacked;                /* the receiver holds it (selective ack) */
-    bool rexmit;                /* due to be sent again */
+    uint8_t flags; /* FL_CHAN_FIRST, FL_CHAN_LAST */
+    bool sacked;   /* the receiver holds it (selective ack) */
+    bool rexmit;   /* due to be sent again */
 };
 
 struct tx_lane {
     uint8_t *buf;
-    uint64_t size;              /* the window */
-    uint64_t head, tail;        /* [head, tail): packets not yet acknowledged */
-    uint64_t reserved;          /* the open reservation */
-    struct tx_chunk *chunk;     /* [CHUNK_CAP], by sequence number */
-    uint32_t acked;             /* first sequence number not acknowledged */
-    uint32_t unsent;            /* first never sent */
-    uint32_t next;              /* next to give */
+    uint64_t size;          /* the window */
+    uint64_t head, tail;    /* [head, tail): packets not yet acknowledged */
+    uint64_t reserved;      /* the open reservation */
+    struct tx_chunk *chunk; /* [CHUNK_CAP], by sequence number */
+    uint32_t acked;         /* first sequence number not acknowledged */
+    uint32_t unsent;        /* first never sent */
+    uint32_t next;          /* next to give */
 };
 
 struct rx_chunk {
-    uint8_t *data;              /* a copy: it came ahead of its turn */
+    uint8_t *data; /* a copy: it came ahead of its turn */
     uint32_t len;
     uint8_t flags;
 };
 
 struct rx_lane {
-    uint32_t next;              /* first sequence number not yet delivered */
-    struct rx_chunk *ooo;       /* [CHUNK_CAP], by sequence number */
-    uint32_t held;              /* chunks in ooo */
-    uint64_t held_bytes;        /* their bytes: at most the window */
-    uint8_t *asm_buf;           /* a packet arriving in chunks */
+    uint32_t next;        /* first sequence number not yet delivered */
+    struct rx_chunk *ooo; /* [CHUNK_CAP], by sequence number */
+    uint32_t held;        /* chunks in ooo */
+    uint64_t held_bytes;  /* their bytes: at most the window */
+    uint8_t *asm_buf;     /* a packet arriving in chunks */
     size_t asm_len;
     bool asm_open;
-    uint64_t unacked;           /* bytes delivered since we last acknowledged */
-    bool release;               /* ooo holds the next chunk: deliver it when
-                                   a poll's budget allows */
+    uint64_t unacked; /* bytes delivered since we last acknowledged */
+    bool release;     /* ooo holds the next chunk: deliver it when
+                         a poll's budget allows */
 };
 
 struct chan_peer {
     bool connected, down;
-    bool ack_now;               /* acknowledge at the end of this pass */
-    bool dirty;                 /* something to send: chunks or an ack */
-    bool queued;                /* in the endpoint's queue of such peers */
-    bool ping;                  /* ask for an acknowledgement (keep-alive) */
-    uint64_t ack_due;           /* delayed acknowledgement; 0: none */
-    uint32_t echo_ts;           /* its latest clock reading, to echo */
+    bool ack_now;     /* acknowledge at the end of this pass */
+    bool dirty;       /* something to send: chunks or an ack */
+    bool queued;      /* in the endpoint's queue of such peers */
+    bool ping;        /* ask for an acknowledgement (keep-alive) */
+    uint64_t ack_due; /* delayed acknowledgement; 0: none */
+    uint32_t echo_ts; /* its latest clock reading, to echo */
     uint64_t echo_at;
     uint64_t srtt, rttvar, rto; /* ns */
     unsigned backoff;
     uint64_t last_heard, ping_at, fast_at;
-    uint64_t progress_ns;       /* acknowledgements last moved forward */
-    bool probed;                /* the tail probe went since then */
-    size_t chunk_max;           /* payload bytes of a chunk to this peer */
-    uint64_t window;            /* what it lets us have in flight, per lane */
+    uint64_t progress_ns; /* acknowledgements last moved forward */
+    bool probed;          /* the tail probe went since then */
+    size_t chunk_max;     /* payload bytes of a chunk to this peer */
+    uint64_t window;      /* what it lets us have in flight, per lane */
     uint64_t retransmits;
     struct tx_lane tx[FL_LANES];
     struct rx_lane rx[FL_LANES];
@@ -129,26 +129,26 @@ struct fl_tp_ep {
     const struct fl_dgram_ops *ops;
     struct fl_dgram *d;
     struct fl_tp_counters *counters;
-    fl_tp_down_fn peer_down;    /* the endpoint's, with up_ctx */
+    fl_tp_down_fn peer_down; /* the endpoint's, with up_ctx */
     void *up_ctx;
     uint32_t rank, size;
     uint64_t key;
-    size_t max_packet;          /* the largest the endpoint sends (open args) */
-    uint64_t window;            /* what we let each peer have in flight to us */
+    size_t max_packet; /* the largest the endpoint sends (open args) */
+    uint64_t window;   /* what we let each peer have in flight to us */
     uint64_t timeout_ns;
     struct chan_peer *peers;
     int epfd, timerfd;
-    uint64_t timer_set;         /* the deadline the timerfd holds; 0: none */
-    uint64_t next_timer;        /* earliest deadline; 0: none */
-    uint32_t *sendq;            /* peers with something to send, once each */
+    uint64_t timer_set;  /* the deadline the timerfd holds; 0: none */
+    uint64_t next_timer; /* earliest deadline; 0: none */
+    uint32_t *sendq;     /* peers with something to send, once each */
     uint32_t nsendq;
-    unsigned depth;             /* polls in progress (nested) */
-    int budget;                 /* packets the poll in progress may deliver */
-    uint32_t nrelease;          /* lanes with rx->release set */
-    unsigned idle_polls;        /* since the clock was last read */
-    bool check_timers;          /* woken by the timer: look at once */
+    unsigned depth;      /* polls in progress (nested) */
+    int budget;          /* packets the poll in progress may deliver */
+    uint32_t nrelease;   /* lanes with rx->release set */
+    unsigned idle_polls; /* since the clock was last read */
+    bool check_timers;   /* woken by the timer: look at once */
     struct fl_fault fault;
-    uint8_t *held;              /* fault injection: a datagram held back */
+    uint8_t *held; /* fault injection: a datagram held back */
     size_t held_len;
     uint32_t held_src;
     /* what sending a batch needs, reused */
@@ -227,8 +227,8 @@ static void peer_free(struct chan_peer *p)
     }
 }
 
-flit_status fl_chan_open(const struct fl_dgram_ops *ops,
-                         const struct fl_tp_open_args *a, struct fl_tp_ep **out)
+flit_status fl_chan_open(const struct fl_dgram_ops *ops, const struct fl_tp_open_args *a,
+                         struct fl_tp_ep **out)
 {
     struct fl_dgram *d;
     flit_status st = ops->open(a, &d);
@@ -260,8 +260,8 @@ flit_status fl_chan_open(const struct fl_dgram_ops *ops,
                   (uint32_t)fl_cfg.drop_ppm, (uint32_t)fl_cfg.dup_ppm,
                   (uint32_t)fl_cfg.reorder_ppm);
     struct epoll_event ev = {.events = EPOLLIN};
-    bool ok = t->epfd >= 0 && t->timerfd >= 0 && t->peers && t->sendq &&
-              t->held && epoll_ctl(t->epfd, EPOLL_CTL_ADD, ops->fd(d), &ev) == 0 &&
+    bool ok = t->epfd >= 0 && t->timerfd >= 0 && t->peers && t->sendq && t->held &&
+              epoll_ctl(t->epfd, EPOLL_CTL_ADD, ops->fd(d), &ev) == 0 &&
               epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->timerfd, &ev) == 0;
     if (!ok) {
         fl_error("%s: cannot set up the reliability channel: %s", ops->name,
@@ -271,9 +271,9 @@ flit_status fl_chan_open(const struct fl_dgram_ops *ops,
     }
     if (t->fault.active && a->rank == 0 && a->ep_index == 0)
         fl_info("%s: fault injection: drop %.4f, duplicate %.4f, reorder %.4f of "
-                "received datagrams (seed %lld + rank)", ops->name,
-                fl_cfg.drop_ppm / 1e6, fl_cfg.dup_ppm / 1e6, fl_cfg.reorder_ppm / 1e6,
-                (long long)fl_cfg.fault_seed);
+                "received datagrams (seed %lld + rank)",
+                ops->name, fl_cfg.drop_ppm / 1e6, fl_cfg.dup_ppm / 1e6,
+                fl_cfg.reorder_ppm / 1e6, (long long)fl_cfg.fault_seed);
     *out = t;
     return FLIT_OK;
 }
@@ -313,8 +313,8 @@ flit_status fl_chan_connect(struct fl_tp_ep *t, uint32_t rank, const void *blob,
         p->window = MIN_WINDOW(t);
     size_t payload = t->ops->max_payload(t->d, rank);
     if (payload < FL_CHAN_HDR + FL_CHAN_CHUNK_HDR + 64) {
-        fl_error("%s: rank %u's path carries %zu-byte datagrams: too small",
-                 t->ops->name, rank, payload);
+        fl_error("%s: rank %u's path carries %zu-byte datagrams: too small", t->ops->name,
+                 rank, payload);
         return FLIT_ERR_UNREACHABLE;
     }
     p->chunk_max = (payload - FL_CHAN_HDR - FL_CHAN_CHUNK_HDR) & ~(size_t)7;
@@ -391,7 +391,8 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
             } else {
                 note_deadline(&next, c->sent_ns + rto_now(p));
                 if (!p->probed && p->srtt) {
-                    uint64_t at = c->sent_ns > p->progress_ns ? c->sent_ns : p->progress_ns;
+                    uint64_t at =
+                        c->sent_ns > p->progress_ns ? c->sent_ns : p->progress_ns;
                     note_deadline(&next, at + pto);
                 }
             }
@@ -413,7 +414,7 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
         p->ping_at = now;
     }
     note_deadline(&next, p->last_heard + ask > p->ping_at + ask ? p->last_heard + ask
-                                                                 : p->ping_at + ask);
+                                                                : p->ping_at + ask);
     note_deadline(&next, p->last_heard + t->timeout_ns + 1);
     return next;
 }
@@ -439,7 +440,7 @@ static void fill_hdr(struct fl_tp_ep *t, const struct plan *pl, uint8_t *buf,
         .src = t->rank,
         .dst = pl->dst,
         .key = t->key,
-        .ts = usec32(now) | 1u,     /* never 0: 0 means "nothing to echo" */
+        .ts = usec32(now) | 1u, /* never 0: 0 means "nothing to echo" */
         .ts_echo = p->echo_ts,
         .echo_delay = p->echo_ts ? usec32(now - p->echo_at) : 0,
     };
@@ -465,8 +466,10 @@ static void build(struct fl_tp_ep *t, unsigned i, uint64_t now)
     for (unsigned k = 0; k < pl->n; k++) {
         struct tx_lane *tx = &t->peers[pl->dst].tx[pl->lane[k]];
         struct tx_chunk *c = &tx->chunk[pl->seq[k] % CHUNK_CAP];
-        struct fl_chan_chunk ch = {.lane = pl->lane[k], .flags = c->flags,
-                                   .len = (uint16_t)c->len, .seq = pl->seq[k]};
+        struct fl_chan_chunk ch = {.lane = pl->lane[k],
+                                   .flags = c->flags,
+                                   .len = (uint16_t)c->len,
+                                   .seq = pl->seq[k]};
         fl_chan_encode_chunk(t->chdr[i][k], &ch);
         v[n++] = (struct iovec){t->chdr[i][k], FL_CHAN_CHUNK_HDR};
         v[n++] = (struct iovec){tx->buf + c->pos % tx->size, c->len};
@@ -512,7 +515,7 @@ static bool plan_for(struct fl_tp_ep *t, uint32_t r, struct plan *pl)
     pl->n = 0;
     pl->ping = p->ping;
     for (unsigned pass = 0; pass < 2; pass++) {
-        for (unsigned l = FL_LANES; l-- > 0;) {     /* replies first */
+        for (unsigned l = FL_LANES; l-- > 0;) { /* replies first */
             struct tx_lane *tx = &p->tx[l];
             uint32_t from = pass == 0 ? tx->acked : tx->unsent;
             uint32_t to = pass == 0 ? tx->unsent : tx->next;
@@ -557,7 +560,7 @@ static unsigned plan_peer(struct fl_tp_ep *t, uint32_t r, unsigned n, uint64_t n
     }
     while (n < TX_BATCH && plan_for(t, r, &t->plans[n])) {
         build(t, n, now);
-        sent(t, n, now);    /* provisionally: undone if it did not go */
+        sent(t, n, now); /* provisionally: undone if it did not go */
         n++;
         if (!more_for(p)) {
             p->dirty = false;
@@ -616,7 +619,7 @@ static void flush(struct fl_tp_ep *t)
             while (i < t->nsendq && n < TX_BATCH)
                 n = plan_peer(t, t->sendq[i++], n, now);
             bool ok = n == 0 || send_planned(t, n);
-            for (uint32_t j = from; j < i; j++) {    /* compact in place */
+            for (uint32_t j = from; j < i; j++) { /* compact in place */
                 struct chan_peer *p = &t->peers[t->sendq[j]];
                 if (p->dirty)
                     t->sendq[kept++] = t->sendq[j];
@@ -624,8 +627,9 @@ static void flush(struct fl_tp_ep *t)
                     p->queued = false;
                 again |= ok && p->dirty;
             }
-            if (!ok) {      /* the socket is full: the rest waits, in order */
-                memmove(t->sendq + kept, t->sendq + i, (t->nsendq - i) * sizeof *t->sendq);
+            if (!ok) { /* the socket is full: the rest waits, in order */
+                memmove(t->sendq + kept, t->sendq + i,
+                        (t->nsendq - i) * sizeof *t->sendq);
                 kept += t->nsendq - i;
                 i = t->nsendq;
                 again = false;
@@ -650,7 +654,7 @@ void *fl_chan_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t le
         return NULL;
     uint64_t pos = (tx->tail + 7) & ~(uint64_t)7;
     if (pos % tx->size + len > tx->size)
-        pos += tx->size - pos % tx->size;   /* packets never wrap */
+        pos += tx->size - pos % tx->size; /* packets never wrap */
     if (pos + len - tx->head > tx->size)
         return NULL;
     tx->reserved = pos;
@@ -668,7 +672,9 @@ void fl_chan_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
     do {
         size_t n = len - off < p->chunk_max ? len - off : p->chunk_max;
         struct tx_chunk *c = &tx->chunk[tx->next++ % CHUNK_CAP];
-        *c = (struct tx_chunk){.pos = pos + off, .pkt_pos = pos, .len = (uint32_t)n,
+        *c = (struct tx_chunk){.pos = pos + off,
+                               .pkt_pos = pos,
+                               .len = (uint32_t)n,
                                .pkt_len = (uint32_t)len,
                                .flags = (uint8_t)((off == 0 ? FL_CHAN_FIRST : 0) |
                                                   (off + n == len ? FL_CHAN_LAST : 0))};
@@ -682,7 +688,7 @@ void fl_chan_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
 
 void fl_chan_cancel(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt)
 {
-    (void)t, (void)dst, (void)lane, (void)pkt;     /* nothing was taken */
+    (void)t, (void)dst, (void)lane, (void)pkt; /* nothing was taken */
 }
 
 /* ---- acknowledgements ---- */
@@ -714,8 +720,8 @@ static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
         p->progress_ns = now;
         p->probed = false;
         tx->acked = a->next;
-        tx->head = tx->acked == tx->next ? tx->tail
-                                         : tx->chunk[tx->acked % CHUNK_CAP].pkt_pos;
+        tx->head =
+            tx->acked == tx->next ? tx->tail : tx->chunk[tx->acked % CHUNK_CAP].pkt_pos;
         p->backoff = 0;
     }
     bool hole = false;
@@ -756,7 +762,7 @@ static void schedule_ack(struct fl_tp_ep *t, struct chan_peer *p, struct rx_lane
                          uint64_t now)
 {
     if (rx->unacked >= p->window / 4) {
-        p->ack_now = true;      /* do not let the sender stall */
+        p->ack_now = true; /* do not let the sender stall */
         mark(t, p);
     } else if (!p->ack_due) {
         p->ack_due = now + (uint64_t)fl_cfg.ack_delay_us * 1000u;
@@ -772,7 +778,7 @@ static void deliver(struct fl_tp_ep *t, uint32_t src, unsigned lane, uint8_t fla
     rx->unacked += len;
     if ((flags & (FL_CHAN_FIRST | FL_CHAN_LAST)) == (FL_CHAN_FIRST | FL_CHAN_LAST)) {
         (*n)++;
-        cb(ctx, src, lane, data, len);      /* straight from the datagram */
+        cb(ctx, src, lane, data, len); /* straight from the datagram */
         return;
     }
     if (flags & FL_CHAN_FIRST) {
@@ -780,7 +786,7 @@ static void deliver(struct fl_tp_ep *t, uint32_t src, unsigned lane, uint8_t fla
         rx->asm_len = 0;
     }
     if (!rx->asm_open || rx->asm_len + len > t->max_packet) {
-        FL_COUNT(t->counters->refused_packets, 1);  /* broken chunk sequence */
+        FL_COUNT(t->counters->refused_packets, 1); /* broken chunk sequence */
         rx->asm_open = false;
         return;
     }
@@ -811,8 +817,8 @@ static void hold_chunk(struct rx_lane *rx, const struct fl_chan_chunk *c)
  * now, as many as the poll's budget allows (flit_extract paces the
  * receiver); the rest are released by the next polls.
  */
-static void release_ooo(struct fl_tp_ep *t, uint32_t src, unsigned lane,
-                        fl_tp_recv_fn cb, void *ctx, int *n)
+static void release_ooo(struct fl_tp_ep *t, uint32_t src, unsigned lane, fl_tp_recv_fn cb,
+                        void *ctx, int *n)
 {
     struct chan_peer *p = &t->peers[src];
     struct rx_lane *rx = &p->rx[lane];
@@ -858,11 +864,11 @@ static void take_chunk(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_ch
     struct chan_peer *p = &t->peers[src];
     struct rx_lane *rx = &p->rx[c->lane];
     if (!(lane_mask & FL_LANE_MASK(c->lane)))
-        return;     /* not now (inside a handler): it will come again */
+        return; /* not now (inside a handler): it will come again */
     int32_t ahead = (int32_t)(c->seq - rx->next);
     if (ahead < 0) {
         FL_COUNT(t->counters->duplicates, 1);
-        p->ack_now = true;      /* its sender missed our ack */
+        p->ack_now = true; /* its sender missed our ack */
         mark(t, p);
         return;
     }
@@ -886,9 +892,9 @@ static void take_chunk(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_ch
         if (o->data) {
             FL_COUNT(t->counters->duplicates, 1);
         } else if (rx->held_bytes + c->len <= t->window) {
-            hold_chunk(rx, c);   /* or dropped, out of memory: it comes again */
+            hold_chunk(rx, c); /* or dropped, out of memory: it comes again */
         }
-        p->ack_now = true;      /* the selective ack shows the hole */
+        p->ack_now = true; /* the selective ack shows the hole */
         mark(t, p);
         return;
     }
@@ -922,7 +928,7 @@ static void take_dgram(struct fl_tp_ep *t, uint32_t src, uint8_t *buf, size_t le
     if (h.ts_echo) {
         uint32_t us = usec32(now) - h.ts_echo - h.echo_delay;
         if (us < 10000000u)
-            rtt_sample(p, (uint64_t)us * 1000u + 1000u);   /* + clock granularity */
+            rtt_sample(p, (uint64_t)us * 1000u + 1000u); /* + clock granularity */
     }
     p->echo_ts = h.ts;
     p->echo_at = now;
@@ -952,8 +958,8 @@ static void release_held(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn c
  * to reply) must not reuse the held buffer while the outer poll may still
  * be delivering from it.
  */
-static void take_received(struct fl_tp_ep *t, struct fl_dgram_in *in,
-                          unsigned lane_mask, fl_tp_recv_fn cb, void *ctx, int *n)
+static void take_received(struct fl_tp_ep *t, struct fl_dgram_in *in, unsigned lane_mask,
+                          fl_tp_recv_fn cb, void *ctx, int *n)
 {
     enum fl_fault_action act = fl_fault_roll(&t->fault);
     if (act == FL_FAULT_REORDER && t->depth > 1)
@@ -967,7 +973,7 @@ static void take_received(struct fl_tp_ep *t, struct fl_dgram_in *in,
         take_dgram(t, in->src, in->buf, in->len, lane_mask, cb, ctx, n);
         break;
     case FL_FAULT_REORDER:
-        if (!t->held_len) {     /* keep it until after the next one */
+        if (!t->held_len) { /* keep it until after the next one */
             FL_COUNT(t->counters->faults_injected, 1);
             memcpy(t->held, in->buf, in->len);
             t->held_len = in->len;
@@ -1008,11 +1014,11 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
         t->depth++;
         for (int i = 0; i < got; i++)
             take_received(t, &in[i], lane_mask, cb, ctx, &n);
-        if (got <= 0 && t->held_len && t->depth == 1)  /* nothing came: let it in */
+        if (got <= 0 && t->held_len && t->depth == 1) /* nothing came: let it in */
             release_held(t, lane_mask, cb, ctx, &n);
         t->depth--;
         if (got > 0)
-            t->idle_polls = CLOCK_EVERY;    /* traffic: look at the timers next */
+            t->idle_polls = CLOCK_EVERY; /* traffic: look at the timers next */
     }
     t->budget = outer_budget;
     if (t->nsendq)
@@ -1025,7 +1031,7 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
 bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask)
 {
     (void)lane_mask;
-    flush(t);   /* nothing held back while we sleep */
+    flush(t); /* nothing held back while we sleep */
     uint64_t now = fl_now_ns();
     run_timers(t, now);
     /* The timerfd keeps its deadline between sleeps: set it only when that
@@ -1051,7 +1057,7 @@ bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask)
 
 void fl_chan_disarm(struct fl_tp_ep *t)
 {
-    t->check_timers = true;     /* whatever woke us, a deadline may be due */
+    t->check_timers = true; /* whatever woke us, a deadline may be due */
 }
 
 int fl_chan_fd(struct fl_tp_ep *t)
@@ -1061,7 +1067,7 @@ int fl_chan_fd(struct fl_tp_ep *t)
 
 void fl_chan_want_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
 {
-    (void)t, (void)dst, (void)lane;     /* room comes with acks: they wake us */
+    (void)t, (void)dst, (void)lane; /* room comes with acks: they wake us */
 }
 
 void fl_chan_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
@@ -1100,7 +1106,7 @@ bool fl_chan_settled(struct fl_tp_ep *t)
         if (!p->connected || p->down)
             continue;
         if (p->ack_due || p->rx[0].unacked || p->rx[1].unacked) {
-            p->ack_now = true;  /* say it now, not after a delay */
+            p->ack_now = true; /* say it now, not after a delay */
             mark(t, p);
             return false;
         }
@@ -1131,7 +1137,8 @@ void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
     struct chan_peer *p = &t->peers[peer];
     char who[64];
     t->ops->describe(t->d, peer, who, sizeof who);
-    snprintf(buf, len, "%s, rtt %.1f us, rto %.1f ms; in flight req %llu B, rep %llu B "
+    snprintf(buf, len,
+             "%s, rtt %.1f us, rto %.1f ms; in flight req %llu B, rep %llu B "
              "of a %llu B window; retransmits %llu; receiving req #%u, rep #%u",
              who, p->srtt / 1e3, rto_now(p) / 1e6,
              (unsigned long long)(p->tx[0].tail - p->tx[0].head),

@@ -11,8 +11,8 @@ static uint64_t next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-void fl_fault_init(struct fl_fault *f, uint64_t seed, uint32_t drop_ppm,
-                   uint32_t dup_ppm, uint32_t reorder_ppm)
+void fl_fault_init(struct fl_fault *f, uint64_t seed, uint32_t drop_ppm, uint32_t dup_ppm,
+                   uint32_t reorder_ppm)
 {
     f->state = seed;
     f->drop_ppm = drop_ppm;

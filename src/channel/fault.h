@@ -20,8 +20,8 @@ struct fl_fault {
     bool active;
 };
 
-void fl_fault_init(struct fl_fault *f, uint64_t seed, uint32_t drop_ppm,
-                   uint32_t dup_ppm, uint32_t reorder_ppm);
+void fl_fault_init(struct fl_fault *f, uint64_t seed, uint32_t drop_ppm, uint32_t dup_ppm,
+                   uint32_t reorder_ppm);
 enum fl_fault_action fl_fault_roll(struct fl_fault *f);
 
 #endif /* FL_CHANNEL_FAULT_H */

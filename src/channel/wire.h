@@ -32,19 +32,19 @@
 #include "flit/flit.h"
 #include "transport/transport.h"
 
-#define FL_CHAN_VERSION 1
-#define FL_CHAN_HDR 56u
-#define FL_CHAN_CHUNK_HDR 8u
-#define FL_CHAN_MAX_CHUNKS 256u     /* per datagram */
+#define FL_CHAN_VERSION    1
+#define FL_CHAN_HDR        56u
+#define FL_CHAN_CHUNK_HDR  8u
+#define FL_CHAN_MAX_CHUNKS 256u /* per datagram */
 
 enum fl_chan_kind { FL_CHAN_DATA = 0, FL_CHAN_PING = 1 };
 
 #define FL_CHAN_FIRST 0x01u
-#define FL_CHAN_LAST 0x02u
+#define FL_CHAN_LAST  0x02u
 
 struct fl_chan_ack {
-    uint32_t next;          /* first sequence number not yet received */
-    uint64_t sack;          /* bit i: next + 1 + i received */
+    uint32_t next; /* first sequence number not yet received */
+    uint64_t sack; /* bit i: next + 1 + i received */
 };
 
 struct fl_chan_hdr {
@@ -60,7 +60,7 @@ struct fl_chan_chunk {
     uint8_t lane, flags;
     uint16_t len;
     uint32_t seq;
-    uint8_t *data;          /* decode: into the datagram */
+    uint8_t *data; /* decode: into the datagram */
 };
 
 /* Bytes a chunk of len takes in a datagram, header and padding included. */

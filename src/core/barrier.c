@@ -69,7 +69,7 @@ static void ctrl_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt
         ep->peers[src].fin[lane] = true;
     } else {
         struct fl_max_slot *m = &ep->max_rounds[c.arg & ~PARITY][c.arg >> 31];
-        if (m->full) {      /* the same round twice: not a rank of ours */
+        if (m->full) { /* the same round twice: not a rank of ours */
             FL_COUNT(ep->stats.refused_packets, 1);
             return;
         }

@@ -28,9 +28,9 @@
 #define FL_CTRL_LEN 16u
 
 enum fl_ctrl_kind {
-    FL_CTRL_BARRIER = 1,    /* arg: the round */
-    FL_CTRL_FIN = 2,        /* quiesce: nothing more from us on this lane */
-    FL_CTRL_MAX = 3,        /* arg: round | parity << 31; the value so far */
+    FL_CTRL_BARRIER = 1, /* arg: the round */
+    FL_CTRL_FIN = 2,     /* quiesce: nothing more from us on this lane */
+    FL_CTRL_MAX = 3,     /* arg: round | parity << 31; the value so far */
 };
 
 /* Collective over the job: *max becomes the largest value any rank gave.

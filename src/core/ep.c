@@ -14,23 +14,23 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "boot/boot.h"
 #include "core/barrier.h"
 #include "core/packet.h"
-#include "boot/boot.h"
-#include "util/config.h"
-#include "util/log.h"
 #include "platform/le.h"
 #include "platform/os.h"
+#include "util/config.h"
+#include "util/log.h"
 
 __thread unsigned fl_handler_depth __attribute__((tls_model("initial-exec")));
 __thread struct flit_ep *fl_in_call __attribute__((tls_model("initial-exec")));
 
-#define BLOB_MAGIC 0x50454c46u      /* "FLEP" */
-#define BLOB_HDR 28u                /* magic, version, tag, seg size, ntp */
+#define BLOB_MAGIC  0x50454c46u /* "FLEP" */
+#define BLOB_HDR    28u         /* magic, version, tag, seg size, ntp */
 #define TP_BLOB_MAX 512u
-#define KNOWN_PARAMS (FLIT_EP_PARAM_THREAD_MODE | FLIT_EP_PARAM_SEGMENT | \
-                      FLIT_EP_PARAM_TAG | FLIT_EP_PARAM_HANDLER_COUNT |   \
-                      FLIT_EP_PARAM_PROGRESS_THREAD)
+#define KNOWN_PARAMS                                                                     \
+    (FLIT_EP_PARAM_THREAD_MODE | FLIT_EP_PARAM_SEGMENT | FLIT_EP_PARAM_TAG |             \
+     FLIT_EP_PARAM_HANDLER_COUNT | FLIT_EP_PARAM_PROGRESS_THREAD)
 
 flit_status fl_ep_check(struct flit_ep *ep)
 {
@@ -53,20 +53,22 @@ flit_status fl_ep_enter_slow(struct flit_ep *ep)
         if (!atomic_exchange(&reentered, 1))
             fl_error("endpoint %u was called while this thread was inside a "
                      "call on endpoint %u: from a signal handler? flit calls "
-                     "are not async-signal-safe", ep->index, fl_in_call->index);
+                     "are not async-signal-safe",
+                     ep->index, fl_in_call->index);
         return FLIT_ERR_IN_HANDLER;
     }
     /* Single-threaded endpoint, and another thread is inside a call. */
     static _Atomic int reported;
     if (!atomic_exchange(&reported, 1))
         fl_error("endpoint %u is single-threaded but two threads used it at "
-                 "once; create it with FLIT_THREAD_SAFE", ep->index);
+                 "once; create it with FLIT_THREAD_SAFE",
+                 ep->index);
     return FLIT_ERR_THREAD;
 }
 
 void fl_ep_left_closing(struct flit_ep *ep)
 {
-    pthread_cond_broadcast(&ep->progress_cond);     /* the destroyer waits there */
+    pthread_cond_broadcast(&ep->progress_cond); /* the destroyer waits there */
 }
 
 /*
@@ -84,10 +86,10 @@ static void close_out_others(struct flit_ep *ep)
         ssize_t w = write(ep->evfd, &one, sizeof one);
         (void)w;
         pthread_cond_broadcast(&ep->progress_cond);
-        ep->cond_waiters++;     /* so that those leaving broadcast */
+        ep->cond_waiters++; /* so that those leaving broadcast */
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 10000000;  /* a poke lost to a thread not asleep yet */
+        ts.tv_nsec += 10000000; /* a poke lost to a thread not asleep yet */
         if (ts.tv_nsec >= 1000000000) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000;
@@ -101,7 +103,8 @@ _Noreturn void fl_ep_thread_clash(struct flit_ep *ep)
 {
     fl_error("endpoint %u is single-threaded but two threads were inside it "
              "at once; its state cannot be trusted: aborting. Create it with "
-             "FLIT_THREAD_SAFE to share it between threads", ep->index);
+             "FLIT_THREAD_SAFE to share it between threads",
+             ep->index);
     abort();
 }
 
@@ -126,7 +129,7 @@ static flit_status read_params(const flit_ep_params_t *p, struct ep_setup *s)
     s->progress_thread = fl_cfg.progress_thread != 0;
     if (!p) {
         if (s->progress_thread)
-            s->mode = FLIT_THREAD_SAFE;     /* as below: two threads will use it */
+            s->mode = FLIT_THREAD_SAFE; /* as below: two threads will use it */
         return FLIT_OK;
     }
     uint64_t f = p->field_mask;
@@ -155,7 +158,7 @@ static flit_status read_params(const flit_ep_params_t *p, struct ep_setup *s)
     if (f & FLIT_EP_PARAM_PROGRESS_THREAD)
         s->progress_thread = p->progress_thread != 0;
     if (s->progress_thread)
-        s->mode = FLIT_THREAD_SAFE;     /* two threads will use it */
+        s->mode = FLIT_THREAD_SAFE; /* two threads will use it */
     return FLIT_OK;
 }
 
@@ -175,8 +178,8 @@ static flit_status segment_open(struct flit_ep *ep, const struct ep_setup *s)
     fl_job_shm_name(name, sizeof name, ep->rank, ep->index, "-seg");
     int err = fl_shm_create(name, s->seg_size, &ep->seg_fd, &ep->seg);
     if (err) {
-        fl_error("cannot create a %zu-byte segment in /dev/shm: %s",
-                 s->seg_size, strerror(-err));
+        fl_error("cannot create a %zu-byte segment in /dev/shm: %s", s->seg_size,
+                 strerror(-err));
         return err == -ENOMEM || err == -ENOSPC ? FLIT_ERR_NO_MEMORY : FLIT_ERR_SYSTEM;
     }
     ep->seg_owned = true;
@@ -191,7 +194,7 @@ static void segment_close(struct flit_ep *ep)
     close(ep->seg_fd);
     char name[96];
     fl_job_shm_name(name, sizeof name, ep->rank, ep->index, "-seg");
-    fl_shm_unlink(name);    /* normally gone already, after setup */
+    fl_shm_unlink(name); /* normally gone already, after setup */
 }
 
 /* ---- transports and the exchange ---- */
@@ -224,10 +227,9 @@ static flit_status open_transports(struct flit_ep *ep)
         struct fl_tp_ep *t = NULL;
         flit_status st = all[i]->open(&args, &t);
         if (st == FLIT_ERR_NOT_SUPPORTED)
-            continue;   /* not needed by this job (no local peers, ...) */
+            continue; /* not needed by this job (no local peers, ...) */
         if (st != FLIT_OK) {
-            fl_error("cannot open the %s transport: %s", all[i]->name,
-                     flit_strerror(st));
+            fl_error("cannot open the %s transport: %s", all[i]->name, flit_strerror(st));
             return st;
         }
         ep->tps[ep->ntp] = all[i];
@@ -287,7 +289,8 @@ static flit_status connect_peer(struct flit_ep *ep, uint32_t r, const uint8_t *b
                                 size_t len)
 {
     struct fl_peer *p = &ep->peers[r];
-    if (len < BLOB_HDR || fl_get32(b) != BLOB_MAGIC || fl_get32(b + 4) != FL_WIRE_VERSION) {
+    if (len < BLOB_HDR || fl_get32(b) != BLOB_MAGIC ||
+        fl_get32(b + 4) != FL_WIRE_VERSION) {
         fl_error("rank %u published an endpoint address this flit cannot read", r);
         return FLIT_ERR_BOOT;
     }
@@ -324,8 +327,8 @@ static flit_status agree(struct flit_ep *ep, flit_status mine, const char *step)
     if (st != FLIT_OK)
         return st;
     for (uint32_t r = 0; r < ep->size; r++) {
-        flit_status theirs = all->len[r] == 4 ? (flit_status)fl_get32(all->blob[r])
-                                              : FLIT_ERR_BOOT;
+        flit_status theirs =
+            all->len[r] == 4 ? (flit_status)fl_get32(all->blob[r]) : FLIT_ERR_BOOT;
         if (theirs == FLIT_OK || r == ep->rank)
             continue;
         fl_error("rank %u could not %s endpoint %u: %s", r, step, ep->index,
@@ -389,8 +392,8 @@ static void print_peers(struct flit_ep *ep)
     for (uint32_t r = 0; r < ep->size; r++) {
         char line[200];
         ep->peers[r].tp->dump_peer(ep->peers[r].tpe, r, line, sizeof line);
-        fl_info("endpoint %u: rank %u -> %s: %s", ep->index, r,
-                ep->peers[r].tp->name, line);
+        fl_info("endpoint %u: rank %u -> %s: %s", ep->index, r, ep->peers[r].tp->name,
+                line);
     }
 }
 
@@ -611,7 +614,7 @@ void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
     if (ep->cond_waiters)
         pthread_cond_broadcast(&ep->progress_cond);
     if (p->fin[FL_LANE_REP])
-        return;     /* it was done with this endpoint: a clean exit */
+        return; /* it was done with this endpoint: a clean exit */
     FL_COUNT(ep->stats.peers_down, 1);
     p->tp->reclaim(p->tpe, rank, reclaim_one, ep);
     fl_layers_peer_down(ep, rank);
@@ -620,7 +623,7 @@ void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
                 flit_strerror(reason));
         return;
     }
-    fl_handler_depth++;     /* it may not send: the endpoint is mid-progress */
+    fl_handler_depth++; /* it may not send: the endpoint is mid-progress */
     ep->down_fn(ep, flit_rank(rank), reason, ep->down_user);
     fl_handler_depth--;
 }
@@ -639,8 +642,7 @@ flit_status flit_ep_segment(flit_ep_t *ep, void **addr_out, size_t *size_out)
     return FLIT_OK;
 }
 
-flit_status flit_ep_peer_segment_size(flit_ep_t *ep, flit_rank_t rank,
-                                      size_t *size_out)
+flit_status flit_ep_peer_segment_size(flit_ep_t *ep, flit_rank_t rank, size_t *size_out)
 {
     flit_status st = fl_ep_check(ep);
     if (st != FLIT_OK)
@@ -666,7 +668,8 @@ flit_status flit_ep_peer_info(flit_ep_t *ep, flit_rank_t rank, flit_peer_info_t 
     info_out->transport = p->tp->name;
     p->tp->peer_address(p->tpe, rank.idx, info_out->address, sizeof info_out->address);
     info_out->max_packet = p->tp->max_packet(p->tpe);
-    info_out->datagram = p->tp->peer_datagram ? p->tp->peer_datagram(p->tpe, rank.idx) : 0;
+    info_out->datagram =
+        p->tp->peer_datagram ? p->tp->peer_datagram(p->tpe, rank.idx) : 0;
     info_out->down = fl_peer_is_down(p);
     return FLIT_OK;
 }
@@ -719,8 +722,7 @@ flit_status flit_ep_thread_mode(flit_ep_t *ep, flit_thread_mode *mode_out)
     return FLIT_OK;
 }
 
-flit_status flit_ep_set_peer_down_handler(flit_ep_t *ep, flit_peer_down_fn fn,
-                                          void *user)
+flit_status flit_ep_set_peer_down_handler(flit_ep_t *ep, flit_peer_down_fn fn, void *user)
 {
     flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
@@ -736,8 +738,8 @@ size_t fl_ep_piece_size(struct flit_ep *ep, uint32_t dst, size_t hdr_len)
     struct fl_peer *p = &ep->peers[dst];
     if (__builtin_expect(p->max_packet == 0, 0)) {
         p->max_packet = (uint32_t)p->tp->max_packet(p->tpe);
-        p->packet_fit = p->tp->peer_packet_fit
-                            ? (uint32_t)p->tp->peer_packet_fit(p->tpe, dst) : 0;
+        p->packet_fit =
+            p->tp->peer_packet_fit ? (uint32_t)p->tp->peer_packet_fit(p->tpe, dst) : 0;
     }
     size_t room = p->max_packet - hdr_len;
     size_t chunk = (size_t)fl_cfg.long_chunk < room ? (size_t)fl_cfg.long_chunk : room;

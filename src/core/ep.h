@@ -19,18 +19,18 @@
 #include "flit/flit.h"
 #include "transport/transport.h"
 
-#define FL_EP_MAGIC 0x666c6974u     /* "flit" */
+#define FL_EP_MAGIC       0x666c6974u /* "flit" */
 #define FL_MAX_TRANSPORTS 4
 /* One entry of the translation table. */
 struct fl_peer {
     const struct fl_transport *tp;
     struct fl_tp_ep *tpe;
-    uint64_t tag;               /* the tag our messages to this peer carry */
-    uint64_t seg_size;          /* its segment, as it registered it */
-    bool put_ok;                /* its segment is reachable with ->put */
-    _Atomic int down;           /* 0, or the flit_status that took it down */
-    uint64_t down_reported;     /* peer-down handler ran */
-    bool fin[FL_LANES];         /* quiesce: it sent its last packet on the lane */
+    uint64_t tag;           /* the tag our messages to this peer carry */
+    uint64_t seg_size;      /* its segment, as it registered it */
+    bool put_ok;            /* its segment is reachable with ->put */
+    _Atomic int down;       /* 0, or the flit_status that took it down */
+    uint64_t down_reported; /* peer-down handler ran */
+    bool fin[FL_LANES];     /* quiesce: it sent its last packet on the lane */
     /* fl_ep_piece_size's inputs from the transport, read once (0: not yet) */
     uint32_t max_packet, packet_fit;
     _Atomic uint64_t sent, recv, stalls;
@@ -38,19 +38,19 @@ struct fl_peer {
 
 struct flit_ep {
     uint32_t magic;
-    uint32_t index;             /* n-th endpoint of the job */
+    uint32_t index; /* n-th endpoint of the job */
     uint32_t rank, size;
     flit_thread_mode mode;
-    pthread_mutex_t lock;       /* FLIT_THREAD_SAFE */
-    _Atomic uintptr_t owner;    /* FLIT_THREAD_SINGLE: thread inside a call */
+    pthread_mutex_t lock;    /* FLIT_THREAD_SAFE */
+    _Atomic uintptr_t owner; /* FLIT_THREAD_SINGLE: thread inside a call */
 
-    struct fl_peer *peers;      /* [size] */
+    struct fl_peer *peers; /* [size] */
     const struct fl_transport *tps[FL_MAX_TRANSPORTS];
     struct fl_tp_ep *tpes[FL_MAX_TRANSPORTS];
     int ntp;
-    int epfd;                   /* epoll over the transports' fds + evfd */
-    int evfd;                   /* eventfd: pokes the thread asleep on epfd */
-    bool armed;                 /* flit_ep_arm left the transports armed */
+    int epfd;   /* epoll over the transports' fds + evfd */
+    int evfd;   /* eventfd: pokes the thread asleep on epfd */
+    bool armed; /* flit_ep_arm left the transports armed */
     /*
      * Thread-safe endpoints: at most one thread sleeps on epfd (a wake-up
      * is one datagram; two sleepers would race to consume it). Others wait
@@ -59,49 +59,49 @@ struct flit_ep {
      */
     bool fd_sleeper;
     unsigned cond_waiters;
-    unsigned keep_lock;         /* a long message is going out in pieces */
+    unsigned keep_lock; /* a long message is going out in pieces */
     /* Thread-safe endpoints, under lock: threads inside a call (asleep in
        one too), and the endpoint is being destroyed (their waits end). */
     unsigned inside;
     bool closing;
-    uintptr_t closer;           /* the destroying thread (fl_thread_id) */
+    uintptr_t closer; /* the destroying thread (fl_thread_id) */
     pthread_cond_t progress_cond;
     uint64_t next_peer_check_ns;
 
     void *seg;
     size_t seg_size;
-    int seg_fd;                 /* library-made segment file, -1 otherwise */
+    int seg_fd; /* library-made segment file, -1 otherwise */
     bool seg_owned;
     uint64_t tag;
 
-    uint32_t handler_count;     /* of each layer's handler table */
-    uint32_t handler_floor;     /* reserved: [handler_floor, handler_count) */
-    void *lstate[FL_MAX_LAYERS];    /* each layer's state (core/layer.h) */
+    uint32_t handler_count;      /* of each layer's handler table */
+    uint32_t handler_floor;      /* reserved: [handler_floor, handler_count) */
+    void *lstate[FL_MAX_LAYERS]; /* each layer's state (core/layer.h) */
     /* A packet a layer keeps reserved in its transport between calls:
        flushed before anything else reserves, polls or sleeps. */
     struct fl_hold *hold;
     flit_peer_down_fn down_fn;
     void *down_user;
 
-    uint32_t barrier_rounds[32];    /* barrier messages received per round */
+    uint32_t barrier_rounds[32]; /* barrier messages received per round */
     /* fl_ep_allmax: the value heard per round, for this collective and the
        next (by the parity of its number). */
     struct fl_max_slot {
         bool full;
         uint64_t value;
     } max_rounds[32][2];
-    uint32_t max_seq;               /* fl_ep_allmax calls so far */
-    uint64_t events;                /* packets handled + peers lost, ever */
+    uint32_t max_seq; /* fl_ep_allmax calls so far */
+    uint64_t events;  /* packets handled + peers lost, ever */
 
     struct fl_counters stats;
-    _Atomic uint32_t blocked_dst;       /* dumps: a send waiting for room */
-    _Atomic uint64_t blocked_since_ns;  /* 0 when not blocked */
+    _Atomic uint32_t blocked_dst;      /* dumps: a send waiting for room */
+    _Atomic uint64_t blocked_since_ns; /* 0 when not blocked */
 
     pthread_t progress_thread;
     bool has_progress_thread;
     _Atomic bool progress_stop;
 
-    struct flit_ep *next;       /* fl_job.eps */
+    struct flit_ep *next; /* fl_job.eps */
 };
 
 /* Handlers running on this thread (any endpoint). */
@@ -129,8 +129,8 @@ static inline flit_status fl_ep_enter(struct flit_ep *ep)
     flit_status st = fl_job_check();
     if (__builtin_expect(st != FLIT_OK, 0))
         return st;
-    if (__builtin_expect(!ep || ep->magic != FL_EP_MAGIC || fl_handler_depth ||
-                             fl_in_call, 0))
+    if (__builtin_expect(
+            !ep || ep->magic != FL_EP_MAGIC || fl_handler_depth || fl_in_call, 0))
         return fl_ep_enter_slow(ep);
     if (ep->mode == FLIT_THREAD_SAFE) {
         pthread_mutex_lock(&ep->lock);
@@ -173,8 +173,8 @@ static inline void fl_ep_leave(struct flit_ep *ep)
      * the same instant can both pass it, but then the owner is no longer
      * the same for both when they leave: at least one of them sees it here.
      */
-    if (__builtin_expect(atomic_load_explicit(&ep->owner, memory_order_relaxed) !=
-                             fl_thread_id(), 0))
+    if (__builtin_expect(
+            atomic_load_explicit(&ep->owner, memory_order_relaxed) != fl_thread_id(), 0))
         fl_ep_thread_clash(ep);
     atomic_store_explicit(&ep->owner, 0, memory_order_relaxed);
 }
@@ -192,7 +192,6 @@ static inline bool fl_peer_is_down(const struct fl_peer *p)
 {
     return atomic_load_explicit(&p->down, memory_order_relaxed) != 0;
 }
-
 
 /* The layer's state on ep. */
 static inline void *fl_ep_layer(const struct flit_ep *ep, const struct fl_layer *l)
@@ -212,13 +211,12 @@ static inline void fl_ep_flush_hold(struct flit_ep *ep)
  * fl_ep_commit sends it (or fl_ep_cancel drops it), with nothing polled in
  * between. Waits for room (fl_ep_reserve_slow) unless FLIT_AM_NONBLOCK.
  */
-static inline flit_status fl_ep_reserve(struct flit_ep *ep, uint32_t dst,
-                                        unsigned lane, size_t len,
-                                        unsigned flags, void **pkt)
+static inline flit_status fl_ep_reserve(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                                        size_t len, unsigned flags, void **pkt)
 {
     struct fl_peer *p = &ep->peers[dst];
     flit_status st;
-    fl_ep_flush_hold(ep);   /* one reservation at a time */
+    fl_ep_flush_hold(ep); /* one reservation at a time */
     void *b = p->tp->reserve(p->tpe, dst, lane, len, &st);
     if (__builtin_expect(b != NULL, 1)) {
         *pkt = b;
@@ -252,7 +250,6 @@ static inline void fl_ep_cancel(struct flit_ep *ep, uint32_t dst, unsigned lane,
     struct fl_peer *p = &ep->peers[dst];
     p->tp->cancel(p->tpe, dst, lane, pkt);
 }
-
 
 /*
  * rank is down (died, silent past its timeout, or sent what only a broken

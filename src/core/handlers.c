@@ -24,10 +24,12 @@ flit_status flit_ep_reserve_handlers(flit_ep_t *ep, unsigned count, flit_handler
     if (st == FLIT_OK)
         st = fl_ep_allmax(ep, &small);
     uint32_t top = ep->handler_floor;
-    if (st == FLIT_OK && (big != ep->handler_count || UINT32_MAX - small != ep->handler_count)) {
+    if (st == FLIT_OK &&
+        (big != ep->handler_count || UINT32_MAX - small != ep->handler_count)) {
         fl_error("endpoint %u: handler tables of %llu to %llu entries across ranks; "
-                 "reserving handlers needs one size everywhere", ep->index,
-                 (unsigned long long)(UINT32_MAX - small), (unsigned long long)big);
+                 "reserving handlers needs one size everywhere",
+                 ep->index, (unsigned long long)(UINT32_MAX - small),
+                 (unsigned long long)big);
         st = FLIT_ERR_INVALID_ARG;
     } else if (st == FLIT_OK && (top < count || top - count < used)) {
         st = FLIT_ERR_EXHAUSTED;

@@ -8,11 +8,11 @@
 
 #include "boot/boot.h"
 #include "core/barrier.h"
-#include "util/config.h"
 #include "core/ep.h"
-#include "util/log.h"
 #include "platform/fiber.h"
 #include "platform/os.h"
+#include "util/config.h"
+#include "util/log.h"
 
 struct fl_job fl_job = {.lock = PTHREAD_MUTEX_INITIALIZER};
 _Atomic int fl_job_state = FL_JOB_NONE;
@@ -20,10 +20,14 @@ _Atomic int fl_job_state = FL_JOB_NONE;
 flit_status fl_job_state_error(void)
 {
     switch (atomic_load_explicit(&fl_job_state, memory_order_relaxed)) {
-    case FL_JOB_NONE: return FLIT_ERR_NOT_INITIALIZED;
-    case FL_JOB_FINALIZED: return FLIT_ERR_FINALIZED;
-    case FL_JOB_FORKED: return FLIT_ERR_FORKED;
-    default: return FLIT_OK;
+    case FL_JOB_NONE:
+        return FLIT_ERR_NOT_INITIALIZED;
+    case FL_JOB_FINALIZED:
+        return FLIT_ERR_FINALIZED;
+    case FL_JOB_FORKED:
+        return FLIT_ERR_FORKED;
+    default:
+        return FLIT_OK;
     }
 }
 
@@ -108,8 +112,8 @@ static void print_start(void)
     if (fl_job.rank != 0)
         return;
     fprintf(stderr, "flit[0] info: flit %d.%d.%d, %u ranks on %u host(s), launcher %s\n",
-            FLIT_VERSION_MAJOR, FLIT_VERSION_MINOR, FLIT_VERSION_PATCH,
-            fl_job.size, fl_job.nhosts, fl_job.launcher);
+            FLIT_VERSION_MAJOR, FLIT_VERSION_MINOR, FLIT_VERSION_PATCH, fl_job.size,
+            fl_job.nhosts, fl_job.launcher);
     fprintf(stderr, "flit[0] info: configuration:\n");
     fl_config_print(stderr);
 }
@@ -120,10 +124,10 @@ static void check_transports(const struct fl_transport *const *all)
     for (int i = 0; all[i]; i++) {
         const struct fl_transport *t = all[i];
         bool ok = t->name && t->open && t->address && t->reachable && t->connect &&
-                  t->connected && t->max_packet && t->reserve && t->commit &&
-                  t->cancel && t->poll && t->arm && t->disarm && t->fd &&
-                  t->want_room && t->check_peers && t->reclaim && t->settled &&
-                  t->peer_address && t->dump_peer && t->close &&
+                  t->connected && t->max_packet && t->reserve && t->commit && t->cancel &&
+                  t->poll && t->arm && t->disarm && t->fd && t->want_room &&
+                  t->check_peers && t->reclaim && t->settled && t->peer_address &&
+                  t->dump_peer && t->close &&
                   (!(t->caps & FL_TP_PUT) || (t->put && t->set_tag));
         if (!ok) {
             fl_error("transport %s lacks a required op", t->name ? t->name : "?");

@@ -12,10 +12,10 @@
 #include "transport/transport.h"
 
 enum fl_job_state {
-    FL_JOB_NONE = 0,        /* before flit_init */
+    FL_JOB_NONE = 0, /* before flit_init */
     FL_JOB_ACTIVE,
     FL_JOB_FINALIZED,
-    FL_JOB_FORKED,          /* this process is a fork() child of a flit process */
+    FL_JOB_FORKED, /* this process is a fork() child of a flit process */
 };
 
 struct fl_job {
@@ -27,9 +27,9 @@ struct fl_job {
        host identities at flit_init. */
     uint32_t *host_of;
     uint32_t nhosts, local_size, local_rank;
-    uint32_t net_hint;          /* our IPv4 address towards the launcher; 0 */
-    const struct fl_transport *const *transports;   /* preferred first */
-    pthread_mutex_t lock;       /* endpoint list */
+    uint32_t net_hint; /* our IPv4 address towards the launcher; 0 */
+    const struct fl_transport *const *transports; /* preferred first */
+    pthread_mutex_t lock;                         /* endpoint list */
     struct flit_ep *eps;
     uint32_t next_ep_index;
 };
@@ -52,7 +52,8 @@ flit_status fl_job_state_error(void);
 static inline flit_status fl_job_check(void)
 {
     if (__builtin_expect(atomic_load_explicit(&fl_job_state, memory_order_relaxed) !=
-                             FL_JOB_ACTIVE, 0))
+                             FL_JOB_ACTIVE,
+                         0))
         return fl_job_state_error();
     return FLIT_OK;
 }

@@ -43,7 +43,7 @@ struct fl_report;
 
 struct fl_layer {
     const char *name;
-    size_t state_size;          /* per endpoint, zeroed, owned by the core */
+    size_t state_size; /* per endpoint, zeroed, owned by the core */
     void (*init)(void);
     flit_status (*ep_open)(struct flit_ep *ep, void *state);
     flit_status (*ep_quiesce)(struct flit_ep *ep, void *state);
@@ -54,7 +54,7 @@ struct fl_layer {
     /* Handler tables: 1 + the highest index below `below` with a handler
        installed (0: none). */
     uint32_t (*handlers_used)(const void *state, uint32_t below);
-    unsigned slot;              /* set by the core: its place in the list */
+    unsigned slot; /* set by the core: its place in the list */
 };
 
 /* A packet a layer keeps reserved between calls (see above). */

@@ -29,8 +29,7 @@ bool fl_packet_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
     return back_table[b[1]](ep, peer, pkt, len, reason, reclaimed);
 }
 
-void fl_packet_dispatch(void *arg, uint32_t src, unsigned lane, void *pkt,
-                        size_t len)
+void fl_packet_dispatch(void *arg, uint32_t src, unsigned lane, void *pkt, size_t len)
 {
     struct flit_ep *ep = arg;
     const uint8_t *b = pkt;
@@ -40,6 +39,6 @@ void fl_packet_dispatch(void *arg, uint32_t src, unsigned lane, void *pkt,
         return;
     }
     FL_COUNT(ep->stats.refused_packets, 1);
-    fl_warn("refused a packet from rank %u: version %u, opcode %u, %zu bytes",
-            src, len ? b[0] : 0, len > 1 ? b[1] : 0, len);
+    fl_warn("refused a packet from rank %u: version %u, opcode %u, %zu bytes", src,
+            len ? b[0] : 0, len > 1 ? b[1] : 0, len);
 }

@@ -21,7 +21,7 @@
  * number stop the process (our bug). The core's own packets (barrier,
  * end of traffic: core/barrier.h) use FL_OP_CTRL.
  */
-#define FL_OP_CTRL 6
+#define FL_OP_CTRL  6
 #define FL_OP_COUNT 32
 
 /* The largest packet a layer builds (the largest medium active message
@@ -29,8 +29,8 @@
 #define FL_PACKET_MAX (FLIT_AM_MAX_MEDIUM + 512u)
 
 struct flit_ep;
-typedef void (*fl_op_fn)(struct flit_ep *ep, uint32_t src, unsigned lane,
-                         void *pkt, size_t len);
+typedef void (*fl_op_fn)(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
+                         size_t len);
 
 /*
  * One of our own packets came back: refused by peer (inside a returned
@@ -38,16 +38,15 @@ typedef void (*fl_op_fn)(struct flit_ep *ep, uint32_t src, unsigned lane,
  * (reclaimed, FLIT_ERR_PEER_DOWN). The layer that owns its opcode tells the
  * program; it answers false for a packet it cannot have sent (malformed).
  */
-typedef bool (*fl_op_back_fn)(struct flit_ep *ep, uint32_t peer, void *pkt,
-                              size_t len, flit_status reason, bool reclaimed);
+typedef bool (*fl_op_back_fn)(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
+                              flit_status reason, bool reclaimed);
 
 /* A layer claims opcode op once, at flit_init: fn receives its packets,
    back (NULL: none can come back) hears of those that come back. */
 void fl_op_register(unsigned op, fl_op_fn fn, fl_op_back_fn back);
 
 /* The transports' receive callback: checks version and opcode, dispatches. */
-void fl_packet_dispatch(void *ep, uint32_t src, unsigned lane, void *pkt,
-                        size_t len);
+void fl_packet_dispatch(void *ep, uint32_t src, unsigned lane, void *pkt, size_t len);
 
 /* Hands a packet that came back to the layer that owns its opcode. */
 bool fl_packet_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,

@@ -14,14 +14,14 @@ flit_status fl_ep_send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
     size_t chunk = fl_ep_piece_size(ep, dst, f->max_hdr);
     struct fl_piece p = {.off = 0, .first = true};
     flit_status st = FLIT_OK;
-    ep->keep_lock++;    /* another thread's pieces must not come in between */
+    ep->keep_lock++; /* another thread's pieces must not come in between */
     do {
         p.len = len - p.off < chunk ? (size_t)(len - p.off) : chunk;
         p.last = p.off + p.len == len;
         size_t hl = f->hdr_len(f->arg, &p);
         unsigned pf = p.first ? flags : flags & ~FLIT_AM_NONBLOCK;
         if (!p.last)
-            pf |= FLIT_AM_MORE;     /* the last keeps the caller's choice */
+            pf |= FLIT_AM_MORE; /* the last keeps the caller's choice */
         void *pkt;
         st = fl_ep_reserve(ep, dst, lane, hl + p.len, pf, &pkt);
         if (st != FLIT_OK)

@@ -30,14 +30,14 @@ struct flit_ep;
 
 /* Where one piece lies in the payload. */
 struct fl_piece {
-    uint64_t off;       /* of its first byte in the payload */
+    uint64_t off; /* of its first byte in the payload */
     size_t len;
     bool first, last;
 };
 
 /* How a layer frames its pieces. */
 struct fl_pieces {
-    size_t max_hdr;     /* the longest header: sizes the pieces */
+    size_t max_hdr; /* the longest header: sizes the pieces */
     /* The header of piece p: its length, then written at pkt. */
     size_t (*hdr_len)(void *arg, const struct fl_piece *p);
     void (*write_hdr)(void *arg, uint8_t *pkt, const struct fl_piece *p);
@@ -59,8 +59,8 @@ flit_status fl_ep_send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
  * wrap, the piece [off, off + len) must lie inside it, and last must say
  * whether it ends there.
  */
-static inline bool fl_piece_fits(uint64_t base, uint64_t total, uint64_t off, uint64_t len,
-                                 bool last)
+static inline bool fl_piece_fits(uint64_t base, uint64_t total, uint64_t off,
+                                 uint64_t len, bool last)
 {
     if (base + total < base || off > total || len > total - off)
         return false;

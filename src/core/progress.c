@@ -10,30 +10,30 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "util/config.h"
 #include "core/ep.h"
-#include "util/log.h"
 #include "core/packet.h"
 #include "platform/os.h"
+#include "util/config.h"
+#include "util/log.h"
 
-#define POLL_BUDGET 64          /* packets per transport per pass */
-#define CHECK_EVERY 1024        /* passes between looks at the clock */
+#define POLL_BUDGET 64   /* packets per transport per pass */
+#define CHECK_EVERY 1024 /* passes between looks at the clock */
 
 int fl_progress(struct flit_ep *ep, unsigned lane_mask)
 {
     int n = 0;
-    fl_ep_flush_hold(ep);   /* the transports may not be polled meanwhile */
+    fl_ep_flush_hold(ep); /* the transports may not be polled meanwhile */
     FL_COUNT(ep->stats.polls, 1);
     for (int i = 0; i < ep->ntp; i++)
-        n += ep->tps[i]->poll(ep->tpes[i], lane_mask, fl_packet_dispatch, ep,
-                              POLL_BUDGET);
+        n +=
+            ep->tps[i]->poll(ep->tpes[i], lane_mask, fl_packet_dispatch, ep, POLL_BUDGET);
     if (__builtin_expect(n && ep->cond_waiters, 0))
-        pthread_cond_broadcast(&ep->progress_cond);     /* they may be done */
+        pthread_cond_broadcast(&ep->progress_cond); /* they may be done */
     return n;
 }
 
@@ -152,7 +152,7 @@ void fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask, int64_t timeout_u
     while (read(ep->evfd, &v, sizeof v) > 0)
         ;
     if (ep->cond_waiters)
-        pthread_cond_broadcast(&ep->progress_cond);     /* one may take the fd */
+        pthread_cond_broadcast(&ep->progress_cond); /* one may take the fd */
     fl_progress_check_peers(ep, true);
 }
 
@@ -160,12 +160,12 @@ flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
                               int64_t timeout_us)
 {
     uint64_t start = fl_now_ns();
-    uint64_t deadline = UINT64_MAX;     /* timeouts past ~584 years: forever */
+    uint64_t deadline = UINT64_MAX; /* timeouts past ~584 years: forever */
     if (timeout_us >= 0 && (uint64_t)timeout_us < (UINT64_MAX - start) / 1000u)
         deadline = start + (uint64_t)timeout_us * 1000u;
     uint64_t spin_ns = (uint64_t)fl_progress_spin_us() * 1000u;
     uint64_t spin_end = start + spin_ns;
-    bool busy = false;      /* handled something since the last clock read */
+    bool busy = false; /* handled something since the last clock read */
     int64_t nap_us = fl_cfg.peer_check_ms * 1000;
     for (unsigned pass = 1;; pass++) {
         busy |= fl_progress(ep, FL_LANES_ALL) > 0;
@@ -174,12 +174,12 @@ flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
         if (fl_ep_closed_under(ep))
             return FLIT_ERR_CLOSED;
         if (pass % 16)
-            continue;   /* quick passes between looks at the clock */
+            continue; /* quick passes between looks at the clock */
         uint64_t now = fl_now_ns();
         if (now >= deadline)
             return FLIT_ERR_TIMEOUT;
         fl_progress_check_peers(ep, false);
-        if (busy) {     /* traffic: keep spinning, the next packet is near */
+        if (busy) { /* traffic: keep spinning, the next packet is near */
             spin_end = now + spin_ns;
             busy = false;
         }
@@ -222,7 +222,7 @@ flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
             continue;
         fl_progress_check_peers(ep, false);
         uint64_t now = fl_now_ns();
-        if (busy) {     /* traffic: keep spinning, the room is near */
+        if (busy) { /* traffic: keep spinning, the room is near */
             spin_end = now + (uint64_t)fl_progress_spin_us() * 1000u;
             busy = false;
         }
@@ -265,8 +265,7 @@ struct extract {
     size_t bytes;
 };
 
-static void extract_one(void *arg, uint32_t src, unsigned lane, void *pkt,
-                        size_t len)
+static void extract_one(void *arg, uint32_t src, unsigned lane, void *pkt, size_t len)
 {
     struct extract *x = arg;
     x->bytes += len;
@@ -360,7 +359,7 @@ flit_status fl_progress_thread_start(struct flit_ep *ep)
 {
     sigset_t all, old;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);   /* signals are the program's */
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* signals are the program's */
     int err = pthread_create(&ep->progress_thread, NULL, progress_main, ep);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err) {
@@ -377,7 +376,7 @@ void fl_progress_thread_stop(struct flit_ep *ep)
         return;
     pthread_mutex_lock(&ep->lock);
     atomic_store(&ep->progress_stop, true);
-    uint64_t one = 1;   /* off the fd, or out of the condition */
+    uint64_t one = 1; /* off the fd, or out of the condition */
     ssize_t w = write(ep->evfd, &one, sizeof one);
     (void)w;
     pthread_cond_broadcast(&ep->progress_cond);

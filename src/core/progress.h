@@ -36,8 +36,7 @@ int fl_progress(struct flit_ep *ep, unsigned lane_mask);
  */
 size_t fl_progress_bytes(struct flit_ep *ep, size_t max_bytes);
 /* Sleeps until a transport may have work on lane_mask, or timeout. */
-void fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask,
-                       int64_t timeout_us);
+void fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask, int64_t timeout_us);
 /* Looks for dead peers if the period has passed (or now, if force). */
 void fl_progress_check_peers(struct flit_ep *ep, bool force);
 /*

@@ -79,17 +79,19 @@ static void report_counters(struct fl_report *r, struct flit_ep *ep)
     fl_stats_snapshot(ep, &s);
     fl_report_line(r, "  credit stalls %llu, refused packets %llu, peers down %llu",
                    (unsigned long long)s.credit_stalls,
-                   (unsigned long long)s.refused_packets, (unsigned long long)s.peers_down);
+                   (unsigned long long)s.refused_packets,
+                   (unsigned long long)s.peers_down);
     fl_report_line(r, "  polls %llu, sleeps %llu, wake-ups sent %llu",
                    (unsigned long long)s.polls, (unsigned long long)s.sleeps,
                    (unsigned long long)s.wakeups_sent);
     if (s.datagrams_sent || s.datagrams_received)
-        fl_report_line(r, "  datagrams sent %llu, received %llu; retransmits %llu, "
-                          "duplicates %llu, faults injected %llu",
-                       (unsigned long long)s.datagrams_sent,
-                       (unsigned long long)s.datagrams_received,
-                       (unsigned long long)s.retransmits, (unsigned long long)s.duplicates,
-                       (unsigned long long)s.faults_injected);
+        fl_report_line(
+            r,
+            "  datagrams sent %llu, received %llu; retransmits %llu, "
+            "duplicates %llu, faults injected %llu",
+            (unsigned long long)s.datagrams_sent,
+            (unsigned long long)s.datagrams_received, (unsigned long long)s.retransmits,
+            (unsigned long long)s.duplicates, (unsigned long long)s.faults_injected);
     fl_layers_report(&s, r);
 }
 
@@ -112,8 +114,9 @@ void fl_stats_dump(struct flit_ep *ep, int fd)
         char line[256];
         peer->tp->dump_peer(peer->tpe, p, line, sizeof line);
         int down = atomic_load_explicit(&peer->down, memory_order_relaxed);
-        fl_report_line(&r, "  peer %u via %s%s: %s; sent %llu, received %llu, stalls %llu",
-                       p, peer->tp->name, down ? " (DOWN)" : "", line,
+        fl_report_line(&r,
+                       "  peer %u via %s%s: %s; sent %llu, received %llu, stalls %llu", p,
+                       peer->tp->name, down ? " (DOWN)" : "", line,
                        (unsigned long long)FL_READ(peer->sent),
                        (unsigned long long)FL_READ(peer->recv),
                        (unsigned long long)FL_READ(peer->stalls));

@@ -17,7 +17,7 @@ struct fl_counters {
     fl_counter polls;
     fl_counter sleeps;
     fl_counter peers_down;
-    struct fl_tp_counters tp;   /* given to every transport at open */
+    struct fl_tp_counters tp; /* given to every transport at open */
 };
 
 /* Where a dump or FLIT_STATS=1 writes; layers add their lines with: */

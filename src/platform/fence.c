@@ -33,5 +33,5 @@ void fl_fence_slow(void)
     /* Every registered thread now passes a full barrier: pairs with the
        compiler-only fl_fence_fast on the hot side. */
     if (fl_fence_asymmetric && membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0)
-        fl_fence_asymmetric = false;    /* cannot happen once registered */
+        fl_fence_asymmetric = false; /* cannot happen once registered */
 }

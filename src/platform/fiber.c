@@ -72,14 +72,14 @@ struct fl_fiber {
     void *resumer_sp;
     fl_fiber_fn fn;
     void *arg;
-    char *map;              /* the whole mapping: guard page, stack, this */
+    char *map; /* the whole mapping: guard page, stack, this */
     size_t map_len;
-    char *stack;            /* lowest usable byte, just above the guard page */
-    size_t stack_len;       /* up to this struct */
-    bool use_ucontext;      /* which switch this fiber was made for */
+    char *stack;       /* lowest usable byte, just above the guard page */
+    size_t stack_len;  /* up to this struct */
+    bool use_ucontext; /* which switch this fiber was made for */
     bool started;
     bool finished;
-    struct fl_fiber *next;  /* in the pool */
+    struct fl_fiber *next; /* in the pool */
 #ifdef FL_ASAN
     /* The fiber's fake stack while it is stopped, and the stack of whoever
        resumed it last (which thread, hence which stack, can change). */
@@ -93,8 +93,8 @@ struct fl_fiber {
     void *tsan_fiber;
     void *tsan_resumer;
 #endif
-    ucontext_t uc;          /* the fiber's, for the ucontext switch */
-    ucontext_t resumer_uc;  /* its resumer's */
+    ucontext_t uc;         /* the fiber's, for the ucontext switch */
+    ucontext_t resumer_uc; /* its resumer's */
 };
 
 /* ---- the own switch ---- */
@@ -123,60 +123,60 @@ void fl_fiber_start_asm(void);
  * padding, r15, r14, r13, r12, rbx, rbp, return address. endbr64 is a NOP
  * without CET; with -fcf-protection it lets an indirect call land here.
  */
-__asm__(
-    ".pushsection .text\n"
-    ".p2align 4\n"
-    ".globl fl_fiber_switch_asm\n"
-    ".hidden fl_fiber_switch_asm\n"
-    ".type fl_fiber_switch_asm, %function\n"
-    "fl_fiber_switch_asm:\n"
-    "    endbr64\n"
-    "    pushq %rbp\n"
-    "    pushq %rbx\n"
-    "    pushq %r12\n"
-    "    pushq %r13\n"
-    "    pushq %r14\n"
-    "    pushq %r15\n"
-    "    subq $8, %rsp\n"
-    "    stmxcsr (%rsp)\n"
-    "    fnstcw 4(%rsp)\n"
-    "    movq %rsp, (%rdi)\n"
-    "    movq %rsi, %rsp\n"
-    "    ldmxcsr (%rsp)\n"
-    "    fldcw 4(%rsp)\n"
-    "    addq $8, %rsp\n"
-    "    popq %r15\n"
-    "    popq %r14\n"
-    "    popq %r13\n"
-    "    popq %r12\n"
-    "    popq %rbx\n"
-    "    popq %rbp\n"
-    "    ret\n"
-    ".size fl_fiber_switch_asm, .-fl_fiber_switch_asm\n"
-    "\n"
-    ".p2align 4\n"
-    ".globl fl_fiber_start_asm\n"
-    ".hidden fl_fiber_start_asm\n"
-    ".type fl_fiber_start_asm, %function\n"
-    "fl_fiber_start_asm:\n"
-    "    .cfi_startproc\n"
-    "    .cfi_undefined rip\n"
-    "    endbr64\n"
-    "    movq %r12, %rdi\n"
-    "    call *%r13\n"
-    "    ud2\n"
-    "    .cfi_endproc\n"
-    ".size fl_fiber_start_asm, .-fl_fiber_start_asm\n"
-    ".popsection\n"
-    ".pushsection .note.GNU-stack,\"\",%progbits\n"
-    ".popsection\n");
+__asm__(".pushsection .text\n"
+        ".p2align 4\n"
+        ".globl fl_fiber_switch_asm\n"
+        ".hidden fl_fiber_switch_asm\n"
+        ".type fl_fiber_switch_asm, %function\n"
+        "fl_fiber_switch_asm:\n"
+        "    endbr64\n"
+        "    pushq %rbp\n"
+        "    pushq %rbx\n"
+        "    pushq %r12\n"
+        "    pushq %r13\n"
+        "    pushq %r14\n"
+        "    pushq %r15\n"
+        "    subq $8, %rsp\n"
+        "    stmxcsr (%rsp)\n"
+        "    fnstcw 4(%rsp)\n"
+        "    movq %rsp, (%rdi)\n"
+        "    movq %rsi, %rsp\n"
+        "    ldmxcsr (%rsp)\n"
+        "    fldcw 4(%rsp)\n"
+        "    addq $8, %rsp\n"
+        "    popq %r15\n"
+        "    popq %r14\n"
+        "    popq %r13\n"
+        "    popq %r12\n"
+        "    popq %rbx\n"
+        "    popq %rbp\n"
+        "    ret\n"
+        ".size fl_fiber_switch_asm, .-fl_fiber_switch_asm\n"
+        "\n"
+        ".p2align 4\n"
+        ".globl fl_fiber_start_asm\n"
+        ".hidden fl_fiber_start_asm\n"
+        ".type fl_fiber_start_asm, %function\n"
+        "fl_fiber_start_asm:\n"
+        "    .cfi_startproc\n"
+        "    .cfi_undefined rip\n"
+        "    endbr64\n"
+        "    movq %r12, %rdi\n"
+        "    call *%r13\n"
+        "    ud2\n"
+        "    .cfi_endproc\n"
+        ".size fl_fiber_start_asm, .-fl_fiber_start_asm\n"
+        ".popsection\n"
+        ".pushsection .note.GNU-stack,\"\",%progbits\n"
+        ".popsection\n");
 
 enum { ASM_FRAME = 64 };
 
 /* The first frame of a new fiber: what fl_fiber_switch_asm pops. top is
    16-byte aligned; after the ret the trampoline runs with rsp == top, so its
    call sees the aligned stack the ABI wants. */
-static void *asm_initial_frame(char *top, struct fl_fiber *f, void (*entry)(struct fl_fiber *))
+static void *asm_initial_frame(char *top, struct fl_fiber *f,
+                               void (*entry)(struct fl_fiber *))
 {
     uint64_t *w = (uint64_t *)(void *)(top - ASM_FRAME);
     uint32_t mxcsr;
@@ -188,13 +188,13 @@ static void *asm_initial_frame(char *top, struct fl_fiber *f, void (*entry)(stru
     memset(w, 0, ASM_FRAME);
     memcpy((char *)w, &mxcsr, sizeof mxcsr);
     memcpy((char *)w + 4, &fcw, sizeof fcw);
-    w[1] = 0;                               /* r15 */
-    w[2] = 0;                               /* r14 */
-    w[3] = (uint64_t)(uintptr_t)entry;      /* r13 */
-    w[4] = (uint64_t)(uintptr_t)f;          /* r12 */
-    w[5] = 0;                               /* rbx */
-    w[6] = 0;                               /* rbp: ends frame-pointer chains */
-    w[7] = (uint64_t)(uintptr_t)fl_fiber_start_asm;   /* return address */
+    w[1] = 0;                                       /* r15 */
+    w[2] = 0;                                       /* r14 */
+    w[3] = (uint64_t)(uintptr_t)entry;              /* r13 */
+    w[4] = (uint64_t)(uintptr_t)f;                  /* r12 */
+    w[5] = 0;                                       /* rbx */
+    w[6] = 0;                                       /* rbp: ends frame-pointer chains */
+    w[7] = (uint64_t)(uintptr_t)fl_fiber_start_asm; /* return address */
     return w;
 }
 
@@ -207,79 +207,79 @@ static void *asm_initial_frame(char *top, struct fl_fiber *f, void (*entry)(stru
  * so it is written only when the two sides differ. "hint #34" is bti c: a
  * NOP without BTI.
  */
-__asm__(
-    ".pushsection .text\n"
-    ".p2align 4\n"
-    ".globl fl_fiber_switch_asm\n"
-    ".hidden fl_fiber_switch_asm\n"
-    ".type fl_fiber_switch_asm, %function\n"
-    "fl_fiber_switch_asm:\n"
-    "    hint #34\n"
-    "    sub sp, sp, #176\n"
-    "    stp x19, x20, [sp, #0]\n"
-    "    stp x21, x22, [sp, #16]\n"
-    "    stp x23, x24, [sp, #32]\n"
-    "    stp x25, x26, [sp, #48]\n"
-    "    stp x27, x28, [sp, #64]\n"
-    "    stp x29, x30, [sp, #80]\n"
-    "    stp d8, d9, [sp, #96]\n"
-    "    stp d10, d11, [sp, #112]\n"
-    "    stp d12, d13, [sp, #128]\n"
-    "    stp d14, d15, [sp, #144]\n"
-    "    mrs x9, fpcr\n"
-    "    str x9, [sp, #160]\n"
-    "    mov x10, sp\n"
-    "    str x10, [x0]\n"
-    "    mov sp, x1\n"
-    "    ldp x19, x20, [sp, #0]\n"
-    "    ldp x21, x22, [sp, #16]\n"
-    "    ldp x23, x24, [sp, #32]\n"
-    "    ldp x25, x26, [sp, #48]\n"
-    "    ldp x27, x28, [sp, #64]\n"
-    "    ldp x29, x30, [sp, #80]\n"
-    "    ldp d8, d9, [sp, #96]\n"
-    "    ldp d10, d11, [sp, #112]\n"
-    "    ldp d12, d13, [sp, #128]\n"
-    "    ldp d14, d15, [sp, #144]\n"
-    "    ldr x10, [sp, #160]\n"
-    "    cmp x9, x10\n"
-    "    b.eq 1f\n"
-    "    msr fpcr, x10\n"
-    "1:  add sp, sp, #176\n"
-    "    ret\n"
-    ".size fl_fiber_switch_asm, .-fl_fiber_switch_asm\n"
-    "\n"
-    ".p2align 4\n"
-    ".globl fl_fiber_start_asm\n"
-    ".hidden fl_fiber_start_asm\n"
-    ".type fl_fiber_start_asm, %function\n"
-    "fl_fiber_start_asm:\n"
-    "    .cfi_startproc\n"
-    "    .cfi_undefined x30\n"
-    "    hint #34\n"
-    "    mov x0, x19\n"
-    "    blr x20\n"
-    "    brk #0\n"
-    "    .cfi_endproc\n"
-    ".size fl_fiber_start_asm, .-fl_fiber_start_asm\n"
-    ".popsection\n"
-    ".pushsection .note.GNU-stack,\"\",%progbits\n"
-    ".popsection\n");
+__asm__(".pushsection .text\n"
+        ".p2align 4\n"
+        ".globl fl_fiber_switch_asm\n"
+        ".hidden fl_fiber_switch_asm\n"
+        ".type fl_fiber_switch_asm, %function\n"
+        "fl_fiber_switch_asm:\n"
+        "    hint #34\n"
+        "    sub sp, sp, #176\n"
+        "    stp x19, x20, [sp, #0]\n"
+        "    stp x21, x22, [sp, #16]\n"
+        "    stp x23, x24, [sp, #32]\n"
+        "    stp x25, x26, [sp, #48]\n"
+        "    stp x27, x28, [sp, #64]\n"
+        "    stp x29, x30, [sp, #80]\n"
+        "    stp d8, d9, [sp, #96]\n"
+        "    stp d10, d11, [sp, #112]\n"
+        "    stp d12, d13, [sp, #128]\n"
+        "    stp d14, d15, [sp, #144]\n"
+        "    mrs x9, fpcr\n"
+        "    str x9, [sp, #160]\n"
+        "    mov x10, sp\n"
+        "    str x10, [x0]\n"
+        "    mov sp, x1\n"
+        "    ldp x19, x20, [sp, #0]\n"
+        "    ldp x21, x22, [sp, #16]\n"
+        "    ldp x23, x24, [sp, #32]\n"
+        "    ldp x25, x26, [sp, #48]\n"
+        "    ldp x27, x28, [sp, #64]\n"
+        "    ldp x29, x30, [sp, #80]\n"
+        "    ldp d8, d9, [sp, #96]\n"
+        "    ldp d10, d11, [sp, #112]\n"
+        "    ldp d12, d13, [sp, #128]\n"
+        "    ldp d14, d15, [sp, #144]\n"
+        "    ldr x10, [sp, #160]\n"
+        "    cmp x9, x10\n"
+        "    b.eq 1f\n"
+        "    msr fpcr, x10\n"
+        "1:  add sp, sp, #176\n"
+        "    ret\n"
+        ".size fl_fiber_switch_asm, .-fl_fiber_switch_asm\n"
+        "\n"
+        ".p2align 4\n"
+        ".globl fl_fiber_start_asm\n"
+        ".hidden fl_fiber_start_asm\n"
+        ".type fl_fiber_start_asm, %function\n"
+        "fl_fiber_start_asm:\n"
+        "    .cfi_startproc\n"
+        "    .cfi_undefined x30\n"
+        "    hint #34\n"
+        "    mov x0, x19\n"
+        "    blr x20\n"
+        "    brk #0\n"
+        "    .cfi_endproc\n"
+        ".size fl_fiber_start_asm, .-fl_fiber_start_asm\n"
+        ".popsection\n"
+        ".pushsection .note.GNU-stack,\"\",%progbits\n"
+        ".popsection\n");
 
 enum { ASM_FRAME = 176 };
 
 /* The first frame of a new fiber; after the ret the trampoline runs with
    sp == top, 16-byte aligned. */
-static void *asm_initial_frame(char *top, struct fl_fiber *f, void (*entry)(struct fl_fiber *))
+static void *asm_initial_frame(char *top, struct fl_fiber *f,
+                               void (*entry)(struct fl_fiber *))
 {
     uint64_t *w = (uint64_t *)(void *)(top - ASM_FRAME);
     uint64_t fpcr;
     __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
-    memset(w, 0, ASM_FRAME);                /* x21..x28, x29 = 0, d8..d15 */
-    w[0] = (uint64_t)(uintptr_t)f;          /* x19 */
-    w[1] = (uint64_t)(uintptr_t)entry;      /* x20 */
-    w[11] = (uint64_t)(uintptr_t)fl_fiber_start_asm;  /* x30 */
-    w[20] = fpcr;                           /* the creator's, as makecontext's */
+    memset(w, 0, ASM_FRAME);                         /* x21..x28, x29 = 0, d8..d15 */
+    w[0] = (uint64_t)(uintptr_t)f;                   /* x19 */
+    w[1] = (uint64_t)(uintptr_t)entry;               /* x20 */
+    w[11] = (uint64_t)(uintptr_t)fl_fiber_start_asm; /* x30 */
+    w[20] = fpcr;                                    /* the creator's, as makecontext's */
     return w;
 }
 #endif
@@ -294,7 +294,8 @@ static void *asm_initial_frame(char *top, struct fl_fiber *f, void (*entry)(stru
 static bool shadow_stack_on(void)
 {
     uint64_t ssp = 0;
-    __asm__ __volatile__(".byte 0xf3, 0x48, 0x0f, 0x1e, 0xc8" : "+a"(ssp)); /* rdsspq %rax */
+    __asm__ __volatile__(".byte 0xf3, 0x48, 0x0f, 0x1e, 0xc8"
+                         : "+a"(ssp)); /* rdsspq %rax */
     return ssp != 0;
 }
 #else
@@ -423,7 +424,7 @@ static void fiber_main(struct fl_fiber *f)
     }
 #endif
     swapcontext(&f->uc, &f->resumer_uc);
-    abort();    /* nothing resumes a finished fiber */
+    abort(); /* nothing resumes a finished fiber */
 }
 
 /* makecontext passes ints only: the pointer comes in two halves. */
@@ -473,7 +474,7 @@ void fl_fiber_yield(struct fl_fiber *self)
 
 /* ---- stacks and the pool ---- */
 
-enum { POOL_MAX = 64 };     /* stacks kept for reuse; more are unmapped */
+enum { POOL_MAX = 64 }; /* stacks kept for reuse; more are unmapped */
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fl_fiber *pool;
@@ -481,7 +482,7 @@ static unsigned pool_len;
 
 static size_t page_size(void)
 {
-    long p = sysconf(_SC_PAGESIZE);     /* from the auxiliary vector: cheap */
+    long p = sysconf(_SC_PAGESIZE); /* from the auxiliary vector: cheap */
     return p > 0 ? (size_t)p : 4096;
 }
 
@@ -490,7 +491,8 @@ static size_t page_size(void)
 static size_t map_len_now(void)
 {
     size_t page = page_size();
-    size_t stack = fl_cfg.fiber_stack > 0 ? (size_t)fl_cfg.fiber_stack : (size_t)256 << 10;
+    size_t stack =
+        fl_cfg.fiber_stack > 0 ? (size_t)fl_cfg.fiber_stack : (size_t)256 << 10;
     return page + ((stack + sizeof(struct fl_fiber) + page - 1) & ~(page - 1));
 }
 
@@ -508,7 +510,7 @@ static struct fl_fiber *map_fiber(size_t len)
 {
     int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 #ifdef MAP_NORESERVE
-    flags |= MAP_NORESERVE;     /* a stack rarely touches all its pages */
+    flags |= MAP_NORESERVE; /* a stack rarely touches all its pages */
 #endif
 #ifdef MAP_STACK
     flags |= MAP_STACK;
@@ -540,7 +542,7 @@ __attribute__((noinline)) static bool uc_init(struct fl_fiber *f)
         return false;
     f->uc.uc_stack.ss_sp = f->stack;
     f->uc.uc_stack.ss_size = f->stack_len;
-    f->uc.uc_link = NULL;       /* fiber_main never returns */
+    f->uc.uc_link = NULL; /* fiber_main never returns */
     uintptr_t p = (uintptr_t)f;
     /* (p >> 16 >> 16: a plain >> 32 is undefined where pointers are 32-bit) */
     makecontext(&f->uc, (void (*)(void))uc_entry, 2, (unsigned)(p & 0xffffffffu),
@@ -555,7 +557,7 @@ struct fl_fiber *fl_fiber_new(fl_fiber_fn fn, void *arg)
 {
     size_t len = map_len_now();
     struct fl_fiber *f = NULL;
-    struct fl_fiber *stale = NULL;  /* pooled at another FLIT_FIBER_STACK_KB */
+    struct fl_fiber *stale = NULL; /* pooled at another FLIT_FIBER_STACK_KB */
     pthread_mutex_lock(&pool_lock);
     while (pool && !f) {
         struct fl_fiber *p = pool;
@@ -611,8 +613,7 @@ void fl_fiber_free(struct fl_fiber *f)
     if (!f)
         return;
     if (f->started && !f->finished) {
-        fl_error("fiber %p freed while stopped in the middle of its function",
-                 (void *)f);
+        fl_error("fiber %p freed while stopped in the middle of its function", (void *)f);
         abort();
     }
     lsan_root(f, false);

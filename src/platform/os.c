@@ -72,11 +72,11 @@ int fl_host_id(uint8_t id[16])
     return 0;
 }
 
-void fl_shm_name(char *buf, size_t len, uint64_t job_id, uint32_t rank,
-                 uint32_t ep, const char *suffix)
+void fl_shm_name(char *buf, size_t len, uint64_t job_id, uint32_t rank, uint32_t ep,
+                 const char *suffix)
 {
-    snprintf(buf, len, "/flit-%016llx-%u-%u%s", (unsigned long long)job_id,
-             rank, ep, suffix);
+    snprintf(buf, len, "/flit-%016llx-%u-%u%s", (unsigned long long)job_id, rank, ep,
+             suffix);
 }
 
 int fl_shm_map_fd(int fd, size_t size, void **addr_out)
@@ -166,8 +166,7 @@ bool fl_pidfd_exited(int pidfd)
     return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
 }
 
-ssize_t fl_cma_write(pid_t pid, uint64_t remote_addr, const void *src,
-                     size_t len)
+ssize_t fl_cma_write(pid_t pid, uint64_t remote_addr, const void *src, size_t len)
 {
     struct iovec l = {(void *)src, len};
     struct iovec r = {(void *)(uintptr_t)remote_addr, len};
@@ -189,8 +188,8 @@ void fl_wake_addr(const char *name, struct fl_wake_addr *out)
     out->sa.sun_family = AF_UNIX;
     size_t n = strlen(name);
     if (n > sizeof out->sa.sun_path - 1)
-        n = sizeof out->sa.sun_path - 1;    /* our names are far shorter */
-    memcpy(out->sa.sun_path + 1, name, n);  /* abstract: leading NUL */
+        n = sizeof out->sa.sun_path - 1;   /* our names are far shorter */
+    memcpy(out->sa.sun_path + 1, name, n); /* abstract: leading NUL */
     out->len = (unsigned)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
@@ -214,7 +213,7 @@ int fl_wake_send(int sock, const struct fl_wake_addr *peer)
         ssize_t n = sendto(sock, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
                            (const struct sockaddr *)&peer->sa, peer->len);
         if (n >= 0 || errno == EAGAIN || errno == EWOULDBLOCK)
-            return 0;       /* a full queue is already a pending wake-up */
+            return 0; /* a full queue is already a pending wake-up */
         if (errno != EINTR)
             return -errno;
     }

@@ -38,8 +38,8 @@ int fl_random_bytes(void *buf, size_t len);
 int fl_host_id(uint8_t id[16]);
 
 /* Names a job's shared object: "/flit-<job hex16>-<rank>-<ep><suffix>". */
-void fl_shm_name(char *buf, size_t len, uint64_t job_id, uint32_t rank,
-                 uint32_t ep, const char *suffix);
+void fl_shm_name(char *buf, size_t len, uint64_t job_id, uint32_t rank, uint32_t ep,
+                 const char *suffix);
 
 /* Shared files in /dev/shm. create: O_EXCL, sized, mapped read-write. */
 int fl_shm_create(const char *name, size_t size, int *fd_out, void **addr_out);
@@ -54,8 +54,7 @@ int fl_pidfd_open(pid_t pid);
 bool fl_pidfd_exited(int pidfd);
 
 /* Cross-memory attach: copy into / out of another process's memory. */
-ssize_t fl_cma_write(pid_t pid, uint64_t remote_addr, const void *src,
-                     size_t len);
+ssize_t fl_cma_write(pid_t pid, uint64_t remote_addr, const void *src, size_t len);
 ssize_t fl_cma_read(pid_t pid, void *dst, uint64_t remote_addr, size_t len);
 
 /* Wake-up sockets: datagram sockets in the abstract unix namespace. */
@@ -65,7 +64,7 @@ struct fl_wake_addr {
     unsigned len;
 };
 void fl_wake_addr(const char *name, struct fl_wake_addr *out);
-int fl_wake_open(const struct fl_wake_addr *self);  /* bound, nonblocking */
+int fl_wake_open(const struct fl_wake_addr *self); /* bound, nonblocking */
 /* One datagram; a full socket buffer already means "wake up". */
 int fl_wake_send(int sock, const struct fl_wake_addr *peer);
 void fl_wake_drain(int sock);

@@ -11,9 +11,9 @@
  */
 #include <string.h>
 
+#include "rma/rma.h"
 #include "util/config.h"
 #include "util/log.h"
-#include "rma/rma.h"
 
 /* ---- the owner's side ---- */
 

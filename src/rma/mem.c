@@ -19,13 +19,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util/config.h"
-#include "util/log.h"
 #include "platform/os.h"
 #include "rma/rma.h"
+#include "util/config.h"
+#include "util/log.h"
 
-static void block_name(char *buf, size_t len, uint32_t rank, uint32_t ep,
-                       uint64_t seq)
+static void block_name(char *buf, size_t len, uint32_t rank, uint32_t ep, uint64_t seq)
 {
     char suffix[32];
     snprintf(suffix, sizeof suffix, "-rma%llu", (unsigned long long)seq);
@@ -35,7 +34,8 @@ static void block_name(char *buf, size_t len, uint32_t rank, uint32_t ep,
 static flit_status os_status(int err)
 {
     return err == -ENOMEM || err == -ENOSPC || err == -EMFILE || err == -ENFILE
-               ? FLIT_ERR_NO_MEMORY : FLIT_ERR_SYSTEM;
+               ? FLIT_ERR_NO_MEMORY
+               : FLIT_ERR_SYSTEM;
 }
 
 /* ---- blocks ---- */
@@ -67,7 +67,7 @@ flit_status flit_rma_alloc(flit_ep_t *ep, size_t len, void **addr_out)
             st = os_status(err);
             free(b);
         } else {
-            close(fd);  /* the mapping and the name are all we need */
+            close(fd); /* the mapping and the name are all we need */
             b->addr = mem;
             b->len = size;
             b->next = r->blocks;
@@ -113,8 +113,8 @@ flit_status flit_rma_free(flit_ep_t *ep, void *addr)
     return FLIT_OK;
 }
 
-struct fl_rma_block *fl_rma_block_of(struct fl_rma_ep *r, const void *addr,
-                                     size_t len, uint64_t *off_out)
+struct fl_rma_block *fl_rma_block_of(struct fl_rma_ep *r, const void *addr, size_t len,
+                                     uint64_t *off_out)
 {
     uintptr_t a = (uintptr_t)addr;
     for (struct fl_rma_block *b = r->blocks; b; b = b->next) {
@@ -176,13 +176,14 @@ flit_status fl_rma_ctl_make(struct flit_ep *ep)
             r->ctl_shared = true;
         } else {
             fl_info("rma: no shared control file (%s); peers on this host reach "
-                    "our regions through packets", strerror(-err));
+                    "our regions through packets",
+                    strerror(-err));
         }
     }
     if (!r->ctl) {
         /* Nobody maps it: private pages, zero until touched. */
-        void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *mem =
+            mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (mem == MAP_FAILED)
             return FLIT_ERR_NO_MEMORY;
         r->ctl = mem;
@@ -223,14 +224,16 @@ bool fl_rma_ctl_attach(struct flit_ep *ep, uint32_t owner)
     int err = fl_shm_attach(name, &size, &mem);
     if (err) {
         fl_info("rma: cannot map rank %u's control file (%s); its regions are "
-                "reached through packets", owner, strerror(-err));
+                "reached through packets",
+                owner, strerror(-err));
         return false;
     }
     uint8_t want[16];
     ctl_header(want, ep->size);
     if (size != fl_rma_ctl_len(ep->size, fl_rma_of(ep)->page) || memcmp(mem, want, 16)) {
         fl_warn("rma: rank %u's control file is not what this flit expects; its "
-                "regions are reached through packets", owner);
+                "regions are reached through packets",
+                owner);
         munmap(mem, size);
         return false;
     }
@@ -247,8 +250,8 @@ void fl_rma_peer_ctl_free(struct fl_rma_peer *p)
 }
 
 /* The mapping of [start, end) of the owner's block, if one exists. */
-static struct fl_rma_map *map_find(struct fl_rma_peer *pp, uint64_t block,
-                                   uint64_t start, uint64_t end, bool write)
+static struct fl_rma_map *map_find(struct fl_rma_peer *pp, uint64_t block, uint64_t start,
+                                   uint64_t end, bool write)
 {
     for (struct fl_rma_map *m = pp->maps; m; m = m->next)
         if (m->block == block && m->start == start && m->end == end && m->write == write)
@@ -266,7 +269,8 @@ static flit_status map_new(struct flit_ep *ep, uint32_t owner, uint64_t block,
         static _Atomic int told;
         if (!atomic_exchange(&told, 1))
             fl_info("rma: %u distinct regions mapped; further imports reach their "
-                    "regions by cross-memory attach or packets", FL_RMA_MAX_MAPS);
+                    "regions by cross-memory attach or packets",
+                    FL_RMA_MAX_MAPS);
         return FLIT_ERR_NO_MEMORY;
     }
     struct fl_rma_map *m = calloc(1, sizeof *m);
@@ -286,8 +290,13 @@ static flit_status map_new(struct flit_ep *ep, uint32_t owner, uint64_t block,
         free(m);
         return FLIT_ERR_SYSTEM;
     }
-    *m = (struct fl_rma_map){.block = block, .start = start, .end = end, .write = write,
-                             .addr = mem, .refs = 0, .next = r->peers[owner].maps};
+    *m = (struct fl_rma_map){.block = block,
+                             .start = start,
+                             .end = end,
+                             .write = write,
+                             .addr = mem,
+                             .refs = 0,
+                             .next = r->peers[owner].maps};
     r->peers[owner].maps = m;
     r->nmaps++;
     *out = m;

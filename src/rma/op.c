@@ -11,8 +11,8 @@
  * let go by whoever held it; a refusal that arrives after the holder let
  * go is kept for flit_rma_flush (the peer's sticky status).
  */
-#include "util/log.h"
 #include "rma/rma.h"
+#include "util/log.h"
 
 struct flit_rma_op *fl_rma_op_new(struct flit_ep *ep, enum fl_rma_op_kind kind,
                                   uint32_t peer, struct flit_rma_remote *rm)
@@ -57,7 +57,7 @@ void fl_rma_op_complete(struct flit_ep *ep, struct flit_rma_op *op, flit_status 
     if (op->remote) {
         op->remote->outstanding--;
         if (st == FLIT_ERR_REVOKED)
-            op->remote->revoked = true;     /* later calls fail at once */
+            op->remote->revoked = true; /* later calls fail at once */
     }
     if (op->held)
         return;
@@ -88,7 +88,7 @@ bool fl_rma_op_done(const struct flit_rma_op *op)
 void fl_rma_op_release(struct flit_ep *ep, struct flit_rma_op *op)
 {
     if (op->pending) {
-        op->held = false;   /* freed, its verdict kept, when the answer comes */
+        op->held = false; /* freed, its verdict kept, when the answer comes */
         return;
     }
     fl_rma_pool_put(&fl_rma_of(ep)->ops, &op->obj);
@@ -194,7 +194,7 @@ static flit_status flush_send(struct flit_ep *ep, uint32_t rank)
         fl_rma_op_complete(ep, op, st);
     fl_rma_op_release(ep, op);
     p->unflushed = 0;
-    return st == FLIT_ERR_PEER_DOWN ? FLIT_OK : st;    /* the verdict says it */
+    return st == FLIT_ERR_PEER_DOWN ? FLIT_OK : st; /* the verdict says it */
 }
 
 static bool peer_quiet(struct flit_ep *ep, void *arg)

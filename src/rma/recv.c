@@ -9,8 +9,8 @@
  */
 #include <string.h>
 
-#include "util/log.h"
 #include "rma/rma.h"
+#include "util/log.h"
 
 flit_status fl_rma_send(struct flit_ep *ep, uint32_t dst, struct fl_rma_pkt *p,
                         const void *payload, unsigned flags)
@@ -48,7 +48,7 @@ void fl_rma_notify(struct flit_ep *ep, uint64_t id, uint32_t from, uint64_t off,
     if (!r->notify_fn)
         return;
     FL_COUNT(r->notifications, 1);
-    fl_handler_depth++;     /* a handler: no blocking calls from it */
+    fl_handler_depth++; /* a handler: no blocking calls from it */
     r->notify_fn(ep, id, flit_rank(from), off, (size_t)len, r->notify_user);
     fl_handler_depth--;
 }
@@ -77,14 +77,14 @@ static void recv_put(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *
         rp->put_op = p->op;
         rp->put_err = FLIT_OK;
     } else if (p->op != rp->put_op && rp->put_err == FLIT_OK) {
-        rp->put_op = p->op;     /* a piece of no put in progress */
+        rp->put_op = p->op; /* a piece of no put in progress */
         rp->put_err = FLIT_ERR_BAD_PACKET;
         refused(ep, src, p, FLIT_ERR_BAD_PACKET);
     }
     if (rp->put_err == FLIT_OK) {
         struct flit_rma_region *g;
-        flit_status why = fl_rma_judge(ep, src, p->id, FLIT_RMA_WRITE, p->base,
-                                       p->total, &g);
+        flit_status why =
+            fl_rma_judge(ep, src, p->id, FLIT_RMA_WRITE, p->base, p->total, &g);
         if (why == FLIT_OK) {
             memcpy(g->addr + p->base + p->piece, p->payload, p->len);
         } else {
@@ -96,8 +96,8 @@ static void recv_put(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *
         return;
     flit_status verdict = rp->put_err;
     if ((p->flags & FL_RMAF_ACK) || verdict != FLIT_OK) {
-        struct fl_rma_pkt a = {.kind = FL_RMA_ACK, .op = p->op, .id = p->id,
-                               .status = (uint16_t)verdict};
+        struct fl_rma_pkt a = {
+            .kind = FL_RMA_ACK, .op = p->op, .id = p->id, .status = (uint16_t)verdict};
         answer(ep, src, &a, NULL);
     }
     if (verdict == FLIT_OK && (p->flags & FL_RMAF_NOTIFY))
@@ -108,8 +108,12 @@ static void recv_put(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *
 static void recv_get(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *p)
 {
     struct flit_rma_region *g;
-    struct fl_rma_pkt d = {.kind = FL_RMA_GET_DATA, .op = p->op, .id = p->id,
-                           .base = p->base, .total = p->total, .flags = FL_RMAF_LAST};
+    struct fl_rma_pkt d = {.kind = FL_RMA_GET_DATA,
+                           .op = p->op,
+                           .id = p->id,
+                           .base = p->base,
+                           .total = p->total,
+                           .flags = FL_RMAF_LAST};
     flit_status why = fl_rma_judge(ep, src, p->id, FLIT_RMA_READ, p->base, p->total, &g);
     if (why != FLIT_OK) {
         refused(ep, src, p, why);
@@ -122,7 +126,7 @@ static void recv_get(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *
     const uint8_t *from = g->addr + p->base;
     uint64_t off = 0;
     flit_status st;
-    fl_handler_depth++;     /* as in answer(): waits poll reply lanes only */
+    fl_handler_depth++; /* as in answer(): waits poll reply lanes only */
     do {
         size_t n = p->total - off < chunk ? (size_t)(p->total - off) : chunk;
         bool last = off + n == p->total;
@@ -152,7 +156,8 @@ static void recv_notify(struct flit_ep *ep, uint32_t src, const struct fl_rma_pk
 
 /* A refusal of a put nobody tracks: for the next flush, and every import of
    that region learns it is gone. */
-static void untracked_refused(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *p)
+static void untracked_refused(struct flit_ep *ep, uint32_t src,
+                              const struct fl_rma_pkt *p)
 {
     struct fl_rma_ep *r = fl_rma_of(ep);
     if (r->peers[src].sticky == FLIT_OK)
@@ -258,7 +263,7 @@ void fl_rma_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt, siz
     case FL_RMA_FLUSH_REQ:
         recv_flush(ep, src, &p);
         break;
-    default:    /* FL_RMA_FLUSH_REP: the decoder knows no other kind */
+    default: /* FL_RMA_FLUSH_REP: the decoder knows no other kind */
         recv_flushed(ep, src, &p);
         break;
     }

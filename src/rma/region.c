@@ -7,10 +7,10 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "util/log.h"
 #include "platform/fence.h"
 #include "platform/os.h"
 #include "rma/rma.h"
+#include "util/log.h"
 
 struct flit_rma_region *fl_rma_region_find(struct fl_rma_ep *r, uint64_t id)
 {
@@ -26,9 +26,8 @@ bool fl_rma_region_allows(const struct flit_rma_region *g, uint32_t rank)
     return !g->allowed || (g->allowed[rank / 64] >> (rank % 64) & 1u);
 }
 
-flit_status fl_rma_judge(struct flit_ep *ep, uint32_t rank, uint64_t id,
-                         unsigned need, uint64_t base, uint64_t len,
-                         struct flit_rma_region **out)
+flit_status fl_rma_judge(struct flit_ep *ep, uint32_t rank, uint64_t id, unsigned need,
+                         uint64_t base, uint64_t len, struct flit_rma_region **out)
 {
     struct flit_rma_region *g = fl_rma_region_find(fl_rma_of(ep), id);
     if (!g)
@@ -188,8 +187,7 @@ flit_status flit_rma_unexport(flit_rma_region_t *region)
     return st;
 }
 
-flit_status flit_rma_set_notify_handler(flit_ep_t *ep, flit_rma_notify_fn fn,
-                                        void *user)
+flit_status flit_rma_set_notify_handler(flit_ep_t *ep, flit_rma_notify_fn fn, void *user)
 {
     flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)

@@ -53,7 +53,7 @@ struct fl_rma_obj *fl_rma_pool_get(struct fl_rma_pool *p)
         return NULL;
     o->gen++;
     if (o->gen == 0)
-        o->gen = 1;     /* ids are never 0 */
+        o->gen = 1; /* ids are never 0 */
     o->live = true;
     o->next_free = NULL;
     return o;
@@ -90,7 +90,6 @@ static void pool_free(struct fl_rma_pool *p)
 }
 
 /* ---- the endpoint ---- */
-
 
 static flit_status rma_open(struct flit_ep *ep, void *state)
 {
@@ -181,14 +180,13 @@ static void rma_stats(const void *state, flit_stats_t *out)
 static void rma_report(const flit_stats_t *s, struct fl_report *r)
 {
     if (s->rma_puts || s->rma_gets || s->rma_notifications || s->rma_refused)
-        fl_report_line(r, "  rma puts %llu (%llu B), gets %llu (%llu B); notifications "
-                          "run %llu, accesses refused %llu",
-                       (unsigned long long)s->rma_puts,
-                       (unsigned long long)s->rma_put_bytes,
-                       (unsigned long long)s->rma_gets,
-                       (unsigned long long)s->rma_get_bytes,
-                       (unsigned long long)s->rma_notifications,
-                       (unsigned long long)s->rma_refused);
+        fl_report_line(
+            r,
+            "  rma puts %llu (%llu B), gets %llu (%llu B); notifications "
+            "run %llu, accesses refused %llu",
+            (unsigned long long)s->rma_puts, (unsigned long long)s->rma_put_bytes,
+            (unsigned long long)s->rma_gets, (unsigned long long)s->rma_get_bytes,
+            (unsigned long long)s->rma_notifications, (unsigned long long)s->rma_refused);
 }
 
 struct fl_layer fl_rma_layer = {

@@ -38,8 +38,8 @@
 #include "rma/wire.h"
 
 #define FL_RMA_MAX_REGIONS 65536u
-#define FL_RMA_OP_BITS 20u                  /* operation ids: index bits */
-#define FL_RMA_MAX_OPS (1u << FL_RMA_OP_BITS)
+#define FL_RMA_OP_BITS     20u /* operation ids: index bits */
+#define FL_RMA_MAX_OPS     (1u << FL_RMA_OP_BITS)
 #define FL_RMA_MAX_REMOTES (1u << 20)
 /* Dead handles kept apart before one is reused, so that a handle used after
    it died is recognised (FLIT_ERR_REVOKED / FLIT_ERR_INVALID_ARG). */
@@ -49,22 +49,22 @@
 
 /* ---- handles: pooled, never freed before their endpoint ---- */
 
-#define FL_RMA_MAGIC_REGION 0x52474e31u     /* "RGN1" */
-#define FL_RMA_MAGIC_REMOTE 0x524d5431u     /* "RMT1" */
-#define FL_RMA_MAGIC_OP 0x524f5031u         /* "ROP1" */
+#define FL_RMA_MAGIC_REGION 0x52474e31u /* "RGN1" */
+#define FL_RMA_MAGIC_REMOTE 0x524d5431u /* "RMT1" */
+#define FL_RMA_MAGIC_OP     0x524f5031u /* "ROP1" */
 
 struct fl_rma_obj {
     uint32_t magic;
     bool live;
-    uint32_t idx;               /* its place in the pool, for good */
-    uint32_t gen;               /* bumped each time it is handed out */
+    uint32_t idx; /* its place in the pool, for good */
+    uint32_t gen; /* bumped each time it is handed out */
     struct fl_rma_obj *next_free;
 };
 
 struct fl_rma_pool {
-    struct fl_rma_obj **all;    /* every object made, by idx */
+    struct fl_rma_obj **all; /* every object made, by idx */
     uint32_t n, cap, max;
-    struct fl_rma_obj *head, *tail;     /* dead ones, oldest first */
+    struct fl_rma_obj *head, *tail; /* dead ones, oldest first */
     uint32_t nfree;
     size_t size;
     uint32_t magic;
@@ -80,13 +80,13 @@ void fl_rma_pool_put(struct fl_rma_pool *p, struct fl_rma_obj *o);
 /* flit_rma_alloc memory: a file in /dev/shm, mapped. */
 struct fl_rma_block {
     uint8_t *addr;
-    size_t len;                 /* whole pages */
-    uint64_t seq;               /* names its file; from 1 */
+    size_t len;   /* whole pages */
+    uint64_t seq; /* names its file; from 1 */
     struct fl_rma_block *next;
 };
 
 struct flit_rma_region {
-    struct fl_rma_obj obj;      /* obj.idx: the slot; obj.gen: the generation */
+    struct fl_rma_obj obj; /* obj.idx: the slot; obj.gen: the generation */
     struct flit_ep *ep;
     uint8_t *addr;
     uint64_t len;
@@ -99,10 +99,10 @@ struct flit_rma_region {
 /* ---- importer side ---- */
 
 enum fl_rma_path {
-    FL_RMA_PATH_SELF,           /* our own region: memmove */
-    FL_RMA_PATH_MAP,            /* its memory mapped here: memcpy */
-    FL_RMA_PATH_CMA,            /* cross-memory attach */
-    FL_RMA_PATH_PACKETS,        /* the owner's progress engine moves it */
+    FL_RMA_PATH_SELF,    /* our own region: memmove */
+    FL_RMA_PATH_MAP,     /* its memory mapped here: memcpy */
+    FL_RMA_PATH_CMA,     /* cross-memory attach */
+    FL_RMA_PATH_PACKETS, /* the owner's progress engine moves it */
 };
 
 struct flit_rma_remote {
@@ -113,16 +113,16 @@ struct flit_rma_remote {
     uint64_t size;
     unsigned access;
     enum fl_rma_path path;
-    bool revoked;               /* known to be unexported */
-    bool releasing;             /* flit_rma_release waits for its operations */
-    uint8_t *base;              /* SELF: the region; MAP: the region, mapped */
-    struct fl_rma_map *map;     /* MAP: the mapping (whole pages), shared */
-    uint64_t raddr;             /* CMA: the region in the owner's process */
-    uint32_t pid;               /* CMA: the owner */
-    const _Atomic uint64_t *word;   /* MAP, CMA: the slot's word, mapped */
-    uint64_t live_word;             /* its value while the region is live */
-    _Atomic uint64_t *busy;         /* MAP, CMA: our busy mark there */
-    uint32_t outstanding;       /* operations waiting for the owner */
+    bool revoked;                 /* known to be unexported */
+    bool releasing;               /* flit_rma_release waits for its operations */
+    uint8_t *base;                /* SELF: the region; MAP: the region, mapped */
+    struct fl_rma_map *map;       /* MAP: the mapping (whole pages), shared */
+    uint64_t raddr;               /* CMA: the region in the owner's process */
+    uint32_t pid;                 /* CMA: the owner */
+    const _Atomic uint64_t *word; /* MAP, CMA: the slot's word, mapped */
+    uint64_t live_word;           /* its value while the region is live */
+    _Atomic uint64_t *busy;       /* MAP, CMA: our busy mark there */
+    uint32_t outstanding;         /* operations waiting for the owner */
 };
 
 enum fl_rma_op_kind { FL_RMA_OP_PUT, FL_RMA_OP_GET, FL_RMA_OP_IMPORT, FL_RMA_OP_FLUSH };
@@ -131,16 +131,16 @@ struct flit_rma_op {
     struct fl_rma_obj obj;
     struct flit_ep *ep;
     uint8_t kind;
-    bool pending;               /* waits for the owner's answer */
-    bool want_answer;           /* its handle completes with the answer */
-    bool held;                  /* a handle someone holds (the program, or a
-                                   blocking call); else freed on the answer */
+    bool pending;     /* waits for the owner's answer */
+    bool want_answer; /* its handle completes with the answer */
+    bool held;        /* a handle someone holds (the program, or a
+                         blocking call); else freed on the answer */
     flit_status status;
     uint32_t peer;
-    struct flit_rma_remote *remote;     /* PUT, GET */
-    uint8_t *dst;               /* GET: where the data goes */
+    struct flit_rma_remote *remote; /* PUT, GET */
+    uint8_t *dst;                   /* GET: where the data goes */
     uint64_t len, got;
-    struct fl_rma_info info;    /* IMPORT: the answer */
+    struct fl_rma_info info; /* IMPORT: the answer */
     uint64_t size;
     unsigned access;
 };
@@ -157,7 +157,7 @@ struct fl_rma_map {
     bool write;
     uint8_t *addr;
     uint32_t refs;
-    struct fl_rma_map *next;    /* the owner's, in fl_rma_peer.maps */
+    struct fl_rma_map *next; /* the owner's, in fl_rma_peer.maps */
 };
 
 /* Distinct mappings an endpoint keeps at most (the kernel allows a process
@@ -166,16 +166,16 @@ struct fl_rma_map {
 #define FL_RMA_MAX_MAPS 8192u
 
 struct fl_rma_peer {
-    uint32_t outstanding;       /* our operations waiting for its answer */
-    flit_status sticky;         /* a refusal no handle reported; for flush */
-    uint64_t unflushed;         /* puts in packets it answers only if it
-                                   refuses them, since the last flush */
+    uint32_t outstanding; /* our operations waiting for its answer */
+    flit_status sticky;   /* a refusal no handle reported; for flush */
+    uint64_t unflushed;   /* puts in packets it answers only if it
+                             refuses them, since the last flush */
     /* Its control file, mapped when we first imported from it. */
     uint8_t *ctl;
     size_t ctl_len;
     bool ctl_tried;
-    bool no_cma;                /* the kernel refused cross-memory attach */
-    struct fl_rma_map *maps;    /* its blocks' pages mapped here */
+    bool no_cma;             /* the kernel refused cross-memory attach */
+    struct fl_rma_map *maps; /* its blocks' pages mapped here */
     /* The put arriving in pieces from it: its id and the first refusal. */
     uint32_t put_op;
     flit_status put_err;
@@ -184,13 +184,13 @@ struct fl_rma_peer {
 struct fl_rma_ep {
     struct flit_ep *ep;
     struct fl_rma_pool regions, remotes, ops;
-    struct fl_rma_peer *peers;  /* [size] */
-    uint32_t outstanding;       /* all peers' */
-    uint32_t nmaps;             /* distinct mappings of peers' blocks */
+    struct fl_rma_peer *peers; /* [size] */
+    uint32_t outstanding;      /* all peers' */
+    uint32_t nmaps;            /* distinct mappings of peers' blocks */
     /* Our control file (made at the first export). */
     uint8_t *ctl;
     size_t ctl_len;
-    bool ctl_shared;            /* a /dev/shm file peers may map */
+    bool ctl_shared; /* a /dev/shm file peers may map */
     struct fl_rma_block *blocks;
     uint64_t next_block;
     flit_rma_notify_fn notify_fn;
@@ -200,8 +200,8 @@ struct fl_rma_ep {
 };
 
 /* Control file layout. */
-#define FL_RMA_CTL_MAGIC 0x4c5443414d52464cull     /* "LFRMACTL" */
-#define FL_RMA_LINE 64u
+#define FL_RMA_CTL_MAGIC 0x4c5443414d52464cull /* "LFRMACTL" */
+#define FL_RMA_LINE      64u
 
 static inline size_t fl_rma_ctl_len(uint32_t nranks, size_t page)
 {
@@ -236,8 +236,8 @@ static inline struct fl_rma_ep *fl_rma_of(const struct flit_ep *ep)
 }
 
 /* mem.c: memory, files and mappings (the layer's only OS calls). */
-struct fl_rma_block *fl_rma_block_of(struct fl_rma_ep *r, const void *addr,
-                                     size_t len, uint64_t *off_out);
+struct fl_rma_block *fl_rma_block_of(struct fl_rma_ep *r, const void *addr, size_t len,
+                                     uint64_t *off_out);
 flit_status fl_rma_ctl_make(struct flit_ep *ep);
 void fl_rma_ctl_unmake(struct flit_ep *ep);
 bool fl_rma_ctl_attach(struct flit_ep *ep, uint32_t owner);
@@ -252,9 +252,8 @@ struct flit_rma_region *fl_rma_region_find(struct fl_rma_ep *r, uint64_t id);
 bool fl_rma_region_allows(const struct flit_rma_region *g, uint32_t rank);
 /* The owner's judgement of an access by rank, needing access need, to
    [base, base + len) of region id. */
-flit_status fl_rma_judge(struct flit_ep *ep, uint32_t rank, uint64_t id,
-                         unsigned need, uint64_t base, uint64_t len,
-                         struct flit_rma_region **out);
+flit_status fl_rma_judge(struct flit_ep *ep, uint32_t rank, uint64_t id, unsigned need,
+                         uint64_t base, uint64_t len, struct flit_rma_region **out);
 /* Unexports g: marks it dead, waits for direct accesses, frees the slot. */
 void fl_rma_revoke(struct flit_ep *ep, struct flit_rma_region *g, bool wait);
 
@@ -283,17 +282,14 @@ static inline uint32_t fl_rma_op_id(const struct flit_rma_op *op)
    a packet handler raise fl_handler_depth around it. */
 flit_status fl_rma_send(struct flit_ep *ep, uint32_t dst, struct fl_rma_pkt *p,
                         const void *payload, unsigned flags);
-void fl_rma_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
-                 size_t len);
+void fl_rma_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt, size_t len);
 /* Runs the notification handler (counted). */
 void fl_rma_notify(struct flit_ep *ep, uint64_t id, uint32_t from, uint64_t off,
                    uint64_t len);
 
 /* import.c: the owner's answer to an import request; the importer's
    handling of the answer. */
-void fl_rma_answer_import(struct flit_ep *ep, uint32_t src,
-                          const struct fl_rma_pkt *p);
-void fl_rma_import_answered(struct flit_ep *ep, uint32_t src,
-                            const struct fl_rma_pkt *p);
+void fl_rma_answer_import(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *p);
+void fl_rma_import_answered(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *p);
 
 #endif /* FL_RMA_RMA_H */

@@ -2,8 +2,8 @@
 /* Encoding and the one validating decoder of RMA packets; see wire.h. */
 #include "rma/wire.h"
 
-#include "flit/rma.h"
 #include "core/pieces.h"
+#include "flit/rma.h"
 #include "platform/le.h"
 
 #define ACCESS_ALL (FLIT_RMA_READ | FLIT_RMA_WRITE)
@@ -48,7 +48,8 @@ size_t fl_rma_encode(uint8_t *buf, struct fl_rma_pkt *p)
    exactly at its start and LAST exactly at its end. */
 static bool piece_ok(const struct fl_rma_pkt *p, bool has_first)
 {
-    if (!fl_piece_fits(p->base, p->total, p->piece, p->len, (p->flags & FL_RMAF_LAST) != 0))
+    if (!fl_piece_fits(p->base, p->total, p->piece, p->len,
+                       (p->flags & FL_RMAF_LAST) != 0))
         return false;
     return !has_first || ((p->flags & FL_RMAF_FIRST) != 0) == (p->piece == 0);
 }
@@ -64,8 +65,8 @@ static flit_status decode_info(const uint8_t *b, struct fl_rma_pkt *p)
     if ((in->flags & ~FL_RMA_INFO_CTL) || fl_get32(b + 36) != 0 ||
         in->vaddr + p->total < in->vaddr)
         return FLIT_ERR_BAD_PACKET;
-    if (in->block && (in->file_off > in->file_len ||
-                      p->total > in->file_len - in->file_off))
+    if (in->block &&
+        (in->file_off > in->file_len || p->total > in->file_len - in->file_off))
         return FLIT_ERR_BAD_PACKET;
     if (!in->block && (in->file_off || in->file_len))
         return FLIT_ERR_BAD_PACKET;
@@ -125,12 +126,12 @@ flit_status fl_rma_decode(void *pkt, size_t len, unsigned lane, struct fl_rma_pk
     uint8_t *b = pkt;
     if (len < FL_RMA_HDR)
         return FLIT_ERR_BAD_PACKET;
-    uint64_t w = fl_get64(b);   /* version, op, kind, flags, operation id */
+    uint64_t w = fl_get64(b); /* version, op, kind, flags, operation id */
     p->kind = (uint8_t)(w >> 16);
     p->flags = (uint8_t)(w >> 24);
     p->op = (uint32_t)(w >> 32);
-    if ((uint8_t)w != FL_WIRE_VERSION || (uint8_t)(w >> 8) != FL_OP_RMA ||
-        p->kind == 0 || p->kind >= FL_RMA_KINDS || (p->flags & ~known_flags[p->kind]) ||
+    if ((uint8_t)w != FL_WIRE_VERSION || (uint8_t)(w >> 8) != FL_OP_RMA || p->kind == 0 ||
+        p->kind >= FL_RMA_KINDS || (p->flags & ~known_flags[p->kind]) ||
         fl_rma_lane(p->kind) != lane)
         return FLIT_ERR_BAD_PACKET;
     p->id = fl_get64(b + 8);

@@ -47,9 +47,9 @@
 #include "core/packet.h"
 #include "flit/flit.h"
 
-#define FL_OP_RMA 8        /* the layer's opcode (core/packet.h) */
+#define FL_OP_RMA 8 /* the layer's opcode (core/packet.h) */
 
-#define FL_RMA_HDR 48u
+#define FL_RMA_HDR      48u
 #define FL_RMA_INFO_LEN 40u
 
 enum fl_rma_kind {
@@ -65,10 +65,10 @@ enum fl_rma_kind {
     FL_RMA_KINDS
 };
 
-#define FL_RMAF_FIRST 0x01u     /* PUT: the operation's first piece */
-#define FL_RMAF_LAST 0x02u      /* PUT, GET_DATA: its last */
-#define FL_RMAF_NOTIFY 0x04u    /* PUT: notify the owner after the last piece */
-#define FL_RMAF_ACK 0x08u       /* PUT: acknowledge it even when it lands */
+#define FL_RMAF_FIRST  0x01u /* PUT: the operation's first piece */
+#define FL_RMAF_LAST   0x02u /* PUT, GET_DATA: its last */
+#define FL_RMAF_NOTIFY 0x04u /* PUT: notify the owner after the last piece */
+#define FL_RMAF_ACK    0x08u /* PUT: acknowledge it even when it lands */
 
 /* IMPORT_REP: the owner's control file (src/rma/rma.h) is shared: an
    importer on its host may map it and reach the region directly. */
@@ -76,7 +76,7 @@ enum fl_rma_kind {
 
 struct fl_rma_info {
     uint64_t vaddr;
-    uint64_t block;             /* 0: not in flit_rma_alloc memory */
+    uint64_t block; /* 0: not in flit_rma_alloc memory */
     uint64_t file_off, file_len;
     uint32_t flags;
 };
@@ -87,9 +87,9 @@ struct fl_rma_pkt {
     uint16_t status, access;
     uint32_t op;
     uint64_t id, base, total, piece;
-    uint32_t len;               /* payload bytes (IMPORT_REP: set by encode) */
-    struct fl_rma_info info;    /* IMPORT_REP with status FLIT_OK */
-    uint8_t *payload;           /* decode: into the packet */
+    uint32_t len;            /* payload bytes (IMPORT_REP: set by encode) */
+    struct fl_rma_info info; /* IMPORT_REP with status FLIT_OK */
+    uint8_t *payload;        /* decode: into the packet */
 };
 
 /* The lane a kind travels on. */
@@ -97,14 +97,15 @@ static inline unsigned fl_rma_lane(unsigned kind)
 {
     return kind == FL_RMA_IMPORT_REP || kind == FL_RMA_ACK || kind == FL_RMA_GET_DATA ||
                    kind == FL_RMA_FLUSH_REP
-               ? 1u : 0u;   /* FL_LANE_REP : FL_LANE_REQ */
+               ? 1u
+               : 0u; /* FL_LANE_REP : FL_LANE_REQ */
 }
 
 /* Bytes the packet takes besides a PUT's or GET_DATA's payload. */
 static inline size_t fl_rma_fixed_len(const struct fl_rma_pkt *p)
 {
-    return FL_RMA_HDR + (p->kind == FL_RMA_IMPORT_REP && p->status == FLIT_OK
-                             ? FL_RMA_INFO_LEN : 0u);
+    return FL_RMA_HDR +
+           (p->kind == FL_RMA_IMPORT_REP && p->status == FLIT_OK ? FL_RMA_INFO_LEN : 0u);
 }
 
 /*
@@ -123,7 +124,6 @@ size_t fl_rma_encode(uint8_t *buf, struct fl_rma_pkt *p);
  * pkt. Says nothing about whether the region exists or may be touched:
  * that is the owner's judgement (src/rma/recv.c).
  */
-flit_status fl_rma_decode(void *pkt, size_t len, unsigned lane,
-                          struct fl_rma_pkt *p);
+flit_status fl_rma_decode(void *pkt, size_t len, unsigned lane, struct fl_rma_pkt *p);
 
 #endif /* FL_RMA_WIRE_H */

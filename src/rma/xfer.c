@@ -8,11 +8,11 @@
 #include <errno.h>
 #include <string.h>
 
-#include "util/log.h"
+#include "core/pieces.h"
 #include "platform/fence.h"
 #include "platform/os.h"
-#include "core/pieces.h"
 #include "rma/rma.h"
+#include "util/log.h"
 
 #define PUT_FLAGS (FLIT_RMA_REMOTE_DONE | FLIT_RMA_NOTIFY)
 #define GET_FLAGS FLIT_RMA_REMOTE_DONE
@@ -89,8 +89,8 @@ static flit_status cma_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool
             return FLIT_ERR_PEER_DOWN;
         } else if (n != -EINTR) {
             fl_info("rma: cross-memory attach to rank %u failed (%s); its regions "
-                    "are reached through packets", rm->owner,
-                    strerror(n ? (int)-n : EFAULT));
+                    "are reached through packets",
+                    rm->owner, strerror(n ? (int)-n : EFAULT));
             fl_rma_of(ep)->peers[rm->owner].no_cma = true;
             rm->path = FL_RMA_PATH_PACKETS;
             return FLIT_ERR_NOT_SUPPORTED;
@@ -127,7 +127,7 @@ static flit_status direct_copy(struct flit_ep *ep, struct flit_rma_remote *rm, b
 /* Framing of a put's pieces: PUT packets, FIRST and LAST marked. */
 struct put_frame {
     struct fl_rma_pkt p;
-    uint8_t always;     /* flags of every piece */
+    uint8_t always; /* flags of every piece */
 };
 
 static size_t put_hdr_len(void *arg, const struct fl_piece *pc)
@@ -141,8 +141,8 @@ static void put_write_hdr(void *arg, uint8_t *pkt, const struct fl_piece *pc)
     struct put_frame *f = arg;
     f->p.piece = pc->off;
     f->p.len = (uint32_t)pc->len;
-    f->p.flags = (uint8_t)((pc->first ? FL_RMAF_FIRST : 0) | (pc->last ? FL_RMAF_LAST : 0) |
-                           f->always);
+    f->p.flags = (uint8_t)((pc->first ? FL_RMAF_FIRST : 0) |
+                           (pc->last ? FL_RMAF_LAST : 0) | f->always);
     fl_rma_encode(pkt, &f->p);
 }
 
@@ -154,19 +154,24 @@ static flit_status put_packets(struct flit_ep *ep, struct flit_rma_remote *rm,
                                unsigned flags, struct flit_rma_op *op)
 {
     struct put_frame frame = {
-        .p = {.kind = FL_RMA_PUT, .op = op ? fl_rma_op_id(op) : 0, .id = rm->id,
-              .base = off, .total = len},
+        .p = {.kind = FL_RMA_PUT,
+              .op = op ? fl_rma_op_id(op) : 0,
+              .id = rm->id,
+              .base = off,
+              .total = len},
         .always = (uint8_t)((flags & FLIT_RMA_NOTIFY ? FL_RMAF_NOTIFY : 0) |
                             (op ? FL_RMAF_ACK : 0)),
     };
-    struct fl_pieces f = {.max_hdr = FL_RMA_HDR, .hdr_len = put_hdr_len,
-                          .write_hdr = put_write_hdr, .arg = &frame};
+    struct fl_pieces f = {.max_hdr = FL_RMA_HDR,
+                          .hdr_len = put_hdr_len,
+                          .write_hdr = put_write_hdr,
+                          .arg = &frame};
     if (op)
         fl_rma_op_wait_for(ep, op);
     else
         fl_rma_of(ep)->peers[rm->owner].unflushed++;
-    flit_status st = fl_ep_send_pieces(ep, rm->owner, fl_rma_lane(FL_RMA_PUT), &f, src,
-                                       len, 0);
+    flit_status st =
+        fl_ep_send_pieces(ep, rm->owner, fl_rma_lane(FL_RMA_PUT), &f, src, len, 0);
     if (st != FLIT_OK && op)
         fl_rma_op_complete(ep, op, st);
     return st;
@@ -181,8 +186,11 @@ static flit_status get_packets(struct flit_ep *ep, struct flit_rma_remote *rm,
     op->len = len;
     op->got = 0;
     op->want_answer = true;
-    struct fl_rma_pkt q = {.kind = FL_RMA_GET_REQ, .op = fl_rma_op_id(op), .id = rm->id,
-                           .base = off, .total = len};
+    struct fl_rma_pkt q = {.kind = FL_RMA_GET_REQ,
+                           .op = fl_rma_op_id(op),
+                           .id = rm->id,
+                           .base = off,
+                           .total = len};
     fl_rma_op_wait_for(ep, op);
     flit_status st = fl_rma_send(ep, rm->owner, &q, NULL, 0);
     if (st != FLIT_OK)
@@ -204,8 +212,8 @@ static flit_status handle_new(struct flit_ep *ep, struct flit_rma_remote *rm,
 }
 
 /* After a direct transfer: hands out the (complete) handle, or drops it. */
-static flit_status direct_done(struct flit_ep *ep, struct flit_rma_op *op,
-                               flit_status st, flit_rma_op_t **op_out)
+static flit_status direct_done(struct flit_ep *ep, struct flit_rma_op *op, flit_status st,
+                               flit_rma_op_t **op_out)
 {
     if (!op)
         return st;
@@ -230,8 +238,8 @@ static flit_status put(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t 
         st = direct_copy(ep, rm, true, off, (void *)src, len);
         if (st != FLIT_ERR_NOT_SUPPORTED) {
             if (st == FLIT_OK && (flags & FLIT_RMA_NOTIFY)) {
-                struct fl_rma_pkt n = {.kind = FL_RMA_NOTIFY, .id = rm->id,
-                                       .base = off, .total = len};
+                struct fl_rma_pkt n = {
+                    .kind = FL_RMA_NOTIFY, .id = rm->id, .base = off, .total = len};
                 st = fl_rma_send(ep, rm->owner, &n, NULL, 0);
             }
             return direct_done(ep, op, st, op_out);
@@ -243,7 +251,7 @@ static flit_status put(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t 
         return FLIT_ERR_NO_MEMORY;
     st = put_packets(ep, rm, off, src, len, flags, track ? op : NULL);
     if (op_out && st == FLIT_OK) {
-        *op_out = op;   /* untracked: complete already */
+        *op_out = op; /* untracked: complete already */
         return FLIT_OK;
     }
     if (track)

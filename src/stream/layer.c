@@ -58,8 +58,9 @@ static void stream_stats(const void *state, flit_stats_t *out)
 static void stream_report(const flit_stats_t *s, struct fl_report *r)
 {
     if (s->stream_sent_msgs || s->stream_recv_msgs)
-        fl_report_line(r, "  streams sent %llu msgs %llu B, received %llu msgs %llu B; "
-                          "handlers on fibers %llu",
+        fl_report_line(r,
+                       "  streams sent %llu msgs %llu B, received %llu msgs %llu B; "
+                       "handlers on fibers %llu",
                        (unsigned long long)s->stream_sent_msgs,
                        (unsigned long long)s->stream_sent_bytes,
                        (unsigned long long)s->stream_recv_msgs,

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "am/am.h"
-#include "util/log.h"
 #include "stream/stream.h"
+#include "util/log.h"
 
 static struct flit_stream *in_get(struct fl_stream_ep *se)
 {
@@ -31,8 +31,7 @@ static void in_put(struct fl_stream_ep *se, struct flit_stream *s)
 }
 
 /* The sender's message with stream id sid, if it is in progress. */
-static struct flit_stream **find(struct fl_stream_ep *se, uint32_t src,
-                                 uint32_t sid)
+static struct flit_stream **find(struct fl_stream_ep *se, uint32_t src, uint32_t sid)
 {
     struct flit_stream **pp = &se->active[src];
     while (*pp && (*pp)->sid != sid)
@@ -89,7 +88,7 @@ static void retire_if_over(struct fl_stream_ep *se, struct flit_stream *s)
 static void run(struct flit_ep *ep, struct flit_stream *s)
 {
     struct fl_stream_ep *se = fl_stream_of(ep);
-    struct flit_stream *outer = se->current;    /* a nested poll's handler */
+    struct flit_stream *outer = se->current; /* a nested poll's handler */
     se->current = s;
     fl_handler_depth++;
     bool finished = true;
@@ -100,7 +99,7 @@ static void run(struct flit_ep *ep, struct flit_stream *s)
     fl_handler_depth--;
     se->current = outer;
     if (!finished)
-        return;     /* it waits, having taken every byte at hand */
+        return; /* it waits, having taken every byte at hand */
     if (s->fiber) {
         fl_fiber_free(s->fiber);
         s->fiber = NULL;
@@ -141,8 +140,8 @@ static void bad_packet(struct flit_ep *ep, uint32_t src, size_t len, const char 
     fl_warn("refused a stream packet from rank %u (%zu bytes): %s", src, len, why);
 }
 
-static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se,
-                         uint32_t src, const struct fl_st_pkt *h, size_t len)
+static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t src,
+                         const struct fl_st_pkt *h, size_t len)
 {
     if (*find(se, src, h->sid)) {
         bad_packet(ep, src, len, "a message with that id is in progress");
@@ -193,8 +192,8 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se,
     run(ep, s);
 }
 
-static void next_packet(struct flit_ep *ep, struct fl_stream_ep *se,
-                        uint32_t src, const struct fl_st_pkt *h, size_t len)
+static void next_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t src,
+                        const struct fl_st_pkt *h, size_t len)
 {
     struct flit_stream *s = *find(se, src, h->sid);
     if (!s) {
@@ -208,7 +207,7 @@ static void next_packet(struct flit_ep *ep, struct fl_stream_ep *se,
         return;
     }
     s->arrived += h->len;
-    if (!s->live) {     /* its handler returned: nobody wants these bytes */
+    if (!s->live) { /* its handler returned: nobody wants these bytes */
         s->taken += h->len;
         retire_if_over(se, s);
         return;
@@ -218,8 +217,8 @@ static void next_packet(struct flit_ep *ep, struct fl_stream_ep *se,
     run(ep, s);
 }
 
-void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane,
-                           void *pkt, size_t len)
+void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
+                           size_t len)
 {
     struct fl_st_pkt h;
     if (lane != FL_LANE_REQ || fl_st_decode(pkt, len, &h) != FLIT_OK) {
@@ -255,7 +254,7 @@ static flit_status take(struct flit_stream *s, uint8_t *dst, size_t n)
         if (s->cur_len == 0) {
             if (s->error)
                 return s->error;
-            fl_fiber_yield(s->fiber);   /* run() continues us with a packet */
+            fl_fiber_yield(s->fiber); /* run() continues us with a packet */
             continue;
         }
         size_t k = n < s->cur_len ? n : s->cur_len;
@@ -375,14 +374,14 @@ void fl_stream_end_all(struct flit_ep *ep, uint32_t src, flit_status why)
     while ((s = se->active[src]) != NULL) {
         s->error = why;
         s->cur_len = 0;
-        s->arrived = s->total;      /* nothing more will come */
+        s->arrived = s->total; /* nothing more will come */
         if (s->live)
-            run(ep, s);     /* its recv answers why: it returns */
+            run(ep, s); /* its recv answers why: it returns */
         else
             retire_if_over(se, s);
-        if (se->active[src] == s) {     /* cannot happen: recv never waits now */
-            fl_error("a stream handler from rank %u keeps waiting after %s",
-                     src, flit_strerror(why));
+        if (se->active[src] == s) { /* cannot happen: recv never waits now */
+            fl_error("a stream handler from rank %u keeps waiting after %s", src,
+                     flit_strerror(why));
             unlink_active(se, s);
         }
     }

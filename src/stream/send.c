@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/log.h"
 #include "stream/stream.h"
+#include "util/log.h"
 
 /* Payload bytes the next packet of s may carry. */
 static size_t piece_room(struct flit_stream_out *s, size_t hdr_len)
@@ -27,7 +27,7 @@ static size_t piece_room(struct flit_stream_out *s, size_t hdr_len)
 static void close_packet(struct flit_stream_out *s, unsigned more)
 {
     struct flit_ep *ep = s->ep;
-    s->sent -= s->cap - s->fill;    /* closed early: the rest goes later */
+    s->sent -= s->cap - s->fill; /* closed early: the rest goes later */
     unsigned flags = s->first_open ? FL_STF_FIRST : 0;
     if (s->sent == s->total)
         flags |= FL_STF_LAST;
@@ -53,8 +53,7 @@ void fl_stream_flush(struct fl_hold *h)
 }
 
 /* Reserves the next packet of s (the first when first). */
-static flit_status open_packet(struct flit_stream_out *s, bool first,
-                               unsigned flags)
+static flit_status open_packet(struct flit_stream_out *s, bool first, unsigned flags)
 {
     struct flit_ep *ep = s->ep;
     size_t hl = first ? FL_ST_FIRST_HDR : FL_ST_HDR;
@@ -63,12 +62,12 @@ static flit_status open_packet(struct flit_stream_out *s, bool first,
     flit_status st = fl_ep_reserve(ep, s->dst, FL_LANE_REQ, hl + cap, flags, &pkt);
     if (st != FLIT_OK)
         return st;
-    s->pkt = pkt;   /* its header is written when it is closed */
+    s->pkt = pkt; /* its header is written when it is closed */
     s->hdr_len = hl;
     s->cap = cap;
     s->fill = 0;
     s->first_open = first;
-    s->sent += cap;     /* planned; a packet closed early gives some back */
+    s->sent += cap; /* planned; a packet closed early gives some back */
     ep->hold = &s->hold;
     return FLIT_OK;
 }
@@ -94,8 +93,7 @@ static void out_put(struct fl_stream_ep *se, struct flit_stream_out *s)
 }
 
 flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
-                              size_t total, unsigned flags,
-                              flit_stream_out_t **out)
+                              size_t total, unsigned flags, flit_stream_out_t **out)
 {
     flit_status st = fl_ep_enter(ep);
     if (__builtin_expect(st != FLIT_OK, 0))
@@ -131,7 +129,7 @@ flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
                thread in (a thread-safe endpoint), and it may have opened
                a message to the same rank meanwhile. */
             s->sid = se->next_sid[dest.idx]++;
-            if (s->cap == 0)    /* empty: the first packet is the last */
+            if (s->cap == 0) /* empty: the first packet is the last */
                 close_packet(s, 0);
             FL_COUNT(se->sent_msgs, 1);
             FL_COUNT(se->sent_bytes, total);
@@ -147,8 +145,8 @@ flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
 
 /* Copies n bytes from buf into the message; more: the caller has more to
    add at once (the last full packet may wait to share a system call). */
-static flit_status put_bytes(struct flit_stream_out *s, const uint8_t *buf,
-                             size_t n, bool more)
+static flit_status put_bytes(struct flit_stream_out *s, const uint8_t *buf, size_t n,
+                             bool more)
 {
     while (n) {
         if (!s->pkt) {
@@ -207,8 +205,7 @@ flit_status flit_stream_send(flit_stream_out_t *s, const void *buf, size_t n)
     return st;
 }
 
-flit_status flit_stream_sendv(flit_stream_out_t *s, const struct iovec *iov,
-                              int iovcnt)
+flit_status flit_stream_sendv(flit_stream_out_t *s, const struct iovec *iov, int iovcnt)
 {
     flit_status st = out_enter(s);
     if (st != FLIT_OK)
@@ -237,7 +234,7 @@ flit_status flit_stream_end(flit_stream_out_t *s)
     if (st != FLIT_OK)
         return st;
     struct flit_ep *ep = s->ep;
-    if (s->error) {     /* no packet is open: opening one failed */
+    if (s->error) { /* no packet is open: opening one failed */
         st = s->error;
         out_put(fl_stream_of(ep), s);
     } else if (unsent(s)) {

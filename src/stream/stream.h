@@ -30,20 +30,20 @@
 
 /* The sender's open message. */
 struct flit_stream_out {
-    struct fl_hold hold;        /* first: ep->hold points here while open */
+    struct fl_hold hold; /* first: ep->hold points here while open */
     struct flit_ep *ep;
     uint32_t dst, sid;
     uint16_t handler;
     bool live;
-    flit_status error;          /* the peer went down mid-message */
+    flit_status error; /* the peer went down mid-message */
     uint64_t total;
-    uint64_t sent;              /* bytes in packets committed or open */
+    uint64_t sent; /* bytes in packets committed or open */
     /* The open packet, when there is one (then ep->hold is this). */
     uint8_t *pkt;
     size_t hdr_len;
-    size_t cap, fill;           /* payload room in it, bytes in it */
-    bool first_open;            /* it is the first packet */
-    struct flit_stream_out *next;   /* free list */
+    size_t cap, fill;             /* payload room in it, bytes in it */
+    bool first_open;              /* it is the first packet */
+    struct flit_stream_out *next; /* free list */
 };
 
 /* The receiver's message, from its first packet until its last. */
@@ -51,17 +51,17 @@ struct flit_stream {
     struct flit_ep *ep;
     uint32_t src, sid;
     uint64_t total;
-    uint64_t arrived;           /* payload bytes delivered to us so far */
-    uint64_t taken;             /* of them, taken or passed over */
-    const uint8_t *cur;         /* the packet at hand: bytes not yet taken */
+    uint64_t arrived;   /* payload bytes delivered to us so far */
+    uint64_t taken;     /* of them, taken or passed over */
+    const uint8_t *cur; /* the packet at hand: bytes not yet taken */
     size_t cur_len;
     flit_stream_handler_fn fn;
     void *user;
-    struct fl_fiber *fiber;     /* NULL: runs inline */
-    flit_status error;          /* the sender died, or the endpoint closes */
-    bool live;                  /* its handler runs (or waits) */
-    bool linked;                /* in its sender's messages in progress */
-    struct flit_stream *next;   /* the sender's messages in progress; free list */
+    struct fl_fiber *fiber;   /* NULL: runs inline */
+    flit_status error;        /* the sender died, or the endpoint closes */
+    bool live;                /* its handler runs (or waits) */
+    bool linked;              /* in its sender's messages in progress */
+    struct flit_stream *next; /* the sender's messages in progress; free list */
 };
 
 struct fl_stream_slot {
@@ -71,12 +71,12 @@ struct fl_stream_slot {
 
 /* Per endpoint, made with it. */
 struct fl_stream_ep {
-    struct fl_stream_slot *handlers;        /* [ep->handler_count] */
-    struct flit_stream **active;            /* [ep->size]: messages arriving */
-    uint32_t *next_sid;                     /* [ep->size] */
+    struct fl_stream_slot *handlers; /* [ep->handler_count] */
+    struct flit_stream **active;     /* [ep->size]: messages arriving */
+    uint32_t *next_sid;              /* [ep->size] */
     struct flit_stream_out *free_out;
     struct flit_stream *free_in;
-    struct flit_stream *current;            /* whose handler runs now */
+    struct flit_stream *current; /* whose handler runs now */
     fl_counter sent_msgs, sent_bytes, recv_msgs, recv_bytes, fibers;
 };
 
@@ -101,8 +101,8 @@ void fl_stream_peer_down(struct flit_ep *ep, void *state, uint32_t rank);
 void fl_stream_end_all(struct flit_ep *ep, uint32_t src, flit_status why);
 
 /* Receive side (recv.c). */
-void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane,
-                           void *pkt, size_t len);
+void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
+                           size_t len);
 bool fl_stream_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
                     flit_status reason, bool reclaimed);
 

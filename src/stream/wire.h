@@ -29,13 +29,13 @@
 #include "core/packet.h"
 #include "flit/flit.h"
 
-#define FL_OP_STREAM 7     /* the layer's opcode (core/packet.h) */
+#define FL_OP_STREAM 7 /* the layer's opcode (core/packet.h) */
 
-#define FL_ST_HDR 24u           /* a packet that continues a message */
-#define FL_ST_FIRST_HDR 32u     /* the first one */
+#define FL_ST_HDR       24u /* a packet that continues a message */
+#define FL_ST_FIRST_HDR 32u /* the first one */
 
 #define FL_STF_FIRST 0x01u
-#define FL_STF_LAST 0x02u
+#define FL_STF_LAST  0x02u
 #define FL_STF_KNOWN (FL_STF_FIRST | FL_STF_LAST)
 
 struct fl_st_pkt {
@@ -43,10 +43,10 @@ struct fl_st_pkt {
     uint16_t handler;
     uint32_t sid;
     uint32_t len;
-    uint64_t tag;               /* FIRST */
-    uint64_t offset;            /* 0 for FIRST */
-    uint64_t total;             /* FIRST; else 0 */
-    uint8_t *payload;           /* decode: into the packet */
+    uint64_t tag;     /* FIRST */
+    uint64_t offset;  /* 0 for FIRST */
+    uint64_t total;   /* FIRST; else 0 */
+    uint8_t *payload; /* decode: into the packet */
 };
 
 static inline size_t fl_st_hdr_len(unsigned flags)

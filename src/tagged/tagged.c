@@ -118,7 +118,7 @@ struct flit_tagged {
     flit_handler_t h;
     uint32_t size; /* of the job */
     uint32_t me;
-    int verbose;          /* FLIT_VERBOSE >= 2: say what destroy drops */
+    int verbose; /* FLIT_VERBOSE >= 2: say what destroy drops */
     /* The endpoint is thread-safe: handlers and calls may run on several
        threads at once, so the context locks. On a single-threaded one
        nothing ever runs at once, and the locks and atomics are skipped. */
@@ -255,7 +255,7 @@ static void req_put(struct flit_request *r)
 {
     struct flit_tagged *t = r->t;
     req_clear(r);
-    if (!t->mt) {   /* no one else: the plain free list */
+    if (!t->mt) { /* no one else: the plain free list */
         r->next = t->free_reqs;
         t->free_reqs = r;
         return;
@@ -533,10 +533,11 @@ static void on_message(flit_stream_t *s, size_t total, void *user)
     bool whole = total <= sizeof buf;
     if (t->mt)
         atomic_fetch_add_explicit(&t->handlers_in, 1, memory_order_relaxed);
-    else    /* a plain add: no locked instruction */
-        atomic_store_explicit(&t->handlers_in,
-                              atomic_load_explicit(&t->handlers_in, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
+    else /* a plain add: no locked instruction */
+        atomic_store_explicit(
+            &t->handlers_in,
+            atomic_load_explicit(&t->handlers_in, memory_order_relaxed) + 1,
+            memory_order_relaxed);
     if (__builtin_expect(total < HDR_LEN ||
                              flit_stream_recv(s, buf, whole ? total : HDR_LEN) != FLIT_OK,
                          0)) {

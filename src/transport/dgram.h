@@ -32,21 +32,20 @@ struct fl_dgram_out {
 struct fl_dgram_in {
     uint8_t *buf;
     size_t len;
-    uint32_t src;       /* the rank it came from, or FL_DGRAM_STRANGER */
+    uint32_t src; /* the rank it came from, or FL_DGRAM_STRANGER */
 };
 
-#define FL_DGRAM_SLOTS 3        /* receive buffer sets: one per nested poll */
-#define FL_DGRAM_BATCH 16       /* datagrams one receive call takes at most */
+#define FL_DGRAM_SLOTS 3  /* receive buffer sets: one per nested poll */
+#define FL_DGRAM_BATCH 16 /* datagrams one receive call takes at most */
 
-#define FL_DGRAM_STRANGER UINT32_MAX    /* an address outside the job */
+#define FL_DGRAM_STRANGER UINT32_MAX /* an address outside the job */
 
 struct fl_dgram_ops {
     const char *name;
     /* Opens for an endpoint; FLIT_ERR_NOT_SUPPORTED when not needed. */
     flit_status (*open)(const struct fl_tp_open_args *args, struct fl_dgram **out);
     flit_status (*address)(struct fl_dgram *d, void *buf, size_t *len);
-    bool (*reachable)(struct fl_dgram *d, uint32_t rank, const void *blob,
-                      size_t len);
+    bool (*reachable)(struct fl_dgram *d, uint32_t rank, const void *blob, size_t len);
     flit_status (*connect)(struct fl_dgram *d, uint32_t rank, const void *blob,
                            size_t len);
     /* Largest datagram payload towards rank (its path's MTU). */

@@ -32,22 +32,22 @@
 
 enum fl_lane { FL_LANE_REQ = 0, FL_LANE_REP = 1, FL_LANES = 2 };
 #define FL_LANE_MASK(l) (1u << (l))
-#define FL_LANES_ALL (FL_LANE_MASK(FL_LANE_REQ) | FL_LANE_MASK(FL_LANE_REP))
+#define FL_LANES_ALL    (FL_LANE_MASK(FL_LANE_REQ) | FL_LANE_MASK(FL_LANE_REP))
 
 /* ->commit flags. */
-#define FL_COMMIT_MORE (1u << 0)    /* more packets follow soon: pack them */
+#define FL_COMMIT_MORE (1u << 0) /* more packets follow soon: pack them */
 
 /* Capability flags. */
-#define FL_TP_RELIABLE (1u << 0)    /* never loses, duplicates or reorders */
-#define FL_TP_PUT (1u << 1)         /* ->put writes straight into a peer's segment */
+#define FL_TP_RELIABLE (1u << 0) /* never loses, duplicates or reorders */
+#define FL_TP_PUT      (1u << 1) /* ->put writes straight into a peer's segment */
 
-struct fl_tp_ep;    /* one transport's part of one endpoint */
+struct fl_tp_ep; /* one transport's part of one endpoint */
 
 /* Counters the transports keep for the endpoint (relaxed atomics, one
    writer at a time: the endpoint's caller). */
 struct fl_tp_counters {
-    fl_counter wakeups_sent;        /* system calls made to wake a peer */
-    fl_counter refused_packets;     /* malformed or foreign, dropped */
+    fl_counter wakeups_sent;    /* system calls made to wake a peer */
+    fl_counter refused_packets; /* malformed or foreign, dropped */
     fl_counter datagrams_sent, datagrams_received;
     fl_counter retransmits, duplicates, faults_injected;
 };
@@ -63,31 +63,30 @@ typedef void (*fl_tp_down_fn)(void *ctx, uint32_t rank, flit_status reason);
 struct fl_tp_open_args {
     uint64_t job_id;
     uint32_t rank, size;
-    uint32_t ep_index;          /* n-th endpoint of this rank */
-    void *segment;              /* local segment, NULL if none */
+    uint32_t ep_index; /* n-th endpoint of this rank */
+    void *segment;     /* local segment, NULL if none */
     size_t segment_size;
-    int segment_fd;             /* >= 0: segment is this shared file (peers map it) */
-    uint64_t tag;               /* the endpoint's tag, as first published */
-    const uint32_t *host_of;    /* [size]: host number of each rank */
-    uint32_t net_hint;          /* IPv4 (host order) that reaches the launcher; 0 */
-    size_t max_packet;          /* the largest packet the endpoint will send */
-    struct fl_tp_counters *counters;    /* the endpoint's, kept until close */
-    fl_tp_down_fn peer_down;    /* with up_ctx */
+    int segment_fd;          /* >= 0: segment is this shared file (peers map it) */
+    uint64_t tag;            /* the endpoint's tag, as first published */
+    const uint32_t *host_of; /* [size]: host number of each rank */
+    uint32_t net_hint;       /* IPv4 (host order) that reaches the launcher; 0 */
+    size_t max_packet;       /* the largest packet the endpoint will send */
+    struct fl_tp_counters *counters; /* the endpoint's, kept until close */
+    fl_tp_down_fn peer_down;         /* with up_ctx */
     void *up_ctx;
 };
 
 /* Called by ->poll for each packet; pkt is valid only during the call. */
-typedef void (*fl_tp_recv_fn)(void *ctx, uint32_t src, unsigned lane,
-                              void *pkt, size_t len);
+typedef void (*fl_tp_recv_fn)(void *ctx, uint32_t src, unsigned lane, void *pkt,
+                              size_t len);
 
 struct fl_transport {
     const char *name;
-    uint32_t caps;              /* FL_TP_* */
-    uint16_t id;                /* small number in address blobs */
+    uint32_t caps; /* FL_TP_* */
+    uint16_t id;   /* small number in address blobs */
 
     /* Opens the transport for an endpoint. Blocks (setup only). */
-    flit_status (*open)(const struct fl_tp_open_args *args,
-                        struct fl_tp_ep **out);
+    flit_status (*open)(const struct fl_tp_open_args *args, struct fl_tp_ep **out);
 
     /*
      * The blob peers pass to ->connect, written to buf (at most *len bytes,
@@ -96,8 +95,7 @@ struct fl_transport {
     flit_status (*address)(struct fl_tp_ep *t, void *buf, size_t *len);
 
     /* Whether this transport reaches the rank that published blob. Pure. */
-    bool (*reachable)(struct fl_tp_ep *t, uint32_t rank, const void *blob,
-                      size_t len);
+    bool (*reachable)(struct fl_tp_ep *t, uint32_t rank, const void *blob, size_t len);
 
     /* Connects to rank. May block (setup only). */
     flit_status (*connect)(struct fl_tp_ep *t, uint32_t rank, const void *blob,
@@ -124,10 +122,10 @@ struct fl_transport {
      * with the next ones; it goes out at the latest with the next commit
      * without the flag, or when the transport is polled or armed.
      */
-    void *(*reserve)(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
-                     size_t len, flit_status *st);
-    void (*commit)(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
-                   size_t len, unsigned flags);
+    void *(*reserve)(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len,
+                     flit_status *st);
+    void (*commit)(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt, size_t len,
+                   unsigned flags);
     void (*cancel)(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt);
 
     /*
@@ -139,8 +137,8 @@ struct fl_transport {
      * the peer's segment cannot be reached directly. Either way the caller
      * then sends the data in packets, which the receiver judges itself.
      */
-    flit_status (*put)(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
-                       uint64_t offset, const void *src, size_t len);
+    flit_status (*put)(struct fl_tp_ep *t, uint32_t dst, uint64_t tag, uint64_t offset,
+                       const void *src, size_t len);
 
     /* Publishes this endpoint's tag to the peers that ->put to it. */
     void (*set_tag)(struct fl_tp_ep *t, uint64_t tag);
@@ -151,8 +149,8 @@ struct fl_transport {
      * send, and may poll lanes other than the one it was called for (never
      * between a reserve and its commit). Returns the number delivered.
      */
-    int (*poll)(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
-                void *ctx, int budget);
+    int (*poll)(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void *ctx,
+                int budget);
 
     /*
      * Sleep protocol. ->arm says the endpoint is about to sleep and returns
@@ -180,8 +178,7 @@ struct fl_transport {
      * For a dead peer: hands each packet that was sent to it but never
      * consumed to cb (so the sender can return it). Then forgets them.
      */
-    void (*reclaim)(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb,
-                    void *ctx);
+    void (*reclaim)(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *ctx);
 
     /*
      * Nothing in flight: every packet sent was acknowledged and every packet
@@ -211,8 +208,7 @@ struct fl_transport {
     uint32_t (*peer_pid)(struct fl_tp_ep *t, uint32_t peer);
 
     /* One line of state about the pair (t, peer) for dumps; atomics only. */
-    void (*dump_peer)(struct fl_tp_ep *t, uint32_t peer, char *buf,
-                      size_t len);
+    void (*dump_peer)(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
 
     void (*close)(struct fl_tp_ep *t);
 };

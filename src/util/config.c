@@ -20,11 +20,13 @@
 struct fl_config fl_cfg;
 
 enum kind {
-    K_INT, K_BOOL, K_ENUM,
-    K_KB,       /* given in KiB, kept in bytes */
-    K_SECONDS,  /* given in seconds (decimals allowed), kept in ms */
-    K_RATE,     /* a probability 0..1, kept in parts per million */
-    K_IPV4,     /* a dotted address, kept in host order; 0: pick one */
+    K_INT,
+    K_BOOL,
+    K_ENUM,
+    K_KB,      /* given in KiB, kept in bytes */
+    K_SECONDS, /* given in seconds (decimals allowed), kept in ms */
+    K_RATE,    /* a probability 0..1, kept in parts per million */
+    K_IPV4,    /* a dotted address, kept in host order; 0: pick one */
 };
 
 /*
@@ -35,11 +37,11 @@ enum kind {
 struct var {
     const char *name;
     enum kind kind;
-    size_t offset;              /* of the int64_t in struct fl_config */
-    int64_t def, min, max;      /* K_INT, K_KB: as given (KiB); else as kept */
-    const char *unit;           /* of min and max as given: "KiB", "µs" */
+    size_t offset;         /* of the int64_t in struct fl_config */
+    int64_t def, min, max; /* K_INT, K_KB: as given (KiB); else as kept */
+    const char *unit;      /* of min and max as given: "KiB", "µs" */
     const char *help;
-    bool pow2;                  /* only powers of two */
+    bool pow2; /* only powers of two */
     /* A value outside min..max that stands for something else (-1 for
        "flit picks"), allowed when special_means says what. */
     int64_t special;
@@ -70,8 +72,8 @@ static const struct var vars[] = {
     {"FLIT_STATS", K_BOOL, F(stats), 0, 0, 1, NULL,
      "print each endpoint's counters when it is destroyed"},
     {"FLIT_SPIN_US", K_INT, F(spin_us), -1, 0, 10000000, "µs",
-     "microseconds flit_wait spins before sleeping",
-     .special = -1, .special_means = "50 (2 when ranks outnumber cores)"},
+     "microseconds flit_wait spins before sleeping", .special = -1,
+     .special_means = "50 (2 when ranks outnumber cores)"},
     {"FLIT_PROGRESS_THREAD", K_BOOL, F(progress_thread), 0, 0, 1, NULL,
      "serve every endpoint from a progress thread (makes them thread-safe)"},
     {"FLIT_SHM_RING_KB", K_KB, F(shm_ring_bytes), 256, 256, 65536, "KiB",
@@ -90,8 +92,8 @@ static const struct var vars[] = {
      "seconds a UDP peer may stay silent (or leave data unacknowledged) before it is "
      "declared down and its messages returned"},
     {"FLIT_UDP_MTU", K_INT, F(udp_mtu), 0, UDP_MTU_MIN, 65535, "bytes",
-     "largest IP packet UDP sends (1500: no fragmentation on Ethernet)",
-     .special = 0, .special_means = "the path's MTU"},
+     "largest IP packet UDP sends (1500: no fragmentation on Ethernet)", .special = 0,
+     .special_means = "the path's MTU"},
     {"FLIT_UDP_ADDR", K_IPV4, F(udp_addr), 0, 0, 0xffffffffll, NULL,
      "IPv4 address this rank's UDP endpoints use (default: loopback when the job is on "
      "one host, else the interface that reaches the launcher)"},
@@ -101,13 +103,15 @@ static const struct var vars[] = {
      "how long a receiver may hold an acknowledgement back waiting for a reply to "
      "carry it"},
     {"FLIT_RTO_MIN_US", K_INT, F(rto_min_us), 10000, 100, 10000000, "µs",
-     "smallest retransmission timeout (the measured one is 4 round trips above the mean)"},
+     "smallest retransmission timeout (the measured one is 4 round trips above the "
+     "mean)"},
     {"FLIT_DROP_RATE", K_RATE, F(drop_ppm), 0, 0, 1000000, NULL,
      "fault injection: probability that a received datagram is dropped"},
     {"FLIT_DUP_RATE", K_RATE, F(dup_ppm), 0, 0, 1000000, NULL,
      "fault injection: probability that a received datagram is processed twice"},
     {"FLIT_REORDER_RATE", K_RATE, F(reorder_ppm), 0, 0, 1000000, NULL,
-     "fault injection: probability that a received datagram is held back behind the next"},
+     "fault injection: probability that a received datagram is held back behind the "
+     "next"},
     {"FLIT_FAULT_SEED", K_INT, F(fault_seed), 1, 0, INT64_MAX, NULL,
      "seed of the fault injection (each rank adds its rank)"},
     {"FLIT_FIBER_STACK_KB", K_KB, F(fiber_stack), 256, 16, 65536, "KiB",
@@ -169,8 +173,7 @@ static void format_allowed(const struct var *v, char *buf, size_t len)
         return;
     case K_SECONDS:
     case K_RATE:
-        put(buf, len, &at, "%g–%g", (double)v->min / scale(v),
-            (double)v->max / scale(v));
+        put(buf, len, &at, "%g–%g", (double)v->min / scale(v), (double)v->max / scale(v));
         break;
     case K_INT:
     case K_KB:
@@ -218,8 +221,14 @@ static const char *parse_value(const struct var *v, const char *s, int64_t *out)
         static const char *const yes[] = {"1", "yes", "true", "on", NULL};
         static const char *const no[] = {"0", "no", "false", "off", NULL};
         for (int i = 0; yes[i]; i++) {
-            if (strcasecmp(s, yes[i]) == 0) { *out = 1; return NULL; }
-            if (strcasecmp(s, no[i]) == 0) { *out = 0; return NULL; }
+            if (strcasecmp(s, yes[i]) == 0) {
+                *out = 1;
+                return NULL;
+            }
+            if (strcasecmp(s, no[i]) == 0) {
+                *out = 0;
+                return NULL;
+            }
         }
         return "not a yes or no";
     }

@@ -17,45 +17,45 @@
 #include "flit/flit.h"
 
 enum fl_bulk_mode {
-    FL_BULK_AUTO = 0,   /* shared mapping if the library made the segment, else CMA */
-    FL_BULK_CMA,        /* cross-memory attach even for shared segments */
-    FL_BULK_COPY,       /* pipelined two copies through the rings */
+    FL_BULK_AUTO = 0, /* shared mapping if the library made the segment, else CMA */
+    FL_BULK_CMA,      /* cross-memory attach even for shared segments */
+    FL_BULK_COPY,     /* pipelined two copies through the rings */
 };
 
 /* Every field is an int64_t so that one table describes them all. */
 struct fl_config {
-    int64_t verbose;        /* FLIT_VERBOSE */
-    int64_t stats;          /* FLIT_STATS */
-    int64_t spin_us;        /* FLIT_SPIN_US; -1 = fl_progress_init picks */
-    int64_t progress_thread;    /* FLIT_PROGRESS_THREAD */
-    int64_t shm_ring_bytes; /* FLIT_SHM_RING_KB, in bytes */
-    int64_t shm_bulk;       /* FLIT_SHM_BULK: enum fl_bulk_mode */
-    int64_t long_chunk;     /* FLIT_LONG_CHUNK_KB, in bytes: piece size when copying */
-    int64_t peer_check_ms;  /* FLIT_PEER_CHECK_MS: liveness check period */
-    int64_t transport;      /* FLIT_TRANSPORT: enum fl_transport_choice */
-    int64_t peer_timeout_ms;    /* FLIT_PEER_TIMEOUT, given in seconds */
-    int64_t udp_mtu;        /* FLIT_UDP_MTU: 0 = the path's */
-    int64_t udp_addr;       /* FLIT_UDP_ADDR: IPv4, host order; 0 = pick one */
-    int64_t udp_window;     /* FLIT_UDP_WINDOW_KB, in bytes */
-    int64_t ack_delay_us;   /* FLIT_ACK_DELAY_US */
-    int64_t rto_min_us;     /* FLIT_RTO_MIN_US */
-    int64_t drop_ppm;       /* FLIT_DROP_RATE, in parts per million */
-    int64_t dup_ppm;        /* FLIT_DUP_RATE */
-    int64_t reorder_ppm;    /* FLIT_REORDER_RATE */
-    int64_t fault_seed;     /* FLIT_FAULT_SEED */
-    int64_t fiber_stack;    /* FLIT_FIBER_STACK_KB, in bytes */
-    int64_t fibers;         /* FLIT_FIBERS: enum fl_fiber_choice */
+    int64_t verbose;         /* FLIT_VERBOSE */
+    int64_t stats;           /* FLIT_STATS */
+    int64_t spin_us;         /* FLIT_SPIN_US; -1 = fl_progress_init picks */
+    int64_t progress_thread; /* FLIT_PROGRESS_THREAD */
+    int64_t shm_ring_bytes;  /* FLIT_SHM_RING_KB, in bytes */
+    int64_t shm_bulk;        /* FLIT_SHM_BULK: enum fl_bulk_mode */
+    int64_t long_chunk;      /* FLIT_LONG_CHUNK_KB, in bytes: piece size when copying */
+    int64_t peer_check_ms;   /* FLIT_PEER_CHECK_MS: liveness check period */
+    int64_t transport;       /* FLIT_TRANSPORT: enum fl_transport_choice */
+    int64_t peer_timeout_ms; /* FLIT_PEER_TIMEOUT, given in seconds */
+    int64_t udp_mtu;         /* FLIT_UDP_MTU: 0 = the path's */
+    int64_t udp_addr;        /* FLIT_UDP_ADDR: IPv4, host order; 0 = pick one */
+    int64_t udp_window;      /* FLIT_UDP_WINDOW_KB, in bytes */
+    int64_t ack_delay_us;    /* FLIT_ACK_DELAY_US */
+    int64_t rto_min_us;      /* FLIT_RTO_MIN_US */
+    int64_t drop_ppm;        /* FLIT_DROP_RATE, in parts per million */
+    int64_t dup_ppm;         /* FLIT_DUP_RATE */
+    int64_t reorder_ppm;     /* FLIT_REORDER_RATE */
+    int64_t fault_seed;      /* FLIT_FAULT_SEED */
+    int64_t fiber_stack;     /* FLIT_FIBER_STACK_KB, in bytes */
+    int64_t fibers;          /* FLIT_FIBERS: enum fl_fiber_choice */
 };
 
 enum fl_transport_choice {
-    FL_TRANSPORT_AUTO = 0,  /* self, shared memory on the host, UDP beyond */
-    FL_TRANSPORT_UDP,       /* UDP to every other rank, even on this host */
-    FL_TRANSPORT_SHM,       /* no UDP: a job confined to one host */
+    FL_TRANSPORT_AUTO = 0, /* self, shared memory on the host, UDP beyond */
+    FL_TRANSPORT_UDP,      /* UDP to every other rank, even on this host */
+    FL_TRANSPORT_SHM,      /* no UDP: a job confined to one host */
 };
 
 enum fl_fiber_choice {
-    FL_FIBERS_AUTO = 0,     /* flit's own switch where it has one, else ucontext */
-    FL_FIBERS_UCONTEXT,     /* always makecontext/swapcontext */
+    FL_FIBERS_AUTO = 0, /* flit's own switch where it has one, else ucontext */
+    FL_FIBERS_UCONTEXT, /* always makecontext/swapcontext */
 };
 
 extern struct fl_config fl_cfg;

@@ -12,10 +12,10 @@
 
 typedef _Atomic uint64_t fl_counter;
 
-#define FL_COUNT(counter, n)                                                  \
-    atomic_store_explicit(&(counter),                                         \
-        atomic_load_explicit(&(counter), memory_order_relaxed) + (n),         \
-        memory_order_relaxed)
+#define FL_COUNT(counter, n)                                                             \
+    atomic_store_explicit(&(counter),                                                    \
+                          atomic_load_explicit(&(counter), memory_order_relaxed) + (n),  \
+                          memory_order_relaxed)
 
 #define FL_READ(counter) atomic_load_explicit(&(counter), memory_order_relaxed)
 

@@ -13,9 +13,12 @@ void fl_log_set_rank(long rank);
 int fl_log_enabled(enum fl_log_level level);
 
 #define fl_error(...) fl_log(FL_LOG_ERROR, __VA_ARGS__)
-#define fl_warn(...) fl_log(FL_LOG_WARN, __VA_ARGS__)
-#define fl_info(...) fl_log(FL_LOG_INFO, __VA_ARGS__)
-#define fl_debug(...) \
-    do { if (fl_log_enabled(FL_LOG_DEBUG)) fl_log(FL_LOG_DEBUG, __VA_ARGS__); } while (0)
+#define fl_warn(...)  fl_log(FL_LOG_WARN, __VA_ARGS__)
+#define fl_info(...)  fl_log(FL_LOG_INFO, __VA_ARGS__)
+#define fl_debug(...)                                                                    \
+    do {                                                                                 \
+        if (fl_log_enabled(FL_LOG_DEBUG))                                                \
+            fl_log(FL_LOG_DEBUG, __VA_ARGS__);                                           \
+    } while (0)
 
 #endif /* FL_UTIL_LOG_H */

@@ -37,8 +37,10 @@ static const struct {
     S(FLIT_ERR_NOT_SUPPORTED, "not supported by this build or transport"),
     S(FLIT_ERR_DENIED, "the exporter did not allow this rank, or this access"),
     S(FLIT_ERR_REVOKED, "the region was unexported, or no region has that id"),
-    S(FLIT_ERR_CLOSED, "the endpoint was destroyed (or flit finalized) while the call waited"),
-    S(FLIT_ERR_EXHAUSTED, "none left: every handler index that could be reserved is taken"),
+    S(FLIT_ERR_CLOSED,
+      "the endpoint was destroyed (or flit finalized) while the call waited"),
+    S(FLIT_ERR_EXHAUSTED,
+      "none left: every handler index that could be reserved is taken"),
 #undef S
 };
 

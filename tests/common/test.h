@@ -14,29 +14,28 @@
 
 #define TEST_SKIP 77
 
-#define FAIL(...)                                                          \
-    do {                                                                   \
-        fprintf(stderr, "FAIL %s:%d (rank %u): ", __FILE__, __LINE__,      \
-                flit_job_rank().idx);                                      \
-        fprintf(stderr, __VA_ARGS__);                                      \
-        fputc('\n', stderr);                                               \
-        exit(1);                                                           \
+#define FAIL(...)                                                                        \
+    do {                                                                                 \
+        fprintf(stderr, "FAIL %s:%d (rank %u): ", __FILE__, __LINE__,                    \
+                flit_job_rank().idx);                                                    \
+        fprintf(stderr, __VA_ARGS__);                                                    \
+        fputc('\n', stderr);                                                             \
+        exit(1);                                                                         \
     } while (0)
 
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond))                                                       \
-            FAIL("%s", #cond);                                             \
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond))                                                                     \
+            FAIL("%s", #cond);                                                           \
     } while (0)
 
 /* expr must return exactly the status want. */
-#define CHECK_ST(expr, want)                                               \
-    do {                                                                   \
-        flit_status st_ = (expr);                                          \
-        if (st_ != (want))                                                 \
-            FAIL("%s returned %s (%s), expected %s", #expr,                \
-                 flit_status_name(st_), flit_strerror(st_),                \
-                 flit_status_name(want));                                  \
+#define CHECK_ST(expr, want)                                                             \
+    do {                                                                                 \
+        flit_status st_ = (expr);                                                        \
+        if (st_ != (want))                                                               \
+            FAIL("%s returned %s (%s), expected %s", #expr, flit_status_name(st_),       \
+                 flit_strerror(st_), flit_status_name(want));                            \
     } while (0)
 
 #define CHECK_OK(expr) CHECK_ST(expr, FLIT_OK)

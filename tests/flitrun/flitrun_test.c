@@ -29,10 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RUN_LIMIT_S 20.0        /* a run past this is a hang: kill it, fail */
-#define MAX_ARGS 32
-#define STDIN_LEN (1u << 20)    /* fed to flitrun's stdin */
-#define PIECE_MAX 16384         /* the feed goes in pieces of 1..PIECE_MAX bytes */
+#define RUN_LIMIT_S 20.0 /* a run past this is a hang: kill it, fail */
+#define MAX_ARGS    32
+#define STDIN_LEN   (1u << 20) /* fed to flitrun's stdin */
+#define PIECE_MAX   16384      /* the feed goes in pieces of 1..PIECE_MAX bytes */
 /* The feed blocked this long with rank 0 not reading yet: flitrun holds no
    more. Only a lower bound: on a slow machine the check may pass early. */
 #define STUCK_MS 300
@@ -41,8 +41,7 @@ static const char *flitrun_path, *rank_path;
 static char test_dir[256];
 static bool failed;
 
-__attribute__((format(printf, 1, 2)))
-static void fail(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -67,34 +66,34 @@ struct buf {
     size_t len;
 };
 
-enum term {                     /* flitrun's stdin and stdout a terminal */
-    TERM_NONE,
-    TERM_FG,                    /* in its foreground */
-    TERM_BG,                    /* in its background, as a shell's job */
+enum term { /* flitrun's stdin and stdout a terminal */
+            TERM_NONE,
+            TERM_FG, /* in its foreground */
+            TERM_BG, /* in its background, as a shell's job */
 };
 
-enum gate {                     /* when the ranks waiting on the gate go on */
-    GATE_NONE,                  /* no gate */
-    GATE_ON_STUCK,              /* the feed is stuck (or over) */
-    GATE_ON_END,                /* the feed is over: all written, or EPIPE */
+enum gate {                /* when the ranks waiting on the gate go on */
+            GATE_NONE,     /* no gate */
+            GATE_ON_STUCK, /* the feed is stuck (or over) */
+            GATE_ON_END,   /* the feed is over: all written, or EPIPE */
 };
 
 struct run {
-    const char *stdin_text;     /* NULL: /dev/null; with term, typed on it */
-    const char *stdin_path;     /* stdin is this file */
-    size_t feed_len;            /* stdin a pipe fed this many pattern bytes */
+    const char *stdin_text; /* NULL: /dev/null; with term, typed on it */
+    const char *stdin_path; /* stdin is this file */
+    size_t feed_len;        /* stdin a pipe fed this many pattern bytes */
     enum gate gate;
     enum term term;
-    int ready_signal;           /* sent to flitrun once stdout says "ready" */
-    bool close_stdout;          /* nobody reads flitrun's stdout */
-    int status;                 /* flitrun's wait status */
+    int ready_signal;  /* sent to flitrun once stdout says "ready" */
+    bool close_stdout; /* nobody reads flitrun's stdout */
+    int status;        /* flitrun's wait status */
     struct buf out, err;
-    double secs;                /* until both its pipes reached EOF */
-    size_t fed;                 /* feed: bytes written */
-    bool stuck;                 /* feed: blocked STUCK_MS before the gate */
-    bool broken;                /* feed: EPIPE, flitrun let go of its stdin */
-    int feed_fd, gate_fd;       /* the driver's ends; -1 when closed */
-    uint32_t lcg;               /* piece sizes */
+    double secs;          /* until both its pipes reached EOF */
+    size_t fed;           /* feed: bytes written */
+    bool stuck;           /* feed: blocked STUCK_MS before the gate */
+    bool broken;          /* feed: EPIPE, flitrun let go of its stdin */
+    int feed_fd, gate_fd; /* the driver's ends; -1 when closed */
+    uint32_t lcg;         /* piece sizes */
 };
 
 static void buf_add(struct buf *b, const char *p, size_t n)
@@ -124,7 +123,7 @@ static bool drain(int fd, struct buf *b)
 
 static void child_exec(char **argv, int in_fd, int out_fd, int err_fd)
 {
-    signal(SIGPIPE, SIG_DFL);   /* the driver's own SIG_IGN is not the ranks' */
+    signal(SIGPIPE, SIG_DFL); /* the driver's own SIG_IGN is not the ranks' */
     dup2(in_fd, STDIN_FILENO);
     dup2(out_fd, STDOUT_FILENO);
     dup2(err_fd, STDERR_FILENO);
@@ -173,7 +172,7 @@ static int open_stdin(struct run *r)
         return open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (pipe2(p, O_CLOEXEC) != 0 || write(p[1], r->stdin_text, strlen(r->stdin_text)) < 0)
         return -1;
-    close(p[1]);                /* small enough for the pipe: EOF after it */
+    close(p[1]); /* small enough for the pipe: EOF after it */
     return p[0];
 }
 
@@ -224,7 +223,7 @@ static void feed_piece(struct run *r)
     if (n > 0)
         r->fed += (size_t)n;
     else if (n < 0 && errno != EAGAIN && errno != EINTR)
-        feed_end(r, true);      /* EPIPE: nobody reads flitrun's stdin now */
+        feed_end(r, true); /* EPIPE: nobody reads flitrun's stdin now */
 }
 
 /* A pseudo-terminal without echo; returns the master, *slave its other end. */
@@ -239,7 +238,7 @@ static int open_pty(int *slave)
     if (*slave < 0 || tcgetattr(*slave, &t) != 0)
         return -1;
     t.c_lflag &= ~(tcflag_t)(ECHO | TOSTOP);
-    t.c_cc[VEOF] = 4;           /* ^D, as the driver types it */
+    t.c_cc[VEOF] = 4; /* ^D, as the driver types it */
     return tcsetattr(*slave, TCSANOW, &t) == 0 ? master : -1;
 }
 
@@ -257,13 +256,13 @@ static void child_tty(char **argv, int slave, int err_fd, enum term term)
         child_exec(argv, slave, slave, err_fd);
     if ((job = fork()) == 0) {
         setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* the driver kills the shell on a hang */
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* the driver kills the shell on a hang */
         if (getppid() != shell)
             _exit(126);
         child_exec(argv, slave, slave, err_fd);
     }
     if (job < 0 || (setpgid(job, job) != 0 && errno != EACCES))
-        _exit(126);             /* EACCES: it has exec'd, so it did it itself */
+        _exit(126); /* EACCES: it has exec'd, so it did it itself */
     while (waitpid(job, &st, 0) < 0)
         if (errno != EINTR)
             _exit(126);
@@ -295,7 +294,7 @@ static void collect(struct run *r, pid_t pid, int out_fd, int err_fd, double sta
             fail("flitrun did not finish within %.0f s", RUN_LIMIT_S);
             kill(pid, SIGKILL);
             kill_pidfile_ranks();
-            start = now_s();    /* give the kill a new window */
+            start = now_s(); /* give the kill a new window */
             continue;
         }
         if (p[0].revents)
@@ -304,7 +303,8 @@ static void collect(struct run *r, pid_t pid, int out_fd, int err_fd, double sta
             err_open = drain(err_fd, &r->err);
         if (p[2].revents && r->feed_fd >= 0)
             feed_piece(r);
-        if (r->ready_signal && !signalled && r->out.data && strstr(r->out.data, "ready\n")) {
+        if (r->ready_signal && !signalled && r->out.data &&
+            strstr(r->out.data, "ready\n")) {
             kill(pid, r->ready_signal);
             signalled = true;
         }
@@ -372,7 +372,7 @@ static void run_free(struct run *r)
 
 static void on_alarm(int sig)
 {
-    (void)sig;                  /* only interrupts waitpid */
+    (void)sig; /* only interrupts waitpid */
 }
 
 /* Orphans of this run were reparented to us: reap them. A child still
@@ -385,7 +385,7 @@ static void reap_orphans(void)
         if (pid > 0)
             continue;
         if (pid < 0)
-            return;             /* ECHILD: nothing left */
+            return; /* ECHILD: nothing left */
         alarm(3);
         pid = waitpid(-1, &st, 0);
         alarm(0);
@@ -489,9 +489,9 @@ static void expect_status(const struct run *r, int code, int killed_by)
                         : WIFEXITED(r->status) && WEXITSTATUS(r->status) == code;
     if (!ok)
         fail("flitrun: wanted %s %d, got wait status 0x%x\n--- stdout:\n%s"
-             "--- stderr:\n%s---", killed_by ? "death by signal" : "exit status",
-             killed_by ? killed_by : code, r->status, r->out.data ? r->out.data : "",
-             r->err.data ? r->err.data : "");
+             "--- stderr:\n%s---",
+             killed_by ? "death by signal" : "exit status", killed_by ? killed_by : code,
+             r->status, r->out.data ? r->out.data : "", r->err.data ? r->err.data : "");
 }
 
 static void expect_secs(const struct run *r, double lo, double hi)
@@ -506,7 +506,7 @@ static void expect_secs(const struct run *r, double lo, double hi)
 struct rank_msg {
     int rank;
     const char *host;
-    const char *tail;           /* NULL: no message */
+    const char *tail; /* NULL: no message */
 };
 
 static void expect_rank_msg(const struct run *r, const struct rank_msg *m)
@@ -558,19 +558,20 @@ static void check_prefixed(const struct buf *b, const char *kind, int nranks)
     for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
         int rank, i, rank2, used = 0;
         char want[64];
-        if (sscanf(l, "[%d] %n", &rank, &used) != 1 || used == 0 || rank < 0 || rank >= nranks) {
+        if (sscanf(l, "[%d] %n", &rank, &used) != 1 || used == 0 || rank < 0 ||
+            rank >= nranks) {
             fail("%s line without a rank prefix: '%.80s'", kind, l);
             continue;
         }
         const char *text = l + used;
         if (!*text && xs[rank] > 0) {
-            continue;           /* the newline of a long line that was cut */
+            continue; /* the newline of a long line that was cut */
         } else if (text[0] == 'x' && strspn(text, "x") == strlen(text)) {
             xs[rank] += (long)strlen(text);
         } else if (sscanf(text, "tail %d", &rank2) == 1 && rank2 == rank) {
             tails[rank]++;
-        } else if (sscanf(text, "%*s %d from rank %d", &i, &rank2) == 2 && rank2 == rank &&
-                   i == lines[rank] &&
+        } else if (sscanf(text, "%*s %d from rank %d", &i, &rank2) == 2 &&
+                   rank2 == rank && i == lines[rank] &&
                    (snprintf(want, sizeof want, "%s %d from rank %d", kind, i, rank),
                     strcmp(text, want) == 0)) {
             lines[rank]++;
@@ -581,7 +582,8 @@ static void check_prefixed(const struct buf *b, const char *kind, int nranks)
     bool out = strcmp(kind, "line") == 0;
     for (int i = 0; i < nranks; i++)
         if (lines[i] != 20 || (out && (tails[i] != 1 || xs[i] != 100000)))
-            fail("rank %d: %d %s lines, %d tails, %ld x's", i, lines[i], kind, tails[i], xs[i]);
+            fail("rank %d: %d %s lines, %d tails, %ld x's", i, lines[i], kind, tails[i],
+                 xs[i]);
     free(copy);
 }
 
@@ -606,7 +608,8 @@ static void feed_stuck_then_whole(const struct run *r)
 static void feed_broken(const struct run *r)
 {
     if (!r->broken)
-        fail("flitrun kept its stdin after rank 0 stopped reading (fed %zu bytes)", r->fed);
+        fail("flitrun kept its stdin after rank 0 stopped reading (fed %zu bytes)",
+             r->fed);
 }
 
 /* Each rank printed the shared file it made; flitrun removed them. */
@@ -631,7 +634,8 @@ static void shm_removed(const struct run *r)
 }
 
 /* Arguments that a remote shell would split, expand or glob. */
-#define SHELL_ARGS "a b", "it's", "$HOME", "x;y", "", "t\tab", "new\nline", "*", "\"q\"", "\\"
+#define SHELL_ARGS                                                                       \
+    "a b", "it's", "$HOME", "x;y", "", "t\tab", "new\nline", "*", "\"q\"", "\\"
 
 /* Through ssh every word arrived as it was, in flitrun's directory. */
 static void ssh_words_kept(const struct run *r)
@@ -704,52 +708,65 @@ static void make_fake_ssh(void)
  * stands in for ssh.
  */
 
-#define ANY (-1)                /* ranks: any number of pid files */
-#define USAGE "Usage: flitrun -n N"
-#define STDIN_LEN_S "1048576"   /* STDIN_LEN, as an argument */
+#define ANY         (-1) /* ranks: any number of pid files */
+#define USAGE       "Usage: flitrun -n N"
+#define STDIN_LEN_S "1048576" /* STDIN_LEN, as an argument */
 #define FAKE_LAUNCH "env FAKEHOST={host}"
 /* A launcher that forks, as ssh does: the rank is not the launcher's process,
    and its death by a signal reaches flitrun as the shell's 128+signal. */
 #define FORKING_LAUNCH "sh -c \"$@\";exit {host}"
-#define ON_HOSTS(hosts, launch) "--hosts", hosts, "--launch", launch, "--boot-addr", "127.0.0.1"
+#define ON_HOSTS(hosts, launch)                                                          \
+    "--hosts", hosts, "--launch", launch, "--boot-addr", "127.0.0.1"
 
 struct tcase {
     const char *name;
-    const char *args[MAX_ARGS]; /* "RANK": the stand-in rank; "DIR/x": see expand() */
-    struct run run;             /* stdin, feed, gate, terminal, signal on "ready" */
-    bool tcp;                   /* the ranks check that the rendezvous is TCP */
-    void (*prepare)(void);      /* files in the test's directory */
-    bool fake_ssh;              /* the test's directory first on PATH */
-    int exit;                   /* flitrun's exit status; or */
-    int killed_by;              /* the signal that killed flitrun */
-    const char *out[6], *err[8];        /* on stdout, on stderr */
+    const char *args[MAX_ARGS];  /* "RANK": the stand-in rank; "DIR/x": see expand() */
+    struct run run;              /* stdin, feed, gate, terminal, signal on "ready" */
+    bool tcp;                    /* the ranks check that the rendezvous is TCP */
+    void (*prepare)(void);       /* files in the test's directory */
+    bool fake_ssh;               /* the test's directory first on PATH */
+    int exit;                    /* flitrun's exit status; or */
+    int killed_by;               /* the signal that killed flitrun */
+    const char *out[6], *err[8]; /* on stdout, on stderr */
     const char *not_out[2], *not_err[2];
     struct rank_lines lines;
     struct rank_msg msg[2];
-    double min_s, max_s;        /* max_s 0: any time */
-    bool quiet;                 /* nothing on stderr */
-    int ranks;                  /* pid files; ANY */
+    double min_s, max_s; /* max_s 0: any time */
+    bool quiet;          /* nothing on stderr */
+    int ranks;           /* pid files; ANY */
     void (*check)(const struct run *r);
 };
 
-#define BAD_USAGE(...) {.name = "usage", .args = {__VA_ARGS__}, .exit = 2, .err = {USAGE}}
+#define BAD_USAGE(...)                                                                   \
+    {                                                                                    \
+        .name = "usage", .args = {__VA_ARGS__}, .exit = 2, .err = { USAGE }              \
+    }
 #define BAD_HOSTS(msg, ...)                                                              \
-    {.name = "hosts_usage", .args = {__VA_ARGS__}, .exit = 2, .err = {msg, USAGE}}
+    {                                                                                    \
+        .name = "hosts_usage", .args = {__VA_ARGS__}, .exit = 2, .err = { msg, USAGE }   \
+    }
 #define GATHER(n)                                                                        \
-    {.name = "gather" #n, .args = {"-n", #n, "RANK", "gather", "3"}, .quiet = true,      \
-     .lines = {n, "rank %1$d of %2$d ok\n"}, .ranks = n}
+    {                                                                                    \
+        .name = "gather" #n, .args = {"-n", #n, "RANK", "gather", "3"}, .quiet = true,   \
+        .lines = {n, "rank %1$d of %2$d ok\n"}, .ranks = n                               \
+    }
 #define STOP_SIGNAL(case, sig, signame)                                                  \
-    {.name = case, .args = {"-n", "4", "RANK", "wait"}, .run = {.ready_signal = sig},    \
-     .exit = 128 + sig, .err = {"flitrun: caught " signame ", stopping the job\n"},      \
-     .max_s = 5, .ranks = 4}
+    {                                                                                    \
+        .name = case, .args = {"-n", "4", "RANK", "wait"}, .run = {.ready_signal = sig}, \
+        .exit = 128 + sig, .err = {"flitrun: caught " signame ", stopping the job\n"},   \
+        .max_s = 5, .ranks = 4                                                           \
+    }
 #define TCP_GATHER(np, hosts, placement)                                                 \
-    {.name = "tcp_gather", .tcp = true,                                                  \
-     .args = {"-n", #np, ON_HOSTS(hosts, FAKE_LAUNCH), "--placement", placement, "RANK",  \
-              "gather", "3"},                                                            \
-     .quiet = true, .lines = {np, "rank %1$d of %2$d ok\n"}, .ranks = np}
+    {                                                                                    \
+        .name = "tcp_gather", .tcp = true,                                               \
+        .args = {"-n",          #np,       ON_HOSTS(hosts, FAKE_LAUNCH),                 \
+                 "--placement", placement, "RANK",                                       \
+                 "gather",      "3"},                                                    \
+        .quiet = true, .lines = {np, "rank %1$d of %2$d ok\n"}, .ranks = np              \
+    }
 #define REJECTED                                                                         \
-    "not this job's", "claims rank 2 of a job of 2", "claims rank 0, which already connected", \
-        "instead of HELLO"
+    "not this job's", "claims rank 2 of a job of 2",                                     \
+        "claims rank 0, which already connected", "instead of HELLO"
 
 static const struct tcase cases[] = {
     BAD_USAGE(NULL),
@@ -764,105 +781,176 @@ static const struct tcase cases[] = {
     BAD_USAGE("-n", "1", "--timeout", "soon", "true"),
     BAD_USAGE("-n", "1", "--stdin", "all", "true"),
     BAD_USAGE("-n", "1", "--stdin"),
-    {.name = "usage", .args = {"--help"},
+    {.name = "usage",
+     .args = {"--help"},
      .out = {"Usage: flitrun -n N [options] [--] program [args...]"}},
     {.name = "usage", .args = {"--version"}, .out = {"flitrun (flit) "}},
 
-    GATHER(1), GATHER(2), GATHER(4), GATHER(8), GATHER(32),
-    {.name = "verbose", .args = {"-v", "-n", "2", "RANK", "gather", "1"},
+    GATHER(1),
+    GATHER(2),
+    GATHER(4),
+    GATHER(8),
+    GATHER(32),
+    {.name = "verbose",
+     .args = {"-v", "-n", "2", "RANK", "gather", "1"},
      .err = {"flitrun: rank 1 is pid ", "flitrun: allgather round 1 complete",
              "flitrun: rank 1 finalized"},
-     .msg = {{0, NULL, "connected\n"}, {1, NULL, "exited with status 0\n"}}, .ranks = 2},
+     .msg = {{0, NULL, "connected\n"}, {1, NULL, "exited with status 0\n"}},
+     .ranks = 2},
 
     /* a rank fails: the others die at SIGTERM, no grace used */
-    {.name = "exit_code", .args = {"-n", "4", "RANK", "fail", "2", "3"}, .exit = 3,
-     .msg = {{2, NULL, "exited with status 3\n"}}, .max_s = 4, .ranks = 4},
-    {.name = "signal", .args = {"-n", "3", "RANK", "sigkill", "1"}, .exit = 137,
-     .msg = {{1, NULL, "was killed by signal 9 (SIGKILL)\n"}}, .max_s = 4, .ranks = 3},
-    {.name = "timeout", .args = {"-n", "2", "--timeout", "1", "RANK", "hang"}, .exit = 124,
+    {.name = "exit_code",
+     .args = {"-n", "4", "RANK", "fail", "2", "3"},
+     .exit = 3,
+     .msg = {{2, NULL, "exited with status 3\n"}},
+     .max_s = 4,
+     .ranks = 4},
+    {.name = "signal",
+     .args = {"-n", "3", "RANK", "sigkill", "1"},
+     .exit = 137,
+     .msg = {{1, NULL, "was killed by signal 9 (SIGKILL)\n"}},
+     .max_s = 4,
+     .ranks = 3},
+    {.name = "timeout",
+     .args = {"-n", "2", "--timeout", "1", "RANK", "hang"},
+     .exit = 124,
      .err = {"flitrun: job timed out after 1 s; stopping it\n", "DUMP rank 0\n",
              "DUMP rank 1\n"},
-     .min_s = 1, .max_s = 6, .ranks = 2, .check = dumps_first},
+     .min_s = 1,
+     .max_s = 6,
+     .ranks = 2,
+     .check = dumps_first},
     /* rank 1 ignores DUMP and SIGTERM: the dump wait and the grace both run out */
-    {.name = "timeout_stubborn", .args = {"-n", "2", "--timeout", "0.5", "RANK", "hang", "1"},
+    {.name = "timeout_stubborn",
+     .args = {"-n", "2", "--timeout", "0.5", "RANK", "hang", "1"},
      .exit = 124,
      .err = {"DUMP rank 0\n", "flitrun: job timed out after 0.5 s; stopping it\n"},
-     .not_err = {"DUMP rank 1"}, .min_s = 4.4, .max_s = 5.5, .ranks = 2},
+     .not_err = {"DUMP rank 1"},
+     .min_s = 4.4,
+     .max_s = 5.5,
+     .ranks = 2},
 
-    {.name = "prefix", .args = {"-n", "3", "-p", "RANK", "print", "split"}, .ranks = ANY,
+    {.name = "prefix",
+     .args = {"-n", "3", "-p", "RANK", "print", "split"},
+     .ranks = ANY,
      .check = prefixed_3},
     /* like a shell pipe into `head`: when nobody reads flitrun's stdout, the
        ranks writing there get SIGPIPE, with --prefix as without it */
-    {.name = "prefix_epipe", .args = {"-n", "2", "-p", "RANK", "spam"},
-     .run = {.close_stdout = true}, .exit = 128 + SIGPIPE,
-     .err = {"was killed by signal 13 (SIGPIPE)\n"}, .ranks = ANY},
-    {.name = "no_prefix", .args = {"-n", "2", "RANK", "print", "whole"},
+    {.name = "prefix_epipe",
+     .args = {"-n", "2", "-p", "RANK", "spam"},
+     .run = {.close_stdout = true},
+     .exit = 128 + SIGPIPE,
+     .err = {"was killed by signal 13 (SIGPIPE)\n"},
+     .ranks = ANY},
+    {.name = "no_prefix",
+     .args = {"-n", "2", "RANK", "print", "whole"},
      .out = {"\nline 19 from rank 0\n", "\nline 19 from rank 1\n"},
-     .err = {"err 19 from rank 1\n"}, .not_out = {"[0]"}, .not_err = {"[1]"}, .ranks = ANY},
+     .err = {"err 19 from rank 1\n"},
+     .not_out = {"[0]"},
+     .not_err = {"[1]"},
+     .ranks = ANY},
 
     STOP_SIGNAL("sigterm", SIGTERM, "SIGTERM"),
     STOP_SIGNAL("sigint", SIGINT, "SIGINT"),
     STOP_SIGNAL("sighup", SIGHUP, "SIGHUP"),
     /* flitrun itself killed: the ranks die of PR_SET_PDEATHSIG */
-    {.name = "launcher_killed", .args = {"-n", "3", "RANK", "wait"},
-     .run = {.ready_signal = SIGKILL}, .killed_by = SIGKILL, .ranks = 3},
+    {.name = "launcher_killed",
+     .args = {"-n", "3", "RANK", "wait"},
+     .run = {.ready_signal = SIGKILL},
+     .killed_by = SIGKILL,
+     .ranks = 3},
 
-    {.name = "noexec", .args = {"-n", "2", "/nonexistent/flitrun-test"}, .exit = 127,
+    {.name = "noexec",
+     .args = {"-n", "2", "/nonexistent/flitrun-test"},
+     .exit = 127,
      .err = {"flitrun: cannot execute '/nonexistent/flitrun-test': No such file or "
              "directory\n"}},
-    {.name = "noexec", .args = {"-n", "3", "flitrun-test-not-on-path"}, .exit = 127,
+    {.name = "noexec",
+     .args = {"-n", "3", "flitrun-test-not-on-path"},
+     .exit = 127,
      .err = {"cannot execute 'flitrun-test-not-on-path'"}},
-    {.name = "noexec", .args = {"-n", "2", "DIR/not-executable"},
-     .prepare = make_not_executable, .exit = 127, .err = {"': Permission denied\n"}},
+    {.name = "noexec",
+     .args = {"-n", "2", "DIR/not-executable"},
+     .prepare = make_not_executable,
+     .exit = 127,
+     .err = {"': Permission denied\n"}},
 
-    {.name = "stdin", .args = {"-n", "3", "RANK", "stdin"},
-     .run = {.stdin_text = "hello from stdin\n"}, .lines = {3, "rank %1$d stdin ok\n"},
+    {.name = "stdin",
+     .args = {"-n", "3", "RANK", "stdin"},
+     .run = {.stdin_text = "hello from stdin\n"},
+     .lines = {3, "rank %1$d stdin ok\n"},
      .ranks = ANY},
     /* 1 MiB through a pipe, fed in pieces; rank 0 reads nothing until the
        feed is stuck, then all of it, in order, to EOF */
-    {.name = "stdin_pipe", .args = {"-n", "3", "RANK", "stdin_pattern", STDIN_LEN_S, "gate"},
+    {.name = "stdin_pipe",
+     .args = {"-n", "3", "RANK", "stdin_pattern", STDIN_LEN_S, "gate"},
      .run = {.feed_len = STDIN_LEN, .gate = GATE_ON_STUCK},
-     .lines = {3, "rank %1$d stdin 0 bytes ok", "rank %1$d stdin " STDIN_LEN_S " bytes ok"},
-     .ranks = 3, .check = feed_stuck_then_whole},
+     .lines = {3, "rank %1$d stdin 0 bytes ok",
+               "rank %1$d stdin " STDIN_LEN_S " bytes ok"},
+     .ranks = 3,
+     .check = feed_stuck_then_whole},
     /* a regular file is always readable: read in bounded chunks all the same */
-    {.name = "stdin_file", .args = {"-n", "2", "RANK", "stdin_pattern", STDIN_LEN_S},
-     .run = {.stdin_path = "DIR/stdin.bin"}, .prepare = make_stdin_file,
-     .lines = {2, "rank %1$d stdin 0 bytes ok", "rank %1$d stdin " STDIN_LEN_S " bytes ok"},
+    {.name = "stdin_file",
+     .args = {"-n", "2", "RANK", "stdin_pattern", STDIN_LEN_S},
+     .run = {.stdin_path = "DIR/stdin.bin"},
+     .prepare = make_stdin_file,
+     .lines = {2, "rank %1$d stdin 0 bytes ok",
+               "rank %1$d stdin " STDIN_LEN_S " bytes ok"},
      .ranks = 2},
     /* --stdin none: rank 0 reads EOF at once, though stdin is a pipe still
        open and full of bytes */
-    {.name = "stdin_none", .args = {"-n", "2", "--stdin", "none", "RANK", "stdin", ""},
-     .run = {.feed_len = STDIN_LEN}, .lines = {2, "rank %1$d stdin ok"}, .ranks = 2},
+    {.name = "stdin_none",
+     .args = {"-n", "2", "--stdin", "none", "RANK", "stdin", ""},
+     .run = {.feed_len = STDIN_LEN},
+     .lines = {2, "rank %1$d stdin ok"},
+     .ranks = 2},
     /* rank 0 stops reading while the feed goes on, by exiting or by closing
        its stdin; rank 1 runs on until the feed has ended. flitrun must
        neither die of SIGPIPE nor hang, and lets go of its own stdin */
     {.name = "stdin_early_exit",
      .args = {"-v", "-n", "2", "RANK", "stdin_early", "exit", "1000"},
      .run = {.feed_len = STDIN_LEN, .gate = GATE_ON_END},
-     .lines = {2, "rank %1$d stdin early ok"}, .ranks = 2, .check = feed_broken},
+     .lines = {2, "rank %1$d stdin early ok"},
+     .ranks = 2,
+     .check = feed_broken},
     {.name = "stdin_early_close",
      .args = {"-v", "-n", "2", "RANK", "stdin_early", "close", "1000"},
      .run = {.feed_len = STDIN_LEN, .gate = GATE_ON_END},
-     .lines = {2, "rank %1$d stdin early ok"}, .ranks = 2, .check = feed_broken,
+     .lines = {2, "rank %1$d stdin early ok"},
+     .ranks = 2,
+     .check = feed_broken,
      .err = {"flitrun: rank 0 no longer reads its stdin"}},
     /* the bug this guards against: flitrun in the foreground of a terminal,
        the ranks in its background; rank 0 reading the terminal itself would
        be stopped by SIGTTIN, and the job hang */
-    {.name = "stdin_tty", .args = {"-n", "2", "RANK", "stdin", "hello from the terminal\n"},
+    {.name = "stdin_tty",
+     .args = {"-n", "2", "RANK", "stdin", "hello from the terminal\n"},
      .run = {.term = TERM_FG, .stdin_text = "hello from the terminal\n\4"},
-     .lines = {2, "rank %1$d stdin ok"}, .ranks = 2},
+     .lines = {2, "rank %1$d stdin ok"},
+     .ranks = 2},
     /* flitrun in the background of its terminal does not read it (that
        would stop flitrun): rank 0 reads /dev/null, and -v says so */
-    {.name = "stdin_tty_bg", .args = {"-v", "-n", "2", "RANK", "stdin", ""},
+    {.name = "stdin_tty_bg",
+     .args = {"-v", "-n", "2", "RANK", "stdin", ""},
      .run = {.term = TERM_BG, .stdin_text = "not for rank 0\n"},
      .lines = {2, "rank %1$d stdin ok"},
-     .err = {"flitrun: flitrun runs in the background of its terminal"}, .ranks = 2},
+     .err = {"flitrun: flitrun runs in the background of its terminal"},
+     .ranks = 2},
 
-    {.name = "badframe", .args = {"-n", "3", "RANK", "badframe", "1"}, .exit = 1,
-     .msg = {{1, NULL, "sent a malformed frame: "}}, .max_s = 4, .ranks = 3},
-    {.name = "reject", .args = {"-n", "2", "RANK", "reject"},
-     .err = {"flitrun: rejected a connection: pid", REJECTED}, .ranks = 2},
-    {.name = "shm", .args = {"-n", "2", "RANK", "shm"}, .ranks = ANY, .check = shm_removed},
+    {.name = "badframe",
+     .args = {"-n", "3", "RANK", "badframe", "1"},
+     .exit = 1,
+     .msg = {{1, NULL, "sent a malformed frame: "}},
+     .max_s = 4,
+     .ranks = 3},
+    {.name = "reject",
+     .args = {"-n", "2", "RANK", "reject"},
+     .err = {"flitrun: rejected a connection: pid", REJECTED},
+     .ranks = 2},
+    {.name = "shm",
+     .args = {"-n", "2", "RANK", "shm"},
+     .ranks = ANY,
+     .check = shm_removed},
 
     BAD_HOSTS("the host list is empty", "--hosts", "", "true"),
     BAD_HOSTS("an empty host name in 'a,,b'", "-n", "2", "--hosts", "a,,b", "true"),
@@ -874,29 +962,33 @@ static const struct tcase cases[] = {
     BAD_HOSTS("bad count", "--hosts", "a:-1", "true"),
     BAD_HOSTS("bad count", "--hosts", "a:4097", "true"),
     BAD_HOSTS("bad count", "--hosts", "a:2:3", "true"),
-    BAD_HOSTS("bad host name '-oProxyCommand=x'", "-n", "2", "--hosts", "-oProxyCommand=x",
-              "true"),
+    BAD_HOSTS("bad host name '-oProxyCommand=x'", "-n", "2", "--hosts",
+              "-oProxyCommand=x", "true"),
     BAD_HOSTS("bad host name 'a b'", "-n", "2", "--hosts", "a b", "true"),
     BAD_HOSTS("bad host name", "-n", "2", "--hosts", "a;b", "true"),
     BAD_HOSTS("bad host name", "-n", "2", "--hosts", ":2", "true"),
-    BAD_HOSTS("give a count to every host in 'a:2,b' or to none", "--hosts", "a:2,b", "true"),
+    BAD_HOSTS("give a count to every host in 'a:2,b' or to none", "--hosts", "a:2,b",
+              "true"),
     BAD_HOSTS("5 ranks, but the host counts add up to 4", "-n", "5", "--hosts", "a:2,b:2",
               "true"),
     BAD_HOSTS("-n N is required (or a count for every host", "--hosts", "a,b", "true"),
     BAD_HOSTS("add up to 6000 ranks, more than 4096", "--hosts", "a:3000,b:3000", "true"),
-    BAD_HOSTS("--placement wants block or round-robin, not 'scatter'", "-n", "2", "--hosts",
-              "a", "--placement", "scatter", "true"),
+    BAD_HOSTS("--placement wants block or round-robin, not 'scatter'", "-n", "2",
+              "--hosts", "a", "--placement", "scatter", "true"),
     BAD_HOSTS("the --launch template 'env X=1' has no {host}", "-n", "2", "--hosts", "a",
               "--launch", "env X=1", "true"),
     BAD_HOSTS("has no {host}", "-n", "2", "--hosts", "a", "--launch", " ", "true"),
     BAD_HOSTS("--launch goes with --hosts", "-n", "2", "--launch", "env {host}", "true"),
     BAD_HOSTS("--placement goes with --hosts", "-n", "2", "--placement", "block", "true"),
-    BAD_HOSTS("--boot-addr wants an IPv4 address", "-n", "2", "--boot-addr", "10.1.2", "true"),
-    BAD_HOSTS("--boot-addr wants", "-n", "2", "--hosts", "a", "--boot-addr", "::1", "true"),
+    BAD_HOSTS("--boot-addr wants an IPv4 address", "-n", "2", "--boot-addr", "10.1.2",
+              "true"),
+    BAD_HOSTS("--boot-addr wants", "-n", "2", "--hosts", "a", "--boot-addr", "::1",
+              "true"),
     BAD_HOSTS("option '--hosts' needs a value", "-n", "2", "--hosts"),
 
     /* where each rank went: "rank R of N on HOST" */
-    {.name = "hosts_place", .args = {"-n", "5", ON_HOSTS("a,b,c", FAKE_LAUNCH), "RANK", "where"},
+    {.name = "hosts_place",
+     .args = {"-n", "5", ON_HOSTS("a,b,c", FAKE_LAUNCH), "RANK", "where"},
      .out = {"rank 0 of 5 on a\n", "rank 1 of 5 on a\n", "rank 2 of 5 on b\n",
              "rank 3 of 5 on b\n", "rank 4 of 5 on c\n"},
      .ranks = ANY},
@@ -907,25 +999,28 @@ static const struct tcase cases[] = {
              "rank 3 of 5 on a\n", "rank 4 of 5 on b\n"},
      .ranks = ANY},
     /* no -n: the counts' sum */
-    {.name = "hosts_place", .args = {ON_HOSTS("a:1,b:3", FAKE_LAUNCH), "RANK", "where"},
+    {.name = "hosts_place",
+     .args = {ON_HOSTS("a:1,b:3", FAKE_LAUNCH), "RANK", "where"},
      .out = {"rank 0 of 4 on a\n", "rank 1 of 4 on b\n", "rank 2 of 4 on b\n",
              "rank 3 of 4 on b\n"},
      .ranks = ANY},
     /* round-robin skips a full host */
     {.name = "hosts_place",
-     .args = {"-n", "4", ON_HOSTS("a:1,b:3,c:1", FAKE_LAUNCH), "--placement", "round-robin",
-              "RANK", "where"},
+     .args = {"-n", "4", ON_HOSTS("a:1,b:3,c:1", FAKE_LAUNCH), "--placement",
+              "round-robin", "RANK", "where"},
      .out = {"rank 0 of 4 on a\n", "rank 1 of 4 on b\n", "rank 2 of 4 on c\n",
              "rank 3 of 4 on b\n"},
      .ranks = ANY},
     /* fewer ranks than counts: block fills the first hosts */
-    {.name = "hosts_place", .args = {"-n", "3", ON_HOSTS("a:2,b:2", FAKE_LAUNCH), "RANK", "where"},
+    {.name = "hosts_place",
+     .args = {"-n", "3", ON_HOSTS("a:2,b:2", FAKE_LAUNCH), "RANK", "where"},
      .out = {"rank 0 of 3 on a\n", "rank 1 of 3 on a\n", "rank 2 of 3 on b\n"},
      .ranks = ANY},
     /* more hosts than ranks; localhost is started here, without the launcher */
     {.name = "hosts_place",
      .args = {"-n", "2", ON_HOSTS("localhost,b,c", FAKE_LAUNCH), "RANK", "where"},
-     .out = {"rank 0 of 2 on here\n", "rank 1 of 2 on b\n"}, .ranks = ANY},
+     .out = {"rank 0 of 2 on here\n", "rank 1 of 2 on b\n"},
+     .ranks = ANY},
     /* all here: no launcher, no TCP */
     {.name = "hosts_place",
      .args = {"--hosts", "localhost:3", "--launch", FAKE_LAUNCH, "RANK", "where"},
@@ -938,77 +1033,114 @@ static const struct tcase cases[] = {
     TCP_GATHER(32, "a,b,c", "round-robin"),
     TCP_GATHER(4, "localhost:2,b:2", "block"),
     /* --boot-addr alone: a job on this host, over TCP */
-    {.name = "tcp_gather", .tcp = true,
+    {.name = "tcp_gather",
+     .tcp = true,
      .args = {"-n", "3", "--boot-addr", "127.0.0.1", "RANK", "gather", "2"},
-     .out = {"rank 2 of 3 ok\n"}, .ranks = 3},
+     .out = {"rank 2 of 3 ok\n"},
+     .ranks = 3},
     /* no --boot-addr: the address on the route to the first other host; a
        numeric host, so that nothing is looked up (127.0.0.2 is reached from
        127.0.0.1) */
-    {.name = "tcp_route", .tcp = true,
+    {.name = "tcp_route",
+     .tcp = true,
      .args = {"-v", "-n", "2", "--hosts", "localhost,127.0.0.2", "--launch", FAKE_LAUNCH,
               "RANK", "gather", "1"},
      .err = {"flitrun: boot address tcp:127.0.0.1:", "(on the route to 127.0.0.2)"},
-     .out = {"rank 1 of 2 ok\n"}, .ranks = 2},
-    {.name = "tcp_verbose", .tcp = true,
+     .out = {"rank 1 of 2 ok\n"},
+     .ranks = 2},
+    {.name = "tcp_verbose",
+     .tcp = true,
      .args = {"-v", "-n", "3", ON_HOSTS("a:2,b:1", FAKE_LAUNCH), "RANK", "gather", "1"},
      .err = {"flitrun: boot address tcp:127.0.0.1:", "(--boot-addr)",
              "flitrun: host a: 2 ranks\n", "flitrun: host b: 1 rank\n",
              "flitrun: rank 2 -> b: env FAKEHOST=b env FLIT_", " FLIT_RANK=2",
              "flitrun: rank 1 (pid ", " on a) connected from 127.0.0.1:"},
-     .msg = {{2, "b", "exited with status 0\n"}}, .ranks = 3},
-    {.name = "tcp_fail", .tcp = true,
+     .msg = {{2, "b", "exited with status 0\n"}},
+     .ranks = 3},
+    {.name = "tcp_fail",
+     .tcp = true,
      .args = {"-n", "4", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "fail", "2", "3"},
-     .exit = 3, .msg = {{2, "b", "exited with status 3\n"}}, .max_s = 4, .ranks = 4},
+     .exit = 3,
+     .msg = {{2, "b", "exited with status 3\n"}},
+     .max_s = 4,
+     .ranks = 4},
     /* killed by a signal: seen as such when the launcher is the rank (env,
        ip netns exec); as 128+signal through a launcher that forks */
-    {.name = "tcp_signal", .tcp = true,
+    {.name = "tcp_signal",
+     .tcp = true,
      .args = {"-n", "3", ON_HOSTS("a,b,c", FAKE_LAUNCH), "RANK", "sigkill", "1"},
-     .exit = 137, .msg = {{1, "b", "was killed by signal 9 (SIGKILL)\n"}}, .ranks = 3},
-    {.name = "tcp_signal", .tcp = true,
+     .exit = 137,
+     .msg = {{1, "b", "was killed by signal 9 (SIGKILL)\n"}},
+     .ranks = 3},
+    {.name = "tcp_signal",
+     .tcp = true,
      .args = {"-n", "3", ON_HOSTS("a,b,c", FORKING_LAUNCH), "RANK", "sigkill", "1"},
      .exit = 137,
      .err = {"flitrun: rank 1 on b (launcher pid ",
              ") exited with status 137 (perhaps killed by signal 9 (SIGKILL) there)\n"},
-     .max_s = 4, .ranks = 3},
-    {.name = "tcp_timeout", .tcp = true,
-     .args = {"-n", "2", ON_HOSTS("a,b", FORKING_LAUNCH), "--timeout", "1", "RANK", "hang"},
+     .max_s = 4,
+     .ranks = 3},
+    {.name = "tcp_timeout",
+     .tcp = true,
+     .args = {"-n", "2", ON_HOSTS("a,b", FORKING_LAUNCH), "--timeout", "1", "RANK",
+              "hang"},
      .exit = 124,
      .err = {"DUMP rank 0\n", "DUMP rank 1\n",
              "flitrun: job timed out after 1 s; stopping it\n"},
-     .min_s = 1, .max_s = 6, .ranks = 2},
+     .min_s = 1,
+     .max_s = 6,
+     .ranks = 2},
     /* rank 0 on another host reads flitrun's stdin through its launcher's */
-    {.name = "tcp_stdin", .args = {"-n", "3", ON_HOSTS("a,b", FORKING_LAUNCH), "RANK", "stdin"},
-     .run = {.stdin_text = "hello from stdin\n"}, .lines = {3, "rank %1$d stdin ok\n"},
+    {.name = "tcp_stdin",
+     .args = {"-n", "3", ON_HOSTS("a,b", FORKING_LAUNCH), "RANK", "stdin"},
+     .run = {.stdin_text = "hello from stdin\n"},
+     .lines = {3, "rank %1$d stdin ok\n"},
      .ranks = ANY},
     {.name = "tcp_prefix",
-     .args = {"-n", "3", "-p", ON_HOSTS("a,b,c", FORKING_LAUNCH), "RANK", "print", "split"},
-     .ranks = ANY, .check = prefixed_3},
-    {.name = "tcp_reject", .tcp = true,
+     .args = {"-n", "3", "-p", ON_HOSTS("a,b,c", FORKING_LAUNCH), "RANK", "print",
+              "split"},
+     .ranks = ANY,
+     .check = prefixed_3},
+    {.name = "tcp_reject",
+     .tcp = true,
      .args = {"-n", "2", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "reject"},
-     .err = {"flitrun: rejected a connection from 127.0.0.1:", REJECTED}, .ranks = 2},
+     .err = {"flitrun: rejected a connection from 127.0.0.1:", REJECTED},
+     .ranks = 2},
     /* flitrun killed: a rank that its launcher became dies of
        PR_SET_PDEATHSIG (set before the launcher's exec, kept across env's) */
-    {.name = "tcp_launcher_killed", .tcp = true,
+    {.name = "tcp_launcher_killed",
+     .tcp = true,
      .args = {"-n", "3", ON_HOSTS("a,b,c", FAKE_LAUNCH), "RANK", "wait"},
-     .run = {.ready_signal = SIGKILL}, .killed_by = SIGKILL, .ranks = 3},
-    {.name = "tcp_noexec", .args = {"-n", "2", ON_HOSTS("a,b", "/nonexistent/launcher {host}"),
-                                    "true"},
+     .run = {.ready_signal = SIGKILL},
+     .killed_by = SIGKILL,
+     .ranks = 3},
+    {.name = "tcp_noexec",
+     .args = {"-n", "2", ON_HOSTS("a,b", "/nonexistent/launcher {host}"), "true"},
      .exit = 127,
-     .err = {"flitrun: cannot execute '/nonexistent/launcher': No such file or directory\n"}},
+     .err = {"flitrun: cannot execute '/nonexistent/launcher': No such file or "
+             "directory\n"}},
     /* the launcher runs, the program is not there: env says so, 127 */
-    {.name = "tcp_noexec", .args = {"-n", "2", ON_HOSTS("a,b", FAKE_LAUNCH),
-                                    "/nonexistent/program"},
-     .exit = 127, .err = {"(launcher pid ", ") exited with status 127\n"}},
+    {.name = "tcp_noexec",
+     .args = {"-n", "2", ON_HOSTS("a,b", FAKE_LAUNCH), "/nonexistent/program"},
+     .exit = 127,
+     .err = {"(launcher pid ", ") exited with status 127\n"}},
     /* the default launcher, ssh (here the fake one, first on PATH): every
        word quoted for the remote shell, the working directory kept, 255
        explained */
-    {.name = "tcp_ssh", .args = {"-n", "2", "--hosts", "a,b", "--boot-addr", "127.0.0.1",
-                                 "RANK", "args", SHELL_ARGS},
-     .prepare = make_fake_ssh, .fake_ssh = true, .ranks = ANY, .check = ssh_words_kept},
-    {.name = "tcp_ssh", .tcp = true,
-     .args = {"-n", "2", "--hosts", "a,b", "--boot-addr", "127.0.0.1", "RANK", "fail", "1",
-              "255"},
-     .prepare = make_fake_ssh, .fake_ssh = true, .exit = 255,
+    {.name = "tcp_ssh",
+     .args = {"-n", "2", "--hosts", "a,b", "--boot-addr", "127.0.0.1", "RANK", "args",
+              SHELL_ARGS},
+     .prepare = make_fake_ssh,
+     .fake_ssh = true,
+     .ranks = ANY,
+     .check = ssh_words_kept},
+    {.name = "tcp_ssh",
+     .tcp = true,
+     .args = {"-n", "2", "--hosts", "a,b", "--boot-addr", "127.0.0.1", "RANK", "fail",
+              "1", "255"},
+     .prepare = make_fake_ssh,
+     .fake_ssh = true,
+     .exit = 255,
      .err = {"exited with status 255 (ssh's own failure, or the rank was killed by a "
              "signal there)\n"},
      .ranks = ANY},
@@ -1094,10 +1226,10 @@ static int setup(void)
 {
     const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     snprintf(test_dir, sizeof test_dir, "%s/flitrun-test-XXXXXX", tmp);
-    struct sigaction sa = {.sa_handler = on_alarm};  /* no SA_RESTART */
+    struct sigaction sa = {.sa_handler = on_alarm}; /* no SA_RESTART */
     if (!mkdtemp(test_dir) || setenv("FLRUN_TEST_DIR", test_dir, 1) != 0 ||
         sigaction(SIGALRM, &sa, NULL) != 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) != 0 ||
-        signal(SIGPIPE, SIG_IGN) == SIG_ERR) {   /* feeding a stdin flitrun let go of */
+        signal(SIGPIPE, SIG_IGN) == SIG_ERR) { /* feeding a stdin flitrun let go of */
         perror("flitrun_test: setup");
         return -1;
     }

@@ -47,21 +47,21 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "boot/proto.h"
 
-#define NLINES 20
+#define NLINES    20
 #define LONG_LINE 100000
 
 struct client {
@@ -71,7 +71,7 @@ struct client {
     const char *job_hex;
     struct fl_proto_rx rx;
     uint32_t round;
-    bool mute;                  /* ignore DUMP */
+    bool mute; /* ignore DUMP */
 };
 
 static void die(const char *fmt, const char *arg)
@@ -98,8 +98,8 @@ static uint32_t env_num(const char *name)
 static void check_env(struct client *c)
 {
     extern char **environ;
-    static const char *const ours[] = {"FLIT_BOOT=", "FLIT_RANK=", "FLIT_SIZE=",
-                                       "FLIT_JOB_ID="};
+    static const char *const ours[] = {
+        "FLIT_BOOT=", "FLIT_RANK=", "FLIT_SIZE=", "FLIT_JOB_ID="};
     for (char **e = environ; *e; e++) {
         bool known = strncmp(*e, "FLIT_", 5) != 0;
         for (int i = 0; i < 4 && !known; i++)
@@ -112,8 +112,10 @@ static void check_env(struct client *c)
     c->job_hex = getenv(FL_ENV_JOB_ID);
     if (c->size == 0 || c->rank >= c->size)
         die("%s", "FLIT_RANK is not below FLIT_SIZE");
-    if (!c->job_hex || strlen(c->job_hex) != 16 || strspn(c->job_hex, "0123456789abcdef") != 16)
-        die("FLIT_JOB_ID '%s' is not 16 lowercase hex digits", c->job_hex ? c->job_hex : "");
+    if (!c->job_hex || strlen(c->job_hex) != 16 ||
+        strspn(c->job_hex, "0123456789abcdef") != 16)
+        die("FLIT_JOB_ID '%s' is not 16 lowercase hex digits",
+            c->job_hex ? c->job_hex : "");
     c->job_id = strtoull(c->job_hex, NULL, 16);
     char boot[64];
     const char *tcp = getenv("FLRUN_TEST_TCP");
@@ -138,7 +140,8 @@ static void write_pidfile(uint32_t rank)
     snprintf(tmp, sizeof tmp, "%s/.pid.%u", dir, rank);
     snprintf(path, sizeof path, "%s/pid.%u", dir, rank);
     FILE *f = fopen(tmp, "w");
-    if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0 || rename(tmp, path) != 0)
+    if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0 ||
+        rename(tmp, path) != 0)
         die("cannot write %s", path);
 }
 
@@ -232,9 +235,9 @@ static const uint8_t *client_gather(struct client *c, const void *blob, size_t l
 
 static size_t blob_len(const struct client *c, uint32_t rank, uint32_t round)
 {
-    if (round == 3)             /* about 2 MiB in all: partial sends */
+    if (round == 3) /* about 2 MiB in all: partial sends */
         return (2u << 20) / c->size + rank;
-    return (rank * 37u + round * 11u) % 200u;   /* some are empty */
+    return (rank * 37u + round * 11u) % 200u; /* some are empty */
 }
 
 static uint8_t blob_byte(uint32_t rank, uint32_t round, size_t k)
@@ -325,7 +328,7 @@ static void wait_forever(struct client *c)
     const uint8_t *body;
     size_t len;
     while (client_next(c, &type, &body, &len) == 1)
-        ;                       /* nothing else is expected */
+        ; /* nothing else is expected */
     for (;;)
         pause();
 }
@@ -346,7 +349,7 @@ static int mode_fail(struct client *c, int argc, char **argv, bool by_signal)
 {
     uint32_t who = argc > 2 ? (uint32_t)atoi(argv[2]) : 0;
     client_open(c);
-    gather_pattern(c);          /* everyone is up before one fails */
+    gather_pattern(c); /* everyone is up before one fails */
     if (c->rank == who && by_signal)
         raise(SIGKILL);
     if (c->rank == who)
@@ -399,7 +402,8 @@ static void wait_drained(int fd)
     int left;
     while (ioctl(fd, FIONREAD, &left) == 0 && left > 0 &&
            clock_gettime(CLOCK_MONOTONIC, &now) == 0 &&
-           (now.tv_sec < end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec)))
+           (now.tv_sec < end.tv_sec ||
+            (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec)))
         nanosleep(&tick, NULL);
 }
 
@@ -411,7 +415,7 @@ static void write_line(int fd, const char *line, bool split)
         return;
     }
     write_str(fd, line, len / 2);
-    wait_drained(fd);           /* flitrun has the half line alone */
+    wait_drained(fd); /* flitrun has the half line alone */
     write_str(fd, line + len / 2, len - len / 2);
 }
 
@@ -540,9 +544,9 @@ static int mode_badframe(struct client *c, int argc, char **argv)
 {
     uint32_t who = argc > 2 ? (uint32_t)atoi(argv[2]) : 0;
     client_open(c);
-    gather_pattern(c);          /* everyone is up before one misbehaves */
+    gather_pattern(c); /* everyone is up before one misbehaves */
     if (c->rank != who) {
-        gather_pattern(c);      /* never completes: flitrun stops the job */
+        gather_pattern(c); /* never completes: flitrun stops the job */
         return 1;
     }
     uint8_t msg[4];
@@ -574,7 +578,7 @@ static void expect_refused(uint64_t job_id, uint32_t rank, bool hello)
 static int mode_reject(struct client *c)
 {
     client_open(c);
-    gather_pattern(c);          /* flitrun knows our real HELLO by now */
+    gather_pattern(c); /* flitrun knows our real HELLO by now */
     if (c->rank == 0) {
         expect_refused(c->job_id ^ 1, 0, true);
         expect_refused(c->job_id, c->size, true);
@@ -622,7 +626,7 @@ static int mode_spam(void)
 {
     while (write(STDOUT_FILENO, "spam\n", 5) == 5)
         ;
-    return 1;                   /* SIGPIPE was to end this first */
+    return 1; /* SIGPIPE was to end this first */
 }
 
 int main(int argc, char **argv)
@@ -630,21 +634,36 @@ int main(int argc, char **argv)
     struct client c = {.fd = -1};
     const char *mode = argc > 1 ? argv[1] : "";
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (strcmp(mode, "gather") == 0) return mode_gather(&c, argc, argv);
-    if (strcmp(mode, "fail") == 0) return mode_fail(&c, argc, argv, false);
-    if (strcmp(mode, "sigkill") == 0) return mode_fail(&c, argc, argv, true);
-    if (strcmp(mode, "wait") == 0) return mode_wait(&c);
-    if (strcmp(mode, "hang") == 0) return mode_hang(&c, argc, argv);
-    if (strcmp(mode, "print") == 0) return mode_print(argc, argv);
-    if (strcmp(mode, "stdin") == 0) return mode_stdin(argc, argv);
-    if (strcmp(mode, "stdin_pattern") == 0) return mode_stdin_pattern(argc, argv);
-    if (strcmp(mode, "stdin_early") == 0) return mode_stdin_early(argc, argv);
-    if (strcmp(mode, "badframe") == 0) return mode_badframe(&c, argc, argv);
-    if (strcmp(mode, "reject") == 0) return mode_reject(&c);
-    if (strcmp(mode, "shm") == 0) return mode_shm(&c);
-    if (strcmp(mode, "spam") == 0) return mode_spam();
-    if (strcmp(mode, "where") == 0) return mode_where();
-    if (strcmp(mode, "args") == 0) return mode_args(argc, argv);
+    if (strcmp(mode, "gather") == 0)
+        return mode_gather(&c, argc, argv);
+    if (strcmp(mode, "fail") == 0)
+        return mode_fail(&c, argc, argv, false);
+    if (strcmp(mode, "sigkill") == 0)
+        return mode_fail(&c, argc, argv, true);
+    if (strcmp(mode, "wait") == 0)
+        return mode_wait(&c);
+    if (strcmp(mode, "hang") == 0)
+        return mode_hang(&c, argc, argv);
+    if (strcmp(mode, "print") == 0)
+        return mode_print(argc, argv);
+    if (strcmp(mode, "stdin") == 0)
+        return mode_stdin(argc, argv);
+    if (strcmp(mode, "stdin_pattern") == 0)
+        return mode_stdin_pattern(argc, argv);
+    if (strcmp(mode, "stdin_early") == 0)
+        return mode_stdin_early(argc, argv);
+    if (strcmp(mode, "badframe") == 0)
+        return mode_badframe(&c, argc, argv);
+    if (strcmp(mode, "reject") == 0)
+        return mode_reject(&c);
+    if (strcmp(mode, "shm") == 0)
+        return mode_shm(&c);
+    if (strcmp(mode, "spam") == 0)
+        return mode_spam();
+    if (strcmp(mode, "where") == 0)
+        return mode_where();
+    if (strcmp(mode, "args") == 0)
+        return mode_args(argc, argv);
     die("unknown mode '%s'", mode);
     return 1;
 }

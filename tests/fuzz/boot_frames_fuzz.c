@@ -26,9 +26,9 @@
 
 struct stream {
     const uint8_t *data;
-    size_t written;             /* bytes of data in the socket so far */
-    size_t pos;                 /* where the next frame starts */
-    bool garbage;               /* the reader said -EPROTO */
+    size_t written; /* bytes of data in the socket so far */
+    size_t pos;     /* where the next frame starts */
+    bool garbage;   /* the reader said -EPROTO */
 };
 
 static void check_hello(const uint8_t *body, size_t len)
@@ -116,7 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     int sv[2];
-    FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
+    FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) ==
+               0);
     struct fl_proto_rx rx = {0};
     struct stream s = {.data = data + 1};
     uint32_t lcg = data[0] * 2654435761u + 1;
@@ -134,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     close(sv[1]);
     if (!s.garbage) {
         FUZZ_CHECK(!fill_all(&rx, sv[0])); /* EOF, after the last byte */
-        take_frames(&rx, &s);               /* a frame cut short stays waited for */
+        take_frames(&rx, &s);              /* a frame cut short stays waited for */
     }
     close(sv[0]);
     fl_proto_rx_free(&rx);

@@ -115,7 +115,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (op >> 6 == FUZZ_OP_DGRAM) {
             i += datagram(&r, data + i, size - i);
         } else if (op >> 6 == FUZZ_OP_SEND) {
-            size_t used = memdgram_op_send(r.t, data + i, size - i, 4096u + MIN_PACKET - 1);
+            size_t used =
+                memdgram_op_send(r.t, data + i, size - i, 4096u + MIN_PACKET - 1);
             if (!used)
                 break;
             i += used;

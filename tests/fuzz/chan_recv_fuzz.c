@@ -23,7 +23,6 @@
 #include "memdgram.h"
 #include "platform/le.h"
 
-
 struct run {
     struct fl_tp_ep *t;
     bool nest;
@@ -75,7 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                            len, (who & FUZZ_FIX_HEADER) != 0);
             i += len;
         } else if (op >> 6 == FUZZ_OP_SEND) {
-            size_t used = memdgram_op_send(r.t, data + i, size - i, fl_chan_max_packet(r.t));
+            size_t used =
+                memdgram_op_send(r.t, data + i, size - i, fl_chan_max_packet(r.t));
             if (!used)
                 break;
             i += used;

@@ -9,10 +9,10 @@
 
 #include "am/wire.h"
 #include "channel/wire.h"
-#include "util/config.h"
 #include "core/packet.h"
 #include "fuzz.h"
 #include "platform/le.h"
+#include "util/config.h"
 
 #define QCAP 64u
 
@@ -30,7 +30,7 @@ static struct mem {
     bool have_key;
     int fd;
     struct fl_tp_counters counters;
-    unsigned peers_down;        /* the channel gave up on a peer */
+    unsigned peers_down; /* the channel gave up on a peer */
 } mem = {.fd = -1};
 
 static flit_status m_open(const struct fl_tp_open_args *a, struct fl_dgram **out)

@@ -30,10 +30,15 @@ struct raw {
 
 static struct raw raw_read(const uint8_t *b)
 {
-    return (struct raw){.kind = b[2], .flags = b[3], .id = fl_get64(b + 8),
-                        .base = fl_get64(b + 16), .total = fl_get64(b + 24),
-                        .piece = fl_get64(b + 32), .len = fl_get32(b + 40),
-                        .status = fl_get16(b + 44), .access = fl_get16(b + 46)};
+    return (struct raw){.kind = b[2],
+                        .flags = b[3],
+                        .id = fl_get64(b + 8),
+                        .base = fl_get64(b + 16),
+                        .total = fl_get64(b + 24),
+                        .piece = fl_get64(b + 32),
+                        .len = fl_get32(b + 40),
+                        .status = fl_get16(b + 44),
+                        .access = fl_get16(b + 46)};
 }
 
 /* A piece inside an operation that does not wrap: LAST exactly at its end,

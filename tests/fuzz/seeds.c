@@ -375,9 +375,13 @@ static void stream_seeds(void)
         {"continue-empty", 0, 4096, 0, 0},
     };
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
-        struct fl_st_pkt p = {.flags = s[i].flags, .handler = 3, .sid = 77 + (uint32_t)i,
-                              .len = s[i].len, .tag = 0x1122334455667788ull,
-                              .offset = s[i].offset, .total = s[i].total};
+        struct fl_st_pkt p = {.flags = s[i].flags,
+                              .handler = 3,
+                              .sid = 77 + (uint32_t)i,
+                              .len = s[i].len,
+                              .tag = 0x1122334455667788ull,
+                              .offset = s[i].offset,
+                              .total = s[i].total};
         size_t hl = fl_st_encode(buf, &p);
         for (uint32_t k = 0; k < p.len; k++)
             buf[hl + k] = (uint8_t)(k * 7 + i);
@@ -395,7 +399,8 @@ static void stream_seeds(void)
 /* An RMA seed: the lane byte, then the packet. */
 static void rma_seed(const char *name, struct fl_rma_pkt p)
 {
-    static uint8_t buf[1 + FL_RMA_HDR + FL_RMA_INFO_LEN + 4096] __attribute__((aligned(8)));
+    static uint8_t buf[1 + FL_RMA_HDR + FL_RMA_INFO_LEN + 4096]
+        __attribute__((aligned(8)));
     static uint8_t pkt[FL_RMA_HDR + FL_RMA_INFO_LEN + 4096] __attribute__((aligned(8)));
     size_t hl = fl_rma_encode(pkt, &p);
     size_t len = p.kind == FL_RMA_IMPORT_REP ? hl : FL_RMA_HDR + p.len;
@@ -414,45 +419,83 @@ static void rma_seed(const char *name, struct fl_rma_pkt p)
 static void rma_seeds(void)
 {
     const uint64_t id = 0x100000001ull;
-    rma_seed("import-req", (struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REQ, .op = 1, .id = id});
-    rma_seed("import-rep", (struct fl_rma_pkt){
-                               .kind = FL_RMA_IMPORT_REP, .op = 1, .id = id, .total = 65536,
-                               .access = FLIT_RMA_READ | FLIT_RMA_WRITE,
-                               .info = {.vaddr = 0x7f0000001000ull, .block = 3,
-                                        .file_off = 4096, .file_len = 1 << 20,
-                                        .flags = FL_RMA_INFO_CTL}});
-    rma_seed("import-rep-plain", (struct fl_rma_pkt){
-                                     .kind = FL_RMA_IMPORT_REP, .op = 2, .id = id,
-                                     .total = 100, .access = FLIT_RMA_READ,
-                                     .info = {.vaddr = 0x600000ull}});
-    rma_seed("import-refused", (struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REP, .op = 3,
-                                                   .id = id, .status = FLIT_ERR_REVOKED});
-    rma_seed("put-whole", (struct fl_rma_pkt){.kind = FL_RMA_PUT, .op = 4, .id = id,
+    rma_seed("import-req",
+             (struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REQ, .op = 1, .id = id});
+    rma_seed("import-rep", (struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REP,
+                                               .op = 1,
+                                               .id = id,
+                                               .total = 65536,
+                                               .access = FLIT_RMA_READ | FLIT_RMA_WRITE,
+                                               .info = {.vaddr = 0x7f0000001000ull,
+                                                        .block = 3,
+                                                        .file_off = 4096,
+                                                        .file_len = 1 << 20,
+                                                        .flags = FL_RMA_INFO_CTL}});
+    rma_seed("import-rep-plain", (struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REP,
+                                                     .op = 2,
+                                                     .id = id,
+                                                     .total = 100,
+                                                     .access = FLIT_RMA_READ,
+                                                     .info = {.vaddr = 0x600000ull}});
+    rma_seed("import-refused", (struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REP,
+                                                   .op = 3,
+                                                   .id = id,
+                                                   .status = FLIT_ERR_REVOKED});
+    rma_seed("put-whole", (struct fl_rma_pkt){.kind = FL_RMA_PUT,
+                                              .op = 4,
+                                              .id = id,
                                               .flags = FL_RMAF_FIRST | FL_RMAF_LAST |
                                                        FL_RMAF_NOTIFY | FL_RMAF_ACK,
-                                              .base = 64, .total = 100, .len = 100});
-    rma_seed("put-first", (struct fl_rma_pkt){.kind = FL_RMA_PUT, .op = 5, .id = id,
-                                              .flags = FL_RMAF_FIRST, .base = 8,
-                                              .total = 10000, .len = 4096});
-    rma_seed("put-middle", (struct fl_rma_pkt){.kind = FL_RMA_PUT, .op = 5, .id = id,
-                                               .total = 10000, .piece = 4096, .len = 4096});
-    rma_seed("put-last", (struct fl_rma_pkt){.kind = FL_RMA_PUT, .op = 5, .id = id,
-                                             .flags = FL_RMAF_LAST, .total = 10000,
-                                             .piece = 8192, .len = 1808});
-    rma_seed("ack", (struct fl_rma_pkt){.kind = FL_RMA_ACK, .op = 4, .id = id, .base = 64,
-                                        .total = 100, .status = FLIT_ERR_REVOKED});
-    rma_seed("get-req", (struct fl_rma_pkt){.kind = FL_RMA_GET_REQ, .op = 6, .id = id,
-                                            .base = 16, .total = 5000});
-    rma_seed("get-data", (struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .op = 6, .id = id,
-                                             .total = 5000, .piece = 4096, .len = 904,
+                                              .base = 64,
+                                              .total = 100,
+                                              .len = 100});
+    rma_seed("put-first", (struct fl_rma_pkt){.kind = FL_RMA_PUT,
+                                              .op = 5,
+                                              .id = id,
+                                              .flags = FL_RMAF_FIRST,
+                                              .base = 8,
+                                              .total = 10000,
+                                              .len = 4096});
+    rma_seed("put-middle", (struct fl_rma_pkt){.kind = FL_RMA_PUT,
+                                               .op = 5,
+                                               .id = id,
+                                               .total = 10000,
+                                               .piece = 4096,
+                                               .len = 4096});
+    rma_seed("put-last", (struct fl_rma_pkt){.kind = FL_RMA_PUT,
+                                             .op = 5,
+                                             .id = id,
+                                             .flags = FL_RMAF_LAST,
+                                             .total = 10000,
+                                             .piece = 8192,
+                                             .len = 1808});
+    rma_seed("ack", (struct fl_rma_pkt){.kind = FL_RMA_ACK,
+                                        .op = 4,
+                                        .id = id,
+                                        .base = 64,
+                                        .total = 100,
+                                        .status = FLIT_ERR_REVOKED});
+    rma_seed("get-req",
+             (struct fl_rma_pkt){
+                 .kind = FL_RMA_GET_REQ, .op = 6, .id = id, .base = 16, .total = 5000});
+    rma_seed("get-data", (struct fl_rma_pkt){.kind = FL_RMA_GET_DATA,
+                                             .op = 6,
+                                             .id = id,
+                                             .total = 5000,
+                                             .piece = 4096,
+                                             .len = 904,
                                              .flags = FL_RMAF_LAST});
-    rma_seed("get-data-first", (struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .op = 6,
-                                                   .id = id, .total = 5000, .len = 4096});
-    rma_seed("get-refused", (struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .op = 7, .id = id,
+    rma_seed("get-data-first",
+             (struct fl_rma_pkt){
+                 .kind = FL_RMA_GET_DATA, .op = 6, .id = id, .total = 5000, .len = 4096});
+    rma_seed("get-refused", (struct fl_rma_pkt){.kind = FL_RMA_GET_DATA,
+                                                .op = 7,
+                                                .id = id,
                                                 .flags = FL_RMAF_LAST,
                                                 .status = FLIT_ERR_INVALID_ARG});
-    rma_seed("notify", (struct fl_rma_pkt){.kind = FL_RMA_NOTIFY, .op = 8, .id = id,
-                                           .base = 128, .total = 64});
+    rma_seed("notify",
+             (struct fl_rma_pkt){
+                 .kind = FL_RMA_NOTIFY, .op = 8, .id = id, .base = 128, .total = 64});
     rma_seed("flush-req", (struct fl_rma_pkt){.kind = FL_RMA_FLUSH_REQ, .op = 9});
     rma_seed("flush-rep", (struct fl_rma_pkt){.kind = FL_RMA_FLUSH_REP, .op = 9});
 }

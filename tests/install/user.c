@@ -9,14 +9,19 @@ static volatile int answered;
 static void on_ping(flit_token_t *t, void *buf, size_t n, const uint32_t *args,
                     unsigned nargs, void *user)
 {
-    (void)buf; (void)n; (void)user;
+    (void)buf;
+    (void)n;
+    (void)user;
     flit_am_reply_short(t, flit_handler(2), args, nargs);
 }
 
 static void on_pong(flit_token_t *t, void *buf, size_t n, const uint32_t *args,
                     unsigned nargs, void *user)
 {
-    (void)t; (void)buf; (void)n; (void)user;
+    (void)t;
+    (void)buf;
+    (void)n;
+    (void)user;
     answered = nargs == 1 && args[0] == 42;
 }
 

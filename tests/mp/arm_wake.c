@@ -70,7 +70,7 @@ static void rank0(bool udp)
 {
     CHECK_OK(flit_ep_fd(g.ep, &g.fd));
     /* 1. Work that arrived unpolled. */
-    arm_quiet();    /* nothing can come before the go */
+    arm_quiet(); /* nothing can come before the go */
     CHECK_OK(flit_am_short(g.ep, flit_rank(1), flit_handler(H_GO), NULL, 0, 0));
     int timer_wakes = 0;
     for (;;) {
@@ -110,7 +110,7 @@ static void rank0(bool udp)
             FAIL("no wake-up for rank 1's second message");
         CHECK_OK(flit_poll(g.ep));
         if (g.msgs < 2)
-            arm_quiet();    /* woken by the protocol (UDP): sleep again */
+            arm_quiet(); /* woken by the protocol (UDP): sleep again */
         CHECK(mp_now() < end);
     }
     printf("arm_wake: rank 0 OK (%d protocol wake-ups in %d quiet windows)\n", wakes,

@@ -32,10 +32,10 @@ static struct {
     uint64_t count;
     pthread_t main_thread;
     uint8_t *seg;
-    _Atomic uint64_t handled;  /* rank 1: requests served */
-    _Atomic uint64_t on_main;  /* rank 1: handlers run by its main thread */
-    _Atomic int last_arrived;  /* rank 1: the flag it computes against */
-    _Atomic uint64_t replies;  /* rank 0 */
+    _Atomic uint64_t handled; /* rank 1: requests served */
+    _Atomic uint64_t on_main; /* rank 1: handlers run by its main thread */
+    _Atomic int last_arrived; /* rank 1: the flag it computes against */
+    _Atomic uint64_t replies; /* rank 0 */
 } g;
 
 static flit_am_kind kind_of(uint64_t i)

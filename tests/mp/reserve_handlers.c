@@ -44,7 +44,7 @@ int main(void)
     CHECK_OK(flit_ep_reserve_handlers(ep, 2, &h));
     CHECK(h.idx == FLIT_HANDLER_COUNT_DEFAULT - 2);
     CHECK_OK(flit_am_register(ep, h, on_msg, NULL));
-    CHECK_OK(flit_barrier(ep));     /* every rank installed it */
+    CHECK_OK(flit_barrier(ep)); /* every rank installed it */
     CHECK_OK(flit_am_short(ep, flit_rank((me + 1) % n), h, NULL, 0, 0));
     MP_WAIT(ep, runs == 1);
 

@@ -51,8 +51,18 @@
 
 #define MAX_RANKS 16
 enum { H_ID = 1, H_CHECK = 2, H_CHECKED = 3, H_DONE = 4 };
-enum kind { K_ALLOC, K_USER, K_SHARED, K_EVEN, K_RO, K_WO, K_REVOKE, K_RACE, K_NOPOLL,
-            K_COUNT };
+enum kind {
+    K_ALLOC,
+    K_USER,
+    K_SHARED,
+    K_EVEN,
+    K_RO,
+    K_WO,
+    K_REVOKE,
+    K_RACE,
+    K_NOPOLL,
+    K_COUNT
+};
 #define GUARD 4096u
 
 static struct {
@@ -61,17 +71,18 @@ static struct {
     size_t max, part;
     bool direct, packets;
     _Atomic uint64_t ids[MAX_RANKS][K_COUNT]; /* learned from the owners */
-    uint8_t *mem[K_COUNT];              /* my regions */
+    uint8_t *mem[K_COUNT];                    /* my regions */
     size_t len[K_COUNT];
     flit_rma_region_t *reg[K_COUNT];
-    uint64_t notes[MAX_RANKS];          /* notifications from each sender */
+    uint64_t notes[MAX_RANKS]; /* notifications from each sender */
     /* Counted by handlers, which a progress thread may run, and waited
        for by the main thread. */
     _Atomic uint64_t shared_seen, nopoll_notes, checked, done_msgs;
 } g;
 
 static const char *const kind_name[K_COUNT] = {
-    "alloc", "user", "shared", "even", "read-only", "write-only", "revoke", "race", "nopoll",
+    "alloc",      "user",   "shared", "even",   "read-only",
+    "write-only", "revoke", "race",   "nopoll",
 };
 
 static uint64_t seed_of(uint32_t from, uint64_t off, uint64_t len, int kind)
@@ -89,8 +100,8 @@ static int kind_of(uint64_t id)
 
 /* ---- learning ids, by active message ---- */
 
-static void on_id(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
-                  unsigned na, void *user)
+static void on_id(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                  void *user)
 {
     (void)buf, (void)n, (void)user;
     CHECK(na == 3 && a[0] < K_COUNT);
@@ -125,8 +136,8 @@ static void export_kind(int kind, size_t len, bool alloc, unsigned access,
     memset(base, 0xaa, len + 2 * GUARD);
     g.mem[kind] = base + GUARD;
     g.len[kind] = len;
-    CHECK_OK(flit_rma_export(g.ep, g.mem[kind], len, access, allowed, nallowed,
-                             &g.reg[kind]));
+    CHECK_OK(
+        flit_rma_export(g.ep, g.mem[kind], len, access, allowed, nallowed, &g.reg[kind]));
 }
 
 static void check_guards(int kind)
@@ -157,7 +168,8 @@ static void check_part(uint32_t from)
         size_t bad = mp_pattern_check(p + off, k, mp_mix(from, off, k, 5));
         if (bad != k)
             FAIL("shared: rank %u's chunk at %zu (%zu bytes) differs at byte %zu when "
-                 "its last put's notification runs", from, off, k, bad);
+                 "its last put's notification runs",
+                 from, off, k, bad);
         off += k;
     }
 }
@@ -176,19 +188,19 @@ static void on_notify(flit_ep_t *ep, uint64_t id, flit_rank_t from, uint64_t off
     } else if (kind == K_NOPOLL) {
         g.nopoll_notes++;
     } else {
-        size_t bad = mp_pattern_check(g.mem[kind] + off, len,
-                                      seed_of(from.idx, off, len, kind));
+        size_t bad =
+            mp_pattern_check(g.mem[kind] + off, len, seed_of(from.idx, off, len, kind));
         if (bad != len)
             FAIL("%s: put of %zu bytes at %llu from rank %u: byte %zu is not there "
-                 "when its notification runs", kind_name[kind], len,
-                 (unsigned long long)off, from.idx, bad);
+                 "when its notification runs",
+                 kind_name[kind], len, (unsigned long long)off, from.idx, bad);
     }
 }
 
 /* "check [off, off + len) of region kind, after exactly `notes`
    notifications from you": a request handler, answered by reply. */
-static void on_check(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
-                     unsigned na, void *user)
+static void on_check(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                     void *user)
 {
     (void)buf, (void)n, (void)user;
     CHECK(na == 6 && a[0] < K_COUNT);
@@ -199,7 +211,8 @@ static void on_check(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
     size_t bad = mp_pattern_check(g.mem[kind] + off, len, seed_of(from, off, len, kind));
     if (bad != len)
         FAIL("%s: put of %llu bytes at %llu from rank %u: byte %zu differs",
-             kind_name[kind], (unsigned long long)len, (unsigned long long)off, from, bad);
+             kind_name[kind], (unsigned long long)len, (unsigned long long)off, from,
+             bad);
     if (g.notes[from] != a[5])
         FAIL("%s: %llu notifications from rank %u, expected %u", kind_name[kind],
              (unsigned long long)g.notes[from], from, a[5]);
@@ -213,8 +226,8 @@ static void on_checked(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
     g.checked++;
 }
 
-static void on_done(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
-                    unsigned na, void *user)
+static void on_done(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                    void *user)
 {
     (void)t, (void)buf, (void)n, (void)a, (void)na, (void)user;
     g.done_msgs++;
@@ -230,8 +243,29 @@ static flit_stats_t stats(void)
 /* ---- sizes ---- */
 
 static const size_t sizes[] = {
-    1, 2, 3, 7, 8, 9, 63, 64, 65, 127, 1000, 4095, 4096, 4097, 32767, 65535, 65536,
-    65537, 100003, (1u << 20) - 1, (1u << 20) + 7, (4u << 20) + 3, (16u << 20) + 1,
+    1,
+    2,
+    3,
+    7,
+    8,
+    9,
+    63,
+    64,
+    65,
+    127,
+    1000,
+    4095,
+    4096,
+    4097,
+    32767,
+    65535,
+    65536,
+    65537,
+    100003,
+    (1u << 20) - 1,
+    (1u << 20) + 7,
+    (4u << 20) + 3,
+    (16u << 20) + 1,
     64u << 20,
 };
 
@@ -254,8 +288,12 @@ static void put_one(flit_rma_remote_t *r, int kind, uint32_t to, size_t i, uint6
     } else {
         CHECK_OK(flit_rma_put(r, off, src, len, notify | remote, NULL));
     }
-    uint32_t a[6] = {(uint32_t)kind, (uint32_t)off, (uint32_t)(off >> 32),
-                     (uint32_t)len, (uint32_t)((uint64_t)len >> 32), (uint32_t)*notes};
+    uint32_t a[6] = {(uint32_t)kind,
+                     (uint32_t)off,
+                     (uint32_t)(off >> 32),
+                     (uint32_t)len,
+                     (uint32_t)((uint64_t)len >> 32),
+                     (uint32_t)*notes};
     uint64_t want = g.checked + 1;
     CHECK_OK(flit_am_short(g.ep, flit_rank(to), flit_handler(H_CHECK), a, 6, 0));
     MP_WAIT(g.ep, g.checked == want);
@@ -315,7 +353,7 @@ static void test_sizes(void)
             if (len > g.max)
                 continue;
             uint64_t off = ((i * 7919 + 1) % (rlen - len - 2)) | 1;
-            uint8_t *s = src + 1 + i % 8;   /* odd source addresses */
+            uint8_t *s = src + 1 + i % 8; /* odd source addresses */
             put_one(r, kind, to, i, off, len, s, &notes);
             get_one(r, i, off, len, s, dst + i % 5);
         }
@@ -351,10 +389,10 @@ static void test_shared(void)
         mp_pattern_fill(src + off, k, mp_mix(g.me, off, k, 5));
         flit_rma_op_t **slot = &ops[i % 8];
         if (*slot)
-            CHECK_OK(flit_rma_wait(*slot, -1));    /* a window of 8 */
+            CHECK_OK(flit_rma_wait(*slot, -1)); /* a window of 8 */
         bool last = off + k == g.part;
-        CHECK_OK(flit_rma_put(r, base + off, src + off, k, last ? FLIT_RMA_NOTIFY : 0,
-                              slot));
+        CHECK_OK(
+            flit_rma_put(r, base + off, src + off, k, last ? FLIT_RMA_NOTIFY : 0, slot));
     }
     for (int i = 0; i < 8; i++) {
         int done = 0;
@@ -374,7 +412,7 @@ static void test_shared(void)
     }
     CHECK_OK(flit_barrier(g.ep));
     if (g.me == 0)
-        CHECK(g.shared_seen == g.n);    /* and no more */
+        CHECK(g.shared_seen == g.n); /* and no more */
 }
 
 /* ---- denied, access ---- */
@@ -417,8 +455,8 @@ static int mapping_writable(const void *addr)
     while (fgets(line, sizeof line, f)) {
         unsigned long lo, hi;
         char perms[8];
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
-            (uintptr_t)addr >= lo && (uintptr_t)addr < hi)
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && (uintptr_t)addr >= lo &&
+            (uintptr_t)addr < hi)
             w = perms[1] == 'w';
     }
     fclose(f);
@@ -429,8 +467,8 @@ static void forge(uint32_t kind, uint64_t id, uint64_t base, uint64_t total)
 {
     static uint8_t junk[64];
     memset(junk, 0x99, sizeof junk);
-    struct fl_rma_pkt p = {.kind = (uint8_t)kind, .op = 0xfffff, .id = id,
-                           .base = base, .total = total};
+    struct fl_rma_pkt p = {
+        .kind = (uint8_t)kind, .op = 0xfffff, .id = id, .base = base, .total = total};
     if (kind == FL_RMA_PUT) {
         p.flags = FL_RMAF_FIRST | FL_RMAF_LAST;
         p.len = (uint32_t)total;
@@ -539,8 +577,8 @@ static void test_revoke(void)
     } else {
         CHECK_ST(st, FLIT_ERR_REVOKED);
     }
-    CHECK_OK(flit_rma_flush(g.ep, flit_rank(0)));   /* reported once */
-    CHECK_ST(flit_rma_put(r, 0, b, 1, 0, NULL), FLIT_ERR_REVOKED);     /* known now */
+    CHECK_OK(flit_rma_flush(g.ep, flit_rank(0)));                  /* reported once */
+    CHECK_ST(flit_rma_put(r, 0, b, 1, 0, NULL), FLIT_ERR_REVOKED); /* known now */
     CHECK_ST(flit_rma_get(r, 0, b, 8, 0, NULL), FLIT_ERR_REVOKED);
     CHECK_ST(flit_rma_import(g.ep, flit_rank(0), id, &again), FLIT_ERR_REVOKED);
     CHECK_OK(flit_rma_release(r));
@@ -566,11 +604,11 @@ static void race_round(size_t part, size_t chunk)
     if (g.me == 0) {
         /* Let puts land for a while, then revoke under them. */
         MP_WAIT(g.ep, ({
-            bool all = true;
-            for (uint32_t k = 1; k < g.n; k++)
-                all &= g.mem[K_RACE][k * part + part - 1] != 0xaa;
-            all;
-        }));
+                    bool all = true;
+                    for (uint32_t k = 1; k < g.n; k++)
+                        all &= g.mem[K_RACE][k * part + part - 1] != 0xaa;
+                    all;
+                }));
         CHECK_OK(flit_rma_unexport(g.reg[K_RACE]));
         uint8_t *snap = malloc(part * g.n);
         CHECK(snap);
@@ -604,7 +642,7 @@ static void race_round(size_t part, size_t chunk)
         CHECK_OK(flit_am_short(g.ep, flit_rank(0), flit_handler(H_DONE), NULL, 0, 0));
     }
     CHECK_OK(flit_rma_release(r));
-    g.ids[0][K_RACE] = 0;       /* the next round's id comes after the barrier */
+    g.ids[0][K_RACE] = 0; /* the next round's id comes after the barrier */
     CHECK_OK(flit_barrier(g.ep));
 }
 
@@ -684,7 +722,7 @@ static void test_nopoll(void)
     if (g.me == 0) {
         for (int i = 0; i < 100; i++)
             CHECK_OK(flit_poll(g.ep));
-        CHECK(g.nopoll_notes == g.n - 1);   /* each once */
+        CHECK(g.nopoll_notes == g.n - 1); /* each once */
         check_guards(K_NOPOLL);
     }
 }
@@ -726,7 +764,7 @@ int main(int argc, char **argv)
         const char *name;
         void (*fn)(void);
     } parts[] = {
-        {"sizes", test_sizes}, {"shared", test_shared}, {"denied", test_denied},
+        {"sizes", test_sizes},   {"shared", test_shared}, {"denied", test_denied},
         {"access", test_access}, {"revoke", test_revoke}, {"race", test_race},
         {"nopoll", test_nopoll},
     };
@@ -746,7 +784,8 @@ int main(int argc, char **argv)
     if (g.me == 0)
         printf("rma: rank 0: %llu puts, %llu gets, %llu notifications, %llu refused\n",
                (unsigned long long)s.rma_puts, (unsigned long long)s.rma_gets,
-               (unsigned long long)s.rma_notifications, (unsigned long long)s.rma_refused);
+               (unsigned long long)s.rma_notifications,
+               (unsigned long long)s.rma_refused);
     CHECK_OK(flit_finalize());
     return 0;
 }

@@ -42,11 +42,11 @@ static struct {
     int down_calls;
     uint32_t down_peer;
     bool packets;
-    bool victim_stopped;        /* rank 2 makes no more progress */
+    bool victim_stopped; /* rank 2 makes no more progress */
 } g;
 
-static void on_id(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
-                  unsigned na, void *user)
+static void on_id(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                  void *user)
 {
     (void)buf, (void)n, (void)user;
     CHECK(na == 2);
@@ -131,7 +131,7 @@ static void victim(void)
     CHECK_OK(flit_rma_import(g.ep, flit_rank(0), g.ids[0], &r));
     struct flit_rma_remote *in = (struct flit_rma_remote *)r;
     if (in->path == FL_RMA_PATH_MAP || in->path == FL_RMA_PATH_CMA)
-        atomic_store(in->busy, (uint64_t)(uint32_t)in->id + 1);  /* "copying" */
+        atomic_store(in->busy, (uint64_t)(uint32_t)in->id + 1); /* "copying" */
     CHECK_OK(flit_barrier(g.ep));
     /* No more progress from here: requests to this rank stay unanswered.
        Rank 1 sends none before it hears this. */
@@ -171,11 +171,11 @@ static void rank1(void)
     uint8_t buf[4096];
     flit_rma_op_t *op;
     flit_status st = flit_rma_get(r2, 0, buf, sizeof buf, 0, &op);
-    get_out_tell();     /* rank 2 dies now */
+    get_out_tell(); /* rank 2 dies now */
     if (st == FLIT_OK)
         st = flit_rma_wait(op, -1);
     if (g.packets)
-        CHECK_ST(st, FLIT_ERR_PEER_DOWN);   /* it was never answered */
+        CHECK_ST(st, FLIT_ERR_PEER_DOWN); /* it was never answered */
     else if (st != FLIT_OK)
         CHECK_ST(st, FLIT_ERR_PEER_DOWN);
     if (!g.packets) {

@@ -98,12 +98,13 @@ static void importer(uint64_t count)
             FAIL("import %llu: %s", (unsigned long long)i, flit_status_name(st));
     }
     size_t after = mappings();
-    DIR *d = opendir("/proc/self/fd");     /* the process can still map and open */
+    DIR *d = opendir("/proc/self/fd"); /* the process can still map and open */
     CHECK(d);
     closedir(d);
     if (mapped && (before != 1 || after != NREG))
         FAIL("%llu imports of %d regions: %zu mappings of the owner's memory after the "
-             "first, %zu after all", (unsigned long long)count, NREG, before, after);
+             "first, %zu after all",
+             (unsigned long long)count, NREG, before, after);
     uint8_t buf[256], back[256];
     /* The first and the last handles of each region (handle i: region
        i % NREG). */
@@ -111,7 +112,8 @@ static void importer(uint64_t count)
     for (int e = 0; e < 4; e++) {
         uint32_t k = (uint32_t)(pick[e] % NREG);
         mp_pattern_fill(buf, sizeof buf, k + 1);
-        CHECK_OK(flit_rma_put(r[pick[e]], 0, buf, sizeof buf, FLIT_RMA_REMOTE_DONE, NULL));
+        CHECK_OK(
+            flit_rma_put(r[pick[e]], 0, buf, sizeof buf, FLIT_RMA_REMOTE_DONE, NULL));
         CHECK_OK(flit_rma_get(r[pick[e]], 0, back, sizeof back, 0, NULL));
         CHECK(memcmp(buf, back, sizeof buf) == 0);
     }

@@ -59,10 +59,10 @@ static struct {
     int mixed;
     enum kind kind;
     uint8_t *seg;
-    size_t slot;                      /* bytes per (sender rank, thread) */
-    uint8_t *region;                  /* exported for puts */
+    size_t slot;     /* bytes per (sender rank, thread) */
+    uint8_t *region; /* exported for puts */
     flit_rma_region_t *exported;
-    _Atomic uint64_t ids[MAX_RANKS];  /* the others' export ids + 1 */
+    _Atomic uint64_t ids[MAX_RANKS]; /* the others' export ids + 1 */
     flit_rma_remote_t *remotes[MAX_RANKS];
     struct sender s[MAX_THREADS];
     /* Receive side: the next sequence expected per (sender rank, thread). */
@@ -286,8 +286,8 @@ static void send_long(struct sender *s, uint32_t dst, uint64_t seq, size_t len)
     wait_acked(s, dst, seq); /* its slot is free once the last was handled */
     uint32_t a[2] = {s->idx, (uint32_t)seq};
     uint64_t off = ((uint64_t)g.me * g.threads + s->idx) * g.slot;
-    CHECK_OK(flit_am_long(g.ep, flit_rank(dst), flit_handler(H_LONG), s->buf, len, off,
-                          a, 2, 0));
+    CHECK_OK(flit_am_long(g.ep, flit_rank(dst), flit_handler(H_LONG), s->buf, len, off, a,
+                          2, 0));
 }
 
 static void send_put(struct sender *s, uint32_t dst, uint64_t seq, size_t len)
@@ -437,7 +437,7 @@ int main(int argc, char **argv)
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_VERIFY), on_verify, NULL));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_ID), on_id, NULL));
     CHECK_OK(flit_stream_register(g.ep, flit_handler(HS_STREAM), on_stream, NULL));
-    flit_handler_t th;      /* as a library on flit would take it */
+    flit_handler_t th; /* as a library on flit would take it */
     CHECK_OK(flit_ep_reserve_handlers(g.ep, 1, &th));
     CHECK(th.idx == FLIT_HANDLER_COUNT_DEFAULT - 1);
     CHECK_OK(flit_tagged_create(g.ep, th, &g.tagged));
@@ -482,7 +482,7 @@ int main(int argc, char **argv)
         if (g.remotes[r])
             CHECK_OK(flit_rma_release(g.remotes[r]));
     if (g.exported) {
-        CHECK_OK(flit_barrier(g.ep));   /* nobody still reads it */
+        CHECK_OK(flit_barrier(g.ep)); /* nobody still reads it */
         CHECK_OK(flit_rma_unexport(g.exported));
         CHECK_OK(flit_rma_free(g.ep, g.region));
     }

@@ -38,9 +38,9 @@ static struct {
     flit_ep_t *ep;
     uint32_t me;
     int big_runs;
-    bool big_holding;           /* the handler took its first bytes */
-    bool told;                  /* and rank 2 was told */
-    int holding;                /* rank 2: survivors whose handlers hold bytes */
+    bool big_holding; /* the handler took its first bytes */
+    bool told;        /* and rank 2 was told */
+    int holding;      /* rank 2: survivors whose handlers hold bytes */
     flit_status big_status;
     size_t big_got;
     uint8_t *big_buf;
@@ -122,7 +122,8 @@ static void victim(void)
     mp_pattern_fill(data, BIG, 77);
     flit_stream_out_t *s[2];
     for (uint32_t r = 0; r < 2; r++) {
-        CHECK_OK(flit_stream_begin(g.ep, flit_rank(r), flit_handler(H_BIG), BIG, 0, &s[r]));
+        CHECK_OK(
+            flit_stream_begin(g.ep, flit_rank(r), flit_handler(H_BIG), BIG, 0, &s[r]));
         CHECK_OK(flit_stream_send(s[r], data, SENT));
     }
     /* Until both handlers hold bytes (the ranks poll their fibers). */
@@ -148,7 +149,8 @@ static void survivor(void)
     }
     MP_WAIT(g.ep, g.big_holding);
     tell_victim();
-    MP_WAIT(g.ep, g.pair_next == PAIR_MSGS && g.down_calls == 1 && g.big_status != FLIT_OK);
+    MP_WAIT(g.ep,
+            g.pair_next == PAIR_MSGS && g.down_calls == 1 && g.big_status != FLIT_OK);
     CHECK(g.down_peer == VICTIM);
     CHECK(g.big_runs == 1);
     CHECK(g.big_status == FLIT_ERR_PEER_DOWN);

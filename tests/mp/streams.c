@@ -25,20 +25,20 @@
 
 #include "mp.h"
 
-#define H_MSG 3
-#define H_FILL 4
-#define MAX_OPEN 4              /* messages a sender keeps open at once */
-#define BIG_PACKET 70000        /* more than any transport's packet */
+#define H_MSG      3
+#define H_FILL     4
+#define MAX_OPEN   4     /* messages a sender keeps open at once */
+#define BIG_PACKET 70000 /* more than any transport's packet */
 
 struct rx {
     uint32_t size, me;
-    uint64_t *next_seq;         /* per source: the next message expected */
-    uint64_t *done;             /* per source: handlers finished */
-    uint64_t bytes;             /* payload bytes handlers took */
-    uint64_t early;             /* handlers that stopped early */
-    uint64_t fills;             /* empty messages that filled rank 0 up */
+    uint64_t *next_seq; /* per source: the next message expected */
+    uint64_t *done;     /* per source: handlers finished */
+    uint64_t bytes;     /* payload bytes handlers took */
+    uint64_t early;     /* handlers that stopped early */
+    uint64_t fills;     /* empty messages that filled rank 0 up */
     bool allow_early;
-    size_t max_piece;           /* receive pieces at most this big (0: any) */
+    size_t max_piece; /* receive pieces at most this big (0: any) */
 };
 
 static uint64_t msg_seed(uint32_t src, uint32_t dst, uint64_t seq, uint64_t total)
@@ -61,7 +61,7 @@ static void on_msg(flit_stream_t *s, size_t total, void *user)
     struct rx *rx = user;
     uint32_t src = flit_stream_rank(s).idx;
     CHECK(src < rx->size);
-    uint64_t seq = rx->next_seq[src]++;     /* handlers start in send order */
+    uint64_t seq = rx->next_seq[src]++; /* handlers start in send order */
     CHECK(flit_stream_remaining(s) == total);
     uint64_t rng = mp_mix(src, rx->me, seq, 99);
     size_t keep = total;
@@ -92,7 +92,7 @@ static void on_msg(flit_stream_t *s, size_t total, void *user)
     }
     if (keep < total && test_rand(&rng) % 2) {
         size_t skip = (total - keep) / 2;
-        CHECK_OK(flit_stream_skip(s, skip));    /* over bytes, then return */
+        CHECK_OK(flit_stream_skip(s, skip)); /* over bytes, then return */
     }
     /* Asking for more than remains takes nothing. */
     uint8_t extra;
@@ -187,13 +187,23 @@ struct open_msg {
 static size_t pick_total(uint64_t *rng)
 {
     switch (test_rand(rng) % 10) {
-    case 0: return 0;
-    case 1: return 1 + test_rand(rng) % 16;
-    case 2: case 3: return 1 + test_rand(rng) % 4096;
-    case 4: case 5: case 6: return 1 + test_rand(rng) % 100000;
-    case 7: case 8: return BIG_PACKET + test_rand(rng) % 300000;
-    default: return test_rand(rng) % 8 == 0 ? (1u << 20) + test_rand(rng) % (2u << 20)
-                                            : 1 + test_rand(rng) % 40000;
+    case 0:
+        return 0;
+    case 1:
+        return 1 + test_rand(rng) % 16;
+    case 2:
+    case 3:
+        return 1 + test_rand(rng) % 4096;
+    case 4:
+    case 5:
+    case 6:
+        return 1 + test_rand(rng) % 100000;
+    case 7:
+    case 8:
+        return BIG_PACKET + test_rand(rng) % 300000;
+    default:
+        return test_rand(rng) % 8 == 0 ? (1u << 20) + test_rand(rng) % (2u << 20)
+                                       : 1 + test_rand(rng) % 40000;
     }
 }
 
@@ -234,9 +244,8 @@ static void finish(struct open_msg *m)
 }
 
 /* Sends count messages to each rank in dests, MAX_OPEN open at a time. */
-static void send_all(flit_ep_t *ep, uint32_t me, const uint32_t *dests,
-                     uint32_t ndests, uint64_t count, uint64_t seed,
-                     size_t max_total)
+static void send_all(flit_ep_t *ep, uint32_t me, const uint32_t *dests, uint32_t ndests,
+                     uint64_t count, uint64_t seed, size_t max_total)
 {
     uint64_t rng = mp_mix(me, seed, 1, 2);
     uint64_t *seq = calloc(ndests, sizeof *seq);
@@ -295,15 +304,14 @@ static bool all_done(const struct rx *rx, const uint32_t *srcs, uint32_t nsrcs,
     return true;
 }
 
-static void check_no_extra(const struct rx *rx, const uint32_t *srcs,
-                           uint32_t nsrcs, uint64_t count)
+static void check_no_extra(const struct rx *rx, const uint32_t *srcs, uint32_t nsrcs,
+                           uint64_t count)
 {
     for (uint32_t i = 0; i < nsrcs; i++)
         if (rx->done[srcs[i]] != count || rx->next_seq[srcs[i]] != count)
-            FAIL("rank %u: %llu handlers ran, %llu started, %llu sent",
-                 srcs[i], (unsigned long long)rx->done[srcs[i]],
-                 (unsigned long long)rx->next_seq[srcs[i]],
-                 (unsigned long long)count);
+            FAIL("rank %u: %llu handlers ran, %llu started, %llu sent", srcs[i],
+                 (unsigned long long)rx->done[srcs[i]],
+                 (unsigned long long)rx->next_seq[srcs[i]], (unsigned long long)count);
 }
 
 /* Everyone to everyone, itself included. */
@@ -322,8 +330,8 @@ static void run_all(flit_ep_t *ep, struct rx *rx, uint64_t count, uint64_t seed)
 
 /* Ranks 1.. to rank 0, which takes its data only through flit_extract,
    once they have filled it up (full_fd: rank 0's end of the FIFO). */
-static void run_extract(flit_ep_t *ep, struct rx *rx, uint64_t count,
-                        uint64_t seed, size_t budget, int full_fd)
+static void run_extract(flit_ep_t *ep, struct rx *rx, uint64_t count, uint64_t seed,
+                        size_t budget, int full_fd)
 {
     uint32_t n = rx->size;
     if (rx->me != 0) {
@@ -337,7 +345,7 @@ static void run_extract(flit_ep_t *ep, struct rx *rx, uint64_t count,
         CHECK(st.credit_stalls > 0);
     } else {
         if (n > 1)
-            full_wait(full_fd, n - 1);  /* not taking anything until then */
+            full_wait(full_fd, n - 1); /* not taking anything until then */
         uint32_t *srcs = malloc(n * sizeof *srcs);
         for (uint32_t i = 1; i < n; i++)
             srcs[i - 1] = i;

@@ -39,7 +39,7 @@ struct note {
     uint32_t from;
     uint8_t first_byte;
     int runs;
-    int in_put;         /* set around a put: the handler must not run there */
+    int in_put; /* set around a put: the handler must not run there */
     flit_rma_remote_t *remote;
 };
 static struct note note;
@@ -97,7 +97,7 @@ static void bad_memory_calls(void)
     CHECK_OK(flit_rma_alloc(ep, 100, &p));
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     CHECK(((uintptr_t)p & (page - 1)) == 0);
-    for (size_t i = 0; i < page; i++)   /* whole pages, zeroed */
+    for (size_t i = 0; i < page; i++) /* whole pages, zeroed */
         CHECK(((uint8_t *)p)[i] == 0);
     CHECK_ST(flit_rma_free(ep, (uint8_t *)p + 1), FLIT_ERR_INVALID_ARG);
     CHECK_OK(flit_rma_free(ep, p));
@@ -109,13 +109,18 @@ static void bad_export_calls(void)
     static uint8_t buf[256];
     flit_rma_region_t *g;
     flit_rank_t me = flit_rank(0), out = flit_rank(1);
-    CHECK_ST(flit_rma_export(NULL, buf, 8, FLIT_RMA_READ, NULL, 0, &g), FLIT_ERR_INVALID_ARG);
-    CHECK_ST(flit_rma_export(ep, NULL, 8, FLIT_RMA_READ, NULL, 0, &g), FLIT_ERR_INVALID_ARG);
-    CHECK_ST(flit_rma_export(ep, buf, 0, FLIT_RMA_READ, NULL, 0, &g), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_rma_export(NULL, buf, 8, FLIT_RMA_READ, NULL, 0, &g),
+             FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_rma_export(ep, NULL, 8, FLIT_RMA_READ, NULL, 0, &g),
+             FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_rma_export(ep, buf, 0, FLIT_RMA_READ, NULL, 0, &g),
+             FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rma_export(ep, buf, 8, 0, NULL, 0, &g), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rma_export(ep, buf, 8, 4, NULL, 0, &g), FLIT_ERR_INVALID_ARG);
-    CHECK_ST(flit_rma_export(ep, buf, 8, FLIT_RMA_READ, NULL, 0, NULL), FLIT_ERR_INVALID_ARG);
-    CHECK_ST(flit_rma_export(ep, buf, 8, FLIT_RMA_READ, NULL, 1, &g), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_rma_export(ep, buf, 8, FLIT_RMA_READ, NULL, 0, NULL),
+             FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_rma_export(ep, buf, 8, FLIT_RMA_READ, NULL, 1, &g),
+             FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rma_export(ep, buf, SIZE_MAX, FLIT_RMA_READ, NULL, 0, &g),
              FLIT_ERR_INVALID_ARG);
     flit_rank_t two[2] = {me, out};
@@ -134,8 +139,8 @@ static void bad_export_calls(void)
     CHECK_ST(flit_rma_import(ep, out, id, &r), FLIT_ERR_RANK);
     CHECK_ST(flit_rma_import(ep, me, 0, &r), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rma_import(ep, me, id, NULL), FLIT_ERR_INVALID_ARG);
-    CHECK_ST(flit_rma_import(ep, me, id + 1, &r), FLIT_ERR_REVOKED);     /* no such slot */
-    CHECK_ST(flit_rma_import(ep, me, id + (1ull << 32), &r), FLIT_ERR_REVOKED);  /* gen */
+    CHECK_ST(flit_rma_import(ep, me, id + 1, &r), FLIT_ERR_REVOKED); /* no such slot */
+    CHECK_ST(flit_rma_import(ep, me, id + (1ull << 32), &r), FLIT_ERR_REVOKED); /* gen */
     CHECK_OK(flit_rma_import(ep, me, id, &r));
     CHECK(flit_rma_remote_size(r) == sizeof buf);
     CHECK(flit_rma_remote_access(r) == FLIT_RMA_READ);
@@ -166,7 +171,8 @@ static void bad_transfer_calls(void)
     memset(b, 0x33, sizeof b);
     flit_rma_op_t *op;
     CHECK_ST(flit_rma_put(NULL, 0, b, 1, 0, NULL), FLIT_ERR_INVALID_ARG);
-    CHECK_ST(flit_rma_put((flit_rma_remote_t *)b, 0, b, 1, 0, NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_rma_put((flit_rma_remote_t *)b, 0, b, 1, 0, NULL),
+             FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rma_put(rw, 0, b, 1, 1u << 5, NULL), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rma_put(rw, 0, NULL, 1, 0, NULL), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rma_put(rw, 0, b, 101, 0, NULL), FLIT_ERR_BOUNDS);
@@ -213,13 +219,14 @@ static void transfers_in(uint8_t *mem, size_t size, const char *what)
     /* An odd start inside the memory, an odd length. */
     uint8_t *region = mem + 3;
     size_t rlen = size - 5;
-    CHECK_OK(flit_rma_export(ep, region, rlen, FLIT_RMA_READ | FLIT_RMA_WRITE, NULL, 0, &g));
+    CHECK_OK(
+        flit_rma_export(ep, region, rlen, FLIT_RMA_READ | FLIT_RMA_WRITE, NULL, 0, &g));
     CHECK_OK(flit_rma_import(ep, flit_rank(0), flit_rma_region_id(g), &r));
     CHECK(flit_rma_remote_size(r) == rlen);
     uint8_t *src = malloc(rlen), *dst = malloc(rlen + 16);
     CHECK(src && dst);
-    static const size_t lens[] = {1, 2, 3, 7, 8, 9, 63, 64, 65, 4095, 4096, 4097,
-                                  65537, 1 << 20};
+    static const size_t lens[] = {1,  2,  3,    7,    8,    9,     63,
+                                  64, 65, 4095, 4096, 4097, 65537, 1 << 20};
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
         size_t n = lens[i];
         if (n + 11 > rlen)
@@ -238,7 +245,8 @@ static void transfers_in(uint8_t *mem, size_t size, const char *what)
         if (memcmp(region + off, src, n) != 0)
             FAIL("%s: put of %zu bytes at %llu did not land", what, n,
                  (unsigned long long)off);
-        if ((off && region[off - 1] != 0xee) || (off + n < rlen && region[off + n] != 0xee))
+        if ((off && region[off - 1] != 0xee) ||
+            (off + n < rlen && region[off + n] != 0xee))
             FAIL("%s: put of %zu bytes at %llu wrote outside its range", what, n,
                  (unsigned long long)off);
         memset(dst, 0, rlen + 16);
@@ -248,11 +256,12 @@ static void transfers_in(uint8_t *mem, size_t size, const char *what)
             int done = 0;
             while (!done)
                 CHECK_OK(flit_rma_test(op, &done));
-            CHECK_ST(flit_rma_test(op, &done), FLIT_ERR_INVALID_ARG);  /* it died */
+            CHECK_ST(flit_rma_test(op, &done), FLIT_ERR_INVALID_ARG); /* it died */
             CHECK_ST(flit_rma_wait(op, 0), FLIT_ERR_INVALID_ARG);
         }
         if (memcmp(dst + 5, src, n) != 0 || dst[4] != 0 || dst[5 + n] != 0)
-            FAIL("%s: get of %zu bytes at %llu is wrong", what, n, (unsigned long long)off);
+            FAIL("%s: get of %zu bytes at %llu is wrong", what, n,
+                 (unsigned long long)off);
     }
     free(src);
     free(dst);
@@ -274,7 +283,7 @@ static void notifications(void)
     note.in_put = 1;
     CHECK_OK(flit_rma_put(note.remote, 777, data, sizeof data, FLIT_RMA_NOTIFY, NULL));
     note.in_put = 0;
-    CHECK(note.runs == 0);      /* not inside the put */
+    CHECK(note.runs == 0); /* not inside the put */
     for (int i = 0; i < 10; i++)
         CHECK_OK(flit_poll(ep));
     CHECK(note.runs == 1);
@@ -288,7 +297,8 @@ static void notifications(void)
     /* Non-blocking, with a handle. */
     flit_rma_op_t *op;
     note.in_put = 1;
-    CHECK_OK(flit_rma_put(note.remote, 5, data, 1, FLIT_RMA_NOTIFY | FLIT_RMA_REMOTE_DONE, &op));
+    CHECK_OK(flit_rma_put(note.remote, 5, data, 1, FLIT_RMA_NOTIFY | FLIT_RMA_REMOTE_DONE,
+                          &op));
     note.in_put = 0;
     CHECK_OK(flit_rma_wait(op, -1));
     for (int i = 0; i < 10 && note.runs == 1; i++)
@@ -313,7 +323,8 @@ static void revocation(void)
     flit_rma_region_t *g, *g2;
     flit_rma_remote_t *r, *r2;
     CHECK_OK(flit_rma_export(ep, mem, 4096, FLIT_RMA_READ | FLIT_RMA_WRITE, NULL, 0, &g));
-    CHECK_OK(flit_rma_export(ep, mem + 4096, 4096, FLIT_RMA_READ | FLIT_RMA_WRITE, NULL, 0, &g2));
+    CHECK_OK(flit_rma_export(ep, mem + 4096, 4096, FLIT_RMA_READ | FLIT_RMA_WRITE, NULL,
+                             0, &g2));
     uint64_t id = flit_rma_region_id(g);
     CHECK_OK(flit_rma_import(ep, flit_rank(0), id, &r));
     CHECK_OK(flit_rma_import(ep, flit_rank(0), flit_rma_region_id(g2), &r2));
@@ -322,7 +333,7 @@ static void revocation(void)
     CHECK_OK(flit_rma_unexport(g));
     memset(mem, 0, 4096);
     CHECK_ST(flit_rma_put(r, 0, b, 3, 0, NULL), FLIT_ERR_REVOKED);
-    CHECK_ST(flit_rma_put(r, 0, b, 3, 0, NULL), FLIT_ERR_REVOKED);   /* known now */
+    CHECK_ST(flit_rma_put(r, 0, b, 3, 0, NULL), FLIT_ERR_REVOKED); /* known now */
     CHECK_ST(flit_rma_get(r, 0, b, 3, 0, NULL), FLIT_ERR_REVOKED);
     CHECK(mem[0] == 0 && mem[1] == 0);
     CHECK_ST(flit_rma_import(ep, flit_rank(0), id, &r), FLIT_ERR_REVOKED);
@@ -366,7 +377,7 @@ static void forged_packets(void)
 {
     static uint8_t mem[300];
     memset(mem, 0xaa, sizeof mem);
-    uint8_t *region = mem + 100;    /* [100, 200) exported, 100 around */
+    uint8_t *region = mem + 100; /* [100, 200) exported, 100 around */
     flit_rma_region_t *gw, *gr;
     CHECK_OK(flit_rma_export(ep, region, 100, FLIT_RMA_WRITE, NULL, 0, &gw));
     CHECK_OK(flit_rma_export(ep, region, 100, FLIT_RMA_READ, NULL, 0, &gr));
@@ -389,22 +400,32 @@ static void forged_packets(void)
     };
     size_t nputs = sizeof puts / sizeof puts[0];
     for (size_t i = 0; i < nputs; i++) {
-        struct fl_rma_pkt p = {.kind = FL_RMA_PUT, .flags = FL_RMAF_FIRST | FL_RMAF_LAST,
-                               .op = 12345, .id = puts[i].id, .base = puts[i].base,
-                               .total = puts[i].total, .len = (uint32_t)puts[i].total};
+        struct fl_rma_pkt p = {.kind = FL_RMA_PUT,
+                               .flags = FL_RMAF_FIRST | FL_RMAF_LAST,
+                               .op = 12345,
+                               .id = puts[i].id,
+                               .base = puts[i].base,
+                               .total = puts[i].total,
+                               .len = (uint32_t)puts[i].total};
         /* (The wrapping one is refused by the decoder, as a packet.) */
         send_forged(&p, payload);
     }
     /* A put in two pieces whose second piece claims more than the first
        announced is malformed; a second piece of no put is refused. */
-    struct fl_rma_pkt tail = {.kind = FL_RMA_PUT, .flags = FL_RMAF_LAST, .op = 999,
-                              .id = wid, .base = 0, .total = 16, .piece = 8, .len = 8};
+    struct fl_rma_pkt tail = {.kind = FL_RMA_PUT,
+                              .flags = FL_RMAF_LAST,
+                              .op = 999,
+                              .id = wid,
+                              .base = 0,
+                              .total = 16,
+                              .piece = 8,
+                              .len = 8};
     send_forged(&tail, payload);
     /* Reads and notifications the region does not grant, or outside it. */
     struct fl_rma_pkt g1 = {.kind = FL_RMA_GET_REQ, .op = 1, .id = wid, .total = 4};
     send_forged(&g1, NULL);
-    struct fl_rma_pkt g2 = {.kind = FL_RMA_GET_REQ, .op = 1, .id = rid, .base = 50,
-                            .total = 51};
+    struct fl_rma_pkt g2 = {
+        .kind = FL_RMA_GET_REQ, .op = 1, .id = rid, .base = 50, .total = 51};
     send_forged(&g2, NULL);
     struct fl_rma_pkt n1 = {.kind = FL_RMA_NOTIFY, .id = rid, .total = 4};
     send_forged(&n1, NULL);
@@ -426,8 +447,13 @@ static void forged_packets(void)
 
     /* A forged put inside the bounds lands: the judgement is the region's,
        not the sender's. */
-    struct fl_rma_pkt ok = {.kind = FL_RMA_PUT, .flags = FL_RMAF_FIRST | FL_RMAF_LAST,
-                            .op = 7, .id = wid, .base = 10, .total = 5, .len = 5};
+    struct fl_rma_pkt ok = {.kind = FL_RMA_PUT,
+                            .flags = FL_RMAF_FIRST | FL_RMAF_LAST,
+                            .op = 7,
+                            .id = wid,
+                            .base = 10,
+                            .total = 5,
+                            .len = 5};
     send_forged(&ok, payload);
     CHECK(region[9] == 0xaa && region[10] == 0x55 && region[14] == 0x55 &&
           region[15] == 0xaa);

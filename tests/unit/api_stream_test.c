@@ -28,7 +28,7 @@
 #define NH 16u
 enum { H_ECHO = 1, H_NESTED = 2, H_AM = 3, H_MISSING = 9 };
 
-static flit_stream_t *kept;         /* a handle kept past its handler */
+static flit_stream_t *kept; /* a handle kept past its handler */
 static uint8_t got[1 << 22];
 static size_t got_len, runs;
 static int order[64], norder;
@@ -130,7 +130,7 @@ static void test_bad_args(flit_ep_t *ep)
     struct iovec two[2] = {{b, 1}, {b + 1, 1}};
     CHECK_OK(flit_stream_sendv(o, two, 2));
     CHECK_OK(flit_stream_end(o));
-    CHECK_ST(flit_stream_send(o, b, 0), FLIT_ERR_INVALID_ARG);  /* ended */
+    CHECK_ST(flit_stream_send(o, b, 0), FLIT_ERR_INVALID_ARG); /* ended */
     size_t before = runs;
     while (runs == before)
         CHECK_OK(flit_poll(ep));

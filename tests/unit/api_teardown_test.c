@@ -85,7 +85,7 @@ static void case_single(void)
     double t0 = unit_now();
     CHECK_ST(flit_finalize(), FLIT_ERR_THREAD);
     CHECK(unit_now() - t0 < WATCHDOG_S / 2);
-    CHECK(flit_job_size() == 1);    /* the job is as it was */
+    CHECK(flit_job_size() == 1); /* the job is as it was */
     atomic_store(&release, 1);
     CHECK(pthread_join(b, NULL) == 0);
     CHECK_OK(flit_finalize());
@@ -101,7 +101,7 @@ static void *wait_thread(void *arg)
     flit_status st;
     do
         st = flit_wait(ep, -1);
-    while (st == FLIT_OK);  /* an event: none should come, but wait on */
+    while (st == FLIT_OK); /* an event: none should come, but wait on */
     atomic_store(&waiter_st[i], st);
     atomic_fetch_add(&done_count, 1);
     return NULL;
@@ -208,7 +208,7 @@ static void case_signal(flit_thread_mode mode)
     }
     CHECK(pthread_join(k, NULL) == 0);
     CHECK_ST(atomic_load(&from_signal), FLIT_ERR_IN_HANDLER);
-    CHECK_OK(flit_poll(ep));    /* outside the signal handler: fine again */
+    CHECK_OK(flit_poll(ep)); /* outside the signal handler: fine again */
     CHECK_OK(flit_finalize());
     exit(0);
 }

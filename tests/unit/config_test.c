@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util/config.h"
 #include "unit.h"
+#include "util/config.h"
 
 /* ---- stderr capture: what the library logged during one call ---- */
 
@@ -407,7 +407,7 @@ static void test_init(void)
     CHECK(fl_cfg.shm_ring_bytes == 512 << 10);
     CHECK_ST(flit_init(NULL), FLIT_ERR_ALREADY_INITIALIZED);
     CHECK(fl_cfg.stats == 1);
-    saved = capture_begin();    /* FLIT_VERBOSE=1: the endpoint's peers */
+    saved = capture_begin(); /* FLIT_VERBOSE=1: the endpoint's peers */
     st = flit_ep_create(NULL, &ep);
     capture_end(saved);
     CHECK_OK(st);
@@ -437,11 +437,13 @@ static void test_print(void)
     CHECK(fflush(f) == 0);
     rewind(f);
     static const char *const names[] = {
-        "FLIT_VERBOSE",     "FLIT_STATS",    "FLIT_SPIN_US",       "FLIT_PROGRESS_THREAD",
-        "FLIT_SHM_RING_KB", "FLIT_SHM_BULK", "FLIT_LONG_CHUNK_KB", "FLIT_PEER_CHECK_MS",
-        "FLIT_TRANSPORT",   "FLIT_PEER_TIMEOUT", "FLIT_UDP_MTU",   "FLIT_UDP_ADDR",
-        "FLIT_UDP_WINDOW_KB", "FLIT_ACK_DELAY_US", "FLIT_RTO_MIN_US", "FLIT_DROP_RATE",
-        "FLIT_DUP_RATE",    "FLIT_REORDER_RATE", "FLIT_FAULT_SEED", "FLIT_FIBER_STACK_KB", "FLIT_FIBERS",
+        "FLIT_VERBOSE",         "FLIT_STATS",          "FLIT_SPIN_US",
+        "FLIT_PROGRESS_THREAD", "FLIT_SHM_RING_KB",    "FLIT_SHM_BULK",
+        "FLIT_LONG_CHUNK_KB",   "FLIT_PEER_CHECK_MS",  "FLIT_TRANSPORT",
+        "FLIT_PEER_TIMEOUT",    "FLIT_UDP_MTU",        "FLIT_UDP_ADDR",
+        "FLIT_UDP_WINDOW_KB",   "FLIT_ACK_DELAY_US",   "FLIT_RTO_MIN_US",
+        "FLIT_DROP_RATE",       "FLIT_DUP_RATE",       "FLIT_REORDER_RATE",
+        "FLIT_FAULT_SEED",      "FLIT_FIBER_STACK_KB", "FLIT_FIBERS",
     };
     enum { NNAMES = sizeof names / sizeof names[0] };
     int seen[NNAMES] = {0};
@@ -623,7 +625,8 @@ static void test_udp_kinds(void)
         expect_invalid("FLIT_DROP_RATE", bad_rate[i], &fl_cfg.drop_ppm, 0);
     /* FLIT_UDP_ADDR: dotted IPv4, kept in host order */
     expect_valid("FLIT_UDP_ADDR", "10.1.2.3", &fl_cfg.udp_addr, 0x0a010203);
-    static const char *const bad_addr[] = {"300.1.1.1", "10.1.2", "host", "::1", "10.1.2.3 "};
+    static const char *const bad_addr[] = {"300.1.1.1", "10.1.2", "host", "::1",
+                                           "10.1.2.3 "};
     for (size_t i = 0; i < sizeof bad_addr / sizeof bad_addr[0]; i++)
         expect_invalid("FLIT_UDP_ADDR", bad_addr[i], &fl_cfg.udp_addr, 0);
     /* FLIT_TRANSPORT */

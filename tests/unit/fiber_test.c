@@ -19,9 +19,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "util/config.h"
 #include "platform/fiber.h"
 #include "unit.h"
+#include "util/config.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNIT_ASAN 1
@@ -60,8 +60,8 @@ enum { PP_STEPS = 1000 };
 
 struct pp {
     struct fl_fiber *self;
-    int to_main;    /* fiber -> main */
-    int to_fiber;   /* main -> fiber */
+    int to_main;  /* fiber -> main */
+    int to_fiber; /* main -> fiber */
     bool returned;
 };
 
@@ -91,7 +91,7 @@ static void test_ping_pong(void)
         CHECK(!p.returned);
         p.to_fiber = -(i + 1);
     }
-    CHECK(fl_fiber_resume(f));     /* the last resume: fn returns */
+    CHECK(fl_fiber_resume(f)); /* the last resume: fn returns */
     CHECK(p.returned);
     fl_fiber_free(f);
 
@@ -109,7 +109,7 @@ enum { MANY = 100, MANY_STEPS = 20, ARR = 96 };
 
 struct many {
     int id;
-    int step;       /* last step the fiber reached */
+    int step; /* last step the fiber reached */
 };
 
 static void many_fn(struct fl_fiber *self, void *arg)
@@ -122,12 +122,20 @@ static void many_fn(struct fl_fiber *self, void *arg)
     uint64_t r0 = mix(id, 1000), r1 = mix(id, 1001), r2 = mix(id, 1002);
     uint64_t r3 = mix(id, 1003), r4 = mix(id, 1004), r5 = mix(id, 1005);
     for (int s = 0; s < MANY_STEPS; s++) {
-        OPAQUE(r0); OPAQUE(r1); OPAQUE(r2); OPAQUE(r3); OPAQUE(r4); OPAQUE(r5);
+        OPAQUE(r0);
+        OPAQUE(r1);
+        OPAQUE(r2);
+        OPAQUE(r3);
+        OPAQUE(r4);
+        OPAQUE(r5);
         m->step = s;
         fl_fiber_yield(self);
-        if (r0 != mix(id, 1000 + (uint64_t)s * 6) || r1 != mix(id, 1001 + (uint64_t)s * 6) ||
-            r2 != mix(id, 1002 + (uint64_t)s * 6) || r3 != mix(id, 1003 + (uint64_t)s * 6) ||
-            r4 != mix(id, 1004 + (uint64_t)s * 6) || r5 != mix(id, 1005 + (uint64_t)s * 6))
+        if (r0 != mix(id, 1000 + (uint64_t)s * 6) ||
+            r1 != mix(id, 1001 + (uint64_t)s * 6) ||
+            r2 != mix(id, 1002 + (uint64_t)s * 6) ||
+            r3 != mix(id, 1003 + (uint64_t)s * 6) ||
+            r4 != mix(id, 1004 + (uint64_t)s * 6) ||
+            r5 != mix(id, 1005 + (uint64_t)s * 6))
             FAIL("fiber %d step %d: a local kept in a register changed", m->id, s);
         for (int j = 0; j < ARR; j++)
             if (arr[j] != mix(id + (uint64_t)s * MANY, (uint64_t)j))
@@ -153,7 +161,9 @@ static void test_many(void)
     }
     /* The resumer's own register-held locals must survive too. */
     uint64_t k0 = mix(7, 1), k1 = mix(7, 2), k2 = mix(7, 3);
-    OPAQUE(k0); OPAQUE(k1); OPAQUE(k2);
+    OPAQUE(k0);
+    OPAQUE(k1);
+    OPAQUE(k2);
     for (int s = 0; s <= MANY_STEPS; s++) {
         for (int i = 0; i < MANY; i++) {
             bool done = fl_fiber_resume(f[i]);
@@ -186,7 +196,7 @@ static uint64_t fp_control(void)
     uint16_t fcw;
     __asm__ __volatile__("stmxcsr %0" : "=m"(mxcsr));
     __asm__ __volatile__("fnstcw %0" : "=m"(fcw));
-    return (uint64_t)(mxcsr & 0xffc0) << 16 | fcw;  /* no sticky flags */
+    return (uint64_t)(mxcsr & 0xffc0) << 16 | fcw; /* no sticky flags */
 #elif defined(__aarch64__)
     uint64_t fpcr;
     __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
@@ -281,7 +291,7 @@ static void test_fp(void)
 /* ---- stacks: reuse from the pool, deep recursion ---- */
 
 struct deep {
-    uintptr_t local_at;     /* address of a local: where the stack is */
+    uintptr_t local_at; /* address of a local: where the stack is */
     int depth;
     uint64_t sum;
 };
@@ -297,7 +307,7 @@ static uint64_t recurse(struct fl_fiber *self, int depth, int max)
     if (depth + 1 < max)
         below = recurse(self, depth + 1, max);
     else if (self)
-        fl_fiber_yield(self);   /* a switch at the bottom of a deep stack */
+        fl_fiber_yield(self); /* a switch at the bottom of a deep stack */
     uint64_t sum = below;
     for (size_t i = 0; i < sizeof buf; i++)
         sum += buf[i];
@@ -366,7 +376,7 @@ static void test_stacks(void)
 /* ---- resumed by another thread ---- */
 
 struct hop {
-    long tid[3];        /* the thread each step ran on */
+    long tid[3]; /* the thread each step ran on */
     int step;
 };
 
@@ -376,7 +386,8 @@ static void hop_fn(struct fl_fiber *self, void *arg)
     uint64_t r0 = mix(3, 3), r1 = mix(4, 4);
     double x = 1.25;
     for (int s = 0; s < 3; s++) {
-        OPAQUE(r0); OPAQUE(r1);
+        OPAQUE(r0);
+        OPAQUE(r1);
         h->tid[s] = thread_id();
         h->step = s + 1;
         x = fp_step(x, s);
@@ -438,7 +449,7 @@ static void outer_fn(struct fl_fiber *self, void *arg)
     for (int i = 0; i < 3; i++) {
         CHECK(!fl_fiber_resume(inner));
         CHECK(*n == i + 1);
-        fl_fiber_yield(self);       /* inner stays stopped meanwhile */
+        fl_fiber_yield(self); /* inner stays stopped meanwhile */
     }
     CHECK(fl_fiber_resume(inner));
     CHECK(*n == 103);
@@ -472,14 +483,14 @@ static void overflow_fn(struct fl_fiber *self, void *arg)
 
 static void overflow_child(void)
 {
-    struct rlimit no_core = {0, 0};     /* a crash expected: leave no core file */
+    struct rlimit no_core = {0, 0}; /* a crash expected: leave no core file */
     setrlimit(RLIMIT_CORE, &no_core);
     fl_cfg.fiber_stack = 64 << 10;
     struct fl_fiber *f = fl_fiber_new(overflow_fn, NULL);
     if (!f)
         _exit(98);
     fl_fiber_resume(f);
-    _exit(0);   /* the stack held a million KiB: no guard page */
+    _exit(0); /* the stack held a million KiB: no guard page */
 }
 
 static void test_guard(void)
@@ -487,9 +498,9 @@ static void test_guard(void)
     static char out[65536];
     int status = unit_run_child(overflow_child, out, sizeof out);
     /* Killed by SIGSEGV; under ASan, its report and abort (or exit 1). */
-    bool stopped = WIFSIGNALED(status) ||
-                   (WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
-                    WEXITSTATUS(status) != 98 && WEXITSTATUS(status) != 99);
+    bool stopped =
+        WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
+                                WEXITSTATUS(status) != 98 && WEXITSTATUS(status) != 99);
     if (!stopped)
         FAIL("a fiber overflowing its stack was not stopped (status %#x): %s", status,
              out);
@@ -567,7 +578,7 @@ static double round_trip_ns(long n)
 {
     struct fl_fiber *f = fl_fiber_new(bounce_fn, &n);
     CHECK(f != NULL);
-    CHECK(!fl_fiber_resume(f));     /* first entry out of the timing */
+    CHECK(!fl_fiber_resume(f)); /* first entry out of the timing */
     double t0 = unit_now();
     for (long i = 1; i < n; i++)
         fl_fiber_resume(f);
@@ -618,7 +629,8 @@ int main(void)
     double uc_ns = round_trip_ns(BENCH_UCONTEXT);
     fl_fiber_pool_drain();
     if (have_asm)
-        printf("fiber switch: asm %.1f ns, ucontext %.1f ns per round trip\n", asm_ns, uc_ns);
+        printf("fiber switch: asm %.1f ns, ucontext %.1f ns per round trip\n", asm_ns,
+               uc_ns);
     else
         printf("fiber switch: asm none, ucontext %.1f ns per round trip\n", uc_ns);
     return unit_exit_status();

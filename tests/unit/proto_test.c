@@ -493,7 +493,8 @@ static void expect_tcp_bad(const char *spec)
     memset(&sa, 0x77, sizeof sa);
     int r = fl_proto_parse_tcp(spec, &sa);
     if (r != -EINVAL)
-        FAIL("parse_tcp(\"%s\") answered %d, expected -EINVAL", spec ? spec : "(null)", r);
+        FAIL("parse_tcp(\"%s\") answered %d, expected -EINVAL", spec ? spec : "(null)",
+             r);
     CHECK(((uint8_t *)&sa)[0] == 0x77 && ((uint8_t *)&sa)[sizeof sa - 1] == 0x77);
 }
 
@@ -504,13 +505,31 @@ static void test_tcp_addr(void)
     CHECK(sa.sin_family == AF_INET && ntohs(sa.sin_port) == 4567);
     CHECK(ntohl(sa.sin_addr.s_addr) == 0x0a010203u);
     CHECK_EQ_INT(fl_proto_parse_tcp("tcp:255.255.255.255:65535", &sa), 0);
-    CHECK(fl_proto_is_tcp("tcp:x") && !fl_proto_is_tcp("unix:@x") && !fl_proto_is_tcp(NULL));
+    CHECK(fl_proto_is_tcp("tcp:x") && !fl_proto_is_tcp("unix:@x") &&
+          !fl_proto_is_tcp(NULL));
     static const char *const bad[] = {
-        NULL, "", "tcp:", "tcp::1", "tcp:1.2.3.4", "tcp:1.2.3.4:", "tcp:1.2.3.4:0",
-        "tcp:1.2.3.4:65536", "tcp:1.2.3.4:099", "tcp:1.2.3.4:+80", "tcp:1.2.3.4: 80",
-        "tcp:1.2.3.4:80 ", "tcp:1.2.3.4:80x", "tcp:1.2.3:80", "tcp:1.2.3.4.5:80",
-        "tcp:256.1.1.1:80", "tcp:host:80", "tcp:[::1]:80", "TCP:1.2.3.4:80",
-        " tcp:1.2.3.4:80", "unix:@name", "tcp:1.2.3.4:123456",
+        NULL,
+        "",
+        "tcp:",
+        "tcp::1",
+        "tcp:1.2.3.4",
+        "tcp:1.2.3.4:",
+        "tcp:1.2.3.4:0",
+        "tcp:1.2.3.4:65536",
+        "tcp:1.2.3.4:099",
+        "tcp:1.2.3.4:+80",
+        "tcp:1.2.3.4: 80",
+        "tcp:1.2.3.4:80 ",
+        "tcp:1.2.3.4:80x",
+        "tcp:1.2.3:80",
+        "tcp:1.2.3.4.5:80",
+        "tcp:256.1.1.1:80",
+        "tcp:host:80",
+        "tcp:[::1]:80",
+        "TCP:1.2.3.4:80",
+        " tcp:1.2.3.4:80",
+        "unix:@name",
+        "tcp:1.2.3.4:123456",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_tcp_bad(bad[i]);

@@ -38,8 +38,8 @@ static void expect_ok(struct fl_rma_pkt p, const char *what)
     if (st != FLIT_OK)
         FAIL("%s: refused (%s)", what, flit_status_name(st));
     if (d.kind != p.kind || d.flags != p.flags || d.op != p.op || d.id != p.id ||
-        d.base != p.base || d.total != p.total || d.piece != p.piece ||
-        d.len != p.len || d.status != p.status || d.access != p.access)
+        d.base != p.base || d.total != p.total || d.piece != p.piece || d.len != p.len ||
+        d.status != p.status || d.access != p.access)
         FAIL("%s: fields differ after decoding", what);
     if (p.kind == FL_RMA_IMPORT_REP && p.status == FLIT_OK &&
         (d.info.vaddr != p.info.vaddr || d.info.block != p.info.block ||
@@ -66,8 +66,13 @@ static void expect_bad(struct fl_rma_pkt p, const char *what)
 
 static struct fl_rma_pkt put(uint64_t base, uint64_t total, uint64_t piece, uint32_t len)
 {
-    struct fl_rma_pkt p = {.kind = FL_RMA_PUT, .op = 7, .id = 1ull << 32, .base = base,
-                           .total = total, .piece = piece, .len = len};
+    struct fl_rma_pkt p = {.kind = FL_RMA_PUT,
+                           .op = 7,
+                           .id = 1ull << 32,
+                           .base = base,
+                           .total = total,
+                           .piece = piece,
+                           .len = len};
     if (piece == 0)
         p.flags |= FL_RMAF_FIRST;
     if (piece + len == total)
@@ -77,17 +82,25 @@ static struct fl_rma_pkt put(uint64_t base, uint64_t total, uint64_t piece, uint
 
 static void valid_packets(void)
 {
-    expect_ok((struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REQ, .op = 3, .id = 99}, "import req");
-    struct fl_rma_pkt rep = {.kind = FL_RMA_IMPORT_REP, .op = 3, .id = 99, .total = 5000,
+    expect_ok((struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REQ, .op = 3, .id = 99},
+              "import req");
+    struct fl_rma_pkt rep = {.kind = FL_RMA_IMPORT_REP,
+                             .op = 3,
+                             .id = 99,
+                             .total = 5000,
                              .access = FLIT_RMA_READ,
-                             .info = {.vaddr = 0x7f0000001000ull, .block = 4,
-                                      .file_off = 8192, .file_len = 16384,
+                             .info = {.vaddr = 0x7f0000001000ull,
+                                      .block = 4,
+                                      .file_off = 8192,
+                                      .file_len = 16384,
                                       .flags = FL_RMA_INFO_CTL}};
     expect_ok(rep, "import reply");
     rep.info = (struct fl_rma_info){.vaddr = 0x1000};
     expect_ok(rep, "import reply, user memory");
-    expect_ok((struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REP, .op = 3, .id = 99,
-                                  .status = FLIT_ERR_DENIED}, "import refused");
+    expect_ok(
+        (struct fl_rma_pkt){
+            .kind = FL_RMA_IMPORT_REP, .op = 3, .id = 99, .status = FLIT_ERR_DENIED},
+        "import refused");
     expect_ok(put(10, 100, 0, 100), "put in one piece");
     expect_ok(put(10, 100, 0, 60), "put, first piece");
     expect_ok(put(10, 100, 60, 40), "put, last piece");
@@ -97,25 +110,42 @@ static void valid_packets(void)
     n.flags |= FL_RMAF_NOTIFY;
     expect_ok(n, "put with notification");
     expect_ok((struct fl_rma_pkt){.kind = FL_RMA_ACK, .op = 7, .id = 5}, "ack");
-    expect_ok((struct fl_rma_pkt){.kind = FL_RMA_ACK, .op = 7, .id = 5,
-                                  .status = FLIT_ERR_BOUNDS}, "refusal");
-    expect_ok((struct fl_rma_pkt){.kind = FL_RMA_GET_REQ, .op = 7, .id = 5, .base = 3,
-                                  .total = 1 << 30}, "get req");
-    expect_ok((struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .op = 7, .id = 5, .base = 3,
-                                  .total = 200, .piece = 100, .len = 100,
-                                  .flags = FL_RMAF_LAST}, "get data, last");
-    expect_ok((struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .op = 7, .id = 5, .total = 200,
-                                  .len = 100}, "get data, first");
-    expect_ok((struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .op = 7, .id = 5,
-                                  .status = FLIT_ERR_REVOKED, .flags = FL_RMAF_LAST},
+    expect_ok(
+        (struct fl_rma_pkt){
+            .kind = FL_RMA_ACK, .op = 7, .id = 5, .status = FLIT_ERR_BOUNDS},
+        "refusal");
+    expect_ok(
+        (struct fl_rma_pkt){
+            .kind = FL_RMA_GET_REQ, .op = 7, .id = 5, .base = 3, .total = 1 << 30},
+        "get req");
+    expect_ok((struct fl_rma_pkt){.kind = FL_RMA_GET_DATA,
+                                  .op = 7,
+                                  .id = 5,
+                                  .base = 3,
+                                  .total = 200,
+                                  .piece = 100,
+                                  .len = 100,
+                                  .flags = FL_RMAF_LAST},
+              "get data, last");
+    expect_ok(
+        (struct fl_rma_pkt){
+            .kind = FL_RMA_GET_DATA, .op = 7, .id = 5, .total = 200, .len = 100},
+        "get data, first");
+    expect_ok((struct fl_rma_pkt){.kind = FL_RMA_GET_DATA,
+                                  .op = 7,
+                                  .id = 5,
+                                  .status = FLIT_ERR_REVOKED,
+                                  .flags = FL_RMAF_LAST},
               "get refused");
     expect_ok((struct fl_rma_pkt){.kind = FL_RMA_NOTIFY, .id = 5, .base = 7, .total = 9},
               "notify");
     struct fl_rma_pkt acked = put(0, 64, 0, 64);
     acked.flags |= FL_RMAF_ACK;
     expect_ok(acked, "put asking for an acknowledgement");
-    expect_ok((struct fl_rma_pkt){.kind = FL_RMA_ACK, .op = 0, .id = 5,
-                                  .status = FLIT_ERR_REVOKED}, "refusal of an untracked put");
+    expect_ok(
+        (struct fl_rma_pkt){
+            .kind = FL_RMA_ACK, .op = 0, .id = 5, .status = FLIT_ERR_REVOKED},
+        "refusal of an untracked put");
     expect_ok((struct fl_rma_pkt){.kind = FL_RMA_FLUSH_REQ, .op = 9}, "flush");
     expect_ok((struct fl_rma_pkt){.kind = FL_RMA_FLUSH_REP, .op = 9}, "flushed");
 }
@@ -153,33 +183,50 @@ static void broken_rules(void)
     p = put(10, 100, 0, 100);
     p.flags |= 0x80;
     expect_bad(p, "unknown flag");
-    expect_bad((struct fl_rma_pkt){.kind = FL_RMA_GET_REQ, .id = 5, .total = 8,
-                                   .flags = FL_RMAF_LAST}, "flag on a get request");
-    expect_bad((struct fl_rma_pkt){.kind = FL_RMA_GET_REQ, .id = 5, .total = 8, .piece = 1},
-               "get request with a piece");
+    expect_bad(
+        (struct fl_rma_pkt){
+            .kind = FL_RMA_GET_REQ, .id = 5, .total = 8, .flags = FL_RMAF_LAST},
+        "flag on a get request");
+    expect_bad(
+        (struct fl_rma_pkt){.kind = FL_RMA_GET_REQ, .id = 5, .total = 8, .piece = 1},
+        "get request with a piece");
     expect_bad((struct fl_rma_pkt){.kind = FL_RMA_GET_REQ, .id = 5, .len = 8, .total = 8},
                "get request with a payload");
-    expect_bad((struct fl_rma_pkt){.kind = FL_RMA_NOTIFY, .id = 5, .base = UINT64_MAX,
-                                   .total = 2}, "notification range wraps");
+    expect_bad(
+        (struct fl_rma_pkt){
+            .kind = FL_RMA_NOTIFY, .id = 5, .base = UINT64_MAX, .total = 2},
+        "notification range wraps");
     expect_bad((struct fl_rma_pkt){.kind = FL_RMA_IMPORT_REQ, .id = 5, .total = 1},
                "import request with a range");
-    expect_bad((struct fl_rma_pkt){.kind = FL_RMA_ACK, .id = 5, .status = FLIT_STATUS_COUNT},
-               "status that is no status");
-    expect_bad((struct fl_rma_pkt){.kind = FL_RMA_ACK, .id = 5, .len = 4}, "ack with data");
+    expect_bad(
+        (struct fl_rma_pkt){.kind = FL_RMA_ACK, .id = 5, .status = FLIT_STATUS_COUNT},
+        "status that is no status");
+    expect_bad((struct fl_rma_pkt){.kind = FL_RMA_ACK, .id = 5, .len = 4},
+               "ack with data");
     expect_bad((struct fl_rma_pkt){.kind = FL_RMA_FLUSH_REQ, .op = 9, .id = 1},
                "flush naming a region");
     expect_bad((struct fl_rma_pkt){.kind = FL_RMA_FLUSH_REQ, .op = 9, .total = 1},
                "flush with a range");
-    expect_bad((struct fl_rma_pkt){.kind = FL_RMA_FLUSH_REP, .op = 9,
-                                   .status = FLIT_ERR_DENIED}, "flush answer with a verdict");
-    expect_bad((struct fl_rma_pkt){.kind = FL_RMA_GET_REQ, .id = 5, .total = 8,
-                                   .flags = FL_RMAF_ACK}, "ack flag on a get");
-    expect_bad((struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .id = 5,
-                                   .status = FLIT_ERR_DENIED}, "refusal without LAST");
-    expect_bad((struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .id = 5, .status = FLIT_ERR_DENIED,
-                                   .flags = FL_RMAF_LAST, .len = 8, .total = 8},
+    expect_bad(
+        (struct fl_rma_pkt){.kind = FL_RMA_FLUSH_REP, .op = 9, .status = FLIT_ERR_DENIED},
+        "flush answer with a verdict");
+    expect_bad(
+        (struct fl_rma_pkt){
+            .kind = FL_RMA_GET_REQ, .id = 5, .total = 8, .flags = FL_RMAF_ACK},
+        "ack flag on a get");
+    expect_bad(
+        (struct fl_rma_pkt){.kind = FL_RMA_GET_DATA, .id = 5, .status = FLIT_ERR_DENIED},
+        "refusal without LAST");
+    expect_bad((struct fl_rma_pkt){.kind = FL_RMA_GET_DATA,
+                                   .id = 5,
+                                   .status = FLIT_ERR_DENIED,
+                                   .flags = FL_RMAF_LAST,
+                                   .len = 8,
+                                   .total = 8},
                "refusal with data");
-    struct fl_rma_pkt rep = {.kind = FL_RMA_IMPORT_REP, .id = 5, .total = 100,
+    struct fl_rma_pkt rep = {.kind = FL_RMA_IMPORT_REP,
+                             .id = 5,
+                             .total = 100,
                              .access = FLIT_RMA_WRITE,
                              .info = {.block = 1, .file_off = 4000, .file_len = 4096}};
     expect_bad(rep, "region past its block");
@@ -226,7 +273,7 @@ static void random_bytes(void)
         CHECK(pkt);
         for (size_t k = 0; k < len; k++)
             pkt[k] = (uint8_t)test_rand(&rng);
-        if (len >= 4) {     /* often a plausible start, to get further in */
+        if (len >= 4) { /* often a plausible start, to get further in */
             pkt[0] = FL_WIRE_VERSION;
             pkt[1] = FL_OP_RMA;
             pkt[2] = (uint8_t)(1 + test_rand(&rng) % (FL_RMA_KINDS - 1));
@@ -246,7 +293,7 @@ static void random_bytes(void)
         if (fl_rma_decode(pkt, len, lane, &d) == FLIT_OK) {
             accepted++;
             CHECK(d.len == len - FL_RMA_HDR);
-            if (d.kind != FL_RMA_IMPORT_REP)   /* its payload is the info */
+            if (d.kind != FL_RMA_IMPORT_REP) /* its payload is the info */
                 CHECK(d.piece <= d.total && d.len <= d.total - d.piece);
             CHECK(d.base + d.total >= d.base);
             CHECK(d.status < FLIT_STATUS_COUNT);

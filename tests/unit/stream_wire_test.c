@@ -54,8 +54,12 @@ static void test_decode(void)
     uint8_t data[100];
     for (size_t i = 0; i < sizeof data; i++)
         data[i] = (uint8_t)i;
-    struct fl_st_pkt h = {.flags = FL_STF_FIRST, .handler = 7, .sid = 99, .len = 40,
-                          .tag = 0x1122334455667788ull, .total = 100};
+    struct fl_st_pkt h = {.flags = FL_STF_FIRST,
+                          .handler = 7,
+                          .sid = 99,
+                          .len = 40,
+                          .tag = 0x1122334455667788ull,
+                          .total = 100};
     size_t len;
     uint8_t *b = make(&h, data, &len);
     struct fl_st_pkt d;
@@ -68,9 +72,14 @@ static void test_decode(void)
     expect_bad(b, FL_ST_HDR - 1, "a truncated header");
     expect_bad(b, len - 1, "a length one byte short");
     uint8_t save;
-    struct { size_t at; uint8_t val; const char *what; } bytes[] = {
-        {0, 2, "another version"}, {1, FL_OP_RMA, "another opcode"},
-        {2, 0x80, "an unknown flag"}, {3, 1, "a reserved byte"}, {6, 1, "reserved bytes"},
+    struct {
+        size_t at;
+        uint8_t val;
+        const char *what;
+    } bytes[] = {
+        {0, 2, "another version"},    {1, FL_OP_RMA, "another opcode"},
+        {2, 0x80, "an unknown flag"}, {3, 1, "a reserved byte"},
+        {6, 1, "reserved bytes"},
     };
     for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {
         save = b[bytes[i].at];
@@ -80,11 +89,11 @@ static void test_decode(void)
     }
     free(b);
 
-    h.len = 100;        /* the whole message, without LAST */
+    h.len = 100; /* the whole message, without LAST */
     b = make(&h, data, &len);
     expect_bad(b, len, "a first packet holding all of its message without LAST");
     free(b);
-    h.total = 50;       /* longer than its message */
+    h.total = 50; /* longer than its message */
     b = make(&h, data, &len);
     expect_bad(b, len, "a first packet longer than its message");
     free(b);
@@ -99,8 +108,12 @@ static void test_decode(void)
 
     /* Mutations: never a crash, never a payload outside the packet. */
     uint64_t rng = 7;
-    h = (struct fl_st_pkt){.flags = FL_STF_FIRST, .handler = 1, .sid = 3, .len = 60,
-                           .tag = 5, .total = 1000};
+    h = (struct fl_st_pkt){.flags = FL_STF_FIRST,
+                           .handler = 1,
+                           .sid = 3,
+                           .len = 60,
+                           .tag = 5,
+                           .total = 1000};
     uint8_t *good = make(&h, data, &len);
     for (int i = 0; i < 200000; i++) {
         size_t n = len - test_rand(&rng) % 3;
@@ -143,8 +156,13 @@ static void on_msg(flit_stream_t *s, size_t total, void *user)
 static void feed(flit_ep_t *ep, unsigned lane, uint8_t flags, uint32_t sid,
                  uint64_t offset_or_tag, uint64_t total, const uint8_t *data, uint32_t n)
 {
-    struct fl_st_pkt h = {.flags = flags, .handler = 1, .sid = sid, .len = n,
-                          .tag = offset_or_tag, .offset = offset_or_tag, .total = total};
+    struct fl_st_pkt h = {.flags = flags,
+                          .handler = 1,
+                          .sid = sid,
+                          .len = n,
+                          .tag = offset_or_tag,
+                          .offset = offset_or_tag,
+                          .total = total};
     size_t len;
     uint8_t *b = make(&h, data, &len);
     fl_stream_recv_packet(ep, 0, lane, b, len);
@@ -172,11 +190,11 @@ static void test_state(flit_ep_t *ep, uint64_t tag)
 
     /* A message in three packets, with garbage in between. */
     feed(ep, FL_LANE_REQ, FL_STF_FIRST, 5, tag, 300, msg, 100);
-    CHECK(rx.runs == 1);    /* started, waiting on its fiber */
-    feed(ep, FL_LANE_REQ, FL_STF_FIRST, 5, tag, 300, msg, 10);     /* same id again */
-    feed(ep, FL_LANE_REQ, 0, 5, 150, 0, msg + 150, 50);             /* out of place */
-    feed(ep, FL_LANE_REQ, 0, 5, 100, 0, msg, 250);                  /* past the end */
-    feed(ep, FL_LANE_REP, 0, 5, 100, 0, msg + 100, 100);            /* wrong lane */
+    CHECK(rx.runs == 1); /* started, waiting on its fiber */
+    feed(ep, FL_LANE_REQ, FL_STF_FIRST, 5, tag, 300, msg, 10); /* same id again */
+    feed(ep, FL_LANE_REQ, 0, 5, 150, 0, msg + 150, 50);        /* out of place */
+    feed(ep, FL_LANE_REQ, 0, 5, 100, 0, msg, 250);             /* past the end */
+    feed(ep, FL_LANE_REP, 0, 5, 100, 0, msg + 100, 100);       /* wrong lane */
     CHECK(refused(ep) == r0 + 5);
     feed(ep, FL_LANE_REQ, 0, 5, 100, 0, msg + 100, 100);
     feed(ep, FL_LANE_REQ, FL_STF_LAST, 5, 200, 0, msg + 200, 100);

@@ -70,7 +70,7 @@ static inline int unit_run_child(void (*child)(void), char *out, size_t cap)
     ssize_t r;
     while (n < cap - 1 && (r = read(pfd[0], out + n, cap - 1 - n)) != 0)
         if (r > 0)
-            n += (size_t)r;     /* r < 0: EINTR, read again */
+            n += (size_t)r; /* r < 0: EINTR, read again */
     out[n] = '\0';
     close(pfd[0]);
     int status = 0;

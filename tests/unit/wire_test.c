@@ -23,8 +23,7 @@
 
 static const char *op_name(unsigned op)
 {
-    static const char *const names[] = {"?",    "SHORT",  "MEDIUM", "LONG",
-                                        "FRAG", "RETURN"};
+    static const char *const names[] = {"?", "SHORT", "MEDIUM", "LONG", "FRAG", "RETURN"};
     return op < 7 ? names[op] : "?";
 }
 
@@ -644,7 +643,7 @@ static void test_ctrl(void)
         if (k != FL_CTRL_FIN)
             v[4] = 7;
         if (k == FL_CTRL_MAX) {
-            v[7] = 0x80;    /* parity */
+            v[7] = 0x80; /* parity */
             v[8] = 42;
         }
         memcpy(b, v, 16);
@@ -653,17 +652,17 @@ static void test_ctrl(void)
         CHECK(c.value == (k == FL_CTRL_MAX ? 42 : 0));
         for (size_t len = 0; len <= FL_CTRL_LEN + 1; len++)
             CHECK(len == FL_CTRL_LEN || !fl_ctrl_decode(b, len, &c));
-        for (int i = 0; i < 4; i++) {   /* version, opcode, kind, padding */
+        for (int i = 0; i < 4; i++) { /* version, opcode, kind, padding */
             memcpy(b, v, 16);
             b[i] ^= i == 2 ? 0x40 : 0x01;
             CHECK(!fl_ctrl_decode(b, FL_CTRL_LEN, &c));
         }
         memcpy(b, v, 16);
-        b[4] = 32;          /* no round 32; FIN has no argument */
+        b[4] = 32; /* no round 32; FIN has no argument */
         CHECK(!fl_ctrl_decode(b, FL_CTRL_LEN, &c));
         if (k != FL_CTRL_MAX) {
             memcpy(b, v, 16);
-            b[9] = 1;       /* a value where the kind has none */
+            b[9] = 1; /* a value where the kind has none */
             CHECK(!fl_ctrl_decode(b, FL_CTRL_LEN, &c));
         }
     }

@@ -11,18 +11,21 @@
 
 #include "flitrun.h"
 
-static void conn_hello(struct job *job, struct conn *c, uint8_t type,
-                       const uint8_t *body, size_t len)
+static void conn_hello(struct job *job, struct conn *c, uint8_t type, const uint8_t *body,
+                       size_t len)
 {
     struct fl_proto_hello h;
     int err = type == FL_PROTO_HELLO ? fl_proto_hello_decode(body, len, &h) : -EPROTO;
     if (err == -EPROTONOSUPPORT) {
-        conn_fail(job, c, "a rank speaks protocol version %u, this flitrun %u: "
-                  "the program uses another flit", h.version, FL_PROTO_VERSION);
+        conn_fail(job, c,
+                  "a rank speaks protocol version %u, this flitrun %u: "
+                  "the program uses another flit",
+                  h.version, FL_PROTO_VERSION);
         return;
     }
     if (err) {
-        conn_fail(job, c, "it sent frame type %u (%zu bytes) instead of HELLO", type, len);
+        conn_fail(job, c, "it sent frame type %u (%zu bytes) instead of HELLO", type,
+                  len);
         return;
     }
     uint64_t id = h.job_id;
@@ -87,13 +90,15 @@ static void rank_gather(struct job *job, struct conn *c, const uint8_t *body, si
     uint32_t round = len >= 4 ? fl_get32(body) : 0;
     size_t blob_len = len >= 4 ? len - 4 : 0;
     if (len < 4 || round != job->rounds.done + 1 || rk->gather_round == round) {
-        conn_fail(job, c, "sent a malformed frame: GATHER for round %u of %zu bytes "
-                  "while round %u is open", round, len, job->rounds.done + 1);
+        conn_fail(job, c,
+                  "sent a malformed frame: GATHER for round %u of %zu bytes "
+                  "while round %u is open",
+                  round, len, job->rounds.done + 1);
         return;
     }
     if (job->rounds.bytes + 4 + blob_len > GATHERED_MAX) {
-        conn_fail(job, c, "pushed allgather round %u past the %u-byte frame limit",
-                  round, GATHERED_MAX);
+        conn_fail(job, c, "pushed allgather round %u past the %u-byte frame limit", round,
+                  GATHERED_MAX);
         return;
     }
     rk->blob = malloc(blob_len ? blob_len : 1);
@@ -109,8 +114,8 @@ static void rank_gather(struct job *job, struct conn *c, const uint8_t *body, si
         round_complete(job);
 }
 
-static void conn_frame(struct job *job, struct conn *c, uint8_t type,
-                       const uint8_t *body, size_t len)
+static void conn_frame(struct job *job, struct conn *c, uint8_t type, const uint8_t *body,
+                       size_t len)
 {
     if (c->rank < 0) {
         conn_hello(job, c, type, body, len);
@@ -161,7 +166,7 @@ void boot_ask_dumps(struct job *job)
 {
     struct frame *f = frame_new(FL_PROTO_DUMP, 0);
     if (!f)
-        return;                         /* no dumps, then: stop right away */
+        return; /* no dumps, then: stop right away */
     for (uint32_t r = 0; r < job->opt.nranks; r++) {
         struct rank *rk = &job->ranks[r];
         if (rk->conn) {

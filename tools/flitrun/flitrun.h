@@ -61,16 +61,16 @@
 #include "boot/proto.h"
 #include "hosts.h"
 
-#define MAX_RANKS 4096u
-#define NS_PER_S 1000000000ull
-#define EXTRA_CONNS 32u                 /* connections yet to say who they are */
-#define STDIN_CAP (64u * 1024)          /* stdin read ahead of rank 0, at most */
+#define MAX_RANKS   4096u
+#define NS_PER_S    1000000000ull
+#define EXTRA_CONNS 32u          /* connections yet to say who they are */
+#define STDIN_CAP   (64u * 1024) /* stdin read ahead of rank 0, at most */
 /* GATHERED body: u32 round, u32 n, then n x (u32 len, bytes); plus its type byte. */
 #define GATHERED_HEAD 8u
-#define GATHERED_MAX (FL_PROTO_MAX_FRAME - 1u)
+#define GATHERED_MAX  (FL_PROTO_MAX_FRAME - 1u)
 
 enum {
-    EXIT_OWN_ERROR = 1,                 /* flitrun itself, or a rank's protocol */
+    EXIT_OWN_ERROR = 1, /* flitrun itself, or a rank's protocol */
     EXIT_USAGE = 2,
     EXIT_TIMEOUT = 124,
     EXIT_NOEXEC = 127,
@@ -80,18 +80,18 @@ enum {
 
 struct options {
     uint32_t nranks;
-    double timeout_s;                   /* 0: none */
+    double timeout_s; /* 0: none */
     bool prefix, verbose, keep_going;
-    bool stdin_none;                    /* --stdin none: no rank reads it */
-    char **argv;                        /* the program and its arguments */
-    const char *hosts_spec;             /* --hosts; NULL: every rank here */
-    const char *launch_spec;            /* --launch; NULL: ssh */
-    const char *placement_spec;         /* --placement */
-    const char *boot_spec;              /* --boot-addr */
-    struct fr_hosts hosts;              /* parsed --hosts */
-    struct fr_launch launch;            /* parsed --launch, or ssh */
-    uint32_t *host_of;                  /* [nranks]: index in hosts; NULL: all here */
-    uint32_t boot_ip;                   /* --boot-addr, host order; 0: none */
+    bool stdin_none;            /* --stdin none: no rank reads it */
+    char **argv;                /* the program and its arguments */
+    const char *hosts_spec;     /* --hosts; NULL: every rank here */
+    const char *launch_spec;    /* --launch; NULL: ssh */
+    const char *placement_spec; /* --placement */
+    const char *boot_spec;      /* --boot-addr */
+    struct fr_hosts hosts;      /* parsed --hosts */
+    struct fr_launch launch;    /* parsed --launch, or ssh */
+    uint32_t *host_of;          /* [nranks]: index in hosts; NULL: all here */
+    uint32_t boot_ip;           /* --boot-addr, host order; 0: none */
 };
 
 /* 0: go on; 1: done (help, version); -1: bad usage, already reported. */
@@ -100,13 +100,13 @@ void options_free(struct options *opt);
 
 /* ---- server.c: the rendezvous socket and the connections ---- */
 
-struct frame {                          /* outgoing, shared by its receivers */
+struct frame { /* outgoing, shared by its receivers */
     size_t refs;
-    size_t len;                         /* of bytes[], header included */
+    size_t len; /* of bytes[], header included */
     uint8_t bytes[];
 };
 
-struct sendq {                          /* a frame not yet fully sent */
+struct sendq { /* a frame not yet fully sent */
     struct sendq *next;
     struct frame *frame;
     size_t off;
@@ -114,18 +114,18 @@ struct sendq {                          /* a frame not yet fully sent */
 
 struct conn {
     int fd;
-    int rank;                           /* -1 until its HELLO was accepted */
-    bool dead;                          /* freed at the end of the loop turn */
-    uint64_t hello_by;                  /* closed if still anonymous then (ns) */
-    char peer[32];                      /* " from a.b.c.d:port" over TCP; else "" */
+    int rank;          /* -1 until its HELLO was accepted */
+    bool dead;         /* freed at the end of the loop turn */
+    uint64_t hello_by; /* closed if still anonymous then (ns) */
+    char peer[32];     /* " from a.b.c.d:port" over TCP; else "" */
     struct fl_proto_rx rx;
     struct sendq *head, *tail;
 };
 
 struct server {
     int listen_fd;
-    bool listen_paused;                 /* out of fds until a conn closes */
-    bool tcp;                           /* boot_addr is tcp: some rank may be remote */
+    bool listen_paused; /* out of fds until a conn closes */
+    bool tcp;           /* boot_addr is tcp: some rank may be remote */
     char boot_addr[64];
     struct conn **conns;
     uint32_t nconns, max_conns;
@@ -139,8 +139,8 @@ void conn_ready(struct job *job, struct conn *c, short revents);
 /* Reads what c has, up to a few reads: one chatty rank cannot starve others. */
 void conn_read(struct job *job, struct conn *c);
 void conn_send(struct job *job, struct conn *c, struct frame *f);
-__attribute__((format(printf, 3, 4)))
-void conn_fail(struct job *job, struct conn *c, const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) void conn_fail(struct job *job, struct conn *c,
+                                                     const char *fmt, ...);
 void conn_free(struct conn *c);
 void conns_sweep(struct job *job);
 void conns_expire(struct job *job, uint64_t now);
@@ -150,10 +150,10 @@ void frame_unref(struct frame *f);
 
 /* ---- boot.c: the frames on the connections ---- */
 
-struct rounds {                         /* allgather */
-    uint32_t done;                      /* rounds completed */
-    uint32_t count;                     /* GATHERs in for the open round */
-    size_t bytes;                       /* its GATHERED body so far */
+struct rounds {     /* allgather */
+    uint32_t done;  /* rounds completed */
+    uint32_t count; /* GATHERs in for the open round */
+    size_t bytes;   /* its GATHERED body so far */
 };
 
 void boot_take_frames(struct job *job, struct conn *c);
@@ -164,18 +164,18 @@ bool boot_dumps_done(const struct job *job);
 
 /* ---- relay.c: --prefix ---- */
 
-struct relay {                          /* one rank's stdout or stderr (-p) */
-    int fd;                             /* read end of its pipe; -1 at EOF */
-    int dest;                           /* flitrun's fd the lines go to */
+struct relay { /* one rank's stdout or stderr (-p) */
+    int fd;    /* read end of its pipe; -1 at EOF */
+    int dest;  /* flitrun's fd the lines go to */
     uint32_t rank;
-    char *buf;                          /* what is not yet a whole line */
+    char *buf; /* what is not yet a whole line */
     size_t len, cap;
 };
 
 struct output {
-    char *scratch;                      /* prefixed output being written */
+    char *scratch; /* prefixed output being written */
     size_t scratch_cap;
-    bool dest_gone[3];                  /* by fd: stdout or stderr hit EPIPE */
+    bool dest_gone[3]; /* by fd: stdout or stderr hit EPIPE */
 };
 
 void relay_readable(struct job *job, struct relay *r);
@@ -185,14 +185,14 @@ bool relays_open(const struct job *job);
 
 /* ---- stdin.c: for rank 0 ---- */
 
-struct stdin_fwd {                      /* flitrun's stdin, on to rank 0 */
-    int in_fd;                          /* what is read; -1 when not (any more) */
-    int pipe_fd;                        /* to rank 0's stdin; -1 once closed */
-    int rank_end;                       /* the pipe's other end, until rank 0 forks */
-    bool in_sock;                       /* read with MSG_DONTWAIT */
-    bool eof;                           /* close pipe_fd once buf is written */
-    char *buf;                          /* STDIN_CAP bytes */
-    size_t off, len;                    /* buf[off, off + len) is not yet written */
+struct stdin_fwd {   /* flitrun's stdin, on to rank 0 */
+    int in_fd;       /* what is read; -1 when not (any more) */
+    int pipe_fd;     /* to rank 0's stdin; -1 once closed */
+    int rank_end;    /* the pipe's other end, until rank 0 forks */
+    bool in_sock;    /* read with MSG_DONTWAIT */
+    bool eof;        /* close pipe_fd once buf is written */
+    char *buf;       /* STDIN_CAP bytes */
+    size_t off, len; /* buf[off, off + len) is not yet written */
 };
 
 int stdin_setup(struct job *job);
@@ -204,22 +204,22 @@ void stdin_stop(struct job *job);
 /* ---- the ranks ---- */
 
 struct rank {
-    pid_t pid;                          /* as forked; 0 if never started */
-    bool remote;                        /* pid is its launcher (ssh, --launch) */
-    char **argv;                        /* its launcher's argv, until exec'd */
-    bool live;                          /* started and not yet reaped */
+    pid_t pid;   /* as forked; 0 if never started */
+    bool remote; /* pid is its launcher (ssh, --launch) */
+    char **argv; /* its launcher's argv, until exec'd */
+    bool live;   /* started and not yet reaped */
     /* boot.c */
     bool said_hello, said_bye, dump_asked, dumped;
-    struct conn *conn;                  /* NULL while not connected */
-    uint32_t gather_round;              /* the last round it sent GATHER for */
-    uint8_t *blob;                      /* its part of the open round */
+    struct conn *conn;     /* NULL while not connected */
+    uint32_t gather_round; /* the last round it sent GATHER for */
+    uint8_t *blob;         /* its part of the open round */
     uint32_t blob_len;
-    struct relay out, err;              /* relay.c */
+    struct relay out, err; /* relay.c */
 };
 
 /* ---- spawn.c ---- */
 
-struct inherit {                        /* what flitrun changed, that ranks get back */
+struct inherit { /* what flitrun changed, that ranks get back */
     sigset_t mask;
     struct sigaction pipe, chld;
     struct rlimit nofile;
@@ -254,17 +254,17 @@ void reap_blocking(struct job *job);
 
 enum phase {
     PHASE_RUNNING,
-    PHASE_DUMPING,                      /* timed out; waiting for the dumps */
-    PHASE_STOPPING,                     /* ranks told to stop; reaping them */
+    PHASE_DUMPING,  /* timed out; waiting for the dumps */
+    PHASE_STOPPING, /* ranks told to stop; reaping them */
 };
 
 struct stopping {
     int signal_fd;
     enum phase phase;
     int exit_code;
-    bool decided;                       /* exit_code set by the first reason */
-    uint64_t timeout_at, dump_until, kill_at;   /* ns; 0: none */
-    bool killed;                        /* SIGKILL already sent */
+    bool decided;                             /* exit_code set by the first reason */
+    uint64_t timeout_at, dump_until, kill_at; /* ns; 0: none */
+    bool killed;                              /* SIGKILL already sent */
 };
 
 int take_signals(struct job *job);
@@ -298,11 +298,10 @@ int job_teardown(struct job *job);
 /* Blocking write of everything. 0, or -errno if the output is lost. */
 int write_all(int fd, const void *buf, size_t len);
 /* "flitrun: ..." on stderr, one write. */
-__attribute__((format(printf, 1, 2)))
-void say(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void say(const char *fmt, ...);
 /* Only with --verbose. */
-__attribute__((format(printf, 2, 3)))
-void note(const struct job *job, const char *fmt, ...);
+__attribute__((format(printf, 2, 3))) void note(const struct job *job, const char *fmt,
+                                                ...);
 void signal_name(int sig, char *buf, size_t len);
 
 /* ---- main.c: the job ---- */
@@ -311,20 +310,20 @@ struct job {
     struct options opt;
     uint64_t id;
     char id_hex[17];
-    struct rank *ranks;                 /* [opt.nranks] */
-    uint32_t live;                      /* ranks started and not reaped */
-    pid_t self;                         /* flitrun, as its ranks' parent */
-    pid_t pgid;                         /* the ranks' group; 0 until rank 0 */
-    char *cwd;                          /* for ssh's `cd`; NULL if unknown */
+    struct rank *ranks; /* [opt.nranks] */
+    uint32_t live;      /* ranks started and not reaped */
+    pid_t self;         /* flitrun, as its ranks' parent */
+    pid_t pgid;         /* the ranks' group; 0 until rank 0 */
+    char *cwd;          /* for ssh's `cd`; NULL if unknown */
     int devnull_fd;
-    uint64_t drain_until;               /* ns; after the last rank, for strays' output */
-    struct inherit inherit;             /* spawn.c */
-    struct server srv;                  /* server.c */
-    struct rounds rounds;               /* boot.c */
-    struct stopping stop;               /* stop.c */
-    struct output out;                  /* relay.c */
-    struct stdin_fwd in;                /* stdin.c */
-    struct pollset ps;                  /* loop.c */
+    uint64_t drain_until;   /* ns; after the last rank, for strays' output */
+    struct inherit inherit; /* spawn.c */
+    struct server srv;      /* server.c */
+    struct rounds rounds;   /* boot.c */
+    struct stopping stop;   /* stop.c */
+    struct output out;      /* relay.c */
+    struct stdin_fwd in;    /* stdin.c */
+    struct pollset ps;      /* loop.c */
 };
 
 #endif /* FR_FLITRUN_H */

@@ -13,10 +13,15 @@
 #include "platform/os.h"
 
 enum watch_kind {
-    WATCH_SIGNAL, WATCH_LISTEN, WATCH_CONN, WATCH_RELAY, WATCH_STDIN, WATCH_STDIN_PIPE,
+    WATCH_SIGNAL,
+    WATCH_LISTEN,
+    WATCH_CONN,
+    WATCH_RELAY,
+    WATCH_STDIN,
+    WATCH_STDIN_PIPE,
 };
 
-struct watch {                          /* what a pollfd entry stands for */
+struct watch { /* what a pollfd entry stands for */
     enum watch_kind kind;
     void *obj;
 };
@@ -40,7 +45,7 @@ static int poll_timeout_ms(const struct job *job)
     uint64_t now = fl_now_ns();
     if (next <= now)
         return 0;
-    uint64_t ms = (next - now + 999999) / 1000000;   /* round up: no early wake */
+    uint64_t ms = (next - now + 999999) / 1000000; /* round up: no early wake */
     return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
@@ -84,12 +89,24 @@ static void pollset_dispatch(struct job *job, nfds_t n)
             continue;
         struct watch *w = &job->ps.watches[i];
         switch (w->kind) {
-        case WATCH_SIGNAL: signals_readable(job); break;
-        case WATCH_LISTEN: conns_accept(job); break;
-        case WATCH_CONN: conn_ready(job, w->obj, revents); break;
-        case WATCH_RELAY: relay_readable(job, w->obj); break;
-        case WATCH_STDIN: stdin_readable(job); break;
-        case WATCH_STDIN_PIPE: stdin_flush(job); break;
+        case WATCH_SIGNAL:
+            signals_readable(job);
+            break;
+        case WATCH_LISTEN:
+            conns_accept(job);
+            break;
+        case WATCH_CONN:
+            conn_ready(job, w->obj, revents);
+            break;
+        case WATCH_RELAY:
+            relay_readable(job, w->obj);
+            break;
+        case WATCH_STDIN:
+            stdin_readable(job);
+            break;
+        case WATCH_STDIN_PIPE:
+            stdin_flush(job);
+            break;
         }
     }
 }

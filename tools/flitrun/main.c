@@ -38,7 +38,7 @@ static int alloc_tables(struct job *job)
     job->srv.conns = calloc(job->srv.max_conns, sizeof *job->srv.conns);
     if (pollset_alloc(&job->ps, nwatch) != 0 || !job->ranks || !job->srv.conns) {
         say("out of memory for %u ranks", n);
-        free(job->ranks);               /* its relays are not set up to close */
+        free(job->ranks); /* its relays are not set up to close */
         job->ranks = NULL;
         return -1;
     }
@@ -72,7 +72,7 @@ static int job_setup(struct job *job)
     if (job->opt.timeout_s > 0)
         job->stop.timeout_at = fl_now_ns() + (uint64_t)(job->opt.timeout_s * 1e9);
     if (job->opt.launch.shell)
-        job->cwd = getcwd(NULL, 0);     /* NULL: the ranks start in the home directory */
+        job->cwd = getcwd(NULL, 0); /* NULL: the ranks start in the home directory */
     note(job, "job %s: %u ranks of '%s', boot %s %s", job->id_hex, job->opt.nranks,
          job->opt.argv[0], job->srv.tcp ? "address" : "socket", job->srv.boot_addr);
     for (uint32_t i = 0; i < job->opt.hosts.n; i++) {

@@ -13,10 +13,9 @@
 #include "flit/flit.h"
 #include "flitrun.h"
 
-#define MAX_TIMEOUT_S 1e9               /* keeps the deadline inside a u64 of ns */
+#define MAX_TIMEOUT_S 1e9 /* keeps the deadline inside a u64 of ns */
 
-static const char usage_line[] =
-    "Usage: flitrun -n N [options] [--] program [args...]\n";
+static const char usage_line[] = "Usage: flitrun -n N [options] [--] program [args...]\n";
 
 static const char help_text[] =
     "Start N ranks of program as one flit job, on this host or on the hosts\n"
@@ -74,8 +73,7 @@ static const char help_text[] =
     "flitrun breaks. Shared-memory files that crashed ranks leave behind are\n"
     "removed on flitrun's host only.\n";
 
-__attribute__((format(printf, 1, 2)))
-static void usage_error(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -142,14 +140,30 @@ static int parse_one(int c, char **argv, struct options *opt)
         }
         usage_error("--stdin wants 0 or none, not '%s'", optarg);
         return -1;
-    case 'H': opt->hosts_spec = optarg; return 0;
-    case 'L': opt->launch_spec = optarg; return 0;
-    case 'P': opt->placement_spec = optarg; return 0;
-    case 'B': opt->boot_spec = optarg; return 0;
-    case 'p': opt->prefix = true; return 0;
-    case 'k': opt->keep_going = true; return 0;
-    case 'v': opt->verbose = true; return 0;
-    case 'h': printf("%s%s", usage_line, help_text); return 1;
+    case 'H':
+        opt->hosts_spec = optarg;
+        return 0;
+    case 'L':
+        opt->launch_spec = optarg;
+        return 0;
+    case 'P':
+        opt->placement_spec = optarg;
+        return 0;
+    case 'B':
+        opt->boot_spec = optarg;
+        return 0;
+    case 'p':
+        opt->prefix = true;
+        return 0;
+    case 'k':
+        opt->keep_going = true;
+        return 0;
+    case 'v':
+        opt->verbose = true;
+        return 0;
+    case 'h':
+        printf("%s%s", usage_line, help_text);
+        return 1;
     case 'V':
         printf("flitrun (flit) %d.%d.%d\n", FLIT_VERSION_MAJOR, FLIT_VERSION_MINOR,
                FLIT_VERSION_PATCH);
@@ -211,7 +225,8 @@ static int place_ranks(struct options *opt)
         say("out of memory for %u ranks", opt->nranks);
         return -1;
     }
-    int err = fr_hosts_place(&opt->hosts, opt->nranks, how, opt->host_of, why, sizeof why);
+    int err =
+        fr_hosts_place(&opt->hosts, opt->nranks, how, opt->host_of, why, sizeof why);
     if (err)
         usage_error("%s", why);
     return err;
@@ -265,6 +280,6 @@ int parse_options(int argc, char **argv, struct options *opt)
     opt->argv = argv + optind;
     const char *v = getenv("FLIT_VERBOSE");
     if (v && atoi(v) > 0)
-        opt->verbose = true;            /* the ranks will say more; so do we */
+        opt->verbose = true; /* the ranks will say more; so do we */
     return 0;
 }

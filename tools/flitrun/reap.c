@@ -13,7 +13,7 @@
 #include "flitrun.h"
 #include "platform/os.h"
 
-#define DRAIN_NS (NS_PER_S / 2)         /* for output held by strays at the end */
+#define DRAIN_NS (NS_PER_S / 2) /* for output held by strays at the end */
 
 static struct rank *find_rank(struct job *job, pid_t pid)
 {
@@ -42,7 +42,7 @@ static void rank_exited(struct job *job, struct rank *rk, int status)
     uint32_t r = (uint32_t)(rk - job->ranks);
     rk->live = false;
     if (r == 0)
-        stdin_stop(job);                /* nobody else to give it to */
+        stdin_stop(job); /* nobody else to give it to */
     if (--job->live == 0)
         job->drain_until = fl_now_ns() + DRAIN_NS;
     char what[192], who[160];

@@ -12,8 +12,8 @@
 
 #include "flitrun.h"
 
-#define LINE_CAP (64u * 1024)           /* a longer line is cut, not buffered */
-#define RELAY_CAP (LINE_CAP + 8192u)    /* one cut line plus a read */
+#define LINE_CAP  (64u * 1024)       /* a longer line is cut, not buffered */
+#define RELAY_CAP (LINE_CAP + 8192u) /* one cut line plus a read */
 
 static char *scratch(struct job *job, size_t len)
 {
@@ -59,7 +59,7 @@ static size_t prefix_lines(char *out, const char *src, size_t len, const char *p
 static void relay_emit(struct job *job, struct relay *r, bool final)
 {
     if (r->len == 0)
-        return;                         /* and r->buf may be NULL */
+        return; /* and r->buf may be NULL */
     size_t cut = relay_cut(r, final);
     if (cut == 0)
         return;
@@ -70,7 +70,7 @@ static void relay_emit(struct job *job, struct relay *r, bool final)
         lines++;
     char *out = scratch(job, cut + lines * (plen + 1));
     int err = out ? write_all(r->dest, out, prefix_lines(out, r->buf, cut, prefix, plen))
-                  : write_all(r->dest, r->buf, cut);   /* unprefixed beats lost */
+                  : write_all(r->dest, r->buf, cut); /* unprefixed beats lost */
     if (err == -EPIPE)
         job->out.dest_gone[r->dest] = true;
     memmove(r->buf, r->buf + cut, r->len - cut);
@@ -79,7 +79,7 @@ static void relay_emit(struct job *job, struct relay *r, bool final)
 
 void relay_close(struct job *job, struct relay *r)
 {
-    relay_emit(job, r, true);           /* the partial last line */
+    relay_emit(job, r, true); /* the partial last line */
     close(r->fd);
     r->fd = -1;
 }

@@ -96,7 +96,6 @@ int launch_argv(struct job *job, uint32_t r)
     return 0;
 }
 
-
 /* What the launcher's exit status may mean for a rank on another host:
    ssh passes the rank's status on, but says 255 both for its own failure
    and for a rank killed by a signal; through a shell, death by signal S
@@ -106,7 +105,8 @@ void describe_remote(const struct job *job, int code, char *buf, size_t len)
     size_t used = strlen(buf);
     char name[32];
     if (code == 255 && job->opt.launch.shell) {
-        snprintf(buf + used, len - used, " (ssh's own failure, or the rank was killed "
+        snprintf(buf + used, len - used,
+                 " (ssh's own failure, or the rank was killed "
                  "by a signal there)");
     } else if (code > 128 && code <= 128 + 64) {
         signal_name(code - 128, name, sizeof name);

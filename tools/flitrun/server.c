@@ -20,8 +20,8 @@
 #include "flitrun.h"
 #include "platform/os.h"
 
-#define HELLO_WAIT_NS (10 * NS_PER_S)   /* for a new connection's HELLO */
-#define READS_PER_TURN 16               /* so one chatty rank cannot starve others */
+#define HELLO_WAIT_NS  (10 * NS_PER_S) /* for a new connection's HELLO */
+#define READS_PER_TURN 16              /* so one chatty rank cannot starve others */
 
 /* The address of this host the ranks connect to: --boot-addr, or the one on
    the route to the first rank's host that is not this one. */
@@ -33,7 +33,7 @@ static uint32_t choose_boot_ip(const struct job *job, char *how, size_t len)
     }
     uint32_t r = 0;
     while (!job->ranks[r].remote)
-        r++;                            /* there is one: else no TCP */
+        r++; /* there is one: else no TCP */
     uint32_t ip = fr_boot_ip(host_name(job, r), how, len);
     if (ip)
         return ip;
@@ -165,7 +165,7 @@ static void conn_flush(struct job *job, struct conn *c)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
-            return;                     /* the rest when POLLOUT says so */
+            return; /* the rest when POLLOUT says so */
         if (n < 0) {
             conn_lost(job, c, errno);
             return;
@@ -210,7 +210,7 @@ void conns_sweep(struct job *job)
         }
         conn_free(c);
         job->srv.conns[i] = job->srv.conns[--job->srv.nconns];
-        job->srv.listen_paused = false;     /* an fd came free */
+        job->srv.listen_paused = false; /* an fd came free */
     }
 }
 
@@ -221,7 +221,7 @@ static bool peer_is_us(const struct job *job, int fd)
     struct ucred cred;
     socklen_t len = sizeof cred;
     return job->srv.tcp || (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-                        cred.uid == geteuid());
+                            cred.uid == geteuid());
 }
 
 /* " from a.b.c.d:port" for messages; "" for a unix socket. */

@@ -23,9 +23,11 @@ int raise_fd_limit(struct job *job)
 {
     rlim_t need = (rlim_t)job->opt.nranks * (job->opt.prefix ? 3 : 1) + EXTRA_CONNS + 64;
     if (getrlimit(RLIMIT_NOFILE, &job->inherit.nofile) != 0 ||
-        job->inherit.nofile.rlim_cur == RLIM_INFINITY || job->inherit.nofile.rlim_cur >= need)
+        job->inherit.nofile.rlim_cur == RLIM_INFINITY ||
+        job->inherit.nofile.rlim_cur >= need)
         return 0;
-    if (job->inherit.nofile.rlim_max != RLIM_INFINITY && job->inherit.nofile.rlim_max < need) {
+    if (job->inherit.nofile.rlim_max != RLIM_INFINITY &&
+        job->inherit.nofile.rlim_max < need) {
         say("%u ranks need %llu open files, but the limit is %llu (ulimit -n)",
             job->opt.nranks, (unsigned long long)need,
             (unsigned long long)job->inherit.nofile.rlim_max);
@@ -68,7 +70,7 @@ static const char *const stage_what[STAGE_COUNT] = {
     [STAGE_EXEC] = "exec",
 };
 
-struct child_error {                    /* one write, so atomic on the pipe */
+struct child_error { /* one write, so atomic on the pipe */
     int32_t stage, err;
 };
 
@@ -88,18 +90,19 @@ static _Noreturn void child_exec(const struct job *job, uint32_t rank, int repor
                                  int out_fd, int err_fd)
 {
     struct child_error ce = {STAGE_GROUP, 0};
-    if (setpgid(0, job->pgid) != 0)     /* rank 0: pgid 0, a group of its own */
+    if (setpgid(0, job->pgid) != 0) /* rank 0: pgid 0, a group of its own */
         goto fail;
     ce.stage = STAGE_PARENT;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
         goto fail;
-    if (getppid() != job->self)         /* flitrun died before prctl */
+    if (getppid() != job->self) /* flitrun died before prctl */
         _exit(EXIT_NOEXEC);
     ce.stage = STAGE_STDIO;
     if (dup2(rank == 0 && job->in.rank_end >= 0 ? job->in.rank_end : job->devnull_fd,
              STDIN_FILENO) < 0)
         goto fail;
-    if (out_fd >= 0 && (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0))
+    if (out_fd >= 0 &&
+        (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0))
         goto fail;
     child_restore(job);
     char *const *argv = job->ranks[rank].argv ? job->ranks[rank].argv : job->opt.argv;
@@ -107,7 +110,7 @@ static _Noreturn void child_exec(const struct job *job, uint32_t rank, int repor
     ce.stage = STAGE_EXEC;
 fail:
     ce.err = errno;
-    ssize_t ignored = write(report_fd, &ce, sizeof ce);   /* nothing to do if it fails */
+    ssize_t ignored = write(report_fd, &ce, sizeof ce); /* nothing to do if it fails */
     (void)ignored;
     _exit(EXIT_NOEXEC);
 }
@@ -125,7 +128,7 @@ static void rank_started(struct job *job, uint32_t r, pid_t pid, int out_fd, int
     struct rank *rk = &job->ranks[r];
     if (r == 0) {
         job->pgid = pid;
-        if (job->in.rank_end >= 0) {    /* rank 0 sees EOF when flitrun closes */
+        if (job->in.rank_end >= 0) { /* rank 0 sees EOF when flitrun closes */
             close(job->in.rank_end);
             job->in.rank_end = -1;
         }
@@ -195,7 +198,7 @@ static void check_exec(struct job *job, uint32_t r, int report_fd)
         return;
     }
     if (job->stop.decided)
-        return;                         /* the first failure speaks for all */
+        return; /* the first failure speaks for all */
     if (ce.stage == STAGE_EXEC) {
         say("cannot execute '%s': %s", exe, strerror(ce.err));
         job_stop(job, EXIT_NOEXEC);

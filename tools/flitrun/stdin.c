@@ -110,7 +110,7 @@ void stdin_flush(struct job *job)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN)
-            return;                     /* the rest when POLLOUT says so */
+            return; /* the rest when POLLOUT says so */
         if (n < 0) {
             /* EPIPE, SIGPIPE being ignored: rank 0 closed its stdin */
             note(job, "rank 0 no longer reads its stdin (%s); flitrun lets go of its own",

@@ -13,8 +13,8 @@
 #include "flitrun.h"
 #include "platform/os.h"
 
-#define GRACE_NS (2 * NS_PER_S)         /* between SIGTERM and SIGKILL */
-#define DUMP_WAIT_NS (2 * NS_PER_S)     /* for the ranks' DUMPED answers */
+#define GRACE_NS     (2 * NS_PER_S) /* between SIGTERM and SIGKILL */
+#define DUMP_WAIT_NS (2 * NS_PER_S) /* for the ranks' DUMPED answers */
 
 int take_signals(struct job *job)
 {
@@ -69,7 +69,7 @@ void job_stop(struct job *job, int exit_code)
         return;
     job->stop.phase = PHASE_STOPPING;
     signal_job(job, SIGTERM);
-    signal_job(job, SIGCONT);           /* a stopped rank must wake to die */
+    signal_job(job, SIGCONT); /* a stopped rank must wake to die */
     job->stop.kill_at = fl_now_ns() + GRACE_NS;
 }
 
@@ -124,9 +124,11 @@ void check_deadlines(struct job *job)
 {
     uint64_t now = fl_now_ns();
     conns_expire(job, now);
-    if (job->stop.phase == PHASE_RUNNING && job->stop.timeout_at && now >= job->stop.timeout_at)
+    if (job->stop.phase == PHASE_RUNNING && job->stop.timeout_at &&
+        now >= job->stop.timeout_at)
         dump_start(job);
-    if (job->stop.phase == PHASE_DUMPING && (now >= job->stop.dump_until || boot_dumps_done(job))) {
+    if (job->stop.phase == PHASE_DUMPING &&
+        (now >= job->stop.dump_until || boot_dumps_done(job))) {
         say("job timed out after %.9g s; stopping it", job->opt.timeout_s);
         job_stop(job, EXIT_TIMEOUT);
     }

@@ -79,8 +79,8 @@ static bool self_reachable(struct fl_tp_ep *t, uint32_t rank, const void *blob,
     return rank == t->rank;
 }
 
-static flit_status self_connect(struct fl_tp_ep *t, uint32_t rank,
-                                const void *blob, size_t len)
+static flit_status self_connect(struct fl_tp_ep *t, uint32_t rank, const void *blob,
+                                size_t len)
 {
     (void)t;
     (void)rank;
@@ -99,8 +99,8 @@ static size_t self_max_packet(struct fl_tp_ep *t)
     return fl_ring_max_packet(t->ring_size);
 }
 
-static void *self_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
-                          size_t len, flit_status *st)
+static void *self_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len,
+                          flit_status *st)
 {
     (void)dst;
     *st = FLIT_ERR_AGAIN;
@@ -111,7 +111,7 @@ static void self_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *p
                         size_t len, unsigned flags)
 {
     (void)dst;
-    (void)flags;    /* nothing to pack: the ring is the wire */
+    (void)flags; /* nothing to pack: the ring is the wire */
     fl_ring_commit(&t->tx[lane], pkt, len);
     /* Same process: the endpoint's lock (or its single thread) orders this
        with arm, so no fence is needed, only the flag. */
@@ -125,7 +125,7 @@ static void self_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *p
 
 static void self_cancel(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt)
 {
-    (void)t, (void)dst, (void)lane, (void)pkt;     /* the ring reuses it */
+    (void)t, (void)dst, (void)lane, (void)pkt; /* the ring reuses it */
 }
 
 static flit_status self_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
@@ -143,11 +143,11 @@ static void self_set_tag(struct fl_tp_ep *t, uint64_t tag)
     t->tag = tag;
 }
 
-static int self_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
-                     void *ctx, int budget)
+static int self_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void *ctx,
+                     int budget)
 {
     int n = 0;
-    for (unsigned l = FL_LANES; l-- > 0;) {     /* replies first */
+    for (unsigned l = FL_LANES; l-- > 0;) { /* replies first */
         struct fl_ring_rx *rx = &t->rx[l];
         if (!(lane_mask & FL_LANE_MASK(l)) || rx->busy || !fl_ring_pending(rx))
             continue;
@@ -167,8 +167,7 @@ static int self_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
 static bool self_arm(struct fl_tp_ep *t, unsigned lane_mask)
 {
     for (unsigned l = 0; l < FL_LANES; l++)
-        if ((lane_mask & FL_LANE_MASK(l)) && !t->rx[l].busy &&
-            fl_ring_pending(&t->rx[l]))
+        if ((lane_mask & FL_LANE_MASK(l)) && !t->rx[l].busy && fl_ring_pending(&t->rx[l]))
             return true;
     atomic_store(&t->armed, true);
     return false;
@@ -201,8 +200,7 @@ static void self_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
     (void)ctx;
 }
 
-static void self_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb,
-                         void *ctx)
+static void self_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *ctx)
 {
     (void)t;
     (void)dst;
@@ -213,7 +211,7 @@ static void self_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb,
 static bool self_settled(struct fl_tp_ep *t)
 {
     (void)t;
-    return true;    /* shared memory is never in flight */
+    return true; /* shared memory is never in flight */
 }
 
 static void self_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)

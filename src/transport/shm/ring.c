@@ -9,10 +9,10 @@
 
 #define PAD_LEN FL_RING_PAD_LEN
 #define rec_hdr fl_ring_rec
-#define marker fl_ring_marker
+#define marker  fl_ring_marker
 
-static void attach(struct fl_ring_ctl **ctl, uint8_t **data, uint64_t *sz,
-                   uint64_t *mask, void *mem, size_t size)
+static void attach(struct fl_ring_ctl **ctl, uint8_t **data, uint64_t *sz, uint64_t *mask,
+                   void *mem, size_t size)
 {
     assert(size >= FL_RING_MIN_SIZE && (size & (size - 1)) == 0);
     assert(((uintptr_t)mem & (FL_RING_LINE - 1)) == 0);
@@ -82,8 +82,8 @@ static inline bool line_dirty(const struct fl_ring_tx *tx, uint64_t line)
 static inline void set_line(struct fl_ring_tx *tx, uint64_t line, bool dirty)
 {
     uint64_t bit = (uint64_t)1 << (line % 64);
-    tx->dirty[line / 64] = dirty ? tx->dirty[line / 64] | bit
-                                 : tx->dirty[line / 64] & ~bit;
+    tx->dirty[line / 64] =
+        dirty ? tx->dirty[line / 64] | bit : tx->dirty[line / 64] & ~bit;
 }
 
 /* A record's lines after its first now hold packet bytes (or old ones). */
@@ -101,7 +101,7 @@ void *fl_ring_reserve(struct fl_ring_tx *tx, size_t len)
     uint64_t pad = pad_before(tx, tail, rec);
     if (!has_room(tx, tail, pad + rec))
         return NULL;
-    if (pad) {      /* published now: the consumer just skips it */
+    if (pad) { /* published now: the consumer just skips it */
         struct rec_hdr *h = rec_at(tx->data, tx->mask, tail);
         h->len = PAD_LEN;
         set_line(tx, (tail & tx->mask) / FL_RING_LINE, false);
@@ -121,7 +121,7 @@ void fl_ring_commit(struct fl_ring_tx *tx, void *pkt, size_t len)
     h->len = (uint32_t)len;
     uint64_t first = (tail & tx->mask) / FL_RING_LINE;
     if (__builtin_expect(line_dirty(tx, first), 0))
-        set_line(tx, first, false);     /* a header now */
+        set_line(tx, first, false); /* a header now */
     if (rec > FL_RING_LINE)
         mark_inner_lines(tx, tail, rec);
     /* The consumer looks for the next record at tail + rec. If our last
@@ -138,8 +138,7 @@ void fl_ring_commit(struct fl_ring_tx *tx, void *pkt, size_t len)
     atomic_store_explicit(&tx->tail, tail + rec, memory_order_relaxed);
 }
 
-bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt,
-                  size_t len)
+bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt, size_t len)
 {
     uint8_t *dst = fl_ring_reserve(tx, len);
     if (!dst)
@@ -164,7 +163,7 @@ void *fl_ring_peek_slow(struct fl_ring_rx *rx, size_t *len)
         uint64_t off = head & rx->mask;
         if (n == PAD_LEN) {
             if (off == 0)
-                break;          /* a pad never starts a lap */
+                break; /* a pad never starts a lap */
             rx->cur_rec = rx->size - off;
             fl_ring_release(rx);
             continue;
@@ -200,13 +199,12 @@ bool fl_ring_want_room(struct fl_ring_tx *tx, size_t len)
     return fl_ring_has_room(tx, len);
 }
 
-void fl_ring_walk_unconsumed(struct fl_ring_tx *tx, fl_ring_walk_fn fn,
-                             void *ctx)
+void fl_ring_walk_unconsumed(struct fl_ring_tx *tx, fl_ring_walk_fn fn, void *ctx)
 {
     uint64_t pos = atomic_load_explicit(&tx->ctl->head, memory_order_acquire);
     uint64_t tail = atomic_load_explicit(&tx->tail, memory_order_relaxed);
     if (tail - pos > tx->size)
-        pos = tail;     /* head is garbage: a dead peer may have scribbled */
+        pos = tail; /* head is garbage: a dead peer may have scribbled */
     while (pos < tail) {
         struct rec_hdr *h = rec_at(tx->data, tx->mask, pos);
         uint32_t n = h->len;
@@ -216,7 +214,7 @@ void fl_ring_walk_unconsumed(struct fl_ring_tx *tx, fl_ring_walk_fn fn,
             continue;
         }
         if (n > fl_ring_max_packet(tx->size) || off + fl_ring_record(n) > tx->size)
-            break;      /* scribbled on: stop rather than read wild memory */
+            break; /* scribbled on: stop rather than read wild memory */
         fn(ctx, h + 1, n);
         pos += fl_ring_record(n);
     }

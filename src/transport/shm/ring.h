@@ -18,9 +18,9 @@
  * -- and before publishing a record it clears the seq word of the line after
  * it when that bit is set: the consumer's next look then finds 0, an old
  * marker or the real one. A stream of same-sized messages never needs a
- * clear, so the producer does not touch the line the consumer watches. Only the consumer's head is shared, on a line of its own, and
- * the producer re-reads it only when its cached copy says full: credits that
- * cost nothing while there is room.
+ * clear, so the producer does not touch the line the consumer watches. Only the
+ * consumer's head is shared, on a line of its own, and the producer re-reads it only when
+ * its cached copy says full: credits that cost nothing while there is room.
  *
  * A short message of a few arguments is one record of one line: one cache
  * line moves from producer to consumer, nothing else.
@@ -34,8 +34,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define FL_RING_LINE 64u
-#define FL_RING_HDR 8u              /* seq + len before each packet */
+#define FL_RING_LINE     64u
+#define FL_RING_HDR      8u /* seq + len before each packet */
 #define FL_RING_MIN_SIZE 4096u
 
 /* Shared part, in the consumer's memory. */
@@ -49,8 +49,9 @@ struct fl_ring_ctl {
    producer's bitmap of lines holding packet bytes (see above). */
 static inline size_t fl_ring_footprint(size_t size)
 {
-    size_t bitmap = (size / FL_RING_LINE / 8 + FL_RING_LINE - 1) & ~(size_t)(FL_RING_LINE - 1);
-    return sizeof(struct fl_ring_ctl) + size + bitmap;  /* rings stay line-aligned */
+    size_t bitmap =
+        (size / FL_RING_LINE / 8 + FL_RING_LINE - 1) & ~(size_t)(FL_RING_LINE - 1);
+    return sizeof(struct fl_ring_ctl) + size + bitmap; /* rings stay line-aligned */
 }
 
 /* Largest packet a ring of `size` bytes carries. */
@@ -63,9 +64,9 @@ static inline size_t fl_ring_max_packet(size_t size)
 struct fl_ring_tx {
     struct fl_ring_ctl *ctl;
     uint8_t *data;
-    uint64_t *dirty;            /* bit per line: its first word is packet bytes */
+    uint64_t *dirty; /* bit per line: its first word is packet bytes */
     uint64_t size, mask;
-    _Atomic uint64_t tail;      /* bytes produced; atomic only for dumps */
+    _Atomic uint64_t tail; /* bytes produced; atomic only for dumps */
     uint64_t head_cache;
 };
 
@@ -74,10 +75,10 @@ struct fl_ring_rx {
     struct fl_ring_ctl *ctl;
     uint8_t *data;
     uint64_t size, mask;
-    _Atomic uint64_t head;      /* bytes consumed; atomic only for dumps */
-    uint64_t cur_rec;           /* record size of the packet peeked, 0 if none */
-    bool busy;                  /* a packet of this ring is being handled */
-    bool broken;                /* the producer wrote garbage; ring abandoned */
+    _Atomic uint64_t head; /* bytes consumed; atomic only for dumps */
+    uint64_t cur_rec;      /* record size of the packet peeked, 0 if none */
+    bool busy;             /* a packet of this ring is being handled */
+    bool broken;           /* the producer wrote garbage; ring abandoned */
 };
 
 /* size is a power of two >= FL_RING_MIN_SIZE; mem is 64-byte aligned and
@@ -97,8 +98,7 @@ void *fl_ring_reserve(struct fl_ring_tx *tx, size_t len);
 void fl_ring_commit(struct fl_ring_tx *tx, void *pkt, size_t len);
 
 /* Both steps for a packet gathered from iov (total len bytes). */
-bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt,
-                  size_t len);
+bool fl_ring_send(struct fl_ring_tx *tx, const struct iovec *iov, int iovcnt, size_t len);
 
 /* Whether a packet of len bytes fits now (re-reads the consumer's head). */
 bool fl_ring_has_room(struct fl_ring_tx *tx, size_t len);
@@ -106,7 +106,8 @@ bool fl_ring_has_room(struct fl_ring_tx *tx, size_t len);
 /* Bytes a packet of len bytes occupies, padding included. */
 static inline uint64_t fl_ring_record(size_t len)
 {
-    return ((uint64_t)len + FL_RING_HDR + FL_RING_LINE - 1) & ~(uint64_t)(FL_RING_LINE - 1);
+    return ((uint64_t)len + FL_RING_HDR + FL_RING_LINE - 1) &
+           ~(uint64_t)(FL_RING_LINE - 1);
 }
 
 /* The record header before every packet. */
@@ -173,8 +174,7 @@ bool fl_ring_want_room(struct fl_ring_tx *tx, size_t len);
 
 /* Producer, when the consumer is gone: walks the records it never consumed. */
 typedef void (*fl_ring_walk_fn)(void *ctx, void *pkt, size_t len);
-void fl_ring_walk_unconsumed(struct fl_ring_tx *tx, fl_ring_walk_fn fn,
-                             void *ctx);
+void fl_ring_walk_unconsumed(struct fl_ring_tx *tx, fl_ring_walk_fn fn, void *ctx);
 
 /* Bytes the producer could still write (racy; for dumps). */
 uint64_t fl_ring_tx_inflight(struct fl_ring_tx *tx);

@@ -29,18 +29,18 @@
 #include "transport/shm/shm.h"
 
 #include "platform/fence.h"
-#include "util/config.h"
-#include "util/log.h"
 #include "platform/le.h"
 #include "platform/os.h"
 #include "transport/shm/ring.h"
 #include "transport/transport.h"
+#include "util/config.h"
+#include "util/log.h"
 
-#define SHM_MAGIC 0x314d4853544c4946ull     /* "FLITSHM1" */
-#define SHM_VERSION 1u
+#define SHM_MAGIC     0x314d4853544c4946ull /* "FLITSHM1" */
+#define SHM_VERSION   1u
 #define SHM_HDR_BYTES 4096u
-#define SHM_BLOB 64u
-#define POLL_BATCH 16       /* packets per ring per pass: fairness */
+#define SHM_BLOB      64u
+#define POLL_BATCH    16 /* packets per ring per pass: fairness */
 
 /* Page 0 of an endpoint's file. */
 struct shm_hdr {
@@ -49,40 +49,40 @@ struct shm_hdr {
     uint32_t rank, ep_index;
     uint64_t ring_size;
     int32_t pid;
-    _Alignas(64) _Atomic uint32_t sleeping;     /* owner sleeps: wake it */
-    _Alignas(64) _Atomic uint64_t tag;          /* owner's tag: put checks it */
+    _Alignas(64) _Atomic uint32_t sleeping; /* owner sleeps: wake it */
+    _Alignas(64) _Atomic uint64_t tag;      /* owner's tag: put checks it */
 };
 
 enum bulk { BULK_NONE, BULK_MAP, BULK_CMA };
 
 struct shm_peer {
-    bool local;                 /* on this host */
-    uint32_t lidx;              /* index among the ranks of this host */
+    bool local;    /* on this host */
+    uint32_t lidx; /* index among the ranks of this host */
     bool connected;
     _Atomic bool dead;
     pid_t pid;
     int pidfd;
-    struct fl_ring_tx tx[FL_LANES];     /* in its file */
-    struct fl_ring_rx rx[FL_LANES];     /* in ours */
-    struct shm_hdr *hdr;        /* its file */
+    struct fl_ring_tx tx[FL_LANES]; /* in its file */
+    struct fl_ring_rx rx[FL_LANES]; /* in ours */
+    struct shm_hdr *hdr;            /* its file */
     size_t map_size;
     struct fl_wake_addr wake;
     enum bulk bulk;
-    uint8_t *seg;               /* BULK_MAP: its segment, mapped */
+    uint8_t *seg; /* BULK_MAP: its segment, mapped */
     size_t seg_size;
-    uint64_t seg_addr;          /* BULK_CMA: address in its process */
+    uint64_t seg_addr; /* BULK_CMA: address in its process */
 };
 
 struct fl_tp_ep {
     struct fl_tp_counters *counters;
-    fl_tp_down_fn peer_down;    /* the endpoint's, with up_ctx */
+    fl_tp_down_fn peer_down; /* the endpoint's, with up_ctx */
     void *up_ctx;
     uint64_t job_id;
     uint32_t rank, size, ep_index;
-    uint32_t nlocal;            /* ranks on this host, us included */
-    uint32_t *local;            /* the others, by rank */
+    uint32_t nlocal; /* ranks on this host, us included */
+    uint32_t *local; /* the others, by rank */
     uint32_t nothers;
-    struct shm_peer *peers;     /* [size]; only local ones are used */
+    struct shm_peer *peers; /* [size]; only local ones are used */
     struct shm_hdr *hdr;
     size_t map_size;
     char name[96];
@@ -92,8 +92,8 @@ struct fl_tp_ep {
     /* Our segment, as peers learn it. */
     uint64_t seg_addr, seg_size;
     bool seg_shared;
-    uint64_t tag;               /* published in our header */
-    uint32_t rr;                /* where the next poll pass starts */
+    uint64_t tag; /* published in our header */
+    uint32_t rr;  /* where the next poll pass starts */
 };
 
 /* ---- layout ---- */
@@ -142,7 +142,7 @@ static flit_status open_file(struct fl_tp_ep *t)
 static flit_status open_fds(struct fl_tp_ep *t)
 {
     char wname[96];
-    snprintf(wname, sizeof wname, "%s", t->name + 1);  /* abstract name */
+    snprintf(wname, sizeof wname, "%s", t->name + 1); /* abstract name */
     struct fl_wake_addr self;
     fl_wake_addr(wname, &self);
     t->wake_sock = fl_wake_open(&self);
@@ -167,11 +167,12 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     for (uint32_t r = 0; r < a->size; r++)
         nlocal += a->host_of[r] == a->host_of[a->rank];
     if (nlocal < 2 || fl_cfg.transport == FL_TRANSPORT_UDP)
-        return FLIT_ERR_NOT_SUPPORTED;      /* nobody to share memory with */
+        return FLIT_ERR_NOT_SUPPORTED; /* nobody to share memory with */
     fl_fence_setup();
     if (a->rank == 0 && a->ep_index == 0)
-        fl_info("shm: sleep/wake handshake with %s", fl_fence_asymmetric
-                ? "membarrier (no fence on the send path)" : "full fences");
+        fl_info("shm: sleep/wake handshake with %s",
+                fl_fence_asymmetric ? "membarrier (no fence on the send path)"
+                                    : "full fences");
     struct fl_tp_ep *t = calloc(1, sizeof *t);
     if (!t)
         return FLIT_ERR_NO_MEMORY;
@@ -232,8 +233,7 @@ static flit_status shm_address(struct fl_tp_ep *t, void *buf, size_t *len)
     return FLIT_OK;
 }
 
-static bool shm_reachable(struct fl_tp_ep *t, uint32_t rank, const void *blob,
-                          size_t len)
+static bool shm_reachable(struct fl_tp_ep *t, uint32_t rank, const void *blob, size_t len)
 {
     uint8_t id[16];
     fl_host_id(id);
@@ -275,7 +275,8 @@ static flit_status setup_bulk(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p
         p->bulk = BULK_CMA;
     else
         fl_info("shm: cross-memory attach to rank %u refused; long payloads go "
-                "in pieces", r);
+                "in pieces",
+                r);
     return FLIT_OK;
 }
 
@@ -293,7 +294,8 @@ static flit_status map_peer_file(struct fl_tp_ep *t, uint32_t r, struct shm_peer
         h->version != SHM_VERSION || h->rank != r || h->ep_index != t->ep_index ||
         h->ring_size != t->ring_size || h->pid != p->pid) {
         fl_error("shm: rank %u's ring file does not match its address "
-                 "(different FLIT_SHM_RING_KB?)", r);
+                 "(different FLIT_SHM_RING_KB?)",
+                 r);
         return FLIT_ERR_BOOT;
     }
     return FLIT_OK;
@@ -307,8 +309,8 @@ static flit_status shm_connect(struct fl_tp_ep *t, uint32_t r, const void *blob,
     struct shm_peer *p = &t->peers[r];
     if (fl_get64(b + 24) != t->ring_size) {
         fl_error("shm: rank %u uses rings of %llu bytes, this rank %zu: set the "
-                 "same FLIT_SHM_RING_KB everywhere", r,
-                 (unsigned long long)fl_get64(b + 24), t->ring_size);
+                 "same FLIT_SHM_RING_KB everywhere",
+                 r, (unsigned long long)fl_get64(b + 24), t->ring_size);
         return FLIT_ERR_INVALID_ARG;
     }
     p->pid = (pid_t)fl_get32(b + 16);
@@ -356,8 +358,8 @@ static void wake(struct fl_tp_ep *t, struct shm_peer *p)
     FL_COUNT(t->counters->wakeups_sent, 1);
 }
 
-static void *shm_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane,
-                         size_t len, flit_status *st)
+static void *shm_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len,
+                         flit_status *st)
 {
     struct shm_peer *p = &t->peers[dst];
     if (__builtin_expect(atomic_load_explicit(&p->dead, memory_order_relaxed), 0)) {
@@ -373,19 +375,20 @@ static void shm_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pk
                        size_t len, unsigned flags)
 {
     struct shm_peer *p = &t->peers[dst];
-    (void)flags;    /* nothing to pack: the ring is the wire */
+    (void)flags; /* nothing to pack: the ring is the wire */
     fl_ring_commit(&p->tx[lane], pkt, len);
     /* Either we see the flag, or the receiver sees our record before it
        sleeps (pairs with the slow fence in shm_arm). */
     fl_fence_fast();
-    if (__builtin_expect(atomic_load_explicit(&p->hdr->sleeping, memory_order_relaxed), 0) &&
+    if (__builtin_expect(atomic_load_explicit(&p->hdr->sleeping, memory_order_relaxed),
+                         0) &&
         atomic_exchange(&p->hdr->sleeping, 0))
         wake(t, p);
 }
 
 static void shm_cancel(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt)
 {
-    (void)t, (void)dst, (void)lane, (void)pkt;     /* the ring reuses it */
+    (void)t, (void)dst, (void)lane, (void)pkt; /* the ring reuses it */
 }
 
 static flit_status shm_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
@@ -413,7 +416,8 @@ static flit_status shm_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
             return FLIT_ERR_PEER_DOWN;
         } else if (n != -EINTR) {
             fl_info("shm: cross-memory attach to rank %u failed (%s); long "
-                    "payloads go in pieces", dst, strerror((int)-n));
+                    "payloads go in pieces",
+                    dst, strerror((int)-n));
             p->bulk = BULK_NONE;
             return FLIT_ERR_NOT_SUPPORTED;
         }
@@ -426,7 +430,8 @@ static flit_status shm_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
 static void report_broken(struct fl_tp_ep *t, uint32_t r)
 {
     fl_error("shm: rank %u wrote a malformed record into its ring; no longer "
-             "reading from it", r);
+             "reading from it",
+             r);
     FL_COUNT(t->counters->refused_packets, 1);
     atomic_store(&t->peers[r].dead, true);
     t->peer_down(t->up_ctx, r, FLIT_ERR_BAD_PACKET);
@@ -438,7 +443,7 @@ static int drain(struct fl_tp_ep *t, uint32_t r, unsigned lane, fl_tp_recv_fn cb
 {
     struct fl_ring_rx *rx = &t->peers[r].rx[lane];
     if (rx->busy)
-        return 0;       /* we are inside one of its handlers */
+        return 0; /* we are inside one of its handlers */
     int n = 0;
     void *pkt;
     size_t len;
@@ -452,12 +457,12 @@ static int drain(struct fl_tp_ep *t, uint32_t r, unsigned lane, fl_tp_recv_fn cb
     if (__builtin_expect(rx->broken, 0) && !atomic_load(&t->peers[r].dead))
         report_broken(t, r);
     if (n && fl_ring_take_waiter(rx))
-        wake(t, &t->peers[r]);      /* it waits for the room we just made */
+        wake(t, &t->peers[r]); /* it waits for the room we just made */
     return n;
 }
 
-static int shm_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
-                    void *ctx, int budget)
+static int shm_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void *ctx,
+                    int budget)
 {
     int n = 0;
     uint32_t k = t->rr;
@@ -467,7 +472,7 @@ static int shm_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
         uint32_t r = t->local[k];
         k = k + 1 < t->nothers ? k + 1 : 0;
         struct shm_peer *p = &t->peers[r];
-        for (unsigned l = FL_LANES; l-- > 0;) {     /* replies first */
+        for (unsigned l = FL_LANES; l-- > 0;) { /* replies first */
             if ((lane_mask & FL_LANE_MASK(l)) && fl_ring_pending(&p->rx[l])) {
                 int max = budget - n < POLL_BATCH ? budget - n : POLL_BATCH;
                 n += drain(t, r, l, cb, ctx, max);
@@ -556,8 +561,7 @@ static void walk_one(void *arg, void *pkt, size_t len)
     w->cb(w->ctx, w->dst, w->lane, pkt, len);
 }
 
-static void shm_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb,
-                        void *ctx)
+static void shm_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *ctx)
 {
     struct shm_peer *p = &t->peers[dst];
     if (!p->connected)
@@ -571,7 +575,7 @@ static void shm_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb,
 static bool shm_settled(struct fl_tp_ep *t)
 {
     (void)t;
-    return true;    /* shared memory is never in flight */
+    return true; /* shared memory is never in flight */
 }
 
 static void shm_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
@@ -583,7 +587,8 @@ static uint32_t shm_peer_pid(struct fl_tp_ep *t, uint32_t peer)
 {
     const struct shm_peer *p = &t->peers[peer];
     return p->connected && !atomic_load_explicit(&p->dead, memory_order_relaxed)
-               ? (uint32_t)p->pid : 0;
+               ? (uint32_t)p->pid
+               : 0;
 }
 
 static void shm_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
@@ -592,10 +597,11 @@ static void shm_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t l
     struct shm_peer *p = &t->peers[peer];
     uint64_t fr = fl_ring_tx_inflight(&p->tx[FL_LANE_REQ]);
     uint64_t fp = fl_ring_tx_inflight(&p->tx[FL_LANE_REP]);
-    snprintf(buf, len, "pid %d, long payloads %s%s; in flight req %llu B "
+    snprintf(buf, len,
+             "pid %d, long payloads %s%s; in flight req %llu B "
              "(credits %llu B), rep %llu B (credits %llu B)",
-             (int)p->pid, p->seg_size ? "by " : "", p->seg_size ? bulk[p->bulk]
-             : "none (no segment)", (unsigned long long)fr,
+             (int)p->pid, p->seg_size ? "by " : "",
+             p->seg_size ? bulk[p->bulk] : "none (no segment)", (unsigned long long)fr,
              (unsigned long long)(t->ring_size - fr), (unsigned long long)fp,
              (unsigned long long)(t->ring_size - fp));
 }

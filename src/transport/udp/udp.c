@@ -22,14 +22,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "platform/le.h"
 #include "transport/udp/udp.h"
 #include "util/config.h"
 #include "util/log.h"
-#include "platform/le.h"
 
-#define UDP_BLOB 8u
-#define MAX_BATCH 32
-#define IP_UDP_OVERHEAD 28u     /* IPv4 + UDP headers */
+#define UDP_BLOB        8u
+#define MAX_BATCH       32
+#define IP_UDP_OVERHEAD 28u /* IPv4 + UDP headers */
 #define MAX_UDP_PAYLOAD 65507u
 
 struct udp_peer {
@@ -39,7 +39,7 @@ struct udp_peer {
 
 /* A set of receive buffers with their headers, prepared once. */
 struct rx_slot {
-    uint8_t *mem;               /* FL_DGRAM_BATCH x RX_BUF, allocated at first use */
+    uint8_t *mem; /* FL_DGRAM_BATCH x RX_BUF, allocated at first use */
     struct mmsghdr msgs[FL_DGRAM_BATCH];
     struct sockaddr_in names[FL_DGRAM_BATCH];
     struct iovec iov[FL_DGRAM_BATCH];
@@ -55,7 +55,7 @@ struct fl_dgram {
     uint64_t *keys;
     uint32_t *vals;
     size_t cap;
-    struct mmsghdr msgs[MAX_BATCH];     /* sending */
+    struct mmsghdr msgs[MAX_BATCH]; /* sending */
     struct rx_slot rx[FL_DGRAM_SLOTS];
 };
 
@@ -64,7 +64,7 @@ struct fl_dgram {
 static uint64_t addr_key(const struct sockaddr_in *sa)
 {
     return (uint64_t)ntohl(sa->sin_addr.s_addr) << 16 | ntohs(sa->sin_port) |
-           (uint64_t)1 << 63;   /* never 0 */
+           (uint64_t)1 << 63; /* never 0 */
 }
 
 static size_t slot(const struct fl_dgram *d, uint64_t key)
@@ -101,8 +101,8 @@ static uint32_t first_interface(void)
     if (getifaddrs(&all) != 0)
         return 0;
     for (a = all; a && !ip; a = a->ifa_next)
-        if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
-            (a->ifa_flags & IFF_UP) && !(a->ifa_flags & IFF_LOOPBACK))
+        if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET && (a->ifa_flags & IFF_UP) &&
+            !(a->ifa_flags & IFF_LOOPBACK))
             ip = ntohl(((struct sockaddr_in *)(void *)a->ifa_addr)->sin_addr.s_addr);
     freeifaddrs(all);
     return ip;
@@ -142,7 +142,8 @@ static void size_buffers(struct fl_dgram *d)
     getsockopt(d->sock, SOL_SOCKET, SO_RCVBUF, &got, &len);
     if (got < want)
         fl_info("udp: receive buffer %d bytes, not %ld: a burst from every peer at "
-                "once may be dropped by the kernel (retransmission recovers)", got, want);
+                "once may be dropped by the kernel (retransmission recovers)",
+                got, want);
 }
 
 /* ---- the datagram ops ---- */
@@ -156,7 +157,7 @@ static flit_status udp_open(const struct fl_tp_open_args *a, struct fl_dgram **o
         one_host &= a->host_of[r] == a->host_of[a->rank];
     if (fl_cfg.transport == FL_TRANSPORT_SHM || a->size < 2 ||
         (fl_cfg.transport == FL_TRANSPORT_AUTO && one_host))
-        return FLIT_ERR_NOT_SUPPORTED;  /* nobody to reach over UDP */
+        return FLIT_ERR_NOT_SUPPORTED; /* nobody to reach over UDP */
     struct fl_dgram *d = calloc(1, sizeof *d);
     if (!d)
         return FLIT_ERR_NO_MEMORY;
@@ -191,15 +192,14 @@ static flit_status udp_address(struct fl_dgram *d, void *buf, size_t *len)
     if (*len < UDP_BLOB)
         return FLIT_ERR_INVALID_ARG;
     uint8_t *b = buf;
-    memcpy(b, &d->self.sin_addr.s_addr, 4);     /* network order, as is */
+    memcpy(b, &d->self.sin_addr.s_addr, 4); /* network order, as is */
     memcpy(b + 4, &d->self.sin_port, 2);
     b[6] = b[7] = 0;
     *len = UDP_BLOB;
     return FLIT_OK;
 }
 
-static bool udp_reachable(struct fl_dgram *d, uint32_t rank, const void *blob,
-                          size_t len)
+static bool udp_reachable(struct fl_dgram *d, uint32_t rank, const void *blob, size_t len)
 {
     const uint8_t *b = blob;
     return rank != d->rank && len == UDP_BLOB && (b[0] | b[1] | b[2] | b[3]) &&
@@ -218,7 +218,7 @@ static size_t path_payload(const struct sockaddr_in *sa)
     if (s >= 0)
         close(s);
     if (mtu <= 0)
-        mtu = 1500;     /* the route is unknown: assume Ethernet */
+        mtu = 1500; /* the route is unknown: assume Ethernet */
     if (fl_cfg.udp_mtu)
         mtu = (int)fl_cfg.udp_mtu;
     size_t payload = (size_t)mtu > IP_UDP_OVERHEAD ? (size_t)mtu - IP_UDP_OVERHEAD : 0;
@@ -310,7 +310,8 @@ static int udp_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
         return 0;
     for (int i = 0; i < k; i++) {
         const struct msghdr *h = &r->msgs[i].msg_hdr;
-        bool whole = !(h->msg_flags & MSG_TRUNC) && h->msg_namelen == sizeof r->names[i] &&
+        bool whole = !(h->msg_flags & MSG_TRUNC) &&
+                     h->msg_namelen == sizeof r->names[i] &&
                      r->names[i].sin_family == AF_INET;
         r->in[i].len = r->msgs[i].msg_len;
         r->in[i].src = whole ? table_get(d, &r->names[i]) : FL_DGRAM_STRANGER;
