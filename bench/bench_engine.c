@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* See bench_engine.h. */
 #include "bench_engine.h"
 #include "bench_rma.h"
@@ -45,7 +46,7 @@ enum cmd {
     CMD_TAGGED_ECHO, /* arg: round trips */
     CMD_TAGGED_SINK, /* arg: messages (acknowledged every ack_every) */
     CMD_QUIT,
-    CMD_RMA,         /* arg: for bench_rma_ctrl (bench_rma.c) */
+    CMD_RMA, /* arg: for bench_rma_ctrl (bench_rma.c) */
 };
 
 #define PEER         flit_rank(1) /* rank 0's peer; rank 1 only replies */
@@ -199,9 +200,9 @@ static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *a
         /* Runs outside the handler, once bench_serve has it back. */
         b->pending = args[0];
         b->pending_n = arg;
-        result = args[0] >= CMD_TAGGED_ECHO  ? 1
-                 : args[0] >= CMD_UDP_ECHO ? b->udp != NULL
-                                           : b->raw != NULL;
+        result = args[0] >= CMD_TAGGED_ECHO ? 1
+                 : args[0] >= CMD_UDP_ECHO  ? b->udp != NULL
+                                            : b->raw != NULL;
         break;
     case CMD_TAGGED_SIZE:
         b->tagged_size = (size_t)arg;
@@ -221,7 +222,7 @@ static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *a
     case CMD_RMA: {
         bool defer;
         result = bench_rma_ctrl(b, arg, &defer);
-        if (defer) {    /* RMA calls are refused in handlers: after it */
+        if (defer) { /* RMA calls are refused in handlers: after it */
             b->pending = CMD_RMA;
             b->pending_n = arg;
         }
@@ -391,12 +392,14 @@ static void stream_send(bench_t *b, flit_rank_t to, unsigned h, const void *buf,
 static void tagged_echo(bench_t *b, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++) {
-        bench_check(b, flit_tagged_recv(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf,
-                                        b->tagged_size, NULL),
+        bench_check(b,
+                    flit_tagged_recv(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf,
+                                     b->tagged_size, NULL),
                     "flit_tagged_recv");
-        bench_check(b, flit_tagged_send(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf,
-                                        b->tagged_size),
-                    "flit_tagged_send");
+        bench_check(
+            b,
+            flit_tagged_send(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf, b->tagged_size),
+            "flit_tagged_send");
     }
 }
 
@@ -411,21 +414,25 @@ static void tagged_sink(bench_t *b, uint64_t n)
     flit_request_t *req[POSTED] = {0};
     uint64_t posted = 0, done = 0;
     for (; posted < n && posted < POSTED; posted++)
-        bench_check(b, flit_tagged_irecv(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf,
-                                         b->tagged_size, &req[posted % POSTED]),
+        bench_check(b,
+                    flit_tagged_irecv(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf,
+                                      b->tagged_size, &req[posted % POSTED]),
                     "flit_tagged_irecv");
     while (done < n) {
-        bench_check(b, flit_tagged_wait(&req[done % POSTED], -1, NULL), "flit_tagged_wait");
+        bench_check(b, flit_tagged_wait(&req[done % POSTED], -1, NULL),
+                    "flit_tagged_wait");
         done++;
         if (posted < n) {
-            bench_check(b, flit_tagged_irecv(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf,
-                                             b->tagged_size, &req[posted % POSTED]),
+            bench_check(b,
+                        flit_tagged_irecv(b->tagged, flit_rank(0), TAG_BENCH, b->rbuf,
+                                          b->tagged_size, &req[posted % POSTED]),
                         "flit_tagged_irecv");
             posted++;
         }
         if (done % b->ack_every == 0)
-            bench_check(b, flit_am_short(b->ep, flit_rank(0), flit_handler(H_ACK), NULL, 0, 0),
-                        "ack");
+            bench_check(
+                b, flit_am_short(b->ep, flit_rank(0), flit_handler(H_ACK), NULL, 0, 0),
+                "ack");
     }
 }
 
@@ -479,13 +486,15 @@ void bench_serve(bench_t *b)
         if (b->echo_am) {
             static const uint32_t args[4] = {1, 2, 3, 4};
             b->echo_am = false;
-            bench_check(b, flit_am_short(b->ep, flit_rank(0), flit_handler(H_PONG), args,
-                                         (unsigned)b->echo_size, 0),
+            bench_check(b,
+                        flit_am_short(b->ep, flit_rank(0), flit_handler(H_PONG), args,
+                                      (unsigned)b->echo_size, 0),
                         "echo");
         }
         for (; b->acks_due; b->acks_due--)
-            bench_check(b, flit_am_short(b->ep, flit_rank(0), flit_handler(H_ACK), NULL, 0, 0),
-                        "ack");
+            bench_check(
+                b, flit_am_short(b->ep, flit_rank(0), flit_handler(H_ACK), NULL, 0, 0),
+                "ack");
     }
 }
 
@@ -574,9 +583,9 @@ static uint64_t run_pingpong(void *ctx, uint64_t n)
         uint64_t t0 = bench_now_ns();
         for (uint64_t i = 0; i < n; i++) {
             send_one(b, 0, BENCH_TAGGED, p->size, 0);
-            bench_check(b, flit_tagged_recv(b->tagged, PEER, TAG_BENCH, b->rbuf, p->size,
-                                            NULL),
-                        "flit_tagged_recv");
+            bench_check(
+                b, flit_tagged_recv(b->tagged, PEER, TAG_BENCH, b->rbuf, p->size, NULL),
+                "flit_tagged_recv");
         }
         return bench_now_ns() - t0;
     }

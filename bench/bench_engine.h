@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The measurements flit-bench and flit-demo share, between rank 0 (which
  * drives and times) and rank 1 (which serves), on one endpoint, through the
@@ -33,9 +34,13 @@
  * MPI program does).
  */
 enum bench_kind {
-    BENCH_SHORT, BENCH_MEDIUM, BENCH_LONG, BENCH_STREAM, BENCH_TAGGED,
-    BENCH_SHORT_LOOP    /* latency only: a short AM answered by rank 1's loop
-                           with a short AM request, as streams are answered */
+    BENCH_SHORT,
+    BENCH_MEDIUM,
+    BENCH_LONG,
+    BENCH_STREAM,
+    BENCH_TAGGED,
+    BENCH_SHORT_LOOP /* latency only: a short AM answered by rank 1's loop
+                        with a short AM request, as streams are answered */
 };
 
 typedef struct bench {
@@ -45,8 +50,8 @@ typedef struct bench {
     uint8_t *buf;     /* rank 0: what medium and long messages send */
     uint8_t *rbuf;    /* where stream and tagged messages are received */
     size_t max_size;
-    bench_raw_t *raw; /* NULL: no raw baselines */
-    bench_udp_t *udp; /* NULL: no raw UDP baselines */
+    bench_raw_t *raw;                 /* NULL: no raw baselines */
+    bench_udp_t *udp;                 /* NULL: no raw UDP baselines */
     struct bench_udp_shape udp_shape; /* rank 1: the next UDP baseline's */
     /* rank 0: bumped by reply handlers */
     uint64_t pongs, acks, ctrl_acks;
@@ -54,10 +59,10 @@ typedef struct bench {
     flit_tagged_t *tagged;
     /* rank 1 */
     uint64_t sunk, ack_every;
-    size_t echo_size;           /* a stream echo to send outside the handler */
+    size_t echo_size; /* a stream echo to send outside the handler */
     bool echo_due, echo_am;
-    uint64_t acks_due;          /* stream acknowledgements to send */
-    size_t tagged_size;         /* the tagged figure's message size */
+    uint64_t acks_due;  /* stream acknowledgements to send */
+    size_t tagged_size; /* the tagged figure's message size */
     bool wait_mode, quit;
     uint32_t pending; /* a raw baseline to run outside the handler */
     uint64_t pending_n;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* See bench_rma.h. */
 #include "bench_rma.h"
 
@@ -7,45 +8,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PEER flit_rank(1)
-#define STALL_NS 10000000000ull     /* a side silent this long stopped */
+#define PEER     flit_rank(1)
+#define STALL_NS 10000000000ull /* a side silent this long stopped */
 /* Watching memory for a put: a flit_poll every this many looks. On shared
    memory the put lands without one (a poll would only delay seeing it);
    over packets it lands during one. */
 #define POLL_EVERY_SHM 256u
-#define LAT_MAX_N (1ull << 24)
-#define BW_MAX_N (1ull << 26)
-#define MAX_WINDOW 64u
+#define LAT_MAX_N      (1ull << 24)
+#define BW_MAX_N       (1ull << 26)
+#define MAX_WINDOW     64u
 
 /* Sub-commands of CMD_RMA: (sub << 56) | value. */
 enum sub {
-    SUB_SIZE = 1,       /* value: the regions' size */
-    SUB_PEER_LO,        /* value: rank 0's export id, low 32 bits */
-    SUB_PEER_HI,        /* value: high 32 bits; rank 1 sets up (deferred) */
-    SUB_READY,          /* result: 0 setting up, 1 ready, 2 failed */
-    SUB_ID_LO,          /* result: rank 1's export id, low 32 bits */
+    SUB_SIZE = 1, /* value: the regions' size */
+    SUB_PEER_LO,  /* value: rank 0's export id, low 32 bits */
+    SUB_PEER_HI,  /* value: high 32 bits; rank 1 sets up (deferred) */
+    SUB_READY,    /* result: 0 setting up, 1 ready, 2 failed */
+    SUB_ID_LO,    /* result: rank 1's export id, low 32 bits */
     SUB_ID_HI,
-    SUB_PUT_ECHO,       /* value: n | size << 32 (deferred) */
-    SUB_NOTIFY_ECHO,    /* value: n | size << 32 (deferred) */
-    SUB_TEARDOWN,       /* (deferred) */
+    SUB_PUT_ECHO,    /* value: n | size << 32 (deferred) */
+    SUB_NOTIFY_ECHO, /* value: n | size << 32 (deferred) */
+    SUB_TEARDOWN,    /* (deferred) */
 };
 
 #define PACK(sub, value) ((uint64_t)(sub) << 56 | (uint64_t)(value))
-#define SUB_OF(arg) ((unsigned)((arg) >> 56))
-#define VALUE_OF(arg) ((arg) & ((1ull << 56) - 1))
+#define SUB_OF(arg)      ((unsigned)((arg) >> 56))
+#define VALUE_OF(arg)    ((arg) & ((1ull << 56) - 1))
 
 /* One side's state (one bench per process). */
 static struct {
     size_t size;
-    uint8_t *mem;                   /* our region (flit_rma_alloc) */
+    uint8_t *mem; /* our region (flit_rma_alloc) */
     flit_rma_region_t *region;
-    flit_rma_remote_t *remote;      /* the other rank's region */
-    uint8_t *src;                   /* what our puts send */
+    flit_rma_remote_t *remote; /* the other rank's region */
+    uint8_t *src;              /* what our puts send */
     uint64_t peer_id;
     uint32_t ready;
-    uint64_t seq;                   /* the put ping-pong's last sequence */
-    uint32_t poll_every;            /* watch(): see POLL_EVERY_SHM */
-    _Atomic uint64_t notes;         /* notifications that ran here */
+    uint64_t seq;           /* the put ping-pong's last sequence */
+    uint32_t poll_every;    /* watch(): see POLL_EVERY_SHM */
+    _Atomic uint64_t notes; /* notifications that ran here */
     uint64_t notes_seen;
 } rs;
 
@@ -101,8 +102,8 @@ static bool watch(bench_t *b, const uint8_t *flag, uint64_t want)
 {
     const _Atomic uint64_t *f = (const _Atomic uint64_t *)(const void *)flag;
     uint64_t since = 0;
-    for (uint32_t spins = 1;
-         atomic_load_explicit(f, memory_order_acquire) != want; spins++) {
+    for (uint32_t spins = 1; atomic_load_explicit(f, memory_order_acquire) != want;
+         spins++) {
         if (spins % rs.poll_every) {
             bench_cpu_relax();
             continue;
@@ -122,8 +123,8 @@ static bool watch(bench_t *b, const uint8_t *flag, uint64_t want)
 static bool wait_notes(bench_t *b, uint64_t want)
 {
     uint64_t since = 0;
-    for (uint32_t spins = 1;
-         atomic_load_explicit(&rs.notes, memory_order_relaxed) < want; spins++) {
+    for (uint32_t spins = 1; atomic_load_explicit(&rs.notes, memory_order_relaxed) < want;
+         spins++) {
         bench_check(b, flit_poll(b->ep), "flit_poll");
         if (spins % 4096)
             continue;
@@ -142,7 +143,8 @@ static bool wait_notes(bench_t *b, uint64_t want)
 static void put_seq(bench_t *b, size_t size, uint64_t seq)
 {
     if (size > 8)
-        bench_check(b, flit_rma_put(rs.remote, 0, rs.src, size - 8, 0, NULL), "flit_rma_put");
+        bench_check(b, flit_rma_put(rs.remote, 0, rs.src, size - 8, 0, NULL),
+                    "flit_rma_put");
     bench_check(b, flit_rma_put(rs.remote, size - 8, &seq, 8, 0, NULL), "flit_rma_put");
 }
 
@@ -163,7 +165,7 @@ static void serve_put_echo(bench_t *b, uint64_t n, size_t size)
     for (uint64_t i = 0; i < n; i++) {
         uint64_t seq = ++rs.seq;
         if (!watch(b, rs.mem + size - 8, seq))
-            return;     /* rank 0 gave up; it says so */
+            return; /* rank 0 gave up; it says so */
         put_seq(b, size, seq);
     }
 }
@@ -330,7 +332,8 @@ static uint64_t run_gets(void *ctx, uint64_t n)
     bench_t *b = p->b;
     uint64_t t0 = bench_now_ns();
     for (uint64_t i = 0; i < n; i++)
-        bench_check(b, flit_rma_get(rs.remote, 0, rs.src, p->size, 0, NULL), "flit_rma_get");
+        bench_check(b, flit_rma_get(rs.remote, 0, rs.src, p->size, 0, NULL),
+                    "flit_rma_get");
     return bench_now_ns() - t0;
 }
 
@@ -352,9 +355,9 @@ static uint64_t run_puts(void *ctx, uint64_t n)
         flit_rma_op_t **slot = &ops[i % p->window];
         if (*slot)
             bench_check(b, flit_rma_wait(*slot, -1), "flit_rma_wait");
-        bench_check(b, flit_rma_put(rs.remote, 0, rs.src, p->size, FLIT_RMA_REMOTE_DONE,
-                                    slot),
-                    "flit_rma_put");
+        bench_check(
+            b, flit_rma_put(rs.remote, 0, rs.src, p->size, FLIT_RMA_REMOTE_DONE, slot),
+            "flit_rma_put");
     }
     for (unsigned k = 0; k < p->window; k++)
         if (ops[k])
@@ -368,8 +371,11 @@ double bench_rma_put_mbps(bench_t *b, size_t size, unsigned window, uint64_t tar
 {
     if (size > rs.size || size == 0)
         return NAN;
-    struct rma_point p = {.b = b, .size = size,
-                          .window = window < 1 ? 1 : window > MAX_WINDOW ? MAX_WINDOW : window};
+    struct rma_point p = {.b = b,
+                          .size = size,
+                          .window = window < 1            ? 1
+                                    : window > MAX_WINDOW ? MAX_WINDOW
+                                                          : window};
     double ns = bench_measure(run_puts, &p, target_ns, reps, 1, BW_MAX_N);
     return ns > 0 ? (double)size / ns * 1e3 : NAN;
 }

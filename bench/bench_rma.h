@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One-sided communication figures (<flit/rma.h>), between rank 0 (which
  * drives and times) and rank 1 (which serves from bench_serve), through the

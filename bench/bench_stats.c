@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* See bench_stats.h. */
 #include "bench_stats.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The arithmetic flit-bench applies to what it measured, kept apart from
  * the measuring so that it can be tested without a clock

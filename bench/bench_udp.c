@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Raw UDP baselines: plain socket calls, see bench_udp.h.
  *
@@ -56,7 +57,8 @@ bench_udp_t *bench_udp_open(void)
         return NULL;
     }
     u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in any = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in any = {.sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_ANY)};
     if (u->fd < 0 || bind(u->fd, (struct sockaddr *)&any, sizeof any) != 0) {
         fprintf(stderr, "raw UDP baseline: socket: %s\n", strerror(errno));
         bench_udp_close(u);
@@ -121,8 +123,8 @@ static bool send_dgram(bench_udp_t *u, size_t len)
     memcpy(u->buf, &u->tx_seq, 4);
     u->tx_seq++;
     for (;;) {
-        ssize_t r = sendto(u->fd, u->buf, len, 0, (struct sockaddr *)&u->peer,
-                           sizeof u->peer);
+        ssize_t r =
+            sendto(u->fd, u->buf, len, 0, (struct sockaddr *)&u->peer, sizeof u->peer);
         if (r == (ssize_t)len)
             return true;
         if (r < 0 && (errno == EINTR || errno == ENOBUFS))
@@ -138,8 +140,8 @@ static ssize_t recv_dgram(bench_udp_t *u, bool busy)
 {
     uint64_t since = 0;
     for (uint32_t spins = 0;; spins++) {
-        ssize_t r = recvfrom(u->fd, u->buf, sizeof u->buf, busy ? MSG_DONTWAIT : 0, NULL,
-                             NULL);
+        ssize_t r =
+            recvfrom(u->fd, u->buf, sizeof u->buf, busy ? MSG_DONTWAIT : 0, NULL, NULL);
         if (r >= 4) {
             uint32_t seq;
             memcpy(&seq, u->buf, 4);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The raw UDP baselines flit-bench prints beside its figures when the peer
  * is reached over UDP: what plain sendto/recvfrom between the same two
@@ -34,9 +35,9 @@ typedef struct bench_udp bench_udp_t;
 
 /* What one figure moves: the message size, the datagram size, the mode. */
 struct bench_udp_shape {
-    size_t size;    /* bytes per message (0: one empty datagram) */
-    size_t dgram;   /* largest datagram payload, at least 64 */
-    bool blocking;  /* ping-pong: sleep in recvfrom rather than spin */
+    size_t size;     /* bytes per message (0: one empty datagram) */
+    size_t dgram;    /* largest datagram payload, at least 64 */
+    bool blocking;   /* ping-pong: sleep in recvfrom rather than spin */
     unsigned window; /* streaming: datagrams in flight (bench_udp_window) */
 };
 

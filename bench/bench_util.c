@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* See bench_util.h. */
 #include "bench_util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers shared by flit-bench and flit-demo that know nothing of flit:
  * the clock, statistics, size formatting and parsing, and the baselines a

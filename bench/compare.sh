@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # flit beside Open MPI's shared-memory path, measured one after the other on
 # this machine:
 #

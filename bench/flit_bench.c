@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flit-bench: latency, bandwidth, message rate and N1/2 between two ranks,
  * each figure printed beside a baseline measured in the same run between
@@ -65,16 +66,22 @@
    as a baseline, it marks the figures beside it "baseline noisy". */
 #define NOISY (-1.0)
 
-enum { SEC_LATENCY = 1, SEC_BANDWIDTH = 2, SEC_RATE = 4, SEC_STREAM = 8, SEC_RMA = 16,
-       SEC_ALL = 31 };
+enum {
+    SEC_LATENCY = 1,
+    SEC_BANDWIDTH = 2,
+    SEC_RATE = 4,
+    SEC_STREAM = 8,
+    SEC_RMA = 16,
+    SEC_ALL = 31
+};
 
 struct opts {
     bool csv, quick, no_baselines, percentiles;
     int retries; /* -1: the default */
     const char *plot;
     size_t max_size;
-    unsigned sections;          /* SEC_* */
-    int nsizes;                 /* --sizes: these instead of the sweep */
+    unsigned sections; /* SEC_* */
+    int nsizes;        /* --sizes: these instead of the sweep */
     size_t size_list[MAX_POINTS];
 };
 
@@ -194,8 +201,9 @@ static int parse(int argc, char **argv, struct opts *o, bool talk)
         } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
             if (!parse_sections(argv[++i], &o->sections)) {
                 if (talk)
-                    fprintf(stderr, PROG ": --only: '%s' is not a list of latency, "
-                                         "bandwidth, rate, stream, rma\n",
+                    fprintf(stderr,
+                            PROG ": --only: '%s' is not a list of latency, "
+                                 "bandwidth, rate, stream, rma\n",
                             argv[i]);
                 return 2;
             }
@@ -504,8 +512,8 @@ static double bandwidth_base(struct run *r, size_t size)
         return NAN;
     if (!r->udp)
         return memcpy_baseline(r, size);
-    return mbps(size, bench_udp_stream_ns(&r->b, size, r->dgram, BW_WINDOW, r->bw_ns,
-                                          BW_REPS));
+    return mbps(size,
+                bench_udp_stream_ns(&r->b, size, r->dgram, BW_WINDOW, r->bw_ns, BW_REPS));
 }
 
 static double memcpy_baseline(struct run *r, size_t size)
@@ -829,8 +837,9 @@ static void stream_section(struct run *r)
              "(tagged: ratio = share of stream)",
              BW_WINDOW);
     print_section(r, title,
-                  r->udp ? "AM, stream: raw UDP streaming; tagged: the stream of that size"
-                         : "AM, stream: single-core memcpy; tagged: the stream of that size",
+                  r->udp
+                      ? "AM, stream: raw UDP streaming; tagged: the stream of that size"
+                      : "AM, stream: single-core memcpy; tagged: the stream of that size",
                   true);
     bench_stream_ns(b, BENCH_STREAM, 16, BW_WINDOW, r->bw_ns / 4, 1);
     bench_stream_ns(b, BENCH_TAGGED, 16, BW_WINDOW, r->bw_ns / 4, 1);
@@ -870,8 +879,9 @@ static void rma_section(struct run *r)
     if (!bench_rma_setup(b, r->o.max_size))
         return;
     print_section(r, "ONE-SIDED: put, get, put with notification, one way",
-                  r->udp ? "the short AM (2 args) of the same run"
-                         : "raw shared-memory flag ping-pong (8 B: the ratio target is 1.5)",
+                  r->udp
+                      ? "the short AM (2 args) of the same run"
+                      : "raw shared-memory flag ping-pong (8 B: the ratio target is 1.5)",
                   false);
     raw_flag(r); /* when the latency section did not run */
     double base_us = r->udp ? NAN : r->raw_us, v;
@@ -903,9 +913,9 @@ static void rma_section(struct run *r)
     } while (again(r));
     emit(r, "latency_get", "get (blocking)", 8, v, NAN, NAN, &U_US);
 
-    print_section(r, "ONE-SIDED: put bandwidth, 16 puts in flight, then a flush",
-                  r->udp ? "the long AM of the same size" : "single-core memcpy, cache-warm",
-                  true);
+    print_section(
+        r, "ONE-SIDED: put bandwidth, 16 puts in flight, then a flush",
+        r->udp ? "the long AM of the same size" : "single-core memcpy, cache-warm", true);
     for (int i = 0; i < n; i++) {
         if (sz[i] < 1024)
             continue;
@@ -1123,8 +1133,8 @@ static void noise_label(const struct run *r, char *buf, size_t len)
             n += v[i] == NOISY;
         if (!n)
             continue;
-        o += (size_t)snprintf(buf + o, len - o, "%s\\n%s: ", any ? "" : "; not drawn:",
-                              curve[c]);
+        o += (size_t)snprintf(buf + o, len - o,
+                              "%s\\n%s: ", any ? "" : "; not drawn:", curve[c]);
         any = true;
         if (n == ser[c]->n && n > 1) {
             o += (size_t)snprintf(buf + o, len - o, "all %d sizes", n);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mpi_pingpong: the same figures as flit-bench, over MPI, for
  * bench/compare.sh. Not built by CMake (MPI is optional):

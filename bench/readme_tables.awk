@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The README's performance tables, as markdown, from the CSV files of
 # bench/readme_tables.sh: DIR/RUN/SOURCE.csv, one RUN directory per round
 # of runs, SOURCE one of

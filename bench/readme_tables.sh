@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The tables of README.md's Performance section, measured on this machine
 # (make bench-readme):
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # flit over UDP, measured three ways on this machine (make bench-udp):
 #
 #   1. loopback: two ranks of one host, FLIT_TRANSPORT=udp, flit-bench with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # flit-bench runs and prints every figure it promises, with its baseline.
 # Not a timing test: only the shape of the CSV is checked, never a value.
 #

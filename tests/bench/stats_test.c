@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flit-bench's arithmetic (bench/bench_stats.c) on made-up curves, no clock:
  * N1/2 only where the sweep can tell, ratios only against a baseline of the
