@@ -22,6 +22,7 @@ struct bench_nhalf bench_nhalf(const double *size, const double *bw, int n)
         .kind = BENCH_NHALF_NONE, .value = NAN, .lo = NAN, .hi = NAN, .peak = NAN};
     int points = 0, at_peak = -1, last = -1;
     for (int i = 0; i < n; i++) {
+        h.noisy += bw[i] < 0;
         if (!have(bw[i]))
             continue;
         points++;
@@ -29,9 +30,16 @@ struct bench_nhalf bench_nhalf(const double *size, const double *bw, int n)
         if (at_peak < 0 || bw[i] > bw[at_peak])
             at_peak = i;
     }
-    if (points == 0)
+    if (points == 0) {
+        h.kind = h.noisy ? BENCH_NHALF_NOISY : BENCH_NHALF_NONE;
         return h;
+    }
     h.peak = bw[at_peak];
+    if (h.noisy) {
+        /* the sweep's peak, but not the curve's: it may be a noisy one */
+        h.kind = BENCH_NHALF_NOISY;
+        return h;
+    }
     if (points < 2)
         return h; /* one point is no curve */
     /* The first size at or above half the peak, and the one measured
@@ -81,6 +89,9 @@ const char *bench_nhalf_cell(const struct bench_nhalf *h, char *buf, size_t len)
     case BENCH_NHALF_SPARSE:
         snprintf(buf, len, "not resolved");
         break;
+    case BENCH_NHALF_NOISY:
+        snprintf(buf, len, "noisy");
+        break;
     case BENCH_NHALF_NONE:
         snprintf(buf, len, "n/a");
         break;
@@ -115,6 +126,12 @@ const char *bench_nhalf_why(const struct bench_nhalf *h, char *buf, size_t len)
         snprintf(buf, len,
                  "bandwidth still rises at the largest size: the sweep did not "
                  "reach the peak (try a larger --max-size)");
+        break;
+    case BENCH_NHALF_NOISY:
+        snprintf(buf, len,
+                 "%d size%s of the sweep came out noisy: the peak or the half-peak "
+                 "point may be among them",
+                 h->noisy, h->noisy == 1 ? "" : "s");
         break;
     }
     return buf;

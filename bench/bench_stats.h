@@ -34,6 +34,8 @@ enum bench_nhalf_kind {
     BENCH_NHALF_SPARSE,      /* lo and hi bracket it, too far apart */
     BENCH_NHALF_NOT_REACHED, /* still rising steeply at the largest size:
                                 the sweep never saw the peak */
+    BENCH_NHALF_NOISY,       /* some sizes were noisy (bw < 0): the peak or
+                                the half-peak point may be among them */
 };
 
 struct bench_nhalf {
@@ -41,11 +43,13 @@ struct bench_nhalf {
     double value;  /* bytes; NAN unless BENCH_NHALF_OK */
     double lo, hi; /* the measured sizes around the half-peak point */
     double peak;   /* the sweep's largest bandwidth; NAN when none */
+    int noisy;     /* how many sizes were noisy */
 };
 
 /*
  * N1/2 of a bandwidth curve: size[0..n-1] ascending, bw[i] the bandwidth
- * at size[i] (NAN or <= 0 where missing; such points are skipped). The
+ * at size[i]: NAN or 0 where missing (such points are skipped), negative
+ * where it was measured but noisy (then there is no N1/2: NOISY). The
  * peak is the largest bandwidth of the sweep; N1/2 is the smallest size
  * reaching half of it, interpolated linearly between the two measured
  * sizes that bracket that point, when they are at most
@@ -57,7 +61,7 @@ struct bench_nhalf bench_nhalf(const double *size, const double *bw, int n);
 
 /*
  * The figure as a table cell: "3.12 KiB", "not resolved", "not reached",
- * "n/a"; returns buf.
+ * "noisy", "n/a"; returns buf.
  */
 const char *bench_nhalf_cell(const struct bench_nhalf *h, char *buf, size_t len);
 /*

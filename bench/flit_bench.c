@@ -940,7 +940,9 @@ static void nhalf_section(struct run *r)
     struct bench_nhalf f = bench_nhalf(s->size, s->value, s->n);
     struct bench_nhalf g = bench_nhalf(s->size, s->base, s->n);
     bool both = f.kind == BENCH_NHALF_OK && g.kind == BENCH_NHALF_OK;
-    bool peaks = isfinite(f.peak) && isfinite(g.peak);
+    /* the peak of a sweep with noisy points is not the curve's */
+    bool fpeak = isfinite(f.peak) && !f.noisy, gpeak = isfinite(g.peak) && !g.noisy;
+    bool peaks = fpeak && gpeak;
     char fwhy[160], gwhy[160];
     bench_nhalf_why(&f, fwhy, sizeof fwhy);
     bench_nhalf_why(&g, gwhy, sizeof gwhy);
@@ -957,14 +959,16 @@ static void nhalf_section(struct run *r)
         printf(",%s%s%s%s\n", fwhy, fwhy[0] && gwhy[0] ? "; " : "",
                gwhy[0] ? "baseline: " : "", gwhy);
         printf("peak_bandwidth_long,,");
-        if (isfinite(f.peak))
+        if (fpeak)
             printf("%.2f", f.peak);
         printf(",MB/s,");
         if (peaks)
             printf("%.2f,%.4f", g.peak, f.peak / g.peak);
         else
             printf(",");
-        printf(",%s\n", isfinite(f.peak) ? "" : "no long bandwidth figure");
+        printf(",%s\n", fpeak     ? (g.noisy ? "baseline noisy" : "")
+                         : f.noisy ? "noisy: some sizes of the sweep were noisy"
+                                   : "no long bandwidth figure");
         return;
     }
     print_section(r, "N1/2: smallest size reaching half the peak long bandwidth",
@@ -984,10 +988,14 @@ static void nhalf_section(struct run *r)
     snprintf(a, sizeof a, "n/a");
     snprintf(c, sizeof c, "n/a");
     q[0] = '\0';
-    if (isfinite(f.peak))
+    if (fpeak)
         snprintf(a, sizeof a, "%.2f GB/s", f.peak / 1000);
-    if (isfinite(g.peak))
+    else if (f.noisy)
+        snprintf(a, sizeof a, "noisy");
+    if (gpeak)
         snprintf(c, sizeof c, "%.2f GB/s", g.peak / 1000);
+    else if (g.noisy)
+        snprintf(c, sizeof c, "noisy");
     if (peaks)
         snprintf(q, sizeof q, "%7.2f", f.peak / g.peak);
     printf("  %-26s %9s %13s %13s %s\n", "long peak bandwidth", "", a, c, q);

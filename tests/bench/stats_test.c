@@ -118,21 +118,36 @@ static void undecided(void)
     double one[] = {8}, one_bw[] = {100};
     h = bench_nhalf(one, one_bw, 1);
     CHECK(h.kind == BENCH_NHALF_NONE && h.peak == 100);
-    double none_bw[] = {NAN, -1};
+    double none_bw[] = {NAN, 0};
     h = bench_nhalf(size, none_bw, 2);
     CHECK(h.kind == BENCH_NHALF_NONE && isnan(h.peak));
     CHECK(strcmp(bench_nhalf_cell(&h, cell, sizeof cell), "n/a") == 0);
 
-    /* a missing (noisy) point next to the crossing widens the bracket to
-       a factor of 4: too sparse, not a guess */
+    /* a missing point (a baseline that gave up) next to the crossing
+       widens the bracket to a factor of 4: too sparse, not a guess */
     n = doubling(size, 4 << 20);
     hockney(size, bw, n, 10000, 3000);
     for (int i = 0; i < n; i++)
         if (size[i] == 2048)
-            bw[i] = -1;
+            bw[i] = NAN;
     h = bench_nhalf(size, bw, n);
     CHECK(h.kind == BENCH_NHALF_SPARSE);
     CHECK(h.lo == 1024 && h.hi == 4096);
+
+    /* a noisy point (negative) anywhere: the peak itself may be the one
+       that is missing, so neither N1/2 nor the peak is the curve's */
+    hockney(size, bw, n, 10000, 3000);
+    bw[n - 3] = -1;
+    bw[n - 1] = -1;
+    h = bench_nhalf(size, bw, n);
+    CHECK(h.kind == BENCH_NHALF_NOISY && h.noisy == 2);
+    CHECK(isnan(h.value));
+    CHECK(strcmp(bench_nhalf_cell(&h, cell, sizeof cell), "noisy") == 0);
+    bench_nhalf_why(&h, why, sizeof why);
+    CHECK(strstr(why, "2 sizes") != NULL && strchr(why, ',') == NULL);
+    double all_noisy[] = {-1, -1, -1};
+    h = bench_nhalf(size, all_noisy, 3);
+    CHECK(h.kind == BENCH_NHALF_NOISY && h.noisy == 3);
 }
 
 static void ratios(void)
