@@ -34,6 +34,8 @@ FNR == 1 {
     if (k in have)
         next    # a name measured twice in one run: the first (its section's)
     have[k] = 1
+    if ($1 == "bandwidth_long" && $7 ~ /noisy/)
+        sweep_noisy[run SUBSEP src] = 1
     val[k] = $3
     base[k] = $5
     rat[k] = $6
@@ -62,6 +64,13 @@ function gather(src, name, size, field,    r, k, x, n) {
             continue
         }
         x = field == "val" ? val[k] : field == "base" ? base[k] : rat[k]
+        # N1/2 and the peak come from the whole sweep: none from a run
+        # where some of its sizes were noisy (the peak may be among them)
+        if ((name == "nhalf_long" || name == "peak_bandwidth_long") &&
+            ((run_list[r] SUBSEP src) in sweep_noisy)) {
+            noisy_runs++
+            continue
+        }
         if (x == "" || x == "nan" || x == "-nan") {
             if (note[k] ~ /noisy/)
                 noisy_runs++
@@ -248,7 +257,7 @@ function nhalf(src, field,    n, r, k, why, at) {
         return cell(n, "B")
     for (r = 1; r <= nruns; r++) {
         k = run_list[r] SUBSEP src SUBSEP "nhalf_long" SUBSEP ""
-        if (!(k in have) || note[k] == "")
+        if (!(k in have) || note[k] == "" || ((run_list[r] SUBSEP src) in sweep_noisy))
             continue
         why = note[k]
         at = index(why, "baseline: ")
@@ -260,12 +269,25 @@ function nhalf(src, field,    n, r, k, why, at) {
         if (why != "")
             return "none: " why
     }
-    return "—"
+    return noisy_runs ? "noisy" : "—"
 }
 
-# "6.3 µs, ×1.05": a figure and its ratio to the lossless run, when both are.
-function times(figure, ratio) {
-    return last_ratio == "" ? figure : figure ", ×" ratio
+# "6.3 µs ×1.05": the median of a figure under loss and the median of its
+# runs' ratios to the lossless run of the same round (with_ratio), or "—".
+function loss_cell(src, name, size, unit, with_ratio,    n, s) {
+    n = gather(src, name, size, "val")
+    if (n == 0)
+        return noisy_runs ? "noisy" : "—"
+    s = num(median(n), unit) unit_name(median(n), unit)
+    last_ratio = ""
+    if (with_ratio) {
+        n = gather_pair(src, name, size, "loss-0", name, size)
+        if (n) {
+            last_ratio = median(n)
+            s = s " ×" num(last_ratio, "x")
+        }
+    }
+    return s
 }
 
 # A row of a figure beside the baseline of its own run: label, the figure
@@ -354,30 +376,27 @@ END {
     print ""
     print "**Under loss** (veth; nftables drops the given share of the UDP frames each"
     print "host receives, data and acknowledgements alike; every 8-byte round trip"
-    print "timed on its own, `flit-bench --percentiles`; × = ratio to the 0% run)"
+    print "timed on its own, `flit-bench --percentiles`; medians of the runs, and"
+    print "× their ratio to the 0% run)"
     print ""
-    row("loss", "8 B one way: median", "99th percentile", "mean (round trips timed)",
-        "1 MiB goodput")
-    print "|---|---|---|---|---|"
+    print "| loss | 8 B one way: median | 99th percentile | mean | round trips timed | " \
+          "1 MiB goodput |"
+    print "|---|---|---|---|---|---|"
     split("0 1 5 10", pcts, " ")
     for (i = 1; i <= 4; i++) {
         s = "loss-" pcts[i]
-        p50 = fig(s, "latency_short_p50", 8, "us")
-        p99 = fig(s, "latency_short_p99", 8, "us")
-        mean = fig(s, "latency_short_mean", 8, "us")
-        cnt = fig(s, "latency_short_samples", 8, "count")
-        bw = fig(s, "bandwidth_long", MiB, "MB/s")
-        if (i > 1) {
-            p50 = times(p50, pair_ratio(s, "latency_short_p50", 8, "loss-0",
-                                        "latency_short_p50", 8))
-            p99 = times(p99, pair_ratio(s, "latency_short_p99", 8, "loss-0",
-                                        "latency_short_p99", 8))
-            bw = times(bw, pair_ratio(s, "bandwidth_long", MiB, "loss-0", "bandwidth_long",
-                                      MiB))
-            if (pcts[i] == 5 && last_ratio != "")
-                bw = bw " (target ≥ 0.5: " (last_ratio >= 0.5 ? "met" : "not met") ")"
-        }
-        row(pcts[i] "%", p50, p99, mean " (" cnt ")", bw)
+        clean = gather(s, "latency_short_p50", 8, "val")
+        label = pcts[i] "%"
+        if (clean < nruns)
+            label = label " (latency: " clean " of " nruns " runs clean)"
+        p50 = loss_cell(s, "latency_short_p50", 8, "us", i > 1)
+        p99 = loss_cell(s, "latency_short_p99", 8, "us", i > 1)
+        mean = loss_cell(s, "latency_short_mean", 8, "us", i > 1)
+        cnt = loss_cell(s, "latency_short_samples", 8, "count", 0)
+        bw = loss_cell(s, "bandwidth_long", MiB, "MB/s", i > 1)
+        if (pcts[i] == 5 && last_ratio != "")
+            bw = bw " (target ≥ 0.5: " (last_ratio >= 0.5 ? "met" : "not met") ")"
+        printf "| %s | %s | %s | %s | %s | %s |\n", label, p50, p99, mean, cnt, bw
     }
 
     print ""
