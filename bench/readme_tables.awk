@@ -317,20 +317,19 @@ function pair_row(label, src, name, size, unit, osrc, oname, bpre, ttext, top, t
 END {
     MiB = 1048576
     mpi = has("mpi")
-    printf "Measured %s,\nby `%s`. ", machine, command
+    printf "Measured %s,\nby `%s`.\n", machine, command
     if (nruns > 1)
-        printf "Each cell is the median of %d runs, their range in brackets; a ratio\n" \
-               "is the median of the runs' own ratios (a figure beside its baseline\n" \
-               "measured in the same run, or beside the Open MPI run next to it: the\n" \
-               "runs alternate). ", nruns
+        printf "Each cell is the median of %d runs, their range in brackets; a ratio is\n" \
+               "the median of the runs' own ratios (a figure beside its baseline measured\n" \
+               "in the same run, or beside the Open MPI run next to it: the runs\n" \
+               "alternate).", nruns
     else
         printf "One run: a ratio is a figure beside its baseline measured in the same\n" \
-               "run, or beside the Open MPI run next to it. "
-    printf "\"noisy\": a rank lost its CPU to other work in\nevery attempt at that " \
-           "figure (flit-bench measures such a figure again). Load\naverage when the " \
-           "runs began: %s.", load
+               "run, or beside the Open MPI run next to it."
+    printf " \"noisy\": a rank lost its CPU to other work in every attempt at\n" \
+           "that figure. Load average when the runs began: %s.", load
     if (mpi_version != "")
-        printf " Beside %s (pml ob1, btl self,vader).", mpi_version
+        printf "\n%s: pml ob1, btl self,vader.", mpi_version
     printf "\n\n"
 
     print "**Shared memory** (`make bench`, `make bench-compare`)"
