@@ -75,6 +75,7 @@ typedef enum flit_status {
     FLIT_ERR_REVOKED,         /* rma: the region was unexported (or never was) */
     FLIT_ERR_CLOSED,          /* the endpoint was destroyed while the call waited */
     FLIT_ERR_EXHAUSTED,       /* none left (handler indices to reserve) */
+    FLIT_ERR_NO_LAUNCHER,     /* started as one of several tasks, launcher unreachable */
     FLIT_STATUS_COUNT         /* not a status: the number of them */
 } flit_status;
 

@@ -41,6 +41,8 @@ static const struct {
       "the endpoint was destroyed (or flit finalized) while the call waited"),
     S(FLIT_ERR_EXHAUSTED,
       "none left: every handler index that could be reserved is taken"),
+    S(FLIT_ERR_NO_LAUNCHER, "started as one of several tasks, but no launcher flit "
+                            "supports can be reached (see the log)"),
 #undef S
 };
 

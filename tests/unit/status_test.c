@@ -70,7 +70,8 @@ int main(void)
     expect_name(FLIT_ERR_REVOKED, "FLIT_ERR_REVOKED");
     expect_name(FLIT_ERR_CLOSED, "FLIT_ERR_CLOSED");
     expect_name(FLIT_ERR_EXHAUSTED, "FLIT_ERR_EXHAUSTED");
-    CHECK(FLIT_ERR_EXHAUSTED + 1 == FLIT_STATUS_COUNT);
+    expect_name(FLIT_ERR_NO_LAUNCHER, "FLIT_ERR_NO_LAUNCHER");
+    CHECK(FLIT_ERR_NO_LAUNCHER + 1 == FLIT_STATUS_COUNT);
     CHECK(strcmp(flit_strerror(FLIT_OK), "success") == 0);
 
     static const int unknown[] = {-1,   FLIT_STATUS_COUNT, FLIT_STATUS_COUNT + 1,
