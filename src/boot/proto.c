@@ -81,6 +81,8 @@ int fl_proto_rx_next(struct fl_proto_rx *rx, uint8_t *type, const uint8_t **body
     uint32_t flen = fl_get32(rx->buf);
     if (flen == 0 || flen > FL_PROTO_MAX_FRAME)
         return -EPROTO;
+    if (rx->max_frame && flen > rx->max_frame)
+        return -EMSGSIZE;
     if (rx->len < 4 + (size_t)flen) {
         if (rx->cap < 4 + (size_t)flen) {
             uint8_t *nb = realloc(rx->buf, 4 + (size_t)flen);

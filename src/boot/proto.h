@@ -67,11 +67,18 @@ int fl_proto_hello_decode(const uint8_t *body, size_t len, struct fl_proto_hello
 /* Writes one whole frame to a blocking fd (retries on EINTR). 0 or -errno. */
 int fl_proto_send(int fd, uint8_t type, const void *body, size_t len);
 
-/* Buffered reader that yields whole frames from a (possibly nonblocking) fd. */
+/*
+ * Buffered reader that yields whole frames from a (possibly nonblocking) fd.
+ * max_frame bounds the length a frame may declare (type + body); 0 means
+ * FL_PROTO_MAX_FRAME. A reader facing a peer not yet known (flitrun before a
+ * connection's HELLO) sets it low, so that a stranger cannot make it
+ * allocate the room for a large frame.
+ */
 struct fl_proto_rx {
     uint8_t *buf;
     size_t len, cap;
-    size_t handed; /* bytes of the frame handed out last */
+    size_t handed;      /* bytes of the frame handed out last */
+    uint32_t max_frame; /* 0: FL_PROTO_MAX_FRAME */
 };
 
 /*
@@ -83,7 +90,9 @@ int fl_proto_rx_fill(struct fl_proto_rx *rx, int fd);
 /*
  * Takes the next whole frame out of rx: 1 with *type, *body, *len set (body
  * valid until the next call), 0 when none is complete, -EPROTO when the
- * stream is garbage.
+ * stream is garbage (a length of 0 or above FL_PROTO_MAX_FRAME), -EMSGSIZE
+ * when the next frame declares more than rx->max_frame (nothing is
+ * allocated for it).
  */
 int fl_proto_rx_next(struct fl_proto_rx *rx, uint8_t *type, const uint8_t **body,
                      size_t *len);

@@ -766,7 +766,8 @@ struct tcase {
     }
 #define REJECTED                                                                         \
     "not this job's", "claims rank 2 of a job of 2",                                     \
-        "claims rank 0, which already connected", "instead of HELLO"
+        "claims rank 0, which already connected", "instead of HELLO",                    \
+        "declared a 67108864-byte frame before its HELLO"
 
 static const struct tcase cases[] = {
     BAD_USAGE(NULL),

@@ -557,14 +557,22 @@ static int mode_badframe(struct client *c, int argc, char **argv)
     return 1;
 }
 
-/* flitrun must close a connection that says this HELLO (or a non-HELLO). */
-static void expect_refused(uint64_t job_id, uint32_t rank, bool hello)
+enum stranger { SAYS_HELLO, SAYS_BYE, DECLARES_MAX };
+
+/* flitrun must close a connection that says this HELLO, a non-HELLO, or
+   that declares a frame of FL_PROTO_MAX_FRAME bytes before any HELLO (at
+   once: not after the wait for a HELLO, and with no room allocated). */
+static void expect_refused(uint64_t job_id, uint32_t rank, enum stranger how)
 {
     int fd = dial();
-    if (hello) {
+    uint8_t head[5];
+    fl_put32(head, FL_PROTO_MAX_FRAME);
+    head[4] = FL_PROTO_HELLO;
+    if (how == SAYS_HELLO) {
         send_hello(fd, job_id, rank);
-    } else if (fl_proto_send(fd, FL_PROTO_BYE, NULL, 0) != 0) {
-        die("%s", "cannot send BYE");
+    } else if (how == SAYS_BYE ? fl_proto_send(fd, FL_PROTO_BYE, NULL, 0) != 0
+                               : write(fd, head, sizeof head) != (ssize_t)sizeof head) {
+        die("%s", "cannot send the stranger's frame");
     }
     char b;
     ssize_t n;
@@ -580,10 +588,11 @@ static int mode_reject(struct client *c)
     client_open(c);
     gather_pattern(c); /* flitrun knows our real HELLO by now */
     if (c->rank == 0) {
-        expect_refused(c->job_id ^ 1, 0, true);
-        expect_refused(c->job_id, c->size, true);
-        expect_refused(c->job_id, 0, true);
-        expect_refused(c->job_id, 0, false);
+        expect_refused(c->job_id ^ 1, 0, SAYS_HELLO);
+        expect_refused(c->job_id, c->size, SAYS_HELLO);
+        expect_refused(c->job_id, 0, SAYS_HELLO);
+        expect_refused(c->job_id, 0, SAYS_BYE);
+        expect_refused(c->job_id, 0, DECLARES_MAX);
     }
     gather_pattern(c);
     say_bye(c);

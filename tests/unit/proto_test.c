@@ -2,7 +2,8 @@
 /*
  * The flitrun <-> rank framing (src/boot/proto.c) over socketpairs: frames
  * of 0 .. 1 MiB bodies, many frames in one read, one frame delivered byte by
- * byte on a nonblocking socket, garbage lengths (-EPROTO), oversized sends
+ * byte on a nonblocking socket, garbage lengths (-EPROTO), a bound on what
+ * a frame may declare (-EMSGSIZE, nothing allocated), oversized sends
  * (-EMSGSIZE), a closed peer (-EPIPE, no SIGPIPE), EOF, the versioned HELLO
  * body, the "unix:@name" and "tcp:a.b.c.d:port" address parsers, and
  * fl_proto_connect over both.
@@ -338,6 +339,46 @@ static void test_garbage(void)
     close(sv[1]);
 }
 
+/*
+ * A reader with max_frame set refuses a longer declared frame with -EMSGSIZE
+ * and allocates nothing for it; a frame at the bound still comes out; the
+ * bound lifted (0), the same large declaration is only incomplete.
+ */
+static void test_max_frame(void)
+{
+    const uint32_t bound = 1 + FL_PROTO_HELLO_LEN;
+    int sv[2];
+    pair(sv);
+    uint8_t buf[64], body[FL_PROTO_HELLO_LEN] = {0};
+    size_t n = encode(buf, FL_PROTO_HELLO, body, sizeof body); /* exactly the bound */
+    fl_put32(buf + n, FL_PROTO_MAX_FRAME); /* then a huge declaration */
+    write_all(sv[0], buf, n + 4);
+    struct fl_proto_rx rx = {.max_frame = bound};
+    uint8_t type;
+    const uint8_t *b;
+    size_t len;
+    CHECK_EQ_INT(next_frame(&rx, sv[1], &type, &b, &len), 1);
+    CHECK(type == FL_PROTO_HELLO && len == FL_PROTO_HELLO_LEN);
+    size_t cap = rx.cap;
+    CHECK_EQ_INT(fl_proto_rx_next(&rx, &type, &b, &len), -EMSGSIZE);
+    CHECK_EQ_INT(fl_proto_rx_next(&rx, &type, &b, &len), -EMSGSIZE); /* stays refused */
+    if (rx.cap != cap || rx.cap >= 65536)
+        FAIL("the refused frame grew the buffer from %zu to %zu bytes", cap, rx.cap);
+    /* One byte over the bound is refused too; garbage stays -EPROTO. */
+    CHECK_EQ_INT(rx.max_frame, bound);
+    fl_put32(rx.buf, bound + 1);
+    CHECK_EQ_INT(fl_proto_rx_next(&rx, &type, &b, &len), -EMSGSIZE);
+    fl_put32(rx.buf, FL_PROTO_MAX_FRAME + 1);
+    CHECK_EQ_INT(fl_proto_rx_next(&rx, &type, &b, &len), -EPROTO);
+    fl_put32(rx.buf, FL_PROTO_MAX_FRAME);
+    rx.max_frame = 0;
+    CHECK_EQ_INT(fl_proto_rx_next(&rx, &type, &b, &len), 0);
+    CHECK(rx.cap >= 4 + (size_t)FL_PROTO_MAX_FRAME);
+    fl_proto_rx_free(&rx);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 static void test_send_errors(void)
 {
     int sv[2];
@@ -593,6 +634,7 @@ int main(void)
     test_many_in_one_read();
     test_byte_by_byte();
     test_garbage();
+    test_max_frame();
     test_send_errors();
     test_hello();
     test_addr();

@@ -43,6 +43,7 @@ static void conn_hello(struct job *job, struct conn *c, uint8_t type, const uint
         c->rank = (int)rank;
         rk->said_hello = true;
         rk->conn = c;
+        c->rx.max_frame = 0; /* a rank of this job: frames up to FL_PROTO_MAX_FRAME */
         if (rk->remote)
             note(job, "rank %u (pid %u on %s) connected%s", rank, pid,
                  host_name(job, rank), c->peer);
@@ -143,6 +144,11 @@ void boot_take_frames(struct job *job, struct conn *c)
         int r = fl_proto_rx_next(&c->rx, &type, &body, &len);
         if (r == 0)
             return;
+        if (r == -EMSGSIZE) {
+            conn_fail(job, c, "declared a %u-byte frame before its HELLO",
+                      (unsigned)fl_get32(c->rx.buf));
+            return;
+        }
         if (r < 0) {
             conn_fail(job, c, "sent a malformed frame: %s", strerror(-r));
             return;

@@ -22,6 +22,7 @@
 
 #define HELLO_WAIT_NS  (10 * NS_PER_S) /* for a new connection's HELLO */
 #define READS_PER_TURN 16              /* so one chatty rank cannot starve others */
+#define HELLO_FRAME    (1 + FL_PROTO_HELLO_LEN) /* the most a stranger may declare */
 
 /* The address of this host the ranks connect to: --boot-addr, or the one on
    the route to the first rank's host that is not this one. */
@@ -259,6 +260,7 @@ static void conn_add(struct job *job, int fd, const struct sockaddr_in *sa)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->fd = fd;
     c->rank = -1;
+    c->rx.max_frame = HELLO_FRAME; /* a stranger gets no room until it said who it is */
     c->hello_by = fl_now_ns() + HELLO_WAIT_NS;
     memcpy(c->peer, peer, sizeof peer);
     job->srv.conns[job->srv.nconns++] = c;
