@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The RPC layer's own interface between its two halves: rpc.c (the object,
+ * the calls in flight, the queue of replies waiting for program context,
+ * the endpoint listener) and serve.c (requests arriving, procedures,
+ * replies). Built on <flit/...> alone, like src/tagged.
+ *
+ * Wire, little-endian:
+ *  - request as an active message to handler h: args {id lo, id hi, proc},
+ *    the request as a medium payload (short when empty);
+ *  - reply as an active message to h + 1 (through the request's token, or
+ *    as a request of its own): args {id lo, id hi, status}, the reply as a
+ *    medium payload (short when empty);
+ *  - request or reply as a stream to h (request) or h + 1 (reply): a
+ *    16-byte header {word (proc or status) u32, magic u32, id u64}, then
+ *    the bytes.
+ *
+ * Locking: one mutex per object (skipped on single-threaded endpoints),
+ * a leaf: never held across a flit_* call, so handlers (which run with the
+ * endpoint entered) may take it.
+ */
+#ifndef FL_RPC_INTERNAL_H
+#define FL_RPC_INTERNAL_H
+
+#include <flit/rpc.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+
+#define RPC_MAGIC     0x666c7472706321ull /* "flitrpc!" */
+#define RPC_WIRE      0x31637072u         /* "rpc1": stream header magic */
+#define RPC_HDR       16u
+#define RPC_NARGS     3u
+#define RPC_BUCKETS   256u /* calls in flight: hash buckets (power of two) */
+#define RPC_IOV_KEEP  4    /* reply pieces a call keeps without malloc */
+#define RPC_MAX_PROCS 65536u
+
+struct rpc_out; /* a message waiting for program context */
+
+struct flit_rpc {
+    uint64_t magic;
+    flit_ep_t *ep;
+    flit_handler_t h; /* h: requests; h + 1: replies */
+    uint32_t size, me;
+    bool mt; /* thread-safe endpoint: lock */
+    bool ep_closing;
+    unsigned nprocs;
+    size_t max_request;
+    struct {
+        flit_rpc_fn fn;
+        void *user;
+    } * procs;
+    flit_ep_listener_t listener;
+    pthread_mutex_t lock; /* everything below */
+    uint64_t next_id;
+    struct flit_rpc_call *buckets[RPC_BUCKETS];
+    size_t live_calls; /* handed out, not ended */
+    struct flit_rpc_call *free_calls;
+    struct rpc_out *out_head, *out_tail;
+    _Atomic size_t nout;             /* read without the lock by the listener */
+    struct flit_rpc_reply *deferred; /* not sent yet */
+    bool driving;                    /* a waiting thread drives progress */
+    struct rpc_waiter *sleepers;     /* threads asleep on their calls */
+    flit_rpc_stats_t st;
+};
+
+/* Server side: the request whose procedure runs (on its handler's stack). */
+struct flit_rpc_req {
+    struct flit_rpc *rpc;
+    flit_token_t *token;   /* came as an active message: replies may use it */
+    flit_stream_t *stream; /* came as a stream: read from it */
+    const uint8_t *buf;    /* active message: the request bytes */
+    size_t len, pos;
+    uint32_t caller;
+    uint64_t id;
+    bool live, answered;
+};
+
+struct flit_rpc_reply {
+    uint32_t magic;
+    struct flit_rpc *rpc; /* NULL once the object answered it CLOSED */
+    uint32_t caller;
+    uint64_t id;
+    struct flit_rpc_reply *prev, *next; /* rpc->deferred */
+};
+
+static inline void rpc_lock(struct flit_rpc *r)
+{
+    if (r->mt)
+        pthread_mutex_lock(&r->lock);
+}
+
+static inline void rpc_unlock(struct flit_rpc *r)
+{
+    if (r->mt)
+        pthread_mutex_unlock(&r->lock);
+}
+
+static inline void rpc_put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t rpc_get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static inline void rpc_hdr(uint8_t *p, uint32_t word, uint64_t id)
+{
+    rpc_put_le32(p, word);
+    rpc_put_le32(p + 4, RPC_WIRE);
+    rpc_put_le32(p + 8, (uint32_t)id);
+    rpc_put_le32(p + 12, (uint32_t)(id >> 32));
+}
+
+/* Pieces as the API takes them: counts, NULLs; *total their sum. */
+flit_status fl_rpc_check_iov(const struct iovec *iov, int n, size_t *total);
+
+/* Gathers n pieces into dst (room for their sum). */
+void fl_rpc_gather(uint8_t *dst, const struct iovec *iov, int n);
+
+/*
+ * A reply (or an error status with no bytes) to caller's call id, sent as
+ * a message of its own: at once from program context, else (inside a
+ * handler, or no room now) copied and queued for the next progress pass.
+ */
+flit_status fl_rpc_send_reply(struct flit_rpc *r, uint32_t caller, uint64_t id,
+                              flit_status status, const struct iovec *iov, int n,
+                              size_t total);
+
+/* The two halves' handlers (serve.c for requests, rpc.c for replies). */
+void fl_rpc_on_req_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
+                      unsigned nargs, void *user);
+void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user);
+
+/* Answers every deferred reply with FLIT_ERR_CLOSED (program context). */
+void fl_rpc_close_deferred(struct flit_rpc *r);
+
+static inline void rpc_count(struct flit_rpc *r, uint64_t *field)
+{
+    if (r->mt)
+        __atomic_fetch_add(field, 1, __ATOMIC_RELAXED);
+    else
+        (*field)++;
+}
+
+#endif /* FL_RPC_INTERNAL_H */

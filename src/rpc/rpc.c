@@ -1,0 +1,986 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * RPC on the public API alone (<flit/rpc.h> for the contract, internal.h
+ * for the wire): the object, the client's calls in flight and how threads
+ * wait for them, replies arriving, and the queue of messages that handler
+ * context could not send.
+ *
+ * Calls in flight live in a hash table keyed by call id, under the
+ * object's mutex. A call is SENT until its reply's handler takes it out of
+ * the table (RECEIVING: from then on only that handler touches the call and
+ * its reply buffers, outside the mutex) and completes it (DONE, stored last
+ * with release: test and wait read it without the mutex). Cancel and the
+ * call's own timeout end only SENT calls; a reply for an id no longer in
+ * the table is late: discarded and counted.
+ *
+ * Waiting threads (thread-safe endpoints). One waiter at a time drives
+ * the endpoint (polls, then flit_wait in slices); the others sleep, each
+ * on a condition of its own (struct rpc_waiter, on its stack) that the
+ * calls it waits for point to. Completing a call signals its waiter only:
+ * no thundering herd, and no thread takes another's reply. A driver that
+ * leaves hands the driving to the first sleeper.
+ *
+ * Program context. A reply made inside a handler that cannot go back
+ * through a token is copied to a queue; the object's progress listener
+ * (flit_ep_listen) sends it after the pass that queued it, with NONBLOCK
+ * sends (what finds no room waits for the next pass).
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define CALL_MAGIC  0x63616c6cu /* "call" */
+#define POLLS_FIRST 64          /* polls before a waiter turns to flit_wait */
+#define SLICE_US    10000       /* longest flit_wait of a driver */
+#define NAP_US                                                                           \
+    100000 /* longest sleep of a follower (a backstop:                                   \
+              the hand-off signals it) */
+
+enum call_state { C_SENT, C_RECEIVING, C_DONE };
+
+struct rpc_waiter {
+    pthread_cond_t cond;
+    struct rpc_waiter *next;
+    bool woken;
+};
+
+struct flit_rpc_call {
+    uint32_t magic;
+    _Atomic int state; /* enum call_state */
+    struct flit_rpc *rpc;
+    uint64_t id;
+    uint32_t dest;
+    unsigned flags;
+    bool in_table;
+    int64_t deadline; /* ns, CLOCK_MONOTONIC; 0: none */
+    struct iovec *rep;
+    int nrep;
+    size_t cap; /* sum of the reply pieces */
+    struct iovec rep_keep[RPC_IOV_KEEP];
+    struct rpc_waiter *waiter; /* the thread asleep on it (under the mutex) */
+    flit_rpc_result_t res;
+    struct flit_rpc_call *next; /* hash chain; free list */
+};
+
+/* A message for program context: a reply (or error) to a call. */
+struct rpc_out {
+    struct rpc_out *next;
+    uint32_t dest;
+    uint64_t id;
+    flit_status status;
+    size_t len;
+    uint8_t data[];
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool rpc_ok(const struct flit_rpc *r)
+{
+    return r && r->magic == RPC_MAGIC;
+}
+
+static bool call_ok(const struct flit_rpc_call *c)
+{
+    return c && c->magic == CALL_MAGIC;
+}
+
+static bool call_done(struct flit_rpc_call *c)
+{
+    /* Acquire: pairs with complete(); the result and reply bytes are in. */
+    return atomic_load_explicit(&c->state, memory_order_acquire) == C_DONE;
+}
+
+flit_status fl_rpc_check_iov(const struct iovec *iov, int n, size_t *total)
+{
+    if (n < 0 || (n && !iov))
+        return FLIT_ERR_INVALID_ARG;
+    size_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        if (iov[i].iov_len && !iov[i].iov_base)
+            return FLIT_ERR_INVALID_ARG;
+        if (iov[i].iov_len > SIZE_MAX - sum)
+            return FLIT_ERR_TOO_LARGE;
+        sum += iov[i].iov_len;
+    }
+    *total = sum;
+    return FLIT_OK;
+}
+
+void fl_rpc_gather(uint8_t *dst, const struct iovec *iov, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (iov[i].iov_len)
+            memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+        dst += iov[i].iov_len;
+    }
+}
+
+/* ---------------------------------------------------------------- table */
+
+static struct flit_rpc_call **bucket(struct flit_rpc *r, uint64_t id)
+{
+    return &r->buckets[id & (RPC_BUCKETS - 1)];
+}
+
+static void table_add(struct flit_rpc *r, struct flit_rpc_call *c)
+{
+    struct flit_rpc_call **b = bucket(r, c->id);
+    c->next = *b;
+    *b = c;
+    c->in_table = true;
+}
+
+static void table_del(struct flit_rpc *r, struct flit_rpc_call *c)
+{
+    struct flit_rpc_call **pp = bucket(r, c->id);
+    while (*pp && *pp != c)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = c->next;
+    c->next = NULL;
+    c->in_table = false;
+}
+
+/* Under the mutex: the SENT call with that id, taken out of the table, or
+   NULL (a late reply: counted). */
+static struct flit_rpc_call *table_take(struct flit_rpc *r, uint64_t id)
+{
+    struct flit_rpc_call *c = *bucket(r, id);
+    while (c && c->id != id)
+        c = c->next;
+    if (c && c->deadline && now_ns() >= c->deadline)
+        c = NULL; /* its time is up: the waiter will say so */
+    if (!c) {
+        r->st.late_replies++;
+        return NULL;
+    }
+    table_del(r, c);
+    atomic_store_explicit(&c->state, C_RECEIVING, memory_order_relaxed);
+    return c;
+}
+
+/* Under the mutex: the call is over; its waiter, if asleep, is told. */
+static void complete(struct flit_rpc *r, struct flit_rpc_call *c, flit_status st)
+{
+    (void)r;
+    c->res.status = st;
+    /* Release: the result and the reply bytes before the state. */
+    atomic_store_explicit(&c->state, C_DONE, memory_order_release);
+    if (c->waiter) {
+        c->waiter->woken = true;
+        pthread_cond_signal(&c->waiter->cond);
+    }
+}
+
+/* Under the mutex: ends a SENT call with st (timeout, peer down, closed). */
+static void end_sent(struct flit_rpc *r, struct flit_rpc_call *c, flit_status st)
+{
+    table_del(r, c);
+    if (st == FLIT_ERR_TIMEOUT)
+        r->st.timeouts++;
+    complete(r, c, st);
+}
+
+/* ---------------------------------------------------------------- replies */
+
+/* Scatters up to c->cap bytes of a len-byte reply from src (NULL: a
+   stream s) into the call's buffers; the rest is left. *got: bytes placed. */
+static flit_status scatter(struct flit_rpc_call *c, const uint8_t *src, flit_stream_t *s,
+                           size_t len, size_t *got)
+{
+    size_t want = len < c->cap ? len : c->cap;
+    *got = 0;
+    for (int i = 0; i < c->nrep && *got < want; i++) {
+        size_t k = c->rep[i].iov_len;
+        if (k > want - *got)
+            k = want - *got;
+        if (!k)
+            continue;
+        if (src) {
+            memcpy(c->rep[i].iov_base, src + *got, k);
+        } else {
+            flit_status st = flit_stream_recv(s, c->rep[i].iov_base, k);
+            if (st != FLIT_OK)
+                return st;
+        }
+        *got += k;
+    }
+    return FLIT_OK;
+}
+
+/* The reply into a call taken from the table (outside the mutex). */
+static flit_status take_reply(struct flit_rpc_call *c, flit_status status,
+                              const uint8_t *src, flit_stream_t *s, size_t len)
+{
+    c->res.length = len;
+    c->res.received = 0;
+    c->res.data = NULL;
+    if (status != FLIT_OK)
+        return status;
+    if (c->flags & FLIT_RPC_REPLY_ALLOC) {
+        if (len == 0)
+            return FLIT_OK;
+        if (!(c->res.data = malloc(len)))
+            return FLIT_ERR_NO_MEMORY;
+        c->rep_keep[0] = (struct iovec){.iov_base = c->res.data, .iov_len = len};
+        c->rep = c->rep_keep;
+        c->nrep = 1;
+        c->cap = len;
+    }
+    flit_status st = scatter(c, src, s, len, &c->res.received);
+    if (st == FLIT_OK && len > c->cap)
+        st = FLIT_ERR_TOO_LARGE;
+    if (st != FLIT_OK && c->res.data) {
+        free(c->res.data);
+        c->res.data = NULL;
+    }
+    return st;
+}
+
+static void on_reply(struct flit_rpc *r, uint64_t id, flit_status status,
+                     const uint8_t *src, flit_stream_t *s, size_t len)
+{
+    rpc_lock(r);
+    struct flit_rpc_call *c = table_take(r, id);
+    rpc_unlock(r);
+    if (!c)
+        return;
+    flit_status st = take_reply(c, status, src, s, len);
+    rpc_lock(r);
+    complete(r, c, st);
+    rpc_unlock(r);
+}
+
+static void on_reply_am(flit_token_t *token, void *buf, size_t nbytes,
+                        const uint32_t *args, unsigned nargs, void *user)
+{
+    (void)token;
+    if (nargs != RPC_NARGS)
+        return;
+    on_reply(user, args[0] | (uint64_t)args[1] << 32, (flit_status)args[2], buf, NULL,
+             nbytes);
+}
+
+static void on_reply_stream(flit_stream_t *s, size_t total, void *user)
+{
+    uint8_t hdr[RPC_HDR];
+    if (total < RPC_HDR || flit_stream_recv(s, hdr, RPC_HDR) != FLIT_OK ||
+        rpc_get_le32(hdr + 4) != RPC_WIRE)
+        return;
+    on_reply(user, rpc_get_le32(hdr + 8) | (uint64_t)rpc_get_le32(hdr + 12) << 32,
+             (flit_status)rpc_get_le32(hdr), NULL, s, total - RPC_HDR);
+}
+
+/* ---------------------------------------------------------------- sending */
+
+/*
+ * One message (request: word = proc, to h; reply: word = status, to
+ * h + 1) of total bytes gathered from iov, NONBLOCK: FLIT_ERR_AGAIN when
+ * the first packet finds no room, FLIT_ERR_IN_HANDLER in handler context.
+ */
+static flit_status send_msg(struct flit_rpc *r, uint32_t dest, bool reply, uint32_t word,
+                            uint64_t id, const struct iovec *iov, int n, size_t total,
+                            size_t am_max)
+{
+    flit_handler_t h = flit_handler((uint16_t)(r->h.idx + (reply ? 1 : 0)));
+    uint32_t args[RPC_NARGS] = {(uint32_t)id, (uint32_t)(id >> 32), word};
+    if (total == 0)
+        return flit_am_short(r->ep, flit_rank(dest), h, args, RPC_NARGS,
+                             FLIT_AM_NONBLOCK);
+    if (total <= am_max) {
+        if (n == 1)
+            return flit_am_medium(r->ep, flit_rank(dest), h, iov[0].iov_base, total, args,
+                                  RPC_NARGS, FLIT_AM_NONBLOCK);
+        uint8_t *buf = malloc(total);
+        if (!buf)
+            return FLIT_ERR_NO_MEMORY;
+        fl_rpc_gather(buf, iov, n);
+        flit_status st = flit_am_medium(r->ep, flit_rank(dest), h, buf, total, args,
+                                        RPC_NARGS, FLIT_AM_NONBLOCK);
+        free(buf);
+        return st;
+    }
+    uint8_t hdr[RPC_HDR];
+    rpc_hdr(hdr, word, id);
+    flit_stream_out_t *s;
+    flit_status st = flit_stream_begin(r->ep, flit_rank(dest), h, RPC_HDR + total,
+                                       FLIT_STREAM_NONBLOCK, &s);
+    if (st != FLIT_OK)
+        return st;
+    st = flit_stream_send(s, hdr, RPC_HDR);
+    if (st == FLIT_OK)
+        st = flit_stream_sendv(s, iov, n);
+    flit_status end = flit_stream_end(s);
+    return st != FLIT_OK ? st : end;
+}
+
+/* Under the mutex: appends o to the queue. */
+static void out_append(struct flit_rpc *r, struct rpc_out *o)
+{
+    o->next = NULL;
+    if (r->out_tail)
+        r->out_tail->next = o;
+    else
+        r->out_head = o;
+    r->out_tail = o;
+    atomic_fetch_add_explicit(&r->nout, 1, memory_order_release);
+}
+
+flit_status fl_rpc_send_reply(struct flit_rpc *r, uint32_t caller, uint64_t id,
+                              flit_status status, const struct iovec *iov, int n,
+                              size_t total)
+{
+    flit_status st = FLIT_ERR_AGAIN;
+    /* Messages queued before go first, so try only with an empty queue. */
+    if (atomic_load_explicit(&r->nout, memory_order_acquire) == 0)
+        st = send_msg(r, caller, true, (uint32_t)status, id, iov, n, total,
+                      FLIT_AM_MAX_MEDIUM);
+    if (st != FLIT_ERR_AGAIN && st != FLIT_ERR_IN_HANDLER)
+        return st;
+    struct rpc_out *o = malloc(sizeof *o + total);
+    if (!o)
+        return FLIT_ERR_NO_MEMORY;
+    *o = (struct rpc_out){.dest = caller, .id = id, .status = status, .len = total};
+    fl_rpc_gather(o->data, iov, n);
+    rpc_lock(r);
+    out_append(r, o);
+    r->st.queued_replies++;
+    rpc_unlock(r);
+    return FLIT_OK;
+}
+
+/* Program context: sends what is queued, until the queue is empty or a
+   message finds no room (it stays first). */
+static void flush(struct flit_rpc *r)
+{
+    for (;;) {
+        rpc_lock(r);
+        struct rpc_out *o = r->out_head;
+        if (o && !(r->out_head = o->next))
+            r->out_tail = NULL;
+        rpc_unlock(r);
+        if (!o)
+            return;
+        struct iovec v = {.iov_base = o->data, .iov_len = o->len};
+        flit_status st = send_msg(r, o->dest, true, (uint32_t)o->status, o->id, &v, 1,
+                                  o->len, FLIT_AM_MAX_MEDIUM);
+        if (st == FLIT_ERR_AGAIN) {
+            rpc_lock(r);
+            o->next = r->out_head;
+            r->out_head = o;
+            if (!o->next)
+                r->out_tail = o;
+            rpc_unlock(r);
+            return;
+        }
+        /* Sent, or never will be (the caller died, the endpoint closes). */
+        atomic_fetch_sub_explicit(&r->nout, 1, memory_order_relaxed);
+        free(o);
+        if (st == FLIT_ERR_IN_HANDLER)
+            return; /* not program context after all: cannot happen */
+    }
+}
+
+/* ---------------------------------------------------------------- listener */
+
+static void on_progress(flit_ep_t *ep, void *user)
+{
+    (void)ep;
+    struct flit_rpc *r = user;
+    if (atomic_load_explicit(&r->nout, memory_order_acquire))
+        flush(r);
+}
+
+/* Under the mutex: ends every SENT call (to dest, or every one with dest
+   UINT32_MAX) with st. */
+static void end_all(struct flit_rpc *r, uint32_t dest, flit_status st)
+{
+    for (unsigned b = 0; b < RPC_BUCKETS; b++) {
+        struct flit_rpc_call *c = r->buckets[b], *next;
+        for (; c; c = next) {
+            next = c->next;
+            if (dest == UINT32_MAX || c->dest == dest)
+                end_sent(r, c, st);
+        }
+    }
+}
+
+static void on_peer_down(flit_ep_t *ep, flit_rank_t peer, flit_status reason, void *user)
+{
+    (void)ep;
+    (void)reason;
+    struct flit_rpc *r = user;
+    rpc_lock(r);
+    end_all(r, peer.idx, FLIT_ERR_PEER_DOWN);
+    rpc_unlock(r);
+}
+
+/* Sends every queued message, waiting for room as it must (program
+   context, with no handler to wait behind). */
+static void drain(struct flit_rpc *r)
+{
+    while (atomic_load_explicit(&r->nout, memory_order_acquire)) {
+        flush(r);
+        if (atomic_load_explicit(&r->nout, memory_order_acquire) &&
+            flit_wait(r->ep, SLICE_US) != FLIT_OK)
+            if (flit_poll(r->ep) != FLIT_OK)
+                return; /* the endpoint is going: nothing will leave */
+    }
+}
+
+static void on_closing(flit_ep_t *ep, void *user)
+{
+    (void)ep;
+    struct flit_rpc *r = user;
+    fl_rpc_close_deferred(r);
+    drain(r);
+    rpc_lock(r);
+    r->ep_closing = true;
+    end_all(r, UINT32_MAX, FLIT_ERR_CLOSED);
+    rpc_unlock(r);
+}
+
+/* ---------------------------------------------------------------- object */
+
+static void discard_am(flit_token_t *token, void *buf, size_t nbytes,
+                       const uint32_t *args, unsigned nargs, void *user)
+{
+    (void)token, (void)buf, (void)nbytes, (void)args, (void)nargs, (void)user;
+}
+
+static void discard_stream(flit_stream_t *s, size_t total, void *user)
+{
+    (void)s, (void)total, (void)user;
+}
+
+/* Installs (or, with on false, replaces by discarding ones) the handlers. */
+static flit_status install(struct flit_rpc *r, bool on)
+{
+    flit_handler_t rep = flit_handler((uint16_t)(r->h.idx + 1));
+    flit_status st = flit_am_register(r->ep, r->h, on ? fl_rpc_on_req_am : discard_am, r);
+    if (st == FLIT_OK)
+        st = flit_am_register(r->ep, rep, on ? on_reply_am : discard_am, r);
+    if (st == FLIT_OK)
+        st = flit_stream_register(r->ep, r->h, on ? fl_rpc_on_req_stream : discard_stream,
+                                  r);
+    if (st == FLIT_OK)
+        st = flit_stream_register(r->ep, rep, on ? on_reply_stream : discard_stream, r);
+    return st;
+}
+
+static flit_status read_params(struct flit_rpc *r, const flit_rpc_params_t *p)
+{
+    r->nprocs = 64;
+    r->max_request = SIZE_MAX;
+    if (!p)
+        return FLIT_OK;
+    if (p->field_mask & ~(uint64_t)(FLIT_RPC_PARAM_PROCS | FLIT_RPC_PARAM_MAX_REQUEST))
+        return FLIT_ERR_INVALID_ARG;
+    if (p->field_mask & FLIT_RPC_PARAM_PROCS) {
+        if (p->procs == 0 || p->procs > RPC_MAX_PROCS)
+            return FLIT_ERR_INVALID_ARG;
+        r->nprocs = p->procs;
+    }
+    if (p->field_mask & FLIT_RPC_PARAM_MAX_REQUEST)
+        r->max_request = p->max_request;
+    return FLIT_OK;
+}
+
+static void free_object(struct flit_rpc *r)
+{
+    for (struct flit_rpc_call *c = r->free_calls, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    for (struct rpc_out *o = r->out_head, *next; o; o = next) {
+        next = o->next;
+        free(o);
+    }
+    pthread_mutex_destroy(&r->lock);
+    free(r->procs);
+    r->magic = 0;
+    free(r);
+}
+
+static flit_status open_object(struct flit_rpc *r)
+{
+    flit_thread_mode mode;
+    flit_status st = flit_ep_thread_mode(r->ep, &mode);
+    if (st != FLIT_OK)
+        return st;
+    r->mt = mode == FLIT_THREAD_SAFE;
+    if (!(r->procs = calloc(r->nprocs, sizeof *r->procs)))
+        return FLIT_ERR_NO_MEMORY;
+    /* Collective: every rank gets the same indices. */
+    if ((st = flit_ep_reserve_handlers(r->ep, 2, &r->h)) != FLIT_OK)
+        return st;
+    r->listener = (flit_ep_listener_t){
+        .peer_down = on_peer_down, .progress = on_progress, .closing = on_closing};
+    if ((st = install(r, true)) != FLIT_OK)
+        return st;
+    if ((st = flit_ep_listen(r->ep, &r->listener, r)) != FLIT_OK)
+        return st;
+    /* Every rank's handlers are in place before anyone calls. */
+    if ((st = flit_barrier(r->ep)) != FLIT_OK)
+        (void)flit_ep_unlisten(r->ep, &r->listener, r);
+    return st;
+}
+
+flit_status flit_rpc_create(flit_ep_t *ep, const flit_rpc_params_t *params,
+                            flit_rpc_t **out)
+{
+    if (!ep || !out)
+        return FLIT_ERR_INVALID_ARG;
+    struct flit_rpc *r = calloc(1, sizeof *r);
+    if (!r)
+        return FLIT_ERR_NO_MEMORY;
+    flit_status st = read_params(r, params);
+    if (st != FLIT_OK) {
+        free(r);
+        return st;
+    }
+    r->magic = RPC_MAGIC;
+    r->ep = ep;
+    r->size = flit_job_size();
+    r->me = flit_job_rank().idx;
+    r->next_id = 1;
+    atomic_init(&r->nout, 0);
+    if (pthread_mutex_init(&r->lock, NULL) != 0) {
+        free(r);
+        return FLIT_ERR_SYSTEM;
+    }
+    if ((st = open_object(r)) != FLIT_OK) {
+        free_object(r);
+        return st;
+    }
+    *out = r;
+    return FLIT_OK;
+}
+
+flit_status flit_rpc_destroy(flit_rpc_t *r)
+{
+    if (!rpc_ok(r))
+        return FLIT_ERR_INVALID_ARG;
+    if (r->ep_closing) { /* its endpoint was destroyed: nothing left to undo */
+        free_object(r);
+        return FLIT_OK;
+    }
+    /* Also the handler check: a handler must not free what it runs in. */
+    flit_status st = flit_poll(r->ep);
+    if (st != FLIT_OK)
+        return st;
+    rpc_lock(r);
+    bool busy = r->live_calls != 0;
+    rpc_unlock(r);
+    if (busy)
+        return FLIT_ERR_AGAIN;
+    fl_rpc_close_deferred(r);
+    drain(r);
+    /* Every rank has its replies out and no call outstanding. */
+    if ((st = flit_barrier(r->ep)) != FLIT_OK)
+        return st;
+    if ((st = install(r, false)) != FLIT_OK)
+        return st;
+    if ((st = flit_ep_unlisten(r->ep, &r->listener, r)) != FLIT_OK)
+        return st;
+    free_object(r);
+    return FLIT_OK;
+}
+
+flit_status flit_rpc_register(flit_rpc_t *r, unsigned proc, flit_rpc_fn fn, void *user)
+{
+    if (!rpc_ok(r))
+        return FLIT_ERR_INVALID_ARG;
+    if (proc >= r->nprocs)
+        return FLIT_ERR_BAD_HANDLER;
+    rpc_lock(r);
+    r->procs[proc].fn = fn;
+    r->procs[proc].user = fn ? user : NULL;
+    rpc_unlock(r);
+    return FLIT_OK;
+}
+
+flit_status flit_rpc_stats(flit_rpc_t *r, flit_rpc_stats_t *out)
+{
+    if (!rpc_ok(r) || !out || out->struct_size < sizeof *out)
+        return FLIT_ERR_INVALID_ARG;
+    rpc_lock(r);
+    flit_rpc_stats_t s = r->st;
+    s.served = __atomic_load_n(&r->st.served, __ATOMIC_RELAXED);
+    rpc_unlock(r);
+    s.struct_size = sizeof s;
+    *out = s;
+    return FLIT_OK;
+}
+
+/* ---------------------------------------------------------------- calls */
+
+/* Under the mutex: a call from the free list, or a new one. */
+static struct flit_rpc_call *call_get(struct flit_rpc *r)
+{
+    struct flit_rpc_call *c = r->free_calls;
+    if (c)
+        r->free_calls = c->next;
+    else if (!(c = malloc(sizeof *c)))
+        return NULL;
+    memset(c, 0, sizeof *c);
+    c->magic = CALL_MAGIC;
+    c->rpc = r;
+    atomic_init(&c->state, C_SENT);
+    r->live_calls++;
+    return c;
+}
+
+/* Under the mutex. */
+static void call_put(struct flit_rpc *r, struct flit_rpc_call *c)
+{
+    if (c->rep != c->rep_keep)
+        free(c->rep);
+    c->magic = 0;
+    c->next = r->free_calls;
+    r->free_calls = c;
+    r->live_calls--;
+}
+
+static flit_status check_call(struct flit_rpc *r, flit_rank_t dest, unsigned proc,
+                              const struct iovec *req, int nreq, const struct iovec *rep,
+                              int nrep, const flit_rpc_opts_t *o, size_t *reqlen)
+{
+    if (!rpc_ok(r))
+        return FLIT_ERR_INVALID_ARG;
+    if (dest.idx >= r->size)
+        return FLIT_ERR_RANK;
+    if (proc >= r->nprocs)
+        return FLIT_ERR_BAD_HANDLER;
+    if (o &&
+        ((o->field_mask & ~(uint64_t)(FLIT_RPC_OPT_FLAGS | FLIT_RPC_OPT_TIMEOUT)) ||
+         ((o->field_mask & FLIT_RPC_OPT_FLAGS) && (o->flags & ~FLIT_RPC_REPLY_ALLOC))))
+        return FLIT_ERR_INVALID_ARG;
+    size_t cap;
+    flit_status st = fl_rpc_check_iov(rep, nrep, &cap);
+    if (st != FLIT_OK)
+        return st == FLIT_ERR_TOO_LARGE ? FLIT_ERR_INVALID_ARG : st;
+    return fl_rpc_check_iov(req, nreq, reqlen);
+}
+
+/* Fills c's reply buffers and deadline from the arguments. */
+static flit_status call_setup(struct flit_rpc_call *c, const struct iovec *rep, int nrep,
+                              const flit_rpc_opts_t *o)
+{
+    c->flags = o && (o->field_mask & FLIT_RPC_OPT_FLAGS) ? o->flags : 0;
+    if (o && (o->field_mask & FLIT_RPC_OPT_TIMEOUT) && o->timeout_us >= 0)
+        c->deadline = now_ns() + o->timeout_us * 1000;
+    if (c->flags & FLIT_RPC_REPLY_ALLOC)
+        return FLIT_OK;
+    c->rep = nrep <= RPC_IOV_KEEP ? c->rep_keep : malloc(sizeof *c->rep * (size_t)nrep);
+    if (!c->rep)
+        return FLIT_ERR_NO_MEMORY;
+    if (nrep)
+        memcpy(c->rep, rep, sizeof *rep * (size_t)nrep);
+    c->nrep = nrep;
+    for (int i = 0; i < nrep; i++)
+        c->cap += rep[i].iov_len;
+    return FLIT_OK;
+}
+
+flit_status flit_rpc_icall(flit_rpc_t *r, flit_rank_t dest, unsigned proc,
+                           const struct iovec *req, int nreq, const struct iovec *rep,
+                           int nrep, const flit_rpc_opts_t *opts, flit_rpc_call_t **out)
+{
+    size_t len;
+    flit_status st = check_call(r, dest, proc, req, nreq, rep, nrep, opts, &len);
+    if (st != FLIT_OK)
+        return st;
+    if (!out)
+        return FLIT_ERR_INVALID_ARG;
+    rpc_lock(r);
+    if (r->ep_closing) {
+        rpc_unlock(r);
+        return FLIT_ERR_CLOSED;
+    }
+    struct flit_rpc_call *c = call_get(r);
+    if (c) {
+        c->id = r->next_id++;
+        c->dest = dest.idx;
+        r->st.calls++;
+        /* In the table before the request leaves: the reply may come
+           before the send returns (another thread, a rank to itself). */
+        table_add(r, c);
+    }
+    rpc_unlock(r);
+    if (!c)
+        return FLIT_ERR_NO_MEMORY;
+    if ((st = call_setup(c, rep, nrep, opts)) == FLIT_OK) {
+        st = send_msg(r, dest.idx, false, proc, c->id, req, nreq, len, FLIT_RPC_AM_MAX);
+        while (st == FLIT_ERR_AGAIN) { /* no room: wait for it, handlers running */
+            (void)flit_poll(r->ep);
+            st = send_msg(r, dest.idx, false, proc, c->id, req, nreq, len,
+                          FLIT_RPC_AM_MAX);
+        }
+    }
+    if (st != FLIT_OK) {
+        rpc_lock(r);
+        if (c->in_table)
+            table_del(r, c);
+        r->st.calls--;
+        call_put(r, c);
+        rpc_unlock(r);
+        return st;
+    }
+    *out = c;
+    return FLIT_OK;
+}
+
+/* Ends a complete call: its result out, its handle freed. */
+static flit_status finish(struct flit_rpc_call **cp, flit_rpc_result_t *result)
+{
+    struct flit_rpc_call *c = *cp;
+    struct flit_rpc *r = c->rpc;
+    flit_status st = c->res.status;
+    if (result)
+        *result = c->res;
+    else
+        free(c->res.data);
+    rpc_lock(r);
+    call_put(r, c);
+    rpc_unlock(r);
+    *cp = NULL;
+    return st;
+}
+
+/* Under the mutex: ends the SENT calls among calls[0..n) whose own time is
+   up; whether one of them is (now) complete. */
+static bool any_done(struct flit_rpc_call **calls, size_t n, int64_t now, size_t *idx)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct flit_rpc_call *c = calls[i];
+        if (!c)
+            continue;
+        if (c->deadline && now >= c->deadline &&
+            atomic_load_explicit(&c->state, memory_order_relaxed) == C_SENT)
+            end_sent(c->rpc, c, FLIT_ERR_TIMEOUT);
+        if (call_done(c)) {
+            *idx = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The earliest of the calls' own deadlines and limit (ns; 0: none). */
+static int64_t next_deadline(struct flit_rpc_call **calls, size_t n, int64_t limit)
+{
+    int64_t d = limit;
+    for (size_t i = 0; i < n; i++)
+        if (calls[i] && calls[i]->deadline && (!d || calls[i]->deadline < d))
+            d = calls[i]->deadline;
+    return d;
+}
+
+static bool any_done_unlocked(struct flit_rpc_call **calls, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (calls[i] && call_done(calls[i]))
+            return true;
+    return false;
+}
+
+/* One turn of driving: polls first, then one flit_wait up to deadline. */
+static flit_status drive(struct flit_rpc *r, struct flit_rpc_call **calls, size_t n,
+                         int64_t deadline, bool first)
+{
+    if (first) {
+        for (int i = 0; i < POLLS_FIRST; i++) {
+            flit_status st = flit_poll(r->ep);
+            if (st != FLIT_OK)
+                return st;
+            if (any_done_unlocked(calls, n))
+                return FLIT_OK;
+        }
+    }
+    int64_t slice = SLICE_US;
+    if (deadline) {
+        int64_t left = (deadline - now_ns()) / 1000;
+        slice = left < slice ? (left > 0 ? left : 0) : slice;
+    }
+    flit_status st = flit_wait(r->ep, slice);
+    return st == FLIT_ERR_TIMEOUT ? FLIT_OK : st;
+}
+
+/* Under the mutex: sleeps as a follower until woken or deadline (or a
+   nap at most). */
+static void follow(struct flit_rpc *r, struct flit_rpc_call **calls, size_t n,
+                   int64_t deadline)
+{
+    struct rpc_waiter w = {.woken = false};
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.cond, &a);
+    pthread_condattr_destroy(&a);
+    for (size_t i = 0; i < n; i++)
+        if (calls[i])
+            calls[i]->waiter = &w;
+    w.next = r->sleepers;
+    r->sleepers = &w;
+    int64_t until = now_ns() + (int64_t)NAP_US * 1000;
+    if (deadline && deadline < until)
+        until = deadline;
+    struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
+    while (!w.woken && r->driving && now_ns() < until)
+        if (pthread_cond_timedwait(&w.cond, &r->lock, &ts) != 0)
+            break;
+    struct rpc_waiter **pp = &r->sleepers;
+    while (*pp != &w)
+        pp = &(*pp)->next;
+    *pp = w.next;
+    for (size_t i = 0; i < n; i++)
+        if (calls[i])
+            calls[i]->waiter = NULL;
+    pthread_cond_destroy(&w.cond);
+}
+
+/*
+ * Waits until one of calls[0..n) is complete (*idx: which; FLIT_OK),
+ * limit passes (ns, 0: none; FLIT_ERR_AGAIN), or progress fails.
+ */
+static flit_status wait_calls(struct flit_rpc *r, struct flit_rpc_call **calls, size_t n,
+                              int64_t limit, size_t *idx)
+{
+    flit_status st = FLIT_OK;
+    bool first = true;
+    rpc_lock(r);
+    for (;;) {
+        int64_t now = now_ns();
+        if (any_done(calls, n, now, idx))
+            break;
+        if (limit && now >= limit) {
+            st = FLIT_ERR_AGAIN;
+            break;
+        }
+        int64_t deadline = next_deadline(calls, n, limit);
+        if (r->mt && r->driving) {
+            follow(r, calls, n, deadline);
+            continue;
+        }
+        r->driving = true;
+        rpc_unlock(r);
+        st = drive(r, calls, n, deadline, first);
+        first = false;
+        rpc_lock(r);
+        r->driving = false;
+        if (st != FLIT_OK)
+            break;
+    }
+    /* Hand the driving to a sleeper, if there is one. */
+    if (r->mt && !r->driving && r->sleepers) {
+        r->sleepers->woken = true;
+        pthread_cond_signal(&r->sleepers->cond);
+    }
+    rpc_unlock(r);
+    return st;
+}
+
+flit_status flit_rpc_test(flit_rpc_call_t **cp, int *done, flit_rpc_result_t *result)
+{
+    if (!cp || !call_ok(*cp) || !done)
+        return FLIT_ERR_INVALID_ARG;
+    struct flit_rpc_call *c = *cp;
+    size_t idx;
+    if (!call_done(c)) {
+        /* Inside a handler no progress can be made: test only looks. */
+        flit_status st = flit_poll(c->rpc->ep);
+        if (st != FLIT_OK && st != FLIT_ERR_IN_HANDLER)
+            return st;
+        rpc_lock(c->rpc);
+        bool d = any_done(cp, 1, now_ns(), &idx);
+        rpc_unlock(c->rpc);
+        if (!d) {
+            *done = 0;
+            return FLIT_OK;
+        }
+    }
+    *done = 1;
+    return finish(cp, result);
+}
+
+static int64_t limit_of(int64_t timeout_us)
+{
+    return timeout_us < 0 ? 0 : now_ns() + timeout_us * 1000 + 1;
+}
+
+flit_status flit_rpc_wait_any(size_t n, flit_rpc_call_t **calls, int64_t timeout_us,
+                              size_t *index, flit_rpc_result_t *result)
+{
+    if (!calls || !index)
+        return FLIT_ERR_INVALID_ARG;
+    struct flit_rpc *r = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!calls[i])
+            continue;
+        if (!call_ok(calls[i]) || (r && calls[i]->rpc != r))
+            return FLIT_ERR_INVALID_ARG;
+        r = calls[i]->rpc;
+    }
+    if (!r)
+        return FLIT_ERR_INVALID_ARG;
+    size_t idx;
+    flit_status st = wait_calls(r, calls, n, limit_of(timeout_us), &idx);
+    if (st != FLIT_OK)
+        return st;
+    *index = idx;
+    return finish(&calls[idx], result);
+}
+
+flit_status flit_rpc_wait(flit_rpc_call_t **cp, int64_t timeout_us,
+                          flit_rpc_result_t *result)
+{
+    if (!cp || !call_ok(*cp))
+        return FLIT_ERR_INVALID_ARG;
+    size_t idx;
+    return flit_rpc_wait_any(1, cp, timeout_us, &idx, result);
+}
+
+flit_status flit_rpc_call(flit_rpc_t *r, flit_rank_t dest, unsigned proc,
+                          const struct iovec *req, int nreq, const struct iovec *rep,
+                          int nrep, const flit_rpc_opts_t *opts,
+                          flit_rpc_result_t *result)
+{
+    flit_rpc_call_t *c;
+    flit_status st = flit_rpc_icall(r, dest, proc, req, nreq, rep, nrep, opts, &c);
+    if (st != FLIT_OK)
+        return st;
+    size_t idx;
+    st = wait_calls(r, &c, 1, 0, &idx);
+    if (st != FLIT_OK && !call_done(c)) { /* progress failed: the endpoint goes */
+        /* A call whose reply is being received stays: a handler holds it. */
+        (void)flit_rpc_cancel(&c);
+        return st;
+    }
+    return finish(&c, result);
+}
+
+flit_status flit_rpc_cancel(flit_rpc_call_t **cp)
+{
+    if (!cp || !call_ok(*cp))
+        return FLIT_ERR_INVALID_ARG;
+    struct flit_rpc_call *c = *cp;
+    struct flit_rpc *r = c->rpc;
+    rpc_lock(r);
+    bool sent = atomic_load_explicit(&c->state, memory_order_relaxed) == C_SENT;
+    if (sent) {
+        table_del(r, c);
+        call_put(r, c);
+    }
+    rpc_unlock(r);
+    if (!sent)
+        return FLIT_ERR_AGAIN;
+    *cp = NULL;
+    return FLIT_OK;
+}

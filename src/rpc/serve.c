@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The server half of RPC: a request arrives (an active message, or a
+ * stream read as it arrives), its procedure runs in handler context, and
+ * the reply goes back through the request's token when it can (an active
+ * message that replied before returning, with at most a medium payload:
+ * the null RPC's path) or as a message of its own (fl_rpc_send_reply).
+ * Deferred replies are kept on the object's list until sent, so that its
+ * destruction, or its endpoint's, answers them FLIT_ERR_CLOSED.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define REPLY_MAGIC     0x72706c79u /* "rply" */
+#define GATHER_ON_STACK 256u
+
+/* ---------------------------------------------------------------- reading */
+
+static flit_status req_usable(const struct flit_rpc_req *q)
+{
+    if (!q)
+        return FLIT_ERR_INVALID_ARG;
+    return q->live ? FLIT_OK : FLIT_ERR_BAD_TOKEN;
+}
+
+flit_status flit_rpc_recvv(flit_rpc_req_t *q, const struct iovec *iov, int iovcnt)
+{
+    flit_status st = req_usable(q);
+    size_t total;
+    if (st == FLIT_OK)
+        st = fl_rpc_check_iov(iov, iovcnt, &total);
+    if (st != FLIT_OK)
+        return st;
+    if (q->stream)
+        return flit_stream_recvv(q->stream, iov, iovcnt);
+    if (total > q->len - q->pos)
+        return FLIT_ERR_TOO_LARGE;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len)
+            memcpy(iov[i].iov_base, q->buf + q->pos, iov[i].iov_len);
+        q->pos += iov[i].iov_len;
+    }
+    return FLIT_OK;
+}
+
+flit_status flit_rpc_recv(flit_rpc_req_t *q, void *buf, size_t n)
+{
+    if (q && q->live && n && !buf)
+        return FLIT_ERR_INVALID_ARG;
+    struct iovec v = {.iov_base = buf, .iov_len = n};
+    return flit_rpc_recvv(q, &v, 1);
+}
+
+size_t flit_rpc_remaining(const flit_rpc_req_t *q)
+{
+    if (!q || !q->live)
+        return 0;
+    return q->stream ? flit_stream_remaining(q->stream) : q->len - q->pos;
+}
+
+flit_rank_t flit_rpc_caller(const flit_rpc_req_t *q)
+{
+    return flit_rank(q && q->live ? q->caller : UINT32_MAX);
+}
+
+/* ---------------------------------------------------------------- replying */
+
+/* Through the request's token: an active message reply, from the handler. */
+static flit_status reply_token(struct flit_rpc_req *q, flit_status status,
+                               const struct iovec *iov, int n, size_t total)
+{
+    uint32_t args[RPC_NARGS] = {(uint32_t)q->id, (uint32_t)(q->id >> 32),
+                                (uint32_t)status};
+    flit_handler_t h = flit_handler((uint16_t)(q->rpc->h.idx + 1));
+    if (total == 0)
+        return flit_am_reply_short(q->token, h, args, RPC_NARGS);
+    if (n == 1)
+        return flit_am_reply_medium(q->token, h, iov[0].iov_base, total, args, RPC_NARGS);
+    uint8_t small[GATHER_ON_STACK];
+    uint8_t *buf = total <= sizeof small ? small : malloc(total);
+    if (!buf)
+        return FLIT_ERR_NO_MEMORY;
+    fl_rpc_gather(buf, iov, n);
+    flit_status st = flit_am_reply_medium(q->token, h, buf, total, args, RPC_NARGS);
+    if (buf != small)
+        free(buf);
+    return st;
+}
+
+static flit_status answer(struct flit_rpc_req *q, flit_status status,
+                          const struct iovec *iov, int n, size_t total)
+{
+    q->answered = true;
+    if (q->token && total <= FLIT_AM_MAX_MEDIUM)
+        return reply_token(q, status, iov, n, total);
+    return fl_rpc_send_reply(q->rpc, q->caller, q->id, status, iov, n, total);
+}
+
+flit_status flit_rpc_reply(flit_rpc_req_t *q, const struct iovec *iov, int iovcnt)
+{
+    flit_status st = req_usable(q);
+    if (st != FLIT_OK)
+        return st;
+    if (q->answered)
+        return FLIT_ERR_ALREADY_REPLIED;
+    size_t total;
+    if ((st = fl_rpc_check_iov(iov, iovcnt, &total)) != FLIT_OK)
+        return st;
+    return answer(q, FLIT_OK, iov, iovcnt, total);
+}
+
+flit_status flit_rpc_defer(flit_rpc_req_t *q, flit_rpc_reply_t **out)
+{
+    flit_status st = req_usable(q);
+    if (st != FLIT_OK)
+        return st;
+    if (q->answered)
+        return FLIT_ERR_ALREADY_REPLIED;
+    if (!out)
+        return FLIT_ERR_INVALID_ARG;
+    struct flit_rpc_reply *d = malloc(sizeof *d);
+    if (!d)
+        return FLIT_ERR_NO_MEMORY;
+    struct flit_rpc *r = q->rpc;
+    *d = (struct flit_rpc_reply){
+        .magic = REPLY_MAGIC, .rpc = r, .caller = q->caller, .id = q->id};
+    rpc_lock(r);
+    d->next = r->deferred;
+    if (d->next)
+        d->next->prev = d;
+    r->deferred = d;
+    r->st.deferred++;
+    rpc_unlock(r);
+    q->answered = true;
+    *out = d;
+    return FLIT_OK;
+}
+
+static void deferred_unlink(struct flit_rpc *r, struct flit_rpc_reply *d)
+{
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        r->deferred = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    d->prev = d->next = NULL;
+}
+
+flit_status flit_rpc_reply_send(flit_rpc_reply_t *d, const struct iovec *iov, int iovcnt)
+{
+    if (!d || d->magic != REPLY_MAGIC)
+        return FLIT_ERR_INVALID_ARG;
+    size_t total;
+    flit_status st = fl_rpc_check_iov(iov, iovcnt, &total);
+    if (st != FLIT_OK)
+        return st;
+    struct flit_rpc *r = d->rpc;
+    d->magic = 0;
+    if (!r) { /* the object answered it when it closed */
+        free(d);
+        return FLIT_ERR_CLOSED;
+    }
+    rpc_lock(r);
+    deferred_unlink(r, d);
+    rpc_unlock(r);
+    st = fl_rpc_send_reply(r, d->caller, d->id, FLIT_OK, iov, iovcnt, total);
+    free(d);
+    return st;
+}
+
+void fl_rpc_close_deferred(struct flit_rpc *r)
+{
+    for (;;) {
+        rpc_lock(r);
+        struct flit_rpc_reply *d = r->deferred;
+        if (d) {
+            deferred_unlink(r, d);
+            d->rpc = NULL; /* its owner's reply_send frees it */
+        }
+        rpc_unlock(r);
+        if (!d)
+            return;
+        (void)fl_rpc_send_reply(r, d->caller, d->id, FLIT_ERR_CLOSED, NULL, 0, 0);
+    }
+}
+
+/* ---------------------------------------------------------------- running */
+
+/* The procedure for proc, or the status that refuses the request. */
+static flit_status judge(struct flit_rpc *r, uint32_t proc, size_t len, flit_rpc_fn *fn,
+                         void **user)
+{
+    if (proc >= r->nprocs)
+        return FLIT_ERR_NO_HANDLER;
+    rpc_lock(r);
+    *fn = r->procs[proc].fn;
+    *user = r->procs[proc].user;
+    rpc_unlock(r);
+    if (!*fn)
+        return FLIT_ERR_NO_HANDLER;
+    return len > r->max_request ? FLIT_ERR_TOO_LARGE : FLIT_OK;
+}
+
+static void serve(struct flit_rpc_req *q, uint32_t proc)
+{
+    struct flit_rpc *r = q->rpc;
+    flit_rpc_fn fn;
+    void *user;
+    flit_status why = judge(r, proc, q->len, &fn, &user);
+    if (why != FLIT_OK) {
+        (void)answer(q, why, NULL, 0, 0);
+        return;
+    }
+    q->live = true;
+    fn(q, q->len, user);
+    q->live = false;
+    rpc_count(r, &r->st.served);
+    if (!q->answered) /* a procedure with nothing to say: an empty reply */
+        (void)answer(q, FLIT_OK, NULL, 0, 0);
+}
+
+void fl_rpc_on_req_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
+                      unsigned nargs, void *user)
+{
+    if (nargs != RPC_NARGS)
+        return; /* not ours: only this layer sends to its index */
+    struct flit_rpc_req q = {.rpc = user,
+                             .token = token,
+                             .buf = buf,
+                             .len = nbytes,
+                             .caller = flit_token_rank(token).idx,
+                             .id = args[0] | (uint64_t)args[1] << 32};
+    serve(&q, args[2]);
+}
+
+void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user)
+{
+    uint8_t hdr[RPC_HDR];
+    if (total < RPC_HDR || flit_stream_recv(s, hdr, RPC_HDR) != FLIT_OK ||
+        rpc_get_le32(hdr + 4) != RPC_WIRE)
+        return; /* malformed: dropped with the rest of its bytes */
+    struct flit_rpc_req q = {.rpc = user,
+                             .stream = s,
+                             .len = total - RPC_HDR,
+                             .caller = flit_stream_rank(s).idx,
+                             .id = rpc_get_le32(hdr + 8) |
+                                   (uint64_t)rpc_get_le32(hdr + 12) << 32};
+    serve(&q, rpc_get_le32(hdr));
+}
