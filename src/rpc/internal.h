@@ -61,13 +61,16 @@ struct flit_rpc {
     struct rpc_out *out_head, *out_tail;
     _Atomic size_t nout;             /* read without the lock by the listener */
     struct flit_rpc_reply *deferred; /* not sent yet */
+    struct flit_rpc_req *free_reqs;  /* requests run, kept for reuse */
     bool driving;                    /* a waiting thread drives progress */
     struct rpc_waiter *sleepers;     /* threads asleep on their calls */
     flit_rpc_stats_t st;
 };
 
-/* Server side: the request whose procedure runs (on its handler's stack). */
+/* Server side: the request whose procedure runs. Pooled, never freed before
+   the object: a procedure's handle used after it returned reads !live. */
 struct flit_rpc_req {
+    struct flit_rpc_req *next; /* free list */
     struct flit_rpc *rpc;
     flit_token_t *token;   /* came as an active message: replies may use it */
     flit_stream_t *stream; /* came as a stream: read from it */
@@ -140,13 +143,5 @@ void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user);
 
 /* Answers every deferred reply with FLIT_ERR_CLOSED (program context). */
 void fl_rpc_close_deferred(struct flit_rpc *r);
-
-static inline void rpc_count(struct flit_rpc *r, uint64_t *field)
-{
-    if (r->mt)
-        __atomic_fetch_add(field, 1, __ATOMIC_RELAXED);
-    else
-        (*field)++;
-}
 
 #endif /* FL_RPC_INTERNAL_H */

@@ -498,6 +498,10 @@ static void free_object(struct flit_rpc *r)
         next = c->next;
         free(c);
     }
+    for (struct flit_rpc_req *q = r->free_reqs, *next; q; q = next) {
+        next = q->next;
+        free(q);
+    }
     for (struct rpc_out *o = r->out_head, *next; o; o = next) {
         next = o->next;
         free(o);
@@ -612,7 +616,6 @@ flit_status flit_rpc_stats(flit_rpc_t *r, flit_rpc_stats_t *out)
         return FLIT_ERR_INVALID_ARG;
     rpc_lock(r);
     flit_rpc_stats_t s = r->st;
-    s.served = __atomic_load_n(&r->st.served, __ATOMIC_RELAXED);
     rpc_unlock(r);
     s.struct_size = sizeof s;
     *out = s;
@@ -860,13 +863,14 @@ static flit_status wait_calls(struct flit_rpc *r, struct flit_rpc_call **calls, 
         int64_t now = now_ns();
         if (any_done(calls, n, now, idx))
             break;
-        if (limit && now >= limit) {
+        if (limit && now >= limit && !first) { /* one pass at least */
             st = FLIT_ERR_AGAIN;
             break;
         }
         int64_t deadline = next_deadline(calls, n, limit);
         if (r->mt && r->driving) {
             follow(r, calls, n, deadline);
+            first = false;
             continue;
         }
         r->driving = true;

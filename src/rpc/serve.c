@@ -203,22 +203,50 @@ static flit_status judge(struct flit_rpc *r, uint32_t proc, size_t len, flit_rpc
     return len > r->max_request ? FLIT_ERR_TOO_LARGE : FLIT_OK;
 }
 
-static void serve(struct flit_rpc_req *q, uint32_t proc)
+/* A request from the object's pool, filled from *init; NULL: no memory. */
+static struct flit_rpc_req *req_get(const struct flit_rpc_req *init)
+{
+    struct flit_rpc *r = init->rpc;
+    rpc_lock(r);
+    struct flit_rpc_req *q = r->free_reqs;
+    if (q)
+        r->free_reqs = q->next;
+    rpc_unlock(r);
+    if (!q && !(q = malloc(sizeof *q)))
+        return NULL;
+    *q = *init;
+    return q;
+}
+
+static void req_put(struct flit_rpc_req *q)
 {
     struct flit_rpc *r = q->rpc;
+    q->live = false;
+    rpc_lock(r);
+    q->next = r->free_reqs;
+    r->free_reqs = q;
+    r->st.served++;
+    rpc_unlock(r);
+}
+
+static void serve(const struct flit_rpc_req *init, uint32_t proc)
+{
+    struct flit_rpc *r = init->rpc;
     flit_rpc_fn fn;
     void *user;
-    flit_status why = judge(r, proc, q->len, &fn, &user);
-    if (why != FLIT_OK) {
-        (void)answer(q, why, NULL, 0, 0);
+    flit_status why = judge(r, proc, init->len, &fn, &user);
+    struct flit_rpc_req *q = why == FLIT_OK ? req_get(init) : NULL;
+    if (!q) {
+        struct flit_rpc_req refused = *init;
+        (void)answer(&refused, why == FLIT_OK ? FLIT_ERR_NO_MEMORY : why, NULL, 0, 0);
         return;
     }
     q->live = true;
     fn(q, q->len, user);
     q->live = false;
-    rpc_count(r, &r->st.served);
     if (!q->answered) /* a procedure with nothing to say: an empty reply */
         (void)answer(q, FLIT_OK, NULL, 0, 0);
+    req_put(q);
 }
 
 void fl_rpc_on_req_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
