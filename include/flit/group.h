@@ -74,9 +74,9 @@ typedef struct flit_group_msg flit_group_msg_t;
  */
 FLIT_API flit_status flit_groups_create(flit_ep_t *ep, flit_groups_t **out);
 /*
- * Collective over the job, after every group of gs was destroyed
- * (FLIT_ERR_AGAIN, nothing freed, while one lives): ends with a barrier so
- * that nothing of the groups is still on its way, then frees gs.
+ * Frees gs, once every group of it was destroyed (FLIT_ERR_AGAIN, nothing
+ * freed, while one lives); not collective. The handler index stays taken
+ * by a handler that drops whatever still arrives for the groups.
  */
 FLIT_API flit_status flit_groups_destroy(flit_groups_t *gs);
 
@@ -192,9 +192,9 @@ typedef struct flit_group_stats {
     uint64_t credit_waits;  /* sends that waited for credits */
     uint64_t buffered;      /* bytes of messages held here now */
     uint64_t buffered_max;  /* the most ever held here */
-    uint64_t buffer_bound;  /* what credits let it reach: window * frag plus
-                               bookkeeping per message */
-    int stopped;            /* a member left: the group is stopped */
+    uint64_t buffer_bound;  /* what credits let it reach (docs/groups.md) */
+    uint64_t views;         /* view changes installed here */
+    int stopped;            /* a member left before the group was formed */
 } flit_group_stats_t;
 
 FLIT_API flit_status flit_group_stats(flit_group_t *g, flit_group_stats_t *out);

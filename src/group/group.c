@@ -44,38 +44,60 @@
 #define WAIT_SLICE_US 10000
 #define NO_RANK       UINT32_MAX
 
+/*
+ * Opcodes, with their arguments after [0] opcode, [1] group id, [2] view
+ * (the number of view changes the group went through; a message of another
+ * view than the one it is meant for is stale and dropped). Ranks are job
+ * ranks; only the tree's root is a member index.
+ */
 enum op {
-    OP_JOIN = 1, /* member -> sequencer: created here */
-    OP_READY,    /* sequencer -> member: everyone joined */
+    OP_JOIN = 1, /* member -> sequencer: created here; [3] its frag */
+    OP_READY,    /* sequencer -> member: everyone joined; [3] the frag */
     OP_SMALL,    /* sender -> sequencer: number and multicast this;
-                    [2] sender's seq [3] credits wanted; payload: data */
+                    [3] sender's seq [4] credits wanted; payload: data */
     OP_SEQREQ,   /* sender -> sequencer: a number for a large message;
-                    [2] sender's seq [3] its cost [4] credits wanted */
-    OP_SEQ,      /* sequencer -> sender: [2] sender's seq [3,4] number */
-    OP_DATA,     /* down the tree: [2,3] number [4] root [5] sender (index)
-                    [6,7] total [8,9] offset; payload: the fragment */
-    OP_CREDREQ,  /* sender -> manager: [2] credits wanted */
-    OP_CREDIT,   /* manager -> sender: [2] credits granted */
-    OP_ACK,      /* member -> manager: [2,3] messages delivered */
+                    [3] sender's seq [4] its cost [5] credits wanted */
+    OP_SEQ,      /* sequencer -> sender: [3] sender's seq [4,5] number */
+    OP_DATA,     /* down the tree: [3,4] number [5] root (NO_RANK: sent
+                    straight, not to forward) [6] sender [7] sender's seq
+                    [8,9] total [10,11] offset; payload: the fragment */
+    OP_CREDREQ,  /* sender -> manager: [3] credits wanted */
+    OP_CREDIT,   /* manager -> sender: [3] credits granted */
+    OP_ACK,      /* member -> manager: [3,4] messages delivered */
     OP_LEAVE,    /* member -> sequencer: destroying */
-    OP_DONE,     /* sequencer -> member: [2,3] messages the group had */
+    OP_DONE,     /* sequencer -> member: [3,4] messages the group had */
+    /* View change; [2] is the view being formed. */
+    OP_QUERY,   /* coordinator -> survivors: [3] the rank that left */
+    OP_STATE,   /* survivor -> coordinator: [3] the rank that left
+                   [4,5] messages delivered */
+    OP_NEWVIEW, /* coordinator -> survivors: [3,4] the old view's last
+                   number + 1 [5] a survivor that delivered them all */
+    OP_CATCHUP, /* survivor -> that one: [3,4] send me from this number */
+    OP_CAUGHT,  /* survivor -> coordinator: delivered all; [3] credits its
+                   messages not ordered yet will take */
+    OP_INSTALL, /* coordinator -> survivors: the new view starts */
     OP_COUNT
 };
 
-#define DATA_ARGS 10u
-#define MAX_ARGS  10u
+#define DATA_ARGS 12u
+#define MAX_ARGS  12u
 
 /* A message: while it arrives, while held back, while delivered, while
-   fragments of it wait to be forwarded. */
+   fragments of it wait to be forwarded, while kept for a view change. Each
+   list it is on holds one reference. */
 struct gmsg {
-    struct gmsg *next; /* hold-back chain, or the list of unnumbered */
+    struct gmsg *next;     /* hold-back chain, or the list of unnumbered */
+    struct gmsg *own_next; /* this member's messages not delivered here */
+    struct gmsg *ret_next; /* delivered, kept for a view change */
     uint64_t seq;
-    uint32_t sender; /* member index */
+    uint32_t view;   /* the view that numbered it */
+    uint32_t sender; /* rank */
     uint32_t sender_seq;
     uint32_t root; /* member index the tree of this message starts at */
     uint32_t cost;
     size_t total, got;
-    unsigned refs; /* hold-back / delivery, plus one per queued fragment */
+    unsigned refs;
+    uint8_t *have; /* per fragment: arrived (after data) */
     uint8_t data[];
 };
 
@@ -94,6 +116,7 @@ struct out {
 struct early {
     struct early *next;
     uint32_t id, joins;
+    size_t frag;
 };
 
 struct flit_groups {
@@ -111,7 +134,7 @@ struct flit_groups {
     bool draining;
     _Atomic bool work;     /* the progress listener has something to do */
     _Atomic uint64_t down; /* peers reported down, not yet acted on */
-    uint8_t *dead;         /* per rank: known down */
+    uint8_t *dead;         /* per rank: 1 reported down, 2 acted on */
     uint64_t unknown;      /* messages for a group not here */
     size_t frag;
 };
@@ -123,42 +146,65 @@ struct flit_group_msg {
     size_t pos;
 };
 
+/* Where a view change stands, at a survivor (and at its coordinator). */
+struct recovery {
+    bool on;          /* forming view rview; deliveries frozen */
+    uint32_t rview;   /* the view being formed */
+    uint32_t co;      /* its coordinator (rank), the new sequencer */
+    bool final_known; /* NEWVIEW came: deliver up to final, no further */
+    bool caught_sent;
+    uint64_t final;
+    /* Coordinator only. */
+    uint32_t states, caught;
+    uint64_t max_delivered;
+    uint32_t donor;   /* rank */
+    uint64_t pending; /* credits of the survivors' unordered messages */
+};
+
 struct flit_group {
     uint32_t magic;
     struct flit_groups *gs;
     struct flit_group *next;
     uint32_t id, n, me, seqr; /* members, this one, the sequencer (indices) */
     uint32_t *members;        /* ranks, ascending */
+    uint8_t *gone;            /* per member: left (a view change under way) */
+    uint32_t view;
     flit_group_deliver_fn fn;
     void *user;
     flit_group_view_fn view_fn;
     void *view_user;
     uint32_t window, allowance, small_max;
     size_t frag;
-    bool ready, leaving, done, stopped, view_pending;
-    uint32_t left_rank; /* the member whose death stopped it */
+    bool ready, leaving, leave_sent, done, stopped;
+    uint32_t *left; /* ranks that left, view handler not run yet */
+    uint32_t nleft;
+    struct recovery rec;
     /* Sending. */
     uint32_t credits, next_sseq;
     bool cred_asked;
     struct gmsg *unnumbered; /* large messages waiting for their number */
+    struct gmsg *own_head, *own_tail;
     uint64_t sent, own_delivered;
     /* Receiving. */
     struct gmsg *hb[HB_BUCKETS];
     uint64_t next_deliver, acked, final;
     bool delivering;
     struct flit_group_msg cur; /* the delivery under way */
-    unsigned queued;           /* out items of this group */
+    struct gmsg *ret_head, *ret_tail;
+    uint64_t ret_cost;
+    unsigned queued; /* out items of this group */
     /* Sequencer and credit manager. */
-    uint32_t joined, left;
+    uint32_t joined, left_count;
+    size_t join_frag; /* the smallest frag the members joined with */
     uint64_t next_seq, released;
-    uint32_t pool;
+    int64_t pool;        /* below 0 after a view change: owed */
     uint32_t *cost;      /* [seq % window] */
     uint64_t *delivered; /* per member, as acknowledged */
     uint32_t *want;      /* per member: credits asked, 0: none */
     uint32_t *reqq;      /* members asking, FIFO of n */
     uint32_t rq_head, rq_len;
     /* Counters. */
-    uint64_t sent_small, forwarded, forward_waits, credit_waits;
+    uint64_t sent_small, forwarded, forward_waits, credit_waits, views;
     uint64_t buffered, buffered_max;
 };
 
@@ -227,24 +273,38 @@ static struct flit_group *find_group(struct flit_groups *gs, uint32_t id)
     return NULL;
 }
 
+/* ---------------------------------------------------------------- messages */
+
+/* Credits a message of total bytes costs: one per fragment, at least one;
+   a small one (through the sequencer) one. The same at every member. */
 static uint32_t cost_of(const struct flit_group *g, size_t total)
 {
+    if (total <= g->small_max)
+        return 1;
     size_t c = (total + g->frag - 1) / g->frag;
     return c ? (uint32_t)c : 1u;
 }
 
-/* ---------------------------------------------------------------- messages */
+static size_t frags_of(const struct flit_group *g, size_t total)
+{
+    size_t c = (total + g->frag - 1) / g->frag;
+    return c ? c : 1;
+}
 
 /* Under the lock. NULL when out of memory. */
 static struct gmsg *msg_new(struct flit_group *g, size_t total)
 {
-    struct gmsg *m = malloc(sizeof *m + total);
+    size_t bits = (frags_of(g, total) + 7) / 8;
+    struct gmsg *m = malloc(sizeof *m + total + bits);
     if (!m)
         return NULL;
     memset(m, 0, sizeof *m);
     m->total = total;
     m->refs = 1;
-    g->buffered += sizeof *m + total;
+    m->cost = cost_of(g, total);
+    m->have = m->data + total;
+    memset(m->have, 0, bits);
+    g->buffered += sizeof *m + total + bits;
     if (g->buffered > g->buffered_max)
         g->buffered_max = g->buffered;
     return m;
@@ -255,7 +315,7 @@ static void msg_unref(struct flit_group *g, struct gmsg *m)
 {
     if (--m->refs)
         return;
-    g->buffered -= sizeof *m + m->total;
+    g->buffered -= sizeof *m + m->total + (frags_of(g, m->total) + 7) / 8;
     free(m);
 }
 
@@ -300,14 +360,22 @@ static bool out_push(struct flit_groups *gs, struct flit_group *g, uint32_t dest
     return true;
 }
 
-/* Under the lock: a control message of group g to member index i. */
+/* Under the lock: a control message of group g, view view, to rank. */
+static void ctl_to(struct flit_group *g, uint32_t rank, enum op op, uint32_t view,
+                   const uint32_t *rest, unsigned nrest)
+{
+    uint32_t a[MAX_ARGS] = {op_word(op), g->id, view};
+    for (unsigned i = 0; i < nrest; i++)
+        a[3 + i] = rest[i];
+    if (!out_push(g->gs, g, rank, a, 3 + nrest, NULL, 0, 0))
+        fprintf(stderr, "flit: group %u: no memory for a control message\n", g->id);
+}
+
+/* The same to member index i, in the current view. */
 static void ctl_push(struct flit_group *g, uint32_t i, enum op op, const uint32_t *rest,
                      unsigned nrest)
 {
-    uint32_t a[MAX_ARGS] = {op_word(op), g->id};
-    memcpy(a + 2, rest, nrest * sizeof *rest);
-    if (!out_push(g->gs, g, g->members[i], a, 2 + nrest, NULL, 0, 0))
-        fprintf(stderr, "flit: group %u: no memory for a control message\n", g->id);
+    ctl_to(g, g->members[i], op, g->view, rest, nrest);
 }
 
 /* Under the lock: an item is done with (sent, or dropped). */
@@ -333,7 +401,8 @@ static flit_status out_send(struct flit_groups *gs, const struct out *o, bool mo
 /*
  * Program context only (never inside a handler): sends what the queue
  * holds until it is empty or a destination has no room. One thread at a
- * time; the others leave it to that one.
+ * time; the others leave it to that one. A message to a dead rank is
+ * dropped: the view change makes up for it.
  */
 static void drain(struct flit_groups *gs)
 {
@@ -374,12 +443,63 @@ static void drain(struct flit_groups *gs)
 
 /* ---------------------------------------------------------------- delivery */
 
-/* Under the lock: group g delivered more; the manager should hear of it. */
-static void note_delivered(struct flit_group *g)
+/* Under the lock: m was delivered here; keep it while a view change could
+   need it. Messages some member has not delivered yet each hold a credit
+   until every member has, so the newest delivered messages worth window
+   credits cover whatever another survivor may lack. */
+static void retain(struct flit_group *g, struct gmsg *m)
 {
-    (void)g;
-    atomic_store_explicit(&g->gs->work, true, memory_order_release);
+    m->ret_next = NULL;
+    if (g->ret_tail)
+        g->ret_tail->ret_next = m;
+    else
+        g->ret_head = m;
+    g->ret_tail = m;
+    g->ret_cost += m->cost;
+    while (g->ret_cost > g->window) {
+        struct gmsg *old = g->ret_head;
+        g->ret_head = old->ret_next;
+        if (!g->ret_head)
+            g->ret_tail = NULL;
+        g->ret_cost -= old->cost;
+        msg_unref(g, old);
+    }
 }
+
+static void retained_clear(struct flit_group *g)
+{
+    while (g->ret_head) {
+        struct gmsg *m = g->ret_head;
+        g->ret_head = m->ret_next;
+        msg_unref(g, m);
+    }
+    g->ret_tail = NULL;
+    g->ret_cost = 0;
+}
+
+/* Under the lock: one of this member's messages was delivered here. */
+static void own_done(struct flit_group *g, const struct gmsg *m)
+{
+    struct gmsg *o = g->own_head;
+    if (!o || o->sender_seq != m->sender_seq)
+        return; /* cannot be: the sender's order holds */
+    g->own_head = o->own_next;
+    if (!g->own_head)
+        g->own_tail = NULL;
+    g->own_delivered++;
+    msg_unref(g, o);
+}
+
+static bool may_deliver(const struct flit_group *g)
+{
+    if (g->delivering || g->stopped)
+        return false;
+    if (!g->rec.on)
+        return true;
+    return g->rec.final_known && g->next_deliver < g->rec.final;
+}
+
+static void check_caught(struct flit_group *g);
 
 /*
  * Delivers the messages that are next in order and complete, one after
@@ -389,11 +509,11 @@ static void note_delivered(struct flit_group *g)
 static void deliver_ready(struct flit_group *g)
 {
     struct flit_groups *gs = g->gs;
-    while (!g->delivering && !g->stopped) {
+    while (may_deliver(g)) {
         struct gmsg **slot = hb_slot(g, g->next_deliver);
         struct gmsg *m = *slot;
-        if (!m || m->got < m->total)
-            return;
+        if (!m || m->got < m->total || (m->total == 0 && !m->have[0]))
+            break;
         *slot = m->next;
         m->next = NULL;
         g->delivering = true;
@@ -409,11 +529,66 @@ static void deliver_ready(struct flit_group *g)
         h->magic = 0;
         g->delivering = false;
         g->next_deliver++;
-        if (m->sender == g->me)
-            g->own_delivered++;
-        msg_unref(g, m);
-        note_delivered(g);
+        if (m->sender == gs->me)
+            own_done(g, m);
+        retain(g, m);
+        atomic_store_explicit(&gs->work, true, memory_order_release);
     }
+    check_caught(g);
+}
+
+/* Under the lock: the fragment at off of message m is in; false when it was
+   already (a view change may bring it twice). */
+static bool mark_fragment(struct flit_group *g, struct gmsg *m, size_t off)
+{
+    size_t f = off / g->frag;
+    uint8_t bit = (uint8_t)(1u << (f % 8));
+    if (m->have[f / 8] & bit)
+        return false;
+    m->have[f / 8] |= bit;
+    return true;
+}
+
+/* Under the lock: the hold-back entry for a fragment of view view, number
+   seq; NULL to drop the fragment. An entry of an older view at that number
+   was never delivered and never will be: a newer one replaces it. */
+static struct gmsg *entry_for(struct flit_group *g, const uint32_t *a, uint64_t total)
+{
+    uint64_t seq = get64(a + 3);
+    struct gmsg **slot = hb_slot(g, seq);
+    struct gmsg *m = *slot;
+    if (m && m->view > a[2])
+        return NULL;
+    if (m && m->view < a[2]) {
+        *slot = m->next;
+        msg_unref(g, m);
+        m = NULL;
+    }
+    if (m)
+        return m->total == total ? m : NULL;
+    if (!(m = msg_new(g, total))) {
+        fprintf(stderr, "flit: group %u: no memory for a message of %llu bytes\n", g->id,
+                (unsigned long long)total);
+        return NULL;
+    }
+    m->seq = seq;
+    m->view = a[2];
+    m->sender = a[6];
+    m->sender_seq = a[7];
+    m->root = a[5];
+    m->next = *slot;
+    *slot = m;
+    return m;
+}
+
+/* Under the lock: may a fragment of view v be taken now? */
+static bool view_ok(const struct flit_group *g, uint32_t v)
+{
+    if (v == g->view)
+        return true;
+    /* A survivor that installed the new view sends in it while this one
+       still finishes the old: keep it for later. */
+    return v == g->view + 1 && g->rec.on && g->rec.rview == v && g->rec.final_known;
 }
 
 /*
@@ -423,36 +598,51 @@ static void deliver_ready(struct flit_group *g)
 static void take_fragment(struct flit_group *g, const uint32_t *a, const void *buf,
                           size_t len)
 {
-    uint64_t seq = get64(a + 2), total = get64(a + 6), off = get64(a + 8);
-    uint32_t root = a[4], sender = a[5];
-    if (root >= g->n || sender >= g->n || off > total || len > total - off ||
-        seq < g->next_deliver) {
+    uint64_t seq = get64(a + 3), total = get64(a + 8), off = get64(a + 10);
+    uint32_t root = a[5];
+    if ((root != NO_RANK && root >= g->n) || off > total || len > total - off ||
+        (len != g->frag && off + len != total) || off % g->frag) {
         fprintf(stderr, "flit: group %u: malformed fragment dropped\n", g->id);
         return;
     }
-    struct gmsg **slot = hb_slot(g, seq);
-    struct gmsg *m = *slot;
-    if (!m) {
-        if (!(m = msg_new(g, total))) {
-            fprintf(stderr, "flit: group %u: no memory for a message of %llu bytes\n",
-                    g->id, (unsigned long long)total);
-            return;
-        }
-        m->seq = seq;
-        m->sender = sender;
-        m->root = root;
-        *slot = m;
-    }
+    if (seq < g->next_deliver || !view_ok(g, a[2]))
+        return; /* delivered already, or stale */
+    struct gmsg *m = entry_for(g, a, total);
+    if (!m || !mark_fragment(g, m, off))
+        return;
     if (len)
         memcpy(m->data + off, buf, len);
     m->got += len;
     /* Binary tree over the members, rooted at root: position p's children
        are 2p+1 and 2p+2. */
-    uint32_t p = (g->me + g->n - root) % g->n;
-    for (uint32_t c = 2 * p + 1; c <= 2 * p + 2 && c < g->n; c++)
-        if (!out_push(g->gs, g, g->members[(c + root) % g->n], a, DATA_ARGS, m, off, len))
-            fprintf(stderr, "flit: group %u: no memory to forward\n", g->id);
+    if (root != NO_RANK && a[2] == g->view) {
+        uint32_t p = (g->me + g->n - root) % g->n;
+        for (uint32_t c = 2 * p + 1; c <= 2 * p + 2 && c < g->n; c++)
+            if (!out_push(g->gs, g, g->members[(c + root) % g->n], a, DATA_ARGS, m, off,
+                          len))
+                fprintf(stderr, "flit: group %u: no memory to forward\n", g->id);
+    }
     deliver_ready(g);
+}
+
+/* Under the lock: queues every fragment of m to rank dest; root as in
+   OP_DATA. */
+static void push_fragments(struct flit_group *g, struct gmsg *m, uint32_t dest,
+                           uint32_t root)
+{
+    uint32_t d[DATA_ARGS] = {op_word(OP_DATA), g->id, m->view};
+    put64(d + 3, m->seq);
+    d[5] = root;
+    d[6] = m->sender;
+    d[7] = m->sender_seq;
+    put64(d + 8, m->total);
+    size_t off = 0;
+    do {
+        size_t len = m->total - off < g->frag ? m->total - off : g->frag;
+        put64(d + 10, off);
+        out_push(g->gs, g, dest, d, DATA_ARGS, m, off, len);
+        off += len;
+    } while (off < m->total);
 }
 
 /* ---------------------------------------------------------------- manager */
@@ -464,7 +654,7 @@ static void serve_credits(struct flit_group *g)
 {
     while (g->rq_len) {
         uint32_t i = g->reqq[g->rq_head];
-        if (g->pool < g->want[i])
+        if (g->pool < (int64_t)g->want[i])
             return;
         g->pool -= g->want[i];
         ctl_push(g, i, OP_CREDIT, &g->want[i], 1);
@@ -507,32 +697,60 @@ static void on_ack(struct flit_group *g, uint32_t i, uint64_t count)
     serve_credits(g);
 }
 
-/* ---------------------------------------------------------------- handler */
+/* (Re)sets the sequencer's state for numbers from first on, with pool
+   credits to give. */
+static flit_status seqr_reset(struct flit_group *g, uint64_t first, int64_t pool)
+{
+    free(g->cost);
+    free(g->delivered);
+    free(g->want);
+    free(g->reqq);
+    g->cost = calloc(g->window, sizeof *g->cost);
+    g->delivered = calloc(g->n, sizeof *g->delivered);
+    g->want = calloc(g->n, sizeof *g->want);
+    g->reqq = calloc(g->n, sizeof *g->reqq);
+    if (!g->cost || !g->delivered || !g->want || !g->reqq)
+        return FLIT_ERR_NO_MEMORY;
+    for (uint32_t i = 0; i < g->n; i++)
+        g->delivered[i] = first;
+    g->next_seq = g->released = first;
+    g->pool = pool;
+    g->rq_head = g->rq_len = 0;
+    g->left_count = 0;
+    return FLIT_OK;
+}
+
+/* ---------------------------------------------------------------- ordering */
 
 static void on_small(struct flit_group *g, uint32_t from, const uint32_t *a, void *buf,
                      size_t n)
 {
-    uint32_t d[DATA_ARGS] = {op_word(OP_DATA), g->id};
-    put64(d + 2, number(g, 1));
-    d[4] = g->me;
-    d[5] = from;
-    put64(d + 6, n);
-    put64(d + 8, 0);
-    ask_credits(g, from, a[3]);
+    if (n > g->small_max) {
+        fprintf(stderr, "flit: group %u: small message of %zu bytes refused\n", g->id, n);
+        return;
+    }
+    uint32_t d[DATA_ARGS] = {op_word(OP_DATA), g->id, g->view};
+    put64(d + 3, number(g, 1));
+    d[5] = g->me;
+    d[6] = g->members[from];
+    d[7] = a[3];
+    put64(d + 8, n);
+    put64(d + 10, 0);
+    ask_credits(g, from, a[4]);
     take_fragment(g, d, buf, n);
 }
 
 static void on_seqreq(struct flit_group *g, uint32_t from, const uint32_t *a)
 {
-    uint32_t r[3] = {a[2]};
-    if (a[3] == 0 || a[3] > g->window / 2) {
+    uint32_t r[3] = {a[3]};
+    if (a[4] == 0 || a[4] > g->window / 2) {
         fprintf(stderr, "flit: group %u: number request of cost %u refused\n", g->id,
-                a[3]);
+                a[4]);
         return;
     }
-    put64(r + 1, number(g, a[3]));
+    put64(r + 1, number(g, a[4]));
     ctl_push(g, from, OP_SEQ, r, 3);
-    ask_credits(g, from, a[4]);
+    ask_credits(g, from, a[5]);
 }
 
 /* At the sender: the number of one of its large messages came: multicast
@@ -540,46 +758,48 @@ static void on_seqreq(struct flit_group *g, uint32_t from, const uint32_t *a)
 static void on_seq(struct flit_group *g, const uint32_t *a)
 {
     struct gmsg **p = &g->unnumbered;
-    while (*p && (*p)->sender_seq != a[2])
+    while (*p && (*p)->sender_seq != a[3])
         p = &(*p)->next;
     struct gmsg *m = *p;
     if (!m)
         return;
     *p = m->next;
-    m->next = NULL;
-    m->seq = get64(a + 3);
-    m->sender = m->root = g->me;
+    m->seq = get64(a + 4);
+    m->view = g->view;
+    m->root = g->me;
     m->got = m->total;
+    memset(m->have, 0xff, (frags_of(g, m->total) + 7) / 8);
     struct gmsg **slot = hb_slot(g, m->seq);
     m->next = *slot;
     *slot = m;
-    uint32_t d[DATA_ARGS] = {op_word(OP_DATA), g->id};
-    put64(d + 2, m->seq);
-    d[4] = d[5] = g->me;
-    put64(d + 6, m->total);
-    for (uint32_t c = 1; c <= 2 && c < g->n; c++) {
-        size_t off = 0;
-        do {
-            size_t len = m->total - off < g->frag ? m->total - off : g->frag;
-            put64(d + 8, off);
-            out_push(g->gs, g, g->members[(c + g->me) % g->n], d, DATA_ARGS, m, off, len);
-            off += len;
-        } while (off < m->total);
-    }
+    for (uint32_t c = 1; c <= 2 && c < g->n; c++)
+        push_fragments(g, m, g->members[(c + g->me) % g->n], g->me);
     deliver_ready(g);
 }
 
-static void on_join(struct flit_group *g)
+static void on_join(struct flit_group *g, const uint32_t *a)
 {
+    if (a[3] < g->join_frag)
+        g->join_frag = a[3];
     if (++g->joined < g->n)
         return;
+    uint32_t f = (uint32_t)g->join_frag;
     for (uint32_t i = 0; i < g->n; i++)
-        ctl_push(g, i, OP_READY, NULL, 0);
+        ctl_push(g, i, OP_READY, &f, 1);
+}
+
+static void on_ready(struct flit_group *g, const uint32_t *a)
+{
+    if (a[3] >= FRAG_MIN && a[3] <= g->frag)
+        g->frag = a[3];
+    if (g->small_max > g->frag)
+        g->small_max = (uint32_t)g->frag;
+    g->ready = true;
 }
 
 static void on_leave(struct flit_group *g)
 {
-    if (++g->left < g->n)
+    if (++g->left_count < g->n)
         return;
     uint32_t f[2];
     put64(f, g->next_seq);
@@ -588,7 +808,7 @@ static void on_leave(struct flit_group *g)
 }
 
 /* Under the lock: a JOIN for a group this rank has not created yet. */
-static void early_join(struct flit_groups *gs, uint32_t id)
+static void early_join(struct flit_groups *gs, uint32_t id, size_t frag)
 {
     struct early *e = gs->early;
     while (e && e->id != id)
@@ -599,27 +819,267 @@ static void early_join(struct flit_groups *gs, uint32_t id)
             return;
         }
         e->id = id;
+        e->frag = SIZE_MAX;
         e->next = gs->early;
         gs->early = e;
     }
     e->joins++;
+    if (frag < e->frag)
+        e->frag = frag;
 }
 
+/* ---------------------------------------------------------------- views */
+
+/*
+ * A view change, in short (docs/groups.md has it in full). A survivor that
+ * learns of a death freezes its deliveries and reports how many messages
+ * it delivered to the coordinator (the sequencer, or the lowest survivor
+ * when the sequencer died). With every survivor's report, the coordinator
+ * names final, the most any survivor delivered, and a survivor that did:
+ * the others fetch what they lack from it (it keeps its newest deliveries
+ * for that) and deliver up to final, no further. Once all have, each
+ * survivor's messages not ordered yet are sent again in the new view, where
+ * numbering goes on from final with the credits back in the manager's pool.
+ */
+
+static uint32_t survivors(const struct flit_group *g)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->n; i++)
+        k += !g->gone[i];
+    return k;
+}
+
+/* The coordinator: the sequencer, or the lowest survivor (a rank). */
+static uint32_t coordinator(const struct flit_group *g)
+{
+    if (!g->gone[g->seqr])
+        return g->members[g->seqr];
+    for (uint32_t i = 0; i < g->n; i++)
+        if (!g->gone[i])
+            return g->members[i];
+    return g->gs->me;
+}
+
+/* Under the lock: member i left; (re)start forming the view without it. */
+static void start_view_change(struct flit_group *g, uint32_t i)
+{
+    if (g->gone[i])
+        return;
+    g->gone[i] = 1;
+    g->left[g->nleft++] = g->members[i];
+    struct recovery *r = &g->rec;
+    *r = (struct recovery){.on = true, .co = coordinator(g)};
+    r->rview = g->view + (g->n - survivors(g));
+    uint32_t st[3] = {g->members[i]};
+    put64(st + 1, g->next_deliver);
+    ctl_to(g, r->co, OP_STATE, r->rview, st, 3);
+    if (r->co != g->gs->me)
+        return;
+    for (uint32_t k = 0; k < g->n; k++)
+        if (!g->gone[k] && k != g->me)
+            ctl_to(g, g->members[k], OP_QUERY, r->rview, &g->members[i], 1);
+}
+
+/* Under the lock: rank left (as a peer told us); false: not a member. */
+static bool learn_left(struct flit_group *g, uint32_t rank)
+{
+    uint32_t i = index_of(g, rank);
+    if (i == NO_RANK)
+        return false;
+    start_view_change(g, i);
+    return true;
+}
+
+/* At the coordinator: a survivor's report. */
+static void on_state(struct flit_group *g, uint32_t from_rank, const uint32_t *a)
+{
+    learn_left(g, a[3]);
+    struct recovery *r = &g->rec;
+    if (!r->on || a[2] != r->rview || r->co != g->gs->me || r->final_known)
+        return;
+    uint64_t d = get64(a + 4);
+    if (r->states++ == 0 || d > r->max_delivered) {
+        r->max_delivered = d;
+        r->donor = from_rank;
+    }
+    if (r->states < survivors(g))
+        return;
+    uint32_t nv[3];
+    put64(nv, r->max_delivered);
+    nv[2] = r->donor;
+    for (uint32_t k = 0; k < g->n; k++)
+        if (!g->gone[k])
+            ctl_to(g, g->members[k], OP_NEWVIEW, r->rview, nv, 3);
+}
+
+static void on_query(struct flit_group *g, const uint32_t *a)
+{
+    if (a[2] > g->view)
+        learn_left(g, a[3]);
+}
+
+static void on_newview(struct flit_group *g, const uint32_t *a)
+{
+    struct recovery *r = &g->rec;
+    if (!r->on || a[2] != r->rview || r->final_known)
+        return;
+    r->final_known = true;
+    r->final = get64(a + 3);
+    if (g->next_deliver < r->final && a[5] != g->gs->me) {
+        uint32_t from[2];
+        put64(from, g->next_deliver);
+        ctl_to(g, a[5], OP_CATCHUP, r->rview, from, 2);
+    }
+    deliver_ready(g);
+}
+
+/* At the donor: sends rank what it kept from number from up to final. */
+static void on_catchup(struct flit_group *g, uint32_t rank, const uint32_t *a)
+{
+    struct recovery *r = &g->rec;
+    if (!r->on || a[2] != r->rview || !r->final_known)
+        return;
+    uint64_t from = get64(a + 3);
+    for (struct gmsg *m = g->ret_head; m; m = m->ret_next)
+        if (m->seq >= from && m->seq < r->final)
+            push_fragments(g, m, rank, NO_RANK);
+}
+
+/* Credits this member's messages not ordered yet will take again. */
+static uint64_t own_cost(const struct flit_group *g)
+{
+    uint64_t c = 0;
+    for (const struct gmsg *m = g->own_head; m; m = m->own_next)
+        c += m->cost;
+    return c;
+}
+
+/* Under the lock: after a NEWVIEW, once this member delivered up to final,
+   says so to the coordinator. */
+static void check_caught(struct flit_group *g)
+{
+    struct recovery *r = &g->rec;
+    if (!r->on || !r->final_known || r->caught_sent || g->next_deliver < r->final)
+        return;
+    r->caught_sent = true;
+    uint32_t c = (uint32_t)own_cost(g);
+    ctl_to(g, r->co, OP_CAUGHT, r->rview, &c, 1);
+}
+
+/* Under the lock: the new view: survivors only, numbering from final. */
+static flit_status install(struct flit_group *g, int64_t pool)
+{
+    struct recovery *r = &g->rec;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->n; i++)
+        if (!g->gone[i])
+            g->members[k++] = g->members[i];
+    g->n = k;
+    memset(g->gone, 0, g->n);
+    g->me = index_of(g, g->gs->me);
+    g->seqr = index_of(g, r->co);
+    g->view = r->rview;
+    g->next_deliver = g->acked = r->final;
+    g->views++;
+    r->on = false;
+    /* Numbers of the old view past final were never delivered. */
+    for (unsigned b = 0; b < HB_BUCKETS; b++) {
+        for (struct gmsg **p = &g->hb[b]; *p;) {
+            struct gmsg *m = *p;
+            if (m->view < g->view) {
+                *p = m->next;
+                msg_unref(g, m);
+            } else {
+                p = &m->next;
+            }
+        }
+    }
+    while (g->unnumbered) {
+        struct gmsg *m = g->unnumbered;
+        g->unnumbered = m->next;
+        msg_unref(g, m);
+    }
+    retained_clear(g); /* every survivor delivered all of it */
+    flit_status st = FLIT_OK;
+    if (g->me == g->seqr)
+        st = seqr_reset(g, r->final, pool);
+    g->allowance = g->window / (2 * g->n);
+    g->credits = 0; /* the pool has them all: ask */
+    g->cred_asked = false;
+    /* This member's messages not ordered yet go again, in order, paid. */
+    for (struct gmsg *m = g->own_head; m; m = m->own_next) {
+        uint32_t a[MAX_ARGS] = {0, g->id, g->view, m->sender_seq};
+        if (m->total <= g->small_max) {
+            a[0] = op_word(OP_SMALL);
+            out_push(g->gs, g, g->members[g->seqr], a, 5, m, 0, m->total);
+        } else {
+            a[0] = op_word(OP_SEQREQ);
+            a[4] = m->cost;
+            m->refs++;
+            m->next = g->unnumbered;
+            g->unnumbered = m;
+            out_push(g->gs, g, g->members[g->seqr], a, 6, NULL, 0, 0);
+        }
+    }
+    if (g->leave_sent)
+        ctl_push(g, g->seqr, OP_LEAVE, NULL, 0);
+    deliver_ready(g);
+    return st;
+}
+
+static void on_caught(struct flit_group *g, const uint32_t *a)
+{
+    struct recovery *r = &g->rec;
+    if (!r->on || a[2] != r->rview || r->co != g->gs->me)
+        return;
+    r->pending += a[3];
+    if (++r->caught < survivors(g))
+        return;
+    uint32_t view = r->rview;
+    if (install(g, (int64_t)g->window - (int64_t)r->pending) != FLIT_OK)
+        fprintf(stderr, "flit: group %u: no memory for the new view\n", g->id);
+    for (uint32_t i = 0; i < g->n; i++)
+        if (i != g->me)
+            ctl_to(g, g->members[i], OP_INSTALL, view, NULL, 0);
+}
+
+static void on_install(struct flit_group *g, const uint32_t *a)
+{
+    struct recovery *r = &g->rec;
+    if (r->on && a[2] == r->rview && r->final_known && g->next_deliver == r->final)
+        install(g, 0);
+}
+
+/* ---------------------------------------------------------------- handler */
+
 static const unsigned op_nargs[OP_COUNT] = {
-    [OP_JOIN] = 2, [OP_READY] = 2,        [OP_SMALL] = 4,   [OP_SEQREQ] = 5,
-    [OP_SEQ] = 5,  [OP_DATA] = DATA_ARGS, [OP_CREDREQ] = 3, [OP_CREDIT] = 3,
-    [OP_ACK] = 4,  [OP_LEAVE] = 2,        [OP_DONE] = 4,
+    [OP_JOIN] = 4,    [OP_READY] = 4,        [OP_SMALL] = 5,   [OP_SEQREQ] = 6,
+    [OP_SEQ] = 6,     [OP_DATA] = DATA_ARGS, [OP_CREDREQ] = 4, [OP_CREDIT] = 4,
+    [OP_ACK] = 5,     [OP_LEAVE] = 3,        [OP_DONE] = 5,    [OP_QUERY] = 4,
+    [OP_STATE] = 6,   [OP_NEWVIEW] = 6,      [OP_CATCHUP] = 5, [OP_CAUGHT] = 4,
+    [OP_INSTALL] = 3,
 };
+
+/* Messages of the view change, and data: judged by their own rules. The
+   rest count only in the current view, outside a view change. */
+static bool view_change_op(enum op op)
+{
+    return op >= OP_QUERY || op == OP_DATA;
+}
 
 static void dispatch(struct flit_group *g, enum op op, uint32_t from, const uint32_t *a,
                      void *buf, size_t n)
 {
+    uint32_t rank = g->members[from];
+    if (!view_change_op(op) && (a[2] != g->view || g->rec.on))
+        return; /* stale, or sent again in the new view */
     switch (op) {
     case OP_JOIN:
-        on_join(g);
+        on_join(g, a);
         break;
     case OP_READY:
-        g->ready = true;
+        on_ready(g, a);
         break;
     case OP_SMALL:
         on_small(g, from, a, buf, n);
@@ -634,21 +1094,39 @@ static void dispatch(struct flit_group *g, enum op op, uint32_t from, const uint
         take_fragment(g, a, buf, n);
         break;
     case OP_CREDREQ:
-        ask_credits(g, from, a[2]);
+        ask_credits(g, from, a[3]);
         break;
     case OP_CREDIT:
-        g->credits += a[2];
+        g->credits += a[3];
         g->cred_asked = false;
         break;
     case OP_ACK:
-        on_ack(g, from, get64(a + 2));
+        on_ack(g, from, get64(a + 3));
         break;
     case OP_LEAVE:
         on_leave(g);
         break;
     case OP_DONE:
-        g->final = get64(a + 2);
+        g->final = get64(a + 3);
         g->done = true;
+        break;
+    case OP_QUERY:
+        on_query(g, a);
+        break;
+    case OP_STATE:
+        on_state(g, rank, a);
+        break;
+    case OP_NEWVIEW:
+        on_newview(g, a);
+        break;
+    case OP_CATCHUP:
+        on_catchup(g, rank, a);
+        break;
+    case OP_CAUGHT:
+        on_caught(g, a);
+        break;
+    case OP_INSTALL:
+        on_install(g, a);
         break;
     default:
         break;
@@ -659,7 +1137,7 @@ static void on_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t 
                   unsigned nargs, void *user)
 {
     struct flit_groups *gs = user;
-    if (nargs < 2 || args[0] >> 24 != WIRE_VERSION)
+    if (nargs < 3 || args[0] >> 24 != WIRE_VERSION)
         return;
     enum op op = (enum op)(args[0] & 0xff);
     if (op <= 0 || op >= OP_COUNT || nargs != op_nargs[op])
@@ -668,7 +1146,7 @@ static void on_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t 
     struct flit_group *g = find_group(gs, args[1]);
     uint32_t from = g ? index_of(g, flit_token_rank(token).idx) : NO_RANK;
     if (!g && op == OP_JOIN)
-        early_join(gs, args[1]);
+        early_join(gs, args[1], args[3]);
     else if (!g || from == NO_RANK || g->stopped)
         gs->unknown++;
     else
@@ -690,7 +1168,7 @@ static void on_am_gone(flit_token_t *token, void *buf, size_t nbytes,
 static void send_acks(struct flit_groups *gs)
 {
     for (struct flit_group *g = gs->groups; g; g = g->next) {
-        if (g->ready && !g->stopped && g->next_deliver > g->acked) {
+        if (g->ready && !g->stopped && !g->rec.on && g->next_deliver > g->acked) {
             uint32_t c[2];
             put64(c, g->next_deliver);
             ctl_push(g, g->seqr, OP_ACK, c, 2);
@@ -699,33 +1177,27 @@ static void send_acks(struct flit_groups *gs)
     }
 }
 
-/* Under the lock. The view-change handler runs later, unlocked
-   (run_view_fns). */
-static void stop_group(struct flit_group *g, uint32_t rank)
-{
-    g->stopped = true;
-    g->left_rank = rank;
-    g->view_pending = g->view_fn != NULL;
-}
-
-/* Not under the lock: runs the view-change handlers due. */
+/* Not under the lock: runs the view-change handlers due, one per member
+   that left, once its view is installed. */
 static void run_view_fns(struct flit_groups *gs)
 {
     for (;;) {
         lock(gs);
         struct flit_group *g = gs->groups;
-        while (g && !g->view_pending)
+        while (g && !(g->nleft && (g->stopped || !g->rec.on)))
             g = g->next;
-        if (g)
-            g->view_pending = false;
+        uint32_t rank = g ? g->left[--g->nleft] : 0;
+        bool call = g && g->view_fn;
         unlock(gs);
         if (!g)
             return;
-        g->view_fn(g, flit_rank(g->left_rank), g->view_user);
+        if (call)
+            g->view_fn(g, flit_rank(rank), g->view_user);
     }
 }
 
-/* Under the lock: members that died stop their groups. */
+/* Under the lock: members that died start view changes; a group not
+   formed yet stops. */
 static void act_on_down(struct flit_groups *gs)
 {
     if (!atomic_exchange_explicit(&gs->down, 0, memory_order_acquire))
@@ -734,9 +1206,17 @@ static void act_on_down(struct flit_groups *gs)
         if (gs->dead[r] != 1)
             continue;
         gs->dead[r] = 2;
-        for (struct flit_group *g = gs->groups; g; g = g->next)
-            if (!g->stopped && index_of(g, r) != NO_RANK)
-                stop_group(g, r);
+        for (struct flit_group *g = gs->groups; g; g = g->next) {
+            uint32_t i = index_of(g, r);
+            if (i == NO_RANK || g->stopped)
+                continue;
+            if (!g->ready) {
+                g->stopped = true;
+                g->left[g->nleft++] = r;
+            } else {
+                start_view_change(g, i);
+            }
+        }
     }
 }
 
@@ -884,9 +1364,7 @@ flit_status flit_groups_destroy(flit_groups_t *gs)
     unlock(gs);
     if (busy)
         return FLIT_ERR_AGAIN;
-    flit_status st = flit_barrier(gs->ep);
-    if (st != FLIT_OK)
-        return st;
+    drain(gs); /* what is left: acknowledgements nobody waits for */
     (void)flit_ep_unlisten(gs->ep, &listener, gs);
     (void)flit_am_register(gs->ep, gs->h, on_am_gone, NULL);
     gs->magic = 0;
@@ -981,17 +1459,34 @@ static flit_status take_params(struct flit_group *g, const flit_group_params_t *
     return FLIT_OK;
 }
 
-static void group_free(struct flit_group *g)
+/* Under the lock, with nothing of g queued: drops every message. */
+static void drop_messages(struct flit_group *g)
 {
     for (unsigned b = 0; b < HB_BUCKETS; b++)
-        for (struct gmsg *m = g->hb[b], *next; m; m = next) {
-            next = m->next;
-            free(m);
+        while (g->hb[b]) {
+            struct gmsg *m = g->hb[b];
+            g->hb[b] = m->next;
+            msg_unref(g, m);
         }
-    for (struct gmsg *m = g->unnumbered, *next; m; m = next) {
-        next = m->next;
-        free(m);
+    while (g->unnumbered) {
+        struct gmsg *m = g->unnumbered;
+        g->unnumbered = m->next;
+        msg_unref(g, m);
     }
+    while (g->own_head) {
+        struct gmsg *m = g->own_head;
+        g->own_head = m->own_next;
+        msg_unref(g, m);
+    }
+    g->own_tail = NULL;
+    retained_clear(g);
+}
+
+static void group_free(struct flit_group *g)
+{
+    drop_messages(g);
+    free(g->gone);
+    free(g->left);
     free(g->members);
     free(g->cost);
     free(g->delivered);
@@ -1015,14 +1510,14 @@ static flit_status init_credits(struct flit_group *g)
 {
     g->allowance = g->window / (2 * g->n);
     g->credits = g->allowance;
+    g->gone = calloc(g->n, 1);
+    g->left = calloc(g->n, sizeof *g->left);
+    if (!g->gone || !g->left)
+        return FLIT_ERR_NO_MEMORY;
     if (g->me != g->seqr)
         return FLIT_OK;
-    g->pool = g->window - g->allowance * g->n;
-    g->cost = calloc(g->window, sizeof *g->cost);
-    g->delivered = calloc(g->n, sizeof *g->delivered);
-    g->want = calloc(g->n, sizeof *g->want);
-    g->reqq = calloc(g->n, sizeof *g->reqq);
-    return g->cost && g->delivered && g->want && g->reqq ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+    g->join_frag = g->frag;
+    return seqr_reset(g, 0, (int64_t)g->window - (int64_t)g->allowance * g->n);
 }
 
 /* Under the lock: links g into gs, taking the JOINs that came first. */
@@ -1033,6 +1528,8 @@ static void link_group(struct flit_groups *gs, struct flit_group *g)
             struct early *e = *p;
             *p = e->next;
             g->joined = e->joins;
+            if (e->frag < g->join_frag)
+                g->join_frag = e->frag;
             free(e);
             break;
         }
@@ -1097,8 +1594,9 @@ flit_status flit_group_create(flit_groups_t *gs, uint32_t id, const flit_rank_t 
             st = FLIT_ERR_INVALID_ARG;
         else
             link_group(gs, g);
+        uint32_t frag = (uint32_t)g->frag;
         if (st == FLIT_OK)
-            ctl_push(g, g->seqr, OP_JOIN, NULL, 0);
+            ctl_push(g, g->seqr, OP_JOIN, &frag, 1);
         unlock(gs);
     }
     if (st == FLIT_OK && (st = wait_for(g, is_ready)) != FLIT_OK) {
@@ -1137,7 +1635,9 @@ flit_status flit_group_destroy(flit_group_t *g)
     flit_status st = wait_for(g, own_delivered);
     if (st == FLIT_OK) {
         lock(gs);
-        ctl_push(g, g->seqr, OP_LEAVE, NULL, 0);
+        g->leave_sent = true;
+        if (!g->rec.on) /* else the new view sends it */
+            ctl_push(g, g->seqr, OP_LEAVE, NULL, 0);
         unlock(gs);
         st = wait_for(g, all_done);
     }
@@ -1173,13 +1673,13 @@ static flit_status get_credits(struct flit_group *g, uint32_t cost)
             unlock(gs);
             return FLIT_ERR_PEER_DOWN;
         }
-        if (has_credits_for(g, cost)) {
+        if (!g->rec.on && has_credits_for(g, cost)) {
             g->credits -= cost;
             g->credit_waits += waited;
             unlock(gs);
             return FLIT_OK;
         }
-        if (!g->cred_asked) {
+        if (!g->cred_asked && !g->rec.on) {
             uint32_t amount = cost - g->credits + g->allowance;
             g->cred_asked = true;
             ctl_push(g, g->seqr, OP_CREDREQ, &amount, 1);
@@ -1237,20 +1737,29 @@ static flit_status queue_message(struct flit_group *g, const struct iovec *iov,
     if (!m)
         return FLIT_ERR_NO_MEMORY;
     gather(m->data, iov, iovcnt);
+    m->sender = gs->me;
     m->sender_seq = g->next_sseq++;
     m->cost = cost;
-    uint32_t a[MAX_ARGS] = {0, g->id, m->sender_seq};
+    /* Kept (its first reference) until delivered here: a view change sends
+       it again if the old view did not order it. */
+    m->own_next = NULL;
+    if (g->own_tail)
+        g->own_tail->own_next = m;
+    else
+        g->own_head = m;
+    g->own_tail = m;
+    uint32_t a[MAX_ARGS] = {0, g->id, g->view, m->sender_seq};
     bool ok;
     if (total <= g->small_max) {
         a[0] = op_word(OP_SMALL);
-        a[3] = piggyback(g);
+        a[4] = piggyback(g);
         ok = out_push(gs, g, g->members[g->seqr], a, op_nargs[OP_SMALL], m, 0, total);
-        msg_unref(g, m); /* the queue holds it until sent */
         g->sent_small++;
     } else {
         a[0] = op_word(OP_SEQREQ);
-        a[3] = cost;
-        a[4] = piggyback(g);
+        a[4] = cost;
+        a[5] = piggyback(g);
+        m->refs++;
         m->next = g->unnumbered;
         g->unnumbered = m;
         ok = out_push(gs, g, g->members[g->seqr], a, op_nargs[OP_SEQREQ], NULL, 0, 0);
@@ -1273,7 +1782,7 @@ flit_status flit_group_sendv(flit_group_t *g, const struct iovec *iov, int iovcn
         return st;
     if (total > (size_t)(g->window / 2) * g->frag)
         return FLIT_ERR_TOO_LARGE;
-    uint32_t cost = total <= g->small_max ? 1u : cost_of(g, total);
+    uint32_t cost = cost_of(g, total);
     if ((st = get_credits(g, cost)) != FLIT_OK)
         return st;
     lock(g->gs);
@@ -1352,7 +1861,7 @@ size_t flit_group_remaining(const flit_group_msg_t *m)
 
 flit_rank_t flit_group_msg_sender(const flit_group_msg_t *m)
 {
-    return flit_rank(msg_ok(m) ? m->g->members[m->msg->sender] : UINT32_MAX);
+    return flit_rank(msg_ok(m) ? m->msg->sender : UINT32_MAX);
 }
 
 uint64_t flit_group_msg_seq(const flit_group_msg_t *m)
@@ -1361,6 +1870,15 @@ uint64_t flit_group_msg_seq(const flit_group_msg_t *m)
 }
 
 /* ---------------------------------------------------------------- stats */
+
+/* What credits let a member hold: messages not delivered everywhere yet and
+   its newest deliveries kept for a view change (window credits' worth
+   each), plus copies of its own small messages until they come back. */
+static uint64_t buffer_bound(const struct flit_group *g)
+{
+    uint64_t per = sizeof(struct gmsg) + 1 + g->frag / 8;
+    return (uint64_t)g->window * (2 * (g->frag + per) + g->small_max + per);
+}
 
 flit_status flit_group_stats(flit_group_t *g, flit_group_stats_t *out)
 {
@@ -1380,7 +1898,8 @@ flit_status flit_group_stats(flit_group_t *g, flit_group_stats_t *out)
     s.credit_waits = g->credit_waits;
     s.buffered = g->buffered;
     s.buffered_max = g->buffered_max;
-    s.buffer_bound = (uint64_t)g->window * (g->frag + sizeof(struct gmsg));
+    s.buffer_bound = buffer_bound(g);
+    s.views = g->views;
     s.stopped = g->stopped;
     unlock(gs);
     *out = s;
