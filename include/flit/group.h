@@ -42,10 +42,15 @@
  * send that would not have to wait for credits goes out from a handler of
  * another layer, but a program should not count on it).
  *
- * Failure: when a member dies the group stops: calls on it answer
- * FLIT_ERR_PEER_DOWN (within FLIT_PEER_TIMEOUT), and the view-change
- * handler, if one was given, names the member that left. Messages the
- * survivors had delivered before stay delivered; no new view is formed.
+ * Failure: when a member dies (the sequencer too), the survivors form a
+ * new view without it (within a few message times of hearing of the death,
+ * which takes up to FLIT_PEER_TIMEOUT over UDP), and each runs the
+ * view-change handler naming it. A message delivered by any survivor is
+ * delivered by all, at the same place; a dead member's messages by all or
+ * none; a survivor's messages in flight are ordered in the new view, never
+ * lost or doubled; the lowest survivor takes over as sequencer when the
+ * sequencer died. Messages the groups had in flight to the dead rank come
+ * back to the returned-message handler with FLIT_ERR_PEER_DOWN.
  *
  * Threads: a group may be used from every thread that may use its endpoint.
  */
@@ -83,8 +88,9 @@ FLIT_API flit_status flit_groups_destroy(flit_groups_t *gs);
 /* Runs once per message, in the group's total order. total: its length. */
 typedef void (*flit_group_deliver_fn)(flit_group_t *g, flit_group_msg_t *m, size_t total,
                                       void *user);
-/* A member left the group (it died or stopped answering): the group is
-   stopped from now on. Runs once, during progress, outside any handler. */
+/* A member left the group (it died or stopped answering); the survivors
+   installed a view without it. Runs once per member that left, during
+   progress, outside any handler. */
 typedef void (*flit_group_view_fn)(flit_group_t *g, flit_rank_t left, void *user);
 
 #define FLIT_GROUP_PARAM_SEQUENCER (1u << 0)
@@ -124,7 +130,8 @@ typedef struct flit_group_params {
  * NULL with n > 0, a repeated member, this rank not a member, an id in use
  * here, the sequencer not a member, a bit of field_mask unknown, a window
  * out of range, small_max above a fragment; FLIT_ERR_RANK: a member (or the
- * sequencer) outside the job.
+ * sequencer) outside the job; FLIT_ERR_PEER_DOWN: a member died before all
+ * had joined.
  */
 FLIT_API flit_status flit_group_create(flit_groups_t *gs, uint32_t id,
                                        const flit_rank_t *members, unsigned n,
@@ -135,9 +142,10 @@ FLIT_API flit_status flit_group_create(flit_groups_t *gs, uint32_t id,
 /*
  * Collective over the members: waits until this member's messages are
  * delivered here, then until every member has called it and every message
- * of the group is delivered here, and frees g. A stopped group (a member
- * died) is freed at once and answers FLIT_ERR_PEER_DOWN. Any later call
- * with g (while gs lives) answers FLIT_ERR_INVALID_ARG.
+ * of the group is delivered here, and frees g. A group stopped while it
+ * was created (a member died) is freed at once and answers
+ * FLIT_ERR_PEER_DOWN. Any later call with g (while gs lives) answers
+ * FLIT_ERR_INVALID_ARG.
  */
 FLIT_API flit_status flit_group_destroy(flit_group_t *g);
 
@@ -145,8 +153,9 @@ FLIT_API flit_status flit_group_destroy(flit_group_t *g);
  * Sends the iovcnt pieces of iov, in order, as one message to the group.
  * The pieces are copied before it returns. Waits (making progress) while
  * the sender has no credits: the group's slowest member sets its pace.
+ * While a view change is under way it waits for the new view.
  * FLIT_ERR_TOO_LARGE above the largest message (params' window);
- * FLIT_ERR_PEER_DOWN once the group stopped; FLIT_ERR_INVALID_ARG for a
+ * FLIT_ERR_PEER_DOWN for a group stopped while created; FLIT_ERR_INVALID_ARG for a
  * NULL or destroyed g, iovcnt < 0, a NULL iov with iovcnt > 0 or a NULL
  * base with a length, or a group being destroyed.
  */
