@@ -11,8 +11,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 fresh() {
-    rm -rf "$tmp/src"
+    rm -rf "$tmp/src" "$tmp/compat"
     cp -r "$src" "$tmp/src"
+    if [ -d "$src/../compat" ]; then cp -r "$src/../compat" "$tmp/compat"; fi
 }
 
 expect() {   # expect WHAT FILE: the check must fail and name FILE
@@ -48,5 +49,19 @@ expect "core naming rma's internals without the include" "core/stats.c"
 fresh
 sed -i '1i #include "stream/stream.h"' "$tmp/src/tagged/tagged.c"
 expect "tagged including src/" "tagged/tagged.c"
+
+if [ -d "$src/../compat" ]; then
+    fresh
+    echo '#include "core/ep.h"' >> "$tmp/compat/amudp/amudp_ep.c"
+    expect "compat including src/ with quotes" "amudp/amudp_ep.c"
+
+    fresh
+    echo '#include <am/am.h>' >> "$tmp/compat/amudp/amudp_msg.c"
+    expect "compat including src/ with angle brackets" "amudp/amudp_msg.c"
+
+    fresh
+    echo 'void amx_peek(void) { fl_ep_of(0); }' >> "$tmp/compat/amudp/amudp_stats.c"
+    expect "compat naming flit's internals" "amudp/amudp_stats.c"
+fi
 
 echo "catches_test: every violation refused"

@@ -100,11 +100,34 @@ for layer in $public_only; do
         done
 done >> /tmp/check_layers.$$
 
+# compat/: a quoted include names a file of the library's own folder (no
+# slash) or flit/...; an angled one names no folder of src/; no internals.
+compat=$src/../compat
+if [ -d "$compat" ]; then
+    dirs=$(echo "$order tagged rpc group object src" | sed 's/ /|/g')
+    find "$compat" -name '*.[ch]' | sort | while IFS= read -r f; do
+        awk -v dirs="$dirs" '
+        /^[ \t]*#[ \t]*include[ \t]*"/ {
+            d = $0; sub(/^[^"]*"/, "", d); sub(/".*$/, "", d)
+            if (index(d, "/") && d !~ /^flit\//)
+                printf "%s:%d: compat is built on the public API alone: include <flit/...> only, not \"%s\"\n", FILENAME, FNR, d
+        }
+        /^[ \t]*#[ \t]*include[ \t]*</ {
+            d = $0; sub(/^[^<]*</, "", d); sub(/>.*$/, "", d)
+            if (d ~ ("^(" dirs ")/"))
+                printf "%s:%d: compat includes <%s>, which is inside src/\n", FILENAME, FNR, d
+        }
+        /(^|[^A-Za-z0-9_])(fl_[a-z]|FL_[A-Z])/ && !/^[ \t]*(\/?\*|\/\/)/ {
+            printf "%s:%d: compat names flit internals: %s\n", FILENAME, FNR, $0
+        }' "$f"
+    done >> /tmp/check_layers.$$
+fi
+
 if [ -s /tmp/check_layers.$$ ]; then
     cat /tmp/check_layers.$$
     rm -f /tmp/check_layers.$$
     exit 1
 fi
 rm -f /tmp/check_layers.$$
-echo "layers: dependencies point down in $src"
+echo "layers: dependencies point down in $src${compat:+ and $compat}"
 exit 0

@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * AM-2 requests and replies, the dispatch of arriving messages to AM-2
+ * handlers, and returned messages (handler 0). The handler-index layout is
+ * in amudp_internal.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amudp_internal.h"
+
+/* Argument lists of 1 .. 16 int32_t: types and values. */
+#define AMX_T1  int32_t
+#define AMX_T2  AMX_T1, int32_t
+#define AMX_T3  AMX_T2, int32_t
+#define AMX_T4  AMX_T3, int32_t
+#define AMX_T5  AMX_T4, int32_t
+#define AMX_T6  AMX_T5, int32_t
+#define AMX_T7  AMX_T6, int32_t
+#define AMX_T8  AMX_T7, int32_t
+#define AMX_T9  AMX_T8, int32_t
+#define AMX_T10 AMX_T9, int32_t
+#define AMX_T11 AMX_T10, int32_t
+#define AMX_T12 AMX_T11, int32_t
+#define AMX_T13 AMX_T12, int32_t
+#define AMX_T14 AMX_T13, int32_t
+#define AMX_T15 AMX_T14, int32_t
+#define AMX_T16 AMX_T15, int32_t
+#define AMX_V1  (int32_t) a[0]
+#define AMX_V2  AMX_V1, (int32_t)a[1]
+#define AMX_V3  AMX_V2, (int32_t)a[2]
+#define AMX_V4  AMX_V3, (int32_t)a[3]
+#define AMX_V5  AMX_V4, (int32_t)a[4]
+#define AMX_V6  AMX_V5, (int32_t)a[5]
+#define AMX_V7  AMX_V6, (int32_t)a[6]
+#define AMX_V8  AMX_V7, (int32_t)a[7]
+#define AMX_V9  AMX_V8, (int32_t)a[8]
+#define AMX_V10 AMX_V9, (int32_t)a[9]
+#define AMX_V11 AMX_V10, (int32_t)a[10]
+#define AMX_V12 AMX_V11, (int32_t)a[11]
+#define AMX_V13 AMX_V12, (int32_t)a[12]
+#define AMX_V14 AMX_V13, (int32_t)a[13]
+#define AMX_V15 AMX_V14, (int32_t)a[14]
+#define AMX_V16 AMX_V15, (int32_t)a[15]
+
+/* Calls an AM-2 short handler with its n arguments, as its prototype says. */
+static void call_short(amudp_handler_fn_t f, void *t, const uint32_t *a, unsigned n)
+{
+    switch (n) {
+    case 0:
+        ((void (*)(void *))f)(t);
+        break;
+    case 1:
+        ((void (*)(void *, AMX_T1))f)(t, AMX_V1);
+        break;
+    case 2:
+        ((void (*)(void *, AMX_T2))f)(t, AMX_V2);
+        break;
+    case 3:
+        ((void (*)(void *, AMX_T3))f)(t, AMX_V3);
+        break;
+    case 4:
+        ((void (*)(void *, AMX_T4))f)(t, AMX_V4);
+        break;
+    case 5:
+        ((void (*)(void *, AMX_T5))f)(t, AMX_V5);
+        break;
+    case 6:
+        ((void (*)(void *, AMX_T6))f)(t, AMX_V6);
+        break;
+    case 7:
+        ((void (*)(void *, AMX_T7))f)(t, AMX_V7);
+        break;
+    case 8:
+        ((void (*)(void *, AMX_T8))f)(t, AMX_V8);
+        break;
+    case 9:
+        ((void (*)(void *, AMX_T9))f)(t, AMX_V9);
+        break;
+    case 10:
+        ((void (*)(void *, AMX_T10))f)(t, AMX_V10);
+        break;
+    case 11:
+        ((void (*)(void *, AMX_T11))f)(t, AMX_V11);
+        break;
+    case 12:
+        ((void (*)(void *, AMX_T12))f)(t, AMX_V12);
+        break;
+    case 13:
+        ((void (*)(void *, AMX_T13))f)(t, AMX_V13);
+        break;
+    case 14:
+        ((void (*)(void *, AMX_T14))f)(t, AMX_V14);
+        break;
+    case 15:
+        ((void (*)(void *, AMX_T15))f)(t, AMX_V15);
+        break;
+    case 16:
+        ((void (*)(void *, AMX_T16))f)(t, AMX_V16);
+        break;
+    }
+}
+
+/* The same for medium and long handlers: nbytes is passed as a size_t, so
+   that handlers declared with int or size_t both read it right. */
+static void call_bulk(amudp_handler_fn_t f, void *t, void *buf, size_t nbytes,
+                      const uint32_t *a, unsigned n)
+{
+    switch (n) {
+    case 0:
+        ((void (*)(void *, void *, size_t))f)(t, buf, nbytes);
+        break;
+    case 1:
+        ((void (*)(void *, void *, size_t, AMX_T1))f)(t, buf, nbytes, AMX_V1);
+        break;
+    case 2:
+        ((void (*)(void *, void *, size_t, AMX_T2))f)(t, buf, nbytes, AMX_V2);
+        break;
+    case 3:
+        ((void (*)(void *, void *, size_t, AMX_T3))f)(t, buf, nbytes, AMX_V3);
+        break;
+    case 4:
+        ((void (*)(void *, void *, size_t, AMX_T4))f)(t, buf, nbytes, AMX_V4);
+        break;
+    case 5:
+        ((void (*)(void *, void *, size_t, AMX_T5))f)(t, buf, nbytes, AMX_V5);
+        break;
+    case 6:
+        ((void (*)(void *, void *, size_t, AMX_T6))f)(t, buf, nbytes, AMX_V6);
+        break;
+    case 7:
+        ((void (*)(void *, void *, size_t, AMX_T7))f)(t, buf, nbytes, AMX_V7);
+        break;
+    case 8:
+        ((void (*)(void *, void *, size_t, AMX_T8))f)(t, buf, nbytes, AMX_V8);
+        break;
+    case 9:
+        ((void (*)(void *, void *, size_t, AMX_T9))f)(t, buf, nbytes, AMX_V9);
+        break;
+    case 10:
+        ((void (*)(void *, void *, size_t, AMX_T10))f)(t, buf, nbytes, AMX_V10);
+        break;
+    case 11:
+        ((void (*)(void *, void *, size_t, AMX_T11))f)(t, buf, nbytes, AMX_V11);
+        break;
+    case 12:
+        ((void (*)(void *, void *, size_t, AMX_T12))f)(t, buf, nbytes, AMX_V12);
+        break;
+    case 13:
+        ((void (*)(void *, void *, size_t, AMX_T13))f)(t, buf, nbytes, AMX_V13);
+        break;
+    case 14:
+        ((void (*)(void *, void *, size_t, AMX_T14))f)(t, buf, nbytes, AMX_V14);
+        break;
+    case 15:
+        ((void (*)(void *, void *, size_t, AMX_T15))f)(t, buf, nbytes, AMX_V15);
+        break;
+    case 16:
+        ((void (*)(void *, void *, size_t, AMX_T16))f)(t, buf, nbytes, AMX_V16);
+        break;
+    }
+}
+
+/* ---------------------------------------------------------------- sending */
+
+struct amx_msg {
+    unsigned kind;
+    handler_t h;
+    const void *src;
+    size_t nbytes;
+    uintptr_t off;
+    unsigned nargs;
+    uint32_t args[AMUDP_MAX_SHORT + 2]; /* room for a long's offset */
+};
+
+static amudp_category_t category(unsigned kind)
+{
+    return kind == AMX_SHORT    ? amudp_Short
+           : kind == AMX_MEDIUM ? amudp_Medium
+                                : amudp_Long;
+}
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void count_sent(struct amudp_ep *ep, int reply, const struct amx_msg *m,
+                       size_t wire_bytes)
+{
+    amudp_stats_t *s = &ep->stats;
+    amudp_category_t c = category(m->kind);
+    uint64_t data = 4u * m->nargs + m->nbytes;
+    if (reply) {
+        s->RepliesSent[c]++;
+        s->ReplyDataBytesSent[c] += data;
+        s->ReplyTotalBytesSent[c] += wire_bytes;
+    } else {
+        s->RequestsSent[c]++;
+        s->RequestDataBytesSent[c] += data;
+        s->RequestTotalBytesSent[c] += wire_bytes;
+    }
+    s->TotalBytesSent += wire_bytes;
+}
+
+/* Sends m to dest as a request, or as the reply of ft when it is set. */
+static flit_status send_msg(struct amudp_ep *ep, flit_rank_t dest, flit_token_t *ft,
+                            struct amx_msg *m)
+{
+    unsigned kind = m->kind, n = m->nargs;
+    const void *src = m->src;
+    size_t len = m->nbytes;
+    unsigned char *tmp = NULL;
+    if (kind == AMX_LONG && n <= AMX_LONG_ARGS) {
+        m->args[n++] = (uint32_t)m->off;
+        m->args[n++] = (uint32_t)((uint64_t)m->off >> 32);
+    } else if (kind == AMX_LONG) {
+        kind = AMX_LONGHDR;
+        if (!(tmp = malloc(AMX_LONG_HDR + len)))
+            return FLIT_ERR_NO_MEMORY;
+        put_le64(tmp, m->off);
+        if (len)
+            memcpy(tmp + AMX_LONG_HDR, src, len);
+        src = tmp;
+        len += AMX_LONG_HDR;
+    }
+    flit_handler_t fh = flit_handler((uint16_t)AMX_H_INDEX(kind, ft != NULL, m->h));
+    flit_status st;
+    if (kind == AMX_SHORT)
+        st = ft ? flit_am_reply_short(ft, fh, m->args, n)
+                : flit_am_short(ep->fep, dest, fh, m->args, n, 0);
+    else
+        st = ft ? flit_am_reply_medium(ft, fh, src, len, m->args, n)
+                : flit_am_medium(ep->fep, dest, fh, src, len, m->args, n, 0);
+    free(tmp);
+    if (st == FLIT_OK)
+        count_sent(ep, ft != NULL, m, 4u * n + len);
+    return st;
+}
+
+/* Checks what every request and reply takes, and gathers the arguments. */
+static int make_msg(struct amx_msg *m, unsigned kind, handler_t h, const void *sa,
+                    size_t nbytes, uintptr_t off, int numargs, va_list ap, const char *fn)
+{
+    if (numargs < 0 || numargs > AMUDP_MAX_SHORT)
+        return amx_err(AM_ERR_BAD_ARG, fn, "numargs outside 0 .. AM_MaxShort()");
+    if (kind != AMX_SHORT && (nbytes > (kind == AMX_MEDIUM ? (size_t)AMUDP_MAX_MEDIUM
+                                                           : (size_t)AMUDP_MAX_LONG) ||
+                              (!sa && nbytes)))
+        return amx_err(AM_ERR_BAD_ARG, fn,
+                       "source_addr NULL, or nbytes above the maximum");
+    m->kind = kind;
+    m->h = h;
+    m->src = sa;
+    m->nbytes = nbytes;
+    m->off = off;
+    m->nargs = (unsigned)numargs;
+    for (int i = 0; i < numargs; i++)
+        m->args[i] = (uint32_t)va_arg(ap, int);
+    return AM_OK;
+}
+
+static int request(ep_t ep, amudp_node_t dest, unsigned kind, handler_t h, const void *sa,
+                   size_t nbytes, uintptr_t off, int numargs, va_list ap, const char *fn)
+{
+    if (!amx_ep_ok(ep))
+        return amx_err(AM_ERR_BAD_ARG, fn, "not an endpoint");
+    flit_rank_t rank;
+    if (!amx_translate(ep, dest, &rank))
+        return amx_err(AM_ERR_BAD_ARG, fn, "reply_endpoint: translation not in use");
+    struct amx_msg m;
+    int rc = make_msg(&m, kind, h, sa, nbytes, off, numargs, ap, fn);
+    return rc != AM_OK ? rc : amx_status(send_msg(ep, rank, NULL, &m), fn);
+}
+
+static int reply(void *token, unsigned kind, handler_t h, const void *sa, size_t nbytes,
+                 uintptr_t off, int numargs, va_list ap, const char *fn)
+{
+    struct amx_token *t = amx_token_of(token);
+    if (!t || !t->ft || !t->is_request)
+        return amx_err(AM_ERR_BAD_ARG, fn, "not the token of a running request handler");
+    struct amx_msg m;
+    int rc = make_msg(&m, kind, h, sa, nbytes, off, numargs, ap, fn);
+    return rc != AM_OK ? rc : amx_status(send_msg(t->ep, t->peer, t->ft, &m), fn);
+}
+
+int AMUDP_RequestVA(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t handler,
+                    int numargs, va_list argptr)
+{
+    return request(request_endpoint, reply_endpoint, AMX_SHORT, handler, NULL, 0, 0,
+                   numargs, argptr, "AM_Request");
+}
+
+int AMUDP_RequestIVA(ep_t request_endpoint, amudp_node_t reply_endpoint,
+                     handler_t handler, void *source_addr, size_t nbytes, int numargs,
+                     va_list argptr)
+{
+    return request(request_endpoint, reply_endpoint, AMX_MEDIUM, handler, source_addr,
+                   nbytes, 0, numargs, argptr, "AM_RequestI");
+}
+
+/* Asynchronous or not, the source may be reused when the call returns. */
+int AMUDP_RequestXferVA(ep_t request_endpoint, amudp_node_t reply_endpoint,
+                        handler_t handler, void *source_addr, size_t nbytes,
+                        uintptr_t dest_offset, int async, int numargs, va_list argptr)
+{
+    (void)async;
+    return request(request_endpoint, reply_endpoint, AMX_LONG, handler, source_addr,
+                   nbytes, dest_offset, numargs, argptr, "AM_RequestXfer");
+}
+
+int AMUDP_ReplyVA(void *token, handler_t handler, int numargs, va_list argptr)
+{
+    return reply(token, AMX_SHORT, handler, NULL, 0, 0, numargs, argptr, "AM_Reply");
+}
+
+int AMUDP_ReplyIVA(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                   int numargs, va_list argptr)
+{
+    return reply(token, AMX_MEDIUM, handler, source_addr, nbytes, 0, numargs, argptr,
+                 "AM_ReplyI");
+}
+
+int AMUDP_ReplyXferVA(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                      uintptr_t dest_offset, int numargs, va_list argptr)
+{
+    return reply(token, AMX_LONG, handler, source_addr, nbytes, dest_offset, numargs,
+                 argptr, "AM_ReplyXfer");
+}
+
+int AMUDP_Request(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t handler,
+                  int numargs, ...)
+{
+    va_list ap;
+    va_start(ap, numargs);
+    int rc = AMUDP_RequestVA(request_endpoint, reply_endpoint, handler, numargs, ap);
+    va_end(ap);
+    return rc;
+}
+
+int AMUDP_RequestI(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t handler,
+                   void *source_addr, size_t nbytes, int numargs, ...)
+{
+    va_list ap;
+    va_start(ap, numargs);
+    int rc = AMUDP_RequestIVA(request_endpoint, reply_endpoint, handler, source_addr,
+                              nbytes, numargs, ap);
+    va_end(ap);
+    return rc;
+}
+
+int AMUDP_RequestXfer(ep_t request_endpoint, amudp_node_t reply_endpoint,
+                      handler_t handler, void *source_addr, size_t nbytes,
+                      uintptr_t dest_offset, int async, int numargs, ...)
+{
+    va_list ap;
+    va_start(ap, numargs);
+    int rc = AMUDP_RequestXferVA(request_endpoint, reply_endpoint, handler, source_addr,
+                                 nbytes, dest_offset, async, numargs, ap);
+    va_end(ap);
+    return rc;
+}
+
+int AMUDP_Reply(void *token, handler_t handler, int numargs, ...)
+{
+    va_list ap;
+    va_start(ap, numargs);
+    int rc = AMUDP_ReplyVA(token, handler, numargs, ap);
+    va_end(ap);
+    return rc;
+}
+
+int AMUDP_ReplyI(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                 int numargs, ...)
+{
+    va_list ap;
+    va_start(ap, numargs);
+    int rc = AMUDP_ReplyIVA(token, handler, source_addr, nbytes, numargs, ap);
+    va_end(ap);
+    return rc;
+}
+
+int AMUDP_ReplyXfer(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                    uintptr_t dest_offset, int numargs, ...)
+{
+    va_list ap;
+    va_start(ap, numargs);
+    int rc =
+        AMUDP_ReplyXferVA(token, handler, source_addr, nbytes, dest_offset, numargs, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- returned messages */
+
+static const char *status_name(int status)
+{
+    static const char *const names[] = {
+        "?",           "EBADARGS",     "EBADENTRY",     "EBADTAG",
+        "EBADHANDLER", "EBADSEGOFF",   "EBADLENGTH",    "EBADENDPOINT",
+        "ECONGESTION", "EUNREACHABLE", "EREPLYREJECTED"};
+    return status > 0 && status <= EREPLYREJECTED ? names[status] : "?";
+}
+
+static op_t opcode_of(unsigned kind, int is_reply)
+{
+    static const op_t ops[2][3] = {{AM_REQUEST_M, AM_REQUEST_IM, AM_REQUEST_XFER_M},
+                                   {AM_REPLY_M, AM_REPLY_IM, AM_REPLY_XFER_M}};
+    return ops[is_reply ? 1 : 0][category(kind)];
+}
+
+/* Hands a message that came back to handler 0, or stops the program as
+   AMUDP's default handler does. */
+static void deliver_returned(struct amudp_ep *ep, flit_rank_t peer, int status,
+                             op_t opcode, unsigned h)
+{
+    struct amx_token t = {AMX_TOK_MAGIC, ep, NULL, peer, 0};
+    ep->stats.ReturnedMessages++;
+    amudp_handler_fn_t f = ep->handler[0];
+    if (!f)
+        AMUDP_FatalErr("returned message: %s, opcode %d, handler %u, destination rank %u",
+                       status_name(status), opcode, h, peer.idx);
+    ((void (*)(int, op_t, void *))f)(status, opcode, &t);
+    t.magic = 0;
+}
+
+static int status_of(flit_status reason)
+{
+    switch (reason) {
+    case FLIT_ERR_NO_HANDLER:
+    case FLIT_ERR_BAD_HANDLER:
+        return EBADHANDLER;
+    case FLIT_ERR_BAD_TAG:
+        return EBADTAG;
+    case FLIT_ERR_PEER_DOWN:
+    case FLIT_ERR_UNREACHABLE:
+        return EUNREACHABLE;
+    case FLIT_ERR_NO_SEGMENT:
+        return EBADSEGOFF;
+    case FLIT_ERR_BOUNDS:
+        return EBADLENGTH;
+    default:
+        return EBADARGS;
+    }
+}
+
+void amx_returned(flit_ep_t *fep, const flit_returned_t *info, void *user)
+{
+    (void)fep;
+    unsigned idx = info->handler.idx;
+    op_t op = idx < AMX_H_REFUSED ? opcode_of((idx >> 8) & 3, idx >= 1024) : AM_REQUEST_M;
+    deliver_returned((struct amudp_ep *)user, info->peer, status_of(info->reason), op,
+                     idx & 255);
+}
+
+/* A refusal: [status, opcode, handler]. */
+void amx_refused(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                 unsigned nargs, void *user)
+{
+    struct amx_slot *s = (struct amx_slot *)user;
+    (void)buf;
+    (void)nbytes;
+    if (nargs != 3)
+        return;
+    deliver_returned(s->ep, flit_token_rank(ft), (int)args[0], (op_t)args[1],
+                     args[2] & 255);
+}
+
+/* ---------------------------------------------------------------- arriving */
+
+/* Where a long message lands; 0 when its bounds are refused (*status). */
+static int long_target(struct amudp_ep *ep, uint64_t off, size_t len, int *status)
+{
+    if (!ep->seg || off > ep->seglen)
+        *status = EBADSEGOFF;
+    else if (len > ep->seglen - off)
+        *status = EBADLENGTH;
+    else
+        return 1;
+    return 0;
+}
+
+static void refuse(struct amx_token *t, int status, unsigned kind, unsigned h)
+{
+    op_t op = opcode_of(kind, !t->is_request);
+    if (t->is_request) {
+        uint32_t words[3] = {(uint32_t)status, (uint32_t)op, h};
+        flit_am_reply_short(t->ft, flit_handler(AMX_H_REFUSED), words, 3);
+        return;
+    }
+    fprintf(stderr, "AMUDP: refused a reply from rank %u: %s, opcode %d, handler %u\n",
+            t->peer.idx, status_name(status), op, h);
+}
+
+void amx_dispatch(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                  unsigned nargs, void *user)
+{
+    struct amx_slot *s = (struct amx_slot *)user;
+    struct amudp_ep *ep = s->ep;
+    unsigned idx = s->index, h = idx & 255, kind = (idx >> 8) & 3;
+    int is_reply = idx >= 1024;
+    struct amx_token t = {AMX_TOK_MAGIC, ep, ft, flit_token_rank(ft), !is_reply};
+    if (kind == AMX_LONG || kind == AMX_LONGHDR) {
+        uint64_t off;
+        const unsigned char *data = (const unsigned char *)buf;
+        if (kind == AMX_LONG && nargs >= 2) {
+            nargs -= 2;
+            off = args[nargs] | (uint64_t)args[nargs + 1] << 32;
+        } else if (kind == AMX_LONGHDR && nbytes >= AMX_LONG_HDR) {
+            off = get_le64(data);
+            data += AMX_LONG_HDR;
+            nbytes -= AMX_LONG_HDR;
+        } else {
+            return; /* not from this library */
+        }
+        int status;
+        if (!long_target(ep, off, nbytes, &status)) {
+            refuse(&t, status, kind, h);
+            return;
+        }
+        buf = (char *)ep->seg + off;
+        if (nbytes)
+            memcpy(buf, data, nbytes);
+    }
+    amudp_category_t c = category(kind);
+    if (is_reply)
+        ep->stats.RepliesReceived[c]++;
+    else
+        ep->stats.RequestsReceived[c]++;
+    ep->handled++;
+    if (kind == AMX_SHORT)
+        call_short(ep->handler[h], &t, args, nargs);
+    else
+        call_bulk(ep->handler[h], &t, buf, nbytes, args, nargs);
+    t.magic = 0;
+}

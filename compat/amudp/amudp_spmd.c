@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * AMUDP's SPMD start-up and collectives on flit.
+ *
+ * Master: typed as `prog NPROCS SPAWNFN args`, the process is replaced by
+ * flitrun starting NPROCS workers of the same program with `args`; flitrun
+ * relays their output (the console) and exits with the job's status.
+ *
+ * Worker (any process a launcher started): two flit endpoints, made in the
+ * same order everywhere. The first, the control endpoint, is served by
+ * flit's progress thread and carries only AMUDP_SPMDExit's word, so that a
+ * worker busy computing still hears it. The second is the SPMD endpoint
+ * the program gets. AMUDP_SPMDExit may run in a signal handler, where no
+ * flit call may be made: it writes the code to a pipe that a thread of
+ * this library reads, and that thread tells the peers, runs the exit
+ * callback, flushes stdio and ends the process. A peer that hears it acks
+ * and ends itself the same way; the teller waits for every ack (or an exit
+ * word from that peer: both may tell at once) for at most two seconds.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "amudp_internal.h"
+#include "amudp_spmd.h"
+
+#ifndef FLIT_AMUDP_FLITRUN
+#define FLIT_AMUDP_FLITRUN "flitrun"
+#endif
+
+#define CTL_EXIT      0 /* control endpoint: args[0] the exit code */
+#define CTL_ACK       1
+#define DEFAULT_DEPTH 8
+#define EXIT_WAIT_NS  2000000000LL
+#define ENV_DEPTH     "AMUDP_NETWORKDEPTH" /* the master's networkdepth */
+
+extern char **environ;
+
+void (*AMUDP_SPMDkillmyprocess)(int) = _exit;
+
+static struct {
+    int started;
+    uint32_t rank, size;
+    eb_t eb;
+    ep_t ep;
+    flit_ep_t *ctl;
+    char **env; /* the environment at start-up */
+    amudp_exitcallback_t callback;
+    int pipe[2];
+    atomic_uchar *acked; /* per rank: it acked, or is exiting itself */
+    /* AllGather in progress */
+    unsigned char *dest;
+    size_t len, got;
+} spmd = {.pipe = {-1, -1}};
+
+/* ---------------------------------------------------------------- exit */
+
+static void ctl_exit(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                     unsigned nargs, void *user)
+{
+    (void)buf, (void)nbytes, (void)user;
+    uint32_t from = flit_token_rank(ft).idx;
+    if (from < spmd.size)
+        atomic_store(&spmd.acked[from], 1);
+    flit_am_reply_short(ft, flit_handler(CTL_ACK), NULL, 0);
+    int msg[2] = {nargs ? (int)args[0] : 1, 1};
+    if (write(spmd.pipe[1], msg, sizeof msg) < 0)
+        _exit(msg[0]);
+}
+
+static void ctl_ack(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                    unsigned nargs, void *user)
+{
+    (void)buf, (void)nbytes, (void)args, (void)nargs, (void)user;
+    uint32_t from = flit_token_rank(ft).idx;
+    if (from < spmd.size)
+        atomic_store(&spmd.acked[from], 1);
+}
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void tell_peers(int code)
+{
+    uint32_t word = (uint32_t)code;
+    for (uint32_t r = 0; r < spmd.size; r++)
+        if (r != spmd.rank && !atomic_load(&spmd.acked[r]) &&
+            flit_am_short(spmd.ctl, flit_rank(r), flit_handler(CTL_EXIT), &word, 1, 0) !=
+                FLIT_OK)
+            atomic_store(&spmd.acked[r], 1); /* gone already */
+    long long deadline = now_ns() + EXIT_WAIT_NS;
+    for (uint32_t r = 0; r < spmd.size && now_ns() < deadline; r++)
+        while (r != spmd.rank && !atomic_load(&spmd.acked[r]) && now_ns() < deadline)
+            flit_wait(spmd.ctl, 10000);
+}
+
+static void *exit_thread(void *arg)
+{
+    (void)arg;
+    int msg[2];
+    ssize_t n;
+    while ((n = read(spmd.pipe[0], msg, sizeof msg)) != (ssize_t)sizeof msg)
+        if (n >= 0 || errno != EINTR)
+            return NULL;
+    if (!msg[1])
+        tell_peers(msg[0]);
+    if (spmd.callback)
+        spmd.callback(msg[0]);
+    fflush(NULL);
+    AMUDP_SPMDkillmyprocess(msg[0]);
+    _exit(msg[0]);
+}
+
+int AMUDP_SPMDExit(int exitcode)
+{
+    if (!spmd.started)
+        return amx_err(AM_ERR_NOT_INIT, "AMUDP_SPMDExit", "AMUDP_SPMDStartup not called");
+    int msg[2] = {exitcode, 0};
+    if (write(spmd.pipe[1], msg, sizeof msg) != (ssize_t)sizeof msg)
+        _exit(exitcode);
+    for (;;)
+        pause(); /* the exit thread ends the process */
+}
+
+int AMUDP_SPMDSetExitCallback(amudp_exitcallback_t fp)
+{
+    spmd.callback = fp;
+    return AM_OK;
+}
+
+/* ---------------------------------------------------------------- collectives */
+
+static flit_status send_chunks(flit_rank_t to, unsigned h, const unsigned char *buf,
+                               size_t len)
+{
+    for (size_t off = 0; off < len;) {
+        size_t c = len - off < FLIT_AM_MAX_MEDIUM ? len - off : FLIT_AM_MAX_MEDIUM;
+        uint32_t args[2] = {(uint32_t)off, (uint32_t)((uint64_t)off >> 32)};
+        flit_status st = flit_am_medium(spmd.ep->fep, to, flit_handler((uint16_t)h),
+                                        buf + off, c, args, 2, 0);
+        if (st != FLIT_OK)
+            return st;
+        off += c;
+    }
+    return FLIT_OK;
+}
+
+/* Stores a piece of the AllGather at its place in dest, if it fits there. */
+static void gather_store(size_t at, const uint32_t *args, unsigned nargs, const void *buf,
+                         size_t nbytes, size_t limit)
+{
+    if (nargs != 2 || !spmd.dest)
+        return;
+    uint64_t off = args[0] | (uint64_t)args[1] << 32;
+    if (off > limit || nbytes > limit - off)
+        return;
+    memcpy(spmd.dest + at + off, buf, nbytes);
+    spmd.got += nbytes;
+}
+
+void amx_gather_part(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                     unsigned nargs, void *user)
+{
+    (void)user;
+    uint32_t from = flit_token_rank(ft).idx;
+    if (from < spmd.size)
+        gather_store(from * spmd.len, args, nargs, buf, nbytes, spmd.len);
+}
+
+void amx_gather_whole(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                      unsigned nargs, void *user)
+{
+    (void)ft, (void)user;
+    gather_store(0, args, nargs, buf, nbytes, spmd.len * spmd.size);
+}
+
+static flit_status gather(const void *source, void *dest, size_t len)
+{
+    flit_ep_t *f = spmd.ep->fep;
+    spmd.dest = (unsigned char *)dest;
+    spmd.len = len;
+    spmd.got = 0;
+    flit_status st = flit_barrier(f); /* every dest is in place */
+    size_t need = len * spmd.size;
+    if (st == FLIT_OK && spmd.rank == 0) {
+        memcpy(dest, source, len);
+        need -= len;
+    } else if (st == FLIT_OK) {
+        st = send_chunks(flit_rank(0), AMX_H_GATHER, (const unsigned char *)source, len);
+    }
+    while (st == FLIT_OK && spmd.got < need)
+        if ((st = flit_wait(f, 100000)) == FLIT_ERR_TIMEOUT)
+            st = FLIT_OK;
+    for (uint32_t r = 1; st == FLIT_OK && spmd.rank == 0 && r < spmd.size; r++)
+        st = send_chunks(flit_rank(r), AMX_H_SCATTER, (const unsigned char *)dest,
+                         len * spmd.size);
+    if (st == FLIT_OK)
+        st = flit_barrier(f); /* no piece of this round is still on its way */
+    spmd.dest = NULL;
+    return st;
+}
+
+int AMUDP_SPMDAllGather(void *source, void *dest, size_t len)
+{
+    if (!spmd.started)
+        return amx_err(AM_ERR_NOT_INIT, "AMUDP_SPMDAllGather",
+                       "AMUDP_SPMDStartup not called");
+    if ((len && (!source || !dest)) || len > SIZE_MAX / spmd.size)
+        return amx_err(AM_ERR_BAD_ARG, "AMUDP_SPMDAllGather", "source, dest or len");
+    return amx_status(gather(source, dest, len), "AMUDP_SPMDAllGather");
+}
+
+int AMUDP_SPMDBarrier(void)
+{
+    if (!spmd.started)
+        return amx_err(AM_ERR_NOT_INIT, "AMUDP_SPMDBarrier",
+                       "AMUDP_SPMDStartup not called");
+    return amx_status(flit_barrier(spmd.ep->fep), "AMUDP_SPMDBarrier");
+}
+
+int AMUDP_SPMDNumProcs(void)
+{
+    return spmd.started ? (int)spmd.size : -1;
+}
+
+int AMUDP_SPMDMyProc(void)
+{
+    return spmd.started ? (int)spmd.rank : -1;
+}
+
+const char *AMUDP_SPMDgetenvMaster(const char *keyname)
+{
+    if (!spmd.started || !keyname)
+        return NULL;
+    size_t k = strlen(keyname);
+    for (char **e = spmd.env; *e; e++)
+        if (strncmp(*e, keyname, k) == 0 && (*e)[k] == '=')
+            return *e + k + 1;
+    return NULL;
+}
+
+int AMUDP_SPMDIsWorker(char **argv)
+{
+    (void)argv;
+    return getenv("FLIT_BOOT") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+}
+
+/* ---------------------------------------------------------------- worker */
+
+static char **copy_env(void)
+{
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    char **env = calloc(n + 1, sizeof *env);
+    for (size_t i = 0; env && i < n; i++)
+        if (!(env[i] = strdup(environ[i])))
+            break;
+    return env;
+}
+
+static flit_status open_control(void)
+{
+    flit_ep_params_t p;
+    memset(&p, 0, sizeof p);
+    p.field_mask = FLIT_EP_PARAM_PROGRESS_THREAD;
+    p.progress_thread = 1;
+    flit_status st = flit_ep_create(&p, &spmd.ctl);
+    if (st == FLIT_OK)
+        st = flit_am_register(spmd.ctl, flit_handler(CTL_EXIT), ctl_exit, NULL);
+    if (st == FLIT_OK)
+        st = flit_am_register(spmd.ctl, flit_handler(CTL_ACK), ctl_ack, NULL);
+    return st;
+}
+
+/* Every worker maps every worker at its rank, with tags that differ per
+   worker and per job: the job's id (rank 0's random number) plus the rank. */
+static int map_all(uint64_t *networkpid, int depth)
+{
+    uint64_t mine = 0, *all = calloc(spmd.size, sizeof *all);
+    if (!all)
+        return amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDStartup", "out of memory");
+    if (getrandom(&mine, sizeof mine, 0) != (ssize_t)sizeof mine)
+        mine = (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
+    int rc = AMUDP_SPMDAllGather(&mine, all, sizeof mine);
+    uint64_t pid = all[0];
+    free(all);
+    if (rc == AM_OK && (int)spmd.size > spmd.ep->nxl)
+        rc = AM_SetNumTranslations(spmd.ep, (int)spmd.size);
+    for (uint32_t r = 0; rc == AM_OK && r < spmd.size; r++)
+        rc = AM_Map(spmd.ep, (int)r, amx_name(r, spmd.ep->serial), pid + r);
+    if (rc == AM_OK)
+        rc = AM_SetTag(spmd.ep, pid + spmd.rank);
+    if (rc == AM_OK)
+        rc = AM_SetExpectedResources(spmd.ep, (int)spmd.size, depth);
+    if (rc == AM_OK) /* nobody sends before every tag is in place */
+        rc = amx_status(flit_barrier(spmd.ep->fep), "AMUDP_SPMDStartup");
+    if (rc == AM_OK && networkpid)
+        *networkpid = pid;
+    return rc;
+}
+
+static int worker_start(int depth, uint64_t *networkpid, eb_t *eb, ep_t *ep)
+{
+    int rc = AM_Init();
+    if (rc != AM_OK)
+        return rc;
+    spmd.rank = flit_job_rank().idx;
+    spmd.size = flit_job_size();
+    spmd.acked = calloc(spmd.size, sizeof *spmd.acked);
+    spmd.env = copy_env();
+    if (!spmd.acked || !spmd.env || pipe(spmd.pipe) != 0)
+        return amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDStartup", "out of memory or pipes");
+    flit_status st = open_control();
+    if (st != FLIT_OK)
+        return amx_status(st, "AMUDP_SPMDStartup");
+    en_t name;
+    if ((rc = AM_AllocateBundle(AM_SEQ, &spmd.eb)) != AM_OK ||
+        (rc = AM_AllocateEndpoint(spmd.eb, &spmd.ep, &name)) != AM_OK)
+        return rc;
+    spmd.started = 1;
+    if ((rc = map_all(networkpid, depth)) != AM_OK) {
+        spmd.started = 0;
+        return rc;
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, exit_thread, NULL) != 0) {
+        spmd.started = 0;
+        return amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDStartup", "cannot start a thread");
+    }
+    pthread_detach(t);
+    *eb = spmd.eb;
+    *ep = spmd.ep;
+    return AM_OK;
+}
+
+/* ---------------------------------------------------------------- master */
+
+/* Replaces this process by flitrun starting nproc workers of argv. Returns
+   only when that fails (0). */
+static int spawn(int nproc, int argc, char **argv, const char *hosts, const char *launch)
+{
+    static char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    const char *flitrun = getenv("AMUDP_FLITRUN");
+    if (!flitrun || !*flitrun)
+        flitrun = access(FLIT_AMUDP_FLITRUN, X_OK) == 0 ? FLIT_AMUDP_FLITRUN : "flitrun";
+    char count[16];
+    snprintf(count, sizeof count, "%d", nproc);
+    char **fa = calloc((size_t)argc + 10, sizeof *fa);
+    if (!fa)
+        return 0;
+    int k = 0;
+    fa[k++] = (char *)flitrun;
+    fa[k++] = (char *)"-n";
+    fa[k++] = count;
+    if (hosts) {
+        fa[k++] = (char *)"--hosts";
+        fa[k++] = (char *)hosts;
+    }
+    if (launch) {
+        fa[k++] = (char *)"--launch";
+        fa[k++] = (char *)launch;
+    }
+    fa[k++] = (char *)"--";
+    fa[k++] = n > 0 ? exe : argv[0];
+    for (int i = 1; i < argc; i++)
+        fa[k++] = argv[i];
+    fflush(NULL);
+    execvp(fa[0], fa);
+    fprintf(stderr, "AMUDP: cannot run %s: %s\n", fa[0], strerror(errno));
+    free(fa);
+    return 0;
+}
+
+int AMUDP_SPMDLocalSpawn(int nproc, int argc, char **argv)
+{
+    return spawn(nproc, argc, argv, NULL, NULL);
+}
+
+/* SSH_SERVERS: host names separated by blanks or commas. */
+static const char *servers(void)
+{
+    static char list[4096];
+    const char *s = getenv("SSH_SERVERS");
+    if (!s || !*s || strlen(s) >= sizeof list) {
+        fprintf(stderr, "AMUDP: set SSH_SERVERS to the hosts to run on\n");
+        return NULL;
+    }
+    strcpy(list, s);
+    for (char *p = list; *p; p++)
+        if (*p == ' ' || *p == '\t')
+            *p = ',';
+    return list;
+}
+
+int AMUDP_SPMDSshSpawn(int nproc, int argc, char **argv)
+{
+    const char *hosts = servers();
+    return hosts ? spawn(nproc, argc, argv, hosts, NULL) : 0;
+}
+
+int AMUDP_SPMDCustomSpawn(int nproc, int argc, char **argv)
+{
+    const char *cmd = getenv("CSPAWN_CMD"), *hosts = servers();
+    if (!cmd || !*cmd) {
+        fprintf(stderr, "AMUDP: set CSPAWN_CMD to the command that starts a worker on "
+                        "{host} (flitrun --launch)\n");
+        return 0;
+    }
+    return hosts ? spawn(nproc, argc, argv, hosts, cmd) : 0;
+}
+
+amudp_spawnfn_desc_t const AMUDP_Spawnfn_Desc[] = {
+    {'L', "Local spawn: start the workers on this host", AMUDP_SPMDLocalSpawn},
+    {'S', "Ssh spawn: start the workers on the hosts in SSH_SERVERS", AMUDP_SPMDSshSpawn},
+    {'C', "Custom spawn: CSPAWN_CMD starts each worker on a host of SSH_SERVERS",
+     AMUDP_SPMDCustomSpawn},
+    {0, NULL, NULL}};
+
+static int usage(const char *prog)
+{
+    fprintf(stderr, "usage: %s NPROCS SPAWNFN [args...]\n", prog);
+    for (int i = 0; AMUDP_Spawnfn_Desc[i].abbrev; i++)
+        fprintf(stderr, "  SPAWNFN %c: %s\n", AMUDP_Spawnfn_Desc[i].abbrev,
+                AMUDP_Spawnfn_Desc[i].desc);
+    fprintf(stderr, "or: flitrun -n NPROCS %s [args...]\n", prog);
+    return amx_err(AM_ERR_BAD_ARG, "AMUDP_SPMDStartup", "bad command line");
+}
+
+static amudp_spawnfn_t spawn_fn(const char *letter)
+{
+    for (int i = 0; letter[0] && !letter[1] && AMUDP_Spawnfn_Desc[i].abbrev; i++)
+        if (AMUDP_Spawnfn_Desc[i].abbrev == letter[0] ||
+            AMUDP_Spawnfn_Desc[i].abbrev == letter[0] - 'a' + 'A')
+            return AMUDP_Spawnfn_Desc[i].fnptr;
+    return NULL;
+}
+
+static int known_fn(amudp_spawnfn_t fn)
+{
+    for (int i = 0; AMUDP_Spawnfn_Desc[i].abbrev; i++)
+        if (AMUDP_Spawnfn_Desc[i].fnptr == fn)
+            return 1;
+    return 0;
+}
+
+static int master_start(int argc, char **argv, int nproc, int depth, amudp_spawnfn_t fn)
+{
+    int i = 1;
+    if (nproc == 0) {
+        char *end;
+        long v = argc > 1 ? strtol(argv[1], &end, 10) : 0;
+        if (argc < 2 || *end || v < 1 || v > AMUDP_MAX_SPMDPROCS)
+            return usage(argv[0]);
+        nproc = (int)v;
+        i++;
+    }
+    if (!fn) {
+        if (i >= argc || !(fn = spawn_fn(argv[i])))
+            return usage(argv[0]);
+        i++;
+    } else if (!known_fn(fn)) {
+        return amx_err(AM_ERR_BAD_ARG, "AMUDP_SPMDStartup",
+                       "a spawn function of the program's own: use AMUDP_SPMDLocalSpawn, "
+                       "AMUDP_SPMDSshSpawn or AMUDP_SPMDCustomSpawn");
+    }
+    char d[16];
+    snprintf(d, sizeof d, "%d", depth);
+    setenv(ENV_DEPTH, d, 1);
+    argv[i - 1] = argv[0]; /* the workers' command line: prog args */
+    fn(nproc, argc - i + 1, argv + i - 1);
+    return amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDStartup",
+                   "the workers could not be started");
+}
+
+int AMUDP_SPMDStartup(int *argc, char ***argv, int nproc, int networkdepth,
+                      amudp_spawnfn_t spawnfn, uint64_t *networkpid, eb_t *eb, ep_t *ep)
+{
+    if (!argc || !argv || !*argv || *argc < 1 || !eb || !ep || nproc < 0 ||
+        nproc > (int)AMUDP_MAX_SPMDPROCS || networkdepth < 0 ||
+        networkdepth > AMUDP_MAX_NETWORKDEPTH)
+        return amx_err(AM_ERR_BAD_ARG, "AMUDP_SPMDStartup", "arguments");
+    if (spmd.started)
+        return amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDStartup", "called twice");
+    int depth = networkdepth ? networkdepth : DEFAULT_DEPTH;
+    if (!AMUDP_SPMDIsWorker(*argv))
+        return master_start(*argc, *argv, nproc, depth, spawnfn);
+    const char *d = getenv(ENV_DEPTH);
+    if (d && atoi(d) > 0 && atoi(d) <= AMUDP_MAX_NETWORKDEPTH)
+        depth = atoi(d);
+    return worker_start(depth, networkpid, eb, ep);
+}
