@@ -50,6 +50,10 @@ fresh
 sed -i '1i #include "stream/stream.h"' "$tmp/src/tagged/tagged.c"
 expect "tagged including src/" "tagged/tagged.c"
 
+fresh
+sed -i '1i #include "../stream/stream.h"' "$tmp/src/tagged/tagged.c"
+expect "tagged including src/ through its parent folder" "tagged/tagged.c"
+
 if [ -d "$src/../compat" ]; then
     fresh
     echo '#include "core/ep.h"' >> "$tmp/compat/amudp/amudp_ep.c"

@@ -9,9 +9,9 @@
 #
 # Above those, layers built on the public API alone (tagged, and rpc,
 # group, object, compat when they exist) include nothing from src/: only
-# <flit/...>. Lower layers also may not name an upper layer's internals
-# (its fl_ functions, types, FL_ constants, opcodes) even without the
-# include. src/flit.c, which lists what the build is made of, is the top.
+# <flit/...> and headers of their own folder. Lower layers also may not
+# name an upper layer's internals (its fl_ functions, types, FL_ constants,
+# opcodes) even without the include. src/flit.c, which lists what the build is made of, is the top.
 #
 #   check_layers.sh [SRC_DIR]     exit 0: clean; 1: a violation (each
 #                                 printed as file:line: what is wrong)
@@ -91,10 +91,13 @@ for layer in $order; do
         xargs awk -v order="$order" -v me="$layer" -v pat="$pat" "$check"
 done > /tmp/check_layers.$$
 
+# A quoted include there names flit/... or a header of the layer's own
+# folder (no slash: the including file's directory is searched first).
 for layer in $public_only; do
     [ -d "$src/$layer" ] || continue
     grep -rn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$src/$layer" |
         grep -v 'include[[:space:]]*"flit/' |
+        grep -v 'include[[:space:]]*"[^"/]*"' |
         while IFS= read -r hit; do
             echo "${hit%%:*}:$(echo "$hit" | cut -d: -f2): $layer is built on the public API alone: include <flit/...> only"
         done
