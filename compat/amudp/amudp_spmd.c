@@ -83,6 +83,14 @@ static void ctl_ack(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *
         atomic_store(&spmd.acked[from], 1);
 }
 
+/* An exit word to a peer that is gone already: nothing to wait for. */
+static void ctl_returned(flit_ep_t *fep, const flit_returned_t *info, void *user)
+{
+    (void)fep, (void)user;
+    if (info->peer.idx < spmd.size)
+        atomic_store(&spmd.acked[info->peer.idx], 1);
+}
+
 static long long now_ns(void)
 {
     struct timespec ts;
@@ -280,6 +288,8 @@ static flit_status open_control(void)
         st = flit_am_register(spmd.ctl, flit_handler(CTL_EXIT), ctl_exit, NULL);
     if (st == FLIT_OK)
         st = flit_am_register(spmd.ctl, flit_handler(CTL_ACK), ctl_ack, NULL);
+    if (st == FLIT_OK)
+        st = flit_am_set_returned_handler(spmd.ctl, ctl_returned, NULL);
     return st;
 }
 

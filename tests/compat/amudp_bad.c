@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Bad input through AMUDP's interface gets AM-2's answers: the AM_ERR_*
+ * code of each call, and messages the destination refuses come back to
+ * handler 0 with AM-2's status and opcode. One process, talking to itself
+ * (a job of one rank, as a program started without a launcher is); the
+ * SPMD start-up's command-line errors too, since such a process is a master.
+ */
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "amudp_test.h"
+
+#define H_SET       1
+#define H_NOPE      9 /* never installed */
+#define H_REPLY_BAD 2 /* replies to H_NOPE */
+#define H_ECHO      3
+
+static eb_t eb;
+static ep_t ep;
+static int returned_status, returned_op, returned_count, replies;
+static en_t returned_from;
+
+static void returned_handler(int status, op_t opcode, void *token)
+{
+    returned_status = status;
+    returned_op = opcode;
+    returned_count++;
+    AMT_OK(AM_GetSourceEndpoint(token, &returned_from));
+    /* No reply from a returned-message handler. */
+    AMT_ST(AM_Reply0(token, H_SET), AM_ERR_BAD_ARG);
+}
+
+static void set_handler(void *token)
+{
+    (void)token;
+}
+
+static void reply_bad_handler(void *token)
+{
+    AMT_OK(AM_Reply0(token, H_NOPE));
+}
+
+static handler_t h_echo_reply; /* from AM_SetHandlerAny */
+
+static void echo_handler(void *token)
+{
+    AMT_OK(AM_Reply0(token, h_echo_reply));
+    /* a request handler replies once */
+    AMT_ST(AM_Reply0(token, h_echo_reply), AM_ERR_BAD_ARG);
+    /* and makes no request */
+    AMT_ST(AM_Request0(ep, 0, H_SET), AM_ERR_BAD_ARG);
+}
+
+static void echo_reply_handler(void *token)
+{
+    AMT_ST(AM_Reply0(token, H_SET), AM_ERR_BAD_ARG); /* no reply to a reply */
+    replies++;
+}
+
+/* Sends, then polls until handler 0 ran; checks what it was told. */
+#define EXPECT_RETURNED(send, status, op)                                                \
+    do {                                                                                 \
+        int before_ = returned_count;                                                    \
+        AMT_OK(send);                                                                    \
+        while (returned_count == before_)                                                \
+            AMT_OK(AM_Poll(eb));                                                         \
+        if (returned_status != (status) || returned_op != (op))                          \
+            AMT_FAIL("%s: status %d, opcode %d; expected %d, %d", #send,                 \
+                     returned_status, returned_op, (int)(status), (int)(op));            \
+    } while (0)
+
+static void before_init(void)
+{
+    eb_t b;
+    AMT_ST(AM_AllocateBundle(AM_SEQ, &b), AM_ERR_NOT_INIT);
+    AMT_ST(AM_Terminate(), AM_ERR_NOT_INIT);
+    AMT_ST(AMUDP_SPMDBarrier(), AM_ERR_NOT_INIT);
+    AMT_ST(AMUDP_SPMDExit(3), AM_ERR_NOT_INIT);
+    AMT_ST(AMUDP_SPMDAllGather(&b, &b, 1), AM_ERR_NOT_INIT);
+    AMT_CHECK(AMUDP_SPMDMyProc() == -1 && AMUDP_SPMDNumProcs() == -1);
+    AMT_CHECK(AMUDP_SPMDgetenvMaster("PATH") == NULL);
+}
+
+static void bundles_and_endpoints(en_t *name)
+{
+    eb_t b;
+    AMT_ST(AM_AllocateBundle(7, &b), AM_ERR_BAD_ARG);
+    AMT_ST(AM_AllocateBundle(AM_SEQ, NULL), AM_ERR_BAD_ARG);
+    AMT_OK(AM_AllocateBundle(AM_SEQ, &eb));
+    AMT_ST(AM_AllocateEndpoint(NULL, &ep, name), AM_ERR_BAD_ARG);
+    AMT_ST(AM_AllocateEndpoint(eb, NULL, name), AM_ERR_BAD_ARG);
+    AMT_ST(AM_AllocateEndpoint(eb, &ep, NULL), AM_ERR_BAD_ARG);
+    AMT_OK(AM_AllocateEndpoint(eb, &ep, name));
+    AMT_OK(AM_AllocateBundle(AM_SEQ, &b));
+    AMT_ST(AM_MoveEndpoint(ep, b, eb), AM_ERR_BAD_ARG); /* not in b */
+    AMT_OK(AM_MoveEndpoint(ep, eb, b));
+    AMT_OK(AM_MoveEndpoint(ep, b, eb));
+    AMT_OK(AM_FreeBundle(b));
+    AMT_ST(AM_FreeEndpoint(NULL), AM_ERR_BAD_ARG);
+    AMT_ST(AM_SetEventMask(eb, 7), AM_ERR_BAD_ARG);
+    AMT_ST(AM_WaitSema(eb), AM_ERR_BAD_ARG); /* AM_NOEVENTS: it would never return */
+    AMT_ST(AM_Poll(NULL), AM_ERR_BAD_ARG);
+}
+
+static void segments_and_translations(en_t name)
+{
+    static char seg[4096];
+    uintptr_t max;
+    AMT_OK(AM_MaxSegLength(&max));
+    AMT_CHECK(max == AMUDP_MAX_SEGLENGTH);
+    AMT_ST(AM_SetSeg(ep, NULL, 10), AM_ERR_BAD_ARG);
+    AMT_ST(AM_SetSeg(ep, (void *)(uintptr_t)-16, 64), AM_ERR_BAD_ARG); /* wraps */
+    AMT_ST(AM_GetSeg(ep, NULL, &max), AM_ERR_BAD_ARG);
+
+    int n;
+    AMT_OK(AM_GetNumTranslations(ep, &n));
+    AMT_CHECK(n == AMUDP_INIT_NUMTRANSLATIONS);
+    AMT_ST(AM_Map(ep, -1, name, 5), AM_ERR_BAD_ARG);
+    AMT_ST(AM_Map(ep, n, name, 5), AM_ERR_BAD_ARG);
+    en_t other = name;
+    other.sin_addr.s_addr = htonl(1); /* rank 1 of a job of one */
+    AMT_ST(AM_Map(ep, 0, other, 5), AM_ERR_BAD_ARG);
+    other = name;
+    other.sin_family = AF_UNIX;
+    AMT_ST(AM_Map(ep, 0, other, 5), AM_ERR_BAD_ARG);
+    AMT_ST(AM_GetTranslationInuse(ep, 0), AM_ERR_RESOURCE);
+    tag_t t;
+    AMT_ST(AM_GetTranslationTag(ep, 0, &t), AM_ERR_RESOURCE);
+    AMT_ST(AM_UnMap(ep, 0), AM_ERR_BAD_ARG);
+    AMT_OK(AM_SetTag(ep, 77));
+    AMT_OK(AM_Map(ep, 0, name, 77));
+    AMT_ST(AM_Map(ep, 0, name, 77), AM_ERR_RESOURCE);
+    AMT_OK(AM_GetTranslationInuse(ep, 0));
+    en_t back;
+    AMT_OK(AM_GetTranslationName(ep, 0, &back));
+    AMT_CHECK(AMUDP_enEqual(back, name));
+    AMT_ST(AM_SetNumTranslations(ep, 0), AM_ERR_BAD_ARG);
+    AMT_OK(AM_Map(ep, 100, name, 77));
+    AMT_ST(AM_SetNumTranslations(ep, 50), AM_ERR_RESOURCE); /* 100 is in use */
+    AMT_OK(AM_UnMap(ep, 100));
+    AMT_OK(AM_SetNumTranslations(ep, 50));
+    AMT_ST(AM_SetExpectedResources(ep, 0, 4), AM_ERR_BAD_ARG);
+    AMT_ST(AM_SetExpectedResources(ep, 1, AMUDP_MAX_NETWORKDEPTH + 1), AM_ERR_BAD_ARG);
+    AMT_OK(AM_SetExpectedResources(ep, 1, 4));
+    AMT_ST(AM_SetExpectedResources(ep, 1, 4), AM_ERR_RESOURCE);
+    AMT_OK(AM_SetSeg(ep, seg, sizeof seg));
+}
+
+static void handlers_and_sends(void)
+{
+    AMT_ST(AM_SetHandler(ep, H_SET, NULL), AM_ERR_BAD_ARG);
+    AMT_OK(AM_SetHandler(ep, 0, returned_handler));
+    AMT_OK(AM_SetHandler(ep, H_SET, set_handler));
+    AMT_OK(AM_SetHandler(ep, H_REPLY_BAD, reply_bad_handler));
+    AMT_OK(AM_SetHandler(ep, H_ECHO, echo_handler));
+    AMT_OK(AM_SetHandlerAny(ep, &h_echo_reply, echo_reply_handler));
+    AMT_CHECK(h_echo_reply != 0 && h_echo_reply != H_SET && h_echo_reply != H_REPLY_BAD &&
+              h_echo_reply != H_ECHO);
+    static char big[AMUDP_MAX_LONG + 1];
+    AMT_ST(AMUDP_Request(ep, 0, H_SET, 17), AM_ERR_BAD_ARG);
+    AMT_ST(AMUDP_Request(ep, 0, H_SET, -1), AM_ERR_BAD_ARG);
+    AMT_ST(AM_Request0(ep, 1, H_SET), AM_ERR_BAD_ARG); /* translation 1 not in use */
+    AMT_ST(AM_RequestI0(ep, 0, H_SET, big, AM_MaxMedium() + 1), AM_ERR_BAD_ARG);
+    AMT_ST(AM_RequestI0(ep, 0, H_SET, NULL, 8), AM_ERR_BAD_ARG);
+    AMT_ST(AM_RequestXfer0(ep, 0, 0, H_SET, big, AM_MaxLong() + 1), AM_ERR_BAD_ARG);
+    int not_a_token = 5;
+    AMT_ST(AM_Reply0(&not_a_token, H_SET), AM_ERR_BAD_ARG);
+    AMT_ST(AM_GetSourceEndpoint(&not_a_token, &returned_from), AM_ERR_BAD_ARG);
+}
+
+static void returned_messages(en_t name)
+{
+    static char data[100];
+    EXPECT_RETURNED(AM_Request0(ep, 0, H_NOPE), EBADHANDLER, AM_REQUEST_M);
+    AMT_CHECK(AMUDP_enEqual(returned_from, name));
+    EXPECT_RETURNED(AM_RequestI0(ep, 0, H_NOPE, data, 10), EBADHANDLER, AM_REQUEST_IM);
+    EXPECT_RETURNED(AM_RequestXfer0(ep, 0, 0, H_NOPE, data, 10), EBADHANDLER,
+                    AM_REQUEST_XFER_M);
+    EXPECT_RETURNED(AM_RequestXfer0(ep, 0, 5000, H_SET, data, 10), EBADSEGOFF,
+                    AM_REQUEST_XFER_M);
+    EXPECT_RETURNED(AM_RequestXfer0(ep, 0, 4090, H_SET, data, 10), EBADLENGTH,
+                    AM_REQUEST_XFER_M);
+    EXPECT_RETURNED(AM_RequestXferAsync16(ep, 0, 4095, H_SET, data, 2, 1, 2, 3, 4, 5, 6,
+                                          7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+                    EBADLENGTH, AM_REQUEST_XFER_M);
+    EXPECT_RETURNED(AM_Request0(ep, 0, H_REPLY_BAD), EBADHANDLER, AM_REPLY_M);
+    AMT_OK(AMUDP_SetTranslationTag(ep, 0, 78)); /* our tag is 77 */
+    EXPECT_RETURNED(AM_Request0(ep, 0, H_SET), EBADTAG, AM_REQUEST_M);
+    tag_t t;
+    AMT_OK(AM_GetTranslationTag(ep, 0, &t));
+    AMT_CHECK(t == 78);
+    AMT_OK(AMUDP_SetTranslationTag(ep, 0, 77));
+    AMT_OK(AM_SetSeg(ep, NULL, 0));
+    EXPECT_RETURNED(AM_RequestXfer0(ep, 0, 0, H_SET, data, 0), EBADSEGOFF,
+                    AM_REQUEST_XFER_M);
+    amudp_stats_t s;
+    AMT_OK(AMUDP_GetEndpointStatistics(ep, &s));
+    AMT_CHECK(s.ReturnedMessages == (uint64_t)returned_count);
+}
+
+static int own_spawn(int nproc, int argc, char **argv)
+{
+    (void)nproc, (void)argc, (void)argv;
+    return 1;
+}
+
+static void spmd_command_lines(void)
+{
+    eb_t b;
+    ep_t e;
+    char prog[] = "amudp_bad", two[] = "2", q[] = "Q", l[] = "L", zero[] = "0";
+    char *none[] = {prog, NULL}, *bad_letter[] = {prog, two, q, NULL};
+    char *bad_count[] = {prog, zero, l, NULL}, *no_letter[] = {prog, two, NULL};
+    int argc = 1;
+    char **argv = none;
+    AMT_ST(AMUDP_SPMDStartup(NULL, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
+    AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, -1, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
+    AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
+    argc = 3, argv = bad_letter;
+    AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
+    argv = bad_count;
+    AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
+    argc = 2, argv = no_letter;
+    AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
+    /* a spawn function of the program's own */
+    AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 2, 0, own_spawn, NULL, &b, &e),
+           AM_ERR_BAD_ARG);
+}
+
+int main(void)
+{
+    if (AMUDP_SPMDIsWorker(NULL)) {
+        printf("SKIP: amudp_bad runs as one process, not under a launcher\n");
+        return TEST_SKIP;
+    }
+    AMUDP_VerboseErrors = getenv("AMUDP_VERBOSE") != NULL;
+    before_init();
+    spmd_command_lines();
+    AMT_OK(AM_Init());
+    en_t name;
+    bundles_and_endpoints(&name);
+    segments_and_translations(name);
+    handlers_and_sends();
+    returned_messages(name);
+    AMT_OK(AM_Request0(ep, 0, H_ECHO));
+    while (replies < 1)
+        AMT_OK(AM_Poll(eb));
+    AMT_OK(AM_Terminate());
+    AMT_ST(AM_Terminate(), AM_ERR_NOT_INIT);
+    printf("amudp_bad: every bad input answered as AM-2 says\n");
+    return 0;
+}
