@@ -3,7 +3,7 @@
  * flit remote procedure calls, after Panda's RPC (the runtime under Orca),
  * built on <flit/stream.h> and <flit/am.h> alone.
  *
- * An RPC object is created collectively on an endpoint; it takes two
+ * An RPC object is created collectively on an endpoint; it takes three
  * handler indices of every table with flit_ep_reserve_handlers, so it never
  * collides with the program's handlers or another layer's. Procedures are
  * registered per object by number (0 .. procs-1). A call names a rank and a
@@ -46,8 +46,17 @@
  *
  * Handlers. A procedure runs in handler context (inline, or on the stream
  * layer's fiber while a streamed request arrives): it may read its
- * request, reply, or defer; it may not wait, so flit_rpc_call, wait and
- * icall answer FLIT_ERR_IN_HANDLER there (test only looks).
+ * request, reply, or defer. A call made with FLIT_RPC_MAY_BLOCK runs its
+ * procedure on a fiber of its own (flit_stream_register_flags'
+ * FLIT_STREAM_FIBER, a few tens of nanoseconds a call): that procedure may
+ * block on a flit mutex or condition (below) and make nested calls, while
+ * the endpoint goes on; it parks (flit_stream_park) and resumes in a later
+ * progress pass. Anywhere else in a handler, flit_rpc_call, wait and icall
+ * answer FLIT_ERR_IN_HANDLER (test only looks), and so do the mutex and
+ * condition calls that would have to wait. Chosen over Orca's lazy
+ * promotion (inline until it blocks) because an inline handler's stack
+ * cannot be moved once it runs; the caller, who knows its procedure
+ * blocks, says so.
  *
  * Errors, each a status in the call's result: FLIT_ERR_NO_HANDLER (no
  * procedure at that number on the server), FLIT_ERR_TOO_LARGE (request
@@ -177,13 +186,14 @@ FLIT_API flit_status flit_rpc_reply_send(flit_rpc_reply_t *r, const struct iovec
 
 /* flit_rpc_opts_t flags. */
 #define FLIT_RPC_REPLY_ALLOC (1u << 0) /* reply into a malloc'ed buffer */
+#define FLIT_RPC_MAY_BLOCK   (1u << 1) /* the procedure may block: a fiber */
 
 #define FLIT_RPC_OPT_FLAGS   (1u << 0)
 #define FLIT_RPC_OPT_TIMEOUT (1u << 1)
 
 typedef struct flit_rpc_opts {
     uint64_t field_mask; /* FLIT_RPC_OPT_* bits of the fields set */
-    unsigned flags;      /* FLIT_RPC_REPLY_ALLOC */
+    unsigned flags;      /* FLIT_RPC_REPLY_ALLOC, FLIT_RPC_MAY_BLOCK */
     int64_t timeout_us;  /* the call ends with FLIT_ERR_TIMEOUT this long
                             after it was made; < 0: never (default) */
 } flit_rpc_opts_t;
@@ -255,6 +265,43 @@ FLIT_API flit_status flit_rpc_wait_any(size_t n, flit_rpc_call_t **calls,
  * FLIT_ERR_AGAIN when the reply is arriving or has arrived (wait for it).
  */
 FLIT_API flit_status flit_rpc_cancel(flit_rpc_call_t **call);
+
+/* ---------------------------------------------------------------- blocking */
+
+/*
+ * A mutex and a condition variable that procedures of FLIT_RPC_MAY_BLOCK
+ * calls may wait on without stopping the endpoint, and program threads
+ * too. req: the procedure that waits (its fiber parks: other handlers,
+ * the one that will unlock included, go on), or NULL for a program thread
+ * (it sleeps, making no progress: some other thread, or a progress
+ * thread, must run the handler that unlocks). The mutex is handed to its
+ * waiters in the order they came. A procedure must not return holding it.
+ *
+ * Statuses: FLIT_ERR_INVALID_ARG for NULL objects, a finished req;
+ * FLIT_ERR_IN_HANDLER for a req whose procedure cannot block (no
+ * FLIT_RPC_MAY_BLOCK), or a NULL req inside a handler, when the call would
+ * have to wait; FLIT_ERR_PEER_DOWN / FLIT_ERR_FINALIZED when the caller
+ * died or the endpoint closed while the procedure waited (it does not hold
+ * the mutex then: return). unlock: FLIT_ERR_INVALID_ARG when the mutex is
+ * not locked. destroy: FLIT_ERR_AGAIN while locked or waited on.
+ */
+typedef struct flit_mutex flit_mutex_t;
+typedef struct flit_cond flit_cond_t;
+
+FLIT_API flit_status flit_mutex_create(flit_mutex_t **out);
+FLIT_API flit_status flit_mutex_destroy(flit_mutex_t *m);
+FLIT_API flit_status flit_mutex_lock(flit_mutex_t *m, flit_rpc_req_t *req);
+/* FLIT_OK and the mutex taken, or FLIT_ERR_AGAIN (held): never waits. */
+FLIT_API flit_status flit_mutex_trylock(flit_mutex_t *m);
+FLIT_API flit_status flit_mutex_unlock(flit_mutex_t *m);
+
+FLIT_API flit_status flit_cond_create(flit_cond_t **out);
+FLIT_API flit_status flit_cond_destroy(flit_cond_t *c);
+/* Unlocks m, waits for a signal, locks m again (also on error, unless the
+   error says the procedure must return: PEER_DOWN, FINALIZED). */
+FLIT_API flit_status flit_cond_wait(flit_cond_t *c, flit_mutex_t *m, flit_rpc_req_t *req);
+FLIT_API flit_status flit_cond_signal(flit_cond_t *c);
+FLIT_API flit_status flit_cond_broadcast(flit_cond_t *c);
 
 /* ---------------------------------------------------------------- counters */
 

@@ -59,16 +59,19 @@ struct flit_rpc_call {
     size_t cap; /* sum of the reply pieces */
     struct iovec rep_keep[RPC_IOV_KEEP];
     struct rpc_waiter *waiter; /* the thread asleep on it (under the mutex) */
+    flit_stream_t *parker;     /* the procedure parked on it (under the mutex) */
     flit_rpc_result_t res;
     struct flit_rpc_call *next; /* hash chain; free list */
 };
 
-/* A message for program context: a reply (or error) to a call. */
+/* A message for program context: a reply (or error) to a call, or a
+   request a procedure made. */
 struct rpc_out {
     struct rpc_out *next;
     uint32_t dest;
     uint64_t id;
-    flit_status status;
+    uint32_t word; /* status (reply) or procedure (request) */
+    bool request, block;
     size_t len;
     uint8_t data[];
 };
@@ -176,6 +179,8 @@ static void complete(struct flit_rpc *r, struct flit_rpc_call *c, flit_status st
         c->waiter->woken = true;
         pthread_cond_signal(&c->waiter->cond);
     }
+    if (c->parker)
+        (void)flit_stream_unpark(c->parker);
 }
 
 /* Under the mutex: ends a SENT call with st (timeout, peer down, closed). */
@@ -280,20 +285,22 @@ static void on_reply_stream(flit_stream_t *s, size_t total, void *user)
 /* ---------------------------------------------------------------- sending */
 
 /*
- * One message (request: word = proc, to h; reply: word = status, to
- * h + 1) of total bytes gathered from iov, NONBLOCK: FLIT_ERR_AGAIN when
- * the first packet finds no room, FLIT_ERR_IN_HANDLER in handler context.
+ * One message (request: word = proc, to h, or to h + 2 as a stream when
+ * its procedure may block; reply: word = status, to h + 1) of total bytes
+ * gathered from iov, NONBLOCK: FLIT_ERR_AGAIN when the first packet finds
+ * no room, FLIT_ERR_IN_HANDLER in handler context.
  */
 static flit_status send_msg(struct flit_rpc *r, uint32_t dest, bool reply, uint32_t word,
                             uint64_t id, const struct iovec *iov, int n, size_t total,
-                            size_t am_max)
+                            bool block)
 {
-    flit_handler_t h = flit_handler((uint16_t)(r->h.idx + (reply ? 1 : 0)));
+    size_t am_max = reply ? FLIT_AM_MAX_MEDIUM : FLIT_RPC_AM_MAX;
+    flit_handler_t h = flit_handler((uint16_t)(r->h.idx + (reply ? 1 : block ? 2 : 0)));
     uint32_t args[RPC_NARGS] = {(uint32_t)id, (uint32_t)(id >> 32), word};
-    if (total == 0)
+    if (total == 0 && !block)
         return flit_am_short(r->ep, flit_rank(dest), h, args, RPC_NARGS,
                              FLIT_AM_NONBLOCK);
-    if (total <= am_max) {
+    if (!block && total <= am_max) {
         if (n == 1)
             return flit_am_medium(r->ep, flit_rank(dest), h, iov[0].iov_base, total, args,
                                   RPC_NARGS, FLIT_AM_NONBLOCK);
@@ -332,6 +339,37 @@ static void out_append(struct flit_rpc *r, struct rpc_out *o)
     atomic_fetch_add_explicit(&r->nout, 1, memory_order_release);
 }
 
+/* A copy of the message (its header in *tmpl, its bytes gathered from iov)
+   at the queue's tail. */
+static flit_status queue(struct flit_rpc *r, const struct rpc_out *tmpl,
+                         const struct iovec *iov, int n, size_t total)
+{
+    struct rpc_out *o = malloc(sizeof *o + total);
+    if (!o)
+        return FLIT_ERR_NO_MEMORY;
+    *o = *tmpl;
+    o->len = total;
+    fl_rpc_gather(o->data, iov, n);
+    rpc_lock(r);
+    out_append(r, o);
+    if (!o->request)
+        r->st.queued_replies++;
+    rpc_unlock(r);
+    return FLIT_OK;
+}
+
+/* A queued request that could not be sent: its call ends with st. */
+static void end_request(struct flit_rpc *r, uint64_t id, flit_status st)
+{
+    rpc_lock(r);
+    struct flit_rpc_call *c = *bucket(r, id);
+    while (c && c->id != id)
+        c = c->next;
+    if (c)
+        end_sent(r, c, st);
+    rpc_unlock(r);
+}
+
 flit_status fl_rpc_send_reply(struct flit_rpc *r, uint32_t caller, uint64_t id,
                               flit_status status, const struct iovec *iov, int n,
                               size_t total)
@@ -339,20 +377,11 @@ flit_status fl_rpc_send_reply(struct flit_rpc *r, uint32_t caller, uint64_t id,
     flit_status st = FLIT_ERR_AGAIN;
     /* Messages queued before go first, so try only with an empty queue. */
     if (atomic_load_explicit(&r->nout, memory_order_acquire) == 0)
-        st = send_msg(r, caller, true, (uint32_t)status, id, iov, n, total,
-                      FLIT_AM_MAX_MEDIUM);
+        st = send_msg(r, caller, true, (uint32_t)status, id, iov, n, total, false);
     if (st != FLIT_ERR_AGAIN && st != FLIT_ERR_IN_HANDLER)
         return st;
-    struct rpc_out *o = malloc(sizeof *o + total);
-    if (!o)
-        return FLIT_ERR_NO_MEMORY;
-    *o = (struct rpc_out){.dest = caller, .id = id, .status = status, .len = total};
-    fl_rpc_gather(o->data, iov, n);
-    rpc_lock(r);
-    out_append(r, o);
-    r->st.queued_replies++;
-    rpc_unlock(r);
-    return FLIT_OK;
+    struct rpc_out o = {.dest = caller, .id = id, .word = (uint32_t)status};
+    return queue(r, &o, iov, n, total);
 }
 
 /* Program context: sends what is queued, until the queue is empty or a
@@ -368,8 +397,8 @@ static void flush(struct flit_rpc *r)
         if (!o)
             return;
         struct iovec v = {.iov_base = o->data, .iov_len = o->len};
-        flit_status st = send_msg(r, o->dest, true, (uint32_t)o->status, o->id, &v, 1,
-                                  o->len, FLIT_AM_MAX_MEDIUM);
+        flit_status st =
+            send_msg(r, o->dest, !o->request, o->word, o->id, &v, 1, o->len, o->block);
         if (st == FLIT_ERR_AGAIN) {
             rpc_lock(r);
             o->next = r->out_head;
@@ -379,8 +408,10 @@ static void flush(struct flit_rpc *r)
             rpc_unlock(r);
             return;
         }
-        /* Sent, or never will be (the caller died, the endpoint closes). */
+        /* Sent, or never will be (a peer died, the endpoint closes). */
         atomic_fetch_sub_explicit(&r->nout, 1, memory_order_relaxed);
+        if (o->request && st != FLIT_OK)
+            end_request(r, o->id, st);
         free(o);
         if (st == FLIT_ERR_IN_HANDLER)
             return; /* not program context after all: cannot happen */
@@ -471,6 +502,10 @@ static flit_status install(struct flit_rpc *r, bool on)
                                   r);
     if (st == FLIT_OK)
         st = flit_stream_register(r->ep, rep, on ? on_reply_stream : discard_stream, r);
+    if (st == FLIT_OK) /* requests that may block: on a fiber from the start */
+        st = flit_stream_register_flags(r->ep, flit_handler((uint16_t)(r->h.idx + 2)),
+                                        on ? fl_rpc_on_req_block : discard_stream, r,
+                                        on ? FLIT_STREAM_FIBER : 0);
     return st;
 }
 
@@ -522,7 +557,7 @@ static flit_status open_object(struct flit_rpc *r)
     if (!(r->procs = calloc(r->nprocs, sizeof *r->procs)))
         return FLIT_ERR_NO_MEMORY;
     /* Collective: every rank gets the same indices. */
-    if ((st = flit_ep_reserve_handlers(r->ep, 2, &r->h)) != FLIT_OK)
+    if ((st = flit_ep_reserve_handlers(r->ep, 3, &r->h)) != FLIT_OK)
         return st;
     r->listener = (flit_ep_listener_t){
         .peer_down = on_peer_down, .progress = on_progress, .closing = on_closing};
@@ -661,9 +696,9 @@ static flit_status check_call(struct flit_rpc *r, flit_rank_t dest, unsigned pro
         return FLIT_ERR_RANK;
     if (proc >= r->nprocs)
         return FLIT_ERR_BAD_HANDLER;
-    if (o &&
-        ((o->field_mask & ~(uint64_t)(FLIT_RPC_OPT_FLAGS | FLIT_RPC_OPT_TIMEOUT)) ||
-         ((o->field_mask & FLIT_RPC_OPT_FLAGS) && (o->flags & ~FLIT_RPC_REPLY_ALLOC))))
+    if (o && ((o->field_mask & ~(uint64_t)(FLIT_RPC_OPT_FLAGS | FLIT_RPC_OPT_TIMEOUT)) ||
+              ((o->field_mask & FLIT_RPC_OPT_FLAGS) &&
+               (o->flags & ~(FLIT_RPC_REPLY_ALLOC | FLIT_RPC_MAY_BLOCK)))))
         return FLIT_ERR_INVALID_ARG;
     size_t cap;
     flit_status st = fl_rpc_check_iov(rep, nrep, &cap);
@@ -720,11 +755,22 @@ flit_status flit_rpc_icall(flit_rpc_t *r, flit_rank_t dest, unsigned proc,
     if (!c)
         return FLIT_ERR_NO_MEMORY;
     if ((st = call_setup(c, rep, nrep, opts)) == FLIT_OK) {
-        st = send_msg(r, dest.idx, false, proc, c->id, req, nreq, len, FLIT_RPC_AM_MAX);
+        bool block = (c->flags & FLIT_RPC_MAY_BLOCK) != 0;
+        st = send_msg(r, dest.idx, false, proc, c->id, req, nreq, len, block);
         while (st == FLIT_ERR_AGAIN) { /* no room: wait for it, handlers running */
             (void)flit_poll(r->ep);
-            st = send_msg(r, dest.idx, false, proc, c->id, req, nreq, len,
-                          FLIT_RPC_AM_MAX);
+            st = send_msg(r, dest.idx, false, proc, c->id, req, nreq, len, block);
+        }
+        struct flit_rpc_req *cur;
+        if (st == FLIT_ERR_IN_HANDLER && (cur = fl_rpc_current()) && cur->park) {
+            /* A procedure that may block: its call leaves from program
+               context, and it waits parked. */
+            struct rpc_out o = {.dest = dest.idx,
+                                .id = c->id,
+                                .word = proc,
+                                .request = true,
+                                .block = block};
+            st = queue(r, &o, req, nreq, len);
         }
     }
     if (st != FLIT_OK) {
@@ -849,6 +895,32 @@ static void follow(struct flit_rpc *r, struct flit_rpc_call **calls, size_t n,
     pthread_cond_destroy(&w.cond);
 }
 
+/* Inside procedure cur (it may block): parks it until one of the calls is
+   complete. The calls' own timeouts are seen only when it is woken. */
+static flit_status wait_parked(struct flit_rpc *r, struct flit_rpc_req *cur,
+                               struct flit_rpc_call **calls, size_t n, size_t *idx)
+{
+    for (;;) {
+        rpc_lock(r);
+        bool done = any_done(calls, n, now_ns(), idx);
+        for (size_t i = 0; i < n; i++)
+            if (calls[i])
+                calls[i]->parker = done ? NULL : cur->park;
+        rpc_unlock(r);
+        if (done)
+            return FLIT_OK;
+        flit_status st = fl_rpc_block(cur);
+        if (st != FLIT_OK) {
+            rpc_lock(r);
+            for (size_t i = 0; i < n; i++)
+                if (calls[i])
+                    calls[i]->parker = NULL;
+            rpc_unlock(r);
+            return st;
+        }
+    }
+}
+
 /*
  * Waits until one of calls[0..n) is complete (*idx: which; FLIT_OK),
  * limit passes (ns, 0: none; FLIT_ERR_AGAIN), or progress fails.
@@ -856,6 +928,9 @@ static void follow(struct flit_rpc *r, struct flit_rpc_call **calls, size_t n,
 static flit_status wait_calls(struct flit_rpc *r, struct flit_rpc_call **calls, size_t n,
                               int64_t limit, size_t *idx)
 {
+    struct flit_rpc_req *cur = fl_rpc_current();
+    if (cur && cur->park)
+        return wait_parked(r, cur, calls, n, idx);
     flit_status st = FLIT_OK;
     bool first = true;
     rpc_lock(r);

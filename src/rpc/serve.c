@@ -32,7 +32,7 @@ flit_status flit_rpc_recvv(flit_rpc_req_t *q, const struct iovec *iov, int iovcn
         st = fl_rpc_check_iov(iov, iovcnt, &total);
     if (st != FLIT_OK)
         return st;
-    if (q->stream)
+    if (q->stream && !q->spill)
         return flit_stream_recvv(q->stream, iov, iovcnt);
     if (total > q->len - q->pos)
         return FLIT_ERR_TOO_LARGE;
@@ -56,7 +56,7 @@ size_t flit_rpc_remaining(const flit_rpc_req_t *q)
 {
     if (!q || !q->live)
         return 0;
-    return q->stream ? flit_stream_remaining(q->stream) : q->len - q->pos;
+    return q->stream && !q->spill ? flit_stream_remaining(q->stream) : q->len - q->pos;
 }
 
 flit_rank_t flit_rpc_caller(const flit_rpc_req_t *q)
@@ -186,6 +186,51 @@ void fl_rpc_close_deferred(struct flit_rpc *r)
     }
 }
 
+/* ---------------------------------------------------------------- blocking */
+
+static __thread struct flit_rpc_req *current;
+
+/* Out of line, so that no caller keeps the thread's slot address across a
+   park (the fiber may come back on another thread). */
+__attribute__((noinline)) struct flit_rpc_req *fl_rpc_current(void)
+{
+    return current;
+}
+
+__attribute__((noinline)) static void set_current(struct flit_rpc_req *q)
+{
+    current = q;
+}
+
+/* The rest of a streamed request into memory: a parked fiber cannot take
+   packets, and its stream's bytes must all be in before it parks. */
+static flit_status spill(struct flit_rpc_req *q)
+{
+    size_t left = flit_stream_remaining(q->stream);
+    if (!left || q->spill)
+        return FLIT_OK;
+    size_t done = q->len - left;
+    if (!(q->spill = malloc(q->len)))
+        return FLIT_ERR_NO_MEMORY;
+    flit_status st = flit_stream_recv(q->stream, q->spill + done, left);
+    q->buf = q->spill;
+    q->pos = done;
+    return st;
+}
+
+flit_status fl_rpc_block(struct flit_rpc_req *q)
+{
+    if (!q->park)
+        return FLIT_ERR_IN_HANDLER;
+    flit_status st = spill(q);
+    if (st != FLIT_OK)
+        return st;
+    set_current(NULL); /* the thread goes back to the engine */
+    st = flit_stream_park(q->park);
+    set_current(q); /* perhaps another thread now */
+    return st;
+}
+
 /* ---------------------------------------------------------------- running */
 
 /* The procedure for proc, or the status that refuses the request. */
@@ -242,8 +287,12 @@ static void serve(const struct flit_rpc_req *init, uint32_t proc)
         return;
     }
     q->live = true;
+    set_current(q); /* procedures do not nest: handlers make no progress */
     fn(q, q->len, user);
+    set_current(NULL);
     q->live = false;
+    free(q->spill);
+    q->spill = NULL;
     if (!q->answered) /* a procedure with nothing to say: an empty reply */
         (void)answer(q, FLIT_OK, NULL, 0, 0);
     req_put(q);
@@ -263,7 +312,7 @@ void fl_rpc_on_req_am(flit_token_t *token, void *buf, size_t nbytes, const uint3
     serve(&q, args[2]);
 }
 
-void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user)
+static void on_stream(flit_stream_t *s, size_t total, void *user, bool block)
 {
     uint8_t hdr[RPC_HDR];
     if (total < RPC_HDR || flit_stream_recv(s, hdr, RPC_HDR) != FLIT_OK ||
@@ -271,9 +320,20 @@ void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user)
         return; /* malformed: dropped with the rest of its bytes */
     struct flit_rpc_req q = {.rpc = user,
                              .stream = s,
+                             .park = block ? s : NULL,
                              .len = total - RPC_HDR,
                              .caller = flit_stream_rank(s).idx,
                              .id = rpc_get_le32(hdr + 8) |
                                    (uint64_t)rpc_get_le32(hdr + 12) << 32};
     serve(&q, rpc_get_le32(hdr));
+}
+
+void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user)
+{
+    on_stream(s, total, user, false);
+}
+
+void fl_rpc_on_req_block(flit_stream_t *s, size_t total, void *user)
+{
+    on_stream(s, total, user, true);
 }

@@ -25,6 +25,12 @@
  *  kill     (2 ranks, flitrun --keep-going) rank 0 has calls outstanding
  *           at rank 1 (deferred, and one large request), rank 1 raises
  *           SIGKILL: every call ends FLIT_ERR_PEER_DOWN.
+ *  block    (2 ranks) procedures that may block wait for a flit mutex held
+ *           by rank 1's program thread, then by another procedure that
+ *           itself waits on a condition until a third (inline) one signals
+ *           it; mutual exclusion and hand-over order checked; then nested
+ *           calls from a procedure, to the caller and to its own rank, with
+ *           a request large enough to arrive in pieces.
  * Each rank prints "rpc: rank R OK".
  */
 #include <pthread.h>
@@ -34,7 +40,20 @@
 
 #include "mp.h"
 
-enum { P_ECHO, P_DEFER, P_RELEASE, P_DIE, P_EMPTY, P_UNKNOWN, NPROCS };
+enum {
+    P_ECHO,
+    P_DEFER,
+    P_RELEASE,
+    P_DIE,
+    P_EMPTY,
+    P_UNKNOWN,
+    P_LOCK,
+    P_HOLD,
+    P_LET_GO,
+    P_QUERY,
+    P_NESTED,
+    NPROCS
+};
 
 static struct {
     flit_ep_t *ep;
@@ -46,6 +65,12 @@ static struct {
     flit_rpc_reply_t *held[64]; /* deferred replies kept */
     unsigned nheld;
     _Atomic int die;
+    /* block: M is the contended mutex; C2 / M2 what its holder waits on */
+    flit_mutex_t *m, *m2;
+    flit_cond_t *c2;
+    int inside, let_go;
+    _Atomic int arrived, holding;
+    uint32_t served; /* under m */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---------------------------------------------------------------- server */
@@ -107,6 +132,82 @@ static void proc_empty(flit_rpc_req_t *req, size_t len, void *user)
     CHECK(flit_rpc_remaining(req) == len);
 }
 
+/* Waits for m (parked), then checks it is alone inside; replies its turn. */
+static void proc_lock(flit_rpc_req_t *req, size_t len, void *user)
+{
+    (void)len, (void)user;
+    g.arrived++;
+    CHECK_OK(flit_mutex_lock(g.m, req));
+    CHECK(!g.inside);
+    g.inside = 1;
+    uint32_t turn = ++g.served;
+    g.inside = 0;
+    CHECK_OK(flit_mutex_unlock(g.m));
+    struct iovec v = {&turn, sizeof turn};
+    CHECK_OK(flit_rpc_reply(req, &v, 1));
+}
+
+/* Takes m, then waits on c2 (with m2) until P_LET_GO: m stays held. */
+static void proc_hold(flit_rpc_req_t *req, size_t len, void *user)
+{
+    (void)len, (void)user;
+    CHECK_OK(flit_mutex_lock(g.m, req));
+    g.inside = 1;
+    g.holding = 1;
+    CHECK_OK(flit_mutex_lock(g.m2, req));
+    while (!g.let_go)
+        CHECK_OK(flit_cond_wait(g.c2, g.m2, req));
+    CHECK_OK(flit_mutex_unlock(g.m2));
+    g.inside = 0;
+    CHECK_OK(flit_mutex_unlock(g.m));
+}
+
+/* Inline: may not block, so it only tries m2 (never held across a park). */
+static void proc_let_go(flit_rpc_req_t *req, size_t len, void *user)
+{
+    (void)len, (void)user;
+    CHECK_ST(flit_mutex_lock(g.m, req), FLIT_ERR_IN_HANDLER); /* held: would wait */
+    CHECK_OK(flit_mutex_trylock(g.m2));
+    g.let_go = 1;
+    CHECK_OK(flit_cond_broadcast(g.c2));
+    CHECK_OK(flit_mutex_unlock(g.m2));
+}
+
+static void proc_query(flit_rpc_req_t *req, size_t len, void *user)
+{
+    (void)len, (void)user;
+    uint32_t v[2] = {(uint32_t)g.arrived, (uint32_t)g.holding};
+    struct iovec iv = {v, sizeof v};
+    CHECK_OK(flit_rpc_reply(req, &iv, 1));
+}
+
+/* Echoes its request through two nested calls: the caller's P_ECHO for the
+   first half, its own rank's for the second. */
+static void proc_nested(flit_rpc_req_t *req, size_t len, void *user)
+{
+    (void)user;
+    uint8_t *buf = malloc(len), *out = malloc(len);
+    CHECK(buf && out);
+    CHECK_OK(flit_rpc_recv(req, buf, len / 2));
+    /* Blocks with the rest of the request still coming: it is kept. */
+    size_t h = len / 2;
+    struct iovec q1 = {buf, h}, r1 = {out, h};
+    flit_rpc_result_t res;
+    CHECK_OK(
+        flit_rpc_call(g.rpc, flit_rpc_caller(req), P_ECHO, &q1, 1, &r1, 1, NULL, &res));
+    CHECK(res.length == h);
+    CHECK_OK(flit_rpc_recv(req, buf + h, len - h));
+    struct iovec q2 = {buf + h, len - h}, r2 = {out + h, len - h};
+    flit_rpc_call_t *c;
+    CHECK_OK(flit_rpc_icall(g.rpc, flit_rank(g.me), P_ECHO, &q2, 1, &r2, 1, NULL, &c));
+    CHECK_OK(flit_rpc_wait(&c, -1, &res));
+    CHECK(res.length == len - h);
+    struct iovec v = {out, len};
+    CHECK_OK(flit_rpc_reply(req, &v, 1));
+    free(buf);
+    free(out);
+}
+
 static void register_all(flit_rpc_t *rpc)
 {
     CHECK_OK(flit_rpc_register(rpc, P_ECHO, proc_echo, NULL));
@@ -114,6 +215,11 @@ static void register_all(flit_rpc_t *rpc)
     CHECK_OK(flit_rpc_register(rpc, P_RELEASE, proc_release, NULL));
     CHECK_OK(flit_rpc_register(rpc, P_DIE, proc_die, NULL));
     CHECK_OK(flit_rpc_register(rpc, P_EMPTY, proc_empty, NULL));
+    CHECK_OK(flit_rpc_register(rpc, P_LOCK, proc_lock, NULL));
+    CHECK_OK(flit_rpc_register(rpc, P_HOLD, proc_hold, NULL));
+    CHECK_OK(flit_rpc_register(rpc, P_LET_GO, proc_let_go, NULL));
+    CHECK_OK(flit_rpc_register(rpc, P_QUERY, proc_query, NULL));
+    CHECK_OK(flit_rpc_register(rpc, P_NESTED, proc_nested, NULL));
 }
 
 static unsigned held(void)
@@ -429,6 +535,95 @@ static void test_kill(void)
     _exit(0); /* the job is broken: no collective teardown */
 }
 
+/* ---------------------------------------------------------------- blocking */
+
+static const flit_rpc_opts_t may_block = {.field_mask = FLIT_RPC_OPT_FLAGS,
+                                          .flags = FLIT_RPC_MAY_BLOCK};
+
+/* Rank 0: P_QUERY until rank 1 says arrived >= want and holding == hold. */
+static void query_until(uint32_t want, uint32_t hold)
+{
+    double deadline = mp_now() + MP_WAIT_LIMIT_S;
+    for (;;) {
+        uint32_t v[2];
+        struct iovec r = {v, sizeof v};
+        CHECK_OK(flit_rpc_call(g.rpc, flit_rank(1), P_QUERY, NULL, 0, &r, 1, NULL, NULL));
+        if (v[0] >= want && v[1] == hold)
+            return;
+        if (mp_now() > deadline)
+            FAIL("rank 1: %u arrived, holding %u; waited for %u, %u", v[0], v[1], want,
+                 hold);
+    }
+}
+
+/* Rank 0: k P_LOCK calls, answered in turn first .. first + k - 1. */
+static void lock_calls(unsigned k, uint32_t first, flit_rpc_call_t **c, uint32_t *turn)
+{
+    for (unsigned i = 0; i < k; i++) {
+        struct iovec r = {&turn[i], sizeof turn[i]};
+        CHECK_OK(flit_rpc_icall(g.rpc, flit_rank(1), P_LOCK, NULL, 0, &r, 1, &may_block,
+                                &c[i]));
+    }
+    (void)first;
+}
+
+static void check_turns(unsigned k, uint32_t first, flit_rpc_call_t **c, uint32_t *turn)
+{
+    for (unsigned i = 0; i < k; i++)
+        CHECK_OK(flit_rpc_wait(&c[i], -1, NULL));
+    for (unsigned i = 0; i < k; i++) /* handed over in the order they came */
+        if (turn[i] != first + i)
+            FAIL("call %u had turn %u, expected %u", i, turn[i], first + i);
+}
+
+static void test_block(void)
+{
+    enum { K = 4 };
+    CHECK_OK(flit_mutex_create(&g.m));
+    CHECK_OK(flit_mutex_create(&g.m2));
+    CHECK_OK(flit_cond_create(&g.c2));
+    if (g.me == 1)
+        CHECK_OK(flit_mutex_lock(g.m, NULL)); /* held by this program thread */
+    CHECK_OK(flit_barrier(g.ep));
+    flit_rpc_call_t *c[K];
+    uint32_t turn[K];
+    if (g.me == 1) {
+        MP_WAIT(g.ep, g.arrived == K); /* all parked on m */
+        CHECK_ST(flit_mutex_destroy(g.m), FLIT_ERR_AGAIN);
+        CHECK_OK(flit_mutex_unlock(g.m));
+    } else {
+        lock_calls(K, 1, c, turn);
+        check_turns(K, 1, c, turn);
+        /* Now held by a procedure that waits on a condition. */
+        flit_rpc_call_t *hold;
+        CHECK_OK(flit_rpc_icall(g.rpc, flit_rank(1), P_HOLD, NULL, 0, NULL, 0, &may_block,
+                                &hold));
+        query_until(K, 1);
+        lock_calls(K, K + 1, c, turn);
+        query_until(2 * K, 1);
+        CHECK_OK(
+            flit_rpc_call(g.rpc, flit_rank(1), P_LET_GO, NULL, 0, NULL, 0, NULL, NULL));
+        CHECK_OK(flit_rpc_wait(&hold, -1, NULL));
+        check_turns(K, K + 1, c, turn);
+        /* Nested calls, from a procedure whose request comes in pieces. */
+        size_t len = 300000;
+        uint8_t *q = malloc(len), *r = malloc(len);
+        CHECK(q && r);
+        mp_pattern_fill(q, len, 77);
+        struct iovec qv = {q, len}, rv = {r, len};
+        flit_rpc_result_t res;
+        CHECK_OK(flit_rpc_call(g.rpc, flit_rank(1), P_NESTED, &qv, 1, &rv, 1, &may_block,
+                               &res));
+        CHECK(res.length == len && mp_pattern_check(r, len, 77) == len);
+        free(q);
+        free(r);
+    }
+    CHECK_OK(flit_barrier(g.ep));
+    CHECK_OK(flit_mutex_destroy(g.m));
+    CHECK_OK(flit_mutex_destroy(g.m2));
+    CHECK_OK(flit_cond_destroy(g.c2));
+}
+
 static void ignore_returned(flit_ep_t *ep, const flit_returned_t *r, void *user)
 {
     (void)ep, (void)r, (void)user; /* a killed rank's messages come back */
@@ -444,7 +639,8 @@ int main(int argc, char **argv)
     g.max = mp_arg_u64(argc, argv, "--max", 16u << 20);
     unsigned nthreads = (unsigned)mp_arg_u64(argc, argv, "--threads", 8);
     unsigned count = (unsigned)test_scaled(mp_arg_u64(argc, argv, "--count", 200));
-    bool mt = strcmp(test, "threads") == 0 || strcmp(test, "defer") == 0;
+    bool mt = strcmp(test, "threads") == 0 || strcmp(test, "defer") == 0 ||
+              mp_arg_flag(argc, argv, "--thread-safe");
     CHECK_OK(flit_init(NULL));
     g.me = flit_job_rank().idx;
     g.n = flit_job_size();
@@ -471,6 +667,8 @@ int main(int argc, char **argv)
         test_closing();
     else if (strcmp(test, "kill") == 0)
         test_kill();
+    else if (strcmp(test, "block") == 0)
+        test_block();
     else
         FAIL("unknown --test %s", test);
     if (g.rpc)

@@ -158,7 +158,7 @@ static void bad_calls(void)
          0,
          NULL,
          0,
-         {.field_mask = FLIT_RPC_OPT_FLAGS, .flags = 2},
+         {.field_mask = FLIT_RPC_OPT_FLAGS, .flags = 1u << 5},
          true,
          FLIT_ERR_INVALID_ARG},
     };
