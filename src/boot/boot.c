@@ -12,7 +12,9 @@ static const struct fl_boot_ops *const launchers[] = {
 #ifdef FLIT_HAVE_PMIX
     &fl_boot_pmix, /* mpirun, prterun, srun; flitrun may run under them */
 #endif
-    &fl_boot_single, /* always detects: a program started by hand */
+    &fl_boot_pmi2,   /* srun --mpi=pmi2, Hydra */
+    &fl_boot_single, /* always detects: a program started by hand, or a
+                        task whose launcher is out of reach (it says so) */
     NULL,
 };
 
@@ -27,6 +29,9 @@ flit_status fl_boot_open(struct fl_boot_info *info)
         flit_status st = launchers[i]->open(info);
         if (st == FLIT_OK)
             cur = launchers[i];
+        if (st == FLIT_OK)
+            fl_debug("launcher %s: rank %u of %u", info->launcher, info->rank,
+                     info->size);
         return st;
     }
     return FLIT_ERR_BOOT;
@@ -37,6 +42,23 @@ flit_status fl_boot_allgather(const void *mine, size_t len, struct fl_blobs **ou
     if (!cur)
         return FLIT_ERR_BOOT;
     return cur->allgather(mine, len, out);
+}
+
+/* FNV-1a, then a finalizer so that nearby names spread. */
+static uint64_t hash64(uint64_t h, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+
+uint64_t fl_boot_job_hash(const char *launcher_job, const uint8_t nonce[8])
+{
+    uint64_t h = hash64(0xcbf29ce484222325ull, launcher_job, strlen(launcher_job));
+    return hash64(h, nonce, 8);
 }
 
 void fl_blobs_free(struct fl_blobs *b)

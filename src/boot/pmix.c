@@ -132,17 +132,6 @@ static flit_status fence_all(const char *why)
     return FLIT_OK;
 }
 
-/* FNV-1a, then a finalizer so that nearby namespaces spread. */
-static uint64_t hash64(uint64_t h, const void *data, size_t len)
-{
-    const uint8_t *p = data;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 33);
-}
-
 static flit_status read_job_size(void)
 {
     pmix_value_t *v;
@@ -186,8 +175,7 @@ static flit_status agree_job_id(uint64_t *out)
     }
     memcpy(nonce, v->data.bo.bytes, sizeof nonce);
     PMIX_VALUE_RELEASE(v);
-    uint64_t h = hash64(0xcbf29ce484222325ull, px.me.nspace, strlen(px.me.nspace));
-    *out = hash64(h, nonce, sizeof nonce);
+    *out = fl_boot_job_hash(px.me.nspace, nonce);
     return FLIT_OK;
 }
 

@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Under a launcher that offers PMI-2 over a file descriptor (Slurm's
+ * srun --mpi=pmi2, MPICH's Hydra, Cray's PMI): rank and size come from the
+ * launcher, and each allgather is puts into the job's key-value space, a
+ * fence, and a get of every rank's keys.
+ *
+ * flit speaks the wire protocol itself (pmi2_wire.h) instead of linking a
+ * libpmi2: it is a dozen text commands, the launcher defines it (Slurm's
+ * plugin speaks it, whichever libpmi2 the program could link), and a
+ * build with no extra dependency then starts under every PMI-2 launcher.
+ *
+ * Blobs are binary and values are text of at most FL_PMI2_VALLEN bytes:
+ * rank r's blob of round R goes as hex in keys "flit.R.r.0", "flit.R.r.1"...
+ * after "flit.R.r" holding its length (PMI-2 keys are one space for the
+ * whole job, so the rank is part of the name). As with PMIx, rank 0 adds
+ * random bits to the launcher's job id: shared-memory files are named by
+ * the job id, and two launchers on one host may number jobs alike.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "boot/blobs.h"
+#include "boot/pmi2_wire.h"
+#include "boot/proto.h"
+#include "platform/os.h"
+#include "util/log.h"
+
+#define MAX_BLOB (64u << 20)
+#define CHUNK    (FL_PMI2_VALLEN / 2) /* blob bytes per value */
+
+static struct {
+    pthread_mutex_t lock; /* one command at a time: fd, round, msg */
+    int fd;
+    uint32_t rank, size;
+    uint32_t round; /* allgather rounds started */
+    char jobid[256];
+    struct fl_pmi2_msg msg; /* the last response */
+    bool open;
+} p2 = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+static bool pmi2_detect(void)
+{
+    return !getenv(FL_ENV_BOOT) && getenv("PMI_FD");
+}
+
+static int write_all(const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(p2.fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EPIPE;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int read_all(char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = read(p2.fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EPIPE;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static flit_status lost(const char *cmd, int err)
+{
+    fl_error("PMI-2: %s: the launcher's connection (PMI_FD=%d) failed: %s", cmd, p2.fd,
+             err == -EPIPE ? "closed by the launcher" : strerror(-err));
+    return FLIT_ERR_BOOT;
+}
+
+/* Sends the command in kv (n pairs) and reads its response into p2.msg,
+   which must be "<cmd>-response" with rc=0. */
+static flit_status command(const char *const *kv, unsigned n)
+{
+    static char frame[FL_PMI2_HDR + FL_PMI2_MAX_BODY + 1];
+    const char *cmd = kv[1];
+    long len = fl_pmi2_encode(frame, sizeof frame, kv, n);
+    if (len < 0) {
+        fl_error("PMI-2: %s: the command does not fit the protocol", cmd);
+        return FLIT_ERR_BOOT;
+    }
+    int err = write_all(frame, (size_t)len);
+    if (!err)
+        err = read_all(frame, FL_PMI2_HDR);
+    if (err)
+        return lost(cmd, err);
+    long body = fl_pmi2_frame_len(frame);
+    if (body < 0) {
+        fl_error("PMI-2: %s: the launcher's answer has no valid length (\"%.6s\")", cmd,
+                 frame);
+        return FLIT_ERR_BOOT;
+    }
+    err = read_all(frame, (size_t)body);
+    if (err)
+        return lost(cmd, err);
+    char want[64];
+    snprintf(want, sizeof want, "%s-response", cmd);
+    if (fl_pmi2_decode(frame, (size_t)body, &p2.msg) != 0) {
+        fl_error("PMI-2: %s: the launcher's answer is malformed: \"%.*s\"", cmd,
+                 (int)(body < 200 ? body : 200), frame);
+        return FLIT_ERR_BOOT;
+    }
+    if (!fl_pmi2_ok(&p2.msg, want)) {
+        const char *rc = fl_pmi2_get(&p2.msg, "rc"),
+                   *why = fl_pmi2_get(&p2.msg, "errmsg");
+        fl_error("PMI-2: %s: the launcher answered %s with rc=%s%s%s", cmd,
+                 p2.msg.pair[0].val, rc ? rc : "(none)", why ? ": " : "", why ? why : "");
+        return FLIT_ERR_BOOT;
+    }
+    return FLIT_OK;
+}
+
+/* The value of key in the last response as a number below limit. */
+static flit_status get_u32(const char *cmd, const char *key, uint32_t limit,
+                           uint32_t *out)
+{
+    const char *s = fl_pmi2_get(&p2.msg, key);
+    char *end;
+    errno = 0;
+    unsigned long v = s && *s >= '0' && *s <= '9' ? strtoul(s, &end, 10) : ULONG_MAX;
+    if (!s || errno || *end || v >= limit) {
+        fl_error("PMI-2: %s: %s=%s in the launcher's answer, expected a number below %u",
+                 cmd, key, s ? s : "(missing)", limit);
+        return FLIT_ERR_BOOT;
+    }
+    *out = (uint32_t)v;
+    return FLIT_OK;
+}
+
+/* The PMI-1 style line that switches the connection to PMI-2. */
+static flit_status handshake(void)
+{
+    static const char hello[] = "cmd=init pmi_version=2 pmi_subversion=0\n";
+    int err = write_all(hello, sizeof hello - 1);
+    char line[256];
+    size_t len = 0;
+    while (!err && (len == 0 || line[len - 1] != '\n')) {
+        if (len == sizeof line)
+            err = -EMSGSIZE;
+        else
+            err = read_all(line + len++, 1);
+    }
+    if (err)
+        return lost("init", err);
+    const char *ver;
+    if (fl_pmi2_line_decode(line, len - 1, &p2.msg) != 0 ||
+        !fl_pmi2_ok(&p2.msg, "response_to_init") ||
+        !(ver = fl_pmi2_get(&p2.msg, "pmi_version")) || strcmp(ver, "2") != 0) {
+        fl_error("PMI-2: the launcher at PMI_FD=%d does not speak PMI-2; it answered "
+                 "\"%.*s\"",
+                 p2.fd, (int)len - 1, line);
+        return FLIT_ERR_BOOT;
+    }
+    return FLIT_OK;
+}
+
+static flit_status fullinit(uint32_t env_rank)
+{
+    char rank[16];
+    snprintf(rank, sizeof rank, "%" PRIu32, env_rank);
+    /* Slurm wants every key MPICH sends, the job id PMI_JOBID names among
+       them; Hydra has none. flit's commands are serialized by p2.lock. */
+    const char *job = getenv("PMI_JOBID");
+    const char *kv[] = {
+        "cmd",         "fullinit", "pmirank",        rank, "threaded", "FALSE",
+        "pmi_version", "2",        "pmi_subversion", "0",  "pmijobid", job ? job : ""};
+    flit_status st = command(kv, job ? 6 : 5);
+    if (st == FLIT_OK)
+        st = get_u32("fullinit", "size", UINT32_MAX, &p2.size);
+    if (st == FLIT_OK)
+        st = get_u32("fullinit", "rank", p2.size, &p2.rank);
+    if (st == FLIT_OK && p2.rank != env_rank) {
+        fl_error("PMI-2: the launcher says rank %u, PMI_RANK says %u", p2.rank, env_rank);
+        st = FLIT_ERR_BOOT;
+    }
+    if (st == FLIT_OK && p2.size == 0) {
+        fl_error("PMI-2: the launcher says the job has no ranks");
+        st = FLIT_ERR_BOOT;
+    }
+    return st;
+}
+
+static flit_status put(const char *key, const char *val)
+{
+    const char *kv[] = {"cmd", "kvs-put", "key", key, "value", val};
+    return command(kv, 3);
+}
+
+static flit_status fence(void)
+{
+    const char *kv[] = {"cmd", "kvs-fence"};
+    return command(kv, 1);
+}
+
+/* Rank src's value of key; it is in p2.msg until the next command. */
+static flit_status get(uint32_t src, const char *key, const char **val)
+{
+    char srcid[16];
+    snprintf(srcid, sizeof srcid, "%" PRIu32, src);
+    const char *kv[] = {"cmd", "kvs-get", "jobid", p2.jobid, "srcid", srcid, "key", key};
+    flit_status st = command(kv, 4);
+    if (st != FLIT_OK)
+        return st;
+    const char *found = fl_pmi2_get(&p2.msg, "found");
+    *val = fl_pmi2_get(&p2.msg, "value");
+    if (!found || strcmp(found, "TRUE") != 0 || !*val) {
+        fl_error("PMI-2: key %s of rank %u is not in the job's key-value space", key,
+                 src);
+        return FLIT_ERR_BOOT;
+    }
+    return FLIT_OK;
+}
+
+static const char hexdig[] = "0123456789abcdef";
+
+static void to_hex(char *out, const uint8_t *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = hexdig[p[i] >> 4];
+        out[2 * i + 1] = hexdig[p[i] & 15];
+    }
+    out[2 * len] = '\0';
+}
+
+static int hexval(char c)
+{
+    const char *p = c ? strchr(hexdig, c) : NULL;
+    return p ? (int)(p - hexdig) : -1;
+}
+
+/* Exactly 2 * len hex digits -> len bytes. 0 or -1. */
+static int from_hex(uint8_t *out, const char *s, size_t len)
+{
+    if (strlen(s) != 2 * len)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+static flit_status agree_job_id(uint64_t *out)
+{
+    const char *kv[] = {"cmd", "job-getid"};
+    flit_status st = command(kv, 1);
+    const char *id = st == FLIT_OK ? fl_pmi2_get(&p2.msg, "jobid") : NULL;
+    if (st == FLIT_OK && (!id || strlen(id) >= sizeof p2.jobid)) {
+        fl_error("PMI-2: job-getid: no job id of at most %zu bytes in the answer",
+                 sizeof p2.jobid - 1);
+        st = FLIT_ERR_BOOT;
+    }
+    if (st != FLIT_OK)
+        return st;
+    snprintf(p2.jobid, sizeof p2.jobid, "%s", id);
+    uint8_t nonce[8];
+    char hex[2 * sizeof nonce + 1];
+    if (p2.rank == 0) {
+        if (fl_random_bytes(nonce, sizeof nonce) != 0) {
+            fl_error("PMI-2: no random bytes for the job id");
+            return FLIT_ERR_SYSTEM;
+        }
+        to_hex(hex, nonce, sizeof nonce);
+        st = put("flit.job", hex);
+    }
+    if (st == FLIT_OK)
+        st = fence();
+    const char *val;
+    if (st == FLIT_OK)
+        st = get(0, "flit.job", &val);
+    if (st != FLIT_OK)
+        return st;
+    if (from_hex(nonce, val, sizeof nonce) != 0) {
+        fl_error("PMI-2: rank 0's part of the job id is \"%.40s\", not 16 hex digits",
+                 val);
+        return FLIT_ERR_BOOT;
+    }
+    *out = fl_boot_job_hash(p2.jobid, nonce);
+    return FLIT_OK;
+}
+
+/* PMI_FD and PMI_RANK as the launcher set them. */
+static flit_status read_env(uint32_t *rank)
+{
+    const char *fd = getenv("PMI_FD"), *r = getenv("PMI_RANK");
+    char *end;
+    errno = 0;
+    long v = fd && *fd ? strtol(fd, &end, 10) : -1;
+    if (!fd || !*fd || errno || *end || v < 0 || v > INT32_MAX ||
+        fcntl((int)v, F_GETFD) < 0) {
+        fl_error("PMI-2: PMI_FD=\"%s\" is not an open file descriptor of this process "
+                 "(was it started by the launcher itself, not by a program in between "
+                 "that closed it?)",
+                 fd ? fd : "");
+        return FLIT_ERR_BOOT;
+    }
+    errno = 0;
+    unsigned long rv = r && *r >= '0' && *r <= '9' ? strtoul(r, &end, 10) : ULONG_MAX;
+    if (!r || errno || *end || rv >= UINT32_MAX) {
+        fl_error("PMI-2: PMI_RANK=\"%s\" is not a rank", r ? r : "(unset)");
+        return FLIT_ERR_BOOT;
+    }
+    p2.fd = (int)v;
+    *rank = (uint32_t)rv;
+    /* The program's children are not ranks: they do not inherit it. */
+    fcntl(p2.fd, F_SETFD, FD_CLOEXEC);
+    return FLIT_OK;
+}
+
+static flit_status pmi2_open(struct fl_boot_info *info)
+{
+    uint32_t env_rank;
+    pthread_mutex_lock(&p2.lock);
+    p2.round = 0;
+    flit_status st = read_env(&env_rank);
+    if (st == FLIT_OK)
+        st = handshake();
+    if (st == FLIT_OK)
+        st = fullinit(env_rank);
+    uint64_t job_id = 0;
+    if (st == FLIT_OK)
+        st = agree_job_id(&job_id);
+    p2.open = st == FLIT_OK;
+    pthread_mutex_unlock(&p2.lock);
+    if (st != FLIT_OK)
+        return st;
+    info->rank = p2.rank;
+    info->size = p2.size;
+    info->job_id = job_id;
+    info->launcher = "pmi2";
+    return FLIT_OK;
+}
+
+static flit_status put_blob(const uint8_t *mine, size_t len)
+{
+    char key[48], val[FL_PMI2_VALLEN + 1];
+    snprintf(key, sizeof key, "flit.%u.%u", p2.round, p2.rank);
+    snprintf(val, sizeof val, "%zu", len);
+    flit_status st = put(key, val);
+    for (size_t at = 0, i = 0; at < len && st == FLIT_OK; at += CHUNK, i++) {
+        size_t n = len - at < CHUNK ? len - at : CHUNK;
+        snprintf(key, sizeof key, "flit.%u.%u.%zu", p2.round, p2.rank, i);
+        to_hex(val, mine + at, n);
+        st = put(key, val);
+    }
+    return st;
+}
+
+/* Rank r's blob of this round into buf (*len bytes, at most MAX_BLOB). */
+static flit_status get_blob(uint32_t r, uint8_t **buf, size_t *len)
+{
+    char key[48];
+    const char *val;
+    snprintf(key, sizeof key, "flit.%u.%u", p2.round, r);
+    flit_status st = get(r, key, &val);
+    if (st != FLIT_OK)
+        return st;
+    char *end;
+    errno = 0;
+    unsigned long long n = *val >= '0' && *val <= '9' ? strtoull(val, &end, 10) : ~0ull;
+    if (errno || *end || n > MAX_BLOB) {
+        fl_error("PMI-2: rank %u gave a blob length of \"%.40s\"", r, val);
+        return FLIT_ERR_BOOT;
+    }
+    *len = (size_t)n;
+    *buf = malloc(n ? n : 1);
+    if (!*buf)
+        return FLIT_ERR_NO_MEMORY;
+    for (size_t at = 0, i = 0; at < n && st == FLIT_OK; at += CHUNK, i++) {
+        size_t k = n - at < CHUNK ? n - at : CHUNK;
+        snprintf(key, sizeof key, "flit.%u.%u.%zu", p2.round, r, i);
+        st = get(r, key, &val);
+        if (st == FLIT_OK && from_hex(*buf + at, val, k) != 0) {
+            fl_error("PMI-2: rank %u's key %s is not %zu bytes in hex", r, key, k);
+            st = FLIT_ERR_BOOT;
+        }
+    }
+    if (st != FLIT_OK) {
+        free(*buf);
+        *buf = NULL;
+    }
+    return st;
+}
+
+static flit_status collect(struct fl_blobs **out)
+{
+    uint8_t **data = calloc(p2.size, sizeof *data);
+    size_t *len = calloc(p2.size, sizeof *len);
+    flit_status st = data && len ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+    size_t total = 0;
+    for (uint32_t r = 0; r < p2.size && st == FLIT_OK; r++) {
+        st = get_blob(r, &data[r], &len[r]);
+        total += len[r];
+    }
+    struct fl_blobs *b = st == FLIT_OK ? fl_blobs_alloc(p2.size, total) : NULL;
+    if (st == FLIT_OK && !b)
+        st = FLIT_ERR_NO_MEMORY;
+    for (uint32_t r = 0; data && r < p2.size; r++) {
+        if (b)
+            fl_blobs_add(b, r, data[r], len[r]);
+        free(data[r]);
+    }
+    free(data);
+    free(len);
+    if (b)
+        *out = b;
+    return st;
+}
+
+static flit_status pmi2_allgather(const void *mine, size_t len, struct fl_blobs **out)
+{
+    if (len > MAX_BLOB)
+        return FLIT_ERR_TOO_LARGE;
+    pthread_mutex_lock(&p2.lock);
+    flit_status st = p2.open ? FLIT_OK : FLIT_ERR_BOOT;
+    p2.round++;
+    fl_debug("PMI-2: exchange %u, %zu bytes", p2.round, len);
+    if (st == FLIT_OK)
+        st = put_blob(mine, len);
+    if (st == FLIT_OK)
+        st = fence();
+    if (st == FLIT_OK)
+        st = collect(out);
+    pthread_mutex_unlock(&p2.lock);
+    return st;
+}
+
+static void pmi2_close(bool clean)
+{
+    pthread_mutex_lock(&p2.lock);
+    if (p2.open && clean) {
+        const char *kv[] = {"cmd", "finalize"};
+        if (command(kv, 1) != FLIT_OK)
+            fl_warn("PMI-2: finalize was not acknowledged");
+    }
+    p2.open = false;
+    pthread_mutex_unlock(&p2.lock);
+}
+
+const struct fl_boot_ops fl_boot_pmi2 = {
+    .name = "pmi2",
+    .detect = pmi2_detect,
+    .open = pmi2_open,
+    .allgather = pmi2_allgather,
+    .close = pmi2_close,
+};
