@@ -248,6 +248,49 @@ typedef void (*flit_peer_down_fn)(flit_ep_t *ep, flit_rank_t peer, flit_status r
 FLIT_API flit_status flit_ep_set_peer_down_handler(flit_ep_t *ep, flit_peer_down_fn fn,
                                                    void *user);
 
+/*
+ * Listeners: how a layer built on the public API (RPC, groups, shared
+ * objects, a program's own) hears of an endpoint's events, beside the
+ * program's one peer-down handler. Any member may be NULL; each event runs
+ * the listeners in the order they were added.
+ *
+ *  peer_down  a peer died or stopped answering, once per peer, after the
+ *             peer-down handler. Handler context: it may not send, wait or
+ *             poll; note what happened and act in progress.
+ *  progress   the endpoint made progress (flit_poll, flit_wait, a send
+ *             waiting for room, the progress thread) outside any handler.
+ *             It runs as program code, the endpoint left: it may send
+ *             (use the NONBLOCK flags: a send that waits for room would
+ *             hold up the call it runs in) and poll. It runs on every pass
+ *             of every wait, so when it has nothing to do it should cost a
+ *             test of a flag. One thread at a time runs an endpoint's
+ *             progress listeners; they are not run from inside themselves,
+ *             nor while a long message is going out in pieces.
+ *  closing    flit_ep_destroy began on this rank, before anything is shut
+ *             down: the endpoint still works, and the listener may do all a
+ *             program may (send, wait, poll). Run by the destroying thread.
+ *
+ * A NONBLOCK send that answered FLIT_ERR_AGAIN asks its transport for a
+ * wake-up when room comes back, so a flit_wait after it does not sleep
+ * through the moment a queued send could go.
+ */
+typedef struct flit_ep_listener {
+    void (*peer_down)(flit_ep_t *ep, flit_rank_t peer, flit_status reason, void *user);
+    void (*progress)(flit_ep_t *ep, void *user);
+    void (*closing)(flit_ep_t *ep, void *user);
+} flit_ep_listener_t;
+
+#define FLIT_EP_MAX_LISTENERS 16
+
+/* Adds (l, user): l must stay valid until removed or the endpoint is
+   destroyed. FLIT_ERR_INVALID_ARG for a NULL l or a pair already listening,
+   FLIT_ERR_EXHAUSTED past FLIT_EP_MAX_LISTENERS. */
+FLIT_API flit_status flit_ep_listen(flit_ep_t *ep, const flit_ep_listener_t *l, void *user);
+/* Removes (l, user), also from inside a listener; FLIT_ERR_INVALID_ARG when
+   that pair is not listening. */
+FLIT_API flit_status flit_ep_unlisten(flit_ep_t *ep, const flit_ep_listener_t *l,
+                                      void *user);
+
 /* ---------------------------------------------------------------- progress */
 
 /* Runs every handler that can run now, without blocking. */

@@ -529,6 +529,7 @@ flit_status flit_ep_destroy(flit_ep_t *ep)
         return st;
     if (fl_handler_depth)
         return FLIT_ERR_IN_HANDLER;
+    fl_listeners_closing(ep);
     fl_progress_thread_stop(ep);
     st = fl_ep_enter(ep);
     if (st != FLIT_OK)
@@ -618,13 +619,13 @@ void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
     FL_COUNT(ep->stats.peers_down, 1);
     p->tp->reclaim(p->tpe, rank, reclaim_one, ep);
     fl_layers_peer_down(ep, rank);
-    if (!ep->down_fn) {
+    if (!ep->down_fn && !ep->nlisteners)
         fl_warn("endpoint %u: rank %u is down: %s", ep->index, rank,
                 flit_strerror(reason));
-        return;
-    }
-    fl_handler_depth++; /* it may not send: the endpoint is mid-progress */
-    ep->down_fn(ep, flit_rank(rank), reason, ep->down_user);
+    fl_handler_depth++; /* they may not send: the endpoint is mid-progress */
+    if (ep->down_fn)
+        ep->down_fn(ep, flit_rank(rank), reason, ep->down_user);
+    fl_listeners_peer_down(ep, rank, reason);
     fl_handler_depth--;
 }
 

@@ -82,6 +82,15 @@ struct flit_ep {
     struct fl_hold *hold;
     flit_peer_down_fn down_fn;
     void *down_user;
+    /* Listeners (listen.c): in the order added; a removed one is NULL
+       until no walk is under way. nprogress: those with ->progress. */
+    struct fl_listener {
+        const flit_ep_listener_t *l;
+        void *user;
+    } listeners[FLIT_EP_MAX_LISTENERS];
+    unsigned nlisteners, nprogress, walking;
+    uintptr_t walker; /* the thread walking them (fl_thread_id) */
+    bool in_progress_listeners; /* a thread runs them now */
 
     uint32_t barrier_rounds[32]; /* barrier messages received per round */
     /* fl_ep_allmax: the value heard per round, for this collective and the
@@ -259,6 +268,20 @@ static inline void fl_ep_cancel(struct flit_ep *ep, uint32_t dst, unsigned lane,
  * when they are first to know (a failed cross-memory attach).
  */
 void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason);
+
+/* Listeners (listen.c). peer_down: in handler context, from
+   fl_ep_peer_down. closing: first thing flit_ep_destroy does, endpoint not
+   entered. progress: after a pass of the engine, endpoint entered (or the
+   progress thread's lock held); runs them where the caller may let go of
+   the endpoint for a while. */
+void fl_listeners_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason);
+void fl_listeners_closing(struct flit_ep *ep);
+void fl_listeners_progress_slow(struct flit_ep *ep);
+static inline void fl_listeners_progress(struct flit_ep *ep)
+{
+    if (__builtin_expect(ep->nprogress != 0, 0))
+        fl_listeners_progress_slow(ep);
+}
 
 /* Every endpoint of the job (finalize, dumps). */
 flit_status fl_ep_destroy_all(void);

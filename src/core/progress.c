@@ -169,6 +169,7 @@ flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
     int64_t nap_us = fl_cfg.peer_check_ms * 1000;
     for (unsigned pass = 1;; pass++) {
         busy |= fl_progress(ep, FL_LANES_ALL) > 0;
+        fl_listeners_progress(ep);
         if (done(ep, arg))
             return FLIT_OK;
         if (fl_ep_closed_under(ep))
@@ -198,8 +199,10 @@ flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
     struct fl_peer *p = &ep->peers[dst];
     FL_COUNT(ep->stats.credit_stalls, 1);
     FL_COUNT(p->stalls, 1);
-    if (flags & FLIT_AM_NONBLOCK)
+    if (flags & FLIT_AM_NONBLOCK) {
+        p->tp->want_room(p->tpe, dst, lane); /* a flit_wait wakes for it */
         return FLIT_ERR_AGAIN;
+    }
     /* In a handler only replies can be handled: they cannot send, so this
        wait cannot chain into another. */
     unsigned lanes = fl_handler_depth ? FL_LANE_MASK(FL_LANE_REP) : FL_LANES_ALL;
@@ -211,6 +214,7 @@ flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
     bool busy = false;
     for (unsigned pass = 1;; pass++) {
         busy |= fl_progress(ep, lanes) > 0;
+        fl_listeners_progress(ep); /* not in handlers, nor mid-message */
         if ((*pkt = p->tp->reserve(p->tpe, dst, lane, len, &st)) != NULL ||
             st != FLIT_ERR_AGAIN)
             break;
@@ -252,6 +256,7 @@ flit_status flit_poll(flit_ep_t *ep)
         fl_progress_check_peers(ep, true);
     }
     fl_progress(ep, FL_LANES_ALL);
+    fl_listeners_progress(ep);
     if (__builtin_expect(FL_READ(ep->stats.polls) % CHECK_EVERY == 0, 0))
         fl_progress_check_peers(ep, false);
     fl_ep_leave(ep);
@@ -344,7 +349,9 @@ static void *progress_main(void *arg)
     struct flit_ep *ep = arg;
     pthread_mutex_lock(&ep->lock);
     while (!atomic_load_explicit(&ep->progress_stop, memory_order_relaxed)) {
-        if (fl_progress(ep, FL_LANES_ALL) > 0)
+        int n = fl_progress(ep, FL_LANES_ALL);
+        fl_listeners_progress(ep);
+        if (n > 0)
             continue;
         fl_progress_check_peers(ep, false);
         /* Sleeps right away: this thread serves a program that computes,

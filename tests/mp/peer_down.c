@@ -7,7 +7,8 @@
  *
  * On ranks 0 and 1 this proves:
  *  - the peer-down handler runs exactly once, for rank 2, with
- *    FLIT_ERR_PEER_DOWN, and for no one else;
+ *    FLIT_ERR_PEER_DOWN, and for no one else; so do two peer-down
+ *    listeners (flit_ep_listen), after it, in the order they were added;
  *  - nothing is lost or doubled: every request accepted for rank 2 either
  *    got its reply (rank 2 replied before dying; what it wrote before it died
  *    is delivered) or came back to the returned-message handler with
@@ -49,6 +50,8 @@ static struct {
     uint64_t tx[3];    /* requests accepted, by destination */
     uint64_t returned; /* ours to the victim, returned */
     int down_calls;
+    int listener_calls[2]; /* the order each listener ran in: 1, 2 */
+    int listeners_run;
     flit_status down_reason;
     uint32_t down_peer;
     double t_last_reply; /* the victim's last reply arrived */
@@ -141,6 +144,18 @@ static void on_down(flit_ep_t *ep, flit_rank_t peer, flit_status reason, void *u
     g.down_reason = reason;
 }
 
+static void on_down_listener(flit_ep_t *ep, flit_rank_t peer, flit_status reason,
+                             void *user)
+{
+    int *calls = user;
+    CHECK(ep == g.ep && peer.idx == VICTIM && reason == FLIT_ERR_PEER_DOWN);
+    CHECK(g.down_calls == 1); /* after the program's handler */
+    CHECK(*calls == 0);       /* once */
+    *calls = ++g.listeners_run;
+}
+
+static const flit_ep_listener_t down_listener = {.peer_down = on_down_listener};
+
 static flit_status send_req(uint32_t dst)
 {
     uint32_t a[1] = {(uint32_t)g.tx[dst]};
@@ -186,6 +201,7 @@ static void survivor(uint64_t count)
                 g.me, (unsigned long long)count, VICTIM);
     MP_WAIT(g.ep, g.down_calls > 0);
     CHECK(g.down_calls == 1 && g.down_peer == VICTIM);
+    CHECK(g.listener_calls[0] == 1 && g.listener_calls[1] == 2); /* in order */
     CHECK_ST(g.down_reason, FLIT_ERR_PEER_DOWN);
     /* Everything to the victim is accounted for by now: replies it wrote
        before it died were delivered, the rest came back. */
@@ -241,6 +257,8 @@ int main(int argc, char **argv)
     mp_pattern_fill(g.payload, MEDIUM_LEN, 7);
     CHECK_OK(flit_am_set_returned_handler(g.ep, on_returned, NULL));
     CHECK_OK(flit_ep_set_peer_down_handler(g.ep, on_down, NULL));
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(flit_ep_listen(g.ep, &down_listener, &g.listener_calls[i]));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_REQ), on_req, NULL));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_REP), on_rep, NULL));
     CHECK_OK(flit_barrier(g.ep));
