@@ -7,19 +7,22 @@
  * relays their output (the console) and exits with the job's status.
  *
  * Worker (any process a launcher started): two flit endpoints, made in the
- * same order everywhere. The first, the control endpoint, is served by
- * flit's progress thread and carries only AMUDP_SPMDExit's word, so that a
- * worker busy computing still hears it. The second is the SPMD endpoint
- * the program gets. AMUDP_SPMDExit may run in a signal handler, where no
- * flit call may be made: it writes the code to a pipe that a thread of
- * this library reads, and that thread tells the peers, runs the exit
- * callback, flushes stdio and ends the process. A peer that hears it acks
- * and ends itself the same way; the teller waits for every ack (or an exit
- * word from that peer: both may tell at once) for at most two seconds.
+ * same order everywhere. The first, the control endpoint, carries only
+ * AMUDP_SPMDExit's word; after start-up it belongs to a thread of this
+ * library, the exit thread, which sleeps on the endpoint's descriptor and
+ * on a pipe (flit_ep_arm's protocol), so that a worker busy computing
+ * still hears the word, and costs no CPU meanwhile (a progress thread
+ * would spin after every wake-up). The second is the SPMD endpoint the
+ * program gets. AMUDP_SPMDExit may run in a signal handler, where no flit
+ * call may be made: it writes the code to the pipe, and the exit thread
+ * tells the peers, runs the exit callback, flushes stdio and ends the
+ * process. A peer that hears it acks and ends itself the same way; the
+ * teller waits for every ack (or an exit word from that peer: both may
+ * tell at once) for at most two seconds.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,7 @@
 
 #define CTL_EXIT      0 /* control endpoint: args[0] the exit code */
 #define CTL_ACK       1
+#define CTL_DIE       2
 #define DEFAULT_DEPTH 8
 #define EXIT_WAIT_NS  2000000000LL
 #define ENV_DEPTH     "AMUDP_NETWORKDEPTH" /* the master's networkdepth */
@@ -53,7 +57,6 @@ static struct {
     char **env; /* the environment at start-up */
     amudp_exitcallback_t callback;
     int pipe[2];
-    atomic_uchar *acked; /* per rank: it acked, or is exiting itself */
     /* AllGather in progress */
     unsigned char *dest;
     size_t len, got;
@@ -61,34 +64,55 @@ static struct {
 
 /* ---------------------------------------------------------------- exit */
 
+/*
+ * The exit protocol, on the exit threads alone (they alone poll the control
+ * endpoint after start-up, so these flags need no lock). The teller runs
+ * its exit callback, tells every peer (EXIT), waits until each has run its
+ * own callback (ACK), then lets them all go (DIE) and ends. Nobody ends
+ * before every callback ran: flitrun stops the whole job as soon as one
+ * process exits with a code other than 0. A peer that is gone answers
+ * through the returned-message handler; a peer that tells at the same time
+ * counts as having acked.
+ */
+static unsigned char *told_me, *acked, *ack_sent;
+static int heard = -1, die;
+
+static uint32_t sender_of(flit_token_t *ft)
+{
+    uint32_t from = flit_token_rank(ft).idx;
+    return from < spmd.size ? from : spmd.rank;
+}
+
 static void ctl_exit(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
                      unsigned nargs, void *user)
 {
     (void)buf, (void)nbytes, (void)user;
-    uint32_t from = flit_token_rank(ft).idx;
-    if (from < spmd.size)
-        atomic_store(&spmd.acked[from], 1);
-    flit_am_reply_short(ft, flit_handler(CTL_ACK), NULL, 0);
-    int msg[2] = {nargs ? (int)args[0] : 1, 1};
-    if (write(spmd.pipe[1], msg, sizeof msg) < 0)
-        _exit(msg[0]);
+    uint32_t from = sender_of(ft);
+    told_me[from] = acked[from] = 1;
+    if (heard < 0)
+        heard = nargs ? (int)args[0] : 1;
 }
 
 static void ctl_ack(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
                     unsigned nargs, void *user)
 {
     (void)buf, (void)nbytes, (void)args, (void)nargs, (void)user;
-    uint32_t from = flit_token_rank(ft).idx;
-    if (from < spmd.size)
-        atomic_store(&spmd.acked[from], 1);
+    acked[sender_of(ft)] = 1;
 }
 
-/* An exit word to a peer that is gone already: nothing to wait for. */
+static void ctl_die(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                    unsigned nargs, void *user)
+{
+    (void)ft, (void)buf, (void)nbytes, (void)args, (void)nargs, (void)user;
+    die = 1;
+}
+
+/* A word to a peer that is gone already: nothing to wait for. */
 static void ctl_returned(flit_ep_t *fep, const flit_returned_t *info, void *user)
 {
     (void)fep, (void)user;
     if (info->peer.idx < spmd.size)
-        atomic_store(&spmd.acked[info->peer.idx], 1);
+        acked[info->peer.idx] = 1;
 }
 
 static long long now_ns(void)
@@ -98,43 +122,86 @@ static long long now_ns(void)
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void tell_peers(int code)
+static void send_word(uint32_t r, unsigned h, int code)
 {
     uint32_t word = (uint32_t)code;
-    for (uint32_t r = 0; r < spmd.size; r++)
-        if (r != spmd.rank && !atomic_load(&spmd.acked[r]) &&
-            flit_am_short(spmd.ctl, flit_rank(r), flit_handler(CTL_EXIT), &word, 1, 0) !=
-                FLIT_OK)
-            atomic_store(&spmd.acked[r], 1); /* gone already */
-    long long deadline = now_ns() + EXIT_WAIT_NS;
-    for (uint32_t r = 0; r < spmd.size && now_ns() < deadline; r++)
-        while (r != spmd.rank && !atomic_load(&spmd.acked[r]) && now_ns() < deadline)
-            flit_wait(spmd.ctl, 10000);
+    if (flit_am_short(spmd.ctl, flit_rank(r), flit_handler((uint16_t)h), &word, 1, 0) !=
+        FLIT_OK)
+        acked[r] = 1;
 }
 
+static int all_acked(void)
+{
+    for (uint32_t r = 0; r < spmd.size; r++)
+        if (r != spmd.rank && !acked[r])
+            return 0;
+    return 1;
+}
+
+/* Acks every teller not acked yet; 1 once DIE came. */
+static int peer_done(void)
+{
+    for (uint32_t r = 0; r < spmd.size; r++)
+        if (told_me[r] && !ack_sent[r]) {
+            ack_sent[r] = 1;
+            send_word(r, CTL_ACK, 0);
+        }
+    return die;
+}
+
+static void wait_until(int (*done)(void))
+{
+    long long deadline = now_ns() + EXIT_WAIT_NS;
+    while (!done() && now_ns() < deadline)
+        flit_wait(spmd.ctl, 10000);
+}
+
+static void exit_now(int code, int teller)
+{
+    if (spmd.callback)
+        spmd.callback(code);
+    fflush(NULL);
+    if (teller) {
+        for (uint32_t r = 0; r < spmd.size; r++)
+            if (r != spmd.rank && !told_me[r])
+                send_word(r, CTL_EXIT, code);
+        wait_until(all_acked);
+        for (uint32_t r = 0; r < spmd.size; r++)
+            if (r != spmd.rank)
+                send_word(r, CTL_DIE, code);
+    } else {
+        wait_until(peer_done);
+    }
+    AMUDP_SPMDkillmyprocess(code);
+    _exit(code);
+}
+
+/* Serves the control endpoint and the pipe until one of them says exit. */
 static void *exit_thread(void *arg)
 {
     (void)arg;
-    int msg[2];
-    ssize_t n;
-    while ((n = read(spmd.pipe[0], msg, sizeof msg)) != (ssize_t)sizeof msg)
-        if (n >= 0 || errno != EINTR)
-            return NULL;
-    if (!msg[1])
-        tell_peers(msg[0]);
-    if (spmd.callback)
-        spmd.callback(msg[0]);
-    fflush(NULL);
-    AMUDP_SPMDkillmyprocess(msg[0]);
-    _exit(msg[0]);
+    struct pollfd fds[2] = {{.fd = spmd.pipe[0], .events = POLLIN}, {.events = POLLIN}};
+    if (flit_ep_fd(spmd.ctl, &fds[1].fd) != FLIT_OK)
+        return NULL;
+    for (;;) {
+        flit_poll(spmd.ctl);
+        if (heard >= 0)
+            exit_now(heard, 0);
+        if (flit_ep_arm(spmd.ctl) == FLIT_ERR_AGAIN)
+            continue;
+        if (poll(fds, 2, -1) < 0 || !(fds[0].revents & POLLIN))
+            continue;
+        int code;
+        if (read(spmd.pipe[0], &code, sizeof code) == (ssize_t)sizeof code)
+            exit_now(code, 1);
+    }
 }
 
 int AMUDP_SPMDExit(int exitcode)
 {
     if (!spmd.started)
         return amx_err(AM_ERR_NOT_INIT, "AMUDP_SPMDExit", "AMUDP_SPMDStartup not called");
-    int msg[2] = {exitcode, 0};
-    if (write(spmd.pipe[1], msg, sizeof msg) != (ssize_t)sizeof msg)
+    if (write(spmd.pipe[1], &exitcode, sizeof exitcode) != (ssize_t)sizeof exitcode)
         _exit(exitcode);
     for (;;)
         pause(); /* the exit thread ends the process */
@@ -279,15 +346,13 @@ static char **copy_env(void)
 
 static flit_status open_control(void)
 {
-    flit_ep_params_t p;
-    memset(&p, 0, sizeof p);
-    p.field_mask = FLIT_EP_PARAM_PROGRESS_THREAD;
-    p.progress_thread = 1;
-    flit_status st = flit_ep_create(&p, &spmd.ctl);
+    flit_status st = flit_ep_create(NULL, &spmd.ctl);
     if (st == FLIT_OK)
         st = flit_am_register(spmd.ctl, flit_handler(CTL_EXIT), ctl_exit, NULL);
     if (st == FLIT_OK)
         st = flit_am_register(spmd.ctl, flit_handler(CTL_ACK), ctl_ack, NULL);
+    if (st == FLIT_OK)
+        st = flit_am_register(spmd.ctl, flit_handler(CTL_DIE), ctl_die, NULL);
     if (st == FLIT_OK)
         st = flit_am_set_returned_handler(spmd.ctl, ctl_returned, NULL);
     return st;
@@ -327,9 +392,11 @@ static int worker_start(int depth, uint64_t *networkpid, eb_t *eb, ep_t *ep)
         return rc;
     spmd.rank = flit_job_rank().idx;
     spmd.size = flit_job_size();
-    spmd.acked = calloc(spmd.size, sizeof *spmd.acked);
+    told_me = calloc(spmd.size, 1);
+    acked = calloc(spmd.size, 1);
+    ack_sent = calloc(spmd.size, 1);
     spmd.env = copy_env();
-    if (!spmd.acked || !spmd.env || pipe(spmd.pipe) != 0)
+    if (!told_me || !acked || !ack_sent || !spmd.env || pipe(spmd.pipe) != 0)
         return amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDStartup", "out of memory or pipes");
     flit_status st = open_control();
     if (st != FLIT_OK)
