@@ -172,6 +172,13 @@ bool fl_ring_take_waiter(struct fl_ring_rx *rx);
 /* Producer: asks to be woken on room; then true if room for len appeared. */
 bool fl_ring_want_room(struct fl_ring_tx *tx, size_t len);
 
+/* Producer: whether its request to be woken on room is still standing (the
+   consumer has not taken it: it made no room since). */
+static inline bool fl_ring_room_asked(const struct fl_ring_tx *tx)
+{
+    return atomic_load_explicit(&tx->ctl->producer_waiting, memory_order_relaxed) != 0;
+}
+
 /* Producer, when the consumer is gone: walks the records it never consumed. */
 typedef void (*fl_ring_walk_fn)(void *ctx, void *pkt, size_t len);
 void fl_ring_walk_unconsumed(struct fl_ring_tx *tx, fl_ring_walk_fn fn, void *ctx);

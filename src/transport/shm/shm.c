@@ -67,6 +67,7 @@ struct shm_peer {
     struct shm_hdr *hdr;            /* its file */
     size_t map_size;
     struct fl_wake_addr wake;
+    bool room_wanted[FL_LANES]; /* ->want_room asked for this lane */
     enum bulk bulk;
     uint8_t *seg; /* BULK_MAP: its segment, mapped */
     size_t seg_size;
@@ -495,12 +496,20 @@ static bool shm_arm(struct fl_tp_ep *t, unsigned lane_mask)
     fl_fence_slow();
     for (uint32_t k = 0; k < t->nothers; k++) {
         struct shm_peer *p = &t->peers[t->local[k]];
-        for (unsigned l = 0; l < FL_LANES; l++)
-            if ((lane_mask & FL_LANE_MASK(l)) && !p->rx[l].busy &&
-                fl_ring_pending(&p->rx[l])) {
+        for (unsigned l = 0; l < FL_LANES; l++) {
+            bool work = (lane_mask & FL_LANE_MASK(l)) && !p->rx[l].busy &&
+                        fl_ring_pending(&p->rx[l]);
+            /* Room asked for that the consumer made (taking our waiter flag)
+               before the drain above: its wake-up may have been drained. */
+            if (p->room_wanted[l] && !fl_ring_room_asked(&p->tx[l])) {
+                p->room_wanted[l] = false;
+                work = true;
+            }
+            if (work) {
                 atomic_store(&t->hdr->sleeping, 0);
                 return true;
             }
+        }
     }
     return false;
 }
@@ -524,6 +533,7 @@ static void shm_set_tag(struct fl_tp_ep *t, uint64_t tag)
 
 static void shm_want_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
 {
+    t->peers[dst].room_wanted[lane] = true;
     fl_ring_want_room(&t->peers[dst].tx[lane], 0);
 }
 
