@@ -9,7 +9,8 @@
  * line in `layers` below. Adding a transport: its ops table
  * (transport/transport.h) and one line in `transports`; an unreliable one
  * is a datagram transport (transport/dgram.h) with the reliability
- * channel composed over it here, as UDP is.
+ * channel composed over it here, as UDP is (with the fault interposer,
+ * transport/fault, between them when a FLIT_*_RATE is set).
  */
 #include "am/am.h"
 #include "channel/channel.h"
@@ -17,13 +18,26 @@
 #include "core/packet.h"
 #include "rma/rma.h"
 #include "stream/stream.h"
+#include "transport/fault/fault.h"
 #include "transport/self/self.h"
 #include "transport/shm/shm.h"
 #include "transport/udp/udp.h"
 
+static flit_status udp_faulty_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
+{
+    struct fl_fault_params p;
+    fl_fault_from_config(a->rank, &p);
+    return fl_fault_open(&fl_dgram_udp, &p, a, out);
+}
+
+/* UDP under the seeded fault interposer (FLIT_DROP_RATE and friends). */
+static const struct fl_dgram_ops udp_faulty = FL_FAULT_DGRAM("udp", udp_faulty_open);
+
 static flit_status udp_open(const struct fl_tp_open_args *a, struct fl_tp_ep **out)
 {
-    return fl_chan_open(&fl_dgram_udp, a, out);
+    struct fl_fault_params p;
+    return fl_chan_open(fl_fault_from_config(a->rank, &p) ? &udp_faulty : &fl_dgram_udp,
+                        a, out);
 }
 
 /* The reliability channel over UDP datagrams. */

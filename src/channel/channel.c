@@ -30,7 +30,6 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "channel/fault.h"
 #include "channel/wire.h"
 #include "platform/le.h"
 #include "platform/os.h"
@@ -42,7 +41,6 @@
 #define MIN_WINDOW(t)  (2u * (uint64_t)(t)->max_packet)
 #define DGRAM_CHUNKS   64u            /* chunks in one datagram we build */
 #define TX_BATCH       16u            /* datagrams per sendmmsg */
-#define RX_BUF         65536u         /* one received datagram, at most */
 #define MAX_DEPTH      FL_DGRAM_SLOTS /* nested polls: handler -> blocked reply -> ... */
 #define CLOCK_EVERY    16u            /* idle polls between looks at the clock */
 #define MAX_BACKOFF    6u             /* retransmission timeout x 64 at most */
@@ -147,10 +145,6 @@ struct fl_tp_ep {
     uint32_t nrelease;   /* lanes with rx->release set */
     unsigned idle_polls; /* since the clock was last read */
     bool check_timers;   /* woken by the timer: look at once */
-    struct fl_fault fault;
-    uint8_t *held; /* fault injection: a datagram held back */
-    size_t held_len;
-    uint32_t held_src;
     /* what sending a batch needs, reused */
     struct plan plans[TX_BATCH];
     struct fl_dgram_out out[TX_BATCH];
@@ -255,12 +249,8 @@ flit_status fl_chan_open(const struct fl_dgram_ops *ops, const struct fl_tp_open
     t->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     t->peers = calloc(a->size, sizeof *t->peers);
     t->sendq = calloc(a->size, sizeof *t->sendq);
-    t->held = aligned_alloc(64, RX_BUF);
-    fl_fault_init(&t->fault, (uint64_t)fl_cfg.fault_seed + a->rank,
-                  (uint32_t)fl_cfg.drop_ppm, (uint32_t)fl_cfg.dup_ppm,
-                  (uint32_t)fl_cfg.reorder_ppm);
     struct epoll_event ev = {.events = EPOLLIN};
-    bool ok = t->epfd >= 0 && t->timerfd >= 0 && t->peers && t->sendq && t->held &&
+    bool ok = t->epfd >= 0 && t->timerfd >= 0 && t->peers && t->sendq &&
               epoll_ctl(t->epfd, EPOLL_CTL_ADD, ops->fd(d), &ev) == 0 &&
               epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->timerfd, &ev) == 0;
     if (!ok) {
@@ -269,11 +259,6 @@ flit_status fl_chan_open(const struct fl_dgram_ops *ops, const struct fl_tp_open
         fl_chan_close(t);
         return FLIT_ERR_NO_MEMORY;
     }
-    if (t->fault.active && a->rank == 0 && a->ep_index == 0)
-        fl_info("%s: fault injection: drop %.4f, duplicate %.4f, reorder %.4f of "
-                "received datagrams (seed %lld + rank)",
-                ops->name, fl_cfg.drop_ppm / 1e6, fl_cfg.dup_ppm / 1e6,
-                fl_cfg.reorder_ppm / 1e6, (long long)fl_cfg.fault_seed);
     *out = t;
     return FLIT_OK;
 }
@@ -942,53 +927,6 @@ static void take_dgram(struct fl_tp_ep *t, uint32_t src, uint8_t *buf, size_t le
         take_chunk(t, src, &chunks[i], lane_mask, cb, ctx, n, now);
 }
 
-/* The datagram fault injection held back, now. Its buffer stays busy until
-   this returns (no nested poll holds another: see take_received). */
-static void release_held(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb,
-                         void *ctx, int *n)
-{
-    size_t len = t->held_len;
-    t->held_len = 0;
-    take_dgram(t, t->held_src, t->held, len, lane_mask, cb, ctx, n);
-}
-
-/*
- * Fault injection decides what the channel sees of datagram i. Holding one
- * back happens only in the outermost poll: a nested one (a handler waiting
- * to reply) must not reuse the held buffer while the outer poll may still
- * be delivering from it.
- */
-static void take_received(struct fl_tp_ep *t, struct fl_dgram_in *in, unsigned lane_mask,
-                          fl_tp_recv_fn cb, void *ctx, int *n)
-{
-    enum fl_fault_action act = fl_fault_roll(&t->fault);
-    if (act == FL_FAULT_REORDER && t->depth > 1)
-        act = FL_FAULT_NONE;
-    switch (act) {
-    case FL_FAULT_DROP:
-        FL_COUNT(t->counters->faults_injected, 1);
-        return;
-    case FL_FAULT_DUP:
-        FL_COUNT(t->counters->faults_injected, 1);
-        take_dgram(t, in->src, in->buf, in->len, lane_mask, cb, ctx, n);
-        break;
-    case FL_FAULT_REORDER:
-        if (!t->held_len) { /* keep it until after the next one */
-            FL_COUNT(t->counters->faults_injected, 1);
-            memcpy(t->held, in->buf, in->len);
-            t->held_len = in->len;
-            t->held_src = in->src;
-            return;
-        }
-        break;
-    default:
-        break;
-    }
-    take_dgram(t, in->src, in->buf, in->len, lane_mask, cb, ctx, n);
-    if (t->held_len && t->depth == 1)
-        release_held(t, lane_mask, cb, ctx, n);
-}
-
 int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void *ctx,
                  int budget)
 {
@@ -1013,9 +951,7 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
         int got = t->ops->recv(t->d, t->depth, &in);
         t->depth++;
         for (int i = 0; i < got; i++)
-            take_received(t, &in[i], lane_mask, cb, ctx, &n);
-        if (got <= 0 && t->held_len && t->depth == 1) /* nothing came: let it in */
-            release_held(t, lane_mask, cb, ctx, &n);
+            take_dgram(t, in[i].src, in[i].buf, in[i].len, lane_mask, cb, ctx, &n);
         t->depth--;
         if (got > 0)
             t->idle_polls = CLOCK_EVERY; /* traffic: look at the timers next */
@@ -1047,7 +983,7 @@ bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask)
         timerfd_settime(t->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
         t->timer_set = t->next_timer;
     }
-    if (t->held_len != 0 || t->nrelease != 0)
+    if (t->nrelease != 0)
         return true;
     /* A datagram that came in since the last poll is work now: say so,
        rather than let the caller sleep on a descriptor readable already. */
@@ -1155,7 +1091,6 @@ void fl_chan_close(struct fl_tp_ep *t)
         free(t->peers);
     }
     free(t->sendq);
-    free(t->held);
     if (t->epfd >= 0)
         close(t->epfd);
     if (t->timerfd >= 0)

@@ -21,8 +21,9 @@
  *    which the peer is reported down and what it never acknowledged comes
  *    back as returned messages.
  *
- * Fault injection (FLIT_DROP_RATE, FLIT_DUP_RATE, FLIT_REORDER_RATE) acts on
- * received datagrams, below everything above.
+ * Fault injection (FLIT_DROP_RATE, FLIT_DUP_RATE, FLIT_REORDER_RATE) is not
+ * the channel's: it is a datagram transport of its own (transport/fault),
+ * composed under the channel in src/flit.c when a rate is set.
  */
 #ifndef FL_CHANNEL_CHANNEL_H
 #define FL_CHANNEL_CHANNEL_H

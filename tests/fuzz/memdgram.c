@@ -12,6 +12,7 @@
 #include "core/packet.h"
 #include "fuzz.h"
 #include "platform/le.h"
+#include "transport/fault/fault.h"
 #include "util/config.h"
 
 #define QCAP 64u
@@ -183,6 +184,17 @@ unsigned memdgram_setup(uint8_t setup)
     return setup & ~(unsigned)mask;
 }
 
+/* The memory transport under the seeded fault interposer, as src/flit.c
+   composes UDP under it when a FLIT_*_RATE is set. */
+static struct fl_fault_params faults;
+
+static flit_status faulty_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
+{
+    return fl_fault_open(&mem_ops, &faults, a, out);
+}
+
+static const struct fl_dgram_ops faulty_ops = FL_FAULT_DGRAM("memory", faulty_open);
+
 static void saw_down(void *ctx, uint32_t rank, flit_status reason)
 {
     (void)ctx, (void)rank, (void)reason;
@@ -199,10 +211,12 @@ struct fl_tp_ep *memdgram_open(unsigned setup)
         FUZZ_CHECK(mem.fd >= 0);
         configured = true;
     }
-    fl_cfg.drop_ppm = setup & FUZZ_SETUP_DROP ? 200000 : 0;
-    fl_cfg.dup_ppm = setup & FUZZ_SETUP_DUP ? 333333 : 0;
-    fl_cfg.reorder_ppm = setup & FUZZ_SETUP_REORDER ? 500000 : 0;
-    fl_cfg.fault_seed = 1;
+    faults = (struct fl_fault_params){
+        .seed = 1,
+        .drop_ppm = setup & FUZZ_SETUP_DROP ? 200000 : 0,
+        .dup_ppm = setup & FUZZ_SETUP_DUP ? 333333 : 0,
+        .reorder_ppm = setup & FUZZ_SETUP_REORDER ? 500000 : 0,
+    };
     mem.mtu = setup & FUZZ_SETUP_SMALL_MTU ? 1472 : 65507;
     mem.head = mem.tail = 0;
     mem.have_key = false;
@@ -219,7 +233,8 @@ struct fl_tp_ep *memdgram_open(unsigned setup)
                                 .counters = &mem.counters,
                                 .peer_down = saw_down};
     struct fl_tp_ep *t;
-    FUZZ_CHECK(fl_chan_open(&mem_ops, &a, &t) == FLIT_OK);
+    bool faulty = faults.drop_ppm || faults.dup_ppm || faults.reorder_ppm;
+    FUZZ_CHECK(fl_chan_open(faulty ? &faulty_ops : &mem_ops, &a, &t) == FLIT_OK);
     uint8_t blob[16] = {0};
     size_t blen = sizeof blob;
     FUZZ_CHECK(fl_chan_address(t, blob, &blen) == FLIT_OK);
