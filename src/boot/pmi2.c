@@ -51,10 +51,12 @@ static bool pmi2_detect(void)
     return !getenv(FL_ENV_BOOT) && getenv("PMI_FD");
 }
 
-static int write_all(const char *p, size_t len)
+/* Writes (or reads) all of p on the blocking fd. 0, or -errno (-EPIPE: the
+   launcher closed it). */
+static int io_all(bool writing, char *p, size_t len)
 {
     while (len > 0) {
-        ssize_t n = write(p2.fd, p, len);
+        ssize_t n = writing ? write(p2.fd, p, len) : read(p2.fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -65,18 +67,14 @@ static int write_all(const char *p, size_t len)
     return 0;
 }
 
+static int write_all(const char *p, size_t len)
+{
+    return io_all(true, (char *)p, len);
+}
+
 static int read_all(char *p, size_t len)
 {
-    while (len > 0) {
-        ssize_t n = read(p2.fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EPIPE;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    return io_all(false, p, len);
 }
 
 static flit_status lost(const char *cmd, int err)

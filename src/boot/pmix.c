@@ -43,7 +43,7 @@ static bool pmix_detect(void)
         return false;
     if (getenv("PMIX_NAMESPACE") || getenv("PMIX_RANK"))
         return true;
-    for (char **e = environ; *e; e++)
+    for (char **e = environ; e && *e; e++) /* clearenv() leaves it NULL */
         if (strncmp(*e, "PMIX_SERVER_URI", 15) == 0)
             return true;
     return false;

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The fake PMI-2 launcher: see pmi2_fake.h. */
+#include "pmi2_fake.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "boot/pmi2_wire.h"
+
+int pmi2_fake_init(struct pmi2_fake *f, unsigned n, enum pmi2_fault fault)
+{
+    memset(f, 0, sizeof *f);
+    if (n == 0 || n > PMI2_FAKE_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    f->n = n;
+    f->fault = fault;
+    for (unsigned r = 0; r < n; r++) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+            return -1;
+        f->server[r] = sv[0];
+        f->client[r] = sv[1];
+    }
+    return 0;
+}
+
+int pmi2_fake_client_fd(struct pmi2_fake *f, unsigned r)
+{
+    return f->client[r];
+}
+
+void pmi2_fake_close_clients(struct pmi2_fake *f)
+{
+    for (unsigned r = 0; r < f->n; r++) {
+        if (f->client[r] >= 0)
+            close(f->client[r]);
+        f->client[r] = -1;
+    }
+}
+
+void pmi2_fake_free(struct pmi2_fake *f)
+{
+    pmi2_fake_close_clients(f);
+    for (unsigned r = 0; r < f->n; r++) {
+        if (f->server[r] >= 0)
+            close(f->server[r]);
+        free(f->in[r]);
+    }
+    for (size_t i = 0; i < f->nkv; i++) {
+        free(f->kv[i].key);
+        free(f->kv[i].val);
+    }
+    free(f->kv);
+}
+
+static int broke(struct pmi2_fake *f, unsigned r, const char *fmt, ...)
+{
+    int at = snprintf(f->error, sizeof f->error, "rank %u: ", r);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->error + at, sizeof f->error - (size_t)at, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void send_raw(struct pmi2_fake *f, unsigned r, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t k = send(f->server[r], p, len, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return; /* the rank is gone: it finds out by itself */
+        p += k;
+        len -= (size_t)k;
+    }
+}
+
+/* Sends a response made of pairs (key, value, ..., NULL). */
+static void respond(struct pmi2_fake *f, unsigned r, ...)
+{
+    const char *kv[2 * 16];
+    unsigned n = 0;
+    va_list ap;
+    va_start(ap, r);
+    for (const char *k; n < 16 && (k = va_arg(ap, const char *));) {
+        kv[2 * n] = k;
+        kv[2 * n + 1] = va_arg(ap, const char *);
+        n++;
+    }
+    va_end(ap);
+    static char frame[FL_PMI2_HDR + FL_PMI2_MAX_BODY];
+    long len = fl_pmi2_encode(frame, sizeof frame, kv, n);
+    if (len > 0)
+        send_raw(f, r, frame, (size_t)len);
+}
+
+static const char *lookup(struct pmi2_fake *f, const char *key)
+{
+    for (size_t i = 0; i < f->nkv; i++)
+        if (strcmp(f->kv[i].key, key) == 0)
+            return f->kv[i].val;
+    return NULL;
+}
+
+static int store(struct pmi2_fake *f, const char *key, const char *val)
+{
+    if (lookup(f, key))
+        return -1; /* flit puts every key once */
+    struct pmi2_fake_kv *kv = realloc(f->kv, (f->nkv + 1) * sizeof *kv);
+    if (!kv)
+        return -1;
+    f->kv = kv;
+    kv[f->nkv].key = strdup(key);
+    kv[f->nkv].val = strdup(val);
+    f->nkv++;
+    return 0;
+}
+
+static void fullinit(struct pmi2_fake *f, unsigned r, const struct fl_pmi2_msg *m)
+{
+    char rank[16], size[16];
+    unsigned say = r;
+    if (f->fault == PMI2_FAULT_RANK_RANGE)
+        say = f->n;
+    else if (f->fault == PMI2_FAULT_RANK_OTHER)
+        say = (r + 1) % f->n;
+    snprintf(rank, sizeof rank, "%u", say);
+    snprintf(size, sizeof size, "%u", f->n);
+    (void)m;
+    if (f->fault == PMI2_FAULT_BAD_LENGTH)
+        send_raw(f, r, "abcdef", 6);
+    else if (f->fault == PMI2_FAULT_GARBLED)
+        send_raw(f, r, "27    cmd=fullinit-response;rank;", 33);
+    else if (f->fault == PMI2_FAULT_RC)
+        respond(f, r, "cmd", "fullinit-response", "rc", "14", "errmsg",
+                "no such rank; go away", NULL);
+    else
+        respond(f, r, "cmd", "fullinit-response", "pmi-version", "2", "pmi-subversion",
+                "0", "rank", rank, "size", size, "appnum", "0", "debugged", "FALSE",
+                "pmiverbose", "FALSE", "rc", "0", NULL);
+}
+
+/* Everyone waiting in the fence gets its answer once all ranks are in. */
+static void fence(struct pmi2_fake *f, unsigned r)
+{
+    if (f->fault == PMI2_FAULT_CLOSE_AT_FENCE) {
+        shutdown(f->server[r], SHUT_RDWR);
+        return;
+    }
+    f->fenced[r] = true;
+    for (unsigned i = 0; i < f->n; i++)
+        if (!f->fenced[i])
+            return;
+    for (unsigned i = 0; i < f->n; i++) {
+        f->fenced[i] = false;
+        respond(f, i, "cmd", "kvs-fence-response", "rc", "0", NULL);
+    }
+    f->fences++;
+}
+
+static void get(struct pmi2_fake *f, unsigned r, const char *key)
+{
+    const char *val = f->fault == PMI2_FAULT_NO_KEY ? NULL : lookup(f, key);
+    char bad[FL_PMI2_VALLEN + 1];
+    /* flit.R.r.i: a chunk of a blob; flit.R.r: its length. */
+    int dots = 0;
+    for (const char *p = key; *p; p++)
+        dots += *p == '.';
+    if (val && f->fault == PMI2_FAULT_BAD_HEX && dots == 3) {
+        snprintf(bad, sizeof bad, "%s", val);
+        bad[0] = 'g';
+        val = bad;
+    } else if (val && f->fault == PMI2_FAULT_BAD_BLOB_LEN && dots == 2 &&
+               strcmp(key, "flit.job") != 0) {
+        val = "12x";
+    }
+    if (val)
+        respond(f, r, "cmd", "kvs-get-response", "found", "TRUE", "value", val, "rc", "0",
+                NULL);
+    else
+        respond(f, r, "cmd", "kvs-get-response", "found", "FALSE", "rc", "0", NULL);
+}
+
+static int command(struct pmi2_fake *f, unsigned r, const char *body, size_t len)
+{
+    static struct fl_pmi2_msg m;
+    if (fl_pmi2_decode(body, len, &m) != 0)
+        return broke(f, r, "a malformed command: %.*s", (int)len, body);
+    const char *cmd = m.pair[0].val, *key = fl_pmi2_get(&m, "key");
+    if (strcmp(cmd, "fullinit") == 0) {
+        const char *pr = fl_pmi2_get(&m, "pmirank");
+        if (!pr || strtoul(pr, NULL, 10) != r || !fl_pmi2_get(&m, "threaded"))
+            return broke(f, r, "fullinit without pmirank=%u or threaded", r);
+        fullinit(f, r, &m);
+    } else if (strcmp(cmd, "job-getid") == 0) {
+        respond(f, r, "cmd", "job-getid-response", "jobid", "fake;job=1", "rc", "0",
+                NULL);
+    } else if (strcmp(cmd, "kvs-put") == 0) {
+        const char *val = fl_pmi2_get(&m, "value");
+        if (!key || !val || strlen(val) > 1023 || store(f, key, val) != 0)
+            return broke(f, r, "a bad kvs-put of %s", key ? key : "(no key)");
+        respond(f, r, "cmd", "kvs-put-response", "rc", "0", NULL);
+    } else if (strcmp(cmd, "kvs-fence") == 0) {
+        fence(f, r);
+    } else if (strcmp(cmd, "kvs-get") == 0) {
+        const char *job = fl_pmi2_get(&m, "jobid");
+        if (!key || !job || strcmp(job, "fake;job=1") != 0)
+            return broke(f, r, "kvs-get without key, or with another jobid");
+        get(f, r, key);
+    } else if (strcmp(cmd, "finalize") == 0) {
+        f->finalized[r] = true;
+        respond(f, r, "cmd", "finalize-response", "rc", "0", NULL);
+    } else {
+        return broke(f, r, "an unknown command %s", cmd);
+    }
+    return 0;
+}
+
+static int handshake(struct pmi2_fake *f, unsigned r, const char *line, size_t len)
+{
+    struct fl_pmi2_msg *m = malloc(sizeof *m);
+    const char *v;
+    int ok = m && fl_pmi2_line_decode(line, len, m) == 0 &&
+             strcmp(m->pair[0].val, "init") == 0 && (v = fl_pmi2_get(m, "pmi_version")) &&
+             strcmp(v, "2") == 0;
+    free(m);
+    if (!ok)
+        return broke(f, r, "a bad handshake: %.*s", (int)len, line);
+    if (f->fault == PMI2_FAULT_NOT_PMI2) {
+        static const char one[] =
+            "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n";
+        send_raw(f, r, one, sizeof one - 1);
+    } else {
+        static const char two[] =
+            "cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0\n";
+        send_raw(f, r, two, sizeof two - 1);
+    }
+    f->pmi2[r] = true;
+    return 0;
+}
+
+/* Handles every whole message in rank r's input. */
+static int drain(struct pmi2_fake *f, unsigned r)
+{
+    size_t at = 0;
+    int rc = 0;
+    while (rc == 0) {
+        char *p = f->in[r] + at;
+        size_t left = f->inlen[r] - at;
+        if (!f->pmi2[r]) {
+            char *nl = memchr(p, '\n', left);
+            if (!nl)
+                break;
+            rc = handshake(f, r, p, (size_t)(nl - p));
+            at += (size_t)(nl - p) + 1;
+            continue;
+        }
+        if (left < FL_PMI2_HDR)
+            break;
+        long len = fl_pmi2_frame_len(p);
+        if (len < 0)
+            return broke(f, r, "a bad frame length \"%.6s\"", p);
+        if (left < FL_PMI2_HDR + (size_t)len)
+            break;
+        rc = command(f, r, p + FL_PMI2_HDR, (size_t)len);
+        at += FL_PMI2_HDR + (size_t)len;
+    }
+    memmove(f->in[r], f->in[r] + at, f->inlen[r] - at);
+    f->inlen[r] -= at;
+    return rc;
+}
+
+static int receive(struct pmi2_fake *f, unsigned r)
+{
+    char *in = realloc(f->in[r], f->inlen[r] + 65536);
+    if (!in)
+        return broke(f, r, "out of memory");
+    f->in[r] = in;
+    ssize_t k = recv(f->server[r], in + f->inlen[r], 65536, 0);
+    if (k < 0 && errno == EINTR)
+        return 0;
+    if (k <= 0) {
+        close(f->server[r]);
+        f->server[r] = -1;
+        return 0;
+    }
+    f->inlen[r] += (size_t)k;
+    return drain(f, r);
+}
+
+int pmi2_fake_serve(struct pmi2_fake *f, int timeout_ms)
+{
+    for (;;) {
+        struct pollfd pfd[PMI2_FAKE_MAX];
+        unsigned who[PMI2_FAKE_MAX], n = 0;
+        for (unsigned r = 0; r < f->n; r++) {
+            if (f->server[r] < 0)
+                continue;
+            pfd[n] = (struct pollfd){.fd = f->server[r], .events = POLLIN};
+            who[n++] = r;
+        }
+        if (n == 0)
+            return 0;
+        int k = poll(pfd, n, timeout_ms);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            snprintf(f->error, sizeof f->error, "nothing from the ranks in %d ms",
+                     timeout_ms);
+            return -1;
+        }
+        for (unsigned i = 0; i < n; i++)
+            if (pfd[i].revents && receive(f, who[i]) != 0)
+                return -1;
+    }
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The PMI-2 launcher (src/boot/pmi2.c) against a fake launcher that speaks
+ * the server's side over a socketpair per rank (pmi2_fake.h): each rank is
+ * a child process that finds PMI_FD, PMI_RANK, PMI_SIZE and PMI_JOBID as
+ * srun --mpi=pmi2 leaves them.
+ *
+ * Proves: the pmi2 launcher is chosen, agrees with the launcher on rank and
+ * size, and gives every rank the same job id; allgathers return every
+ * rank's blob in rank order with its exact length, for lengths around the
+ * size of one PMI-2 value (empty, one byte, one value, one more, many
+ * values) over many rounds; values with ';' and '=' cross the wire
+ * escaped; finalize is sent. Every fault of the launcher's (not PMI-2, a
+ * garbled length or answer, an error code, a rank out of range or not the
+ * one PMI_RANK says, a hang-up in the fence, missing keys, bad hex, a bad
+ * blob length) is exactly FLIT_ERR_BOOT with a message saying what was
+ * wrong, on every rank, never a crash or a hang.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "boot/boot.h"
+#include "child.h"
+#include "pmi2_fake.h"
+#include "test.h"
+
+#define CHUNK 500 /* blob bytes per PMI-2 value (pmi2.c) */
+
+static const size_t lens[] = {0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 7 * CHUNK + 3, 16};
+#define NLENS (sizeof lens / sizeof lens[0])
+
+struct rank_arg {
+    struct pmi2_fake *f;
+    unsigned rank;
+};
+
+static uint8_t byte_of(unsigned rank, unsigned round, size_t i)
+{
+    return (uint8_t)(rank * 31 + round * 7 + i * 13 + (i >> 8));
+}
+
+/* Every round's blobs, checked. FLIT_OK or the first failure. */
+static flit_status exchange(const struct fl_boot_info *info)
+{
+    uint8_t buf[8 * CHUNK];
+    for (unsigned round = 0; round < 2 * NLENS; round++) {
+        size_t len = lens[(info->rank + round) % NLENS];
+        for (size_t i = 0; i < len; i++)
+            buf[i] = byte_of(info->rank, round, i);
+        struct fl_blobs *all;
+        flit_status st = fl_boot_allgather(buf, len, &all);
+        if (st != FLIT_OK)
+            return st;
+        if (all->n != info->size)
+            return 101;
+        for (uint32_t r = 0; r < all->n; r++) {
+            if (all->len[r] != lens[(r + round) % NLENS])
+                return 102;
+            for (size_t i = 0; i < all->len[r]; i++)
+                if (all->blob[r][i] != byte_of(r, round, i))
+                    return 103;
+        }
+        fl_blobs_free(all);
+    }
+    struct fl_blobs *ids;
+    flit_status st = fl_boot_allgather(&info->job_id, sizeof info->job_id, &ids);
+    if (st != FLIT_OK)
+        return st;
+    for (uint32_t r = 0; r < ids->n; r++)
+        if (ids->len[r] != 8 || memcmp(ids->blob[r], &info->job_id, 8) != 0)
+            return 104;
+    fl_blobs_free(ids);
+    return FLIT_OK;
+}
+
+static int run_rank(void *arg)
+{
+    struct rank_arg *a = arg;
+    char fd[16], rank[16], size[16];
+    snprintf(fd, sizeof fd, "%d", pmi2_fake_client_fd(a->f, a->rank));
+    snprintf(rank, sizeof rank, "%u", a->rank);
+    snprintf(size, sizeof size, "%u", a->f->n);
+    for (unsigned r = 0; r < a->f->n; r++)
+        close(a->f->server[r]);
+    clearenv();
+    setenv("PMI_FD", fd, 1);
+    setenv("PMI_RANK", rank, 1);
+    setenv("PMI_SIZE", size, 1);
+    setenv("PMI_JOBID", "17.0", 1);
+    /* The client ends stay open in the child: it must not need them closed. */
+    struct fl_boot_info info = {0};
+    flit_status st = fl_boot_open(&info);
+    if (st != FLIT_OK)
+        return st;
+    if (strcmp(info.launcher, "pmi2") != 0 || info.rank != a->rank ||
+        info.size != a->f->n)
+        return 105;
+    st = exchange(&info);
+    fl_boot_close(st == FLIT_OK);
+    return st;
+}
+
+struct fault_case {
+    enum pmi2_fault fault;
+    const char *name, *said;
+};
+
+static const struct fault_case faults[] = {
+    {PMI2_FAULT_NONE, "no fault", NULL},
+    {PMI2_FAULT_NOT_PMI2, "not PMI-2", "does not speak PMI-2"},
+    {PMI2_FAULT_BAD_LENGTH, "bad frame length", "no valid length (\"abcdef\")"},
+    {PMI2_FAULT_GARBLED, "garbled answer", "answer is malformed"},
+    {PMI2_FAULT_RC, "error code", "rc=14: no such rank; go away"},
+    {PMI2_FAULT_RANK_RANGE, "rank out of range", "rank=3 in the launcher's answer"},
+    {PMI2_FAULT_RANK_OTHER, "another rank", "PMI_RANK says"}, /* 3 ranks: differs */
+    {PMI2_FAULT_CLOSE_AT_FENCE, "hang-up in the fence", "closed by the launcher"},
+    {PMI2_FAULT_NO_KEY, "missing key", "is not in the job's key-value space"},
+    {PMI2_FAULT_BAD_HEX, "bad hex", "bytes in hex"},
+    {PMI2_FAULT_BAD_BLOB_LEN, "bad blob length", "blob length of \"12x\""},
+};
+
+static int run_fault(const struct fault_case *fc, unsigned n)
+{
+    struct pmi2_fake f;
+    CHECK(pmi2_fake_init(&f, n, fc->fault) == 0);
+    struct child ch[PMI2_FAKE_MAX];
+    struct rank_arg args[PMI2_FAKE_MAX];
+    for (unsigned r = 0; r < n; r++) {
+        args[r] = (struct rank_arg){&f, r};
+        CHECK(child_start(&ch[r], run_rank, &args[r]) == 0);
+    }
+    pmi2_fake_close_clients(&f);
+    int served = pmi2_fake_serve(&f, 60000);
+    int failed = 0;
+    flit_status want = fc->fault == PMI2_FAULT_NONE ? FLIT_OK : FLIT_ERR_BOOT;
+    for (unsigned r = 0; r < n; r++) {
+        int code = child_wait(&ch[r]);
+        bool ok = code == (int)want && (!fc->said || strstr(ch[r].text, fc->said));
+        if (want == FLIT_OK && (!f.finalized[r] || ch[r].len))
+            ok = false;
+        if (!ok) {
+            printf(
+                "FAILED: %s, %u ranks: rank %u exited %d, expected %s%s%s; stderr:\n%s\n",
+                fc->name, n, r, code, flit_status_name(want), fc->said ? " saying " : "",
+                fc->said ? fc->said : "", ch[r].text);
+            failed = 1;
+        }
+    }
+    if (served != 0) {
+        printf("FAILED: %s: the fake launcher: %s\n", fc->name, f.error);
+        failed = 1;
+    }
+    if (!failed)
+        printf("ok: %s, %u ranks\n", fc->name, n);
+    pmi2_fake_free(&f);
+    return failed;
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int failed = 0;
+    for (unsigned n = 1; n <= 4; n++)
+        failed |= run_fault(&faults[0], n);
+    for (size_t i = 1; i < sizeof faults / sizeof faults[0]; i++)
+        failed |= run_fault(&faults[i], 3);
+    return failed;
+}
