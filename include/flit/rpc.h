@@ -245,7 +245,10 @@ FLIT_API flit_status flit_rpc_test(flit_rpc_call_t **call, int *done,
  * Waits up to timeout_us (< 0: until the call completes) and, when the call
  * completed, ends it as test does. FLIT_ERR_AGAIN when the wait's own time
  * ran out with the call still going (the handle stays valid; the call's
- * own timeout, by contrast, completes it with FLIT_ERR_TIMEOUT).
+ * own timeout, by contrast, completes it with FLIT_ERR_TIMEOUT). Inside a
+ * procedure that may block, the wait parks it until the call completes:
+ * timeout_us is not heeded there, and the call's own timeout is seen only
+ * when something wakes the procedure.
  */
 FLIT_API flit_status flit_rpc_wait(flit_rpc_call_t **call, int64_t timeout_us,
                                    flit_rpc_result_t *result);
