@@ -6,7 +6,7 @@
  *
  *   fuzz_seeds DIR   ->  DIR/chan_decode/, DIR/am_decode/, DIR/chan_recv/,
  *                        DIR/chan_order/, DIR/stream_decode/, DIR/rma_decode/,
- *                        DIR/boot_frames/
+ *                        DIR/boot_frames/, DIR/pmi2_decode/
  */
 #include <errno.h>
 #include <stdio.h>
@@ -590,6 +590,25 @@ static void boot_seeds(void)
     save("boot_frames", "cut-short", f.buf, f.len);
 }
 
+/* What srun --mpi=pmi2 answers, with the reader's byte in front. */
+static void pmi2_seeds(void)
+{
+    static const char *const seeds[][2] = {
+        {"len", "\00030    "},
+        {"len-bad", "\0003 0   "},
+        {"fullinit", "\001cmd=fullinit-response;pmi-version=2;pmi-subversion=0;rank=1;"
+                     "size=4;appnum=0;spawner-jobid=5.0;debugged=FALSE;pmiverbose=FALSE;"
+                     "rc=0;"},
+        {"get", "\001cmd=kvs-get-response;found=TRUE;value=00ff;;=x;rc=0;"},
+        {"get-cut", "\001cmd=kvs-get-response;found=TRUE;value=a;;"},
+        {"init", "\002cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0"},
+        {"init-space", "\002cmd=response_to_init  rc=0 "},
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
+        save("pmi2_decode", seeds[i][0], (const uint8_t *)seeds[i][1],
+             strlen(seeds[i][1] + 1) + 1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -608,5 +627,6 @@ int main(int argc, char **argv)
     stream_seeds();
     rma_seeds();
     boot_seeds();
+    pmi2_seeds();
     return 0;
 }
