@@ -120,6 +120,49 @@ link() {
     echo "ok: $comp $* against $lib: runs alone and under flitrun"
 }
 
+# compat: the compatibility libraries installed as users take them: each
+# header alone as C (and C++ when CXX is given), each library exporting its
+# API's names only, a program each built through pkg-config (flit-NAME) and
+# through find_package(flit) (flit::NAME), run under flitrun; the AMUDP one
+# also started AMUDP's way, `prog 2 L`.
+compat_libs="amudp:AM_|_AM_|AMUDP_ fm:FM_"
+compat() {
+    cc=$1 cxx=${2:-}
+    for entry in $compat_libs; do
+        lib=${entry%%:*} names=${entry#*:}
+        [ -e "$prefix/lib/pkgconfig/flit-$lib.pc" ] || fail "flit-$lib.pc not installed"
+        extra=$(nm -D --defined-only "$prefix/lib/libflit-$lib.so" |
+            awk '$2 != "A" {print $3}' | grep -Ev "^($names)" || true)
+        [ -z "$extra" ] || fail "libflit-$lib.so exports more than its API: $extra"
+        # shellcheck disable=SC2046 # pkg-config's words
+        "$cc" -std=c11 -Wall -Wextra -Werror -o "$work/${lib}_pc" "$src/compat_$lib.c" \
+            -x none $(pkg-config --cflags --libs "flit-$lib") -Wl,-rpath,"$libdir" ||
+            fail "a flit-$lib program through pkg-config"
+        "$prefix/bin/flitrun" -n 2 --timeout 60 "$work/${lib}_pc" >/dev/null ||
+            fail "flitrun -n 2 ${lib}_pc"
+    done
+    for h in "$prefix"/include/flit/compat/*.h; do
+        printf '#include <%s>\n#include <%s>\nint compat_header_check;\n' "${h##*/}" \
+            "${h##*/}" >"$work/compat.c"
+        "$cc" -std=c11 -Wall -Wextra -Werror -pedantic -I"$prefix/include/flit/compat" \
+            -I"$prefix/include" -c "$work/compat.c" -o "$work/compat.o" ||
+            fail "<${h##*/}> does not compile as C"
+        [ -z "$cxx" ] || "$cxx" -x c++ -std=c++11 -Wall -Wextra -Werror -pedantic \
+            -I"$prefix/include/flit/compat" -I"$prefix/include" -c "$work/compat.c" \
+            -o "$work/compat.o" || fail "<${h##*/}> does not compile as C++"
+    done
+    AMUDP_FLITRUN="$prefix/bin/flitrun" "$work/amudp_pc" 2 L >/dev/null ||
+        fail "amudp_pc 2 L (AMUDP's own start-up)"
+    cmake -S "$src/compat_project" -B "$work/cproj" -DCMAKE_PREFIX_PATH="$prefix" \
+          -DCMAKE_C_COMPILER="$cc" -DSRC="$src" >/dev/null
+    cmake --build "$work/cproj" >/dev/null
+    for entry in $compat_libs; do
+        "$prefix/bin/flitrun" -n 2 --timeout 60 "$work/cproj/${entry%%:*}_cmake" \
+            >/dev/null || fail "flitrun -n 2 ${entry%%:*}_cmake (find_package)"
+    done
+    echo "ok: compat libraries (${compat_libs}): headers, exports, pkg-config, find_package"
+}
+
 case $mode in
 tree)
     soname=$(readelf -d "$prefix/lib/libflit.so" | sed -n 's/.*SONAME.*\[\(.*\)\].*/\1/p')
@@ -164,6 +207,7 @@ tree)
     run "$work/user/bin/user_c"
     run "$work/user/bin/user_c_static"
     echo "ok: find_package(flit): flit::flit and flit::flit_static, built and installed"
+    compat "$cc"
     ;;
 cxx)
     headers cxx "$cxx" -x c++ -std=c++11
@@ -175,6 +219,7 @@ cxx)
     cmake --install "$work/proj" --prefix "$work/user" >/dev/null
     run "$work/user/bin/user_cxx"
     echo "ok: find_package(flit) from C++, built and installed"
+    compat cc "$cxx"
     ;;
 compilers)
     headers c "$cc" -std=c11
