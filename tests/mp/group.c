@@ -57,6 +57,7 @@ struct gstate {
     flit_group_t *g;
     uint32_t id;
     bool member;
+    uint32_t lo, hi; /* the members: ranks lo .. hi-1 */
     struct log log;
 };
 
@@ -260,9 +261,8 @@ static bool all_data_in(struct gstate *gs, unsigned ng)
         if (deaths.view_at[d] == 0)
             return false;
     for (unsigned i = 0; i < ng; i++)
-        for (uint32_t r = 0; gs[i].member && r < gs[i].log.nranks; r++)
-            if (!is_dead(r, false) && gs[i].log.next_k[r] < gs[i].log.count &&
-                gs[i].log.next_k[r] != UINT64_MAX)
+        for (uint32_t r = gs[i].lo; gs[i].member && r < gs[i].hi; r++)
+            if (!is_dead(r, false) && gs[i].log.next_k[r] < gs[i].log.count)
                 return false;
     return true;
 }
@@ -289,7 +289,7 @@ int main(int argc, char **argv)
     bool two = mp_arg_flag(argc, argv, "--two"),
          subset = mp_arg_flag(argc, argv, "--subset");
     bool seq_last = mp_arg_flag(argc, argv, "--seq-last");
-    uint64_t kill_after = mp_arg_u64(argc, argv, "--kill-after", 0);
+    uint64_t kill_after = test_scaled(mp_arg_u64(argc, argv, "--kill-after", 0));
     uint64_t kill1 = mp_arg_u64(argc, argv, "--kill", UINT64_MAX);
     uint64_t kill2 = mp_arg_u64(argc, argv, "--kill2", UINT64_MAX);
     if (kill1 < n)
@@ -320,6 +320,8 @@ int main(int argc, char **argv)
         for (uint32_t r = hi; r-- > lo;) /* in descending order: any order goes */
             list[k++] = flit_rank(r);
         gs[i].id = 100 + i;
+        gs[i].lo = lo;
+        gs[i].hi = hi;
         gs[i].member = me >= lo && me < hi;
         members_n[i] = k;
         struct log *l = &gs[i].log;
