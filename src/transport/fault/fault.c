@@ -208,7 +208,7 @@ static void set_ready(struct fl_dgram *f)
     if (waiting && !f->signalled)
         f->signalled = write(f->evfd, &v, sizeof v) == (ssize_t)sizeof v;
     else if (!waiting && f->signalled)
-        f->signalled = !(read(f->evfd, &v, sizeof v) == (ssize_t)sizeof v);
+        f->signalled = read(f->evfd, &v, sizeof v) < 0 && errno == EINTR; /* drained */
     if (due != f->timer_due) {
         struct itimerspec its = {0};
         its.it_value.tv_sec = (time_t)(due / 1000000000u);
