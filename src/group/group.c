@@ -421,8 +421,10 @@ static void drain(struct flit_groups *gs)
         unlock(gs);
         flit_status st = out_send(gs, o, more);
         lock(gs);
-        if (st == FLIT_ERR_AGAIN) {
-            if (o->g && o->msg)
+        /* No room; or a send of the program's made from a handler of
+           another layer: the progress listener sends it after the pass. */
+        if (st == FLIT_ERR_AGAIN || st == FLIT_ERR_IN_HANDLER) {
+            if (o->g && o->msg && st == FLIT_ERR_AGAIN)
                 o->g->forward_waits++;
             o->next = gs->out_head;
             gs->out_head = o;
