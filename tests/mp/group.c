@@ -29,10 +29,13 @@
  *                messages are delivered; a small window proves credits come
  *                back (a sender starved after the churn would hang). Run
  *                under flitrun --keep-going with a small FLIT_PEER_TIMEOUT.
+ *  --progress-thread  a thread-safe endpoint served by a progress thread:
+ *                deliveries run there while the main thread sends
  * Every member checks that the bytes it held for a group never passed the
  * group's buffer_bound.
  */
 #include <flit/group.h>
+#include <pthread.h>
 #include <signal.h>
 
 #include "mp.h"
@@ -72,6 +75,10 @@ struct deaths {
 
 static struct deaths deaths;
 
+/* What the handlers write and the main thread reads (a progress thread
+   runs the handlers with --progress-thread). */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
 static int victim_index(uint32_t rank)
 {
     for (unsigned i = 0; i < deaths.nvictims; i++)
@@ -86,17 +93,21 @@ static void on_down(flit_ep_t *ep, flit_rank_t peer, flit_status reason, void *u
     int v = victim_index(peer.idx);
     if (v < 0)
         FAIL("rank %u reported down, but it was not killed", peer.idx);
+    pthread_mutex_lock(&mu);
     deaths.down_at[v] = mp_now();
+    pthread_mutex_unlock(&mu);
 }
 
 static void on_view(flit_group_t *g, flit_rank_t left, void *user)
 {
     (void)g, (void)user;
     int v = victim_index(left.idx);
+    pthread_mutex_lock(&mu);
     if (v < 0 || deaths.view_at[v] != 0)
         FAIL("view change naming rank %u: not killed, or named twice", left.idx);
     deaths.view_at[v] = mp_now();
     deaths.views++;
+    pthread_mutex_unlock(&mu);
 }
 
 /* What was in flight to a rank that died comes back: that is all that may. */
@@ -159,7 +170,16 @@ static void take_digest(struct log *l, flit_group_msg_t *m, uint32_t src)
     l->digests++;
 }
 
+static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *user);
+
 static void on_deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *user)
+{
+    pthread_mutex_lock(&mu);
+    deliver(g, m, total, user);
+    pthread_mutex_unlock(&mu);
+}
+
+static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *user)
 {
     struct gstate *gst = user;
     struct log *l = &gst->log;
@@ -221,8 +241,10 @@ static void send_one(struct gstate *gst, uint64_t k, uint8_t *buf, uint64_t *rng
 static void send_digest(struct gstate *gst)
 {
     uint8_t d[DIGEST_LEN] = "DIGEST";
+    pthread_mutex_lock(&mu);
     memcpy(d + 8, &gst->log.delivered, 8);
     memcpy(d + 16, &gst->log.hash, 8);
+    pthread_mutex_unlock(&mu);
     CHECK_OK(flit_group_send(gst->g, d, sizeof d));
 }
 
@@ -248,14 +270,16 @@ static void check_stats(struct gstate *gst, bool expect_stall)
     if (s.views != deaths.nvictims)
         FAIL("%llu view changes, %u deaths", (unsigned long long)s.views,
              deaths.nvictims);
+    pthread_mutex_lock(&mu);
     for (unsigned d = 0; d < deaths.nvictims; d++)
         printf("group %u: rank %u: %llu messages of rank %u delivered\n", gst->id,
                gst->log.me_rank, (unsigned long long)gst->log.next_k[deaths.victim[d]],
                deaths.victim[d]);
+    pthread_mutex_unlock(&mu);
 }
 
 /* Every message of every survivor is in, and every death was seen. */
-static bool all_data_in(struct gstate *gs, unsigned ng)
+static bool all_data_in_locked(struct gstate *gs, unsigned ng)
 {
     for (unsigned d = 0; d < deaths.nvictims; d++)
         if (deaths.view_at[d] == 0)
@@ -267,19 +291,33 @@ static bool all_data_in(struct gstate *gs, unsigned ng)
     return true;
 }
 
+static bool all_data_in(struct gstate *gs, unsigned ng)
+{
+    pthread_mutex_lock(&mu);
+    bool in = all_data_in_locked(gs, ng);
+    pthread_mutex_unlock(&mu);
+    return in;
+}
+
 static bool all_digests_in(struct gstate *gs, unsigned ng, const uint64_t *members)
 {
+    bool in = true;
+    pthread_mutex_lock(&mu);
     for (unsigned i = 0; i < ng; i++)
         if (gs[i].member && gs[i].log.digests < members[i] - deaths.nvictims)
-            return false;
-    return true;
+            in = false;
+    pthread_mutex_unlock(&mu);
+    return in;
 }
 
 int main(int argc, char **argv)
 {
     CHECK_OK(flit_init(NULL));
     flit_ep_t *ep;
-    CHECK_OK(flit_ep_create(NULL, &ep));
+    flit_ep_params_t ep_params = {.field_mask = FLIT_EP_PARAM_PROGRESS_THREAD,
+                                  .progress_thread =
+                                      mp_arg_flag(argc, argv, "--progress-thread")};
+    CHECK_OK(flit_ep_create(&ep_params, &ep));
     CHECK_OK(flit_am_set_returned_handler(ep, mp_returned_fail, NULL));
     uint32_t n = flit_job_size(), me = flit_job_rank().idx;
     uint64_t count = test_scaled(mp_arg_u64(argc, argv, "--count", 300));
@@ -371,10 +409,12 @@ int main(int argc, char **argv)
     }
     MP_WAIT(ep, all_data_in(gs, ng));
     for (unsigned d = 0; d < deaths.nvictims; d++) {
-        double late = deaths.view_at[d] - deaths.down_at[d];
+        pthread_mutex_lock(&mu);
+        double late = deaths.view_at[d] - deaths.down_at[d], down = deaths.down_at[d];
+        pthread_mutex_unlock(&mu);
         printf("group: rank %u: rank %u reported down, view without it %.3f s later\n",
                me, deaths.victim[d], late);
-        if (deaths.down_at[d] == 0 || late > 1.0)
+        if (down == 0 || late > 1.0)
             FAIL("the view without rank %u came %.3f s after its death was known",
                  deaths.victim[d], late);
     }
