@@ -43,6 +43,7 @@
 
 #include "bench_engine.h"
 #include "bench_rma.h"
+#include "bench_rpc.h"
 #include "bench_stats.h"
 #include "bench_util.h"
 
@@ -72,7 +73,8 @@ enum {
     SEC_RATE = 4,
     SEC_STREAM = 8,
     SEC_RMA = 16,
-    SEC_ALL = 31
+    SEC_RPC = 32, /* bench_rpc.c */
+    SEC_ALL = 63
 };
 
 struct opts {
@@ -121,7 +123,7 @@ static void usage(FILE *f)
             "  --max-size BYTES  largest message (default 4M; k, M, G suffixes)\n"
             "  --sizes LIST      these sizes only, e.g. 8,64k,1M (instead of 8 B\n"
             "                    doubling up to --max-size)\n"
-            "  --only SECTIONS   some of latency,bandwidth,rate,stream,rma\n"
+            "  --only SECTIONS   some of latency,bandwidth,rate,stream,rma,rpc\n"
             "  --no-baselines    flit's figures only (as under injected loss, where\n"
             "                    a raw baseline cannot run)\n"
             "  --percentiles     also time 8-byte short AM round trips one by one:\n"
@@ -152,16 +154,18 @@ static bool parse_sizes(const char *arg, struct opts *o)
 
 static bool parse_sections(const char *arg, unsigned *out)
 {
-    static const char *const name[] = {"latency", "bandwidth", "rate", "stream", "rma"};
+    static const char *const name[] = {"latency", "bandwidth", "rate",
+                                       "stream",  "rma",       "rpc"};
+    const unsigned count = sizeof name / sizeof *name;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", arg);
     *out = 0;
     char *save = NULL;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         unsigned i = 0;
-        while (i < 5 && strcmp(t, name[i]) != 0)
+        while (i < count && strcmp(t, name[i]) != 0)
             i++;
-        if (i == 5)
+        if (i == count)
             return false;
         *out |= 1u << i;
     }
@@ -203,7 +207,7 @@ static int parse(int argc, char **argv, struct opts *o, bool talk)
                 if (talk)
                     fprintf(stderr,
                             PROG ": --only: '%s' is not a list of latency, "
-                                 "bandwidth, rate, stream, rma\n",
+                                 "bandwidth, rate, stream, rma, rpc\n",
                             argv[i]);
                 return 2;
             }
@@ -1278,6 +1282,44 @@ static void plot(const struct run *r)
     rmdir(dir);
 }
 
+/* ---- sections in files of their own (bench_section.h) ---- */
+
+static void io_title(void *run, const char *title, const char *baseline, bool gbs)
+{
+    print_section(run, title, baseline, gbs);
+}
+
+static void io_begin(void *run)
+{
+    begin(run);
+}
+
+static bool io_again(void *run)
+{
+    return again(run);
+}
+
+static double io_emit(void *run, const char *name, const char *figure, double size,
+                      double value, double base, double base_size, enum bench_unit u)
+{
+    static const struct unit *const units[] = {&U_US, &U_MBS, &U_RATE, &U_COUNT};
+    return emit(run, name, figure, size, value, base, base_size, units[u]);
+}
+
+static struct bench_io io_of(struct run *r)
+{
+    return (struct bench_io){.run = r,
+                             .title = io_title,
+                             .begin = io_begin,
+                             .again = io_again,
+                             .emit = io_emit,
+                             .lat_ns = r->lat_ns,
+                             .bw_ns = r->bw_ns,
+                             .lat_reps = LAT_REPS,
+                             .bw_reps = BW_REPS,
+                             .udp = r->udp};
+}
+
 /* ---- main ---- */
 
 static void check(flit_status st, const char *what)
@@ -1310,6 +1352,10 @@ static void drive(struct run *r)
         stream_section(r);
     if (r->o.sections & SEC_RMA)
         rma_section(r);
+    if (r->o.sections & SEC_RPC) {
+        struct bench_io io = io_of(r);
+        bench_rpc_section(&r->b, &io);
+    }
     if (r->o.sections & SEC_BANDWIDTH)
         nhalf_section(r);
     noise_note(r);
@@ -1355,12 +1401,16 @@ int main(int argc, char **argv)
     flit_ep_t *ep;
     check(flit_ep_create(&p, &ep), "flit_ep_create");
     bench_init(&r.b, ep, r.o.max_size, PROG);
+    if (r.o.sections & SEC_RPC)
+        bench_rpc_open(&r.b);
     check(flit_barrier(ep), "flit_barrier"); /* handlers are in place */
     if (rank == 0)
         drive(&r);
     else
         bench_serve(&r.b);
     check(flit_barrier(ep), "flit_barrier");
+    if (r.o.sections & SEC_RPC)
+        bench_rpc_close(&r.b);
     bench_fini(&r.b);
     check(flit_ep_destroy(ep), "flit_ep_destroy");
     check(flit_finalize(), "flit_finalize");

@@ -82,6 +82,17 @@ typedef void (*flit_stream_handler_fn)(flit_stream_t *stream, size_t total, void
 FLIT_API flit_status flit_stream_register(flit_ep_t *ep, flit_handler_t h,
                                           flit_stream_handler_fn fn, void *user);
 
+/*
+ * The same with flags: FLIT_STREAM_FIBER starts the handler on a fiber even
+ * when its whole message is in the first packet, so that it may park
+ * (below). It costs a fiber switch per message (tens of nanoseconds with
+ * flit's own switch). FLIT_ERR_INVALID_ARG for unknown flags.
+ */
+#define FLIT_STREAM_FIBER (1u << 0)
+FLIT_API flit_status flit_stream_register_flags(flit_ep_t *ep, flit_handler_t h,
+                                                flit_stream_handler_fn fn, void *user,
+                                                unsigned flags);
+
 /* ---- sending ---- */
 
 /* flit_stream_begin flags. */
@@ -145,6 +156,28 @@ FLIT_API size_t flit_stream_remaining(const flit_stream_t *s);
 /* The sender; flit_rank(UINT32_MAX) for a dead handle. */
 FLIT_API flit_rank_t flit_stream_rank(const flit_stream_t *s);
 FLIT_API flit_ep_t *flit_stream_ep(const flit_stream_t *s);
+
+/* ---- waiting inside a handler ---- */
+
+/*
+ * For layers whose handlers block (an RPC procedure waiting for a lock or a
+ * nested call): a handler on a fiber that has taken every byte of its
+ * message may park. flit_stream_park returns once flit_stream_unpark(s) has
+ * been called (before or after it, from any thread or handler; several
+ * calls before one park count once), the endpoint handling other messages
+ * meanwhile; the handler resumes during the endpoint's next progress pass
+ * (flit_poll, flit_wait, ...), in handler context again, possibly on
+ * another thread of a thread-safe endpoint. Statuses of flit_stream_park:
+ * FLIT_ERR_NOT_SUPPORTED for a handler running inline (register it with
+ * FLIT_STREAM_FIBER); FLIT_ERR_AGAIN while bytes of the message remain (take
+ * or skip them first); FLIT_ERR_BAD_TOKEN for a handle whose handler
+ * returned, FLIT_ERR_INVALID_ARG for NULL; FLIT_ERR_PEER_DOWN or
+ * FLIT_ERR_FINALIZED when the sender dies or the endpoint closes while it
+ * is parked (it should then return). flit_stream_unpark: FLIT_ERR_INVALID_ARG
+ * for NULL, FLIT_ERR_BAD_TOKEN for a handle whose handler returned.
+ */
+FLIT_API flit_status flit_stream_park(flit_stream_t *s);
+FLIT_API flit_status flit_stream_unpark(flit_stream_t *s);
 
 /* ---- receiver pacing ---- */
 

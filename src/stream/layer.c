@@ -15,6 +15,9 @@ flit_status fl_stream_ep_open(struct flit_ep *ep, void *state)
     se->handlers = calloc(ep->handler_count, sizeof *se->handlers);
     se->active = calloc(ep->size, sizeof *se->active);
     se->next_sid = calloc(ep->size, sizeof *se->next_sid);
+    se->park_lock_ok = pthread_mutex_init(&se->park_lock, NULL) == 0;
+    if (!se->park_lock_ok)
+        return FLIT_ERR_SYSTEM;
     return se->handlers && se->active && se->next_sid ? FLIT_OK : FLIT_ERR_NO_MEMORY;
 }
 
@@ -37,6 +40,8 @@ void fl_stream_ep_close(struct flit_ep *ep, void *state)
     free(se->handlers);
     free(se->active);
     free(se->next_sid);
+    if (se->park_lock_ok)
+        pthread_mutex_destroy(&se->park_lock);
 }
 
 void fl_stream_peer_down(struct flit_ep *ep, void *state, uint32_t rank)

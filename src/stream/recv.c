@@ -82,10 +82,10 @@ static void retire_if_over(struct fl_stream_ep *se, struct flit_stream *s)
 
 /*
  * Runs s's handler, or continues it where it waits, until it returns or
- * waits for the next packet. Bytes it leaves in the packet at hand when it
+ * waits for the next packet (or parks). Bytes it leaves in the packet at hand when it
  * returns are discarded.
  */
-static void run(struct flit_ep *ep, struct flit_stream *s)
+void fl_stream_run(struct flit_ep *ep, struct flit_stream *s)
 {
     struct fl_stream_ep *se = fl_stream_of(ep);
     struct flit_stream *outer = se->current; /* a nested poll's handler */
@@ -103,6 +103,7 @@ static void run(struct flit_ep *ep, struct flit_stream *s)
     if (s->fiber) {
         fl_fiber_free(s->fiber);
         s->fiber = NULL;
+        fl_stream_unready(se, s); /* unparked, then returned by itself */
     }
     s->live = false;
     s->taken += s->cur_len;
@@ -168,14 +169,17 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t s
     s->error = FLIT_OK;
     s->live = false;
     s->linked = false;
+    s->parked = s->wake = s->ready = false;
     FL_COUNT(se->recv_msgs, 1);
     FL_COUNT(se->recv_bytes, h->total);
     FL_COUNT(ep->peers[src].recv, 1);
     if (why == FLIT_OK) {
         s->fn = se->handlers[h->handler].fn;
         s->user = se->handlers[h->handler].user;
-        /* Bytes still to come: the handler may wait for them. */
-        if (h->len < h->total && !(s->fiber = fl_fiber_new(fiber_main, s)))
+        /* Bytes still to come, or a handler that may park: it may wait. */
+        bool wait =
+            h->len < h->total || (se->handlers[h->handler].flags & FLIT_STREAM_FIBER);
+        if (wait && !(s->fiber = fl_fiber_new(fiber_main, s)))
             why = FLIT_ERR_NO_MEMORY;
     }
     if (why != FLIT_OK) {
@@ -189,7 +193,7 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t s
         FL_COUNT(se->fibers, 1);
         link_active(se, s);
     }
-    run(ep, s);
+    fl_stream_run(ep, s);
 }
 
 static void next_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t src,
@@ -214,7 +218,7 @@ static void next_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t sr
     }
     s->cur = h->payload;
     s->cur_len = h->len;
-    run(ep, s);
+    fl_stream_run(ep, s);
 }
 
 void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
@@ -237,7 +241,7 @@ void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane, void
 /* s may be used now: its handler is the one running. NULL is no handle at
    all, a caller's mistake like any other NULL argument; a handle that was
    real once but whose handler returned is a dead token. */
-static flit_status usable(const struct flit_stream *s)
+flit_status fl_stream_usable(const struct flit_stream *s)
 {
     if (!s)
         return FLIT_ERR_INVALID_ARG;
@@ -272,7 +276,7 @@ static flit_status take(struct flit_stream *s, uint8_t *dst, size_t n)
 
 flit_status flit_stream_recv(flit_stream_t *s, void *buf, size_t n)
 {
-    flit_status st = usable(s);
+    flit_status st = fl_stream_usable(s);
     if (__builtin_expect(st != FLIT_OK, 0))
         return st;
     if (n && !buf)
@@ -284,7 +288,7 @@ flit_status flit_stream_recv(flit_stream_t *s, void *buf, size_t n)
 
 flit_status flit_stream_recvv(flit_stream_t *s, const struct iovec *iov, int iovcnt)
 {
-    flit_status st = usable(s);
+    flit_status st = fl_stream_usable(s);
     if (st != FLIT_OK)
         return st;
     if (iovcnt < 0 || (iovcnt && !iov))
@@ -304,7 +308,7 @@ flit_status flit_stream_recvv(flit_stream_t *s, const struct iovec *iov, int iov
 
 flit_status flit_stream_skip(flit_stream_t *s, size_t n)
 {
-    flit_status st = usable(s);
+    flit_status st = fl_stream_usable(s);
     if (st != FLIT_OK)
         return st;
     if (n > s->total - s->taken)
@@ -327,17 +331,31 @@ flit_ep_t *flit_stream_ep(const flit_stream_t *s)
     return s && s->live ? s->ep : NULL;
 }
 
-flit_status flit_stream_register(flit_ep_t *ep, flit_handler_t h,
-                                 flit_stream_handler_fn fn, void *user)
+flit_status flit_stream_register_flags(flit_ep_t *ep, flit_handler_t h,
+                                       flit_stream_handler_fn fn, void *user,
+                                       unsigned flags)
 {
-    flit_status st = fl_ep_enter(ep);
+    flit_status st = fl_ep_check(ep);
+    if (st == FLIT_OK && (flags & ~FLIT_STREAM_FIBER))
+        st = FLIT_ERR_INVALID_ARG;
+    if (st == FLIT_OK && fn && (flags & FLIT_STREAM_FIBER))
+        st = fl_stream_park_listen(ep); /* before entering: it enters */
+    if (st == FLIT_OK)
+        st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
     bool ok = h.idx < ep->handler_count;
     if (ok)
-        fl_stream_of(ep)->handlers[h.idx] = (struct fl_stream_slot){fn, fn ? user : NULL};
+        fl_stream_of(ep)->handlers[h.idx] =
+            (struct fl_stream_slot){fn, fn ? user : NULL, fn ? flags : 0};
     fl_ep_leave(ep);
     return ok ? FLIT_OK : FLIT_ERR_BAD_HANDLER;
+}
+
+flit_status flit_stream_register(flit_ep_t *ep, flit_handler_t h,
+                                 flit_stream_handler_fn fn, void *user)
+{
+    return flit_stream_register_flags(ep, h, fn, user, 0);
 }
 
 /* ---- our own messages coming back ---- */
@@ -376,7 +394,7 @@ void fl_stream_end_all(struct flit_ep *ep, uint32_t src, flit_status why)
         s->cur_len = 0;
         s->arrived = s->total; /* nothing more will come */
         if (s->live)
-            run(ep, s); /* its recv answers why: it returns */
+            fl_stream_run(ep, s); /* its recv answers why: it returns */
         else
             retire_if_over(se, s);
         if (se->active[src] == s) { /* cannot happen: recv never waits now */

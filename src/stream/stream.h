@@ -62,11 +62,16 @@ struct flit_stream {
     bool live;                /* its handler runs (or waits) */
     bool linked;              /* in its sender's messages in progress */
     struct flit_stream *next; /* the sender's messages in progress; free list */
+    /* Parking (park.c), under the layer's park_lock: the handler waits in
+       flit_stream_park; an unpark came; it is on the ready list. */
+    bool parked, wake, ready;
+    struct flit_stream *ready_next;
 };
 
 struct fl_stream_slot {
     flit_stream_handler_fn fn;
     void *user;
+    unsigned flags; /* FLIT_STREAM_FIBER */
 };
 
 /* Per endpoint, made with it. */
@@ -77,6 +82,13 @@ struct fl_stream_ep {
     struct flit_stream_out *free_out;
     struct flit_stream *free_in;
     struct flit_stream *current; /* whose handler runs now */
+    /* Parked handlers that may go on (park.c): any thread adds, the
+       endpoint's progress listener resumes them. */
+    pthread_mutex_t park_lock;
+    bool park_lock_ok;
+    struct flit_stream *ready_head, *ready_tail;
+    _Atomic unsigned nready;
+    bool listening; /* the progress listener is in */
     fl_counter sent_msgs, sent_bytes, recv_msgs, recv_bytes, fibers;
 };
 
@@ -99,6 +111,17 @@ void fl_stream_peer_down(struct flit_ep *ep, void *state, uint32_t rank);
 /* Lets every waiting handler of src's messages return (its recv answers
    why), then forgets the messages (recv.c). */
 void fl_stream_end_all(struct flit_ep *ep, uint32_t src, flit_status why);
+
+/* s may be used now: its handler is the one running (recv.c). */
+flit_status fl_stream_usable(const struct flit_stream *s);
+/* Runs s's handler, or continues it where it waits (recv.c). */
+void fl_stream_run(struct flit_ep *ep, struct flit_stream *s);
+
+/* Parking (park.c): s's handler will not run again; off the ready list. */
+void fl_stream_unready(struct fl_stream_ep *se, struct flit_stream *s);
+/* The layer's progress listener, added when a FIBER handler is. */
+flit_status fl_stream_park_listen(struct flit_ep *ep);
+extern const flit_ep_listener_t fl_stream_park_listener;
 
 /* Receive side (recv.c). */
 void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,
