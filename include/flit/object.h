@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * flit shared objects, after Orca: instances of an abstract data type whose
+ * operations are indivisible, shared by a group of ranks, built on
+ * <flit/rpc.h> and <flit/group.h> alone.
+ *
+ * A type is described once: the size of its state (zeroed, then given to
+ * init on every rank that holds a copy; fini before it is freed) and its
+ * operations, each a C function marked read-only or write, with an
+ * optional guard. An operation takes its argument as one flat block and
+ * writes its result into one flat block:
+ *
+ *     static size_t inc(void *state, const void *arg, size_t len, void *res,
+ *                       void *user)
+ *     {
+ *         int64_t *v = state, by;
+ *         memcpy(&by, arg, sizeof by);
+ *         *v += by;
+ *         memcpy(res, v, sizeof *v);
+ *         return sizeof *v;                        // bytes of result
+ *     }
+ *     static const flit_object_op_t ops[] = {
+ *         {FLIT_OBJECT_WRITE, sizeof(int64_t), sizeof(int64_t), inc, NULL},
+ *     };
+ *     static const flit_object_type_t counter = {
+ *         sizeof(int64_t), NULL, NULL, ops, 1, NULL};
+ *
+ * Marshalling: none is written by the program. A flat argument goes from
+ * the caller's memory to the wire (or, for a local operation, to the
+ * function) with no copy through an intermediate buffer, and the result
+ * comes back into the caller's buffer; flit_object_invokev gathers the
+ * argument from pieces and scatters the result into pieces (a local
+ * operation given more than one argument piece joins them once).
+ *
+ * Strategies, pinned by the program at creation:
+ *  - FLIT_OBJECT_REPLICATED: every member holds a copy. A read runs on the
+ *    local copy with no communication. A write is multicast through the
+ *    object's group (<flit/group.h>) and every member applies it in the
+ *    group's total order; the writer's call returns once its write has
+ *    been applied on its own copy, with the result computed there.
+ *  - FLIT_OBJECT_OWNED: only the owner holds the state. Every operation
+ *    of another member is an RPC to the owner (<flit/rpc.h>), which
+ *    applies it; the owner's own operations run locally.
+ *
+ * Semantics: every operation is indivisible with respect to every other
+ * on the same object, from every thread and every rank (a monitor: the
+ * functions run under the object's lock, one at a time); every member
+ * sees the writes to one object in one order.
+ *
+ * Guards: an operation with a guard runs only once guard(state, arg)
+ * holds. A write whose guard does not hold when its turn comes waits on
+ * the object (at the owner, or on every replica in the same place of the
+ * order) and is retried, oldest first, after each write applied there;
+ * the caller blocks meanwhile while its endpoint goes on making progress
+ * (the owner keeps serving, the group keeps delivering). A guarded read
+ * of a replicated object waits locally until a write makes it hold.
+ *
+ * Operation functions and guards run in handler context or in the
+ * caller's thread, under the object's lock: they must not call flit, and
+ * must not block. A guard must not change the state.
+ *
+ * Progress: an invoking call makes progress on the endpoint while it
+ * waits; a member serves the others' operations on objects it owns, and
+ * applies replicated writes, while its endpoint makes progress (any flit
+ * call that waits, flit_poll, or the progress thread).
+ */
+#ifndef FLIT_OBJECT_H
+#define FLIT_OBJECT_H
+
+#include <sys/uio.h>
+
+#include <flit/group.h>
+#include <flit/rpc.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct flit_objects flit_objects_t;
+typedef struct flit_object flit_object_t;
+
+#define FLIT_OBJECT_READ  0u /* the operation does not change the state */
+#define FLIT_OBJECT_WRITE 1u /* it may */
+
+/* Applies the operation: state, its argument (len bytes), and res, room for
+   the operation's res_max bytes; returns the result's length (<= res_max). */
+typedef size_t (*flit_object_op_fn)(void *state, const void *arg, size_t len, void *res,
+                                    void *user);
+/* Nonzero when the operation may run now. */
+typedef int (*flit_object_guard_fn)(const void *state, const void *arg, size_t len,
+                                    void *user);
+
+typedef struct flit_object_op {
+    unsigned kind;  /* FLIT_OBJECT_READ or FLIT_OBJECT_WRITE */
+    size_t arg_max; /* longest argument; longer ones: FLIT_ERR_TOO_LARGE */
+    size_t res_max; /* longest result */
+    flit_object_op_fn fn;
+    flit_object_guard_fn guard; /* NULL: always runs at once */
+} flit_object_op_t;
+
+typedef struct flit_object_type {
+    size_t state_size; /* bytes of state, zeroed before init; may be 0 */
+    /* Called once on each copy made (NULL: none), with the creation's
+       argument; fini (NULL: none) before the copy is freed. */
+    void (*init)(void *state, const void *arg, size_t len, void *user);
+    void (*fini)(void *state, void *user);
+    const flit_object_op_t *ops; /* operations 0 .. nops-1 */
+    unsigned nops;
+    void *user; /* given to every function of the type */
+} flit_object_type_t;
+
+typedef enum flit_object_strategy {
+    FLIT_OBJECT_REPLICATED = 0,
+    FLIT_OBJECT_OWNED = 1
+} flit_object_strategy;
+
+/*
+ * Collective over the job: the object machinery of ep (an RPC object and a
+ * group set of its own, which reserve handler indices). ep must outlive it.
+ * FLIT_ERR_INVALID_ARG for a NULL ep or out; the statuses of
+ * flit_rpc_create and flit_groups_create (FLIT_ERR_IN_HANDLER in a handler).
+ */
+FLIT_API flit_status flit_objects_create(flit_ep_t *ep, flit_objects_t **out);
+/* Collective over the job, once every object of it was destroyed
+   (FLIT_ERR_AGAIN, nothing done, while one lives here). FLIT_ERR_INVALID_ARG
+   for NULL. */
+FLIT_API flit_status flit_objects_destroy(flit_objects_t *objs);
+
+/*
+ * Collective over the members: every member calls it with the same id (the
+ * object's name, of the program's choosing, unique among the live objects
+ * of objs; it can travel in messages: see flit_object_lookup), type
+ * (described alike), members (any order, no repeats; NULL and 0 for the
+ * whole job), strategy, owner (a member; ignored when replicated) and
+ * creation argument. It returns once every member has joined. The type
+ * must stay valid while the object lives.
+ *
+ * FLIT_ERR_INVALID_ARG: NULL objs, type or out, an unknown strategy, a
+ * type with nops 0 or NULL ops, an operation with NULL fn or a kind other
+ * than READ or WRITE, a NULL init_arg with a length, an id in use here,
+ * members NULL with n > 0, a repeated member, this rank not a member, the
+ * owner not a member; FLIT_ERR_RANK: a member or the owner outside the job;
+ * FLIT_ERR_NO_MEMORY; FLIT_ERR_IN_HANDLER; FLIT_ERR_PEER_DOWN: a member
+ * died before all had joined.
+ */
+FLIT_API flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
+                                        const flit_object_type_t *type,
+                                        const flit_rank_t *members, unsigned n,
+                                        flit_object_strategy strategy, flit_rank_t owner,
+                                        const void *init_arg, size_t init_len,
+                                        flit_object_t **out);
+
+/*
+ * Collective over the members, once every operation on the object has
+ * returned on every member: frees it. FLIT_ERR_INVALID_ARG for NULL;
+ * FLIT_ERR_IN_HANDLER; the group's FLIT_ERR_PEER_DOWN (the object is freed
+ * all the same).
+ */
+FLIT_API flit_status flit_object_destroy(flit_object_t *obj);
+
+/* The live object of objs named id (an id received in a message), or
+   FLIT_ERR_INVALID_ARG (NULL arguments, no such object here). */
+FLIT_API flit_status flit_object_lookup(flit_objects_t *objs, uint32_t id,
+                                        flit_object_t **out);
+/* The object's id; UINT32_MAX for NULL. */
+FLIT_API uint32_t flit_object_id(const flit_object_t *obj);
+
+/*
+ * Applies operation op to obj with the argument arg (len bytes) and puts
+ * the result into res (room for cap bytes); *res_len (may be NULL) gets
+ * the result's length. Returns when the operation was applied: locally
+ * for a read of a replicated object and any operation of the owner; on
+ * this member's copy, in the group's order, for a write of a replicated
+ * object; at the owner otherwise.
+ *
+ * FLIT_ERR_INVALID_ARG: NULL obj, a NULL arg with len > 0, a NULL res with
+ * cap > 0; FLIT_ERR_BAD_HANDLER: op >= nops; FLIT_ERR_TOO_LARGE: len above
+ * the operation's arg_max (nothing done), or a result longer than cap (the
+ * operation was applied; the first cap bytes are in res, *res_len is the
+ * whole length); FLIT_ERR_IN_HANDLER: a call that would have to wait or
+ * send, inside a handler; FLIT_ERR_PEER_DOWN: the owner died (owned), the
+ * group lost this member's message (replicated).
+ */
+FLIT_API flit_status flit_object_invoke(flit_object_t *obj, unsigned op, const void *arg,
+                                        size_t len, void *res, size_t cap,
+                                        size_t *res_len);
+
+/* The same with the argument gathered from arg[0 .. narg-1] and the result
+   scattered into res[0 .. nres-1]; FLIT_ERR_INVALID_ARG also for a count
+   < 0, a NULL iov with a count, a NULL base with a length. */
+FLIT_API flit_status flit_object_invokev(flit_object_t *obj, unsigned op,
+                                         const struct iovec *arg, int narg,
+                                         const struct iovec *res, int nres,
+                                         size_t *res_len);
+
+typedef struct flit_object_stats {
+    size_t struct_size; /* set to sizeof(flit_object_stats_t) */
+    flit_object_strategy strategy;
+    flit_rank_t owner;    /* owned: the owner */
+    uint64_t reads;       /* read operations this member invoked */
+    uint64_t writes;      /* write operations this member invoked */
+    uint64_t local;       /* ... of those applied here with no message */
+    uint64_t applied;     /* operations applied to the copy here */
+    uint64_t guard_waits; /* operations that waited on their guard here */
+} flit_object_stats_t;
+
+/* FLIT_ERR_INVALID_ARG for NULL arguments or a struct_size too small. */
+FLIT_API flit_status flit_object_stats(flit_object_t *obj, flit_object_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLIT_OBJECT_H */

@@ -1,0 +1,759 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Shared objects (Orca's) on the public API alone: <flit/object.h> for the
+ * contract. Nothing here includes a header of src/.
+ *
+ * Every object has a group of its own (id = the object's id) in the
+ * objects' group set: a replicated object's writes travel through it, and
+ * its collective create and destroy fence the object on every member for
+ * both strategies. An owned object's operations are calls of procedure
+ * PROC_INVOKE of the objects' RPC object, request [struct hdr][argument],
+ * reply [uint32 status][result].
+ *
+ * Locking: each object has a mutex, held while an operation's function or
+ * guard runs (indivisibility), never across a flit call. The objects' table
+ * has a mutex of its own, never held with an object's.
+ *
+ * Guards: an operation whose guard does not hold when it reaches the copy
+ * it must run on (a replicated write on every member, anything at the
+ * owner of an owned object) waits in the object's queue, and after each
+ * write applied the queue is run again from its oldest entry. Replicas
+ * apply the same writes in the same order, so their queues agree.
+ */
+#include <flit/object.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROC_INVOKE  0u
+#define SMALL        256u /* arguments and results up to this on the stack */
+#define WAIT_SLICE   2000 /* us: a guard is looked at again at least this often */
+#define OBJECT_MAGIC 0x6f626a65u
+
+struct hdr {
+    uint32_t id;
+    uint32_t op;
+    uint64_t token; /* replicated writes: the writer's struct call */
+};
+
+/* A replicated write this member made, waiting to be applied here. */
+struct call {
+    const void *arg; /* the argument when flat (or joined), else NULL */
+    size_t len;
+    const struct iovec *res;
+    int nres;
+    size_t res_len;
+    flit_status st;
+    atomic_int done;
+};
+
+/* An operation waiting for its guard. */
+struct pending {
+    struct pending *next;
+    unsigned op;
+    void *arg; /* malloc'ed copy */
+    size_t len;
+    struct call *call;       /* replicated: this member's own write */
+    flit_rpc_reply_t *reply; /* owned: the deferred reply */
+    void *res;               /* owned: room for the result */
+    size_t res_len;
+    flit_status st;
+};
+
+struct flit_object {
+    uint32_t magic;
+    uint32_t id;
+    flit_objects_t *objs;
+    const flit_object_type_t *type;
+    flit_object_strategy strategy;
+    flit_rank_t owner;
+    bool holds; /* a copy of the state lives here */
+    flit_group_t *group;
+    pthread_mutex_t lock;
+    void *state;
+    void *scratch; /* results nobody here wants, under lock */
+    struct pending *queue, **tail;
+    atomic_uint_fast64_t reads, writes, local, applied, guard_waits;
+    flit_object_t *next; /* in the table */
+};
+
+struct flit_objects {
+    flit_ep_t *ep;
+    flit_rpc_t *rpc;
+    flit_groups_t *groups;
+    pthread_mutex_t lock;
+    flit_object_t *list;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+static bool iov_ok(const struct iovec *v, int n, size_t *total)
+{
+    if (n < 0 || (n > 0 && !v))
+        return false;
+    size_t t = 0;
+    for (int i = 0; i < n; i++) {
+        if (!v[i].iov_base && v[i].iov_len)
+            return false;
+        t += v[i].iov_len;
+    }
+    *total = t;
+    return true;
+}
+
+static void scatter(const struct iovec *v, int n, const void *buf, size_t len)
+{
+    const char *p = buf;
+    for (int i = 0; i < n && len; i++) {
+        size_t k = v[i].iov_len < len ? v[i].iov_len : len;
+        memcpy(v[i].iov_base, p, k);
+        p += k;
+        len -= k;
+    }
+}
+
+static size_t res_max_of(const flit_object_type_t *t)
+{
+    size_t m = 0;
+    for (unsigned i = 0; i < t->nops; i++)
+        if (t->ops[i].res_max > m)
+            m = t->ops[i].res_max;
+    return m;
+}
+
+static bool guard_holds(flit_object_t *o, unsigned op, const void *arg, size_t len)
+{
+    const flit_object_op_t *d = &o->type->ops[op];
+    return !d->guard || d->guard(o->state, arg, len, o->type->user);
+}
+
+/* Under o->lock: runs op with its result into res (room for res_max), or
+   into the scratch room when res is NULL. */
+static size_t apply(flit_object_t *o, unsigned op, const void *arg, size_t len, void *res)
+{
+    const flit_object_op_t *d = &o->type->ops[op];
+    atomic_fetch_add_explicit(&o->applied, 1, memory_order_relaxed);
+    return d->fn(o->state, arg, len, res ? res : o->scratch, o->type->user);
+}
+
+/* Under o->lock: applies a replicated write for its writer's call c (or
+   nobody's, c NULL), the result straight into the caller's buffer when it
+   is one piece with room. */
+static void apply_for(flit_object_t *o, unsigned op, const void *arg, size_t len,
+                      struct call *c)
+{
+    if (!c) {
+        apply(o, op, arg, len, NULL);
+        return;
+    }
+    size_t cap = 0;
+    for (int i = 0; i < c->nres; i++)
+        cap += c->res[i].iov_len;
+    size_t n;
+    if (c->nres == 1 && c->res[0].iov_len >= o->type->ops[op].res_max) {
+        n = apply(o, op, arg, len, c->res[0].iov_base);
+    } else {
+        n = apply(o, op, arg, len, NULL);
+        scatter(c->res, c->nres, o->scratch, n);
+    }
+    c->res_len = n;
+    c->st = n > cap ? FLIT_ERR_TOO_LARGE : FLIT_OK;
+    atomic_store_explicit(&c->done, 1, memory_order_release);
+}
+
+/* Under o->lock, after a write: runs the waiting operations whose guard
+   holds, oldest first, again from the oldest after each. Owned objects'
+   finished entries go to *done, to be answered once the lock is let go. */
+static void run_queue(flit_object_t *o, struct pending **done)
+{
+    bool again = true;
+    while (again) {
+        again = false;
+        for (struct pending **pp = &o->queue; *pp; pp = &(*pp)->next) {
+            struct pending *p = *pp;
+            if (!guard_holds(o, p->op, p->arg, p->len))
+                continue;
+            *pp = p->next;
+            if (!*pp)
+                o->tail = pp;
+            if (p->reply) {
+                p->res_len = apply(o, p->op, p->arg, p->len, p->res);
+                p->st = FLIT_OK;
+                p->next = *done;
+                *done = p;
+            } else {
+                apply_for(o, p->op, p->arg, p->len, p->call);
+                free(p->arg);
+                free(p);
+            }
+            again = true; /* from the oldest again */
+            break;
+        }
+    }
+}
+
+static void pending_free(struct pending *p)
+{
+    free(p->arg);
+    free(p->res);
+    free(p);
+}
+
+/* Answers owned objects' finished waiting operations (no lock held). */
+static void answer(struct pending *done)
+{
+    while (done) {
+        struct pending *p = done;
+        done = p->next;
+        uint32_t st = (uint32_t)p->st;
+        struct iovec v[2] = {{&st, sizeof st}, {p->res, p->res_len}};
+        flit_rpc_reply_send(p->reply, v, p->st == FLIT_OK ? 2 : 1);
+        pending_free(p);
+    }
+}
+
+static void enqueue(flit_object_t *o, struct pending *p)
+{
+    p->next = NULL;
+    *o->tail = p;
+    o->tail = &p->next;
+    atomic_fetch_add_explicit(&o->guard_waits, 1, memory_order_relaxed);
+}
+
+static flit_object_t *find(flit_objects_t *objs, uint32_t id)
+{
+    flit_object_t *o;
+    for (o = objs->list; o && o->id != id; o = o->next)
+        ;
+    return o;
+}
+
+static flit_object_t *lookup(flit_objects_t *objs, uint32_t id)
+{
+    pthread_mutex_lock(&objs->lock);
+    flit_object_t *o = find(objs, id);
+    pthread_mutex_unlock(&objs->lock);
+    return o;
+}
+
+/* Receives len bytes of a message into buf (SMALL bytes) or a malloc'ed
+   block (*heap); NULL when that cannot be had. */
+static void *room_for(size_t len, char *buf, void **heap)
+{
+    *heap = NULL;
+    if (len <= SMALL)
+        return buf;
+    *heap = malloc(len);
+    return *heap;
+}
+
+/* ---------------------------------------------------------------- owned */
+
+static void reply_status(flit_rpc_req_t *req, flit_status st)
+{
+    uint32_t w = (uint32_t)st;
+    struct iovec v = {&w, sizeof w};
+    flit_rpc_reply(req, &v, 1);
+}
+
+/* At the owner: an operation of another member. */
+static void serve(flit_rpc_req_t *req, size_t len, void *user)
+{
+    flit_objects_t *objs = user;
+    struct hdr h;
+    if (len < sizeof h || flit_rpc_recv(req, &h, sizeof h) != FLIT_OK) {
+        reply_status(req, FLIT_ERR_BAD_PACKET);
+        return;
+    }
+    flit_object_t *o = lookup(objs, h.id);
+    len -= sizeof h;
+    if (!o || !o->holds || h.op >= o->type->nops) {
+        reply_status(req, FLIT_ERR_INVALID_ARG);
+        return;
+    }
+    const flit_object_op_t *d = &o->type->ops[h.op];
+    if (len > d->arg_max) {
+        reply_status(req, FLIT_ERR_TOO_LARGE);
+        return;
+    }
+    char abuf[SMALL], rbuf[SMALL];
+    void *aheap, *rheap;
+    void *arg = room_for(len, abuf, &aheap);
+    void *res = room_for(d->res_max, rbuf, &rheap);
+    if (!arg || !res) {
+        free(aheap);
+        free(rheap);
+        reply_status(req, FLIT_ERR_NO_MEMORY);
+        return;
+    }
+    flit_status st = flit_rpc_recv(req, arg, len);
+    if (st != FLIT_OK) {
+        free(aheap);
+        free(rheap);
+        reply_status(req, st);
+        return;
+    }
+    struct pending *done = NULL, *p = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&o->lock);
+    if (!guard_holds(o, h.op, arg, len)) {
+        p = calloc(1, sizeof *p);
+        if (p && flit_rpc_defer(req, &p->reply) == FLIT_OK) {
+            p->op = h.op;
+            p->len = len;
+            p->arg = aheap ? aheap : malloc(len ? len : 1);
+            p->res = rheap ? rheap : malloc(d->res_max ? d->res_max : 1);
+            if (!aheap && p->arg)
+                memcpy(p->arg, arg, len);
+            if (p->arg && p->res) {
+                enqueue(o, p);
+                pthread_mutex_unlock(&o->lock);
+                return;
+            }
+            p->st = FLIT_ERR_NO_MEMORY;
+            p->next = NULL;
+            done = p;
+        } else {
+            free(p);
+            p = NULL;
+            st = FLIT_ERR_NO_MEMORY;
+        }
+    } else {
+        n = apply(o, h.op, arg, len, res);
+        if (d->kind == FLIT_OBJECT_WRITE)
+            run_queue(o, &done);
+    }
+    pthread_mutex_unlock(&o->lock);
+    if (!p) {
+        uint32_t w = (uint32_t)st;
+        struct iovec v[2] = {{&w, sizeof w}, {res, n}};
+        flit_rpc_reply(req, v, st == FLIT_OK ? 2 : 1);
+        free(aheap);
+        free(rheap);
+    }
+    answer(done);
+}
+
+/* A member that is not the owner: the operation, by RPC. */
+static flit_status invoke_remote(flit_object_t *o, unsigned op, const struct iovec *arg,
+                                 int narg, const struct iovec *res, int nres,
+                                 size_t *res_len)
+{
+    struct hdr h = {o->id, op, 0};
+    struct iovec small[8], *req = small;
+    if (narg + 1 > 8 && !(req = malloc(sizeof *req * (size_t)(narg + 1))))
+        return FLIT_ERR_NO_MEMORY;
+    req[0] = (struct iovec){&h, sizeof h};
+    memcpy(req + 1, arg, sizeof *req * (size_t)narg);
+    struct iovec rsmall[8], *rep = rsmall;
+    uint32_t st = FLIT_OK;
+    if (nres + 1 > 8 && !(rep = malloc(sizeof *rep * (size_t)(nres + 1)))) {
+        if (req != small)
+            free(req);
+        return FLIT_ERR_NO_MEMORY;
+    }
+    rep[0] = (struct iovec){&st, sizeof st};
+    if (nres)
+        memcpy(rep + 1, res, sizeof *rep * (size_t)nres);
+    flit_rpc_result_t r;
+    flit_status s = flit_rpc_call(o->objs->rpc, o->owner, PROC_INVOKE, req, narg + 1, rep,
+                                  nres + 1, NULL, &r);
+    if (req != small)
+        free(req);
+    if (rep != rsmall)
+        free(rep);
+    if ((s != FLIT_OK && s != FLIT_ERR_TOO_LARGE) || r.received < sizeof st)
+        return s != FLIT_OK ? s : FLIT_ERR_BAD_PACKET;
+    if (st != FLIT_OK)
+        return (flit_status)st;
+    *res_len = r.length - sizeof st;
+    return s;
+}
+
+/* ---------------------------------------------------------------- local */
+
+/* Waits (making progress) until the guard of op holds, then applies it on
+   the copy here; owned objects also run their queue after a write. */
+static flit_status invoke_local(flit_object_t *o, unsigned op, const void *arg,
+                                size_t len, const struct iovec *res, int nres, size_t cap,
+                                size_t *res_len)
+{
+    const flit_object_op_t *d = &o->type->ops[op];
+    bool waited = false;
+    for (;;) {
+        struct pending *done = NULL;
+        pthread_mutex_lock(&o->lock);
+        if (guard_holds(o, op, arg, len)) {
+            size_t n;
+            if (nres == 1 && res[0].iov_len >= d->res_max) {
+                n = apply(o, op, arg, len, res[0].iov_base);
+            } else {
+                n = apply(o, op, arg, len, NULL);
+                scatter(res, nres, o->scratch, n);
+            }
+            if (d->kind == FLIT_OBJECT_WRITE)
+                run_queue(o, &done);
+            pthread_mutex_unlock(&o->lock);
+            answer(done);
+            *res_len = n;
+            return n > cap ? FLIT_ERR_TOO_LARGE : FLIT_OK;
+        }
+        pthread_mutex_unlock(&o->lock);
+        if (!waited)
+            atomic_fetch_add_explicit(&o->guard_waits, 1, memory_order_relaxed);
+        waited = true;
+        flit_status st = flit_wait(o->objs->ep, WAIT_SLICE);
+        if (st != FLIT_OK && st != FLIT_ERR_TIMEOUT)
+            return st;
+    }
+}
+
+/* ---------------------------------------------------------------- replicated */
+
+/* In the group's order, on every member: a write. */
+static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *user)
+{
+    (void)g;
+    flit_object_t *o = user;
+    struct hdr h;
+    if (total < sizeof h || flit_group_recv(m, &h, sizeof h) != FLIT_OK ||
+        h.op >= o->type->nops)
+        return; /* nothing of ours sends these */
+    size_t len = total - sizeof h;
+    struct call *c = NULL;
+    if (flit_group_msg_sender(m).idx == flit_job_rank().idx)
+        c = (struct call *)(uintptr_t)h.token;
+    char abuf[SMALL];
+    void *heap = NULL;
+    const void *arg;
+    if (c && c->arg) {
+        arg = c->arg; /* the writer's own memory: no copy */
+    } else {
+        void *room = room_for(len, abuf, &heap);
+        if (!room) {
+            /* A replica that skipped a write would part from the others. */
+            fprintf(stderr, "flit object %u: no memory for a write of %zu bytes\n", o->id,
+                    len);
+            abort();
+        }
+        flit_group_recv(m, room, len);
+        arg = room;
+    }
+    struct pending *done = NULL;
+    pthread_mutex_lock(&o->lock);
+    if (!guard_holds(o, h.op, arg, len)) {
+        struct pending *p = calloc(1, sizeof *p);
+        void *copy = heap ? heap : malloc(len ? len : 1);
+        if (!p || !copy) {
+            fprintf(stderr, "flit object %u: no memory for a waiting write\n", o->id);
+            abort();
+        }
+        if (!heap)
+            memcpy(copy, arg, len);
+        heap = NULL;
+        p->op = h.op;
+        p->arg = copy;
+        p->len = len;
+        p->call = c;
+        enqueue(o, p);
+    } else {
+        apply_for(o, h.op, arg, len, c);
+        run_queue(o, &done);
+    }
+    pthread_mutex_unlock(&o->lock);
+    free(heap);
+}
+
+static flit_status invoke_write(flit_object_t *o, unsigned op, const struct iovec *arg,
+                                int narg, const void *flat, size_t len,
+                                const struct iovec *res, int nres, size_t *res_len)
+{
+    struct call c = {.arg = flat, .len = len, .res = res, .nres = nres};
+    atomic_init(&c.done, 0);
+    struct hdr h = {o->id, op, (uint64_t)(uintptr_t)&c};
+    struct iovec small[8], *v = small;
+    if (narg + 1 > 8 && !(v = malloc(sizeof *v * (size_t)(narg + 1))))
+        return FLIT_ERR_NO_MEMORY;
+    v[0] = (struct iovec){&h, sizeof h};
+    memcpy(v + 1, arg, sizeof *v * (size_t)narg);
+    flit_status st = flit_group_sendv(o->group, v, narg + 1);
+    if (v != small)
+        free(v);
+    if (st != FLIT_OK)
+        return st;
+    while (!atomic_load_explicit(&c.done, memory_order_acquire)) {
+        st = flit_wait(o->objs->ep, WAIT_SLICE);
+        if (st != FLIT_OK && st != FLIT_ERR_TIMEOUT)
+            return st;
+    }
+    *res_len = c.res_len;
+    return c.st;
+}
+
+/* ---------------------------------------------------------------- invoke */
+
+flit_status flit_object_invokev(flit_object_t *obj, unsigned op, const struct iovec *arg,
+                                int narg, const struct iovec *res, int nres,
+                                size_t *res_len)
+{
+    if (!obj || obj->magic != OBJECT_MAGIC)
+        return FLIT_ERR_INVALID_ARG;
+    if (op >= obj->type->nops)
+        return FLIT_ERR_BAD_HANDLER;
+    size_t len, cap;
+    if (!iov_ok(arg, narg, &len) || !iov_ok(res, nres, &cap))
+        return FLIT_ERR_INVALID_ARG;
+    const flit_object_op_t *d = &obj->type->ops[op];
+    if (len > d->arg_max)
+        return FLIT_ERR_TOO_LARGE;
+    size_t rl = 0;
+    if (!res_len)
+        res_len = &rl;
+    bool write = d->kind == FLIT_OBJECT_WRITE;
+    atomic_fetch_add_explicit(write ? &obj->writes : &obj->reads, 1,
+                              memory_order_relaxed);
+    bool local = obj->strategy == FLIT_OBJECT_REPLICATED ? !write : obj->holds;
+    if (!local && obj->strategy == FLIT_OBJECT_OWNED)
+        return invoke_remote(obj, op, arg, narg, res, nres, res_len);
+    /* Flat, or joined once when gathered from several pieces. */
+    const void *flat = NULL;
+    void *joined = NULL;
+    if (narg == 1) {
+        flat = arg[0].iov_base;
+    } else if (narg > 1) {
+        if (!(joined = malloc(len ? len : 1)))
+            return FLIT_ERR_NO_MEMORY;
+        char *p = joined;
+        for (int i = 0; i < narg; i++) {
+            memcpy(p, arg[i].iov_base, arg[i].iov_len);
+            p += arg[i].iov_len;
+        }
+        flat = joined;
+    }
+    flit_status st;
+    if (local) {
+        atomic_fetch_add_explicit(&obj->local, 1, memory_order_relaxed);
+        st = invoke_local(obj, op, flat, len, res, nres, cap, res_len);
+    } else {
+        st = invoke_write(obj, op, arg, narg, flat, len, res, nres, res_len);
+    }
+    free(joined);
+    return st;
+}
+
+flit_status flit_object_invoke(flit_object_t *obj, unsigned op, const void *arg,
+                               size_t len, void *res, size_t cap, size_t *res_len)
+{
+    if ((!arg && len) || (!res && cap))
+        return FLIT_ERR_INVALID_ARG;
+    struct iovec a = {(void *)arg, len}, r = {res, cap};
+    return flit_object_invokev(obj, op, &a, len ? 1 : 0, &r, 1, res_len);
+}
+
+/* ---------------------------------------------------------------- objects */
+
+flit_status flit_objects_create(flit_ep_t *ep, flit_objects_t **out)
+{
+    if (!ep || !out)
+        return FLIT_ERR_INVALID_ARG;
+    flit_objects_t *objs = calloc(1, sizeof *objs);
+    if (!objs)
+        return FLIT_ERR_NO_MEMORY;
+    objs->ep = ep;
+    pthread_mutex_init(&objs->lock, NULL);
+    flit_rpc_params_t rp = {.field_mask = FLIT_RPC_PARAM_PROCS, .procs = 1};
+    flit_status st = flit_rpc_create(ep, &rp, &objs->rpc);
+    if (st == FLIT_OK) {
+        st = flit_groups_create(ep, &objs->groups);
+        if (st != FLIT_OK)
+            flit_rpc_destroy(objs->rpc);
+    }
+    if (st == FLIT_OK)
+        st = flit_rpc_register(objs->rpc, PROC_INVOKE, serve, objs);
+    if (st != FLIT_OK) {
+        pthread_mutex_destroy(&objs->lock);
+        free(objs);
+        return st;
+    }
+    *out = objs;
+    return FLIT_OK;
+}
+
+flit_status flit_objects_destroy(flit_objects_t *objs)
+{
+    if (!objs)
+        return FLIT_ERR_INVALID_ARG;
+    pthread_mutex_lock(&objs->lock);
+    bool live = objs->list != NULL;
+    pthread_mutex_unlock(&objs->lock);
+    if (live)
+        return FLIT_ERR_AGAIN;
+    flit_status st = flit_rpc_destroy(objs->rpc);
+    if (st != FLIT_OK)
+        return st;
+    flit_status st2 = flit_groups_destroy(objs->groups);
+    pthread_mutex_destroy(&objs->lock);
+    free(objs);
+    return st2;
+}
+
+static flit_status check_type(const flit_object_type_t *t)
+{
+    if (!t->ops || t->nops == 0)
+        return FLIT_ERR_INVALID_ARG;
+    for (unsigned i = 0; i < t->nops; i++)
+        if (!t->ops[i].fn ||
+            (t->ops[i].kind != FLIT_OBJECT_READ && t->ops[i].kind != FLIT_OBJECT_WRITE))
+            return FLIT_ERR_INVALID_ARG;
+    return FLIT_OK;
+}
+
+static void object_free(flit_object_t *o)
+{
+    if (o->state && o->type->fini)
+        o->type->fini(o->state, o->type->user);
+    free(o->state);
+    free(o->scratch);
+    pthread_mutex_destroy(&o->lock);
+    free(o);
+}
+
+static void unlink_object(flit_objects_t *objs, flit_object_t *o)
+{
+    pthread_mutex_lock(&objs->lock);
+    flit_object_t **pp = &objs->list;
+    while (*pp && *pp != o)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = o->next;
+    pthread_mutex_unlock(&objs->lock);
+}
+
+flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
+                               const flit_object_type_t *type, const flit_rank_t *members,
+                               unsigned n, flit_object_strategy strategy,
+                               flit_rank_t owner, const void *init_arg, size_t init_len,
+                               flit_object_t **out)
+{
+    if (!objs || !type || !out || (!init_arg && init_len) || (!members && n))
+        return FLIT_ERR_INVALID_ARG;
+    if (strategy != FLIT_OBJECT_REPLICATED && strategy != FLIT_OBJECT_OWNED)
+        return FLIT_ERR_INVALID_ARG;
+    flit_status st = check_type(type);
+    if (st != FLIT_OK)
+        return st;
+    flit_rank_t me = flit_job_rank();
+    if (strategy == FLIT_OBJECT_OWNED) {
+        if (owner.idx >= flit_job_size())
+            return FLIT_ERR_RANK;
+        bool found = n == 0;
+        for (unsigned i = 0; i < n; i++)
+            found = found || members[i].idx == owner.idx;
+        if (!found)
+            return FLIT_ERR_INVALID_ARG;
+    }
+    flit_object_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return FLIT_ERR_NO_MEMORY;
+    o->magic = OBJECT_MAGIC;
+    o->id = id;
+    o->objs = objs;
+    o->type = type;
+    o->strategy = strategy;
+    o->owner = strategy == FLIT_OBJECT_OWNED ? owner : flit_rank(UINT32_MAX);
+    o->holds = strategy == FLIT_OBJECT_REPLICATED || owner.idx == me.idx;
+    o->tail = &o->queue;
+    pthread_mutex_init(&o->lock, NULL);
+    size_t rmax = res_max_of(type);
+    if (o->holds) {
+        o->state = calloc(1, type->state_size ? type->state_size : 1);
+        o->scratch = malloc(rmax ? rmax : 1);
+        if (!o->state || !o->scratch) {
+            object_free(o); /* fini is not called on a state never made */
+            return FLIT_ERR_NO_MEMORY;
+        }
+        if (type->init)
+            type->init(o->state, init_arg, init_len, type->user);
+    }
+    /* In the table before the group forms: once any member's create has
+       returned, the owner serves the object. */
+    pthread_mutex_lock(&objs->lock);
+    if (find(objs, id)) {
+        pthread_mutex_unlock(&objs->lock);
+        object_free(o);
+        return FLIT_ERR_INVALID_ARG;
+    }
+    o->next = objs->list;
+    objs->list = o;
+    pthread_mutex_unlock(&objs->lock);
+    st = flit_group_create(objs->groups, id, members, n, NULL, deliver, o, &o->group);
+    if (st != FLIT_OK) {
+        unlink_object(objs, o);
+        object_free(o);
+        return st;
+    }
+    *out = o;
+    return FLIT_OK;
+}
+
+flit_status flit_object_destroy(flit_object_t *obj)
+{
+    if (!obj || obj->magic != OBJECT_MAGIC)
+        return FLIT_ERR_INVALID_ARG;
+    flit_status st = flit_group_destroy(obj->group);
+    if (st == FLIT_ERR_IN_HANDLER || st == FLIT_ERR_INVALID_ARG)
+        return st;
+    unlink_object(obj->objs, obj);
+    /* Operations still waiting for their guard cannot run any more. */
+    struct pending *done = NULL;
+    while (obj->queue) {
+        struct pending *p = obj->queue;
+        obj->queue = p->next;
+        if (p->reply) {
+            p->st = FLIT_ERR_CLOSED;
+            p->next = done;
+            done = p;
+        } else {
+            free(p->arg);
+            free(p);
+        }
+    }
+    answer(done);
+    obj->magic = 0;
+    object_free(obj);
+    return st;
+}
+
+flit_status flit_object_lookup(flit_objects_t *objs, uint32_t id, flit_object_t **out)
+{
+    if (!objs || !out)
+        return FLIT_ERR_INVALID_ARG;
+    flit_object_t *o = lookup(objs, id);
+    if (!o)
+        return FLIT_ERR_INVALID_ARG;
+    *out = o;
+    return FLIT_OK;
+}
+
+uint32_t flit_object_id(const flit_object_t *obj)
+{
+    return obj ? obj->id : UINT32_MAX;
+}
+
+flit_status flit_object_stats(flit_object_t *obj, flit_object_stats_t *out)
+{
+    if (!obj || !out || out->struct_size < sizeof *out)
+        return FLIT_ERR_INVALID_ARG;
+    out->strategy = obj->strategy;
+    out->owner = obj->owner;
+    out->reads = atomic_load(&obj->reads);
+    out->writes = atomic_load(&obj->writes);
+    out->local = atomic_load(&obj->local);
+    out->applied = atomic_load(&obj->applied);
+    out->guard_waits = atomic_load(&obj->guard_waits);
+    return FLIT_OK;
+}
