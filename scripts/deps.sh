@@ -19,6 +19,9 @@
 #   libpmix-dev           flit_init under mpirun (pmix_*), with
 #   openmpi-bin libopenmpi-dev
 #                         mpirun (pmix_*), make bench-compare
+#   slurm-wlm munge       slurm_* (a one-node Slurm cluster on localhost: srun
+#                         --mpi=pmix and --mpi=pmi2, sbatch, salloc), make
+#                         bench-launch
 #   iproute2 nftables util-linux
 #                         net.* (hosts as network namespaces, loss and
 #                         duplication as nftables rules, unshare, setsid)
@@ -27,7 +30,8 @@
 set -u
 
 PACKAGES="g++ clang libclang-rt-dev ninja-build pkg-config libpmix-dev openmpi-bin
-          libopenmpi-dev iproute2 nftables util-linux clang-format python3 git"
+          libopenmpi-dev slurm-wlm munge iproute2 nftables util-linux clang-format python3
+          git"
 
 say() { echo "deps: $*"; }
 
