@@ -84,7 +84,10 @@ struct options {
     bool prefix, verbose, keep_going;
     bool stdin_none;            /* --stdin none: no rank reads it */
     char **argv;                /* the program and its arguments */
-    const char *hosts_spec;     /* --hosts; NULL: every rank here */
+    const char *hosts_spec;     /* --hosts, or from --hostfile or the Slurm
+                                   allocation; NULL: every rank here */
+    const char *hostfile;       /* --hostfile */
+    char *hosts_owned;          /* hosts_spec when made here (free it) */
     const char *launch_spec;    /* --launch; NULL: ssh */
     const char *placement_spec; /* --placement */
     const char *boot_spec;      /* --boot-addr */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "flit/flit.h"
 #include "flitrun.h"
 
@@ -27,6 +28,8 @@ static const char help_text[] =
     "                         shared out evenly) or \"a:2,b:4\" (at most that\n"
     "                         many on each); localhost and this host's name\n"
     "                         start here, the others through the launcher\n"
+    "      --hostfile FILE    the hosts from FILE, one a line: \"name\" or\n"
+    "                         \"name slots=N\" (as mpirun's; # comments)\n"
     "      --placement block|round-robin\n"
     "                         ranks 0..k-1 on the first host, k.. on the next\n"
     "                         (block, the default), or one host after another\n"
@@ -54,6 +57,11 @@ static const char help_text[] =
     "                         set to 1 or more does too)\n"
     "  -h, --help             print this help and exit\n"
     "      --version          print the version and exit\n"
+    "\n"
+    "Inside a Slurm allocation (salloc, sbatch) that spans other nodes than\n"
+    "this one, and without --hosts or --hostfile, the ranks go to the\n"
+    "allocation's nodes (SLURM_JOB_NODELIST, at most SLURM_JOB_CPUS_PER_NODE\n"
+    "each) and start there through srun (--launch: \"" FR_SLURM_LAUNCH "\").\n"
     "\n"
     "When a rank exits non-zero or is killed, the others are stopped (SIGTERM,\n"
     "then SIGKILL 2 s later) and flitrun exits with that rank's status, or\n"
@@ -146,6 +154,9 @@ static int parse_one(int c, char **argv, struct options *opt)
     case 'L':
         opt->launch_spec = optarg;
         return 0;
+    case 'F':
+        opt->hostfile = optarg;
+        return 0;
     case 'P':
         opt->placement_spec = optarg;
         return 0;
@@ -174,11 +185,38 @@ static int parse_one(int c, char **argv, struct options *opt)
     }
 }
 
+/* The host list when --hosts gave none: --hostfile, or the allocation. */
+static int hosts_elsewhere(struct options *opt)
+{
+    char why[512];
+    if (opt->hostfile && opt->hosts_spec) {
+        usage_error("--hosts and --hostfile: one list of hosts, not two");
+        return -1;
+    }
+    if (opt->hosts_spec)
+        return 0;
+    int rc = opt->hostfile
+                 ? fr_hostfile_read(opt->hostfile, &opt->hosts_owned, why, sizeof why)
+                 : fr_slurm_hosts(&opt->hosts_owned, why, sizeof why);
+    if (rc != 0) {
+        usage_error("%s", why);
+        return -1;
+    }
+    opt->hosts_spec = opt->hosts_owned;
+    if (opt->hosts_spec && !opt->hostfile && !opt->launch_spec)
+        opt->launch_spec = FR_SLURM_LAUNCH;
+    if (opt->hosts_spec && !opt->hostfile && opt->verbose)
+        say("the Slurm allocation's nodes: %s", opt->hosts_spec);
+    return 0;
+}
+
 /* --hosts, --launch, --placement, --boot-addr: checked, parsed. 0 or -1. */
 static int parse_hosts(struct options *opt)
 {
     char why[512];
     struct in_addr a;
+    if (hosts_elsewhere(opt) != 0)
+        return -1;
     if (opt->boot_spec && inet_pton(AF_INET, opt->boot_spec, &a) != 1) {
         usage_error("--boot-addr wants an IPv4 address, not '%s'", opt->boot_spec);
         return -1;
@@ -236,6 +274,8 @@ void options_free(struct options *opt)
 {
     fr_hosts_free(&opt->hosts);
     fr_launch_free(&opt->launch);
+    free(opt->hosts_owned);
+    opt->hosts_owned = NULL;
     free(opt->host_of);
     opt->host_of = NULL;
 }
@@ -250,6 +290,7 @@ int parse_options(int argc, char **argv, struct options *opt)
         {"stdin", required_argument, NULL, 'S'},
         {"hosts", required_argument, NULL, 'H'},
         {"launch", required_argument, NULL, 'L'},
+        {"hostfile", required_argument, NULL, 'F'},
         {"placement", required_argument, NULL, 'P'},
         {"boot-addr", required_argument, NULL, 'B'},
         {"verbose", no_argument, NULL, 'v'},
