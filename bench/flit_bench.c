@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "bench_engine.h"
+#include "bench_group.h"
 #include "bench_rma.h"
 #include "bench_rpc.h"
 #include "bench_stats.h"
@@ -73,8 +74,9 @@ enum {
     SEC_RATE = 4,
     SEC_STREAM = 8,
     SEC_RMA = 16,
-    SEC_RPC = 32, /* bench_rpc.c */
-    SEC_ALL = 63
+    SEC_RPC = 32,   /* bench_rpc.c */
+    SEC_GROUP = 64, /* bench_group.c */
+    SEC_ALL = 127
 };
 
 struct opts {
@@ -123,7 +125,8 @@ static void usage(FILE *f)
             "  --max-size BYTES  largest message (default 4M; k, M, G suffixes)\n"
             "  --sizes LIST      these sizes only, e.g. 8,64k,1M (instead of 8 B\n"
             "                    doubling up to --max-size)\n"
-            "  --only SECTIONS   some of latency,bandwidth,rate,stream,rma,rpc\n"
+            "  --only SECTIONS   some of latency,bandwidth,rate,stream,rma,rpc,\n"
+            "                    group (groups of up to 8 ranks: flitrun -n 8)\n"
             "  --no-baselines    flit's figures only (as under injected loss, where\n"
             "                    a raw baseline cannot run)\n"
             "  --percentiles     also time 8-byte short AM round trips one by one:\n"
@@ -154,8 +157,8 @@ static bool parse_sizes(const char *arg, struct opts *o)
 
 static bool parse_sections(const char *arg, unsigned *out)
 {
-    static const char *const name[] = {"latency", "bandwidth", "rate",
-                                       "stream",  "rma",       "rpc"};
+    static const char *const name[] = {"latency", "bandwidth", "rate", "stream",
+                                       "rma",     "rpc",       "group"};
     const unsigned count = sizeof name / sizeof *name;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", arg);
@@ -207,7 +210,7 @@ static int parse(int argc, char **argv, struct opts *o, bool talk)
                 if (talk)
                     fprintf(stderr,
                             PROG ": --only: '%s' is not a list of latency, "
-                                 "bandwidth, rate, stream, rma, rpc\n",
+                                 "bandwidth, rate, stream, rma, rpc, group\n",
                             argv[i]);
                 return 2;
             }
@@ -1356,6 +1359,10 @@ static void drive(struct run *r)
         struct bench_io io = io_of(r);
         bench_rpc_section(&r->b, &io);
     }
+    if (r->o.sections & SEC_GROUP) {
+        struct bench_io io = io_of(r);
+        bench_group_section(&r->b, &io); /* ranks 2 and up return */
+    }
     if (r->o.sections & SEC_BANDWIDTH)
         nhalf_section(r);
     noise_note(r);
@@ -1371,7 +1378,7 @@ int main(int argc, char **argv)
     uint32_t rank = flit_job_rank().idx, size = flit_job_size();
     static struct run r;
     int rc = parse(argc, argv, &r.o, rank == 0);
-    if (rc == 0 && size != 2) {
+    if (rc == 0 && size != 2 && !(size > 2 && (r.o.sections & SEC_GROUP))) {
         if (rank == 0)
             fprintf(stderr,
                     PROG ": needs exactly 2 ranks, has %u; run it as\n"
@@ -1403,14 +1410,20 @@ int main(int argc, char **argv)
     bench_init(&r.b, ep, r.o.max_size, PROG);
     if (r.o.sections & SEC_RPC)
         bench_rpc_open(&r.b);
+    if (r.o.sections & SEC_GROUP)
+        bench_group_open(&r.b);
     check(flit_barrier(ep), "flit_barrier"); /* handlers are in place */
     if (rank == 0)
         drive(&r);
-    else
+    else if (rank == 1)
         bench_serve(&r.b);
+    else
+        bench_group_serve(&r.b);
     check(flit_barrier(ep), "flit_barrier");
     if (r.o.sections & SEC_RPC)
         bench_rpc_close(&r.b);
+    if (r.o.sections & SEC_GROUP)
+        bench_group_close(&r.b);
     bench_fini(&r.b);
     check(flit_ep_destroy(ep), "flit_ep_destroy");
     check(flit_finalize(), "flit_finalize");
