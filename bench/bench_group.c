@@ -222,6 +222,19 @@ static double measure(bench_run_fn fn, struct point *p, uint64_t target_ns, int 
     return bench_measure(fn, p, target_ns, reps, 1, MSGS_MAX);
 }
 
+/* Multicasts to p's group beside short AMs to its members, until an attempt
+   comes out clean; microseconds each, the AMs' in *am. */
+static double mcast_beside_ams(const struct bench_io *io, struct point *p, double *am)
+{
+    double v;
+    do {
+        io->begin(io->run);
+        *am = measure(run_ams, p, io->lat_ns, io->lat_reps) / 1e3;
+        v = measure(run_mcast, p, io->lat_ns, io->lat_reps) / 1e3;
+    } while (io->again(io->run));
+    return v;
+}
+
 static double latency_rows(bench_t *b, const struct bench_io *io)
 {
     io->title(io->run,
@@ -236,12 +249,7 @@ static double latency_rows(bench_t *b, const struct bench_io *io)
             continue;
         for (int big = 0; big < 2; big++) {
             struct point p = {.b = b, .gi = gi, .size = big ? LAT_BIG : 0};
-            double v, am;
-            do {
-                io->begin(io->run);
-                am = measure(run_ams, &p, io->lat_ns, io->lat_reps) / 1e3;
-                v = measure(run_mcast, &p, io->lat_ns, io->lat_reps) / 1e3;
-            } while (io->again(io->run));
+            double am, v = mcast_beside_ams(io, &p, &am);
             char name[48], fig[48];
             snprintf(name, sizeof name, "group_latency_%u_%zu", sizes[gi], p.size);
             snprintf(fig, sizeof fig, "%u ranks, %zu B", sizes[gi], p.size);
@@ -294,12 +302,7 @@ static void sequencer_row(bench_t *b, const struct bench_io *io)
               "back to it, the sequencer being rank 1)",
               "the short AM round trip of this run", false);
     struct point p = {.b = b, .gi = SEQ_PAIR, .size = 0};
-    double v, am;
-    do {
-        io->begin(io->run);
-        am = measure(run_ams, &p, io->lat_ns, io->lat_reps) / 1e3;
-        v = measure(run_mcast, &p, io->lat_ns, io->lat_reps) / 1e3;
-    } while (io->again(io->run));
+    double am, v = mcast_beside_ams(io, &p, &am);
     io->emit(io->run, "group_sequencer_round_trip", "sequencer round trip", -1, v, am, -1,
              BENCH_U_US);
 }
