@@ -429,6 +429,14 @@ int main(int argc, char **argv)
         CHECK_OK(flit_group_destroy(gs[i].g));
     }
     CHECK_OK(flit_groups_destroy(groups));
+    if (getenv("FLIT_DROP_RATE")) { /* the faults were there to survive */
+        flit_stats_t st = {.struct_size = sizeof st};
+        CHECK_OK(flit_ep_stats(ep, &st));
+        printf("group: rank %u: %llu faults injected, %llu retransmissions\n", me,
+               (unsigned long long)st.faults_injected,
+               (unsigned long long)st.retransmits);
+        CHECK(st.faults_injected > 0);
+    }
     printf("group: rank %u OK\n", me);
     for (unsigned i = 0; i < ng; i++) {
         free(gs[i].log.next_k);
