@@ -52,6 +52,16 @@ static void on_deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void 
     s->delivered++;
 }
 
+/* An active-message handler of the program sends to the group: with credits
+   at hand it is accepted, and goes out after the handler's pass. */
+static void on_poke(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                    void *user)
+{
+    (void)t, (void)buf, (void)n, (void)a, (void)na;
+    struct seen *s = user;
+    CHECK_OK(flit_group_send(s->g, "hi", 2));
+}
+
 static bool delivered(struct seen *s, uint64_t n)
 {
     return s->delivered >= n;
@@ -175,6 +185,10 @@ int main(void)
     CHECK_OK(flit_group_send(s.g, "x", 1));
     MP_WAIT(ep, delivered(&s, 1));
     CHECK(s.last_total == 1);
+    CHECK_OK(flit_am_register(ep, flit_handler(3), on_poke, &s));
+    CHECK_OK(flit_am_short(ep, flit_rank(me), flit_handler(3), NULL, 0, 0));
+    MP_WAIT(ep, delivered(&s, 2));
+    CHECK(s.last_total == 2);
     CHECK_OK(flit_group_destroy(s.g));
 
     CHECK_ST(flit_groups_destroy(NULL), FLIT_ERR_INVALID_ARG);
