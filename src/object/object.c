@@ -110,7 +110,8 @@ static void scatter(const struct iovec *v, int n, const void *buf, size_t len)
     const char *p = buf;
     for (int i = 0; i < n && len; i++) {
         size_t k = v[i].iov_len < len ? v[i].iov_len : len;
-        memcpy(v[i].iov_base, p, k);
+        if (k)
+            memcpy(v[i].iov_base, p, k);
         p += k;
         len -= k;
     }
@@ -348,7 +349,8 @@ static flit_status invoke_remote(flit_object_t *o, unsigned op, const struct iov
     if (narg + 1 > 8 && !(req = malloc(sizeof *req * (size_t)(narg + 1))))
         return FLIT_ERR_NO_MEMORY;
     req[0] = (struct iovec){&h, sizeof h};
-    memcpy(req + 1, arg, sizeof *req * (size_t)narg);
+    if (narg)
+        memcpy(req + 1, arg, sizeof *req * (size_t)narg);
     struct iovec rsmall[8], *rep = rsmall;
     uint32_t st = FLIT_OK;
     if (nres + 1 > 8 && !(rep = malloc(sizeof *rep * (size_t)(nres + 1)))) {
@@ -479,7 +481,8 @@ static flit_status invoke_write(flit_object_t *o, unsigned op, const struct iove
     if (narg + 1 > 8 && !(v = malloc(sizeof *v * (size_t)(narg + 1))))
         return FLIT_ERR_NO_MEMORY;
     v[0] = (struct iovec){&h, sizeof h};
-    memcpy(v + 1, arg, sizeof *v * (size_t)narg);
+    if (narg)
+        memcpy(v + 1, arg, sizeof *v * (size_t)narg);
     flit_status st = flit_group_sendv(o->group, v, narg + 1);
     if (v != small)
         free(v);
@@ -529,7 +532,8 @@ flit_status flit_object_invokev(flit_object_t *obj, unsigned op, const struct io
             return FLIT_ERR_NO_MEMORY;
         char *p = joined;
         for (int i = 0; i < narg; i++) {
-            memcpy(p, arg[i].iov_base, arg[i].iov_len);
+            if (arg[i].iov_len)
+                memcpy(p, arg[i].iov_base, arg[i].iov_len);
             p += arg[i].iov_len;
         }
         flat = joined;
