@@ -253,6 +253,52 @@ static void in_procedures(void)
     CHECK(c == NULL && res.length == 8 && res.received == 0);
 }
 
+/* The mutex and condition: bad arguments, and waits that cannot be. */
+static flit_mutex_t *held_m; /* locked while P_KEEP's twin below runs */
+
+static void proc_lock_held(flit_rpc_req_t *req, size_t len, void *user)
+{
+    (void)len, (void)user;
+    /* Not a call that may block, and a held mutex: it would have to wait. */
+    CHECK_ST(flit_mutex_lock(held_m, req), FLIT_ERR_IN_HANDLER);
+    CHECK_ST(flit_mutex_lock(held_m, NULL), FLIT_ERR_IN_HANDLER);
+    kept = req;
+}
+
+static void sync_errors(void)
+{
+    flit_mutex_t *m = (flit_mutex_t *)&m;
+    flit_cond_t *c = (flit_cond_t *)&c;
+    CHECK_ST(flit_mutex_create(NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_cond_create(NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_mutex_destroy(NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_cond_destroy(NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_mutex_lock(NULL, NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_mutex_trylock(NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_mutex_unlock(NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_cond_wait(NULL, m, NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_cond_signal(NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_cond_broadcast(NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_OK(flit_mutex_create(&m));
+    CHECK_OK(flit_cond_create(&c));
+    CHECK_ST(flit_cond_wait(c, NULL, NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_mutex_unlock(m), FLIT_ERR_INVALID_ARG);       /* not locked */
+    CHECK_ST(flit_cond_wait(c, m, NULL), FLIT_ERR_INVALID_ARG); /* m not locked */
+    CHECK_OK(flit_cond_destroy(c)); /* the failed wait left no waiter */
+    CHECK_OK(flit_mutex_lock(m, NULL));
+    CHECK_ST(flit_mutex_trylock(m), FLIT_ERR_AGAIN);
+    CHECK_ST(flit_mutex_destroy(m), FLIT_ERR_AGAIN);
+    held_m = m;
+    CHECK_OK(flit_rpc_register(rpc, P_KEEP, proc_lock_held, NULL));
+    CHECK_OK(flit_rpc_call(rpc, flit_rank(0), P_KEEP, NULL, 0, NULL, 0, NULL, NULL));
+    CHECK_ST(flit_mutex_lock(m, kept), FLIT_ERR_INVALID_ARG); /* a finished request */
+    CHECK_OK(flit_rpc_register(rpc, P_KEEP, proc_keep, NULL));
+    CHECK_OK(flit_mutex_unlock(m));
+    CHECK_OK(flit_mutex_trylock(m));
+    CHECK_OK(flit_mutex_unlock(m));
+    CHECK_OK(flit_mutex_destroy(m));
+}
+
 static void deferred_and_destroy(void)
 {
     flit_rpc_call_t *c;
@@ -282,6 +328,7 @@ int main(void)
     bad_create();
     bad_calls();
     in_procedures();
+    sync_errors();
     deferred_and_destroy();
     CHECK_OK(flit_ep_destroy(ep));
     CHECK_OK(flit_finalize());
