@@ -125,7 +125,7 @@ link() {
 # API's names only, a program each built through pkg-config (flit-NAME) and
 # through find_package(flit) (flit::NAME), run under flitrun; the AMUDP one
 # also started AMUDP's way, `prog 2 L`.
-compat_libs="amudp:AM_|_AM_|AMUDP_ fm:FM_"
+compat_libs="amudp:AM_|_AM_|AMUDP_ fm:FM_ vmmc:VMMC_|SendMsg"
 compat() {
     cc=$1 cxx=${2:-}
     for entry in $compat_libs; do
