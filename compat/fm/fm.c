@@ -202,7 +202,10 @@ int FM_extract_bytes(unsigned long max_bytes)
     if (!fm_ep)
         return FM_FAILURE;
     int before = started;
-    flit_status st = max_bytes ? flit_extract(fm_ep, max_bytes) : flit_poll(fm_ep);
+    /* FM_extract() and FM_extract(~0) mean everything: flit_poll, which
+       also makes the progress flit_extract leaves to later */
+    flit_status st = max_bytes && max_bytes < UINT32_MAX ? flit_extract(fm_ep, max_bytes)
+                                                         : flit_poll(fm_ep);
     if (st != FLIT_OK && st != FLIT_ERR_AGAIN)
         return FM_FAILURE;
     return started - before;

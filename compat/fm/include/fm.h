@@ -62,7 +62,8 @@ extern int FM_end_message(FM_stream *stream);
 /* Inside the handler: the next bytes of the message into buf; the number
    received, or FM_FAILURE when fewer remain (nothing is taken). */
 extern int FM_receive(void *buf, FM_stream *stream, unsigned int bytes);
-/* Runs handlers for about max_bytes of arriving data (0: all that waits);
+/* Runs handlers for about max_bytes of arriving data (0, or 2^32 and more
+   such as FM_extract(~0): all that waits);
    returns the number of handlers started. Never blocks. */
 extern int FM_extract_bytes(unsigned long max_bytes);
 #define FM_extract(...) FM_extract_bytes(__VA_ARGS__ + 0)
