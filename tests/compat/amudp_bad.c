@@ -164,9 +164,9 @@ static void handlers_and_sends(void)
     AMT_ST(AM_RequestI0(ep, 0, H_SET, big, AM_MaxMedium() + 1), AM_ERR_BAD_ARG);
     AMT_ST(AM_RequestI0(ep, 0, H_SET, NULL, 8), AM_ERR_BAD_ARG);
     AMT_ST(AM_RequestXfer0(ep, 0, 0, H_SET, big, AM_MaxLong() + 1), AM_ERR_BAD_ARG);
-    int not_a_token = 5;
-    AMT_ST(AM_Reply0(&not_a_token, H_SET), AM_ERR_BAD_ARG);
-    AMT_ST(AM_GetSourceEndpoint(&not_a_token, &returned_from), AM_ERR_BAD_ARG);
+    uint64_t not_a_token[8] = {5}; /* any memory that is not a token */
+    AMT_ST(AM_Reply0(not_a_token, H_SET), AM_ERR_BAD_ARG);
+    AMT_ST(AM_GetSourceEndpoint(not_a_token, &returned_from), AM_ERR_BAD_ARG);
 }
 
 static void returned_messages(en_t name)
