@@ -16,6 +16,8 @@
  */
 #include <flit/object.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 
 #include "mp.h"
 
@@ -490,6 +492,141 @@ static void test_errors(void)
     CHECK_ST(flit_object_destroy(NULL), FLIT_ERR_INVALID_ARG);
 }
 
+/* ---------------------------------------------------------------- kill */
+
+/* The last rank dies mid-stream: survivors agree on the replicated object
+   (every copy the same value and history) and hear FLIT_ERR_PEER_DOWN from
+   the object it owned, without hanging. */
+struct hist {
+    int64_t value;
+    uint64_t hist, done, heard, agreed;
+};
+
+static size_t hist_add(void *state, const void *arg, size_t len, void *res, void *user)
+{
+    (void)len, (void)res, (void)user;
+    struct hist *h = state;
+    int64_t by;
+    memcpy(&by, arg, sizeof by);
+    h->value += by;
+    h->hist = (h->hist ^ (uint64_t)h->value) * 0x100000001b3ull;
+    return 0;
+}
+
+static size_t hist_done(void *state, const void *arg, size_t len, void *res, void *user)
+{
+    (void)arg, (void)len, (void)res, (void)user;
+    ((struct hist *)state)->done++;
+    return 0;
+}
+
+static int all_done(const void *state, const void *arg, size_t len, void *user)
+{
+    (void)len, (void)user;
+    uint64_t want;
+    memcpy(&want, arg, sizeof want);
+    return ((const struct hist *)state)->done >= want;
+}
+
+static int all_heard(const void *state, const void *arg, size_t len, void *user)
+{
+    (void)len, (void)user;
+    uint64_t want;
+    memcpy(&want, arg, sizeof want);
+    return ((const struct hist *)state)->heard >= want;
+}
+
+static size_t hist_read(void *state, const void *arg, size_t len, void *res, void *user)
+{
+    (void)arg, (void)len, (void)user;
+    memcpy(res, state, sizeof(struct hist));
+    return sizeof(struct hist);
+}
+
+static size_t hist_agree(void *state, const void *arg, size_t len, void *res, void *user)
+{
+    (void)len, (void)res, (void)user;
+    struct hist *h = state;
+    int64_t said[2];
+    memcpy(said, arg, sizeof said);
+    h->heard++;
+    h->agreed += said[0] == h->value && (uint64_t)said[1] == h->hist;
+    return 0;
+}
+
+static const flit_object_op_t hist_ops[] = {
+    {FLIT_OBJECT_WRITE, 8, 0, hist_add, NULL},
+    {FLIT_OBJECT_WRITE, 0, 0, hist_done, NULL},
+    {FLIT_OBJECT_READ, 8, sizeof(struct hist), hist_read, all_done},
+    {FLIT_OBJECT_WRITE, 16, 0, hist_agree, NULL},
+    {FLIT_OBJECT_READ, 8, sizeof(struct hist), hist_read, all_heard},
+};
+static const flit_object_type_t hist_type = {
+    sizeof(struct hist), NULL, NULL, hist_ops, 5, NULL};
+
+static atomic_int victim_down;
+
+static void on_down(flit_ep_t *e, flit_rank_t peer, flit_status why, void *user)
+{
+    (void)e, (void)why, (void)user;
+    CHECK(peer.idx == nranks - 1);
+    atomic_store(&victim_down, 1);
+}
+
+static void on_returned(flit_ep_t *e, const flit_returned_t *r, void *user)
+{
+    if (r->reason == FLIT_ERR_PEER_DOWN && r->peer.idx == nranks - 1)
+        return; /* what was on its way to the victim */
+    mp_returned_fail(e, r, user);
+}
+
+static void test_kill(uint64_t count, uint64_t kill_after)
+{
+    CHECK(nranks >= 3 && kill_after < count);
+    CHECK_OK(flit_ep_set_peer_down_handler(ep, on_down, NULL));
+    CHECK_OK(flit_am_set_returned_handler(ep, on_returned, NULL));
+    flit_object_t *rep, *own;
+    CHECK_OK(flit_object_create(objs, 1, &hist_type, NULL, 0, FLIT_OBJECT_REPLICATED,
+                                flit_rank(0), NULL, 0, &rep));
+    CHECK_OK(flit_object_create(objs, 2, &pair_type, NULL, 0, FLIT_OBJECT_OWNED,
+                                flit_rank(nranks - 1), &count, 8, &own));
+    int64_t one = 1, v;
+    CHECK_OK(flit_object_invoke(own, 0, &one, 8, &v, 8, NULL));
+    for (uint64_t i = 0; i < count; i++) {
+        if (me == nranks - 1 && i == kill_after)
+            raise(SIGKILL); /* with writes of its own just applied */
+        CHECK_OK(flit_object_invoke(rep, 0, &one, 8, NULL, 0, NULL));
+    }
+    uint64_t survivors = nranks - 1;
+    struct hist h, seen;
+    CHECK_OK(flit_object_invoke(rep, 1, NULL, 0, NULL, 0, NULL));
+    CHECK_OK(flit_object_invoke(rep, 2, &survivors, 8, &seen, sizeof seen, NULL));
+    int64_t said[2] = {seen.value, (int64_t)seen.hist};
+    CHECK_OK(flit_object_invoke(rep, 3, said, sizeof said, NULL, 0, NULL));
+    CHECK_OK(flit_object_invoke(rep, 4, &survivors, 8, &h, sizeof h, NULL));
+    CHECK(h.heard == survivors && h.agreed == survivors);
+    CHECK(h.value >= (int64_t)(survivors * count) &&
+          h.value <= (int64_t)(survivors * count + kill_after));
+    MP_WAIT(ep, atomic_load(&victim_down));
+    int64_t g[2];
+    CHECK_ST(flit_object_invoke(own, 1, NULL, 0, g, sizeof g, NULL), FLIT_ERR_PEER_DOWN);
+    CHECK_ST(flit_object_invoke(own, 0, &one, 8, &v, 8, NULL), FLIT_ERR_PEER_DOWN);
+    printf("object kill: rank %u: %lld, the same history as %llu of %llu survivors\n", me,
+           (long long)h.value, (unsigned long long)h.agreed,
+           (unsigned long long)survivors);
+    flit_status st = flit_object_destroy(own);
+    CHECK(st == FLIT_OK || st == FLIT_ERR_PEER_DOWN);
+    st = flit_object_destroy(rep);
+    CHECK(st == FLIT_OK || st == FLIT_ERR_PEER_DOWN);
+    printf("object kill: rank %u OK\n", me);
+    /* The objects' RPC object ends with a barrier, which a dead rank
+       fails; flit_finalize still ends the job here. */
+    st = flit_objects_destroy(objs);
+    CHECK(st == FLIT_OK || st == FLIT_ERR_PEER_DOWN);
+    flit_finalize();
+    exit(0);
+}
+
 int main(int argc, char **argv)
 {
     CHECK_OK(flit_init(NULL));
@@ -515,6 +652,8 @@ int main(int argc, char **argv)
         test_buffer(count);
     else if (!strcmp(test, "gather"))
         test_gather(mp_arg_u64(argc, argv, "--max", 1u << 20));
+    else if (!strcmp(test, "kill"))
+        test_kill(count, test_scaled(mp_arg_u64(argc, argv, "--kill-after", count / 2)));
     else if (!strcmp(test, "errors"))
         test_errors();
     else
