@@ -14,6 +14,8 @@
 #   make bench-compare  flit-bench beside an MPI ping-pong of Debian's Open MPI
 #   make bench-udp      flit over UDP beside raw UDP: loopback, veth, under loss
 #   make bench-readme   all of these, 3 runs each: the README's tables as markdown
+#   make bench-launch   start-up cost under flitrun, srun --mpi=pmix and pmi2,
+#                       1 to 64 ranks, flit's own share beside the launcher's
 #   make install        install under PREFIX (default /usr/local)
 
 BUILD      ?= build
@@ -27,7 +29,7 @@ GENERATOR   = $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 FLITRUN     = $(BUILD)/tools/flitrun
 
 .PHONY: all configure build demo deps test test-main test-asan test-tsan format-check \
-        bench bench-compare bench-udp bench-readme install clean
+        bench bench-compare bench-udp bench-readme bench-launch install clean
 
 all: build
 
@@ -113,6 +115,10 @@ bench-udp: build
 # (BENCH_ARGS: --runs N, --quick, --keep DIR).
 bench-readme: build
 	bench/readme_tables.sh $(BUILD) $(BENCH_ARGS)
+
+# SIZES (default 1 2 4 8 16 32 64) and RUNS (default 3) from the environment.
+bench-launch: build
+	bench/launch.sh $(BUILD)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -16,6 +16,8 @@
 #          twice, or after nothing was started.
 set -u
 cmd=$1 dir=$2
+# The daemons change directory: every path in slurm.conf is absolute.
+case $dir in /*) ;; *) dir=$(pwd)/$dir ;; esac
 
 log() { echo "slurm cluster: $*"; }
 

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One start of a job, timed for bench/launch.sh (make bench-launch): from
+ * the moment the launcher was called (FLIT_BENCH_T0, ns of CLOCK_REALTIME,
+ * set by the script just before) to the end of the first barrier, and
+ * flit's own share of it: flit_init + flit_ep_create, the slowest rank's
+ * (each rank sends its share to rank 0 as an active message).
+ *
+ *     FLIT_BENCH_T0=$(date +%s%N) srun --mpi=pmix -n 8 launch_time
+ *     -> "launch_time: 8 ranks, total 812.402 ms, flit 21.733 ms"
+ */
+#include <flit/flit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+enum { H_SHARE = 1 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void check(flit_status st, const char *what)
+{
+    if (st != FLIT_OK) {
+        fprintf(stderr, "launch_time: %s: %s\n", what, flit_strerror(st));
+        exit(1);
+    }
+}
+
+static uint64_t max_share;
+static uint32_t shares;
+
+static void on_share(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
+                     unsigned nargs, void *user)
+{
+    (void)token, (void)buf, (void)nbytes, (void)nargs, (void)user;
+    uint64_t v = (uint64_t)args[0] << 32 | args[1];
+    if (v > max_share)
+        max_share = v;
+    shares++;
+}
+
+int main(void)
+{
+    uint64_t t_main = now_ns();
+    const char *t0s = getenv("FLIT_BENCH_T0");
+    uint64_t t0 = t0s ? strtoull(t0s, NULL, 10) : t_main;
+    flit_ep_t *ep;
+    check(flit_init(NULL), "flit_init");
+    check(flit_ep_create(NULL, &ep), "flit_ep_create");
+    uint64_t share = now_ns() - t_main;
+    check(flit_am_register(ep, flit_handler(H_SHARE), on_share, NULL), "register");
+    check(flit_barrier(ep), "flit_barrier");
+    uint64_t t_bar = now_ns();
+    uint32_t me = flit_job_rank().idx, n = flit_job_size();
+    uint32_t args[2] = {(uint32_t)(share >> 32), (uint32_t)share};
+    check(flit_am_short(ep, flit_rank(0), flit_handler(H_SHARE), args, 2, 0), "send");
+    while (me == 0 && shares < n)
+        check(flit_wait(ep, -1), "flit_wait");
+    check(flit_barrier(ep), "flit_barrier");
+    if (me == 0)
+        printf("launch_time: %u ranks, total %.3f ms, flit %.3f ms\n", n,
+               (double)(t_bar - t0) / 1e6, (double)max_share / 1e6);
+    check(flit_finalize(), "flit_finalize");
+    return 0;
+}
