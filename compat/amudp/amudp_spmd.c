@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,8 @@ static struct {
     ep_t ep;
     flit_ep_t *ctl;
     char **env; /* the environment at start-up */
-    amudp_exitcallback_t callback;
+    _Atomic(amudp_exitcallback_t)
+        callback; /* set by the program, run by the exit thread */
     int pipe[2];
     /* AllGather in progress */
     unsigned char *dest;
@@ -158,8 +160,9 @@ static void wait_until(int (*done)(void))
 
 static void exit_now(int code, int teller)
 {
-    if (spmd.callback)
-        spmd.callback(code);
+    amudp_exitcallback_t callback = atomic_load(&spmd.callback);
+    if (callback)
+        callback(code);
     fflush(NULL);
     if (teller) {
         for (uint32_t r = 0; r < spmd.size; r++)
@@ -209,7 +212,7 @@ int AMUDP_SPMDExit(int exitcode)
 
 int AMUDP_SPMDSetExitCallback(amudp_exitcallback_t fp)
 {
-    spmd.callback = fp;
+    atomic_store(&spmd.callback, fp);
     return AM_OK;
 }
 
