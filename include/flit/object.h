@@ -152,9 +152,11 @@ FLIT_API flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
 
 /*
  * Collective over the members, once every operation on the object has
- * returned on every member: frees it. FLIT_ERR_INVALID_ARG for NULL;
- * FLIT_ERR_IN_HANDLER; the group's FLIT_ERR_PEER_DOWN (the object is freed
- * all the same).
+ * returned on every member: frees it. Its id may name a new object once
+ * every member's destroy has returned (a barrier after it, say): a member
+ * still destroying the old one would take the new one's messages for it.
+ * FLIT_ERR_INVALID_ARG for NULL; FLIT_ERR_IN_HANDLER; the group's FLIT_ERR_PEER_DOWN (the
+ * object is freed all the same).
  */
 FLIT_API flit_status flit_object_destroy(flit_object_t *obj);
 

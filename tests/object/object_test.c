@@ -445,18 +445,21 @@ static void test_errors(void)
     /* A live object: each strategy, the owner and another member. */
     for (int k = 0; k < 2; k++) {
         owned = k == 1;
-        o = make(9, &pair_type, &one, sizeof one);
+        /* A new id each time: an id is free again only once every member's
+           destroy of the object that had it has returned. */
+        uint32_t id = 9 + (uint32_t)k;
+        o = make(id, &pair_type, &one, sizeof one);
         flit_object_t *again;
         CHECK_ST(
-            flit_object_create(objs, 9, &pair_type, NULL, 0, R, last, &one, 8, &again),
+            flit_object_create(objs, id, &pair_type, NULL, 0, R, last, &one, 8, &again),
             FLIT_ERR_INVALID_ARG);
         CHECK_ST(flit_objects_destroy(objs), FLIT_ERR_AGAIN);
         flit_object_t *f = NULL;
-        CHECK_ST(flit_object_lookup(NULL, 9, &f), FLIT_ERR_INVALID_ARG);
-        CHECK_ST(flit_object_lookup(objs, 9, NULL), FLIT_ERR_INVALID_ARG);
-        CHECK_ST(flit_object_lookup(objs, 10, &f), FLIT_ERR_INVALID_ARG);
-        CHECK_OK(flit_object_lookup(objs, 9, &f));
-        CHECK(f == o && flit_object_id(f) == 9 && flit_object_id(NULL) == UINT32_MAX);
+        CHECK_ST(flit_object_lookup(NULL, id, &f), FLIT_ERR_INVALID_ARG);
+        CHECK_ST(flit_object_lookup(objs, id, NULL), FLIT_ERR_INVALID_ARG);
+        CHECK_ST(flit_object_lookup(objs, id + 100, &f), FLIT_ERR_INVALID_ARG);
+        CHECK_OK(flit_object_lookup(objs, id, &f));
+        CHECK(f == o && flit_object_id(f) == id && flit_object_id(NULL) == UINT32_MAX);
 
         int64_t v = 0, g[2];
         size_t n = 0;
