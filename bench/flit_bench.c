@@ -43,6 +43,7 @@
 
 #include "bench_engine.h"
 #include "bench_group.h"
+#include "bench_object.h"
 #include "bench_rma.h"
 #include "bench_rpc.h"
 #include "bench_stats.h"
@@ -74,9 +75,10 @@ enum {
     SEC_RATE = 4,
     SEC_STREAM = 8,
     SEC_RMA = 16,
-    SEC_RPC = 32,   /* bench_rpc.c */
-    SEC_GROUP = 64, /* bench_group.c */
-    SEC_ALL = 127
+    SEC_RPC = 32,     /* bench_rpc.c */
+    SEC_GROUP = 64,   /* bench_group.c */
+    SEC_OBJECT = 128, /* bench_object.c */
+    SEC_ALL = 255
 };
 
 struct opts {
@@ -126,7 +128,7 @@ static void usage(FILE *f)
             "  --sizes LIST      these sizes only, e.g. 8,64k,1M (instead of 8 B\n"
             "                    doubling up to --max-size)\n"
             "  --only SECTIONS   some of latency,bandwidth,rate,stream,rma,rpc,\n"
-            "                    group (groups of up to 8 ranks: flitrun -n 8)\n"
+            "                    group (groups of up to 8 ranks: flitrun -n 8), object\n"
             "  --no-baselines    flit's figures only (as under injected loss, where\n"
             "                    a raw baseline cannot run)\n"
             "  --percentiles     also time 8-byte short AM round trips one by one:\n"
@@ -157,8 +159,8 @@ static bool parse_sizes(const char *arg, struct opts *o)
 
 static bool parse_sections(const char *arg, unsigned *out)
 {
-    static const char *const name[] = {"latency", "bandwidth", "rate", "stream",
-                                       "rma",     "rpc",       "group"};
+    static const char *const name[] = {"latency", "bandwidth", "rate",  "stream",
+                                       "rma",     "rpc",       "group", "object"};
     const unsigned count = sizeof name / sizeof *name;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", arg);
@@ -210,7 +212,7 @@ static int parse(int argc, char **argv, struct opts *o, bool talk)
                 if (talk)
                     fprintf(stderr,
                             PROG ": --only: '%s' is not a list of latency, "
-                                 "bandwidth, rate, stream, rma, rpc, group\n",
+                                 "bandwidth, rate, stream, rma, rpc, group, object\n",
                             argv[i]);
                 return 2;
             }
@@ -1359,6 +1361,10 @@ static void drive(struct run *r)
         struct bench_io io = io_of(r);
         bench_rpc_section(&r->b, &io);
     }
+    if (r->o.sections & SEC_OBJECT) {
+        struct bench_io io = io_of(r);
+        bench_object_section(&r->b, &io);
+    }
     if (r->o.sections & SEC_GROUP) {
         struct bench_io io = io_of(r);
         bench_group_section(&r->b, &io); /* ranks 2 and up return */
@@ -1399,11 +1405,14 @@ int main(int argc, char **argv)
         /* Single-threaded, and no progress thread even if FLIT_PROGRESS_THREAD
            says so: handlers run in our own polls, which the counters rely on. */
         .field_mask = FLIT_EP_PARAM_THREAD_MODE | FLIT_EP_PARAM_SEGMENT |
-                      FLIT_EP_PARAM_PROGRESS_THREAD,
+                      FLIT_EP_PARAM_PROGRESS_THREAD | FLIT_EP_PARAM_HANDLER_COUNT,
         .thread_mode = FLIT_THREAD_SINGLE,
         .progress_thread = 0,
         .segment_addr = NULL,
         .segment_size = seg,
+        /* Room for the layers' reservations (rpc, groups, objects and the
+           object section's baselines) above the bench's own handlers. */
+        .handler_count = 512,
     };
     flit_ep_t *ep;
     check(flit_ep_create(&p, &ep), "flit_ep_create");
@@ -1412,6 +1421,8 @@ int main(int argc, char **argv)
         bench_rpc_open(&r.b);
     if (r.o.sections & SEC_GROUP)
         bench_group_open(&r.b);
+    if (r.o.sections & SEC_OBJECT)
+        bench_object_open(&r.b);
     check(flit_barrier(ep), "flit_barrier"); /* handlers are in place */
     if (rank == 0)
         drive(&r);
@@ -1422,6 +1433,8 @@ int main(int argc, char **argv)
     check(flit_barrier(ep), "flit_barrier");
     if (r.o.sections & SEC_RPC)
         bench_rpc_close(&r.b);
+    if (r.o.sections & SEC_OBJECT)
+        bench_object_close(&r.b);
     if (r.o.sections & SEC_GROUP)
         bench_group_close(&r.b);
     bench_fini(&r.b);
