@@ -43,7 +43,7 @@ one() {
     flitrun) set -- "$flitrun" -n "$2" --timeout 120 "$prog" ;;
     *) set -- srun --mpi="$1" -O -n "$2" -t 5 "$prog" ;;
     esac
-    FLIT_BENCH_T0=$t0 timeout 180 "$@" 2>>"$tmp/err" |
+    LAUNCH_BENCH_T0=$t0 timeout 180 "$@" 2>>"$tmp/err" |
         sed -n 's/^launch_time: .* total \([0-9.]*\) ms, flit \([0-9.]*\) ms$/\1 \2/p'
 }
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One start of a job, timed for bench/launch.sh (make bench-launch): from
- * the moment the launcher was called (FLIT_BENCH_T0, ns of CLOCK_REALTIME,
+ * the moment the launcher was called (LAUNCH_BENCH_T0, ns of CLOCK_REALTIME,
  * set by the script just before) to the end of the first barrier, and
  * flit's own share of it: flit_init + flit_ep_create, the slowest rank's
  * (each rank sends its share to rank 0 as an active message).
  *
- *     FLIT_BENCH_T0=$(date +%s%N) srun --mpi=pmix -n 8 launch_time
+ *     LAUNCH_BENCH_T0=$(date +%s%N) srun --mpi=pmix -n 8 launch_time
  *     -> "launch_time: 8 ranks, total 812.402 ms, flit 21.733 ms"
  */
 #include <flit/flit.h>
@@ -47,7 +47,7 @@ static void on_share(flit_token_t *token, void *buf, size_t nbytes, const uint32
 int main(void)
 {
     uint64_t t_main = now_ns();
-    const char *t0s = getenv("FLIT_BENCH_T0");
+    const char *t0s = getenv("LAUNCH_BENCH_T0");
     uint64_t t0 = t0s ? strtoull(t0s, NULL, 10) : t_main;
     flit_ep_t *ep;
     check(flit_init(NULL), "flit_init");

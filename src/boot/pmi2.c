@@ -11,9 +11,11 @@
  * build with no extra dependency then starts under every PMI-2 launcher.
  *
  * Blobs are binary and values are text of at most FL_PMI2_VALLEN bytes:
- * rank r's blob of round R goes as hex in keys "flit.R.r.0", "flit.R.r.1"...
- * after "flit.R.r" holding its length (PMI-2 keys are one space for the
- * whole job, so the rank is part of the name). As with PMIx, rank 0 adds
+ * rank r's blob of round R goes as hex in key "flit.R.r", after its length,
+ * and when it is longer than one value holds, on in "flit.R.r.1", ... (PMI-2
+ * keys are one space for the whole job, so the rank is part of the name).
+ * A get is a round trip to the launcher (about 10 ms to Slurm's slurmstepd
+ * on a loaded machine): a small blob costs one. As with PMIx, rank 0 adds
  * random bits to the launcher's job id: shared-memory files are named by
  * the job id, and two launchers on one host may number jobs alike.
  */
@@ -35,6 +37,7 @@
 
 #define MAX_BLOB (64u << 20)
 #define CHUNK    (FL_PMI2_VALLEN / 2) /* blob bytes per value */
+#define HEAD     (CHUNK - 16)         /* in the first: after "<len>:" */
 
 static struct {
     pthread_mutex_t lock; /* one command at a time: fd, round, msg */
@@ -349,19 +352,52 @@ static flit_status pmi2_open(struct fl_boot_info *info)
     return FLIT_OK;
 }
 
+/* A blob goes in pieces: piece 0, in key "flit.R.r" after the blob's length
+   and a ':', holds up to HEAD bytes, so a small blob costs one get; pieces
+   1.. ("flit.R.r.1"...) hold CHUNK bytes each. Piece i's offset and size. */
+static size_t piece(size_t len, size_t i, size_t *size)
+{
+    size_t at = i == 0 ? 0 : HEAD + (i - 1) * CHUNK, most = i == 0 ? HEAD : CHUNK;
+    *size = len - at < most ? len - at : most;
+    return at;
+}
+
+static void piece_key(char *key, size_t cap, uint32_t r, size_t i)
+{
+    if (i == 0)
+        snprintf(key, cap, "flit.%u.%u", p2.round, r);
+    else
+        snprintf(key, cap, "flit.%u.%u.%zu", p2.round, r, i);
+}
+
 static flit_status put_blob(const uint8_t *mine, size_t len)
 {
     char key[48], val[FL_PMI2_VALLEN + 1];
-    snprintf(key, sizeof key, "flit.%u.%u", p2.round, p2.rank);
-    snprintf(val, sizeof val, "%zu", len);
-    flit_status st = put(key, val);
-    for (size_t at = 0, i = 0; at < len && st == FLIT_OK; at += CHUNK, i++) {
-        size_t n = len - at < CHUNK ? len - at : CHUNK;
-        snprintf(key, sizeof key, "flit.%u.%u.%zu", p2.round, p2.rank, i);
-        to_hex(val, mine + at, n);
+    flit_status st = FLIT_OK;
+    for (size_t i = 0, at = 0, n; st == FLIT_OK && (i == 0 || at < len); i++) {
+        at = piece(len, i, &n);
+        int k = i == 0 ? snprintf(val, sizeof val, "%zu:", len) : 0;
+        to_hex(val + k, mine + at, n);
+        piece_key(key, sizeof key, p2.rank, i);
         st = put(key, val);
+        at += n;
     }
     return st;
+}
+
+/* Piece 0: "<len>:<hex>" -> *len, and the hex part in *hex. */
+static flit_status blob_head(uint32_t r, const char *val, size_t *len, const char **hex)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = *val >= '0' && *val <= '9' ? strtoull(val, &end, 10) : ~0ull;
+    if (errno || n > MAX_BLOB || *end != ':') {
+        fl_error("PMI-2: rank %u gave a blob length of \"%.40s\"", r, val);
+        return FLIT_ERR_BOOT;
+    }
+    *len = (size_t)n;
+    *hex = end + 1;
+    return FLIT_OK;
 }
 
 /* Rank r's blob of this round into buf (*len bytes, at most MAX_BLOB). */
@@ -369,29 +405,22 @@ static flit_status get_blob(uint32_t r, uint8_t **buf, size_t *len)
 {
     char key[48];
     const char *val;
-    snprintf(key, sizeof key, "flit.%u.%u", p2.round, r);
-    flit_status st = get(r, key, &val);
-    if (st != FLIT_OK)
-        return st;
-    char *end;
-    errno = 0;
-    unsigned long long n = *val >= '0' && *val <= '9' ? strtoull(val, &end, 10) : ~0ull;
-    if (errno || *end || n > MAX_BLOB) {
-        fl_error("PMI-2: rank %u gave a blob length of \"%.40s\"", r, val);
-        return FLIT_ERR_BOOT;
-    }
-    *len = (size_t)n;
-    *buf = malloc(n ? n : 1);
-    if (!*buf)
-        return FLIT_ERR_NO_MEMORY;
-    for (size_t at = 0, i = 0; at < n && st == FLIT_OK; at += CHUNK, i++) {
-        size_t k = n - at < CHUNK ? n - at : CHUNK;
-        snprintf(key, sizeof key, "flit.%u.%u.%zu", p2.round, r, i);
+    *buf = NULL;
+    flit_status st = FLIT_OK;
+    for (size_t i = 0, at = 0, n; st == FLIT_OK && (i == 0 || at < *len); i++) {
+        piece_key(key, sizeof key, r, i);
         st = get(r, key, &val);
-        if (st == FLIT_OK && from_hex(*buf + at, val, k) != 0) {
-            fl_error("PMI-2: rank %u's key %s is not %zu bytes in hex", r, key, k);
+        if (st == FLIT_OK && i == 0 && (st = blob_head(r, val, len, &val)) == FLIT_OK &&
+            !(*buf = malloc(*len ? *len : 1)))
+            st = FLIT_ERR_NO_MEMORY;
+        if (st != FLIT_OK)
+            break;
+        at = piece(*len, i, &n);
+        if (from_hex(*buf + at, val, n) != 0) {
+            fl_error("PMI-2: rank %u's key %s is not %zu bytes in hex", r, key, n);
             st = FLIT_ERR_BOOT;
         }
+        at += n;
     }
     if (st != FLIT_OK) {
         free(*buf);

@@ -171,16 +171,16 @@ static void get(struct pmi2_fake *f, unsigned r, const char *key)
 {
     const char *val = f->fault == PMI2_FAULT_NO_KEY ? NULL : lookup(f, key);
     char bad[FL_PMI2_VALLEN + 1];
-    /* flit.R.r.i: a chunk of a blob; flit.R.r: its length. */
-    int dots = 0;
-    for (const char *p = key; *p; p++)
-        dots += *p == '.';
-    if (val && f->fault == PMI2_FAULT_BAD_HEX && dots == 3) {
+    /* flit.R.r: a blob's length, ':', its first bytes in hex; flit.R.r.i:
+       more of them. */
+    bool blob = strncmp(key, "flit.", 5) == 0 && strcmp(key, "flit.job") != 0;
+    const char *hex = val && blob ? strchr(val, ':') : NULL;
+    hex = hex ? hex + 1 : val;
+    if (val && blob && f->fault == PMI2_FAULT_BAD_HEX && *hex) {
         snprintf(bad, sizeof bad, "%s", val);
-        bad[0] = 'g';
+        bad[hex - val] = 'g';
         val = bad;
-    } else if (val && f->fault == PMI2_FAULT_BAD_BLOB_LEN && dots == 2 &&
-               strcmp(key, "flit.job") != 0) {
+    } else if (val && blob && f->fault == PMI2_FAULT_BAD_BLOB_LEN) {
         val = "12x";
     }
     if (val)
