@@ -27,8 +27,8 @@
  * The wire. A request of up to FLIT_RPC_AM_MAX bytes is one active message
  * (a short one when empty) and its handler replies through the message's
  * token when it replies before returning with at most FLIT_AM_MAX_MEDIUM
- * bytes: a null RPC costs one short-AM round trip. A longer request is a
- * stream, read by the procedure as it arrives. A reply that cannot go back
+ * bytes: a null RPC is one short active message each way. A longer request
+ * is a stream, read by the procedure as it arrives. A reply that cannot go back
  * through a token (long, deferred, or answering a streamed request) is a
  * message of its own, sent from program context: at once when the replying
  * code runs outside any handler, else queued and sent by the endpoint's
