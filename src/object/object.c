@@ -474,6 +474,12 @@ static flit_status invoke_write(flit_object_t *o, unsigned op, const struct iove
                                 int narg, const void *flat, size_t len,
                                 const struct iovec *res, int nres, size_t *res_len)
 {
+    /* Inside a handler the wait below could not be made, and the message
+       would name a call that is gone: refuse before sending (a poll answers
+       FLIT_ERR_IN_HANDLER there, and makes progress elsewhere). */
+    flit_status st = flit_poll(o->objs->ep);
+    if (st != FLIT_OK)
+        return st;
     struct call c = {.arg = flat, .len = len, .res = res, .nres = nres};
     atomic_init(&c.done, 0);
     struct hdr h = {o->id, op, (uint64_t)(uintptr_t)&c};
@@ -483,7 +489,7 @@ static flit_status invoke_write(flit_object_t *o, unsigned op, const struct iove
     v[0] = (struct iovec){&h, sizeof h};
     if (narg)
         memcpy(v + 1, arg, sizeof *v * (size_t)narg);
-    flit_status st = flit_group_sendv(o->group, v, narg + 1);
+    st = flit_group_sendv(o->group, v, narg + 1);
     if (v != small)
         free(v);
     if (st != FLIT_OK)

@@ -385,6 +385,22 @@ static void test_gather(size_t max)
 
 /* ---------------------------------------------------------------- errors */
 
+/* From inside a handler: a read of a replica or of an owned object here
+   runs; what must send or wait answers FLIT_ERR_IN_HANDLER. */
+static flit_object_t *in_handler_obj;
+static flit_status in_handler_st[2];
+static atomic_int in_handler_done;
+
+static void in_handler(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
+                       unsigned na, void *user)
+{
+    (void)t, (void)buf, (void)n, (void)a, (void)na, (void)user;
+    int64_t one = 1, v, g[2];
+    in_handler_st[0] = flit_object_invoke(in_handler_obj, 1, NULL, 0, g, sizeof g, NULL);
+    in_handler_st[1] = flit_object_invoke(in_handler_obj, 0, &one, 8, &v, 8, NULL);
+    atomic_store(&in_handler_done, 1);
+}
+
 static void test_errors(void)
 {
     flit_objects_t *x;
@@ -442,7 +458,8 @@ static void test_errors(void)
              FLIT_ERR_RANK);
     CHECK(o == NULL);
 
-    /* A live object: each strategy, the owner and another member. */
+    /* A live object: each strategy, the owner and another member; calls
+       from inside an active-message handler (below). */
     for (int k = 0; k < 2; k++) {
         owned = k == 1;
         /* A new id each time: an id is free again only once every member's
@@ -484,7 +501,20 @@ static void test_errors(void)
         CHECK(n == 8);
         CHECK_OK(flit_barrier(ep));
         CHECK_OK(flit_object_invoke(o, 0, &one, 8, &v, 8, &n));
-        CHECK(v > 1 + (int64_t)nranks && v <= 1 + 2 * (int64_t)nranks);
+        /* (the owner may have made its write from a handler, below) */
+        CHECK(v > 1 + (int64_t)nranks && v <= 1 + 2 * (int64_t)nranks + (owned ? 1 : 0));
+        in_handler_obj = o;
+        atomic_store(&in_handler_done, 0);
+        CHECK_OK(flit_am_short(ep, flit_rank(me), flit_handler(1), NULL, 0, 0));
+        MP_WAIT(ep, atomic_load(&in_handler_done));
+        bool here = !owned || me == nranks - 1;
+        CHECK_ST(in_handler_st[0], here ? FLIT_OK : FLIT_ERR_IN_HANDLER);
+        /* The owner's own write runs locally; any other must send. */
+        CHECK_ST(in_handler_st[1], owned && here ? FLIT_OK : FLIT_ERR_IN_HANDLER);
+        CHECK_OK(flit_barrier(ep));
+        int64_t zero = 0; /* a write: ordered after every one before the barrier */
+        CHECK_OK(flit_object_invoke(o, 0, &zero, 8, &v, 8, &n));
+        CHECK(v == 1 + 2 * (int64_t)nranks + (owned ? 1 : 0));
         flit_object_stats_t s = {.struct_size = sizeof s - 1};
         CHECK_ST(flit_object_stats(o, &s), FLIT_ERR_INVALID_ARG);
         CHECK_ST(flit_object_stats(NULL, &s), FLIT_ERR_INVALID_ARG);
@@ -657,9 +687,10 @@ int main(int argc, char **argv)
         test_gather(mp_arg_u64(argc, argv, "--max", 1u << 20));
     else if (!strcmp(test, "kill"))
         test_kill(count, test_scaled(mp_arg_u64(argc, argv, "--kill-after", count / 2)));
-    else if (!strcmp(test, "errors"))
+    else if (!strcmp(test, "errors")) {
+        CHECK_OK(flit_am_register(ep, flit_handler(1), in_handler, NULL));
         test_errors();
-    else
+    } else
         FAIL("unknown test %s", test);
     CHECK_OK(flit_objects_destroy(objs));
     CHECK_OK(flit_finalize());
