@@ -13,6 +13,7 @@
 #   make bench          flit-bench on 2 ranks: latency, bandwidth, rate, N1/2
 #   make bench-compare  flit-bench beside an MPI ping-pong of Debian's Open MPI
 #   make bench-udp      flit over UDP beside raw UDP: loopback, veth, under loss
+#   make bench-scale    N ranks on this host: creation, memory, latency, barrier
 #   make bench-readme   all of these, 3 runs each: the README's tables as markdown
 #   make bench-launch   start-up cost under flitrun, srun --mpi=pmix and pmi2,
 #                       1 to 64 ranks, flit's own share beside the launcher's
@@ -110,6 +111,12 @@ bench-compare: build
 
 bench-udp: build
 	bench/udp_bench.sh $(BUILD) $(BENCH_ARGS)
+
+# N ranks on this host, over shm and udp: creation time, memory, /dev/shm,
+# latency beside idle ranks, barrier (BENCH_ARGS: --plot FILE.png, --shm
+# "2 8 ...", --udp "...", --iters K).
+bench-scale: build
+	bench/scale.sh $(BUILD) $(BENCH_ARGS)
 
 # The README's performance tables, dated and naming the machine, on stdout
 # (BENCH_ARGS: --runs N, --quick, --keep DIR).
