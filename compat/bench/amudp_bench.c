@@ -23,7 +23,7 @@ enum { H_PING = 1, H_PONG, H_BULK, H_STOP };
 static eb_t eb;
 static ep_t ep;
 static flit_ep_t *nep;
-static volatile int am_count, fl_count, stop;
+static volatile int am_count, native_count, stop;
 static unsigned char buf[AMUDP_MAX_LONG];
 
 static void ping(void *token, int32_t a0)
@@ -55,7 +55,7 @@ static void fpong(flit_token_t *t, void *b, size_t n, const uint32_t *a, unsigne
                   void *u)
 {
     (void)t, (void)b, (void)n, (void)a, (void)na, (void)u;
-    fl_count++;
+    native_count++;
 }
 
 static void fbulk(flit_token_t *t, void *b, size_t n, const uint32_t *a, unsigned na,
@@ -89,12 +89,12 @@ static double am_latency(int iters, size_t bytes)
 static double native_latency(int iters, size_t bytes)
 {
     (void)bytes;
-    fl_count = 0;
+    native_count = 0;
     double t0 = compare_now();
     for (int i = 0; i < iters; i++) {
         uint32_t a = (uint32_t)i;
         flit_am_short(nep, flit_rank(1), flit_handler(H_PING), &a, 1, 0);
-        while (fl_count <= i)
+        while (native_count <= i)
             flit_poll(nep);
     }
     return compare_now() - t0;
@@ -126,13 +126,13 @@ static double am_xfer(int iters, size_t bytes)
 
 static double native_medium(int iters, size_t bytes)
 {
-    fl_count = 0;
+    native_count = 0;
     double t0 = compare_now();
     for (int i = 0; i < iters; i++) {
         uint32_t last = i == iters - 1;
         flit_am_medium(nep, flit_rank(1), flit_handler(H_BULK), buf, bytes, &last, 1, 0);
     }
-    while (fl_count < 1)
+    while (native_count < 1)
         flit_poll(nep);
     return compare_now() - t0;
 }

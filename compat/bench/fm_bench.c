@@ -21,7 +21,7 @@ enum { H_PING = 1, H_PONG, H_BULK, H_STOP };
 #define BULK 65536
 
 static flit_ep_t *nep;
-static volatile int fm_count, fl_count, stop;
+static volatile int fm_count, native_count, stop;
 static unsigned char buf[BULK], sink[BULK];
 
 static void fm_msg(unsigned dest, unsigned h, const void *b, unsigned long n)
@@ -60,7 +60,7 @@ static int bulk(FM_stream *s, unsigned sender)
     return FM_CONTINUE;
 }
 
-static void fl_msg(uint32_t dest, unsigned h, const void *b, size_t n)
+static void native_msg(uint32_t dest, unsigned h, const void *b, size_t n)
 {
     flit_stream_out_t *o;
     flit_stream_begin(nep, flit_rank(dest), flit_handler((uint16_t)h), n, 0, &o);
@@ -73,7 +73,7 @@ static void fping(flit_stream_t *s, size_t total, void *u)
     uint64_t v;
     (void)total, (void)u;
     flit_stream_recv(s, &v, sizeof v);
-    fl_count = -1; /* answered outside the handler: a stream handler may not send */
+    native_count = -1; /* answered outside the handler: a stream handler may not send */
 }
 
 static void fpong(flit_stream_t *s, size_t total, void *u)
@@ -81,7 +81,7 @@ static void fpong(flit_stream_t *s, size_t total, void *u)
     uint64_t v;
     (void)total, (void)u;
     flit_stream_recv(s, &v, sizeof v);
-    fl_count++;
+    native_count++;
 }
 
 static void fbulk(flit_stream_t *s, size_t total, void *u)
@@ -91,7 +91,7 @@ static void fbulk(flit_stream_t *s, size_t total, void *u)
     flit_stream_recv(s, &last, sizeof last);
     flit_stream_recv(s, sink, BULK - sizeof last);
     if (last)
-        fl_count = -1; /* answered by serve */
+        native_count = -1; /* answered by serve */
 }
 
 static void fstop(flit_stream_t *s, size_t total, void *u)
@@ -117,12 +117,12 @@ static double fm_latency(int iters, size_t bytes)
 static double native_latency(int iters, size_t bytes)
 {
     (void)bytes;
-    fl_count = 0;
+    native_count = 0;
     double t0 = compare_now();
     for (int i = 0; i < iters; i++) {
         uint64_t v = (uint64_t)i;
-        fl_msg(1, H_PING, &v, sizeof v);
-        while (fl_count <= i)
+        native_msg(1, H_PING, &v, sizeof v);
+        while (native_count <= i)
             flit_poll(nep);
     }
     return compare_now() - t0;
@@ -143,13 +143,13 @@ static double fm_stream(int iters, size_t bytes)
 
 static double native_stream(int iters, size_t bytes)
 {
-    fl_count = 0;
+    native_count = 0;
     double t0 = compare_now();
     for (int i = 0; i < iters; i++) {
         memcpy(buf, &(uint32_t){i == iters - 1}, sizeof(uint32_t));
-        fl_msg(1, H_BULK, buf, bytes);
+        native_msg(1, H_BULK, buf, bytes);
     }
-    while (fl_count < 1)
+    while (native_count < 1)
         flit_poll(nep);
     return compare_now() - t0;
 }
@@ -166,10 +166,10 @@ static void serve(void)
             fm_msg(0, H_PONG, &v, sizeof v);
         }
         flit_poll(nep);
-        if (fl_count == -1) {
+        if (native_count == -1) {
             uint64_t v = 0;
-            fl_count = 0;
-            fl_msg(0, H_PONG, &v, sizeof v);
+            native_count = 0;
+            native_msg(0, H_PONG, &v, sizeof v);
         }
     }
 }
@@ -197,7 +197,7 @@ int main(int argc, char **argv)
                COMPARE_RUNS);
         compare("FM message + answer", fm_latency, native_latency, iters, 8, 1, 1);
         compare("FM message stream", fm_stream, native_stream, iters / 4, BULK, 0, 1);
-        fl_msg(1, H_STOP, NULL, 0);
+        native_msg(1, H_STOP, NULL, 0);
     }
     flit_barrier(nep);
     flit_ep_destroy(nep);
