@@ -675,6 +675,12 @@ int main(int argc, char **argv)
         test_block();
     else
         FAIL("unknown --test %s", test);
+    if (mp_arg_flag(argc, argv, "--expect-faults")) { /* the loss was real */
+        flit_stats_t s = {.struct_size = sizeof s};
+        CHECK_OK(flit_ep_stats(g.ep, &s));
+        if (s.faults_injected == 0)
+            FAIL("rank %u: no fault injected: no loss to survive", g.me);
+    }
     if (g.rpc)
         CHECK_OK(flit_rpc_destroy(g.rpc));
     CHECK_OK(flit_ep_destroy(g.ep));
