@@ -10,26 +10,7 @@
  *
  *     flitrun -n 2 jacobi [--n 256] [--iters 100]
  */
-#include <flit/object.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static void check(flit_status st, const char *what)
-{
-    if (st != FLIT_OK) {
-        fprintf(stderr, "jacobi: %s: %s\n", what, flit_strerror(st));
-        exit(1);
-    }
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "app.h"
 
 /* The shared vector: two iterates (by parity) and the rows written so far. */
 struct vec {
@@ -97,25 +78,17 @@ static double row(uint32_t n, uint32_t i, const double *x)
     return s / a_of(n, i, i);
 }
 
-static uint32_t arg_u32(int argc, char **argv, const char *name, uint32_t def)
-{
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], name))
-            return (uint32_t)strtoul(argv[i + 1], NULL, 10);
-    return def;
-}
-
 int main(int argc, char **argv)
 {
-    uint32_t n = arg_u32(argc, argv, "--n", 256),
-             iters = arg_u32(argc, argv, "--iters", 100);
-    check(flit_init(NULL), "flit_init");
+    uint32_t n = app_arg(argc, argv, "--n", 256),
+             iters = app_arg(argc, argv, "--iters", 100);
+    app_check(flit_init(NULL), "flit_init");
     uint32_t me = flit_job_rank().idx, p = flit_job_size();
     flit_ep_t *ep;
     flit_objects_t *objs;
     flit_object_t *x;
-    check(flit_ep_create(NULL, &ep), "flit_ep_create");
-    check(flit_objects_create(ep, &objs), "flit_objects_create");
+    app_check(flit_ep_create(NULL, &ep), "flit_ep_create");
+    app_check(flit_objects_create(ep, &objs), "flit_objects_create");
     size_t vec_bytes = n * sizeof(double);
     flit_object_op_t ops[] = {
         {FLIT_OBJECT_WRITE, 8 + vec_bytes, 0, put_rows, NULL},
@@ -123,18 +96,18 @@ int main(int argc, char **argv)
     };
     flit_object_type_t type = {
         sizeof(struct vec) + 2 * vec_bytes, init_vec, NULL, ops, 2, NULL};
-    check(flit_object_create(objs, 1, &type, NULL, 0, FLIT_OBJECT_REPLICATED,
-                             flit_rank(0), &n, sizeof n, &x),
-          "flit_object_create");
+    app_check(flit_object_create(objs, 1, &type, NULL, 0, FLIT_OBJECT_REPLICATED,
+                                 flit_rank(0), &n, sizeof n, &x),
+              "flit_object_create");
 
     uint32_t lo = (uint32_t)((uint64_t)n * me / p),
              hi = (uint32_t)((uint64_t)n * (me + 1) / p);
     double *cur = calloc(n, sizeof(double));
     char *out = malloc(8 + vec_bytes);
     if (!cur || !out)
-        check(FLIT_ERR_NO_MEMORY, "malloc");
-    check(flit_barrier(ep), "flit_barrier");
-    double t0 = now();
+        app_check(FLIT_ERR_NO_MEMORY, "malloc");
+    app_check(flit_barrier(ep), "flit_barrier");
+    double t0 = app_now();
     for (uint32_t k = 0; k < iters; k++) {
         uint32_t hdr[2] = {k + 1, lo};
         memcpy(out, hdr, sizeof hdr);
@@ -142,30 +115,24 @@ int main(int argc, char **argv)
             double v = row(n, i, cur);
             memcpy(out + 8 + (size_t)(i - lo) * sizeof v, &v, sizeof v);
         }
-        check(flit_object_invoke(x, 0, out, 8 + (size_t)(hi - lo) * sizeof(double), NULL,
-                                 0, NULL),
-              "put rows");
+        app_check(flit_object_invoke(x, 0, out, 8 + (size_t)(hi - lo) * sizeof(double),
+                                     NULL, 0, NULL),
+                  "put rows");
         uint32_t next = k + 1;
-        check(flit_object_invoke(x, 1, &next, sizeof next, cur, vec_bytes, NULL),
-              "get rows");
+        app_check(flit_object_invoke(x, 1, &next, sizeof next, cur, vec_bytes, NULL),
+                  "get rows");
     }
-    double t = now() - t0;
+    double t = app_now() - t0;
     flit_object_stats_t st = {.struct_size = sizeof st};
-    check(flit_object_stats(x, &st), "flit_object_stats");
-    flit_stats_t es;
-    memset(&es, 0, sizeof es);
-    es.struct_size = sizeof es;
-    check(flit_ep_stats(ep, &es), "flit_ep_stats");
-    unsigned long long msgs = 0;
-    for (int i = 0; i < FLIT_STAT_KINDS; i++)
-        msgs += es.sent_msgs[i];
+    app_check(flit_object_stats(x, &st), "flit_object_stats");
+    unsigned long long msgs = app_messages(ep);
 
     int rc = 0;
     if (me == 0) { /* the same iterations, sequentially */
         double *a = calloc(n, sizeof(double)), *b = calloc(n, sizeof(double));
         if (!a || !b)
-            check(FLIT_ERR_NO_MEMORY, "malloc");
-        double s0 = now();
+            app_check(FLIT_ERR_NO_MEMORY, "malloc");
+        double s0 = app_now();
         for (uint32_t k = 0; k < iters; k++) {
             for (uint32_t i = 0; i < n; i++)
                 b[i] = row(n, i, a);
@@ -173,7 +140,7 @@ int main(int argc, char **argv)
             a = b;
             b = tmp;
         }
-        double ts = now() - s0;
+        double ts = app_now() - s0;
         rc = memcmp(a, cur, vec_bytes) != 0;
         printf("jacobi: n %u, %u iterations, %u ranks: %.3f s (sequential %.3f s), "
                "%llu reads %llu writes on rank 0, %llu messages sent; result %s the "
@@ -185,9 +152,9 @@ int main(int argc, char **argv)
     }
     free(cur);
     free(out);
-    check(flit_object_destroy(x), "flit_object_destroy");
-    check(flit_objects_destroy(objs), "flit_objects_destroy");
-    check(flit_ep_destroy(ep), "flit_ep_destroy");
-    check(flit_finalize(), "flit_finalize");
+    app_check(flit_object_destroy(x), "flit_object_destroy");
+    app_check(flit_objects_destroy(objs), "flit_objects_destroy");
+    app_check(flit_ep_destroy(ep), "flit_ep_destroy");
+    app_check(flit_finalize(), "flit_finalize");
     return rc;
 }
