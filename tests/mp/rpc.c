@@ -640,7 +640,8 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--test") == 0)
             test = argv[i + 1];
     g.seed = mp_arg_u64(argc, argv, "--seed", 1);
-    g.max = mp_arg_u64(argc, argv, "--max", 16u << 20);
+    g.max =
+        test_scaled(mp_arg_u64(argc, argv, "--max", 16u << 20)); /* sanitizers: less */
     unsigned nthreads = (unsigned)mp_arg_u64(argc, argv, "--threads", 8);
     unsigned count = (unsigned)test_scaled(mp_arg_u64(argc, argv, "--count", 200));
     bool mt = strcmp(test, "threads") == 0 || strcmp(test, "defer") == 0 ||
