@@ -9,16 +9,14 @@
  * Worker (any process a launcher started): two flit endpoints, made in the
  * same order everywhere. The first, the control endpoint, carries only
  * AMUDP_SPMDExit's word; after start-up it belongs to a thread of this
- * library, the exit thread, which sleeps on the endpoint's descriptor and
- * on a pipe (flit_ep_arm's protocol), so that a worker busy computing
- * still hears the word, and costs no CPU meanwhile (a progress thread
- * would spin after every wake-up). The second is the SPMD endpoint the
- * program gets. AMUDP_SPMDExit may run in a signal handler, where no flit
- * call may be made: it writes the code to the pipe, and the exit thread
- * tells the peers, runs the exit callback, flushes stdio and ends the
- * process. A peer that hears it acks and ends itself the same way; the
- * teller waits for every ack (or an exit word from that peer: both may
- * tell at once) for at most two seconds.
+ * library, the exit thread, which polls it every CTL_POLL_MS while it
+ * sleeps on a pipe, so that a worker busy computing still hears the word,
+ * at almost no cost (a progress thread would spin after every wake-up). The second is the
+ * SPMD endpoint the program gets. AMUDP_SPMDExit may run in a signal handler, where no
+ * flit call may be made: it writes the code to the pipe, and the exit thread tells the
+ * peers, runs the exit callback, flushes stdio and ends the process. A peer that hears it
+ * acks and ends itself the same way; the teller waits for every ack (or an exit word from
+ * that peer: both may tell at once) for at most two seconds.
  */
 #include <errno.h>
 #include <poll.h>
@@ -41,6 +39,7 @@
 #define CTL_EXIT      0 /* control endpoint: args[0] the exit code */
 #define CTL_ACK       1
 #define CTL_DIE       2
+#define CTL_POLL_MS   20 /* how often the exit thread looks for an exit word */
 #define DEFAULT_DEPTH 8
 #define EXIT_WAIT_NS  2000000000LL
 #define ENV_DEPTH     "AMUDP_NETWORKDEPTH" /* the master's networkdepth */
@@ -179,25 +178,28 @@ static void exit_now(int code, int teller)
     _exit(code);
 }
 
-/* Serves the control endpoint and the pipe until one of them says exit. */
+/*
+ * Serves the pipe, and the control endpoint every CTL_POLL_MS, until one
+ * of them says exit. The endpoint is polled, never armed for sleeping: an
+ * armed endpoint makes the peers' senders wake this process with a system
+ * call, and the wake-ups cost every message of the program's endpoint a
+ * round of this thread (amudp-bench's round trip grew tenfold).
+ */
 static void *exit_thread(void *arg)
 {
     (void)arg;
-    struct pollfd fds[2] = {{.fd = spmd.pipe[0], .events = POLLIN}, {.events = POLLIN}};
-    if (flit_ep_fd(spmd.ctl, &fds[1].fd) != FLIT_OK)
-        return NULL;
+    struct pollfd fd = {.fd = spmd.pipe[0], .events = POLLIN};
     for (;;) {
         flit_poll(spmd.ctl);
         if (heard >= 0)
             exit_now(heard, 0);
-        if (flit_ep_arm(spmd.ctl) == FLIT_ERR_AGAIN)
-            continue;
-        if (poll(fds, 2, -1) < 0 || !(fds[0].revents & POLLIN))
+        if (poll(&fd, 1, CTL_POLL_MS) <= 0 || !(fd.revents & POLLIN))
             continue;
         int code;
         if (read(spmd.pipe[0], &code, sizeof code) == (ssize_t)sizeof code)
             exit_now(code, 1);
     }
+    return NULL; /* not reached */
 }
 
 int AMUDP_SPMDExit(int exitcode)
