@@ -202,7 +202,7 @@ typedef struct flit_group_stats {
     uint64_t buffered;      /* bytes of messages held here now */
     uint64_t buffered_max;  /* the most ever held here */
     uint64_t buffer_bound;  /* what credits let it reach (docs/groups.md) */
-    uint64_t views;         /* view changes installed here */
+    uint64_t views;         /* members that left, as views installed here */
     int stopped;            /* a member left before the group was formed */
 } flit_group_stats_t;
 

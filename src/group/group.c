@@ -72,7 +72,8 @@ enum op {
                    [4,5] messages delivered */
     OP_NEWVIEW, /* coordinator -> survivors: [3,4] the old view's last
                    number + 1 [5] a survivor that delivered them all */
-    OP_CATCHUP, /* survivor -> that one: [3,4] send me from this number */
+    OP_CATCHUP, /* survivor -> that one: [3,4] send me from this number
+                   [5,6] up to this one (it may hear of it first) */
     OP_CAUGHT,  /* survivor -> coordinator: delivered all; [3] credits its
                    messages not ordered yet will take */
     OP_INSTALL, /* coordinator -> survivors: the new view starts */
@@ -878,9 +879,14 @@ static void start_view_change(struct flit_group *g, uint32_t i)
     ctl_to(g, r->co, OP_STATE, r->rview, st, 3);
     if (r->co != g->gs->me)
         return;
-    for (uint32_t k = 0; k < g->n; k++)
-        if (!g->gone[k] && k != g->me)
-            ctl_to(g, g->members[k], OP_QUERY, r->rview, &g->members[i], 1);
+    /* Every member that left, to every survivor: one that died before any
+       survivor heard of it may be unknown to a survivor that never talked
+       to it (its endpoint has nothing to notice), and the round needs all
+       survivors to count the same deaths. */
+    for (uint32_t d = 0; d < g->n; d++)
+        for (uint32_t k = 0; g->gone[d] && k < g->n; k++)
+            if (!g->gone[k] && k != g->me)
+                ctl_to(g, g->members[k], OP_QUERY, r->rview, &g->members[d], 1);
 }
 
 /* Under the lock: rank left (as a peer told us); false: not a member. */
@@ -929,9 +935,10 @@ static void on_newview(struct flit_group *g, const uint32_t *a)
     r->final_known = true;
     r->final = get64(a + 3);
     if (g->next_deliver < r->final && a[5] != g->gs->me) {
-        uint32_t from[2];
-        put64(from, g->next_deliver);
-        ctl_to(g, a[5], OP_CATCHUP, r->rview, from, 2);
+        uint32_t range[4];
+        put64(range, g->next_deliver);
+        put64(range + 2, r->final);
+        ctl_to(g, a[5], OP_CATCHUP, r->rview, range, 4);
     }
     deliver_ready(g);
 }
@@ -940,11 +947,11 @@ static void on_newview(struct flit_group *g, const uint32_t *a)
 static void on_catchup(struct flit_group *g, uint32_t rank, const uint32_t *a)
 {
     struct recovery *r = &g->rec;
-    if (!r->on || a[2] != r->rview || !r->final_known)
+    if (!r->on || a[2] != r->rview)
         return;
-    uint64_t from = get64(a + 3);
+    uint64_t from = get64(a + 3), to = get64(a + 5);
     for (struct gmsg *m = g->ret_head; m; m = m->ret_next)
-        if (m->seq >= from && m->seq < r->final)
+        if (m->seq >= from && m->seq < to)
             push_fragments(g, m, rank, NO_RANK);
 }
 
@@ -977,13 +984,13 @@ static flit_status install(struct flit_group *g, int64_t pool)
     for (uint32_t i = 0; i < g->n; i++)
         if (!g->gone[i])
             g->members[k++] = g->members[i];
+    g->views += g->n - k; /* one per member that left: two may go at once */
     g->n = k;
     memset(g->gone, 0, g->n);
     g->me = index_of(g, g->gs->me);
     g->seqr = index_of(g, r->co);
     g->view = r->rview;
     g->next_deliver = g->acked = r->final;
-    g->views++;
     r->on = false;
     /* Numbers of the old view past final were never delivered. */
     for (unsigned b = 0; b < HB_BUCKETS; b++) {
@@ -1059,7 +1066,7 @@ static const unsigned op_nargs[OP_COUNT] = {
     [OP_JOIN] = 4,    [OP_READY] = 4,        [OP_SMALL] = 5,   [OP_SEQREQ] = 6,
     [OP_SEQ] = 6,     [OP_DATA] = DATA_ARGS, [OP_CREDREQ] = 4, [OP_CREDIT] = 4,
     [OP_ACK] = 5,     [OP_LEAVE] = 3,        [OP_DONE] = 5,    [OP_QUERY] = 4,
-    [OP_STATE] = 6,   [OP_NEWVIEW] = 6,      [OP_CATCHUP] = 5, [OP_CAUGHT] = 4,
+    [OP_STATE] = 6,   [OP_NEWVIEW] = 6,      [OP_CATCHUP] = 7, [OP_CAUGHT] = 4,
     [OP_INSTALL] = 3,
 };
 
