@@ -3,11 +3,24 @@
  * The shared-memory transport: the kernel-bypass path between ranks on one
  * host.
  *
- * Every endpoint owns one file in /dev/shm holding its receive rings, one per
- * local sender and lane (fl_ring), behind a header page with the "sleeping"
- * flag. Senders map the file and write records straight into their ring:
- * the receiver's memory, the receiver's rules. Files are unlinked once every
- * rank has mapped them, so nothing is left behind if a rank dies.
+ * Every endpoint owns one file in /dev/shm: a header (the "sleeping" flag,
+ * the tag, and the queue of announcements, below), then one block per local
+ * sender holding its two receive rings (fl_ring), one per lane. The file is
+ * sparse and nobody maps it whole. Pairs are set up on first use, in each
+ * direction on its own: the first send to a peer opens the peer's file
+ * (through /proc/PID/fd: the file is unlinked once every rank has connected,
+ * so nothing is left behind if a rank dies), maps the peer's header and the
+ * block of its own rings there, and announces itself by taking a slot of
+ * the header's announcement queue (an atomic add, once per pair) and writing
+ * its local index into it. The receiver looks at the queue's count on every
+ * poll (a line nobody writes but first contacts), maps the blocks of those
+ * that announced and from then on polls their rings, and theirs only. So
+ * creation costs O(N) per rank (addresses and a pidfd per peer), a peer
+ * never contacted costs a few dozen bytes and no mapping, and memory and
+ * poll cost follow the peers a rank exchanges messages with. Where
+ * /proc/PID/fd is out of reach (a process that is not dumpable, a hardened
+ * /proc), the files are opened by name at creation instead and held until
+ * first use. The design and its invariants: docs/architecture.md.
  *
  * Long payloads go with one copy: a plain memcpy into the peer's segment when
  * the library made it (shared mapping), cross-memory attach when the
@@ -19,11 +32,14 @@
  * same way by its consumer. Peers' deaths arrive through pidfds.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "transport/shm/shm.h"
@@ -36,42 +52,63 @@
 #include "util/config.h"
 #include "util/log.h"
 
-#define SHM_MAGIC     0x314d4853544c4946ull /* "FLITSHM1" */
-#define SHM_VERSION   1u
-#define SHM_HDR_BYTES 4096u
-#define SHM_BLOB      64u
-#define POLL_BATCH    16 /* packets per ring per pass: fairness */
+#define SHM_MAGIC   0x324d4853544c4946ull /* "FLITSHM2" */
+#define SHM_VERSION 2u
+#define SHM_PAGE    4096u
+#define SHM_BLOB    72u
+#define POLL_BATCH  16 /* packets per ring per pass: fairness */
 
-/* Page 0 of an endpoint's file. */
+/* The head of an endpoint's file. */
 struct shm_hdr {
     uint64_t magic;
     uint32_t version, nlocal;
     uint32_t rank, ep_index;
     uint64_t ring_size;
+    uint64_t job_id;
     int32_t pid;
     _Alignas(64) _Atomic uint32_t sleeping; /* owner sleeps: wake it */
     _Alignas(64) _Atomic uint64_t tag;      /* owner's tag: put checks it */
+    /* Announcements: senders' first contacts. A sender takes slot
+       nannounced++ and stores its local index + 1 there (release). */
+    _Alignas(64) _Atomic uint32_t nannounced;
+    _Alignas(64) _Atomic uint32_t announce[]; /* [nlocal] */
 };
 
 enum bulk { BULK_NONE, BULK_MAP, BULK_CMA };
 
-struct shm_peer {
-    bool local;    /* on this host */
-    uint32_t lidx; /* index among the ranks of this host */
-    bool connected;
-    _Atomic bool dead;
-    pid_t pid;
-    int pidfd;
-    struct fl_ring_tx tx[FL_LANES]; /* in its file */
-    struct fl_ring_rx rx[FL_LANES]; /* in ours */
-    struct shm_hdr *hdr;            /* its file */
-    size_t map_size;
-    struct fl_wake_addr wake;
+/* What a pair costs once it is used, in either direction. */
+struct shm_link {
+    /* Sending: the peer's header and our block in its file. */
+    bool tx_ready;
     bool room_wanted[FL_LANES]; /* ->want_room asked for this lane */
+    struct fl_ring_tx tx[FL_LANES];
+    struct shm_hdr *hdr;
+    void *tx_block;
+    /* Receiving: its block in our file. */
+    bool rx_ready;
+    struct fl_ring_rx rx[FL_LANES];
+    void *rx_block;
+    struct fl_wake_addr wake;
     enum bulk bulk;
     uint8_t *seg; /* BULK_MAP: its segment, mapped */
-    size_t seg_size;
-    uint64_t seg_addr; /* BULK_CMA: address in its process */
+};
+
+/* A peer as its address describes it; the link comes with first use. */
+struct shm_peer {
+    bool local; /* on this host */
+    bool connected;
+    bool setup_failed; /* first contact failed: check_peers reports it */
+    bool seg_shared;
+    _Atomic bool dead;
+    uint32_t lidx; /* index among the ranks of this host */
+    pid_t pid;
+    int pidfd;
+    int file_fdno, seg_fdno; /* its descriptors, for /proc/PID/fd */
+    int file_fd, seg_fd;     /* held open (no /proc access), else -1 */
+    uint64_t hdr_addr;       /* its header, in its memory (CMA probe) */
+    uint64_t seg_addr, seg_size;
+    struct shm_link *link;
+    _Atomic(struct shm_link *) sending; /* link, once tx_ready: for dumps */
 };
 
 struct fl_tp_ep {
@@ -80,12 +117,19 @@ struct fl_tp_ep {
     void *up_ctx;
     uint64_t job_id;
     uint32_t rank, size, ep_index;
-    uint32_t nlocal; /* ranks on this host, us included */
-    uint32_t *local; /* the others, by rank */
-    uint32_t nothers;
+    uint32_t nlocal;    /* ranks on this host, us included */
+    uint32_t *by_lidx;  /* [nlocal]: rank of each local index */
+    uint32_t *rx_peers; /* ranks whose rings we poll (they announced) */
+    uint32_t nrx;
+    uint32_t *tx_peers; /* ranks we announced ourselves to */
+    uint32_t ntx;
+    uint32_t seen;          /* announcements taken */
+    uint32_t nfailed;       /* peers with setup_failed not yet reported */
+    bool probed, hold;      /* /proc/PID/fd tried; refused: hold fds */
     struct shm_peer *peers; /* [size]; only local ones are used */
     struct shm_hdr *hdr;
-    size_t map_size;
+    size_t hdr_bytes, block_bytes, file_bytes;
+    int file_fd; /* our file: peers open it through /proc */
     char name[96];
     bool unlinked;
     size_t ring_size;
@@ -93,21 +137,40 @@ struct fl_tp_ep {
     /* Our segment, as peers learn it. */
     uint64_t seg_addr, seg_size;
     bool seg_shared;
+    int seg_fd;
     uint64_t tag; /* published in our header */
     uint32_t rr;  /* where the next poll pass starts */
 };
 
 /* ---- layout ---- */
 
-static size_t file_size(uint32_t nlocal, size_t ring)
+static size_t page_up(size_t n)
 {
-    return SHM_HDR_BYTES + (size_t)nlocal * FL_LANES * fl_ring_footprint(ring);
+    return (n + SHM_PAGE - 1) & ~(size_t)(SHM_PAGE - 1);
 }
 
-static void *ring_mem(struct shm_hdr *h, uint32_t lidx, unsigned lane, size_t ring)
+static size_t hdr_bytes(uint32_t nlocal)
 {
-    return (uint8_t *)h + SHM_HDR_BYTES +
-           ((size_t)lidx * FL_LANES + lane) * fl_ring_footprint(ring);
+    return page_up(offsetof(struct shm_hdr, announce) +
+                   (size_t)nlocal * sizeof(uint32_t));
+}
+
+/* A sender's block: its two rings, page-aligned so it maps alone. */
+static size_t block_bytes(size_t ring)
+{
+    return page_up(FL_LANES * fl_ring_footprint(ring));
+}
+
+static off_t block_offset(const struct fl_tp_ep *t, uint32_t lidx)
+{
+    return (off_t)(t->hdr_bytes + (size_t)lidx * t->block_bytes);
+}
+
+static void *map_range(int fd, size_t len, off_t off, int *err)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+    *err = p == MAP_FAILED ? -errno : 0;
+    return p == MAP_FAILED ? NULL : p;
 }
 
 /* ---- open / address / connect ---- */
@@ -121,20 +184,30 @@ static flit_status sys_error(const char *what, int err)
 static flit_status open_file(struct fl_tp_ep *t)
 {
     fl_shm_name(t->name, sizeof t->name, t->job_id, t->rank, t->ep_index, "");
-    t->map_size = file_size(t->nlocal, t->ring_size);
-    int fd;
-    void *mem;
-    int err = fl_shm_create(t->name, t->map_size, &fd, &mem);
-    if (err)
-        return sys_error("cannot create the ring file", err);
-    close(fd);
-    t->hdr = mem;
+    t->hdr_bytes = hdr_bytes(t->nlocal);
+    t->block_bytes = block_bytes(t->ring_size);
+    t->file_bytes = t->hdr_bytes + (size_t)t->nlocal * t->block_bytes;
+    int fd = shm_open(t->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return sys_error("cannot create the ring file", -errno);
+    t->file_fd = fd;
+    if (ftruncate(fd, (off_t)t->file_bytes) != 0) {
+        int err = -errno;
+        fl_shm_unlink(t->name);
+        t->unlinked = true;
+        return sys_error("cannot size the ring file", err);
+    }
+    int err;
+    t->hdr = map_range(fd, t->hdr_bytes, 0, &err);
+    if (!t->hdr)
+        return sys_error("cannot map the ring file", err);
     t->hdr->magic = SHM_MAGIC;
     t->hdr->version = SHM_VERSION;
     t->hdr->nlocal = t->nlocal;
     t->hdr->rank = t->rank;
     t->hdr->ep_index = t->ep_index;
     t->hdr->ring_size = t->ring_size;
+    t->hdr->job_id = t->job_id;
     t->hdr->pid = (int32_t)getpid();
     atomic_store_explicit(&t->hdr->tag, t->tag, memory_order_relaxed);
     return FLIT_OK;
@@ -186,23 +259,28 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     t->ep_index = a->ep_index;
     t->nlocal = nlocal;
     t->ring_size = (size_t)fl_cfg.shm_ring_bytes;
-    t->wake_sock = t->pid_epfd = t->epfd = -1;
+    t->wake_sock = t->pid_epfd = t->epfd = t->file_fd = -1;
     t->seg_addr = (uint64_t)(uintptr_t)a->segment;
     t->seg_size = a->segment_size;
     t->seg_shared = a->segment_fd >= 0;
+    t->seg_fd = a->segment_fd;
     t->tag = a->tag;
     t->peers = calloc(a->size, sizeof *t->peers);
-    t->local = calloc(nlocal, sizeof *t->local);
-    flit_status st = t->peers && t->local ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+    t->by_lidx = calloc(nlocal, sizeof *t->by_lidx);
+    t->rx_peers = calloc(nlocal, sizeof *t->rx_peers);
+    t->tx_peers = calloc(nlocal, sizeof *t->tx_peers);
+    flit_status st = t->peers && t->by_lidx && t->rx_peers && t->tx_peers
+                         ? FLIT_OK
+                         : FLIT_ERR_NO_MEMORY;
     uint32_t lidx = 0;
     for (uint32_t r = 0; r < a->size && st == FLIT_OK; r++) {
-        t->peers[r].pidfd = -1;
+        struct shm_peer *p = &t->peers[r];
+        p->pidfd = p->file_fd = p->seg_fd = -1;
         if (a->host_of[r] != a->host_of[a->rank])
             continue;
-        t->peers[r].local = true;
-        t->peers[r].lidx = lidx++;
-        if (r != a->rank)
-            t->local[t->nothers++] = r;
+        p->local = true;
+        t->by_lidx[lidx] = r;
+        p->lidx = lidx++;
     }
     if (st == FLIT_OK)
         st = open_file(t);
@@ -230,6 +308,8 @@ static flit_status shm_address(struct fl_tp_ep *t, void *buf, size_t *len)
     fl_put64(b + 40, t->seg_addr);
     fl_put64(b + 48, t->seg_size);
     fl_put32(b + 56, t->seg_shared);
+    fl_put32(b + 60, (uint32_t)t->file_fd);
+    fl_put32(b + 64, (uint32_t)t->seg_fd);
     *len = SHM_BLOB;
     return FLIT_OK;
 }
@@ -242,62 +322,29 @@ static bool shm_reachable(struct fl_tp_ep *t, uint32_t rank, const void *blob, s
            t->peers[rank].local && fl_get32((const uint8_t *)blob + 20) == t->nlocal;
 }
 
-/* How long payloads will reach peer p, given its blob and FLIT_SHM_BULK. */
-static flit_status setup_bulk(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p,
-                              const uint8_t *b)
+/* One of peer p's open files (fdno in its process), through /proc. */
+static int open_proc_fd(const struct shm_peer *p, int fdno)
 {
-    p->seg_addr = fl_get64(b + 40);
-    p->seg_size = fl_get64(b + 48);
-    bool shared = fl_get32(b + 56) != 0;
-    p->bulk = BULK_NONE;
-    if (p->seg_size == 0 || fl_cfg.shm_bulk == FL_BULK_COPY)
-        return FLIT_OK;
-    if (shared && fl_cfg.shm_bulk == FL_BULK_AUTO) {
-        char name[96];
-        size_t size;
-        void *mem;
-        fl_shm_name(name, sizeof name, t->job_id, r, t->ep_index, "-seg");
-        int err = fl_shm_attach(name, &size, &mem);
-        if (err)
-            return sys_error("cannot map a peer's segment", err);
-        if (size < p->seg_size) {
-            munmap(mem, size);
-            fl_error("shm: rank %u's segment file is smaller than it says", r);
-            return FLIT_ERR_BOOT;
-        }
-        p->seg = mem;
-        p->bulk = BULK_MAP;
-        return FLIT_OK;
-    }
-    /* Probe CMA once: read the magic at the head of its ring file. */
-    uint64_t magic = 0;
-    if (fl_cma_read(p->pid, &magic, fl_get64(b + 32), sizeof magic) == sizeof magic &&
-        magic == SHM_MAGIC)
-        p->bulk = BULK_CMA;
-    else
-        fl_info("shm: cross-memory attach to rank %u refused; long payloads go "
-                "in pieces",
-                r);
-    return FLIT_OK;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)p->pid, fdno);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    return fd >= 0 ? fd : -errno;
 }
 
-static flit_status map_peer_file(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
+/* Where /proc/PID/fd is refused, the files are opened by name now, while
+   they are still linked, and held until first use. */
+static flit_status hold_files(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
 {
     char name[96];
     fl_shm_name(name, sizeof name, t->job_id, r, t->ep_index, "");
-    void *mem;
-    int err = fl_shm_attach(name, &p->map_size, &mem);
-    if (err)
-        return sys_error("cannot map a peer's ring file", err);
-    p->hdr = mem;
-    const struct shm_hdr *h = p->hdr;
-    if (p->map_size != file_size(t->nlocal, t->ring_size) || h->magic != SHM_MAGIC ||
-        h->version != SHM_VERSION || h->rank != r || h->ep_index != t->ep_index ||
-        h->ring_size != t->ring_size || h->pid != p->pid) {
-        fl_error("shm: rank %u's ring file does not match its address "
-                 "(different FLIT_SHM_RING_KB?)",
-                 r);
-        return FLIT_ERR_BOOT;
+    p->file_fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (p->file_fd < 0)
+        return sys_error("cannot open a peer's ring file", -errno);
+    if (p->seg_shared && p->seg_size && fl_cfg.shm_bulk == FL_BULK_AUTO) {
+        fl_shm_name(name, sizeof name, t->job_id, r, t->ep_index, "-seg");
+        p->seg_fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+        if (p->seg_fd < 0)
+            return sys_error("cannot open a peer's segment file", -errno);
     }
     return FLIT_OK;
 }
@@ -315,28 +362,36 @@ static flit_status shm_connect(struct fl_tp_ep *t, uint32_t r, const void *blob,
         return FLIT_ERR_INVALID_ARG;
     }
     p->pid = (pid_t)fl_get32(b + 16);
-    flit_status st = map_peer_file(t, r, p);
-    if (st != FLIT_OK)
-        return st;
-    struct shm_peer *me = &t->peers[t->rank];
-    for (unsigned l = 0; l < FL_LANES; l++) {
-        fl_ring_tx_attach(&p->tx[l], ring_mem(p->hdr, me->lidx, l, t->ring_size),
-                          t->ring_size);
-        fl_ring_rx_attach(&p->rx[l], ring_mem(t->hdr, p->lidx, l, t->ring_size),
-                          t->ring_size);
-    }
-    char wname[96];
-    fl_shm_name(wname, sizeof wname, t->job_id, r, t->ep_index, "");
-    fl_wake_addr(wname + 1, &p->wake);
+    p->hdr_addr = fl_get64(b + 32);
+    p->seg_addr = fl_get64(b + 40);
+    p->seg_size = fl_get64(b + 48);
+    p->seg_shared = fl_get32(b + 56) != 0;
+    p->file_fdno = (int)fl_get32(b + 60);
+    p->seg_fdno = (int)fl_get32(b + 64);
     p->pidfd = fl_pidfd_open(p->pid);
     if (p->pidfd < 0)
         return sys_error("pidfd_open", p->pidfd);
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = r};
     if (epoll_ctl(t->pid_epfd, EPOLL_CTL_ADD, p->pidfd, &ev) != 0)
         return sys_error("epoll_ctl", -errno);
-    st = setup_bulk(t, r, p, b);
-    p->connected = st == FLIT_OK;
-    return st;
+    if (!t->probed) { /* the first peer tells whether /proc/PID/fd serves */
+        int fd = open_proc_fd(p, p->file_fdno);
+        t->probed = true;
+        t->hold = fd == -EACCES || fd == -EPERM;
+        if (t->hold)
+            fl_info("shm: /proc/%d/fd is out of reach (%s): peers' files are "
+                    "held open from creation",
+                    (int)p->pid, strerror(-fd));
+        if (fd >= 0)
+            close(fd);
+    }
+    if (t->hold) {
+        flit_status st = hold_files(t, r, p);
+        if (st != FLIT_OK)
+            return st;
+    }
+    p->connected = true;
+    return FLIT_OK;
 }
 
 static void shm_connected(struct fl_tp_ep *t)
@@ -351,12 +406,198 @@ static size_t shm_max_packet(struct fl_tp_ep *t)
     return fl_ring_max_packet(t->ring_size);
 }
 
+/* ---- first contact ---- */
+
+static struct shm_link *link_of(struct fl_tp_ep *t, uint32_t r)
+{
+    struct shm_peer *p = &t->peers[r];
+    if (!p->link) {
+        p->link = calloc(1, sizeof *p->link);
+        if (p->link) {
+            char wname[96];
+            fl_shm_name(wname, sizeof wname, t->job_id, r, t->ep_index, "");
+            fl_wake_addr(wname + 1, &p->link->wake);
+        }
+    }
+    return p->link;
+}
+
+/* How long payloads will reach peer p, given its address and FLIT_SHM_BULK. */
+static void setup_bulk(uint32_t r, struct shm_peer *p, struct shm_link *k)
+{
+    k->bulk = BULK_NONE;
+    if (p->seg_size == 0 || fl_cfg.shm_bulk == FL_BULK_COPY)
+        return;
+    if (p->seg_shared && fl_cfg.shm_bulk == FL_BULK_AUTO) {
+        int fd = p->seg_fd >= 0 ? p->seg_fd : open_proc_fd(p, p->seg_fdno);
+        struct stat sb;
+        int err = fd < 0 ? fd : fstat(fd, &sb) != 0 ? -errno : 0;
+        if (!err && (uint64_t)sb.st_size < p->seg_size)
+            err = -EINVAL;
+        void *mem = err ? NULL : map_range(fd, p->seg_size, 0, &err);
+        if (fd >= 0)
+            close(fd);
+        p->seg_fd = -1;
+        if (mem) {
+            k->seg = mem;
+            k->bulk = BULK_MAP;
+            return;
+        }
+        fl_info("shm: cannot map rank %u's segment (%s); trying cross-memory attach", r,
+                strerror(-err));
+    }
+    /* Probe CMA once: read the magic at the head of its ring file. */
+    uint64_t magic = 0;
+    if (fl_cma_read(p->pid, &magic, p->hdr_addr, sizeof magic) == sizeof magic &&
+        magic == SHM_MAGIC)
+        k->bulk = BULK_CMA;
+    else
+        fl_info("shm: cross-memory attach to rank %u refused; long payloads go "
+                "in pieces",
+                r);
+}
+
+/* Whether the header at h is rank r's file of this job and endpoint. */
+static bool header_matches(const struct fl_tp_ep *t, uint32_t r, const struct shm_peer *p,
+                           const struct shm_hdr *h)
+{
+    return h->magic == SHM_MAGIC && h->version == SHM_VERSION && h->rank == r &&
+           h->ep_index == t->ep_index && h->ring_size == t->ring_size &&
+           h->nlocal == t->nlocal && h->job_id == t->job_id && h->pid == p->pid;
+}
+
+/*
+ * Sender side: maps dst's header and our block in its file, and announces
+ * us. FLIT_ERR_AGAIN when dst's file is gone (it died: its pidfd reports
+ * it); other failures mark the peer for check_peers to report down.
+ */
+static flit_status first_contact(struct fl_tp_ep *t, uint32_t dst)
+{
+    struct shm_peer *p = &t->peers[dst];
+    if (!p->connected || p->setup_failed)
+        return FLIT_ERR_AGAIN;
+    struct shm_link *k = link_of(t, dst);
+    if (!k)
+        return FLIT_ERR_AGAIN; /* no memory now; a later try may find some */
+    int fd = p->file_fd >= 0 ? p->file_fd : open_proc_fd(p, p->file_fdno);
+    if (fd == -ENOENT || fd == -ESRCH)
+        return FLIT_ERR_AGAIN; /* it died: the pidfd says so soon */
+    const char *what = "open";
+    int err = fd < 0 ? fd : 0;
+    struct stat sb;
+    if (!err && fstat(fd, &sb) != 0)
+        err = -errno;
+    if (!err && (size_t)sb.st_size != t->file_bytes)
+        err = -EINVAL, what = "size";
+    struct shm_hdr *h = err ? NULL : map_range(fd, t->hdr_bytes, 0, &err);
+    if (h && !header_matches(t, dst, p, h))
+        err = -EINVAL, what = "header";
+    struct shm_peer *me = &t->peers[t->rank];
+    void *block =
+        err ? NULL : map_range(fd, t->block_bytes, block_offset(t, me->lidx), &err);
+    if (fd >= 0)
+        close(fd);
+    p->file_fd = -1;
+    uint32_t slot = 0;
+    if (!err) {
+        slot = atomic_fetch_add(&h->nannounced, 1);
+        if (slot >= t->nlocal)
+            err = -EINVAL, what = "announcement queue";
+    }
+    if (err) {
+        fl_error("shm: first contact with rank %u failed (%s): %s", dst, what,
+                 strerror(-err));
+        if (h)
+            munmap(h, t->hdr_bytes);
+        if (block)
+            munmap(block, t->block_bytes);
+        p->setup_failed = true;
+        t->nfailed++;
+        return FLIT_ERR_AGAIN;
+    }
+    k->hdr = h;
+    k->tx_block = block;
+    for (unsigned l = 0; l < FL_LANES; l++)
+        fl_ring_tx_attach(&k->tx[l],
+                          (uint8_t *)block + l * fl_ring_footprint(t->ring_size),
+                          t->ring_size);
+    setup_bulk(dst, p, k);
+    /* Release: our rings are attached before the receiver looks at them. */
+    atomic_store_explicit(&h->announce[slot], me->lidx + 1, memory_order_release);
+    k->tx_ready = true;
+    atomic_store_explicit(&p->sending, k, memory_order_release);
+    t->tx_peers[t->ntx++] = dst;
+    return FLIT_OK;
+}
+
+/*
+ * Receiver side: takes the announcements published since the last look and
+ * maps the announcers' blocks. One that is malformed (a broken or foreign
+ * writer) is refused; one not yet written is taken on a later pass.
+ */
+static void report_broken(struct fl_tp_ep *t, uint32_t r);
+
+static void take_announcements(struct fl_tp_ep *t)
+{
+    uint32_t n = atomic_load_explicit(&t->hdr->nannounced, memory_order_acquire);
+    if (n > t->nlocal)
+        n = t->nlocal;
+    while (t->seen < n) {
+        uint32_t v =
+            atomic_load_explicit(&t->hdr->announce[t->seen], memory_order_acquire);
+        if (v == 0)
+            return; /* taken, not yet written */
+        t->seen++;
+        uint32_t lidx = v - 1;
+        uint32_t r = lidx < t->nlocal ? t->by_lidx[lidx] : t->rank;
+        struct shm_peer *p = &t->peers[r];
+        if (r == t->rank || (p->link && p->link->rx_ready)) {
+            FL_COUNT(t->counters->refused_packets, 1);
+            continue;
+        }
+        struct shm_link *k = link_of(t, r);
+        int err = -ENOMEM;
+        void *block =
+            k ? map_range(t->file_fd, t->block_bytes, block_offset(t, lidx), &err) : NULL;
+        if (!block) {
+            fl_error("shm: cannot map rank %u's rings: %s", r, strerror(-err));
+            if (!atomic_load(&p->dead))
+                report_broken(t, r);
+            continue;
+        }
+        k->rx_block = block;
+        for (unsigned l = 0; l < FL_LANES; l++)
+            fl_ring_rx_attach(&k->rx[l],
+                              (uint8_t *)block + l * fl_ring_footprint(t->ring_size),
+                              t->ring_size);
+        k->rx_ready = true;
+        t->rx_peers[t->nrx++] = r;
+    }
+}
+
+/* Whether a first contact waits to be taken (one relaxed load). */
+static inline bool announced(const struct fl_tp_ep *t)
+{
+    return atomic_load_explicit(&t->hdr->nannounced, memory_order_relaxed) != t->seen;
+}
+
 /* ---- sending ---- */
 
-static void wake(struct fl_tp_ep *t, struct shm_peer *p)
+static void wake(struct fl_tp_ep *t, struct shm_link *k)
 {
-    fl_wake_send(t->wake_sock, &p->wake);
+    fl_wake_send(t->wake_sock, &k->wake);
     FL_COUNT(t->counters->wakeups_sent, 1);
+}
+
+static __attribute__((noinline)) void *reserve_first(struct fl_tp_ep *t, uint32_t dst,
+                                                     unsigned lane, size_t len,
+                                                     flit_status *st)
+{
+    *st = first_contact(t, dst);
+    if (*st != FLIT_OK)
+        return NULL;
+    *st = FLIT_ERR_AGAIN;
+    return fl_ring_reserve(&t->peers[dst].link->tx[lane], len);
 }
 
 static void *shm_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len,
@@ -367,7 +608,10 @@ static void *shm_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t
         *st = FLIT_ERR_PEER_DOWN;
         return NULL;
     }
-    void *pkt = fl_ring_reserve(&p->tx[lane], len);
+    struct shm_link *k = p->link;
+    if (__builtin_expect(!k || !k->tx_ready, 0))
+        return reserve_first(t, dst, lane, len, st);
+    void *pkt = fl_ring_reserve(&k->tx[lane], len);
     *st = FLIT_ERR_AGAIN;
     return pkt;
 }
@@ -375,16 +619,16 @@ static void *shm_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t
 static void shm_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
                        size_t len, unsigned flags)
 {
-    struct shm_peer *p = &t->peers[dst];
+    struct shm_link *k = t->peers[dst].link;
     (void)flags; /* nothing to pack: the ring is the wire */
-    fl_ring_commit(&p->tx[lane], pkt, len);
+    fl_ring_commit(&k->tx[lane], pkt, len);
     /* Either we see the flag, or the receiver sees our record before it
        sleeps (pairs with the slow fence in shm_arm). */
     fl_fence_fast();
-    if (__builtin_expect(atomic_load_explicit(&p->hdr->sleeping, memory_order_relaxed),
+    if (__builtin_expect(atomic_load_explicit(&k->hdr->sleeping, memory_order_relaxed),
                          0) &&
-        atomic_exchange(&p->hdr->sleeping, 0))
-        wake(t, p);
+        atomic_exchange(&k->hdr->sleeping, 0))
+        wake(t, k);
 }
 
 static void shm_cancel(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt)
@@ -398,14 +642,17 @@ static flit_status shm_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
     struct shm_peer *p = &t->peers[dst];
     if (atomic_load_explicit(&p->dead, memory_order_relaxed))
         return FLIT_ERR_PEER_DOWN;
+    if ((!p->link || !p->link->tx_ready) && first_contact(t, dst) != FLIT_OK)
+        return FLIT_ERR_NOT_SUPPORTED; /* in packets: they wait for the set-up */
+    struct shm_link *k = p->link;
     /* The receiver's rule, read from its header: only its tag may write. */
-    if (atomic_load_explicit(&p->hdr->tag, memory_order_relaxed) != tag)
+    if (atomic_load_explicit(&k->hdr->tag, memory_order_relaxed) != tag)
         return FLIT_ERR_BAD_TAG;
-    if (p->bulk == BULK_MAP) {
-        memcpy(p->seg + offset, src, len);
+    if (k->bulk == BULK_MAP) {
+        memcpy(k->seg + offset, src, len);
         return FLIT_OK;
     }
-    if (p->bulk != BULK_CMA)
+    if (k->bulk != BULK_CMA)
         return FLIT_ERR_NOT_SUPPORTED;
     size_t done = 0;
     while (done < len) {
@@ -419,7 +666,7 @@ static flit_status shm_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
             fl_info("shm: cross-memory attach to rank %u failed (%s); long "
                     "payloads go in pieces",
                     dst, strerror((int)-n));
-            p->bulk = BULK_NONE;
+            k->bulk = BULK_NONE;
             return FLIT_ERR_NOT_SUPPORTED;
         }
     }
@@ -442,7 +689,10 @@ static void report_broken(struct fl_tp_ep *t, uint32_t r)
 static int drain(struct fl_tp_ep *t, uint32_t r, unsigned lane, fl_tp_recv_fn cb,
                  void *ctx, int max)
 {
-    struct fl_ring_rx *rx = &t->peers[r].rx[lane];
+    struct shm_link *k = t->peers[r].link;
+    if (!k || !k->rx_ready)
+        return 0; /* it never sent us anything */
+    struct fl_ring_rx *rx = &k->rx[lane];
     if (rx->busy)
         return 0; /* we are inside one of its handlers */
     int n = 0;
@@ -458,23 +708,26 @@ static int drain(struct fl_tp_ep *t, uint32_t r, unsigned lane, fl_tp_recv_fn cb
     if (__builtin_expect(rx->broken, 0) && !atomic_load(&t->peers[r].dead))
         report_broken(t, r);
     if (n && fl_ring_take_waiter(rx))
-        wake(t, &t->peers[r]); /* it waits for the room we just made */
+        wake(t, k); /* it waits for the room we just made */
     return n;
 }
 
 static int shm_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void *ctx,
                     int budget)
 {
+    if (__builtin_expect(announced(t), 0))
+        take_announcements(t);
     int n = 0;
-    uint32_t k = t->rr;
+    uint32_t nrx = t->nrx; /* a handler's nested poll may add some */
+    uint32_t k = t->rr < nrx ? t->rr : 0;
     /* Rotate the starting peer so that no peer can starve the others. */
-    t->rr = k + 1 < t->nothers ? k + 1 : 0;
-    for (uint32_t i = 0; i < t->nothers && n < budget; i++) {
-        uint32_t r = t->local[k];
-        k = k + 1 < t->nothers ? k + 1 : 0;
-        struct shm_peer *p = &t->peers[r];
+    t->rr = k + 1 < nrx ? k + 1 : 0;
+    for (uint32_t i = 0; i < nrx && n < budget; i++) {
+        uint32_t r = t->rx_peers[k];
+        k = k + 1 < nrx ? k + 1 : 0;
+        struct shm_link *lk = t->peers[r].link;
         for (unsigned l = FL_LANES; l-- > 0;) { /* replies first */
-            if ((lane_mask & FL_LANE_MASK(l)) && fl_ring_pending(&p->rx[l])) {
+            if ((lane_mask & FL_LANE_MASK(l)) && fl_ring_pending(&lk->rx[l])) {
                 int max = budget - n < POLL_BATCH ? budget - n : POLL_BATCH;
                 n += drain(t, r, l, cb, ctx, max);
             }
@@ -491,27 +744,31 @@ static bool shm_arm(struct fl_tp_ep *t, unsigned lane_mask)
        before we cleared it) would wake this one with nothing to do. */
     fl_wake_drain(t->wake_sock);
     atomic_store_explicit(&t->hdr->sleeping, 1, memory_order_relaxed);
-    /* The flag is visible before we look at the rings, pairing with the
-       sender's fast fence in shm_commit. */
+    /* The flag is visible before we look at the rings and at the
+       announcements, pairing with the sender's fast fence in shm_commit: a
+       first contact announces before its first record. */
     fl_fence_slow();
-    for (uint32_t k = 0; k < t->nothers; k++) {
-        struct shm_peer *p = &t->peers[t->local[k]];
+    bool work = announced(t);
+    for (uint32_t i = 0; i < t->nrx && !work; i++) {
+        struct shm_link *k = t->peers[t->rx_peers[i]].link;
+        for (unsigned l = 0; l < FL_LANES; l++)
+            work |= (lane_mask & FL_LANE_MASK(l)) && !k->rx[l].busy &&
+                    fl_ring_pending(&k->rx[l]);
+    }
+    for (uint32_t i = 0; i < t->ntx; i++) {
+        struct shm_link *k = t->peers[t->tx_peers[i]].link;
         for (unsigned l = 0; l < FL_LANES; l++) {
-            bool work = (lane_mask & FL_LANE_MASK(l)) && !p->rx[l].busy &&
-                        fl_ring_pending(&p->rx[l]);
             /* Room asked for that the consumer made (taking our waiter flag)
                before the drain above: its wake-up may have been drained. */
-            if (p->room_wanted[l] && !fl_ring_room_asked(&p->tx[l])) {
-                p->room_wanted[l] = false;
+            if (k->room_wanted[l] && !fl_ring_room_asked(&k->tx[l])) {
+                k->room_wanted[l] = false;
                 work = true;
-            }
-            if (work) {
-                atomic_store(&t->hdr->sleeping, 0);
-                return true;
             }
         }
     }
-    return false;
+    if (work)
+        atomic_store(&t->hdr->sleeping, 0);
+    return work;
 }
 
 static void shm_disarm(struct fl_tp_ep *t)
@@ -533,8 +790,11 @@ static void shm_set_tag(struct fl_tp_ep *t, uint64_t tag)
 
 static void shm_want_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
 {
-    t->peers[dst].room_wanted[lane] = true;
-    fl_ring_want_room(&t->peers[dst].tx[lane], 0);
+    struct shm_link *k = t->peers[dst].link;
+    if (!k || !k->tx_ready)
+        return; /* not set up: no ring to wait on (its death wakes us) */
+    k->room_wanted[lane] = true;
+    fl_ring_want_room(&k->tx[lane], 0);
 }
 
 /* ---- peers dying ---- */
@@ -543,6 +803,8 @@ static void shm_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
 {
     struct epoll_event ev[16];
     int n = epoll_wait(t->pid_epfd, ev, 16, 0);
+    if (n > 0)
+        take_announcements(t); /* a dead sender's rings are read too */
     for (int i = 0; i < n; i++) {
         uint32_t r = ev[i].data.u32;
         struct shm_peer *p = &t->peers[r];
@@ -555,6 +817,15 @@ static void shm_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
             ;
         atomic_store(&p->dead, true);
         t->peer_down(t->up_ctx, r, FLIT_ERR_PEER_DOWN);
+    }
+    for (uint32_t lidx = 0; t->nfailed && lidx < t->nlocal; lidx++) {
+        uint32_t r = t->by_lidx[lidx];
+        struct shm_peer *p = &t->peers[r];
+        if (!p->setup_failed || atomic_load(&p->dead))
+            continue;
+        t->nfailed--;
+        atomic_store(&p->dead, true);
+        t->peer_down(t->up_ctx, r, FLIT_ERR_SYSTEM);
     }
 }
 
@@ -573,12 +844,12 @@ static void walk_one(void *arg, void *pkt, size_t len)
 
 static void shm_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *ctx)
 {
-    struct shm_peer *p = &t->peers[dst];
-    if (!p->connected)
-        return;
+    struct shm_link *k = t->peers[dst].link;
+    if (!k || !k->tx_ready)
+        return; /* we never sent it anything */
     for (unsigned l = 0; l < FL_LANES; l++) {
         struct walk_ctx w = {cb, ctx, dst, l};
-        fl_ring_walk_unconsumed(&p->tx[l], walk_one, &w);
+        fl_ring_walk_unconsumed(&k->tx[l], walk_one, &w);
     }
 }
 
@@ -605,13 +876,19 @@ static void shm_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t l
 {
     static const char *const bulk[] = {"copy", "map", "cma"};
     struct shm_peer *p = &t->peers[peer];
-    uint64_t fr = fl_ring_tx_inflight(&p->tx[FL_LANE_REQ]);
-    uint64_t fp = fl_ring_tx_inflight(&p->tx[FL_LANE_REP]);
+    /* Atomics only: another thread may be setting the pair up. */
+    struct shm_link *k = atomic_load_explicit(&p->sending, memory_order_acquire);
+    if (!k) {
+        snprintf(buf, len, "pid %d, nothing sent to it yet", (int)p->pid);
+        return;
+    }
+    uint64_t fr = fl_ring_tx_inflight(&k->tx[FL_LANE_REQ]);
+    uint64_t fp = fl_ring_tx_inflight(&k->tx[FL_LANE_REP]);
     snprintf(buf, len,
              "pid %d, long payloads %s%s; in flight req %llu B "
              "(credits %llu B), rep %llu B (credits %llu B)",
              (int)p->pid, p->seg_size ? "by " : "",
-             p->seg_size ? bulk[p->bulk] : "none (no segment)", (unsigned long long)fr,
+             p->seg_size ? bulk[k->bulk] : "none (no segment)", (unsigned long long)fr,
              (unsigned long long)(t->ring_size - fr), (unsigned long long)fp,
              (unsigned long long)(t->ring_size - fp));
 }
@@ -620,15 +897,27 @@ static void shm_close(struct fl_tp_ep *t)
 {
     for (uint32_t r = 0; t->peers && r < t->size; r++) {
         struct shm_peer *p = &t->peers[r];
-        if (p->hdr)
-            munmap(p->hdr, p->map_size);
-        if (p->seg)
-            munmap(p->seg, p->seg_size);
+        struct shm_link *k = p->link;
+        if (k && k->hdr)
+            munmap(k->hdr, t->hdr_bytes);
+        if (k && k->tx_block)
+            munmap(k->tx_block, t->block_bytes);
+        if (k && k->rx_block)
+            munmap(k->rx_block, t->block_bytes);
+        if (k && k->seg)
+            munmap(k->seg, p->seg_size);
+        free(k);
         if (p->pidfd >= 0)
             close(p->pidfd);
+        if (p->file_fd >= 0)
+            close(p->file_fd);
+        if (p->seg_fd >= 0)
+            close(p->seg_fd);
     }
-    if (t->hdr) {
-        munmap(t->hdr, t->map_size);
+    if (t->hdr)
+        munmap(t->hdr, t->hdr_bytes);
+    if (t->file_fd >= 0) {
+        close(t->file_fd);
         shm_connected(t);
     }
     if (t->wake_sock >= 0)
@@ -638,7 +927,9 @@ static void shm_close(struct fl_tp_ep *t)
     if (t->epfd >= 0)
         close(t->epfd);
     free(t->peers);
-    free(t->local);
+    free(t->by_lidx);
+    free(t->rx_peers);
+    free(t->tx_peers);
     free(t);
 }
 

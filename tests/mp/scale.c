@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Many ranks on one host, and pairs set up on first use (--mode):
+ *
+ *  neighbours  every rank exchanges --count short messages with its two
+ *              neighbours on a ring and nobody else; in order per source.
+ *              On shared memory a rank then maps exactly its own header,
+ *              the blocks of the two that wrote to it, and a header and a
+ *              block in each of the two files it wrote to: 7 mappings of
+ *              ring files, however many ranks there are; and its virtual
+ *              memory grew by less than --vm-mb over creation and the
+ *              exchange (all pairs set up at creation: N^2 rings).
+ *  alltoall    every rank sends --count medium messages of 1..512 bytes to
+ *              every other rank, interleaved; every byte and every
+ *              source's order are checked.
+ *  race        --rounds endpoints in turn; on each, the ranks of a pair
+ *              (2k, 2k+1) send to each other the moment creation returns,
+ *              so both first contacts race; every message arrives, in
+ *              order.
+ *  dead        the last rank dies (SIGKILL) right after creation, before
+ *              anyone contacted it; the others see its process gone (a
+ *              pidfd of their own), then send it a first message: the
+ *              send answers FLIT_ERR_PEER_DOWN (or the message comes back
+ *              as returned) and the peer-down handler runs once.
+ *  sleeper     rank 1 sleeps in flit_wait before anyone contacted it; rank
+ *              0 sends it a first message once it sees rank 1's process
+ *              asleep. The handler runs within --max-s seconds of the send
+ *              (run with a FLIT_PEER_CHECK_MS longer than that: the
+ *              engine's periodic nap would hide a lost wake-up).
+ *
+ * Waits sleep (flit_wait with long slices): there are more ranks than CPUs.
+ */
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+
+#include "mp.h"
+
+#include <flit/am.h>
+
+enum { H_SEQ = 1, H_MED = 2, H_WAKE = 3, H_TOKEN = 4 };
+
+#define MAX_RANKS 1024u
+
+static struct {
+    flit_ep_t *ep;
+    uint32_t me, n;
+    uint32_t next[MAX_RANKS]; /* per source: the next sequence number */
+    uint64_t got, tokens;
+    uint64_t downs;
+    uint32_t down_rank;
+    uint64_t returned;
+    double woke_at, sent_at;
+} g;
+
+/* Waits until cond, sleeping in slices of 200 ms (many ranks, few CPUs). */
+#define SLEEPY_WAIT(cond)                                                                \
+    do {                                                                                 \
+        double deadline_ = mp_now() + MP_WAIT_LIMIT_S;                                   \
+        while (!(cond)) {                                                                \
+            flit_status st_ = flit_wait(g.ep, 200000);                                   \
+            if (st_ != FLIT_OK && st_ != FLIT_ERR_TIMEOUT)                               \
+                FAIL("flit_wait: %s", flit_status_name(st_));                            \
+            if (mp_now() > deadline_) {                                                  \
+                flit_ep_dump(g.ep, 2);                                                   \
+                FAIL("rank %u: no progress waiting for %s", g.me, #cond);                \
+            }                                                                            \
+        }                                                                                \
+    } while (0)
+
+static void on_seq(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                   void *u)
+{
+    (void)buf, (void)n, (void)u;
+    uint32_t src = flit_token_rank(t).idx;
+    if (na != 2 || a[0] != src || src >= g.n || a[1] != g.next[src])
+        FAIL("rank %u: message from %u out of order or malformed (%u args, %u/%u, "
+             "expected seq %u)",
+             g.me, src, na, na > 0 ? a[0] : 0, na > 1 ? a[1] : 0, g.next[src]);
+    g.next[src]++;
+    g.got++;
+}
+
+static uint64_t med_seed(uint32_t src, uint32_t dst, uint32_t seq)
+{
+    return mp_mix(src, dst, seq, 0x5ca1e);
+}
+
+static size_t med_len(uint32_t src, uint32_t dst, uint32_t seq)
+{
+    return 1 + (size_t)(med_seed(src, dst, seq) % 512);
+}
+
+static void on_med(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                   void *u)
+{
+    (void)u;
+    uint32_t src = flit_token_rank(t).idx;
+    if (na != 1 || src >= g.n || a[0] != g.next[src])
+        FAIL("rank %u: medium from %u out of order (seq %u, expected %u)", g.me, src,
+             na ? a[0] : 0, g.next[src]);
+    if (n != med_len(src, g.me, a[0]) ||
+        mp_pattern_check(buf, n, med_seed(src, g.me, a[0])) != n)
+        FAIL("rank %u: medium %u from %u damaged (%zu bytes)", g.me, a[0], src, n);
+    g.next[src]++;
+    g.got++;
+}
+
+static void on_wake(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                    void *u)
+{
+    (void)t, (void)buf, (void)n, (void)u;
+    CHECK(na == 2);
+    memcpy(&g.sent_at, a, sizeof g.sent_at);
+    g.woke_at = mp_now();
+}
+
+static void on_token(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                     void *u)
+{
+    (void)t, (void)buf, (void)n, (void)a, (void)na, (void)u;
+    g.tokens++;
+}
+
+static void on_down(flit_ep_t *ep, flit_rank_t peer, flit_status reason, void *user)
+{
+    (void)ep, (void)user, (void)reason;
+    g.downs++;
+    g.down_rank = peer.idx;
+}
+
+static void on_returned(flit_ep_t *ep, const flit_returned_t *r, void *user)
+{
+    (void)ep, (void)r, (void)user;
+    g.returned++;
+}
+
+static void setup(void)
+{
+    CHECK_OK(flit_ep_create(NULL, &g.ep));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_SEQ), on_seq, NULL));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_MED), on_med, NULL));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_WAKE), on_wake, NULL));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_TOKEN), on_token, NULL));
+    memset(g.next, 0, sizeof g.next);
+    g.got = 0;
+}
+
+static void send_seq(uint32_t dst, uint32_t seq)
+{
+    uint32_t a[2] = {g.me, seq};
+    CHECK_OK(flit_am_short(g.ep, flit_rank(dst), flit_handler(H_SEQ), a, 2, 0));
+}
+
+static const char *transport_to(uint32_t r)
+{
+    flit_peer_info_t info = {.struct_size = sizeof info};
+    CHECK_OK(flit_ep_peer_info(g.ep, flit_rank(r), &info));
+    return info.transport;
+}
+
+static pid_t pid_of(uint32_t r)
+{
+    flit_peer_info_t info = {.struct_size = sizeof info};
+    CHECK_OK(flit_ep_peer_info(g.ep, flit_rank(r), &info));
+    int pid = 0;
+    CHECK(sscanf(info.address, "pid %d", &pid) == 1 && pid > 0);
+    return (pid_t)pid;
+}
+
+static double vm_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    CHECK(f != NULL);
+    char line[256];
+    double kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "VmSize:", 7) == 0)
+            kb = strtod(line + 7, NULL);
+    fclose(f);
+    return kb;
+}
+
+/* Mappings of ring files (/dev/shm/flit-JOB-RANK-EP, not segments). */
+static unsigned ring_mappings(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    CHECK(f != NULL);
+    char line[512];
+    unsigned n = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "/dev/shm/flit-");
+        unsigned rank, ep;
+        char job[17], rest[32] = "";
+        if (p &&
+            sscanf(p, "/dev/shm/flit-%16[0-9a-f]-%u-%u%31s", job, &rank, &ep, rest) >=
+                3 &&
+            (rest[0] == '\0' || rest[0] == '('))
+            n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static void neighbours(uint32_t count, double vm_mb)
+{
+    double vm0 = vm_kb();
+    setup();
+    uint32_t left = (g.me + g.n - 1) % g.n, right = (g.me + 1) % g.n;
+    for (uint32_t i = 0; i < count; i++) {
+        send_seq(right, i);
+        send_seq(left, i);
+    }
+    SLEEPY_WAIT(g.next[left] == count && g.next[right] == count);
+    CHECK(g.got == 2ull * count);
+    double grew_mb = (vm_kb() - vm0) / 1024.0;
+    if (strcmp(transport_to(right), "shm") == 0) {
+        unsigned maps = ring_mappings();
+        if (maps != 7) {
+            char cmd[64];
+            snprintf(cmd, sizeof cmd, "grep /dev/shm/flit- /proc/%d/maps >&2",
+                     (int)getpid());
+            if (system(cmd) != 0)
+                fprintf(stderr, "(no maps)\n");
+            flit_ep_dump(g.ep, 2);
+            FAIL("rank %u maps %u ring-file ranges, not 7 (own header, two "
+                 "receiving blocks, two peers' header and block)",
+                 g.me, maps);
+        }
+        if (grew_mb > vm_mb)
+            FAIL("rank %u: virtual memory grew by %.1f MB for two peers (at most %.1f)",
+                 g.me, grew_mb, vm_mb);
+    }
+    /* Two laps of a token around the ring before anyone goes on: nobody
+       contacts other ranks (flit_ep_destroy does) before all have looked. */
+    for (uint64_t lap = 1; lap <= 2; lap++) {
+        if (g.me != 0)
+            SLEEPY_WAIT(g.tokens >= lap);
+        CHECK_OK(
+            flit_am_short(g.ep, flit_rank(right), flit_handler(H_TOKEN), NULL, 0, 0));
+        if (g.me == 0)
+            SLEEPY_WAIT(g.tokens >= lap);
+    }
+    if (g.me == 0)
+        printf("scale neighbours: %u ranks, rank 0 grew %.1f MB\n", g.n, grew_mb);
+}
+
+static void alltoall(uint32_t count)
+{
+    setup();
+    uint8_t buf[512];
+    for (uint32_t i = 0; i < count; i++)
+        for (uint32_t k = 1; k < g.n; k++) {
+            uint32_t dst = (g.me + k) % g.n;
+            size_t len = med_len(g.me, dst, i);
+            mp_pattern_fill(buf, len, med_seed(g.me, dst, i));
+            uint32_t a = i;
+            CHECK_OK(flit_am_medium(g.ep, flit_rank(dst), flit_handler(H_MED), buf, len,
+                                    &a, 1, 0));
+        }
+    SLEEPY_WAIT(g.got == (uint64_t)count * (g.n - 1));
+    for (uint32_t r = 0; r < g.n; r++)
+        CHECK(g.next[r] == (r == g.me ? 0 : count));
+}
+
+static void race(uint32_t rounds, uint32_t count)
+{
+    uint32_t partner = g.me ^ 1u;
+    CHECK(g.n % 2 == 0);
+    for (uint32_t round = 0; round < rounds; round++) {
+        setup();
+        for (uint32_t i = 0; i < count; i++)
+            send_seq(partner, i);
+        SLEEPY_WAIT(g.next[partner] == count);
+        CHECK(g.got == count);
+        CHECK_OK(flit_ep_destroy(g.ep));
+    }
+    g.ep = NULL;
+}
+
+static void dead(void)
+{
+    setup();
+    uint32_t victim = g.n - 1;
+    if (g.me == victim) {
+        fflush(stdout);
+        raise(SIGKILL);
+    }
+    CHECK_OK(flit_ep_set_peer_down_handler(g.ep, on_down, NULL));
+    CHECK_OK(flit_am_set_returned_handler(g.ep, on_returned, NULL));
+    int pfd = (int)syscall(SYS_pidfd_open, pid_of(victim), 0);
+    if (pfd >= 0) { /* readable once it is gone */
+        struct pollfd p = {.fd = pfd, .events = POLLIN};
+        CHECK(poll(&p, 1, (int)(MP_WAIT_LIMIT_S * 1000)) == 1);
+        close(pfd);
+    }
+    flit_status st =
+        flit_am_short(g.ep, flit_rank(victim), flit_handler(H_SEQ), NULL, 0, 0);
+    if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
+        FAIL("rank %u: first send to a dead rank: %s", g.me, flit_status_name(st));
+    SLEEPY_WAIT(g.downs >= 1 && (st == FLIT_ERR_PEER_DOWN || g.returned == 1));
+    CHECK(g.downs == 1 && g.down_rank == victim);
+    printf("scale dead: rank %u OK (%s)\n", g.me,
+           st == FLIT_OK ? "message returned" : "send answered PEER_DOWN");
+}
+
+/* Whether process pid is asleep (state S in /proc/PID/stat). */
+static bool asleep(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] == 'S';
+}
+
+static void sleeper(double max_s)
+{
+    setup();
+    if (g.me == 1) {
+        SLEEPY_WAIT(g.woke_at > 0);
+        flit_stats_t s = {.struct_size = sizeof s};
+        CHECK_OK(flit_ep_stats(g.ep, &s));
+        double took = g.woke_at - g.sent_at;
+        if (took > max_s)
+            FAIL("the first message took %.3f s to wake rank 1 (at most %.1f s)", took,
+                 max_s);
+        printf("scale sleeper: woken %.3f ms after the send, %llu sleeps\n", took * 1e3,
+               (unsigned long long)s.sleeps);
+        CHECK(s.sleeps >= 1);
+    } else if (g.me == 0) {
+        pid_t p1 = pid_of(1);
+        /* Asleep on three looks in a row, 10 ms apart: in flit_wait. */
+        for (int seen = 0; seen < 3;) {
+            seen = asleep(p1) ? seen + 1 : 0;
+            usleep(10000);
+        }
+        double now = mp_now();
+        uint32_t a[2];
+        memcpy(a, &now, sizeof now);
+        CHECK_OK(flit_am_short(g.ep, flit_rank(1), flit_handler(H_WAKE), a, 2, 0));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = "neighbours";
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--mode") == 0)
+            mode = argv[i + 1];
+    uint32_t count = (uint32_t)test_scaled(mp_arg_u64(argc, argv, "--count", 100));
+    if (count == 0)
+        count = 1;
+    CHECK_OK(flit_init(NULL));
+    g.me = flit_job_rank().idx;
+    g.n = flit_job_size();
+    CHECK(g.n >= 2 && g.n <= MAX_RANKS);
+    if (strcmp(mode, "neighbours") == 0)
+        neighbours(count, (double)mp_arg_u64(argc, argv, "--vm-mb", 16));
+    else if (strcmp(mode, "alltoall") == 0)
+        alltoall(count);
+    else if (strcmp(mode, "race") == 0)
+        race((uint32_t)mp_arg_u64(argc, argv, "--rounds", 10), count);
+    else if (strcmp(mode, "dead") == 0)
+        dead();
+    else if (strcmp(mode, "sleeper") == 0)
+        sleeper((double)mp_arg_u64(argc, argv, "--max-s", 5));
+    else
+        FAIL("unknown --mode %s", mode);
+    if (g.ep)
+        CHECK_OK(flit_ep_destroy(g.ep));
+    CHECK_OK(flit_finalize());
+    if (strcmp(mode, "dead") != 0 && g.me == 0)
+        printf("scale %s: OK\n", mode);
+    return 0;
+}
