@@ -123,7 +123,8 @@ typedef enum flit_object_strategy {
 FLIT_API flit_status flit_objects_create(flit_ep_t *ep, flit_objects_t **out);
 /* Collective over the job, once every object of it was destroyed
    (FLIT_ERR_AGAIN, nothing done, while one lives here). FLIT_ERR_INVALID_ARG
-   for NULL. */
+   for NULL; FLIT_ERR_PEER_DOWN, nothing freed, when a rank of the job died
+   (its RPC object's closing barrier cannot complete). */
 FLIT_API flit_status flit_objects_destroy(flit_objects_t *objs);
 
 /*
