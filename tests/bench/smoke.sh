@@ -76,6 +76,10 @@ grep -q "^$expect_raw,8," "$out" || { echo "FAIL: no $expect_raw"; fails=$((fail
 awk -F, '$1 == "nhalf_long" && $3 == "" && $7 != "" { ok = 1 } END { exit !ok }' "$out" ||
   { echo "FAIL: N1/2 of a sparse sweep is not 'no figure, and why'"; fails=$((fails + 1)); }
 
+# Shared objects (bench_object.c): each figure beside its baseline.
+for f in object_roi object_goi object_local_read; do expect $f ""; done
+for f in object_roi_bulk object_goi_bulk; do expect $f 1048576; done
+
 # Bad options: exit 2 with a message, no figures.
 if "$flitrun" -n 2 --timeout 60 "$bench" --only nothing >/dev/null 2>&1; then
   echo "FAIL: --only nothing was accepted"; fails=$((fails + 1))
