@@ -19,10 +19,12 @@
  *           shm_a2a_mb=<used> lat_us=<one-way, median batch>
  *           lat_min_us=<fastest batch> barrier_us=<mean>
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
 
@@ -35,6 +37,7 @@ static struct {
     flit_ep_t *ep;
     volatile uint32_t pongs, pings, done, a2a, stats;
     double init_s, create_s, vmsize_mb, vmrss_mb, vmrss_a2a_mb; /* max over ranks */
+    double files_mb, files_a2a_mb; /* sum over ranks: their files' blocks */
 } g;
 
 static double now(void)
@@ -70,6 +73,49 @@ static double status_kb(const char *key)
     if (f)
         fclose(f);
     return kb;
+}
+
+/*
+ * MB of /dev/shm this rank's own files of the job hold (allocated blocks,
+ * holes not counted), found through its mappings: a file it maps whole or
+ * in part counts once. Other programs' files do not count, unlike statvfs.
+ */
+static double own_shm_mb(uint32_t me)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512], suffix[32];
+    snprintf(suffix, sizeof suffix, "-%u-0", me);
+    unsigned long long seen[16];
+    unsigned nseen = 0;
+    double mb = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        char *name = strstr(line, "/dev/shm/flit-");
+        if (!name)
+            continue;
+        char *end = strchr(name, ' ');
+        if (!end)
+            end = strchr(name, '\n');
+        if (!end || (size_t)(end - name) < strlen(suffix) ||
+            strncmp(end - strlen(suffix), suffix, strlen(suffix)) != 0)
+            continue;
+        unsigned long long lo, hi, ino;
+        char path[96];
+        if (sscanf(line, "%llx-%llx %*s %*s %*s %llu", &lo, &hi, &ino) != 3)
+            continue;
+        bool dup = false;
+        for (unsigned i = 0; i < nseen; i++)
+            dup |= seen[i] == ino;
+        if (dup || nseen == 16)
+            continue;
+        seen[nseen++] = ino;
+        snprintf(path, sizeof path, "/proc/self/map_files/%llx-%llx", lo, hi);
+        struct stat st;
+        if (stat(path, &st) == 0)
+            mb += (double)st.st_blocks * 512 / 1048576.0;
+    }
+    if (f)
+        fclose(f);
+    return mb;
 }
 
 static double shm_used_mb(void)
@@ -112,8 +158,10 @@ static void on_stats(flit_token_t *t, void *buf, size_t n, const uint32_t *a, un
                      void *u)
 {
     (void)t, (void)buf, (void)n, (void)u;
-    if (na != 5)
+    if (na != 7)
         return;
+    g.files_mb += a[5] / 1024.0;
+    g.files_a2a_mb += a[6] / 1024.0;
     g.init_s = max2(g.init_s, a[0] * 1e-6);
     g.create_s = max2(g.create_s, a[1] * 1e-6);
     g.vmsize_mb = max2(g.vmsize_mb, a[2] / 1024.0);
@@ -162,6 +210,7 @@ int main(int argc, char **argv)
     OK(flit_ep_create(NULL, &g.ep));
     double t2 = now();
     double vmsize = status_kb("VmSize:"), vmrss = status_kb("VmRSS:");
+    uint32_t own0 = (uint32_t)(own_shm_mb(flit_job_rank().idx) * 1024);
     uint32_t me = flit_job_rank().idx, n = flit_job_size();
     OK(flit_am_register(g.ep, flit_handler(H_PING), on_ping, NULL));
     OK(flit_am_register(g.ep, flit_handler(H_PONG), on_pong, NULL));
@@ -212,6 +261,7 @@ int main(int argc, char **argv)
     wait_for(&g.a2a, n - 1);
     OK(flit_barrier(g.ep));
     double vmrss_a2a = status_kb("VmRSS:");
+    uint32_t own1 = (uint32_t)(own_shm_mb(me) * 1024);
     double shm_a2a = me == 0 ? shm_used_mb() : 0;
 
     double b0 = now();
@@ -219,19 +269,26 @@ int main(int argc, char **argv)
         OK(flit_barrier(g.ep));
     double barrier_us = (now() - b0) / barriers * 1e6;
 
-    uint32_t st[5] = {(uint32_t)((t1 - t0) * 1e6), (uint32_t)((t2 - t1) * 1e6),
-                      (uint32_t)vmsize, (uint32_t)vmrss, (uint32_t)vmrss_a2a};
+    uint32_t st[7] = {(uint32_t)((t1 - t0) * 1e6),
+                      (uint32_t)((t2 - t1) * 1e6),
+                      (uint32_t)vmsize,
+                      (uint32_t)vmrss,
+                      (uint32_t)vmrss_a2a,
+                      own0,
+                      own1};
     if (me != 0) {
-        OK(flit_am_short(g.ep, flit_rank(0), flit_handler(H_STATS), st, 5, 0));
+        OK(flit_am_short(g.ep, flit_rank(0), flit_handler(H_STATS), st, 7, 0));
     } else {
-        on_stats(NULL, NULL, 0, st, 5, NULL);
+        on_stats(NULL, NULL, 0, st, 7, NULL);
         wait_for(&g.stats, n);
         const char *tp = getenv("FLIT_TRANSPORT");
         printf("scale N=%u transport=%s init_s=%.4f create_s=%.4f vmsize_mb=%.1f "
                "vmrss_mb=%.1f vmrss_a2a_mb=%.1f shm_create_mb=%.2f shm_a2a_mb=%.2f "
-               "lat_us=%.3f lat_min_us=%.3f barrier_us=%.1f\n",
+               "files_mb=%.2f files_a2a_mb=%.2f lat_us=%.3f lat_min_us=%.3f "
+               "barrier_us=%.1f\n",
                n, tp && *tp ? tp : "shm", g.init_s, g.create_s, g.vmsize_mb, g.vmrss_mb,
-               g.vmrss_a2a_mb, shm_create, shm_a2a, lat_us, lat_min_us, barrier_us);
+               g.vmrss_a2a_mb, shm_create, shm_a2a, g.files_mb, g.files_a2a_mb, lat_us,
+               lat_min_us, barrier_us);
         fflush(stdout);
     }
     OK(flit_ep_destroy(g.ep));

@@ -4,9 +4,10 @@
 # flitrun for N = 2, 8, 32, 64, 128, 256 over shared memory and N = 2, 8,
 # 32, 64, 128 with FLIT_TRANSPORT=udp. Per N: the slowest rank's flit_init
 # and flit_ep_create, the largest VmSize and VmRSS of a rank after creation
-# and VmRSS after an all-to-all exchange, the host's /dev/shm use after
-# creation and after the exchange (less what it was before the run: other
-# programs' files count, so read it on a quiet machine), the 8-byte one-way
+# and VmRSS after an all-to-all exchange, the /dev/shm the job's ring files
+# hold after creation and after the exchange (files_MB, files_a2a: their
+# allocated blocks, summed over the ranks; the raw lines also carry the
+# host's whole /dev/shm use, where other programs' files count), the 8-byte one-way
 # latency between ranks 0 and 1 while the others sleep in flit_wait (the
 # median of batches of round trips, and the fastest batch: on a loaded
 # machine the pair loses its CPUs to the sleepers' neighbours), and the mean
@@ -62,13 +63,13 @@ for n in $shm_ns; do run_one shm "$n"; done
 for n in $udp_ns; do run_one udp "$n"; done
 
 printf '%-4s %5s %9s %9s %10s %9s %9s %10s %10s %8s %8s %11s\n' \
-  tp N init_s create_s VmSize_MB VmRSS_MB RSS_a2a shm_new_MB shm_a2a_MB \
+  tp N init_s create_s VmSize_MB VmRSS_MB RSS_a2a files_MB files_a2a \
   lat_us lat_min barrier_us
 awk '{
   for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
   printf "%-4s %5d %9.4f %9.4f %10.1f %9.1f %9.1f %10.2f %10.2f %8.3f %8.3f %11.1f\n",
     v["transport"], v["N"], v["init_s"], v["create_s"], v["vmsize_mb"], v["vmrss_mb"],
-    v["vmrss_a2a_mb"], v["shm_create_mb"] - v["before_mb"], v["shm_a2a_mb"] - v["before_mb"],
+    v["vmrss_a2a_mb"], v["files_mb"], v["files_a2a_mb"],
     v["lat_us"], v["lat_min_us"], v["barrier_us"]
 }' "$raw"
 
