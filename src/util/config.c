@@ -282,7 +282,7 @@ static const char *parse_value(const struct var *v, const char *s, int64_t *out)
 static void warn_unknown(void)
 {
     extern char **environ;
-    for (char **e = environ; *e; e++) {
+    for (char **e = environ; e && *e; e++) { /* NULL after clearenv() */
         if (strncmp(*e, "FLIT_", 5) != 0)
             continue;
         size_t n = strcspn(*e, "=");

@@ -325,6 +325,15 @@ static void test_mixed(void)
     expect_defaults();
 }
 
+static void load_without_environment(void)
+{
+    extern char **environ;
+    CHECK(clearenv() == 0 && environ == NULL);
+    CHECK_OK(fl_config_load());
+    expect_defaults();
+    _exit(unit_exit_status());
+}
+
 static void test_unknown(void)
 {
     const char *log;
@@ -351,6 +360,11 @@ static void test_unknown(void)
     /* Nothing set: nothing said. */
     CHECK_OK(load(&log));
     CHECK(log[0] == '\0');
+    /* No environment at all (clearenv leaves environ NULL): defaults. */
+    char out[4096];
+    int status = unit_run_child(load_without_environment, out, sizeof out);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        FAIL("fl_config_load with environ NULL: status %#x, stderr: %s", status, out);
 }
 
 /* flit_init reads the configuration: a bad variable fails it and leaves the
