@@ -131,7 +131,9 @@ typedef struct flit_group_params {
  * here, the sequencer not a member, a bit of field_mask unknown, a window
  * out of range, small_max above a fragment; FLIT_ERR_RANK: a member (or the
  * sequencer) outside the job; FLIT_ERR_PEER_DOWN: a member died before all
- * had joined.
+ * had joined. Members that returned first may already send, so fn may run
+ * (on a progress thread, or in a wait this call makes) before *out is set;
+ * it is handed the group as its first argument.
  */
 FLIT_API flit_status flit_group_create(flit_groups_t *gs, uint32_t id,
                                        const flit_rank_t *members, unsigned n,

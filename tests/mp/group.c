@@ -387,8 +387,14 @@ int main(int argc, char **argv)
             p.field_mask |= FLIT_GROUP_PARAM_WINDOW;
             p.window = (uint32_t)mp_arg_u64(argc, argv, "--window", 0);
         }
-        CHECK_OK(flit_group_create(groups, gs[i].id, list, k, &p, on_deliver, &gs[i],
-                                   &gs[i].g));
+        /* Deliveries may start (on the progress thread) before create
+           returns, so the handle is published under the log's lock. */
+        flit_group_t *g;
+        CHECK_OK(
+            flit_group_create(groups, gs[i].id, list, k, &p, on_deliver, &gs[i], &g));
+        pthread_mutex_lock(&mu);
+        gs[i].g = g;
+        pthread_mutex_unlock(&mu);
     }
 
     uint8_t *buf = malloc(max + 1);
