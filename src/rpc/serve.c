@@ -17,6 +17,9 @@
 
 /* ---------------------------------------------------------------- reading */
 
+static flit_status stream_recvv(struct flit_rpc_req *q, const struct iovec *iov,
+                                int iovcnt);
+
 static flit_status req_usable(const struct flit_rpc_req *q)
 {
     if (!q)
@@ -33,7 +36,7 @@ flit_status flit_rpc_recvv(flit_rpc_req_t *q, const struct iovec *iov, int iovcn
     if (st != FLIT_OK)
         return st;
     if (q->stream && !q->spill)
-        return flit_stream_recvv(q->stream, iov, iovcnt);
+        return stream_recvv(q, iov, iovcnt);
     if (total > q->len - q->pos)
         return FLIT_ERR_TOO_LARGE;
     for (int i = 0; i < iovcnt; i++) {
@@ -202,6 +205,19 @@ __attribute__((noinline)) static void set_current(struct flit_rpc_req *q)
     current = q;
 }
 
+/* Reads q's stream. Bytes still to come make the handler's fiber wait for
+   them, and the thread that runs it goes back to the engine meanwhile; it
+   must not carry q as its procedure there (a program thread would take
+   itself for q's handler), and the one that continues the fiber takes q. */
+static flit_status stream_recvv(struct flit_rpc_req *q, const struct iovec *iov,
+                                int iovcnt)
+{
+    set_current(NULL);
+    flit_status st = flit_stream_recvv(q->stream, iov, iovcnt);
+    set_current(q); /* perhaps another thread now */
+    return st;
+}
+
 /* The rest of a streamed request into memory: a parked fiber cannot take
    packets, and its stream's bytes must all be in before it parks. */
 static flit_status spill(struct flit_rpc_req *q)
@@ -212,7 +228,8 @@ static flit_status spill(struct flit_rpc_req *q)
     size_t done = q->len - left;
     if (!(q->spill = malloc(q->len)))
         return FLIT_ERR_NO_MEMORY;
-    flit_status st = flit_stream_recv(q->stream, q->spill + done, left);
+    struct iovec v = {.iov_base = q->spill + done, .iov_len = left};
+    flit_status st = stream_recvv(q, &v, 1);
     q->buf = q->spill;
     q->pos = done;
     return st;

@@ -31,6 +31,9 @@
  *           it; mutual exclusion and hand-over order checked; then nested
  *           calls from a procedure, to the caller and to its own rank, with
  *           a request large enough to arrive in pieces.
+ *  midway   (2 ranks) rank 1's program thread takes a flit mutex and makes
+ *           a call while a procedure (inline, then one that may block)
+ *           waits on its fiber for the rest of its request.
  * Each rank prints "rpc: rank R OK".
  */
 #include <pthread.h>
@@ -52,6 +55,7 @@ enum {
     P_LET_GO,
     P_QUERY,
     P_NESTED,
+    P_MIDWAY,
     NPROCS
 };
 
@@ -72,6 +76,8 @@ static struct {
     int inside, let_go;
     _Atomic int arrived, holding;
     uint32_t served; /* under m */
+    /* midway: requests P_MIDWAY has begun, and ended */
+    _Atomic unsigned midway_in, midway_done;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---------------------------------------------------------------- server */
@@ -210,6 +216,21 @@ static void proc_nested(flit_rpc_req_t *req, size_t len, void *user)
     free(out);
 }
 
+/* Takes a byte, then the rest, which comes over many progress passes: the
+   handler waits for it on its fiber, between the passes. */
+static void proc_midway(flit_rpc_req_t *req, size_t len, void *user)
+{
+    (void)user;
+    uint8_t *buf = malloc(len);
+    CHECK(buf && len > 1);
+    CHECK_OK(flit_rpc_recv(req, buf, 1));
+    g.midway_in++;
+    CHECK_OK(flit_rpc_recv(req, buf + 1, len - 1));
+    CHECK(mp_pattern_check(buf, len, 91) == len);
+    free(buf);
+    g.midway_done++;
+}
+
 static void register_all(flit_rpc_t *rpc)
 {
     CHECK_OK(flit_rpc_register(rpc, P_ECHO, proc_echo, NULL));
@@ -222,6 +243,7 @@ static void register_all(flit_rpc_t *rpc)
     CHECK_OK(flit_rpc_register(rpc, P_LET_GO, proc_let_go, NULL));
     CHECK_OK(flit_rpc_register(rpc, P_QUERY, proc_query, NULL));
     CHECK_OK(flit_rpc_register(rpc, P_NESTED, proc_nested, NULL));
+    CHECK_OK(flit_rpc_register(rpc, P_MIDWAY, proc_midway, NULL));
 }
 
 static unsigned held(void)
@@ -628,6 +650,47 @@ static void test_block(void)
     CHECK_OK(flit_cond_destroy(g.c2));
 }
 
+/*
+ * Rank 0 sends rank 1 a request that arrives in many pieces, inline and
+ * with FLIT_RPC_MAY_BLOCK; between rank 1's progress passes, with the
+ * procedure waiting on its fiber for the rest, rank 1's program thread is
+ * program code: it takes a flit mutex and makes a call of its own.
+ */
+static void test_midway(void)
+{
+    enum { LEN = 4 << 20 };
+    CHECK_OK(flit_mutex_create(&g.m));
+    if (g.me == 0) {
+        uint8_t *q = malloc(LEN);
+        CHECK(q);
+        mp_pattern_fill(q, LEN, 91);
+        struct iovec v = {q, LEN};
+        for (int round = 0; round < 2; round++)
+            CHECK_OK(flit_rpc_call(g.rpc, flit_rank(1), P_MIDWAY, &v, 1, NULL, 0,
+                                   round ? &may_block : NULL, NULL));
+        free(q);
+    } else if (g.me == 1) {
+        for (unsigned round = 1; round <= 2; round++) {
+            unsigned between = 0;
+            for (uint64_t polls = 0; g.midway_done < round; polls++) {
+                CHECK(polls < 100000000);
+                CHECK_OK(flit_poll(g.ep));
+                if (g.midway_in != round || g.midway_done == round)
+                    continue;
+                between++;
+                CHECK_OK(flit_mutex_lock(g.m, NULL));
+                CHECK_OK(flit_mutex_unlock(g.m));
+                CHECK_OK(flit_rpc_call(g.rpc, flit_rank(0), P_EMPTY, NULL, 0, NULL, 0,
+                                       NULL, NULL));
+            }
+            if (between == 0)
+                FAIL("round %u: the request came in one pass: nothing checked", round);
+        }
+    }
+    CHECK_OK(flit_barrier(g.ep));
+    CHECK_OK(flit_mutex_destroy(g.m));
+}
+
 static void ignore_returned(flit_ep_t *ep, const flit_returned_t *r, void *user)
 {
     (void)ep, (void)r, (void)user; /* a killed rank's messages come back */
@@ -674,6 +737,8 @@ int main(int argc, char **argv)
         test_kill();
     else if (strcmp(test, "block") == 0)
         test_block();
+    else if (strcmp(test, "midway") == 0)
+        test_midway();
     else
         FAIL("unknown --test %s", test);
     if (mp_arg_flag(argc, argv, "--expect-faults")) { /* the loss was real */
