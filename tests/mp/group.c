@@ -31,6 +31,9 @@
  *                under flitrun --keep-going with a small FLIT_PEER_TIMEOUT.
  *  --progress-thread  a thread-safe endpoint served by a progress thread:
  *                deliveries run there while the main thread sends
+ *  --expect-loss, --expect-dups  (across the test network, tests/net) the
+ *                kernel's nftables rules really dropped or duplicated
+ *                frames: this rank retransmitted, or discarded duplicates
  * Every member checks that the bytes it held for a group never passed the
  * group's buffer_bound.
  */
@@ -435,13 +438,22 @@ int main(int argc, char **argv)
         CHECK_OK(flit_group_destroy(gs[i].g));
     }
     CHECK_OK(flit_groups_destroy(groups));
-    if (getenv("FLIT_DROP_RATE")) { /* the faults were there to survive */
+    bool expect_loss = mp_arg_flag(argc, argv, "--expect-loss");
+    bool expect_dups = mp_arg_flag(argc, argv, "--expect-dups");
+    if (getenv("FLIT_DROP_RATE") || expect_loss || expect_dups) {
+        /* the faults were there to survive: injected, or the kernel's */
         flit_stats_t st = {.struct_size = sizeof st};
         CHECK_OK(flit_ep_stats(ep, &st));
-        printf("group: rank %u: %llu faults injected, %llu retransmissions\n", me,
-               (unsigned long long)st.faults_injected,
-               (unsigned long long)st.retransmits);
-        CHECK(st.faults_injected > 0);
+        printf("group: rank %u: %llu faults injected, %llu retransmissions, "
+               "%llu duplicates\n",
+               me, (unsigned long long)st.faults_injected,
+               (unsigned long long)st.retransmits, (unsigned long long)st.duplicates);
+        if (getenv("FLIT_DROP_RATE"))
+            CHECK(st.faults_injected > 0);
+        if (expect_loss && st.retransmits == 0)
+            FAIL("--expect-loss, but rank %u retransmitted nothing", me);
+        if (expect_dups && st.duplicates == 0)
+            FAIL("--expect-dups, but rank %u discarded no duplicate", me);
     }
     printf("group: rank %u OK\n", me);
     for (unsigned i = 0; i < ng; i++) {
