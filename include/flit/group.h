@@ -147,7 +147,8 @@ FLIT_API flit_status flit_group_create(flit_groups_t *gs, uint32_t id,
  * of the group is delivered here, and frees g. A group stopped while it
  * was created (a member died) is freed at once and answers
  * FLIT_ERR_PEER_DOWN. Any later call with g (while gs lives) answers
- * FLIT_ERR_INVALID_ARG.
+ * FLIT_ERR_INVALID_ARG. Once it returns, the id may name a new group here,
+ * even while other members are still in their destroy.
  */
 FLIT_API flit_status flit_group_destroy(flit_group_t *g);
 

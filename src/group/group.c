@@ -37,7 +37,7 @@
 #define GROUPS_MAGIC  0x666c7467726f7570ull /* "fltgroup" */
 #define GROUP_MAGIC   0x67727570u           /* a live group */
 #define MSG_MAGIC     0x676d7367u           /* a delivery under way */
-#define WIRE_VERSION  1u
+#define WIRE_VERSION  2u
 #define FRAG_MAX      32768u /* bytes of data per fragment, at most */
 #define FRAG_MIN      1024u
 #define HB_BUCKETS    256u /* hold-back hash, per group */
@@ -66,6 +66,8 @@ enum op {
     OP_ACK,      /* member -> manager: [3,4] messages delivered */
     OP_LEAVE,    /* member -> sequencer: destroying */
     OP_DONE,     /* sequencer -> member: [3,4] messages the group had */
+    OP_FIN,      /* member -> sequencer: all delivered here; my last word */
+    OP_CLOSED,   /* sequencer -> member: every member's last word is in */
     /* View change; [2] is the view being formed. */
     OP_QUERY,   /* coordinator -> survivors: [3] the rank that left */
     OP_STATE,   /* survivor -> coordinator: [3] the rank that left
@@ -176,7 +178,7 @@ struct flit_group {
     void *view_user;
     uint32_t window, allowance, small_max;
     size_t frag;
-    bool ready, leaving, leave_sent, done, stopped;
+    bool ready, leaving, leave_sent, done, fin_sent, closed, stopped;
     uint32_t *left; /* ranks that left, view handler not run yet */
     uint32_t nleft;
     struct recovery rec;
@@ -195,7 +197,7 @@ struct flit_group {
     uint64_t ret_cost;
     unsigned queued; /* out items of this group */
     /* Sequencer and credit manager. */
-    uint32_t joined, left_count;
+    uint32_t joined, left_count, fin_count;
     size_t join_frag; /* the smallest frag the members joined with */
     uint64_t next_seq, released;
     int64_t pool;        /* below 0 after a view change: owed */
@@ -719,7 +721,7 @@ static flit_status seqr_reset(struct flit_group *g, uint64_t first, int64_t pool
     g->next_seq = g->released = first;
     g->pool = pool;
     g->rq_head = g->rq_len = 0;
-    g->left_count = 0;
+    g->left_count = g->fin_count = 0;
     return FLIT_OK;
 }
 
@@ -808,6 +810,18 @@ static void on_leave(struct flit_group *g)
     put64(f, g->next_seq);
     for (uint32_t i = 0; i < g->n; i++)
         ctl_push(g, i, OP_DONE, f, 2);
+}
+
+/* Every member's FIN is the last it sends this group, after everything it
+   sent before (in order per pair): with all of them in, nothing of the
+   group is on its way to anyone but the CLOSED that ends it, and the id
+   may be used again at once. */
+static void on_fin(struct flit_group *g)
+{
+    if (++g->fin_count < g->n)
+        return;
+    for (uint32_t i = 0; i < g->n; i++)
+        ctl_push(g, i, OP_CLOSED, NULL, 0);
 }
 
 /* Under the lock: a JOIN for a group this rank has not created yet. */
@@ -1033,6 +1047,8 @@ static flit_status install(struct flit_group *g, int64_t pool)
     }
     if (g->leave_sent)
         ctl_push(g, g->seqr, OP_LEAVE, NULL, 0);
+    if (g->fin_sent)
+        ctl_push(g, g->seqr, OP_FIN, NULL, 0);
     deliver_ready(g);
     return st;
 }
@@ -1067,7 +1083,7 @@ static const unsigned op_nargs[OP_COUNT] = {
     [OP_SEQ] = 6,     [OP_DATA] = DATA_ARGS, [OP_CREDREQ] = 4, [OP_CREDIT] = 4,
     [OP_ACK] = 5,     [OP_LEAVE] = 3,        [OP_DONE] = 5,    [OP_QUERY] = 4,
     [OP_STATE] = 6,   [OP_NEWVIEW] = 6,      [OP_CATCHUP] = 7, [OP_CAUGHT] = 4,
-    [OP_INSTALL] = 3,
+    [OP_INSTALL] = 3, [OP_FIN] = 3,          [OP_CLOSED] = 3,
 };
 
 /* Messages of the view change, and data: judged by their own rules. The
@@ -1119,6 +1135,12 @@ static void dispatch(struct flit_group *g, enum op op, uint32_t from, const uint
         g->final = get64(a + 3);
         g->done = true;
         break;
+    case OP_FIN:
+        on_fin(g);
+        break;
+    case OP_CLOSED:
+        g->closed = true;
+        break;
     case OP_QUERY:
         on_query(g, a);
         break;
@@ -1154,7 +1176,7 @@ static void on_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t 
     lock(gs);
     struct flit_group *g = find_group(gs, args[1]);
     uint32_t from = g ? index_of(g, flit_token_rank(token).idx) : NO_RANK;
-    if (!g && op == OP_JOIN)
+    if (op == OP_JOIN && (!g || g->ready)) /* (a ready one: the id's next group) */
         early_join(gs, args[1], args[3]);
     else if (!g || from == NO_RANK || g->stopped)
         gs->unknown++;
@@ -1177,7 +1199,8 @@ static void on_am_gone(flit_token_t *token, void *buf, size_t nbytes,
 static void send_acks(struct flit_groups *gs)
 {
     for (struct flit_group *g = gs->groups; g; g = g->next) {
-        if (g->ready && !g->stopped && !g->rec.on && g->next_deliver > g->acked) {
+        if (g->ready && !g->stopped && !g->rec.on && !g->fin_sent &&
+            g->next_deliver > g->acked) {
             uint32_t c[2];
             put64(c, g->next_deliver);
             ctl_push(g, g->seqr, OP_ACK, c, 2);
@@ -1628,6 +1651,12 @@ static bool own_delivered(struct flit_group *g)
     return g->own_delivered == g->sent;
 }
 
+/* (the sequencer's CLOSED to the others gone out too) */
+static bool is_closed(struct flit_group *g)
+{
+    return g->closed && g->queued == 0;
+}
+
 static bool all_done(struct flit_group *g)
 {
     return g->done && g->next_deliver >= g->final && g->queued == 0;
@@ -1649,6 +1678,14 @@ flit_status flit_group_destroy(flit_group_t *g)
             ctl_push(g, g->seqr, OP_LEAVE, NULL, 0);
         unlock(gs);
         st = wait_for(g, all_done);
+    }
+    if (st == FLIT_OK) {
+        lock(gs);
+        g->fin_sent = true;
+        if (!g->rec.on) /* else the new view sends it */
+            ctl_push(g, g->seqr, OP_FIN, NULL, 0);
+        unlock(gs);
+        st = wait_for(g, is_closed);
     }
     if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN) {
         g->leaving = false; /* the endpoint failed: may be called again */
