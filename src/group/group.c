@@ -1662,6 +1662,19 @@ static bool all_done(struct flit_group *g)
     return g->done && g->next_deliver >= g->final && g->queued == 0;
 }
 
+/* A step of destroy: op to the sequencer (sent flags it, so that a new
+   view sends it again), then a wait for its answer. */
+static flit_status tell_sequencer(struct flit_group *g, enum op op, bool *sent,
+                                  bool (*answered)(struct flit_group *))
+{
+    lock(g->gs);
+    *sent = true;
+    if (!g->rec.on) /* else the new view sends it */
+        ctl_push(g, g->seqr, op, NULL, 0);
+    unlock(g->gs);
+    return wait_for(g, answered);
+}
+
 flit_status flit_group_destroy(flit_group_t *g)
 {
     if (!group_ok(g) || g->leaving)
@@ -1671,22 +1684,10 @@ flit_status flit_group_destroy(flit_group_t *g)
     struct flit_groups *gs = g->gs;
     g->leaving = true;
     flit_status st = wait_for(g, own_delivered);
-    if (st == FLIT_OK) {
-        lock(gs);
-        g->leave_sent = true;
-        if (!g->rec.on) /* else the new view sends it */
-            ctl_push(g, g->seqr, OP_LEAVE, NULL, 0);
-        unlock(gs);
-        st = wait_for(g, all_done);
-    }
-    if (st == FLIT_OK) {
-        lock(gs);
-        g->fin_sent = true;
-        if (!g->rec.on) /* else the new view sends it */
-            ctl_push(g, g->seqr, OP_FIN, NULL, 0);
-        unlock(gs);
-        st = wait_for(g, is_closed);
-    }
+    if (st == FLIT_OK)
+        st = tell_sequencer(g, OP_LEAVE, &g->leave_sent, all_done);
+    if (st == FLIT_OK)
+        st = tell_sequencer(g, OP_FIN, &g->fin_sent, is_closed);
     if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN) {
         g->leaving = false; /* the endpoint failed: may be called again */
         return st;
