@@ -1,0 +1,80 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# make apps: the four applications on shared objects at their larger size,
+# on 1 and 2 ranks, alternated (1 2 1 2 ...) RUNS times (default 3), each
+# run checked against its sequential computation; then a markdown table of
+# the medians: time on 1 rank, on 2, the speedup, and rank 0's object
+# operations and messages sent on 2 ranks. The load average is printed
+# before and after: the times mean little on a loaded machine without it.
+#
+#   examples/apps/apps.sh BUILD [APP...]     (default: jacobi asp water tsp)
+set -eu
+
+build=$1
+shift
+runs=${RUNS:-3}
+flitrun=$build/tools/flitrun
+[ $# -gt 0 ] || set -- jacobi asp water tsp
+
+# The larger size of each: computation well above communication on 2 ranks.
+size_of() {
+    case $1 in
+    jacobi) echo "--n 2048 --iters 60" ;;
+    asp) echo "--n 1000" ;;
+    water) echo "--n 4096 --steps 10" ;;
+    tsp) echo "--n 16 --seed 1" ;;
+    *) echo "apps.sh: no application $1" >&2; exit 2 ;;
+    esac
+}
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+# One run: its summary line (the one that says "ranks:"), or the failure.
+run() { # app ranks
+    args=$(size_of "$1")
+    # shellcheck disable=SC2086 # the size is words
+    if ! "$flitrun" -n "$2" --timeout 600 "$build/examples/$1" $args >"$out/run" 2>&1; then
+        echo "apps.sh: $1 on $2 ranks failed:" >&2
+        cat "$out/run" >&2
+        exit 1
+    fi
+    line=$(grep ' ranks: ' "$out/run")
+    case $line in
+    *"identical to the sequential"*) ;;
+    *) echo "apps.sh: $1 on $2 ranks: $line" >&2; exit 1 ;;
+    esac
+    echo "$line"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+for app in "$@"; do
+    i=0
+    while [ $i -lt "$runs" ]; do
+        for ranks in 1 2; do
+            line=$(run "$app" $ranks)
+            echo "$line" | sed 's/^/  /' >&2
+            echo "$line" | sed -E 's/.* ranks: ([0-9.]+) s .*/\1/' >>"$out/$app.$ranks"
+            echo "$line" >"$out/$app.$ranks.last"
+        done
+        i=$((i + 1))
+    done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| app | size | 1 rank (s) | 2 ranks (s) | speedup | object operations | messages |"
+echo "|---|---|---:|---:|---:|---:|---:|"
+for app in "$@"; do
+    t1=$(median <"$out/$app.1")
+    t2=$(median <"$out/$app.2")
+    ops=$(sed -E 's/.* ([0-9]+) reads ([0-9]+) writes on rank 0.*/\1 + \2/' "$out/$app.2.last")
+    msgs=$(sed -E 's/.* ([0-9]+) messages sent.*/\1/' "$out/$app.2.last")
+    echo "| $app | $(size_of "$app") | $t1 | $t2 | $(echo "$t1 $t2" |
+        awk '{ printf "%.2fx", $1 / $2 }') | $(echo "$ops" |
+        awk '{ print $1 + $3 }') | $msgs |"
+done
+echo
+echo "Medians of $runs runs each, 1 and 2 ranks alternated; object operations and"
+echo "messages: those rank 0 invoked and sent in a 2-rank run."
