@@ -18,8 +18,10 @@
  * cutoff is by molecule, as in SPLASH): Lennard-Jones between the oxygens
  * and Coulomb between the nine site pairs, truncated there. Inside a
  * molecule: harmonic O-H bonds and a harmonic H-H distance standing for the
- * angle. No periodic box: a cube of molecules in vacuum. Velocity Verlet,
- * in angstrom, femtosecond, amu and kcal/mol.
+ * angle. No periodic box: a cube of molecules in vacuum, turned at random
+ * on a lattice, far from equilibrium: it warms up over the first hundred
+ * femtoseconds or so (the run prints the temperature before and after).
+ * Velocity Verlet, in angstrom, femtosecond, amu and kcal/mol.
  *
  * Bit for bit: the force on a molecule is summed in the same order in both
  * runs, by the same function: its own bonds, then the molecules of the 27
