@@ -19,10 +19,10 @@ flitrun=$build/tools/flitrun
 # The larger size of each: computation well above communication on 2 ranks.
 size_of() {
     case $1 in
-    jacobi) echo "--n 2048 --iters 60" ;;
-    asp) echo "--n 1000" ;;
-    water) echo "--n 4096 --steps 10" ;;
-    tsp) echo "--n 16 --seed 1" ;;
+    jacobi) echo "--n 3072 --iters 200" ;;
+    asp) echo "--n 1500" ;;
+    water) echo "--n 4096 --steps 60" ;;
+    tsp) echo "--n 20 --seed 1" ;;
     *) echo "apps.sh: no application $1" >&2; exit 2 ;;
     esac
 }
@@ -45,6 +45,7 @@ run() { # app ranks
     *) echo "apps.sh: $1 on $2 ranks: $line" >&2; exit 1 ;;
     esac
     echo "$line"
+    grep ' in flit calls, ' "$out/run"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -54,27 +55,40 @@ for app in "$@"; do
     i=0
     while [ $i -lt "$runs" ]; do
         for ranks in 1 2; do
-            line=$(run "$app" $ranks)
-            echo "$line" | sed 's/^/  /' >&2
-            echo "$line" | sed -E 's/.* ranks: ([0-9.]+) s .*/\1/' >>"$out/$app.$ranks"
-            echo "$line" >"$out/$app.$ranks.last"
+            run "$app" $ranks >"$out/$app.$ranks.last"
+            sed 's/^/  /' "$out/$app.$ranks.last" >&2
+            sed -nE 's/.* ranks: ([0-9.]+) s .*/\1/p' "$out/$app.$ranks.last" \
+                >>"$out/$app.$ranks"
+            sed -nE 's/.*: ([0-9.]+) s in flit.* ([0-9.]+) s of CPU \(([0-9]+)%.*/\1 \3 \2/p' \
+                "$out/$app.$ranks.last" >>"$out/$app.$ranks.profile"
         done
         i=$((i + 1))
     done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| app | size | 1 rank (s) | 2 ranks (s) | speedup | object operations | messages |"
-echo "|---|---|---:|---:|---:|---:|---:|"
+echo "| app | size | 1 rank (s) | 2 ranks (s) | speedup | object operations | messages |" \
+    "rank 0 in flit | rank 0 CPU | CPU ratio |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for app in "$@"; do
     t1=$(median <"$out/$app.1")
     t2=$(median <"$out/$app.2")
-    ops=$(sed -E 's/.* ([0-9]+) reads ([0-9]+) writes on rank 0.*/\1 + \2/' "$out/$app.2.last")
-    msgs=$(sed -E 's/.* ([0-9]+) messages sent.*/\1/' "$out/$app.2.last")
-    echo "| $app | $(size_of "$app") | $t1 | $t2 | $(echo "$t1 $t2" |
-        awk '{ printf "%.2fx", $1 / $2 }') | $(echo "$ops" |
-        awk '{ print $1 + $3 }') | $msgs |"
+    ops=$(sed -nE 's/.* ([0-9]+) reads ([0-9]+) writes on rank 0.*/\1 \2/p' \
+        "$out/$app.2.last" | awk '{ print $1 + $2 }')
+    msgs=$(sed -nE 's/.* ([0-9]+) messages sent.*/\1/p' "$out/$app.2.last")
+    flit=$(awk '{ print $1 }' "$out/$app.2.profile" | median)
+    cpu=$(awk '{ print $2 }' "$out/$app.2.profile" | median)
+    c1=$(awk '{ print $3 }' "$out/$app.1.profile" | median)
+    c2=$(awk '{ print $3 }' "$out/$app.2.profile" | median)
+    echo "| $app | $(size_of "$app") | $t1 | $t2 |" \
+        "$(echo "$t1 $t2" | awk '{ printf "%.2fx", $1 / $2 }') | $ops | $msgs |" \
+        "$(echo "$flit $t2" | awk '{ printf "%.0f%%", 100 * $1 / $2 }') | $cpu% |" \
+        "$(echo "$c1 $c2" | awk '{ printf "%.2fx", $1 / $2 }') |"
 done
 echo
-echo "Medians of $runs runs each, 1 and 2 ranks alternated; object operations and"
-echo "messages: those rank 0 invoked and sent in a 2-rank run."
+echo "Medians of $runs runs each, 1 and 2 ranks alternated. On 2 ranks: the object"
+echo "operations rank 0 invoked and the messages it sent (last run); the share of"
+echo "its time inside flit calls, waiting for the other rank included; its CPU time"
+echo "over its wall time (below 100%: it waited for a core, or slept in a wait);"
+echo "CPU ratio: the CPU seconds of 1 rank over rank 0's on 2, the speedup free"
+echo "cores would give if rank 1 kept pace (not a wall-clock figure)."

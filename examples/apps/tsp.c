@@ -176,9 +176,8 @@ struct search {
 
 static void bound_refresh(struct search *s)
 {
-    app_check(flit_poll(s->ep), "flit_poll");
-    app_check(flit_object_invoke(s->bound, READ, NULL, 0, &s->best, sizeof s->best, NULL),
-              "read bound");
+    app_poll(s->ep);
+    app_invoke(s->bound, READ, NULL, 0, &s->best, sizeof s->best, NULL, "read bound");
 }
 
 static void found(struct search *s, int32_t len)
@@ -191,9 +190,7 @@ static void found(struct search *s, int32_t len)
         s->best = o;
         return;
     }
-    app_check(
-        flit_object_invoke(s->bound, OFFER, &o, sizeof o, &s->best, sizeof s->best, NULL),
-        "offer");
+    app_invoke(s->bound, OFFER, &o, sizeof o, &s->best, sizeof s->best, NULL, "offer");
 }
 
 /* The tours that go on from path[0 .. k-1] (len so far; rest: the sum of
@@ -338,26 +335,24 @@ int main(int argc, char **argv)
 
     uint8_t *jobs = NULL, path[MAXN] = {0}, job[MAXN];
     app_check(flit_barrier(ep), "flit_barrier");
-    double t0 = app_now();
+    double t0 = app_now(), c0 = app_cpu();
     if (me == 0) { /* the manager: every job, then closed */
         if (!(jobs = malloc(njobs * depth)))
             app_check(FLIT_ERR_NO_MEMORY, "malloc");
         jobs_make(&c, depth, jobs, path, 1, 1);
-        app_check(flit_object_invoke(queue, PUT, jobs, njobs * depth, NULL, 0, NULL),
-                  "put");
-        app_check(flit_object_invoke(queue, CLOSE, NULL, 0, NULL, 0, NULL), "close");
+        app_invoke(queue, PUT, jobs, njobs * depth, NULL, 0, NULL, "put");
+        app_invoke(queue, CLOSE, NULL, 0, NULL, 0, NULL, "close");
     }
     struct search s = {.c = &c, .bound = bound, .ep = ep};
     uint64_t done = 0;
     for (;;) {
         size_t got;
         /* Rank 0's own "get" is local: serve the others' first. */
-        app_check(flit_poll(ep), "flit_poll");
-        app_check(flit_object_invoke(queue, GET, NULL, 0, job, sizeof job, &got), "get");
+        app_poll(ep);
+        app_invoke(queue, GET, NULL, 0, job, sizeof job, &got, "get");
         if (got == 0)
             break;
-        app_check(flit_object_invoke(bound, READ, NULL, 0, &s.best, sizeof s.best, NULL),
-                  "read bound");
+        app_invoke(bound, READ, NULL, 0, &s.best, sizeof s.best, NULL, "read bound");
         search_from(&s, job, depth);
         done++;
     }
@@ -365,10 +360,8 @@ int main(int argc, char **argv)
     /* A write after the barrier is ordered after every write before it:
        once it is applied here, so are they. */
     struct best none = {INT32_MAX, {0}}, final;
-    app_check(
-        flit_object_invoke(bound, OFFER, &none, sizeof none, &final, sizeof final, NULL),
-        "offer");
-    double t = app_now() - t0;
+    app_invoke(bound, OFFER, &none, sizeof none, &final, sizeof final, NULL, "offer");
+    double t = app_now() - t0, cpu = app_cpu() - c0, in_flit = app_in_flit;
     flit_object_stats_t sb = {.struct_size = sizeof sb}, sq = {.struct_size = sizeof sq};
     app_check(flit_object_stats(bound, &sb), "flit_object_stats");
     app_check(flit_object_stats(queue, &sq), "flit_object_stats");
@@ -390,6 +383,7 @@ int main(int argc, char **argv)
                (unsigned long long)(sb.reads + sq.reads),
                (unsigned long long)(sb.writes + sq.writes), msgs,
                rc ? "DIFFERS from" : "identical to", (unsigned long long)done);
+        app_profile("tsp", t, cpu, in_flit);
     }
     free(jobs);
     app_check(flit_barrier(ep), "flit_barrier");

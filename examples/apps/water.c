@@ -371,9 +371,7 @@ static uint32_t collect(struct rank_run *w, const struct near *q, double *pos,
                 cand[k++] = i;
             continue;
         }
-        app_check(
-            flit_object_invoke(w->band[r], NEAR, q, sizeof *q, w->buf, w->cap, NULL),
-            "near");
+        app_invoke(w->band[r], NEAR, q, sizeof *q, w->buf, w->cap, NULL, "near");
         uint32_t h[2];
         memcpy(h, w->buf, sizeof h);
         for (uint32_t e = 0; e < h[0]; e++) {
@@ -394,9 +392,8 @@ static void step_forces(struct rank_run *w, uint64_t step)
     uint32_t k = w->hi - w->lo;
     memcpy(w->buf, &step, sizeof step);
     memcpy(w->buf + 8, w->pos + (size_t)w->lo * DOF, (size_t)k * DOF * sizeof(double));
-    app_check(flit_object_invoke(w->band[w->me], PUT, w->buf,
-                                 8 + (size_t)k * DOF * sizeof(double), NULL, 0, NULL),
-              "put");
+    app_invoke(w->band[w->me], PUT, w->buf, 8 + (size_t)k * DOF * sizeof(double), NULL, 0,
+               NULL, "put");
     struct near q = {
         step, {INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY}};
     for (uint32_t i = w->lo; i < w->hi; i++)
@@ -512,9 +509,9 @@ int main(int argc, char **argv)
         molecule_init(n, i, w.pos + (size_t)i * DOF, w.v + (size_t)(i - w.lo) * DOF);
 
     app_check(flit_barrier(ep), "flit_barrier");
-    double t0 = app_now();
+    double t0 = app_now(), c0 = app_cpu();
     verlet(steps, w.pos + (size_t)w.lo * DOF, w.v, w.f, w.hi - w.lo, fill_parallel, &w);
-    double t = app_now() - t0;
+    double t = app_now() - t0, cpu = app_cpu() - c0, in_flit = app_in_flit;
     uint64_t reads = 0, writes = 0;
     for (uint32_t r = 0; r < w.p; r++) {
         flit_object_stats_t st = {.struct_size = sizeof st};
@@ -543,6 +540,7 @@ int main(int argc, char **argv)
                n, steps, w.p, t, ts, (unsigned long long)reads,
                (unsigned long long)writes, msgs, rc ? "DIFFERS from" : "identical to",
                t_start, temperature(v, n));
+        app_profile("water", t, cpu, in_flit);
         free(got);
         free(x);
         free(v);
