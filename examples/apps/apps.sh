@@ -19,8 +19,8 @@ flitrun=$build/tools/flitrun
 # The larger size of each: computation well above communication on 2 ranks.
 size_of() {
     case $1 in
-    jacobi) echo "--n 3072 --iters 200" ;;
-    asp) echo "--n 1500" ;;
+    jacobi) echo "--n 2048 --iters 200" ;;
+    asp) echo "--n 1200" ;;
     water) echo "--n 4096 --steps 60" ;;
     tsp) echo "--n 20 --seed 1" ;;
     *) echo "apps.sh: no application $1" >&2; exit 2 ;;
@@ -66,6 +66,12 @@ for app in "$@"; do
     done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+# With autogroup the kernel shares the cores between sessions first: on a
+# busy machine a job's ranks split its session's part, whatever their count.
+if [ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ]; then
+    echo "scheduler: autogroup on (the ranks of a job share one session's part of the" \
+        "cores when others are busy)"
+fi
 echo
 echo "| app | size | 1 rank (s) | 2 ranks (s) | speedup | object operations | messages |" \
     "rank 0 in flit | rank 0 CPU | CPU ratio |"
