@@ -297,8 +297,12 @@ int main(int argc, char **argv)
 {
     uint32_t n = app_arg(argc, argv, "--n", 13), seed = app_arg(argc, argv, "--seed", 1),
              depth = app_arg(argc, argv, "--depth", 3);
-    if (n < 3 || n > MAXN || depth < 1 || depth > n - 2) {
-        fprintf(stderr, "tsp: --n from 3 to %d, --depth from 1 to n - 2\n", MAXN);
+    if (n < 3 || n > MAXN) {
+        fprintf(stderr, "tsp: --n %u: from 3 to %d cities\n", n, MAXN);
+        return 1;
+    }
+    if (depth < 1 || depth > n - 2) {
+        fprintf(stderr, "tsp: --depth %u: from 1 to %u (--n minus 2)\n", depth, n - 2);
         return 1;
     }
     static struct cities c;
