@@ -17,6 +17,8 @@
 #   make bench-readme   all of these, 3 runs each: the README's tables as markdown
 #   make bench-launch   start-up cost under flitrun, srun --mpi=pmix and pmi2,
 #                       1 to 64 ranks, flit's own share beside the launcher's
+#   make apps           the applications on shared objects on 1 and 2 ranks:
+#                       times, speedups, object operations and messages
 #   make install        install under PREFIX (default /usr/local)
 
 BUILD      ?= build
@@ -30,7 +32,7 @@ GENERATOR   = $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 FLITRUN     = $(BUILD)/tools/flitrun
 
 .PHONY: all configure build demo deps test test-main test-asan test-tsan format-check \
-        bench bench-compare bench-udp bench-readme bench-launch install clean
+        bench bench-compare bench-udp bench-readme bench-launch apps install clean
 
 all: build
 
@@ -126,6 +128,13 @@ bench-readme: build
 # SIZES (default 1 2 4 8 16 32 64) and RUNS (default 3) from the environment.
 bench-launch: build
 	bench/launch.sh $(BUILD)
+
+# Jacobi, ASP, Water and TSP at their larger size, 1 and 2 ranks alternated
+# RUNS times (default 3), each run checked against its sequential one: a
+# markdown table of the medians (APPS: a subset).
+apps: configure
+	cmake --build $(BUILD) -j $(JOBS) --target flitrun jacobi asp water tsp
+	examples/apps/apps.sh $(BUILD) $(APPS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What the applications on shared objects share: failing loudly, a clock,
-   numeric options. */
+   numeric options, and a profile of where rank 0's time went. */
 #ifndef FLIT_APP_H
 #define FLIT_APP_H
 
@@ -23,6 +23,45 @@ static inline double app_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Seconds of CPU this process used (every thread). */
+static inline double app_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Seconds spent inside flit_object_invoke (waiting included) and
+   flit_poll, by app_invoke and app_poll. */
+static double app_in_flit;
+
+static inline void app_invoke(flit_object_t *obj, unsigned op, const void *arg,
+                              size_t len, void *res, size_t cap, size_t *res_len,
+                              const char *what)
+{
+    double t0 = app_now();
+    app_check(flit_object_invoke(obj, op, arg, len, res, cap, res_len), what);
+    app_in_flit += app_now() - t0;
+}
+
+/* flit_poll, its time counted with the operations'. */
+static inline void app_poll(flit_ep_t *ep)
+{
+    double t0 = app_now();
+    app_check(flit_poll(ep), "flit_poll");
+    app_in_flit += app_now() - t0;
+}
+
+/* Where the timed part's t wall seconds went: in_flit of them inside flit
+   calls; cpu seconds of CPU used meanwhile (below t: the process waited
+   for a core, or slept in a wait). */
+static inline void app_profile(const char *app, double t, double cpu, double in_flit)
+{
+    printf("%s: rank 0: %.3f s in flit calls, %.3f s computing; %.3f s of CPU "
+           "(%.0f%% of the wall time)\n",
+           app, in_flit, t - in_flit, cpu, t > 0 ? 100 * cpu / t : 0.0);
 }
 
 static inline uint32_t app_arg(int argc, char **argv, const char *name, uint32_t def)

@@ -134,26 +134,24 @@ int main(int argc, char **argv)
         for (uint32_t j = 0; j < n; j++)
             d[(size_t)i * n + j] = edge(n, i, j);
     app_check(flit_barrier(ep), "flit_barrier");
-    double t0 = app_now();
+    double t0 = app_now(), c0 = app_cpu();
     for (uint32_t k = 0; k < n; k++) {
         if (k >= lo && k < hi) { /* the pivot row is ours: broadcast it */
             uint32_t h[2] = {0, k};
             memcpy(out, h, sizeof h);
             memcpy(out + 8, d + (size_t)k * n, row_bytes);
-            app_check(flit_object_invoke(obj, 0, out, 8 + row_bytes, NULL, 0, NULL),
-                      "put");
+            app_invoke(obj, 0, out, 8 + row_bytes, NULL, 0, NULL, "put");
         }
-        app_check(flit_object_invoke(obj, 1, &k, sizeof k, pivot, row_bytes, NULL),
-                  "get");
+        app_invoke(obj, 1, &k, sizeof k, pivot, row_bytes, NULL, "get");
         for (uint32_t i = lo; i < hi; i++)
             relax(n, d + (size_t)i * n, pivot, k);
     }
-    double t = app_now() - t0;
+    double t = app_now() - t0, cpu = app_cpu() - c0, in_flit = app_in_flit;
     for (uint32_t i = lo; i < hi; i++) {
         uint32_t h[2] = {1, i};
         memcpy(out, h, sizeof h);
         memcpy(out + 8, d + (size_t)i * n, row_bytes);
-        app_check(flit_object_invoke(obj, 0, out, 8 + row_bytes, NULL, 0, NULL), "final");
+        app_invoke(obj, 0, out, 8 + row_bytes, NULL, 0, NULL, "final");
     }
     flit_object_stats_t st = {.struct_size = sizeof st};
     app_check(flit_object_stats(obj, &st), "flit_object_stats");
@@ -164,7 +162,7 @@ int main(int argc, char **argv)
         int32_t *got = malloc(all), *s = malloc(all);
         if (!got || !s)
             app_check(FLIT_ERR_NO_MEMORY, "malloc");
-        app_check(flit_object_invoke(obj, 2, NULL, 0, got, all, NULL), "finals");
+        app_invoke(obj, 2, NULL, 0, got, all, NULL, "finals");
         double s0 = app_now();
         for (uint32_t i = 0; i < n; i++)
             for (uint32_t j = 0; j < n; j++)
@@ -179,6 +177,7 @@ int main(int argc, char **argv)
             "rank 0, %llu messages sent; result %s the sequential one\n",
             n, p, t, ts, (unsigned long long)st.reads, (unsigned long long)st.writes,
             msgs, rc ? "DIFFERS from" : "identical to");
+        app_profile("asp", t, cpu, in_flit);
         free(got);
         free(s);
     }

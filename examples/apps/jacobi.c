@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     if (!cur || !out)
         app_check(FLIT_ERR_NO_MEMORY, "malloc");
     app_check(flit_barrier(ep), "flit_barrier");
-    double t0 = app_now();
+    double t0 = app_now(), c0 = app_cpu();
     for (uint32_t k = 0; k < iters; k++) {
         uint32_t hdr[2] = {k + 1, lo};
         memcpy(out, hdr, sizeof hdr);
@@ -115,14 +115,12 @@ int main(int argc, char **argv)
             double v = row(n, i, cur);
             memcpy(out + 8 + (size_t)(i - lo) * sizeof v, &v, sizeof v);
         }
-        app_check(flit_object_invoke(x, 0, out, 8 + (size_t)(hi - lo) * sizeof(double),
-                                     NULL, 0, NULL),
-                  "put rows");
+        app_invoke(x, 0, out, 8 + (size_t)(hi - lo) * sizeof(double), NULL, 0, NULL,
+                   "put rows");
         uint32_t next = k + 1;
-        app_check(flit_object_invoke(x, 1, &next, sizeof next, cur, vec_bytes, NULL),
-                  "get rows");
+        app_invoke(x, 1, &next, sizeof next, cur, vec_bytes, NULL, "get rows");
     }
-    double t = app_now() - t0;
+    double t = app_now() - t0, cpu = app_cpu() - c0, in_flit = app_in_flit;
     flit_object_stats_t st = {.struct_size = sizeof st};
     app_check(flit_object_stats(x, &st), "flit_object_stats");
     unsigned long long msgs = app_messages(ep);
@@ -147,6 +145,7 @@ int main(int argc, char **argv)
                "sequential one\n",
                n, iters, p, t, ts, (unsigned long long)st.reads,
                (unsigned long long)st.writes, msgs, rc ? "DIFFERS from" : "identical to");
+        app_profile("jacobi", t, cpu, in_flit);
         free(a);
         free(b);
     }
