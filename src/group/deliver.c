@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Fragments coming in, the hold-back of messages numbered ahead, delivery
+ * in sequence, and the program's piecewise receive inside its handler.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------- delivery */
+
+/* Under the lock: m was delivered here; keep it while a view change could
+   need it. Messages some member has not delivered yet each hold a credit
+   until every member has, so the newest delivered messages worth window
+   credits cover whatever another survivor may lack. */
+static void retain(struct flit_group *g, struct gmsg *m)
+{
+    m->ret_next = NULL;
+    if (g->ret_tail)
+        g->ret_tail->ret_next = m;
+    else
+        g->ret_head = m;
+    g->ret_tail = m;
+    g->ret_cost += m->cost;
+    while (g->ret_cost > g->window) {
+        struct gmsg *old = g->ret_head;
+        g->ret_head = old->ret_next;
+        if (!g->ret_head)
+            g->ret_tail = NULL;
+        g->ret_cost -= old->cost;
+        fl_grp_msg_unref(g, old);
+    }
+}
+
+void fl_grp_retained_clear(struct flit_group *g)
+{
+    while (g->ret_head) {
+        struct gmsg *m = g->ret_head;
+        g->ret_head = m->ret_next;
+        fl_grp_msg_unref(g, m);
+    }
+    g->ret_tail = NULL;
+    g->ret_cost = 0;
+}
+
+/* Under the lock: one of this member's messages was delivered here. */
+static void own_done(struct flit_group *g, const struct gmsg *m)
+{
+    struct gmsg *o = g->own_head;
+    if (!o || o->sender_seq != m->sender_seq)
+        return; /* cannot be: the sender's order holds */
+    g->own_head = o->own_next;
+    if (!g->own_head)
+        g->own_tail = NULL;
+    g->fl_grp_own_delivered++;
+    fl_grp_msg_unref(g, o);
+}
+
+static bool may_deliver(const struct flit_group *g)
+{
+    if (g->delivering || g->stopped)
+        return false;
+    if (!g->rec.on)
+        return true;
+    return g->rec.final_known && g->next_deliver < g->rec.final;
+}
+
+/*
+ * Delivers the messages that are next in order and complete, one after
+ * the other, unless another thread delivers for g now (it will take them).
+ * Called with the lock held; returns with it held.
+ */
+void fl_grp_deliver_ready(struct flit_group *g)
+{
+    struct flit_groups *gs = g->gs;
+    while (may_deliver(g)) {
+        struct gmsg **slot = fl_grp_hb_slot(g, g->next_deliver);
+        struct gmsg *m = *slot;
+        if (!m || m->got < m->total || (m->total == 0 && !m->have[0]))
+            break;
+        *slot = m->next;
+        m->next = NULL;
+        g->delivering = true;
+        /* The handle lives in g, so that one kept past its handler's return
+           reads as dead (FLIT_ERR_BAD_TOKEN) rather than as stale stack. */
+        struct flit_group_msg *h = &g->cur;
+        *h = (struct flit_group_msg){.magic = MSG_MAGIC, .g = g, .msg = m, .pos = 0};
+        unlock(gs);
+        fl_grp_delivery_depth++;
+        g->fn(g, h, m->total, g->user);
+        fl_grp_delivery_depth--;
+        lock(gs);
+        h->magic = 0;
+        g->delivering = false;
+        g->next_deliver++;
+        if (m->sender == gs->me)
+            own_done(g, m);
+        retain(g, m);
+        atomic_store_explicit(&gs->work, true, memory_order_release);
+    }
+    fl_grp_check_caught(g);
+}
+
+/* Under the lock: the fragment at off of message m is in; false when it was
+   already (a view change may bring it twice). */
+static bool mark_fragment(struct flit_group *g, struct gmsg *m, size_t off)
+{
+    size_t f = off / g->frag;
+    uint8_t bit = (uint8_t)(1u << (f % 8));
+    if (m->have[f / 8] & bit)
+        return false;
+    m->have[f / 8] |= bit;
+    return true;
+}
+
+/* Under the lock: the hold-back entry for a fragment of view view, fl_grp_number
+   seq; NULL to drop the fragment. An entry of an older view at that fl_grp_number
+   was never delivered and never will be: a newer one replaces it. */
+static struct gmsg *entry_for(struct flit_group *g, const uint32_t *a, uint64_t total)
+{
+    uint64_t seq = get64(a + 3);
+    struct gmsg **slot = fl_grp_hb_slot(g, seq);
+    struct gmsg *m = *slot;
+    if (m && m->view > a[2])
+        return NULL;
+    if (m && m->view < a[2]) {
+        *slot = m->next;
+        fl_grp_msg_unref(g, m);
+        m = NULL;
+    }
+    if (m)
+        return m->total == total ? m : NULL;
+    if (!(m = fl_grp_msg_new(g, total))) {
+        fprintf(stderr, "flit: group %u: no memory for a message of %llu bytes\n", g->id,
+                (unsigned long long)total);
+        return NULL;
+    }
+    m->seq = seq;
+    m->view = a[2];
+    m->sender = a[6];
+    m->sender_seq = a[7];
+    m->root = a[5];
+    m->next = *slot;
+    *slot = m;
+    return m;
+}
+
+/* Under the lock: may a fragment of view v be taken now? */
+static bool view_ok(const struct flit_group *g, uint32_t v)
+{
+    if (v == g->view)
+        return true;
+    /* A survivor that installed the new view sends in it while this one
+       still finishes the old: keep it for later. */
+    return v == g->view + 1 && g->rec.on && g->rec.rview == v && g->rec.final_known;
+}
+
+/*
+ * Under the lock: a fragment of message seq arrived here (or, at its root,
+ * was put in place): keep it, pass it down the tree, deliver what is due.
+ */
+void fl_grp_take_fragment(struct flit_group *g, const uint32_t *a, const void *buf,
+                          size_t len)
+{
+    uint64_t seq = get64(a + 3), total = get64(a + 8), off = get64(a + 10);
+    uint32_t root = a[5];
+    if ((root != NO_RANK && root >= g->n) || off > total || len > total - off ||
+        (len != g->frag && off + len != total) || off % g->frag) {
+        fprintf(stderr, "flit: group %u: malformed fragment dropped\n", g->id);
+        return;
+    }
+    if (seq < g->next_deliver || !view_ok(g, a[2]))
+        return; /* delivered already, or stale */
+    struct gmsg *m = entry_for(g, a, total);
+    if (!m || !mark_fragment(g, m, off))
+        return;
+    if (len)
+        memcpy(m->data + off, buf, len);
+    m->got += len;
+    /* Binary tree over the members, rooted at root: position p's children
+       are 2p+1 and 2p+2. */
+    if (root != NO_RANK && a[2] == g->view) {
+        uint32_t p = (g->me + g->n - root) % g->n;
+        for (uint32_t c = 2 * p + 1; c <= 2 * p + 2 && c < g->n; c++)
+            if (!fl_grp_out_push(g->gs, g, g->members[(c + root) % g->n], a, DATA_ARGS, m,
+                                 off, len))
+                fprintf(stderr, "flit: group %u: no memory to forward\n", g->id);
+    }
+    fl_grp_deliver_ready(g);
+}
+
+/* Under the lock: queues every fragment of m to rank dest; root as in
+   OP_DATA. */
+void fl_grp_push_fragments(struct flit_group *g, struct gmsg *m, uint32_t dest,
+                           uint32_t root)
+{
+    uint32_t d[DATA_ARGS] = {op_word(OP_DATA), g->id, m->view};
+    put64(d + 3, m->seq);
+    d[5] = root;
+    d[6] = m->sender;
+    d[7] = m->sender_seq;
+    put64(d + 8, m->total);
+    size_t off = 0;
+    do {
+        size_t len = m->total - off < g->frag ? m->total - off : g->frag;
+        put64(d + 10, off);
+        fl_grp_out_push(g->gs, g, dest, d, DATA_ARGS, m, off, len);
+        off += len;
+    } while (off < m->total);
+}
+
+/* ---------------------------------------------------------------- receiving */
+
+static inline bool msg_ok(const struct flit_group_msg *m)
+{
+    return m && m->magic == MSG_MAGIC;
+}
+
+/* Common checks of recv and skip: n bytes wanted. */
+static flit_status recv_check(const flit_group_msg_t *m, size_t n)
+{
+    if (!m)
+        return FLIT_ERR_INVALID_ARG;
+    if (!msg_ok(m))
+        return FLIT_ERR_BAD_TOKEN;
+    if (n > m->msg->total - m->pos)
+        return FLIT_ERR_TOO_LARGE;
+    return FLIT_OK;
+}
+
+flit_status flit_group_recv(flit_group_msg_t *m, void *buf, size_t n)
+{
+    if (n && !buf)
+        return FLIT_ERR_INVALID_ARG;
+    flit_status st = recv_check(m, n);
+    if (st != FLIT_OK)
+        return st;
+    if (n)
+        memcpy(buf, m->msg->data + m->pos, n);
+    m->pos += n;
+    return FLIT_OK;
+}
+
+flit_status flit_group_recvv(flit_group_msg_t *m, const struct iovec *iov, int iovcnt)
+{
+    size_t total;
+    flit_status st = fl_grp_check_iov(iov, iovcnt, &total);
+    if (st == FLIT_OK)
+        st = recv_check(m, total);
+    if (st != FLIT_OK)
+        return st;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len)
+            memcpy(iov[i].iov_base, m->msg->data + m->pos, iov[i].iov_len);
+        m->pos += iov[i].iov_len;
+    }
+    return FLIT_OK;
+}
+
+flit_status flit_group_skip(flit_group_msg_t *m, size_t n)
+{
+    flit_status st = recv_check(m, n);
+    if (st == FLIT_OK)
+        m->pos += n;
+    return st;
+}
+
+size_t flit_group_remaining(const flit_group_msg_t *m)
+{
+    return msg_ok(m) ? m->msg->total - m->pos : 0;
+}
+
+flit_rank_t flit_group_msg_sender(const flit_group_msg_t *m)
+{
+    return flit_rank(msg_ok(m) ? m->msg->sender : UINT32_MAX);
+}
+
+uint64_t flit_group_msg_seq(const flit_group_msg_t *m)
+{
+    return msg_ok(m) ? m->msg->seq : UINT64_MAX;
+}

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The group layer's own interface between its parts: totally-ordered group
+ * multicast on the public API alone (<flit/group.h> for the contract,
+ * docs/groups.md for the protocol and why; nothing here includes a header
+ * of src/). The parts: out.c (messages and the queue of what goes out),
+ * order.c (the sequencer and the credit manager), deliver.c (fragments in,
+ * hold-back, delivery, piecewise receive), view.c (view changes when a
+ * member dies), group.c (the handler, progress, create and destroy,
+ * sending, stats).
+ *
+ * Wire: every message is an active message to the one handler index the
+ * groups of an endpoint reserved: short for control, medium for data (one
+ * fragment of at most frag bytes each). args[0] is the version and opcode,
+ * args[1] the group id; the rest depends on the opcode (see enum op). The
+ * member a control message comes from is its token's rank.
+ *
+ * Who sends what, and from where. Active-message handlers never send: they
+ * update the state and append what must go out to one FIFO per endpoint
+ * (struct out). The queue is drained with non-blocking sends by whoever
+ * runs program code next on the endpoint: the progress listener (after
+ * every pass of the engine), or a group call of the program. A send that
+ * finds no room stays at the head; flit_wait wakes when room comes back.
+ * One thread drains at a time (gs->draining), so the FIFO order is the
+ * order on the wire; the protocol does not rely on it for data (fragments
+ * carry their sequence fl_grp_number and offset), only for speed.
+ *
+ * Locking: one mutex per endpoint's groups (gs->lock), on thread-safe
+ * endpoints only, never held across a flit call or the delivery handler.
+ * Deliveries of a group run one at a time and in order: the thread that
+ * finds the next message complete delivers it, and any that follow.
+ */
+#ifndef FL_GROUP_INTERNAL_H
+#define FL_GROUP_INTERNAL_H
+
+#include <flit/group.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GROUPS_MAGIC  0x666c7467726f7570ull /* "fltgroup" */
+#define GROUP_MAGIC   0x67727570u           /* a live group */
+#define MSG_MAGIC     0x676d7367u           /* a delivery under way */
+#define WIRE_VERSION  2u
+#define FRAG_MAX      32768u /* bytes of data per fragment, at most */
+#define FRAG_MIN      1024u
+#define HB_BUCKETS    256u /* hold-back hash, per group */
+#define WAIT_SLICE_US 10000
+#define NO_RANK       UINT32_MAX
+
+/*
+ * Opcodes, with their arguments after [0] opcode, [1] group id, [2] view
+ * (the fl_grp_number of view changes the group went through; a message of another
+ * view than the one it is meant for is stale and dropped). Ranks are job
+ * ranks; only the tree's root is a member index.
+ */
+enum op {
+    OP_JOIN = 1, /* member -> sequencer: created here; [3] its frag */
+    OP_READY,    /* sequencer -> member: everyone joined; [3] the frag */
+    OP_SMALL,    /* sender -> sequencer: fl_grp_number and multicast this;
+                    [3] sender's seq [4] credits wanted; payload: data */
+    OP_SEQREQ,   /* sender -> sequencer: a fl_grp_number for a large message;
+                    [3] sender's seq [4] its cost [5] credits wanted */
+    OP_SEQ,      /* sequencer -> sender: [3] sender's seq [4,5] fl_grp_number */
+    OP_DATA,     /* down the tree: [3,4] fl_grp_number [5] root (NO_RANK: sent
+                    straight, not to forward) [6] sender [7] sender's seq
+                    [8,9] total [10,11] offset; payload: the fragment */
+    OP_CREDREQ,  /* sender -> manager: [3] credits wanted */
+    OP_CREDIT,   /* manager -> sender: [3] credits granted */
+    OP_ACK,      /* member -> manager: [3,4] messages delivered */
+    OP_LEAVE,    /* member -> sequencer: destroying */
+    OP_DONE,     /* sequencer -> member: [3,4] messages the group had */
+    OP_FIN,      /* member -> sequencer: all delivered here; my last word */
+    OP_CLOSED,   /* sequencer -> member: every member's last word is in */
+    /* View change; [2] is the view being formed. */
+    OP_QUERY,   /* coordinator -> survivors: [3] the rank that left */
+    OP_STATE,   /* survivor -> coordinator: [3] the rank that left
+                   [4,5] messages delivered */
+    OP_NEWVIEW, /* coordinator -> survivors: [3,4] the old view's last
+                   fl_grp_number + 1 [5] a survivor that delivered them all */
+    OP_CATCHUP, /* survivor -> that one: [3,4] send me from this fl_grp_number
+                   [5,6] up to this one (it may hear of it first) */
+    OP_CAUGHT,  /* survivor -> coordinator: delivered all; [3] credits its
+                   messages not ordered yet will take */
+    OP_INSTALL, /* coordinator -> survivors: the new view starts */
+    OP_COUNT
+};
+
+#define DATA_ARGS 12u
+#define MAX_ARGS  12u
+
+/* A message: while it arrives, while held back, while delivered, while
+   fragments of it wait to be forwarded, while kept for a view change. Each
+   list it is on holds one reference. */
+struct gmsg {
+    struct gmsg *next;     /* hold-back chain, or the list of unnumbered */
+    struct gmsg *own_next; /* this member's messages not delivered here */
+    struct gmsg *ret_next; /* delivered, kept for a view change */
+    uint64_t seq;
+    uint32_t view;   /* the view that numbered it */
+    uint32_t sender; /* rank */
+    uint32_t sender_seq;
+    uint32_t root; /* member index the tree of this message starts at */
+    uint32_t cost;
+    size_t total, got;
+    unsigned refs;
+    uint8_t *have; /* per fragment: arrived (after data) */
+    uint8_t data[];
+};
+
+/* One active message waiting to go out. */
+struct out {
+    struct out *next;
+    struct flit_group *g; /* counts it in g->queued; NULL: none */
+    uint32_t dest;        /* rank */
+    uint32_t nargs;
+    uint32_t args[MAX_ARGS];
+    struct gmsg *msg; /* payload: msg->data + off, len bytes; NULL: short */
+    size_t off, len;
+};
+
+/* A JOIN that arrived before this rank created the group. */
+struct early {
+    struct early *next;
+    uint32_t id, joins;
+    size_t frag;
+};
+
+struct flit_groups {
+    uint64_t magic;
+    flit_ep_t *ep;
+    flit_handler_t h;
+    uint32_t me, size;
+    bool mt;
+    pthread_mutex_t lock;
+    struct flit_group *groups;
+    struct flit_group *graves; /* destroyed: kept so that a late call on
+                                  one answers FLIT_ERR_INVALID_ARG */
+    struct early *early;
+    struct out *out_head, *out_tail, *out_free;
+    bool draining;
+    _Atomic bool work;     /* the progress listener has something to do */
+    _Atomic uint64_t down; /* peers reported down, not yet acted on */
+    uint8_t *dead;         /* per rank: 1 reported down, 2 acted on */
+    uint64_t unknown;      /* messages for a group not here */
+    size_t frag;
+};
+
+struct flit_group_msg {
+    uint32_t magic;
+    struct flit_group *g;
+    struct gmsg *msg;
+    size_t pos;
+};
+
+/* Where a view change stands, at a survivor (and at its coordinator). */
+struct recovery {
+    bool on;          /* forming view rview; deliveries frozen */
+    uint32_t rview;   /* the view being formed */
+    uint32_t co;      /* its coordinator (rank), the new sequencer */
+    bool final_known; /* NEWVIEW came: deliver up to final, no further */
+    bool caught_sent;
+    uint64_t final;
+    /* Coordinator only. */
+    uint32_t states, caught;
+    uint64_t max_delivered;
+    uint32_t donor;   /* rank */
+    uint64_t pending; /* credits of the survivors' unordered messages */
+};
+
+struct flit_group {
+    uint32_t magic;
+    struct flit_groups *gs;
+    struct flit_group *next;
+    uint32_t id, n, me, seqr; /* members, this one, the sequencer (indices) */
+    uint32_t *members;        /* ranks, ascending */
+    uint8_t *gone;            /* per member: left (a view change under way) */
+    uint32_t view;
+    flit_group_deliver_fn fn;
+    void *user;
+    flit_group_view_fn view_fn;
+    void *view_user;
+    uint32_t window, allowance, small_max;
+    size_t frag;
+    bool ready, leaving, leave_sent, done, fin_sent, closed, stopped;
+    uint32_t *left; /* ranks that left, view handler not run yet */
+    uint32_t nleft;
+    struct recovery rec;
+    /* Sending. */
+    uint32_t credits, next_sseq;
+    bool cred_asked;
+    struct gmsg *unnumbered; /* large messages waiting for their fl_grp_number */
+    struct gmsg *own_head, *own_tail;
+    uint64_t sent, fl_grp_own_delivered;
+    /* Receiving. */
+    struct gmsg *hb[HB_BUCKETS];
+    uint64_t next_deliver, acked, final;
+    bool delivering;
+    struct flit_group_msg cur; /* the delivery under way */
+    struct gmsg *ret_head, *ret_tail;
+    uint64_t ret_cost;
+    unsigned queued; /* out items of this group */
+    /* Sequencer and credit manager. */
+    uint32_t joined, left_count, fin_count;
+    size_t join_frag; /* the smallest frag the members joined with */
+    uint64_t next_seq, released;
+    int64_t pool;        /* below 0 after a view change: owed */
+    uint32_t *cost;      /* [seq % window] */
+    uint64_t *delivered; /* per member, as acknowledged */
+    uint32_t *want;      /* per member: credits asked, 0: none */
+    uint32_t *reqq;      /* members asking, FIFO of n */
+    uint32_t rq_head, rq_len;
+    /* Counters. */
+    uint64_t sent_small, forwarded, forward_waits, credit_waits, views;
+    uint64_t buffered, buffered_max;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+static inline void lock(struct flit_groups *gs)
+{
+    if (gs->mt)
+        pthread_mutex_lock(&gs->lock);
+}
+
+static inline void unlock(struct flit_groups *gs)
+{
+    if (gs->mt)
+        pthread_mutex_unlock(&gs->lock);
+}
+
+static inline bool gs_ok(const struct flit_groups *gs)
+{
+    return gs && gs->magic == GROUPS_MAGIC;
+}
+
+static inline bool group_ok(const struct flit_group *g)
+{
+    return g && g->magic == GROUP_MAGIC;
+}
+
+static inline void put64(uint32_t *a, uint64_t v)
+{
+    a[0] = (uint32_t)v;
+    a[1] = (uint32_t)(v >> 32);
+}
+
+static inline uint64_t get64(const uint32_t *a)
+{
+    return (uint64_t)a[0] | (uint64_t)a[1] << 32;
+}
+
+static inline uint32_t op_word(enum op op)
+{
+    return WIRE_VERSION << 24 | (uint32_t)op;
+}
+
+/* The member index of rank, or NO_RANK. */
+static inline uint32_t index_of(const struct flit_group *g, uint32_t rank)
+{
+    uint32_t lo = 0, hi = g->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (g->members[mid] < rank)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < g->n && g->members[lo] == rank ? lo : NO_RANK;
+}
+
+/* Under the lock. */
+static inline struct flit_group *find_group(struct flit_groups *gs, uint32_t id)
+{
+    for (struct flit_group *g = gs->groups; g; g = g->next)
+        if (g->id == id)
+            return g;
+    return NULL;
+}
+
+extern __thread unsigned fl_grp_delivery_depth;
+
+/* out.c */
+uint32_t fl_grp_cost_of(const struct flit_group *g, size_t total);
+void fl_grp_ctl_push(struct flit_group *g, uint32_t i, enum op op, const uint32_t *rest,
+                     unsigned nrest);
+void fl_grp_ctl_to(struct flit_group *g, uint32_t rank, enum op op, uint32_t view,
+                   const uint32_t *rest, unsigned nrest);
+void fl_grp_drain(struct flit_groups *gs);
+size_t fl_grp_frags_of(const struct flit_group *g, size_t total);
+struct gmsg **fl_grp_hb_slot(struct flit_group *g, uint64_t seq);
+struct gmsg *fl_grp_msg_new(struct flit_group *g, size_t total);
+void fl_grp_msg_unref(struct flit_group *g, struct gmsg *m);
+bool fl_grp_out_push(struct flit_groups *gs, struct flit_group *g, uint32_t dest,
+                     const uint32_t *args, unsigned nargs, struct gmsg *msg, size_t off,
+                     size_t len);
+void fl_grp_out_release(struct flit_groups *gs, struct out *o);
+
+/* deliver.c */
+void fl_grp_deliver_ready(struct flit_group *g);
+void fl_grp_push_fragments(struct flit_group *g, struct gmsg *m, uint32_t dest,
+                           uint32_t root);
+void fl_grp_retained_clear(struct flit_group *g);
+void fl_grp_take_fragment(struct flit_group *g, const uint32_t *a, const void *buf,
+                          size_t len);
+
+/* order.c */
+void fl_grp_ask_credits(struct flit_group *g, uint32_t i, uint32_t amount);
+void fl_grp_early_join(struct flit_groups *gs, uint32_t id, size_t frag);
+uint64_t fl_grp_number(struct flit_group *g, uint32_t cost);
+void fl_grp_on_ack(struct flit_group *g, uint32_t i, uint64_t count);
+void fl_grp_on_fin(struct flit_group *g);
+void fl_grp_on_join(struct flit_group *g, const uint32_t *a);
+void fl_grp_on_leave(struct flit_group *g);
+void fl_grp_on_ready(struct flit_group *g, const uint32_t *a);
+void fl_grp_on_seq(struct flit_group *g, const uint32_t *a);
+void fl_grp_on_seqreq(struct flit_group *g, uint32_t from, const uint32_t *a);
+void fl_grp_on_small(struct flit_group *g, uint32_t from, const uint32_t *a, void *buf,
+                     size_t n);
+flit_status fl_grp_seqr_reset(struct flit_group *g, uint64_t first, int64_t pool);
+
+/* view.c */
+void fl_grp_check_caught(struct flit_group *g);
+void fl_grp_on_catchup(struct flit_group *g, uint32_t rank, const uint32_t *a);
+void fl_grp_on_caught(struct flit_group *g, const uint32_t *a);
+void fl_grp_on_install(struct flit_group *g, const uint32_t *a);
+void fl_grp_on_newview(struct flit_group *g, const uint32_t *a);
+void fl_grp_on_query(struct flit_group *g, const uint32_t *a);
+void fl_grp_on_state(struct flit_group *g, uint32_t from_rank, const uint32_t *a);
+void fl_grp_start_view_change(struct flit_group *g, uint32_t i);
+
+/* group.c */
+flit_status fl_grp_check_iov(const struct iovec *iov, int iovcnt, size_t *total);
+bool fl_grp_own_delivered(struct flit_group *g);
+
+#endif /* FL_GROUP_INTERNAL_H */

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Messages (reference-counted, with their fragments' arrival marks) and the
+ * queue of active messages waiting to go out, drained by program code.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------- messages */
+
+/* Credits a message of total bytes costs: one per fragment, at least one;
+   a small one (through the sequencer) one. The same at every member. */
+uint32_t fl_grp_cost_of(const struct flit_group *g, size_t total)
+{
+    if (total <= g->small_max)
+        return 1;
+    size_t c = (total + g->frag - 1) / g->frag;
+    return c ? (uint32_t)c : 1u;
+}
+
+size_t fl_grp_frags_of(const struct flit_group *g, size_t total)
+{
+    size_t c = (total + g->frag - 1) / g->frag;
+    return c ? c : 1;
+}
+
+/* Under the lock. NULL when out of memory. */
+struct gmsg *fl_grp_msg_new(struct flit_group *g, size_t total)
+{
+    size_t bits = (fl_grp_frags_of(g, total) + 7) / 8;
+    struct gmsg *m = malloc(sizeof *m + total + bits);
+    if (!m)
+        return NULL;
+    memset(m, 0, sizeof *m);
+    m->total = total;
+    m->refs = 1;
+    m->cost = fl_grp_cost_of(g, total);
+    m->have = m->data + total;
+    memset(m->have, 0, bits);
+    g->buffered += sizeof *m + total + bits;
+    if (g->buffered > g->buffered_max)
+        g->buffered_max = g->buffered;
+    return m;
+}
+
+/* Under the lock. */
+void fl_grp_msg_unref(struct flit_group *g, struct gmsg *m)
+{
+    if (--m->refs)
+        return;
+    g->buffered -= sizeof *m + m->total + (fl_grp_frags_of(g, m->total) + 7) / 8;
+    free(m);
+}
+
+struct gmsg **fl_grp_hb_slot(struct flit_group *g, uint64_t seq)
+{
+    struct gmsg **p = &g->hb[seq % HB_BUCKETS];
+    while (*p && (*p)->seq != seq)
+        p = &(*p)->next;
+    return p;
+}
+
+/* ---------------------------------------------------------------- out queue */
+
+/* Under the lock. Appends a message for rank dest; false: no memory. */
+bool fl_grp_out_push(struct flit_groups *gs, struct flit_group *g, uint32_t dest,
+                     const uint32_t *args, unsigned nargs, struct gmsg *msg, size_t off,
+                     size_t len)
+{
+    struct out *o = gs->out_free;
+    if (o)
+        gs->out_free = o->next;
+    else if (!(o = malloc(sizeof *o)))
+        return false;
+    o->next = NULL;
+    o->g = g;
+    o->dest = dest;
+    o->nargs = nargs;
+    memcpy(o->args, args, nargs * sizeof *args);
+    o->msg = msg;
+    o->off = off;
+    o->len = len;
+    if (msg)
+        msg->refs++;
+    if (g)
+        g->queued++;
+    if (gs->out_tail)
+        gs->out_tail->next = o;
+    else
+        gs->out_head = o;
+    gs->out_tail = o;
+    atomic_store_explicit(&gs->work, true, memory_order_release);
+    return true;
+}
+
+/* Under the lock: a control message of group g, view view, to rank. */
+void fl_grp_ctl_to(struct flit_group *g, uint32_t rank, enum op op, uint32_t view,
+                   const uint32_t *rest, unsigned nrest)
+{
+    uint32_t a[MAX_ARGS] = {op_word(op), g->id, view};
+    for (unsigned i = 0; i < nrest; i++)
+        a[3 + i] = rest[i];
+    if (!fl_grp_out_push(g->gs, g, rank, a, 3 + nrest, NULL, 0, 0))
+        fprintf(stderr, "flit: group %u: no memory for a control message\n", g->id);
+}
+
+/* The same to member index i, in the current view. */
+void fl_grp_ctl_push(struct flit_group *g, uint32_t i, enum op op, const uint32_t *rest,
+                     unsigned nrest)
+{
+    fl_grp_ctl_to(g, g->members[i], op, g->view, rest, nrest);
+}
+
+/* Under the lock: an item is done with (sent, or dropped). */
+void fl_grp_out_release(struct flit_groups *gs, struct out *o)
+{
+    if (o->msg)
+        fl_grp_msg_unref(o->g, o->msg);
+    if (o->g)
+        o->g->queued--;
+    o->next = gs->out_free;
+    gs->out_free = o;
+}
+
+static flit_status out_send(struct flit_groups *gs, const struct out *o, bool more)
+{
+    unsigned flags = FLIT_AM_NONBLOCK | (more ? FLIT_AM_MORE : 0);
+    if (o->msg)
+        return flit_am_medium(gs->ep, flit_rank(o->dest), gs->h, o->msg->data + o->off,
+                              o->len, o->args, o->nargs, flags);
+    return flit_am_short(gs->ep, flit_rank(o->dest), gs->h, o->args, o->nargs, flags);
+}
+
+/*
+ * Program context only (never inside a handler): sends what the queue
+ * holds until it is empty or a destination has no room. One thread at a
+ * time; the others leave it to that one. A message to a dead rank is
+ * dropped: the view change makes up for it.
+ */
+void fl_grp_drain(struct flit_groups *gs)
+{
+    lock(gs);
+    if (gs->draining || !gs->out_head) {
+        unlock(gs);
+        return;
+    }
+    gs->draining = true;
+    struct out *o;
+    while ((o = gs->out_head)) {
+        gs->out_head = o->next;
+        if (!gs->out_head)
+            gs->out_tail = NULL;
+        bool more = gs->out_head != NULL;
+        unlock(gs);
+        flit_status st = out_send(gs, o, more);
+        lock(gs);
+        /* No room; or a send of the program's made from a handler of
+           another layer: the progress listener sends it after the pass. */
+        if (st == FLIT_ERR_AGAIN || st == FLIT_ERR_IN_HANDLER) {
+            if (o->g && o->msg && st == FLIT_ERR_AGAIN)
+                o->g->forward_waits++;
+            o->next = gs->out_head;
+            gs->out_head = o;
+            if (!gs->out_tail)
+                gs->out_tail = o;
+            break;
+        }
+        if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
+            fprintf(stderr, "flit: group: rank %u: message to rank %u lost: %s\n", gs->me,
+                    o->dest, flit_strerror(st));
+        if (st == FLIT_OK && o->msg)
+            o->g->forwarded++;
+        fl_grp_out_release(gs, o);
+    }
+    gs->draining = false;
+    unlock(gs);
+}
