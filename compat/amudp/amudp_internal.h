@@ -193,7 +193,16 @@ void amx_seg_question(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t
 void amx_seg_answer(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
                     unsigned nargs, void *user);
 
+/* amudp_spawn.c: spawn functions of the program's own */
+#define AMX_WORKER_ARG "__AMUDP_WORKER__" /* argv[1] of their workers */
+#define AMX_RELAY_ARG  "__AMUDP_RELAY__"  /* argv[1] of flitrun's launchers */
+int amx_spawn_custom(int nproc, int argc, char **argv, int (*fn)(int, int, char **));
+__attribute__((noreturn)) void amx_spawn_relay(char **argv);
+int amx_spawn_worker(int *argc, char ***argv);
+void amx_spawn_exit(int code);
+
 /* amudp_spmd.c */
+const char *amx_flitrun_path(void);
 void amx_gather_part(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
                      unsigned nargs, void *user);
 void amx_gather_whole(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,

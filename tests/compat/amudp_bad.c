@@ -294,10 +294,10 @@ static void xfer_puts(void)
     AMT_OK(AM_SetSeg(ep, NULL, 0));
 }
 
-static int own_spawn(int nproc, int argc, char **argv)
+static int failing_spawn(int nproc, int argc, char **argv)
 {
     (void)nproc, (void)argc, (void)argv;
-    return 1;
+    return 0; /* started nothing */
 }
 
 static void spmd_command_lines(void)
@@ -318,9 +318,9 @@ static void spmd_command_lines(void)
     AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
     argc = 2, argv = no_letter;
     AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
-    /* a spawn function of the program's own */
-    AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 2, 0, own_spawn, NULL, &b, &e),
-           AM_ERR_BAD_ARG);
+    /* a spawn function of the program's own that fails */
+    AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 2, 0, failing_spawn, NULL, &b, &e),
+           AM_ERR_RESOURCE);
 }
 
 int main(void)
