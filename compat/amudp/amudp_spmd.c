@@ -163,7 +163,6 @@ static void exit_now(int code, int teller)
     if (callback)
         callback(code);
     fflush(NULL);
-    amx_spawn_exit(code); /* a worker of the program's spawn function */
     if (teller) {
         for (uint32_t r = 0; r < spmd.size; r++)
             if (r != spmd.rank && !told_me[r])
@@ -175,6 +174,8 @@ static void exit_now(int code, int teller)
     } else {
         wait_until(peer_done);
     }
+    amx_spawn_exit(code); /* a worker of the program's spawn function: last,
+                             as its relay's end stops the job */
     AMUDP_SPMDkillmyprocess(code);
     _exit(code);
 }
