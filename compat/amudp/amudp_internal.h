@@ -76,10 +76,11 @@ enum amx_kind {
    length as its payload. */
 #define AMX_PUT_ARGS (FLIT_AM_MAX_ARGS - 3)
 #define AMX_PUT_HDR  12u /* offset (8 bytes), length (4), little-endian */
-/* Smaller Xfers travel as medium messages: below a page, copying twice
-   costs less than a put (a system call on shared memory, for program
-   memory) and its notification (amudp-bench). */
-#define AMX_PUT_MIN 4096u
+/* Smaller Xfers travel as medium messages: copying a few pages twice costs
+   less than a put (a system call on shared memory, for program memory) and
+   its notification (amudp-bench: at 4 KiB the medium took 0.4-0.5 of
+   flit_am_long's time, the put 1.0-1.3; from 32 KiB on the put wins). */
+#define AMX_PUT_MIN 16384u
 
 struct amx_xlat {
     int inuse;
