@@ -111,6 +111,18 @@ int AMUDP_enEqual(en_t en1, en_t en2)
            en1.sin_addr.s_addr == en2.sin_addr.s_addr && en1.sin_port == en2.sin_port;
 }
 
+/* The tag this endpoint sends rank, on flit and for the put path. */
+flit_status amx_set_peer_tag(struct amudp_ep *ep, uint32_t rank, tag_t tag)
+{
+    flit_status st = flit_ep_set_peer_tag(ep->fep, flit_rank(rank), tag);
+    struct amx_peer *p = st == FLIT_OK ? amx_peer_of(ep, rank) : NULL;
+    if (p) {
+        p->send_tag = tag;
+        p->has_send_tag = 1;
+    }
+    return st;
+}
+
 int amx_translate(struct amudp_ep *ep, amudp_node_t index, flit_rank_t *rank_out)
 {
     if (index >= (amudp_node_t)ep->nxl || !ep->xl[index].inuse)
@@ -254,6 +266,10 @@ static flit_status ep_open(struct amudp_ep *ep, int par)
         (st = flit_am_set_returned_handler(ep->fep, amx_returned, ep)) == FLIT_OK &&
         (st = flit_am_register(ep->fep, flit_handler(AMX_H_REFUSED), amx_refused,
                                &ep->slot[AMX_H_REFUSED])) == FLIT_OK &&
+        (st = flit_am_register(ep->fep, flit_handler(AMX_H_SEGQ), amx_seg_question,
+                               &ep->slot[AMX_H_SEGQ])) == FLIT_OK &&
+        (st = flit_am_register(ep->fep, flit_handler(AMX_H_SEGA), amx_seg_answer,
+                               &ep->slot[AMX_H_SEGA])) == FLIT_OK &&
         (st = flit_am_register(ep->fep, flit_handler(AMX_H_GATHER), amx_gather_part,
                                &ep->slot[AMX_H_GATHER])) == FLIT_OK)
         st = flit_am_register(ep->fep, flit_handler(AMX_H_SCATTER), amx_gather_whole,
@@ -306,6 +322,7 @@ int AM_FreeEndpoint(ep_t ea)
     flit_status st = flit_ep_destroy(ea->fep);
     ea->magic = 0;
     free(ea->xl);
+    free(ea->peers); /* their imports died with the flit endpoint */
     free(ea);
     return amx_status(st, "AM_FreeEndpoint");
 }
@@ -327,6 +344,7 @@ int AM_SetSeg(ep_t ea, void *addr, uintptr_t nbytes)
         return amx_err(AM_ERR_BAD_ARG, "AM_SetSeg", "endpoint, or a segment that wraps");
     ea->seg = addr;
     ea->seglen = nbytes;
+    amx_seg_export(ea);
     return AM_OK;
 }
 
@@ -343,8 +361,11 @@ int AM_SetTag(ep_t ea, tag_t tag)
     if (!amx_ep_ok(ea))
         return amx_err(AM_ERR_BAD_ARG, "AM_SetTag", "not an endpoint");
     flit_status st = flit_ep_set_tag(ea->fep, tag);
-    if (st == FLIT_OK)
+    if (st == FLIT_OK && ea->tag != tag) {
         ea->tag = tag;
+        if (ea->seg_region)
+            amx_seg_export(ea); /* senders learn the new tag when they ask again */
+    }
     return amx_status(st, "AM_SetTag");
 }
 
@@ -365,7 +386,7 @@ int AM_Map(ep_t ea, int index, en_t name, tag_t tag)
     if (name.sin_family != AF_INET || rank >= flit_job_size() ||
         ntohs(name.sin_port) != ea->serial)
         return amx_err(AM_ERR_BAD_ARG, "AM_Map", "not the name of a peer endpoint");
-    flit_status st = flit_ep_set_peer_tag(ea->fep, flit_rank(rank), tag);
+    flit_status st = amx_set_peer_tag(ea, rank, tag);
     if (st != FLIT_OK)
         return amx_status(st, "AM_Map");
     ea->xl[index].inuse = 1;
@@ -429,7 +450,7 @@ int AMUDP_SetTranslationTag(ep_t ea, int index, tag_t tag)
 {
     if (!xl_index_ok(ea, index) || !ea->xl[index].inuse)
         return amx_err(AM_ERR_BAD_ARG, "AMUDP_SetTranslationTag", "index not in use");
-    flit_status st = flit_ep_set_peer_tag(ea->fep, flit_rank(ea->xl[index].rank), tag);
+    flit_status st = amx_set_peer_tag(ea, ea->xl[index].rank, tag);
     if (st == FLIT_OK)
         ea->xl[index].tag = tag;
     return amx_status(st, "AMUDP_SetTranslationTag");
@@ -482,7 +503,7 @@ static flit_status install(struct amudp_ep *ep, unsigned h, flit_am_handler_fn f
 {
     flit_status st = FLIT_OK;
     for (unsigned r = 0; r < 2 && st == FLIT_OK; r++)
-        for (unsigned k = AMX_SHORT; k <= AMX_LONGHDR && st == FLIT_OK; k++) {
+        for (unsigned k = AMX_SHORT; k < AMX_KINDS && st == FLIT_OK; k++) {
             unsigned i = AMX_H_INDEX(k, r, h);
             st = flit_am_register(ep->fep, flit_handler((uint16_t)i), fn, &ep->slot[i]);
         }

@@ -4,48 +4,100 @@
  * public API alone (<flit/...>).
  *
  * Handler indices on the flit endpoint. An AM-2 handler h (0..255) is
- * installed at eight indices, one per way a message may reach it, so that
+ * installed at twelve indices, one per way a message may reach it, so that
  * the receiving side knows from the index alone which prototype to call
  * and whether the message is a request or a reply:
  *   h            short request (AM_RequestN)
  *   256 + h      medium request (AM_RequestIN)
- *   512 + h      long request (Xfer) with up to 14 arguments: the
- *                destination offset rides in two more arguments
- *   768 + h      long request with 15 or 16: the offset leads the payload
- *   1024 + ...   the same four for replies
+ *   512 + h      long request (Xfer) carried as a medium, with up to 14
+ *                arguments: the destination offset rides in two more
+ *   768 + h      the same with 15 or 16: the offset leads the payload
+ *   1024 + h     long request whose data was put into the segment already
+ *                (see below), up to 13 arguments: offset and length ride
+ *                in three more
+ *   1280 + h     the same with 14 to 16: offset and length as a payload
+ *   1536 + ...   the same six for replies
  * and above them the library's own: a request the receiver refused, sent
- * back, and the two halves of AMUDP_SPMDAllGather. A message to an index
- * where no handler is installed comes back through flit's returned-message
- * handler, which hands it to AM-2's handler 0 as EBADHANDLER.
+ * back, the two halves of AMUDP_SPMDAllGather, and the question for a
+ * peer's segment and its answer. A message to an index where no handler is
+ * installed comes back through flit's returned-message handler, which
+ * hands it to AM-2's handler 0 as EBADHANDLER.
  *
- * Long messages travel as flit medium messages and are copied into the
- * segment of AM_SetSeg by the receiver, which checks the bounds itself: a
- * flit endpoint's segment is fixed when it is created, an AM-2 segment is
- * set afterwards.
+ * Long messages. A flit endpoint's segment is fixed when it is created, an
+ * AM-2 segment is set afterwards; so AM_SetSeg exports the segment with
+ * flit's one-sided layer (<flit/rma.h>), and again whenever the segment or
+ * the endpoint's tag changes, which revokes the previous export. A sender
+ * asks the destination once for its export (its id and the tag it holds,
+ * AMX_H_SEGQ / AMX_H_SEGA), imports it, and from then on sends a request
+ * Xfer of at least AMX_PUT_MIN bytes as a put straight into the segment
+ * (one copy: the sender's) followed by a short message that runs the
+ * handler: flit hands that message over only after the put's data is in
+ * place, in order with the sender's other requests. The sender puts only
+ * when the tag it holds for the destination is the one the destination
+ * answered with, so a message the destination would refuse for its tag
+ * never lands. Anything the put path cannot take (a small payload, a
+ * reply — flit makes no put inside a handler —, no segment there, an
+ * offset or a length outside it) travels as a medium message that the
+ * receiver checks and copies into the segment itself, refusing it with
+ * AM-2's status when it does not fit.
  */
 #ifndef FLIT_COMPAT_AMUDP_INTERNAL_H
 #define FLIT_COMPAT_AMUDP_INTERNAL_H
 
 #include <flit/flit.h>
+#include <flit/rma.h>
 
 #include "amudp.h"
 
-enum amx_kind { AMX_SHORT = 0, AMX_MEDIUM = 1, AMX_LONG = 2, AMX_LONGHDR = 3 };
-#define AMX_H_INDEX(kind, is_reply, h) ((((is_reply) ? 4u : 0u) + (kind)) * 256u + (h))
-#define AMX_H_REFUSED                  2048u /* a request refused by the receiver, sent back */
-#define AMX_H_GATHER                   2049u /* AllGather: a worker's part, to rank 0 */
-#define AMX_H_SCATTER                  2050u /* AllGather: the whole, from rank 0 */
-#define AMX_H_COUNT                    2051u
+enum amx_kind {
+    AMX_SHORT = 0,
+    AMX_MEDIUM = 1,
+    AMX_LONG = 2,    /* carried: offset in the arguments */
+    AMX_LONGHDR = 3, /* carried: offset before the payload */
+    AMX_PUT = 4,     /* put: offset and length in the arguments */
+    AMX_PUTHDR = 5,  /* put: offset and length as the payload */
+    AMX_KINDS = 6
+};
+#define AMX_H_INDEX(kind, is_reply, h)                                                   \
+    ((((is_reply) ? (unsigned)AMX_KINDS : 0u) + (kind)) * 256u + (h))
+#define AMX_H_KIND(idx)     (((idx) >> 8) % AMX_KINDS)
+#define AMX_H_IS_REPLY(idx) (((idx) >> 8) >= AMX_KINDS)
+#define AMX_H_REFUSED       (2u * AMX_KINDS * 256u) /* a refused request, sent back */
+#define AMX_H_GATHER        (AMX_H_REFUSED + 1) /* AllGather: a worker's part, to rank 0 */
+#define AMX_H_SCATTER       (AMX_H_REFUSED + 2) /* AllGather: the whole, from rank 0 */
+#define AMX_H_SEGQ          (AMX_H_REFUSED + 3) /* which export is your segment? */
+#define AMX_H_SEGA          (AMX_H_REFUSED + 4) /* its answer */
+#define AMX_H_COUNT         (AMX_H_REFUSED + 5)
 
 /* Xfer with more arguments than this carries its offset in the payload. */
 #define AMX_LONG_ARGS (FLIT_AM_MAX_ARGS - 2)
 #define AMX_LONG_HDR  8u /* the offset, little-endian, before the payload */
+/* A put's notification with more arguments than this carries offset and
+   length as its payload. */
+#define AMX_PUT_ARGS (FLIT_AM_MAX_ARGS - 3)
+#define AMX_PUT_HDR  12u /* offset (8 bytes), length (4), little-endian */
+/* Smaller Xfers travel as medium messages: copying a few pages twice costs
+   less than a put (a system call on shared memory, for program memory) and
+   its notification (amudp-bench: at 4 KiB the medium took 0.4-0.5 of
+   flit_am_long's time, the put 1.0-1.3; from 32 KiB on the put wins). */
+#define AMX_PUT_MIN 16384u
 
 struct amx_xlat {
     int inuse;
     en_t name;
     tag_t tag;
     uint32_t rank;
+};
+
+/* A destination's segment, as this sender knows it (the put path). */
+struct amx_peer {
+    flit_rma_remote_t *remote; /* NULL: not imported (or revoked) */
+    uint64_t seg_tag;          /* the tag the destination held when it answered */
+    uint64_t send_tag;         /* the tag this endpoint sends it (AM_Map) */
+    int has_send_tag;
+    uint32_t asked; /* serial of the last question */
+    int answered;
+    uint64_t seg_id; /* its answer: the export's id, 0 for none */
 };
 
 /* What a flit handler needs to find its AM-2 handler. */
@@ -63,6 +115,9 @@ struct amudp_ep {
     tag_t tag;
     void *seg;
     uintptr_t seglen;
+    flit_rma_region_t *seg_region; /* the segment, exported; NULL: none */
+    struct amx_peer *peers;        /* [job size], made on first use */
+    uint32_t next_question;
     struct amx_xlat *xl;
     int nxl;
     int depth;
@@ -94,6 +149,21 @@ struct amx_token {
 #define AMX_EB_MAGIC  0x616d7564705f6562ull /* "amudp_eb" */
 #define AMX_TOK_MAGIC 0x616d7564705f746bull /* "amudp_tk" */
 
+/* n bytes of v, little-endian, at p; and back. */
+static inline void amx_put_le(unsigned char *p, uint64_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint64_t amx_get_le(const unsigned char *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = n; i-- > 0;)
+        v = v << 8 | p[i];
+    return v;
+}
+
 /* amudp_ep.c */
 int amx_err(int code, const char *fn, const char *why);
 int amx_status(flit_status st, const char *fn);
@@ -103,6 +173,7 @@ struct amx_token *amx_token_of(void *token);
 en_t amx_name(uint32_t rank, unsigned serial);
 int amx_translate(struct amudp_ep *ep, amudp_node_t index, flit_rank_t *rank_out);
 extern int amx_initialized;
+flit_status amx_set_peer_tag(struct amudp_ep *ep, uint32_t rank, tag_t tag);
 
 /* amudp_msg.c */
 void amx_dispatch(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
@@ -111,7 +182,28 @@ void amx_returned(flit_ep_t *fep, const flit_returned_t *info, void *user);
 void amx_refused(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
                  unsigned nargs, void *user);
 
+/* amudp_xfer.c */
+void amx_seg_export(struct amudp_ep *ep);
+struct amx_peer *amx_peer_of(struct amudp_ep *ep, uint32_t rank);
+int amx_put_xfer(struct amudp_ep *ep, flit_rank_t dest, handler_t h, const void *src,
+                 size_t nbytes, uint64_t off, const uint32_t *args, unsigned nargs,
+                 flit_status *st);
+int amx_seg_returned(struct amudp_ep *ep, const flit_returned_t *info);
+void amx_seg_question(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                      unsigned nargs, void *user);
+void amx_seg_answer(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                    unsigned nargs, void *user);
+
+/* amudp_spawn.c: spawn functions of the program's own */
+#define AMX_WORKER_ARG "__AMUDP_WORKER__" /* argv[1] of their workers */
+#define AMX_RELAY_ARG  "__AMUDP_RELAY__"  /* argv[1] of flitrun's launchers */
+int amx_spawn_custom(int nproc, int argc, char **argv, int (*fn)(int, int, char **));
+__attribute__((noreturn)) void amx_spawn_relay(char **argv);
+int amx_spawn_worker(int *argc, char ***argv);
+void amx_spawn_exit(int code);
+
 /* amudp_spmd.c */
+const char *amx_flitrun_path(void);
 void amx_gather_part(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
                      unsigned nargs, void *user);
 void amx_gather_whole(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,

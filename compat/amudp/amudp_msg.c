@@ -181,20 +181,6 @@ static amudp_category_t category(unsigned kind)
                                 : amudp_Long;
 }
 
-static void put_le64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
 static void count_sent(struct amudp_ep *ep, int reply, const struct amx_msg *m,
                        size_t wire_bytes)
 {
@@ -221,6 +207,13 @@ static flit_status send_msg(struct amudp_ep *ep, flit_rank_t dest, flit_token_t 
     const void *src = m->src;
     size_t len = m->nbytes;
     unsigned char *tmp = NULL;
+    flit_status st;
+    if (!ft && kind == AMX_LONG &&
+        amx_put_xfer(ep, dest, m->h, src, len, m->off, m->args, n, &st)) {
+        if (st == FLIT_OK)
+            count_sent(ep, 0, m, 4u * n + len);
+        return st;
+    }
     if (kind == AMX_LONG && n <= AMX_LONG_ARGS) {
         m->args[n++] = (uint32_t)m->off;
         m->args[n++] = (uint32_t)((uint64_t)m->off >> 32);
@@ -228,14 +221,13 @@ static flit_status send_msg(struct amudp_ep *ep, flit_rank_t dest, flit_token_t 
         kind = AMX_LONGHDR;
         if (!(tmp = malloc(AMX_LONG_HDR + len)))
             return FLIT_ERR_NO_MEMORY;
-        put_le64(tmp, m->off);
+        amx_put_le(tmp, m->off, 8);
         if (len)
             memcpy(tmp + AMX_LONG_HDR, src, len);
         src = tmp;
         len += AMX_LONG_HDR;
     }
     flit_handler_t fh = flit_handler((uint16_t)AMX_H_INDEX(kind, ft != NULL, m->h));
-    flit_status st;
     if (kind == AMX_SHORT)
         st = ft ? flit_am_reply_short(ft, fh, m->args, n)
                 : flit_am_short(ep->fep, dest, fh, m->args, n, 0);
@@ -457,10 +449,13 @@ static int status_of(flit_status reason)
 void amx_returned(flit_ep_t *fep, const flit_returned_t *info, void *user)
 {
     (void)fep;
+    struct amudp_ep *ep = (struct amudp_ep *)user;
+    if (amx_seg_returned(ep, info))
+        return;
     unsigned idx = info->handler.idx;
-    op_t op = idx < AMX_H_REFUSED ? opcode_of((idx >> 8) & 3, idx >= 1024) : AM_REQUEST_M;
-    deliver_returned((struct amudp_ep *)user, info->peer, status_of(info->reason), op,
-                     idx & 255);
+    op_t op = idx < AMX_H_REFUSED ? opcode_of(AMX_H_KIND(idx), AMX_H_IS_REPLY(idx))
+                                  : AM_REQUEST_M;
+    deliver_returned(ep, info->peer, status_of(info->reason), op, idx & 255);
 }
 
 /* A refusal: [status, opcode, handler]. */
@@ -502,35 +497,62 @@ static void refuse(struct amx_token *t, int status, unsigned kind, unsigned h)
             t->peer.idx, status_name(status), op, h);
 }
 
+/*
+ * A long message's offset and length, and where its data is (NULL: put in
+ * place already), from what it carries; 0 when it is not from this library.
+ */
+static int long_header(unsigned kind, const unsigned char *buf, size_t nbytes,
+                       const uint32_t *args, unsigned *nargs, uint64_t *off,
+                       const unsigned char **data, size_t *len)
+{
+    unsigned n = *nargs;
+    *data = NULL;
+    *len = nbytes;
+    if (kind == AMX_LONG && n >= 2) {
+        *nargs = n - 2;
+        *off = args[n - 2] | (uint64_t)args[n - 1] << 32;
+        *data = buf;
+    } else if (kind == AMX_LONGHDR && nbytes >= AMX_LONG_HDR) {
+        *off = amx_get_le(buf, 8);
+        *data = buf + AMX_LONG_HDR;
+        *len = nbytes - AMX_LONG_HDR;
+    } else if (kind == AMX_PUT && n >= 3) {
+        *nargs = n - 3;
+        *off = args[n - 3] | (uint64_t)args[n - 2] << 32;
+        *len = args[n - 1];
+    } else if (kind == AMX_PUTHDR && nbytes == AMX_PUT_HDR) {
+        *off = amx_get_le(buf, 8);
+        *len = (size_t)amx_get_le(buf + 8, 4);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 void amx_dispatch(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
                   unsigned nargs, void *user)
 {
     struct amx_slot *s = (struct amx_slot *)user;
     struct amudp_ep *ep = s->ep;
-    unsigned idx = s->index, h = idx & 255, kind = (idx >> 8) & 3;
-    int is_reply = idx >= 1024;
+    unsigned idx = s->index, h = idx & 255, kind = AMX_H_KIND(idx);
+    int is_reply = AMX_H_IS_REPLY(idx);
     struct amx_token t = {AMX_TOK_MAGIC, ep, ft, flit_token_rank(ft), !is_reply};
-    if (kind == AMX_LONG || kind == AMX_LONGHDR) {
+    if (kind >= AMX_LONG) {
         uint64_t off;
-        const unsigned char *data = (const unsigned char *)buf;
-        if (kind == AMX_LONG && nargs >= 2) {
-            nargs -= 2;
-            off = args[nargs] | (uint64_t)args[nargs + 1] << 32;
-        } else if (kind == AMX_LONGHDR && nbytes >= AMX_LONG_HDR) {
-            off = get_le64(data);
-            data += AMX_LONG_HDR;
-            nbytes -= AMX_LONG_HDR;
-        } else {
-            return; /* not from this library */
-        }
+        const unsigned char *data;
+        size_t len;
         int status;
-        if (!long_target(ep, off, nbytes, &status)) {
+        if (!long_header(kind, (const unsigned char *)buf, nbytes, args, &nargs, &off,
+                         &data, &len))
+            return; /* not from this library */
+        if (!long_target(ep, off, len, &status)) {
             refuse(&t, status, kind, h);
             return;
         }
         buf = (char *)ep->seg + off;
-        if (nbytes)
-            memcpy(buf, data, nbytes);
+        nbytes = len;
+        if (data && len)
+            memcpy(buf, data, len);
     }
     amudp_category_t c = category(kind);
     if (is_reply)

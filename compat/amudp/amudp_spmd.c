@@ -174,6 +174,8 @@ static void exit_now(int code, int teller)
     } else {
         wait_until(peer_done);
     }
+    amx_spawn_exit(code); /* a worker of the program's spawn function: last,
+                             as its relay's end stops the job */
     AMUDP_SPMDkillmyprocess(code);
     _exit(code);
 }
@@ -331,7 +333,9 @@ const char *AMUDP_SPMDgetenvMaster(const char *keyname)
 
 int AMUDP_SPMDIsWorker(char **argv)
 {
-    (void)argv;
+    if (argv && argv[0] && argv[1] && argv[2] &&
+        (strcmp(argv[1], AMX_WORKER_ARG) == 0 || strcmp(argv[1], AMX_RELAY_ARG) == 0))
+        return 1;
     return getenv("FLIT_BOOT") || getenv("PMIX_RANK") || getenv("PMI_RANK");
 }
 
@@ -428,6 +432,15 @@ static int worker_start(int depth, uint64_t *networkpid, eb_t *eb, ep_t *ep)
 
 /* ---------------------------------------------------------------- master */
 
+/* AMUDP_FLITRUN, else the installed flitrun, else flitrun on PATH. */
+const char *amx_flitrun_path(void)
+{
+    const char *flitrun = getenv("AMUDP_FLITRUN");
+    if (!flitrun || !*flitrun)
+        flitrun = access(FLIT_AMUDP_FLITRUN, X_OK) == 0 ? FLIT_AMUDP_FLITRUN : "flitrun";
+    return flitrun;
+}
+
 /* Replaces this process by flitrun starting nproc workers of argv. Returns
    only when that fails (0). */
 static int spawn(int nproc, int argc, char **argv, const char *hosts, const char *launch)
@@ -435,9 +448,7 @@ static int spawn(int nproc, int argc, char **argv, const char *hosts, const char
     static char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
-    const char *flitrun = getenv("AMUDP_FLITRUN");
-    if (!flitrun || !*flitrun)
-        flitrun = access(FLIT_AMUDP_FLITRUN, X_OK) == 0 ? FLIT_AMUDP_FLITRUN : "flitrun";
+    const char *flitrun = amx_flitrun_path();
     char count[16];
     snprintf(count, sizeof count, "%d", nproc);
     char **fa = calloc((size_t)argc + 10, sizeof *fa);
@@ -553,15 +564,13 @@ static int master_start(int argc, char **argv, int nproc, int depth, amudp_spawn
         if (i >= argc || !(fn = spawn_fn(argv[i])))
             return usage(argv[0]);
         i++;
-    } else if (!known_fn(fn)) {
-        return amx_err(AM_ERR_BAD_ARG, "AMUDP_SPMDStartup",
-                       "a spawn function of the program's own: use AMUDP_SPMDLocalSpawn, "
-                       "AMUDP_SPMDSshSpawn or AMUDP_SPMDCustomSpawn");
     }
     char d[16];
     snprintf(d, sizeof d, "%d", depth);
     setenv(ENV_DEPTH, d, 1);
     argv[i - 1] = argv[0]; /* the workers' command line: prog args */
+    if (!known_fn(fn))     /* the program's own */
+        return amx_spawn_custom(nproc, argc - i + 1, argv + i - 1, fn);
     fn(nproc, argc - i + 1, argv + i - 1);
     return amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDStartup",
                    "the workers could not be started");
@@ -577,6 +586,13 @@ int AMUDP_SPMDStartup(int *argc, char ***argv, int nproc, int networkdepth,
     if (spmd.started)
         return amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDStartup", "called twice");
     int depth = networkdepth ? networkdepth : DEFAULT_DEPTH;
+    char **a = *argv;
+    if (*argc >= 5 && strcmp(a[1], AMX_RELAY_ARG) == 0)
+        amx_spawn_relay(a); /* does not return */
+    int rc;
+    if (*argc >= 3 && strcmp(a[1], AMX_WORKER_ARG) == 0 &&
+        (rc = amx_spawn_worker(argc, argv)) != AM_OK)
+        return rc;
     if (!AMUDP_SPMDIsWorker(*argv))
         return master_start(*argc, *argv, nproc, depth, spawnfn);
     const char *d = getenv(ENV_DEPTH);

@@ -5,6 +5,8 @@
  * handler 0 with AM-2's status and opcode. One process, talking to itself
  * (a job of one rank, as a program started without a launcher is); the
  * SPMD start-up's command-line errors too, since such a process is a master.
+ * Xfers of AM_MaxLong() bytes, which go as puts into the segment, land where
+ * AM-2 says or come back with its status, and land nowhere then.
  */
 #include <arpa/inet.h>
 #include <string.h>
@@ -15,6 +17,8 @@
 #define H_NOPE      9 /* never installed */
 #define H_REPLY_BAD 2 /* replies to H_NOPE */
 #define H_ECHO      3
+#define H_LAND      10 /* above the one AM_SetHandlerAny picks */
+#define H_LAND16    11
 
 static eb_t eb;
 static ep_t ep;
@@ -68,6 +72,46 @@ static void echo_reply_handler(void *token)
         if (returned_status != (status) || returned_op != (op))                          \
             AMT_FAIL("%s: status %d, opcode %d; expected %d, %d", #send,                 \
                      returned_status, returned_op, (int)(status), (int)(op));            \
+    } while (0)
+
+static void *landed_buf;
+static size_t landed_len;
+static int32_t landed_first, landed_last;
+static int landed_count;
+
+static void land_handler(void *token, void *buf, size_t nbytes, int32_t a0)
+{
+    (void)token;
+    landed_buf = buf;
+    landed_len = nbytes;
+    landed_first = landed_last = a0;
+    landed_count++;
+}
+
+static void land16_handler(void *token, void *buf, size_t nbytes, int32_t a0, int32_t a1,
+                           int32_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6,
+                           int32_t a7, int32_t a8, int32_t a9, int32_t a10, int32_t a11,
+                           int32_t a12, int32_t a13, int32_t a14, int32_t a15)
+{
+    AMT_CHECK(a1 == 2 && a2 == 3 && a3 == 4 && a4 == 5 && a5 == 6 && a6 == 7 && a7 == 8 &&
+              a8 == 9 && a9 == 10 && a10 == 11 && a11 == 12 && a12 == 13 && a13 == 14 &&
+              a14 == 15);
+    land_handler(token, buf, nbytes, a0);
+    landed_last = a15;
+}
+
+static unsigned char xfer_data[AMUDP_MAX_LONG];
+
+/* Sends, polls until the handler ran, checks where and what it was given. */
+#define EXPECT_LANDED(send, where, first, last)                                          \
+    do {                                                                                 \
+        int before_ = landed_count;                                                      \
+        AMT_OK(send);                                                                    \
+        while (landed_count == before_)                                                  \
+            AMT_OK(AM_Poll(eb));                                                         \
+        AMT_CHECK(landed_buf == (void *)(where) && landed_len == AM_MaxLong());          \
+        AMT_CHECK(landed_first == (first) && landed_last == (last));                     \
+        AMT_CHECK(memcmp((where), xfer_data, AM_MaxLong()) == 0);                        \
     } while (0)
 
 static void before_init(void)
@@ -199,10 +243,61 @@ static void returned_messages(en_t name)
     AMT_CHECK(s.ReturnedMessages == (uint64_t)returned_count);
 }
 
-static int own_spawn(int nproc, int argc, char **argv)
+static int all_zero(const unsigned char *p, size_t len)
+{
+    for (size_t k = 0; k < len; k++)
+        if (p[k])
+            return 0;
+    return 1;
+}
+
+/* Xfers that go as puts: the segment is exported at AM_SetSeg, and again
+   when it or the tag changes. */
+static void xfer_puts(void)
+{
+    static unsigned char seg1[3 * AMUDP_MAX_LONG], seg2[2 * AMUDP_MAX_LONG];
+    const size_t max = AM_MaxLong();
+    for (size_t k = 0; k < max; k++)
+        xfer_data[k] = (unsigned char)(k * 7 + 1);
+    AMT_OK(AM_SetHandler(ep, H_LAND, land_handler));
+    AMT_OK(AM_SetHandler(ep, H_LAND16, land16_handler));
+    EXPECT_RETURNED(AM_RequestXfer1(ep, 0, 0, H_LAND, xfer_data, max, 0), EBADSEGOFF,
+                    AM_REQUEST_XFER_M); /* no segment yet */
+    AMT_OK(AM_SetSeg(ep, seg1, sizeof seg1));
+    EXPECT_LANDED(AM_RequestXfer1(ep, 0, 1000, H_LAND, xfer_data, max, 42), seg1 + 1000,
+                  42, 42);
+    EXPECT_LANDED(AM_RequestXferAsync16(ep, 0, 2 * max, H_LAND16, xfer_data, max, 1, 2, 3,
+                                        4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+                  seg1 + 2 * max, 1, 16);
+    memset(seg1, 0, sizeof seg1);
+    EXPECT_RETURNED(AM_RequestXfer1(ep, 0, sizeof seg1 + 1, H_LAND, xfer_data, max, 0),
+                    EBADSEGOFF, AM_REQUEST_XFER_M);
+    EXPECT_RETURNED(AM_RequestXfer1(ep, 0, sizeof seg1 - 100, H_LAND, xfer_data, max, 0),
+                    EBADLENGTH, AM_REQUEST_XFER_M);
+    EXPECT_RETURNED(AM_RequestXfer16(ep, 0, sizeof seg1 - 100, H_LAND16, xfer_data, max,
+                                     1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                     16),
+                    EBADLENGTH, AM_REQUEST_XFER_M);
+    AMT_OK(AMUDP_SetTranslationTag(ep, 0, 78)); /* our tag is 77 */
+    EXPECT_RETURNED(AM_RequestXfer1(ep, 0, 0, H_LAND, xfer_data, max, 0), EBADTAG,
+                    AM_REQUEST_XFER_M);
+    AMT_OK(AMUDP_SetTranslationTag(ep, 0, 77));
+    AMT_CHECK(all_zero(seg1, sizeof seg1)); /* none of those landed */
+    EXPECT_RETURNED(AM_RequestXfer1(ep, 0, 0, H_NOPE, xfer_data, max, 0), EBADHANDLER,
+                    AM_REQUEST_XFER_M);
+    /* A new segment, then a new tag: the next Xfer lands in the new one. */
+    AMT_OK(AM_SetSeg(ep, seg2, sizeof seg2));
+    EXPECT_LANDED(AM_RequestXfer1(ep, 0, 5, H_LAND, xfer_data, max, 5), seg2 + 5, 5, 5);
+    AMT_OK(AM_SetTag(ep, 90));
+    AMT_OK(AMUDP_SetTranslationTag(ep, 0, 90));
+    EXPECT_LANDED(AM_RequestXfer1(ep, 0, 7, H_LAND, xfer_data, max, 7), seg2 + 7, 7, 7);
+    AMT_OK(AM_SetSeg(ep, NULL, 0));
+}
+
+static int failing_spawn(int nproc, int argc, char **argv)
 {
     (void)nproc, (void)argc, (void)argv;
-    return 1;
+    return 0; /* started nothing */
 }
 
 static void spmd_command_lines(void)
@@ -223,9 +318,9 @@ static void spmd_command_lines(void)
     AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
     argc = 2, argv = no_letter;
     AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
-    /* a spawn function of the program's own */
-    AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 2, 0, own_spawn, NULL, &b, &e),
-           AM_ERR_BAD_ARG);
+    /* a spawn function of the program's own that fails */
+    AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 2, 0, failing_spawn, NULL, &b, &e),
+           AM_ERR_RESOURCE);
 }
 
 int main(void)
@@ -243,6 +338,7 @@ int main(void)
     segments_and_translations(name);
     handlers_and_sends();
     returned_messages(name);
+    xfer_puts();
     AMT_OK(AM_Request0(ep, 0, H_ECHO));
     while (replies < 1)
         AMT_OK(AM_Poll(eb));

@@ -26,6 +26,8 @@ int main(int argc, char **argv)
     if (AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &eb, &ep) != AM_OK)
         return 1;
     int me = AMUDP_SPMDMyProc(), n = AMUDP_SPMDNumProcs();
+    if (sizeof PLATFORM_COMPILER_IDSTR < 2 || PLATFORM_ARCH_FAMILYID < 0)
+        return 1; /* amx_portable_platform.h, which amudp.h includes */
     if (AM_SetHandler(ep, 1, ask) != AM_OK || AM_SetHandler(ep, 2, answered) != AM_OK ||
         AMUDP_SPMDBarrier() != AM_OK || AM_Request1(ep, (me + 1) % n, 1, me) != AM_OK)
         return 1;

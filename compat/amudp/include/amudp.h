@@ -11,12 +11,14 @@
  * UDP address; long messages (Xfer) land in the segment set with AM_SetSeg.
  *
  * Only AM-2 and AMUDP names are declared here (AM_*, AMUDP_*, AMX_*, amudp_*,
- * amx_*, the AM-2 handle types and returned-message status codes); the
- * fixed-width integer types are made visible as AMUDP's header does.
+ * amx_*, the AM-2 handle types and returned-message status codes, and the
+ * PLATFORM_* macros of <amx_portable_platform.h>); the fixed-width integer
+ * types are made visible as AMUDP's header does.
  */
 #ifndef __AMUDP_H
 #define __AMUDP_H
 
+#include <amx_portable_platform.h> /* AMUDP's header includes it too */
 #include <inttypes.h>
 #include <netinet/in.h> /* en_t is a struct sockaddr_in */
 #include <stdarg.h>

@@ -25,7 +25,13 @@
 extern "C" {
 #endif
 
-/* Starts workers on the master: nonzero on success. */
+/*
+ * Starts workers on the master: nonzero on success. One of the library's
+ * below, or the program's own: it gets the workers' command line (argv[0]
+ * the program, then hidden arguments naming the master, then the
+ * program's) and must start nproc processes of it, anywhere they reach this
+ * host over TCP; they call AMUDP_SPMDStartup and become the job's workers.
+ */
 typedef int (*amudp_spawnfn_t)(int nproc, int argc, char **argv);
 
 /*
