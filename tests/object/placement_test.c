@@ -9,8 +9,8 @@
  *                    ranks keep step: a barrier after each round)
  *   --test switch    every rank (and --threads threads on each) appends
  *                    --count numbered entries to one log object while the
- *                    mix of reads and writes turns over and rank 0 pins it
- *                    to each rank in turn and hands it back: the final log
+ *                    mix of reads and writes turns over and every rank pins
+ *                    it to owners and replicas and hands it back: the final log
  *                    has every entry once, in each writer's order, and each
  *                    writer read back its own last entry every time
  *   --test kill      the last rank owns one object (pinned there) and is
@@ -228,14 +228,15 @@ static void *write_log(void *arg)
             CHECK_OK(flit_object_invoke(w->o, 1, &w->id, 8, &seen, 8, NULL));
             CHECK(seen == (int64_t)i); /* its own entry, never lost */
         }
-        /* rank 0's first writer pins it to each rank in turn, and hands it
-           back to the runtime between */
-        if (w->id == 0 && i % 30 == 0) {
-            if ((i / 30) % 2)
+        /* each rank's first writer pins it to an owner, to the replicas,
+           and hands it back to the runtime in turn, every 8 entries */
+        uint64_t j = i / 8;
+        if (w->id % 16 == 0 && i % 8 == 0) {
+            if (j % 3 == 0)
                 CHECK_OK(
-                    flit_object_place(w->o, O, flit_rank((uint32_t)(i / 60) % nranks)));
+                    flit_object_place(w->o, O, flit_rank((uint32_t)(j + me) % nranks)));
             else
-                CHECK_OK(flit_object_place(w->o, A, flit_rank(0)));
+                CHECK_OK(flit_object_place(w->o, j % 3 == 1 ? R : A, flit_rank(0)));
         }
     }
     return NULL;
@@ -262,9 +263,9 @@ static void test_switch(uint64_t count, unsigned threads)
     printf("switch: rank %u: %lld entries, %llu switches, %llu retries, now %s\n", me,
            (long long)l.count, (unsigned long long)s.switches,
            (unsigned long long)s.retries, s.strategy == O ? "owned" : "replicated");
-    /* rank 0 pinned it to an owner count / 60 times, handing it back to
-       the runtime between: each pin a switch, or one came before it */
-    CHECK(s.switches >= count / 60);
+    /* every rank pinned it to an owner and to the replicas count / 24
+       times each: the last pin of a run of them at least moves it */
+    CHECK(s.switches >= count / 24);
     CHECK_OK(flit_barrier(ep));
     CHECK_OK(flit_object_destroy(o));
 }
