@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Shared objects (Orca's) on the public API alone: <flit/object.h> for the
- * contract. Nothing here includes a header of src/.
+ * contract. Nothing here includes a header of src/ outside this folder.
  *
  * Every object has a group of its own (id = the object's id) in the
  * objects' group set: a replicated object's writes travel through it, and
  * its collective create and destroy fence the object on every member for
  * both strategies. An owned object's operations are calls of procedure
  * PROC_INVOKE of the objects' RPC object, request [struct hdr][argument],
- * reply [uint32 status][result].
+ * reply [uint32 status][result]. An AUTO object's group messages carry
+ * its epoch after the header (placement.c).
  *
  * Locking: each object has a mutex, held while an operation's function or
  * guard runs (indivisibility), never across a flit call. The objects' table
@@ -292,12 +293,12 @@ static void serve(flit_rpc_req_t *req, size_t len, void *user)
 }
 
 /* A member that is not the owner: the operation, by RPC. */
-static flit_status invoke_remote(flit_object_t *o, flit_rank_t owner, uint32_t epoch,
-                                 unsigned op, const struct iovec *arg, int narg,
+static flit_status invoke_remote(flit_object_t *o, flit_rank_t owner, unsigned op,
+                                 const struct iovec *arg, int narg,
                                  const struct iovec *res, int nres, size_t *res_len,
                                  uint32_t *target)
 {
-    struct hdr h = {o->id, op, 0, epoch, 0};
+    struct hdr h = {o->id, op, 0};
     struct iovec small[8], *req = small;
     if (narg + 1 > 8 && !(req = malloc(sizeof *req * (size_t)(narg + 1))))
         return FLIT_ERR_NO_MEMORY;
@@ -390,9 +391,15 @@ static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *us
     if (total < sizeof h || flit_group_recv(m, &h, sizeof h) != FLIT_OK)
         return; /* nothing of ours sends these */
     size_t len = total - sizeof h;
+    epoch_word epoch = 0;
+    if (o->adaptive) {
+        if (len < sizeof epoch || flit_group_recv(m, &epoch, sizeof epoch) != FLIT_OK)
+            return;
+        len -= sizeof epoch;
+    }
     if (h.op >= o->type->nops) {
         if (o->adaptive)
-            place_deliver(o, m, &h, len);
+            place_deliver(o, m, &h, (uint32_t)epoch, len);
         return;
     }
     struct call *c = NULL;
@@ -416,7 +423,7 @@ static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *us
     }
     struct pending *done = NULL;
     pthread_mutex_lock(&o->lock);
-    if (o->adaptive && (h.epoch != o->epoch || o->strategy != FLIT_OBJECT_REPLICATED)) {
+    if (o->adaptive && (epoch != o->epoch || o->strategy != FLIT_OBJECT_REPLICATED)) {
         /* Sent before a switch ordered ahead of it: applied by no member,
            its writer makes it again under the new placement. */
         if (c) {
@@ -460,14 +467,17 @@ static flit_status invoke_write(flit_object_t *o, uint32_t epoch, unsigned op,
         return st;
     struct call c = {.arg = flat, .len = len, .res = res, .nres = nres};
     atomic_init(&c.done, 0);
-    struct hdr h = {o->id, op, (uint64_t)(uintptr_t)&c, epoch, 0};
+    struct hdr h = {o->id, op, (uint64_t)(uintptr_t)&c};
+    epoch_word e = epoch;
+    int k = o->adaptive ? 2 : 1; /* the header, and an AUTO object's epoch */
     struct iovec small[8], *v = small;
-    if (narg + 1 > 8 && !(v = malloc(sizeof *v * (size_t)(narg + 1))))
+    if (narg + k > 8 && !(v = malloc(sizeof *v * (size_t)(narg + k))))
         return FLIT_ERR_NO_MEMORY;
     v[0] = (struct iovec){&h, sizeof h};
+    v[1] = (struct iovec){&e, sizeof e};
     if (narg)
-        memcpy(v + 1, arg, sizeof *v * (size_t)narg);
-    st = flit_group_sendv(o->group, v, narg + 1);
+        memcpy(v + k, arg, sizeof *v * (size_t)narg);
+    st = flit_group_sendv(o->group, v, narg + k);
     if (v != small)
         free(v);
     if (st != FLIT_OK)
@@ -536,8 +546,7 @@ static flit_status invoke_auto(flit_object_t *o, unsigned op, bool write,
             atomic_fetch_add_explicit(&o->local, 1, memory_order_relaxed);
             st = invoke_local(o, epoch, op, flat, len, res, nres, cap, res_len, &target);
         } else if (was == FLIT_OBJECT_OWNED) {
-            st = invoke_remote(o, owner, epoch, op, arg, narg, res, nres, res_len,
-                               &target);
+            st = invoke_remote(o, owner, op, arg, narg, res, nres, res_len, &target);
         } else {
             st = invoke_write(o, epoch, op, arg, narg, flat, len, res, nres, res_len,
                               &target);
@@ -580,8 +589,7 @@ flit_status flit_object_invokev(flit_object_t *obj, unsigned op, const struct io
     uint32_t target;
     bool local = obj->strategy == FLIT_OBJECT_REPLICATED ? !write : obj->holds;
     if (!local && obj->strategy == FLIT_OBJECT_OWNED)
-        return invoke_remote(obj, obj->owner, 0, op, arg, narg, res, nres, res_len,
-                             &target);
+        return invoke_remote(obj, obj->owner, op, arg, narg, res, nres, res_len, &target);
     /* Flat, or joined once when gathered from several pieces. */
     const void *flat;
     void *joined;

@@ -33,9 +33,12 @@ struct hdr {
     uint32_t id;
     uint32_t op;
     uint64_t token; /* replicated writes, place requests: the sender's call */
-    uint32_t epoch; /* the placement the sender saw (AUTO objects) */
-    uint32_t pad;
 };
+
+/* An AUTO object's group messages: [struct hdr][uint64 epoch][...], the
+   placement the sender saw (pinned objects send no epoch, and an RPC needs
+   none: the owner looks at its own). */
+typedef uint64_t epoch_word;
 
 /* A placement: a strategy and, when owned, the owner. */
 struct move {
@@ -132,7 +135,7 @@ void place_count(flit_object_t *o, uint32_t rank, bool write);
 void place_after(flit_object_t *o, bool write, flit_object_strategy was);
 /* In the delivery handler: the placement messages. */
 void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
-                   size_t len);
+                   uint32_t epoch, size_t len);
 /* Waits until the epoch reaches target (or retries at once when it has). */
 flit_status place_await(flit_object_t *o, uint32_t from, uint32_t target);
 void place_view(flit_group_t *g, flit_rank_t left, void *user);

@@ -188,9 +188,10 @@ static void send_switch(flit_object_t *o)
     o->tail = &o->queue;
     pthread_mutex_unlock(&o->lock);
     object_answer(done);
-    struct hdr h = {o->id, OP_SWITCH, 0, epoch, 0};
-    struct iovec v[3] = {{&h, sizeof h}, {&to, sizeof to}, {copy, size}};
-    flit_status st = flit_group_sendv(o->group, v, 3);
+    struct hdr h = {o->id, OP_SWITCH, 0};
+    epoch_word e = epoch;
+    struct iovec v[4] = {{&h, sizeof h}, {&e, sizeof e}, {&to, sizeof to}, {copy, size}};
+    flit_status st = flit_group_sendv(o->group, v, 4);
     free(copy);
     if (st == FLIT_OK)
         return;
@@ -214,10 +215,11 @@ static void report(flit_object_t *o)
     if (!c[0] && !c[1])
         return;
     pthread_mutex_lock(&o->lock);
-    struct hdr h = {o->id, OP_REPORT, 0, o->epoch, 0};
+    struct hdr h = {o->id, OP_REPORT, 0};
+    epoch_word e = o->epoch;
     pthread_mutex_unlock(&o->lock);
-    struct iovec v[2] = {{&h, sizeof h}, {c, sizeof c}};
-    if (flit_group_sendv(o->group, v, 2) != FLIT_OK) {
+    struct iovec v[3] = {{&h, sizeof h}, {&e, sizeof e}, {c, sizeof c}};
+    if (flit_group_sendv(o->group, v, 3) != FLIT_OK) {
         /* In a handler, say: sent with the next. */
         atomic_fetch_add(&o->rep_r, c[0]);
         atomic_fetch_add(&o->rep_w, c[1]);
@@ -284,7 +286,8 @@ void place_unlisten(flit_objects_t *objs)
 
 /* ---------------------------------------------------------------- delivery */
 
-void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h, size_t len)
+void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
+                   uint32_t epoch, size_t len)
 {
     uint32_t from = flit_group_msg_sender(m).idx, me = flit_job_rank().idx;
     struct pending *done = NULL;
@@ -295,7 +298,7 @@ void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h, s
             from >= flit_job_size())
             return;
         pthread_mutex_lock(&o->lock);
-        if (h->epoch == o->epoch && o->strategy == FLIT_OBJECT_REPLICATED &&
+        if (epoch == o->epoch && o->strategy == FLIT_OBJECT_REPLICATED &&
             o->member[from]) {
             o->cr[from] += c[0];
             o->cw[from] += c[1];
@@ -311,7 +314,7 @@ void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h, s
         if (len != sizeof mv + size || flit_group_recv(m, &mv, sizeof mv) != FLIT_OK)
             return;
         pthread_mutex_lock(&o->lock);
-        if (h->epoch == o->epoch && o->strategy == FLIT_OBJECT_OWNED &&
+        if (epoch == o->epoch && o->strategy == FLIT_OBJECT_OWNED &&
             o->owner.idx == from) {
             /* The old owner's copy is the state; a new holder takes it. */
             if (from != me && (mv.strategy == FLIT_OBJECT_REPLICATED || mv.owner == me))
@@ -436,9 +439,10 @@ flit_status flit_object_place(flit_object_t *obj, flit_object_strategy strategy,
     struct move mv = {strategy, strategy == FLIT_OBJECT_OWNED ? owner.idx : UINT32_MAX};
     struct call c = {0};
     atomic_init(&c.done, 0);
-    struct hdr h = {obj->id, OP_PLACE, (uint64_t)(uintptr_t)&c, 0, 0};
-    struct iovec v[2] = {{&h, sizeof h}, {&mv, sizeof mv}};
-    if ((st = flit_group_sendv(obj->group, v, 2)) != FLIT_OK)
+    struct hdr h = {obj->id, OP_PLACE, (uint64_t)(uintptr_t)&c};
+    epoch_word e = 0; /* (not looked at) */
+    struct iovec v[3] = {{&h, sizeof h}, {&e, sizeof e}, {&mv, sizeof mv}};
+    if ((st = flit_group_sendv(obj->group, v, 3)) != FLIT_OK)
         return st;
     while (!atomic_load_explicit(&c.done, memory_order_acquire))
         if ((st = flit_wait(ep, WAIT_SLICE)) != FLIT_OK && st != FLIT_ERR_TIMEOUT)
