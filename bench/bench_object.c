@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PEER     flit_rank(1)
-#define BULK     (1u << 20)
-#define OPS_MAX  (1ull << 26)
-#define GROUP_ID 0x6f62u /* the baseline's group, beside the objects' own */
+#define PEER       flit_rank(1)
+#define BULK       (1u << 20)
+#define OPS_MAX    (1ull << 26)
+#define GROUP_ID   0x6f62u     /* the baseline's group, beside the objects' own */
+#define SWITCH_BIG (64u << 10) /* the larger state moved by a placement switch */
 /* Orca on Myrinet (Bal et al.): remote and group object invocation. */
 #define ORCA_ROI_US 328.0
 #define ORCA_GOI_US 379.0
@@ -21,7 +22,9 @@ enum { OP_NULL, OP_BULK, OP_READ };
 static struct {
     flit_objects_t *objs;
     flit_object_t *owned, *rep;
-    flit_rpc_t *rpc; /* the null RPC baseline */
+    flit_object_t *moved[2]; /* AUTO, 8 B and SWITCH_BIG of state */
+    bool moved_owned[2];     /* pinned to rank 0 now (else replicated) */
+    flit_rpc_t *rpc;         /* the null RPC baseline */
     flit_groups_t *gs;
     flit_group_t *g; /* the multicast baseline */
     uint64_t delivered;
@@ -56,6 +59,7 @@ static flit_object_op_t ops[] = {
     [OP_READ] = {FLIT_OBJECT_READ, 0, sizeof(int64_t), op_read, NULL},
 };
 static const flit_object_type_t type = {sizeof(int64_t), NULL, NULL, ops, 3, NULL};
+static const flit_object_type_t big_type = {SWITCH_BIG, NULL, NULL, ops, 3, NULL};
 
 static void proc_null(flit_rpc_req_t *req, size_t len, void *user)
 {
@@ -85,6 +89,12 @@ void bench_object_open(bench_t *b)
                 flit_object_create(ob.objs, 2, &type, NULL, 0, FLIT_OBJECT_REPLICATED,
                                    PEER, NULL, 0, &ob.rep),
                 "flit_object_create (replicated)");
+    for (int i = 0; i < 2; i++)
+        bench_check(b,
+                    flit_object_create(ob.objs, 3 + (uint32_t)i, i ? &big_type : &type,
+                                       NULL, 0, FLIT_OBJECT_AUTO, PEER, NULL, 0,
+                                       &ob.moved[i]),
+                    "flit_object_create (auto)");
     flit_rpc_params_t p = {.field_mask = FLIT_RPC_PARAM_PROCS, .procs = 1};
     bench_check(b, flit_rpc_create(b->ep, &p, &ob.rpc), "flit_rpc_create");
     bench_check(b, flit_rpc_register(ob.rpc, 0, proc_null, NULL), "flit_rpc_register");
@@ -100,6 +110,8 @@ void bench_object_close(bench_t *b)
     bench_check(b, flit_groups_destroy(ob.gs), "flit_groups_destroy");
     bench_check(b, flit_rpc_destroy(ob.rpc), "flit_rpc_destroy");
     bench_check(b, flit_object_destroy(ob.rep), "flit_object_destroy");
+    for (int i = 0; i < 2; i++)
+        bench_check(b, flit_object_destroy(ob.moved[i]), "flit_object_destroy");
     bench_check(b, flit_object_destroy(ob.owned), "flit_object_destroy");
     bench_check(b, flit_objects_destroy(ob.objs), "flit_objects_destroy");
     free(ob.buf);
@@ -146,6 +158,26 @@ static uint64_t run_mcast(void *ctx, uint64_t n)
         bench_check(p->b, flit_group_send(ob.g, ob.buf, p->len), "flit_group_send");
         while (ob.delivered < want)
             bench_check(p->b, flit_poll(p->b->ep), "flit_poll");
+    }
+    return bench_now_ns() - t0;
+}
+
+/* n placement switches of p->o (ob.moved[p->len != 8]): pinned to rank 0
+   (from replicated: installed where the request is delivered, no state
+   moves) and back to the replicas (rank 0 multicasts the state), in turn;
+   each returns once installed here. */
+static uint64_t run_switch(void *ctx, uint64_t n)
+{
+    struct point *p = ctx;
+    bool *owned = &ob.moved_owned[p->o == ob.moved[1]];
+    uint64_t t0 = bench_now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        *owned = !*owned;
+        bench_check(p->b,
+                    flit_object_place(p->o,
+                                      *owned ? FLIT_OBJECT_OWNED : FLIT_OBJECT_REPLICATED,
+                                      flit_rank(0)),
+                    "flit_object_place");
     }
     return bench_now_ns() - t0;
 }
@@ -241,4 +273,24 @@ void bench_object_section(bench_t *b, const struct bench_io *io)
               false);
     pair(io, run_read, run_plain, &p, false, "object_local_read", "replicated read",
          "object_plain_call", "plain function call", BENCH_U_US);
+
+    io->title(
+        io->run,
+        "Objects: a placement switch (FLIT_OBJECT_AUTO), between replicated and "
+        "owned by rank 0 in turn",
+        "a group send of the state's size delivered back to its sender, this run "
+        "(a switch to owned is one ordered request; back to replicated, the request "
+        "and the owner's multicast of the state)",
+        false);
+    p.o = ob.moved[0];
+    p.len = sizeof(int64_t);
+    pair(io, run_switch, run_mcast, &p, false, "object_switch_8", "switch, 8 B of state",
+         "object_switch_mcast_8", "group send, 8 B", BENCH_U_US);
+    if (b->max_size >= SWITCH_BIG) {
+        p.o = ob.moved[1];
+        p.len = SWITCH_BIG;
+        pair(io, run_switch, run_mcast, &p, false, "object_switch_64k",
+             "switch, 64 KiB of state", "object_switch_mcast_64k", "group send, 64 KiB",
+             BENCH_U_US);
+    }
 }

@@ -32,7 +32,7 @@
  * argument from pieces and scatters the result into pieces (a local
  * operation given more than one argument piece joins them once).
  *
- * Strategies, pinned by the program at creation:
+ * Strategies, pinned by the program at creation, or chosen at run time:
  *  - FLIT_OBJECT_REPLICATED: every member holds a copy. A read runs on the
  *    local copy with no communication. A write is multicast through the
  *    object's group (<flit/group.h>) and every member applies it in the
@@ -41,6 +41,24 @@
  *  - FLIT_OBJECT_OWNED: only the owner holds the state. Every operation
  *    of another member is an RPC to the owner (<flit/rpc.h>), which
  *    applies it; the owner's own operations run locally.
+ *  - FLIT_OBJECT_AUTO: the runtime places the object (Orca's run-time
+ *    placement), starting replicated, and moves it between the two above:
+ *    every member counts the reads and writes it invokes, and a switch is
+ *    an event in the object's group order, applied by every member at the
+ *    same place of the operations' order (docs/objects.md):
+ *      - replicated: each member multicasts its counts every 16 of its
+ *        operations; once 64 operations are counted, a window where the
+ *        writes outnumber the reads moves the object to the member that
+ *        wrote most (every member decides alike, at that report).
+ *      - owned: the owner counts what it serves and runs itself; once 64
+ *        are counted, reads over twice the writes make it replicated, and
+ *        a member that wrote over twice what the owner wrote takes it over.
+ *        The owner multicasts the switch with the state.
+ *    An operation caught by a switch is redone under the new placement,
+ *    never lost, doubled or reordered. flit_object_place pins a placement
+ *    (or hands it back to the runtime). The state travels as its
+ *    state_size bytes: an AUTO type's state must be flat (no pointers).
+ *    Operations of a pinned object pay nothing for this.
  *
  * Semantics: every operation is indivisible with respect to every other
  * on the same object, from every thread and every rank (a monitor: the
@@ -111,7 +129,8 @@ typedef struct flit_object_type {
 
 typedef enum flit_object_strategy {
     FLIT_OBJECT_REPLICATED = 0,
-    FLIT_OBJECT_OWNED = 1
+    FLIT_OBJECT_OWNED = 1,
+    FLIT_OBJECT_AUTO = 2 /* placed by the runtime (at creation, or to unpin) */
 } flit_object_strategy;
 
 /*
@@ -132,7 +151,7 @@ FLIT_API flit_status flit_objects_destroy(flit_objects_t *objs);
  * object's name, of the program's choosing, unique among the live objects
  * of objs; it can travel in messages: see flit_object_lookup), type
  * (described alike), members (any order, no repeats; NULL and 0 for the
- * whole job), strategy, owner (a member; ignored when replicated) and
+ * whole job), strategy, owner (a member; ignored unless owned) and
  * creation argument. It returns once every member has joined. The type
  * must stay valid while the object lives.
  *
@@ -196,15 +215,34 @@ FLIT_API flit_status flit_object_invokev(flit_object_t *obj, unsigned op,
                                          const struct iovec *res, int nres,
                                          size_t *res_len);
 
+/*
+ * Pins obj (created FLIT_OBJECT_AUTO) to strategy and owner (ignored unless
+ * owned), or with FLIT_OBJECT_AUTO hands its placement back to the
+ * runtime. Any member may call it, alone: the request is ordered in the
+ * object's group like a switch, every member pins (or unpins) at that place,
+ * and the switch it needs follows (from the owner, with the state, when
+ * owned). Returns once this member applied the placement asked for, or a
+ * later request replaced it. FLIT_ERR_INVALID_ARG: NULL obj, an unknown
+ * strategy, an owner not a member; FLIT_ERR_RANK: an owner outside the job;
+ * FLIT_ERR_NOT_SUPPORTED: obj was created pinned; FLIT_ERR_IN_HANDLER;
+ * FLIT_ERR_PEER_DOWN: the owner that must hand the state over died.
+ */
+FLIT_API flit_status flit_object_place(flit_object_t *obj, flit_object_strategy strategy,
+                                       flit_rank_t owner);
+
 typedef struct flit_object_stats {
-    size_t struct_size; /* set to sizeof(flit_object_stats_t) */
-    flit_object_strategy strategy;
-    flit_rank_t owner;    /* owned: the owner */
-    uint64_t reads;       /* read operations this member invoked */
-    uint64_t writes;      /* write operations this member invoked */
-    uint64_t local;       /* ... of those applied here with no message */
-    uint64_t applied;     /* operations applied to the copy here */
-    uint64_t guard_waits; /* operations that waited on their guard here */
+    size_t struct_size;             /* set to sizeof(flit_object_stats_t) */
+    flit_object_strategy strategy;  /* now: REPLICATED or OWNED */
+    flit_rank_t owner;              /* owned: the owner; else flit_rank(UINT32_MAX) */
+    uint64_t reads;                 /* read operations this member invoked */
+    uint64_t writes;                /* write operations this member invoked */
+    uint64_t local;                 /* ... of those applied here with no message */
+    uint64_t applied;               /* operations applied to the copy here */
+    uint64_t guard_waits;           /* operations that waited on their guard here */
+    flit_object_strategy placement; /* AUTO while the runtime places it,
+                                       else the strategy it is pinned to */
+    uint64_t switches;              /* placement switches applied here */
+    uint64_t retries;               /* operations of this member redone after a switch */
 } flit_object_stats_t;
 
 /* FLIT_ERR_INVALID_ARG for NULL arguments or a struct_size too small. */

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Shared objects (Orca's) on the public API alone: <flit/object.h> for the
- * contract. Nothing here includes a header of src/.
+ * contract. Nothing here includes a header of src/ outside this folder.
  *
  * Every object has a group of its own (id = the object's id) in the
  * objects' group set: a replicated object's writes travel through it, and
  * its collective create and destroy fence the object on every member for
  * both strategies. An owned object's operations are calls of procedure
  * PROC_INVOKE of the objects' RPC object, request [struct hdr][argument],
- * reply [uint32 status][result].
+ * reply [uint32 status][result]. An AUTO object's group messages carry
+ * its epoch after the header (placement.c).
  *
  * Locking: each object has a mutex, held while an operation's function or
  * guard runs (indivisibility), never across a flit call. The objects' table
@@ -20,74 +21,11 @@
  * write applied the queue is run again from its oldest entry. Replicas
  * apply the same writes in the same order, so their queues agree.
  */
-#include <flit/object.h>
+#include "object_int.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define PROC_INVOKE  0u
-#define SMALL        256u /* arguments and results up to this on the stack */
-#define WAIT_SLICE   2000 /* us: a guard is looked at again at least this often */
-#define OBJECT_MAGIC 0x6f626a65u
-
-struct hdr {
-    uint32_t id;
-    uint32_t op;
-    uint64_t token; /* replicated writes: the writer's struct call */
-};
-
-/* A replicated write this member made, waiting to be applied here. */
-struct call {
-    const void *arg; /* the argument when flat (or joined), else NULL */
-    size_t len;
-    const struct iovec *res;
-    int nres;
-    size_t res_len;
-    flit_status st;
-    atomic_int done;
-};
-
-/* An operation waiting for its guard. */
-struct pending {
-    struct pending *next;
-    unsigned op;
-    void *arg; /* malloc'ed copy */
-    size_t len;
-    struct call *call;       /* replicated: this member's own write */
-    flit_rpc_reply_t *reply; /* owned: the deferred reply */
-    void *res;               /* owned: room for the result */
-    size_t res_len;
-    flit_status st;
-};
-
-struct flit_object {
-    uint32_t magic;
-    uint32_t id;
-    flit_objects_t *objs;
-    const flit_object_type_t *type;
-    flit_object_strategy strategy;
-    flit_rank_t owner;
-    bool holds; /* a copy of the state lives here */
-    flit_group_t *group;
-    pthread_mutex_t lock;
-    void *state;
-    void *scratch; /* results nobody here wants, under lock */
-    struct pending *queue, **tail;
-    atomic_uint_fast64_t reads, writes, local, applied, guard_waits;
-    flit_object_t *next; /* in the table */
-};
-
-struct flit_objects {
-    flit_ep_t *ep;
-    flit_rpc_t *rpc;
-    flit_groups_t *groups;
-    pthread_mutex_t lock;
-    flit_object_t *list;
-};
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -197,23 +135,24 @@ static void run_queue(flit_object_t *o, struct pending **done)
     }
 }
 
-static void pending_free(struct pending *p)
+void object_pending_free(struct pending *p)
 {
     free(p->arg);
     free(p->res);
     free(p);
 }
 
-/* Answers owned objects' finished waiting operations (no lock held). */
-static void answer(struct pending *done)
+/* Answers owned objects' finished waiting operations (no lock held), or
+   sends them elsewhere (p->redirect). */
+void object_answer(struct pending *done)
 {
     while (done) {
         struct pending *p = done;
         done = p->next;
-        uint32_t st = (uint32_t)p->st;
+        uint32_t st = p->redirect ? p->redirect : (uint32_t)p->st;
         struct iovec v[2] = {{&st, sizeof st}, {p->res, p->res_len}};
-        flit_rpc_reply_send(p->reply, v, p->st == FLIT_OK ? 2 : 1);
-        pending_free(p);
+        flit_rpc_reply_send(p->reply, v, st == FLIT_OK ? 2 : 1);
+        object_pending_free(p);
     }
 }
 
@@ -272,7 +211,7 @@ static void serve(flit_rpc_req_t *req, size_t len, void *user)
     }
     flit_object_t *o = lookup(objs, h.id);
     len -= sizeof h;
-    if (!o || !o->holds || h.op >= o->type->nops) {
+    if (!o || (!o->adaptive && !o->holds) || h.op >= o->type->nops) {
         reply_status(req, FLIT_ERR_INVALID_ARG);
         return;
     }
@@ -301,6 +240,20 @@ static void serve(flit_rpc_req_t *req, size_t len, void *user)
     struct pending *done = NULL, *p = NULL;
     size_t n = 0;
     pthread_mutex_lock(&o->lock);
+    if (o->adaptive) {
+        if (o->strategy != FLIT_OBJECT_OWNED || !o->holds || o->moving) {
+            /* Not (or no longer) the owner: the caller tries again once it
+               saw the switch that made this member the owner or not. */
+            uint32_t w = REDIRECT_BIT | (o->epoch + (o->moving ? 1u : 0u));
+            pthread_mutex_unlock(&o->lock);
+            struct iovec v = {&w, sizeof w};
+            flit_rpc_reply(req, &v, 1);
+            free(aheap);
+            free(rheap);
+            return;
+        }
+        place_count(o, flit_rpc_caller(req).idx, d->kind == FLIT_OBJECT_WRITE);
+    }
     if (!guard_holds(o, h.op, arg, len)) {
         p = calloc(1, sizeof *p);
         if (p && flit_rpc_defer(req, &p->reply) == FLIT_OK) {
@@ -336,13 +289,14 @@ static void serve(flit_rpc_req_t *req, size_t len, void *user)
         free(aheap);
         free(rheap);
     }
-    answer(done);
+    object_answer(done);
 }
 
 /* A member that is not the owner: the operation, by RPC. */
-static flit_status invoke_remote(flit_object_t *o, unsigned op, const struct iovec *arg,
-                                 int narg, const struct iovec *res, int nres,
-                                 size_t *res_len)
+static flit_status invoke_remote(flit_object_t *o, flit_rank_t owner, unsigned op,
+                                 const struct iovec *arg, int narg,
+                                 const struct iovec *res, int nres, size_t *res_len,
+                                 uint32_t *target)
 {
     struct hdr h = {o->id, op, 0};
     struct iovec small[8], *req = small;
@@ -362,7 +316,7 @@ static flit_status invoke_remote(flit_object_t *o, unsigned op, const struct iov
     if (nres)
         memcpy(rep + 1, res, sizeof *rep * (size_t)nres);
     flit_rpc_result_t r;
-    flit_status s = flit_rpc_call(o->objs->rpc, o->owner, PROC_INVOKE, req, narg + 1, rep,
+    flit_status s = flit_rpc_call(o->objs->rpc, owner, PROC_INVOKE, req, narg + 1, rep,
                                   nres + 1, NULL, &r);
     if (req != small)
         free(req);
@@ -370,6 +324,10 @@ static flit_status invoke_remote(flit_object_t *o, unsigned op, const struct iov
         free(rep);
     if ((s != FLIT_OK && s != FLIT_ERR_TOO_LARGE) || r.received < sizeof st)
         return s != FLIT_OK ? s : FLIT_ERR_BAD_PACKET;
+    if (o->adaptive && (st & REDIRECT_BIT)) {
+        *target = st & ~REDIRECT_BIT;
+        return REDIRECT;
+    }
     if (st != FLIT_OK)
         return (flit_status)st;
     *res_len = r.length - sizeof st;
@@ -380,16 +338,24 @@ static flit_status invoke_remote(flit_object_t *o, unsigned op, const struct iov
 
 /* Waits (making progress) until the guard of op holds, then applies it on
    the copy here; owned objects also run their queue after a write. */
-static flit_status invoke_local(flit_object_t *o, unsigned op, const void *arg,
-                                size_t len, const struct iovec *res, int nres, size_t cap,
-                                size_t *res_len)
+static flit_status invoke_local(flit_object_t *o, uint32_t epoch, unsigned op,
+                                const void *arg, size_t len, const struct iovec *res,
+                                int nres, size_t cap, size_t *res_len, uint32_t *target)
 {
     const flit_object_op_t *d = &o->type->ops[op];
     bool waited = false;
     for (;;) {
         struct pending *done = NULL;
         pthread_mutex_lock(&o->lock);
+        if (o->adaptive && (o->epoch != epoch || o->moving)) {
+            /* A switch came (or is on its way) since this began. */
+            *target = o->epoch + (o->moving ? 1u : 0u);
+            pthread_mutex_unlock(&o->lock);
+            return REDIRECT;
+        }
         if (guard_holds(o, op, arg, len)) {
+            if (o->adaptive && o->strategy == FLIT_OBJECT_OWNED)
+                place_count(o, flit_job_rank().idx, d->kind == FLIT_OBJECT_WRITE);
             size_t n;
             if (nres == 1 && res[0].iov_len >= d->res_max) {
                 n = apply(o, op, arg, len, res[0].iov_base);
@@ -400,7 +366,7 @@ static flit_status invoke_local(flit_object_t *o, unsigned op, const void *arg,
             if (d->kind == FLIT_OBJECT_WRITE)
                 run_queue(o, &done);
             pthread_mutex_unlock(&o->lock);
-            answer(done);
+            object_answer(done);
             *res_len = n;
             return n > cap ? FLIT_ERR_TOO_LARGE : FLIT_OK;
         }
@@ -422,10 +388,20 @@ static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *us
     (void)g;
     flit_object_t *o = user;
     struct hdr h;
-    if (total < sizeof h || flit_group_recv(m, &h, sizeof h) != FLIT_OK ||
-        h.op >= o->type->nops)
+    if (total < sizeof h || flit_group_recv(m, &h, sizeof h) != FLIT_OK)
         return; /* nothing of ours sends these */
     size_t len = total - sizeof h;
+    epoch_word epoch = 0;
+    if (o->adaptive) {
+        if (len < sizeof epoch || flit_group_recv(m, &epoch, sizeof epoch) != FLIT_OK)
+            return;
+        len -= sizeof epoch;
+    }
+    if (h.op >= o->type->nops) {
+        if (o->adaptive)
+            place_deliver(o, m, &h, (uint32_t)epoch, len);
+        return;
+    }
     struct call *c = NULL;
     if (flit_group_msg_sender(m).idx == flit_job_rank().idx)
         c = (struct call *)(uintptr_t)h.token;
@@ -447,7 +423,15 @@ static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *us
     }
     struct pending *done = NULL;
     pthread_mutex_lock(&o->lock);
-    if (!guard_holds(o, h.op, arg, len)) {
+    if (o->adaptive && (epoch != o->epoch || o->strategy != FLIT_OBJECT_REPLICATED)) {
+        /* Sent before a switch ordered ahead of it: applied by no member,
+           its writer makes it again under the new placement. */
+        if (c) {
+            c->target = o->epoch;
+            c->st = REDIRECT;
+            atomic_store_explicit(&c->done, 1, memory_order_release);
+        }
+    } else if (!guard_holds(o, h.op, arg, len)) {
         struct pending *p = calloc(1, sizeof *p);
         void *copy = heap ? heap : malloc(len ? len : 1);
         if (!p || !copy) {
@@ -470,9 +454,10 @@ static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *us
     free(heap);
 }
 
-static flit_status invoke_write(flit_object_t *o, unsigned op, const struct iovec *arg,
-                                int narg, const void *flat, size_t len,
-                                const struct iovec *res, int nres, size_t *res_len)
+static flit_status invoke_write(flit_object_t *o, uint32_t epoch, unsigned op,
+                                const struct iovec *arg, int narg, const void *flat,
+                                size_t len, const struct iovec *res, int nres,
+                                size_t *res_len, uint32_t *target)
 {
     /* Inside a handler the wait below could not be made, and the message
        would name a call that is gone: refuse before sending (a poll answers
@@ -483,13 +468,16 @@ static flit_status invoke_write(flit_object_t *o, unsigned op, const struct iove
     struct call c = {.arg = flat, .len = len, .res = res, .nres = nres};
     atomic_init(&c.done, 0);
     struct hdr h = {o->id, op, (uint64_t)(uintptr_t)&c};
+    epoch_word e = epoch;
+    int k = o->adaptive ? 2 : 1; /* the header, and an AUTO object's epoch */
     struct iovec small[8], *v = small;
-    if (narg + 1 > 8 && !(v = malloc(sizeof *v * (size_t)(narg + 1))))
+    if (narg + k > 8 && !(v = malloc(sizeof *v * (size_t)(narg + k))))
         return FLIT_ERR_NO_MEMORY;
     v[0] = (struct iovec){&h, sizeof h};
+    v[1] = (struct iovec){&e, sizeof e};
     if (narg)
-        memcpy(v + 1, arg, sizeof *v * (size_t)narg);
-    st = flit_group_sendv(o->group, v, narg + 1);
+        memcpy(v + k, arg, sizeof *v * (size_t)narg);
+    st = flit_group_sendv(o->group, v, narg + k);
     if (v != small)
         free(v);
     if (st != FLIT_OK)
@@ -500,10 +488,80 @@ static flit_status invoke_write(flit_object_t *o, unsigned op, const struct iove
             return st;
     }
     *res_len = c.res_len;
+    *target = c.target;
     return c.st;
 }
 
 /* ---------------------------------------------------------------- invoke */
+
+/* The argument flat in *flat: its one piece, or the pieces joined once in
+ *joined (to be freed). False when that cannot be had. */
+static bool join(const struct iovec *arg, int narg, size_t len, const void **flat,
+                 void **joined)
+{
+    *flat = NULL;
+    *joined = NULL;
+    if (narg == 1) {
+        *flat = arg[0].iov_base;
+    } else if (narg > 1) {
+        if (!(*joined = malloc(len ? len : 1)))
+            return false;
+        char *p = *joined;
+        for (int i = 0; i < narg; i++) {
+            if (arg[i].iov_len)
+                memcpy(p, arg[i].iov_base, arg[i].iov_len);
+            p += arg[i].iov_len;
+        }
+        *flat = *joined;
+    }
+    return true;
+}
+
+/* An AUTO object: the operation under the placement seen when it starts,
+   made again under the next one when a switch overtook it (the attempt
+   that met the switch was applied nowhere). */
+static flit_status invoke_auto(flit_object_t *o, unsigned op, bool write,
+                               const struct iovec *arg, int narg, size_t len,
+                               const struct iovec *res, int nres, size_t cap,
+                               size_t *res_len)
+{
+    const void *flat;
+    void *joined;
+    if (!join(arg, narg, len, &flat, &joined))
+        return FLIT_ERR_NO_MEMORY;
+    flit_status st;
+    flit_object_strategy was;
+    for (;;) {
+        pthread_mutex_lock(&o->lock);
+        uint32_t epoch = o->epoch, target = epoch;
+        was = o->strategy;
+        flit_rank_t owner = o->owner;
+        bool holds = o->holds, dead = o->owner_dead;
+        pthread_mutex_unlock(&o->lock);
+        if (was == FLIT_OBJECT_OWNED && !holds && dead) {
+            st = FLIT_ERR_PEER_DOWN;
+            break;
+        }
+        if (was == FLIT_OBJECT_REPLICATED ? !write : holds) {
+            atomic_fetch_add_explicit(&o->local, 1, memory_order_relaxed);
+            st = invoke_local(o, epoch, op, flat, len, res, nres, cap, res_len, &target);
+        } else if (was == FLIT_OBJECT_OWNED) {
+            st = invoke_remote(o, owner, op, arg, narg, res, nres, res_len, &target);
+        } else {
+            st = invoke_write(o, epoch, op, arg, narg, flat, len, res, nres, res_len,
+                              &target);
+        }
+        if (st != REDIRECT)
+            break;
+        atomic_fetch_add_explicit(&o->retries, 1, memory_order_relaxed);
+        if ((st = place_await(o, epoch, target)) != FLIT_OK)
+            break;
+    }
+    free(joined);
+    if (st == FLIT_OK || st == FLIT_ERR_TOO_LARGE)
+        place_after(o, write, was);
+    return st;
+}
 
 flit_status flit_object_invokev(flit_object_t *obj, unsigned op, const struct iovec *arg,
                                 int narg, const struct iovec *res, int nres,
@@ -525,31 +583,24 @@ flit_status flit_object_invokev(flit_object_t *obj, unsigned op, const struct io
     bool write = d->kind == FLIT_OBJECT_WRITE;
     atomic_fetch_add_explicit(write ? &obj->writes : &obj->reads, 1,
                               memory_order_relaxed);
+    if (obj->adaptive)
+        return invoke_auto(obj, op, write, arg, narg, len, res, nres, cap, res_len);
+    /* Pinned: the placement never changes, no epoch to heed. */
+    uint32_t target;
     bool local = obj->strategy == FLIT_OBJECT_REPLICATED ? !write : obj->holds;
     if (!local && obj->strategy == FLIT_OBJECT_OWNED)
-        return invoke_remote(obj, op, arg, narg, res, nres, res_len);
+        return invoke_remote(obj, obj->owner, op, arg, narg, res, nres, res_len, &target);
     /* Flat, or joined once when gathered from several pieces. */
-    const void *flat = NULL;
-    void *joined = NULL;
-    if (narg == 1) {
-        flat = arg[0].iov_base;
-    } else if (narg > 1) {
-        if (!(joined = malloc(len ? len : 1)))
-            return FLIT_ERR_NO_MEMORY;
-        char *p = joined;
-        for (int i = 0; i < narg; i++) {
-            if (arg[i].iov_len)
-                memcpy(p, arg[i].iov_base, arg[i].iov_len);
-            p += arg[i].iov_len;
-        }
-        flat = joined;
-    }
+    const void *flat;
+    void *joined;
+    if (!join(arg, narg, len, &flat, &joined))
+        return FLIT_ERR_NO_MEMORY;
     flit_status st;
     if (local) {
         atomic_fetch_add_explicit(&obj->local, 1, memory_order_relaxed);
-        st = invoke_local(obj, op, flat, len, res, nres, cap, res_len);
+        st = invoke_local(obj, 0, op, flat, len, res, nres, cap, res_len, &target);
     } else {
-        st = invoke_write(obj, op, arg, narg, flat, len, res, nres, res_len);
+        st = invoke_write(obj, 0, op, arg, narg, flat, len, res, nres, res_len, &target);
     }
     free(joined);
     return st;
@@ -584,6 +635,10 @@ flit_status flit_objects_create(flit_ep_t *ep, flit_objects_t **out)
     }
     if (st == FLIT_OK)
         st = flit_rpc_register(objs->rpc, PROC_INVOKE, serve, objs);
+    if (st == FLIT_OK && (st = place_listen(objs)) != FLIT_OK) {
+        flit_groups_destroy(objs->groups);
+        flit_rpc_destroy(objs->rpc);
+    }
     if (st != FLIT_OK) {
         pthread_mutex_destroy(&objs->lock);
         free(objs);
@@ -602,9 +657,12 @@ flit_status flit_objects_destroy(flit_objects_t *objs)
     pthread_mutex_unlock(&objs->lock);
     if (live)
         return FLIT_ERR_AGAIN;
+    place_unlisten(objs);
     flit_status st = flit_rpc_destroy(objs->rpc);
-    if (st != FLIT_OK)
+    if (st != FLIT_OK) {
+        place_listen(objs);
         return st;
+    }
     flit_status st2 = flit_groups_destroy(objs->groups);
     pthread_mutex_destroy(&objs->lock);
     free(objs);
@@ -628,6 +686,7 @@ static void object_free(flit_object_t *o)
         o->type->fini(o->state, o->type->user);
     free(o->state);
     free(o->scratch);
+    place_fini(o);
     pthread_mutex_destroy(&o->lock);
     free(o);
 }
@@ -651,7 +710,8 @@ flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
 {
     if (!objs || !type || !out || (!init_arg && init_len) || (!members && n))
         return FLIT_ERR_INVALID_ARG;
-    if (strategy != FLIT_OBJECT_REPLICATED && strategy != FLIT_OBJECT_OWNED)
+    if (strategy != FLIT_OBJECT_REPLICATED && strategy != FLIT_OBJECT_OWNED &&
+        strategy != FLIT_OBJECT_AUTO)
         return FLIT_ERR_INVALID_ARG;
     flit_status st = check_type(type);
     if (st != FLIT_OK)
@@ -673,11 +733,17 @@ flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
     o->id = id;
     o->objs = objs;
     o->type = type;
-    o->strategy = strategy;
+    /* AUTO starts replicated: every member makes a copy. */
+    o->adaptive = strategy == FLIT_OBJECT_AUTO;
+    o->strategy = o->adaptive ? FLIT_OBJECT_REPLICATED : strategy;
     o->owner = strategy == FLIT_OBJECT_OWNED ? owner : flit_rank(UINT32_MAX);
-    o->holds = strategy == FLIT_OBJECT_REPLICATED || owner.idx == me.idx;
+    o->holds = strategy != FLIT_OBJECT_OWNED || owner.idx == me.idx;
     o->tail = &o->queue;
     pthread_mutex_init(&o->lock, NULL);
+    if (o->adaptive && (st = place_init(o, members, n)) != FLIT_OK) {
+        object_free(o);
+        return st;
+    }
     size_t rmax = res_max_of(type);
     if (o->holds) {
         o->state = calloc(1, type->state_size ? type->state_size : 1);
@@ -700,7 +766,10 @@ flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
     o->next = objs->list;
     objs->list = o;
     pthread_mutex_unlock(&objs->lock);
-    st = flit_group_create(objs->groups, id, members, n, NULL, deliver, o, &o->group);
+    flit_group_params_t gp = {
+        .field_mask = FLIT_GROUP_PARAM_VIEW_FN, .view_fn = place_view, .view_user = o};
+    st = flit_group_create(objs->groups, id, members, n, o->adaptive ? &gp : NULL,
+                           deliver, o, &o->group);
     if (st != FLIT_OK) {
         unlink_object(objs, o);
         object_free(o);
@@ -718,6 +787,9 @@ flit_status flit_object_destroy(flit_object_t *obj)
     if (st == FLIT_ERR_IN_HANDLER || st == FLIT_ERR_INVALID_ARG)
         return st;
     unlink_object(obj->objs, obj);
+    /* The progress listener may hold it (another thread's): let it go. */
+    while (atomic_load(&obj->busy))
+        flit_wait(obj->objs->ep, WAIT_SLICE);
     /* Operations still waiting for their guard cannot run any more. */
     struct pending *done = NULL;
     while (obj->queue) {
@@ -732,7 +804,7 @@ flit_status flit_object_destroy(flit_object_t *obj)
             free(p);
         }
     }
-    answer(done);
+    object_answer(done);
     obj->magic = 0;
     object_free(obj);
     return st;
@@ -758,8 +830,17 @@ flit_status flit_object_stats(flit_object_t *obj, flit_object_stats_t *out)
 {
     if (!obj || !out || out->struct_size < sizeof *out)
         return FLIT_ERR_INVALID_ARG;
+    pthread_mutex_lock(&obj->lock);
     out->strategy = obj->strategy;
     out->owner = obj->owner;
+    flit_object_strategy placement = !obj->adaptive ? obj->strategy
+                                     : obj->pinned
+                                         ? (flit_object_strategy)obj->pin.strategy
+                                         : FLIT_OBJECT_AUTO;
+    pthread_mutex_unlock(&obj->lock);
+    out->placement = placement;
+    out->switches = atomic_load(&obj->switches);
+    out->retries = atomic_load(&obj->retries);
     out->reads = atomic_load(&obj->reads);
     out->writes = atomic_load(&obj->writes);
     out->local = atomic_load(&obj->local);

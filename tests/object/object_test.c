@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Shared objects (<flit/object.h>) under flitrun, replicated (--replicated)
- * or owned by the last rank (--owned):
+ * Shared objects (<flit/object.h>) under flitrun, replicated (--replicated),
+ * owned by the last rank (--owned) or placed by the runtime (--auto: both
+ * the counter's and the buffer's writes move it to an owner mid-stream):
  *   --test counter  every rank (and --threads threads on each) adds 1 to one
  *                   object --count times and reads it between; each add's
  *                   result is larger than the thread's last, a read never
@@ -24,14 +25,18 @@
 static flit_ep_t *ep;
 static flit_objects_t *objs;
 static uint32_t nranks, me;
-static bool owned;
+static bool owned, autop;
+
+#include "common.h"
 
 static flit_object_t *make(uint32_t id, const flit_object_type_t *t, const void *init,
                            size_t len)
 {
     flit_object_t *o;
     CHECK_OK(flit_object_create(objs, id, t, NULL, 0,
-                                owned ? FLIT_OBJECT_OWNED : FLIT_OBJECT_REPLICATED,
+                                autop   ? FLIT_OBJECT_AUTO
+                                : owned ? FLIT_OBJECT_OWNED
+                                        : FLIT_OBJECT_REPLICATED,
                                 flit_rank(nranks - 1), init, len, &o));
     return o;
 }
@@ -85,12 +90,6 @@ static const flit_object_op_t pair_ops[] = {
 static const flit_object_type_t pair_type = {
     sizeof(struct pair), pair_init, NULL, pair_ops, 2, NULL};
 
-struct worker {
-    flit_object_t *o;
-    uint64_t count;
-    pthread_t tid;
-};
-
 static void *count_worker(void *arg)
 {
     struct worker *w = arg;
@@ -113,19 +112,7 @@ static void test_counter(uint64_t count, unsigned threads)
 {
     int64_t base = 1000;
     flit_object_t *o = make(7, &pair_type, &base, sizeof base);
-    struct worker w[16];
-    for (unsigned t = 0; t < threads; t++) {
-        w[t] = (struct worker){o, count, 0};
-        if (threads > 1)
-            CHECK(pthread_create(&w[t].tid, NULL, count_worker, &w[t]) == 0);
-        else
-            count_worker(&w[t]);
-    }
-    if (threads > 1) {
-        /* The threads make progress in their calls; this one joins. */
-        for (unsigned t = 0; t < threads; t++)
-            CHECK(pthread_join(w[t].tid, NULL) == 0);
-    }
+    run_workers(count_worker, o, count, threads);
     CHECK_OK(flit_barrier(ep));
     /* A write after the barrier is ordered after every write before it. */
     int64_t zero = 0, v, g[2];
@@ -137,8 +124,17 @@ static void test_counter(uint64_t count, unsigned threads)
     flit_object_stats_t s = {.struct_size = sizeof s};
     CHECK_OK(flit_object_stats(o, &s));
     CHECK(s.writes == count * threads + 1);
-    CHECK(s.strategy == (owned ? FLIT_OBJECT_OWNED : FLIT_OBJECT_REPLICATED));
-    if (!owned) {
+    if (autop) {
+        /* 4 writes to a read: the runtime moved it to an owner */
+        CHECK(s.placement == FLIT_OBJECT_AUTO && s.switches >= 1);
+        CHECK(s.strategy == FLIT_OBJECT_OWNED && s.owner.idx < nranks);
+    } else {
+        CHECK(s.strategy == (owned ? FLIT_OBJECT_OWNED : FLIT_OBJECT_REPLICATED));
+        CHECK(s.placement == s.strategy && s.switches == 0 && s.retries == 0);
+    }
+    if (autop) {
+        CHECK(s.local <= s.reads + s.writes + s.retries);
+    } else if (!owned) {
         CHECK(s.local == s.reads); /* reads of a replica never leave */
         /* Others' last writes may still be on their way here. */
         CHECK(s.applied >= s.reads + count * threads * nranks + 1 &&
@@ -269,6 +265,12 @@ static void test_buffer(uint64_t count)
         }
     CHECK(t[0] == want[0] && t[1] == want[1] && t[2] == want[2]);
     CHECK(want[0] == total);
+    if (autop) {
+        /* every operation a write: moved to an owner, guards waiting across */
+        flit_object_stats_t s = {.struct_size = sizeof s};
+        CHECK_OK(flit_object_stats(buf, &s));
+        CHECK(s.placement == FLIT_OBJECT_AUTO && s.switches >= 1);
+    }
     CHECK_OK(flit_object_destroy(tally));
     CHECK_OK(flit_object_destroy(buf));
 }
@@ -388,7 +390,7 @@ static void test_gather(size_t max)
 /* From inside a handler: a read of a replica or of an owned object here
    runs; what must send or wait answers FLIT_ERR_IN_HANDLER. */
 static flit_object_t *in_handler_obj;
-static flit_status in_handler_st[2];
+static flit_status in_handler_st[3];
 static atomic_int in_handler_done;
 
 static void in_handler(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
@@ -398,6 +400,8 @@ static void in_handler(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
     int64_t one = 1, v, g[2];
     in_handler_st[0] = flit_object_invoke(in_handler_obj, 1, NULL, 0, g, sizeof g, NULL);
     in_handler_st[1] = flit_object_invoke(in_handler_obj, 0, &one, 8, &v, 8, NULL);
+    in_handler_st[2] =
+        flit_object_place(in_handler_obj, FLIT_OBJECT_REPLICATED, flit_rank(0));
     atomic_store(&in_handler_done, 1);
 }
 
@@ -422,7 +426,7 @@ static void test_errors(void)
              FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_object_create(objs, 1, &pair_type, NULL, 2, R, last, &one, 8, &o),
              FLIT_ERR_INVALID_ARG);
-    CHECK_ST(flit_object_create(objs, 1, &pair_type, NULL, 0, (flit_object_strategy)2,
+    CHECK_ST(flit_object_create(objs, 1, &pair_type, NULL, 0, (flit_object_strategy)3,
                                 last, &one, 8, &o),
              FLIT_ERR_INVALID_ARG);
     flit_object_type_t t = pair_type;
@@ -519,10 +523,52 @@ static void test_errors(void)
         CHECK_ST(flit_object_stats(o, &s), FLIT_ERR_INVALID_ARG);
         CHECK_ST(flit_object_stats(NULL, &s), FLIT_ERR_INVALID_ARG);
         CHECK_ST(flit_object_stats(o, NULL), FLIT_ERR_INVALID_ARG);
+        s.struct_size = sizeof s;
+        CHECK_OK(flit_object_stats(o, &s));
+        CHECK(s.placement == (owned ? O : R) && s.switches == 0);
+        /* A pinned object has no placement to change. */
+        CHECK_ST(flit_object_place(o, R, last), FLIT_ERR_NOT_SUPPORTED);
         CHECK_OK(flit_barrier(ep));
         CHECK_OK(flit_object_destroy(o));
     }
     CHECK_ST(flit_object_destroy(NULL), FLIT_ERR_INVALID_ARG);
+    owned = false;
+
+    /* flit_object_place, on an AUTO object of the whole job and on one of
+       this rank alone */
+    const flit_object_strategy A = FLIT_OBJECT_AUTO;
+    CHECK_OK(flit_object_create(objs, 20, &pair_type, NULL, 0, A, outside, &one, 8, &o));
+    flit_object_t *solo;
+    CHECK_OK(flit_object_create(objs, 21, &pair_type, self, 1, A, last, &one, 8, &solo));
+    CHECK_ST(flit_object_place(NULL, R, last), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_object_place(o, (flit_object_strategy)3, last), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_object_place(o, O, outside), FLIT_ERR_RANK);
+    CHECK_ST(flit_object_place(solo, O, flit_rank(me ? 0 : 1)), FLIT_ERR_INVALID_ARG);
+    flit_object_stats_t s = {.struct_size = sizeof s};
+    CHECK_OK(flit_object_stats(o, &s));
+    CHECK(s.placement == A && s.strategy == R && s.owner.idx == UINT32_MAX &&
+          s.switches == 0);
+    /* Pinned by this rank alone, then handed back to the runtime. */
+    CHECK_OK(flit_object_place(solo, O, flit_rank(me)));
+    CHECK_OK(flit_object_stats(solo, &s));
+    CHECK(s.placement == O && s.strategy == O && s.owner.idx == me && s.switches == 1);
+    CHECK_OK(flit_object_place(solo, R, flit_rank(me)));
+    CHECK_OK(flit_object_stats(solo, &s));
+    CHECK(s.placement == R && s.strategy == R && s.switches == 2);
+    CHECK_OK(flit_object_place(solo, A, outside)); /* the owner is not looked at */
+    CHECK_OK(flit_object_stats(solo, &s));
+    CHECK(s.placement == A && s.strategy == R && s.switches == 2);
+    int64_t v;
+    CHECK_OK(flit_object_invoke(solo, 0, &one, 8, &v, 8, NULL));
+    CHECK(v == 2);
+    in_handler_obj = o;
+    atomic_store(&in_handler_done, 0);
+    CHECK_OK(flit_am_short(ep, flit_rank(me), flit_handler(1), NULL, 0, 0));
+    MP_WAIT(ep, atomic_load(&in_handler_done));
+    CHECK_ST(in_handler_st[2], FLIT_ERR_IN_HANDLER);
+    CHECK_OK(flit_barrier(ep));
+    CHECK_OK(flit_object_destroy(solo));
+    CHECK_OK(flit_object_destroy(o));
 }
 
 /* ---------------------------------------------------------------- kill */
@@ -530,89 +576,6 @@ static void test_errors(void)
 /* The last rank dies mid-stream: survivors agree on the replicated object
    (every copy the same value and history) and hear FLIT_ERR_PEER_DOWN from
    the object it owned, without hanging. */
-struct hist {
-    int64_t value;
-    uint64_t hist, done, heard, agreed;
-};
-
-static size_t hist_add(void *state, const void *arg, size_t len, void *res, void *user)
-{
-    (void)len, (void)res, (void)user;
-    struct hist *h = state;
-    int64_t by;
-    memcpy(&by, arg, sizeof by);
-    h->value += by;
-    h->hist = (h->hist ^ (uint64_t)h->value) * 0x100000001b3ull;
-    return 0;
-}
-
-static size_t hist_done(void *state, const void *arg, size_t len, void *res, void *user)
-{
-    (void)arg, (void)len, (void)res, (void)user;
-    ((struct hist *)state)->done++;
-    return 0;
-}
-
-static int all_done(const void *state, const void *arg, size_t len, void *user)
-{
-    (void)len, (void)user;
-    uint64_t want;
-    memcpy(&want, arg, sizeof want);
-    return ((const struct hist *)state)->done >= want;
-}
-
-static int all_heard(const void *state, const void *arg, size_t len, void *user)
-{
-    (void)len, (void)user;
-    uint64_t want;
-    memcpy(&want, arg, sizeof want);
-    return ((const struct hist *)state)->heard >= want;
-}
-
-static size_t hist_read(void *state, const void *arg, size_t len, void *res, void *user)
-{
-    (void)arg, (void)len, (void)user;
-    memcpy(res, state, sizeof(struct hist));
-    return sizeof(struct hist);
-}
-
-static size_t hist_agree(void *state, const void *arg, size_t len, void *res, void *user)
-{
-    (void)len, (void)res, (void)user;
-    struct hist *h = state;
-    int64_t said[2];
-    memcpy(said, arg, sizeof said);
-    h->heard++;
-    h->agreed += said[0] == h->value && (uint64_t)said[1] == h->hist;
-    return 0;
-}
-
-static const flit_object_op_t hist_ops[] = {
-    {FLIT_OBJECT_WRITE, 8, 0, hist_add, NULL},
-    {FLIT_OBJECT_WRITE, 0, 0, hist_done, NULL},
-    {FLIT_OBJECT_READ, 8, sizeof(struct hist), hist_read, all_done},
-    {FLIT_OBJECT_WRITE, 16, 0, hist_agree, NULL},
-    {FLIT_OBJECT_READ, 8, sizeof(struct hist), hist_read, all_heard},
-};
-static const flit_object_type_t hist_type = {
-    sizeof(struct hist), NULL, NULL, hist_ops, 5, NULL};
-
-static atomic_int victim_down;
-
-static void on_down(flit_ep_t *e, flit_rank_t peer, flit_status why, void *user)
-{
-    (void)e, (void)why, (void)user;
-    CHECK(peer.idx == nranks - 1);
-    atomic_store(&victim_down, 1);
-}
-
-static void on_returned(flit_ep_t *e, const flit_returned_t *r, void *user)
-{
-    if (r->reason == FLIT_ERR_PEER_DOWN && r->peer.idx == nranks - 1)
-        return; /* what was on its way to the victim */
-    mp_returned_fail(e, r, user);
-}
-
 static void test_kill(uint64_t count, uint64_t kill_after)
 {
     CHECK(nranks >= 3 && kill_after < count);
@@ -631,13 +594,7 @@ static void test_kill(uint64_t count, uint64_t kill_after)
         CHECK_OK(flit_object_invoke(rep, 0, &one, 8, NULL, 0, NULL));
     }
     uint64_t survivors = nranks - 1;
-    struct hist h, seen;
-    CHECK_OK(flit_object_invoke(rep, 1, NULL, 0, NULL, 0, NULL));
-    CHECK_OK(flit_object_invoke(rep, 2, &survivors, 8, &seen, sizeof seen, NULL));
-    int64_t said[2] = {seen.value, (int64_t)seen.hist};
-    CHECK_OK(flit_object_invoke(rep, 3, said, sizeof said, NULL, 0, NULL));
-    CHECK_OK(flit_object_invoke(rep, 4, &survivors, 8, &h, sizeof h, NULL));
-    CHECK(h.heard == survivors && h.agreed == survivors);
+    struct hist h = survivors_agree(rep, survivors);
     CHECK(h.value >= (int64_t)(survivors * count) &&
           h.value <= (int64_t)(survivors * count + kill_after));
     MP_WAIT(ep, atomic_load(&victim_down));
@@ -647,33 +604,15 @@ static void test_kill(uint64_t count, uint64_t kill_after)
     printf("object kill: rank %u: %lld, the same history as %llu of %llu survivors\n", me,
            (long long)h.value, (unsigned long long)h.agreed,
            (unsigned long long)survivors);
-    flit_status st = flit_object_destroy(own);
-    CHECK(st == FLIT_OK || st == FLIT_ERR_PEER_DOWN);
-    st = flit_object_destroy(rep);
-    CHECK(st == FLIT_OK || st == FLIT_ERR_PEER_DOWN);
-    printf("object kill: rank %u OK\n", me);
-    /* The objects' RPC object ends with a barrier, which a dead rank
-       fails; flit_finalize still ends the job here. */
-    st = flit_objects_destroy(objs);
-    CHECK(st == FLIT_OK || st == FLIT_ERR_PEER_DOWN);
-    flit_finalize();
-    exit(0);
+    flit_object_t *const mine[] = {own, rep};
+    survivor_end(mine, 2, "object kill");
 }
 
 int main(int argc, char **argv)
 {
-    CHECK_OK(flit_init(NULL));
-    nranks = flit_job_size();
-    me = flit_job_rank().idx;
-    unsigned threads = (unsigned)mp_arg_u64(argc, argv, "--threads", 1);
-    CHECK(threads >= 1 && threads <= 16);
-    flit_ep_params_t p = {.field_mask = FLIT_EP_PARAM_THREAD_MODE,
-                          .thread_mode =
-                              threads > 1 ? FLIT_THREAD_SAFE : FLIT_THREAD_SINGLE};
-    CHECK_OK(flit_ep_create(&p, &ep));
-    CHECK_OK(flit_am_set_returned_handler(ep, mp_returned_fail, NULL));
+    unsigned threads = start(argc, argv, 16);
     owned = mp_arg_flag(argc, argv, "--owned");
-    CHECK_OK(flit_objects_create(ep, &objs));
+    autop = mp_arg_flag(argc, argv, "--auto");
     uint64_t count = test_scaled(mp_arg_u64(argc, argv, "--count", 500));
     const char *test = "counter";
     for (int i = 1; i + 1 < argc; i++)

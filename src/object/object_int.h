@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What object.c (operations, creation) and placement.c (the runtime's
+ * placement of FLIT_OBJECT_AUTO objects) share. Public API only.
+ */
+#ifndef FLIT_OBJECT_INT_H
+#define FLIT_OBJECT_INT_H
+
+#include <flit/object.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define PROC_INVOKE  0u
+#define SMALL        256u /* arguments and results up to this on the stack */
+#define WAIT_SLICE   2000 /* us: a guard is looked at again at least this often */
+#define OBJECT_MAGIC 0x6f626a65u
+
+/* Group messages that are not writes: hdr.op above any operation. */
+#define OP_REPORT 0xfffffff0u /* [hdr][uint64 reads, writes] */
+#define OP_SWITCH 0xfffffff1u /* [hdr][struct move][state]: from the owner */
+#define OP_PLACE  0xfffffff2u /* [hdr][struct move]: flit_object_place */
+
+/* An operation met a switch (or an owner about to switch) and must be made
+   again under the placement of epoch call->target or later. Never returned
+   to the program. On the wire, an RPC reply's status word REDIRECT_BIT |
+   the epoch to wait for. */
+#define REDIRECT     ((flit_status)1000)
+#define REDIRECT_BIT 0x80000000u
+
+struct hdr {
+    uint32_t id;
+    uint32_t op;
+    uint64_t token; /* replicated writes, place requests: the sender's call */
+};
+
+/* An AUTO object's group messages: [struct hdr][uint64 epoch][...], the
+   placement the sender saw (pinned objects send no epoch, and an RPC needs
+   none: the owner looks at its own). */
+typedef uint64_t epoch_word;
+
+/* A placement: a strategy and, when owned, the owner. */
+struct move {
+    uint32_t strategy;
+    uint32_t owner;
+};
+
+/* A replicated write (or place request) this member made, waiting to be
+   applied (or delivered) here. */
+struct call {
+    const void *arg; /* the argument when flat (or joined), else NULL */
+    size_t len;
+    const struct iovec *res;
+    int nres;
+    size_t res_len;
+    flit_status st;
+    uint32_t target; /* REDIRECT: the epoch to retry in */
+    atomic_int done;
+};
+
+/* An operation waiting for its guard. */
+struct pending {
+    struct pending *next;
+    unsigned op;
+    void *arg; /* malloc'ed copy */
+    size_t len;
+    struct call *call;       /* replicated: this member's own write */
+    flit_rpc_reply_t *reply; /* owned: the deferred reply */
+    void *res;               /* owned: room for the result */
+    size_t res_len;
+    flit_status st;
+    uint32_t redirect; /* owned: nonzero, the status word of a redirect */
+};
+
+struct flit_object {
+    uint32_t magic;
+    uint32_t id;
+    flit_objects_t *objs;
+    const flit_object_type_t *type;
+    /* Pinned objects: fixed at creation. AUTO ones: changed under lock, at
+       a delivery of the group (the same place on every member). */
+    flit_object_strategy strategy;
+    flit_rank_t owner;
+    bool holds; /* a copy of the state lives here (up to date) */
+    flit_group_t *group;
+    pthread_mutex_t lock;
+    void *state;
+    void *scratch; /* results nobody here wants, under lock */
+    struct pending *queue, **tail;
+    atomic_uint_fast64_t reads, writes, local, applied, guard_waits;
+    flit_object_t *next; /* in the table */
+
+    /* ---- FLIT_OBJECT_AUTO (placement.c); under lock unless atomic ---- */
+    bool adaptive;   /* created AUTO */
+    uint32_t epoch;  /* placements installed here: the switches */
+    bool moving;     /* the owner captured the state for a switch */
+    bool owner_dead; /* the owner left the group while owning */
+    bool pinned;     /* by flit_object_place, at its place in the order */
+    struct move pin;
+    uint32_t pin_seq; /* place requests delivered */
+    bool want;        /* owner: a switch to send (want_to) */
+    atomic_int wantf; /* want, read without the lock */
+    struct move want_to;
+    bool stuck;                /* the state is too large to move: stays where it is */
+    uint8_t *member;           /* [job size]: nonzero for a member */
+    uint64_t *cr, *cw, ctotal; /* the window's counts, per job rank */
+    atomic_uint_fast64_t rep_r, rep_w; /* counted here, not reported yet */
+    atomic_uint_fast64_t switches, retries;
+    atomic_int busy; /* the progress listener is using it */
+};
+
+struct flit_objects {
+    flit_ep_t *ep;
+    flit_rpc_t *rpc;
+    flit_groups_t *groups;
+    pthread_mutex_t lock;
+    flit_object_t *list;
+    atomic_int work; /* some owner has a switch to send */
+    bool listening;
+};
+
+/* object.c */
+void object_answer(struct pending *done);
+void object_pending_free(struct pending *p);
+
+/* placement.c */
+flit_status place_init(flit_object_t *o, const flit_rank_t *members, unsigned n);
+void place_fini(flit_object_t *o);
+flit_status place_listen(flit_objects_t *objs);
+void place_unlisten(flit_objects_t *objs);
+/* Under lock, at the owner of an owned object: one operation of rank. */
+void place_count(flit_object_t *o, uint32_t rank, bool write);
+/* After an operation of this member (program code, no lock). */
+void place_after(flit_object_t *o, bool write, flit_object_strategy was);
+/* In the delivery handler: the placement messages. */
+void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
+                   uint32_t epoch, size_t len);
+/* Waits until the epoch reaches target (or retries at once when it has). */
+flit_status place_await(flit_object_t *o, uint32_t from, uint32_t target);
+void place_view(flit_group_t *g, flit_rank_t left, void *user);
+
+#endif /* FLIT_OBJECT_INT_H */

@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Run-time placement of FLIT_OBJECT_AUTO objects, after Orca's: the rule,
+ * the counts it reads, and the switch protocol (docs/objects.md has the
+ * whole argument). Public API only.
+ *
+ * Every placement change is installed at a delivery of the object's group,
+ * so every member installs it at the same place of the group's order, and
+ * epoch (the number installed) names the placement everywhere alike:
+ *  - replicated -> owned(k): decided by every member alike at the delivery
+ *    of the report that closes a window (the window's counts are made of
+ *    delivered reports alone). k keeps its copy; the others stop using
+ *    theirs.
+ *  - owned(k) -> anything: decided by k on what it served; k captures its
+ *    state under the lock and from then serves nothing (moving), and
+ *    multicasts OP_SWITCH with the state; at its delivery the members that
+ *    hold the state from then on take it from the message.
+ *  - flit_object_place: OP_PLACE pins (or unpins) at its delivery; the
+ *    switch it needs follows as above.
+ * An operation tagged with an older epoch (a replicated write delivered
+ * after a switch, an RPC that reaches a member that no longer owns or is
+ * moving, a local operation that finds the epoch moved) is applied nowhere
+ * and answered REDIRECT: its caller waits for the epoch named and makes it
+ * again.
+ */
+#include "object_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define REPORT_OPS 16u    /* a member reports its counts this often */
+#define DECIDE_OPS 64u    /* operations in a window the rule looks at */
+#define RETRY_US   50000u /* a redirected call tries again at least this often */
+
+static void window_reset(flit_object_t *o)
+{
+    uint32_t n = flit_job_size();
+    memset(o->cr, 0, sizeof *o->cr * n);
+    memset(o->cw, 0, sizeof *o->cw * n);
+    o->ctotal = 0;
+}
+
+/* Orca's rule, on one window's counts: true with *to set when the object
+   should move. Replicated: writes outnumber reads -> owned by the member
+   that wrote most. Owned: reads over twice the writes -> replicated; else a
+   member that wrote over twice what the owner wrote -> owned by it. */
+static bool rule(const flit_object_t *o, struct move *to)
+{
+    uint32_t n = flit_job_size(), top = UINT32_MAX;
+    uint64_t r = 0, w = 0, topw = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        r += o->cr[i];
+        w += o->cw[i];
+        if (o->cw[i] > topw) {
+            topw = o->cw[i];
+            top = i;
+        }
+    }
+    if (o->strategy == FLIT_OBJECT_REPLICATED) {
+        if (w <= r || top == UINT32_MAX)
+            return false;
+        *to = (struct move){FLIT_OBJECT_OWNED, top};
+        return true;
+    }
+    if (r > 2 * w) {
+        *to = (struct move){FLIT_OBJECT_REPLICATED, UINT32_MAX};
+        return true;
+    }
+    if (top != UINT32_MAX && top != o->owner.idx && topw > 2 * o->cw[o->owner.idx]) {
+        *to = (struct move){FLIT_OBJECT_OWNED, top};
+        return true;
+    }
+    return false;
+}
+
+/* Under lock, at the owner: a switch for the owner to send. */
+static void want(flit_object_t *o, struct move to)
+{
+    o->want = true;
+    o->want_to = to;
+    atomic_store(&o->wantf, 1);
+    atomic_store(&o->objs->work, 1);
+}
+
+static bool placed_at(const flit_object_t *o, struct move m)
+{
+    return (uint32_t)o->strategy == m.strategy &&
+           (m.strategy != FLIT_OBJECT_OWNED || o->owner.idx == m.owner);
+}
+
+/* Under lock, at a delivery (every member at the same place): installs
+   the placement to. Writes waiting for their guard are redone by their
+   writers; deferred replies go to *done, redirected. */
+static void install(flit_object_t *o, struct move to, struct pending **done)
+{
+    uint32_t me = flit_job_rank().idx;
+    o->strategy = (flit_object_strategy)to.strategy;
+    o->owner =
+        to.strategy == FLIT_OBJECT_OWNED ? flit_rank(to.owner) : flit_rank(UINT32_MAX);
+    o->holds = to.strategy == FLIT_OBJECT_REPLICATED || to.owner == me;
+    o->moving = false;
+    o->want = false;
+    atomic_store(&o->wantf, 0);
+    o->owner_dead = false;
+    o->epoch++;
+    atomic_fetch_add(&o->switches, 1);
+    window_reset(o);
+    while (o->queue) {
+        struct pending *p = o->queue;
+        o->queue = p->next;
+        if (p->reply) {
+            p->redirect = REDIRECT_BIT | o->epoch;
+            p->next = *done;
+            *done = p;
+            continue;
+        }
+        if (p->call) {
+            p->call->target = o->epoch;
+            p->call->st = REDIRECT;
+            atomic_store_explicit(&p->call->done, 1, memory_order_release);
+        }
+        free(p->arg);
+        free(p);
+    }
+    o->tail = &o->queue;
+}
+
+/* Under lock, after a pin or a switch: moves on toward the pin. From
+   replicated that is a switch installed here and now (the same place on
+   every member); from owned the owner sends it. */
+static void settle(flit_object_t *o, struct pending **done)
+{
+    if (!o->pinned || placed_at(o, o->pin))
+        return;
+    if (o->strategy == FLIT_OBJECT_REPLICATED)
+        install(o, o->pin, done);
+    else if (o->holds && !o->moving)
+        want(o, o->pin);
+}
+
+void place_count(flit_object_t *o, uint32_t rank, bool write)
+{
+    if (rank >= flit_job_size())
+        return;
+    (write ? o->cw : o->cr)[rank]++;
+    if (++o->ctotal < DECIDE_OPS)
+        return;
+    struct move to;
+    if (!o->pinned && !o->want && !o->moving && !o->stuck && rule(o, &to))
+        want(o, to);
+    window_reset(o);
+}
+
+/* ---------------------------------------------------------------- sending */
+
+/* Program code, at the owner: the switch it wants, with the state. */
+static void send_switch(flit_object_t *o)
+{
+    struct pending *done = NULL;
+    pthread_mutex_lock(&o->lock);
+    struct move to = o->pinned ? o->pin : o->want_to;
+    if (!o->want || o->moving || o->strategy != FLIT_OBJECT_OWNED || !o->holds ||
+        placed_at(o, to)) {
+        o->want = false;
+        atomic_store(&o->wantf, 0);
+        pthread_mutex_unlock(&o->lock);
+        return;
+    }
+    size_t size = o->type->state_size;
+    void *copy = malloc(size ? size : 1);
+    if (!copy) {
+        pthread_mutex_unlock(&o->lock);
+        return; /* wanted still: tried again at the next chance */
+    }
+    memcpy(copy, o->state, size);
+    o->want = false;
+    atomic_store(&o->wantf, 0);
+    o->moving = true; /* nothing more is applied here until it is delivered */
+    uint32_t epoch = o->epoch;
+    while (o->queue) {
+        struct pending *p = o->queue;
+        o->queue = p->next;
+        p->redirect = REDIRECT_BIT | (epoch + 1);
+        p->next = done;
+        done = p;
+    }
+    o->tail = &o->queue;
+    pthread_mutex_unlock(&o->lock);
+    object_answer(done);
+    struct hdr h = {o->id, OP_SWITCH, 0};
+    epoch_word e = epoch;
+    struct iovec v[4] = {{&h, sizeof h}, {&e, sizeof e}, {&to, sizeof to}, {copy, size}};
+    flit_status st = flit_group_sendv(o->group, v, 4);
+    free(copy);
+    if (st == FLIT_OK)
+        return;
+    /* Not sent: the owner serves on. A state too large for one message, or
+       a group that stopped, keeps the object where it is. */
+    pthread_mutex_lock(&o->lock);
+    if (o->epoch == epoch) {
+        o->moving = false;
+        if (st == FLIT_ERR_TOO_LARGE || st == FLIT_ERR_PEER_DOWN)
+            o->stuck = true;
+        else
+            want(o, to);
+    }
+    pthread_mutex_unlock(&o->lock);
+}
+
+/* Program code: this member's counts since its last report, multicast. */
+static void report(flit_object_t *o)
+{
+    uint64_t c[2] = {atomic_exchange(&o->rep_r, 0), atomic_exchange(&o->rep_w, 0)};
+    if (!c[0] && !c[1])
+        return;
+    pthread_mutex_lock(&o->lock);
+    struct hdr h = {o->id, OP_REPORT, 0};
+    epoch_word e = o->epoch;
+    pthread_mutex_unlock(&o->lock);
+    struct iovec v[3] = {{&h, sizeof h}, {&e, sizeof e}, {c, sizeof c}};
+    if (flit_group_sendv(o->group, v, 3) != FLIT_OK) {
+        /* In a handler, say: sent with the next. */
+        atomic_fetch_add(&o->rep_r, c[0]);
+        atomic_fetch_add(&o->rep_w, c[1]);
+    }
+}
+
+void place_after(flit_object_t *o, bool write, flit_object_strategy was)
+{
+    if (was == FLIT_OBJECT_REPLICATED) {
+        atomic_fetch_add_explicit(write ? &o->rep_w : &o->rep_r, 1, memory_order_relaxed);
+        if (atomic_load_explicit(&o->rep_r, memory_order_relaxed) +
+                atomic_load_explicit(&o->rep_w, memory_order_relaxed) >=
+            REPORT_OPS)
+            report(o);
+    }
+    if (atomic_load_explicit(&o->wantf, memory_order_relaxed))
+        send_switch(o);
+}
+
+/* An endpoint's progress listener: the switches owners want, sent from
+   program code even when the owner invokes nothing. */
+static void on_progress(flit_ep_t *ep, void *user)
+{
+    (void)ep;
+    flit_objects_t *objs = user;
+    if (!atomic_load_explicit(&objs->work, memory_order_relaxed))
+        return;
+    atomic_store(&objs->work, 0);
+    flit_object_t *todo[16];
+    unsigned n = 0;
+    pthread_mutex_lock(&objs->lock);
+    for (flit_object_t *o = objs->list; o; o = o->next) {
+        if (!atomic_load(&o->wantf))
+            continue;
+        if (n == sizeof todo / sizeof *todo) {
+            atomic_store(&objs->work, 1); /* the rest on the next pass */
+            break;
+        }
+        atomic_fetch_add(&o->busy, 1);
+        todo[n++] = o;
+    }
+    pthread_mutex_unlock(&objs->lock);
+    for (unsigned i = 0; i < n; i++) {
+        send_switch(todo[i]);
+        atomic_fetch_sub(&todo[i]->busy, 1);
+    }
+}
+
+static const flit_ep_listener_t listener = {NULL, on_progress, NULL};
+
+flit_status place_listen(flit_objects_t *objs)
+{
+    flit_status st = flit_ep_listen(objs->ep, &listener, objs);
+    objs->listening = st == FLIT_OK;
+    return st;
+}
+
+void place_unlisten(flit_objects_t *objs)
+{
+    if (objs->listening)
+        flit_ep_unlisten(objs->ep, &listener, objs);
+    objs->listening = false;
+}
+
+/* ---------------------------------------------------------------- delivery */
+
+void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
+                   uint32_t epoch, size_t len)
+{
+    uint32_t from = flit_group_msg_sender(m).idx, me = flit_job_rank().idx;
+    struct pending *done = NULL;
+    struct move mv;
+    uint64_t c[2];
+    if (h->op == OP_REPORT) {
+        if (len != sizeof c || flit_group_recv(m, c, sizeof c) != FLIT_OK ||
+            from >= flit_job_size())
+            return;
+        pthread_mutex_lock(&o->lock);
+        if (epoch == o->epoch && o->strategy == FLIT_OBJECT_REPLICATED &&
+            o->member[from]) {
+            o->cr[from] += c[0];
+            o->cw[from] += c[1];
+            o->ctotal += c[0] + c[1];
+            if (o->ctotal >= DECIDE_OPS) {
+                if (!o->pinned && rule(o, &mv))
+                    install(o, mv, &done);
+                window_reset(o);
+            }
+        }
+    } else if (h->op == OP_SWITCH) {
+        size_t size = o->type->state_size;
+        if (len != sizeof mv + size || flit_group_recv(m, &mv, sizeof mv) != FLIT_OK)
+            return;
+        pthread_mutex_lock(&o->lock);
+        if (epoch == o->epoch && o->strategy == FLIT_OBJECT_OWNED &&
+            o->owner.idx == from) {
+            /* The old owner's copy is the state; a new holder takes it. */
+            if (from != me && (mv.strategy == FLIT_OBJECT_REPLICATED || mv.owner == me))
+                flit_group_recv(m, o->state, size);
+            install(o, mv, &done);
+            settle(o, &done);
+        }
+    } else if (h->op == OP_PLACE) {
+        if (len != sizeof mv || flit_group_recv(m, &mv, sizeof mv) != FLIT_OK)
+            return;
+        struct call *call = from == me ? (struct call *)(uintptr_t)h->token : NULL;
+        pthread_mutex_lock(&o->lock);
+        o->pin_seq++;
+        o->pinned = mv.strategy != FLIT_OBJECT_AUTO;
+        o->pin = mv;
+        settle(o, &done);
+        if (call) {
+            call->target = o->pin_seq;
+            atomic_store_explicit(&call->done, 1, memory_order_release);
+        }
+    } else {
+        return;
+    }
+    pthread_mutex_unlock(&o->lock);
+    object_answer(done);
+}
+
+void place_view(flit_group_t *g, flit_rank_t left, void *user)
+{
+    (void)g;
+    flit_object_t *o = user;
+    pthread_mutex_lock(&o->lock);
+    if (o->strategy == FLIT_OBJECT_OWNED && o->owner.idx == left.idx)
+        o->owner_dead = true;
+    pthread_mutex_unlock(&o->lock);
+}
+
+/* ---------------------------------------------------------------- waiting */
+
+static uint64_t now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/* Under lock: the owner is gone and the state with it. */
+static bool lost(const flit_object_t *o)
+{
+    return o->strategy == FLIT_OBJECT_OWNED && !o->holds && o->owner_dead;
+}
+
+flit_status place_await(flit_object_t *o, uint32_t from, uint32_t target)
+{
+    /* A target at or behind this member's epoch (the member that
+       redirected has not installed what this one has) is only a pause. */
+    bool ahead = (int32_t)(target - from) > 0;
+    uint64_t until = now_us() + RETRY_US;
+    for (;;) {
+        pthread_mutex_lock(&o->lock);
+        bool there = (int32_t)(o->epoch - target) >= 0, gone = lost(o);
+        pthread_mutex_unlock(&o->lock);
+        if (ahead && there)
+            return FLIT_OK;
+        if (gone)
+            return FLIT_ERR_PEER_DOWN;
+        /* An owner whose switch could not go out serves on: try again. */
+        if (now_us() >= until)
+            return FLIT_OK;
+        flit_status st = flit_wait(o->objs->ep, ahead ? WAIT_SLICE : 1000);
+        if (st != FLIT_OK && st != FLIT_ERR_TIMEOUT)
+            return st;
+        if (!ahead)
+            return FLIT_OK;
+    }
+}
+
+/* ---------------------------------------------------------------- program */
+
+flit_status place_init(flit_object_t *o, const flit_rank_t *members, unsigned n)
+{
+    uint32_t size = flit_job_size();
+    o->member = calloc(size, 1);
+    o->cr = calloc(size, sizeof *o->cr);
+    o->cw = calloc(size, sizeof *o->cw);
+    if (!o->member || !o->cr || !o->cw)
+        return FLIT_ERR_NO_MEMORY;
+    if (!members)
+        memset(o->member, 1, size);
+    for (unsigned i = 0; i < n; i++)
+        if (members[i].idx < size)
+            o->member[members[i].idx] = 1;
+    return FLIT_OK;
+}
+
+void place_fini(flit_object_t *o)
+{
+    free(o->member);
+    free(o->cr);
+    free(o->cw);
+}
+
+flit_status flit_object_place(flit_object_t *obj, flit_object_strategy strategy,
+                              flit_rank_t owner)
+{
+    if (!obj || obj->magic != OBJECT_MAGIC ||
+        (strategy != FLIT_OBJECT_REPLICATED && strategy != FLIT_OBJECT_OWNED &&
+         strategy != FLIT_OBJECT_AUTO))
+        return FLIT_ERR_INVALID_ARG;
+    if (!obj->adaptive)
+        return FLIT_ERR_NOT_SUPPORTED;
+    if (strategy == FLIT_OBJECT_OWNED) {
+        if (owner.idx >= flit_job_size())
+            return FLIT_ERR_RANK;
+        if (!obj->member[owner.idx])
+            return FLIT_ERR_INVALID_ARG;
+    }
+    flit_ep_t *ep = obj->objs->ep;
+    flit_status st = flit_poll(ep); /* FLIT_ERR_IN_HANDLER before sending */
+    if (st != FLIT_OK)
+        return st;
+    struct move mv = {strategy, strategy == FLIT_OBJECT_OWNED ? owner.idx : UINT32_MAX};
+    struct call c = {0};
+    atomic_init(&c.done, 0);
+    struct hdr h = {obj->id, OP_PLACE, (uint64_t)(uintptr_t)&c};
+    epoch_word e = 0; /* (not looked at) */
+    struct iovec v[3] = {{&h, sizeof h}, {&e, sizeof e}, {&mv, sizeof mv}};
+    if ((st = flit_group_sendv(obj->group, v, 3)) != FLIT_OK)
+        return st;
+    while (!atomic_load_explicit(&c.done, memory_order_acquire))
+        if ((st = flit_wait(ep, WAIT_SLICE)) != FLIT_OK && st != FLIT_ERR_TIMEOUT)
+            return st;
+    if (strategy == FLIT_OBJECT_AUTO)
+        return FLIT_OK;
+    for (;;) {
+        pthread_mutex_lock(&obj->lock);
+        bool done = placed_at(obj, mv) || obj->pin_seq != c.target, gone = lost(obj);
+        pthread_mutex_unlock(&obj->lock);
+        if (done)
+            return FLIT_OK;
+        if (gone)
+            return FLIT_ERR_PEER_DOWN;
+        if ((st = flit_wait(ep, WAIT_SLICE)) != FLIT_OK && st != FLIT_ERR_TIMEOUT)
+            return st;
+    }
+}
