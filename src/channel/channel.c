@@ -107,6 +107,7 @@ struct chan_peer {
     uint64_t last_heard, ping_at, fast_at;
     uint64_t progress_ns; /* acknowledgements last moved forward */
     bool probed;          /* the tail probe went since then */
+    bool excused;         /* a gap in our listening was forgiven; not heard since */
     size_t chunk_max;     /* payload bytes of a chunk to this peer */
     uint64_t window;      /* what it lets us have in flight, per lane */
     uint64_t retransmits;
@@ -140,11 +141,12 @@ struct fl_tp_ep {
     uint64_t next_timer; /* earliest deadline; 0: none */
     uint32_t *sendq;     /* peers with something to send, once each */
     uint32_t nsendq;
-    unsigned depth;      /* polls in progress (nested) */
-    int budget;          /* packets the poll in progress may deliver */
-    uint32_t nrelease;   /* lanes with rx->release set */
-    unsigned idle_polls; /* since the clock was last read */
-    bool check_timers;   /* woken by the timer: look at once */
+    unsigned depth;       /* polls in progress (nested) */
+    int budget;           /* packets the poll in progress may deliver */
+    uint32_t nrelease;    /* lanes with rx->release set */
+    unsigned idle_polls;  /* since the clock was last read */
+    uint64_t listened_ns; /* our last look at the clock, polling; 0: never */
+    bool check_timers;    /* woken by the timer: look at once */
     /* what sending a batch needs, reused */
     struct plan plans[TX_BATCH];
     struct fl_dgram_out out[TX_BATCH];
@@ -404,9 +406,55 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
     return next;
 }
 
+/*
+ * Silence, and the age of what a peer has not acknowledged, count only
+ * time we were listening. A process that did not poll for a while (it
+ * computed, or sat idle between phases, as its peers may have) heard
+ * nothing because it did not look, not because its peers died. Polling,
+ * or asleep in flit_wait, the timers look at the clock at least every
+ * quarter of the give-up time (the keep-alive deadline); a gap since
+ * their last look longer than half of it is time we were not listening:
+ * it is taken off the peer's clocks, and the peer is asked (a ping)
+ * before it is judged. Once per peer until it is heard again, so a
+ * program that polls only every few seconds still learns of a dead peer:
+ * within two such gaps and the give-up time.
+ */
+static void forgive_gap(struct fl_tp_ep *t, uint64_t now)
+{
+    uint64_t since = t->listened_ns, gap = now - since;
+    for (uint32_t r = 0; r < t->size; r++) {
+        struct chan_peer *p = &t->peers[r];
+        if (!p->connected || p->down || p->excused)
+            continue;
+        if (p->last_heard <= since)
+            p->last_heard += gap;
+        for (unsigned l = 0; l < FL_LANES; l++) {
+            struct tx_lane *tx = &p->tx[l];
+            for (uint32_t s = tx->acked; s != tx->unsent; s++) {
+                struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+                if (c->first_ns <= since)
+                    c->first_ns += gap;
+            }
+        }
+        p->excused = true;
+        p->ping = true;
+        p->ping_at = now;
+        mark(t, p);
+    }
+}
+
+/* We look at the clock, listening: after a long gap, forgive it. */
+static void listening(struct fl_tp_ep *t, uint64_t now)
+{
+    if (t->listened_ns && now - t->listened_ns > t->timeout_ns / 2)
+        forgive_gap(t, now);
+    t->listened_ns = now;
+}
+
 static void run_timers(struct fl_tp_ep *t, uint64_t now)
 {
     uint64_t next = 0;
+    listening(t, now);
     for (uint32_t r = 0; r < t->size; r++)
         if (t->peers[r].connected && !t->peers[r].down)
             note_deadline(&next, peer_timers(t, r, now));
@@ -908,8 +956,10 @@ static void take_dgram(struct fl_tp_ep *t, uint32_t src, uint8_t *buf, size_t le
     if (!p->connected || p->down)
         return;
     uint64_t now = fl_now_ns();
+    listening(t, now);
     FL_COUNT(t->counters->datagrams_received, 1);
     p->last_heard = now;
+    p->excused = false;
     if (h.ts_echo) {
         uint32_t us = usec32(now) - h.ts_echo - h.echo_delay;
         if (us < 10000000u)
@@ -938,6 +988,8 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
         t->check_timers = false;
         if (now >= t->next_timer)
             run_timers(t, now);
+        else
+            listening(t, now);
     }
     int outer_budget = t->budget;
     t->budget = budget;
