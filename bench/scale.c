@@ -18,6 +18,12 @@
  *           vmrss_mb=<max> vmrss_a2a_mb=<max> shm_create_mb=<used>
  *           shm_a2a_mb=<used> lat_us=<one-way, median batch>
  *           lat_min_us=<fastest batch> barrier_us=<mean>
+ *           ep_heap_kb=<max> ep_heap_a2a_kb=<max>
+ *
+ * ep_heap: the bytes the endpoint holds from malloc (mallinfo2: in use on
+ * the heap and in mmapped chunks), from just before flit_ep_create to just
+ * after it, and to after the all-to-all: what the endpoint's per-peer state
+ * costs, which VmSize blurs (malloc arenas reserve address space ahead).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +33,8 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
+
+#include <malloc.h>
 
 #include <flit/am.h>
 #include <flit/flit.h>
@@ -38,6 +46,7 @@ static struct {
     volatile uint32_t pongs, pings, done, a2a, stats;
     double init_s, create_s, vmsize_mb, vmrss_mb, vmrss_a2a_mb; /* max over ranks */
     double files_mb, files_a2a_mb; /* sum over ranks: their files' blocks */
+    double heap_kb, heap_a2a_kb;   /* max over ranks: the endpoint's malloc bytes */
 } g;
 
 static double now(void)
@@ -118,6 +127,13 @@ static double own_shm_mb(uint32_t me)
     return mb;
 }
 
+/* Bytes in use from malloc: small chunks and mmapped ones. */
+static double heap_bytes(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return (double)m.uordblks + (double)m.hblkhd;
+}
+
 static double shm_used_mb(void)
 {
     struct statvfs s;
@@ -158,8 +174,10 @@ static void on_stats(flit_token_t *t, void *buf, size_t n, const uint32_t *a, un
                      void *u)
 {
     (void)t, (void)buf, (void)n, (void)u;
-    if (na != 7)
+    if (na != 9)
         return;
+    g.heap_kb = max2(g.heap_kb, a[7]);
+    g.heap_a2a_kb = max2(g.heap_a2a_kb, a[8]);
     g.files_mb += a[5] / 1024.0;
     g.files_a2a_mb += a[6] / 1024.0;
     g.init_s = max2(g.init_s, a[0] * 1e-6);
@@ -207,8 +225,10 @@ int main(int argc, char **argv)
     double t0 = now();
     OK(flit_init(NULL));
     double t1 = now();
+    double heap0 = heap_bytes();
     OK(flit_ep_create(NULL, &g.ep));
     double t2 = now();
+    double heap1 = heap_bytes();
     double vmsize = status_kb("VmSize:"), vmrss = status_kb("VmRSS:");
     uint32_t own0 = (uint32_t)(own_shm_mb(flit_job_rank().idx) * 1024);
     uint32_t me = flit_job_rank().idx, n = flit_job_size();
@@ -261,6 +281,7 @@ int main(int argc, char **argv)
     wait_for(&g.a2a, n - 1);
     OK(flit_barrier(g.ep));
     double vmrss_a2a = status_kb("VmRSS:");
+    double heap2 = heap_bytes();
     uint32_t own1 = (uint32_t)(own_shm_mb(me) * 1024);
     double shm_a2a = me == 0 ? shm_used_mb() : 0;
 
@@ -269,26 +290,28 @@ int main(int argc, char **argv)
         OK(flit_barrier(g.ep));
     double barrier_us = (now() - b0) / barriers * 1e6;
 
-    uint32_t st[7] = {(uint32_t)((t1 - t0) * 1e6),
+    uint32_t st[9] = {(uint32_t)((t1 - t0) * 1e6),
                       (uint32_t)((t2 - t1) * 1e6),
                       (uint32_t)vmsize,
                       (uint32_t)vmrss,
                       (uint32_t)vmrss_a2a,
                       own0,
-                      own1};
+                      own1,
+                      (uint32_t)((heap1 - heap0) / 1024),
+                      (uint32_t)((heap2 - heap0) / 1024)};
     if (me != 0) {
-        OK(flit_am_short(g.ep, flit_rank(0), flit_handler(H_STATS), st, 7, 0));
+        OK(flit_am_short(g.ep, flit_rank(0), flit_handler(H_STATS), st, 9, 0));
     } else {
-        on_stats(NULL, NULL, 0, st, 7, NULL);
+        on_stats(NULL, NULL, 0, st, 9, NULL);
         wait_for(&g.stats, n);
         const char *tp = getenv("FLIT_TRANSPORT");
         printf("scale N=%u transport=%s init_s=%.4f create_s=%.4f vmsize_mb=%.1f "
                "vmrss_mb=%.1f vmrss_a2a_mb=%.1f shm_create_mb=%.2f shm_a2a_mb=%.2f "
                "files_mb=%.2f files_a2a_mb=%.2f lat_us=%.3f lat_min_us=%.3f "
-               "barrier_us=%.1f\n",
+               "barrier_us=%.1f ep_heap_kb=%.0f ep_heap_a2a_kb=%.0f\n",
                n, tp && *tp ? tp : "shm", g.init_s, g.create_s, g.vmsize_mb, g.vmrss_mb,
                g.vmrss_a2a_mb, shm_create, shm_a2a, g.files_mb, g.files_a2a_mb, lat_us,
-               lat_min_us, barrier_us);
+               lat_min_us, barrier_us, g.heap_kb, g.heap_a2a_kb);
         fflush(stdout);
     }
     OK(flit_ep_destroy(g.ep));

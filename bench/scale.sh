@@ -11,7 +11,8 @@
 # latency between ranks 0 and 1 while the others sleep in flit_wait (the
 # median of batches of round trips, and the fastest batch: on a loaded
 # machine the pair loses its CPUs to the sleepers' neighbours), and the mean
-# time of a barrier.
+# time of a barrier; heap_KB and heap_a2a: the most a rank's endpoint
+# holds from malloc after creation and after the exchange (mallinfo2).
 #
 #     bench/scale.sh BUILD_DIR [--shm "2 8 ..."] [--udp "2 8 ..."]
 #                              [--iters K] [--plot FILE.png] [--raw FILE]
@@ -62,15 +63,15 @@ run_one() { # transport N
 for n in $shm_ns; do run_one shm "$n"; done
 for n in $udp_ns; do run_one udp "$n"; done
 
-printf '%-4s %5s %9s %9s %10s %9s %9s %10s %10s %8s %8s %11s\n' \
+printf '%-4s %5s %9s %9s %10s %9s %9s %10s %10s %8s %8s %11s %9s %9s\n' \
   tp N init_s create_s VmSize_MB VmRSS_MB RSS_a2a files_MB files_a2a \
-  lat_us lat_min barrier_us
+  lat_us lat_min barrier_us heap_KB heap_a2a
 awk '{
   for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-  printf "%-4s %5d %9.4f %9.4f %10.1f %9.1f %9.1f %10.2f %10.2f %8.3f %8.3f %11.1f\n",
+  printf "%-4s %5d %9.4f %9.4f %10.1f %9.1f %9.1f %10.2f %10.2f %8.3f %8.3f %11.1f %9d %9d\n",
     v["transport"], v["N"], v["init_s"], v["create_s"], v["vmsize_mb"], v["vmrss_mb"],
     v["vmrss_a2a_mb"], v["files_mb"], v["files_a2a_mb"],
-    v["lat_us"], v["lat_min_us"], v["barrier_us"]
+    v["lat_us"], v["lat_min_us"], v["barrier_us"], v["ep_heap_kb"], v["ep_heap_a2a_kb"]
 }' "$raw"
 
 if [ -n "$plot" ]; then

@@ -18,6 +18,14 @@
  * Timers (delayed acks, retransmissions, keep-alives, give-up) run from the
  * poll; while the endpoint sleeps, a timerfd set to the earliest deadline
  * wakes it.
+ *
+ * Peers on demand: ->connect only notes a peer's address and window. The
+ * peer becomes active (its clocks start, the timers and keep-alives watch
+ * it) on the first send to it or the first datagram from it; each lane's
+ * send buffer is allocated by its first ->reserve, its reorder buffer by
+ * the first chunk that comes ahead of its turn, its reassembly buffer by
+ * the first packet in several chunks. A peer never contacted costs its
+ * struct chan_peer and a slot in two arrays of ranks (docs/udp-scale.md).
  */
 #include "channel/channel.h"
 
@@ -95,6 +103,7 @@ struct rx_lane {
 
 struct chan_peer {
     bool connected, down;
+    bool active;      /* contacted, in either direction: in t->active */
     bool ack_now;     /* acknowledge at the end of this pass */
     bool dirty;       /* something to send: chunks or an ack */
     bool queued;      /* in the endpoint's queue of such peers */
@@ -107,6 +116,7 @@ struct chan_peer {
     uint64_t last_heard, ping_at, fast_at;
     uint64_t progress_ns; /* acknowledgements last moved forward */
     bool probed;          /* the tail probe went since then */
+    bool excused;         /* a gap in our listening was forgiven; not heard since */
     size_t chunk_max;     /* payload bytes of a chunk to this peer */
     uint64_t window;      /* what it lets us have in flight, per lane */
     uint64_t retransmits;
@@ -135,16 +145,19 @@ struct fl_tp_ep {
     uint64_t window;   /* what we let each peer have in flight to us */
     uint64_t timeout_ns;
     struct chan_peer *peers;
+    uint32_t *active; /* the ranks of the active peers, in order of contact */
+    uint32_t nactive;
     int epfd, timerfd;
     uint64_t timer_set;  /* the deadline the timerfd holds; 0: none */
     uint64_t next_timer; /* earliest deadline; 0: none */
     uint32_t *sendq;     /* peers with something to send, once each */
     uint32_t nsendq;
-    unsigned depth;      /* polls in progress (nested) */
-    int budget;          /* packets the poll in progress may deliver */
-    uint32_t nrelease;   /* lanes with rx->release set */
-    unsigned idle_polls; /* since the clock was last read */
-    bool check_timers;   /* woken by the timer: look at once */
+    unsigned depth;       /* polls in progress (nested) */
+    int budget;           /* packets the poll in progress may deliver */
+    uint32_t nrelease;    /* lanes with rx->release set */
+    unsigned idle_polls;  /* since the clock was last read */
+    uint64_t listened_ns; /* our last look at the clock, polling; 0: never */
+    bool check_timers;    /* woken by the timer: look at once */
     /* what sending a batch needs, reused */
     struct plan plans[TX_BATCH];
     struct fl_dgram_out out[TX_BATCH];
@@ -193,18 +206,61 @@ static void mark(struct fl_tp_ep *t, struct chan_peer *p)
 
 /* ---- open / address / connect ---- */
 
-static flit_status lane_init(struct chan_peer *p, uint64_t window, size_t max_packet)
+/* The first use of peer r, in either direction: its clocks start, and the
+   timers watch it from now on. */
+static void activate(struct fl_tp_ep *t, uint32_t r, uint64_t now)
 {
-    for (unsigned l = 0; l < FL_LANES; l++) {
-        struct tx_lane *tx = &p->tx[l];
-        tx->size = window;
-        tx->buf = malloc(window);
-        tx->chunk = calloc(CHUNK_CAP, sizeof *tx->chunk);
-        p->rx[l].ooo = calloc(CHUNK_CAP, sizeof *p->rx[l].ooo);
-        p->rx[l].asm_buf = malloc(max_packet);
-        if (!tx->buf || !tx->chunk || !p->rx[l].ooo || !p->rx[l].asm_buf)
-            return FLIT_ERR_NO_MEMORY;
+    struct chan_peer *p = &t->peers[r];
+    p->active = true;
+    p->rto = RTO_INITIAL_NS;
+    p->last_heard = now;
+    if (t->nactive == 0)
+        t->listened_ns = now; /* nothing was listened to before */
+    t->active[t->nactive++] = r;
+}
+
+/* The size of the chunks to peer r, from its path's datagrams: asked of
+   the transport on first need (on UDP that probes the route). */
+static flit_status chunk_fit(struct fl_tp_ep *t, uint32_t r)
+{
+    struct chan_peer *p = &t->peers[r];
+    if (p->chunk_max)
+        return FLIT_OK;
+    size_t payload = t->ops->max_payload(t->d, r);
+    if (payload < FL_CHAN_HDR + FL_CHAN_CHUNK_HDR + 64) {
+        fl_error("%s: rank %u's path carries %zu-byte datagrams: too small", t->ops->name,
+                 r, payload);
+        return FLIT_ERR_UNREACHABLE;
     }
+    p->chunk_max = (payload - FL_CHAN_HDR - FL_CHAN_CHUNK_HDR) & ~(size_t)7;
+    return FLIT_OK;
+}
+
+/* The first ->reserve on a lane towards dst (or the first towards dst at
+   all): the peer's chunk size, its activation, the lane's send buffer. */
+static flit_status first_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
+{
+    struct chan_peer *p = &t->peers[dst];
+    struct tx_lane *tx = &p->tx[lane];
+    flit_status st = chunk_fit(t, dst);
+    if (st != FLIT_OK)
+        return st;
+    if (!p->active)
+        activate(t, dst, fl_now_ns());
+    if (tx->buf)
+        return FLIT_OK;
+    uint8_t *buf = malloc(p->window);
+    struct tx_chunk *chunk = calloc(CHUNK_CAP, sizeof *chunk);
+    if (!buf || !chunk) {
+        free(buf);
+        free(chunk);
+        fl_error("%s: no memory for the send window to rank %u (%llu bytes)",
+                 t->ops->name, dst, (unsigned long long)p->window);
+        return FLIT_ERR_NO_MEMORY;
+    }
+    tx->buf = buf;
+    tx->chunk = chunk;
+    tx->size = p->window;
     return FLIT_OK;
 }
 
@@ -249,8 +305,9 @@ flit_status fl_chan_open(const struct fl_dgram_ops *ops, const struct fl_tp_open
     t->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     t->peers = calloc(a->size, sizeof *t->peers);
     t->sendq = calloc(a->size, sizeof *t->sendq);
+    t->active = calloc(a->size, sizeof *t->active);
     struct epoll_event ev = {.events = EPOLLIN};
-    bool ok = t->epfd >= 0 && t->timerfd >= 0 && t->peers && t->sendq &&
+    bool ok = t->epfd >= 0 && t->timerfd >= 0 && t->peers && t->sendq && t->active &&
               epoll_ctl(t->epfd, EPOLL_CTL_ADD, ops->fd(d), &ev) == 0 &&
               epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->timerfd, &ev) == 0;
     if (!ok) {
@@ -296,18 +353,8 @@ flit_status fl_chan_connect(struct fl_tp_ep *t, uint32_t rank, const void *blob,
     p->window = theirs < t->window ? theirs : t->window;
     if (p->window < MIN_WINDOW(t))
         p->window = MIN_WINDOW(t);
-    size_t payload = t->ops->max_payload(t->d, rank);
-    if (payload < FL_CHAN_HDR + FL_CHAN_CHUNK_HDR + 64) {
-        fl_error("%s: rank %u's path carries %zu-byte datagrams: too small", t->ops->name,
-                 rank, payload);
-        return FLIT_ERR_UNREACHABLE;
-    }
-    p->chunk_max = (payload - FL_CHAN_HDR - FL_CHAN_CHUNK_HDR) & ~(size_t)7;
-    p->rto = RTO_INITIAL_NS;
-    p->last_heard = fl_now_ns();
-    st = lane_init(p, p->window, t->max_packet);
-    p->connected = st == FLIT_OK;
-    return st;
+    p->connected = true; /* the rest on first use (activate, first_send) */
+    return FLIT_OK;
 }
 
 void fl_chan_connected(struct fl_tp_ep *t)
@@ -404,12 +451,58 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
     return next;
 }
 
+/*
+ * Silence, and the age of what a peer has not acknowledged, count only
+ * time we were listening. A process that did not poll for a while (it
+ * computed, or sat idle between phases, as its peers may have) heard
+ * nothing because it did not look, not because its peers died. Polling,
+ * or asleep in flit_wait, the timers look at the clock at least every
+ * quarter of the give-up time (the keep-alive deadline); a gap since
+ * their last look longer than half of it is time we were not listening:
+ * it is taken off the peer's clocks, and the peer is asked (a ping)
+ * before it is judged. Once per peer until it is heard again, so a
+ * program that polls only every few seconds still learns of a dead peer:
+ * within two such gaps and the give-up time.
+ */
+static void forgive_gap(struct fl_tp_ep *t, uint64_t now)
+{
+    uint64_t since = t->listened_ns, gap = now - since;
+    for (uint32_t i = 0; i < t->nactive; i++) {
+        struct chan_peer *p = &t->peers[t->active[i]];
+        if (p->down || p->excused)
+            continue;
+        if (p->last_heard <= since)
+            p->last_heard += gap;
+        for (unsigned l = 0; l < FL_LANES; l++) {
+            struct tx_lane *tx = &p->tx[l];
+            for (uint32_t s = tx->acked; s != tx->unsent; s++) {
+                struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+                if (c->first_ns <= since)
+                    c->first_ns += gap;
+            }
+        }
+        p->excused = true;
+        p->ping = true;
+        p->ping_at = now;
+        mark(t, p);
+    }
+}
+
+/* We look at the clock, listening: after a long gap, forgive it. */
+static void listening(struct fl_tp_ep *t, uint64_t now)
+{
+    if (t->listened_ns && now - t->listened_ns > t->timeout_ns / 2)
+        forgive_gap(t, now);
+    t->listened_ns = now;
+}
+
 static void run_timers(struct fl_tp_ep *t, uint64_t now)
 {
     uint64_t next = 0;
-    for (uint32_t r = 0; r < t->size; r++)
-        if (t->peers[r].connected && !t->peers[r].down)
-            note_deadline(&next, peer_timers(t, r, now));
+    listening(t, now);
+    for (uint32_t i = 0; i < t->nactive; i++)
+        if (!t->peers[t->active[i]].down)
+            note_deadline(&next, peer_timers(t, t->active[i], now));
     t->next_timer = next;
 }
 
@@ -634,6 +727,9 @@ void *fl_chan_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t le
         *st = FLIT_ERR_PEER_DOWN;
         return NULL;
     }
+    if (__builtin_expect(!tx->buf, 0) && (*st = first_send(t, dst, lane)) != FLIT_OK)
+        return NULL;
+    *st = FLIT_ERR_AGAIN;
     size_t chunks = len ? (len + p->chunk_max - 1) / p->chunk_max : 1;
     if ((tx->next - tx->acked) + chunks > CHUNK_CAP)
         return NULL;
@@ -784,9 +880,30 @@ static void deliver(struct fl_tp_ep *t, uint32_t src, unsigned lane, uint8_t fla
     }
 }
 
-/* Keeps a copy of c until its turn comes. */
+/* Whether the lane can take a chunk with flags now: a piece of a packet
+   needs the reassembly buffer, allocated by the first such chunk. When
+   there is no memory for it, the chunk is left unconsumed: it comes again. */
+static bool asm_ready(struct fl_tp_ep *t, struct rx_lane *rx, uint8_t flags)
+{
+    if ((flags & (FL_CHAN_FIRST | FL_CHAN_LAST)) == (FL_CHAN_FIRST | FL_CHAN_LAST) ||
+        rx->asm_buf)
+        return true;
+    return (rx->asm_buf = malloc(t->max_packet)) != NULL;
+}
+
+/* Whether we hold a copy of chunk seq (the reorder buffer exists once a
+   chunk was held). */
+static bool held_at(const struct rx_lane *rx, uint32_t seq)
+{
+    return rx->held && rx->ooo[seq % CHUNK_CAP].data;
+}
+
+/* Keeps a copy of c until its turn comes (or drops it, out of memory: it
+   comes again). The lane's reorder buffer is allocated by its first use. */
 static void hold_chunk(struct rx_lane *rx, const struct fl_chan_chunk *c)
 {
+    if (!rx->ooo && !(rx->ooo = calloc(CHUNK_CAP, sizeof *rx->ooo)))
+        return;
     struct rx_chunk *o = &rx->ooo[c->seq % CHUNK_CAP];
     if (!(o->data = malloc(c->len ? c->len : 1)))
         return;
@@ -809,8 +926,9 @@ static void release_ooo(struct fl_tp_ep *t, uint32_t src, unsigned lane, fl_tp_r
     struct rx_lane *rx = &p->rx[lane];
     struct rx_chunk *o;
     bool more = false;
-    while (!p->down && (o = &rx->ooo[rx->next % CHUNK_CAP])->data) {
-        if (*n >= t->budget) {
+    while (!p->down && held_at(rx, rx->next)) {
+        o = &rx->ooo[rx->next % CHUNK_CAP];
+        if (*n >= t->budget || !asm_ready(t, rx, o->flags)) {
             more = true;
             break;
         }
@@ -832,8 +950,8 @@ static void release_all(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb
                         void *ctx, int *n)
 {
     uint64_t now = fl_now_ns();
-    for (uint32_t r = 0; r < t->size && t->nrelease && *n < t->budget; r++)
-        for (unsigned l = 0; l < FL_LANES; l++) {
+    for (uint32_t i = 0; i < t->nactive && t->nrelease && *n < t->budget; i++)
+        for (unsigned l = 0, r = t->active[i]; l < FL_LANES; l++) {
             struct rx_lane *rx = &t->peers[r].rx[l];
             if (!rx->release || !(lane_mask & FL_LANE_MASK(l)))
                 continue;
@@ -861,7 +979,7 @@ static void take_chunk(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_ch
         FL_COUNT(t->counters->refused_packets, 1);
         return;
     }
-    if (ahead == 0 && *n >= t->budget && !rx->ooo[c->seq % CHUNK_CAP].data &&
+    if (ahead == 0 && *n >= t->budget && !held_at(rx, c->seq) &&
         rx->held_bytes + c->len <= t->window) {
         /* Its turn, but the poll's budget is spent (flit_extract): it waits
            with the chunks that came ahead of theirs. */
@@ -873,8 +991,7 @@ static void take_chunk(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_ch
         return;
     }
     if (ahead > 0) {
-        struct rx_chunk *o = &rx->ooo[c->seq % CHUNK_CAP];
-        if (o->data) {
+        if (held_at(rx, c->seq)) {
             FL_COUNT(t->counters->duplicates, 1);
         } else if (rx->held_bytes + c->len <= t->window) {
             hold_chunk(rx, c); /* or dropped, out of memory: it comes again */
@@ -883,9 +1000,11 @@ static void take_chunk(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_ch
         mark(t, p);
         return;
     }
-    if (rx->ooo[c->seq % CHUNK_CAP].data) {
+    if (held_at(rx, c->seq)) {
         /* We hold it already: a budget left it waiting (rx->release). */
         FL_COUNT(t->counters->duplicates, 1);
+    } else if (!asm_ready(t, rx, c->flags)) {
+        return; /* no memory to reassemble: it comes again */
     } else {
         deliver(t, src, c->lane, c->flags, c->data, c->len, cb, ctx, n);
     }
@@ -908,8 +1027,12 @@ static void take_dgram(struct fl_tp_ep *t, uint32_t src, uint8_t *buf, size_t le
     if (!p->connected || p->down)
         return;
     uint64_t now = fl_now_ns();
+    listening(t, now);
+    if (!p->active)
+        activate(t, src, now);
     FL_COUNT(t->counters->datagrams_received, 1);
     p->last_heard = now;
+    p->excused = false;
     if (h.ts_echo) {
         uint32_t us = usec32(now) - h.ts_echo - h.echo_delay;
         if (us < 10000000u)
@@ -938,6 +1061,8 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
         t->check_timers = false;
         if (now >= t->next_timer)
             run_timers(t, now);
+        else
+            listening(t, now);
     }
     int outer_budget = t->budget;
     t->budget = budget;
@@ -1037,9 +1162,9 @@ void fl_chan_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *c
 
 bool fl_chan_settled(struct fl_tp_ep *t)
 {
-    for (uint32_t r = 0; r < t->size; r++) {
-        struct chan_peer *p = &t->peers[r];
-        if (!p->connected || p->down)
+    for (uint32_t i = 0; i < t->nactive; i++) {
+        struct chan_peer *p = &t->peers[t->active[i]];
+        if (p->down)
             continue;
         if (p->ack_due || p->rx[0].unacked || p->rx[1].unacked) {
             p->ack_now = true; /* say it now, not after a delay */
@@ -1065,7 +1190,7 @@ size_t fl_chan_peer_datagram(struct fl_tp_ep *t, uint32_t peer)
 
 size_t fl_chan_peer_packet_fit(struct fl_tp_ep *t, uint32_t peer)
 {
-    return t->peers[peer].chunk_max;
+    return chunk_fit(t, peer) == FLIT_OK ? t->peers[peer].chunk_max : 0;
 }
 
 void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
@@ -1073,6 +1198,10 @@ void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
     struct chan_peer *p = &t->peers[peer];
     char who[64];
     t->ops->describe(t->d, peer, who, sizeof who);
+    if (!p->active) {
+        snprintf(buf, len, "%s; no traffic yet, no state", who);
+        return;
+    }
     snprintf(buf, len,
              "%s, rtt %.1f us, rto %.1f ms; in flight req %llu B, rep %llu B "
              "of a %llu B window; retransmits %llu; receiving req #%u, rep #%u",
@@ -1086,10 +1215,11 @@ void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 void fl_chan_close(struct fl_tp_ep *t)
 {
     if (t->peers) {
-        for (uint32_t r = 0; r < t->size; r++)
-            peer_free(&t->peers[r]);
+        for (uint32_t i = 0; i < t->nactive; i++)
+            peer_free(&t->peers[t->active[i]]);
         free(t->peers);
     }
+    free(t->active);
     free(t->sendq);
     if (t->epfd >= 0)
         close(t->epfd);

@@ -115,7 +115,9 @@ struct fl_transport {
      * peer's ring, in the datagram being filled): ->reserve finds room for
      * a len-byte packet to dst on lane and returns where to write it, or
      * NULL when it cannot now, with *st FLIT_ERR_AGAIN (no room; nothing
-     * reserved) or FLIT_ERR_PEER_DOWN. Never blocks. ->commit sends what was
+     * reserved) or FLIT_ERR_PEER_DOWN; a transport that sets a pair up on
+     * its first use may also answer what that failed with (NO_MEMORY,
+     * UNREACHABLE). Never blocks. ->commit sends what was
      * written; ->cancel gives the reservation back unsent. Nothing else is
      * reserved on the transport between a reserve and its commit or cancel.
      * With FL_COMMIT_MORE the transport may hold the packet back to send it

@@ -16,6 +16,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,9 @@
 
 struct udp_peer {
     struct sockaddr_in sa;
-    size_t max_payload;
+    /* 0: its route not yet asked (first use). Atomic: flit_ep_peer_info
+       and dumps read it outside the endpoint's lock. */
+    _Atomic size_t max_payload;
 };
 
 /* A set of receive buffers with their headers, prepared once. */
@@ -240,13 +243,20 @@ static flit_status udp_connect(struct fl_dgram *d, uint32_t rank, const void *bl
         return FLIT_ERR_BOOT;
     }
     table_put(d, &p->sa, rank);
-    p->max_payload = path_payload(&p->sa);
     return FLIT_OK;
 }
 
+/* The route is asked on first need (a few system calls), not at connect:
+   a peer never contacted costs no probe. */
 static size_t udp_max_payload(struct fl_dgram *d, uint32_t rank)
 {
-    return d->peers[rank].max_payload;
+    struct udp_peer *p = &d->peers[rank];
+    size_t payload = atomic_load_explicit(&p->max_payload, memory_order_relaxed);
+    if (!payload) { /* two threads may both ask: the same answer */
+        payload = path_payload(&p->sa);
+        atomic_store_explicit(&p->max_payload, payload, memory_order_relaxed);
+    }
+    return payload;
 }
 
 static int udp_send(struct fl_dgram *d, const struct fl_dgram_out *v, int n)
@@ -337,8 +347,13 @@ static void udp_describe(struct fl_dgram *d, uint32_t rank, char *buf, size_t le
 {
     char addr[64];
     udp_address_of(d, rank, addr, sizeof addr);
-    snprintf(buf, len, "udp %s, %zu-byte datagrams", addr,
-             rank == d->rank ? 0 : d->peers[rank].max_payload);
+    size_t payload = rank == d->rank ? 0
+                                     : atomic_load_explicit(&d->peers[rank].max_payload,
+                                                            memory_order_relaxed);
+    if (payload)
+        snprintf(buf, len, "udp %s, %zu-byte datagrams", addr, payload);
+    else
+        snprintf(buf, len, "udp %s, not contacted", addr);
 }
 
 static void udp_close(struct fl_dgram *d)
