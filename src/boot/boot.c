@@ -2,6 +2,7 @@
 /* Chooses the launcher and offers the exchange on top of it. */
 #include "boot/blobs.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,10 +56,42 @@ static uint64_t hash64(uint64_t h, const void *data, size_t len)
     return h ^ (h >> 33);
 }
 
-uint64_t fl_boot_job_hash(const char *launcher_job, const uint8_t nonce[8])
+uint64_t fl_boot_job_mix(uint64_t job_id, const uint8_t nonce[8])
 {
-    uint64_t h = hash64(0xcbf29ce484222325ull, launcher_job, strlen(launcher_job));
-    return hash64(h, nonce, 8);
+    return hash64(hash64(0xcbf29ce484222325ull, &job_id, sizeof job_id), nonce, 8);
+}
+
+/* Slurm's variables for the step, all set by srun in every task. */
+static bool slurm_step(const char **job, const char **step, const char **host,
+                       const char **port)
+{
+    *job = getenv("SLURM_JOB_ID");
+    *step = getenv("SLURM_STEP_ID");
+    *host = getenv("SLURM_SRUN_COMM_HOST");
+    *port = getenv("SLURM_SRUN_COMM_PORT");
+    return *job && **job && *step && **step && *host && **host && *port && **port;
+}
+
+void fl_boot_name_job(struct fl_boot_info *info, const char *launcher_job,
+                      const char *slurm_prefix)
+{
+    const char *job, *step, *host, *port, *cluster = getenv("SLURM_CLUSTER_NAME");
+    char expected[256], name[1024];
+    bool slurm = slurm_step(&job, &step, &host, &port);
+    if (slurm) {
+        snprintf(expected, sizeof expected, "%s%s.%s", slurm_prefix, job, step);
+        slurm = strcmp(expected, launcher_job) == 0;
+    }
+    /* The step is unique in its cluster; srun's host and port tell apart
+       clusters that number jobs alike (two test clusters on one machine)
+       while that srun lives, which is as long as the step does. */
+    if (slurm)
+        snprintf(name, sizeof name, "%s|slurm:%s:%s.%s@%s:%s", launcher_job,
+                 cluster ? cluster : "", job, step, host, port);
+    else
+        snprintf(name, sizeof name, "%s", launcher_job);
+    info->job_id = hash64(0xcbf29ce484222325ull, name, strlen(name));
+    info->job_id_unique = slurm;
 }
 
 void fl_blobs_free(struct fl_blobs *b)

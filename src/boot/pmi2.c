@@ -15,9 +15,11 @@
  * and when it is longer than one value holds, on in "flit.R.r.1", ... (PMI-2
  * keys are one space for the whole job, so the rank is part of the name).
  * A get is a round trip to the launcher (about 10 ms to Slurm's slurmstepd
- * on a loaded machine): a small blob costs one. As with PMIx, rank 0 adds
- * random bits to the launcher's job id: shared-memory files are named by
- * the job id, and two launchers on one host may number jobs alike.
+ * on a loaded machine): a small blob costs one. As with PMIx, the job id is
+ * the launcher's (job-getid) with Slurm's step and srun's address where
+ * srun is the launcher, else with rank 0's random bits that flit_init
+ * exchanges (fl_boot_name_job): shared-memory files are named by the job
+ * id, and two launchers on one host may number jobs alike.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -88,8 +90,9 @@ static flit_status lost(const char *cmd, int err)
 }
 
 /* Sends the command in kv (n pairs) and reads its response into p2.msg,
-   which must be "<cmd>-response" with rc=0. */
-static flit_status command(const char *const *kv, unsigned n)
+   which must be "<cmd>-response" with rc=0. If optional, a response with
+   another rc is FLIT_ERR_NOT_SUPPORTED, and not an error to log. */
+static flit_status command_rc(const char *const *kv, unsigned n, bool optional)
 {
     static char frame[FL_PMI2_HDR + FL_PMI2_MAX_BODY + 1];
     const char *cmd = kv[1];
@@ -119,6 +122,8 @@ static flit_status command(const char *const *kv, unsigned n)
                  (int)(body < 200 ? body : 200), frame);
         return FLIT_ERR_BOOT;
     }
+    if (optional && strcmp(p2.msg.pair[0].val, want) == 0 && !fl_pmi2_ok(&p2.msg, want))
+        return FLIT_ERR_NOT_SUPPORTED;
     if (!fl_pmi2_ok(&p2.msg, want)) {
         const char *rc = fl_pmi2_get(&p2.msg, "rc"),
                    *why = fl_pmi2_get(&p2.msg, "errmsg");
@@ -127,6 +132,11 @@ static flit_status command(const char *const *kv, unsigned n)
         return FLIT_ERR_BOOT;
     }
     return FLIT_OK;
+}
+
+static flit_status command(const char *const *kv, unsigned n)
+{
+    return command_rc(kv, n, false);
 }
 
 /* The value of key in the last response as a number below limit. */
@@ -261,7 +271,8 @@ static int from_hex(uint8_t *out, const char *s, size_t len)
     return 0;
 }
 
-static flit_status agree_job_id(uint64_t *out)
+/* The launcher's name for the job, which kvs-get wants. */
+static flit_status get_job_id(void)
 {
     const char *kv[] = {"cmd", "job-getid"};
     flit_status st = command(kv, 1);
@@ -271,32 +282,40 @@ static flit_status agree_job_id(uint64_t *out)
                  sizeof p2.jobid - 1);
         st = FLIT_ERR_BOOT;
     }
-    if (st != FLIT_OK)
-        return st;
-    snprintf(p2.jobid, sizeof p2.jobid, "%s", id);
-    uint8_t nonce[8];
-    char hex[2 * sizeof nonce + 1];
-    if (p2.rank == 0) {
-        if (fl_random_bytes(nonce, sizeof nonce) != 0) {
-            fl_error("PMI-2: no random bytes for the job id");
-            return FLIT_ERR_SYSTEM;
-        }
-        to_hex(hex, nonce, sizeof nonce);
-        st = put("flit.job", hex);
+    if (st == FLIT_OK)
+        snprintf(p2.jobid, sizeof p2.jobid, "%s", id);
+    return st;
+}
+
+/*
+ * Which node each rank is on, as the launcher says (PMI_process_mapping):
+ * flit_init then needs no exchange to learn it. *out stays NULL where the
+ * launcher does not say, or says what flit cannot read (flit_init then
+ * exchanges host identities); an error only when the launcher is lost.
+ */
+static flit_status process_mapping(uint32_t **out)
+{
+    const char *kv[] = {"cmd", "info-getjobattr", "key", "PMI_process_mapping"};
+    flit_status st = command_rc(kv, 2, true);
+    if (st == FLIT_ERR_NOT_SUPPORTED) {
+        fl_debug("PMI-2: the launcher gives no PMI_process_mapping");
+        return FLIT_OK;
     }
-    if (st == FLIT_OK)
-        st = fence();
-    const char *val;
-    if (st == FLIT_OK)
-        st = get(0, "flit.job", &val);
-    if (st != FLIT_OK)
+    const char *found = fl_pmi2_get(&p2.msg, "found"),
+               *val = fl_pmi2_get(&p2.msg, "value");
+    if (st != FLIT_OK || !found || strcmp(found, "TRUE") != 0 || !val)
         return st;
-    if (from_hex(nonce, val, sizeof nonce) != 0) {
-        fl_error("PMI-2: rank 0's part of the job id is \"%.40s\", not 16 hex digits",
+    uint32_t *node_of = malloc(p2.size * sizeof *node_of);
+    if (!node_of)
+        return FLIT_ERR_NO_MEMORY;
+    if (fl_pmi2_parse_mapping(val, p2.size, node_of) != 0) {
+        fl_debug("PMI-2: PMI_process_mapping \"%.80s\" is not one flit reads: the "
+                 "ranks exchange their hosts' identities",
                  val);
-        return FLIT_ERR_BOOT;
+        free(node_of);
+        return FLIT_OK;
     }
-    *out = fl_boot_job_hash(p2.jobid, nonce);
+    *out = node_of;
     return FLIT_OK;
 }
 
@@ -338,16 +357,20 @@ static flit_status pmi2_open(struct fl_boot_info *info)
         st = handshake();
     if (st == FLIT_OK)
         st = fullinit(env_rank);
-    uint64_t job_id = 0;
     if (st == FLIT_OK)
-        st = agree_job_id(&job_id);
+        st = get_job_id();
+    if (st == FLIT_OK) {
+        fl_boot_name_job(info, p2.jobid, "");
+        /* Useful only where the job id needs no exchange either. */
+        if (p2.size > 1 && info->job_id_unique)
+            st = process_mapping(&info->host_of);
+    }
     p2.open = st == FLIT_OK;
     pthread_mutex_unlock(&p2.lock);
     if (st != FLIT_OK)
         return st;
     info->rank = p2.rank;
     info->size = p2.size;
-    info->job_id = job_id;
     info->launcher = "pmi2";
     return FLIT_OK;
 }
