@@ -148,6 +148,40 @@ static flit_status read_job_size(void)
     return FLIT_OK;
 }
 
+/*
+ * Which node each rank is on, as the server says (PMIX_NODEID of every rank,
+ * local information after PMIx_Init): flit_init then needs no exchange to
+ * learn it. NULL where a rank's is missing: flit_init exchanges instead.
+ */
+static uint32_t *node_ids(void)
+{
+    uint32_t *node_of = malloc(px.size * sizeof *node_of);
+    pmix_proc_t p;
+    pmix_info_t hint;
+    bool yes = true;
+    PMIX_INFO_CONSTRUCT(&hint);
+    PMIX_INFO_LOAD(&hint, PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+    for (uint32_t r = 0; node_of && r < px.size; r++) {
+        PMIX_LOAD_PROCID(&p, px.me.nspace, r);
+        pmix_value_t *v = NULL;
+        pmix_status_t rc = PMIx_Get(&p, PMIX_NODEID, &hint, 1, &v);
+        bool ok = rc == PMIX_SUCCESS && v && v->type == PMIX_UINT32;
+        if (ok)
+            node_of[r] = v->data.uint32;
+        if (v)
+            PMIX_VALUE_RELEASE(v);
+        if (!ok) {
+            fl_debug("PMIx: no node id of rank %u (%s): the ranks exchange their "
+                     "hosts' identities",
+                     r, PMIx_Error_string(rc));
+            free(node_of);
+            node_of = NULL;
+        }
+    }
+    PMIX_INFO_DESTRUCT(&hint);
+    return node_of;
+}
+
 static flit_status pmix_open(struct fl_boot_info *info)
 {
     const char *ns = getenv("PMIX_NAMESPACE"), *rank = getenv("PMIX_RANK");
@@ -180,6 +214,9 @@ static flit_status pmix_open(struct fl_boot_info *info)
     info->rank = px.me.rank;
     info->size = px.size;
     fl_boot_name_job(info, px.me.nspace, "slurm.pmix.");
+    /* Useful only where the job id needs no exchange either. */
+    if (px.size > 1 && info->job_id_unique)
+        info->host_of = node_ids();
     info->launcher = "pmix";
     return FLIT_OK;
 }

@@ -22,6 +22,7 @@ int pmi2_fake_init(struct pmi2_fake *f, unsigned n, enum pmi2_fault fault)
     }
     f->n = n;
     f->fault = fault;
+    f->jobid = "fake;job=1";
     for (unsigned r = 0; r < n; r++) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
@@ -202,8 +203,19 @@ static int command(struct pmi2_fake *f, unsigned r, const char *body, size_t len
             return broke(f, r, "fullinit without pmirank=%u or threaded", r);
         fullinit(f, r, &m);
     } else if (strcmp(cmd, "job-getid") == 0) {
-        respond(f, r, "cmd", "job-getid-response", "jobid", "fake;job=1", "rc", "0",
-                NULL);
+        respond(f, r, "cmd", "job-getid-response", "jobid", f->jobid, "rc", "0", NULL);
+    } else if (strcmp(cmd, "info-getjobattr") == 0) {
+        if (!key || strcmp(key, "PMI_process_mapping") != 0)
+            return broke(f, r, "info-getjobattr of %s", key ? key : "(no key)");
+        f->attr_asks++;
+        if (f->refuse_attr)
+            respond(f, r, "cmd", "info-getjobattr-response", "rc", "3", NULL);
+        else if (f->mapping)
+            respond(f, r, "cmd", "info-getjobattr-response", "found", "TRUE", "value",
+                    f->mapping, "rc", "0", NULL);
+        else
+            respond(f, r, "cmd", "info-getjobattr-response", "found", "FALSE", "rc", "0",
+                    NULL);
     } else if (strcmp(cmd, "kvs-put") == 0) {
         const char *val = fl_pmi2_get(&m, "value");
         if (!key || !val || strlen(val) > 1023 || store(f, key, val) != 0)
@@ -213,7 +225,7 @@ static int command(struct pmi2_fake *f, unsigned r, const char *body, size_t len
         fence(f, r);
     } else if (strcmp(cmd, "kvs-get") == 0) {
         const char *job = fl_pmi2_get(&m, "jobid");
-        if (!key || !job || strcmp(job, "fake;job=1") != 0)
+        if (!key || !job || strcmp(job, f->jobid) != 0)
             return broke(f, r, "kvs-get without key, or with another jobid");
         get(f, r, key);
     } else if (strcmp(cmd, "finalize") == 0) {
