@@ -10,7 +10,12 @@
  *
  * The exchange is an allgather of opaque blobs: each rank contributes one,
  * every rank gets all of them in rank order. It is collective and blocking,
- * used only at setup, so its cost does not matter.
+ * used only at setup, but under srun each one is a fence in slurmstepd and,
+ * under PMI-2, a round trip per rank: start-up uses as few as it can. What
+ * the launcher already says (its name for the job, each rank's node) is
+ * taken from it; flit_init exchanges only what it does not say, in one
+ * round, and each flit_ep_create uses two (addresses, then whether every
+ * rank connected).
  */
 #ifndef FL_BOOT_H
 #define FL_BOOT_H

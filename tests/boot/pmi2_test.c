@@ -10,7 +10,8 @@
  * rank's blob in rank order with its exact length, for lengths around the
  * size of one PMI-2 value (empty, one byte, one value, one more, many
  * values) over many rounds; values with ';' and '=' cross the wire
- * escaped; finalize is sent. Under srun's step name the job id needs no
+ * escaped; finalize is sent; each allgather is one fence, and a job of one
+ * rank gathers without the launcher. Under srun's step name the job id needs no
  * exchange and the ranks' nodes come from PMI_process_mapping (block and
  * cyclic); a mapping flit cannot read, none, or the attribute refused,
  * leave the placement to flit_init's exchange, silently; another
@@ -192,6 +193,12 @@ static int run(const struct fault_case *fc, const struct name_case *nc, unsigned
     }
     if (served != 0) {
         printf("FAILED: %s: the fake launcher: %s\n", fc->name, f.error);
+        failed = 1;
+    }
+    /* Every allgather is one fence; a job of one needs none. */
+    unsigned fences = n == 1 ? 0 : 2 * NLENS + 1;
+    if (fc->fault == PMI2_FAULT_NONE && f.fences != fences) {
+        printf("FAILED: %u ranks: %u fences, expected %u\n", n, f.fences, fences);
         failed = 1;
     }
     if (nc && f.attr_asks != nc->asks) {
