@@ -55,6 +55,12 @@ struct pmi2_fake {
     const char *jobid, *mapping;
     bool refuse_attr;
     unsigned attr_asks;
+    /* gets_together: a rank's gets of blobs' first pieces ("flit.R.r") are
+       answered only once it has asked for all n ranks' (a client that waits
+       for each answer before the next ask never gets one). */
+    bool gets_together;
+    char *held[PMI2_FAKE_MAX][PMI2_FAKE_MAX];
+    unsigned nheld[PMI2_FAKE_MAX];
     char error[256]; /* what a rank did wrong, when serve fails */
 };
 

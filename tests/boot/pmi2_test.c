@@ -11,18 +11,20 @@
  * size of one PMI-2 value (empty, one byte, one value, one more, many
  * values) over many rounds; values with ';' and '=' cross the wire
  * escaped; finalize is sent; each allgather is one fence, and a job of one
- * rank gathers without the launcher. Under srun's step name the job id needs no
- * exchange and the ranks' nodes come from PMI_process_mapping (block and
- * cyclic); a mapping flit cannot read, none, or the attribute refused,
- * leave the placement to flit_init's exchange, silently; another
- * launcher's job name is not asked for a mapping. Every fault of the launcher's (not
- * PMI-2, a garbled length or answer, an error code, a rank out of range or not the one
- * PMI_RANK says, a hang-up in the fence, missing keys, bad hex, a bad blob length) is
- * exactly FLIT_ERR_BOOT with a message saying what was wrong, on every rank, never a
- * crash or a hang.
+ * rank gathers without the launcher; the gets of every rank's blob are
+ * asked for before their answers are read (a fake that answers them only
+ * together would leave a client that waits for each one hanging). Under srun's step name
+ * the job id needs no exchange and the ranks' nodes come from PMI_process_mapping (block
+ * and cyclic); a mapping flit cannot read, none, or the attribute refused, leave the
+ * placement to flit_init's exchange, silently; another launcher's job name is not asked
+ * for a mapping. Every fault of the launcher's (not PMI-2, a garbled length or answer, an
+ * error code, a rank out of range or not the one PMI_RANK says, a hang-up in the fence,
+ * missing keys, bad hex, a bad blob length) is exactly FLIT_ERR_BOOT with a message
+ * saying what was wrong, on every rank, never a crash or a hang.
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 #include "boot/boot.h"
 #include "child.h"
@@ -159,10 +161,12 @@ static const struct name_case names[] = {
     {"the mapping refused", "17.0", "(vector,(0,1,4))", true, true, NULL, 4},
 };
 
-static int run(const struct fault_case *fc, const struct name_case *nc, unsigned n)
+static int run(const struct fault_case *fc, const struct name_case *nc, unsigned n,
+               bool gets_together)
 {
     struct pmi2_fake f;
     CHECK(pmi2_fake_init(&f, n, fc->fault) == 0);
+    f.gets_together = gets_together;
     if (nc) {
         f.jobid = nc->jobid;
         f.mapping = nc->mapping;
@@ -176,6 +180,10 @@ static int run(const struct fault_case *fc, const struct name_case *nc, unsigned
     }
     pmi2_fake_close_clients(&f);
     int served = pmi2_fake_serve(&f, 60000);
+    /* A rank still waiting for an answer gets a hang-up instead. */
+    for (unsigned r = 0; served != 0 && r < n; r++)
+        if (f.server[r] >= 0)
+            shutdown(f.server[r], SHUT_RDWR);
     int failed = 0;
     flit_status want = fc->fault == PMI2_FAULT_NONE ? FLIT_OK : FLIT_ERR_BOOT;
     for (unsigned r = 0; r < n; r++) {
@@ -207,7 +215,8 @@ static int run(const struct fault_case *fc, const struct name_case *nc, unsigned
         failed = 1;
     }
     if (!failed)
-        printf("ok: %s, %u ranks\n", nc ? nc->name : fc->name, n);
+        printf("ok: %s, %u ranks%s\n", nc ? nc->name : fc->name, n,
+               gets_together ? ", gets answered together" : "");
     pmi2_fake_free(&f);
     return failed;
 }
@@ -217,10 +226,12 @@ int main(void)
     setvbuf(stdout, NULL, _IOLBF, 0);
     int failed = 0;
     for (unsigned n = 1; n <= 4; n++)
-        failed |= run(&faults[0], NULL, n);
+        failed |= run(&faults[0], NULL, n, false);
+    /* The first pieces of all blobs are asked for before any answer. */
+    failed |= run(&faults[0], NULL, 4, true);
     for (size_t i = 1; i < sizeof faults / sizeof faults[0]; i++)
-        failed |= run(&faults[i], NULL, 3);
+        failed |= run(&faults[i], NULL, 3, false);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        failed |= run(&faults[0], &names[i], 4);
+        failed |= run(&faults[0], &names[i], 4, false);
     return failed;
 }
