@@ -15,7 +15,9 @@
 #
 # VS=OTHER_BUILD (another checkout's build, with its bench/launch_time and
 # tools/flitrun) runs that build too, alternated with this one in every
-# run (A B, then B A), and prints its row below this one's, marked "vs".
+# run (A B, then B A), prints its row below this one's, marked "vs", and
+# the ratios of this build's medians to the other's (total, flit, after),
+# marked "/vs".
 set -u
 build=$1
 sizes=${SIZES:-1 2 4 8 16 32 64}
@@ -58,6 +60,7 @@ one() {
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
 
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a != "-") printf "%.2fx", a / b; else print "-" }'; }
 pct() { awk -v t="$1" -v f="$2" 'BEGIN { if (t > 0 && f != "-") printf "%.1f%%", 100 * f / t; else print "-" }'; }
 
 echo "start-up: launcher call to the end of the first barrier, ms (median of $runs);"
@@ -100,6 +103,17 @@ for n in $sizes; do
         done
         echo
     done
+    [ -z "$vs" ] && continue
+    # This build's medians over the other's, same runs.
+    printf '%5s %3s' "$n" '/vs'
+    for l in $launchers; do
+        set -- $(for k in 1 2 3; do
+            for tag in this vs; do cut -d' ' -f$k "$tmp/$l.$n.$tag" | median; done
+        done)
+        printf ' | %-7s %7s %7s %6s %7s %6s' "" "$(ratio "$1" "$2")" "$(ratio "$3" "$4")" '' \
+            "$(ratio "$5" "$6")" ''
+    done
+    echo
 done
 if [ -s "$tmp/err" ] && grep -q "error" "$tmp/err"; then
     echo "errors seen:"
