@@ -49,29 +49,26 @@ static void atfork_child(void)
 
 /* host_of[] (size numbers, from the launcher or the exchange; taken) ->
    dense host numbers in the order of their first rank, nhosts, and this
-   rank's place among those on its host. */
+   rank's place among those on its host. O(ranks x hosts), whatever the
+   numbers the launcher gave. */
 static flit_status number_hosts(uint32_t *host_of)
 {
-    uint32_t most = 0;
-    for (uint32_t r = 0; r < fl_job.size; r++)
-        most = host_of[r] > most ? host_of[r] : most;
-    /* dense[h]: the number of the launcher's host h, once seen. */
-    uint32_t *dense =
-        most < UINT32_MAX ? malloc(((size_t)most + 1) * sizeof *dense) : NULL;
-    if (!dense) {
+    /* seen[d]: the launcher's number of dense host d. */
+    uint32_t *seen = malloc(fl_job.size * sizeof *seen);
+    if (!seen) {
         free(host_of);
         return FLIT_ERR_NO_MEMORY;
     }
-    for (uint32_t h = 0; h <= most; h++)
-        dense[h] = UINT32_MAX;
     fl_job.nhosts = fl_job.local_size = 0;
     for (uint32_t r = 0; r < fl_job.size; r++) {
-        uint32_t h = host_of[r];
-        if (dense[h] == UINT32_MAX)
-            dense[h] = fl_job.nhosts++;
-        host_of[r] = dense[h];
+        uint32_t d = 0;
+        while (d < fl_job.nhosts && seen[d] != host_of[r])
+            d++;
+        if (d == fl_job.nhosts)
+            seen[fl_job.nhosts++] = host_of[r];
+        host_of[r] = d;
     }
-    free(dense);
+    free(seen);
     fl_job.host_of = host_of;
     uint32_t me = host_of[fl_job.rank];
     for (uint32_t r = 0; r < fl_job.size; r++) {
