@@ -2,6 +2,7 @@
 /* Chooses the launcher and offers the exchange on top of it. */
 #include "boot/blobs.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ static const struct fl_boot_ops *const launchers[] = {
 };
 
 static const struct fl_boot_ops *cur;
+static uint32_t job_size;
 static void (*_Atomic dump_fn)(int fd);
 
 flit_status fl_boot_open(struct fl_boot_info *info)
@@ -27,8 +29,10 @@ flit_status fl_boot_open(struct fl_boot_info *info)
         if (!launchers[i]->detect())
             continue;
         flit_status st = launchers[i]->open(info);
-        if (st == FLIT_OK)
+        if (st == FLIT_OK) {
             cur = launchers[i];
+            job_size = info->size;
+        }
         if (st == FLIT_OK)
             fl_debug("launcher %s: rank %u of %u", info->launcher, info->rank,
                      info->size);
@@ -41,6 +45,9 @@ flit_status fl_boot_allgather(const void *mine, size_t len, struct fl_blobs **ou
 {
     if (!cur)
         return FLIT_ERR_BOOT;
+    /* A job of one gathers its own blob: no fence in the launcher. */
+    if (job_size == 1)
+        return fl_boot_single.allgather(mine, len, out);
     return cur->allgather(mine, len, out);
 }
 
@@ -55,10 +62,42 @@ static uint64_t hash64(uint64_t h, const void *data, size_t len)
     return h ^ (h >> 33);
 }
 
-uint64_t fl_boot_job_hash(const char *launcher_job, const uint8_t nonce[8])
+uint64_t fl_boot_job_mix(uint64_t job_id, const uint8_t nonce[8])
 {
-    uint64_t h = hash64(0xcbf29ce484222325ull, launcher_job, strlen(launcher_job));
-    return hash64(h, nonce, 8);
+    return hash64(hash64(0xcbf29ce484222325ull, &job_id, sizeof job_id), nonce, 8);
+}
+
+/* Slurm's variables for the step, all set by srun in every task. */
+static bool slurm_step(const char **job, const char **step, const char **host,
+                       const char **port)
+{
+    *job = getenv("SLURM_JOB_ID");
+    *step = getenv("SLURM_STEP_ID");
+    *host = getenv("SLURM_SRUN_COMM_HOST");
+    *port = getenv("SLURM_SRUN_COMM_PORT");
+    return *job && **job && *step && **step && *host && **host && *port && **port;
+}
+
+void fl_boot_name_job(struct fl_boot_info *info, const char *launcher_job,
+                      const char *slurm_prefix)
+{
+    const char *job, *step, *host, *port, *cluster = getenv("SLURM_CLUSTER_NAME");
+    char expected[256], name[1024];
+    bool slurm = slurm_step(&job, &step, &host, &port);
+    if (slurm) {
+        snprintf(expected, sizeof expected, "%s%s.%s", slurm_prefix, job, step);
+        slurm = strcmp(expected, launcher_job) == 0;
+    }
+    /* The step is unique in its cluster; srun's host and port tell apart
+       clusters that number jobs alike (two test clusters on one machine)
+       while that srun lives, which is as long as the step does. */
+    if (slurm)
+        snprintf(name, sizeof name, "%s|slurm:%s:%s.%s@%s:%s", launcher_job,
+                 cluster ? cluster : "", job, step, host, port);
+    else
+        snprintf(name, sizeof name, "%s", launcher_job);
+    info->job_id = hash64(0xcbf29ce484222325ull, name, strlen(name));
+    info->job_id_unique = slurm;
 }
 
 void fl_blobs_free(struct fl_blobs *b)

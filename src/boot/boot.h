@@ -10,7 +10,12 @@
  *
  * The exchange is an allgather of opaque blobs: each rank contributes one,
  * every rank gets all of them in rank order. It is collective and blocking,
- * used only at setup, so its cost does not matter.
+ * used only at setup, but under srun each one is a fence in slurmstepd and,
+ * under PMI-2, a round trip per rank: start-up uses as few as it can. What
+ * the launcher already says (its name for the job, each rank's node) is
+ * taken from it; flit_init exchanges only what it does not say, in one
+ * round, and each flit_ep_create uses two (addresses, then whether every
+ * rank connected).
  */
 #ifndef FL_BOOT_H
 #define FL_BOOT_H
@@ -23,6 +28,15 @@
 
 struct fl_boot_info {
     uint64_t job_id; /* same on every rank; names shared files */
+    /* Whether job_id alone names this job among those alive on its hosts:
+       the launcher's own names for it are unique (flitrun's id, a Slurm
+       step's). When not, rank 0's random bits join it in flit_init's
+       exchange (fl_boot_job_mix), at no extra exchange. */
+    bool job_id_unique;
+    /* Which host each rank is on (size numbers, malloc'd; flit_init takes
+       it), when the launcher says so itself; NULL: flit_init exchanges the
+       ranks' host identities. */
+    uint32_t *host_of;
     uint32_t rank, size;
     const char *launcher; /* "flitrun", "pmix", "pmi2", "singleton" */
     uint32_t net_hint;    /* this rank's IPv4 address (host order) on the
@@ -60,11 +74,21 @@ void fl_boot_set_dump_fn(void (*fn)(int fd));
 void fl_boot_run_dump(int fd);
 
 /*
- * A job id from the launcher's name for the job and rank 0's random bits
- * (the same on every rank; differs between jobs that share a host even when
- * the launcher names them alike).
+ * Sets info's job id from the launcher's name for the job (a PMIx
+ * namespace, a PMI-2 job id), the same on every rank. Where that name is
+ * Slurm's name of the step the process runs in (slurm_prefix, then
+ * SLURM_JOB_ID.SLURM_STEP_ID: "slurm.pmix.12.0", "12.0"), the id also hashes
+ * srun's address, so it is unique among the steps alive on a host even
+ * when two Slurm clusters share it, and job_id_unique is set. Otherwise
+ * (another launcher, or a name that does not match the step's), two jobs
+ * may be named alike: flit_init mixes in rank 0's random bits.
  */
-uint64_t fl_boot_job_hash(const char *launcher_job, const uint8_t nonce[8]);
+void fl_boot_name_job(struct fl_boot_info *info, const char *launcher_job,
+                      const char *slurm_prefix);
+
+/* The job id after rank 0's random bits joined it (the same on every rank;
+   differs between jobs that share a host even when named alike). */
+uint64_t fl_boot_job_mix(uint64_t job_id, const uint8_t nonce[8]);
 
 extern const struct fl_boot_ops fl_boot_single;
 extern const struct fl_boot_ops fl_boot_flitrun;

@@ -204,6 +204,7 @@ static flit_status flitrun_open(struct fl_boot_info *info)
     info->rank = fr.rank;
     info->size = fr.size;
     info->job_id = job_id;
+    info->job_id_unique = true; /* flitrun's own, random */
     info->launcher = "flitrun";
     info->net_hint = net_hint;
     return FLIT_OK;

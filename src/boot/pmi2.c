@@ -15,9 +15,11 @@
  * and when it is longer than one value holds, on in "flit.R.r.1", ... (PMI-2
  * keys are one space for the whole job, so the rank is part of the name).
  * A get is a round trip to the launcher (about 10 ms to Slurm's slurmstepd
- * on a loaded machine): a small blob costs one. As with PMIx, rank 0 adds
- * random bits to the launcher's job id: shared-memory files are named by
- * the job id, and two launchers on one host may number jobs alike.
+ * on a loaded machine): a small blob costs one. As with PMIx, the job id is
+ * the launcher's (job-getid) with Slurm's step and srun's address where
+ * srun is the launcher, else with rank 0's random bits that flit_init
+ * exchanges (fl_boot_name_job): shared-memory files are named by the job
+ * id, and two launchers on one host may number jobs alike.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +49,7 @@ static struct {
     char jobid[256];
     struct fl_pmi2_msg msg; /* the last response */
     bool open;
+    bool desync; /* an answer was not a whole frame: no more commands */
 } p2 = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static bool pmi2_detect(void)
@@ -87,31 +90,52 @@ static flit_status lost(const char *cmd, int err)
     return FLIT_ERR_BOOT;
 }
 
-/* Sends the command in kv (n pairs) and reads its response into p2.msg,
-   which must be "<cmd>-response" with rc=0. */
-static flit_status command(const char *const *kv, unsigned n)
+/* Sends the command in kv (n pairs); its response is read by recv_resp.
+   Several may be sent before their responses are read: the launcher
+   answers each connection's commands in order. */
+static flit_status send_cmd(const char *const *kv, unsigned n)
 {
     static char frame[FL_PMI2_HDR + FL_PMI2_MAX_BODY + 1];
     const char *cmd = kv[1];
+    if (p2.desync) {
+        fl_error("PMI-2: %s: the launcher's connection is out of step after a bad answer",
+                 cmd);
+        return FLIT_ERR_BOOT;
+    }
     long len = fl_pmi2_encode(frame, sizeof frame, kv, n);
     if (len < 0) {
         fl_error("PMI-2: %s: the command does not fit the protocol", cmd);
         return FLIT_ERR_BOOT;
     }
     int err = write_all(frame, (size_t)len);
-    if (!err)
-        err = read_all(frame, FL_PMI2_HDR);
-    if (err)
+    if (err) {
+        p2.desync = true;
         return lost(cmd, err);
-    long body = fl_pmi2_frame_len(frame);
-    if (body < 0) {
+    }
+    return FLIT_OK;
+}
+
+/* Reads the next response, to cmd, into p2.msg; it must be "<cmd>-response"
+   with rc=0. If optional, a response with another rc is
+   FLIT_ERR_NOT_SUPPORTED, and not an error to log. An answer that is not a
+   whole frame leaves the connection out of step (p2.desync). */
+static flit_status recv_resp(const char *cmd, bool optional)
+{
+    static char frame[FL_PMI2_MAX_BODY + 1];
+    int err = read_all(frame, FL_PMI2_HDR);
+    long body = err ? 0 : fl_pmi2_frame_len(frame);
+    if (!err && body < 0) {
         fl_error("PMI-2: %s: the launcher's answer has no valid length (\"%.6s\")", cmd,
                  frame);
+        p2.desync = true;
         return FLIT_ERR_BOOT;
     }
-    err = read_all(frame, (size_t)body);
-    if (err)
+    if (!err)
+        err = read_all(frame, (size_t)body);
+    if (err) {
+        p2.desync = true;
         return lost(cmd, err);
+    }
     char want[64];
     snprintf(want, sizeof want, "%s-response", cmd);
     if (fl_pmi2_decode(frame, (size_t)body, &p2.msg) != 0) {
@@ -119,6 +143,8 @@ static flit_status command(const char *const *kv, unsigned n)
                  (int)(body < 200 ? body : 200), frame);
         return FLIT_ERR_BOOT;
     }
+    if (optional && strcmp(p2.msg.pair[0].val, want) == 0 && !fl_pmi2_ok(&p2.msg, want))
+        return FLIT_ERR_NOT_SUPPORTED;
     if (!fl_pmi2_ok(&p2.msg, want)) {
         const char *rc = fl_pmi2_get(&p2.msg, "rc"),
                    *why = fl_pmi2_get(&p2.msg, "errmsg");
@@ -127,6 +153,17 @@ static flit_status command(const char *const *kv, unsigned n)
         return FLIT_ERR_BOOT;
     }
     return FLIT_OK;
+}
+
+static flit_status command_rc(const char *const *kv, unsigned n, bool optional)
+{
+    flit_status st = send_cmd(kv, n);
+    return st == FLIT_OK ? recv_resp(kv[1], optional) : st;
+}
+
+static flit_status command(const char *const *kv, unsigned n)
+{
+    return command_rc(kv, n, false);
 }
 
 /* The value of key in the last response as a number below limit. */
@@ -211,23 +248,37 @@ static flit_status fence(void)
     return command(kv, 1);
 }
 
-/* Rank src's value of key; it is in p2.msg until the next command. */
-static flit_status get(uint32_t src, const char *key, const char **val)
+static flit_status send_get(uint32_t src, const char *key)
 {
     char srcid[16];
     snprintf(srcid, sizeof srcid, "%" PRIu32, src);
     const char *kv[] = {"cmd", "kvs-get", "jobid", p2.jobid, "srcid", srcid, "key", key};
-    flit_status st = command(kv, 4);
+    return send_cmd(kv, 4);
+}
+
+/* The answer to send_get(src, key): the value, in p2.msg until the next
+   answer. A missing key is logged if report. */
+static flit_status recv_get(uint32_t src, const char *key, const char **val, bool report)
+{
+    flit_status st = recv_resp("kvs-get", false);
     if (st != FLIT_OK)
         return st;
     const char *found = fl_pmi2_get(&p2.msg, "found");
     *val = fl_pmi2_get(&p2.msg, "value");
     if (!found || strcmp(found, "TRUE") != 0 || !*val) {
-        fl_error("PMI-2: key %s of rank %u is not in the job's key-value space", key,
-                 src);
+        if (report)
+            fl_error("PMI-2: key %s of rank %u is not in the job's key-value space", key,
+                     src);
         return FLIT_ERR_BOOT;
     }
     return FLIT_OK;
+}
+
+/* Rank src's value of key; it is in p2.msg until the next command. */
+static flit_status get(uint32_t src, const char *key, const char **val)
+{
+    flit_status st = send_get(src, key);
+    return st == FLIT_OK ? recv_get(src, key, val, true) : st;
 }
 
 static const char hexdig[] = "0123456789abcdef";
@@ -261,7 +312,8 @@ static int from_hex(uint8_t *out, const char *s, size_t len)
     return 0;
 }
 
-static flit_status agree_job_id(uint64_t *out)
+/* The launcher's name for the job, which kvs-get wants. */
+static flit_status get_job_id(void)
 {
     const char *kv[] = {"cmd", "job-getid"};
     flit_status st = command(kv, 1);
@@ -271,32 +323,40 @@ static flit_status agree_job_id(uint64_t *out)
                  sizeof p2.jobid - 1);
         st = FLIT_ERR_BOOT;
     }
-    if (st != FLIT_OK)
-        return st;
-    snprintf(p2.jobid, sizeof p2.jobid, "%s", id);
-    uint8_t nonce[8];
-    char hex[2 * sizeof nonce + 1];
-    if (p2.rank == 0) {
-        if (fl_random_bytes(nonce, sizeof nonce) != 0) {
-            fl_error("PMI-2: no random bytes for the job id");
-            return FLIT_ERR_SYSTEM;
-        }
-        to_hex(hex, nonce, sizeof nonce);
-        st = put("flit.job", hex);
+    if (st == FLIT_OK)
+        snprintf(p2.jobid, sizeof p2.jobid, "%s", id);
+    return st;
+}
+
+/*
+ * Which node each rank is on, as the launcher says (PMI_process_mapping):
+ * flit_init then needs no exchange to learn it. *out stays NULL where the
+ * launcher does not say, or says what flit cannot read (flit_init then
+ * exchanges host identities); an error only when the launcher is lost.
+ */
+static flit_status process_mapping(uint32_t **out)
+{
+    const char *kv[] = {"cmd", "info-getjobattr", "key", "PMI_process_mapping"};
+    flit_status st = command_rc(kv, 2, true);
+    if (st == FLIT_ERR_NOT_SUPPORTED) {
+        fl_debug("PMI-2: the launcher gives no PMI_process_mapping");
+        return FLIT_OK;
     }
-    if (st == FLIT_OK)
-        st = fence();
-    const char *val;
-    if (st == FLIT_OK)
-        st = get(0, "flit.job", &val);
-    if (st != FLIT_OK)
+    const char *found = fl_pmi2_get(&p2.msg, "found"),
+               *val = fl_pmi2_get(&p2.msg, "value");
+    if (st != FLIT_OK || !found || strcmp(found, "TRUE") != 0 || !val)
         return st;
-    if (from_hex(nonce, val, sizeof nonce) != 0) {
-        fl_error("PMI-2: rank 0's part of the job id is \"%.40s\", not 16 hex digits",
+    uint32_t *node_of = malloc(p2.size * sizeof *node_of);
+    if (!node_of)
+        return FLIT_ERR_NO_MEMORY;
+    if (fl_pmi2_parse_mapping(val, p2.size, node_of) != 0) {
+        fl_debug("PMI-2: PMI_process_mapping \"%.80s\" is not one flit reads: the "
+                 "ranks exchange their hosts' identities",
                  val);
-        return FLIT_ERR_BOOT;
+        free(node_of);
+        return FLIT_OK;
     }
-    *out = fl_boot_job_hash(p2.jobid, nonce);
+    *out = node_of;
     return FLIT_OK;
 }
 
@@ -333,21 +393,26 @@ static flit_status pmi2_open(struct fl_boot_info *info)
     uint32_t env_rank;
     pthread_mutex_lock(&p2.lock);
     p2.round = 0;
+    p2.desync = false;
     flit_status st = read_env(&env_rank);
     if (st == FLIT_OK)
         st = handshake();
     if (st == FLIT_OK)
         st = fullinit(env_rank);
-    uint64_t job_id = 0;
     if (st == FLIT_OK)
-        st = agree_job_id(&job_id);
+        st = get_job_id();
+    if (st == FLIT_OK) {
+        fl_boot_name_job(info, p2.jobid, "");
+        /* Useful only where the job id needs no exchange either. */
+        if (p2.size > 1 && info->job_id_unique)
+            st = process_mapping(&info->host_of);
+    }
     p2.open = st == FLIT_OK;
     pthread_mutex_unlock(&p2.lock);
     if (st != FLIT_OK)
         return st;
     info->rank = p2.rank;
     info->size = p2.size;
-    info->job_id = job_id;
     info->launcher = "pmi2";
     return FLIT_OK;
 }
@@ -400,27 +465,19 @@ static flit_status blob_head(uint32_t r, const char *val, size_t *len, const cha
     return FLIT_OK;
 }
 
-/* Rank r's blob of this round into buf (*len bytes, at most MAX_BLOB). */
-static flit_status get_blob(uint32_t r, uint8_t **buf, size_t *len)
+/* Rank r's blob of this round from piece 0's value (key): *len, and *buf
+   with its first bytes. */
+static flit_status blob_first(uint32_t r, const char *key, const char *val, uint8_t **buf,
+                              size_t *len)
 {
-    char key[48];
-    const char *val;
-    *buf = NULL;
-    flit_status st = FLIT_OK;
-    for (size_t i = 0, at = 0, n; st == FLIT_OK && (i == 0 || at < *len); i++) {
-        piece_key(key, sizeof key, r, i);
-        st = get(r, key, &val);
-        if (st == FLIT_OK && i == 0 && (st = blob_head(r, val, len, &val)) == FLIT_OK &&
-            !(*buf = malloc(*len ? *len : 1)))
-            st = FLIT_ERR_NO_MEMORY;
-        if (st != FLIT_OK)
-            break;
-        at = piece(*len, i, &n);
-        if (from_hex(*buf + at, val, n) != 0) {
-            fl_error("PMI-2: rank %u's key %s is not %zu bytes in hex", r, key, n);
-            st = FLIT_ERR_BOOT;
-        }
-        at += n;
+    flit_status st = blob_head(r, val, len, &val);
+    if (st == FLIT_OK && !(*buf = malloc(*len ? *len : 1)))
+        st = FLIT_ERR_NO_MEMORY;
+    size_t n;
+    piece(*len, 0, &n);
+    if (st == FLIT_OK && from_hex(*buf, val, n) != 0) {
+        fl_error("PMI-2: rank %u's key %s is not %zu bytes in hex", r, key, n);
+        st = FLIT_ERR_BOOT;
     }
     if (st != FLIT_OK) {
         free(*buf);
@@ -429,15 +486,61 @@ static flit_status get_blob(uint32_t r, uint8_t **buf, size_t *len)
     return st;
 }
 
+/* The rest of rank r's blob (pieces 1..), a get each. */
+static flit_status blob_rest(uint32_t r, uint8_t *buf, size_t len)
+{
+    char key[48];
+    const char *val;
+    for (size_t i = 1, at = HEAD, n; at < len; i++) {
+        piece_key(key, sizeof key, r, i);
+        flit_status st = get(r, key, &val);
+        if (st != FLIT_OK)
+            return st;
+        at = piece(len, i, &n);
+        if (from_hex(buf + at, val, n) != 0) {
+            fl_error("PMI-2: rank %u's key %s is not %zu bytes in hex", r, key, n);
+            return FLIT_ERR_BOOT;
+        }
+        at += n;
+    }
+    return FLIT_OK;
+}
+
+/*
+ * Every rank's blob. A get is a round trip to the launcher, so the first
+ * piece of WINDOW ranks' blobs is asked for at once and the answers read
+ * after (the launcher answers in order; a window's answers fit the
+ * connection's buffers, so neither side blocks writing). Every answer asked
+ * for is read, even after a bad one, so the connection stays in step.
+ */
+#define WINDOW 16
 static flit_status collect(struct fl_blobs **out)
 {
     uint8_t **data = calloc(p2.size, sizeof *data);
     size_t *len = calloc(p2.size, sizeof *len);
     flit_status st = data && len ? FLIT_OK : FLIT_ERR_NO_MEMORY;
     size_t total = 0;
-    for (uint32_t r = 0; r < p2.size && st == FLIT_OK; r++) {
-        st = get_blob(r, &data[r], &len[r]);
-        total += len[r];
+    char key[48];
+    for (uint32_t base = 0; base < p2.size && st == FLIT_OK; base += WINDOW) {
+        uint32_t end = p2.size - base < WINDOW ? p2.size : base + WINDOW, sent = base;
+        for (; sent < end && st == FLIT_OK; sent++) {
+            piece_key(key, sizeof key, sent, 0);
+            st = send_get(sent, key);
+        }
+        sent -= st != FLIT_OK; /* the one that failed was not sent */
+        for (uint32_t r = base; r < sent && !p2.desync; r++) {
+            const char *val;
+            piece_key(key, sizeof key, r, 0);
+            flit_status got = recv_get(r, key, &val, st == FLIT_OK);
+            if (got == FLIT_OK && st == FLIT_OK)
+                got = blob_first(r, key, val, &data[r], &len[r]);
+            if (st == FLIT_OK)
+                st = got;
+        }
+        for (uint32_t r = base; r < sent && st == FLIT_OK; r++) {
+            st = blob_rest(r, data[r], len[r]);
+            total += len[r];
+        }
     }
     struct fl_blobs *b = st == FLIT_OK ? fl_blobs_alloc(p2.size, total) : NULL;
     if (st == FLIT_OK && !b)

@@ -163,3 +163,54 @@ long fl_pmi2_encode(char *out, size_t cap, const char *const *kv, unsigned n)
     memcpy(out, hdr, FL_PMI2_HDR);
     return (long)at;
 }
+
+/* A number of at most FL_PMI2_MAX_NODE digits-only at *p, then `end`. */
+static int map_number(const char **p, char end, uint32_t *out)
+{
+    const char *s = *p;
+    uint32_t v = 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        v = v * 10 + (uint32_t)(*s - '0');
+        if (v > FL_PMI2_MAX_NODE)
+            return -1;
+    }
+    if (*s != end)
+        return -1;
+    *p = s + 1;
+    *out = v;
+    return 0;
+}
+
+int fl_pmi2_parse_mapping(const char *s, uint32_t size, uint32_t *node_of)
+{
+    static const char head[] = "(vector,";
+    if (strncmp(s, head, sizeof head - 1) != 0)
+        return -1;
+    const char *first = s + sizeof head - 1;
+    /* Validates every block once, then places ranks pass after pass. */
+    uint32_t placed = 0;
+    for (int pass = 0; placed < size || pass == 0; pass++) {
+        uint32_t before = placed;
+        const char *p = first;
+        for (;;) {
+            uint32_t node, count, ppn;
+            if (*p++ != '(' || map_number(&p, ',', &node) != 0 ||
+                map_number(&p, ',', &count) != 0 || map_number(&p, ')', &ppn) != 0)
+                return -1;
+            if (node + count > FL_PMI2_MAX_NODE)
+                return -1;
+            for (uint32_t n = 0; n < count && placed < size; n++)
+                for (uint32_t k = 0; k < ppn && placed < size; k++)
+                    node_of[placed++] = node + n;
+            if (*p == ')' && p[1] == '\0')
+                break;
+            if (*p++ != ',')
+                return -1;
+        }
+        if (placed == before && placed < size)
+            return -1; /* blocks that place nobody */
+    }
+    return 0;
+}

@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define FL_PMI2_HDR       6     /* length field of a frame */
 #define FL_PMI2_MAX_BODY  65536 /* longest body this side sends or accepts */
@@ -73,5 +74,17 @@ bool fl_pmi2_ok(const struct fl_pmi2_msg *m, const char *resp);
  * key is not one the format allows.
  */
 long fl_pmi2_encode(char *out, size_t cap, const char *const *kv, unsigned n);
+
+/*
+ * The job attribute PMI_process_mapping (MPICH's format, which Slurm and
+ * Hydra give): "(vector,(node,count,ppn),...)", no spaces. Each block puts
+ * ppn consecutive ranks on each of count nodes from node on, and the blocks
+ * repeat until every rank has its node (a cyclic placement over 2 nodes is
+ * "(vector,(0,2,1))"). Writes size node numbers to node_of. 0, or -1 when
+ * the text is anything else, a number is above FL_PMI2_MAX_NODE, or a pass
+ * over the blocks places no rank.
+ */
+#define FL_PMI2_MAX_NODE (1u << 20)
+int fl_pmi2_parse_mapping(const char *s, uint32_t size, uint32_t *node_of);
 
 #endif /* FL_BOOT_PMI2_WIRE_H */

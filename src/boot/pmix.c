@@ -6,9 +6,11 @@
  * namespace, after which every rank's blob is read from the local store.
  *
  * The job id names shared-memory files, so it must differ between jobs that
- * share a host. The namespace alone does not promise that (Open MPI 4.1's
- * is a 16-bit hash of host and mpirun's pid, plus a counter), so rank 0 adds
- * 64 random bits, exchanged in a fence at open.
+ * share a host. Under srun the namespace names the step, and srun's address
+ * tells clusters apart (fl_boot_name_job): no exchange. Elsewhere the
+ * namespace alone does not promise it (Open MPI 4.1's is a 16-bit hash of
+ * host and mpirun's pid, plus a counter), and flit_init adds rank 0's 64
+ * random bits in its exchange of host identities.
  */
 #include <pmix.h>
 
@@ -23,8 +25,6 @@
 #include "boot/proto.h"
 #include "platform/os.h"
 #include "util/log.h"
-
-#define KEY_NONCE "flit.job"
 
 static struct {
     pthread_mutex_t lock; /* one exchange at a time: round and keys */
@@ -148,35 +148,38 @@ static flit_status read_job_size(void)
     return FLIT_OK;
 }
 
-/* Namespace and rank 0's random bits, the same on every rank. */
-static flit_status agree_job_id(uint64_t *out)
+/*
+ * Which node each rank is on, as the server says (PMIX_NODEID of every rank,
+ * local information after PMIx_Init): flit_init then needs no exchange to
+ * learn it. NULL where a rank's is missing: flit_init exchanges instead.
+ */
+static uint32_t *node_ids(void)
 {
-    uint8_t nonce[8];
-    if (px.me.rank == 0) {
-        if (fl_random_bytes(nonce, sizeof nonce) != 0) {
-            fl_error("PMIx: no random bytes for the job id");
-            return FLIT_ERR_SYSTEM;
+    uint32_t *node_of = malloc(px.size * sizeof *node_of);
+    pmix_proc_t p;
+    pmix_info_t hint;
+    bool yes = true;
+    PMIX_INFO_CONSTRUCT(&hint);
+    PMIX_INFO_LOAD(&hint, PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+    for (uint32_t r = 0; node_of && r < px.size; r++) {
+        PMIX_LOAD_PROCID(&p, px.me.nspace, r);
+        pmix_value_t *v = NULL;
+        pmix_status_t rc = PMIx_Get(&p, PMIX_NODEID, &hint, 1, &v);
+        bool ok = rc == PMIX_SUCCESS && v && v->type == PMIX_UINT32;
+        if (ok)
+            node_of[r] = v->data.uint32;
+        if (v)
+            PMIX_VALUE_RELEASE(v);
+        if (!ok) {
+            fl_debug("PMIx: no node id of rank %u (%s): the ranks exchange their "
+                     "hosts' identities",
+                     r, PMIx_Error_string(rc));
+            free(node_of);
+            node_of = NULL;
         }
-        flit_status st = put_bytes(KEY_NONCE, nonce, sizeof nonce);
-        if (st != FLIT_OK)
-            return st;
     }
-    flit_status st = fence_all("the job id");
-    pmix_value_t *v;
-    if (st == FLIT_OK)
-        st = get_value(0, KEY_NONCE, PMIX_BYTE_OBJECT, &v);
-    if (st != FLIT_OK)
-        return st;
-    if (v->data.bo.size != sizeof nonce) {
-        fl_error("PMIx: rank 0's job id part is %zu bytes, expected %zu", v->data.bo.size,
-                 sizeof nonce);
-        PMIX_VALUE_RELEASE(v);
-        return FLIT_ERR_BOOT;
-    }
-    memcpy(nonce, v->data.bo.bytes, sizeof nonce);
-    PMIX_VALUE_RELEASE(v);
-    *out = fl_boot_job_hash(px.me.nspace, nonce);
-    return FLIT_OK;
+    PMIX_INFO_DESTRUCT(&hint);
+    return node_of;
 }
 
 static flit_status pmix_open(struct fl_boot_info *info)
@@ -202,10 +205,7 @@ static flit_status pmix_open(struct fl_boot_info *info)
                  ns, rank, PMIx_Error_string(rc));
         return FLIT_ERR_BOOT;
     }
-    uint64_t job_id = 0;
     flit_status st = read_job_size();
-    if (st == FLIT_OK)
-        st = agree_job_id(&job_id);
     if (st != FLIT_OK) {
         PMIx_Finalize(NULL, 0);
         return st;
@@ -213,7 +213,10 @@ static flit_status pmix_open(struct fl_boot_info *info)
     px.open = true;
     info->rank = px.me.rank;
     info->size = px.size;
-    info->job_id = job_id;
+    fl_boot_name_job(info, px.me.nspace, "slurm.pmix.");
+    /* Useful only where the job id needs no exchange either. */
+    if (px.size > 1 && info->job_id_unique)
+        info->host_of = node_ids();
     info->launcher = "pmix";
     return FLIT_OK;
 }

@@ -126,6 +126,7 @@ static flit_status single_open(struct fl_boot_info *info)
     info->launcher = "singleton";
     if (fl_random_bytes(&info->job_id, sizeof info->job_id) != 0)
         return FLIT_ERR_SYSTEM;
+    info->job_id_unique = true;
     return FLIT_OK;
 }
 

@@ -26,7 +26,9 @@ __thread unsigned fl_handler_depth __attribute__((tls_model("initial-exec")));
 __thread struct flit_ep *fl_in_call __attribute__((tls_model("initial-exec")));
 
 #define BLOB_MAGIC  0x50454c46u /* "FLEP" */
-#define BLOB_HDR    28u         /* magic, version, tag, seg size, ntp */
+#define FAIL_MAGIC  0x4c494146u /* "FAIL": magic, version, status */
+#define FAIL_BLOB   12u
+#define BLOB_HDR    28u /* magic, version, tag, seg size, ntp */
 #define TP_BLOB_MAX 512u
 #define KNOWN_PARAMS                                                                     \
     (FLIT_EP_PARAM_THREAD_MODE | FLIT_EP_PARAM_SEGMENT | FLIT_EP_PARAM_TAG |             \
@@ -340,22 +342,59 @@ static flit_status agree(struct flit_ep *ep, flit_status mine, const char *step)
     return mine;
 }
 
-static flit_status exchange_and_connect(struct flit_ep *ep)
+/* A rank that could not open the endpoint says so in place of its address. */
+static flit_status failed_blob(const uint8_t *b, size_t len)
 {
-    uint8_t *mine;
-    size_t len;
-    flit_status st = build_blob(ep, &mine, &len);
-    if (st != FLIT_OK)
-        return st;
+    if (len != FAIL_BLOB || fl_get32(b) != FAIL_MAGIC ||
+        fl_get32(b + 4) != FL_WIRE_VERSION)
+        return FLIT_OK;
+    flit_status st = (flit_status)fl_get32(b + 8);
+    return st != FLIT_OK ? st : FLIT_ERR_BOOT;
+}
+
+/*
+ * One exchange: every rank's address, or the status that kept it from
+ * opening the endpoint. Every rank sees the same blobs, so all of them fail
+ * together when one could not open (the first failure, ours first), and
+ * otherwise connect to every peer.
+ */
+static flit_status exchange_and_connect(struct flit_ep *ep, flit_status opened)
+{
+    uint8_t fail[FAIL_BLOB], *mine = fail;
+    size_t len = FAIL_BLOB;
+    if (opened == FLIT_OK)
+        opened = build_blob(ep, &mine, &len);
+    if (opened != FLIT_OK) {
+        mine = fail;
+        len = FAIL_BLOB;
+        fl_put32(fail, FAIL_MAGIC);
+        fl_put32(fail + 4, FL_WIRE_VERSION);
+        fl_put32(fail + 8, (uint32_t)opened);
+    }
     struct fl_blobs *all;
-    st = fl_boot_allgather(mine, len, &all);
-    free(mine);
+    flit_status st = fl_boot_allgather(mine, len, &all);
+    if (mine != fail)
+        free(mine);
     if (st != FLIT_OK)
         return st;
+    st = opened;
+    for (uint32_t r = 0; r < ep->size; r++) {
+        flit_status theirs = failed_blob(all->blob[r], all->len[r]);
+        if (theirs == FLIT_OK || r == ep->rank)
+            continue;
+        fl_error("rank %u could not open endpoint %u: %s", r, ep->index,
+                 flit_strerror(theirs));
+        if (st == FLIT_OK)
+            st = theirs;
+    }
+    if (st != FLIT_OK) {
+        fl_blobs_free(all);
+        return st;
+    }
     for (uint32_t r = 0; r < ep->size && st == FLIT_OK; r++)
         st = connect_peer(ep, r, all->blob[r], all->len[r]);
     fl_blobs_free(all);
-    return st;
+    return agree(ep, st, "connect");
 }
 
 /* Everyone has mapped what it needs: the names can go. */
@@ -425,10 +464,7 @@ static flit_status ep_setup(struct flit_ep *ep, const struct ep_setup *s)
         st = open_transports(ep);
     if (st == FLIT_OK)
         st = build_epoll(ep);
-    st = agree(ep, st, "open");
-    if (st != FLIT_OK)
-        return st;
-    st = agree(ep, exchange_and_connect(ep), "connect");
+    st = exchange_and_connect(ep, st);
     if (st == FLIT_OK)
         forget_names(ep);
     return st;

@@ -47,53 +47,99 @@ static void atfork_child(void)
     }
 }
 
-/* Learns which ranks share a host: they can share memory. */
-static flit_status exchange_hosts(void)
+/* host_of[] (size numbers, from the launcher or the exchange; taken) ->
+   dense host numbers in the order of their first rank, nhosts, and this
+   rank's place among those on its host. O(ranks x hosts), whatever the
+   numbers the launcher gave. */
+static flit_status number_hosts(uint32_t *host_of)
 {
-    fl_job.host_of = calloc(fl_job.size, sizeof *fl_job.host_of);
-    if (!fl_job.host_of)
-        return FLIT_ERR_NO_MEMORY;
-    if (fl_job.size == 1) {
-        fl_job.nhosts = fl_job.local_size = 1;
-        return FLIT_OK;
-    }
-    uint8_t id[16];
-    fl_host_id(id);
-    struct fl_blobs *all;
-    flit_status st = fl_boot_allgather(id, sizeof id, &all);
-    if (st != FLIT_OK)
-        return st;
-    /* rep[h]: the first rank seen on host h. O(ranks x hosts). */
-    uint32_t *rep = calloc(fl_job.size, sizeof *rep);
-    if (!rep) {
-        fl_blobs_free(all);
+    /* seen[d]: the launcher's number of dense host d. */
+    uint32_t *seen = malloc(fl_job.size * sizeof *seen);
+    if (!seen) {
+        free(host_of);
         return FLIT_ERR_NO_MEMORY;
     }
+    fl_job.nhosts = fl_job.local_size = 0;
     for (uint32_t r = 0; r < fl_job.size; r++) {
-        if (all->len[r] != sizeof id) {
-            fl_error("rank %u sent a host identity of %zu bytes", r, all->len[r]);
-            free(rep);
-            fl_blobs_free(all);
-            return FLIT_ERR_BOOT;
-        }
-        uint32_t h = 0;
-        while (h < fl_job.nhosts && memcmp(all->blob[rep[h]], all->blob[r], sizeof id))
-            h++;
-        if (h == fl_job.nhosts)
-            rep[fl_job.nhosts++] = r;
-        fl_job.host_of[r] = h;
+        uint32_t d = 0;
+        while (d < fl_job.nhosts && seen[d] != host_of[r])
+            d++;
+        if (d == fl_job.nhosts)
+            seen[fl_job.nhosts++] = host_of[r];
+        host_of[r] = d;
     }
-    free(rep);
-    uint32_t me = fl_job.host_of[fl_job.rank];
+    free(seen);
+    fl_job.host_of = host_of;
+    uint32_t me = host_of[fl_job.rank];
     for (uint32_t r = 0; r < fl_job.size; r++) {
-        if (fl_job.host_of[r] != me)
+        if (host_of[r] != me)
             continue;
         if (r == fl_job.rank)
             fl_job.local_rank = fl_job.local_size;
         fl_job.local_size++;
     }
-    fl_blobs_free(all);
     return FLIT_OK;
+}
+
+/* What each rank gives flit_init's exchange: its host's identity and, from
+   rank 0, random bits for the job id (zero from the others). */
+#define HOST_BLOB 24
+
+/*
+ * Learns which ranks share a host (they can share memory) and makes the job
+ * id unique, in at most one exchange: none when the launcher told both
+ * (info->host_of, info->job_id_unique).
+ */
+static flit_status exchange_hosts(struct fl_boot_info *info)
+{
+    uint8_t mine[HOST_BLOB] = {0};
+    if (fl_job.size == 1 || (info->host_of && info->job_id_unique)) {
+        if (!info->job_id_unique) { /* a job of one: its own random bits */
+            if (fl_random_bytes(mine + 16, 8) != 0)
+                return FLIT_ERR_SYSTEM;
+            fl_job.job_id = fl_boot_job_mix(fl_job.job_id, mine + 16);
+        }
+        uint32_t *host_of = info->host_of ? info->host_of : calloc(1, sizeof *host_of);
+        info->host_of = NULL;
+        return host_of ? number_hosts(host_of) : FLIT_ERR_NO_MEMORY;
+    }
+    free(info->host_of); /* the exchange says it too */
+    info->host_of = NULL;
+    fl_host_id(mine);
+    if (fl_job.rank == 0 && fl_random_bytes(mine + 16, 8) != 0)
+        return FLIT_ERR_SYSTEM;
+    struct fl_blobs *all;
+    flit_status st = fl_boot_allgather(mine, sizeof mine, &all);
+    if (st != FLIT_OK)
+        return st;
+    /* host_of[r]: the first rank seen with r's host identity. O(ranks x
+       hosts). */
+    uint32_t *host_of = calloc(fl_job.size, sizeof *host_of), *rep = NULL, nrep = 0;
+    if (host_of)
+        rep = calloc(fl_job.size, sizeof *rep);
+    st = rep ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+    for (uint32_t r = 0; r < fl_job.size && st == FLIT_OK; r++) {
+        if (all->len[r] != HOST_BLOB) {
+            fl_error("rank %u sent a host identity of %zu bytes", r, all->len[r]);
+            st = FLIT_ERR_BOOT;
+            break;
+        }
+        uint32_t h = 0;
+        while (h < nrep && memcmp(all->blob[rep[h]], all->blob[r], 16))
+            h++;
+        if (h == nrep)
+            rep[nrep++] = r;
+        host_of[r] = h;
+    }
+    if (st == FLIT_OK && !info->job_id_unique)
+        fl_job.job_id = fl_boot_job_mix(fl_job.job_id, all->blob[0] + 16);
+    free(rep);
+    fl_blobs_free(all);
+    if (st != FLIT_OK) {
+        free(host_of);
+        return st;
+    }
+    return number_hosts(host_of);
 }
 
 /* FLIT_STATS=1 for a program that exits without flit_finalize. */
@@ -169,12 +215,13 @@ flit_status fl_job_init(const flit_init_params_t *params,
     fl_job.job_id = info.job_id;
     fl_job.launcher = info.launcher;
     fl_job.net_hint = info.net_hint;
-    fl_job.default_tag = info.job_id ^ 0x5a5a5a5a5a5a5a5aull;
-    st = exchange_hosts();
+    st = exchange_hosts(&info);
+    free(info.host_of);
     if (st != FLIT_OK) {
         fl_boot_close(false);
         return st;
     }
+    fl_job.default_tag = fl_job.job_id ^ 0x5a5a5a5a5a5a5a5aull;
     fl_progress_init();
     check_transports(transports);
     fl_job.transports = transports;

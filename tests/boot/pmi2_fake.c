@@ -22,6 +22,7 @@ int pmi2_fake_init(struct pmi2_fake *f, unsigned n, enum pmi2_fault fault)
     }
     f->n = n;
     f->fault = fault;
+    f->jobid = "fake;job=1";
     for (unsigned r = 0; r < n; r++) {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
@@ -54,6 +55,9 @@ void pmi2_fake_free(struct pmi2_fake *f)
             close(f->server[r]);
         free(f->in[r]);
     }
+    for (unsigned r = 0; r < f->n; r++)
+        for (unsigned i = 0; i < f->nheld[r]; i++)
+            free(f->held[r][i]);
     for (size_t i = 0; i < f->nkv; i++) {
         free(f->kv[i].key);
         free(f->kv[i].val);
@@ -167,7 +171,35 @@ static void fence(struct pmi2_fake *f, unsigned r)
     f->fences++;
 }
 
-static void get(struct pmi2_fake *f, unsigned r, const char *key)
+static void answer_get(struct pmi2_fake *f, unsigned r, const char *key);
+
+/* "flit.R.r": the first piece of a blob. */
+static bool first_piece(const char *key)
+{
+    const char *d = strchr(key, '.');
+    return strncmp(key, "flit.", 5) == 0 && d && (d = strchr(d + 1, '.')) &&
+           !strchr(d + 1, '.');
+}
+
+static int get(struct pmi2_fake *f, unsigned r, const char *key)
+{
+    if (!f->gets_together || !first_piece(key)) {
+        answer_get(f, r, key);
+        return 0;
+    }
+    if (f->nheld[r] == PMI2_FAKE_MAX || !(f->held[r][f->nheld[r]] = strdup(key)))
+        return broke(f, r, "too many gets held");
+    if (++f->nheld[r] < f->n)
+        return 0;
+    for (unsigned i = 0; i < f->nheld[r]; i++) {
+        answer_get(f, r, f->held[r][i]);
+        free(f->held[r][i]);
+    }
+    f->nheld[r] = 0;
+    return 0;
+}
+
+static void answer_get(struct pmi2_fake *f, unsigned r, const char *key)
 {
     const char *val = f->fault == PMI2_FAULT_NO_KEY ? NULL : lookup(f, key);
     char bad[FL_PMI2_VALLEN + 1];
@@ -202,8 +234,19 @@ static int command(struct pmi2_fake *f, unsigned r, const char *body, size_t len
             return broke(f, r, "fullinit without pmirank=%u or threaded", r);
         fullinit(f, r, &m);
     } else if (strcmp(cmd, "job-getid") == 0) {
-        respond(f, r, "cmd", "job-getid-response", "jobid", "fake;job=1", "rc", "0",
-                NULL);
+        respond(f, r, "cmd", "job-getid-response", "jobid", f->jobid, "rc", "0", NULL);
+    } else if (strcmp(cmd, "info-getjobattr") == 0) {
+        if (!key || strcmp(key, "PMI_process_mapping") != 0)
+            return broke(f, r, "info-getjobattr of %s", key ? key : "(no key)");
+        f->attr_asks++;
+        if (f->refuse_attr)
+            respond(f, r, "cmd", "info-getjobattr-response", "rc", "3", NULL);
+        else if (f->mapping)
+            respond(f, r, "cmd", "info-getjobattr-response", "found", "TRUE", "value",
+                    f->mapping, "rc", "0", NULL);
+        else
+            respond(f, r, "cmd", "info-getjobattr-response", "found", "FALSE", "rc", "0",
+                    NULL);
     } else if (strcmp(cmd, "kvs-put") == 0) {
         const char *val = fl_pmi2_get(&m, "value");
         if (!key || !val || strlen(val) > 1023 || store(f, key, val) != 0)
@@ -213,9 +256,9 @@ static int command(struct pmi2_fake *f, unsigned r, const char *body, size_t len
         fence(f, r);
     } else if (strcmp(cmd, "kvs-get") == 0) {
         const char *job = fl_pmi2_get(&m, "jobid");
-        if (!key || !job || strcmp(job, "fake;job=1") != 0)
+        if (!key || !job || strcmp(job, f->jobid) != 0)
             return broke(f, r, "kvs-get without key, or with another jobid");
-        get(f, r, key);
+        return get(f, r, key);
     } else if (strcmp(cmd, "finalize") == 0) {
         f->finalized[r] = true;
         respond(f, r, "cmd", "finalize-response", "rc", "0", NULL);

@@ -2,9 +2,9 @@
 /*
  * A PMI-2 launcher's server side, small and strict, for testing flit's
  * PMI-2 boot module without Slurm: it speaks what srun --mpi=pmi2 speaks
- * (the PMI-1 style handshake, then fullinit, job-getid, kvs-put, kvs-fence,
- * kvs-get, finalize) to n ranks over one socketpair each, and fails a rank
- * that sends anything else. A fault can be injected into its answers.
+ * (the PMI-1 style handshake, then fullinit, job-getid, info-getjobattr,
+ * kvs-put, kvs-fence, kvs-get, finalize) to n ranks over one socketpair each, and fails a
+ * rank that sends anything else. A fault can be injected into its answers.
  *
  *     struct pmi2_fake f;
  *     pmi2_fake_init(&f, n, PMI2_FAULT_NONE);
@@ -49,6 +49,18 @@ struct pmi2_fake {
     struct pmi2_fake_kv *kv;
     size_t nkv;
     unsigned fences; /* completed */
+    /* What job-getid answers ("fake;job=1" from init), and what
+       info-getjobattr answers for PMI_process_mapping: the value, NULL for
+       found=FALSE; refuse_attr: rc=3 instead. attr_asks counts the asks. */
+    const char *jobid, *mapping;
+    bool refuse_attr;
+    unsigned attr_asks;
+    /* gets_together: a rank's gets of blobs' first pieces ("flit.R.r") are
+       answered only once it has asked for all n ranks' (a client that waits
+       for each answer before the next ask never gets one). */
+    bool gets_together;
+    char *held[PMI2_FAKE_MAX][PMI2_FAKE_MAX];
+    unsigned nheld[PMI2_FAKE_MAX];
     char error[256]; /* what a rank did wrong, when serve fails */
 };
 

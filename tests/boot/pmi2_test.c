@@ -10,14 +10,21 @@
  * rank's blob in rank order with its exact length, for lengths around the
  * size of one PMI-2 value (empty, one byte, one value, one more, many
  * values) over many rounds; values with ';' and '=' cross the wire
- * escaped; finalize is sent. Every fault of the launcher's (not PMI-2, a
- * garbled length or answer, an error code, a rank out of range or not the
- * one PMI_RANK says, a hang-up in the fence, missing keys, bad hex, a bad
- * blob length) is exactly FLIT_ERR_BOOT with a message saying what was
- * wrong, on every rank, never a crash or a hang.
+ * escaped; finalize is sent; each allgather is one fence, and a job of one
+ * rank gathers without the launcher; the gets of every rank's blob are
+ * asked for before their answers are read (a fake that answers them only
+ * together would leave a client that waits for each one hanging). Under srun's step name
+ * the job id needs no exchange and the ranks' nodes come from PMI_process_mapping (block
+ * and cyclic); a mapping flit cannot read, none, or the attribute refused, leave the
+ * placement to flit_init's exchange, silently; another launcher's job name is not asked
+ * for a mapping. Every fault of the launcher's (not PMI-2, a garbled length or answer, an
+ * error code, a rank out of range or not the one PMI_RANK says, a hang-up in the fence,
+ * missing keys, bad hex, a bad blob length) is exactly FLIT_ERR_BOOT with a message
+ * saying what was wrong, on every rank, never a crash or a hang.
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 #include "boot/boot.h"
 #include "child.h"
@@ -29,9 +36,19 @@
 static const size_t lens[] = {0, 1, 483, 484, 485, CHUNK + 484, 7 * CHUNK + 3, 16};
 #define NLENS (sizeof lens / sizeof lens[0])
 
+/* How the launcher names the job and places the ranks. */
+struct name_case {
+    const char *name, *jobid, *mapping;
+    bool refuse_attr;    /* info-getjobattr answers rc=3 */
+    bool unique;         /* the job id is the Slurm step's: no exchange for it */
+    const char *host_of; /* each rank's node as a digit, from the mapping */
+    unsigned asks;       /* info-getjobattr asks, all ranks */
+};
+
 struct rank_arg {
     struct pmi2_fake *f;
     unsigned rank;
+    const struct name_case *nc;
 };
 
 static uint8_t byte_of(unsigned rank, unsigned round, size_t i)
@@ -87,6 +104,11 @@ static int run_rank(void *arg)
     setenv("PMI_RANK", rank, 1);
     setenv("PMI_SIZE", size, 1);
     setenv("PMI_JOBID", "17.0", 1);
+    /* As srun leaves them: its step, and where srun listens. */
+    setenv("SLURM_JOB_ID", "17", 1);
+    setenv("SLURM_STEP_ID", "0", 1);
+    setenv("SLURM_SRUN_COMM_HOST", "127.0.0.1", 1);
+    setenv("SLURM_SRUN_COMM_PORT", "40001", 1);
     /* The client ends stay open in the child: it must not need them closed. */
     struct fl_boot_info info = {0};
     flit_status st = fl_boot_open(&info);
@@ -95,6 +117,15 @@ static int run_rank(void *arg)
     if (strcmp(info.launcher, "pmi2") != 0 || info.rank != a->rank ||
         info.size != a->f->n)
         return 105;
+    const struct name_case *nc = a->nc;
+    if (info.job_id_unique != (nc && nc->unique))
+        return 106;
+    for (unsigned r = 0; r < info.size && info.host_of; r++)
+        if (!nc || !nc->host_of || info.host_of[r] != (uint32_t)(nc->host_of[r] - '0'))
+            return 107;
+    if (!info.host_of && nc && nc->host_of)
+        return 108;
+    free(info.host_of);
     st = exchange(&info);
     fl_boot_close(st == FLIT_OK);
     return st;
@@ -119,18 +150,40 @@ static const struct fault_case faults[] = {
     {PMI2_FAULT_BAD_BLOB_LEN, "bad blob length", "blob length of \"12x\""},
 };
 
-static int run_fault(const struct fault_case *fc, unsigned n)
+static const struct name_case names[] = {
+    {"another launcher's job name", "fake;job=1", "(vector,(0,2,2))", false, false, NULL,
+     0},
+    {"Slurm's step, block placement", "17.0", "(vector,(0,2,2))", false, true, "0011", 4},
+    {"Slurm's step, cyclic placement", "17.0", "(vector,(0,2,1))", false, true, "0101",
+     4},
+    {"a mapping flit cannot read", "17.0", "(vector,(0,2,2)", false, true, NULL, 4},
+    {"no mapping", "17.0", NULL, false, true, NULL, 4},
+    {"the mapping refused", "17.0", "(vector,(0,1,4))", true, true, NULL, 4},
+};
+
+static int run(const struct fault_case *fc, const struct name_case *nc, unsigned n,
+               bool gets_together)
 {
     struct pmi2_fake f;
     CHECK(pmi2_fake_init(&f, n, fc->fault) == 0);
+    f.gets_together = gets_together;
+    if (nc) {
+        f.jobid = nc->jobid;
+        f.mapping = nc->mapping;
+        f.refuse_attr = nc->refuse_attr;
+    }
     struct child ch[PMI2_FAKE_MAX];
     struct rank_arg args[PMI2_FAKE_MAX];
     for (unsigned r = 0; r < n; r++) {
-        args[r] = (struct rank_arg){&f, r};
+        args[r] = (struct rank_arg){&f, r, nc};
         CHECK(child_start(&ch[r], run_rank, &args[r]) == 0);
     }
     pmi2_fake_close_clients(&f);
     int served = pmi2_fake_serve(&f, 60000);
+    /* A rank still waiting for an answer gets a hang-up instead. */
+    for (unsigned r = 0; served != 0 && r < n; r++)
+        if (f.server[r] >= 0)
+            shutdown(f.server[r], SHUT_RDWR);
     int failed = 0;
     flit_status want = fc->fault == PMI2_FAULT_NONE ? FLIT_OK : FLIT_ERR_BOOT;
     for (unsigned r = 0; r < n; r++) {
@@ -150,8 +203,20 @@ static int run_fault(const struct fault_case *fc, unsigned n)
         printf("FAILED: %s: the fake launcher: %s\n", fc->name, f.error);
         failed = 1;
     }
+    /* Every allgather is one fence; a job of one needs none. */
+    unsigned fences = n == 1 ? 0 : 2 * NLENS + 1;
+    if (fc->fault == PMI2_FAULT_NONE && f.fences != fences) {
+        printf("FAILED: %u ranks: %u fences, expected %u\n", n, f.fences, fences);
+        failed = 1;
+    }
+    if (nc && f.attr_asks != nc->asks) {
+        printf("FAILED: %s: %u asks for PMI_process_mapping, expected %u\n", nc->name,
+               f.attr_asks, nc->asks);
+        failed = 1;
+    }
     if (!failed)
-        printf("ok: %s, %u ranks\n", fc->name, n);
+        printf("ok: %s, %u ranks%s\n", nc ? nc->name : fc->name, n,
+               gets_together ? ", gets answered together" : "");
     pmi2_fake_free(&f);
     return failed;
 }
@@ -161,8 +226,12 @@ int main(void)
     setvbuf(stdout, NULL, _IOLBF, 0);
     int failed = 0;
     for (unsigned n = 1; n <= 4; n++)
-        failed |= run_fault(&faults[0], n);
+        failed |= run(&faults[0], NULL, n, false);
+    /* The first pieces of all blobs are asked for before any answer. */
+    failed |= run(&faults[0], NULL, 4, true);
     for (size_t i = 1; i < sizeof faults / sizeof faults[0]; i++)
-        failed |= run_fault(&faults[i], 3);
+        failed |= run(&faults[i], NULL, 3, false);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        failed |= run(&faults[0], &names[i], 4, false);
     return failed;
 }
