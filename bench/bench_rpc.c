@@ -19,7 +19,7 @@
 #define PANDA_RPC_US  171.0
 #define PANDA_RPC_MBS 10.1
 
-enum { P_NULL, P_BULK, P_STOP, P_GO, NPROCS };
+enum { P_NULL, P_NULL_INLINE, P_BULK, P_STOP, P_GO, NPROCS };
 
 static struct {
     flit_rpc_t *rpc;  /* on the bench's endpoint */
@@ -88,6 +88,10 @@ static void *serve_ep2(void *arg)
 static void procs(bench_t *b, flit_rpc_t *rpc)
 {
     bench_check(b, flit_rpc_register(rpc, P_NULL, proc_null, b), "flit_rpc_register");
+    bench_check(
+        b,
+        flit_rpc_register_flags(rpc, P_NULL_INLINE, proc_null, b, FLIT_RPC_PROC_INLINE),
+        "flit_rpc_register_flags");
     bench_check(b, flit_rpc_register(rpc, P_BULK, proc_bulk, b), "flit_rpc_register");
     bench_check(b, flit_rpc_register(rpc, P_STOP, proc_stop, b), "flit_rpc_register");
     bench_check(b, flit_rpc_register(rpc, P_GO, proc_go, b), "flit_rpc_register");
@@ -148,7 +152,7 @@ struct point {
     flit_rpc_t *rpc;
     unsigned threads;
     uint64_t per_thread;
-    const flit_rpc_opts_t *opts; /* the null calls' */
+    unsigned proc; /* the null calls' procedure */
 };
 
 static uint64_t run_null(void *ctx, uint64_t n)
@@ -157,7 +161,7 @@ static uint64_t run_null(void *ctx, uint64_t n)
     uint64_t t0 = bench_now_ns();
     for (uint64_t i = 0; i < n; i++)
         bench_check(p->b,
-                    flit_rpc_call(p->rpc, PEER, P_NULL, NULL, 0, NULL, 0, p->opts, NULL),
+                    flit_rpc_call(p->rpc, PEER, p->proc, NULL, 0, NULL, 0, NULL, NULL),
                     "flit_rpc_call");
     return bench_now_ns() - t0;
 }
@@ -220,10 +224,10 @@ static double measure(bench_run_fn fn, struct point *p, uint64_t target_ns, int 
 
 void bench_rpc_section(bench_t *b, const struct bench_io *io)
 {
-    struct point p = {.b = b, .rpc = rb.rpc, .threads = 1};
+    struct point p = {.b = b, .rpc = rb.rpc, .threads = 1, .proc = P_NULL};
     io->title(io->run, "RPC: round trip of a call with no arguments and an empty reply",
               "the short AM (2 args) round trip of this run, answered in its handler "
-              "(target: ratio at most 1.2); may block: the null RPC; Panda (Bal et al., "
+              "(target: ratio at most 1.2); inline: the null RPC; Panda (Bal et al., "
               "Myrinet): ratio = Panda / flit",
               false);
     measure(run_null, &p, io->lat_ns / 4, 1, 1); /* free lists grow here */
@@ -240,18 +244,16 @@ void bench_rpc_section(bench_t *b, const struct bench_io *io)
                               v, am, -1, BENCH_U_US);
     io->emit(io->run, "panda_rpc_round_trip", "Panda '96 (ratio: / flit)", -1,
              PANDA_RPC_US, null_us, -1, BENCH_U_US);
-    /* The cost of a procedure that may block: a stream to a handler started
-       on a fiber, the reply queued for the progress listener. */
-    const flit_rpc_opts_t may_block = {.field_mask = FLIT_RPC_OPT_FLAGS,
-                                       .flags = FLIT_RPC_MAY_BLOCK};
-    p.opts = &may_block;
+    /* What the procedure's own stack costs (it may block): the same call to
+       a procedure registered FLIT_RPC_PROC_INLINE, on the handler's stack. */
+    p.proc = P_NULL_INLINE;
     do {
         io->begin(io->run);
         v = measure(run_null, &p, io->lat_ns, io->lat_reps, 1) / 1e3;
     } while (io->again(io->run));
-    io->emit(io->run, "rpc_null_may_block", "null RPC that may block", -1, v, null_us, -1,
+    io->emit(io->run, "rpc_null_inline", "null RPC, procedure inline", -1, v, null_us, -1,
              BENCH_U_US);
-    p.opts = NULL;
+    p.proc = P_NULL;
 
     char title[160];
     snprintf(title, sizeof title,

@@ -44,19 +44,19 @@
  * woken only when its own reply is in (or when it is its turn to drive).
  * On a single-threaded endpoint the waiting call makes the progress.
  *
- * Handlers. A procedure runs in handler context (inline, or on the stream
- * layer's fiber while a streamed request arrives): it may read its
- * request, reply, or defer. A call made with FLIT_RPC_MAY_BLOCK runs its
- * procedure on a fiber of its own (flit_stream_register_flags'
- * FLIT_STREAM_FIBER, a few tens of nanoseconds a call): that procedure may
- * block on a flit mutex or condition (below) and make nested calls, while
- * the endpoint goes on; it parks (flit_stream_park) and resumes in a later
- * progress pass. Anywhere else in a handler, flit_rpc_call, wait and icall
- * answer FLIT_ERR_IN_HANDLER (test only looks), and so do the mutex and
- * condition calls that would have to wait. Chosen over Orca's lazy
- * promotion (inline until it blocks) because an inline handler's stack
- * cannot be moved once it runs; the caller, who knows its procedure
- * blocks, says so.
+ * Handlers. A procedure runs in handler context, at once, from the handler
+ * its request lands in, but on a stack of its own (flit_stream_spawn: a
+ * pooled stack, a few tens of nanoseconds; a streamed request's handler
+ * is on one already). It may read its request, reply, or defer, and it may
+ * block: on a flit mutex or condition (below), or in a nested call. Only
+ * then does it become a thread of its own (Orca's handler threads, made
+ * full threads only when they block): it parks, the handler it started
+ * from returns and the endpoint goes on, and it resumes in a later
+ * progress pass. A procedure registered FLIT_RPC_PROC_INLINE runs on the
+ * handler's own stack instead (the null RPC's shortest path) and must not
+ * block: there flit_rpc_call, wait and icall answer FLIT_ERR_IN_HANDLER
+ * (test only looks), and so do the mutex and condition calls that would
+ * have to wait, as they do in any other handler.
  *
  * Errors, each a status in the call's result: FLIT_ERR_NO_HANDLER (no
  * procedure at that number on the server), FLIT_ERR_TOO_LARGE (request
@@ -136,6 +136,14 @@ typedef void (*flit_rpc_fn)(flit_rpc_req_t *req, size_t len, void *user);
 FLIT_API flit_status flit_rpc_register(flit_rpc_t *rpc, unsigned proc, flit_rpc_fn fn,
                                        void *user);
 
+/* The same with flags: FLIT_RPC_PROC_INLINE, a procedure that never
+   blocks, run on the stack of the handler its request lands in (no stack
+   of its own: some tens of nanoseconds less a call). FLIT_ERR_INVALID_ARG
+   also for unknown flags. */
+#define FLIT_RPC_PROC_INLINE (1u << 0)
+FLIT_API flit_status flit_rpc_register_flags(flit_rpc_t *rpc, unsigned proc,
+                                             flit_rpc_fn fn, void *user, unsigned flags);
+
 /*
  * Inside the procedure: takes exactly the next n bytes of the request into
  * buf, waiting for them as they arrive (streams). FLIT_ERR_TOO_LARGE, with
@@ -186,14 +194,13 @@ FLIT_API flit_status flit_rpc_reply_send(flit_rpc_reply_t *r, const struct iovec
 
 /* flit_rpc_opts_t flags. */
 #define FLIT_RPC_REPLY_ALLOC (1u << 0) /* reply into a malloc'ed buffer */
-#define FLIT_RPC_MAY_BLOCK   (1u << 1) /* the procedure may block: a fiber */
 
 #define FLIT_RPC_OPT_FLAGS   (1u << 0)
 #define FLIT_RPC_OPT_TIMEOUT (1u << 1)
 
 typedef struct flit_rpc_opts {
     uint64_t field_mask; /* FLIT_RPC_OPT_* bits of the fields set */
-    unsigned flags;      /* FLIT_RPC_REPLY_ALLOC, FLIT_RPC_MAY_BLOCK */
+    unsigned flags;      /* FLIT_RPC_REPLY_ALLOC */
     int64_t timeout_us;  /* the call ends with FLIT_ERR_TIMEOUT this long
                             after it was made; < 0: never (default) */
 } flit_rpc_opts_t;
@@ -272,8 +279,8 @@ FLIT_API flit_status flit_rpc_cancel(flit_rpc_call_t **call);
 /* ---------------------------------------------------------------- blocking */
 
 /*
- * A mutex and a condition variable that procedures of FLIT_RPC_MAY_BLOCK
- * calls may wait on without stopping the endpoint, and program threads
+ * A mutex and a condition variable that procedures may wait on without
+ * stopping the endpoint, and program threads
  * too. req: the procedure that waits (its fiber parks: other handlers,
  * the one that will unlock included, go on), or NULL for a program thread
  * (it sleeps, making no progress: some other thread, or a progress
@@ -281,8 +288,8 @@ FLIT_API flit_status flit_rpc_cancel(flit_rpc_call_t **call);
  * waiters in the order they came. A procedure must not return holding it.
  *
  * Statuses: FLIT_ERR_INVALID_ARG for NULL objects, a finished req;
- * FLIT_ERR_IN_HANDLER for a req whose procedure cannot block (no
- * FLIT_RPC_MAY_BLOCK), or a NULL req inside a handler, when the call would
+ * FLIT_ERR_IN_HANDLER for a req whose procedure cannot block
+ * (FLIT_RPC_PROC_INLINE), or a NULL req inside a handler, when the call would
  * have to wait; FLIT_ERR_PEER_DOWN / FLIT_ERR_FINALIZED when the caller
  * died or the endpoint closed while the procedure waited (it does not hold
  * the mutex then: return). unlock: FLIT_ERR_INVALID_ARG when the mutex is

@@ -179,6 +179,24 @@ FLIT_API flit_ep_t *flit_stream_ep(const flit_stream_t *s);
 FLIT_API flit_status flit_stream_park(flit_stream_t *s);
 FLIT_API flit_status flit_stream_unpark(flit_stream_t *s);
 
+/*
+ * From inside any handler of ep: runs fn(s, 0, user) at once, as the
+ * handler of a message of no bytes from rank, on a fiber of its own (a
+ * pooled stack: a few tens of nanoseconds), so that it may park like any
+ * handler on a fiber. Returns when fn returns or first parks; a parked fn
+ * goes on in a later progress pass and ends with FLIT_ERR_PEER_DOWN from
+ * flit_stream_park if rank dies meanwhile, FLIT_ERR_FINALIZED if the
+ * endpoint closes. The handler that called it keeps its own context (a
+ * request handler's token stays valid until fn parks or returns). This is
+ * how a layer runs code that blocks only sometimes: a procedure started
+ * from an active-message handler that may wait for a lock (Orca's handler
+ * threads: a stack of their own, made a thread only when they block).
+ * FLIT_ERR_INVALID_ARG for a NULL fn or outside any handler, FLIT_ERR_RANK
+ * for a rank outside the job, FLIT_ERR_NO_MEMORY when no stack can be had.
+ */
+FLIT_API flit_status flit_stream_spawn(flit_ep_t *ep, flit_rank_t rank,
+                                       flit_stream_handler_fn fn, void *user);
+
 /* ---- receiver pacing ---- */
 
 /*

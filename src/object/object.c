@@ -633,8 +633,9 @@ flit_status flit_objects_create(flit_ep_t *ep, flit_objects_t **out)
         if (st != FLIT_OK)
             flit_rpc_destroy(objs->rpc);
     }
-    if (st == FLIT_OK)
-        st = flit_rpc_register(objs->rpc, PROC_INVOKE, serve, objs);
+    if (st == FLIT_OK) /* never waits (a guard that fails defers): inline */
+        st = flit_rpc_register_flags(objs->rpc, PROC_INVOKE, serve, objs,
+                                     FLIT_RPC_PROC_INLINE);
     if (st == FLIT_OK && (st = place_listen(objs)) != FLIT_OK) {
         flit_groups_destroy(objs->groups);
         flit_rpc_destroy(objs->rpc);

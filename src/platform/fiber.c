@@ -12,6 +12,8 @@
 #include "platform/fiber.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -480,10 +482,41 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fl_fiber *pool;
 static unsigned pool_len;
 
+/* Each thread keeps the last stack it freed (a handler's fiber is usually
+   made and finished by one thread, one after the other): no lock on that
+   path. A thread that ends gives its spare to the pool. */
+static __thread struct fl_fiber *spare;
+static __thread bool spare_keyed; /* the key is set: the exit hook will run */
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void pool_put(struct fl_fiber *f);
+
+static void spare_at_exit(void *unused)
+{
+    (void)unused;
+    struct fl_fiber *f = spare;
+    spare = NULL;
+    if (f)
+        pool_put(f);
+}
+
+static void spare_key_make(void)
+{
+    if (pthread_key_create(&spare_key, spare_at_exit) != 0)
+        spare_key = (pthread_key_t)-1; /* no key: no spares (kept out below) */
+}
+
 static size_t page_size(void)
 {
-    long p = sysconf(_SC_PAGESIZE); /* from the auxiliary vector: cheap */
-    return p > 0 ? (size_t)p : 4096;
+    static _Atomic size_t cached; /* sysconf is a call into libc per fiber */
+    size_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (!v) {
+        long p = sysconf(_SC_PAGESIZE);
+        v = p > 0 ? (size_t)p : 4096;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
 }
 
 /* The mapping for a stack of the configured size: guard page, stack, and
@@ -558,19 +591,30 @@ struct fl_fiber *fl_fiber_new(fl_fiber_fn fn, void *arg)
     size_t len = map_len_now();
     struct fl_fiber *f = NULL;
     struct fl_fiber *stale = NULL; /* pooled at another FLIT_FIBER_STACK_KB */
-    pthread_mutex_lock(&pool_lock);
-    while (pool && !f) {
-        struct fl_fiber *p = pool;
-        pool = p->next;
-        pool_len--;
-        if (p->map_len == len) {
-            f = p;
-        } else {
-            p->next = stale;
-            stale = p;
+    if (spare) {
+        f = spare;
+        spare = NULL;
+        if (f->map_len != len) {
+            stale = f;
+            stale->next = NULL;
+            f = NULL;
         }
     }
-    pthread_mutex_unlock(&pool_lock);
+    if (!f) {
+        pthread_mutex_lock(&pool_lock);
+        while (pool && !f) {
+            struct fl_fiber *p = pool;
+            pool = p->next;
+            pool_len--;
+            if (p->map_len == len) {
+                f = p;
+            } else {
+                p->next = stale;
+                stale = p;
+            }
+        }
+        pthread_mutex_unlock(&pool_lock);
+    }
     while (stale) {
         struct fl_fiber *next = stale->next;
         unmap(stale);
@@ -579,17 +623,19 @@ struct fl_fiber *fl_fiber_new(fl_fiber_fn fn, void *arg)
     if (!f && !(f = map_fiber(len)))
         return NULL;
 
-    /* Everything but the mapping's geometry starts afresh. */
+    /* Everything but the mapping's geometry starts afresh; the two
+       ucontexts (2 KiB) only for the switch that uses them. */
     char *map = f->map, *stack = f->stack;
     size_t map_len = f->map_len, stack_len = f->stack_len;
-    memset(f, 0, sizeof *f);
+    bool uc = use_ucontext_now();
+    memset(f, 0, uc ? sizeof *f : offsetof(struct fl_fiber, uc));
     f->map = map;
     f->map_len = map_len;
     f->stack = stack;
     f->stack_len = stack_len;
     f->fn = fn;
     f->arg = arg;
-    f->use_ucontext = use_ucontext_now();
+    f->use_ucontext = uc;
     lsan_root(f, true);
 #ifdef FL_TSAN
     f->tsan_fiber = __tsan_create_fiber(0);
@@ -625,6 +671,20 @@ void fl_fiber_free(struct fl_fiber *f)
     /* The next fiber on this stack starts with clean shadow. */
     ASAN_UNPOISON_MEMORY_REGION(f->stack, f->stack_len);
 #endif
+    if (!spare && !spare_keyed) {
+        pthread_once(&spare_once, spare_key_make);
+        spare_keyed = spare_key != (pthread_key_t)-1 &&
+                      pthread_setspecific(spare_key, &spare_keyed) == 0;
+    }
+    if (!spare && spare_keyed) {
+        spare = f;
+        return;
+    }
+    pool_put(f);
+}
+
+static void pool_put(struct fl_fiber *f)
+{
     pthread_mutex_lock(&pool_lock);
     if (pool_len < POOL_MAX) {
         f->next = pool;
@@ -639,6 +699,11 @@ void fl_fiber_free(struct fl_fiber *f)
 
 void fl_fiber_pool_drain(void)
 {
+    if (spare) { /* this thread's; other threads give theirs back as they end */
+        struct fl_fiber *f = spare;
+        spare = NULL;
+        unmap(f);
+    }
     pthread_mutex_lock(&pool_lock);
     struct fl_fiber *list = pool;
     pool = NULL;

@@ -13,8 +13,12 @@
  *    medium payload (short when empty);
  *  - request or reply as a stream to h (request) or h + 1 (reply): a
  *    16-byte header {word (proc or status) u32, magic u32, id u64}, then
- *    the bytes; a request that may block goes to h + 2, whose stream
- *    handler runs on a fiber from its start (FLIT_STREAM_FIBER).
+ *    the bytes; the request's stream handler runs on a fiber from its
+ *    start (FLIT_STREAM_FIBER), so that its procedure may park.
+ *
+ * Procedures: started from the request's handler on a stack of their own
+ * (flit_stream_spawn for active messages; the stream handler's fiber),
+ * unless registered FLIT_RPC_PROC_INLINE; one that blocks parks there.
  *
  * Locking: one mutex per object (skipped on single-threaded endpoints),
  * a leaf: never held across a flit_* call, so handlers (which run with the
@@ -52,6 +56,7 @@ struct flit_rpc {
     struct {
         flit_rpc_fn fn;
         void *user;
+        unsigned flags; /* FLIT_RPC_PROC_INLINE */
     } * procs;
     flit_ep_listener_t listener;
     pthread_mutex_t lock; /* everything below */
@@ -75,6 +80,8 @@ struct flit_rpc_req {
     struct flit_rpc *rpc;
     flit_stream_t *park;   /* may block: its handler's stream, to park */
     uint8_t *spill;        /* the request's rest, read before it first blocked */
+    flit_rpc_fn fn;        /* the procedure */
+    void *user;
     flit_token_t *token;   /* came as an active message: replies may use it */
     flit_stream_t *stream; /* came as a stream: read from it */
     const uint8_t *buf;    /* active message: the request bytes */
@@ -147,15 +154,14 @@ void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user);
 /* Answers every deferred reply with FLIT_ERR_CLOSED (program context). */
 void fl_rpc_close_deferred(struct flit_rpc *r);
 
-/* Requests that may block (h + 2), serve.c. */
-void fl_rpc_on_req_block(flit_stream_t *s, size_t total, void *user);
-
 /* The procedure running on this thread (NULL: none), serve.c. A parked
    procedure is nobody's: fl_rpc_block unsets it and sets it back. */
 struct flit_rpc_req *fl_rpc_current(void);
 
-/* Inside procedure q: parks it until flit_stream_unpark of q->park.
-   FLIT_ERR_IN_HANDLER when q may not block; the stream's errors. */
+/* Inside procedure q: parks it until flit_stream_unpark of q->park (the
+   handler q started from has then returned: its token and its bytes are
+   gone, so q's rest is copied first). FLIT_ERR_IN_HANDLER when q may not
+   block (FLIT_RPC_PROC_INLINE); the stream's errors. */
 flit_status fl_rpc_block(struct flit_rpc_req *q);
 
 #endif /* FL_RPC_INTERNAL_H */

@@ -71,7 +71,7 @@ struct rpc_out {
     uint32_t dest;
     uint64_t id;
     uint32_t word; /* status (reply) or procedure (request) */
-    bool request, block;
+    bool request;
     size_t len;
     uint8_t data[];
 };
@@ -285,22 +285,21 @@ static void on_reply_stream(flit_stream_t *s, size_t total, void *user)
 /* ---------------------------------------------------------------- sending */
 
 /*
- * One message (request: word = proc, to h, or to h + 2 as a stream when
- * its procedure may block; reply: word = status, to h + 1) of total bytes
+ * One message (request: word = proc, to h; reply: word = status, to h + 1)
+ * of total bytes
  * gathered from iov, NONBLOCK: FLIT_ERR_AGAIN when the first packet finds
  * no room, FLIT_ERR_IN_HANDLER in handler context.
  */
 static flit_status send_msg(struct flit_rpc *r, uint32_t dest, bool reply, uint32_t word,
-                            uint64_t id, const struct iovec *iov, int n, size_t total,
-                            bool block)
+                            uint64_t id, const struct iovec *iov, int n, size_t total)
 {
     size_t am_max = reply ? FLIT_AM_MAX_MEDIUM : FLIT_RPC_AM_MAX;
-    flit_handler_t h = flit_handler((uint16_t)(r->h.idx + (reply ? 1 : block ? 2 : 0)));
+    flit_handler_t h = flit_handler((uint16_t)(r->h.idx + (reply ? 1 : 0)));
     uint32_t args[RPC_NARGS] = {(uint32_t)id, (uint32_t)(id >> 32), word};
-    if (total == 0 && !block)
+    if (total == 0)
         return flit_am_short(r->ep, flit_rank(dest), h, args, RPC_NARGS,
                              FLIT_AM_NONBLOCK);
-    if (!block && total <= am_max) {
+    if (total <= am_max) {
         if (n == 1)
             return flit_am_medium(r->ep, flit_rank(dest), h, iov[0].iov_base, total, args,
                                   RPC_NARGS, FLIT_AM_NONBLOCK);
@@ -377,7 +376,7 @@ flit_status fl_rpc_send_reply(struct flit_rpc *r, uint32_t caller, uint64_t id,
     flit_status st = FLIT_ERR_AGAIN;
     /* Messages queued before go first, so try only with an empty queue. */
     if (atomic_load_explicit(&r->nout, memory_order_acquire) == 0)
-        st = send_msg(r, caller, true, (uint32_t)status, id, iov, n, total, false);
+        st = send_msg(r, caller, true, (uint32_t)status, id, iov, n, total);
     if (st != FLIT_ERR_AGAIN && st != FLIT_ERR_IN_HANDLER)
         return st;
     struct rpc_out o = {.dest = caller, .id = id, .word = (uint32_t)status};
@@ -397,8 +396,7 @@ static void flush(struct flit_rpc *r)
         if (!o)
             return;
         struct iovec v = {.iov_base = o->data, .iov_len = o->len};
-        flit_status st =
-            send_msg(r, o->dest, !o->request, o->word, o->id, &v, 1, o->len, o->block);
+        flit_status st = send_msg(r, o->dest, !o->request, o->word, o->id, &v, 1, o->len);
         if (st == FLIT_ERR_AGAIN) {
             rpc_lock(r);
             o->next = r->out_head;
@@ -497,15 +495,12 @@ static flit_status install(struct flit_rpc *r, bool on)
     flit_status st = flit_am_register(r->ep, r->h, on ? fl_rpc_on_req_am : discard_am, r);
     if (st == FLIT_OK)
         st = flit_am_register(r->ep, rep, on ? on_reply_am : discard_am, r);
-    if (st == FLIT_OK)
-        st = flit_stream_register(r->ep, r->h, on ? fl_rpc_on_req_stream : discard_stream,
-                                  r);
+    if (st == FLIT_OK) /* streamed requests: on a fiber, so that they may park */
+        st = flit_stream_register_flags(r->ep, r->h,
+                                        on ? fl_rpc_on_req_stream : discard_stream, r,
+                                        on ? FLIT_STREAM_FIBER : 0);
     if (st == FLIT_OK)
         st = flit_stream_register(r->ep, rep, on ? on_reply_stream : discard_stream, r);
-    if (st == FLIT_OK) /* requests that may block: on a fiber from the start */
-        st = flit_stream_register_flags(r->ep, flit_handler((uint16_t)(r->h.idx + 2)),
-                                        on ? fl_rpc_on_req_block : discard_stream, r,
-                                        on ? FLIT_STREAM_FIBER : 0);
     return st;
 }
 
@@ -557,7 +552,7 @@ static flit_status open_object(struct flit_rpc *r)
     if (!(r->procs = calloc(r->nprocs, sizeof *r->procs)))
         return FLIT_ERR_NO_MEMORY;
     /* Collective: every rank gets the same indices. */
-    if ((st = flit_ep_reserve_handlers(r->ep, 3, &r->h)) != FLIT_OK)
+    if ((st = flit_ep_reserve_handlers(r->ep, 2, &r->h)) != FLIT_OK)
         return st;
     r->listener = (flit_ep_listener_t){
         .peer_down = on_peer_down, .progress = on_progress, .closing = on_closing};
@@ -632,17 +627,24 @@ flit_status flit_rpc_destroy(flit_rpc_t *r)
     return FLIT_OK;
 }
 
-flit_status flit_rpc_register(flit_rpc_t *r, unsigned proc, flit_rpc_fn fn, void *user)
+flit_status flit_rpc_register_flags(flit_rpc_t *r, unsigned proc, flit_rpc_fn fn,
+                                    void *user, unsigned flags)
 {
-    if (!rpc_ok(r))
+    if (!rpc_ok(r) || (flags & ~FLIT_RPC_PROC_INLINE))
         return FLIT_ERR_INVALID_ARG;
     if (proc >= r->nprocs)
         return FLIT_ERR_BAD_HANDLER;
     rpc_lock(r);
     r->procs[proc].fn = fn;
     r->procs[proc].user = fn ? user : NULL;
+    r->procs[proc].flags = fn ? flags : 0;
     rpc_unlock(r);
     return FLIT_OK;
+}
+
+flit_status flit_rpc_register(flit_rpc_t *r, unsigned proc, flit_rpc_fn fn, void *user)
+{
+    return flit_rpc_register_flags(r, proc, fn, user, 0);
 }
 
 flit_status flit_rpc_stats(flit_rpc_t *r, flit_rpc_stats_t *out)
@@ -696,9 +698,9 @@ static flit_status check_call(struct flit_rpc *r, flit_rank_t dest, unsigned pro
         return FLIT_ERR_RANK;
     if (proc >= r->nprocs)
         return FLIT_ERR_BAD_HANDLER;
-    if (o && ((o->field_mask & ~(uint64_t)(FLIT_RPC_OPT_FLAGS | FLIT_RPC_OPT_TIMEOUT)) ||
-              ((o->field_mask & FLIT_RPC_OPT_FLAGS) &&
-               (o->flags & ~(FLIT_RPC_REPLY_ALLOC | FLIT_RPC_MAY_BLOCK)))))
+    if (o &&
+        ((o->field_mask & ~(uint64_t)(FLIT_RPC_OPT_FLAGS | FLIT_RPC_OPT_TIMEOUT)) ||
+         ((o->field_mask & FLIT_RPC_OPT_FLAGS) && (o->flags & ~FLIT_RPC_REPLY_ALLOC))))
         return FLIT_ERR_INVALID_ARG;
     size_t cap;
     flit_status st = fl_rpc_check_iov(rep, nrep, &cap);
@@ -755,21 +757,17 @@ flit_status flit_rpc_icall(flit_rpc_t *r, flit_rank_t dest, unsigned proc,
     if (!c)
         return FLIT_ERR_NO_MEMORY;
     if ((st = call_setup(c, rep, nrep, opts)) == FLIT_OK) {
-        bool block = (c->flags & FLIT_RPC_MAY_BLOCK) != 0;
-        st = send_msg(r, dest.idx, false, proc, c->id, req, nreq, len, block);
+        st = send_msg(r, dest.idx, false, proc, c->id, req, nreq, len);
         while (st == FLIT_ERR_AGAIN) { /* no room: wait for it, handlers running */
             (void)flit_poll(r->ep);
-            st = send_msg(r, dest.idx, false, proc, c->id, req, nreq, len, block);
+            st = send_msg(r, dest.idx, false, proc, c->id, req, nreq, len);
         }
         struct flit_rpc_req *cur;
         if (st == FLIT_ERR_IN_HANDLER && (cur = fl_rpc_current()) && cur->park) {
             /* A procedure that may block: its call leaves from program
                context, and it waits parked. */
-            struct rpc_out o = {.dest = dest.idx,
-                                .id = c->id,
-                                .word = proc,
-                                .request = true,
-                                .block = block};
+            struct rpc_out o = {
+                .dest = dest.idx, .id = c->id, .word = proc, .request = true};
             st = queue(r, &o, req, nreq, len);
         }
     }

@@ -218,18 +218,24 @@ static flit_status stream_recvv(struct flit_rpc_req *q, const struct iovec *iov,
     return st;
 }
 
-/* The rest of a streamed request into memory: a parked fiber cannot take
-   packets, and its stream's bytes must all be in before it parks. */
+/* The rest of the request into memory before the procedure first parks: a
+   parked fiber cannot take packets, and its stream's bytes must all be in;
+   an active message's bytes go when the handler that started it returns. */
 static flit_status spill(struct flit_rpc_req *q)
 {
-    size_t left = flit_stream_remaining(q->stream);
+    size_t left = flit_rpc_remaining(q);
     if (!left || q->spill)
         return FLIT_OK;
     size_t done = q->len - left;
     if (!(q->spill = malloc(q->len)))
         return FLIT_ERR_NO_MEMORY;
-    struct iovec v = {.iov_base = q->spill + done, .iov_len = left};
-    flit_status st = stream_recvv(q, &v, 1);
+    flit_status st = FLIT_OK;
+    if (q->stream) {
+        struct iovec v = {.iov_base = q->spill + done, .iov_len = left};
+        st = stream_recvv(q, &v, 1);
+    } else {
+        memcpy(q->spill + done, q->buf + done, left);
+    }
     q->buf = q->spill;
     q->pos = done;
     return st;
@@ -242,6 +248,7 @@ flit_status fl_rpc_block(struct flit_rpc_req *q)
     flit_status st = spill(q);
     if (st != FLIT_OK)
         return st;
+    q->token = NULL;   /* its handler returns as q parks: reply by message */
     set_current(NULL); /* the thread goes back to the engine */
     st = flit_stream_park(q->park);
     set_current(q); /* perhaps another thread now */
@@ -252,13 +259,14 @@ flit_status fl_rpc_block(struct flit_rpc_req *q)
 
 /* The procedure for proc, or the status that refuses the request. */
 static flit_status judge(struct flit_rpc *r, uint32_t proc, size_t len, flit_rpc_fn *fn,
-                         void **user)
+                         void **user, unsigned *flags)
 {
     if (proc >= r->nprocs)
         return FLIT_ERR_NO_HANDLER;
     rpc_lock(r);
     *fn = r->procs[proc].fn;
     *user = r->procs[proc].user;
+    *flags = r->procs[proc].flags;
     rpc_unlock(r);
     if (!*fn)
         return FLIT_ERR_NO_HANDLER;
@@ -280,15 +288,39 @@ static struct flit_rpc_req *req_get(const struct flit_rpc_req *init)
     return q;
 }
 
-static void req_put(struct flit_rpc_req *q)
+static void req_put(struct flit_rpc_req *q, bool served)
 {
     struct flit_rpc *r = q->rpc;
     q->live = false;
     rpc_lock(r);
     q->next = r->free_reqs;
     r->free_reqs = q;
-    r->st.served++;
+    r->st.served += served;
     rpc_unlock(r);
+}
+
+/* Runs q's procedure where the caller stands, and ends the request. */
+static void run(struct flit_rpc_req *q)
+{
+    q->live = true;
+    set_current(q); /* procedures do not nest: handlers make no progress */
+    q->fn(q, q->len, q->user);
+    set_current(NULL);
+    q->live = false;
+    free(q->spill);
+    q->spill = NULL;
+    if (!q->answered) /* a procedure with nothing to say: an empty reply */
+        (void)answer(q, FLIT_OK, NULL, 0, 0);
+    req_put(q, true);
+}
+
+/* A procedure on a stack of its own, started from an active message. */
+static void run_spawned(flit_stream_t *task, size_t total, void *arg)
+{
+    (void)total;
+    struct flit_rpc_req *q = arg;
+    q->park = task;
+    run(q);
 }
 
 static void serve(const struct flit_rpc_req *init, uint32_t proc)
@@ -296,23 +328,25 @@ static void serve(const struct flit_rpc_req *init, uint32_t proc)
     struct flit_rpc *r = init->rpc;
     flit_rpc_fn fn;
     void *user;
-    flit_status why = judge(r, proc, init->len, &fn, &user);
+    unsigned flags;
+    flit_status why = judge(r, proc, init->len, &fn, &user, &flags);
     struct flit_rpc_req *q = why == FLIT_OK ? req_get(init) : NULL;
-    if (!q) {
-        struct flit_rpc_req refused = *init;
-        (void)answer(&refused, why == FLIT_OK ? FLIT_ERR_NO_MEMORY : why, NULL, 0, 0);
-        return;
+    if (q) {
+        q->fn = fn;
+        q->user = user;
+        if (flags & FLIT_RPC_PROC_INLINE)
+            q->park = NULL; /* it does not block */
+        if (q->stream || (flags & FLIT_RPC_PROC_INLINE)) {
+            run(q); /* a streamed request's handler is on a fiber already */
+            return;
+        }
+        why = flit_stream_spawn(r->ep, flit_rank(q->caller), run_spawned, q);
+        if (why == FLIT_OK)
+            return;
+        req_put(q, false);
     }
-    q->live = true;
-    set_current(q); /* procedures do not nest: handlers make no progress */
-    fn(q, q->len, user);
-    set_current(NULL);
-    q->live = false;
-    free(q->spill);
-    q->spill = NULL;
-    if (!q->answered) /* a procedure with nothing to say: an empty reply */
-        (void)answer(q, FLIT_OK, NULL, 0, 0);
-    req_put(q);
+    struct flit_rpc_req refused = *init;
+    (void)answer(&refused, why == FLIT_OK ? FLIT_ERR_NO_MEMORY : why, NULL, 0, 0);
 }
 
 void fl_rpc_on_req_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
@@ -329,7 +363,7 @@ void fl_rpc_on_req_am(flit_token_t *token, void *buf, size_t nbytes, const uint3
     serve(&q, args[2]);
 }
 
-static void on_stream(flit_stream_t *s, size_t total, void *user, bool block)
+void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user)
 {
     uint8_t hdr[RPC_HDR];
     if (total < RPC_HDR || flit_stream_recv(s, hdr, RPC_HDR) != FLIT_OK ||
@@ -337,20 +371,10 @@ static void on_stream(flit_stream_t *s, size_t total, void *user, bool block)
         return; /* malformed: dropped with the rest of its bytes */
     struct flit_rpc_req q = {.rpc = user,
                              .stream = s,
-                             .park = block ? s : NULL,
+                             .park = s,
                              .len = total - RPC_HDR,
                              .caller = flit_stream_rank(s).idx,
                              .id = rpc_get_le32(hdr + 8) |
                                    (uint64_t)rpc_get_le32(hdr + 12) << 32};
     serve(&q, rpc_get_le32(hdr));
-}
-
-void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user)
-{
-    on_stream(s, total, user, false);
-}
-
-void fl_rpc_on_req_block(flit_stream_t *s, size_t total, void *user)
-{
-    on_stream(s, total, user, true);
 }

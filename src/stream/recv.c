@@ -30,11 +30,12 @@ static void in_put(struct fl_stream_ep *se, struct flit_stream *s)
     se->free_in = s;
 }
 
-/* The sender's message with stream id sid, if it is in progress. */
+/* The sender's message with stream id sid, if it is in progress (spawned
+   handlers share the list, and no packet continues them). */
 static struct flit_stream **find(struct fl_stream_ep *se, uint32_t src, uint32_t sid)
 {
     struct flit_stream **pp = &se->active[src];
-    while (*pp && (*pp)->sid != sid)
+    while (*pp && ((*pp)->sid != sid || (*pp)->spawned))
         pp = &(*pp)->next;
     return pp;
 }
@@ -53,8 +54,10 @@ static void link_active(struct fl_stream_ep *se, struct flit_stream *s)
 
 static void unlink_active(struct fl_stream_ep *se, struct flit_stream *s)
 {
-    struct flit_stream **pp = find(se, s->src, s->sid);
-    if (*pp == s)
+    struct flit_stream **pp = &se->active[s->src];
+    while (*pp && *pp != s)
+        pp = &(*pp)->next;
+    if (*pp)
         *pp = s->next;
     s->linked = false;
 }
@@ -111,6 +114,58 @@ void fl_stream_run(struct flit_ep *ep, struct flit_stream *s)
     retire_if_over(se, s);
 }
 
+/* A receive handle afresh, field by field (see flit_stream_begin): nothing
+   arrived, no handler yet. */
+static void in_init(struct flit_stream *s, struct flit_ep *ep, uint32_t src,
+                    uint64_t total)
+{
+    s->ep = ep;
+    s->src = src;
+    s->sid = 0;
+    s->total = total;
+    s->arrived = 0;
+    s->taken = 0;
+    s->cur = NULL;
+    s->cur_len = 0;
+    s->fn = NULL;
+    s->user = NULL;
+    s->fiber = NULL;
+    s->error = FLIT_OK;
+    s->live = false;
+    s->linked = false;
+    s->spawned = false;
+    s->parked = s->wake = s->ready = false;
+}
+
+flit_status flit_stream_spawn(flit_ep_t *ep, flit_rank_t rank, flit_stream_handler_fn fn,
+                              void *user)
+{
+    flit_status st = fl_ep_check(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (!fn || fl_handler_depth == 0)
+        return FLIT_ERR_INVALID_ARG;
+    if (rank.idx >= ep->size)
+        return FLIT_ERR_RANK;
+    struct fl_stream_ep *se = fl_stream_of(ep);
+    struct flit_stream *s = in_get(se);
+    if (!s)
+        return FLIT_ERR_NO_MEMORY;
+    in_init(s, ep, rank.idx, 0);
+    s->fn = fn;
+    s->user = user;
+    s->spawned = true;
+    if (!(s->fiber = fl_fiber_new(fiber_main, s))) {
+        in_put(se, s);
+        return FLIT_ERR_NO_MEMORY;
+    }
+    s->live = true;
+    FL_COUNT(se->fibers, 1);
+    link_active(se, s); /* the rank's death or the endpoint's end reaches it */
+    fl_stream_run(ep, s);
+    return FLIT_OK;
+}
+
 /* Sends the first packet's header back to its sender with the reason. */
 static void refuse(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h,
                    flit_status reason)
@@ -154,22 +209,11 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t s
         return;
     }
     flit_status why = judge(ep, se, h);
-    /* Field by field: see flit_stream_begin. */
-    s->ep = ep;
-    s->src = src;
+    in_init(s, ep, src, h->total);
     s->sid = h->sid;
-    s->total = h->total;
     s->arrived = h->len;
-    s->taken = 0;
     s->cur = h->payload;
     s->cur_len = h->len;
-    s->fn = NULL;
-    s->user = NULL;
-    s->fiber = NULL;
-    s->error = FLIT_OK;
-    s->live = false;
-    s->linked = false;
-    s->parked = s->wake = s->ready = false;
     FL_COUNT(se->recv_msgs, 1);
     FL_COUNT(se->recv_bytes, h->total);
     FL_COUNT(ep->peers[src].recv, 1);

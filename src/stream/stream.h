@@ -61,6 +61,7 @@ struct flit_stream {
     flit_status error;        /* the sender died, or the endpoint closes */
     bool live;                /* its handler runs (or waits) */
     bool linked;              /* in its sender's messages in progress */
+    bool spawned;             /* flit_stream_spawn's: no message behind it */
     struct flit_stream *next; /* the sender's messages in progress; free list */
     /* Parking (park.c), under the layer's park_lock: the handler waits in
        flit_stream_park; an unpark came; it is on the ready list. */

@@ -25,15 +25,18 @@
  *  kill     (2 ranks, flitrun --keep-going) rank 0 has calls outstanding
  *           at rank 1 (deferred, and one large request), rank 1 raises
  *           SIGKILL: every call ends FLIT_ERR_PEER_DOWN.
- *  block    (2 ranks) procedures that may block wait for a flit mutex held
- *           by rank 1's program thread, then by another procedure that
- *           itself waits on a condition until a third (inline) one signals
- *           it; mutual exclusion and hand-over order checked; then nested
- *           calls from a procedure, to the caller and to its own rank, with
- *           a request large enough to arrive in pieces.
+ *  block    (2 ranks) procedures called with empty requests (active
+ *           messages, no flag anywhere) wait for a flit mutex held by rank
+ *           1's program thread, then by another procedure that itself waits
+ *           on a condition until a third (FLIT_RPC_PROC_INLINE, which may
+ *           not block) signals it; mutual exclusion and hand-over order
+ *           checked; then nested calls from a procedure, to the caller and
+ *           to its own rank, with a request of 1000 bytes (one active
+ *           message: its rest is kept when the procedure first blocks) and
+ *           one large enough to arrive in pieces.
  *  midway   (2 ranks) rank 1's program thread takes a flit mutex and makes
- *           a call while a procedure (inline, then one that may block)
- *           waits on its fiber for the rest of its request.
+ *           a call while a procedure (registered inline, then not) waits on
+ *           its fiber for the rest of its request.
  * Each rank prints "rpc: rank R OK".
  */
 #include <pthread.h>
@@ -56,6 +59,7 @@ enum {
     P_QUERY,
     P_NESTED,
     P_MIDWAY,
+    P_MIDWAY_INLINE,
     NPROCS
 };
 
@@ -240,10 +244,13 @@ static void register_all(flit_rpc_t *rpc)
     CHECK_OK(flit_rpc_register(rpc, P_EMPTY, proc_empty, NULL));
     CHECK_OK(flit_rpc_register(rpc, P_LOCK, proc_lock, NULL));
     CHECK_OK(flit_rpc_register(rpc, P_HOLD, proc_hold, NULL));
-    CHECK_OK(flit_rpc_register(rpc, P_LET_GO, proc_let_go, NULL));
+    CHECK_OK(
+        flit_rpc_register_flags(rpc, P_LET_GO, proc_let_go, NULL, FLIT_RPC_PROC_INLINE));
     CHECK_OK(flit_rpc_register(rpc, P_QUERY, proc_query, NULL));
     CHECK_OK(flit_rpc_register(rpc, P_NESTED, proc_nested, NULL));
     CHECK_OK(flit_rpc_register(rpc, P_MIDWAY, proc_midway, NULL));
+    CHECK_OK(flit_rpc_register_flags(rpc, P_MIDWAY_INLINE, proc_midway, NULL,
+                                     FLIT_RPC_PROC_INLINE));
 }
 
 static unsigned held(void)
@@ -563,9 +570,6 @@ static void test_kill(void)
 
 /* ---------------------------------------------------------------- blocking */
 
-static const flit_rpc_opts_t may_block = {.field_mask = FLIT_RPC_OPT_FLAGS,
-                                          .flags = FLIT_RPC_MAY_BLOCK};
-
 /* Rank 0: P_QUERY until rank 1 says arrived >= want and holding == hold. */
 static void query_until(uint32_t want, uint32_t hold)
 {
@@ -587,8 +591,8 @@ static void lock_calls(unsigned k, uint32_t first, flit_rpc_call_t **c, uint32_t
 {
     for (unsigned i = 0; i < k; i++) {
         struct iovec r = {&turn[i], sizeof turn[i]};
-        CHECK_OK(flit_rpc_icall(g.rpc, flit_rank(1), P_LOCK, NULL, 0, &r, 1, &may_block,
-                                &c[i]));
+        CHECK_OK(
+            flit_rpc_icall(g.rpc, flit_rank(1), P_LOCK, NULL, 0, &r, 1, NULL, &c[i]));
     }
     (void)first;
 }
@@ -622,8 +626,8 @@ static void test_block(void)
         check_turns(K, 1, c, turn);
         /* Now held by a procedure that waits on a condition. */
         flit_rpc_call_t *hold;
-        CHECK_OK(flit_rpc_icall(g.rpc, flit_rank(1), P_HOLD, NULL, 0, NULL, 0, &may_block,
-                                &hold));
+        CHECK_OK(
+            flit_rpc_icall(g.rpc, flit_rank(1), P_HOLD, NULL, 0, NULL, 0, NULL, &hold));
         query_until(K, 1);
         lock_calls(K, K + 1, c, turn);
         query_until(2 * K, 1);
@@ -631,18 +635,22 @@ static void test_block(void)
             flit_rpc_call(g.rpc, flit_rank(1), P_LET_GO, NULL, 0, NULL, 0, NULL, NULL));
         CHECK_OK(flit_rpc_wait(&hold, -1, NULL));
         check_turns(K, K + 1, c, turn);
-        /* Nested calls, from a procedure whose request comes in pieces. */
-        size_t len = 300000;
-        uint8_t *q = malloc(len), *r = malloc(len);
-        CHECK(q && r);
-        mp_pattern_fill(q, len, 77);
-        struct iovec qv = {q, len}, rv = {r, len};
-        flit_rpc_result_t res;
-        CHECK_OK(flit_rpc_call(g.rpc, flit_rank(1), P_NESTED, &qv, 1, &rv, 1, &may_block,
-                               &res));
-        CHECK(res.length == len && mp_pattern_check(r, len, 77) == len);
-        free(q);
-        free(r);
+        /* Nested calls, from a procedure whose request is one active
+           message, then one whose request comes in pieces. */
+        static const size_t lens[] = {1000, 300000};
+        for (unsigned i = 0; i < 2; i++) {
+            size_t len = lens[i];
+            uint8_t *q = malloc(len), *r = malloc(len);
+            CHECK(q && r);
+            mp_pattern_fill(q, len, 77 + i);
+            struct iovec qv = {q, len}, rv = {r, len};
+            flit_rpc_result_t res;
+            CHECK_OK(
+                flit_rpc_call(g.rpc, flit_rank(1), P_NESTED, &qv, 1, &rv, 1, NULL, &res));
+            CHECK(res.length == len && mp_pattern_check(r, len, 77 + i) == len);
+            free(q);
+            free(r);
+        }
     }
     CHECK_OK(flit_barrier(g.ep));
     CHECK_OK(flit_mutex_destroy(g.m));
@@ -651,8 +659,8 @@ static void test_block(void)
 }
 
 /*
- * Rank 0 sends rank 1 a request that arrives in many pieces, inline and
- * with FLIT_RPC_MAY_BLOCK; between rank 1's progress passes, with the
+ * Rank 0 sends rank 1 a request that arrives in many pieces, to a procedure
+ * registered inline and to one not; between rank 1's progress passes, with the
  * procedure waiting on its fiber for the rest, rank 1's program thread is
  * program code: it takes a flit mutex and makes a call of its own.
  */
@@ -666,8 +674,9 @@ static void test_midway(void)
         mp_pattern_fill(q, LEN, 91);
         struct iovec v = {q, LEN};
         for (int round = 0; round < 2; round++)
-            CHECK_OK(flit_rpc_call(g.rpc, flit_rank(1), P_MIDWAY, &v, 1, NULL, 0,
-                                   round ? &may_block : NULL, NULL));
+            CHECK_OK(flit_rpc_call(g.rpc, flit_rank(1),
+                                   round ? P_MIDWAY : P_MIDWAY_INLINE, &v, 1, NULL, 0,
+                                   NULL, NULL));
         free(q);
     } else if (g.me == 1) {
         for (unsigned round = 1; round <= 2; round++) {

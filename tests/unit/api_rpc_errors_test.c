@@ -107,6 +107,11 @@ static void bad_create(void)
     CHECK_ST(flit_rpc_destroy(NULL), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rpc_register(NULL, 0, proc_echo, NULL), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rpc_register(rpc, NPROCS, proc_echo, NULL), FLIT_ERR_BAD_HANDLER);
+    CHECK_ST(flit_rpc_register_flags(NULL, 0, proc_echo, NULL, 0), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_rpc_register_flags(rpc, 0, proc_echo, NULL, 1u << 4),
+             FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_rpc_register_flags(rpc, NPROCS, proc_echo, NULL, FLIT_RPC_PROC_INLINE),
+             FLIT_ERR_BAD_HANDLER);
     flit_rpc_stats_t s = {.struct_size = sizeof s - 1};
     CHECK_ST(flit_rpc_stats(rpc, &s), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rpc_stats(rpc, NULL), FLIT_ERR_INVALID_ARG);
@@ -259,7 +264,7 @@ static flit_mutex_t *held_m; /* locked while P_KEEP's twin below runs */
 static void proc_lock_held(flit_rpc_req_t *req, size_t len, void *user)
 {
     (void)len, (void)user;
-    /* Not a call that may block, and a held mutex: it would have to wait. */
+    /* Inline (it may not block), and a held mutex: it would have to wait. */
     CHECK_ST(flit_mutex_lock(held_m, req), FLIT_ERR_IN_HANDLER);
     CHECK_ST(flit_mutex_lock(held_m, NULL), FLIT_ERR_IN_HANDLER);
     kept = req;
@@ -289,7 +294,8 @@ static void sync_errors(void)
     CHECK_ST(flit_mutex_trylock(m), FLIT_ERR_AGAIN);
     CHECK_ST(flit_mutex_destroy(m), FLIT_ERR_AGAIN);
     held_m = m;
-    CHECK_OK(flit_rpc_register(rpc, P_KEEP, proc_lock_held, NULL));
+    CHECK_OK(
+        flit_rpc_register_flags(rpc, P_KEEP, proc_lock_held, NULL, FLIT_RPC_PROC_INLINE));
     CHECK_OK(flit_rpc_call(rpc, flit_rank(0), P_KEEP, NULL, 0, NULL, 0, NULL, NULL));
     CHECK_ST(flit_mutex_lock(m, kept), FLIT_ERR_INVALID_ARG); /* a finished request */
     CHECK_OK(flit_rpc_register(rpc, P_KEEP, proc_keep, NULL));
@@ -322,7 +328,9 @@ int main(void)
     flit_rpc_params_t p = {.field_mask = FLIT_RPC_PARAM_PROCS, .procs = NPROCS};
     CHECK_OK(flit_rpc_create(ep, &p, &rpc));
     CHECK_OK(flit_rpc_register(rpc, P_ECHO, proc_echo, NULL));
-    CHECK_OK(flit_rpc_register(rpc, P_CHECKS, proc_checks, NULL));
+    /* Inline: a procedure that may not block (one on its own stack may). */
+    CHECK_OK(
+        flit_rpc_register_flags(rpc, P_CHECKS, proc_checks, NULL, FLIT_RPC_PROC_INLINE));
     CHECK_OK(flit_rpc_register(rpc, P_KEEP, proc_keep, NULL));
     CHECK_OK(flit_rpc_register(rpc, P_DEFER, proc_defer, NULL));
     bad_create();

@@ -7,6 +7,10 @@
  * were unparked, in a later progress pass; an unpark from another thread
  * wakes a thread-safe endpoint asleep in flit_wait; destroying the
  * endpoint lets a parked handler go with FLIT_ERR_FINALIZED; bad handles.
+ * flit_stream_spawn from an active-message handler: the spawned function
+ * runs before spawn returns, the request's token stays usable after it
+ * (when it returned, and when it parked), a parked one goes on in a later
+ * pass or ends FLIT_ERR_FINALIZED with the endpoint; its bad arguments.
  */
 #include <flit/stream.h>
 #include <pthread.h>
@@ -14,7 +18,7 @@
 
 #include "unit.h"
 
-enum { H_INLINE = 1, H_PARK = 2, H_EARLY = 3, H_PLAIN = 4 };
+enum { H_INLINE = 1, H_PARK = 2, H_EARLY = 3, H_PLAIN = 4, H_SPAWN = 5, H_ACK = 6 };
 
 static flit_ep_t *ep;
 static flit_stream_t *parked[4];
@@ -67,8 +71,70 @@ static void on_plain(flit_stream_t *s, size_t total, void *user)
     plain_runs++;
 }
 
+/* ---- spawn ---- */
+
+static void poll_until(_Atomic int *v, int want);
+
+static flit_stream_t *spawned_parked;
+static _Atomic int spawn_runs, spawn_done, acks;
+static flit_status spawn_park = FLIT_ERR_BOOT;
+
+/* Returns at once: a message of no bytes from this rank. */
+static void spawned(flit_stream_t *s, size_t total, void *user)
+{
+    CHECK(total == 0 && flit_stream_remaining(s) == 0 && user == &spawn_runs);
+    CHECK(flit_stream_rank(s).idx == 0 && flit_stream_ep(s) == ep);
+    uint8_t b;
+    CHECK_ST(flit_stream_recv(s, &b, 1), FLIT_ERR_TOO_LARGE);
+    spawn_runs++;
+}
+
+static void spawned_parks(flit_stream_t *s, size_t total, void *user)
+{
+    (void)total, (void)user;
+    spawn_runs++;
+    spawned_parked = s;
+    spawn_park = flit_stream_park(s);
+    spawned_parked = NULL;
+    spawn_done++;
+}
+
+static void on_ack(flit_token_t *t, void *buf, size_t n, const uint32_t *args,
+                   unsigned nargs, void *user)
+{
+    (void)t, (void)buf, (void)n, (void)args, (void)nargs, (void)user;
+    acks++;
+}
+
+static void on_spawn(flit_token_t *t, void *buf, size_t n, const uint32_t *args,
+                     unsigned nargs, void *user)
+{
+    (void)buf, (void)n, (void)user;
+    CHECK(nargs == 1); /* args[0]: the spawned function parks */
+    int before = spawn_runs;
+    CHECK_ST(flit_stream_spawn(NULL, flit_rank(0), spawned, &spawn_runs),
+             FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_spawn(ep, flit_rank(0), NULL, NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_spawn(ep, flit_rank(1), spawned, &spawn_runs), FLIT_ERR_RANK);
+    CHECK(spawn_runs == before); /* none of those ran anything */
+    CHECK_OK(flit_stream_spawn(ep, flit_rank(0), args[0] ? spawned_parks : spawned,
+                               &spawn_runs));
+    CHECK(spawn_runs == before + 1); /* ran at once, up to its return or park */
+    CHECK(args[0] ? spawned_parked != NULL : spawned_parked == NULL);
+    CHECK_OK(flit_am_reply_short(t, flit_handler(H_ACK), NULL, 0)); /* token alive */
+}
+
+static void spawn_once(uint32_t park)
+{
+    int want = acks + 1;
+    CHECK_OK(flit_am_short(ep, flit_rank(0), flit_handler(H_SPAWN), &park, 1, 0));
+    poll_until(&acks, want);
+}
+
 static void register_all(void)
 {
+    CHECK_OK(flit_am_register(ep, flit_handler(H_SPAWN), on_spawn, NULL));
+    CHECK_OK(flit_am_register(ep, flit_handler(H_ACK), on_ack, NULL));
     CHECK_OK(flit_stream_register(ep, flit_handler(H_INLINE), on_inline, NULL));
     CHECK_OK(flit_stream_register_flags(ep, flit_handler(H_PARK), on_park, NULL,
                                         FLIT_STREAM_FIBER));
@@ -115,11 +181,27 @@ static void single_threaded(void)
     CHECK_OK(flit_stream_unpark(parked[0]));
     poll_until(&norder, 3);
     CHECK(order[1] == 2 && order[2] == 0 && last_park == FLIT_OK);
-    /* The last one is let go by the endpoint's end. */
+    /* Spawned from an active-message handler: returns, then parks. */
+    CHECK_ST(flit_stream_spawn(ep, flit_rank(0), spawned, &spawn_runs),
+             FLIT_ERR_INVALID_ARG); /* program context */
+    spawn_once(0);
+    spawn_once(1);
+    CHECK(spawned_parked != NULL && spawn_done == 0);
+    for (int i = 0; i < 3; i++) /* other messages go on while it is parked */
+        send_to_self(H_PLAIN, 0);
+    poll_until(&plain_runs, 8);
+    CHECK(spawn_done == 0);
+    CHECK_OK(flit_stream_unpark(spawned_parked));
+    poll_until(&spawn_done, 1);
+    CHECK_ST(spawn_park, FLIT_OK);
+    spawn_once(1); /* left parked: the endpoint's end lets it go */
+    /* The last ones are let go by the endpoint's end. */
     last_park = FLIT_ERR_BOOT;
     CHECK_OK(flit_ep_destroy(ep));
     CHECK_ST(last_park, FLIT_ERR_FINALIZED);
     CHECK(norder == 3);
+    CHECK(spawn_done == 2 && spawn_runs == 3);
+    CHECK_ST(spawn_park, FLIT_ERR_FINALIZED);
 }
 
 static void *unparker(void *arg)
