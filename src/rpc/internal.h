@@ -40,6 +40,8 @@
 #define RPC_NARGS     3u
 #define RPC_BUCKETS   256u /* calls in flight: hash buckets (power of two) */
 #define RPC_IOV_KEEP  4    /* reply pieces a call keeps without malloc */
+#define RPC_OUT_KEEP     4    /* queued messages' blocks kept for reuse, */
+#define RPC_OUT_KEEP_MAX (2u << 20) /* each of at most this many bytes */
 #define RPC_MAX_PROCS 65536u
 
 struct rpc_out; /* a message waiting for program context */
@@ -66,6 +68,8 @@ struct flit_rpc {
     struct flit_rpc_call *free_calls;
     struct rpc_out *out_head, *out_tail;
     _Atomic size_t nout;             /* read without the lock by the listener */
+    struct rpc_out *spare_out;       /* sent messages' blocks, for reuse */
+    unsigned nspare_out;
     struct flit_rpc_reply *deferred; /* not sent yet */
     struct flit_rpc_req *free_reqs;  /* requests run, kept for reuse */
     bool driving;                    /* a waiting thread drives progress */
