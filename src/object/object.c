@@ -382,6 +382,54 @@ static flit_status invoke_local(flit_object_t *o, uint32_t epoch, unsigned op,
 
 /* ---------------------------------------------------------------- replicated */
 
+/* Under the lock: sender's write token arriving in pieces, unlinked when
+   take; NULL if none. */
+static struct part *part_find(flit_object_t *o, uint32_t sender, uint64_t token,
+                              bool take)
+{
+    struct part **pp = &o->parts;
+    while (*pp && ((*pp)->sender != sender || (*pp)->token != token))
+        pp = &(*pp)->next;
+    struct part *p = *pp;
+    if (p && take)
+        *pp = p->next;
+    return p;
+}
+
+/* A piece of another member's large write: into its place in the write. */
+static void part_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
+                         size_t len)
+{
+    uint32_t sender = flit_group_msg_sender(m).idx;
+    uint64_t total;
+    if (len < sizeof total || flit_group_recv(m, &total, sizeof total) != FLIT_OK)
+        return;
+    len -= sizeof total;
+    pthread_mutex_lock(&o->lock);
+    struct part *p = part_find(o, sender, h->token, false);
+    if (!p && (p = calloc(1, sizeof *p)) && !(p->buf = malloc(total ? total : 1))) {
+        free(p);
+        p = NULL;
+    }
+    if (!p) {
+        fprintf(stderr, "flit object %u: no memory for a write of %llu bytes\n", o->id,
+                (unsigned long long)total);
+        abort(); /* a replica that skipped a write would part from the others */
+    }
+    if (!p->len && !p->got) {
+        p->sender = sender;
+        p->token = h->token;
+        p->len = total;
+        p->next = o->parts;
+        o->parts = p;
+    }
+    pthread_mutex_unlock(&o->lock);
+    if (len > p->len - p->got)
+        abort(); /* only this layer sends these: never */
+    flit_group_recv(m, p->buf + p->got, len);
+    p->got += len;
+}
+
 /* In the group's order, on every member: a write. */
 static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *user)
 {
@@ -397,19 +445,38 @@ static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *us
             return;
         len -= sizeof epoch;
     }
+    struct call *c = NULL;
+    if (flit_group_msg_sender(m).idx == flit_job_rank().idx)
+        c = (struct call *)(uintptr_t)h.token;
+    if (h.op == OP_PART) {
+        if (!c) /* the writer applies its own from its own memory */
+            part_deliver(o, m, &h, len);
+        return;
+    }
     if (h.op >= o->type->nops) {
         if (o->adaptive)
             place_deliver(o, m, &h, (uint32_t)epoch, len);
         return;
     }
-    struct call *c = NULL;
-    if (flit_group_msg_sender(m).idx == flit_job_rank().idx)
-        c = (struct call *)(uintptr_t)h.token;
     char abuf[SMALL];
     void *heap = NULL;
     const void *arg;
+    struct part *part = NULL;
+    if (!c) {
+        pthread_mutex_lock(&o->lock);
+        part = part_find(o, flit_group_msg_sender(m).idx, h.token, true);
+        pthread_mutex_unlock(&o->lock);
+    }
     if (c && c->arg) {
         arg = c->arg; /* the writer's own memory: no copy */
+        len = c->len; /* all of it, when it came in pieces */
+    } else if (part) { /* its last piece, after the others */
+        if (len != part->len - part->got)
+            abort(); /* only this layer sends these: never */
+        flit_group_recv(m, part->buf + part->got, len);
+        arg = heap = part->buf;
+        len = part->len;
+        free(part);
     } else {
         void *room = room_for(len, abuf, &heap);
         if (!room) {
@@ -467,9 +534,30 @@ static flit_status invoke_write(flit_object_t *o, uint32_t epoch, unsigned op,
         return st;
     struct call c = {.arg = flat, .len = len, .res = res, .nres = nres};
     atomic_init(&c.done, 0);
-    struct hdr h = {o->id, op, (uint64_t)(uintptr_t)&c};
     epoch_word e = epoch;
     int k = o->adaptive ? 2 : 1; /* the header, and an AUTO object's epoch */
+    struct iovec rest;
+    if (len > o->part_max) {
+        /* Too large for one group message: its first pieces as OP_PART
+           messages, in the writer's order; the write's own message below
+           carries the rest, and its place in the order is the write's. */
+        struct hdr ph = {o->id, OP_PART, (uint64_t)(uintptr_t)&c};
+        uint64_t total = len;
+        const char *p = flat;
+        while (len > o->part_max) {
+            struct iovec pv[4] = {{&ph, sizeof ph}, {&e, sizeof e}};
+            pv[k] = (struct iovec){&total, sizeof total};
+            pv[k + 1] = (struct iovec){(void *)p, o->part_max};
+            if ((st = flit_group_sendv(o->group, pv, k + 2)) != FLIT_OK)
+                return st;
+            p += o->part_max;
+            len -= o->part_max;
+        }
+        rest = (struct iovec){(void *)p, len};
+        arg = &rest;
+        narg = 1;
+    }
+    struct hdr h = {o->id, op, (uint64_t)(uintptr_t)&c};
     struct iovec small[8], *v = small;
     if (narg + k > 8 && !(v = malloc(sizeof *v * (size_t)(narg + k))))
         return FLIT_ERR_NO_MEMORY;
@@ -687,6 +775,11 @@ static void object_free(flit_object_t *o)
         o->type->fini(o->state, o->type->user);
     free(o->state);
     free(o->scratch);
+    for (struct part *p = o->parts, *next; p; p = next) {
+        next = p->next;
+        free(p->buf);
+        free(p);
+    }
     place_fini(o);
     pthread_mutex_destroy(&o->lock);
     free(o);
@@ -771,11 +864,17 @@ flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
         .field_mask = FLIT_GROUP_PARAM_VIEW_FN, .view_fn = place_view, .view_user = o};
     st = flit_group_create(objs->groups, id, members, n, o->adaptive ? &gp : NULL,
                            deliver, o, &o->group);
+    flit_group_stats_t gs = {.struct_size = sizeof gs};
+    if (st == FLIT_OK && (st = flit_group_stats(o->group, &gs)) != FLIT_OK)
+        (void)flit_group_destroy(o->group);
     if (st != FLIT_OK) {
         unlink_object(objs, o);
         object_free(o);
         return st;
     }
+    /* The group's largest message is half its window (the default one),
+       less this layer's words before the bytes. */
+    o->part_max = FLIT_GROUP_WINDOW_DEFAULT / 2 * gs.frag - PART_SLACK;
     *out = o;
     return FLIT_OK;
 }

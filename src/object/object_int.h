@@ -21,6 +21,11 @@
 #define OP_REPORT 0xfffffff0u /* [hdr][uint64 reads, writes] */
 #define OP_SWITCH 0xfffffff1u /* [hdr][struct move][state]: from the owner */
 #define OP_PLACE  0xfffffff2u /* [hdr][struct move]: flit_object_place */
+/* [hdr][epoch?][uint64 total][bytes]: the first pieces of a replicated
+   write larger than one group message, the write's own message (its op,
+   its last bytes) ending it; token names the writer's call in both. */
+#define OP_PART    0xfffffff3u
+#define PART_SLACK 64u /* group message bytes a part's words take, and more */
 
 /* An operation met a switch (or an owner about to switch) and must be made
    again under the placement of epoch call->target or later. Never returned
@@ -73,6 +78,16 @@ struct pending {
     uint32_t redirect; /* owned: nonzero, the status word of a redirect */
 };
 
+/* A large write from another member, its pieces so far (deliver). A writer
+   that dies mid-write leaves one until the object is destroyed. */
+struct part {
+    struct part *next;
+    uint32_t sender;
+    uint64_t token;
+    unsigned char *buf;
+    size_t len, got;
+};
+
 struct flit_object {
     uint32_t magic;
     uint32_t id;
@@ -88,6 +103,8 @@ struct flit_object {
     void *state;
     void *scratch; /* results nobody here wants, under lock */
     struct pending *queue, **tail;
+    size_t part_max;    /* a write's bytes that fit one group message */
+    struct part *parts; /* other members' writes arriving in pieces */
     atomic_uint_fast64_t reads, writes, local, applied, guard_waits;
     flit_object_t *next; /* in the table */
 
