@@ -297,6 +297,15 @@ FLIT_API flit_status flit_ep_unlisten(flit_ep_t *ep, const flit_ep_listener_t *l
 FLIT_API flit_status flit_poll(flit_ep_t *ep);
 
 /*
+ * 1 when the calling thread is inside a handler (of any endpoint, a
+ * procedure or delivery on a fiber included), where flit_poll, flit_wait
+ * and the sends that may wait answer FLIT_ERR_IN_HANDLER; 0 elsewhere. A
+ * thread-local read: a layer that must refuse before it acts asks this
+ * rather than make a progress pass to find out.
+ */
+FLIT_API int flit_in_handler(void);
+
+/*
  * Makes progress until at least one message was handled, or timeout_us
  * microseconds passed (FLIT_ERR_TIMEOUT); timeout_us < 0 waits forever.
  * Spins for FLIT_SPIN_US, then sleeps until a sender wakes it. On an

@@ -246,6 +246,11 @@ flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
 
 /* ---- public progress calls ---- */
 
+int flit_in_handler(void)
+{
+    return fl_handler_depth != 0 || fl_in_call != NULL;
+}
+
 flit_status flit_poll(flit_ep_t *ep)
 {
     flit_status st = fl_ep_enter(ep);

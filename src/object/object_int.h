@@ -14,7 +14,9 @@
 
 #define PROC_INVOKE  0u
 #define SMALL        256u /* arguments and results up to this on the stack */
+#define SPARE_MAX    (4u << 20) /* the largest write buffer kept for the next */
 #define WAIT_SLICE   2000 /* us: a guard is looked at again at least this often */
+#define POLL_PASSES  64   /* progress passes a write polls before it waits */
 #define OBJECT_MAGIC 0x6f626a65u
 
 /* Group messages that are not writes: hdr.op above any operation. */
@@ -105,6 +107,8 @@ struct flit_object {
     struct pending *queue, **tail;
     size_t part_max;    /* a write's bytes that fit one group message */
     struct part *parts; /* other members' writes arriving in pieces */
+    void *spare;        /* a buffer for the next write from another member */
+    size_t spare_cap;
     atomic_uint_fast64_t reads, writes, local, applied, guard_waits;
     flit_object_t *next; /* in the table */
 

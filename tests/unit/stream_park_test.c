@@ -10,7 +10,8 @@
  * flit_stream_spawn from an active-message handler: the spawned function
  * runs before spawn returns, the request's token stays usable after it
  * (when it returned, and when it parked), a parked one goes on in a later
- * pass or ends FLIT_ERR_FINALIZED with the endpoint; its bad arguments.
+ * pass or ends FLIT_ERR_FINALIZED with the endpoint; its bad arguments;
+ * flit_in_handler in program context, in a handler and in a spawned one.
  */
 #include <flit/stream.h>
 #include <pthread.h>
@@ -86,6 +87,7 @@ static void spawned(flit_stream_t *s, size_t total, void *user)
     CHECK(flit_stream_rank(s).idx == 0 && flit_stream_ep(s) == ep);
     uint8_t b;
     CHECK_ST(flit_stream_recv(s, &b, 1), FLIT_ERR_TOO_LARGE);
+    CHECK(flit_in_handler() == 1); /* on its own stack, in handler context */
     spawn_runs++;
 }
 
@@ -111,6 +113,7 @@ static void on_spawn(flit_token_t *t, void *buf, size_t n, const uint32_t *args,
 {
     (void)buf, (void)n, (void)user;
     CHECK(nargs == 1); /* args[0]: the spawned function parks */
+    CHECK(flit_in_handler() == 1);
     int before = spawn_runs;
     CHECK_ST(flit_stream_spawn(NULL, flit_rank(0), spawned, &spawn_runs),
              FLIT_ERR_INVALID_ARG);
@@ -182,6 +185,7 @@ static void single_threaded(void)
     poll_until(&norder, 3);
     CHECK(order[1] == 2 && order[2] == 0 && last_park == FLIT_OK);
     /* Spawned from an active-message handler: returns, then parks. */
+    CHECK(flit_in_handler() == 0);
     CHECK_ST(flit_stream_spawn(ep, flit_rank(0), spawned, &spawn_runs),
              FLIT_ERR_INVALID_ARG); /* program context */
     spawn_once(0);
