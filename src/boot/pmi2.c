@@ -14,8 +14,15 @@
  * rank r's blob of round R goes as hex in key "flit.R.r", after its length,
  * and when it is longer than one value holds, on in "flit.R.r.1", ... (PMI-2
  * keys are one space for the whole job, so the rank is part of the name).
- * A get is a round trip to the launcher (about 10 ms to Slurm's slurmstepd
- * on a loaded machine): a small blob costs one. As with PMIx, the job id is
+ * A get is a round trip to the launcher: a small blob costs one.
+ *
+ * When the launcher's process mapping puts every rank on this node, a round
+ * uses the node's attributes instead of the job's key-value space
+ * (info-putnodeattr, info-getnodeattr): no fence, since a get may wait for
+ * its key. Under Slurm a fence costs a trip through srun and, after it, ~10
+ * ms before slurmstepd reads the next command (its PMI-2 agent polls its
+ * tree socket that long once it has served one connection): a job on one
+ * node then starts with no fence at all. As with PMIx, the job id is
  * the launcher's (job-getid) with Slurm's step and srun's address where
  * srun is the launcher, else with rank 0's random bits that flit_init
  * exchanges (fl_boot_name_job): shared-memory files are named by the job
@@ -48,6 +55,8 @@ static struct {
     uint32_t round; /* allgather rounds started */
     char jobid[256];
     struct fl_pmi2_msg msg; /* the last response */
+    bool one_node;          /* every rank is on this node: rounds use its attributes */
+    unsigned node_puts;     /* node attributes put */
     bool open;
     bool desync; /* an answer was not a whole frame: no more commands */
 } p2 = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
@@ -236,8 +245,22 @@ static flit_status fullinit(uint32_t env_rank)
     return st;
 }
 
+/* Puts key in the round's space: the node's attributes or the job's
+   key-value space. A launcher that refuses the first node attribute has
+   none: every rank is refused alike, and all use the job's space. */
 static flit_status put(const char *key, const char *val)
 {
+    if (p2.one_node) {
+        const char *kv[] = {"cmd", "info-putnodeattr", "key", key, "value", val};
+        flit_status st = command_rc(kv, 3, p2.node_puts == 0);
+        if (st != FLIT_ERR_NOT_SUPPORTED) {
+            p2.node_puts += st == FLIT_OK;
+            return st;
+        }
+        fl_debug("PMI-2: the launcher refuses node attributes: exchanges go through "
+                 "the job's key-value space and a fence");
+        p2.one_node = false;
+    }
     const char *kv[] = {"cmd", "kvs-put", "key", key, "value", val};
     return command(kv, 3);
 }
@@ -248,8 +271,15 @@ static flit_status fence(void)
     return command(kv, 1);
 }
 
-static flit_status send_get(uint32_t src, const char *key)
+/* Asks for rank src's key; wait: until it is there (node attributes only;
+   the job's key-value space is complete after the fence). */
+static flit_status send_get(uint32_t src, const char *key, bool wait)
 {
+    if (p2.one_node) {
+        const char *kv[] = {"cmd",  "info-getnodeattr",     "key", key,
+                            "wait", wait ? "TRUE" : "FALSE"};
+        return send_cmd(kv, 3);
+    }
     char srcid[16];
     snprintf(srcid, sizeof srcid, "%" PRIu32, src);
     const char *kv[] = {"cmd", "kvs-get", "jobid", p2.jobid, "srcid", srcid, "key", key};
@@ -257,15 +287,19 @@ static flit_status send_get(uint32_t src, const char *key)
 }
 
 /* The answer to send_get(src, key): the value, in p2.msg until the next
-   answer. A missing key is logged if report. */
+   answer. FLIT_ERR_AGAIN: not there yet (node attributes, asked without
+   waiting); a missing key of the job's space is an error, logged if
+   report. */
 static flit_status recv_get(uint32_t src, const char *key, const char **val, bool report)
 {
-    flit_status st = recv_resp("kvs-get", false);
+    flit_status st = recv_resp(p2.one_node ? "info-getnodeattr" : "kvs-get", false);
     if (st != FLIT_OK)
         return st;
     const char *found = fl_pmi2_get(&p2.msg, "found");
     *val = fl_pmi2_get(&p2.msg, "value");
     if (!found || strcmp(found, "TRUE") != 0 || !*val) {
+        if (p2.one_node && found && strcmp(found, "FALSE") == 0)
+            return FLIT_ERR_AGAIN;
         if (report)
             fl_error("PMI-2: key %s of rank %u is not in the job's key-value space", key,
                      src);
@@ -274,11 +308,19 @@ static flit_status recv_get(uint32_t src, const char *key, const char **val, boo
     return FLIT_OK;
 }
 
-/* Rank src's value of key; it is in p2.msg until the next command. */
+/* Rank src's value of key, waiting for it where a get can wait; it is in
+   p2.msg until the next command. */
 static flit_status get(uint32_t src, const char *key, const char **val)
 {
-    flit_status st = send_get(src, key);
-    return st == FLIT_OK ? recv_get(src, key, val, true) : st;
+    flit_status st = send_get(src, key, true);
+    if (st == FLIT_OK)
+        st = recv_get(src, key, val, true);
+    if (st == FLIT_ERR_AGAIN) {
+        fl_error("PMI-2: the launcher answered a waiting get of %s with \"not found\"",
+                 key);
+        st = FLIT_ERR_BOOT;
+    }
+    return st;
 }
 
 static const char hexdig[] = "0123456789abcdef";
@@ -356,6 +398,9 @@ static flit_status process_mapping(uint32_t **out)
         free(node_of);
         return FLIT_OK;
     }
+    p2.one_node = true;
+    for (uint32_t r = 1; r < p2.size; r++)
+        p2.one_node = p2.one_node && node_of[r] == node_of[0];
     *out = node_of;
     return FLIT_OK;
 }
@@ -394,6 +439,8 @@ static flit_status pmi2_open(struct fl_boot_info *info)
     pthread_mutex_lock(&p2.lock);
     p2.round = 0;
     p2.desync = false;
+    p2.one_node = false;
+    p2.node_puts = 0;
     flit_status st = read_env(&env_rank);
     if (st == FLIT_OK)
         st = handshake();
@@ -510,8 +557,11 @@ static flit_status blob_rest(uint32_t r, uint8_t *buf, size_t len)
  * Every rank's blob. A get is a round trip to the launcher, so the first
  * piece of WINDOW ranks' blobs is asked for at once and the answers read
  * after (the launcher answers in order; a window's answers fit the
- * connection's buffers, so neither side blocks writing). Every answer asked
- * for is read, even after a bad one, so the connection stays in step.
+ * connection's buffers, so neither side blocks writing). Those asked for
+ * are never waited for: a launcher answers a waiting get when the key
+ * comes, out of order with the others. A node attribute not there yet is
+ * asked for again, waiting, on its own. Every answer asked for is read,
+ * even after a bad one, so the connection stays in step.
  */
 #define WINDOW 16
 static flit_status collect(struct fl_blobs **out)
@@ -525,20 +575,33 @@ static flit_status collect(struct fl_blobs **out)
         uint32_t end = p2.size - base < WINDOW ? p2.size : base + WINDOW, sent = base;
         for (; sent < end && st == FLIT_OK; sent++) {
             piece_key(key, sizeof key, sent, 0);
-            st = send_get(sent, key);
+            st = send_get(sent, key, false);
         }
         sent -= st != FLIT_OK; /* the one that failed was not sent */
         for (uint32_t r = base; r < sent && !p2.desync; r++) {
             const char *val;
             piece_key(key, sizeof key, r, 0);
             flit_status got = recv_get(r, key, &val, st == FLIT_OK);
-            if (got == FLIT_OK && st == FLIT_OK)
+            if (got == FLIT_ERR_AGAIN) { /* asked again below, waiting */
+                len[r] = SIZE_MAX;
+                got = FLIT_OK;
+            } else if (got == FLIT_OK && st == FLIT_OK) {
                 got = blob_first(r, key, val, &data[r], &len[r]);
+            }
             if (st == FLIT_OK)
                 st = got;
         }
         for (uint32_t r = base; r < sent && st == FLIT_OK; r++) {
-            st = blob_rest(r, data[r], len[r]);
+            const char *val;
+            if (len[r] == SIZE_MAX) {
+                len[r] = 0;
+                piece_key(key, sizeof key, r, 0);
+                st = get(r, key, &val);
+                if (st == FLIT_OK)
+                    st = blob_first(r, key, val, &data[r], &len[r]);
+            }
+            if (st == FLIT_OK)
+                st = blob_rest(r, data[r], len[r]);
             total += len[r];
         }
     }
@@ -567,7 +630,7 @@ static flit_status pmi2_allgather(const void *mine, size_t len, struct fl_blobs 
     fl_debug("PMI-2: exchange %u, %zu bytes", p2.round, len);
     if (st == FLIT_OK)
         st = put_blob(mine, len);
-    if (st == FLIT_OK)
+    if (st == FLIT_OK && !p2.one_node)
         st = fence();
     if (st == FLIT_OK)
         st = collect(out);

@@ -63,6 +63,13 @@ void pmi2_fake_free(struct pmi2_fake *f)
         free(f->kv[i].val);
     }
     free(f->kv);
+    for (size_t i = 0; i < f->nnode; i++) {
+        free(f->node[i].key);
+        free(f->node[i].val);
+    }
+    free(f->node);
+    for (unsigned r = 0; r < f->n; r++)
+        free(f->waiting[r]);
 }
 
 static int broke(struct pmi2_fake *f, unsigned r, const char *fmt, ...)
@@ -107,26 +114,37 @@ static void respond(struct pmi2_fake *f, unsigned r, ...)
         send_raw(f, r, frame, (size_t)len);
 }
 
+static const char *find(const struct pmi2_fake_kv *kv, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(kv[i].key, key) == 0)
+            return kv[i].val;
+    return NULL;
+}
+
 static const char *lookup(struct pmi2_fake *f, const char *key)
 {
-    for (size_t i = 0; i < f->nkv; i++)
-        if (strcmp(f->kv[i].key, key) == 0)
-            return f->kv[i].val;
-    return NULL;
+    return find(f->kv, f->nkv, key);
+}
+
+/* Adds key to a space (the job's or the node's). */
+static int add(struct pmi2_fake_kv **kvp, size_t *n, const char *key, const char *val)
+{
+    if (find(*kvp, *n, key))
+        return -1; /* flit puts every key once */
+    struct pmi2_fake_kv *kv = realloc(*kvp, (*n + 1) * sizeof *kv);
+    if (!kv)
+        return -1;
+    *kvp = kv;
+    kv[*n].key = strdup(key);
+    kv[*n].val = strdup(val);
+    (*n)++;
+    return 0;
 }
 
 static int store(struct pmi2_fake *f, const char *key, const char *val)
 {
-    if (lookup(f, key))
-        return -1; /* flit puts every key once */
-    struct pmi2_fake_kv *kv = realloc(f->kv, (f->nkv + 1) * sizeof *kv);
-    if (!kv)
-        return -1;
-    f->kv = kv;
-    kv[f->nkv].key = strdup(key);
-    kv[f->nkv].val = strdup(val);
-    f->nkv++;
-    return 0;
+    return add(&f->kv, &f->nkv, key, val);
 }
 
 static void fullinit(struct pmi2_fake *f, unsigned r, const struct fl_pmi2_msg *m)
@@ -222,6 +240,61 @@ static void answer_get(struct pmi2_fake *f, unsigned r, const char *key)
         respond(f, r, "cmd", "kvs-get-response", "found", "FALSE", "rc", "0", NULL);
 }
 
+static void node_answer(struct pmi2_fake *f, unsigned r, const char *val)
+{
+    if (val)
+        respond(f, r, "cmd", "info-getnodeattr-response", "found", "TRUE", "value", val,
+                "rc", "0", NULL);
+    else
+        respond(f, r, "cmd", "info-getnodeattr-response", "found", "FALSE", "rc", "0",
+                NULL);
+}
+
+/* info-putnodeattr: stored, and answered to those waiting for it. */
+static int node_put(struct pmi2_fake *f, unsigned r, const char *key, const char *val)
+{
+    if (f->refuse_node_attrs) {
+        respond(f, r, "cmd", "info-putnodeattr-response", "rc", "1", NULL);
+        return 0;
+    }
+    if (!key || !val || strlen(val) > 1023 || add(&f->node, &f->nnode, key, val) != 0)
+        return broke(f, r, "a bad info-putnodeattr of %s", key ? key : "(no key)");
+    f->node_puts++;
+    respond(f, r, "cmd", "info-putnodeattr-response", "rc", "0", NULL);
+    for (unsigned w = 0; w < f->n; w++)
+        if (f->waiting[w] && strcmp(f->waiting[w], key) == 0) {
+            free(f->waiting[w]);
+            f->waiting[w] = NULL;
+            node_answer(f, w, val);
+        }
+    return 0;
+}
+
+/* info-getnodeattr: answered now, or (wait=TRUE) when the key is put. */
+static int node_get(struct pmi2_fake *f, unsigned r, const char *key, const char *wait)
+{
+    if (!key || !wait || (strcmp(wait, "TRUE") != 0 && strcmp(wait, "FALSE") != 0))
+        return broke(f, r, "info-getnodeattr without key or wait=TRUE|FALSE");
+    const char *val = find(f->node, f->nnode, key);
+    f->wait_asks += strcmp(wait, "TRUE") == 0;
+    if (strcmp(wait, "FALSE") == 0) {
+        node_answer(f, r, f->node_not_yet ? NULL : val);
+        return 0;
+    }
+    if (val) {
+        node_answer(f, r, val);
+        return 0;
+    }
+    /* Slurm answers waiting gets in the order of the puts: a client with
+       two waiting could not tell the answers apart. */
+    if (f->waiting[r])
+        return broke(f, r, "a second waiting info-getnodeattr (%s, already %s)", key,
+                     f->waiting[r]);
+    if (!(f->waiting[r] = strdup(key)))
+        return broke(f, r, "out of memory");
+    return 0;
+}
+
 static int command(struct pmi2_fake *f, unsigned r, const char *body, size_t len)
 {
     static struct fl_pmi2_msg m;
@@ -259,6 +332,10 @@ static int command(struct pmi2_fake *f, unsigned r, const char *body, size_t len
         if (!key || !job || strcmp(job, f->jobid) != 0)
             return broke(f, r, "kvs-get without key, or with another jobid");
         return get(f, r, key);
+    } else if (strcmp(cmd, "info-putnodeattr") == 0) {
+        return node_put(f, r, key, fl_pmi2_get(&m, "value"));
+    } else if (strcmp(cmd, "info-getnodeattr") == 0) {
+        return node_get(f, r, key, fl_pmi2_get(&m, "wait"));
     } else if (strcmp(cmd, "finalize") == 0) {
         f->finalized[r] = true;
         respond(f, r, "cmd", "finalize-response", "rc", "0", NULL);

@@ -3,7 +3,8 @@
  * A PMI-2 launcher's server side, small and strict, for testing flit's
  * PMI-2 boot module without Slurm: it speaks what srun --mpi=pmi2 speaks
  * (the PMI-1 style handshake, then fullinit, job-getid, info-getjobattr,
- * kvs-put, kvs-fence, kvs-get, finalize) to n ranks over one socketpair each, and fails a
+ * kvs-put, kvs-fence, kvs-get, info-putnodeattr, info-getnodeattr with and
+ * without wait, finalize) to n ranks over one socketpair each, and fails a
  * rank that sends anything else. A fault can be injected into its answers.
  *
  *     struct pmi2_fake f;
@@ -48,6 +49,17 @@ struct pmi2_fake {
     size_t inlen[PMI2_FAKE_MAX];
     struct pmi2_fake_kv *kv;
     size_t nkv;
+    /* Node attributes (all ranks are on one node): a space of their own.
+       waiting[r]: the key rank r waits for (info-getnodeattr wait=TRUE
+       before anyone put it), answered by the put; a rank waits for one at
+       a time. refuse_node_attrs: info-putnodeattr answers rc=1;
+       node_not_yet: every get that does not wait answers found=FALSE, so
+       that every key is fetched by a get that waits. */
+    struct pmi2_fake_kv *node;
+    size_t nnode;
+    char *waiting[PMI2_FAKE_MAX];
+    bool refuse_node_attrs, node_not_yet;
+    unsigned node_puts, wait_asks; /* puts taken; gets asked with wait=TRUE */
     unsigned fences; /* completed */
     /* What job-getid answers ("fake;job=1" from init), and what
        info-getjobattr answers for PMI_process_mapping: the value, NULL for

@@ -17,10 +17,14 @@
  * the job id needs no exchange and the ranks' nodes come from PMI_process_mapping (block
  * and cyclic); a mapping flit cannot read, none, or the attribute refused, leave the
  * placement to flit_init's exchange, silently; another launcher's job name is not asked
- * for a mapping. Every fault of the launcher's (not PMI-2, a garbled length or answer, an
- * error code, a rank out of range or not the one PMI_RANK says, a hang-up in the fence,
- * missing keys, bad hex, a bad blob length) is exactly FLIT_ERR_BOOT with a message
- * saying what was wrong, on every rank, never a crash or a hang.
+ * for a mapping. When the mapping puts every rank on one node, exchanges go through the
+ * node's attributes with no fence at all (also when no key is there yet and every one is
+ * fetched by a get that waits, one at a time), and through the job's key-value space and
+ * fences when the launcher refuses node attributes. Every fault of the launcher's (not
+ * PMI-2, a garbled length or answer, an error code, a rank out of range or not the one
+ * PMI_RANK says, a hang-up in the fence, missing keys, bad hex, a bad blob length) is
+ * exactly FLIT_ERR_BOOT with a message saying what was wrong, on every rank, never a
+ * crash or a hang.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -43,6 +47,8 @@ struct name_case {
     bool unique;         /* the job id is the Slurm step's: no exchange for it */
     const char *host_of; /* each rank's node as a digit, from the mapping */
     unsigned asks;       /* info-getjobattr asks, all ranks */
+    bool refuse_node;    /* info-putnodeattr answers rc=1 */
+    bool not_yet;        /* gets that do not wait never find a node attribute */
 };
 
 struct rank_arg {
@@ -159,7 +165,24 @@ static const struct name_case names[] = {
     {"a mapping flit cannot read", "17.0", "(vector,(0,2,2)", false, true, NULL, 4},
     {"no mapping", "17.0", NULL, false, true, NULL, 4},
     {"the mapping refused", "17.0", "(vector,(0,1,4))", true, true, NULL, 4},
+    {"one node: its attributes, no fence", "17.0", "(vector,(0,1,4))", false, true,
+     "0000", 4},
+    {"one node, every get waits", "17.0", "(vector,(0,1,4))", false, true, "0000", 4,
+     false, true},
+    {"one node, node attributes refused", "17.0", "(vector,(0,1,4))", false, true, "0000",
+     4, true},
 };
+
+/* Whether the job's exchanges go through node attributes. */
+static bool one_node(const struct name_case *nc, unsigned n)
+{
+    if (!nc || !nc->host_of || nc->refuse_node || n < 2)
+        return false;
+    for (unsigned r = 1; r < n; r++)
+        if (nc->host_of[r] != nc->host_of[0])
+            return false;
+    return true;
+}
 
 static int run(const struct fault_case *fc, const struct name_case *nc, unsigned n,
                bool gets_together)
@@ -171,6 +194,8 @@ static int run(const struct fault_case *fc, const struct name_case *nc, unsigned
         f.jobid = nc->jobid;
         f.mapping = nc->mapping;
         f.refuse_attr = nc->refuse_attr;
+        f.refuse_node_attrs = nc->refuse_node;
+        f.node_not_yet = nc->not_yet;
     }
     struct child ch[PMI2_FAKE_MAX];
     struct rank_arg args[PMI2_FAKE_MAX];
@@ -203,10 +228,21 @@ static int run(const struct fault_case *fc, const struct name_case *nc, unsigned
         printf("FAILED: %s: the fake launcher: %s\n", fc->name, f.error);
         failed = 1;
     }
-    /* Every allgather is one fence; a job of one needs none. */
-    unsigned fences = n == 1 ? 0 : 2 * NLENS + 1;
+    /* Every allgather is one fence; a job of one needs none, nor one on
+       a single node. */
+    unsigned fences = n == 1 || one_node(nc, n) ? 0 : 2 * NLENS + 1;
     if (fc->fault == PMI2_FAULT_NONE && f.fences != fences) {
         printf("FAILED: %u ranks: %u fences, expected %u\n", n, f.fences, fences);
+        failed = 1;
+    }
+    if (one_node(nc, n) != (f.node_puts > 0)) {
+        printf("FAILED: %s: %u node attributes put\n", nc ? nc->name : fc->name,
+               f.node_puts);
+        failed = 1;
+    }
+    /* Each rank fetches every rank's keys of every round waiting. */
+    if (nc && nc->not_yet && f.wait_asks < n * n * (2 * NLENS + 1)) {
+        printf("FAILED: %s: %u gets waited\n", nc->name, f.wait_asks);
         failed = 1;
     }
     if (nc && f.attr_asks != nc->asks) {
