@@ -474,15 +474,35 @@ static size_t piece(size_t len, size_t i, size_t *size)
     return at;
 }
 
+/* On one node, rank 0 gathers every rank's blob of a round and puts them
+   all as one blob, from rank ALL: the others get that one. */
+#define ALL UINT32_MAX
+
 static void piece_key(char *key, size_t cap, uint32_t r, size_t i)
 {
-    if (i == 0)
-        snprintf(key, cap, "flit.%u.%u", p2.round, r);
+    char who[16];
+    if (r == ALL)
+        snprintf(who, sizeof who, "all");
     else
-        snprintf(key, cap, "flit.%u.%u.%zu", p2.round, r, i);
+        snprintf(who, sizeof who, "%u", r);
+    if (i == 0)
+        snprintf(key, cap, "flit.%u.%s", p2.round, who);
+    else
+        snprintf(key, cap, "flit.%u.%s.%zu", p2.round, who, i);
 }
 
-static flit_status put_blob(const uint8_t *mine, size_t len)
+/* For messages: "rank 3", or "rank 0's gathered blobs". */
+static const char *whose(uint32_t r, char *buf, size_t cap)
+{
+    if (r == ALL)
+        snprintf(buf, cap, "rank 0's gathered blobs");
+    else
+        snprintf(buf, cap, "rank %u", r);
+    return buf;
+}
+
+/* Puts a blob as rank r's (ours, or ALL). */
+static flit_status put_blob(uint32_t r, const uint8_t *mine, size_t len)
 {
     char key[48], val[FL_PMI2_VALLEN + 1];
     flit_status st = FLIT_OK;
@@ -490,7 +510,7 @@ static flit_status put_blob(const uint8_t *mine, size_t len)
         at = piece(len, i, &n);
         int k = i == 0 ? snprintf(val, sizeof val, "%zu:", len) : 0;
         to_hex(val + k, mine + at, n);
-        piece_key(key, sizeof key, p2.rank, i);
+        piece_key(key, sizeof key, r, i);
         st = put(key, val);
         at += n;
     }
@@ -504,7 +524,8 @@ static flit_status blob_head(uint32_t r, const char *val, size_t *len, const cha
     errno = 0;
     unsigned long long n = *val >= '0' && *val <= '9' ? strtoull(val, &end, 10) : ~0ull;
     if (errno || n > MAX_BLOB || *end != ':') {
-        fl_error("PMI-2: rank %u gave a blob length of \"%.40s\"", r, val);
+        char w[32];
+        fl_error("PMI-2: %s gave a blob length of \"%.40s\"", whose(r, w, sizeof w), val);
         return FLIT_ERR_BOOT;
     }
     *len = (size_t)n;
@@ -523,7 +544,9 @@ static flit_status blob_first(uint32_t r, const char *key, const char *val, uint
     size_t n;
     piece(*len, 0, &n);
     if (st == FLIT_OK && from_hex(*buf, val, n) != 0) {
-        fl_error("PMI-2: rank %u's key %s is not %zu bytes in hex", r, key, n);
+        char w[32];
+        fl_error("PMI-2: %s: key %s is not %zu bytes in hex", whose(r, w, sizeof w), key,
+                 n);
         st = FLIT_ERR_BOOT;
     }
     if (st != FLIT_OK) {
@@ -545,7 +568,9 @@ static flit_status blob_rest(uint32_t r, uint8_t *buf, size_t len)
             return st;
         at = piece(len, i, &n);
         if (from_hex(buf + at, val, n) != 0) {
-            fl_error("PMI-2: rank %u's key %s is not %zu bytes in hex", r, key, n);
+            char w[32];
+            fl_error("PMI-2: %s: key %s is not %zu bytes in hex", whose(r, w, sizeof w),
+                     key, n);
             return FLIT_ERR_BOOT;
         }
         at += n;
@@ -620,6 +645,101 @@ static flit_status collect(struct fl_blobs **out)
     return st;
 }
 
+/* Rank r's whole blob (or ALL's), waiting for it: a get per piece. */
+static flit_status fetch_blob(uint32_t r, uint8_t **buf, size_t *len)
+{
+    char key[48];
+    const char *val;
+    piece_key(key, sizeof key, r, 0);
+    flit_status st = get(r, key, &val);
+    if (st == FLIT_OK)
+        st = blob_first(r, key, val, buf, len);
+    if (st == FLIT_OK && (st = blob_rest(r, *buf, *len)) != FLIT_OK) {
+        free(*buf);
+        *buf = NULL;
+    }
+    return st;
+}
+
+/* All blobs as one: u32 n, n u64 lengths, then the blobs. */
+static uint8_t *pack(const struct fl_blobs *b, size_t *len)
+{
+    size_t n = 4 + 8 * (size_t)b->n;
+    for (uint32_t r = 0; r < b->n; r++)
+        n += b->len[r];
+    uint8_t *p = malloc(n);
+    if (!p)
+        return NULL;
+    fl_put32(p, b->n);
+    size_t at = 4 + 8 * (size_t)b->n;
+    for (uint32_t r = 0; r < b->n; r++) {
+        fl_put64(p + 4 + 8 * (size_t)r, b->len[r]);
+        if (b->len[r])
+            memcpy(p + at, b->blob[r], b->len[r]);
+        at += b->len[r];
+    }
+    *len = n;
+    return p;
+}
+
+/* pack's inverse, checking every length against what is there. */
+static flit_status unpack(const uint8_t *p, size_t len, struct fl_blobs **out)
+{
+    size_t head = 4 + 8 * (size_t)p2.size, total = 0;
+    bool ok = len >= head && fl_get32(p) == p2.size;
+    for (uint32_t r = 0; ok && r < p2.size; r++) {
+        uint64_t n = fl_get64(p + 4 + 8 * (size_t)r);
+        ok = n <= len - head - total;
+        total += ok ? (size_t)n : 0;
+    }
+    if (!ok || head + total != len) {
+        fl_error("PMI-2: rank 0's gathered blobs (%zu bytes) do not add up", len);
+        return FLIT_ERR_BOOT;
+    }
+    struct fl_blobs *b = fl_blobs_alloc(p2.size, total);
+    if (!b)
+        return FLIT_ERR_NO_MEMORY;
+    size_t at = head;
+    for (uint32_t r = 0; r < p2.size; r++) {
+        size_t n = (size_t)fl_get64(p + 4 + 8 * (size_t)r);
+        fl_blobs_add(b, r, p + at, n);
+        at += n;
+    }
+    *out = b;
+    return FLIT_OK;
+}
+
+/*
+ * The rest of a round on one node, once this rank's blob is put: rank 0
+ * gets every rank's blob and puts them all as one, which every other rank
+ * gets. slurmstepd serves every command of a node's ranks on one thread, so
+ * what counts is how many there are: about 2N gets a round instead of N².
+ */
+static flit_status node_round(struct fl_blobs **out)
+{
+    if (p2.rank != 0) {
+        uint8_t *all = NULL;
+        size_t n = 0;
+        flit_status st = fetch_blob(ALL, &all, &n);
+        if (st == FLIT_OK)
+            st = unpack(all, n, out);
+        free(all);
+        return st;
+    }
+    flit_status st = collect(out);
+    if (st != FLIT_OK)
+        return st;
+    size_t n;
+    uint8_t *all = pack(*out, &n);
+    st = all ? put_blob(ALL, all, n) : FLIT_ERR_NO_MEMORY;
+    free(all);
+    if (st != FLIT_OK) {
+        fl_blobs_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 static flit_status pmi2_allgather(const void *mine, size_t len, struct fl_blobs **out)
 {
     if (len > MAX_BLOB)
@@ -628,12 +748,15 @@ static flit_status pmi2_allgather(const void *mine, size_t len, struct fl_blobs 
     flit_status st = p2.open ? FLIT_OK : FLIT_ERR_BOOT;
     p2.round++;
     fl_debug("PMI-2: exchange %u, %zu bytes", p2.round, len);
-    if (st == FLIT_OK)
-        st = put_blob(mine, len);
-    if (st == FLIT_OK && !p2.one_node)
+    if (st == FLIT_OK) /* the first may find node attributes refused */
+        st = put_blob(p2.rank, mine, len);
+    if (st == FLIT_OK && p2.one_node) {
+        st = node_round(out);
+    } else if (st == FLIT_OK) {
         st = fence();
-    if (st == FLIT_OK)
-        st = collect(out);
+        if (st == FLIT_OK)
+            st = collect(out);
+    }
     pthread_mutex_unlock(&p2.lock);
     return st;
 }

@@ -240,14 +240,32 @@ static void answer_get(struct pmi2_fake *f, unsigned r, const char *key)
         respond(f, r, "cmd", "kvs-get-response", "found", "FALSE", "rc", "0", NULL);
 }
 
-static void node_answer(struct pmi2_fake *f, unsigned r, const char *val)
+static void end_deadlock(struct pmi2_fake *f);
+
+/* "flit.R.all": rank 0's gathered blobs. */
+static bool gathered(const char *key)
 {
+    const char *who = strncmp(key, "flit.", 5) == 0 ? strchr(key + 5, '.') : NULL;
+    return who && strcmp(who + 1, "all") == 0;
+}
+
+static void node_answer(struct pmi2_fake *f, unsigned r, const char *key, const char *val)
+{
+    bool spoil = val && f->fault == PMI2_FAULT_BAD_GATHER && gathered(key);
+    if (spoil)
+        val = "12:000000000000000000000000";
     if (val)
         respond(f, r, "cmd", "info-getnodeattr-response", "found", "TRUE", "value", val,
                 "rc", "0", NULL);
     else
         respond(f, r, "cmd", "info-getnodeattr-response", "found", "FALSE", "rc", "0",
                 NULL);
+    if (spoil) { /* the rank fails on it: the launcher sees it go (it still
+                    reads the answer) */
+        close(f->server[r]);
+        f->server[r] = -1;
+        end_deadlock(f);
+    }
 }
 
 /* info-putnodeattr: stored, and answered to those waiting for it. */
@@ -265,7 +283,7 @@ static int node_put(struct pmi2_fake *f, unsigned r, const char *key, const char
         if (f->waiting[w] && strcmp(f->waiting[w], key) == 0) {
             free(f->waiting[w]);
             f->waiting[w] = NULL;
-            node_answer(f, w, val);
+            node_answer(f, w, key, val);
         }
     return 0;
 }
@@ -277,12 +295,16 @@ static int node_get(struct pmi2_fake *f, unsigned r, const char *key, const char
         return broke(f, r, "info-getnodeattr without key or wait=TRUE|FALSE");
     const char *val = find(f->node, f->nnode, key);
     f->wait_asks += strcmp(wait, "TRUE") == 0;
+    f->node_gets++;
+    /* Only rank 0 gathers: the others get "flit.R.all" (and its pieces). */
+    f->stray_gets += r > 0 && strncmp(key, "flit.", 5) == 0 && !gathered(key) &&
+                     strstr(key, ".all.") == NULL;
     if (strcmp(wait, "FALSE") == 0) {
-        node_answer(f, r, f->node_not_yet ? NULL : val);
+        node_answer(f, r, key, f->node_not_yet ? NULL : val);
         return 0;
     }
     if (val) {
-        node_answer(f, r, val);
+        node_answer(f, r, key, val);
         return 0;
     }
     /* Slurm answers waiting gets in the order of the puts: a client with
@@ -292,6 +314,7 @@ static int node_get(struct pmi2_fake *f, unsigned r, const char *key, const char
                      f->waiting[r]);
     if (!(f->waiting[r] = strdup(key)))
         return broke(f, r, "out of memory");
+    end_deadlock(f);
     return 0;
 }
 
@@ -399,6 +422,24 @@ static int drain(struct pmi2_fake *f, unsigned r)
     return rc;
 }
 
+/* When every rank still connected waits for a node attribute, none can
+   come: the launcher ends them (it hangs up), as Slurm ends a step. */
+static void end_deadlock(struct pmi2_fake *f)
+{
+    unsigned open = 0, waiting = 0;
+    for (unsigned r = 0; r < f->n; r++) {
+        open += f->server[r] >= 0;
+        waiting += f->server[r] >= 0 && f->waiting[r];
+    }
+    if (open == 0 || waiting < open)
+        return;
+    for (unsigned r = 0; r < f->n; r++)
+        if (f->server[r] >= 0) {
+            close(f->server[r]);
+            f->server[r] = -1;
+        }
+}
+
 static int receive(struct pmi2_fake *f, unsigned r)
 {
     char *in = realloc(f->in[r], f->inlen[r] + 65536);
@@ -411,6 +452,7 @@ static int receive(struct pmi2_fake *f, unsigned r)
     if (k <= 0) {
         close(f->server[r]);
         f->server[r] = -1;
+        end_deadlock(f);
         return 0;
     }
     f->inlen[r] += (size_t)k;

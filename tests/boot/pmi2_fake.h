@@ -32,6 +32,7 @@ enum pmi2_fault {
     PMI2_FAULT_NO_KEY,         /* every kvs-get answers found=FALSE */
     PMI2_FAULT_BAD_HEX,        /* blob chunks come back with a non-hex digit */
     PMI2_FAULT_BAD_BLOB_LEN,   /* a blob's length comes back as "12x" */
+    PMI2_FAULT_BAD_GATHER,     /* rank 0's gathered blobs come back as 12 zero bytes */
 };
 
 struct pmi2_fake_kv {
@@ -60,6 +61,7 @@ struct pmi2_fake {
     char *waiting[PMI2_FAKE_MAX];
     bool refuse_node_attrs, node_not_yet;
     unsigned node_puts, wait_asks; /* puts taken; gets asked with wait=TRUE */
+    unsigned node_gets, stray_gets; /* gets; of them, a rank's key got by rank > 0 */
     unsigned fences; /* completed */
     /* What job-getid answers ("fake;job=1" from init), and what
        info-getjobattr answers for PMI_process_mapping: the value, NULL for

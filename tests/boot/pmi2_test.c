@@ -18,8 +18,9 @@
  * and cyclic); a mapping flit cannot read, none, or the attribute refused, leave the
  * placement to flit_init's exchange, silently; another launcher's job name is not asked
  * for a mapping. When the mapping puts every rank on one node, exchanges go through the
- * node's attributes with no fence at all (also when no key is there yet and every one is
- * fetched by a get that waits, one at a time), and through the job's key-value space and
+ * node's attributes with no fence at all, rank 0 gathering every blob and the others
+ * getting them all as one (also when no key is there yet and every one is fetched by a
+ * get that waits, one at a time), and through the job's key-value space and
  * fences when the launcher refuses node attributes. Every fault of the launcher's (not
  * PMI-2, a garbled length or answer, an error code, a rank out of range or not the one
  * PMI_RANK says, a hang-up in the fence, missing keys, bad hex, a bad blob length) is
@@ -140,6 +141,7 @@ static int run_rank(void *arg)
 struct fault_case {
     enum pmi2_fault fault;
     const char *name, *said;
+    const char *said_by_0; /* rank 0 says this instead, where set */
 };
 
 static const struct fault_case faults[] = {
@@ -154,6 +156,10 @@ static const struct fault_case faults[] = {
     {PMI2_FAULT_NO_KEY, "missing key", "is not in the job's key-value space"},
     {PMI2_FAULT_BAD_HEX, "bad hex", "bytes in hex"},
     {PMI2_FAULT_BAD_BLOB_LEN, "bad blob length", "blob length of \"12x\""},
+    /* Run on one node (below): the others fail; rank 0, waiting for their
+       blobs of the next round, is ended by the launcher. */
+    {PMI2_FAULT_BAD_GATHER, "bad gathered blobs", "do not add up",
+     "closed by the launcher"},
 };
 
 static const struct name_case names[] = {
@@ -213,14 +219,15 @@ static int run(const struct fault_case *fc, const struct name_case *nc, unsigned
     flit_status want = fc->fault == PMI2_FAULT_NONE ? FLIT_OK : FLIT_ERR_BOOT;
     for (unsigned r = 0; r < n; r++) {
         int code = child_wait(&ch[r]);
-        bool ok = code == (int)want && (!fc->said || strstr(ch[r].text, fc->said));
+        const char *said = r == 0 && fc->said_by_0 ? fc->said_by_0 : fc->said;
+        bool ok = code == (int)want && (!said || strstr(ch[r].text, said));
         if (want == FLIT_OK && (!f.finalized[r] || ch[r].len))
             ok = false;
         if (!ok) {
             printf(
                 "FAILED: %s, %u ranks: rank %u exited %d, expected %s%s%s; stderr:\n%s\n",
-                fc->name, n, r, code, flit_status_name(want), fc->said ? " saying " : "",
-                fc->said ? fc->said : "", ch[r].text);
+                fc->name, n, r, code, flit_status_name(want), said ? " saying " : "",
+                said ? said : "", ch[r].text);
             failed = 1;
         }
     }
@@ -240,9 +247,17 @@ static int run(const struct fault_case *fc, const struct name_case *nc, unsigned
                f.node_puts);
         failed = 1;
     }
-    /* Each rank fetches every rank's keys of every round waiting. */
-    if (nc && nc->not_yet && f.wait_asks < n * n * (2 * NLENS + 1)) {
+    /* Rank 0 gathers every rank's blob, the others get them all as one:
+       each of the 2 * NLENS + 1 rounds at least n + (n - 1) gets, every
+       one of them waiting when a get that does not wait finds nothing. */
+    unsigned rounds = 2 * NLENS + 1;
+    if (nc && nc->not_yet && f.wait_asks < (2 * n - 1) * rounds) {
         printf("FAILED: %s: %u gets waited\n", nc->name, f.wait_asks);
+        failed = 1;
+    }
+    if (f.stray_gets) {
+        printf("FAILED: %s: ranks other than 0 got %u of the ranks' own keys\n",
+               nc ? nc->name : fc->name, f.stray_gets);
         failed = 1;
     }
     if (nc && f.attr_asks != nc->asks) {
@@ -265,9 +280,11 @@ int main(void)
         failed |= run(&faults[0], NULL, n, false);
     /* The first pieces of all blobs are asked for before any answer. */
     failed |= run(&faults[0], NULL, 4, true);
-    for (size_t i = 1; i < sizeof faults / sizeof faults[0]; i++)
+    size_t nfaults = sizeof faults / sizeof faults[0];
+    for (size_t i = 1; i < nfaults - 1; i++)
         failed |= run(&faults[i], NULL, 3, false);
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         failed |= run(&faults[0], &names[i], 4, false);
+    failed |= run(&faults[nfaults - 1], &names[6], 4, false);
     return failed;
 }
