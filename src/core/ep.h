@@ -89,7 +89,8 @@ struct flit_ep {
         void *user;
     } listeners[FLIT_EP_MAX_LISTENERS];
     unsigned nlisteners, nprogress, walking;
-    uintptr_t walker; /* the thread walking them (fl_thread_id) */
+    bool listener_holes;        /* a removed one left a NULL: compacted after the walk */
+    uintptr_t walker;           /* the thread walking them (fl_thread_id) */
     bool in_progress_listeners; /* a thread runs them now */
 
     uint32_t barrier_rounds[32]; /* barrier messages received per round */

@@ -46,11 +46,14 @@ static void walk_end(struct flit_ep *ep)
     if (--ep->walking)
         return;
     ep->walker = 0;
-    unsigned n = 0;
-    for (unsigned i = 0; i < ep->nlisteners; i++)
-        if (ep->listeners[i].l)
-            ep->listeners[n++] = ep->listeners[i];
-    ep->nlisteners = n;
+    if (ep->listener_holes) { /* every pass ends a walk: only then */
+        unsigned n = 0;
+        for (unsigned i = 0; i < ep->nlisteners; i++)
+            if (ep->listeners[i].l)
+                ep->listeners[n++] = ep->listeners[i];
+        ep->nlisteners = n;
+        ep->listener_holes = false;
+    }
     if (ep->cond_waiters)
         pthread_cond_broadcast(&ep->progress_cond);
 }
@@ -99,6 +102,7 @@ flit_status flit_ep_unlisten(flit_ep_t *ep, const flit_ep_listener_t *l, void *u
         st = FLIT_ERR_INVALID_ARG;
     } else {
         ep->listeners[i].l = NULL; /* compacted when the walk ends */
+        ep->listener_holes = true;
         walk_begin(ep);
         walk_end(ep);
     }
@@ -148,14 +152,16 @@ void fl_listeners_progress_slow(struct flit_ep *ep)
         return;
     ep->in_progress_listeners = true;
     walk_begin(ep);
+    /* Out once around them all: while this thread walks, no other one
+       changes the list (wait_for_walk), and this one changes it only
+       through entries it turns NULL. */
+    struct flit_ep *was = step_out(ep);
     for (unsigned i = 0; i < ep->nlisteners; i++) {
         struct fl_listener x = ep->listeners[i];
-        if (!x.l || !x.l->progress)
-            continue;
-        struct flit_ep *was = step_out(ep);
-        x.l->progress(ep, x.user);
-        step_in(ep, was);
+        if (x.l && x.l->progress)
+            x.l->progress(ep, x.user);
     }
+    step_in(ep, was);
     walk_end(ep);
     ep->in_progress_listeners = false;
 }
