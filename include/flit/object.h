@@ -243,6 +243,10 @@ typedef struct flit_object_stats {
                                        else the strategy it is pinned to */
     uint64_t switches;              /* placement switches applied here */
     uint64_t retries;               /* operations of this member redone after a switch */
+    uint64_t partial_writes;        /* other members' writes larger than one group
+                                       message, some pieces of them here */
+    uint64_t partials_dropped;      /* ... whose writer left the group before its
+                                       last piece: never applied, freed then */
 } flit_object_stats_t;
 
 /* FLIT_ERR_INVALID_ARG for NULL arguments or a struct_size too small. */

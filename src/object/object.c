@@ -428,8 +428,10 @@ static struct part *part_find(flit_object_t *o, uint32_t sender, uint64_t token,
     while (*pp && ((*pp)->sender != sender || (*pp)->token != token))
         pp = &(*pp)->next;
     struct part *p = *pp;
-    if (p && take)
+    if (p && take) {
         *pp = p->next;
+        o->nparts--;
+    }
     return p;
 }
 
@@ -459,6 +461,7 @@ static void part_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr
         p->len = total;
         p->next = o->parts;
         o->parts = p;
+        o->nparts++;
     }
     pthread_mutex_unlock(&o->lock);
     if (len > p->len - p->got)
@@ -810,6 +813,33 @@ static flit_status check_type(const flit_object_type_t *t)
     return FLIT_OK;
 }
 
+/*
+ * The object's group installed a view without `left`. Its messages were
+ * delivered by every survivor or by none, all before this runs, so a write
+ * of its still in pieces will never be whole: its buffer goes now, not at
+ * destroy.
+ */
+static void object_view(flit_group_t *g, flit_rank_t left, void *user)
+{
+    flit_object_t *o = user;
+    pthread_mutex_lock(&o->lock);
+    for (struct part **pp = &o->parts; *pp;) {
+        struct part *p = *pp;
+        if (p->sender != left.idx) {
+            pp = &p->next;
+            continue;
+        }
+        *pp = p->next;
+        o->nparts--;
+        o->parts_dropped++;
+        free(p->buf);
+        free(p);
+    }
+    pthread_mutex_unlock(&o->lock);
+    if (o->adaptive)
+        place_view(g, left, user);
+}
+
 static void object_free(flit_object_t *o)
 {
     if (o->state && o->type->fini)
@@ -903,9 +933,8 @@ flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
     objs->list = o;
     pthread_mutex_unlock(&objs->lock);
     flit_group_params_t gp = {
-        .field_mask = FLIT_GROUP_PARAM_VIEW_FN, .view_fn = place_view, .view_user = o};
-    st = flit_group_create(objs->groups, id, members, n, o->adaptive ? &gp : NULL,
-                           deliver, o, &o->group);
+        .field_mask = FLIT_GROUP_PARAM_VIEW_FN, .view_fn = object_view, .view_user = o};
+    st = flit_group_create(objs->groups, id, members, n, &gp, deliver, o, &o->group);
     flit_group_stats_t gs = {.struct_size = sizeof gs};
     if (st == FLIT_OK && (st = flit_group_stats(o->group, &gs)) != FLIT_OK)
         (void)flit_group_destroy(o->group);
@@ -975,6 +1004,8 @@ flit_status flit_object_stats(flit_object_t *obj, flit_object_stats_t *out)
     pthread_mutex_lock(&obj->lock);
     out->strategy = obj->strategy;
     out->owner = obj->owner;
+    out->partial_writes = obj->nparts;
+    out->partials_dropped = obj->parts_dropped;
     flit_object_strategy placement = !obj->adaptive ? obj->strategy
                                      : obj->pinned
                                          ? (flit_object_strategy)obj->pin.strategy

@@ -107,6 +107,8 @@ struct flit_object {
     struct pending *queue, **tail;
     size_t part_max;    /* a write's bytes that fit one group message */
     struct part *parts; /* other members' writes arriving in pieces */
+    uint64_t nparts;    /* of them, now */
+    uint64_t parts_dropped; /* their writer left before the last piece */
     void *spare;        /* a buffer for the next write from another member */
     size_t spare_cap;
     atomic_uint_fast64_t reads, writes, local, applied, guard_waits;

@@ -16,9 +16,11 @@
  *   --test errors   every bad argument of every call, with its status
  */
 #include <flit/object.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 
 #include "mp.h"
 
@@ -608,6 +610,120 @@ static void test_kill(uint64_t count, uint64_t kill_after)
     survivor_end(mine, 2, "object kill");
 }
 
+/* ---------------------------------------------------------------- partial */
+
+/* A write of any length; the state keeps how many writes were applied and
+   the length and checksum of the last. */
+struct sums {
+    uint64_t writes, len;
+    uint32_t sum;
+};
+
+static size_t sums_store(void *state, const void *arg, size_t len, void *res, void *user)
+{
+    (void)res, (void)user;
+    struct sums *s = state;
+    s->writes++;
+    s->len = len;
+    s->sum = test_checksum(arg, len);
+    return 0;
+}
+
+static size_t sums_get(void *state, const void *arg, size_t len, void *res, void *user)
+{
+    (void)arg, (void)len, (void)user;
+    memcpy(res, state, sizeof(struct sums));
+    return sizeof(struct sums);
+}
+
+#define PARTIAL_BIG ((size_t)64 << 20)
+static const flit_object_op_t sums_ops[] = {
+    {FLIT_OBJECT_WRITE, PARTIAL_BIG, 0, sums_store, NULL},
+    {FLIT_OBJECT_READ, 0, sizeof(struct sums), sums_get, NULL},
+};
+static const flit_object_type_t sums_type = {
+    sizeof(struct sums), NULL, NULL, sums_ops, 2, NULL};
+
+static atomic_int victim_pid;
+
+static void on_pid(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                   void *user)
+{
+    (void)t, (void)buf, (void)n, (void)user;
+    CHECK(na == 1);
+    atomic_store(&victim_pid, (int)a[0]);
+}
+
+static struct sums sums_read(flit_object_t *o)
+{
+    struct sums s;
+    size_t n;
+    CHECK_OK(flit_object_invoke(o, 1, NULL, 0, &s, sizeof s, &n));
+    CHECK(n == sizeof s);
+    return s;
+}
+
+/*
+ * The last rank dies in the middle of a replicated write of 64 MiB (eight
+ * group messages): rank 1 takes its first pieces, then stops taking any
+ * (so that the group's credits hold the writer back before its last
+ * piece), kills it, and waits on a pidfd for its end. The survivors never
+ * apply that write, and each frees the pieces it holds when the view
+ * without the writer is installed (not at destroy): partial_writes back to
+ * 0, partials_dropped 1. Their copies stay writable and agree: three
+ * writes (one before, one from each survivor after), none of them the big
+ * one.
+ */
+static void test_partial(void)
+{
+    CHECK(nranks == 3);
+    CHECK_OK(flit_ep_set_peer_down_handler(ep, on_down, NULL));
+    CHECK_OK(flit_am_set_returned_handler(ep, on_returned, NULL));
+    CHECK_OK(flit_am_register(ep, flit_handler(2), on_pid, NULL));
+    flit_object_t *o;
+    CHECK_OK(flit_object_create(objs, 9, &sums_type, NULL, 0, FLIT_OBJECT_REPLICATED,
+                                flit_rank(0), NULL, 0, &o));
+    unsigned char small[100];
+    mp_pattern_fill(small, sizeof small, 9);
+    if (me == 0)
+        CHECK_OK(flit_object_invoke(o, 0, small, sizeof small, NULL, 0, NULL));
+    if (me == 2) {
+        uint32_t pid = (uint32_t)getpid();
+        CHECK_OK(flit_am_short(ep, flit_rank(1), flit_handler(2), &pid, 1, 0));
+    }
+    CHECK_OK(flit_barrier(ep));
+    if (me == 2) {
+        unsigned char *big = malloc(PARTIAL_BIG);
+        CHECK(big);
+        mp_pattern_fill(big, PARTIAL_BIG, 10);
+        flit_object_invoke(o, 0, big, PARTIAL_BIG, NULL, 0, NULL);
+        FAIL("the write of %zu bytes returned: rank 1 lets it end before it is whole",
+             PARTIAL_BIG);
+    }
+    flit_object_stats_t st = {.struct_size = sizeof st};
+    if (me == 1) {
+        MP_WAIT(ep, flit_object_stats(o, &st) == FLIT_OK && st.partial_writes == 1);
+        int pidfd = (int)syscall(SYS_pidfd_open, atomic_load(&victim_pid), 0);
+        CHECK(pidfd >= 0);
+        CHECK(kill(atomic_load(&victim_pid), SIGKILL) == 0);
+        struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+        CHECK(poll(&pf, 1, 60000) == 1);
+        close(pidfd);
+    }
+    MP_WAIT(ep, flit_object_stats(o, &st) == FLIT_OK && st.partials_dropped == 1);
+    CHECK(st.partial_writes == 0);
+    MP_WAIT(ep, atomic_load(&victim_down));
+    /* Still writable; the copies agree, and the big write is in none. */
+    CHECK_OK(flit_object_invoke(o, 0, small, sizeof small, NULL, 0, NULL));
+    MP_WAIT(ep, sums_read(o).writes == 3);
+    struct sums s = sums_read(o);
+    CHECK(s.len == sizeof small && s.sum == test_checksum(small, sizeof small));
+    printf("object partial: rank %u: the same history as 2 of 2 survivors, "
+           "the dead writer's pieces freed at the view change\n",
+           me);
+    survivor_end(&o, 1, "object partial");
+}
+
 int main(int argc, char **argv)
 {
     unsigned threads = start(argc, argv, 16);
@@ -626,6 +742,8 @@ int main(int argc, char **argv)
         test_gather(mp_arg_u64(argc, argv, "--max", 1u << 20));
     else if (!strcmp(test, "kill"))
         test_kill(count, test_scaled(mp_arg_u64(argc, argv, "--kill-after", count / 2)));
+    else if (!strcmp(test, "partial"))
+        test_partial();
     else if (!strcmp(test, "errors")) {
         CHECK_OK(flit_am_register(ep, flit_handler(1), in_handler, NULL));
         test_errors();
