@@ -249,7 +249,9 @@ typedef struct flit_object_stats {
                                        last piece: never applied, freed then */
 } flit_object_stats_t;
 
-/* FLIT_ERR_INVALID_ARG for NULL arguments or a struct_size too small. */
+/* FLIT_ERR_INVALID_ARG for NULL arguments or a struct_size that no release
+   had. A struct_size of an earlier release (one that ends at retries) gets
+   the fields it has; struct_size is left as the caller set it. */
 FLIT_API flit_status flit_object_stats(flit_object_t *obj, flit_object_stats_t *out);
 
 #ifdef __cplusplus

@@ -23,6 +23,7 @@
  */
 #include "object_int.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -997,10 +998,15 @@ uint32_t flit_object_id(const flit_object_t *obj)
     return obj ? obj->id : UINT32_MAX;
 }
 
-flit_status flit_object_stats(flit_object_t *obj, flit_object_stats_t *out)
+flit_status flit_object_stats(flit_object_t *obj, flit_object_stats_t *out_)
 {
-    if (!obj || !out || out->struct_size < sizeof *out)
+    /* A program built against an earlier header knows a shorter struct
+       (up to retries): it gets what it knows. */
+    if (!obj || !out_ ||
+        out_->struct_size < offsetof(flit_object_stats_t, partial_writes) ||
+        out_->struct_size > sizeof *out_)
         return FLIT_ERR_INVALID_ARG;
+    flit_object_stats_t all = {.struct_size = out_->struct_size}, *out = &all;
     pthread_mutex_lock(&obj->lock);
     out->strategy = obj->strategy;
     out->owner = obj->owner;
@@ -1019,5 +1025,6 @@ flit_status flit_object_stats(flit_object_t *obj, flit_object_stats_t *out)
     out->local = atomic_load(&obj->local);
     out->applied = atomic_load(&obj->applied);
     out->guard_waits = atomic_load(&obj->guard_waits);
+    memcpy(out_, &all, all.struct_size);
     return FLIT_OK;
 }

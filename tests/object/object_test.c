@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <sys/syscall.h>
 
 #include "mp.h"
@@ -521,8 +522,20 @@ static void test_errors(void)
         int64_t zero = 0; /* a write: ordered after every one before the barrier */
         CHECK_OK(flit_object_invoke(o, 0, &zero, 8, &v, 8, &n));
         CHECK(v == 1 + 2 * (int64_t)nranks + (owned ? 1 : 0));
-        flit_object_stats_t s = {.struct_size = sizeof s - 1};
+        /* Shorter than any release's struct, or longer than this one's. */
+        flit_object_stats_t s = {.struct_size =
+                                     offsetof(flit_object_stats_t, partial_writes) - 1};
         CHECK_ST(flit_object_stats(o, &s), FLIT_ERR_INVALID_ARG);
+        s.struct_size = sizeof s + 1;
+        CHECK_ST(flit_object_stats(o, &s), FLIT_ERR_INVALID_ARG);
+        /* A program built before partial_writes: what it knows, no more. */
+        s = (flit_object_stats_t){.struct_size =
+                                      offsetof(flit_object_stats_t, partial_writes),
+                                  .partial_writes = 77,
+                                  .partials_dropped = 78};
+        CHECK_OK(flit_object_stats(o, &s));
+        CHECK(s.struct_size == offsetof(flit_object_stats_t, partial_writes) &&
+              s.partial_writes == 77 && s.partials_dropped == 78 && s.writes >= 1);
         CHECK_ST(flit_object_stats(NULL, &s), FLIT_ERR_INVALID_ARG);
         CHECK_ST(flit_object_stats(o, NULL), FLIT_ERR_INVALID_ARG);
         s.struct_size = sizeof s;
