@@ -182,6 +182,56 @@ static uint32_t *node_ids(void)
     return node_of;
 }
 
+/*
+ * The most tasks Slurm put on one node of this step (SLURM_STEP_TASKS_PER_NODE:
+ * "4", "4(x2),3"), or 0 where that is not known.
+ */
+static unsigned long tasks_per_node(void)
+{
+    const char *p = getenv("SLURM_STEP_TASKS_PER_NODE");
+    unsigned long most = 0;
+    while (p && *p) {
+        char *end;
+        unsigned long n = strtoul(p, &end, 10);
+        if (end == p)
+            return 0;
+        most = n > most ? n : most;
+        if (*end == '(')
+            end += strcspn(end, ")") + (end[strcspn(end, ")")] == ')');
+        if (*end && *end != ',')
+            return 0;
+        p = end + (*end == ',');
+    }
+    return most;
+}
+
+/*
+ * The client picks the store it reads the job's data from, among those the
+ * server offers (PMIX_GDS_MODULE). Slurm offers its shared-memory stores
+ * first; a step's clients that pick one wait ~40 ms in PMIx_Init for the
+ * server to answer their connection. One that picks "hash" (the job's data
+ * sent over its socket) waits ~1 ms, but the server then packs the job's data
+ * for every client of the node: that wins up to 16 tasks on a node and loses
+ * at 32 (measured under srun on one node, bench/launch.sh). So hash where
+ * Slurm says a node holds at most 16 tasks, unless the user chose
+ * (PMIX_MCA_gds) or the server does not offer it. The variable is set only
+ * across PMIx_Init, which reads it. Returns whether it was set.
+ */
+static bool prefer_hash_store(void)
+{
+    const char *offer = getenv("PMIX_GDS_MODULE");
+    unsigned long local = tasks_per_node();
+    if (getenv("PMIX_MCA_gds") || !offer || local == 0 || local > 16)
+        return false;
+    for (const char *p = offer; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == 4 && memcmp(p, "hash", 4) == 0)
+            return setenv("PMIX_MCA_gds", "hash", 0) == 0;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
 static flit_status pmix_open(struct fl_boot_info *info)
 {
     const char *ns = getenv("PMIX_NAMESPACE"), *rank = getenv("PMIX_RANK");
@@ -198,7 +248,12 @@ static flit_status pmix_open(struct fl_boot_info *info)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    bool hash = prefer_hash_store();
     pmix_status_t rc = PMIx_Init(&px.me, NULL, 0);
+    if (hash) {
+        unsetenv("PMIX_MCA_gds");
+        fl_debug("PMIx: the job's data through the server's socket (store hash)");
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != PMIX_SUCCESS) {
         fl_error("PMIx: cannot reach the launcher's server (namespace %s, rank %s): %s",

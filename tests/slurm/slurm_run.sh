@@ -21,6 +21,10 @@
 #                         srun --mpi=M for each M in MPIS: every step and
 #                         the job succeed.
 #   flitrun FLITRUN PROG  flitrun -n 4 PROG inside an allocation (salloc).
+#   pmixstore PROG        srun --mpi=pmix -n 2: flit reads the job's data
+#                         through the server's socket (store "hash"), unless
+#                         the user chose a store (PMIX_MCA_gds) or the step
+#                         puts more than 16 tasks on the node.
 set -u
 dir=$1 case=$2
 shift 2
@@ -133,6 +137,19 @@ flitrun)
     got=$(grep -c "answered" "$work/out")
     [ "$got" -eq 4 ] || fail "$got of 4 answers"
     echo "ok: flitrun -n 4 inside an allocation"
+    ;;
+pmixstore)
+    said="PMIx: the job's data through the server's socket (store hash)"
+    run 60 env FLIT_VERBOSE=2 srun --mpi=pmix -n 2 -t 1 "$@"
+    [ $rc -eq 0 ] || fail "srun --mpi=pmix -n 2 exited with $rc"
+    [ "$(grep -c "$said" "$work/err")" -eq 2 ] || fail "not both tasks chose the store hash"
+    run 60 env FLIT_VERBOSE=2 PMIX_MCA_gds=ds21,hash srun --mpi=pmix -n 2 -t 1 "$@"
+    [ $rc -eq 0 ] || fail "srun --mpi=pmix -n 2 with PMIX_MCA_gds exited with $rc"
+    ! grep -q "$said" "$work/err" || fail "flit overrode the user's PMIX_MCA_gds"
+    run 60 env FLIT_VERBOSE=2 srun --mpi=pmix -O -n 17 -t 1 "$@"
+    [ $rc -eq 0 ] || fail "srun --mpi=pmix -n 17 exited with $rc"
+    ! grep -q "$said" "$work/err" || fail "flit chose the store hash for 17 tasks on a node"
+    echo "ok: PMIx store hash for 2 tasks, not over the user's choice, not for 17"
     ;;
 *)
     echo "unknown case $case" >&2
