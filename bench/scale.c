@@ -14,11 +14,16 @@
  * too; scale.sh subtracts what it saw before the run) after creation and
  * after the exchange, gathers the other ranks' figures and prints one line:
  *
- *     scale N=<n> transport=<t> init_s=<max> create_s=<max> vmsize_mb=<max>
- *           vmrss_mb=<max> vmrss_a2a_mb=<max> shm_create_mb=<used>
+ *     scale N=<n> transport=<t> init_s=<max> create_s=<max> after_s=<s>
+ *           vmsize_mb=<max> vmrss_mb=<max> vmrss_a2a_mb=<max> shm_create_mb=<used>
  *           shm_a2a_mb=<used> lat_us=<one-way, median batch>
  *           lat_min_us=<fastest batch> barrier_us=<mean>
  *           ep_heap_kb=<max> ep_heap_a2a_kb=<max>
+ *
+ * init_s and create_s are the slowest rank's, so they hold the time that
+ * rank waited for the last one to start (the first exchange waits for
+ * everyone); after_s is what flit adds once every process runs: from the
+ * last rank's start of flit_init to the last end of flit_ep_create.
  *
  * ep_heap: the bytes the endpoint holds from malloc (mallinfo2: in use on
  * the heap and in mmapped chunks), from just before flit_ep_create to just
@@ -45,6 +50,11 @@ static struct {
     flit_ep_t *ep;
     volatile uint32_t pongs, pings, done, a2a, stats;
     double init_s, create_s, vmsize_mb, vmrss_mb, vmrss_a2a_mb; /* max over ranks */
+    /* Rank 0's: the latest start of flit_init and end of flit_ep_create of
+       any rank, in microseconds after its own start (CLOCK_MONOTONIC is one
+       clock for the whole host). */
+    uint32_t ref_us;
+    int64_t last_start_us, last_end_us;
     double files_mb, files_a2a_mb; /* sum over ranks: their files' blocks */
     double heap_kb, heap_a2a_kb;   /* max over ranks: the endpoint's malloc bytes */
 } g;
@@ -174,12 +184,15 @@ static void on_stats(flit_token_t *t, void *buf, size_t n, const uint32_t *a, un
                      void *u)
 {
     (void)t, (void)buf, (void)n, (void)u;
-    if (na != 9)
+    if (na != 11)
         return;
     g.heap_kb = max2(g.heap_kb, a[7]);
     g.heap_a2a_kb = max2(g.heap_a2a_kb, a[8]);
     g.files_mb += a[5] / 1024.0;
     g.files_a2a_mb += a[6] / 1024.0;
+    int64_t start = (int32_t)(a[9] - g.ref_us), end = (int32_t)(a[10] - g.ref_us);
+    g.last_start_us = start > g.last_start_us ? start : g.last_start_us;
+    g.last_end_us = end > g.last_end_us ? end : g.last_end_us;
     g.init_s = max2(g.init_s, a[0] * 1e-6);
     g.create_s = max2(g.create_s, a[1] * 1e-6);
     g.vmsize_mb = max2(g.vmsize_mb, a[2] / 1024.0);
@@ -223,6 +236,7 @@ int main(int argc, char **argv)
         }
     }
     double t0 = now();
+    g.ref_us = (uint32_t)(uint64_t)(t0 * 1e6);
     OK(flit_init(NULL));
     double t1 = now();
     double heap0 = heap_bytes();
@@ -290,26 +304,30 @@ int main(int argc, char **argv)
         OK(flit_barrier(g.ep));
     double barrier_us = (now() - b0) / barriers * 1e6;
 
-    uint32_t st[9] = {(uint32_t)((t1 - t0) * 1e6),
-                      (uint32_t)((t2 - t1) * 1e6),
-                      (uint32_t)vmsize,
-                      (uint32_t)vmrss,
-                      (uint32_t)vmrss_a2a,
-                      own0,
-                      own1,
-                      (uint32_t)((heap1 - heap0) / 1024),
-                      (uint32_t)((heap2 - heap0) / 1024)};
+    uint32_t st[11] = {(uint32_t)((t1 - t0) * 1e6),
+                       (uint32_t)((t2 - t1) * 1e6),
+                       (uint32_t)vmsize,
+                       (uint32_t)vmrss,
+                       (uint32_t)vmrss_a2a,
+                       own0,
+                       own1,
+                       (uint32_t)((heap1 - heap0) / 1024),
+                       (uint32_t)((heap2 - heap0) / 1024),
+                       (uint32_t)(uint64_t)(t0 * 1e6),
+                       (uint32_t)(uint64_t)(t2 * 1e6)};
     if (me != 0) {
-        OK(flit_am_short(g.ep, flit_rank(0), flit_handler(H_STATS), st, 9, 0));
+        OK(flit_am_short(g.ep, flit_rank(0), flit_handler(H_STATS), st, 11, 0));
     } else {
-        on_stats(NULL, NULL, 0, st, 9, NULL);
+        on_stats(NULL, NULL, 0, st, 11, NULL);
         wait_for(&g.stats, n);
         const char *tp = getenv("FLIT_TRANSPORT");
-        printf("scale N=%u transport=%s init_s=%.4f create_s=%.4f vmsize_mb=%.1f "
+        printf("scale N=%u transport=%s init_s=%.4f create_s=%.4f after_s=%.4f "
+               "vmsize_mb=%.1f "
                "vmrss_mb=%.1f vmrss_a2a_mb=%.1f shm_create_mb=%.2f shm_a2a_mb=%.2f "
                "files_mb=%.2f files_a2a_mb=%.2f lat_us=%.3f lat_min_us=%.3f "
                "barrier_us=%.1f ep_heap_kb=%.0f ep_heap_a2a_kb=%.0f\n",
-               n, tp && *tp ? tp : "shm", g.init_s, g.create_s, g.vmsize_mb, g.vmrss_mb,
+               n, tp && *tp ? tp : "shm", g.init_s, g.create_s,
+               (double)(g.last_end_us - g.last_start_us) * 1e-6, g.vmsize_mb, g.vmrss_mb,
                g.vmrss_a2a_mb, shm_create, shm_a2a, g.files_mb, g.files_a2a_mb, lat_us,
                lat_min_us, barrier_us, g.heap_kb, g.heap_a2a_kb);
         fflush(stdout);

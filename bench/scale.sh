@@ -3,7 +3,9 @@
 # What N ranks on this host cost (make bench-scale): flit-bench-scale under
 # flitrun for N = 2, 8, 32, 64, 128, 256 over shared memory and N = 2, 8,
 # 32, 64, 128 with FLIT_TRANSPORT=udp. Per N: the slowest rank's flit_init
-# and flit_ep_create, the largest VmSize and VmRSS of a rank after creation
+# and flit_ep_create (both hold the wait for the last rank to start), after_s
+# (from the last rank's start of flit_init to the last end of
+# flit_ep_create: what flit adds once every process runs), the largest VmSize and VmRSS of a rank after creation
 # and VmRSS after an all-to-all exchange, the /dev/shm the job's ring files
 # hold after creation and after the exchange (files_MB, files_a2a: their
 # allocated blocks, summed over the ranks; the raw lines also carry the
@@ -63,13 +65,13 @@ run_one() { # transport N
 for n in $shm_ns; do run_one shm "$n"; done
 for n in $udp_ns; do run_one udp "$n"; done
 
-printf '%-4s %5s %9s %9s %10s %9s %9s %10s %10s %8s %8s %11s %9s %9s\n' \
-  tp N init_s create_s VmSize_MB VmRSS_MB RSS_a2a files_MB files_a2a \
+printf '%-4s %5s %9s %9s %9s %10s %9s %9s %10s %10s %8s %8s %11s %9s %9s\n' \
+  tp N init_s create_s after_s VmSize_MB VmRSS_MB RSS_a2a files_MB files_a2a \
   lat_us lat_min barrier_us heap_KB heap_a2a
 awk '{
   for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-  printf "%-4s %5d %9.4f %9.4f %10.1f %9.1f %9.1f %10.2f %10.2f %8.3f %8.3f %11.1f %9d %9d\n",
-    v["transport"], v["N"], v["init_s"], v["create_s"], v["vmsize_mb"], v["vmrss_mb"],
+  printf "%-4s %5d %9.4f %9.4f %9.4f %10.1f %9.1f %9.1f %10.2f %10.2f %8.3f %8.3f %11.1f %9d %9d\n",
+    v["transport"], v["N"], v["init_s"], v["create_s"], v["after_s"], v["vmsize_mb"], v["vmrss_mb"],
     v["vmrss_a2a_mb"], v["files_mb"], v["files_a2a_mb"],
     v["lat_us"], v["lat_min_us"], v["barrier_us"], v["ep_heap_kb"], v["ep_heap_a2a_kb"]
 }' "$raw"

@@ -13,10 +13,10 @@
  * used only at setup, but under srun each one is a fence in slurmstepd (none
  * under PMI-2 for a job on one node: node attributes) and, under PMI-2, a
  * round trip per rank: start-up uses as few as it can. What
- * the launcher already says (its name for the job, each rank's node) is
- * taken from it; flit_init exchanges only what it does not say, in one
- * round, and each flit_ep_create uses two (addresses, then whether every
- * rank connected).
+ * the launcher already says (its name for the job, each rank's node; under
+ * flitrun on one host, that every rank is on it) is taken from it; flit_init
+ * exchanges only what it does not say, in one round, and each flit_ep_create uses two
+ * (addresses, then whether every rank connected).
  */
 #ifndef FL_BOOT_H
 #define FL_BOOT_H

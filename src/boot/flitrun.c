@@ -32,7 +32,11 @@ static struct {
     pthread_cond_t cond;
     uint32_t rank, size;
     uint32_t round;          /* allgather rounds started */
-    struct fl_blobs *result; /* of the current round, taken by the caller */
+    /* The current round's GATHERED body, in the boot thread's buffer: the
+       caller parses it (the boot thread never mallocs, see below) and
+       clears it, and only then does the boot thread read on. */
+    const uint8_t *gathered;
+    size_t gathered_len;
     bool broken;             /* connection lost or garbled */
     bool tcp;                /* the tie to flitrun: see above */
     bool closing;            /* the rank lets go of the connection */
@@ -99,14 +103,17 @@ static void handle_frame(uint8_t type, const uint8_t *body, size_t len)
     }
     pthread_mutex_lock(&fr.lock);
     if (type == FL_PROTO_GATHERED && len >= 4 && fl_get32(body) == fr.round &&
-        !fr.result) {
-        fr.result = parse_gathered(body, len);
-        if (!fr.result)
-            fr.broken = true;
+        !fr.gathered) {
+        fr.gathered = body;
+        fr.gathered_len = len;
+        pthread_cond_broadcast(&fr.cond);
+        while (fr.gathered && !fr.closing)
+            pthread_cond_wait(&fr.cond, &fr.lock);
+        fr.gathered = NULL;
     } else {
         fr.broken = true;
+        pthread_cond_broadcast(&fr.cond);
     }
-    pthread_cond_broadcast(&fr.cond);
     pthread_mutex_unlock(&fr.lock);
 }
 
@@ -124,6 +131,8 @@ static void connection_ended(void)
     kill(getpid(), SIGKILL);
 }
 
+/* Reads flitrun's frames; calls no malloc, so the process gets no malloc
+   arena for it (64 MB of address space each). */
 static void *boot_thread(void *arg)
 {
     (void)arg;
@@ -146,6 +155,8 @@ static void *boot_thread(void *arg)
     connection_ended();
     return NULL;
 }
+
+static void flitrun_close(bool clean);
 
 static flit_status connect_flitrun(const char *spec, uint32_t *net_hint)
 {
@@ -186,6 +197,7 @@ static flit_status flitrun_open(struct fl_boot_info *info)
     fl_proto_hello_encode(hello, job_id, fr.rank, (uint32_t)getpid());
     fr.broken = false;
     fr.closing = false;
+    fr.gathered = NULL;
     fr.round = 0;
     /* The boot thread takes no signals: they belong to the program. */
     sigset_t all, old;
@@ -205,6 +217,18 @@ static flit_status flitrun_open(struct fl_boot_info *info)
     info->size = fr.size;
     info->job_id = job_id;
     info->job_id_unique = true; /* flitrun's own, random */
+    /* A unix socket is flitrun's sign that it forked every rank on its own
+       host (and they reached it, so they share its network namespace):
+       flit_init needs no exchange to learn where the ranks are. Should a
+       program still sit in namespaces of its own, the shared-memory
+       transport's own check of the peer's host sends that pair over UDP. */
+    if (fr.size > 1 && !fr.tcp) {
+        info->host_of = calloc(fr.size, sizeof *info->host_of);
+        if (!info->host_of) {
+            flitrun_close(false);
+            return FLIT_ERR_NO_MEMORY;
+        }
+    }
     info->launcher = "flitrun";
     info->net_hint = net_hint;
     return FLIT_OK;
@@ -222,10 +246,15 @@ static flit_status flitrun_allgather(const void *mine, size_t len, struct fl_blo
         memcpy(msg + 4, mine, len);
     int err = fr.broken ? -EPIPE : fl_proto_send(fr.fd, FL_PROTO_GATHER, msg, 4 + len);
     free(msg);
-    while (!err && !fr.result && !fr.broken)
+    while (!err && !fr.gathered && !fr.broken)
         pthread_cond_wait(&fr.cond, &fr.lock);
-    struct fl_blobs *b = fr.result;
-    fr.result = NULL;
+    struct fl_blobs *b = NULL;
+    if (fr.gathered) {
+        b = parse_gathered(fr.gathered, fr.gathered_len);
+        fr.broken = !b;
+        fr.gathered = NULL;
+        pthread_cond_broadcast(&fr.cond);
+    }
     pthread_mutex_unlock(&fr.lock);
     if (!b) {
         fl_error("lost flitrun during the address exchange");
@@ -243,13 +272,12 @@ static void flitrun_close(bool clean)
     if (clean && !fr.broken)
         fl_proto_send(fr.fd, FL_PROTO_BYE, NULL, 0);
     fr.closing = true;
+    pthread_cond_broadcast(&fr.cond);
     pthread_mutex_unlock(&fr.lock);
     shutdown(fr.fd, SHUT_RDWR);
     pthread_join(fr.thread, NULL);
     close(fr.fd);
     fr.fd = -1;
-    free(fr.result);
-    fr.result = NULL;
 }
 
 const struct fl_boot_ops fl_boot_flitrun = {

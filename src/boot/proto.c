@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -45,16 +46,25 @@ int fl_proto_send(int fd, uint8_t type, const void *body, size_t len)
     return 0;
 }
 
+/* The buffer is mapped pages, not malloc'd: a rank reads on a thread of its
+   own, and a thread's first malloc reserves it an arena of 64 MB. */
+static int rx_grow(struct fl_proto_rx *rx, size_t cap)
+{
+    cap = (cap + 4095) & ~(size_t)4095;
+    void *nb = rx->buf ? mremap(rx->buf, rx->cap, cap, MREMAP_MAYMOVE)
+                       : mmap(NULL, cap, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (nb == MAP_FAILED)
+        return -ENOMEM;
+    rx->buf = nb;
+    rx->cap = cap;
+    return 0;
+}
+
 int fl_proto_rx_fill(struct fl_proto_rx *rx, int fd)
 {
-    if (rx->cap - rx->len < 4096) {
-        size_t cap = rx->cap ? rx->cap * 2 : 8192;
-        uint8_t *nb = realloc(rx->buf, cap);
-        if (!nb)
-            return -ENOMEM;
-        rx->buf = nb;
-        rx->cap = cap;
-    }
+    if (rx->cap - rx->len < 4096 && rx_grow(rx, rx->cap ? rx->cap * 2 : 8192) != 0)
+        return -ENOMEM;
     for (;;) {
         ssize_t n = read(fd, rx->buf + rx->len, rx->cap - rx->len);
         if (n > 0) {
@@ -84,13 +94,8 @@ int fl_proto_rx_next(struct fl_proto_rx *rx, uint8_t *type, const uint8_t **body
     if (rx->max_frame && flen > rx->max_frame)
         return -EMSGSIZE;
     if (rx->len < 4 + (size_t)flen) {
-        if (rx->cap < 4 + (size_t)flen) {
-            uint8_t *nb = realloc(rx->buf, 4 + (size_t)flen);
-            if (!nb)
-                return -ENOMEM;
-            rx->buf = nb;
-            rx->cap = 4 + (size_t)flen;
-        }
+        if (rx->cap < 4 + (size_t)flen && rx_grow(rx, 4 + (size_t)flen) != 0)
+            return -ENOMEM;
         return 0;
     }
     *type = rx->buf[4];
@@ -102,7 +107,8 @@ int fl_proto_rx_next(struct fl_proto_rx *rx, uint8_t *type, const uint8_t **body
 
 void fl_proto_rx_free(struct fl_proto_rx *rx)
 {
-    free(rx->buf);
+    if (rx->buf)
+        munmap(rx->buf, rx->cap);
     memset(rx, 0, sizeof *rx);
 }
 

@@ -72,7 +72,8 @@ int fl_proto_send(int fd, uint8_t type, const void *body, size_t len);
  * max_frame bounds the length a frame may declare (type + body); 0 means
  * FL_PROTO_MAX_FRAME. A reader facing a peer not yet known (flitrun before a
  * connection's HELLO) sets it low, so that a stranger cannot make it
- * allocate the room for a large frame.
+ * allocate the room for a large frame. The buffer is anonymous pages
+ * (mmap), so a thread that only reads frames never calls malloc.
  */
 struct fl_proto_rx {
     uint8_t *buf;

@@ -118,6 +118,7 @@ struct fl_tp_ep {
     uint64_t job_id;
     uint32_t rank, size, ep_index;
     uint32_t nlocal;    /* ranks on this host, us included */
+    uint8_t host_id[16]; /* fl_host_id, read once */
     uint32_t *by_lidx;  /* [nlocal]: rank of each local index */
     uint32_t *rx_peers; /* ranks whose rings we poll (they announced) */
     uint32_t nrx;
@@ -258,6 +259,7 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     t->size = a->size;
     t->ep_index = a->ep_index;
     t->nlocal = nlocal;
+    fl_host_id(t->host_id);
     t->ring_size = (size_t)fl_cfg.shm_ring_bytes;
     t->wake_sock = t->pid_epfd = t->epfd = t->file_fd = -1;
     t->seg_addr = (uint64_t)(uintptr_t)a->segment;
@@ -300,7 +302,7 @@ static flit_status shm_address(struct fl_tp_ep *t, void *buf, size_t *len)
         return FLIT_ERR_INVALID_ARG;
     uint8_t *b = buf;
     memset(b, 0, SHM_BLOB);
-    fl_host_id(b);
+    memcpy(b, t->host_id, sizeof t->host_id);
     fl_put32(b + 16, (uint32_t)getpid());
     fl_put32(b + 20, t->nlocal);
     fl_put64(b + 24, t->ring_size);
@@ -316,10 +318,9 @@ static flit_status shm_address(struct fl_tp_ep *t, void *buf, size_t *len)
 
 static bool shm_reachable(struct fl_tp_ep *t, uint32_t rank, const void *blob, size_t len)
 {
-    uint8_t id[16];
-    fl_host_id(id);
-    return rank != t->rank && len == SHM_BLOB && memcmp(blob, id, sizeof id) == 0 &&
-           t->peers[rank].local && fl_get32((const uint8_t *)blob + 20) == t->nlocal;
+    return rank != t->rank && len == SHM_BLOB &&
+           memcmp(blob, t->host_id, sizeof t->host_id) == 0 && t->peers[rank].local &&
+           fl_get32((const uint8_t *)blob + 20) == t->nlocal;
 }
 
 /* One of peer p's open files (fdno in its process), through /proc. */
