@@ -298,9 +298,8 @@ flit_status fl_chan_open(const struct fl_dgram_ops *ops, const struct fl_tp_open
     t->size = a->size;
     t->key = a->job_id ^ 0x6a09e667f3bcc908ull;
     t->max_packet = a->max_packet;
-    t->window = ops->window ? ops->window(d) : (uint64_t)fl_cfg.udp_window;
-    if (t->window < MIN_WINDOW(t))
-        t->window = MIN_WINDOW(t);
+    t->window = (uint64_t)fl_cfg.udp_window < MIN_WINDOW(t) ? MIN_WINDOW(t)
+                                                            : (uint64_t)fl_cfg.udp_window;
     t->timeout_ns = (uint64_t)fl_cfg.peer_timeout_ms * 1000000u;
     t->epfd = epoll_create1(EPOLL_CLOEXEC);
     t->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);

@@ -48,9 +48,6 @@ struct fl_dgram_ops {
     bool (*reachable)(struct fl_dgram *d, uint32_t rank, const void *blob, size_t len);
     flit_status (*connect)(struct fl_dgram *d, uint32_t rank, const void *blob,
                            size_t len);
-    /* The credit window (bytes per peer and lane) the socket's receive
-       buffer holds for every peer; NULL: FLIT_UDP_WINDOW_KB as set. */
-    uint64_t (*window)(struct fl_dgram *d);
     /* Largest datagram payload towards rank (its path's MTU). */
     size_t (*max_payload)(struct fl_dgram *d, uint32_t rank);
     /* Sends n datagrams in as few system calls as it can; returns how many

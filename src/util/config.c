@@ -97,9 +97,8 @@ static const struct var vars[] = {
     {"FLIT_UDP_ADDR", K_IPV4, F(udp_addr), 0, 0, 0xffffffffll, NULL,
      "IPv4 address this rank's UDP endpoints use (default: loopback when the job is on "
      "one host, else the interface that reaches the launcher)"},
-    {"FLIT_UDP_WINDOW_KB", K_KB, F(udp_window), 0, 132, 65536, "KiB",
-     "unacknowledged bytes per UDP peer and lane: the credit window", .special = 0,
-     .special_means = "4 MiB shared by the peers, 256-4096 KiB each"},
+    {"FLIT_UDP_WINDOW_KB", K_KB, F(udp_window), 256, 132, 65536, "KiB",
+     "unacknowledged bytes per UDP peer and lane: the credit window"},
     {"FLIT_ACK_DELAY_US", K_INT, F(ack_delay_us), 100, 0, 1000000, "µs",
      "how long a receiver may hold an acknowledgement back waiting for a reply to "
      "carry it"},

@@ -140,11 +140,6 @@ size_t fl_fault_max_payload(struct fl_dgram *f, uint32_t rank)
     return f->inner->max_payload(f->d, rank);
 }
 
-uint64_t fl_fault_window(struct fl_dgram *f)
-{
-    return f->inner->window ? f->inner->window(f->d) : (uint64_t)fl_cfg.udp_window;
-}
-
 int fl_fault_send(struct fl_dgram *f, const struct fl_dgram_out *v, int n)
 {
     return f->inner->send(f->d, v, n);

@@ -73,7 +73,6 @@ bool fl_fault_reachable(struct fl_dgram *d, uint32_t rank, const void *blob, siz
 flit_status fl_fault_connect(struct fl_dgram *d, uint32_t rank, const void *blob,
                              size_t len);
 size_t fl_fault_max_payload(struct fl_dgram *d, uint32_t rank);
-uint64_t fl_fault_window(struct fl_dgram *d);
 int fl_fault_send(struct fl_dgram *d, const struct fl_dgram_out *v, int n);
 int fl_fault_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in);
 int fl_fault_fd(struct fl_dgram *d);
@@ -87,10 +86,9 @@ void fl_fault_close(struct fl_dgram *d);
     {                                                                                    \
         .name = (name_), .open = (open_fn), .address = fl_fault_address,                 \
         .reachable = fl_fault_reachable, .connect = fl_fault_connect,                    \
-        .window = fl_fault_window, .max_payload = fl_fault_max_payload,                  \
-        .send = fl_fault_send, .recv = fl_fault_recv, .fd = fl_fault_fd,                 \
-        .address_of = fl_fault_address_of, .describe = fl_fault_describe,                \
-        .close = fl_fault_close,                                                         \
+        .max_payload = fl_fault_max_payload, .send = fl_fault_send,                      \
+        .recv = fl_fault_recv, .fd = fl_fault_fd, .address_of = fl_fault_address_of,     \
+        .describe = fl_fault_describe, .close = fl_fault_close,                          \
     }
 
 #endif /* FL_TRANSPORT_FAULT_FAULT_H */

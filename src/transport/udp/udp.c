@@ -60,7 +60,6 @@ struct fl_dgram {
     size_t cap;
     struct mmsghdr msgs[MAX_BATCH]; /* sending */
     struct rx_slot rx[FL_DGRAM_SLOTS];
-    uint64_t window; /* per peer and lane: what the receive buffer holds */
 };
 
 #define RX_BUF 65536u
@@ -126,32 +125,12 @@ static uint32_t choose_ip(const struct fl_tp_open_args *a, bool one_host)
     return ip ? ip : INADDR_LOOPBACK;
 }
 
-#define AUTO_WINDOW_MIN (256u << 10)
-#define AUTO_WINDOW_MAX (4u << 20)
-#define AUTO_WINDOWS    (4u << 20) /* shared by the peers */
-
-/*
- * Room in the kernel for every peer's window on both lanes, twice over
- * (the kernel counts its own overhead per datagram). As root the system's
- * limit does not apply. The window is FLIT_UDP_WINDOW_KB where set; else
- * flit picks it: 4 MiB shared by the peers, at least 256 KiB and at most 4
- * MiB each, and less (not below 256 KiB) when the kernel grants a smaller
- * buffer. On a path as fast as loopback a window of 256 KiB is four 64 KiB
- * datagrams, and the acknowledgements' round trips, not the bytes, set
- * the pace.
- */
+/* Room in the kernel for every peer's window on both lanes, twice over
+   (the kernel counts its own overhead per datagram). As root the system's
+   limit does not apply. */
 static void size_buffers(struct fl_dgram *d)
 {
-    uint64_t peers = d->size > 1 ? d->size - 1 : 1;
-    bool pick = fl_cfg.udp_window == 0;
-    d->window = (uint64_t)fl_cfg.udp_window;
-    if (pick) {
-        d->window = AUTO_WINDOWS / peers;
-        d->window = d->window < AUTO_WINDOW_MIN   ? AUTO_WINDOW_MIN
-                    : d->window > AUTO_WINDOW_MAX ? AUTO_WINDOW_MAX
-                                                  : d->window & ~(uint64_t)4095;
-    }
-    long want = (long)(d->window * 2 * 2 * peers);
+    long want = (long)fl_cfg.udp_window * 2 * 2 * (d->size > 1 ? d->size - 1 : 1);
     if (want < (4l << 20))
         want = 4l << 20;
     if (want > (256l << 20))
@@ -164,12 +143,6 @@ static void size_buffers(struct fl_dgram *d)
     int got = 0;
     socklen_t len = sizeof got;
     getsockopt(d->sock, SOL_SOCKET, SO_RCVBUF, &got, &len);
-    if (pick && (uint64_t)got < d->window * 2 * 2 * peers) {
-        uint64_t fits = ((uint64_t)got / (4 * peers)) & ~(uint64_t)4095;
-        d->window = fits > AUTO_WINDOW_MIN ? fits : AUTO_WINDOW_MIN;
-    }
-    fl_debug("udp: window %llu KiB per peer and lane%s",
-             (unsigned long long)(d->window >> 10), pick ? " (flit's pick)" : "");
     if (got < want)
         fl_info("udp: receive buffer %d bytes, not %ld: a burst from every peer at "
                 "once may be dropped by the kernel (retransmission recovers)",
@@ -395,18 +368,12 @@ static void udp_close(struct fl_dgram *d)
     free(d);
 }
 
-static uint64_t udp_window(struct fl_dgram *d)
-{
-    return d->window;
-}
-
 const struct fl_dgram_ops fl_dgram_udp = {
     .name = "udp",
     .open = udp_open,
     .address = udp_address,
     .reachable = udp_reachable,
     .connect = udp_connect,
-    .window = udp_window,
     .max_payload = udp_max_payload,
     .send = udp_send,
     .recv = udp_recv,
