@@ -219,9 +219,12 @@ static flit_status flitrun_open(struct fl_boot_info *info)
     info->job_id_unique = true; /* flitrun's own, random */
     /* A unix socket is flitrun's sign that it forked every rank on its own
        host (and they reached it, so they share its network namespace):
-       flit_init needs no exchange to learn where the ranks are. Should a
-       program still sit in namespaces of its own, the shared-memory
-       transport's own check of the peer's host sends that pair over UDP. */
+       flit_init needs no exchange to learn where the ranks are. A program
+       that sits in an IPC or mount namespace of its own anyway fails
+       flit_ep_create on every rank: the shared-memory transport checks each
+       peer's host identity, and UDP is not opened within a host; the error
+       says to start such ranks through --hosts and --launch (TCP, and the
+       exchange). */
     if (fr.size > 1 && !fr.tcp) {
         info->host_of = calloc(fr.size, sizeof *info->host_of);
         if (!info->host_of) {
@@ -251,7 +254,8 @@ static flit_status flitrun_allgather(const void *mine, size_t len, struct fl_blo
     struct fl_blobs *b = NULL;
     if (fr.gathered) {
         b = parse_gathered(fr.gathered, fr.gathered_len);
-        fr.broken = !b;
+        if (!b)
+            fr.broken = true;
         fr.gathered = NULL;
         pthread_cond_broadcast(&fr.cond);
     }

@@ -311,7 +311,13 @@ static flit_status connect_peer(struct flit_ep *ep, uint32_t r, const uint8_t *b
         p->put_ok = (p->tp->caps & FL_TP_PUT) && p->seg_size > 0;
         return FLIT_OK;
     }
-    fl_error("no transport reaches rank %u", r);
+    if (fl_job.host_of[r] == fl_job.host_of[ep->rank])
+        fl_error("no transport reaches rank %u, on this host by the launcher's account: "
+                 "does one of us run in namespaces of its own (IPC, network, /dev/shm)? "
+                 "Start such ranks as if on other hosts (flitrun --hosts, --launch)",
+                 r);
+    else
+        fl_error("no transport reaches rank %u", r);
     return FLIT_ERR_UNREACHABLE;
 }
 
