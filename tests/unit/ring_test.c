@@ -590,6 +590,54 @@ static void test_stale_payload(void)
 }
 
 /*
+ * The same at every size and position, in a ring whose map of payload
+ * lines spans many words: every packet carries, at each of its lines'
+ * starts, the marker the next lap's record there would carry (and a
+ * plausible length). Packets of random lengths, each consumed at once;
+ * after each the ring must be empty, and a packet must come back as sent.
+ */
+static void test_stale_payload_lines(void)
+{
+    const size_t size = 1u << 16;
+    static uint8_t buf[1u << 16], got[1u << 16];
+    struct ring r;
+    ring_open(&r, size);
+    uint64_t rng = 11, steps = test_scaled(20000);
+    size_t max = fl_ring_max_packet(size);
+    for (uint64_t step = 0; step < steps; step++) {
+        uint64_t x = test_rand(&rng);
+        size_t len = (x & 3) ? (size_t)((x >> 8) % 4096) : (size_t)((x >> 8) % (max + 1));
+        uint64_t tail = ring_tail(&r);
+        if ((tail % size) + fl_ring_record(len) > size)
+            tail += size - tail % size; /* it pads to the next lap */
+        memset(buf, 0x5a, len);
+        /* Payload byte o sits at tail + 8 + o: a line starts at o = 64k - 8. */
+        for (size_t o = FL_RING_LINE - 8; o + 8 <= len; o += FL_RING_LINE) {
+            uint32_t m = marker(tail + 8 + o + size), l = 8;
+            memcpy(buf + o, &m, 4);
+            memcpy(buf + o + 4, &l, 4);
+        }
+        struct iovec iov = {buf, len};
+        CHECK(fl_ring_send(&r.tx, &iov, 1, len));
+        size_t n = (size_t)-1;
+        uint8_t *p = fl_ring_peek(&r.rx, &n);
+        if (!p || n != len)
+            FAIL("step %llu: sent %zu bytes, peek gave %s of %zu",
+                 (unsigned long long)step, len, p ? "a packet" : "nothing", n);
+        memcpy(got, p, n);
+        fl_ring_release(&r.rx);
+        if (memcmp(got, buf, len) != 0)
+            FAIL("step %llu: a packet of %zu bytes came back changed",
+                 (unsigned long long)step, len);
+        if (fl_ring_pending(&r.rx) || fl_ring_peek(&r.rx, &n) != NULL || r.rx.broken)
+            FAIL("step %llu: after a packet of %zu bytes at %llu, stale payload read "
+                 "as a record (broken=%d)",
+                 (unsigned long long)step, len, (unsigned long long)tail, r.rx.broken);
+    }
+    ring_close(&r);
+}
+
+/*
  * A ring declared broken is abandoned: nothing is pending on it any more.
  * The transports' arm() asks fl_ring_pending whether it is safe to sleep;
  * if an abandoned ring still says "pending", the endpoint can never sleep
@@ -826,6 +874,7 @@ int main(void)
     test_corruption();
     test_model();
     test_threads();
+    test_stale_payload_lines();
     /* Last, and failing softly: each documents a defect of its own. */
     test_broken_is_quiet();
     test_stale_payload();

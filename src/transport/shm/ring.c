@@ -86,12 +86,20 @@ static inline void set_line(struct fl_ring_tx *tx, uint64_t line, bool dirty)
         dirty ? tx->dirty[line / 64] | bit : tx->dirty[line / 64] & ~bit;
 }
 
-/* A record's lines after its first now hold packet bytes (or old ones). */
+/* A record's lines after its first now hold packet bytes (or old ones).
+   A word of the map at a time: a 64 KiB record has a thousand lines, and
+   setting them bit by bit cost more than copying its bytes. A record never
+   wraps (pad_before), so its lines are one run. */
 static void mark_inner_lines(struct fl_ring_tx *tx, uint64_t pos, uint64_t rec)
 {
-    uint64_t first = (pos & tx->mask) / FL_RING_LINE;
-    for (uint64_t l = first + 1; l < first + rec / FL_RING_LINE; l++)
-        set_line(tx, l, true);
+    uint64_t l = (pos & tx->mask) / FL_RING_LINE + 1;
+    uint64_t end = l - 1 + rec / FL_RING_LINE;
+    while (l < end) {
+        uint64_t bit = l % 64, n = end - l < 64 - bit ? end - l : 64 - bit;
+        uint64_t run = n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1) << bit;
+        tx->dirty[l / 64] |= run;
+        l += n;
+    }
 }
 
 void *fl_ring_reserve(struct fl_ring_tx *tx, size_t len)
