@@ -217,8 +217,8 @@ int main(int argc, char **argv)
                COMPARE_RUNS);
         compare("AM_Request1+AM_Reply1 round trip", am_latency, native_latency, iters, 8,
                 1, 1);
-        compare("AM_RequestI1 stream", am_medium, native_medium, iters / 4,
-                AM_MaxMedium(), 0, 1);
+        compare("AM_RequestI1 stream", am_medium, native_medium,
+                iters_for(iters, AM_MaxMedium()), AM_MaxMedium(), 0, 1);
         size_t sizes[16] = {8, 4096, AM_MaxLong(), SEG_BYTES}, n = 4;
         if (argc > 2) /* the sizes given, up to 1 MiB */
             for (n = 0; n < 16 && (int)n + 2 < argc; n++)
