@@ -57,8 +57,8 @@
  *    An operation caught by a switch is redone under the new placement,
  *    never lost, doubled or reordered. flit_object_place pins a placement
  *    (or hands it back to the runtime). The state travels as its
- *    state_size bytes: an AUTO type's state must be flat (no pointers).
- *    Operations of a pinned object pay nothing for this.
+ *    state_size bytes, or through the type's pack and unpack when it holds
+ *    pointers. Operations of a pinned object pay nothing for this.
  *
  * Semantics: every operation is indivisible with respect to every other
  * on the same object, from every thread and every rank (a monitor: the
@@ -125,6 +125,18 @@ typedef struct flit_object_type {
     const flit_object_op_t *ops; /* operations 0 .. nops-1 */
     unsigned nops;
     void *user; /* given to every function of the type */
+    /*
+     * State that is not flat (it holds pointers), for AUTO objects: how it
+     * travels when the runtime moves it. pack writes the state as bytes
+     * into buf (room for cap) and returns how many it needs; when that is
+     * more than cap it wrote nothing and is called again with that much
+     * room. unpack makes a copy (one init made, stale since, or current)
+     * the state packed: it frees what the copy held that the bytes
+     * replace. Both NULL: the state's state_size bytes travel as they are.
+     * Both run under the object's lock, like operations.
+     */
+    size_t (*pack)(const void *state, void *buf, size_t cap, void *user);
+    void (*unpack)(void *state, const void *buf, size_t len, void *user);
 } flit_object_type_t;
 
 typedef enum flit_object_strategy {
@@ -159,7 +171,8 @@ FLIT_API flit_status flit_objects_destroy(flit_objects_t *objs);
  * type with nops 0 or NULL ops, an operation with NULL fn or a kind other
  * than READ or WRITE, a NULL init_arg with a length, an id in use here,
  * members NULL with n > 0, a repeated member, this rank not a member, the
- * owner not a member; FLIT_ERR_RANK: a member or the owner outside the job;
+ * owner not a member, a type with one of pack and unpack but not the
+ * other; FLIT_ERR_RANK: a member or the owner outside the job;
  * FLIT_ERR_NO_MEMORY; FLIT_ERR_IN_HANDLER; FLIT_ERR_PEER_DOWN: a member
  * died before all had joined.
  */

@@ -805,7 +805,7 @@ flit_status flit_objects_destroy(flit_objects_t *objs)
 
 static flit_status check_type(const flit_object_type_t *t)
 {
-    if (!t->ops || t->nops == 0)
+    if (!t->ops || t->nops == 0 || !t->pack != !t->unpack)
         return FLIT_ERR_INVALID_ARG;
     for (unsigned i = 0; i < t->nops; i++)
         if (!t->ops[i].fn ||

@@ -25,6 +25,7 @@
  */
 #include "object_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -154,6 +155,33 @@ void place_count(flit_object_t *o, uint32_t rank, bool write)
 
 /* ---------------------------------------------------------------- sending */
 
+/* Under the lock: the state as it travels, malloc'ed (*len bytes); NULL
+   without memory. */
+static void *state_bytes(flit_object_t *o, size_t *len)
+{
+    const flit_object_type_t *t = o->type;
+    if (!t->pack) {
+        void *copy = malloc(t->state_size ? t->state_size : 1);
+        if (copy)
+            memcpy(copy, o->state, t->state_size);
+        *len = t->state_size;
+        return copy;
+    }
+    size_t cap = 0;
+    void *buf = NULL;
+    for (;;) {
+        size_t need = t->pack(o->state, buf, cap, t->user);
+        if (need <= cap) {
+            *len = need;
+            return buf;
+        }
+        free(buf);
+        if (!(buf = malloc(need)))
+            return NULL;
+        cap = need;
+    }
+}
+
 /* Program code, at the owner: the switch it wants, with the state. */
 static void send_switch(flit_object_t *o)
 {
@@ -167,13 +195,12 @@ static void send_switch(flit_object_t *o)
         pthread_mutex_unlock(&o->lock);
         return;
     }
-    size_t size = o->type->state_size;
-    void *copy = malloc(size ? size : 1);
+    size_t size;
+    void *copy = state_bytes(o, &size);
     if (!copy) {
         pthread_mutex_unlock(&o->lock);
         return; /* wanted still: tried again at the next chance */
     }
-    memcpy(copy, o->state, size);
     o->want = false;
     atomic_store(&o->wantf, 0);
     o->moving = true; /* nothing more is applied here until it is delivered */
@@ -286,6 +313,26 @@ void place_unlisten(flit_objects_t *objs)
 
 /* ---------------------------------------------------------------- delivery */
 
+/* Under the lock: this copy becomes the state the switch m carries (len
+   bytes). */
+static void take_state(flit_object_t *o, flit_group_msg_t *m, size_t len)
+{
+    const flit_object_type_t *t = o->type;
+    if (!t->unpack) {
+        flit_group_recv(m, o->state, len);
+        return;
+    }
+    void *buf = malloc(len ? len : 1);
+    if (!buf) {
+        fprintf(stderr, "flit object %u: no memory for its state (%zu bytes)\n", o->id,
+                len);
+        abort(); /* a holder without the state would part from the others */
+    }
+    flit_group_recv(m, buf, len);
+    t->unpack(o->state, buf, len, t->user);
+    free(buf);
+}
+
 void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
                    uint32_t epoch, size_t len)
 {
@@ -310,15 +357,16 @@ void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
             }
         }
     } else if (h->op == OP_SWITCH) {
-        size_t size = o->type->state_size;
-        if (len != sizeof mv + size || flit_group_recv(m, &mv, sizeof mv) != FLIT_OK)
+        const flit_object_type_t *t = o->type;
+        if (len < sizeof mv || (!t->unpack && len != sizeof mv + t->state_size) ||
+            flit_group_recv(m, &mv, sizeof mv) != FLIT_OK)
             return;
         pthread_mutex_lock(&o->lock);
         if (epoch == o->epoch && o->strategy == FLIT_OBJECT_OWNED &&
             o->owner.idx == from) {
             /* The old owner's copy is the state; a new holder takes it. */
             if (from != me && (mv.strategy == FLIT_OBJECT_REPLICATED || mv.owner == me))
-                flit_group_recv(m, o->state, size);
+                take_state(o, m, len - sizeof mv);
             install(o, mv, &done);
             settle(o, &done);
         }

@@ -408,6 +408,20 @@ static void in_handler(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
     atomic_store(&in_handler_done, 1);
 }
 
+/* Halves of a state's marshalling, for the bad types: never called. */
+static size_t no_pack(const void *state, void *buf, size_t cap, void *user)
+{
+    (void)state, (void)buf, (void)cap, (void)user;
+    FAIL("pack called");
+    return 0;
+}
+
+static void no_unpack(void *state, const void *buf, size_t len, void *user)
+{
+    (void)state, (void)buf, (void)len, (void)user;
+    FAIL("unpack called");
+}
+
 static void test_errors(void)
 {
     flit_objects_t *x;
@@ -448,6 +462,15 @@ static void test_errors(void)
              FLIT_ERR_INVALID_ARG);
     bad[1] = pair_ops[1];
     bad[0].kind = 2;
+    CHECK_ST(flit_object_create(objs, 1, &t, NULL, 0, R, last, &one, 8, &o),
+             FLIT_ERR_INVALID_ARG);
+    /* pack without unpack, and the other way round */
+    t = pair_type;
+    t.pack = no_pack;
+    CHECK_ST(flit_object_create(objs, 1, &t, NULL, 0, R, last, &one, 8, &o),
+             FLIT_ERR_INVALID_ARG);
+    t = pair_type;
+    t.unpack = no_unpack;
     CHECK_ST(flit_object_create(objs, 1, &t, NULL, 0, R, last, &one, 8, &o),
              FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_object_create(objs, 1, &pair_type, NULL, 0, O, outside, &one, 8, &o),

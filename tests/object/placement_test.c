@@ -12,7 +12,9 @@
  *                    mix of reads and writes turns over and every rank pins
  *                    it to owners and replicas and hands it back: the final log
  *                    has every entry once, in each writer's order, and each
- *                    writer read back its own last entry every time
+ *                    writer read back its own last entry every time;
+ *                    --deep: the log's state holds a pointer and moves
+ *                    through the type's pack and unpack
  *   --test kill      the last rank owns one object (pinned there) and is
  *                    handing another over to the replicas when it dies
  *                    (SIGKILL): the first answers FLIT_ERR_PEER_DOWN, the
@@ -213,6 +215,95 @@ static const flit_object_op_t log_ops[] = {
 static const flit_object_type_t log_type = {
     sizeof(struct logs), NULL, NULL, log_ops, 3, NULL};
 
+/*
+ * The same log behind a pointer (--deep): state that is not flat. It moves
+ * through pack and unpack as the count, the bad entries, and the writers'
+ * last entries up to the highest writer seen: its length varies. A copy
+ * that took the owner's pointer instead would read another process's
+ * address.
+ */
+struct deep {
+    struct logs *l; /* malloc'ed by init, freed by fini */
+    uint64_t magic;
+};
+#define DEEP_MAGIC 0x64656570u
+
+static void deep_init(void *state, const void *arg, size_t len, void *user)
+{
+    (void)arg, (void)len, (void)user;
+    struct deep *d = state;
+    CHECK((d->l = calloc(1, sizeof *d->l)) != NULL);
+    d->magic = DEEP_MAGIC;
+}
+
+static void deep_fini(void *state, void *user)
+{
+    (void)user;
+    struct deep *d = state;
+    CHECK(d->magic == DEEP_MAGIC);
+    free(d->l);
+    d->l = NULL;
+}
+
+static size_t deep_pack(const void *state, void *buf, size_t cap, void *user)
+{
+    (void)user;
+    const struct logs *l = ((const struct deep *)state)->l;
+    int64_t nw = MAXW;
+    while (nw > 0 && l->last[nw - 1] == 0)
+        nw--;
+    size_t need = (size_t)(3 + nw) * sizeof(int64_t);
+    if (need > cap)
+        return need;
+    int64_t head[3] = {l->count, l->bad, nw};
+    memcpy(buf, head, sizeof head);
+    memcpy((char *)buf + sizeof head, l->last, (size_t)nw * sizeof(int64_t));
+    return need;
+}
+
+static void deep_unpack(void *state, const void *buf, size_t len, void *user)
+{
+    (void)user;
+    struct deep *d = state;
+    CHECK(d->magic == DEEP_MAGIC && d->l != NULL);
+    int64_t head[3];
+    CHECK(len >= sizeof head);
+    memcpy(head, buf, sizeof head);
+    CHECK(head[2] >= 0 && head[2] <= MAXW &&
+          len == (size_t)(3 + head[2]) * sizeof(int64_t));
+    /* a fresh log replaces the old one, as a state with more to free would */
+    struct logs *l = calloc(1, sizeof *l);
+    CHECK(l != NULL);
+    l->count = head[0];
+    l->bad = head[1];
+    memcpy(l->last, (const char *)buf + sizeof head, (size_t)head[2] * sizeof(int64_t));
+    free(d->l);
+    d->l = l;
+}
+
+static size_t deep_append(void *state, const void *arg, size_t len, void *res, void *user)
+{
+    return log_append(((struct deep *)state)->l, arg, len, res, user);
+}
+
+static size_t deep_last(void *state, const void *arg, size_t len, void *res, void *user)
+{
+    return log_last(((struct deep *)state)->l, arg, len, res, user);
+}
+
+static size_t deep_all(void *state, const void *arg, size_t len, void *res, void *user)
+{
+    return log_all(((struct deep *)state)->l, arg, len, res, user);
+}
+
+static const flit_object_op_t deep_ops[] = {
+    {FLIT_OBJECT_WRITE, 16, 8, deep_append, NULL},
+    {FLIT_OBJECT_READ, 8, 8, deep_last, NULL},
+    {FLIT_OBJECT_WRITE, 0, sizeof(struct logs), deep_all, NULL},
+};
+static const flit_object_type_t deep_type = {
+    sizeof(struct deep), deep_init, deep_fini, deep_ops, 3, NULL, deep_pack, deep_unpack};
+
 static void *write_log(void *arg)
 {
     struct worker *w = arg;
@@ -242,12 +333,12 @@ static void *write_log(void *arg)
     return NULL;
 }
 
-static void test_switch(uint64_t count, unsigned threads)
+static void test_switch(uint64_t count, unsigned threads, bool deep)
 {
     CHECK(nranks * 16 <= MAXW);
     flit_object_t *o;
-    CHECK_OK(
-        flit_object_create(objs, 2, &log_type, NULL, 0, A, flit_rank(0), NULL, 0, &o));
+    CHECK_OK(flit_object_create(objs, 2, deep ? &deep_type : &log_type, NULL, 0, A,
+                                flit_rank(0), NULL, 0, &o));
     run_workers(write_log, o, count, threads);
     CHECK_OK(flit_barrier(ep));
     struct logs l;
@@ -260,9 +351,10 @@ static void test_switch(uint64_t count, unsigned threads)
         for (unsigned t = 0; t < 16; t++)
             CHECK(l.last[r * 16 + t] == (t < threads ? (int64_t)count : 0));
     flit_object_stats_t s = stats_of(o);
-    printf("switch: rank %u: %lld entries, %llu switches, %llu retries, now %s\n", me,
-           (long long)l.count, (unsigned long long)s.switches,
-           (unsigned long long)s.retries, s.strategy == O ? "owned" : "replicated");
+    printf("switch%s: rank %u: %lld entries, %llu switches, %llu retries, now %s\n",
+           deep ? " (state behind a pointer)" : "", me, (long long)l.count,
+           (unsigned long long)s.switches, (unsigned long long)s.retries,
+           s.strategy == O ? "owned" : "replicated");
     /* every rank pinned it to an owner and to the replicas count / 24
        times each: the last pin of a run of them at least moves it */
     CHECK(s.switches >= count / 24);
@@ -348,7 +440,8 @@ int main(int argc, char **argv)
     if (!strcmp(test, "converge"))
         test_converge(mp_arg_u64(argc, argv, "--bound", 400));
     else if (!strcmp(test, "switch"))
-        test_switch(test_scaled(mp_arg_u64(argc, argv, "--count", 300)), threads);
+        test_switch(test_scaled(mp_arg_u64(argc, argv, "--count", 300)), threads,
+                    mp_arg_flag(argc, argv, "--deep"));
     else if (!strcmp(test, "kill"))
         test_kill(test_scaled(mp_arg_u64(argc, argv, "--count", 50)));
     else
