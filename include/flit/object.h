@@ -238,7 +238,8 @@ FLIT_API flit_status flit_object_invokev(flit_object_t *obj, unsigned op,
  * later request replaced it. FLIT_ERR_INVALID_ARG: NULL obj, an unknown
  * strategy, an owner not a member; FLIT_ERR_RANK: an owner outside the job;
  * FLIT_ERR_NOT_SUPPORTED: obj was created pinned; FLIT_ERR_IN_HANDLER;
- * FLIT_ERR_PEER_DOWN: the owner that must hand the state over died.
+ * FLIT_ERR_PEER_DOWN: the owner that must hand the state over died, or the
+ * owner asked for left the group before the request's place in its order.
  */
 FLIT_API flit_status flit_object_place(flit_object_t *obj, flit_object_strategy strategy,
                                        flit_rank_t owner);
@@ -260,6 +261,10 @@ typedef struct flit_object_stats {
                                        message, some pieces of them here */
     uint64_t partials_dropped;      /* ... whose writer left the group before its
                                        last piece: never applied, freed then */
+    uint64_t departed;              /* AUTO: members that left, as every member
+                                       agreed at one place of the group's order;
+                                       from there the runtime places it among the
+                                       others only */
 } flit_object_stats_t;
 
 /* FLIT_ERR_INVALID_ARG for NULL arguments or a struct_size that no release

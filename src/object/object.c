@@ -1012,6 +1012,7 @@ flit_status flit_object_stats(flit_object_t *obj, flit_object_stats_t *out_)
     out->owner = obj->owner;
     out->partial_writes = obj->nparts;
     out->partials_dropped = obj->parts_dropped;
+    out->departed = obj->departed;
     flit_object_strategy placement = !obj->adaptive ? obj->strategy
                                      : obj->pinned
                                          ? (flit_object_strategy)obj->pin.strategy

@@ -28,6 +28,7 @@
    its last bytes) ending it; token names the writer's call in both. */
 #define OP_PART    0xfffffff3u
 #define PART_SLACK 64u /* group message bytes a part's words take, and more */
+#define OP_LEFT    0xfffffff4u /* [hdr][epoch][uint32 rank]: a member left the group */
 
 /* An operation met a switch (or an owner about to switch) and must be made
    again under the placement of epoch call->target or later. Never returned
@@ -126,7 +127,10 @@ struct flit_object {
     atomic_int wantf; /* want, read without the lock */
     struct move want_to;
     bool stuck;                /* the state is too large to move: stays where it is */
-    uint8_t *member;           /* [job size]: nonzero for a member */
+    uint8_t *member;           /* [job size]: MEMBER, DEPARTED, or 0 (placement.c) */
+    uint8_t *left;             /* [job size]: left the group, OP_LEFT not sent */
+    atomic_int leftf;          /* some left[] set, read without the lock */
+    uint64_t departed;         /* members made DEPARTED */
     uint64_t *cr, *cw, ctotal; /* the window's counts, per job rank */
     atomic_uint_fast64_t rep_r, rep_w; /* counted here, not reported yet */
     atomic_uint_fast64_t switches, retries;
@@ -139,7 +143,7 @@ struct flit_objects {
     flit_groups_t *groups;
     pthread_mutex_t lock;
     flit_object_t *list;
-    atomic_int work; /* some owner has a switch to send */
+    atomic_int work; /* some owner has a switch to send, or a member left */
     bool listening;
 };
 

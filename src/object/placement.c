@@ -34,6 +34,10 @@
 #define DECIDE_OPS 64u    /* operations in a window the rule looks at */
 #define RETRY_US   50000u /* a redirected call tries again at least this often */
 
+/* member[]: what a job rank is to the object */
+#define MEMBER   1u /* a member */
+#define DEPARTED 2u /* a member that left, as OP_LEFT told every member */
+
 static void window_reset(flit_object_t *o)
 {
     uint32_t n = flit_job_size();
@@ -142,7 +146,7 @@ static void settle(flit_object_t *o, struct pending **done)
 
 void place_count(flit_object_t *o, uint32_t rank, bool write)
 {
-    if (rank >= flit_job_size())
+    if (rank >= flit_job_size() || o->member[rank] != MEMBER)
         return;
     (write ? o->cw : o->cr)[rank]++;
     if (++o->ctotal < DECIDE_OPS)
@@ -253,6 +257,34 @@ static void report(flit_object_t *o)
     }
 }
 
+/* Program code: the members this one saw leave, each multicast once. The
+   first OP_LEFT of a member delivered is where every member stops counting
+   it (place_deliver). */
+static void send_left(flit_object_t *o)
+{
+    uint32_t n = flit_job_size();
+    atomic_store(&o->leftf, 0);
+    for (uint32_t r = 0; r < n; r++) {
+        pthread_mutex_lock(&o->lock);
+        bool todo = o->left[r];
+        o->left[r] = 0;
+        epoch_word e = o->epoch;
+        pthread_mutex_unlock(&o->lock);
+        if (!todo)
+            continue;
+        struct hdr h = {o->id, OP_LEFT, 0};
+        struct iovec v[3] = {{&h, sizeof h}, {&e, sizeof e}, {&r, sizeof r}};
+        flit_status st = flit_group_sendv(o->group, v, 3);
+        if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN) {
+            /* In a handler, say: again at the next chance. */
+            pthread_mutex_lock(&o->lock);
+            o->left[r] = 1;
+            pthread_mutex_unlock(&o->lock);
+            atomic_store(&o->leftf, 1);
+        }
+    }
+}
+
 void place_after(flit_object_t *o, bool write, flit_object_strategy was)
 {
     if (was == FLIT_OBJECT_REPLICATED) {
@@ -262,12 +294,15 @@ void place_after(flit_object_t *o, bool write, flit_object_strategy was)
             REPORT_OPS)
             report(o);
     }
+    if (atomic_load_explicit(&o->leftf, memory_order_relaxed))
+        send_left(o);
     if (atomic_load_explicit(&o->wantf, memory_order_relaxed))
         send_switch(o);
 }
 
-/* An endpoint's progress listener: the switches owners want, sent from
-   program code even when the owner invokes nothing. */
+/* An endpoint's progress listener: the switches owners want, and the
+   members seen leaving, sent from program code even when nothing is
+   invoked here. */
 static void on_progress(flit_ep_t *ep, void *user)
 {
     (void)ep;
@@ -279,7 +314,7 @@ static void on_progress(flit_ep_t *ep, void *user)
     unsigned n = 0;
     pthread_mutex_lock(&objs->lock);
     for (flit_object_t *o = objs->list; o; o = o->next) {
-        if (!atomic_load(&o->wantf))
+        if (!atomic_load(&o->wantf) && !atomic_load(&o->leftf))
             continue;
         if (n == sizeof todo / sizeof *todo) {
             atomic_store(&objs->work, 1); /* the rest on the next pass */
@@ -290,7 +325,10 @@ static void on_progress(flit_ep_t *ep, void *user)
     }
     pthread_mutex_unlock(&objs->lock);
     for (unsigned i = 0; i < n; i++) {
-        send_switch(todo[i]);
+        if (atomic_load(&todo[i]->leftf))
+            send_left(todo[i]);
+        if (atomic_load(&todo[i]->wantf))
+            send_switch(todo[i]);
         atomic_fetch_sub(&todo[i]->busy, 1);
     }
 }
@@ -346,7 +384,7 @@ void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
             return;
         pthread_mutex_lock(&o->lock);
         if (epoch == o->epoch && o->strategy == FLIT_OBJECT_REPLICATED &&
-            o->member[from]) {
+            o->member[from] == MEMBER) {
             o->cr[from] += c[0];
             o->cw[from] += c[1];
             o->ctotal += c[0] + c[1];
@@ -370,11 +408,35 @@ void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
             install(o, mv, &done);
             settle(o, &done);
         }
+    } else if (h->op == OP_LEFT) {
+        uint32_t r;
+        if (len != sizeof r || flit_group_recv(m, &r, sizeof r) != FLIT_OK ||
+            r >= flit_job_size())
+            return;
+        pthread_mutex_lock(&o->lock);
+        if (o->member[r] == MEMBER) {
+            /* Here, the same place on every member: r is no member from
+               now on, so no window counts it and no rule or pin picks it. */
+            o->member[r] = DEPARTED;
+            o->departed++;
+            o->ctotal -= o->cr[r] + o->cw[r];
+            o->cr[r] = o->cw[r] = 0;
+        }
     } else if (h->op == OP_PLACE) {
         if (len != sizeof mv || flit_group_recv(m, &mv, sizeof mv) != FLIT_OK)
             return;
         struct call *call = from == me ? (struct call *)(uintptr_t)h->token : NULL;
         pthread_mutex_lock(&o->lock);
+        if (mv.strategy == FLIT_OBJECT_OWNED &&
+            (mv.owner >= flit_job_size() || o->member[mv.owner] != MEMBER)) {
+            /* A pin to a member that left before it: refused everywhere. */
+            if (call) {
+                call->st = FLIT_ERR_PEER_DOWN;
+                atomic_store_explicit(&call->done, 1, memory_order_release);
+            }
+            pthread_mutex_unlock(&o->lock);
+            return;
+        }
         o->pin_seq++;
         o->pinned = mv.strategy != FLIT_OBJECT_AUTO;
         o->pin = mv;
@@ -397,6 +459,13 @@ void place_view(flit_group_t *g, flit_rank_t left, void *user)
     pthread_mutex_lock(&o->lock);
     if (o->strategy == FLIT_OBJECT_OWNED && o->owner.idx == left.idx)
         o->owner_dead = true;
+    /* Seen here, at no agreed place: multicast, so that every member
+       stops counting it at the same one. */
+    if (left.idx < flit_job_size() && o->member[left.idx] == MEMBER) {
+        o->left[left.idx] = 1;
+        atomic_store(&o->leftf, 1);
+        atomic_store(&o->objs->work, 1);
+    }
     pthread_mutex_unlock(&o->lock);
 }
 
@@ -448,13 +517,14 @@ flit_status place_init(flit_object_t *o, const flit_rank_t *members, unsigned n)
     o->member = calloc(size, 1);
     o->cr = calloc(size, sizeof *o->cr);
     o->cw = calloc(size, sizeof *o->cw);
-    if (!o->member || !o->cr || !o->cw)
+    o->left = calloc(size, 1);
+    if (!o->member || !o->cr || !o->cw || !o->left)
         return FLIT_ERR_NO_MEMORY;
     if (!members)
-        memset(o->member, 1, size);
+        memset(o->member, MEMBER, size);
     for (unsigned i = 0; i < n; i++)
         if (members[i].idx < size)
-            o->member[members[i].idx] = 1;
+            o->member[members[i].idx] = MEMBER;
     return FLIT_OK;
 }
 
@@ -463,6 +533,7 @@ void place_fini(flit_object_t *o)
     free(o->member);
     free(o->cr);
     free(o->cw);
+    free(o->left);
 }
 
 flit_status flit_object_place(flit_object_t *obj, flit_object_strategy strategy,
@@ -477,8 +548,13 @@ flit_status flit_object_place(flit_object_t *obj, flit_object_strategy strategy,
     if (strategy == FLIT_OBJECT_OWNED) {
         if (owner.idx >= flit_job_size())
             return FLIT_ERR_RANK;
-        if (!obj->member[owner.idx])
+        pthread_mutex_lock(&obj->lock);
+        uint8_t m = obj->member[owner.idx];
+        pthread_mutex_unlock(&obj->lock);
+        if (m == 0)
             return FLIT_ERR_INVALID_ARG;
+        if (m == DEPARTED)
+            return FLIT_ERR_PEER_DOWN;
     }
     flit_ep_t *ep = obj->objs->ep;
     flit_status st = flit_poll(ep); /* FLIT_ERR_IN_HANDLER before sending */
@@ -495,6 +571,8 @@ flit_status flit_object_place(flit_object_t *obj, flit_object_strategy strategy,
     while (!atomic_load_explicit(&c.done, memory_order_acquire))
         if ((st = flit_wait(ep, WAIT_SLICE)) != FLIT_OK && st != FLIT_ERR_TIMEOUT)
             return st;
+    if (c.st == FLIT_ERR_PEER_DOWN) /* the owner left before the request */
+        return FLIT_ERR_PEER_DOWN;
     if (strategy == FLIT_OBJECT_AUTO)
         return FLIT_OK;
     for (;;) {

@@ -19,7 +19,9 @@
  *                    handing another over to the replicas when it dies
  *                    (SIGKILL): the first answers FLIT_ERR_PEER_DOWN, the
  *                    second that or goes on replicated; a replicated
- *                    object goes on, the survivors agreeing on it
+ *                    object goes on, the survivors agreeing on it; an
+ *                    AUTO object the victim wrote most before it died is
+ *                    never placed on it once the survivors agreed it left
  */
 #include <flit/object.h>
 #include <pthread.h>
@@ -378,6 +380,9 @@ static void test_kill(uint64_t count)
                                 &moving));
     CHECK_OK(
         flit_object_create(objs, 5, &hist_type, NULL, 0, A, flit_rank(0), NULL, 0, &rep));
+    flit_object_t *w;
+    CHECK_OK(
+        flit_object_create(objs, 6, &cnt_type, NULL, 0, A, flit_rank(0), &zero, 8, &w));
     /* pinned and moving owned by the victim (a switch each), moving handed
        back to the runtime; rep pinned replicated */
     if (me == 0) {
@@ -396,6 +401,14 @@ static void test_kill(uint64_t count)
     CHECK(s.strategy == O && s.owner.idx == victim && s.placement == O);
     s = stats_of(rep);
     CHECK(s.strategy == R && s.placement == R);
+    /* w, replicated: the victim writes it 50 times (its reports count 48
+       of them in the window, 64 decide) and nobody else touches it; the
+       others see the 50th, so its last report before it too */
+    if (me == victim)
+        for (int i = 0; i < 50; i++)
+            CHECK_OK(flit_object_invoke(w, 0, &one, 8, &v, 8, NULL));
+    else
+        MP_WAIT(ep, stats_of(w).applied == 50); /* (reads would count) */
     CHECK_OK(flit_barrier(ep));
     if (me == victim) {
         /* hands moving over to the replicas, and dies with the switch
@@ -415,6 +428,16 @@ static void test_kill(uint64_t count)
     MP_WAIT(ep, atomic_load(&victim_down));
     CHECK_ST(flit_object_invoke(pinned, 1, NULL, 0, &v, 8, NULL), FLIT_ERR_PEER_DOWN);
     CHECK_ST(flit_object_invoke(pinned, 0, &one, 8, &v, 8, NULL), FLIT_ERR_PEER_DOWN);
+    /* Once every survivor agreed the victim left (at one place of w's
+       order), the window forgets its 48 writes: the survivors' writes
+       (rank 0 writes most) never move w to the dead victim, which its 48
+       would have made the top writer, and a pin to it is refused. */
+    MP_WAIT(ep, stats_of(w).departed == 1);
+    CHECK_ST(flit_object_place(w, O, flit_rank(victim)), FLIT_ERR_PEER_DOWN);
+    for (int i = 0; i < (me == 0 ? 64 : 16); i++)
+        CHECK_OK(flit_object_invoke(w, 0, &one, 8, &v, 8, NULL));
+    s = stats_of(w);
+    CHECK(s.departed == 1 && !(s.strategy == O && s.owner.idx == victim));
     /* the replicated one goes on among the survivors, who agree on it */
     uint64_t survivors = nranks - 1;
     for (uint64_t i = 0; i < count; i++)
@@ -426,8 +449,16 @@ static void test_kill(uint64_t count)
            "survivors\n",
            me, (long long)h.value, mst == FLIT_OK ? "replicated" : "lost",
            (unsigned long long)h.agreed, (unsigned long long)survivors);
-    flit_object_t *const mine[] = {rep, moving, pinned};
-    survivor_end(mine, 3, "placement kill");
+    /* every write the survivors and the victim made, once: an add of 0
+       is ordered after all of them */
+    int64_t zero8 = 0, want = 50 + 64 + 16 * (int64_t)(survivors - 1);
+    CHECK_OK(flit_object_invoke(w, 0, &zero8, 8, &v, 8, NULL));
+    CHECK(v == want);
+    s = stats_of(w);
+    printf("placement kill: rank %u: w %lld after the victim left, %s %u\n", me,
+           (long long)v, s.strategy == O ? "owned by" : "replicated", s.owner.idx);
+    flit_object_t *const mine[] = {w, rep, moving, pinned};
+    survivor_end(mine, 4, "placement kill");
 }
 
 int main(int argc, char **argv)
