@@ -30,8 +30,8 @@ static size_t add(void *state, const void *arg, size_t len, void *res, void *use
 static const flit_object_op_t counter_ops[] = {
     {FLIT_OBJECT_WRITE, sizeof(int64_t), sizeof(int64_t), add, NULL},
 };
-static const flit_object_type_t counter = {sizeof(int64_t), NULL, NULL,
-                                           counter_ops,     1,    NULL};
+static const flit_object_type_t counter = {
+    .state_size = sizeof(int64_t), .ops = counter_ops, .nops = 1};
 
 /* The job queue: put and close by the producer, get by everyone. */
 struct queue {
@@ -82,7 +82,7 @@ static const flit_object_op_t queue_ops[] = {
     [GET] = {FLIT_OBJECT_WRITE, 0, sizeof(int64_t), get, has_job},
 };
 static const flit_object_type_t queue = {
-    sizeof(struct queue), NULL, NULL, queue_ops, 3, NULL};
+    .state_size = sizeof(struct queue), .ops = queue_ops, .nops = 3};
 
 int main(void)
 {

@@ -118,8 +118,10 @@ int main(int argc, char **argv)
         {FLIT_OBJECT_READ, 4, row_bytes, get_pivot, pivot_in},
         {FLIT_OBJECT_READ, 0, all, get_finals, finals_in},
     };
-    flit_object_type_t type = {
-        sizeof(struct rows) + 2 * all + n, init_rows, NULL, ops, 3, NULL};
+    flit_object_type_t type = {.state_size = sizeof(struct rows) + 2 * all + n,
+                               .init = init_rows,
+                               .ops = ops,
+                               .nops = 3};
     app_check(flit_object_create(objs, 1, &type, NULL, 0, FLIT_OBJECT_REPLICATED,
                                  flit_rank(0), &n, sizeof n, &obj),
               "flit_object_create");

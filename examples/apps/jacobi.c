@@ -94,8 +94,10 @@ int main(int argc, char **argv)
         {FLIT_OBJECT_WRITE, 8 + vec_bytes, 0, put_rows, NULL},
         {FLIT_OBJECT_READ, 4, vec_bytes, get_rows, all_rows},
     };
-    flit_object_type_t type = {
-        sizeof(struct vec) + 2 * vec_bytes, init_vec, NULL, ops, 2, NULL};
+    flit_object_type_t type = {.state_size = sizeof(struct vec) + 2 * vec_bytes,
+                               .init = init_vec,
+                               .ops = ops,
+                               .nops = 2};
     app_check(flit_object_create(objs, 1, &type, NULL, 0, FLIT_OBJECT_REPLICATED,
                                  flit_rank(0), &n, sizeof n, &x),
               "flit_object_create");

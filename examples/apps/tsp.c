@@ -320,15 +320,20 @@ int main(int argc, char **argv)
                    best_offer, NULL},
         [READ] = {FLIT_OBJECT_READ, 0, sizeof(struct best), best_read, NULL},
     };
-    flit_object_type_t best_type = {
-        sizeof(struct best), best_init, NULL, best_ops, 2, &c};
+    flit_object_type_t best_type = {.state_size = sizeof(struct best),
+                                    .init = best_init,
+                                    .ops = best_ops,
+                                    .nops = 2,
+                                    .user = &c};
     flit_object_op_t queue_ops[] = {
         [PUT] = {FLIT_OBJECT_WRITE, njobs * depth, 0, queue_put, NULL},
         [CLOSE] = {FLIT_OBJECT_WRITE, 0, 0, queue_close, NULL},
         [GET] = {FLIT_OBJECT_WRITE, 0, depth, queue_get, queue_ready},
     };
-    flit_object_type_t queue_type = {
-        sizeof(struct queue) + njobs * depth, queue_init, NULL, queue_ops, 3, NULL};
+    flit_object_type_t queue_type = {.state_size = sizeof(struct queue) + njobs * depth,
+                                     .init = queue_init,
+                                     .ops = queue_ops,
+                                     .nops = 3};
     struct best first = greedy(&c);
     app_check(flit_object_create(objs, 1, &best_type, NULL, 0, FLIT_OBJECT_REPLICATED,
                                  flit_rank(0), &first, sizeof first, &bound),

@@ -489,8 +489,10 @@ int main(int argc, char **argv)
         [PUT] = {FLIT_OBJECT_WRITE, 8 + most * mol_bytes, 0, band_put, NULL},
         [NEAR] = {FLIT_OBJECT_READ, sizeof(struct near), w.cap, band_near, band_has},
     };
-    flit_object_type_t type = {
-        sizeof(struct band) + 2 * most * mol_bytes, band_init, NULL, ops, 2, NULL};
+    flit_object_type_t type = {.state_size = sizeof(struct band) + 2 * most * mol_bytes,
+                               .init = band_init,
+                               .ops = ops,
+                               .nops = 2};
     w.band = calloc(w.p, sizeof *w.band);
     w.pos = malloc((size_t)n * mol_bytes);
     w.v = malloc((size_t)most * mol_bytes);

@@ -23,7 +23,7 @@
  *         {FLIT_OBJECT_WRITE, sizeof(int64_t), sizeof(int64_t), inc, NULL},
  *     };
  *     static const flit_object_type_t counter = {
- *         sizeof(int64_t), NULL, NULL, ops, 1, NULL};
+ *         .state_size = sizeof(int64_t), .ops = ops, .nops = 1};
  *
  * Marshalling: none is written by the program. A flat argument goes from
  * the caller's memory to the wire (or, for a local operation, to the
