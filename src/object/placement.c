@@ -281,6 +281,7 @@ static void send_left(flit_object_t *o)
             o->left[r] = 1;
             pthread_mutex_unlock(&o->lock);
             atomic_store(&o->leftf, 1);
+            atomic_store(&o->objs->work, 1);
         }
     }
 }
