@@ -37,6 +37,7 @@ enum cmd {
     CMD_RAW_ATTACH,  /* arg: key of the file */
     CMD_RAW_ECHO,    /* arg: round trips */
     CMD_RAW_CONSUME, /* arg: messages */
+    CMD_RAW_PIPE,    /* arg: messages of pipe_size bytes through the pipe */
     CMD_SCHED_WAIT,  /* answers its runqueue wait, in us */
     CMD_UDP_OPEN,    /* arg: rank 0's raw UDP port; answers rank 1's */
     CMD_UDP_SHAPE,   /* arg: the shape, packed (pack_shape) */
@@ -46,7 +47,8 @@ enum cmd {
     CMD_TAGGED_ECHO, /* arg: round trips */
     CMD_TAGGED_SINK, /* arg: messages (acknowledged every ack_every) */
     CMD_QUIT,
-    CMD_RMA, /* arg: for bench_rma_ctrl (bench_rma.c) */
+    CMD_RMA,       /* arg: for bench_rma_ctrl (bench_rma.c) */
+    CMD_PIPE_SIZE, /* arg: the raw pipe's message size */
 };
 
 #define PEER         flit_rank(1) /* rank 0's peer; rank 1 only replies */
@@ -193,6 +195,7 @@ static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *a
         break;
     case CMD_RAW_ECHO:
     case CMD_RAW_CONSUME:
+    case CMD_RAW_PIPE:
     case CMD_UDP_ECHO:
     case CMD_UDP_CONSUME:
     case CMD_TAGGED_ECHO:
@@ -206,6 +209,10 @@ static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *a
         break;
     case CMD_TAGGED_SIZE:
         b->tagged_size = (size_t)arg;
+        break;
+    case CMD_PIPE_SIZE:
+        b->pipe_size = (size_t)arg;
+        result = b->pipe_size <= b->max_size;
         break;
     case CMD_UDP_OPEN:
         result = udp_open(b, (uint16_t)arg);
@@ -464,7 +471,9 @@ static void run_pending(bench_t *b)
     if (!b->raw)
         return;
     uint64_t r = cmd == CMD_RAW_ECHO ? bench_raw_echo(b->raw, b->pending_n)
-                                     : bench_raw_consume(b->raw, b->pending_n);
+                 : cmd == CMD_RAW_PIPE
+                     ? bench_raw_pipe_recv(b->raw, b->rbuf, b->pipe_size, b->pending_n)
+                     : bench_raw_consume(b->raw, b->pending_n);
     if (r == UINT64_MAX) {
         fprintf(stderr, "%s: rank 1: raw baseline: rank 0 stopped answering\n", b->prog);
         exit(1);
@@ -704,6 +713,24 @@ double bench_raw_stream_ns(bench_t *b, uint64_t target_ns, int reps)
     if (!b->raw)
         return -1;
     return bench_measure(run_raw_produce, b, target_ns, reps, 1, STREAM_MAX_N);
+}
+
+static uint64_t run_raw_pipe(void *ctx, uint64_t n)
+{
+    bench_t *b = ctx;
+    command(b, CMD_RAW_PIPE, n);
+    uint64_t t = bench_raw_pipe_send(b->raw, b->buf, b->pipe_size, n);
+    if (t == UINT64_MAX)
+        raw_failed(b);
+    return t;
+}
+
+double bench_raw_pipe_ns(bench_t *b, size_t size, uint64_t target_ns, int reps)
+{
+    if (!b->raw || size > b->max_size || !command(b, CMD_PIPE_SIZE, size))
+        return -1;
+    b->pipe_size = size;
+    return bench_measure(run_raw_pipe, b, target_ns, reps, 1, STREAM_MAX_N);
 }
 
 /* ---- raw UDP baselines ---- */

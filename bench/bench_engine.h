@@ -63,6 +63,7 @@ typedef struct bench {
     bool echo_due, echo_am;
     uint64_t acks_due;  /* stream acknowledgements to send */
     size_t tagged_size; /* the tagged figure's message size */
+    size_t pipe_size;   /* the raw pipe's message size (both ranks) */
     bool wait_mode, quit;
     uint32_t pending; /* a raw baseline to run outside the handler */
     uint64_t pending_n;
@@ -128,6 +129,9 @@ int bench_latency_samples(bench_t *b, enum bench_kind kind, size_t size,
    in nanoseconds; negative when there is no raw baseline. */
 double bench_raw_latency_ns(bench_t *b, uint64_t target_ns, int reps);
 double bench_raw_stream_ns(bench_t *b, uint64_t target_ns, int reps);
+/* Rank 0: time per message of size bytes through the raw byte pipe
+   (bench_raw_pipe_send), rank 1 copying each into its receive buffer. */
+double bench_raw_pipe_ns(bench_t *b, size_t size, uint64_t target_ns, int reps);
 
 /*
  * Rank 0: nanoseconds both ranks together have spent waiting for a CPU that

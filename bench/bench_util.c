@@ -263,6 +263,8 @@ double bench_memcpy_mbps(size_t size, uint64_t target_ns)
 #define RING_SLOTS   1024u          /* 64 KiB of slots */
 #define RING_PUBLISH 64u            /* the consumer publishes its tail this often */
 #define STALL_NS     10000000000ull /* a side that waits this long gives up */
+#define PIPE_BYTES   (256u << 10)   /* the byte pipe: flit's shm ring size */
+#define PIPE_PIECE   (64u << 10)    /* the most one piece carries */
 
 struct slot {
     _Atomic uint64_t seq; /* message number + 1 once the slot is full */
@@ -278,6 +280,9 @@ struct raw_shm {
     _Alignas(128) _Atomic uint64_t pong; /* written by the echo side */
     _Alignas(128) _Atomic uint64_t tail; /* ring: messages consumed */
     _Alignas(128) struct slot slots[RING_SLOTS];
+    _Alignas(128) _Atomic uint64_t pipe_head; /* bytes of the pipe written */
+    _Alignas(128) _Atomic uint64_t pipe_tail; /* bytes of the pipe read */
+    _Alignas(4096) uint8_t pipe[PIPE_BYTES];
 };
 
 struct bench_raw {
@@ -286,6 +291,8 @@ struct bench_raw {
     uint64_t ring_pos;  /* messages produced / consumed so far */
     uint64_t tail_seen; /* producer: the consumer's tail, last read */
     uint64_t sink;      /* consumer: what it read, so it reads */
+    uint64_t pipe_pos;  /* the pipe: bytes passed so far (both sides) */
+    uint64_t pipe_seen; /* the other side's counter, last read */
 };
 
 static void raw_name(char *buf, size_t len, uint32_t key)
@@ -442,6 +449,77 @@ uint64_t bench_raw_consume(bench_raw_t *raw, uint64_t n)
         if (raw->ring_pos % RING_PUBLISH == 0 || i + 1 == n)
             /* release: our reads of the slots are done before we free them */
             atomic_store_explicit(&s->tail, raw->ring_pos, memory_order_release);
+    }
+    return 0;
+}
+
+/*
+ * The byte pipe. A message goes in pieces of up to PIPE_PIECE bytes, each
+ * at the next 64-byte boundary of the pipe, or at its start when it would
+ * not fit before the end; both sides derive the same places from the size.
+ * Returns where the piece of len bytes at *pos starts, and moves *pos past
+ * it.
+ */
+static uint64_t pipe_place(uint64_t *pos, size_t len)
+{
+    uint64_t at = *pos;
+    if (at % PIPE_BYTES + len > PIPE_BYTES)
+        at += PIPE_BYTES - at % PIPE_BYTES;
+    *pos = at + ((len + 63) & ~(uint64_t)63);
+    return at;
+}
+
+/* Waits until *a reaches at least want (caching it in *seen). */
+static bool wait_ge(_Atomic uint64_t *a, uint64_t want, uint64_t *seen)
+{
+    uint32_t spins = 0;
+    uint64_t since = 0;
+    while (*seen < want) {
+        /* acquire: what the other side wrote before its store is visible */
+        *seen = atomic_load_explicit(a, memory_order_acquire);
+        if (*seen < want && stalled(&spins, &since))
+            return false;
+    }
+    return true;
+}
+
+uint64_t bench_raw_pipe_send(bench_raw_t *raw, const void *src, size_t size, uint64_t n)
+{
+    struct raw_shm *s = raw->shm;
+    uint64_t t0 = bench_now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        for (size_t off = 0; off < size;) {
+            size_t len = size - off < PIPE_PIECE ? size - off : PIPE_PIECE;
+            uint64_t at = pipe_place(&raw->pipe_pos, len);
+            /* room: the reader is done with what was there a lap ago */
+            uint64_t lap = raw->pipe_pos > PIPE_BYTES ? raw->pipe_pos - PIPE_BYTES : 0;
+            if (!wait_ge(&s->pipe_tail, lap, &raw->pipe_seen))
+                return UINT64_MAX;
+            memcpy(s->pipe + at % PIPE_BYTES, (const uint8_t *)src + off, len);
+            /* release: the bytes are in before the reader may see them */
+            atomic_store_explicit(&s->pipe_head, raw->pipe_pos, memory_order_release);
+            off += len;
+        }
+    }
+    if (!wait_ge(&s->pipe_tail, raw->pipe_pos, &raw->pipe_seen))
+        return UINT64_MAX;
+    return bench_now_ns() - t0;
+}
+
+uint64_t bench_raw_pipe_recv(bench_raw_t *raw, void *dst, size_t size, uint64_t n)
+{
+    struct raw_shm *s = raw->shm;
+    for (uint64_t i = 0; i < n; i++) {
+        for (size_t off = 0; off < size;) {
+            size_t len = size - off < PIPE_PIECE ? size - off : PIPE_PIECE;
+            uint64_t at = pipe_place(&raw->pipe_pos, len);
+            if (!wait_ge(&s->pipe_head, raw->pipe_pos, &raw->pipe_seen))
+                return UINT64_MAX;
+            memcpy((uint8_t *)dst + off, s->pipe + at % PIPE_BYTES, len);
+            /* release: our reads are done before the writer reuses the bytes */
+            atomic_store_explicit(&s->pipe_tail, raw->pipe_pos, memory_order_release);
+            off += len;
+        }
     }
     return 0;
 }

@@ -104,4 +104,15 @@ uint64_t bench_raw_echo(bench_raw_t *raw, uint64_t n);
 uint64_t bench_raw_produce(bench_raw_t *raw, uint64_t n);
 uint64_t bench_raw_consume(bench_raw_t *raw, uint64_t n);
 
+/*
+ * A byte pipe as small as flit's shared-memory ring (256 KiB), n messages of
+ * size bytes one way in pieces of up to 64 KiB: the sender copies each from
+ * src into the pipe, the receiver out of it into dst. What a message that
+ * lands in the receiver's own buffer costs at the least on shared memory:
+ * two copies, and every line crossing between the cores. Returns as the
+ * ring's calls; both sides must use the same size.
+ */
+uint64_t bench_raw_pipe_send(bench_raw_t *raw, const void *src, size_t size, uint64_t n);
+uint64_t bench_raw_pipe_recv(bench_raw_t *raw, void *dst, size_t size, uint64_t n);
+
 #endif /* FLIT_BENCH_UTIL_H */

@@ -876,6 +876,22 @@ static void stream_section(struct run *r)
                          mbps(sz[i], st_ns), base, (double)sz[i], &U_MBS);
         emit(r, "bandwidth_tagged", "tagged (vs stream)", (double)sz[i],
              mbps(sz[i], tg_ns), st, (double)sz[i], &U_MBS);
+        if (r->udp || !b->raw)
+            continue;
+        /* What the machine allows a message that lands in the receiver's
+           buffer: two copies and the lines crossing cores, no protocol. */
+        double pipe_ns;
+        do {
+            begin(r);
+            pipe_ns = bench_raw_pipe_ns(b, sz[i], r->bw_ns, BW_REPS);
+        } while (again(r));
+        if (pipe_ns > 0) {
+            double pipe =
+                emit(r, "bandwidth_pipe_raw", "raw pipe (vs memcpy)", (double)sz[i],
+                     mbps(sz[i], pipe_ns), base, (double)sz[i], &U_MBS);
+            emit(r, "bandwidth_stream_pipe", "stream (vs raw pipe)", (double)sz[i],
+                 mbps(sz[i], st_ns), pipe, (double)sz[i], &U_MBS);
+        }
     }
 }
 
