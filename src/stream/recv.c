@@ -173,6 +173,7 @@ static void refuse(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h,
     uint8_t inner[FL_ST_FIRST_HDR];
     struct fl_st_pkt back = *h;
     back.flags = FL_STF_FIRST | (h->total == 0 ? FL_STF_LAST : 0);
+    back.pad = 0;
     back.len = 0;
     fl_st_encode(inner, &back);
     fl_am_return_packet(ep, src, inner, sizeof inner, reason);

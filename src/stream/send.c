@@ -33,6 +33,7 @@ static void close_packet(struct flit_stream_out *s, unsigned more)
         flags |= FL_STF_LAST;
     struct fl_st_pkt h = {
         .flags = (uint8_t)flags,
+        .pad = (uint8_t)(s->hdr_len - fl_st_hdr_len(flags)),
         .handler = s->handler,
         .sid = s->sid,
         .len = (uint32_t)s->fill,
@@ -52,21 +53,43 @@ void fl_stream_flush(struct fl_hold *h)
     close_packet((struct flit_stream_out *)h, 0);
 }
 
-/* Reserves the next packet of s (the first when first). */
+/*
+ * Places the open packet's payload (nothing written in it yet) so that the
+ * byte lead bytes into it starts a line, where the packet has slack: a
+ * gather whose first part is a small header (tagged messaging's tag) gets
+ * the large part behind it aligned.
+ */
+static void align_payload(struct flit_stream_out *s, size_t lead)
+{
+    size_t hl = s->first_open ? FL_ST_FIRST_HDR : FL_ST_HDR;
+    s->hdr_len = hl;
+    if (s->slack)
+        s->hdr_len += (0 - ((uintptr_t)s->pkt + hl + lead)) & (FL_ST_ALIGN - 1);
+}
+
+/* Reserves the next packet of s (the first when first). A large piece's
+   payload starts on a line (wire.h): room for the most padding is reserved,
+   and what the packet's place needs is used. */
 static flit_status open_packet(struct flit_stream_out *s, bool first, unsigned flags)
 {
     struct flit_ep *ep = s->ep;
     size_t hl = first ? FL_ST_FIRST_HDR : FL_ST_HDR;
-    size_t cap = piece_room(s, hl);
+    size_t cap = piece_room(s, hl), slack = 0;
+    if (cap >= FL_ST_ALIGN_MIN) {
+        slack = FL_ST_ALIGN - 1;
+        cap = piece_room(s, hl + slack);
+    }
     void *pkt;
-    flit_status st = fl_ep_reserve(ep, s->dst, FL_LANE_REQ, hl + cap, flags, &pkt);
+    flit_status st =
+        fl_ep_reserve(ep, s->dst, FL_LANE_REQ, hl + slack + cap, flags, &pkt);
     if (st != FLIT_OK)
         return st;
     s->pkt = pkt; /* its header is written when it is closed */
-    s->hdr_len = hl;
+    s->slack = slack != 0;
+    s->first_open = first;
+    align_payload(s, 0);
     s->cap = cap;
     s->fill = 0;
-    s->first_open = first;
     s->sent += cap; /* planned; a packet closed early gives some back */
     ep->hold = &s->hold;
     return FLIT_OK;
@@ -222,6 +245,9 @@ flit_status flit_stream_sendv(flit_stream_out_t *s, const struct iovec *iov, int
         st = s->error;
     if (st == FLIT_OK && sum > unsent(s))
         st = FLIT_ERR_TOO_LARGE;
+    if (st == FLIT_OK && s->pkt && s->fill == 0 && iovcnt > 1 &&
+        iov[0].iov_len < FL_ST_ALIGN)
+        align_payload(s, iov[0].iov_len);
     for (int i = 0; st == FLIT_OK && i < iovcnt; i++)
         st = put_bytes(s, iov[i].iov_base, iov[i].iov_len, i + 1 < iovcnt);
     fl_ep_leave(s->ep);

@@ -43,6 +43,7 @@ struct flit_stream_out {
     size_t hdr_len;
     size_t cap, fill;             /* payload room in it, bytes in it */
     bool first_open;              /* it is the first packet */
+    bool slack;                   /* room for a pad was reserved in it */
     struct flit_stream_out *next; /* free list */
 };
 

@@ -7,7 +7,8 @@
 size_t fl_st_encode(uint8_t *buf, const struct fl_st_pkt *p)
 {
     fl_put64(buf, (uint64_t)FL_WIRE_VERSION | (uint64_t)FL_OP_STREAM << 8 |
-                      (uint64_t)p->flags << 16 | (uint64_t)p->handler << 32);
+                      (uint64_t)p->flags << 16 | (uint64_t)p->pad << 24 |
+                      (uint64_t)p->handler << 32);
     fl_put32(buf + 8, p->sid);
     fl_put32(buf + 12, p->len);
     if (p->flags & FL_STF_FIRST) {
@@ -26,11 +27,12 @@ flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
         return FLIT_ERR_BAD_PACKET;
     uint64_t w = fl_get64(b);
     p->flags = (uint8_t)(w >> 16);
+    p->pad = (uint8_t)(w >> 24);
     p->handler = (uint16_t)(w >> 32);
     if ((uint8_t)w != FL_WIRE_VERSION || (uint8_t)(w >> 8) != FL_OP_STREAM ||
-        (p->flags & ~FL_STF_KNOWN) || (uint8_t)(w >> 24) || (uint16_t)(w >> 48))
+        (p->flags & ~FL_STF_KNOWN) || p->pad >= FL_ST_ALIGN || (uint16_t)(w >> 48))
         return FLIT_ERR_BAD_PACKET;
-    size_t hl = fl_st_hdr_len(p->flags);
+    size_t hl = fl_st_hdr_len(p->flags) + p->pad;
     p->sid = fl_get32(b + 8);
     p->len = fl_get32(b + 12);
     if (len < hl || p->len != len - hl)

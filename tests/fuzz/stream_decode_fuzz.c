@@ -9,7 +9,7 @@
  * The decoder must accept exactly the packets wire.h describes: a model
  * written from that description, byte by byte, gives the verdict the
  * decoder must give. When it accepts, the decoded fields are those bytes,
- * the payload is the rest of the packet, encoding the fields again gives
+ * the payload is the rest of the packet after the pad, encoding the fields again gives
  * back the header, and the packet with its length field or its size off by
  * one, or on another op, is refused.
  */
@@ -23,10 +23,10 @@
 static bool model_accepts(const uint8_t *b, size_t size)
 {
     if (size < FL_ST_HDR || b[0] != FL_WIRE_VERSION || b[1] != FL_OP_STREAM ||
-        (b[2] & ~FL_STF_KNOWN) || b[3] != 0 || fl_get16(b + 6) != 0)
+        (b[2] & ~FL_STF_KNOWN) || b[3] >= 64 || fl_get16(b + 6) != 0)
         return false;
     bool first = (b[2] & FL_STF_FIRST) != 0, last = (b[2] & FL_STF_LAST) != 0;
-    size_t hl = first ? FL_ST_FIRST_HDR : FL_ST_HDR;
+    size_t hl = (first ? FL_ST_FIRST_HDR : FL_ST_HDR) + b[3]; /* the pad */
     if (size < hl || fl_get32(b + 12) != size - hl)
         return false;
     uint64_t len = fl_get32(b + 12);
@@ -39,9 +39,9 @@ static void check_fields(const uint8_t *b, size_t size, const struct fl_st_pkt *
 {
     bool first = (p->flags & FL_STF_FIRST) != 0;
     size_t hl = fl_st_hdr_len(p->flags);
-    FUZZ_CHECK(p->flags == b[2] && p->handler == fl_get16(b + 4));
-    FUZZ_CHECK(p->sid == fl_get32(b + 8) && p->len == size - hl);
-    FUZZ_CHECK(p->payload == b + hl);
+    FUZZ_CHECK(p->flags == b[2] && p->pad == b[3] && p->handler == fl_get16(b + 4));
+    FUZZ_CHECK(p->sid == fl_get32(b + 8) && p->len == size - hl - p->pad);
+    FUZZ_CHECK(p->payload == b + hl + p->pad);
     if (first)
         FUZZ_CHECK(p->tag == fl_get64(b + 16) && p->total == fl_get64(b + 24) &&
                    p->offset == 0);

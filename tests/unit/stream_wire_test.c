@@ -29,12 +29,13 @@
 static uint8_t *make(const struct fl_st_pkt *h, const void *payload, size_t *len)
 {
     size_t hl = fl_st_hdr_len(h->flags);
-    *len = hl + h->len;
+    *len = hl + h->pad + h->len;
     uint8_t *b = malloc(*len);
     CHECK(b);
     CHECK(fl_st_encode(b, h) == hl);
+    memset(b + hl, 0xa5, h->pad); /* never read */
     if (h->len)
-        memcpy(b + hl, payload, h->len);
+        memcpy(b + hl + h->pad, payload, h->len);
     return b;
 }
 
@@ -78,7 +79,7 @@ static void test_decode(void)
         const char *what;
     } bytes[] = {
         {0, 2, "another version"},    {1, FL_OP_RMA, "another opcode"},
-        {2, 0x80, "an unknown flag"}, {3, 1, "a reserved byte"},
+        {2, 0x80, "an unknown flag"}, {3, FL_ST_ALIGN, "a pad of a line"},
         {6, 1, "reserved bytes"},
     };
     for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {
@@ -88,6 +89,23 @@ static void test_decode(void)
         b[bytes[i].at] = save;
     }
     free(b);
+
+    /* Padded: the payload after the pad, for a first packet and another. */
+    for (uint8_t pad = 1; pad < FL_ST_ALIGN; pad += 31) {
+        struct fl_st_pkt ph = h;
+        ph.pad = pad;
+        b = make(&ph, data, &len);
+        CHECK_OK(fl_st_decode(b, len, &d));
+        CHECK(d.pad == pad && d.len == 40 && d.payload == b + FL_ST_FIRST_HDR + pad);
+        CHECK(memcmp(d.payload, data, 40) == 0);
+        expect_bad(b, len - pad, "a packet too short for its pad");
+        free(b);
+        ph = (struct fl_st_pkt){.flags = 0, .pad = pad, .len = 16, .offset = 40};
+        b = make(&ph, data, &len);
+        CHECK_OK(fl_st_decode(b, len, &d));
+        CHECK(d.pad == pad && d.offset == 40 && d.payload == b + FL_ST_HDR + pad);
+        free(b);
+    }
 
     h.len = 100; /* the whole message, without LAST */
     b = make(&h, data, &len);
