@@ -254,6 +254,14 @@ static inline void fl_ep_commit(struct flit_ep *ep, uint32_t dst, unsigned lane,
  */
 size_t fl_ep_piece_size(struct flit_ep *ep, uint32_t dst, size_t hdr_len);
 
+/* Whether packets to dst travel in datagrams (copied into and out of them),
+   not in a ring the receiver reads where the sender wrote: where a payload
+   sits in the sender's packet then says nothing of where it lands. */
+static inline bool fl_ep_datagrams(const struct flit_ep *ep, uint32_t dst)
+{
+    return ep->peers[dst].tp->peer_datagram != NULL;
+}
+
 static inline void fl_ep_cancel(struct flit_ep *ep, uint32_t dst, unsigned lane,
                                 void *pkt)
 {

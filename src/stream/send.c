@@ -68,14 +68,15 @@ static void align_payload(struct flit_stream_out *s, size_t lead)
 }
 
 /* Reserves the next packet of s (the first when first). A large piece's
-   payload starts on a line (wire.h): room for the most padding is reserved,
-   and what the packet's place needs is used. */
+   payload starts on a line (wire.h) where the receiver reads it in place:
+   room for the most padding is reserved, and what the packet's place needs
+   is used. Over datagrams the pad would only take room from the payload. */
 static flit_status open_packet(struct flit_stream_out *s, bool first, unsigned flags)
 {
     struct flit_ep *ep = s->ep;
     size_t hl = first ? FL_ST_FIRST_HDR : FL_ST_HDR;
     size_t cap = piece_room(s, hl), slack = 0;
-    if (cap >= FL_ST_ALIGN_MIN) {
+    if (cap >= FL_ST_ALIGN_MIN && !fl_ep_datagrams(ep, s->dst)) {
         slack = FL_ST_ALIGN - 1;
         cap = piece_room(s, hl + slack);
     }

@@ -18,10 +18,10 @@
  *
  * The pad puts a large piece's payload on a 64-byte line of the sender's
  * buffer; on shared memory that is a line of the receiver's ring too (both
- * map it line-aligned). Copies whose source and destination sit at
- * different offsets in their lines run at half speed between cores on
- * some machines (a raw pipe of 64 KiB pieces here: 13.5 vs 29 GB/s), and
- * the users' buffers are mostly line-aligned.
+ * map it line-aligned), so senders pad only there. Copies whose source and destination
+ * sit at different offsets in their lines run at half speed between cores on some
+ * machines (a raw pipe of 64 KiB pieces here: 13.5 vs 29 GB/s), and the users' buffers
+ * are mostly line-aligned.
  *
  * A message is one or more packets on the request lane, in order; the
  * packets of several messages may interleave. The first packet names the
