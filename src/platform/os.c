@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -158,6 +159,39 @@ int fl_pidfd_open(pid_t pid)
 {
     long fd = syscall(SYS_pidfd_open, pid, 0);
     return fd < 0 ? -errno : (int)fd;
+}
+
+int fl_proc_start(pid_t pid, uint64_t *start)
+{
+    char path[48], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? -ESRCH : -errno;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -ESRCH; /* it went while we read */
+    buf[n] = '\0';
+    /* "PID (COMM) STATE F4 ... F22": COMM may hold anything, ')' too. */
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ')
+        return -EINVAL;
+    p += 2;
+    if (*p == 'Z' || *p == 'X')
+        return -ESRCH;
+    for (int field = 3; field < 22; field++) { /* to the start of field 22 */
+        p = strchr(p, ' ');
+        if (!p)
+            return -EINVAL;
+        p++;
+    }
+    char *end;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (end == p)
+        return -EINVAL;
+    *start = v;
+    return 0;
 }
 
 bool fl_pidfd_exited(int pidfd)

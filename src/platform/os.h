@@ -52,6 +52,10 @@ int fl_shm_unlink_prefix(const char *prefix);
 /* A pollable handle on another process; readable once it has exited. */
 int fl_pidfd_open(pid_t pid);
 bool fl_pidfd_exited(int pidfd);
+/* A process's start time (clock ticks since boot, /proc/PID/stat), which
+   with its pid names it for good: a pid may be reused, the pair not. 0, or
+   -ESRCH when there is no such process or it has exited (a zombie). */
+int fl_proc_start(pid_t pid, uint64_t *start);
 
 /* Cross-memory attach: copy into / out of another process's memory. */
 ssize_t fl_cma_write(pid_t pid, uint64_t remote_addr, const void *src, size_t len);

@@ -50,6 +50,7 @@ struct var {
 };
 
 static const char *const bulk_choices[] = {"auto", "cma", "copy", NULL};
+static const char *const watch_choices[] = {"auto", "proc", NULL};
 static const char *const transport_choices[] = {"auto", "udp", "shm", NULL};
 static const char *const fiber_choices[] = {"auto", "ucontext", NULL};
 
@@ -81,6 +82,10 @@ static const struct var vars[] = {
     {"FLIT_SHM_BULK", K_ENUM, F(shm_bulk), FL_BULK_AUTO, 0, 2, NULL,
      "long payloads on shared memory: auto (mapping, else CMA, else copy), cma, copy",
      .choices = bulk_choices},
+    {"FLIT_SHM_WATCH", K_ENUM, F(shm_watch), FL_WATCH_AUTO, 0, 1, NULL,
+     "how a dead peer on this host is noticed: auto (pidfd, else /proc), proc "
+     "(reading /proc/PID/stat every FLIT_PEER_CHECK_MS)",
+     .choices = watch_choices},
     {"FLIT_LONG_CHUNK_KB", K_KB, F(long_chunk), 32, 1, 60, "KiB",
      "piece size when a long payload is copied through the rings"},
     {"FLIT_PEER_CHECK_MS", K_INT, F(peer_check_ms), 100, 1, 60000, "ms",

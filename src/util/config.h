@@ -22,6 +22,11 @@ enum fl_bulk_mode {
     FL_BULK_COPY,     /* pipelined two copies through the rings */
 };
 
+enum fl_watch_mode {
+    FL_WATCH_AUTO = 0, /* pidfds, else /proc where the kernel refuses them */
+    FL_WATCH_PROC,     /* /proc/PID/stat, read every FLIT_PEER_CHECK_MS */
+};
+
 /* Every field is an int64_t so that one table describes them all. */
 struct fl_config {
     int64_t verbose;         /* FLIT_VERBOSE */
@@ -30,6 +35,7 @@ struct fl_config {
     int64_t progress_thread; /* FLIT_PROGRESS_THREAD */
     int64_t shm_ring_bytes;  /* FLIT_SHM_RING_KB, in bytes */
     int64_t shm_bulk;        /* FLIT_SHM_BULK: enum fl_bulk_mode */
+    int64_t shm_watch;       /* FLIT_SHM_WATCH: enum fl_watch_mode */
     int64_t long_chunk;      /* FLIT_LONG_CHUNK_KB, in bytes: piece size when copying */
     int64_t peer_check_ms;   /* FLIT_PEER_CHECK_MS: liveness check period */
     int64_t transport;       /* FLIT_TRANSPORT: enum fl_transport_choice */

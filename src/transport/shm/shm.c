@@ -103,6 +103,8 @@ struct shm_peer {
     uint32_t lidx; /* index among the ranks of this host */
     pid_t pid;
     int pidfd;
+    bool polled;             /* no pidfd: its death is read from /proc (FLIT_SHM_WATCH) */
+    uint64_t start;          /* polled: its start time, which tells a reused pid */
     int file_fdno, seg_fdno; /* its descriptors, for /proc/PID/fd */
     int file_fd, seg_fd;     /* held open (no /proc access), else -1 */
     uint64_t hdr_addr;       /* its header, in its memory (CMA probe) */
@@ -135,6 +137,8 @@ struct fl_tp_ep {
     bool unlinked;
     size_t ring_size;
     int wake_sock, pid_epfd, epfd;
+    uint32_t npolled;           /* peers watched through /proc */
+    uint64_t next_proc_scan_ns; /* when /proc is read for them next */
     /* Our segment, as peers learn it. */
     uint64_t seg_addr, seg_size;
     bool seg_shared;
@@ -350,6 +354,37 @@ static flit_status hold_files(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p
     return FLIT_OK;
 }
 
+/*
+ * Watches peer r's process for its death: a pidfd in our epoll set, which
+ * also wakes a sleeper. Where the kernel has no pidfd_open (before Linux
+ * 5.3, under valgrind, behind a seccomp filter) or FLIT_SHM_WATCH=proc asks,
+ * its start time instead, compared with /proc/PID/stat every
+ * FLIT_PEER_CHECK_MS (sleepers wake that often anyway).
+ */
+static flit_status watch(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
+{
+    int fd = fl_cfg.shm_watch == FL_WATCH_PROC ? -ENOSYS : fl_pidfd_open(p->pid);
+    if (fd >= 0) {
+        p->pidfd = fd;
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = r};
+        if (epoll_ctl(t->pid_epfd, EPOLL_CTL_ADD, p->pidfd, &ev) != 0)
+            return sys_error("epoll_ctl", -errno);
+        return FLIT_OK;
+    }
+    if (fd != -ENOSYS && fd != -EPERM && fd != -EACCES)
+        return sys_error("pidfd_open", fd);
+    int err = fl_proc_start(p->pid, &p->start);
+    if (err != 0)
+        return sys_error("reading /proc/PID/stat", err);
+    if (t->npolled == 0 && fl_cfg.shm_watch != FL_WATCH_PROC)
+        fl_info("shm: no pidfd_open here (%s): peers' deaths are read from /proc "
+                "every %lld ms",
+                strerror(-fd), (long long)fl_cfg.peer_check_ms);
+    p->polled = true;
+    t->npolled++;
+    return FLIT_OK;
+}
+
 static flit_status shm_connect(struct fl_tp_ep *t, uint32_t r, const void *blob,
                                size_t len)
 {
@@ -369,12 +404,9 @@ static flit_status shm_connect(struct fl_tp_ep *t, uint32_t r, const void *blob,
     p->seg_shared = fl_get32(b + 56) != 0;
     p->file_fdno = (int)fl_get32(b + 60);
     p->seg_fdno = (int)fl_get32(b + 64);
-    p->pidfd = fl_pidfd_open(p->pid);
-    if (p->pidfd < 0)
-        return sys_error("pidfd_open", p->pidfd);
-    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = r};
-    if (epoll_ctl(t->pid_epfd, EPOLL_CTL_ADD, p->pidfd, &ev) != 0)
-        return sys_error("epoll_ctl", -errno);
+    flit_status st = watch(t, r, p);
+    if (st != FLIT_OK)
+        return st;
     if (!t->probed) { /* the first peer tells whether /proc/PID/fd serves */
         int fd = open_proc_fd(p, p->file_fdno);
         t->probed = true;
@@ -387,7 +419,7 @@ static flit_status shm_connect(struct fl_tp_ep *t, uint32_t r, const void *blob,
             close(fd);
     }
     if (t->hold) {
-        flit_status st = hold_files(t, r, p);
+        st = hold_files(t, r, p);
         if (st != FLIT_OK)
             return st;
     }
@@ -800,6 +832,42 @@ static void shm_want_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
 
 /* ---- peers dying ---- */
 
+/* Peer r's process is gone: what it finished writing before it died is
+   valid, so it is delivered, then the peer is down. */
+static void peer_died(struct fl_tp_ep *t, uint32_t r, fl_tp_recv_fn cb, void *ctx)
+{
+    while (drain(t, r, FL_LANE_REP, cb, ctx, 1 << 20) > 0 ||
+           drain(t, r, FL_LANE_REQ, cb, ctx, 1 << 20) > 0)
+        ;
+    atomic_store(&t->peers[r].dead, true);
+    t->peer_down(t->up_ctx, r, FLIT_ERR_PEER_DOWN);
+}
+
+/* The peers watched through /proc (see watch), at most every
+   FLIT_PEER_CHECK_MS: a wake-up asks for a check each time. */
+static void scan_proc(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
+{
+    uint64_t now = fl_now_ns();
+    if (now < t->next_proc_scan_ns)
+        return;
+    t->next_proc_scan_ns = now + (uint64_t)fl_cfg.peer_check_ms * 1000000u;
+    bool announced = false;
+    for (uint32_t lidx = 0; t->npolled && lidx < t->nlocal; lidx++) {
+        uint32_t r = t->by_lidx[lidx];
+        struct shm_peer *p = &t->peers[r];
+        uint64_t start;
+        if (!p->polled || atomic_load(&p->dead) ||
+            (fl_proc_start(p->pid, &start) == 0 && start == p->start))
+            continue;
+        p->polled = false;
+        t->npolled--;
+        if (!announced)
+            take_announcements(t); /* a dead sender's rings are read too */
+        announced = true;
+        peer_died(t, r, cb, ctx);
+    }
+}
+
 static void shm_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
 {
     struct epoll_event ev[16];
@@ -812,13 +880,10 @@ static void shm_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
         epoll_ctl(t->pid_epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
         close(p->pidfd);
         p->pidfd = -1;
-        /* What it finished writing before it died is valid: deliver it. */
-        while (drain(t, r, FL_LANE_REP, cb, ctx, 1 << 20) > 0 ||
-               drain(t, r, FL_LANE_REQ, cb, ctx, 1 << 20) > 0)
-            ;
-        atomic_store(&p->dead, true);
-        t->peer_down(t->up_ctx, r, FLIT_ERR_PEER_DOWN);
+        peer_died(t, r, cb, ctx);
     }
+    if (t->npolled)
+        scan_proc(t, cb, ctx);
     for (uint32_t lidx = 0; t->nfailed && lidx < t->nlocal; lidx++) {
         uint32_t r = t->by_lidx[lidx];
         struct shm_peer *p = &t->peers[r];
