@@ -11,6 +11,8 @@
  *          in a library buffer (8-byte aligned) valid while it runs
  *  long    arguments + a payload deposited into the destination's segment
  *          at dest_offset before the handler runs; up to the segment's size
+ *          (the payloads of two longs in flight to the same bytes land in
+ *          no promised order: the handler's turn is ordered, the copy not)
  *
  * A request handler may send at most one reply, and only to the requester;
  * reply handlers and returned-message handlers may not send. A message that

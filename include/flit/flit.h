@@ -392,6 +392,10 @@ typedef struct flit_stats {
     uint64_t rma_get_bytes;
     uint64_t rma_notifications; /* notification handlers run here */
     uint64_t rma_refused;       /* accesses to our regions we refused */
+    /* Long active messages whose payload this endpoint wrote straight into
+       the destination's segment (a mapping or cross-memory attach; the
+       others went in pieces: FLIT_SHM_CMA_MIN_KB, FLIT_SHM_BULK) */
+    uint64_t long_direct;
 } flit_stats_t;
 
 FLIT_API flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out);

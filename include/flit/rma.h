@@ -174,6 +174,17 @@ FLIT_API flit_status flit_rma_import(flit_ep_t *ep, flit_rank_t owner, uint64_t 
 FLIT_API size_t flit_rma_remote_size(const flit_rma_remote_t *remote);
 FLIT_API unsigned flit_rma_remote_access(const flit_rma_remote_t *remote);
 
+/* The path the import chose for remote's puts and gets (see "Paths"
+   above); FLIT_RMA_PATH_NONE for a handle that is not a live import. A
+   cross-memory attach the kernel refuses later goes on in packets. */
+typedef enum flit_rma_path {
+    FLIT_RMA_PATH_NONE = 0,
+    FLIT_RMA_PATH_COPY = 1,    /* one memcpy by the caller: mapped here, or its own */
+    FLIT_RMA_PATH_ATTACH = 2,  /* cross-memory attach: one copy, by the kernel */
+    FLIT_RMA_PATH_PACKETS = 3, /* packets that the owner's progress lands */
+} flit_rma_path;
+FLIT_API flit_rma_path flit_rma_remote_path(const flit_rma_remote_t *remote);
+
 /* Waits for the puts and gets still in progress on remote, then forgets
    it; the handle dies. */
 FLIT_API flit_status flit_rma_release(flit_rma_remote_t *remote);

@@ -112,8 +112,9 @@ static flit_status send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
  * Straight into the destination's segment, then the header. The header's
  * room is reserved first, so a non-blocking send that finds none leaves the
  * segment untouched. *in_pieces: the data must go in pieces instead (the
- * kernel refused the direct path, or the destination would refuse the tag:
- * in pieces it judges the message before any byte lands, and returns it).
+ * kernel refused the direct path; the payload is too small to be worth it;
+ * or the destination would refuse the tag: in pieces it judges the message
+ * before any byte lands, and returns it).
  */
 static flit_status send_direct(struct flit_ep *ep, uint32_t dst, unsigned lane,
                                const struct fl_am_msg *m, const uint32_t *args,
@@ -131,6 +132,7 @@ static flit_status send_direct(struct flit_ep *ep, uint32_t dst, unsigned lane,
     if (st == FLIT_OK) {
         fl_am_encode(pkt, m, args);
         fl_ep_commit(ep, dst, lane, pkt, hl, flags);
+        FL_COUNT(fl_am_of(ep)->long_direct, 1);
         return FLIT_OK;
     }
     fl_ep_cancel(ep, dst, lane, pkt);
@@ -140,7 +142,8 @@ static flit_status send_direct(struct flit_ep *ep, uint32_t dst, unsigned lane,
                 "pieces",
                 dst);
     }
-    *in_pieces = st == FLIT_ERR_NOT_SUPPORTED || st == FLIT_ERR_BAD_TAG;
+    *in_pieces =
+        st == FLIT_ERR_NOT_SUPPORTED || st == FLIT_ERR_BAD_TAG || st == FLIT_ERR_AGAIN;
     return st;
 }
 

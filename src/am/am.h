@@ -39,6 +39,7 @@ struct fl_am_ep {
     fl_counter sent_msgs[FLIT_STAT_KINDS], sent_bytes[FLIT_STAT_KINDS];
     fl_counter recv_msgs[FLIT_STAT_KINDS], recv_bytes[FLIT_STAT_KINDS];
     fl_counter returned_to_us, returned_by_us;
+    fl_counter long_direct; /* long payloads put straight into the segment */
 };
 
 extern struct fl_layer fl_am_layer;

@@ -40,6 +40,7 @@ static void am_stats(const void *state, flit_stats_t *out)
     }
     out->returned_to_us = FL_READ(a->returned_to_us);
     out->returned_by_us = FL_READ(a->returned_by_us);
+    out->long_direct = FL_READ(a->long_direct);
 }
 
 static void am_report(const flit_stats_t *s, struct fl_report *r)
@@ -54,6 +55,9 @@ static void am_report(const flit_stats_t *s, struct fl_report *r)
                            (unsigned long long)s->sent_bytes[k],
                            (unsigned long long)s->recv_msgs[k],
                            (unsigned long long)s->recv_bytes[k]);
+    if (s->long_direct)
+        fl_report_line(r, "  long payloads put straight into the segment %llu",
+                       (unsigned long long)s->long_direct);
     if (s->returned_to_us || s->returned_by_us)
         fl_report_line(r, "  messages returned to us %llu, returned by us %llu",
                        (unsigned long long)s->returned_to_us,

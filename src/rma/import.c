@@ -220,3 +220,19 @@ unsigned flit_rma_remote_access(const flit_rma_remote_t *remote)
     const struct flit_rma_remote *rm = remote;
     return rm && rm->obj.magic == FL_RMA_MAGIC_REMOTE && rm->obj.live ? rm->access : 0;
 }
+
+flit_rma_path flit_rma_remote_path(const flit_rma_remote_t *remote)
+{
+    const struct flit_rma_remote *rm = remote;
+    if (!rm || rm->obj.magic != FL_RMA_MAGIC_REMOTE || !rm->obj.live)
+        return FLIT_RMA_PATH_NONE;
+    switch (rm->path) {
+    case FL_RMA_PATH_SELF:
+    case FL_RMA_PATH_MAP:
+        return FLIT_RMA_PATH_COPY;
+    case FL_RMA_PATH_CMA:
+        return FLIT_RMA_PATH_ATTACH;
+    default:
+        return FLIT_RMA_PATH_PACKETS;
+    }
+}

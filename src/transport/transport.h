@@ -136,8 +136,11 @@ struct fl_transport {
      * it on any lane are seen after the data. The receiver decides what
      * lands in its memory: FLIT_ERR_BAD_TAG, with nothing written, when tag
      * is not the tag dst publishes (->set_tag); FLIT_ERR_NOT_SUPPORTED when
-     * the peer's segment cannot be reached directly. Either way the caller
-     * then sends the data in packets, which the receiver judges itself.
+     * the peer's segment cannot be reached directly; FLIT_ERR_AGAIN when
+     * this payload is cheaper in packets (too small for the direct path's
+     * fixed cost), the direct path staying open for the next. In each case
+     * the caller then sends the data in packets, which the receiver judges
+     * itself.
      */
     flit_status (*put)(struct fl_tp_ep *t, uint32_t dst, uint64_t tag, uint64_t offset,
                        const void *src, size_t len);

@@ -88,6 +88,9 @@ static const struct var vars[] = {
      .choices = watch_choices},
     {"FLIT_LONG_CHUNK_KB", K_KB, F(long_chunk), 32, 1, 60, "KiB",
      "piece size when a long payload is copied through the rings"},
+    {"FLIT_SHM_CMA_MIN_KB", K_KB, F(shm_cma_min), 256, 0, 1048576, "KiB",
+     "smallest long AM payload written by cross-memory attach; smaller ones go in "
+     "pieces through the rings"},
     {"FLIT_PEER_CHECK_MS", K_INT, F(peer_check_ms), 100, 1, 60000, "ms",
      "how often a waiting endpoint checks that its peers are alive"},
     {"FLIT_TRANSPORT", K_ENUM, F(transport), FL_TRANSPORT_AUTO, 0, 2, NULL,

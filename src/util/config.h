@@ -37,6 +37,7 @@ struct fl_config {
     int64_t shm_bulk;        /* FLIT_SHM_BULK: enum fl_bulk_mode */
     int64_t shm_watch;       /* FLIT_SHM_WATCH: enum fl_watch_mode */
     int64_t long_chunk;      /* FLIT_LONG_CHUNK_KB, in bytes: piece size when copying */
+    int64_t shm_cma_min;     /* FLIT_SHM_CMA_MIN_KB, in bytes: smallest long AM by CMA */
     int64_t peer_check_ms;   /* FLIT_PEER_CHECK_MS: liveness check period */
     int64_t transport;       /* FLIT_TRANSPORT: enum fl_transport_choice */
     int64_t peer_timeout_ms; /* FLIT_PEER_TIMEOUT, given in seconds */

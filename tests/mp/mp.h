@@ -127,6 +127,20 @@ static inline uint64_t mp_arg_u64(int argc, char **argv, const char *name, uint6
     return def;
 }
 
+/* "--name value" in argv, as given; def when absent. */
+static inline const char *mp_arg_str(int argc, char **argv, const char *name,
+                                     const char *def)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], name) != 0)
+            continue;
+        if (i + 1 >= argc)
+            FAIL("%s needs a value", name);
+        return argv[i + 1];
+    }
+    return def;
+}
+
 static inline bool mp_arg_flag(int argc, char **argv, const char *name)
 {
     for (int i = 1; i < argc; i++)

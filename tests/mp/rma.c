@@ -148,11 +148,6 @@ static void check_guards(int kind)
             FAIL("%s region: a byte around it changed", kind_name[kind]);
 }
 
-static enum fl_rma_path path_of(flit_rma_remote_t *r)
-{
-    return ((struct flit_rma_remote *)r)->path;
-}
-
 /* ---- the owner's checks ---- */
 
 /* Rank from's part of the shared region, replayed from its seed. */
@@ -317,16 +312,16 @@ static void get_one(flit_rma_remote_t *r, size_t i, uint64_t off, size_t len,
 
 static void check_path(flit_rma_remote_t *r, int kind)
 {
-    enum fl_rma_path p = path_of(r);
+    flit_rma_path p = flit_rma_remote_path(r);
     const char *bulk = getenv("FLIT_SHM_BULK");
     bool cma_only = bulk && strcmp(bulk, "cma") == 0;
-    if (g.packets && p != FL_RMA_PATH_PACKETS)
+    if (g.packets && p != FLIT_RMA_PATH_PACKETS)
         FAIL("%s region: path %d, expected packets", kind_name[kind], (int)p);
     if (!g.direct)
         return;
-    if (kind == K_ALLOC && p != (cma_only ? FL_RMA_PATH_CMA : FL_RMA_PATH_MAP))
+    if (kind == K_ALLOC && p != (cma_only ? FLIT_RMA_PATH_ATTACH : FLIT_RMA_PATH_COPY))
         FAIL("alloc region: path %d, expected %s", (int)p, cma_only ? "cma" : "map");
-    if (kind == K_USER && p != FL_RMA_PATH_CMA)
+    if (kind == K_USER && p != FLIT_RMA_PATH_ATTACH)
         FAIL("user region: path %d, expected cross-memory attach", (int)p);
 }
 
@@ -572,7 +567,7 @@ static void test_revoke(void)
        verdict comes later) by the next flush. */
     flit_status st = flit_rma_put(r, 0, b, sizeof b, 0, NULL);
     if (st == FLIT_OK) {
-        CHECK(path_of(r) == FL_RMA_PATH_PACKETS);
+        CHECK(flit_rma_remote_path(r) == FLIT_RMA_PATH_PACKETS);
         CHECK_ST(flit_rma_flush(g.ep, flit_rank(0)), FLIT_ERR_REVOKED);
     } else {
         CHECK_ST(st, FLIT_ERR_REVOKED);
@@ -679,7 +674,7 @@ static void test_nopoll(void)
     flit_rma_remote_t *r = NULL;
     if (g.me != 0)
         CHECK_OK(flit_rma_import(g.ep, flit_rank(0), learn(0, K_NOPOLL), &r));
-    bool direct = g.me != 0 && path_of(r) != FL_RMA_PATH_PACKETS;
+    bool direct = g.me != 0 && flit_rma_remote_path(r) != FLIT_RMA_PATH_PACKETS;
     if (g.direct && g.me != 0 && !direct)
         FAIL("nopoll: --direct, but rank 0's alloc memory is reached through packets");
     CHECK_OK(flit_barrier(g.ep));

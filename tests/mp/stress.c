@@ -25,7 +25,9 @@
  * --seed S, --slots K, --max-long BYTES, --mediums (mostly large mediums:
  * ring pressure), --user-segment (the program allocates the segment: peers
  * reach it by cross-memory attach), --thread-safe (FLIT_THREAD_SAFE),
- * --expect-faults, --expect-loss, --expect-dups (see below).
+ * --expect-faults, --expect-loss, --expect-dups (see below), --long-paths
+ * direct (every long payload went straight into the segment) or mixed
+ * (some did, some went in pieces: FLIT_SHM_CMA_MIN_KB at work).
  * Environment: FLIT_SHM_BULK, FLIT_PROGRESS_THREAD, FLIT_SHM_RING_KB,
  * FLIT_TRANSPORT=udp, and the fault injection of FLIT_DROP_RATE,
  * FLIT_DUP_RATE, FLIT_REORDER_RATE.
@@ -70,6 +72,7 @@ struct opts {
     unsigned slots;
     size_t max_long, slot_size;
     bool mediums, user_segment, thread_safe, expect_faults, expect_loss, expect_dups;
+    const char *long_paths; /* NULL, "direct" or "mixed" */
 };
 
 /* Datagram counters, summed over the job (--expect-faults). */
@@ -101,6 +104,7 @@ static struct {
     _Atomic uint64_t handled;
     uint64_t job_counter[C_COUNT];
     _Atomic uint32_t stats_from; /* ranks whose counters arrived */
+    uint64_t empty_longs;        /* long messages sent without payload */
 } g;
 
 /* ---- the streams ---- */
@@ -414,6 +418,7 @@ static void send_one(uint32_t dst, uint8_t *sbuf)
         break;
     default:
         d.args[3] = take_slot(p);
+        g.empty_longs += d.nbytes == 0;
         CHECK_OK(flit_am_long(g.ep, to, flit_handler(H_LONG), sbuf, d.nbytes,
                               slot_offset(g.me, d.args[3]), d.args, d.nargs, 0));
         break;
@@ -462,6 +467,10 @@ static void parse(int argc, char **argv)
     g.o.expect_faults = mp_arg_flag(argc, argv, "--expect-faults");
     g.o.expect_loss = mp_arg_flag(argc, argv, "--expect-loss");
     g.o.expect_dups = mp_arg_flag(argc, argv, "--expect-dups");
+    g.o.long_paths = mp_arg_str(argc, argv, "--long-paths", NULL);
+    if (g.o.long_paths && strcmp(g.o.long_paths, "direct") != 0 &&
+        strcmp(g.o.long_paths, "mixed") != 0)
+        FAIL("--long-paths: direct or mixed, not %s", g.o.long_paths);
     if (g.o.slots < 1 || g.o.slots > MAX_SLOTS)
         FAIL("--slots must be 1..%u", MAX_SLOTS);
     if (g.o.max_long > (1u << 30))
@@ -493,6 +502,23 @@ static void create_endpoint(void)
     if (user_seg)
         CHECK(seg == user_seg);
     g.seg = seg;
+}
+
+/* Which way the long payloads this rank sent went (--long-paths); one of
+   no bytes has nothing to put. */
+static void check_long_paths(const flit_stats_t *s)
+{
+    uint64_t longs = s->sent_msgs[FLIT_STAT_REQ_LONG] + s->sent_msgs[FLIT_STAT_REP_LONG] -
+                     g.empty_longs;
+    if (!g.o.long_paths)
+        return;
+    if (strcmp(g.o.long_paths, "direct") == 0 && s->long_direct != longs)
+        FAIL("--long-paths direct: %llu of %llu long payloads went straight in",
+             (unsigned long long)s->long_direct, (unsigned long long)longs);
+    if (strcmp(g.o.long_paths, "mixed") == 0 &&
+        (s->long_direct == 0 || s->long_direct == longs))
+        FAIL("--long-paths mixed: %llu of %llu long payloads went straight in",
+             (unsigned long long)s->long_direct, (unsigned long long)longs);
 }
 
 int main(int argc, char **argv)
@@ -549,6 +575,7 @@ int main(int argc, char **argv)
     }
     CHECK_OK(flit_barrier(g.ep));
     CHECK_OK(flit_ep_stats(g.ep, &s));
+    check_long_paths(&s);
     CHECK_OK(flit_finalize());
     /* Everything in flight has been handled by now: the counts are final. */
     final_checks();

@@ -144,11 +144,15 @@ static void bad_export_calls(void)
     CHECK_OK(flit_rma_import(ep, me, id, &r));
     CHECK(flit_rma_remote_size(r) == sizeof buf);
     CHECK(flit_rma_remote_access(r) == FLIT_RMA_READ);
+    CHECK(flit_rma_remote_path(r) == FLIT_RMA_PATH_COPY); /* our own: memmove */
     CHECK_OK(flit_rma_release(r));
     CHECK_ST(flit_rma_release(r), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rma_release(NULL), FLIT_ERR_INVALID_ARG);
     CHECK(flit_rma_remote_size(r) == 0 && flit_rma_remote_access(r) == 0);
     CHECK(flit_rma_remote_size(NULL) == 0 && flit_rma_remote_access(NULL) == 0);
+    CHECK(flit_rma_remote_path(r) == FLIT_RMA_PATH_NONE);
+    CHECK(flit_rma_remote_path(NULL) == FLIT_RMA_PATH_NONE);
+    CHECK(flit_rma_remote_path((flit_rma_remote_t *)buf) == FLIT_RMA_PATH_NONE);
     CHECK_OK(flit_rma_unexport(g));
     CHECK(flit_rma_region_id(g) == 0);
     CHECK_ST(flit_rma_unexport(g), FLIT_ERR_REVOKED);

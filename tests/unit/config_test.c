@@ -191,6 +191,13 @@ static void test_ints(void)
     static const char *const bad_chunk[] = {"0", "61", "-1", "32k", "32KB"};
     for (size_t i = 0; i < sizeof bad_chunk / sizeof bad_chunk[0]; i++)
         expect_invalid("FLIT_LONG_CHUNK_KB", bad_chunk[i], &fl_cfg.long_chunk, 32 << 10);
+
+    /* FLIT_SHM_CMA_MIN_KB 0 .. 1048576 (0: every long payload), in bytes */
+    expect_valid("FLIT_SHM_CMA_MIN_KB", "0", &fl_cfg.shm_cma_min, 0);
+    expect_valid("FLIT_SHM_CMA_MIN_KB", "1048576", &fl_cfg.shm_cma_min, 1ll << 30);
+    static const char *const bad_cma[] = {"-1", "1048577", "256k", "lots"};
+    for (size_t i = 0; i < sizeof bad_cma / sizeof bad_cma[0]; i++)
+        expect_invalid("FLIT_SHM_CMA_MIN_KB", bad_cma[i], &fl_cfg.shm_cma_min, 256 << 10);
 }
 
 static void test_ring_kb(void)
@@ -453,12 +460,12 @@ static void test_print(void)
     static const char *const names[] = {
         "FLIT_VERBOSE",         "FLIT_STATS",         "FLIT_SPIN_US",
         "FLIT_PROGRESS_THREAD", "FLIT_SHM_RING_KB",   "FLIT_SHM_BULK",
-        "FLIT_SHM_WATCH",       "FLIT_LONG_CHUNK_KB", "FLIT_PEER_CHECK_MS",
-        "FLIT_TRANSPORT",       "FLIT_PEER_TIMEOUT",  "FLIT_UDP_MTU",
-        "FLIT_UDP_ADDR",        "FLIT_UDP_WINDOW_KB", "FLIT_ACK_DELAY_US",
-        "FLIT_RTO_MIN_US",      "FLIT_DROP_RATE",     "FLIT_DUP_RATE",
-        "FLIT_REORDER_RATE",    "FLIT_FAULT_SEED",    "FLIT_FIBER_STACK_KB",
-        "FLIT_FIBERS",
+        "FLIT_SHM_WATCH",       "FLIT_LONG_CHUNK_KB", "FLIT_SHM_CMA_MIN_KB",
+        "FLIT_PEER_CHECK_MS",   "FLIT_TRANSPORT",     "FLIT_PEER_TIMEOUT",
+        "FLIT_UDP_MTU",         "FLIT_UDP_ADDR",      "FLIT_UDP_WINDOW_KB",
+        "FLIT_ACK_DELAY_US",    "FLIT_RTO_MIN_US",    "FLIT_DROP_RATE",
+        "FLIT_DUP_RATE",        "FLIT_REORDER_RATE",  "FLIT_FAULT_SEED",
+        "FLIT_FIBER_STACK_KB",  "FLIT_FIBERS",
     };
     enum { NNAMES = sizeof names / sizeof names[0] };
     int seen[NNAMES] = {0};

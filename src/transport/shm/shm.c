@@ -678,6 +678,10 @@ static flit_status shm_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
     if ((!p->link || !p->link->tx_ready) && first_contact(t, dst) != FLIT_OK)
         return FLIT_ERR_NOT_SUPPORTED; /* in packets: they wait for the set-up */
     struct shm_link *k = p->link;
+    /* A system call and the pinning of the destination's pages: below
+       FLIT_SHM_CMA_MIN_KB two copies through the ring cost less. */
+    if (k->bulk == BULK_CMA && len < (uint64_t)fl_cfg.shm_cma_min)
+        return FLIT_ERR_AGAIN;
     /* The receiver's rule, read from its header: only its tag may write. */
     if (atomic_load_explicit(&k->hdr->tag, memory_order_relaxed) != tag)
         return FLIT_ERR_BAD_TAG;
