@@ -47,7 +47,7 @@ int amx_err(int code, const char *fn, const char *why)
     return code;
 }
 
-int amx_status(flit_status st, const char *fn)
+int amx_status_slow(flit_status st, const char *fn)
 {
     switch (st) {
     case FLIT_OK:
@@ -75,22 +75,6 @@ int amx_status(flit_status st, const char *fn)
     default:
         return amx_err(AM_ERR_RESOURCE, fn, flit_strerror(st));
     }
-}
-
-int amx_ep_ok(const struct amudp_ep *ep)
-{
-    return ep && ep->magic == AMX_EP_MAGIC;
-}
-
-int amx_eb_ok(const struct amudp_eb *eb)
-{
-    return eb && eb->magic == AMX_EB_MAGIC;
-}
-
-struct amx_token *amx_token_of(void *token)
-{
-    struct amx_token *t = (struct amx_token *)token;
-    return t && t->magic == AMX_TOK_MAGIC ? t : NULL;
 }
 
 /* An endpoint's name: the rank in the address, the creation order in the
@@ -121,14 +105,6 @@ flit_status amx_set_peer_tag(struct amudp_ep *ep, uint32_t rank, tag_t tag)
         p->has_send_tag = 1;
     }
     return st;
-}
-
-int amx_translate(struct amudp_ep *ep, amudp_node_t index, flit_rank_t *rank_out)
-{
-    if (index >= (amudp_node_t)ep->nxl || !ep->xl[index].inuse)
-        return 0;
-    *rank_out = flit_rank(ep->xl[index].rank);
-    return 1;
 }
 
 /* ---------------------------------------------------------------- init */
@@ -248,6 +224,17 @@ int AM_MoveEndpoint(ep_t ea, eb_t from_bundle, eb_t to_bundle)
 
 /* ---------------------------------------------------------------- endpoints */
 
+/* A peer gone: said on stderr (flit would say it for a handler-less
+   endpoint), unless AMUDP_SPMDExit is ending the job, which ends the procs
+   one by one. Its messages come back through handler 0 either way. */
+static void peer_down(flit_ep_t *fep, flit_rank_t peer, flit_status reason, void *user)
+{
+    (void)fep;
+    if (!amx_spmd_exiting())
+        fprintf(stderr, "AMUDP: endpoint %u: proc %u is down: %s\n",
+                ((struct amudp_ep *)user)->serial, peer.idx, flit_strerror(reason));
+}
+
 static flit_status ep_open(struct amudp_ep *ep, int par)
 {
     flit_ep_params_t p;
@@ -264,6 +251,7 @@ static flit_status ep_open(struct amudp_ep *ep, int par)
     }
     if ((st = flit_ep_tag(ep->fep, &ep->tag)) == FLIT_OK &&
         (st = flit_am_set_returned_handler(ep->fep, amx_returned, ep)) == FLIT_OK &&
+        (st = flit_ep_set_peer_down_handler(ep->fep, peer_down, ep)) == FLIT_OK &&
         (st = flit_am_register(ep->fep, flit_handler(AMX_H_REFUSED), amx_refused,
                                &ep->slot[AMX_H_REFUSED])) == FLIT_OK &&
         (st = flit_am_register(ep->fep, flit_handler(AMX_H_SEGQ), amx_seg_question,
@@ -624,7 +612,7 @@ int AM_GetSourceEndpoint(void *token, en_t *gan)
     struct amx_token *t = amx_token_of(token);
     if (!t || !gan)
         return amx_err(AM_ERR_BAD_ARG, "AM_GetSourceEndpoint", "token or gan");
-    *gan = amx_name(t->peer.idx, t->ep->serial);
+    *gan = amx_name(amx_token_peer(t).idx, t->ep->serial);
     return AM_OK;
 }
 
@@ -656,7 +644,7 @@ int AM_GetMsgTag(void *token, tag_t *tagp)
         *tagp = t->ep->tag;
         return AM_OK;
     }
-    int i = index_of_rank(t->ep, t->peer.idx); /* returned: the tag we sent */
+    int i = index_of_rank(t->ep, amx_token_peer(t).idx); /* returned: the tag we sent */
     *tagp = i >= 0 ? t->ep->xl[i].tag : t->ep->tag;
     return AM_OK;
 }
@@ -666,7 +654,7 @@ int AMUDP_GetSourceId(void *token, int *srcid)
     struct amx_token *t = amx_token_of(token);
     if (!t || !srcid)
         return amx_err(AM_ERR_BAD_ARG, "AMUDP_GetSourceId", "token or srcid");
-    int i = index_of_rank(t->ep, t->peer.idx);
+    int i = index_of_rank(t->ep, amx_token_peer(t).idx);
     if (i < 0)
         return amx_err(AM_ERR_RESOURCE, "AMUDP_GetSourceId", "sender not mapped");
     *srcid = i;

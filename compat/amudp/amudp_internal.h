@@ -28,16 +28,21 @@
  * flit's one-sided layer (<flit/rma.h>), and again whenever the segment or
  * the endpoint's tag changes, which revokes the previous export. A sender
  * asks the destination once for its export (its id and the tag it holds,
- * AMX_H_SEGQ / AMX_H_SEGA), imports it, and from then on sends a request
- * Xfer of at least AMX_PUT_MIN bytes as a put straight into the segment
- * (one copy: the sender's) followed by a short message that runs the
+ * AMX_H_SEGQ / AMX_H_SEGA), imports it, and from then on, when the import
+ * lets it copy into the segment itself (flit_rma_alloc memory mapped here,
+ * or its own: FLIT_RMA_PATH_COPY), sends a request Xfer of at least
+ * AMX_PUT_MIN bytes as a put straight into the segment (one copy: the
+ * sender's) followed by a short message that runs the
  * handler: flit hands that message over only after the put's data is in
  * place, in order with the sender's other requests. The sender puts only
  * when the tag it holds for the destination is the one the destination
  * answered with, so a message the destination would refuse for its tag
  * never lands. Anything the put path cannot take (a small payload, a
- * reply — flit makes no put inside a handler —, no segment there, an
- * offset or a length outside it) travels as a medium message that the
+ * reply — flit makes no put inside a handler —, no segment there, a
+ * segment reached only by cross-memory attach or packets — slower than two
+ * copies through the rings at every AM-2 size on shared memory, and the
+ * same packets over UDP —, an offset or a length outside it) travels as a
+ * medium message that the
  * receiver checks and copies into the segment itself, refusing it with
  * AM-2's status when it does not fit.
  */
@@ -141,9 +146,16 @@ struct amx_token {
     uint64_t magic;
     struct amudp_ep *ep;
     flit_token_t *ft; /* NULL for a returned message */
-    flit_rank_t peer; /* sender; for a returned message, its destination */
+    flit_rank_t peer; /* a returned message's destination (else: amx_token_peer) */
     int is_request;
 };
+
+/* The sender of the message a token stands for; for a returned message, the
+   rank it was sent to. Asked for only when needed: most handlers never do. */
+static inline flit_rank_t amx_token_peer(const struct amx_token *t)
+{
+    return t->ft ? flit_token_rank(t->ft) : t->peer;
+}
 
 #define AMX_EP_MAGIC  0x616d7564705f6570ull /* "amudp_ep" */
 #define AMX_EB_MAGIC  0x616d7564705f6562ull /* "amudp_eb" */
@@ -166,14 +178,50 @@ static inline uint64_t amx_get_le(const unsigned char *p, unsigned n)
 
 /* amudp_ep.c */
 int amx_err(int code, const char *fn, const char *why);
-int amx_status(flit_status st, const char *fn);
-int amx_ep_ok(const struct amudp_ep *ep);
-int amx_eb_ok(const struct amudp_eb *eb);
-struct amx_token *amx_token_of(void *token);
+int amx_status_slow(flit_status st, const char *fn);
 en_t amx_name(uint32_t rank, unsigned serial);
-int amx_translate(struct amudp_ep *ep, amudp_node_t index, flit_rank_t *rank_out);
+
+/* Checks and look-ups every call makes: inline, they cost a compare or
+   two, where a call into the library cost as much as the rest of a short
+   request (the wrapper must stay within a few percent of flit). */
+
+/* AM-2's code for a flit status; fn names the call in the message. */
+static inline int amx_status(flit_status st, const char *fn)
+{
+    return __builtin_expect(st == FLIT_OK, 1) ? AM_OK : amx_status_slow(st, fn);
+}
+
+static inline int amx_ep_ok(const struct amudp_ep *ep)
+{
+    return ep && ep->magic == AMX_EP_MAGIC;
+}
+
+static inline int amx_eb_ok(const struct amudp_eb *eb)
+{
+    return eb && eb->magic == AMX_EB_MAGIC;
+}
+
+static inline struct amx_token *amx_token_of(void *token)
+{
+    struct amx_token *t = (struct amx_token *)token;
+    return t && t->magic == AMX_TOK_MAGIC ? t : NULL;
+}
+
+/* The rank behind translation index; 0 when that entry is not in use. */
+static inline int amx_translate(const struct amudp_ep *ep, amudp_node_t index,
+                                flit_rank_t *rank_out)
+{
+    if (index >= (amudp_node_t)ep->nxl || !ep->xl[index].inuse)
+        return 0;
+    *rank_out = flit_rank(ep->xl[index].rank);
+    return 1;
+}
 extern int amx_initialized;
 flit_status amx_set_peer_tag(struct amudp_ep *ep, uint32_t rank, tag_t tag);
+
+/* amudp_spmd.c: 1 once AMUDP_SPMDExit's protocol started in this process:
+   from then on peers end, and that is no news. */
+int amx_spmd_exiting(void);
 
 /* amudp_msg.c */
 void amx_dispatch(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,

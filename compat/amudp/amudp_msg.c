@@ -199,25 +199,26 @@ static void count_sent(struct amudp_ep *ep, int reply, const struct amx_msg *m,
     s->TotalBytesSent += wire_bytes;
 }
 
-/* Sends m to dest as a request, or as the reply of ft when it is set. */
-static flit_status send_msg(struct amudp_ep *ep, flit_rank_t dest, flit_token_t *ft,
-                            struct amx_msg *m)
+/* A long request or reply: a put and a message, or the data in a medium
+   message with the offset among its arguments, or (no room for two more
+   arguments) ahead of its data. */
+static flit_status send_long(struct amudp_ep *ep, flit_rank_t dest, flit_token_t *ft,
+                             struct amx_msg *m)
 {
-    unsigned kind = m->kind, n = m->nargs;
+    unsigned kind = AMX_LONG, n = m->nargs;
     const void *src = m->src;
     size_t len = m->nbytes;
     unsigned char *tmp = NULL;
     flit_status st;
-    if (!ft && kind == AMX_LONG &&
-        amx_put_xfer(ep, dest, m->h, src, len, m->off, m->args, n, &st)) {
+    if (!ft && amx_put_xfer(ep, dest, m->h, src, len, m->off, m->args, n, &st)) {
         if (st == FLIT_OK)
             count_sent(ep, 0, m, 4u * n + len);
         return st;
     }
-    if (kind == AMX_LONG && n <= AMX_LONG_ARGS) {
+    if (n <= AMX_LONG_ARGS) {
         m->args[n++] = (uint32_t)m->off;
         m->args[n++] = (uint32_t)((uint64_t)m->off >> 32);
-    } else if (kind == AMX_LONG) {
+    } else {
         kind = AMX_LONGHDR;
         if (!(tmp = malloc(AMX_LONG_HDR + len)))
             return FLIT_ERR_NO_MEMORY;
@@ -228,21 +229,39 @@ static flit_status send_msg(struct amudp_ep *ep, flit_rank_t dest, flit_token_t 
         len += AMX_LONG_HDR;
     }
     flit_handler_t fh = flit_handler((uint16_t)AMX_H_INDEX(kind, ft != NULL, m->h));
-    if (kind == AMX_SHORT)
-        st = ft ? flit_am_reply_short(ft, fh, m->args, n)
-                : flit_am_short(ep->fep, dest, fh, m->args, n, 0);
-    else
-        st = ft ? flit_am_reply_medium(ft, fh, src, len, m->args, n)
-                : flit_am_medium(ep->fep, dest, fh, src, len, m->args, n, 0);
+    st = ft ? flit_am_reply_medium(ft, fh, src, len, m->args, n)
+            : flit_am_medium(ep->fep, dest, fh, src, len, m->args, n, 0);
     free(tmp);
     if (st == FLIT_OK)
         count_sent(ep, ft != NULL, m, 4u * n + len);
     return st;
 }
 
+/* Sends m to dest as a request, or as the reply of ft when it is set (dest
+   unused then). Shorts and mediums are the one flit call each. */
+static inline flit_status send_msg(struct amudp_ep *ep, flit_rank_t dest,
+                                   flit_token_t *ft, struct amx_msg *m)
+{
+    if (m->kind == AMX_LONG)
+        return send_long(ep, dest, ft, m);
+    flit_handler_t fh = flit_handler((uint16_t)AMX_H_INDEX(m->kind, ft != NULL, m->h));
+    flit_status st;
+    if (m->kind == AMX_SHORT)
+        st = ft ? flit_am_reply_short(ft, fh, m->args, m->nargs)
+                : flit_am_short(ep->fep, dest, fh, m->args, m->nargs, 0);
+    else
+        st = ft ? flit_am_reply_medium(ft, fh, m->src, m->nbytes, m->args, m->nargs)
+                : flit_am_medium(ep->fep, dest, fh, m->src, m->nbytes, m->args, m->nargs,
+                                 0);
+    if (st == FLIT_OK)
+        count_sent(ep, ft != NULL, m, 4u * m->nargs + m->nbytes);
+    return st;
+}
+
 /* Checks what every request and reply takes, and gathers the arguments. */
-static int make_msg(struct amx_msg *m, unsigned kind, handler_t h, const void *sa,
-                    size_t nbytes, uintptr_t off, int numargs, va_list ap, const char *fn)
+static inline int make_msg(struct amx_msg *m, unsigned kind, handler_t h, const void *sa,
+                           size_t nbytes, uintptr_t off, int numargs, va_list ap,
+                           const char *fn)
 {
     if (numargs < 0 || numargs > AMUDP_MAX_SHORT)
         return amx_err(AM_ERR_BAD_ARG, fn, "numargs outside 0 .. AM_MaxShort()");
@@ -283,7 +302,7 @@ static int reply(void *token, unsigned kind, handler_t h, const void *sa, size_t
         return amx_err(AM_ERR_BAD_ARG, fn, "not the token of a running request handler");
     struct amx_msg m;
     int rc = make_msg(&m, kind, h, sa, nbytes, off, numargs, ap, fn);
-    return rc != AM_OK ? rc : amx_status(send_msg(t->ep, t->peer, t->ft, &m), fn);
+    return rc != AM_OK ? rc : amx_status(send_msg(t->ep, flit_rank(0), t->ft, &m), fn);
 }
 
 int AMUDP_RequestVA(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t handler,
@@ -335,7 +354,8 @@ int AMUDP_Request(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t 
 {
     va_list ap;
     va_start(ap, numargs);
-    int rc = AMUDP_RequestVA(request_endpoint, reply_endpoint, handler, numargs, ap);
+    int rc = request(request_endpoint, reply_endpoint, AMX_SHORT, handler, NULL, 0, 0,
+                     numargs, ap, "AM_Request");
     va_end(ap);
     return rc;
 }
@@ -345,8 +365,8 @@ int AMUDP_RequestI(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t
 {
     va_list ap;
     va_start(ap, numargs);
-    int rc = AMUDP_RequestIVA(request_endpoint, reply_endpoint, handler, source_addr,
-                              nbytes, numargs, ap);
+    int rc = request(request_endpoint, reply_endpoint, AMX_MEDIUM, handler, source_addr,
+                     nbytes, 0, numargs, ap, "AM_RequestI");
     va_end(ap);
     return rc;
 }
@@ -357,8 +377,9 @@ int AMUDP_RequestXfer(ep_t request_endpoint, amudp_node_t reply_endpoint,
 {
     va_list ap;
     va_start(ap, numargs);
-    int rc = AMUDP_RequestXferVA(request_endpoint, reply_endpoint, handler, source_addr,
-                                 nbytes, dest_offset, async, numargs, ap);
+    (void)async;
+    int rc = request(request_endpoint, reply_endpoint, AMX_LONG, handler, source_addr,
+                     nbytes, dest_offset, numargs, ap, "AM_RequestXfer");
     va_end(ap);
     return rc;
 }
@@ -367,7 +388,7 @@ int AMUDP_Reply(void *token, handler_t handler, int numargs, ...)
 {
     va_list ap;
     va_start(ap, numargs);
-    int rc = AMUDP_ReplyVA(token, handler, numargs, ap);
+    int rc = reply(token, AMX_SHORT, handler, NULL, 0, 0, numargs, ap, "AM_Reply");
     va_end(ap);
     return rc;
 }
@@ -377,7 +398,8 @@ int AMUDP_ReplyI(void *token, handler_t handler, void *source_addr, size_t nbyte
 {
     va_list ap;
     va_start(ap, numargs);
-    int rc = AMUDP_ReplyIVA(token, handler, source_addr, nbytes, numargs, ap);
+    int rc = reply(token, AMX_MEDIUM, handler, source_addr, nbytes, 0, numargs, ap,
+                   "AM_ReplyI");
     va_end(ap);
     return rc;
 }
@@ -387,8 +409,8 @@ int AMUDP_ReplyXfer(void *token, handler_t handler, void *source_addr, size_t nb
 {
     va_list ap;
     va_start(ap, numargs);
-    int rc =
-        AMUDP_ReplyXferVA(token, handler, source_addr, nbytes, dest_offset, numargs, ap);
+    int rc = reply(token, AMX_LONG, handler, source_addr, nbytes, dest_offset, numargs,
+                   ap, "AM_ReplyXfer");
     va_end(ap);
     return rc;
 }
@@ -494,7 +516,7 @@ static void refuse(struct amx_token *t, int status, unsigned kind, unsigned h)
         return;
     }
     fprintf(stderr, "AMUDP: refused a reply from rank %u: %s, opcode %d, handler %u\n",
-            t->peer.idx, status_name(status), op, h);
+            amx_token_peer(t).idx, status_name(status), op, h);
 }
 
 /*
@@ -536,7 +558,7 @@ void amx_dispatch(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *ar
     struct amudp_ep *ep = s->ep;
     unsigned idx = s->index, h = idx & 255, kind = AMX_H_KIND(idx);
     int is_reply = AMX_H_IS_REPLY(idx);
-    struct amx_token t = {AMX_TOK_MAGIC, ep, ft, flit_token_rank(ft), !is_reply};
+    struct amx_token t = {AMX_TOK_MAGIC, ep, ft, {0}, !is_reply};
     if (kind >= AMX_LONG) {
         uint64_t off;
         const unsigned char *data;

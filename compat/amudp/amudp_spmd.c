@@ -77,6 +77,12 @@ static struct {
  */
 static unsigned char *told_me, *acked, *ack_sent;
 static int heard = -1, die;
+static _Atomic int exiting; /* the protocol started here: peers may go */
+
+int amx_spmd_exiting(void)
+{
+    return atomic_load_explicit(&exiting, memory_order_relaxed);
+}
 
 static uint32_t sender_of(flit_token_t *ft)
 {
@@ -114,6 +120,24 @@ static void ctl_returned(flit_ep_t *fep, const flit_returned_t *info, void *user
     (void)fep, (void)user;
     if (info->peer.idx < spmd.size)
         acked[info->peer.idx] = 1;
+}
+
+/*
+ * A peer gone. In the protocol that is how every teller ends, the moment it
+ * sent DIE: nothing more to wait for from it (a teller of ours gone counts
+ * as its DIE), and nothing to say. Before any exit word, a worker died:
+ * said on stderr, as flit says it for endpoints without such a handler.
+ */
+static void ctl_down(flit_ep_t *fep, flit_rank_t peer, flit_status reason, void *user)
+{
+    (void)fep, (void)user;
+    if (peer.idx >= spmd.size)
+        return;
+    acked[peer.idx] = 1;
+    if (told_me[peer.idx])
+        die = 1;
+    if (!amx_spmd_exiting() && heard < 0)
+        fprintf(stderr, "AMUDP: proc %u is down: %s\n", peer.idx, flit_strerror(reason));
 }
 
 static long long now_ns(void)
@@ -160,6 +184,7 @@ static void wait_until(int (*done)(void))
 static void exit_now(int code, int teller)
 {
     amudp_exitcallback_t callback = atomic_load(&spmd.callback);
+    atomic_store(&exiting, 1); /* before any ack: nobody ends before that */
     if (callback)
         callback(code);
     fflush(NULL);
@@ -364,6 +389,8 @@ static flit_status open_control(void)
         st = flit_am_register(spmd.ctl, flit_handler(CTL_DIE), ctl_die, NULL);
     if (st == FLIT_OK)
         st = flit_am_set_returned_handler(spmd.ctl, ctl_returned, NULL);
+    if (st == FLIT_OK)
+        st = flit_ep_set_peer_down_handler(spmd.ctl, ctl_down, NULL);
     return st;
 }
 

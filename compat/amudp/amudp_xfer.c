@@ -126,7 +126,8 @@ static flit_status notify(struct amudp_ep *ep, flit_rank_t dest, handler_t h,
 /*
  * Sends a request Xfer as a put and its notification, when it can: 1 with
  * the send's status in *st, 0 when the message must travel as a medium
- * (too small; no segment there, or not one we may put into; an offset or a
+ * (too small; no segment there, or not one we may put into; a segment this
+ * process cannot copy into itself (not mapped here, not its own); an offset or a
  * length the destination's segment does not hold, which the destination
  * then refuses with AM-2's status; a request from inside a handler, which
  * flit refuses there too).
@@ -143,6 +144,8 @@ int amx_put_xfer(struct amudp_ep *ep, flit_rank_t dest, handler_t h, const void 
             return 0;
         if (p->seg_tag != p->send_tag)
             return 0; /* it would refuse the message: nothing may land */
+        if (flit_rma_remote_path(p->remote) != FLIT_RMA_PATH_COPY)
+            return 0; /* by the kernel or in packets: a medium costs less */
         flit_status put = flit_rma_put(p->remote, off, src, nbytes, 0, NULL);
         if (put == FLIT_OK) {
             *st = notify(ep, dest, h, nbytes, off, args, nargs);
