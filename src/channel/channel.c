@@ -47,6 +47,7 @@
 #define CHUNK_CAP 1024u /* sequence numbers in flight per lane */
 /* A lane's window holds at least two of the largest packets. */
 #define MIN_WINDOW(t)  (2u * (uint64_t)(t)->max_packet)
+#define TX_FIRST_BYTES 16384u         /* a lane's send buffer starts about this small */
 #define DGRAM_CHUNKS   64u            /* chunks in one datagram we build */
 #define TX_BATCH       16u            /* datagrams per sendmmsg */
 #define MAX_DEPTH      FL_DGRAM_SLOTS /* nested polls: handler -> blocked reply -> ... */
@@ -249,19 +250,55 @@ static flit_status first_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
         activate(t, dst, fl_now_ns());
     if (tx->buf)
         return FLIT_OK;
-    uint8_t *buf = malloc(p->window);
+    /* Small at first, doubling (grow) to the window as the bytes in flight
+       ask: a peer sent a few small messages, or only a FIN, holds 16 KiB. */
+    uint64_t size = p->window;
+    while (size % 2 == 0 && size / 2 >= TX_FIRST_BYTES)
+        size /= 2;
+    uint8_t *buf = malloc(size);
     struct tx_chunk *chunk = calloc(CHUNK_CAP, sizeof *chunk);
     if (!buf || !chunk) {
         free(buf);
         free(chunk);
         fl_error("%s: no memory for the send window to rank %u (%llu bytes)",
-                 t->ops->name, dst, (unsigned long long)p->window);
+                 t->ops->name, dst, (unsigned long long)size);
         return FLIT_ERR_NO_MEMORY;
     }
     tx->buf = buf;
     tx->chunk = chunk;
-    tx->size = p->window;
+    tx->size = size;
     return FLIT_OK;
+}
+
+/*
+ * Doubles the lane's send buffer (at most to the window, which a doubling
+ * from first_send's size reaches exactly). Bytes keep their positions: the
+ * unacknowledged ones [head, tail) move to pos % the new size, where a
+ * packet that did not wrap before does not wrap now (the new size is a
+ * multiple of the old). Nothing outside the channel points into the
+ * buffer between calls. false, the buffer as it was, without memory.
+ */
+static bool grow(struct chan_peer *p, struct tx_lane *tx)
+{
+    uint64_t size = tx->size * 2, old = tx->size;
+    if (size > p->window)
+        return false;
+    uint8_t *buf = malloc(size);
+    if (!buf)
+        return false;
+    for (uint64_t pos = tx->head; pos < tx->tail;) {
+        uint64_t run = tx->tail - pos;
+        if (run > old - pos % old)
+            run = old - pos % old;
+        if (run > size - pos % size)
+            run = size - pos % size;
+        memcpy(buf + pos % size, tx->buf + pos % old, run);
+        pos += run;
+    }
+    free(tx->buf);
+    tx->buf = buf;
+    tx->size = size;
+    return true;
 }
 
 static void peer_free(struct chan_peer *p)
@@ -733,11 +770,16 @@ void *fl_chan_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t le
     size_t chunks = len ? (len + p->chunk_max - 1) / p->chunk_max : 1;
     if ((tx->next - tx->acked) + chunks > CHUNK_CAP)
         return NULL;
-    uint64_t pos = (tx->tail + 7) & ~(uint64_t)7;
-    if (pos % tx->size + len > tx->size)
-        pos += tx->size - pos % tx->size; /* packets never wrap */
-    if (pos + len - tx->head > tx->size)
-        return NULL;
+    uint64_t pos;
+    for (;;) {
+        pos = (tx->tail + 7) & ~(uint64_t)7;
+        if (pos % tx->size + len > tx->size)
+            pos += tx->size - pos % tx->size; /* packets never wrap */
+        if (pos + len - tx->head <= tx->size)
+            break;
+        if (!grow(p, tx))
+            return NULL; /* the window is full: the credit stall */
+    }
     tx->reserved = pos;
     return tx->buf + pos % tx->size;
 }

@@ -13,7 +13,10 @@
  *              on shared memory; over UDP two send windows per peer).
  *  alltoall    every rank sends --count medium messages of 1..512 bytes to
  *              every other rank, interleaved; every byte and every
- *              source's order are checked.
+ *              source's order are checked. With --peer-kb K, the heap
+ *              (malloc'ed bytes, mallinfo2) grew by less than K KiB per
+ *              peer over the exchange: a lane that carried a few small
+ *              messages holds a small send buffer, not its whole window.
  *  race        --rounds endpoints in turn; on each, the ranks of a pair
  *              (2k, 2k+1) send to each other the moment creation returns,
  *              so both first contacts race; every message arrives, in
@@ -32,6 +35,7 @@
  * Waits sleep (flit_wait with long slices): there are more ranks than CPUs.
  */
 #include <dirent.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -283,9 +287,16 @@ static void neighbours(uint32_t count, double vm_mb)
         printf("scale neighbours: %u ranks, rank 0 grew %.1f MB\n", g.n, grew_mb);
 }
 
-static void alltoall(uint32_t count)
+static uint64_t heap_bytes(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
+static void alltoall(uint32_t count, uint64_t peer_kb)
 {
     setup();
+    uint64_t heap0 = heap_bytes();
     uint8_t buf[512];
     for (uint32_t i = 0; i < count; i++)
         for (uint32_t k = 1; k < g.n; k++) {
@@ -299,6 +310,16 @@ static void alltoall(uint32_t count)
     SLEEPY_WAIT(g.got == (uint64_t)count * (g.n - 1));
     for (uint32_t r = 0; r < g.n; r++)
         CHECK(g.next[r] == (r == g.me ? 0 : count));
+    /* (under a sanitizer's allocator mallinfo2 may say nothing: 0 grew) */
+    uint64_t heap1 = heap_bytes(),
+             per_peer = heap1 > heap0 ? (heap1 - heap0) / (g.n - 1) : 0;
+    if (peer_kb && per_peer > peer_kb << 10)
+        FAIL("rank %u: the heap grew by %llu bytes per peer over %s (at most %llu KiB)",
+             g.me, (unsigned long long)per_peer, transport_to((g.me + 1) % g.n),
+             (unsigned long long)peer_kb);
+    if (g.me == 0)
+        printf("alltoall: the heap grew by %llu bytes per peer\n",
+               (unsigned long long)per_peer);
 }
 
 static void race(uint32_t rounds, uint32_t count)
@@ -402,7 +423,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "neighbours") == 0)
         neighbours(count, (double)mp_arg_u64(argc, argv, "--vm-mb", 16));
     else if (strcmp(mode, "alltoall") == 0)
-        alltoall(count);
+        alltoall(count, mp_arg_u64(argc, argv, "--peer-kb", 0));
     else if (strcmp(mode, "race") == 0)
         race((uint32_t)mp_arg_u64(argc, argv, "--rounds", 10), count);
     else if (strcmp(mode, "dead") == 0)
