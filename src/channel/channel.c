@@ -44,7 +44,7 @@
 #include "util/config.h"
 #include "util/log.h"
 
-#define CHUNK_CAP 1024u /* sequence numbers in flight per lane */
+#define CHUNK_CAP FL_CHAN_SEQ_WINDOW /* sequence numbers in flight per lane */
 /* A lane's window holds at least two of the largest packets. */
 #define MIN_WINDOW(t)  (2u * (uint64_t)(t)->max_packet)
 #define TX_FIRST_BYTES 16384u         /* a lane's send buffer starts about this small */
@@ -56,6 +56,7 @@
 #define RTO_INITIAL_NS 50000000ull
 #define RTO_MAX_NS     1000000000ull
 #define PROBE_SLACK_NS 50000ull    /* a tail probe waits this beyond 2 RTT + ack delay */
+#define MAX_PROBES     3u          /* tail probes a stall, each waiting twice as long */
 #define BLOB_MAGIC     0x4843464cu /* "FLCH" */
 #define BLOB_HDR       8u
 
@@ -67,6 +68,7 @@ struct tx_chunk {
     uint64_t sent_ns;  /* last transmission; 0: never sent */
     uint64_t first_ns; /* first transmission: the give-up clock */
     uint32_t len, pkt_len;
+    uint32_t xmit; /* its last transmission's place among the peer's */
     uint8_t flags; /* FL_CHAN_FIRST, FL_CHAN_LAST */
     bool sacked;   /* the receiver holds it (selective ack) */
     bool rexmit;   /* due to be sent again */
@@ -79,6 +81,9 @@ struct tx_lane {
     uint64_t reserved;      /* the open reservation */
     struct tx_chunk *chunk; /* [CHUNK_CAP], by sequence number */
     uint32_t acked;         /* first sequence number not acknowledged */
+    /* the newest transmission the peer acknowledged (detect_losses) */
+    bool rack_set;
+    uint32_t rack_xmit;
     uint32_t unsent;        /* first never sent */
     uint32_t next;          /* next to give */
 };
@@ -93,6 +98,7 @@ struct rx_lane {
     uint32_t next;        /* first sequence number not yet delivered */
     struct rx_chunk *ooo; /* [CHUNK_CAP], by sequence number */
     uint32_t held;        /* chunks in ooo */
+    uint32_t top;         /* one past the highest held (when held) */
     uint64_t held_bytes;  /* their bytes: at most the window */
     uint8_t *asm_buf;     /* a packet arriving in chunks */
     size_t asm_len;
@@ -114,9 +120,11 @@ struct chan_peer {
     uint64_t echo_at;
     uint64_t srtt, rttvar, rto; /* ns */
     unsigned backoff;
-    uint64_t last_heard, ping_at, fast_at;
+    uint64_t last_heard, ping_at;
     uint64_t progress_ns; /* acknowledgements last moved forward */
-    bool probed;          /* the tail probe went since then */
+    uint64_t probe_at;    /* the last tail probe went */
+    unsigned probes;      /* tail probes since progress */
+    uint32_t xmit;        /* transmissions of chunks to it, numbered */
     bool excused;         /* a gap in our listening was forgiven; not heard since */
     size_t chunk_max;     /* payload bytes of a chunk to this peer */
     uint64_t window;      /* what it lets us have in flight, per lane */
@@ -129,6 +137,8 @@ struct chan_peer {
 struct plan {
     uint32_t dst;
     bool ping;
+    bool ack_short;          /* the acks left out selective words: a whole one follows */
+    uint8_t words[FL_LANES]; /* selective words the header carries */
     unsigned n;
     uint8_t lane[DGRAM_CHUNKS];
     uint32_t seq[DGRAM_CHUNKS];
@@ -158,12 +168,13 @@ struct fl_tp_ep {
     uint32_t nrelease;    /* lanes with rx->release set */
     unsigned idle_polls;  /* since the clock was last read */
     uint64_t listened_ns; /* our last look at the clock, polling; 0: never */
+    uint64_t sent_ns;     /* the last chunk's sending: each later one is later */
     bool check_timers;    /* woken by the timer: look at once */
     /* what sending a batch needs, reused */
     struct plan plans[TX_BATCH];
     struct fl_dgram_out out[TX_BATCH];
     struct iovec iov[TX_BATCH][1 + 3 * DGRAM_CHUNKS];
-    uint8_t hdr[TX_BATCH][FL_CHAN_HDR];
+    uint8_t hdr[TX_BATCH][FL_CHAN_MAX_HDR];
     uint8_t chdr[TX_BATCH][DGRAM_CHUNKS][FL_CHAN_CHUNK_HDR];
 };
 
@@ -182,17 +193,29 @@ static uint64_t rto_now(const struct chan_peer *p)
 
 /*
  * The tail probe's timeout: two round trips and the receiver's delayed
- * acknowledgement. The retransmission timeout is kept long (FLIT_RTO_MIN_US)
- * because a receiver acknowledges only when its process polls; but a stream
- * whose last packets were lost sees no later packet that would reveal the
- * gap (fast retransmission), and would stall for a whole timeout. So once
- * per stall, when nothing was acknowledged for this long, what is
- * unacknowledged goes again at once (as TCP's tail loss probe).
+ * acknowledgement, doubled for each probe already sent in this stall. The
+ * retransmission timeout is kept long (FLIT_RTO_MIN_US) because a receiver
+ * acknowledges only when its process polls; but a stream whose last chunks
+ * were lost sees no later chunk acknowledged that would reveal the loss
+ * (detect_losses), and would stall for a whole timeout. So when nothing
+ * was acknowledged for this long, the newest chunk not known held goes
+ * again (TCP's tail loss probe): its acknowledgement shows what else is
+ * missing. At most MAX_PROBES a stall, then the timeout.
  */
 static uint64_t probe_timeout(const struct chan_peer *p)
 {
     uint64_t pto = 2 * p->srtt + (uint64_t)fl_cfg.ack_delay_us * 1000u + PROBE_SLACK_NS;
+    pto <<= p->probes;
     return pto < p->rto ? pto : p->rto;
+}
+
+/* When the next tail probe is due (0: none may go now). */
+static uint64_t probe_due(const struct chan_peer *p)
+{
+    if (p->probes >= MAX_PROBES || !p->srtt)
+        return 0;
+    uint64_t from = p->probe_at > p->progress_ns ? p->probe_at : p->progress_ns;
+    return from + probe_timeout(p);
 }
 
 /* Peer p has something to send: the end of the poll pass will send it. */
@@ -228,12 +251,12 @@ static flit_status chunk_fit(struct fl_tp_ep *t, uint32_t r)
     if (p->chunk_max)
         return FLIT_OK;
     size_t payload = t->ops->max_payload(t->d, r);
-    if (payload < FL_CHAN_HDR + FL_CHAN_CHUNK_HDR + 64) {
+    if (payload < FL_CHAN_MAX_HDR + FL_CHAN_CHUNK_HDR + 64) {
         fl_error("%s: rank %u's path carries %zu-byte datagrams: too small", t->ops->name,
                  r, payload);
         return FLIT_ERR_UNREACHABLE;
     }
-    p->chunk_max = (payload - FL_CHAN_HDR - FL_CHAN_CHUNK_HDR) & ~(size_t)7;
+    p->chunk_max = (payload - FL_CHAN_DATA_HDR - FL_CHAN_CHUNK_HDR) & ~(size_t)7;
     return FLIT_OK;
 }
 
@@ -436,9 +459,8 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
         p->ack_due = 0;
     }
     note_deadline(&next, p->ack_due);
-    bool expired = false, probe = false;
-    uint64_t pto = probe_timeout(p);
-    bool may_probe = !p->probed && p->srtt && now - p->progress_ns >= pto;
+    bool expired = false, probe = false, waiting = false;
+    uint64_t due = probe_due(p);
     for (unsigned l = 0; l < FL_LANES; l++) {
         struct tx_lane *tx = &p->tx[l];
         if (tx->acked == tx->unsent)
@@ -447,6 +469,7 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
             peer_down(t, r, "messages unacknowledged for FLIT_PEER_TIMEOUT");
             return 0;
         }
+        struct tx_chunk *tail = NULL; /* the newest chunk not known held */
         for (uint32_t s = tx->acked; s != tx->unsent; s++) {
             struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
             if (c->sacked || c->rexmit)
@@ -454,21 +477,25 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
             if (now - c->sent_ns >= rto_now(p)) {
                 c->rexmit = expired = true;
                 mark(t, p);
-            } else if (may_probe && now - c->sent_ns >= pto) {
-                c->rexmit = probe = true;
-                mark(t, p);
-            } else {
-                note_deadline(&next, c->sent_ns + rto_now(p));
-                if (!p->probed && p->srtt) {
-                    uint64_t at =
-                        c->sent_ns > p->progress_ns ? c->sent_ns : p->progress_ns;
-                    note_deadline(&next, at + pto);
-                }
+                continue;
             }
+            note_deadline(&next, c->sent_ns + rto_now(p));
+            waiting = true;
+            if (!tail || c->sent_ns >= tail->sent_ns)
+                tail = c;
+        }
+        if (tail && due && now >= due) {
+            tail->rexmit = probe = true;
+            mark(t, p);
         }
     }
-    if (probe)
-        p->probed = true;
+    if (probe) {
+        p->probes++;
+        p->probe_at = now;
+        due = probe_due(p);
+    }
+    if (waiting)
+        note_deadline(&next, due);
     if (expired && p->backoff < MAX_BACKOFF)
         p->backoff++;
     /* Keep-alive: a silent peer is asked, then given up. */
@@ -545,8 +572,9 @@ static void run_timers(struct fl_tp_ep *t, uint64_t now)
 
 /* ---- sending ---- */
 
-static void fill_hdr(struct fl_tp_ep *t, const struct plan *pl, uint8_t *buf,
-                     uint64_t now)
+/* Writes planned datagram pl's header into buf; returns its size. */
+static size_t fill_hdr(struct fl_tp_ep *t, const struct plan *pl, uint8_t *buf,
+                       uint64_t now)
 {
     struct chan_peer *p = &t->peers[pl->dst];
     struct fl_chan_hdr h = {
@@ -561,13 +589,26 @@ static void fill_hdr(struct fl_tp_ep *t, const struct plan *pl, uint8_t *buf,
     };
     for (unsigned l = 0; l < FL_LANES; l++) {
         struct rx_lane *rx = &p->rx[l];
-        h.ack[l].next = rx->next;
-        h.ack[l].sack = 0;
-        for (unsigned i = 0; rx->held && i < 64; i++)
-            if (rx->ooo[(rx->next + 1 + i) % CHUNK_CAP].data)
-                h.ack[l].sack |= (uint64_t)1 << i;
+        struct fl_chan_ack *a = &h.ack[l];
+        a->next = rx->next;
+        a->words = pl->words[l];
+        for (unsigned w = 0; w < a->words; w++) {
+            uint64_t bits = 0;
+            for (unsigned i = 0; i < 64; i++)
+                if (rx->ooo[(rx->next + 1 + 64 * w + i) % CHUNK_CAP].data)
+                    bits |= (uint64_t)1 << i;
+            a->sack[w] = bits;
+        }
     }
-    fl_chan_encode_hdr(buf, &h);
+    return fl_chan_encode_hdr(buf, &h);
+}
+
+/* The selective words lane rx needs: as far as the highest chunk held. */
+static unsigned sack_words(const struct rx_lane *rx)
+{
+    if (!rx->held || !fl_seq_before(rx->next + 1, rx->top))
+        return 0;
+    return (rx->top - (rx->next + 1) + 63) / 64;
 }
 
 /* The iovecs of planned datagram i. */
@@ -576,8 +617,7 @@ static void build(struct fl_tp_ep *t, unsigned i, uint64_t now)
     const struct plan *pl = &t->plans[i];
     struct iovec *v = t->iov[i];
     int n = 0;
-    fill_hdr(t, pl, t->hdr[i], now);
-    v[n++] = (struct iovec){t->hdr[i], FL_CHAN_HDR};
+    v[n++] = (struct iovec){t->hdr[i], fill_hdr(t, pl, t->hdr[i], now)};
     for (unsigned k = 0; k < pl->n; k++) {
         struct tx_lane *tx = &t->peers[pl->dst].tx[pl->lane[k]];
         struct tx_chunk *c = &tx->chunk[pl->seq[k] % CHUNK_CAP];
@@ -609,15 +649,41 @@ static void sent(struct fl_tp_ep *t, unsigned i, uint64_t now)
             c->first_ns = now;
         }
         c->sent_ns = now;
+        c->xmit = p->xmit++;
         c->rexmit = false;
         if (pl->seq[k] == tx->unsent)
             tx->unsent++;
     }
-    p->ack_now = p->ping = false;
+    p->ack_now = pl->ack_short; /* the whole acknowledgement goes next */
+    p->ping = false;
     p->ack_due = 0;
     p->rx[0].unacked = p->rx[1].unacked = 0;
     FL_COUNT(t->counters->datagrams_sent, 1);
     note_deadline(&t->next_timer, now + rto_now(p));
+}
+
+/* The selective words of pl's header: as many of each lane's as the
+   chunks left room for (room bytes, a word per lane set aside), those
+   nearest the hole first. */
+static void plan_acks(struct chan_peer *p, struct plan *pl, size_t room)
+{
+    unsigned want[FL_LANES], total = 0;
+    size_t extra = room / 8;
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        want[l] = sack_words(&p->rx[l]);
+        pl->words[l] = want[l] ? 1 : 0; /* set aside: FL_CHAN_DATA_HDR */
+        extra += 1u - pl->words[l];
+        total += want[l];
+    }
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        unsigned more = want[l] - pl->words[l];
+        if (more > extra)
+            more = (unsigned)extra;
+        pl->words[l] += (uint8_t)more;
+        extra -= more;
+        total -= pl->words[l];
+    }
+    pl->ack_short = total > 0;
 }
 
 /* Fills plan pl with what peer r has to send: due retransmissions first,
@@ -625,12 +691,13 @@ static void sent(struct fl_tp_ep *t, unsigned i, uint64_t now)
 static bool plan_for(struct fl_tp_ep *t, uint32_t r, struct plan *pl)
 {
     struct chan_peer *p = &t->peers[r];
-    size_t room = t->ops->max_payload(t->d, r) - FL_CHAN_HDR;
+    size_t room = t->ops->max_payload(t->d, r) - FL_CHAN_DATA_HDR;
     pl->dst = r;
     pl->n = 0;
     pl->ping = p->ping;
-    for (unsigned pass = 0; pass < 2; pass++) {
-        for (unsigned l = FL_LANES; l-- > 0;) { /* replies first */
+    bool full = false;
+    for (unsigned pass = 0; pass < 2 && !full; pass++) {
+        for (unsigned l = FL_LANES; l-- > 0 && !full;) { /* replies first */
             struct tx_lane *tx = &p->tx[l];
             uint32_t from = pass == 0 ? tx->acked : tx->unsent;
             uint32_t to = pass == 0 ? tx->unsent : tx->next;
@@ -639,14 +706,17 @@ static bool plan_for(struct fl_tp_ep *t, uint32_t r, struct plan *pl)
                 if (pass == 0 && !c->rexmit)
                     continue;
                 size_t need = fl_chan_chunk_size(c->len);
-                if (need > room)
-                    return true;
+                if (need > room) {
+                    full = true;
+                    break;
+                }
                 room -= need;
                 pl->lane[pl->n] = (uint8_t)l;
                 pl->seq[pl->n++] = s;
             }
         }
     }
+    plan_acks(p, pl, room);
     return pl->n > 0 || p->ack_now || p->ping;
 }
 
@@ -832,51 +902,97 @@ static void rtt_sample(struct chan_peer *p, uint64_t sample)
         p->rto = min;
 }
 
+/* The newest transmission an acknowledgement told of. */
+struct rack {
+    bool set;
+    uint32_t xmit;
+};
+
+/*
+ * Chunk c is newly known held. Its transmission is the newest told of if
+ * none later was; a chunk that was sent again and is acknowledged sooner
+ * than half a round trip after may be acknowledged for its first sending,
+ * and tells nothing.
+ */
+static void acked_now(const struct chan_peer *p, const struct tx_chunk *c, struct rack *r,
+                      uint64_t now)
+{
+    if (c->sent_ns != c->first_ns && now - c->sent_ns < p->srtt / 2)
+        return;
+    if (!r->set || fl_seq_before(r->xmit, c->xmit))
+        *r = (struct rack){true, c->xmit};
+}
+
+/*
+ * Loss by the order of transmissions, as TCP's RACK: a chunk not held
+ * whose last transmission came before the newest one the peer acknowledged
+ * is lost, and goes again at once; a lost retransmission is found the same
+ * way, as soon as a chunk sent after it is acknowledged. Only chunks below
+ * high, the highest the acknowledgement described: of the others it knows
+ * nothing (in flight, or past the words it carried). No reordering window:
+ * the paths flit runs on (loopback, a LAN) do not reorder, and a receiver
+ * that kept a chunk back for its poll's budget (take_chunk) acknowledges
+ * it late, which a window would take for reordering and wait on at every
+ * loss (measured: half the goodput at 5% loss). A path that does reorder
+ * costs a retransmission per reordered chunk, which the receiver drops.
+ */
+static void detect_losses(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
+                          uint32_t high)
+{
+    for (uint32_t s = tx->acked; fl_seq_before(s, high); s++) {
+        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+        if (c->sacked || c->rexmit || !fl_seq_before(c->xmit, tx->rack_xmit))
+            continue;
+        c->rexmit = true;
+        mark(t, p);
+    }
+}
+
 static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
                      const struct fl_chan_ack *a, uint64_t now)
 {
     struct tx_lane *tx = &p->tx[lane];
+    struct rack rack = {false, 0};
     /* Never beyond what we sent: that would be a forged or broken ack. */
     if (fl_seq_before(tx->unsent, a->next))
         return;
     if (fl_seq_before(tx->acked, a->next)) {
         p->progress_ns = now;
-        p->probed = false;
+        p->probes = 0;
+        for (uint32_t s = tx->acked; s != a->next; s++)
+            if (!tx->chunk[s % CHUNK_CAP].sacked)
+                acked_now(p, &tx->chunk[s % CHUNK_CAP], &rack, now);
         tx->acked = a->next;
         tx->head =
             tx->acked == tx->next ? tx->tail : tx->chunk[tx->acked % CHUNK_CAP].pkt_pos;
         p->backoff = 0;
     }
-    bool hole = false;
     uint32_t high = a->next; /* past the highest chunk selectively acked */
-    for (unsigned i = 0; i < 64; i++) {
-        uint32_t s = a->next + 1 + i;
-        if (!fl_seq_before(s, tx->unsent))
-            break;
-        /* A stale ack's bits may name packets acknowledged long ago,
-           whose slots now hold newer packets: those say nothing. */
-        if (fl_seq_before(s, tx->acked))
-            continue;
-        if ((a->sack >> i) & 1) {
-            tx->chunk[s % CHUNK_CAP].sacked = true;
-            hole = true;
+    for (unsigned w = 0; w < a->words; w++) {
+        uint64_t bits = a->sack[w];
+        while (bits) {
+            uint32_t s = a->next + 1 + 64 * w + (uint32_t)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            if (!fl_seq_before(s, tx->unsent))
+                break;
+            /* A stale ack's bits may name packets acknowledged long ago,
+               whose slots now hold newer packets: those say nothing. */
+            if (fl_seq_before(s, tx->acked))
+                continue;
+            struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+            if (!c->sacked)
+                acked_now(p, c, &rack, now);
+            c->sacked = true;
             high = s + 1;
         }
     }
-    /* Chunks after a hole arrived: what is missing before them is lost
-       (or late). Send it again now, at most once a round trip. Nothing
-       past the highest chunk acknowledged: of those, the acknowledgement
-       knows nothing (they may be in flight, or beyond its 64 bits). */
-    if (hole && tx->acked != tx->unsent && now - p->fast_at > p->srtt) {
-        for (uint32_t s = tx->acked; fl_seq_before(s, high); s++) {
-            struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
-            if (!c->sacked && now - c->sent_ns > p->srtt / 2) {
-                c->rexmit = true;
-                mark(t, p);
-            }
-        }
-        p->fast_at = now;
+    if (rack.set && (!tx->rack_set || fl_seq_before(tx->rack_xmit, rack.xmit))) {
+        tx->rack_set = true;
+        tx->rack_xmit = rack.xmit;
+        p->probes = 0; /* news: a stall after this may be probed again */
     }
+    if (tx->rack_set && tx->acked != tx->unsent)
+        detect_losses(t, p, tx, high);
 }
 
 /* ---- receiving ---- */
@@ -952,6 +1068,8 @@ static void hold_chunk(struct rx_lane *rx, const struct fl_chan_chunk *c)
     memcpy(o->data, c->data, c->len);
     o->len = c->len;
     o->flags = c->flags;
+    if (!rx->held || !fl_seq_before(c->seq, rx->top))
+        rx->top = c->seq + 1;
     rx->held++;
     rx->held_bytes += c->len;
 }

@@ -4,7 +4,7 @@
 
 #include "platform/le.h"
 
-void fl_chan_encode_hdr(uint8_t buf[FL_CHAN_HDR], const struct fl_chan_hdr *h)
+size_t fl_chan_encode_hdr(uint8_t *buf, const struct fl_chan_hdr *h)
 {
     buf[0] = FL_CHAN_VERSION;
     buf[1] = h->kind;
@@ -15,10 +15,16 @@ void fl_chan_encode_hdr(uint8_t buf[FL_CHAN_HDR], const struct fl_chan_hdr *h)
     fl_put32(buf + 20, h->ts);
     fl_put32(buf + 24, h->ts_echo);
     fl_put32(buf + 28, h->echo_delay);
+    size_t pos = FL_CHAN_HDR;
     for (unsigned l = 0; l < FL_LANES; l++) {
-        fl_put32(buf + 32 + 12 * l, h->ack[l].next);
-        fl_put64(buf + 36 + 12 * l, h->ack[l].sack);
+        uint8_t *a = buf + 32 + 8 * l;
+        fl_put32(a, h->ack[l].next);
+        a[4] = h->ack[l].words;
+        a[5] = a[6] = a[7] = 0;
+        for (unsigned w = 0; w < h->ack[l].words; w++, pos += 8)
+            fl_put64(buf + pos, h->ack[l].sack[w]);
     }
+    return pos;
 }
 
 void fl_chan_encode_chunk(uint8_t buf[FL_CHAN_CHUNK_HDR], const struct fl_chan_chunk *c)
@@ -44,11 +50,16 @@ flit_status fl_chan_decode(uint8_t *buf, size_t len, struct fl_chan_hdr *h,
     h->ts = fl_get32(buf + 20);
     h->ts_echo = fl_get32(buf + 24);
     h->echo_delay = fl_get32(buf + 28);
-    for (unsigned l = 0; l < FL_LANES; l++) {
-        h->ack[l].next = fl_get32(buf + 32 + 12 * l);
-        h->ack[l].sack = fl_get64(buf + 36 + 12 * l);
-    }
     size_t pos = FL_CHAN_HDR;
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        const uint8_t *a = buf + 32 + 8 * l;
+        h->ack[l].next = fl_get32(a);
+        h->ack[l].words = a[4];
+        if (a[4] > FL_CHAN_SACK_WORDS || a[5] || a[6] || a[7] || len - pos < 8u * a[4])
+            return FLIT_ERR_BAD_PACKET;
+        for (unsigned w = 0; w < a[4]; w++, pos += 8)
+            h->ack[l].sack[w] = fl_get64(buf + pos);
+    }
     for (unsigned i = 0; i < h->nchunks; i++) {
         if (len - pos < FL_CHAN_CHUNK_HDR)
             return FLIT_ERR_BAD_PACKET;

@@ -12,15 +12,26 @@
  *   20   4  ts: the sender's clock, microseconds
  *   24   4  ts_echo: the latest ts the sender got from the destination
  *   28   4  echo_delay: microseconds between getting ts_echo and sending this
- *   32  24  per lane (request, reply): u32 next sequence number expected,
- *           u64 selective acks (bit i: number expected + 1 + i is held)
- *   56      chunks: u8 lane, u8 flags, u16 length, u32 sequence number, then
- *           the bytes, padded to 8 (so packets stay 8-byte aligned)
+ *   32  16  per lane (request, reply): u32 next sequence number expected,
+ *           u8 words of selective acknowledgement that follow (at most
+ *           FL_CHAN_SACK_WORDS), three zero bytes
+ *   48      the selective acknowledgements, the request lane's words then
+ *           the reply lane's, u64 each: bit i of word w says that sequence
+ *           number next + 1 + 64 w + i is held
+ *           then the chunks: u8 lane, u8 flags, u16 length, u32 sequence
+ *           number, then the bytes, padded to 8 (so packets stay 8-byte
+ *           aligned)
  *
  * Every datagram carries the acknowledgements for both lanes: a reply
- * acknowledges its request without a packet of its own. A packet larger
- * than a datagram goes as several chunks (FIRST ... LAST), each with a
- * sequence number of its own, reassembled in order at the receiver.
+ * acknowledges its request without a packet of its own. The selective
+ * words reach as far as the highest chunk the receiver holds, which is at
+ * most FL_CHAN_SEQ_WINDOW past the cumulative one: they can describe every
+ * chunk of a window, where version 1's 64 bits saw only the first 64 past
+ * a hole (docs/udp-loss.md). A datagram with chunks may carry fewer words
+ * than the receiver would say, those nearest the hole; a pure
+ * acknowledgement carries them all. A packet larger than a datagram goes
+ * as several chunks (FIRST ... LAST), each with a sequence number of its
+ * own, reassembled in order at the receiver.
  */
 #ifndef FL_CHANNEL_WIRE_H
 #define FL_CHANNEL_WIRE_H
@@ -32,10 +43,17 @@
 #include "flit/flit.h"
 #include "transport/transport.h"
 
-#define FL_CHAN_VERSION    1
-#define FL_CHAN_HDR        56u
+#define FL_CHAN_VERSION    2
+#define FL_CHAN_HDR        48u /* the fixed part */
 #define FL_CHAN_CHUNK_HDR  8u
-#define FL_CHAN_MAX_CHUNKS 256u /* per datagram */
+#define FL_CHAN_MAX_CHUNKS 256u  /* per datagram */
+#define FL_CHAN_SEQ_WINDOW 1024u /* sequence numbers in flight per lane */
+#define FL_CHAN_SACK_WORDS (FL_CHAN_SEQ_WINDOW / 64u)
+/* The header of a datagram with chunks: a selective word per lane fits
+   beside a chunk of the largest size (more when the chunks leave room). */
+#define FL_CHAN_DATA_HDR (FL_CHAN_HDR + 8u * FL_LANES)
+/* The largest header: every selective word of both lanes. */
+#define FL_CHAN_MAX_HDR (FL_CHAN_HDR + 8u * FL_LANES * FL_CHAN_SACK_WORDS)
 
 enum fl_chan_kind { FL_CHAN_DATA = 0, FL_CHAN_PING = 1 };
 
@@ -43,8 +61,9 @@ enum fl_chan_kind { FL_CHAN_DATA = 0, FL_CHAN_PING = 1 };
 #define FL_CHAN_LAST  0x02u
 
 struct fl_chan_ack {
-    uint32_t next; /* first sequence number not yet received */
-    uint64_t sack; /* bit i: next + 1 + i received */
+    uint32_t next;                     /* first sequence number not yet received */
+    uint8_t words;                     /* of sack that count */
+    uint64_t sack[FL_CHAN_SACK_WORDS]; /* bit i of word w: next + 1 + 64w + i held */
 };
 
 struct fl_chan_hdr {
@@ -69,11 +88,23 @@ static inline size_t fl_chan_chunk_size(size_t len)
     return FL_CHAN_CHUNK_HDR + ((len + 7) & ~(size_t)7);
 }
 
-void fl_chan_encode_hdr(uint8_t buf[FL_CHAN_HDR], const struct fl_chan_hdr *h);
+/* The bytes h's header takes: the fixed part and its selective words. */
+static inline size_t fl_chan_hdr_size(const struct fl_chan_hdr *h)
+{
+    size_t n = FL_CHAN_HDR;
+    for (unsigned l = 0; l < FL_LANES; l++)
+        n += 8u * h->ack[l].words;
+    return n;
+}
+
+/* Writes h's header (fl_chan_hdr_size bytes, at most FL_CHAN_MAX_HDR) into
+   buf; returns its size. */
+size_t fl_chan_encode_hdr(uint8_t *buf, const struct fl_chan_hdr *h);
 void fl_chan_encode_chunk(uint8_t buf[FL_CHAN_CHUNK_HDR], const struct fl_chan_chunk *c);
 
 /*
- * Decodes and validates a whole datagram: known version and kind, chunks
+ * Decodes and validates a whole datagram: known version and kind, at most
+ * FL_CHAN_SACK_WORDS selective words a lane and zero reserved bytes, chunks
  * that add up to its length exactly, lanes and flags known. chunks gets
  * h->nchunks entries (at most FL_CHAN_MAX_CHUNKS). Who sent it, and with
  * which key, the caller checks. FLIT_ERR_BAD_PACKET on anything else.

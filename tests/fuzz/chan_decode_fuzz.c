@@ -25,10 +25,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fl_chan_decode(buf, size, &h, chunks) == FLIT_OK) {
         FUZZ_CHECK(size >= FL_CHAN_HDR && h.nchunks <= FL_CHAN_MAX_CHUNKS);
         FUZZ_CHECK(h.kind == FL_CHAN_DATA || h.kind == FL_CHAN_PING);
-        uint8_t again[FL_CHAN_HDR];
-        fl_chan_encode_hdr(again, &h);
-        FUZZ_CHECK(memcmp(again, buf, FL_CHAN_HDR) == 0);
-        size_t pos = FL_CHAN_HDR;
+        uint8_t again[FL_CHAN_MAX_HDR];
+        size_t pos = fl_chan_encode_hdr(again, &h);
+        FUZZ_CHECK(pos == fl_chan_hdr_size(&h) && pos <= size);
+        FUZZ_CHECK(memcmp(again, buf, pos) == 0);
         for (unsigned i = 0; i < h.nchunks; i++) {
             const struct fl_chan_chunk *c = &chunks[i];
             FUZZ_CHECK(c->lane < FL_LANES);

@@ -66,7 +66,7 @@ static void on_packet(void *ctx, uint32_t src, unsigned lane, void *pkt, size_t 
 /* The datagram op: builds and queues it; returns the bytes of input used. */
 static size_t datagram(struct run *r, const uint8_t *in, size_t left)
 {
-    static uint8_t buf[FL_CHAN_HDR + 8 * (FL_CHAN_CHUNK_HDR + 40)];
+    static uint8_t buf[FL_CHAN_MAX_HDR + 8 * (FL_CHAN_CHUNK_HDR + 40)];
     if (left < 7)
         return left;
     uint32_t src = 1 + (in[0] & 1u);
@@ -80,10 +80,13 @@ static size_t datagram(struct run *r, const uint8_t *in, size_t left)
                             .ts = 1};
     h.ack[FL_LANE_REQ].next = fl_get16(in + 2);
     h.ack[FL_LANE_REP].next = fl_get16(in + 4);
-    h.ack[FL_LANE_REQ].sack = in[6];
-    h.ack[FL_LANE_REP].sack = (uint64_t)in[6] << 3;
-    fl_chan_encode_hdr(buf, &h);
-    size_t pos = FL_CHAN_HDR;
+    /* one selective word, or two (the second reaching 64 on) */
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        h.ack[l].words = (uint8_t)(1u + ((in[6] >> (7 - l)) & 1u));
+        h.ack[l].sack[0] = (uint64_t)in[6] << (3 * l);
+        h.ack[l].sack[1] = (uint64_t)in[6] << 40;
+    }
+    size_t pos = fl_chan_encode_hdr(buf, &h);
     for (unsigned i = 0; i < n; i++) {
         struct fl_chan_chunk c = {
             .lane = (uint8_t)lane, .flags = FL_CHAN_FIRST | FL_CHAN_LAST, .seq = seq + i};

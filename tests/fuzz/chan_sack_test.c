@@ -16,7 +16,6 @@
  * until every other lost packet has been sent a third time: two rounds of
  * retransmissions, the first of which had to send 1034 again too.
  */
-#include <poll.h>
 #include <string.h>
 #include <time.h>
 
@@ -53,24 +52,13 @@ static void nothing(void *ctx, uint32_t src, unsigned lane, void *pkt, size_t le
 /* A datagram from rank 1 that carries only acknowledgements. */
 static void ack_from_1(struct fl_tp_ep *t, uint32_t next, uint64_t sack)
 {
-    uint8_t d[FL_CHAN_HDR];
+    uint8_t d[FL_CHAN_MAX_HDR];
     struct fl_chan_hdr h = {
         .kind = FL_CHAN_DATA, .src = 1, .dst = 0, .key = memdgram_key(), .ts = 1};
     h.ack[FL_LANE_REQ].next = next;
-    h.ack[FL_LANE_REQ].sack = sack;
-    fl_chan_encode_hdr(d, &h);
-    FUZZ_CHECK(memdgram_queue(1, d, sizeof d, false));
-    fl_chan_poll(t, FL_LANES_ALL, nothing, NULL, 64);
-}
-
-/* Until the channel's next deadline (its timerfd) or a datagram, then a poll. */
-static void sleep_and_poll(struct fl_tp_ep *t)
-{
-    if (!fl_chan_arm(t, FL_LANES_ALL)) {
-        struct pollfd p = {.fd = fl_chan_fd(t), .events = POLLIN};
-        poll(&p, 1, 1000);
-    }
-    fl_chan_disarm(t);
+    h.ack[FL_LANE_REQ].words = sack ? 1 : 0;
+    h.ack[FL_LANE_REQ].sack[0] = sack;
+    FUZZ_CHECK(memdgram_queue(1, d, fl_chan_encode_hdr(d, &h), false));
     fl_chan_poll(t, FL_LANES_ALL, nothing, NULL, 64);
 }
 
@@ -107,7 +95,7 @@ int main(void)
     unsigned slot_mate = FIRST_BATCH + (1024u - FIRST_BATCH % 1024u + STALE_SEQ) % 1024u;
     double deadline = now_s() + LIMIT_S;
     while (least_sent(slot_mate) < 3 && now_s() < deadline)
-        sleep_and_poll(t);
+        memdgram_sleep_poll(t, nothing, NULL);
     unsigned least = least_sent(slot_mate);
     printf("chan_sack: unacknowledged packets sent at least %u times; %u, which shares a "
            "slot with the stale selective ack's %u, %u times\n",

@@ -2,6 +2,7 @@
 /* The memory datagram transport of the fuzz targets; see memdgram.h. */
 #include "memdgram.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,4 +318,14 @@ void memdgram_poll_all(struct fl_tp_ep *t, unsigned mask, fl_tp_recv_fn cb, void
 uint64_t memdgram_key(void)
 {
     return mem.key;
+}
+
+void memdgram_sleep_poll(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
+{
+    if (!fl_chan_arm(t, FL_LANES_ALL)) {
+        struct pollfd p = {.fd = fl_chan_fd(t), .events = POLLIN};
+        poll(&p, 1, 1000);
+    }
+    fl_chan_disarm(t);
+    fl_chan_poll(t, FL_LANES_ALL, cb, ctx, 64);
 }

@@ -62,4 +62,8 @@ extern void (*memdgram_on_send)(uint32_t dst, const uint8_t *dgram, size_t len);
 void memdgram_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len,
                    unsigned flags);
 
+/* Sleeps as an endpoint does, on the channel's descriptor armed with its
+   next deadline (at most a second), then polls t on every lane. */
+void memdgram_sleep_poll(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx);
+
 #endif /* FLIT_FUZZ_MEMDGRAM_H */

@@ -129,10 +129,10 @@ static size_t datagram(uint8_t *buf, uint8_t kind, uint32_t src, uint64_t key,
                             .echo_delay = 0};
     for (unsigned l = 0; l < FL_LANES; l++) {
         h.ack[l].next = ack_next ? ack_next[l] : 0;
-        h.ack[l].sack = sack ? sack[l] : 0;
+        h.ack[l].words = sack && sack[l] ? 1 : 0;
+        h.ack[l].sack[0] = sack ? sack[l] : 0;
     }
-    fl_chan_encode_hdr(buf, &h);
-    size_t pos = FL_CHAN_HDR;
+    size_t pos = fl_chan_encode_hdr(buf, &h);
     for (unsigned i = 0; i < n; i++) {
         struct fl_chan_chunk ch = {
             .lane = c[i].lane, .flags = c[i].flags, .len = c[i].len, .seq = c[i].seq};
