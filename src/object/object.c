@@ -242,10 +242,16 @@ static void serve(flit_rpc_req_t *req, size_t len, void *user)
     size_t n = 0;
     pthread_mutex_lock(&o->lock);
     if (o->adaptive) {
-        if (o->strategy != FLIT_OBJECT_OWNED || !o->holds || o->moving) {
-            /* Not (or no longer) the owner: the caller tries again once it
-               saw the switch that made this member the owner or not. */
-            uint32_t w = REDIRECT_BIT | (o->epoch + (o->moving ? 1u : 0u));
+        if (o->strategy != FLIT_OBJECT_OWNED || !o->holds || o->moving ||
+            o->epoch != (uint32_t)h.token) {
+            /* Not (or no longer) the owner, or not under the placement the
+               caller is at: it tries again once it has installed the
+               placement named (ours, or the next when moving). A caller
+               ahead of us names its own: it pauses and tries again. */
+            uint32_t at = o->epoch + (o->moving ? 1u : 0u);
+            if ((int32_t)((uint32_t)h.token - at) > 0)
+                at = (uint32_t)h.token;
+            uint32_t w = REDIRECT_BIT | at;
             pthread_mutex_unlock(&o->lock);
             struct iovec v = {&w, sizeof w};
             flit_rpc_reply(req, &v, 1);
@@ -294,12 +300,12 @@ static void serve(flit_rpc_req_t *req, size_t len, void *user)
 }
 
 /* A member that is not the owner: the operation, by RPC. */
-static flit_status invoke_remote(flit_object_t *o, flit_rank_t owner, unsigned op,
-                                 const struct iovec *arg, int narg,
+static flit_status invoke_remote(flit_object_t *o, flit_rank_t owner, uint32_t epoch,
+                                 unsigned op, const struct iovec *arg, int narg,
                                  const struct iovec *res, int nres, size_t *res_len,
                                  uint32_t *target)
 {
-    struct hdr h = {o->id, op, 0};
+    struct hdr h = {o->id, op, epoch};
     struct iovec small[8], *req = small;
     if (narg + 1 > 8 && !(req = malloc(sizeof *req * (size_t)(narg + 1))))
         return FLIT_ERR_NO_MEMORY;
@@ -679,7 +685,8 @@ static flit_status invoke_auto(flit_object_t *o, unsigned op, bool write,
             atomic_fetch_add_explicit(&o->local, 1, memory_order_relaxed);
             st = invoke_local(o, epoch, op, flat, len, res, nres, cap, res_len, &target);
         } else if (was == FLIT_OBJECT_OWNED) {
-            st = invoke_remote(o, owner, op, arg, narg, res, nres, res_len, &target);
+            st = invoke_remote(o, owner, epoch, op, arg, narg, res, nres, res_len,
+                               &target);
         } else {
             st = invoke_write(o, epoch, op, arg, narg, flat, len, res, nres, res_len,
                               &target);
@@ -722,7 +729,8 @@ flit_status flit_object_invokev(flit_object_t *obj, unsigned op, const struct io
     uint32_t target;
     bool local = obj->strategy == FLIT_OBJECT_REPLICATED ? !write : obj->holds;
     if (!local && obj->strategy == FLIT_OBJECT_OWNED)
-        return invoke_remote(obj, obj->owner, op, arg, narg, res, nres, res_len, &target);
+        return invoke_remote(obj, obj->owner, 0, op, arg, narg, res, nres, res_len,
+                             &target);
     /* Flat, or joined once when gathered from several pieces. */
     const void *flat;
     void *joined;

@@ -40,12 +40,16 @@
 struct hdr {
     uint32_t id;
     uint32_t op;
-    uint64_t token; /* replicated writes, place requests: the sender's call */
+    /* replicated writes, place requests: the sender's call; an AUTO
+       object's RPC: the epoch the caller saw */
+    uint64_t token;
 };
 
 /* An AUTO object's group messages: [struct hdr][uint64 epoch][...], the
-   placement the sender saw (pinned objects send no epoch, and an RPC needs
-   none: the owner looks at its own). */
+   placement the sender saw (pinned objects send no epoch). Its RPCs carry
+   the epoch in hdr.token: an owner serves only a caller that has installed
+   the placement it serves under, or the caller could read its own copy
+   under an older one without the write the owner just applied for it. */
 typedef uint64_t epoch_word;
 
 /* A placement: a strategy and, when owned, the owner. */
