@@ -595,7 +595,7 @@ static size_t fill_hdr(struct fl_tp_ep *t, const struct plan *pl, uint8_t *buf,
         for (unsigned w = 0; w < a->words; w++) {
             uint64_t bits = 0;
             for (unsigned i = 0; i < 64; i++)
-                if (rx->ooo[(rx->next + 1 + 64 * w + i) % CHUNK_CAP].data)
+                if (rx->ooo[(rx->next + 64 * w + i) % CHUNK_CAP].data)
                     bits |= (uint64_t)1 << i;
             a->sack[w] = bits;
         }
@@ -603,12 +603,13 @@ static size_t fill_hdr(struct fl_tp_ep *t, const struct plan *pl, uint8_t *buf,
     return fl_chan_encode_hdr(buf, &h);
 }
 
-/* The selective words lane rx needs: as far as the highest chunk held. */
+/* The selective words lane rx needs: as far as the highest chunk held
+   (the next one too, when a poll's budget held it back). */
 static unsigned sack_words(const struct rx_lane *rx)
 {
-    if (!rx->held || !fl_seq_before(rx->next + 1, rx->top))
+    if (!rx->held || !fl_seq_before(rx->next, rx->top))
         return 0;
-    return (rx->top - (rx->next + 1) + 63) / 64;
+    return (rx->top - rx->next + 63) / 64;
 }
 
 /* The iovecs of planned datagram i. */
@@ -930,11 +931,10 @@ static void acked_now(const struct chan_peer *p, const struct tx_chunk *c, struc
  * way, as soon as a chunk sent after it is acknowledged. Only chunks below
  * high, the highest the acknowledgement described: of the others it knows
  * nothing (in flight, or past the words it carried). No reordering window:
- * the paths flit runs on (loopback, a LAN) do not reorder, and a receiver
- * that kept a chunk back for its poll's budget (take_chunk) acknowledges
- * it late, which a window would take for reordering and wait on at every
- * loss (measured: half the goodput at 5% loss). A path that does reorder
- * costs a retransmission per reordered chunk, which the receiver drops.
+ * the paths flit runs on (loopback, a LAN) do not reorder, and a window
+ * taken from a false sign of it waits on every loss (measured: half the
+ * goodput at 5% loss, docs/udp-loss.md). A path that does reorder costs a
+ * retransmission per reordered chunk, which the receiver drops.
  */
 static void detect_losses(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
                           uint32_t high)
@@ -971,7 +971,7 @@ static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
     for (unsigned w = 0; w < a->words; w++) {
         uint64_t bits = a->sack[w];
         while (bits) {
-            uint32_t s = a->next + 1 + 64 * w + (uint32_t)__builtin_ctzll(bits);
+            uint32_t s = a->next + 64 * w + (uint32_t)__builtin_ctzll(bits);
             bits &= bits - 1;
             if (!fl_seq_before(s, tx->unsent))
                 break;

@@ -17,7 +17,8 @@
  *           FL_CHAN_SACK_WORDS), three zero bytes
  *   48      the selective acknowledgements, the request lane's words then
  *           the reply lane's, u64 each: bit i of word w says that sequence
- *           number next + 1 + 64 w + i is held
+ *           number next + 64 w + i is held (next itself: held back for the
+ *           receiver's poll's budget, not delivered yet)
  *           then the chunks: u8 lane, u8 flags, u16 length, u32 sequence
  *           number, then the bytes, padded to 8 (so packets stay 8-byte
  *           aligned)
@@ -63,7 +64,7 @@ enum fl_chan_kind { FL_CHAN_DATA = 0, FL_CHAN_PING = 1 };
 struct fl_chan_ack {
     uint32_t next;                     /* first sequence number not yet received */
     uint8_t words;                     /* of sack that count */
-    uint64_t sack[FL_CHAN_SACK_WORDS]; /* bit i of word w: next + 1 + 64w + i held */
+    uint64_t sack[FL_CHAN_SACK_WORDS]; /* bit i of word w: next + 64w + i held */
 };
 
 struct fl_chan_hdr {

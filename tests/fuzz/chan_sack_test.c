@@ -4,7 +4,7 @@
  * rank 1 packets 0 .. 999 (rank 1 acknowledges them all), then 1000 ..
  * 1099, which are "lost". Then a datagram rank 1 sent long ago arrives:
  * cumulative acknowledgement 0, and a selective acknowledgement for
- * sequence number 10 (bit 9: 0 + 1 + 9). Sequence number 10 was
+ * sequence number 10 (bit 10: 0 + 10). Sequence number 10 was
  * acknowledged long ago; the selective bit is stale and says nothing about
  * 1034, which uses the same slot of the channel's table (1034 % 1024 ==
  * 10). Every unacknowledged packet, 1034 included, must still be sent again
@@ -90,7 +90,7 @@ int main(void)
         memdgram_send(t, 1, FL_LANE_REQ, 32, 0);
     for (unsigned s = FIRST_BATCH; s < FIRST_BATCH + LOST; s++)
         FUZZ_CHECK(sends[s] == 1); /* the window had room for all */
-    ack_from_1(t, 0, (uint64_t)1 << (STALE_SEQ - 1));
+    ack_from_1(t, 0, (uint64_t)1 << STALE_SEQ);
 
     unsigned slot_mate = FIRST_BATCH + (1024u - FIRST_BATCH % 1024u + STALE_SEQ) % 1024u;
     double deadline = now_s() + LIMIT_S;

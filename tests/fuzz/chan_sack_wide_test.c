@@ -7,7 +7,10 @@
  * must say that it holds each of them, however far past the hole (version
  * 1 of the wire said so for 64 only). Then the channel sends rank 1 a
  * packet of the largest size: its datagram has room for one selective
- * word, and a whole acknowledgement must follow it.
+ * word, and a whole acknowledgement must follow it. Then chunk 0 comes
+ * while the poll's budget is spent: it is held back, and the
+ * acknowledgement says so too (not yet delivered, not to be sent again);
+ * the next poll delivers all of them, in order.
  *
  * Sending: the channel sends rank 1 packets 0 .. SENT-1; rank 1
  * acknowledges them all but 0 and HOLE. Those two must go again (at once,
@@ -48,7 +51,7 @@ static void seen(uint32_t dst, const uint8_t *dgram, size_t len)
     last = h.ack[FL_LANE_REQ];
     last_chunks = h.nchunks;
     acks++;
-    if (h.nchunks && h.ack[FL_LANE_REQ].words < (HELD + 63) / 64)
+    if (h.nchunks && h.ack[FL_LANE_REQ].words < (HELD + 64) / 64)
         short_acks++;
 }
 
@@ -56,6 +59,16 @@ static void nothing(void *ctx, uint32_t src, unsigned lane, void *pkt, size_t le
 {
     (void)ctx, (void)src, (void)lane, (void)pkt, (void)len;
     FUZZ_CHECK(!"chunk 0 never came: nothing is delivered");
+}
+
+static uint32_t delivered; /* chunks of rank 1 delivered, each in its turn */
+
+static void in_order(void *ctx, uint32_t src, unsigned lane, void *pkt, size_t len)
+{
+    (void)ctx;
+    FUZZ_CHECK(src == 1 && lane == FL_LANE_REQ && len == 32);
+    FUZZ_CHECK(((const uint8_t *)pkt)[0] == (uint8_t)delivered);
+    delivered++;
 }
 
 static double now_s(void)
@@ -67,11 +80,12 @@ static double now_s(void)
 
 /* A datagram from rank 1: its acknowledgement of the request lane (words
    selective words of sack), and chunks first .. first+n-1 of 32 bytes. */
-static void from_1(struct fl_tp_ep *t, uint32_t next, const uint64_t *sack,
-                   unsigned words, uint32_t first, unsigned n)
+static void from_1_polled(struct fl_tp_ep *t, uint8_t kind, uint32_t next,
+                          const uint64_t *sack, unsigned words, uint32_t first,
+                          unsigned n, fl_tp_recv_fn cb, int budget)
 {
     static uint8_t d[FL_CHAN_MAX_HDR + 16 * (FL_CHAN_CHUNK_HDR + 32)];
-    struct fl_chan_hdr h = {.kind = FL_CHAN_DATA,
+    struct fl_chan_hdr h = {.kind = kind,
                             .nchunks = (uint16_t)n,
                             .src = 1,
                             .dst = 0,
@@ -92,14 +106,20 @@ static void from_1(struct fl_tp_ep *t, uint32_t next, const uint64_t *sack,
         pos += fl_chan_chunk_size(32);
     }
     FUZZ_CHECK(memdgram_queue(1, d, pos, false));
-    fl_chan_poll(t, FL_LANES_ALL, nothing, NULL, 64);
+    fl_chan_poll(t, FL_LANES_ALL, cb, NULL, budget);
+}
+
+static void from_1(struct fl_tp_ep *t, uint32_t next, const uint64_t *sack,
+                   unsigned words, uint32_t first, unsigned n)
+{
+    from_1_polled(t, FL_CHAN_DATA, next, sack, words, first, n, nothing, 64);
 }
 
 /* Whether the acknowledgement says chunk seq is held. */
 static bool says_held(const struct fl_chan_ack *a, uint32_t seq)
 {
-    uint32_t i = seq - a->next - 1;
-    return seq != a->next && i / 64 < a->words && (a->sack[i / 64] >> (i % 64)) & 1;
+    uint32_t i = seq - a->next;
+    return i / 64 < a->words && (a->sack[i / 64] >> (i % 64)) & 1;
 }
 
 static void receiving(struct fl_tp_ep *t)
@@ -109,7 +129,7 @@ static void receiving(struct fl_tp_ep *t)
         from_1(t, 1, NULL, 0, s, 10);
     FUZZ_CHECK(acks > 0);
     FUZZ_CHECK(last.next == 0);
-    FUZZ_CHECK(last.words == (HELD + 63) / 64);
+    FUZZ_CHECK(last.words == (HELD + 64) / 64);
     for (uint32_t s = 1; s <= HELD; s++)
         if (!says_held(&last, s)) {
             fprintf(stderr, "FAIL: the acknowledgement does not say chunk %u is held\n",
@@ -125,10 +145,22 @@ static void receiving(struct fl_tp_ep *t)
     memdgram_send(t, 1, FL_LANE_REP, fit, 0);
     FUZZ_CHECK(acks >= before + 2);
     FUZZ_CHECK(short_acks >= 1);
-    FUZZ_CHECK(last_chunks == 0 && last.words == (HELD + 63) / 64);
+    FUZZ_CHECK(last_chunks == 0 && last.words == (HELD + 64) / 64);
+
+    /* chunk 0, its poll's budget spent: held back, and said held */
+    from_1_polled(t, FL_CHAN_DATA, 1, NULL, 0, 0, 1, nothing, 0);
+    from_1_polled(t, FL_CHAN_PING, 1, NULL, 0, 0, 0, nothing, 0); /* an ack, now */
+    FUZZ_CHECK(last.next == 0 && says_held(&last, 0));
+    for (uint32_t s = 1; s <= HELD; s++)
+        FUZZ_CHECK(says_held(&last, s));
+    for (unsigned i = 0; i < 100 && delivered < HELD + 1; i++) /* 64 a poll */
+        fl_chan_poll(t, FL_LANES_ALL, in_order, NULL, 64);
+    FUZZ_CHECK(delivered == HELD + 1);
     printf("chan_sack_wide: %u chunks past a hole said held in %u words; after a "
-           "full-size packet with fewer, the whole acknowledgement followed\n",
-           HELD, last.words);
+           "full-size packet with fewer, the whole acknowledgement followed; the "
+           "first, held back for the budget, said held, then all %u delivered in "
+           "order\n",
+           HELD, last.words, delivered);
 }
 
 static void sending(void)
@@ -141,9 +173,11 @@ static void sending(void)
         FUZZ_CHECK(sends[s] == 1); /* the window had room for all */
     uint64_t sack[FL_CHAN_SACK_WORDS];
     memset(sack, 0xff, sizeof sack);
-    unsigned words = (SENT - 1 + 63) / 64;
-    sack[words - 1] = ((uint64_t)1 << ((SENT - 1) % 64)) - 1; /* up to SENT-1 */
-    sack[(HOLE - 1) / 64] &= ~((uint64_t)1 << ((HOLE - 1) % 64));
+    unsigned words = (SENT + 63) / 64;
+    if (SENT % 64)
+        sack[words - 1] = ((uint64_t)1 << (SENT % 64)) - 1; /* up to SENT-1 */
+    sack[0] &= ~(uint64_t)1;                                /* not 0 */
+    sack[HOLE / 64] &= ~((uint64_t)1 << (HOLE % 64));
     from_1(t, 0, sack, words, 0, 0);
     FUZZ_CHECK(sends[0] == 2 && sends[HOLE] == 2); /* at once */
 
