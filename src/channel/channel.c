@@ -168,7 +168,6 @@ struct fl_tp_ep {
     uint32_t nrelease;    /* lanes with rx->release set */
     unsigned idle_polls;  /* since the clock was last read */
     uint64_t listened_ns; /* our last look at the clock, polling; 0: never */
-    uint64_t sent_ns;     /* the last chunk's sending: each later one is later */
     bool check_timers;    /* woken by the timer: look at once */
     /* what sending a batch needs, reused */
     struct plan plans[TX_BATCH];
