@@ -18,6 +18,14 @@
 # run (A B, then B A), prints its row below this one's, marked "vs", and
 # the ratios of this build's medians to the other's (total, flit, after),
 # marked "/vs".
+#
+# Under srun --mpi=pmix two more programs run in the same turns, timed the
+# same way, as baselines: "bare", the least a PMIx program that exchanges a
+# value per rank pays (bench/launch_time_pmix.c: PMIx_Init, put, commit, a
+# fence collecting the data), and "ompi", Open MPI's MPI_Init
+# (bench/launch_time_mpi.c, built here with mpicc where Open MPI is
+# installed). The last line of each N is flit's own part under PMIx: flit's
+# "after" less the bare client's, and its share of flit's total.
 set -u
 build=$1
 sizes=${SIZES:-1 2 4 8 16 32 64}
@@ -32,6 +40,7 @@ for b in "$build" $vs; do
 done
 
 launchers="flitrun"
+baselines=
 stop() {
     "$here/../tests/slurm/cluster.sh" stop "$cluster"
     rm -rf "$tmp"
@@ -41,7 +50,15 @@ trap 'exit 130' INT TERM
 if "$here/../tests/slurm/cluster.sh" start "$cluster" >"$tmp/cluster.log" 2>&1; then
     . "$cluster/env"
     launchers="flitrun pmix pmi2"
-    srun --mpi=list 2>&1 | grep -qw pmix || launchers="flitrun pmi2"
+    if srun --mpi=list 2>&1 | grep -qw pmix; then
+        [ -x "$build/bench/launch_time_pmix" ] && baselines="bare"
+        if command -v mpicc >/dev/null 2>&1 &&
+            mpicc -O2 -o "$build/bench/launch_time_mpi" "$here/launch_time_mpi.c"; then
+            baselines="$baselines ompi"
+        fi
+    else
+        launchers="flitrun pmi2"
+    fi
 else
     echo "bench-launch: no Slurm cluster, flitrun only: $(tail -n 1 "$tmp/cluster.log")"
 fi
@@ -52,6 +69,8 @@ one() {
     t0=$(date +%s%N)
     case $1 in
     flitrun) set -- "$3/tools/flitrun" -n "$2" --timeout 120 "$3/bench/launch_time" ;;
+    bare) set -- srun --mpi=pmix -O -n "$2" -t 5 "$3/bench/launch_time_pmix" ;;
+    ompi) set -- srun --mpi=pmix -O -n "$2" -t 5 "$3/bench/launch_time_mpi" ;;
     *) set -- srun --mpi="$1" -O -n "$2" -t 5 "$3/bench/launch_time" ;;
     esac
     LAUNCH_BENCH_T0=$t0 timeout 180 "$@" 2>>"$tmp/err" |
@@ -69,7 +88,7 @@ echo "rank's start to the end of the last flit_ep_create; each with its share of
 echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
 [ -n "$vs" ] && echo "rows marked vs: $vs, alternated with $build in every run"
 printf '%5s %3s' N ''
-for l in $launchers; do
+for l in $launchers $baselines; do
     printf ' | %-7s %7s %7s %6s %7s %6s' "$l" total flit share after share
 done
 echo
@@ -83,6 +102,9 @@ for n in $sizes; do
                 order="$order $l:$b"
             done
         done
+        for l in $baselines; do # not flit's: once, whatever VS says
+            order="$order $l:$build"
+        done
         [ $((r % 2)) -eq 0 ] && order=$(echo $order | tr ' ' '\n' | tac | tr '\n' ' ')
         for lb in $order; do
             l=${lb%%:*} b=${lb#*:}
@@ -93,7 +115,9 @@ for n in $sizes; do
     for tag in this vs; do
         [ "$tag" = vs ] && [ -z "$vs" ] && continue
         printf '%5s %3s' "$n" "$([ "$tag" = vs ] && echo vs)"
-        for l in $launchers; do
+        shown=$launchers
+        [ "$tag" = this ] && shown="$shown $baselines"
+        for l in $shown; do
             f=$tmp/$l.$n.$tag
             total=$(cut -d' ' -f1 "$f" | median)
             flit=$(cut -d' ' -f2 "$f" | median)
@@ -103,6 +127,13 @@ for n in $sizes; do
         done
         echo
     done
+    if [ -s "$tmp/bare.$n.this" ] && [ -s "$tmp/pmix.$n.this" ]; then
+        total=$(cut -d' ' -f1 "$tmp/pmix.$n.this" | median)
+        own=$(awk -v a="$(cut -d' ' -f3 "$tmp/pmix.$n.this" | median)" \
+            -v b="$(cut -d' ' -f3 "$tmp/bare.$n.this" | median)" 'BEGIN { print a - b }')
+        printf '%5s %3s | pmix: flit after - bare after %s ms, %s of the total\n' "$n" '' \
+            "$own" "$(pct "$total" "$own")"
+    fi
     [ -z "$vs" ] && continue
     # This build's medians over the other's, same runs.
     printf '%5s %3s' "$n" '/vs'
