@@ -396,6 +396,9 @@ typedef struct flit_stats {
        the destination's segment (a mapping or cross-memory attach; the
        others went in pieces: FLIT_SHM_CMA_MIN_KB, FLIT_SHM_BULK) */
     uint64_t long_direct;
+    /* Peers this endpoint has exchanged a packet with, in either direction,
+       itself included: the pairs set up (each on first use) */
+    uint64_t peers_in_contact;
 } flit_stats_t;
 
 FLIT_API flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out);

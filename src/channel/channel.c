@@ -235,6 +235,7 @@ static void activate(struct fl_tp_ep *t, uint32_t r, uint64_t now)
 {
     struct chan_peer *p = &t->peers[r];
     p->active = true;
+    FL_COUNT(t->counters->pairs, 1);
     p->rto = RTO_INITIAL_NS;
     p->last_heard = now;
     if (t->nactive == 0)
@@ -1335,6 +1336,12 @@ bool fl_chan_settled(struct fl_tp_ep *t)
                 return false;
     }
     return true;
+}
+
+/* A peer is activated by our first send to it or its first datagram to us. */
+bool fl_chan_in_contact(struct fl_tp_ep *t, uint32_t peer)
+{
+    return t->peers[peer].active;
 }
 
 void fl_chan_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)

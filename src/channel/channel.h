@@ -56,6 +56,7 @@ void fl_chan_want_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane);
 void fl_chan_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx);
 void fl_chan_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *ctx);
 bool fl_chan_settled(struct fl_tp_ep *t);
+bool fl_chan_in_contact(struct fl_tp_ep *t, uint32_t peer);
 void fl_chan_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
 size_t fl_chan_peer_datagram(struct fl_tp_ep *t, uint32_t peer);
 size_t fl_chan_peer_packet_fit(struct fl_tp_ep *t, uint32_t peer);
@@ -74,7 +75,8 @@ void fl_chan_close(struct fl_tp_ep *t);
         .arm = fl_chan_arm, .disarm = fl_chan_disarm, .fd = fl_chan_fd,                  \
         .want_room = fl_chan_want_room, .check_peers = fl_chan_check_peers,              \
         .reclaim = fl_chan_reclaim, .settled = fl_chan_settled,                          \
-        .peer_address = fl_chan_peer_address, .peer_datagram = fl_chan_peer_datagram,    \
+        .in_contact = fl_chan_in_contact, .peer_address = fl_chan_peer_address,          \
+        .peer_datagram = fl_chan_peer_datagram,                                          \
         .peer_packet_fit = fl_chan_peer_packet_fit, .dump_peer = fl_chan_dump_peer,      \
         .close = fl_chan_close,                                                          \
     }

@@ -31,7 +31,7 @@ bool fl_ctrl_decode(const void *pkt, size_t len, struct fl_ctrl *c)
     c->value = fl_get64(b + 8);
     switch (c->kind) {
     case FL_CTRL_BARRIER:
-        return c->arg < 32 && c->value == 0;
+        return c->arg < 32 && c->value <= 1;
     case FL_CTRL_FIN:
         return c->arg == 0 && c->value == 0;
     case FL_CTRL_MAX:
@@ -65,8 +65,10 @@ static void ctrl_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt
     }
     if (c.kind == FL_CTRL_BARRIER) {
         ep->barrier_rounds[c.arg]++;
+        ep->barrier_taint |= (uint32_t)c.value << c.arg;
     } else if (c.kind == FL_CTRL_FIN) {
         ep->peers[src].fin[lane] = true;
+        ep->peers[src].paired = true; /* it says goodbye: it hears ours */
     } else {
         struct fl_max_slot *m = &ep->max_rounds[c.arg & ~PARITY][c.arg >> 31];
         if (m->full) { /* the same round twice: not a rank of ours */
@@ -161,26 +163,122 @@ flit_status fl_ep_allmax(struct flit_ep *ep, uint64_t *max)
 
 /* ---- the end of traffic ---- */
 
-static bool all_fin(struct flit_ep *ep, void *arg)
+/*
+ * The quiesce's barrier: the user's, except that a rank that died on the way
+ * does not stop it. A round whose sender is down is passed, and from then
+ * on this rank's packets say so (value 1), as do those of every rank that
+ * hears it: whoever ends untainted heard, through live ranks only, that
+ * every rank got here. Returns whether this rank did.
+ */
+static flit_status quiesce_barrier(struct flit_ep *ep, bool *whole)
+{
+    uint32_t n = ep->size, me = ep->rank;
+    bool tainted = false;
+    struct round_wait w = {0, 0};
+    for (uint32_t dist = 1; dist < n; dist <<= 1, w.round++) {
+        flit_status st = ctrl_send(ep, (me + dist) % n, FL_LANE_REQ, FL_CTRL_BARRIER,
+                                   w.round, tainted);
+        if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
+            return st;
+        w.from = (me + n - dist) % n;
+        st = fl_progress_until(ep, round_done, &w, -1);
+        if (st != FLIT_OK)
+            return st;
+        if (ep->barrier_rounds[w.round] == 0) {
+            tainted = true; /* its sender is down */
+        } else {
+            ep->barrier_rounds[w.round]--;
+            tainted |= (ep->barrier_taint >> w.round) & 1;
+        }
+    }
+    ep->barrier_taint = 0;
+    *whole = !tainted;
+    return FLIT_OK;
+}
+
+/* Our goodbyes on lanes up to `lane` to each peer paired: a peer paired
+   late (its goodbye came first) gets those of the lanes already done too. */
+static flit_status send_fins(struct flit_ep *ep, unsigned lane)
+{
+    for (uint32_t r = 0; r < ep->size; r++) {
+        struct fl_peer *p = &ep->peers[r];
+        for (unsigned l = FL_LANE_REQ; p->paired && l <= lane; l++) {
+            if (p->fin_sent[l])
+                continue;
+            flit_status st = ctrl_send(ep, r, l, FL_CTRL_FIN, 0, 0);
+            if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
+                return st;
+            p->fin_sent[l] = true;
+        }
+    }
+    return FLIT_OK;
+}
+
+static bool fins_owed(const struct flit_ep *ep, unsigned lane)
+{
+    for (uint32_t r = 0; r < ep->size; r++) {
+        const struct fl_peer *p = &ep->peers[r];
+        if (p->paired && !p->fin_sent[lane] && !fl_peer_is_down(p))
+            return true;
+    }
+    return false;
+}
+
+/* Each peer we say goodbye to has said it on the lane (or is down), or one
+   more was paired since our goodbyes went (ctrl_recv). */
+static bool lane_done(struct flit_ep *ep, void *arg)
 {
     unsigned lane = *(unsigned *)arg;
-    for (uint32_t r = 0; r < ep->size; r++)
-        if (!ep->peers[r].fin[lane] && !fl_peer_is_down(&ep->peers[r]))
+    if (fins_owed(ep, lane))
+        return true;
+    for (uint32_t r = 0; r < ep->size; r++) {
+        const struct fl_peer *p = &ep->peers[r];
+        if (p->paired && !p->fin[lane] && !fl_peer_is_down(p))
             return false;
+    }
     return true;
 }
 
+/*
+ * Goodbyes only where a pair carried something: a rank of a large job talks
+ * to few, and a FIN to every rank set every pair up at the end (rings mapped,
+ * channel windows made, N^2 in all). Both sides of a pair must agree whether
+ * it carried anything, and they do once
+ *   1. every packet a rank sent has reached its receiver's transport
+ *      (->settled: acknowledged; on shared memory a commit is there), and
+ *   2. every rank knows every rank got that far (the barrier after it):
+ * then ->in_contact gives the same answer on both sides, and keeps it:
+ * after the barrier only FINs and replies go out, to pairs in contact.
+ * Where the barrier met a dead rank, 2 cannot be known, and a rank that
+ * heard it says goodbye to every rank and waits for every rank alive, as
+ * before; one whose goodbye reaches a rank that did not pair with it pairs
+ * it there (ctrl_recv), so the two still meet.
+ *
+ * From step 1 on (ep->quiescing), a rank we never had a packet with that
+ * goes away is not reported down (fl_ep_peer_down): it owed us nothing,
+ * and a clean exit of it is no longer announced to us by its FIN.
+ */
 flit_status fl_ep_quiesce(struct flit_ep *ep)
 {
+    ep->quiescing = true;
+    flit_status st = fl_progress_until(ep, fl_ep_settled, NULL, -1);
+    bool whole = false;
+    if (st == FLIT_OK)
+        st = quiesce_barrier(ep, &whole);
+    if (st != FLIT_OK)
+        return st;
+    for (uint32_t r = 0; r < ep->size; r++) {
+        struct fl_peer *p = &ep->peers[r];
+        p->paired = p->paired || !whole || p->tp->in_contact(p->tpe, r);
+    }
     for (unsigned lane = FL_LANE_REQ; lane < FL_LANES; lane++) {
-        for (uint32_t r = 0; r < ep->size; r++) {
-            flit_status st = ctrl_send(ep, r, lane, FL_CTRL_FIN, 0, 0);
-            if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
+        do {
+            st = send_fins(ep, lane);
+            if (st == FLIT_OK)
+                st = fl_progress_until(ep, lane_done, &lane, -1);
+            if (st != FLIT_OK)
                 return st;
-        }
-        flit_status st = fl_progress_until(ep, all_fin, &lane, -1);
-        if (st != FLIT_OK)
-            return st;
+        } while (fins_owed(ep, lane));
     }
     return FLIT_OK;
 }

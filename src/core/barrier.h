@@ -18,7 +18,8 @@
  *   4  4  argument: BARRIER: the round; MAX: the round, and in bit 31 the
  *         parity of the collective's number (a rank can be one collective
  *         ahead of another, never two)
- *   8  8  MAX: the value; else 0
+ *   8  8  MAX: the value; BARRIER: 1 in the quiesce's barrier from a rank
+ *         that heard of a dead rank on the way, else 0; FIN: 0
  */
 #ifndef FL_CORE_BARRIER_H
 #define FL_CORE_BARRIER_H
@@ -41,10 +42,14 @@ flit_status fl_ep_allmax(struct flit_ep *ep, uint64_t *max);
 void fl_ctrl_init(void);
 
 /*
- * Every rank says "that was my last packet" to every rank (itself too) on
- * each lane in turn, then waits to hear it from all: by then every request
- * sent on the endpoint has been handled and its reply sent, and the replies
- * drained. Peers that died are not waited for.
+ * Every rank says "that was my last packet" to every peer it shares a pair
+ * with (one that carried a packet either way, itself too) on each lane in
+ * turn, then waits to hear it from each: by then every request sent on the
+ * endpoint has been handled and its reply sent, and the replies drained.
+ * Which pairs carried anything both sides agree on after a barrier that
+ * follows every rank's packets reaching their receivers (see barrier.c);
+ * where a rank died on the way, every rank alive, as a plain FIN to all.
+ * Peers that died are not waited for.
  */
 flit_status fl_ep_quiesce(struct flit_ep *ep);
 

@@ -555,7 +555,7 @@ flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
 /* Destruction waits this long at most for the last acknowledgements. */
 #define LINGER_US 2000000
 
-static bool all_settled(struct flit_ep *ep, void *arg)
+bool fl_ep_settled(struct flit_ep *ep, void *arg)
 {
     (void)arg;
     for (int i = 0; i < ep->ntp; i++)
@@ -582,7 +582,7 @@ flit_status flit_ep_destroy(flit_ep_t *ep)
     if (st == FLIT_OK)
         st = fl_ep_quiesce(ep);
     if (st == FLIT_OK)
-        fl_progress_until(ep, all_settled, NULL, LINGER_US);
+        fl_progress_until(ep, fl_ep_settled, NULL, LINGER_US);
     fl_ep_leave(ep);
     job_list_remove(ep);
     if (fl_cfg.stats)
@@ -658,6 +658,8 @@ void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
         pthread_cond_broadcast(&ep->progress_cond);
     if (p->fin[FL_LANE_REP])
         return; /* it was done with this endpoint: a clean exit */
+    if (ep->quiescing && !p->tp->in_contact(p->tpe, rank))
+        return; /* we are ending, and it never sent or was sent a packet here */
     FL_COUNT(ep->stats.peers_down, 1);
     p->tp->reclaim(p->tpe, rank, reclaim_one, ep);
     fl_layers_peer_down(ep, rank);

@@ -31,6 +31,8 @@ struct fl_peer {
     _Atomic int down;       /* 0, or the flit_status that took it down */
     uint64_t down_reported; /* peer-down handler ran */
     bool fin[FL_LANES];     /* quiesce: it sent its last packet on the lane */
+    bool paired;            /* quiesce: we say goodbye to it (fl_ep_quiesce) */
+    bool fin_sent[FL_LANES];
     /* fl_ep_piece_size's inputs from the transport, read once (0: not yet) */
     uint32_t max_packet, packet_fit;
     _Atomic uint64_t sent, recv, stalls;
@@ -94,6 +96,8 @@ struct flit_ep {
     bool in_progress_listeners; /* a thread runs them now */
 
     uint32_t barrier_rounds[32]; /* barrier messages received per round */
+    uint32_t barrier_taint;      /* rounds a quiesce's barrier said a rank died in */
+    bool quiescing;              /* fl_ep_quiesce has begun */
     /* fl_ep_allmax: the value heard per round, for this collective and the
        next (by the parity of its number). */
     struct fl_max_slot {
@@ -197,6 +201,10 @@ static inline bool fl_ep_closed_under(const struct flit_ep *ep)
 
 /* Entry of read-only queries: job and handle only, allowed in handlers. */
 flit_status fl_ep_check(struct flit_ep *ep);
+
+/* Every transport of ep has nothing in flight (->settled); a condition for
+   fl_progress_until. */
+bool fl_ep_settled(struct flit_ep *ep, void *arg);
 
 static inline bool fl_peer_is_down(const struct fl_peer *p)
 {

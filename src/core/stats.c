@@ -27,6 +27,7 @@ void fl_stats_snapshot(struct flit_ep *ep, flit_stats_t *out)
     out->retransmits = FL_READ(c->tp.retransmits);
     out->duplicates = FL_READ(c->tp.duplicates);
     out->faults_injected = FL_READ(c->tp.faults_injected);
+    out->peers_in_contact = FL_READ(c->tp.pairs);
     fl_layers_stats(ep, out);
 }
 
@@ -84,6 +85,8 @@ static void report_counters(struct fl_report *r, struct flit_ep *ep)
     fl_report_line(r, "  polls %llu, sleeps %llu, wake-ups sent %llu",
                    (unsigned long long)s.polls, (unsigned long long)s.sleeps,
                    (unsigned long long)s.wakeups_sent);
+    fl_report_line(r, "  peers in contact %llu of %u",
+                   (unsigned long long)s.peers_in_contact, ep->size);
     if (s.datagrams_sent || s.datagrams_received)
         fl_report_line(
             r,

@@ -50,6 +50,7 @@ struct fl_tp_counters {
     fl_counter refused_packets; /* malformed or foreign, dropped */
     fl_counter datagrams_sent, datagrams_received;
     fl_counter retransmits, duplicates, faults_injected;
+    fl_counter pairs; /* peers that came in contact (->in_contact), once each */
 };
 
 /*
@@ -193,6 +194,16 @@ struct fl_transport {
      * never comes.
      */
     bool (*settled)(struct fl_tp_ep *t);
+
+    /*
+     * Whether the pair (t, peer) has carried anything, in either direction:
+     * we sent to peer, or a packet from peer reached this transport (taken
+     * by it, delivered or not). Set up on first use, a pair never carried
+     * anything costs nothing, and endpoint destruction says goodbye only to
+     * pairs that did. Once every packet sent was acknowledged (->settled
+     * on both sides), it gives the same answer on both sides of a pair.
+     */
+    bool (*in_contact)(struct fl_tp_ep *t, uint32_t peer);
 
     /* The peer's address as this transport knows it ("" when none). */
     void (*peer_address)(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);

@@ -4,6 +4,8 @@
  * (src/transport/transport.h), checked on one transport through its ops
  * alone, the same checks for every transport:
  *
+ *   contact     a pair that carried nothing is in contact on neither side;
+ *               after one packet, on both (the receiver only received it)
  *   cancel      a cancelled reservation is never delivered; reserve,
  *               commit, cancel on both lanes
  *   more        packets committed with FL_COMMIT_MORE go out, with the next
@@ -204,7 +206,16 @@ static bool readable(int fd, unsigned ms)
 
 /* ---- the peer: local (self) or a child commanded over a socket ---- */
 
-enum op { OP_COLLECT = 1, OP_SEND, OP_ARM, OP_WAIT_FD, OP_DISARM, OP_SETTLE, OP_QUIT };
+enum op {
+    OP_COLLECT = 1,
+    OP_SEND,
+    OP_ARM,
+    OP_WAIT_FD,
+    OP_DISARM,
+    OP_SETTLE,
+    OP_CONTACT,
+    OP_QUIT
+};
 
 struct cmd {
     uint32_t op, mask, budget, want, lane, first, count, len, ms;
@@ -324,6 +335,8 @@ static int serve(struct side *s, const struct cmd *c, struct reply *r, struct re
         r->result = readable(s->tp->fd(s->ep), c->ms);
     } else if (c->op == OP_DISARM) {
         s->tp->disarm(s->ep);
+    } else if (c->op == OP_CONTACT) {
+        r->result = s->tp->in_contact(s->ep, s->peer);
     } else if (c->op == OP_SETTLE) {
         /* at least one poll: settled here says nothing of what the driver
            still waits for (a lost acknowledgement: its packet comes again) */
@@ -776,6 +789,30 @@ static int check_settled(struct link *k)
     }
 }
 
+static int check_contact(struct link *k)
+{
+    struct side *s = &k->me;
+    int peer_says;
+    if (k->peer_side == &k->me) {
+        EXPECT(s->tp->in_contact(s->ep, s->peer),
+               "%s: a rank is not in contact with itself", k->name);
+        return 0;
+    }
+    TRY(peer_simple(k, OP_CONTACT, 0, 0, false, &peer_says));
+    EXPECT(!s->tp->in_contact(s->ep, s->peer) && !peer_says,
+           "%s: in contact before a packet went (the driver %d, the peer %d)", k->name,
+           s->tp->in_contact(s->ep, s->peer), peer_says);
+    TRY(send_ok(k, FL_LANE_REQ, 1, 0, false));
+    EXPECT(s->tp->in_contact(s->ep, s->peer), "%s: a sender is not in contact", k->name);
+    /* the receiver, once the packet reached it: it only ever received */
+    TRY(peer_collect(k, FL_LANES_ALL, 64, 0));
+    TRY(check_settled(k));
+    TRY(peer_simple(k, OP_CONTACT, 0, 0, false, &peer_says));
+    EXPECT(peer_says, "%s: a receiver is not in contact once the packet arrived",
+           k->name);
+    return 0;
+}
+
 static void on_reclaim(void *ctx, uint32_t src, unsigned lane, void *pkt, size_t len)
 {
     struct side *s = ctx; /* the log of reclaimed packets */
@@ -1103,10 +1140,11 @@ struct check {
 };
 
 static const struct check checks[] = {
-    {"cancel", check_cancel, false}, {"more", check_more, false},
-    {"order", check_order, false},   {"budget", check_budget, false},
-    {"lanes", check_lanes, false},   {"room", check_room, false},
-    {"wake", check_wake, false},     {"settled", check_settled, false},
+    {"contact", check_contact, false}, /* first: the pair has carried nothing */
+    {"cancel", check_cancel, false},   {"more", check_more, false},
+    {"order", check_order, false},     {"budget", check_budget, false},
+    {"lanes", check_lanes, false},     {"room", check_room, false},
+    {"wake", check_wake, false},       {"settled", check_settled, false},
     {"death", check_death, true},
 };
 

@@ -2,11 +2,12 @@
 # Runs a job that is meant to fail in a given way, and checks how it failed.
 #
 #   cmake -DCMD=a|b|c -DEXPECT_RC=137 [-DSTDERR_RE_0=regex ...]
-#         [-DSTDOUT_RE_0=regex ...] [-DMAX_SECONDS=n] [-DPID_DIR=dir]
-#         -P expect_job.cmake
+#         [-DSTDOUT_RE_0=regex ...] [-DSTDERR_NOT_RE_0=regex ...]
+#         [-DMAX_SECONDS=n] [-DPID_DIR=dir] -P expect_job.cmake
 #
 # CMD is the command with its arguments separated by '|'. Each STDERR_RE_i /
-# STDOUT_RE_i (i = 0..9) must match the job's standard error / output.
+# STDOUT_RE_i (i = 0..9) must match the job's standard error / output; no
+# STDERR_NOT_RE_i may match its standard error.
 # MAX_SECONDS bounds how long the job may take. With PID_DIR, the directory
 # is emptied first and "--pid-dir PID_DIR" is appended to the command; the
 # ranks write their pids there, and none of them may still be running after
@@ -35,6 +36,9 @@ endif()
 foreach(i RANGE 0 9)
   if(DEFINED STDERR_RE_${i} AND NOT err MATCHES "${STDERR_RE_${i}}")
     string(APPEND failures "stderr does not match: ${STDERR_RE_${i}}\n")
+  endif()
+  if(DEFINED STDERR_NOT_RE_${i} AND err MATCHES "${STDERR_NOT_RE_${i}}")
+    string(APPEND failures "stderr matches: ${STDERR_NOT_RE_${i}} (${CMAKE_MATCH_0})\n")
   endif()
   if(DEFINED STDOUT_RE_${i} AND NOT out MATCHES "${STDOUT_RE_${i}}")
     string(APPEND failures "stdout does not match: ${STDOUT_RE_${i}}\n")

@@ -10,7 +10,10 @@
  *              ring files, however many ranks there are. On every transport
  *              its virtual memory grew by less than --vm-mb over creation
  *              and the exchange (all pairs set up at creation: N^2 rings
- *              on shared memory; over UDP two send windows per peer).
+ *              on shared memory; over UDP two send windows per peer), and
+ *              flit_ep_stats counts 3 peers in contact (with FLIT_STATS=1,
+ *              flit_ep_destroy prints how many it had at the end: the
+ *              quiesce adds only its barrier's partners, see CMakeLists).
  *  alltoall    every rank sends --count medium messages of 1..512 bytes to
  *              every other rank, interleaved; every byte and every
  *              source's order are checked. With --peer-kb K, the heap
@@ -273,6 +276,12 @@ static void neighbours(uint32_t count, double vm_mb)
         FAIL("rank %u: virtual memory grew by %.1f MB for two peers over %s (at most "
              "%.1f)",
              g.me, grew_mb, transport_to(right), vm_mb);
+    /* Itself and its two neighbours: no other pair was set up. */
+    flit_stats_t st = {.struct_size = sizeof st};
+    CHECK_OK(flit_ep_stats(g.ep, &st));
+    if (st.peers_in_contact != (g.n > 2 ? 3u : 2u))
+        FAIL("rank %u is in contact with %llu peers, not 3 (itself, two neighbours)",
+             g.me, (unsigned long long)st.peers_in_contact);
     /* Two laps of a token around the ring before anyone goes on: nobody
        contacts other ranks (flit_ep_destroy does) before all have looked. */
     for (uint64_t lap = 1; lap <= 2; lap++) {

@@ -633,7 +633,8 @@ static void test_mutation(void)
 }
 
 /* The core's control packets (core/barrier.h): exactly 16 bytes, a known
-   kind, a round below 32, no value where the kind has none. */
+   kind, a round below 32, no value where the kind has none (a barrier's
+   is 0 or 1). */
 static void test_ctrl(void)
 {
     uint8_t b[FL_CTRL_LEN + 1];
@@ -663,6 +664,13 @@ static void test_ctrl(void)
         if (k != FL_CTRL_MAX) {
             memcpy(b, v, 16);
             b[9] = 1; /* a value where the kind has none */
+            CHECK(!fl_ctrl_decode(b, FL_CTRL_LEN, &c));
+        }
+        if (k == FL_CTRL_BARRIER) { /* the quiesce's barrier: 1, a rank died on the way */
+            memcpy(b, v, 16);
+            b[8] = 1;
+            CHECK(fl_ctrl_decode(b, FL_CTRL_LEN, &c) && c.value == 1);
+            b[8] = 2;
             CHECK(!fl_ctrl_decode(b, FL_CTRL_LEN, &c));
         }
     }

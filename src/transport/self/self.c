@@ -46,6 +46,7 @@ static flit_status self_open(const struct fl_tp_open_args *a, struct fl_tp_ep **
     }
     t->seg = a->segment;
     t->seg_size = a->segment_size;
+    FL_COUNT(a->counters->pairs, 1); /* in contact with itself from the start */
     t->tag = a->tag;
     t->ring_size = SELF_RING;
     size_t one = fl_ring_footprint(SELF_RING);
@@ -220,6 +221,14 @@ static bool self_settled(struct fl_tp_ep *t)
     return true; /* shared memory is never in flight */
 }
 
+/* The pair with ourselves is set up at open and costs nothing to use: it
+   counts as in contact, so a rank's goodbye to itself keeps its place. */
+static bool self_in_contact(struct fl_tp_ep *t, uint32_t peer)
+{
+    (void)t, (void)peer;
+    return true;
+}
+
 static void self_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 {
     (void)t, (void)peer;
@@ -265,6 +274,7 @@ const struct fl_transport fl_tp_self = {
     .check_peers = self_check_peers,
     .reclaim = self_reclaim,
     .settled = self_settled,
+    .in_contact = self_in_contact,
     .peer_address = self_peer_address,
     .dump_peer = self_dump_peer,
     .close = self_close,

@@ -557,6 +557,8 @@ static flit_status first_contact(struct fl_tp_ep *t, uint32_t dst)
     setup_bulk(dst, p, k);
     /* Release: our rings are attached before the receiver looks at them. */
     atomic_store_explicit(&h->announce[slot], me->lidx + 1, memory_order_release);
+    if (!k->rx_ready)
+        FL_COUNT(t->counters->pairs, 1);
     k->tx_ready = true;
     atomic_store_explicit(&p->sending, k, memory_order_release);
     t->tx_peers[t->ntx++] = dst;
@@ -603,6 +605,8 @@ static void take_announcements(struct fl_tp_ep *t)
             fl_ring_rx_attach(&k->rx[l],
                               (uint8_t *)block + l * fl_ring_footprint(t->ring_size),
                               t->ring_size);
+        if (!k->tx_ready)
+            FL_COUNT(t->counters->pairs, 1);
         k->rx_ready = true;
         t->rx_peers[t->nrx++] = r;
     }
@@ -929,6 +933,16 @@ static bool shm_settled(struct fl_tp_ep *t)
     return true; /* shared memory is never in flight */
 }
 
+/* We announced ourselves to peer, or it to us (taken now if still pending:
+   its announcement precedes its first record). */
+static bool shm_in_contact(struct fl_tp_ep *t, uint32_t peer)
+{
+    if (announced(t))
+        take_announcements(t);
+    const struct shm_link *k = t->peers[peer].link;
+    return k && (k->tx_ready || k->rx_ready);
+}
+
 static void shm_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 {
     snprintf(buf, len, "pid %d", (int)t->peers[peer].pid);
@@ -1026,6 +1040,7 @@ const struct fl_transport fl_tp_shm = {
     .check_peers = shm_check_peers,
     .reclaim = shm_reclaim,
     .settled = shm_settled,
+    .in_contact = shm_in_contact,
     .peer_address = shm_peer_address,
     .peer_pid = shm_peer_pid,
     .dump_peer = shm_dump_peer,
