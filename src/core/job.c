@@ -172,8 +172,8 @@ static void check_transports(const struct fl_transport *const *all)
         bool ok = t->name && t->open && t->address && t->reachable && t->connect &&
                   t->connected && t->max_packet && t->reserve && t->commit && t->cancel &&
                   t->poll && t->arm && t->disarm && t->fd && t->want_room &&
-                  t->check_peers && t->reclaim && t->settled && t->in_contact && t->peer_address &&
-                  t->dump_peer && t->close &&
+                  t->check_peers && t->reclaim && t->settled && t->in_contact &&
+                  t->peer_address && t->dump_peer && t->close &&
                   (!(t->caps & FL_TP_PUT) || (t->put && t->set_tag));
         if (!ok) {
             fl_error("transport %s lacks a required op", t->name ? t->name : "?");
