@@ -206,6 +206,9 @@ flit_status fl_job_init(const flit_init_params_t *params,
     flit_status st = fl_config_load();
     if (st != FLIT_OK)
         return st;
+    for (int i = 0; transports[i]; i++)
+        if (transports[i]->prepare)
+            transports[i]->prepare();
     struct fl_boot_info info = {0};
     st = fl_boot_open(&info);
     if (st != FLIT_OK)

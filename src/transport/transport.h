@@ -86,6 +86,13 @@ struct fl_transport {
     uint32_t caps; /* FL_TP_* */
     uint16_t id;   /* small number in address blobs */
 
+    /*
+     * Optional. Once per process, in flit_init before the launcher is
+     * reached: set-up that is cheap only while the process has one thread
+     * (PMIx's client and flitrun's boot thread start threads of their own).
+     */
+    void (*prepare)(void);
+
     /* Opens the transport for an endpoint. Blocks (setup only). */
     flit_status (*open)(const struct fl_tp_open_args *args, struct fl_tp_ep **out);
 

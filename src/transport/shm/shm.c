@@ -240,6 +240,19 @@ static flit_status open_fds(struct fl_tp_ep *t)
 
 static void shm_close(struct fl_tp_ep *t);
 
+/*
+ * The sleep/wake handshake's slow fence is membarrier(2), for which the
+ * process registers once. Registering a process that already runs several
+ * threads waits for an RCU grace period in the kernel (5-12 ms here, more
+ * with every CPU busy, as in a start-up of many ranks); with one thread it
+ * costs microseconds. So it happens before the launcher starts any.
+ */
+static void shm_prepare(void)
+{
+    if (fl_cfg.transport != FL_TRANSPORT_UDP)
+        fl_fence_setup();
+}
+
 static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep **out)
 {
     uint32_t nlocal = 0;
@@ -1021,6 +1034,7 @@ const struct fl_transport fl_tp_shm = {
     .name = "shm",
     .caps = FL_TP_RELIABLE | FL_TP_PUT,
     .id = 2,
+    .prepare = shm_prepare,
     .open = shm_open_ep,
     .address = shm_address,
     .reachable = shm_reachable,
