@@ -100,34 +100,6 @@ void fl_boot_name_job(struct fl_boot_info *info, const char *launcher_job,
     info->job_id_unique = slurm;
 }
 
-void fl_blobs_free(struct fl_blobs *b)
-{
-    free(b);
-}
-
-struct fl_blobs *fl_blobs_alloc(uint32_t n, size_t total)
-{
-    size_t head = sizeof(struct fl_blobs) + n * (sizeof(size_t) + sizeof(uint8_t *));
-    struct fl_blobs *b = calloc(1, head + total + 1);
-    if (!b)
-        return NULL;
-    b->n = n;
-    b->len = (size_t *)(b + 1);
-    b->blob = (const uint8_t **)(b->len + n);
-    /* Data grows after the tables; blob[i] set by fl_blobs_add. */
-    b->blob[0] = (const uint8_t *)(b->blob + n);
-    return b;
-}
-
-void fl_blobs_add(struct fl_blobs *b, uint32_t i, const void *data, size_t len)
-{
-    uint8_t *dst = (uint8_t *)(i == 0 ? b->blob[0] : b->blob[i - 1] + b->len[i - 1]);
-    if (len)
-        memcpy(dst, data, len);
-    b->blob[i] = dst;
-    b->len[i] = len;
-}
-
 void fl_boot_close(bool clean)
 {
     if (cur)

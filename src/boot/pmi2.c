@@ -661,54 +661,6 @@ static flit_status fetch_blob(uint32_t r, uint8_t **buf, size_t *len)
     return st;
 }
 
-/* All blobs as one: u32 n, n u64 lengths, then the blobs. */
-static uint8_t *pack(const struct fl_blobs *b, size_t *len)
-{
-    size_t n = 4 + 8 * (size_t)b->n;
-    for (uint32_t r = 0; r < b->n; r++)
-        n += b->len[r];
-    uint8_t *p = malloc(n);
-    if (!p)
-        return NULL;
-    fl_put32(p, b->n);
-    size_t at = 4 + 8 * (size_t)b->n;
-    for (uint32_t r = 0; r < b->n; r++) {
-        fl_put64(p + 4 + 8 * (size_t)r, b->len[r]);
-        if (b->len[r])
-            memcpy(p + at, b->blob[r], b->len[r]);
-        at += b->len[r];
-    }
-    *len = n;
-    return p;
-}
-
-/* pack's inverse, checking every length against what is there. */
-static flit_status unpack(const uint8_t *p, size_t len, struct fl_blobs **out)
-{
-    size_t head = 4 + 8 * (size_t)p2.size, total = 0;
-    bool ok = len >= head && fl_get32(p) == p2.size;
-    for (uint32_t r = 0; ok && r < p2.size; r++) {
-        uint64_t n = fl_get64(p + 4 + 8 * (size_t)r);
-        ok = n <= len - head - total;
-        total += ok ? (size_t)n : 0;
-    }
-    if (!ok || head + total != len) {
-        fl_error("PMI-2: rank 0's gathered blobs (%zu bytes) do not add up", len);
-        return FLIT_ERR_BOOT;
-    }
-    struct fl_blobs *b = fl_blobs_alloc(p2.size, total);
-    if (!b)
-        return FLIT_ERR_NO_MEMORY;
-    size_t at = head;
-    for (uint32_t r = 0; r < p2.size; r++) {
-        size_t n = (size_t)fl_get64(p + 4 + 8 * (size_t)r);
-        fl_blobs_add(b, r, p + at, n);
-        at += n;
-    }
-    *out = b;
-    return FLIT_OK;
-}
-
 /*
  * The rest of a round on one node, once this rank's blob is put: rank 0
  * gets every rank's blob and puts them all as one, which every other rank
@@ -722,7 +674,7 @@ static flit_status node_round(struct fl_blobs **out)
         size_t n = 0;
         flit_status st = fetch_blob(ALL, &all, &n);
         if (st == FLIT_OK)
-            st = unpack(all, n, out);
+            st = fl_blobs_unpack(all, n, p2.size, "PMI-2", out);
         free(all);
         return st;
     }
@@ -730,7 +682,7 @@ static flit_status node_round(struct fl_blobs **out)
     if (st != FLIT_OK)
         return st;
     size_t n;
-    uint8_t *all = pack(*out, &n);
+    uint8_t *all = fl_blobs_pack(*out, &n);
     st = all ? put_blob(ALL, all, n) : FLIT_ERR_NO_MEMORY;
     free(all);
     if (st != FLIT_OK) {
