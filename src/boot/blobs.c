@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "platform/le.h"
-#include "util/log.h"
 
 void fl_blobs_free(struct fl_blobs *b)
 {
@@ -57,7 +56,7 @@ uint8_t *fl_blobs_pack(const struct fl_blobs *b, size_t *len)
 }
 
 flit_status fl_blobs_unpack(const uint8_t *p, size_t len, uint32_t n,
-                            const char *launcher, struct fl_blobs **out)
+                            struct fl_blobs **out)
 {
     size_t head = 4 + 8 * (size_t)n, total = 0;
     bool ok = len >= head && fl_get32(p) == n;
@@ -66,11 +65,8 @@ flit_status fl_blobs_unpack(const uint8_t *p, size_t len, uint32_t n,
         ok = size <= len - head - total;
         total += ok ? (size_t)size : 0;
     }
-    if (!ok || head + total != len) {
-        fl_error("%s: rank 0's gathered blobs (%zu bytes) do not add up for %u ranks",
-                 launcher, len, n);
+    if (!ok || head + total != len)
         return FLIT_ERR_BOOT;
-    }
     struct fl_blobs *b = fl_blobs_alloc(n, total);
     if (!b)
         return FLIT_ERR_NO_MEMORY;

@@ -21,8 +21,9 @@ void fl_blobs_add(struct fl_blobs *b, uint32_t i, const void *data, size_t len);
 uint8_t *fl_blobs_pack(const struct fl_blobs *b, size_t *len);
 
 /* fl_blobs_pack's inverse for a job of n ranks, every length checked against
-   what is there; a blob that does not add up fails, naming the launcher. */
+   what is there: FLIT_ERR_BOOT, quietly, when they do not add up (the
+   caller says whose they were). */
 flit_status fl_blobs_unpack(const uint8_t *p, size_t len, uint32_t n,
-                            const char *launcher, struct fl_blobs **out);
+                            struct fl_blobs **out);
 
 #endif /* FL_BOOT_BLOBS_H */

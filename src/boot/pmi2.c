@@ -673,8 +673,11 @@ static flit_status node_round(struct fl_blobs **out)
         uint8_t *all = NULL;
         size_t n = 0;
         flit_status st = fetch_blob(ALL, &all, &n);
-        if (st == FLIT_OK)
-            st = fl_blobs_unpack(all, n, p2.size, "PMI-2", out);
+        if (st == FLIT_OK &&
+            (st = fl_blobs_unpack(all, n, p2.size, out)) == FLIT_ERR_BOOT)
+            fl_error("PMI-2: rank 0's gathered blobs (%zu bytes) do not add up for %u "
+                     "ranks",
+                     n, p2.size);
         free(all);
         return st;
     }

@@ -476,7 +476,11 @@ static flit_status gathered(const char *key, struct fl_blobs **out)
         st = FLIT_ERR_BOOT;
     } else {
         st = fl_blobs_unpack((const uint8_t *)v->data.bo.bytes, v->data.bo.size, px.size,
-                             "PMIx", out);
+                             out);
+        if (st == FLIT_ERR_BOOT)
+            fl_error("PMIx: rank 0's gathered blobs of exchange %s (%zu bytes) do not "
+                     "add up for %u ranks",
+                     key, v->data.bo.size, px.size);
     }
     PMIX_VALUE_RELEASE(v);
     return st;

@@ -6,7 +6,7 @@
  *
  *   fuzz_seeds DIR   ->  DIR/chan_decode/, DIR/am_decode/, DIR/chan_recv/,
  *                        DIR/chan_order/, DIR/stream_decode/, DIR/rma_decode/,
- *                        DIR/boot_frames/, DIR/pmi2_decode/
+ *                        DIR/boot_frames/, DIR/pmi2_decode/, DIR/blobs_unpack/
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include <flit/rma.h>
 
 #include "am/wire.h"
+#include "boot/blobs.h"
 #include "boot/proto.h"
 #include "channel/wire.h"
 #include "fuzz.h"
@@ -609,6 +610,39 @@ static void pmi2_seeds(void)
              strlen(seeds[i][1] + 1) + 1);
 }
 
+/* Byte 0 the job's size less one, then a packing of that many blobs. */
+static void blobs_seeds(void)
+{
+    const uint32_t sizes[] = {1, 3, 8};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint32_t n = sizes[i];
+        size_t total = 0;
+        for (uint32_t r = 0; r < n; r++)
+            total += r % 3 * 5; /* 0, 5, 10, 0, ...: some empty */
+        struct fl_blobs *b = fl_blobs_alloc(n, total);
+        if (!b)
+            abort();
+        for (uint32_t r = 0; r < n; r++) {
+            uint8_t data[10];
+            memset(data, (int)(r + 1), sizeof data);
+            fl_blobs_add(b, r, data, r % 3 * 5);
+        }
+        size_t len;
+        uint8_t *p = fl_blobs_pack(b, &len), buf[512];
+        if (!p || len + 1 > sizeof buf)
+            abort();
+        buf[0] = (uint8_t)(n - 1);
+        memcpy(buf + 1, p, len);
+        char name[32];
+        snprintf(name, sizeof name, "ranks-%u", n);
+        save("blobs_unpack", name, buf, len + 1);
+        snprintf(name, sizeof name, "ranks-%u-cut", n);
+        save("blobs_unpack", name, buf, len);
+        free(p);
+        fl_blobs_free(b);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -628,5 +662,6 @@ int main(int argc, char **argv)
     rma_seeds();
     boot_seeds();
     pmi2_seeds();
+    blobs_seeds();
     return 0;
 }

@@ -8,11 +8,9 @@
  * short), each read from a heap buffer of its exact length so that the
  * sanitizers see any read past it.
  */
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "boot/blobs.h"
 #include "platform/le.h"
@@ -52,7 +50,7 @@ static flit_status unpack_exact(const uint8_t *p, size_t len, uint32_t n,
     CHECK(copy);
     memcpy(copy, p, len);
     *out = NULL;
-    flit_status st = fl_blobs_unpack(copy, len, n, "test", out);
+    flit_status st = fl_blobs_unpack(copy, len, n, out);
     free(copy);
     return st;
 }
@@ -88,16 +86,9 @@ static void refused(void)
     CHECK_ST(unpack_exact(p, len, 5, &back), FLIT_ERR_BOOT);
     CHECK_ST(unpack_exact(p, len, 3, &back), FLIT_ERR_BOOT);
     CHECK(back == NULL);
-    /* Cut anywhere: in the count, in the lengths, in the data (each says
-       so on stderr: quiet here but for the last). */
-    int saved = dup(2), null = open("/dev/null", O_WRONLY);
-    CHECK(saved >= 0 && null >= 0 && dup2(null, 2) == 2);
-    for (size_t cut = 0; cut + 1 < len; cut++)
+    /* Cut anywhere: in the count, in the lengths, in the data. */
+    for (size_t cut = 0; cut < len; cut++)
         CHECK_ST(unpack_exact(p, cut, 4, &back), FLIT_ERR_BOOT);
-    CHECK(dup2(saved, 2) == 2);
-    close(saved);
-    close(null);
-    CHECK_ST(unpack_exact(p, len - 1, 4, &back), FLIT_ERR_BOOT);
     /* A byte left over. */
     memcpy(bad, p, len);
     bad[len] = 0;
