@@ -11,7 +11,8 @@
 #   make test-tsan      the tests labelled threads, under ThreadSanitizer
 #   make format-check   the C lines changed (git) follow .clang-format
 #   make bench          flit-bench on 2 ranks: latency, bandwidth, rate, N1/2
-#   make bench-compare  flit-bench beside an MPI ping-pong of Debian's Open MPI
+#   make bench-compare  flit-bench beside Open MPI's ping-pong and UCX's
+#                       ucx_perftest, run by run (BENCH_ARGS='--rounds 5')
 #   make bench-udp      flit over UDP beside raw UDP: loopback, veth, under loss
 #   make bench-scale    N ranks on this host: creation, memory, latency, barrier
 #   make bench-readme   all of these, 3 runs each: the README's tables as markdown
@@ -109,7 +110,7 @@ bench: build
 	$(FLITRUN) -n 2 $(BUILD)/bench/flit-bench $(BENCH_ARGS)
 
 bench-compare: build
-	bench/compare.sh $(BUILD)
+	bench/compare.sh $(BUILD) $(BENCH_ARGS)
 
 bench-udp: build
 	bench/udp_bench.sh $(BUILD) $(BENCH_ARGS)

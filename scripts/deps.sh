@@ -19,6 +19,7 @@
 #   libpmix-dev           flit_init under mpirun (pmix_*), with
 #   openmpi-bin libopenmpi-dev
 #                         mpirun (pmix_*), make bench-compare
+#   ucx-utils             make bench-compare (ucx_perftest), bench_compare_smoke
 #   slurm-wlm munge       slurm_* (a one-node Slurm cluster on localhost: srun
 #                         --mpi=pmix and --mpi=pmi2, sbatch, salloc), make
 #                         bench-launch
@@ -30,8 +31,8 @@
 set -u
 
 PACKAGES="g++ clang libclang-rt-dev ninja-build pkg-config libpmix-dev openmpi-bin
-          libopenmpi-dev slurm-wlm munge iproute2 nftables util-linux clang-format python3
-          git"
+          libopenmpi-dev ucx-utils slurm-wlm munge iproute2 nftables util-linux
+          clang-format python3 git"
 
 say() { echo "deps: $*"; }
 
