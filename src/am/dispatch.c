@@ -139,6 +139,22 @@ static flit_status judge(struct flit_ep *ep, const struct fl_am_msg *m)
     return FLIT_OK;
 }
 
+/* Runs handler slot h for a message of kind k from src, counted. */
+static void invoke(struct flit_ep *ep, uint32_t src, unsigned k, bool is_reply,
+                   uint16_t handler, void *buf, size_t nbytes, const uint32_t *argv,
+                   unsigned nargs)
+{
+    struct fl_am_ep *a = fl_am_of(ep);
+    FL_COUNT(a->recv_msgs[k], 1);
+    if (nbytes)
+        FL_COUNT(a->recv_bytes[k], nbytes);
+    FL_COUNT(ep->peers[src].recv, 1);
+    const struct fl_handler_slot *h = &a->handlers[handler];
+    struct flit_token *t = token_push(ep, src, is_reply);
+    h->fn(t, buf, nbytes, argv, nargs, h->user);
+    token_pop(ep, t);
+}
+
 static void run_handler(struct flit_ep *ep, uint32_t src, const struct fl_am_msg *m)
 {
     bool is_reply = m->flags & FL_AMF_REPLY;
@@ -151,19 +167,35 @@ static void run_handler(struct flit_ep *ep, uint32_t src, const struct fl_am_msg
         buf = (uint8_t *)ep->seg + m->base;
         nbytes = m->total;
     }
-    unsigned k = fl_am_stat(kind_of(m), is_reply);
-    struct fl_am_ep *a = fl_am_of(ep);
-    FL_COUNT(a->recv_msgs[k], 1);
-    FL_COUNT(a->recv_bytes[k], nbytes);
-    FL_COUNT(ep->peers[src].recv, 1);
-    const struct fl_handler_slot *h = &a->handlers[m->handler];
-    struct flit_token *t = token_push(ep, src, is_reply);
-    h->fn(t, buf, nbytes, m->argv, m->nargs, h->user);
-    token_pop(ep, t);
+    invoke(ep, src, fl_am_stat(kind_of(m), is_reply), is_reply, m->handler, buf, nbytes,
+           m->argv, m->nargs);
+}
+
+/*
+ * A short message the endpoint takes, the latency path: judged from its
+ * first word, its tag and its handler's slot, and run, with no decode.
+ * False, with nothing done, where the whole path must look at it (another
+ * kind of message, or a short one it would refuse or send back).
+ */
+static bool recv_short(struct flit_ep *ep, uint32_t src, unsigned lane,
+                       const uint8_t *pkt, size_t len)
+{
+    uint64_t w = fl_get64(pkt);
+    const uint32_t *argv = fl_am_short_args(pkt, len, w);
+    uint16_t handler = (uint16_t)(w >> 32);
+    bool is_reply = (w >> 24) & FL_AMF_REPLY;
+    if (!argv || is_reply != (lane == FL_LANE_REP) || fl_get64(pkt + 12) != ep->tag ||
+        handler >= ep->handler_count || !fl_am_of(ep)->handlers[handler].fn)
+        return false;
+    invoke(ep, src, fl_am_stat(FLIT_AM_SHORT, is_reply), is_reply, handler, NULL, 0, argv,
+           (uint8_t)(w >> 16));
+    return true;
 }
 
 void fl_am_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt, size_t len)
 {
+    if (len >= FL_AM_BASE_HDR && recv_short(ep, src, lane, pkt, len))
+        return;
     struct fl_am_msg m;
     if (fl_am_decode(pkt, len, &m) != FLIT_OK ||
         ((m.flags & FL_AMF_REPLY) != 0) != (lane == FL_LANE_REP)) {

@@ -28,6 +28,7 @@
 
 #include "core/packet.h"
 #include "flit/flit.h"
+#include "platform/le.h"
 
 #define FL_AM_BASE_HDR 20u
 #define FL_AM_LONG_EXT 24u
@@ -77,22 +78,42 @@ size_t fl_am_encode(uint8_t *buf, const struct fl_am_msg *m, const uint32_t *arg
 
 /*
  * The header of a short message, written in place: what fl_am_encode writes
- * for FL_OP_AM_SHORT, without a header struct to fill first (the latency
- * and message-rate path). Returns the packet's length.
+ * for FL_OP_AM_SHORT, field by field with no header struct and no call (the
+ * latency and message-rate path). Returns the packet's length.
  */
 static inline size_t fl_am_encode_short(uint8_t *buf, bool reply, uint16_t handler,
                                         uint64_t tag, const uint32_t *args,
                                         unsigned nargs)
 {
-    struct fl_am_msg m;
-    m.op = FL_OP_AM_SHORT;
-    m.flags = reply ? FL_AMF_REPLY : 0;
-    m.nargs = (uint8_t)nargs;
-    m.handler = handler;
-    m.aux = 0;
-    m.tag = tag;
-    m.payload_len = 0;
-    return fl_am_encode(buf, &m, args);
+    fl_put64(buf, (uint64_t)FL_WIRE_VERSION | (uint64_t)FL_OP_AM_SHORT << 8 |
+                      (uint64_t)nargs << 16 | (uint64_t)(reply ? FL_AMF_REPLY : 0) << 24 |
+                      (uint64_t)handler << 32);
+    fl_put32(buf + 8, 0);
+    fl_put64(buf + 12, tag);
+    uint8_t *p = buf + FL_AM_BASE_HDR;
+    for (unsigned i = 0; i < nargs; i++)
+        fl_put32(p + 4 * i, args[i]);
+    size_t hl = fl_am_hdr_len(FL_OP_AM_SHORT, nargs);
+    if (nargs % 2 == 0)
+        fl_put32(p + 4 * nargs, 0); /* the pad to 8 bytes: never leak stack */
+    return hl;
+}
+
+/*
+ * The arguments of a well-formed short message whose first word is w and
+ * length len (a receive's fast path): NULL where fl_am_decode must judge it
+ * (another op, flags, a length that does not add up, a big-endian host).
+ * What it accepts, fl_am_decode accepts with the same fields.
+ */
+static inline const uint32_t *fl_am_short_args(const uint8_t *pkt, size_t len, uint64_t w)
+{
+    unsigned nargs = (uint8_t)(w >> 16);
+    if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ ||
+        (uint16_t)w != (FL_WIRE_VERSION | FL_OP_AM_SHORT << 8) ||
+        ((w >> 24) & 0xff & ~FL_AMF_REPLY) != 0 || nargs > FLIT_AM_MAX_ARGS ||
+        len != fl_am_hdr_len(FL_OP_AM_SHORT, nargs) || fl_get32(pkt + 8) != 0)
+        return NULL;
+    return (const uint32_t *)(const void *)(pkt + FL_AM_BASE_HDR);
 }
 
 /*
