@@ -128,12 +128,22 @@ static void wait_asleep(pid_t tid)
     }
 }
 
-static _Atomic pid_t waiter_tid;
+/* Each waiter's kernel thread id, so that the test can wait until it sleeps
+   inside flit_wait: a thread that only counted itself in may not have
+   called flit_wait yet, and would then call it on a freed endpoint. */
+static _Atomic pid_t waiter_tid[2];
 
 static void *wait_thread_tid(void *arg)
 {
-    atomic_store(&waiter_tid, (pid_t)syscall(SYS_gettid));
+    atomic_store(&waiter_tid[(intptr_t)arg], (pid_t)syscall(SYS_gettid));
     return wait_thread(arg);
+}
+
+static void wait_waiter_asleep(int i)
+{
+    while (!atomic_load(&waiter_tid[i]))
+        sched_yield();
+    wait_asleep(atomic_load(&waiter_tid[i]));
 }
 
 static void case_safe_wait(void)
@@ -142,9 +152,7 @@ static void case_safe_wait(void)
     pthread_t b;
     CHECK(pthread_create(&b, NULL, wait_thread_tid, (void *)0) == 0);
     wait_for(&inside, 1);
-    while (!atomic_load(&waiter_tid))
-        sched_yield();
-    wait_asleep(atomic_load(&waiter_tid));
+    wait_waiter_asleep(0);
     CHECK_OK(flit_ep_destroy(ep));
     CHECK(pthread_join(b, NULL) == 0);
     CHECK_ST(atomic_load(&waiter_st[0]), FLIT_ERR_CLOSED);
@@ -156,9 +164,13 @@ static void case_safe_wait(void)
     atomic_store(&inside, 0);
     atomic_store(&done_count, 0);
     pthread_t w[2];
-    for (int i = 0; i < 2; i++)
-        CHECK(pthread_create(&w[i], NULL, wait_thread, (void *)(intptr_t)i) == 0);
+    for (int i = 0; i < 2; i++) {
+        atomic_store(&waiter_tid[i], 0);
+        CHECK(pthread_create(&w[i], NULL, wait_thread_tid, (void *)(intptr_t)i) == 0);
+    }
     wait_for(&inside, 2);
+    for (int i = 0; i < 2; i++)
+        wait_waiter_asleep(i);
     CHECK_OK(flit_finalize());
     for (int i = 0; i < 2; i++) {
         CHECK(pthread_join(w[i], NULL) == 0);
