@@ -25,10 +25,11 @@
 __thread unsigned fl_handler_depth __attribute__((tls_model("initial-exec")));
 __thread struct flit_ep *fl_in_call __attribute__((tls_model("initial-exec")));
 
-#define BLOB_MAGIC  0x50454c46u /* "FLEP" */
+#define BLOB_MAGIC  0x32454c46u /* "FLE2" */
 #define FAIL_MAGIC  0x4c494146u /* "FAIL": magic, version, status */
 #define FAIL_BLOB   12u
-#define BLOB_HDR    28u /* magic, version, tag, seg size, ntp */
+#define BLOB_HDR    32u /* magic, version, tag, seg size, ntp, flags */
+#define BLOB_RENDEZVOUS 1u /* flags: a transport asked for the round */
 #define TP_BLOB_MAX 512u
 #define KNOWN_PARAMS                                                                     \
     (FLIT_EP_PARAM_THREAD_MODE | FLIT_EP_PARAM_SEGMENT | FLIT_EP_PARAM_TAG |             \
@@ -251,6 +252,11 @@ static flit_status build_blob(struct flit_ep *ep, uint8_t **out, size_t *len)
     fl_put64(b + 8, ep->tag);
     fl_put64(b + 16, ep->seg_size);
     fl_put32(b + 24, (uint32_t)ep->ntp);
+    uint32_t flags = 0;
+    for (int i = 0; i < ep->ntp; i++)
+        if (ep->tps[i]->rendezvous && ep->tps[i]->rendezvous(ep->tpes[i]))
+            flags |= BLOB_RENDEZVOUS;
+    fl_put32(b + 28, flags);
     size_t pos = BLOB_HDR;
     for (int i = 0; i < ep->ntp; i++) {
         size_t n = TP_BLOB_MAX;
@@ -322,9 +328,9 @@ static flit_status connect_peer(struct flit_ep *ep, uint32_t r, const uint8_t *b
 }
 
 /*
- * Creation is collective, so a failure must be too: every rank says how its
- * step went, and all of them fail if one did (nobody is left waiting in the
- * next exchange). Returns the first failure, ours first.
+ * The round a rendezvous asks for: every rank says how connecting went, and
+ * all of them fail if one did (nobody is left waiting in the next exchange).
+ * Returns the first failure, ours first.
  */
 static flit_status agree(struct flit_ep *ep, flit_status mine, const char *step)
 {
@@ -362,7 +368,11 @@ static flit_status failed_blob(const uint8_t *b, size_t len)
  * One exchange: every rank's address, or the status that kept it from
  * opening the endpoint. Every rank sees the same blobs, so all of them fail
  * together when one could not open (the first failure, ours first), and
- * otherwise connect to every peer.
+ * otherwise connect to every peer. Connecting fails only on what the
+ * addresses say, which both ends of a pair see (->connect), so no second
+ * round is needed to fail together, unless a transport asked for one: a
+ * launcher round costs a fence of every process, 10-40 ms at 32-64 ranks a
+ * host under PMIx.
  */
 static flit_status exchange_and_connect(struct flit_ep *ep, flit_status opened)
 {
@@ -397,13 +407,22 @@ static flit_status exchange_and_connect(struct flit_ep *ep, flit_status opened)
         fl_blobs_free(all);
         return st;
     }
-    for (uint32_t r = 0; r < ep->size && st == FLIT_OK; r++)
-        st = connect_peer(ep, r, all->blob[r], all->len[r]);
+    bool rendezvous = false;
+    for (uint32_t r = 0; r < ep->size; r++) {
+        if (st == FLIT_OK)
+            st = connect_peer(ep, r, all->blob[r], all->len[r]);
+        if (all->len[r] >= BLOB_HDR && (fl_get32(all->blob[r] + 28) & BLOB_RENDEZVOUS)) {
+            if (!rendezvous)
+                fl_info("endpoint %u: rank %u asks for a rendezvous: one more round", ep->index,
+                        r);
+            rendezvous = true;
+        }
+    }
     fl_blobs_free(all);
-    return agree(ep, st, "connect");
+    return rendezvous ? agree(ep, st, "connect") : st;
 }
 
-/* Everyone has mapped what it needs: the names can go. */
+/* Nobody needs the names any more (after the rendezvous, where there was one). */
 static void forget_names(struct flit_ep *ep)
 {
     for (int i = 0; i < ep->ntp; i++)

@@ -105,13 +105,29 @@ struct fl_transport {
     /* Whether this transport reaches the rank that published blob. Pure. */
     bool (*reachable)(struct fl_tp_ep *t, uint32_t rank, const void *blob, size_t len);
 
-    /* Connects to rank. May block (setup only). */
+    /*
+     * Connects to rank: takes its address in. May block (setup only). Fails
+     * only for what the addresses themselves say (each end of the pair sees
+     * the same): creation then fails on both. Whatever is this process's own
+     * trouble (no descriptor left, the peer already gone) waits for first
+     * contact, which reports the peer down, because the other ranks may
+     * already have returned from creation.
+     */
     flit_status (*connect)(struct fl_tp_ep *t, uint32_t rank, const void *blob,
                            size_t len);
 
     /*
-     * Called once every rank has connected (after a job-wide barrier):
-     * a transport drops what was only needed for the rendezvous.
+     * Optional; asked before the exchange. Whether peers may need what this
+     * endpoint published (its files by name) until every rank has connected.
+     * If any rank's transport says so, creation ends with a job-wide round in
+     * which every rank also says whether it connected (all fail if one
+     * could not); otherwise there is no such round.
+     */
+    bool (*rendezvous)(struct fl_tp_ep *t);
+
+    /*
+     * Called once this rank has connected, after that round where there is
+     * one: a transport drops what was only needed for the rendezvous.
      */
     void (*connected)(struct fl_tp_ep *t);
 

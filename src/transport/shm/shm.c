@@ -8,8 +8,8 @@
  * sender holding its two receive rings (fl_ring), one per lane. The file is
  * sparse and nobody maps it whole. Pairs are set up on first use, in each
  * direction on its own: the first send to a peer opens the peer's file
- * (through /proc/PID/fd: the file is unlinked once every rank has connected,
- * so nothing is left behind if a rank dies), maps the peer's header and the
+ * (through /proc/PID/fd: the file is unlinked as soon as its owner has
+ * connected, so nothing is left behind if a rank dies), maps the peer's header and the
  * block of its own rings there, and announces itself by taking a slot of
  * the header's announcement queue (an atomic add, once per pair) and writing
  * its local index into it. The receiver looks at the queue's count on every
@@ -17,10 +17,12 @@
  * that announced and from then on polls their rings, and theirs only. So
  * creation costs O(N) per rank (addresses and a pidfd per peer), a peer
  * never contacted costs a few dozen bytes and no mapping, and memory and
- * poll cost follow the peers a rank exchanges messages with. Where
- * /proc/PID/fd is out of reach (a process that is not dumpable, a hardened
- * /proc), the files are opened by name at creation instead and held until
- * first use. The design and its invariants: docs/architecture.md.
+ * poll cost follow the peers a rank exchanges messages with. A process that
+ * is not dumpable keeps its /proc/PID/fd from its peers: it says so in its
+ * address, its peers open its files by name at creation and hold them until
+ * first use, and it asks for a job-wide round after connecting (->rendezvous)
+ * so that it unlinks them only once every rank holds them. The design and its
+ * invariants: docs/architecture.md.
  *
  * Long payloads go with one copy: a plain memcpy into the peer's segment when
  * the library made it (shared mapping), cross-memory attach when the
@@ -39,6 +41,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,6 +100,7 @@ struct shm_link {
 struct shm_peer {
     bool local; /* on this host */
     bool connected;
+    bool closed; /* not dumpable: its files are opened by name, not /proc */
     bool setup_failed; /* first contact failed: check_peers reports it */
     bool seg_shared;
     _Atomic bool dead;
@@ -106,7 +110,8 @@ struct shm_peer {
     bool polled;             /* no pidfd: its death is read from /proc (FLIT_SHM_WATCH) */
     uint64_t start;          /* polled: its start time, which tells a reused pid */
     int file_fdno, seg_fdno; /* its descriptors, for /proc/PID/fd */
-    int file_fd, seg_fd;     /* held open (no /proc access), else -1 */
+    int file_fd, seg_fd;     /* closed: held open until first use, else -1 */
+    uint64_t gone_since;     /* its file is gone while it lives: since when */
     uint64_t hdr_addr;       /* its header, in its memory (CMA probe) */
     uint64_t seg_addr, seg_size;
     struct shm_link *link;
@@ -128,7 +133,7 @@ struct fl_tp_ep {
     uint32_t ntx;
     uint32_t seen;          /* announcements taken */
     uint32_t nfailed;       /* peers with setup_failed not yet reported */
-    bool probed, hold;      /* /proc/PID/fd tried; refused: hold fds */
+    bool closed;            /* we are not dumpable (rendezvous) */
     struct shm_peer *peers; /* [size]; only local ones are used */
     struct shm_hdr *hdr;
     size_t hdr_bytes, block_bytes, file_bytes;
@@ -278,6 +283,8 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     t->nlocal = nlocal;
     fl_host_id(t->host_id);
     t->ring_size = (size_t)fl_cfg.shm_ring_bytes;
+    /* Not dumpable (set-uid, prctl): /proc/PID/fd is closed to same-user peers */
+    t->closed = prctl(PR_GET_DUMPABLE) != 1;
     t->wake_sock = t->pid_epfd = t->epfd = t->file_fd = -1;
     t->seg_addr = (uint64_t)(uintptr_t)a->segment;
     t->seg_size = a->segment_size;
@@ -329,6 +336,7 @@ static flit_status shm_address(struct fl_tp_ep *t, void *buf, size_t *len)
     fl_put32(b + 56, t->seg_shared);
     fl_put32(b + 60, (uint32_t)t->file_fd);
     fl_put32(b + 64, (uint32_t)t->seg_fd);
+    fl_put32(b + 68, t->closed);
     *len = SHM_BLOB;
     return FLIT_OK;
 }
@@ -349,53 +357,56 @@ static int open_proc_fd(const struct shm_peer *p, int fdno)
     return fd >= 0 ? fd : -errno;
 }
 
-/* Where /proc/PID/fd is refused, the files are opened by name now, while
-   they are still linked, and held until first use. */
-static flit_status hold_files(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
+/* A peer that keeps its /proc/PID/fd closed: its files are opened by name
+   now, while the rendezvous keeps them linked, and held until first use. A
+   failure is first contact's to report. */
+static void hold_files(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
 {
     char name[96];
     fl_shm_name(name, sizeof name, t->job_id, r, t->ep_index, "");
     p->file_fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-    if (p->file_fd < 0)
-        return sys_error("cannot open a peer's ring file", -errno);
+    if (p->file_fd < 0) {
+        fl_error("shm: cannot open rank %u's ring file by name: %s", r, strerror(errno));
+        p->setup_failed = true;
+        t->nfailed++;
+        return;
+    }
     if (p->seg_shared && p->seg_size && fl_cfg.shm_bulk == FL_BULK_AUTO) {
         fl_shm_name(name, sizeof name, t->job_id, r, t->ep_index, "-seg");
         p->seg_fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-        if (p->seg_fd < 0)
-            return sys_error("cannot open a peer's segment file", -errno);
+        if (p->seg_fd < 0) /* then cross-memory attach, or pieces */
+            fl_info("shm: cannot open rank %u's segment by name: %s", r, strerror(errno));
     }
-    return FLIT_OK;
 }
 
 /*
  * Watches peer r's process for its death: a pidfd in our epoll set, which
- * also wakes a sleeper. Where the kernel has no pidfd_open (before Linux
- * 5.3, under valgrind, behind a seccomp filter) or FLIT_SHM_WATCH=proc asks,
- * its start time instead, compared with /proc/PID/stat every
- * FLIT_PEER_CHECK_MS (sleepers wake that often anyway).
+ * also wakes a sleeper. Where there is none (no pidfd_open before Linux 5.3,
+ * under valgrind or behind a seccomp filter; FLIT_SHM_WATCH=proc; no
+ * descriptor left), its start time instead, compared with /proc/PID/stat
+ * every FLIT_PEER_CHECK_MS (sleepers wake that often anyway). Cannot fail:
+ * a peer already gone gets start time 0, which the first scan reports.
  */
-static flit_status watch(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
+static void watch(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
 {
     int fd = fl_cfg.shm_watch == FL_WATCH_PROC ? -ENOSYS : fl_pidfd_open(p->pid);
     if (fd >= 0) {
-        p->pidfd = fd;
         struct epoll_event ev = {.events = EPOLLIN, .data.u32 = r};
-        if (epoll_ctl(t->pid_epfd, EPOLL_CTL_ADD, p->pidfd, &ev) != 0)
-            return sys_error("epoll_ctl", -errno);
-        return FLIT_OK;
+        if (epoll_ctl(t->pid_epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
+            p->pidfd = fd;
+            return;
+        }
+        close(fd);
+        fd = -errno;
     }
-    if (fd != -ENOSYS && fd != -EPERM && fd != -EACCES)
-        return sys_error("pidfd_open", fd);
-    int err = fl_proc_start(p->pid, &p->start);
-    if (err != 0)
-        return sys_error("reading /proc/PID/stat", err);
-    if (t->npolled == 0 && fl_cfg.shm_watch != FL_WATCH_PROC)
-        fl_info("shm: no pidfd_open here (%s): peers' deaths are read from /proc "
+    if (fl_proc_start(p->pid, &p->start) != 0)
+        p->start = 0;
+    if (t->npolled == 0 && fl_cfg.shm_watch != FL_WATCH_PROC && fd != -ESRCH)
+        fl_info("shm: no pidfd for rank %u (%s): peers' deaths are read from /proc "
                 "every %lld ms",
-                strerror(-fd), (long long)fl_cfg.peer_check_ms);
+                r, strerror(-fd), (long long)fl_cfg.peer_check_ms);
     p->polled = true;
     t->npolled++;
-    return FLIT_OK;
 }
 
 static flit_status shm_connect(struct fl_tp_ep *t, uint32_t r, const void *blob,
@@ -417,27 +428,18 @@ static flit_status shm_connect(struct fl_tp_ep *t, uint32_t r, const void *blob,
     p->seg_shared = fl_get32(b + 56) != 0;
     p->file_fdno = (int)fl_get32(b + 60);
     p->seg_fdno = (int)fl_get32(b + 64);
-    flit_status st = watch(t, r, p);
-    if (st != FLIT_OK)
-        return st;
-    if (!t->probed) { /* the first peer tells whether /proc/PID/fd serves */
-        int fd = open_proc_fd(p, p->file_fdno);
-        t->probed = true;
-        t->hold = fd == -EACCES || fd == -EPERM;
-        if (t->hold)
-            fl_info("shm: /proc/%d/fd is out of reach (%s): peers' files are "
-                    "held open from creation",
-                    (int)p->pid, strerror(-fd));
-        if (fd >= 0)
-            close(fd);
-    }
-    if (t->hold) {
-        st = hold_files(t, r, p);
-        if (st != FLIT_OK)
-            return st;
-    }
+    p->closed = fl_get32(b + 68) != 0;
+    watch(t, r, p);
+    if (p->closed)
+        hold_files(t, r, p);
     p->connected = true;
     return FLIT_OK;
+}
+
+/* Whether peers need our files by name until they have all connected. */
+static bool shm_rendezvous(struct fl_tp_ep *t)
+{
+    return t->closed;
 }
 
 static void shm_connected(struct fl_tp_ep *t)
@@ -513,6 +515,25 @@ static bool header_matches(const struct fl_tp_ep *t, uint32_t r, const struct sh
 }
 
 /*
+ * Whether p's file is gone while p lives on: its endpoint was closed (its
+ * creation failed there alone, or it destroyed it) rather than it died,
+ * which its pidfd reports. A process between closing its files and exiting
+ * looks the same for a moment, so only a state that lasts GONE_NS counts.
+ */
+#define GONE_NS 200000000ull
+
+static bool endpoint_gone(struct shm_peer *p)
+{
+    uint64_t start;
+    if (fl_proc_start(p->pid, &start) != 0)
+        return false; /* it died */
+    uint64_t now = fl_now_ns();
+    if (!p->gone_since)
+        p->gone_since = now;
+    return now - p->gone_since >= GONE_NS;
+}
+
+/*
  * Sender side: maps dst's header and our block in its file, and announces
  * us. FLIT_ERR_AGAIN when dst's file is gone (it died: its pidfd reports
  * it); other failures mark the peer for check_peers to report down.
@@ -526,9 +547,9 @@ static flit_status first_contact(struct fl_tp_ep *t, uint32_t dst)
     if (!k)
         return FLIT_ERR_AGAIN; /* no memory now; a later try may find some */
     int fd = p->file_fd >= 0 ? p->file_fd : open_proc_fd(p, p->file_fdno);
-    if (fd == -ENOENT || fd == -ESRCH)
+    if ((fd == -ENOENT || fd == -ESRCH) && !endpoint_gone(p))
         return FLIT_ERR_AGAIN; /* it died: the pidfd says so soon */
-    const char *what = "open";
+    const char *what = fd == -ENOENT ? "its endpoint is closed" : "open";
     int err = fd < 0 ? fd : 0;
     struct stat sb;
     if (!err && fstat(fd, &sb) != 0)
@@ -551,8 +572,11 @@ static flit_status first_contact(struct fl_tp_ep *t, uint32_t dst)
             err = -EINVAL, what = "announcement queue";
     }
     if (err) {
-        fl_error("shm: first contact with rank %u failed (%s): %s", dst, what,
-                 strerror(-err));
+        fl_error("shm: first contact with rank %u failed (%s): %s%s", dst, what,
+                 strerror(-err),
+                 err == -EACCES || err == -EPERM
+                     ? " (its /proc/PID/fd is out of reach: a security module?)"
+                     : "");
         if (h)
             munmap(h, t->hdr_bytes);
         if (block)
@@ -1062,6 +1086,7 @@ const struct fl_transport fl_tp_shm = {
     .address = shm_address,
     .reachable = shm_reachable,
     .connect = shm_connect,
+    .rendezvous = shm_rendezvous,
     .connected = shm_connected,
     .max_packet = shm_max_packet,
     .reserve = shm_reserve,
