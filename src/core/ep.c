@@ -28,7 +28,10 @@ __thread struct flit_ep *fl_in_call __attribute__((tls_model("initial-exec")));
 #define BLOB_MAGIC  0x32454c46u /* "FLE2" */
 #define FAIL_MAGIC  0x4c494146u /* "FAIL": magic, version, status */
 #define FAIL_BLOB   12u
-#define BLOB_HDR    32u /* magic, version, tag, seg size, ntp, flags */
+/* magic, version, tag, seg size, ntp, flags, the job-wide settings (their
+   number, then FL_CONFIG_JOB_MAX values), then the transports' parts */
+#define BLOB_SETTINGS   32u
+#define BLOB_HDR        (BLOB_SETTINGS + 4u + 8u * FL_CONFIG_JOB_MAX)
 #define BLOB_RENDEZVOUS 1u /* flags: a transport asked for the round */
 #define TP_BLOB_MAX 512u
 #define KNOWN_PARAMS                                                                     \
@@ -257,6 +260,10 @@ static flit_status build_blob(struct flit_ep *ep, uint8_t **out, size_t *len)
         if (ep->tps[i]->rendezvous && ep->tps[i]->rendezvous(ep->tpes[i]))
             flags |= BLOB_RENDEZVOUS;
     fl_put32(b + 28, flags);
+    int64_t set[FL_CONFIG_JOB_MAX] = {0};
+    fl_put32(b + BLOB_SETTINGS, fl_config_job_values(set, FL_CONFIG_JOB_MAX));
+    for (unsigned k = 0; k < FL_CONFIG_JOB_MAX; k++)
+        fl_put64(b + BLOB_SETTINGS + 4 + 8 * k, (uint64_t)set[k]);
     size_t pos = BLOB_HDR;
     for (int i = 0; i < ep->ntp; i++) {
         size_t n = TP_BLOB_MAX;
@@ -354,6 +361,37 @@ static flit_status agree(struct flit_ep *ep, flit_status mine, const char *step)
     return mine;
 }
 
+/*
+ * Whether every rank has this rank's job-wide settings (FLIT_TRANSPORT, ...):
+ * ranks that differ there can reach some peers and not others, and fail
+ * connecting alone. Every rank sees the same blobs, so all of them fail
+ * here together, each naming the first rank that differs from it.
+ */
+static flit_status same_settings(struct flit_ep *ep, const struct fl_blobs *all)
+{
+    const uint8_t *mine = all->blob[ep->rank];
+    for (uint32_t r = 0; r < ep->size; r++) {
+        const uint8_t *b = all->blob[r];
+        if (all->len[r] < BLOB_HDR || fl_get32(b) != BLOB_MAGIC)
+            continue; /* connect_peer says what is wrong with it */
+        for (unsigned k = 0; k < FL_CONFIG_JOB_MAX; k++) {
+            size_t at = BLOB_SETTINGS + 4 + 8 * k;
+            if (fl_get64(b + at) == fl_get64(mine + at))
+                continue;
+            const char *name;
+            char theirs[64], ours[64];
+            fl_config_job_describe(k, (int64_t)fl_get64(b + at), &name, theirs,
+                                   sizeof theirs);
+            fl_config_job_describe(k, (int64_t)fl_get64(mine + at), &name, ours,
+                                   sizeof ours);
+            fl_error("rank %u has %s=%s, this rank %s: it must be the same on every rank",
+                     r, name, theirs, ours);
+            return FLIT_ERR_INVALID_ARG;
+        }
+    }
+    return FLIT_OK;
+}
+
 /* A rank that could not open the endpoint says so in place of its address. */
 static flit_status failed_blob(const uint8_t *b, size_t len)
 {
@@ -403,6 +441,8 @@ static flit_status exchange_and_connect(struct flit_ep *ep, flit_status opened)
         if (st == FLIT_OK)
             st = theirs;
     }
+    if (st == FLIT_OK)
+        st = same_settings(ep, all);
     if (st != FLIT_OK) {
         fl_blobs_free(all);
         return st;

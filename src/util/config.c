@@ -47,6 +47,7 @@ struct var {
     int64_t special;
     const char *special_means;
     const char *const *choices; /* K_ENUM, NULL-terminated */
+    bool job; /* every rank of a job must have the same (fl_config_job_values) */
 };
 
 static const char *const bulk_choices[] = {"auto", "cma", "copy", NULL};
@@ -78,7 +79,8 @@ static const struct var vars[] = {
     {"FLIT_PROGRESS_THREAD", K_BOOL, F(progress_thread), 0, 0, 1, NULL,
      "serve every endpoint from a progress thread (makes them thread-safe)"},
     {"FLIT_SHM_RING_KB", K_KB, F(shm_ring_bytes), 256, 256, 65536, "KiB",
-     "size of each shared-memory ring (one per ordered pair and lane)", .pow2 = true},
+     "size of each shared-memory ring (one per ordered pair and lane)", .pow2 = true,
+     .job = true},
     {"FLIT_SHM_BULK", K_ENUM, F(shm_bulk), FL_BULK_AUTO, 0, 2, NULL,
      "long payloads on shared memory: auto (mapping, else CMA, else copy), cma, copy",
      .choices = bulk_choices},
@@ -95,7 +97,7 @@ static const struct var vars[] = {
      "how often a waiting endpoint checks that its peers are alive"},
     {"FLIT_TRANSPORT", K_ENUM, F(transport), FL_TRANSPORT_AUTO, 0, 2, NULL,
      "auto (shared memory on a host, UDP between hosts), udp (UDP to every peer), shm",
-     .choices = transport_choices},
+     .choices = transport_choices, .job = true},
     {"FLIT_PEER_TIMEOUT", K_SECONDS, F(peer_timeout_ms), 30000, 100, 86400000, "s",
      "seconds a UDP peer may stay silent (or leave data unacknowledged) before it is "
      "declared down and its messages returned"},
@@ -325,6 +327,32 @@ flit_status fl_config_load(void)
     }
     warn_unknown();
     return st;
+}
+
+unsigned fl_config_job_values(int64_t *out, unsigned max)
+{
+    unsigned n = 0;
+    for (size_t i = 0; i < NVARS; i++)
+        if (vars[i].job && n < max)
+            out[n++] = *field(&vars[i]);
+    return n;
+}
+
+void fl_config_job_describe(unsigned k, int64_t val, const char **name, char *buf,
+                            size_t len)
+{
+    *name = "?";
+    snprintf(buf, len, "%lld", (long long)val);
+    for (size_t i = 0; i < NVARS; i++) {
+        if (!vars[i].job || k-- != 0)
+            continue;
+        const struct var *v = &vars[i];
+        *name = v->name;
+        bool known = v->kind != K_ENUM || (val >= v->min && val <= v->max);
+        if (known)
+            format_value(v, v->kind == K_KB ? val >> 10 : val, buf, len);
+        return;
+    }
 }
 
 /* What special values became once the job was known (fl_config_settle). */

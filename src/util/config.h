@@ -78,6 +78,14 @@ void fl_config_print(FILE *out);
 /* A variable left at its special value ("flit picks") was settled to value
    once the job was known (why: the reason, or NULL); FLIT_VERBOSE says so. */
 void fl_config_settle(const char *name, int64_t value, const char *why);
+/* The settings every rank of a job must share (FLIT_TRANSPORT,
+   FLIT_SHM_RING_KB), in table order, as kept: at most max written to out,
+   their number returned. flit_ep_create compares them across ranks. */
+#define FL_CONFIG_JOB_MAX 8
+unsigned fl_config_job_values(int64_t *out, unsigned max);
+/* The k-th of them: its name, and val as it would be given. */
+void fl_config_job_describe(unsigned k, int64_t val, const char **name, char *buf,
+                            size_t len);
 
 #define FL_CONFIG_TEXT 160
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # own_ns.sh FLITRUN PROG: ranks that flitrun starts on its host but that
 # enter an IPC namespace of their own (unshare --ipc) cannot share memory;
-# flit_ep_create fails on every rank with the error that says what to do,
+# flit_ep_create fails on every rank, with an error that says what to do,
 # and started as if on two hosts (--hosts, --launch) the same ranks work
 # over UDP.
 set -u
@@ -12,8 +12,10 @@ out=$("$1" -n 2 --timeout 60 unshare --ipc "$2" 2>&1)
 rc=$?
 echo "$out"
 [ $rc -ne 0 ] || { echo "FAIL: ranks in IPC namespaces of their own ran"; exit 1; }
+# Both fail, each on its own (no round waits for the other): the first to
+# exit makes flitrun stop the job, maybe before the other has said why.
 said=$(echo "$out" | grep -c "namespaces of its own")
-[ "$said" -eq 2 ] || { echo "FAIL: $said of 2 ranks said why"; exit 1; }
+[ "$said" -ge 1 ] || { echo "FAIL: no rank said why"; exit 1; }
 out=$("$1" -n 2 --timeout 60 --hosts a,b --launch 'env FLITTEST_HOST={host} unshare --ipc' "$2" 2>&1)
 rc=$?
 echo "$out"

@@ -16,8 +16,17 @@
  * Also: flit_ep_peer_info describes every peer as its transport reaches it
  * (FLIT_TRANSPORT=udp: every other rank over UDP, with its datagram size).
  *
- *     flitrun -n 4 mp_am_all [--max-long BYTES]
+ * --closed: rank 1 makes itself not dumpable and every rank gives up
+ * CAP_SYS_PTRACE, so no peer may open rank 1's files through /proc/PID/fd
+ * (root otherwise may): its peers must hold them by name from creation,
+ * every one of them, not only those that happened to look at rank 1 first.
+ *
+ *     flitrun -n 4 mp_am_all [--max-long BYTES] [--closed]
  */
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
 #include "mp.h"
 
 enum { H_REQ = 1, H_REP = 2 };
@@ -253,11 +262,32 @@ static void check_peer_info(void)
     }
 }
 
+/* Gives up CAP_SYS_PTRACE for good (glibc has no wrapper). From the
+   permitted set too: /proc/PID/fd also wants the opener's effective set to
+   cover the owner's permitted one. */
+static void drop_ptrace_cap(void)
+{
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct data[2];
+    CHECK(syscall(SYS_capget, &hdr, data) == 0);
+    uint32_t bit = 1u << (CAP_SYS_PTRACE % 32);
+    data[CAP_SYS_PTRACE / 32].effective &= ~bit;
+    data[CAP_SYS_PTRACE / 32].permitted &= ~bit;
+    data[CAP_SYS_PTRACE / 32].inheritable &= ~bit;
+    CHECK(syscall(SYS_capset, &hdr, data) == 0);
+}
+
 int main(int argc, char **argv)
 {
     size_t max_long = (size_t)mp_arg_u64(argc, argv, "--max-long", 16u << 20);
     CHECK(max_long >= 8);
     double t0 = mp_now();
+    if (mp_arg_flag(argc, argv, "--closed")) {
+        drop_ptrace_cap();
+        const char *rank = getenv("FLIT_RANK");
+        if (rank && strcmp(rank, "1") == 0)
+            CHECK(prctl(PR_SET_DUMPABLE, 0) == 0);
+    }
     CHECK_OK(flit_init(NULL));
     g.me = flit_job_rank().idx;
     g.n = flit_job_size();

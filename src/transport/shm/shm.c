@@ -111,7 +111,6 @@ struct shm_peer {
     uint64_t start;          /* polled: its start time, which tells a reused pid */
     int file_fdno, seg_fdno; /* its descriptors, for /proc/PID/fd */
     int file_fd, seg_fd;     /* closed: held open until first use, else -1 */
-    uint64_t gone_since;     /* its file is gone while it lives: since when */
     uint64_t hdr_addr;       /* its header, in its memory (CMA probe) */
     uint64_t seg_addr, seg_size;
     struct shm_link *link;
@@ -515,25 +514,6 @@ static bool header_matches(const struct fl_tp_ep *t, uint32_t r, const struct sh
 }
 
 /*
- * Whether p's file is gone while p lives on: its endpoint was closed (its
- * creation failed there alone, or it destroyed it) rather than it died,
- * which its pidfd reports. A process between closing its files and exiting
- * looks the same for a moment, so only a state that lasts GONE_NS counts.
- */
-#define GONE_NS 200000000ull
-
-static bool endpoint_gone(struct shm_peer *p)
-{
-    uint64_t start;
-    if (fl_proc_start(p->pid, &start) != 0)
-        return false; /* it died */
-    uint64_t now = fl_now_ns();
-    if (!p->gone_since)
-        p->gone_since = now;
-    return now - p->gone_since >= GONE_NS;
-}
-
-/*
  * Sender side: maps dst's header and our block in its file, and announces
  * us. FLIT_ERR_AGAIN when dst's file is gone (it died: its pidfd reports
  * it); other failures mark the peer for check_peers to report down.
@@ -547,9 +527,9 @@ static flit_status first_contact(struct fl_tp_ep *t, uint32_t dst)
     if (!k)
         return FLIT_ERR_AGAIN; /* no memory now; a later try may find some */
     int fd = p->file_fd >= 0 ? p->file_fd : open_proc_fd(p, p->file_fdno);
-    if ((fd == -ENOENT || fd == -ESRCH) && !endpoint_gone(p))
+    if (fd == -ENOENT || fd == -ESRCH)
         return FLIT_ERR_AGAIN; /* it died: the pidfd says so soon */
-    const char *what = fd == -ENOENT ? "its endpoint is closed" : "open";
+    const char *what = "open";
     int err = fd < 0 ? fd : 0;
     struct stat sb;
     if (!err && fstat(fd, &sb) != 0)
