@@ -15,8 +15,8 @@
  * round trip per rank: start-up uses as few as it can. What
  * the launcher already says (its name for the job, each rank's node; under
  * flitrun on one host, that every rank is on it) is taken from it; flit_init
- * exchanges only what it does not say, in one round, and each flit_ep_create uses two
- * (addresses, then whether every rank connected).
+ * exchanges only what it does not say, in one round, and each flit_ep_create uses one
+ * (addresses), and a second only where a transport asks for a rendezvous.
  */
 #ifndef FL_BOOT_H
 #define FL_BOOT_H
