@@ -24,8 +24,11 @@
 # value per rank pays (bench/launch_time_pmix.c: PMIx_Init, put, commit, a
 # fence collecting the data), and "ompi", Open MPI's MPI_Init
 # (bench/launch_time_mpi.c, built here with mpicc where Open MPI is
-# installed). The last line of each N is flit's own part under PMIx: flit's
-# "after" less the bare client's, and its share of flit's total.
+# installed). Under srun --mpi=pmi2, "bare2" is the same least for a PMI-2
+# program, through Slurm's libpmi2 (bench/launch_time_pmi2.c, where
+# libpmi2-0-dev is installed). The last lines of each N are flit's own part
+# under each: flit's "after" less the bare client's, and its share of
+# flit's total.
 set -u
 build=$1
 sizes=${SIZES:-1 2 4 8 16 32 64}
@@ -50,8 +53,9 @@ trap 'exit 130' INT TERM
 if "$here/../tests/slurm/cluster.sh" start "$cluster" >"$tmp/cluster.log" 2>&1; then
     . "$cluster/env"
     launchers="flitrun pmix pmi2"
+    [ -x "$build/bench/launch_time_pmi2" ] && baselines="bare2"
     if srun --mpi=list 2>&1 | grep -qw pmix; then
-        [ -x "$build/bench/launch_time_pmix" ] && baselines="bare"
+        [ -x "$build/bench/launch_time_pmix" ] && baselines="$baselines bare"
         if command -v mpicc >/dev/null 2>&1 &&
             mpicc -O2 -o "$build/bench/launch_time_mpi" "$here/launch_time_mpi.c"; then
             baselines="$baselines ompi"
@@ -70,6 +74,7 @@ one() {
     case $1 in
     flitrun) set -- "$3/tools/flitrun" -n "$2" --timeout 120 "$3/bench/launch_time" ;;
     bare) set -- srun --mpi=pmix -O -n "$2" -t 5 "$3/bench/launch_time_pmix" ;;
+    bare2) set -- srun --mpi=pmi2 -O -n "$2" -t 5 "$3/bench/launch_time_pmi2" ;;
     ompi) set -- srun --mpi=pmix -O -n "$2" -t 5 "$3/bench/launch_time_mpi" ;;
     *) set -- srun --mpi="$1" -O -n "$2" -t 5 "$3/bench/launch_time" ;;
     esac
@@ -127,13 +132,15 @@ for n in $sizes; do
         done
         echo
     done
-    if [ -s "$tmp/bare.$n.this" ] && [ -s "$tmp/pmix.$n.this" ]; then
-        total=$(cut -d' ' -f1 "$tmp/pmix.$n.this" | median)
-        own=$(awk -v a="$(cut -d' ' -f3 "$tmp/pmix.$n.this" | median)" \
-            -v b="$(cut -d' ' -f3 "$tmp/bare.$n.this" | median)" 'BEGIN { print a - b }')
-        printf '%5s %3s | pmix: flit after - bare after %s ms, %s of the total\n' "$n" '' \
-            "$own" "$(pct "$total" "$own")"
-    fi
+    for pair in pmix:bare pmi2:bare2; do
+        l=${pair%%:*} bl=${pair#*:}
+        [ -s "$tmp/$bl.$n.this" ] && [ -s "$tmp/$l.$n.this" ] || continue
+        total=$(cut -d' ' -f1 "$tmp/$l.$n.this" | median)
+        own=$(awk -v a="$(cut -d' ' -f3 "$tmp/$l.$n.this" | median)" \
+            -v b="$(cut -d' ' -f3 "$tmp/$bl.$n.this" | median)" 'BEGIN { print a - b }')
+        printf '%5s %3s | %s: flit after - %s after %s ms, %s of the total\n' "$n" '' \
+            "$l" "$bl" "$own" "$(pct "$total" "$own")"
+    done
     [ -z "$vs" ] && continue
     # This build's medians over the other's, same runs.
     printf '%5s %3s' "$n" '/vs'

@@ -23,6 +23,7 @@
 #   slurm-wlm munge       slurm_* (a one-node Slurm cluster on localhost: srun
 #                         --mpi=pmix and --mpi=pmi2, sbatch, salloc), make
 #                         bench-launch
+#   libpmi2-0-dev         make bench-launch's bare PMI-2 client (Slurm's libpmi2)
 #   iproute2 nftables util-linux
 #                         net.* (hosts as network namespaces, loss and
 #                         duplication as nftables rules, unshare, setsid)
@@ -31,7 +32,7 @@
 set -u
 
 PACKAGES="g++ clang libclang-rt-dev ninja-build pkg-config libpmix-dev openmpi-bin
-          libopenmpi-dev ucx-utils slurm-wlm munge iproute2 nftables util-linux
+          libopenmpi-dev ucx-utils slurm-wlm munge libpmi2-0-dev iproute2 nftables util-linux
           clang-format python3 git"
 
 say() { echo "deps: $*"; }
