@@ -130,6 +130,17 @@ FLIT_API flit_status flit_stream_sendv(flit_stream_out_t *s, const struct iovec 
  */
 FLIT_API flit_status flit_stream_end(flit_stream_out_t *s);
 
+/*
+ * A whole message in one call: begin, sendv of iovcnt pieces (their sum is
+ * the total) and end, with the same waits, flags (FLIT_STREAM_NONBLOCK: for
+ * the first packet) and errors, and FLIT_ERR_INVALID_ARG for iovcnt < 0, a
+ * NULL iov with iovcnt > 0 or a NULL base with a length. Cheaper than the
+ * three calls: one entry into the endpoint, no message handle.
+ */
+FLIT_API flit_status flit_stream_sendmsg(flit_ep_t *ep, flit_rank_t dest,
+                                         flit_handler_t h, const struct iovec *iov,
+                                         int iovcnt, unsigned flags);
+
 /* ---- receiving: inside the stream's handler only ---- */
 
 /*

@@ -116,52 +116,70 @@ static void out_put(struct fl_stream_ep *se, struct flit_stream_out *s)
     se->free_out = s;
 }
 
+/* What begin refuses before anything is sent; ep entered. */
+static flit_status check_begin(struct flit_ep *ep, flit_rank_t dest, flit_handler_t h,
+                               unsigned flags)
+{
+    if (flags & ~FLIT_STREAM_NONBLOCK)
+        return FLIT_ERR_INVALID_ARG;
+    if (dest.idx >= ep->size)
+        return FLIT_ERR_RANK;
+    if (h.idx >= ep->handler_count)
+        return FLIT_ERR_BAD_HANDLER;
+    if (fl_peer_is_down(&ep->peers[dest.idx]))
+        return FLIT_ERR_PEER_DOWN;
+    return FLIT_OK;
+}
+
+/* Opens message s and its first packet; ep entered, check_begin passed. */
+static flit_status start(struct fl_stream_ep *se, struct flit_stream_out *s,
+                         struct flit_ep *ep, uint32_t dst, uint32_t handler, size_t total,
+                         unsigned flags)
+{
+    /* Field by field: a compound literal clears the whole struct first,
+       with a string instruction slower than the rest of the call.
+       open_packet sets the packet's fields. */
+    s->ep = ep;
+    s->dst = dst;
+    s->handler = handler;
+    s->live = true;
+    s->error = FLIT_OK;
+    s->total = total;
+    s->sent = 0;
+    s->pkt = NULL;
+    fl_ep_flush_hold(ep);
+    flit_status st = open_packet(s, true, flags);
+    if (st != FLIT_OK)
+        return st;
+    /* Numbered only now: waiting for room may have let another thread in
+       (a thread-safe endpoint), and it may have opened a message to the
+       same rank meanwhile. */
+    s->sid = se->next_sid[dst]++;
+    if (s->cap == 0) /* empty: the first packet is the last */
+        close_packet(s, 0);
+    FL_COUNT(se->sent_msgs, 1);
+    FL_COUNT(se->sent_bytes, total);
+    FL_COUNT(ep->peers[dst].sent, 1);
+    return FLIT_OK;
+}
+
 flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
                               size_t total, unsigned flags, flit_stream_out_t **out)
 {
     flit_status st = fl_ep_enter(ep);
     if (__builtin_expect(st != FLIT_OK, 0))
         return st;
-    struct fl_stream_ep *se;
-    if (!out || (flags & ~FLIT_STREAM_NONBLOCK))
-        st = FLIT_ERR_INVALID_ARG;
-    else if (dest.idx >= ep->size)
-        st = FLIT_ERR_RANK;
-    else if (h.idx >= ep->handler_count)
-        st = FLIT_ERR_BAD_HANDLER;
-    else if (fl_peer_is_down(&ep->peers[dest.idx]))
-        st = FLIT_ERR_PEER_DOWN;
+    st = out ? check_begin(ep, dest, h, flags) : FLIT_ERR_INVALID_ARG;
+    struct fl_stream_ep *se = fl_stream_of(ep);
     struct flit_stream_out *s = NULL;
-    if (st == FLIT_OK && !(s = out_get(se = fl_stream_of(ep))))
+    if (st == FLIT_OK && !(s = out_get(se)))
         st = FLIT_ERR_NO_MEMORY;
     if (st == FLIT_OK) {
-        /* Field by field: a compound literal clears the whole struct
-           first, with a string instruction slower than the rest of the
-           call. open_packet sets the packet's fields. */
-        s->ep = ep;
-        s->dst = dest.idx;
-        s->handler = h.idx;
-        s->live = true;
-        s->error = FLIT_OK;
-        s->total = total;
-        s->sent = 0;
-        s->pkt = NULL;
-        fl_ep_flush_hold(ep);
-        st = open_packet(s, true, flags);
-        if (st == FLIT_OK) {
-            /* Numbered only now: waiting for room may have let another
-               thread in (a thread-safe endpoint), and it may have opened
-               a message to the same rank meanwhile. */
-            s->sid = se->next_sid[dest.idx]++;
-            if (s->cap == 0) /* empty: the first packet is the last */
-                close_packet(s, 0);
-            FL_COUNT(se->sent_msgs, 1);
-            FL_COUNT(se->sent_bytes, total);
-            FL_COUNT(ep->peers[dest.idx].sent, 1);
+        st = start(se, s, ep, dest.idx, h.idx, total, flags);
+        if (st == FLIT_OK)
             *out = s;
-        } else {
+        else
             out_put(se, s);
-        }
     }
     fl_ep_leave(ep);
     return st;
@@ -229,29 +247,73 @@ flit_status flit_stream_send(flit_stream_out_t *s, const void *buf, size_t n)
     return st;
 }
 
+/* Whether iov is a valid gather list; *sum: its bytes. */
+static flit_status check_iov(const struct iovec *iov, int iovcnt, uint64_t *sum)
+{
+    *sum = 0;
+    if (iovcnt < 0 || (iovcnt && !iov))
+        return FLIT_ERR_INVALID_ARG;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len && !iov[i].iov_base)
+            return FLIT_ERR_INVALID_ARG;
+        if (iov[i].iov_len > UINT64_MAX - *sum)
+            return FLIT_ERR_TOO_LARGE;
+        *sum += iov[i].iov_len;
+    }
+    return FLIT_OK;
+}
+
+/* Adds iov's bytes to s: a small first piece (a header) before a larger
+   one starts the packet where the larger one's payload lands on a line. */
+static flit_status put_iov(struct flit_stream_out *s, const struct iovec *iov, int iovcnt)
+{
+    if (s->pkt && s->fill == 0 && iovcnt > 1 && iov[0].iov_len < FL_ST_ALIGN)
+        align_payload(s, iov[0].iov_len);
+    flit_status st = FLIT_OK;
+    for (int i = 0; st == FLIT_OK && i < iovcnt; i++)
+        st = put_bytes(s, iov[i].iov_base, iov[i].iov_len, i + 1 < iovcnt);
+    return st;
+}
+
 flit_status flit_stream_sendv(flit_stream_out_t *s, const struct iovec *iov, int iovcnt)
 {
     flit_status st = out_enter(s);
     if (st != FLIT_OK)
         return st;
-    uint64_t sum = 0;
-    if (iovcnt < 0 || (iovcnt && !iov))
-        st = FLIT_ERR_INVALID_ARG;
-    for (int i = 0; st == FLIT_OK && i < iovcnt; i++) {
-        if (iov[i].iov_len && !iov[i].iov_base)
-            st = FLIT_ERR_INVALID_ARG;
-        sum += iov[i].iov_len;
-    }
+    uint64_t sum;
+    st = check_iov(iov, iovcnt, &sum);
     if (st == FLIT_OK && s->error)
         st = s->error;
     if (st == FLIT_OK && sum > unsent(s))
         st = FLIT_ERR_TOO_LARGE;
-    if (st == FLIT_OK && s->pkt && s->fill == 0 && iovcnt > 1 &&
-        iov[0].iov_len < FL_ST_ALIGN)
-        align_payload(s, iov[0].iov_len);
-    for (int i = 0; st == FLIT_OK && i < iovcnt; i++)
-        st = put_bytes(s, iov[i].iov_base, iov[i].iov_len, i + 1 < iovcnt);
+    if (st == FLIT_OK)
+        st = put_iov(s, iov, iovcnt);
     fl_ep_leave(s->ep);
+    return st;
+}
+
+flit_status flit_stream_sendmsg(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                                const struct iovec *iov, int iovcnt, unsigned flags)
+{
+    flit_status st = fl_ep_enter(ep);
+    if (__builtin_expect(st != FLIT_OK, 0))
+        return st;
+    uint64_t total;
+    st = check_iov(iov, iovcnt, &total);
+    if (st == FLIT_OK && total > SIZE_MAX)
+        st = FLIT_ERR_TOO_LARGE;
+    if (st == FLIT_OK)
+        st = check_begin(ep, dest, h, flags);
+    if (st == FLIT_OK) {
+        /* The message ends inside this call (its last packet closes when
+           its last byte is in), so it lives on the stack. */
+        struct flit_stream_out s;
+        s.hold.flush = fl_stream_flush;
+        st = start(fl_stream_of(ep), &s, ep, dest.idx, h.idx, (size_t)total, flags);
+        if (st == FLIT_OK)
+            st = put_iov(&s, iov, iovcnt);
+    }
+    fl_ep_leave(ep);
     return st;
 }
 

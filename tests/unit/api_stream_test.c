@@ -19,7 +19,12 @@
  *    when the ring is full and a poll makes room;
  *  - streams and active messages to the same rank start their handlers in
  *    the order they were sent, even when a message is left open across
- *    the active message (the half-filled packet goes first).
+ *    the active message (the half-filled packet goes first);
+ *  - flit_stream_sendmsg sends a whole message in one call: empty, one
+ *    piece, a small header gathered before a large piece, and more than
+ *    the ring holds (pipelined); in order with the messages around it; its
+ *    bad input sends nothing; inside a handler it is refused; non-blocking
+ *    it answers FLIT_ERR_AGAIN when the ring is full.
  */
 #include <flit/stream.h>
 
@@ -62,6 +67,9 @@ static void on_nested(flit_stream_t *s, size_t total, void *user)
     CHECK(flit_stream_ep(s) == ep);
     flit_stream_out_t *o;
     CHECK_ST(flit_stream_begin(ep, flit_rank(0), flit_handler(H_ECHO), 1, 0, &o),
+             FLIT_ERR_IN_HANDLER);
+    struct iovec one = {&o, 1};
+    CHECK_ST(flit_stream_sendmsg(ep, flit_rank(0), flit_handler(H_ECHO), &one, 1, 0),
              FLIT_ERR_IN_HANDLER);
     CHECK_ST(flit_extract(ep, 100), FLIT_ERR_IN_HANDLER);
     runs++;
@@ -256,6 +264,85 @@ static void test_order(flit_ep_t *ep)
     CHECK(order[0] == -1 && order[1] == 22 && order[2] == -2 && order[3] == 11);
 }
 
+/* Polls until the echo handler has run n more times. */
+static void await_runs(flit_ep_t *ep, size_t n)
+{
+    size_t until = runs + n;
+    while (runs < until)
+        CHECK_OK(flit_poll(ep));
+}
+
+static void test_sendmsg(flit_ep_t *ep)
+{
+    static uint8_t data[3 << 20];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 7 + (i >> 10));
+    flit_handler_t h = flit_handler(H_ECHO);
+    uint8_t b[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+    /* Bad input: nothing sent, nothing run. */
+    size_t before = runs;
+    struct iovec bad[2] = {{b, 1}, {NULL, 1}}, ok = {b, 8};
+    CHECK_ST(flit_stream_sendmsg(NULL, flit_rank(0), h, &ok, 1, 0), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_sendmsg(ep, flit_rank(0), h, bad, 2, 0), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_sendmsg(ep, flit_rank(0), h, &ok, -1, 0), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_sendmsg(ep, flit_rank(0), h, NULL, 1, 0), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_sendmsg(ep, flit_rank(1), h, &ok, 1, 0), FLIT_ERR_RANK);
+    CHECK_ST(flit_stream_sendmsg(ep, flit_rank(0), flit_handler(NH), &ok, 1, 0),
+             FLIT_ERR_BAD_HANDLER);
+    CHECK_ST(flit_stream_sendmsg(ep, flit_rank(0), h, &ok, 1, 1u << 7),
+             FLIT_ERR_INVALID_ARG);
+    struct iovec huge[2] = {{b, SIZE_MAX}, {b, 2}};
+    CHECK_ST(flit_stream_sendmsg(ep, flit_rank(0), h, huge, 2, 0), FLIT_ERR_TOO_LARGE);
+    for (int i = 0; i < 100; i++)
+        CHECK_OK(flit_poll(ep));
+    CHECK(runs == before);
+
+    /* Empty (no pieces at all), one piece, header + payload, pipelined. */
+    CHECK_OK(flit_stream_sendmsg(ep, flit_rank(0), h, NULL, 0, 0));
+    await_runs(ep, 1);
+    CHECK(got_len == 0);
+    CHECK_OK(flit_stream_sendmsg(ep, flit_rank(0), h, &ok, 1, 0));
+    await_runs(ep, 1);
+    CHECK(got_len == 8 && memcmp(got, b, 8) == 0);
+    size_t sizes[] = {1, 100, 4096, 70000, sizeof data - 8};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        struct iovec two[2] = {{b, 8}, {data, sizes[k]}};
+        CHECK_OK(flit_stream_sendmsg(ep, flit_rank(0), h, two, 2, 0));
+        await_runs(ep, 1);
+        CHECK(got_len == 8 + sizes[k]);
+        CHECK(memcmp(got, b, 8) == 0 && memcmp(got + 8, data, sizes[k]) == 0);
+    }
+
+    /* In order with an AM and with a message left open around it. */
+    norder = 0;
+    flit_stream_out_t *a;
+    CHECK_OK(flit_stream_begin(ep, flit_rank(0), h, 11, 0, &a));
+    CHECK_OK(flit_stream_send(a, b, 4));
+    uint32_t arg = 1;
+    CHECK_OK(flit_am_short(ep, flit_rank(0), flit_handler(H_AM), &arg, 1, 0));
+    struct iovec three = {data, 33};
+    CHECK_OK(flit_stream_sendmsg(ep, flit_rank(0), h, &three, 1, 0));
+    CHECK_OK(flit_stream_send(a, b, 7));
+    CHECK_OK(flit_stream_end(a));
+    while (norder < 3)
+        CHECK_OK(flit_poll(ep));
+    CHECK(order[0] == -1 && order[1] == 33 && order[2] == 11);
+
+    /* Non-blocking: AGAIN once the ring is full, then room again. */
+    struct iovec piece = {data, 8192};
+    flit_status st;
+    int sent = 0;
+    while ((st = flit_stream_sendmsg(ep, flit_rank(0), h, &piece, 1,
+                                     FLIT_STREAM_NONBLOCK)) == FLIT_OK)
+        CHECK(++sent < 100000);
+    CHECK(st == FLIT_ERR_AGAIN && sent > 0);
+    await_runs(ep, (size_t)sent);
+    CHECK_OK(flit_stream_sendmsg(ep, flit_rank(0), h, &piece, 1, FLIT_STREAM_NONBLOCK));
+    await_runs(ep, 1);
+    CHECK(got_len == 8192 && memcmp(got, data, 8192) == 0);
+}
+
 int main(void)
 {
     unit_clean_env();
@@ -272,6 +359,7 @@ int main(void)
     test_returned(ep);
     test_pipelined(ep);
     test_order(ep);
+    test_sendmsg(ep);
     CHECK_OK(flit_ep_destroy(ep));
     CHECK_OK(flit_finalize());
     printf("api_stream_test: OK\n");
