@@ -190,9 +190,11 @@ FLIT_API flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **
 /* Collective: waits until every rank is done with this endpoint, then frees
    it. Not from inside a handler. On a thread-safe endpoint, calls other
    threads are blocked in (flit_wait, a send waiting for room, ...) are
-   woken and answer FLIT_ERR_CLOSED before it is freed; the endpoint must
-   not be used again. FLIT_ERR_THREAD on a single-threaded endpoint another
-   thread is inside. */
+   woken and answer FLIT_ERR_CLOSED before it is freed, and so do calls
+   that race with the destruction or come after it until flit_finalize
+   (the handle's few bytes are kept until then; everything else is freed at
+   once). FLIT_ERR_THREAD on a single-threaded endpoint another thread is
+   inside. */
 FLIT_API flit_status flit_ep_destroy(flit_ep_t *ep);
 
 /*

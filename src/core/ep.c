@@ -43,11 +43,15 @@ flit_status fl_ep_check(struct flit_ep *ep)
     flit_status st = fl_job_check();
     if (st != FLIT_OK)
         return st;
+    if (ep && ep->magic == FL_EP_RETIRED)
+        return FLIT_ERR_CLOSED;
     return ep && ep->magic == FL_EP_MAGIC ? FLIT_OK : FLIT_ERR_INVALID_ARG;
 }
 
 flit_status fl_ep_enter_slow(struct flit_ep *ep)
 {
+    if (ep && ep->magic == FL_EP_RETIRED)
+        return FLIT_ERR_CLOSED;
     if (!ep || ep->magic != FL_EP_MAGIC)
         return FLIT_ERR_INVALID_ARG;
     if (fl_handler_depth)
@@ -503,21 +507,65 @@ static void print_peers(struct flit_ep *ep)
 
 /* ---- create / destroy ---- */
 
-static void ep_free(struct flit_ep *ep)
+/* Everything the endpoint holds but its own struct (lock, closing flag). */
+static void ep_release(struct flit_ep *ep)
 {
     fl_layers_ep_close(ep);
     for (int i = 0; i < ep->ntp; i++)
         ep->tps[i]->close(ep->tpes[i]);
+    ep->ntp = 0;
     if (ep->epfd >= 0)
         close(ep->epfd);
     if (ep->evfd >= 0)
         close(ep->evfd);
+    ep->epfd = ep->evfd = -1;
     segment_close(ep);
+    free(ep->peers);
+    ep->peers = NULL;
+}
+
+static void ep_free(struct flit_ep *ep)
+{
+    ep_release(ep);
     pthread_mutex_destroy(&ep->lock);
     pthread_cond_destroy(&ep->progress_cond);
-    free(ep->peers);
     ep->magic = 0;
     free(ep);
+}
+
+/*
+ * A destroyed endpoint keeps its struct (2 KB) until flit_finalize: a
+ * thread whose call began as the endpoint was being destroyed may still be
+ * on its way in, past the handle check or blocked on its lock, and it must
+ * find the lock and the closing flag there (FLIT_ERR_CLOSED), not freed
+ * memory; a call that starts later answers FLIT_ERR_CLOSED too.
+ */
+static struct flit_ep *retired; /* under fl_job.lock */
+
+static void ep_retire(struct flit_ep *ep)
+{
+    ep_release(ep);
+    ep->magic = FL_EP_RETIRED;
+    pthread_mutex_lock(&fl_job.lock);
+    ep->next = retired;
+    retired = ep;
+    pthread_mutex_unlock(&fl_job.lock);
+}
+
+void fl_ep_free_retired(void)
+{
+    pthread_mutex_lock(&fl_job.lock);
+    struct flit_ep *ep = retired;
+    retired = NULL;
+    pthread_mutex_unlock(&fl_job.lock);
+    while (ep) {
+        struct flit_ep *next = ep->next;
+        pthread_mutex_destroy(&ep->lock);
+        pthread_cond_destroy(&ep->progress_cond);
+        ep->magic = 0;
+        free(ep);
+        ep = next;
+    }
 }
 
 /* s NULL: allocation failed; still takes part in the exchanges, to fail
@@ -646,7 +694,7 @@ flit_status flit_ep_destroy(flit_ep_t *ep)
     job_list_remove(ep);
     if (fl_cfg.stats)
         fl_stats_print(ep);
-    ep_free(ep);
+    ep_retire(ep);
     return st;
 }
 

@@ -20,6 +20,7 @@
 #include "transport/transport.h"
 
 #define FL_EP_MAGIC       0x666c6974u /* "flit" */
+#define FL_EP_RETIRED     0x64656164u /* "dead": destroyed, kept until finalize */
 #define FL_MAX_TRANSPORTS 4
 /* One entry of the translation table. */
 struct fl_peer {
@@ -39,7 +40,7 @@ struct fl_peer {
 };
 
 struct flit_ep {
-    uint32_t magic;
+    _Atomic uint32_t magic; /* FL_EP_MAGIC; FL_EP_RETIRED once destroyed */
     uint32_t index; /* n-th endpoint of the job */
     uint32_t rank, size;
     flit_thread_mode mode;
@@ -115,7 +116,7 @@ struct flit_ep {
     bool has_progress_thread;
     _Atomic bool progress_stop;
 
-    struct flit_ep *next; /* fl_job.eps */
+    struct flit_ep *next; /* fl_job.eps; once retired, the retired list */
 };
 
 /* Handlers running on this thread (any endpoint). */
@@ -302,6 +303,9 @@ static inline void fl_listeners_progress(struct flit_ep *ep)
 
 /* Every endpoint of the job (finalize, dumps). */
 flit_status fl_ep_destroy_all(void);
+/* Frees the destroyed endpoints' last bytes: at the end of flit_finalize,
+   once no new call can reach them (the job is no longer active). */
+void fl_ep_free_retired(void);
 void fl_ep_dump_all(int fd);
 
 #endif /* FL_CORE_EP_H */

@@ -255,6 +255,7 @@ flit_status flit_finalize(void)
     fl_fiber_pool_drain();
     fl_boot_close(true);
     atomic_store(&fl_job_state, FL_JOB_FINALIZED);
+    fl_ep_free_retired();
     fl_log_set_rank(-1);
     free(fl_job.host_of);
     fl_job.host_of = NULL;

@@ -12,6 +12,11 @@
  *    endpoint when the main thread destroys it: B's wait ends with
  *    FLIT_ERR_CLOSED and the destroy succeeds. The same through
  *    flit_finalize, with two waiters.
+ *  - safe_race: B calls flit_poll in a loop on a FLIT_THREAD_SAFE
+ *    endpoint, so its calls start while the main thread destroys it: every
+ *    call answers FLIT_OK or FLIT_ERR_CLOSED, B stops on the first
+ *    FLIT_ERR_CLOSED, and calls on the handle after the destroy answer
+ *    FLIT_ERR_CLOSED too (before, the freed endpoint was read: ASan).
  *  - signal: a signal handler calls flit_poll while the interrupted thread
  *    sleeps inside flit_wait: FLIT_ERR_IN_HANDLER, reported as a call from
  *    a signal handler (single-threaded and thread-safe endpoints).
@@ -130,7 +135,8 @@ static void wait_asleep(pid_t tid)
 
 /* Each waiter's kernel thread id, so that the test can wait until it sleeps
    inside flit_wait: a thread that only counted itself in may not have
-   called flit_wait yet, and would then call it on a freed endpoint. */
+   called flit_wait yet, and would then find the endpoint destroyed instead
+   of being woken by its destruction. */
 static _Atomic pid_t waiter_tid[2];
 
 static void *wait_thread_tid(void *arg)
@@ -176,6 +182,37 @@ static void case_safe_wait(void)
         CHECK(pthread_join(w[i], NULL) == 0);
         CHECK_ST(atomic_load(&waiter_st[i]), FLIT_ERR_CLOSED);
     }
+    exit(0);
+}
+
+/* ---- safe_race ---- */
+
+static _Atomic int polls;
+static _Atomic flit_status race_st;
+
+static void *poll_loop(void *arg)
+{
+    (void)arg;
+    flit_status st;
+    while ((st = flit_poll(ep)) == FLIT_OK)
+        atomic_fetch_add(&polls, 1);
+    atomic_store(&race_st, st);
+    return NULL;
+}
+
+static void case_safe_race(void)
+{
+    start_child(FLIT_THREAD_SAFE);
+    pthread_t b;
+    CHECK(pthread_create(&b, NULL, poll_loop, NULL) == 0);
+    wait_for(&polls, 1000);
+    CHECK_OK(flit_ep_destroy(ep));
+    CHECK(pthread_join(b, NULL) == 0);
+    CHECK_ST(atomic_load(&race_st), FLIT_ERR_CLOSED);
+    CHECK_ST(flit_poll(ep), FLIT_ERR_CLOSED);
+    CHECK_ST(flit_wait(ep, 0), FLIT_ERR_CLOSED);
+    CHECK_ST(flit_ep_destroy(ep), FLIT_ERR_CLOSED);
+    CHECK_OK(flit_finalize());
     exit(0);
 }
 
@@ -250,6 +287,7 @@ int main(void)
 {
     run("single", case_single, "call it again once that thread has returned");
     run("safe_wait", case_safe_wait, NULL);
+    run("safe_race", case_safe_race, NULL);
     run("signal_single", case_signal_single, "signal handler");
     run("signal_safe", case_signal_safe, "signal handler");
     return 0;
