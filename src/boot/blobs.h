@@ -15,14 +15,27 @@ void fl_blobs_add(struct fl_blobs *b, uint32_t i, const void *data, size_t len);
 
 /*
  * All blobs as one, for a launcher where one rank gathers a round and the
- * others read it whole: u32 n, n u64 lengths, then the blobs in rank order
- * (*len bytes, malloc'd; NULL when out of memory).
+ * others read it whole (*len bytes, malloc'd; NULL when out of memory).
+ * The ranks' blobs of a round are mostly alike (the same header and
+ * settings, names that differ in a few digits), and under PMI-2 every
+ * reader pays a round trip to the launcher per 500 bytes of it, so each
+ * blob is written against the one before it:
+ *
+ *     u32 n (little-endian), then per rank: varint length, then pieces
+ *     until that many bytes are made: varint same, varint new, `new` bytes
+ *
+ * "same" bytes are the previous rank's at the same offset (the first
+ * rank's previous is empty), "new" bytes follow as they are; a piece makes
+ * at least one byte. Varints are LEB128: 7 bits a byte, low first, the top
+ * bit set on all but the last, at most 10 bytes.
  */
 uint8_t *fl_blobs_pack(const struct fl_blobs *b, size_t *len);
 
 /* fl_blobs_pack's inverse for a job of n ranks, every length checked against
-   what is there: FLIT_ERR_BOOT, quietly, when they do not add up (the
-   caller says whose they were). */
+   what is there: FLIT_ERR_BOOT, quietly, when the count is not n, a piece
+   reaches past its blob or past the previous one, a varint is cut or too
+   long, or bytes are missing or left over (the caller says whose they
+   were). */
 flit_status fl_blobs_unpack(const uint8_t *p, size_t len, uint32_t n,
                             struct fl_blobs **out);
 
