@@ -161,6 +161,16 @@ FLIT_API flit_status flit_stream_recvv(flit_stream_t *s, const struct iovec *iov
 /* Passes over the next n bytes without copying them anywhere; the same
    statuses as flit_stream_recv. */
 FLIT_API flit_status flit_stream_skip(flit_stream_t *s, size_t n);
+/*
+ * The bytes of the message that are here now, where they arrived: *data
+ * points at the next byte flit_stream_recv would take, and *n bytes follow
+ * it in the packet at hand (0 when none is at hand: the rest is still to
+ * come, or nothing remains). Takes nothing and never waits: read a header
+ * in place, then take or skip. The bytes stay valid until the next call on
+ * s or the handler's return. FLIT_ERR_BAD_TOKEN for a handle whose handler
+ * has returned; FLIT_ERR_INVALID_ARG for a NULL argument.
+ */
+FLIT_API flit_status flit_stream_peek(flit_stream_t *s, const void **data, size_t *n);
 
 /* Bytes of the message not yet taken; 0 for a dead handle. */
 FLIT_API size_t flit_stream_remaining(const flit_stream_t *s);

@@ -361,6 +361,18 @@ flit_status flit_stream_skip(flit_stream_t *s, size_t n)
     return take(s, NULL, n);
 }
 
+flit_status flit_stream_peek(flit_stream_t *s, const void **data, size_t *n)
+{
+    flit_status st = fl_stream_usable(s);
+    if (__builtin_expect(st != FLIT_OK, 0))
+        return st;
+    if (!data || !n)
+        return FLIT_ERR_INVALID_ARG;
+    *data = s->cur;
+    *n = s->cur_len;
+    return FLIT_OK;
+}
+
 size_t flit_stream_remaining(const flit_stream_t *s)
 {
     return s && s->live ? (size_t)(s->total - s->taken) : 0;

@@ -528,10 +528,23 @@ static struct flit_request *posted_take(struct flit_tagged *t, uint32_t src, uin
 static void on_message(flit_stream_t *s, size_t total, void *user)
 {
     struct flit_tagged *t = user;
-    /* A small message comes whole (it is in the packet at hand: this never
-       waits); a larger one header first, its payload once matched. */
-    _Alignas(8) uint8_t buf[HDR_LEN + WHOLE_LEN];
-    bool whole = total <= sizeof buf;
+    /*
+     * A message that the packet at hand holds whole (most of them: a piece
+     * is 32 KiB) is read where it arrived: the tag in place, the payload
+     * copied once, into the receive's buffer or an unexpected entry. Taking
+     * it onto the stack first cost a second copy, of 8 bytes more than the
+     * payload: at 128 bytes that crossed the size from which a copy of
+     * bytes another core just wrote costs half again as much. A small one
+     * goes into its unexpected entry under the mutex; a larger one, or one
+     * still arriving, is taken outside it, header first.
+     */
+    const void *here = NULL;
+    size_t at_hand = 0;
+    (void)flit_stream_peek(s, &here, &at_hand);
+    bool in_place = at_hand == total && total >= HDR_LEN;
+    bool small = in_place && total <= HDR_LEN + WHOLE_LEN;
+    _Alignas(8) uint8_t hdr[HDR_LEN];
+    const uint8_t *head = in_place ? here : hdr, *payload = head + HDR_LEN;
     if (t->mt)
         atomic_fetch_add_explicit(&t->handlers_in, 1, memory_order_relaxed);
     else /* a plain add: no locked instruction */
@@ -540,7 +553,7 @@ static void on_message(flit_stream_t *s, size_t total, void *user)
             atomic_load_explicit(&t->handlers_in, memory_order_relaxed) + 1,
             memory_order_relaxed);
     if (__builtin_expect(total < HDR_LEN ||
-                             flit_stream_recv(s, buf, whole ? total : HDR_LEN) != FLIT_OK,
+                             (!in_place && flit_stream_recv(s, hdr, HDR_LEN) != FLIT_OK),
                          0)) {
         lock(t);
         t->malformed++;
@@ -548,7 +561,7 @@ static void on_message(flit_stream_t *s, size_t total, void *user)
         unlock(t);
         return;
     }
-    uint64_t tag = get_le64(buf);
+    uint64_t tag = get_le64(head);
     uint32_t src = flit_stream_rank(s).idx;
     size_t len = total - HDR_LEN;
 
@@ -556,16 +569,16 @@ static void on_message(flit_stream_t *s, size_t total, void *user)
     lock(t);
     struct flit_request *r = t->posted_head ? posted_take(t, src, tag) : NULL;
     if (!r)
-        e = unexp_new(t, src, tag, len, whole ? buf + HDR_LEN : NULL);
+        e = unexp_new(t, src, tag, len, small ? payload : NULL);
     /* Done with the context, unless a payload is to come into e. */
-    if (!e || whole)
+    if (!e || small)
         t->handlers_left++;
     unlock(t);
 
-    if (r && whole) {
+    if (r && in_place) {
         size_t n = min_size(len, r->size);
         if (n)
-            memcpy(r->buf, buf + HDR_LEN, n);
+            memcpy(r->buf, payload, n);
         r->info = (flit_tagged_info_t){.source = flit_rank(src),
                                        .tag = tag,
                                        .length = len,
@@ -574,7 +587,9 @@ static void on_message(flit_stream_t *s, size_t total, void *user)
         req_complete(r);
     } else if (r) {
         deliver_posted(s, r, src, tag, len);
-    } else if (e && !whole) {
+    } else if (e && !small) {
+        if (in_place) /* the stream's next byte is the payload's first */
+            (void)flit_stream_skip(s, HDR_LEN);
         deliver_unexpected(t, s, e);
     }
 }

@@ -24,14 +24,20 @@
  *    piece, a small header gathered before a large piece, and more than
  *    the ring holds (pipelined); in order with the messages around it; its
  *    bad input sends nothing; inside a handler it is refused; non-blocking
- *    it answers FLIT_ERR_AGAIN when the ring is full.
+ *    it answers FLIT_ERR_AGAIN when the ring is full;
+ *  - flit_stream_peek shows the bytes at hand where they are, without
+ *    taking them: a small message whole, a large one a packet at a time
+ *    (what it shows is what recv then takes, the pointer moving as bytes
+ *    are taken), nothing once all is taken; its bad input answers its
+ *    status, and a handle whose handler returned is a dead token.
  */
 #include <flit/stream.h>
+#include <stdbool.h>
 
 #include "unit.h"
 
 #define NH 16u
-enum { H_ECHO = 1, H_NESTED = 2, H_AM = 3, H_MISSING = 9 };
+enum { H_ECHO = 1, H_NESTED = 2, H_AM = 3, H_PEEK = 4, H_MISSING = 9 };
 
 static flit_stream_t *kept; /* a handle kept past its handler */
 static uint8_t got[1 << 22];
@@ -343,6 +349,72 @@ static void test_sendmsg(flit_ep_t *ep)
     CHECK(got_len == 8192 && memcmp(got, data, 8192) == 0);
 }
 
+/* Takes the message a piece at a time, each piece first seen in place. */
+static size_t peeks, peek_bytes;
+static bool peek_ok = true;
+
+static void on_peek(flit_stream_t *s, size_t total, void *user)
+{
+    (void)user;
+    size_t off = 0;
+    while (off < total) {
+        const void *here;
+        size_t n;
+        CHECK_OK(flit_stream_peek(s, &here, &n));
+        if (n == 0) { /* the next packet is still to come: wait for one byte */
+            CHECK_OK(flit_stream_recv(s, got + off, 1));
+            off++;
+            continue;
+        }
+        peeks++;
+        peek_bytes += n;
+        CHECK(n <= total - off && flit_stream_remaining(s) == total - off);
+        size_t half = n / 2;
+        CHECK_OK(flit_stream_recv(s, got + off, half));
+        peek_ok &= memcmp(got + off, here, half) == 0;
+        const void *later;
+        size_t left;
+        CHECK_OK(flit_stream_peek(s, &later, &left)); /* moved by what was taken */
+        CHECK(later == (const uint8_t *)here + half && left == n - half);
+        CHECK_OK(flit_stream_recv(s, got + off + half, n - half));
+        peek_ok &= memcmp(got + off + half, (const uint8_t *)here + half, n - half) == 0;
+        off += n;
+    }
+    const void *here;
+    size_t n = 1;
+    CHECK_OK(flit_stream_peek(s, &here, &n));
+    CHECK(n == 0);
+    CHECK_ST(flit_stream_peek(NULL, &here, &n), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_peek(s, NULL, &n), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_stream_peek(s, &here, NULL), FLIT_ERR_INVALID_ARG);
+    got_len = total;
+    kept = s;
+    runs++;
+}
+
+static void test_peek(flit_ep_t *ep)
+{
+    static uint8_t data[1 << 20];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 13 + (i >> 9));
+    CHECK_OK(flit_stream_register(ep, flit_handler(H_PEEK), on_peek, NULL));
+    size_t sizes[] = {0, 1, 136, 5000, sizeof data};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        peeks = peek_bytes = 0;
+        struct iovec one = {data, sizes[k]};
+        CHECK_OK(flit_stream_sendmsg(ep, flit_rank(0), flit_handler(H_PEEK), &one, 1, 0));
+        await_runs(ep, 1);
+        CHECK(got_len == sizes[k] && memcmp(got, data, sizes[k]) == 0 && peek_ok);
+        if (sizes[k] && sizes[k] <= 5000) /* one packet: seen whole, at once */
+            CHECK(peeks == 1 && peek_bytes == sizes[k]);
+        if (sizes[k] == sizeof data) /* several packets, most seen in place */
+            CHECK(peeks > 1 && peek_bytes > sizes[k] / 2);
+    }
+    const void *here;
+    size_t n;
+    CHECK_ST(flit_stream_peek(kept, &here, &n), FLIT_ERR_BAD_TOKEN);
+}
+
 int main(void)
 {
     unit_clean_env();
@@ -360,6 +432,7 @@ int main(void)
     test_pipelined(ep);
     test_order(ep);
     test_sendmsg(ep);
+    test_peek(ep);
     CHECK_OK(flit_ep_destroy(ep));
     CHECK_OK(flit_finalize());
     printf("api_stream_test: OK\n");
