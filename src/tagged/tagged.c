@@ -35,9 +35,10 @@
  *
  * Cost per message matters: tagged bandwidth and ping-pong latency are
  * measured against raw streams. So: one mutex round on each side of a
- * match; a message of up to WHOLE_LEN bytes sent and taken with one
- * stream call each, header and payload, through a few lines on the stack;
- * and no malloc for a small message, matched or not. Requests come from free lists in the
+ * match; a message of up to WHOLE_LEN bytes sent with one stream call,
+ * header and payload, through a few lines on the stack; a message the
+ * packet at hand holds whole read where it arrived (flit_stream_peek), its
+ * payload copied once; and no malloc for a small message, matched or not. Requests come from free lists in the
  * context: one under the mutex, refilled with a single exchange from a
  * stack that test and wait push to with a compare-and-swap, without the
  * mutex (whole-stack exchange: no ABA problem). Unexpected messages of up
