@@ -42,11 +42,14 @@ void fl_blobs_add(struct fl_blobs *b, uint32_t i, const void *data, size_t len)
 #define MIN_SAME   3
 #define VARINT_MAX 10
 
+/* Writes v at p (p NULL: only counts); returns its length. */
 static size_t varint_put(uint8_t *p, uint64_t v)
 {
     size_t n = 0;
     do {
-        p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        if (p)
+            p[n] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        n++;
         v >>= 7;
     } while (v);
     return n;
@@ -77,8 +80,8 @@ static size_t same_run(const uint8_t *cur, size_t len, const uint8_t *prev,
     return j - i;
 }
 
-/* Blob cur written against prev at p; returns the bytes written (at most
-   VARINT_MAX + 2 * VARINT_MAX * pieces + len). */
+/* Blob cur written against prev at p (NULL: only counted); returns its
+   length. */
 static size_t pack_one(uint8_t *p, const uint8_t *cur, size_t len, const uint8_t *prev,
                        size_t prev_len)
 {
@@ -93,9 +96,9 @@ static size_t pack_one(uint8_t *p, const uint8_t *cur, size_t len, const uint8_t
             end += run ? run : 1;
         }
         size_t fresh = end - i - same;
-        w += varint_put(p + w, same);
-        w += varint_put(p + w, fresh);
-        if (fresh)
+        w += varint_put(p ? p + w : NULL, same);
+        w += varint_put(p ? p + w : NULL, fresh);
+        if (p && fresh)
             memcpy(p + w, cur + i + same, fresh);
         w += fresh;
         i = end;
@@ -105,11 +108,12 @@ static size_t pack_one(uint8_t *p, const uint8_t *cur, size_t len, const uint8_t
 
 uint8_t *fl_blobs_pack(const struct fl_blobs *b, size_t *len)
 {
-    /* At worst a piece per byte, each with its two varints. */
-    size_t cap = 4;
+    /* Twice: counting, then writing into exactly that much. */
+    size_t n = 4;
     for (uint32_t r = 0; r < b->n; r++)
-        cap += VARINT_MAX + b->len[r] * (1 + 2 * VARINT_MAX);
-    uint8_t *p = malloc(cap);
+        n += pack_one(NULL, b->blob[r], b->len[r], r ? b->blob[r - 1] : NULL,
+                      r ? b->len[r - 1] : 0);
+    uint8_t *p = malloc(n);
     if (!p)
         return NULL;
     fl_put32(p, b->n);
