@@ -8,7 +8,12 @@
  * cuts the packet into chunks with sequence numbers and sends them (or
  * holds them, FL_COMMIT_MORE, to pack several into one datagram). A chunk's
  * bytes stay in the send buffer until acknowledged: retransmissions send
- * them again from there, with fresh acknowledgements in the header.
+ * them again from there, with fresh acknowledgements in the header. A
+ * packet of one chunk may be lent instead (->commit_lent: its payload stays
+ * in the caller's memory, and datagrams gather it from there) until
+ * ->settle_lent copies it into its room in the buffer if it is still
+ * unacknowledged by then; a long payload sent in pieces crosses the window
+ * that way, and only its last window's worth is ever copied.
  *
  * Receiving: a chunk with the next sequence number is delivered at once,
  * from the datagram (no copy) when it is a whole packet; one ahead of it is
@@ -67,11 +72,16 @@ struct tx_chunk {
     uint64_t pkt_pos;  /* where its packet starts */
     uint64_t sent_ns;  /* last transmission; 0: never sent */
     uint64_t first_ns; /* first transmission: the give-up clock */
+    /* Lent (->commit_lent): its bytes from lent_at on are still at the
+       caller's, here, and their room in the send buffer is unwritten until
+       fl_chan_settle_lent. Only a packet of one chunk is lent. */
+    const uint8_t *lent;
     uint32_t len, pkt_len;
     uint32_t xmit; /* its last transmission's place among the peer's */
     uint8_t flags; /* FL_CHAN_FIRST, FL_CHAN_LAST */
-    bool sacked;   /* the receiver holds it (selective ack) */
-    bool rexmit;   /* due to be sent again */
+    uint8_t lent_at;
+    bool sacked; /* the receiver holds it (selective ack) */
+    bool rexmit; /* due to be sent again */
 };
 
 struct tx_lane {
@@ -86,6 +96,7 @@ struct tx_lane {
     uint32_t rack_xmit;
     uint32_t unsent;        /* first never sent */
     uint32_t next;          /* next to give */
+    uint32_t nlent;         /* chunks lent since the lane was last settled */
 };
 
 struct rx_chunk {
@@ -172,7 +183,7 @@ struct fl_tp_ep {
     /* what sending a batch needs, reused */
     struct plan plans[TX_BATCH];
     struct fl_dgram_out out[TX_BATCH];
-    struct iovec iov[TX_BATCH][1 + 3 * DGRAM_CHUNKS];
+    struct iovec iov[TX_BATCH][1 + 4 * DGRAM_CHUNKS];
     uint8_t hdr[TX_BATCH][FL_CHAN_MAX_HDR];
     uint8_t chdr[TX_BATCH][DGRAM_CHUNKS][FL_CHAN_CHUNK_HDR];
 };
@@ -628,7 +639,14 @@ static void build(struct fl_tp_ep *t, unsigned i, uint64_t now)
                                    .seq = pl->seq[k]};
         fl_chan_encode_chunk(t->chdr[i][k], &ch);
         v[n++] = (struct iovec){t->chdr[i][k], FL_CHAN_CHUNK_HDR};
-        v[n++] = (struct iovec){tx->buf + c->pos % tx->size, c->len};
+        uint8_t *bytes = tx->buf + c->pos % tx->size;
+        if (c->lent) { /* the head from the buffer, the rest from the lender */
+            if (c->lent_at)
+                v[n++] = (struct iovec){bytes, c->lent_at};
+            v[n++] = (struct iovec){(void *)c->lent, c->len - c->lent_at};
+        } else {
+            v[n++] = (struct iovec){bytes, c->len};
+        }
         if (c->len & 7)
             v[n++] = (struct iovec){(void *)zeros, 8 - (c->len & 7)};
     }
@@ -855,10 +873,12 @@ void *fl_chan_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t le
     return tx->buf + pos % tx->size;
 }
 
-void fl_chan_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
-                    size_t len, unsigned flags)
+/* Cuts the reserved packet of len bytes into chunks and sends them (or
+   holds them, FL_COMMIT_MORE). lent: its bytes from head on, for a packet
+   of one chunk (fl_chan_commit_lent). */
+static void commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len,
+                   const uint8_t *lent, size_t head, unsigned flags)
 {
-    (void)pkt;
     struct chan_peer *p = &t->peers[dst];
     struct tx_lane *tx = &p->tx[lane];
     uint64_t pos = tx->reserved;
@@ -868,16 +888,56 @@ void fl_chan_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
         struct tx_chunk *c = &tx->chunk[tx->next++ % CHUNK_CAP];
         *c = (struct tx_chunk){.pos = pos + off,
                                .pkt_pos = pos,
+                               .lent = lent,
                                .len = (uint32_t)n,
                                .pkt_len = (uint32_t)len,
                                .flags = (uint8_t)((off == 0 ? FL_CHAN_FIRST : 0) |
-                                                  (off + n == len ? FL_CHAN_LAST : 0))};
+                                                  (off + n == len ? FL_CHAN_LAST : 0)),
+                               .lent_at = (uint8_t)(lent ? head : 0)};
         off += n;
     } while (off < len);
+    tx->nlent += lent != NULL;
     tx->tail = pos + len;
     mark(t, p);
     if (!(flags & FL_COMMIT_MORE))
         flush_peer(t, dst);
+}
+
+void fl_chan_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
+                    size_t len, unsigned flags)
+{
+    (void)pkt;
+    commit(t, dst, lane, len, NULL, 0, flags);
+}
+
+void fl_chan_commit_lent(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
+                         size_t len, size_t head, const void *src, unsigned flags)
+{
+    /* Lent only whole in one chunk, behind a head the chunk can say: a
+       packet of several chunks is handed back whole (->reclaim) even when
+       its first chunks were acknowledged, so all its bytes must stay. */
+    if (len > t->peers[dst].chunk_max || head > UINT8_MAX || head >= len) {
+        memcpy((uint8_t *)pkt + head, src, len - head);
+        commit(t, dst, lane, len, NULL, 0, flags);
+        return;
+    }
+    commit(t, dst, lane, len, src, head, flags);
+}
+
+void fl_chan_settle_lent(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
+{
+    struct tx_lane *tx = &t->peers[dst].tx[lane];
+    if (!tx->nlent)
+        return;
+    for (uint32_t s = tx->acked; s != tx->next; s++) {
+        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+        if (c->lent) {
+            memcpy(tx->buf + c->pos % tx->size + c->lent_at, c->lent,
+                   c->len - c->lent_at);
+            c->lent = NULL;
+        }
+    }
+    tx->nlent = 0;
 }
 
 void fl_chan_cancel(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt)
@@ -1305,6 +1365,7 @@ void fl_chan_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *c
     struct chan_peer *p = &t->peers[dst];
     for (unsigned l = 0; l < FL_LANES; l++) {
         struct tx_lane *tx = &p->tx[l];
+        fl_chan_settle_lent(t, dst, l); /* within the lender's call: still there */
         uint32_t s = tx->acked;
         while (s != tx->next) {
             /* The packet s is part of: whole, even if its first chunks were

@@ -16,7 +16,9 @@
  *  - a credit window: the unacknowledged bytes a sender may have towards a
  *    receiver, sized so the receiver's socket never overflows. The sender's
  *    copy of what is unacknowledged lives in that window, so the window is
- *    also the retransmission buffer;
+ *    also the retransmission buffer; a large payload is lent instead
+ *    (->commit_lent): sent from the caller's memory, and only what is still
+ *    unacknowledged when the caller's call ends is copied into the window;
  *  - keep-alives while idle, and a give-up time (FLIT_PEER_TIMEOUT) after
  *    which the peer is reported down and what it never acknowledged comes
  *    back as returned messages.
@@ -47,6 +49,9 @@ void *fl_chan_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t le
 void fl_chan_commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
                     size_t len, unsigned flags);
 void fl_chan_cancel(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt);
+void fl_chan_commit_lent(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
+                         size_t len, size_t head, const void *src, unsigned flags);
+void fl_chan_settle_lent(struct fl_tp_ep *t, uint32_t dst, unsigned lane);
 int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void *ctx,
                  int budget);
 bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask);
@@ -71,12 +76,13 @@ void fl_chan_close(struct fl_tp_ep *t);
         .address = fl_chan_address, .reachable = fl_chan_reachable,                      \
         .connect = fl_chan_connect, .connected = fl_chan_connected,                      \
         .max_packet = fl_chan_max_packet, .reserve = fl_chan_reserve,                    \
-        .commit = fl_chan_commit, .cancel = fl_chan_cancel, .poll = fl_chan_poll,        \
-        .arm = fl_chan_arm, .disarm = fl_chan_disarm, .fd = fl_chan_fd,                  \
-        .want_room = fl_chan_want_room, .check_peers = fl_chan_check_peers,              \
-        .reclaim = fl_chan_reclaim, .settled = fl_chan_settled,                          \
-        .in_contact = fl_chan_in_contact, .peer_address = fl_chan_peer_address,          \
-        .peer_datagram = fl_chan_peer_datagram,                                          \
+        .commit = fl_chan_commit, .cancel = fl_chan_cancel,                              \
+        .commit_lent = fl_chan_commit_lent, .settle_lent = fl_chan_settle_lent,          \
+        .poll = fl_chan_poll, .arm = fl_chan_arm, .disarm = fl_chan_disarm,              \
+        .fd = fl_chan_fd, .want_room = fl_chan_want_room,                                \
+        .check_peers = fl_chan_check_peers, .reclaim = fl_chan_reclaim,                  \
+        .settled = fl_chan_settled, .in_contact = fl_chan_in_contact,                    \
+        .peer_address = fl_chan_peer_address, .peer_datagram = fl_chan_peer_datagram,    \
         .peer_packet_fit = fl_chan_peer_packet_fit, .dump_peer = fl_chan_dump_peer,      \
         .close = fl_chan_close,                                                          \
     }

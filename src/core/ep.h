@@ -257,6 +257,32 @@ static inline void fl_ep_commit(struct flit_ep *ep, uint32_t dst, unsigned lane,
 }
 
 /*
+ * The same for a packet whose bytes from head on are lent at src instead
+ * of written at pkt (transport.h, ->commit_lent; only where
+ * fl_ep_can_lend): src stays untouched until fl_ep_settle_lent(dst, lane),
+ * which the caller reaches before its own call returns.
+ */
+static inline bool fl_ep_can_lend(const struct flit_ep *ep, uint32_t dst)
+{
+    return ep->peers[dst].tp->commit_lent != NULL;
+}
+
+static inline void fl_ep_commit_lent(struct flit_ep *ep, uint32_t dst, unsigned lane,
+                                     void *pkt, size_t len, size_t head, const void *src,
+                                     unsigned flags)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    unsigned more = (flags & FLIT_AM_MORE) || fl_handler_depth ? FL_COMMIT_MORE : 0;
+    p->tp->commit_lent(p->tpe, dst, lane, pkt, len, head, src, more);
+}
+
+static inline void fl_ep_settle_lent(struct flit_ep *ep, uint32_t dst, unsigned lane)
+{
+    struct fl_peer *p = &ep->peers[dst];
+    p->tp->settle_lent(p->tpe, dst, lane);
+}
+
+/*
  * Payload bytes a piece of a message cut into packets carries to dst when
  * each packet has a header of hdr_len: FLIT_LONG_CHUNK_KB within what the
  * transport carries; over datagrams, what fills one datagram.

@@ -164,7 +164,8 @@ static void print_start(void)
     fl_config_print(stderr);
 }
 
-/* Every transport op is required: a missing one is our bug. */
+/* Every transport op is required but the optional ones (an optional pair,
+   both or neither): a missing one is our bug. */
 static void check_transports(const struct fl_transport *const *all)
 {
     for (int i = 0; all[i]; i++) {
@@ -174,7 +175,8 @@ static void check_transports(const struct fl_transport *const *all)
                   t->poll && t->arm && t->disarm && t->fd && t->want_room &&
                   t->check_peers && t->reclaim && t->settled && t->in_contact &&
                   t->peer_address && t->dump_peer && t->close &&
-                  (!(t->caps & FL_TP_PUT) || (t->put && t->set_tag));
+                  (!(t->caps & FL_TP_PUT) || (t->put && t->set_tag)) &&
+                  !t->commit_lent == !t->settle_lent;
         if (!ok) {
             fl_error("transport %s lacks a required op", t->name ? t->name : "?");
             abort();

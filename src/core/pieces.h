@@ -12,7 +12,12 @@
  *  - only the first piece may answer FLIT_ERR_AGAIN (FLIT_AM_NONBLOCK):
  *    once one is in, the rest follow;
  *  - each piece but the last carries FLIT_AM_MORE, so datagram transports
- *    pack them.
+ *    pack them;
+ *  - where the transport keeps what it sent until acknowledged (the
+ *    reliability channel), a piece's bytes are lent to it rather than
+ *    copied in (transport.h, ->commit_lent), and before returning the
+ *    routine has it copy what is still unacknowledged: a payload larger
+ *    than the credit window is copied at most a window's worth.
  *
  * On the receiving side one check (fl_piece_fits) judges where a piece
  * claims to lie, whatever layer decoded it.

@@ -155,6 +155,23 @@ struct fl_transport {
     void (*cancel)(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt);
 
     /*
+     * Optional, for transports that keep what they sent until it is
+     * acknowledged: ->commit of a packet whose first head bytes were
+     * written at pkt and whose other len - head bytes are lent at src
+     * instead of written there. The transport sends them from src, which
+     * the caller leaves untouched until ->settle_lent for the same dst and
+     * lane; that copies into the reservation the lent bytes it may still
+     * need (not yet acknowledged), after which src is the caller's again.
+     * What was acknowledged in between was never copied: a payload larger
+     * than the window is copied at most a window's worth. Both are called
+     * within one call of the layer above (src is its caller's memory), and
+     * nothing sent by ->commit differs for being lent.
+     */
+    void (*commit_lent)(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *pkt,
+                        size_t len, size_t head, const void *src, unsigned flags);
+    void (*settle_lent)(struct fl_tp_ep *t, uint32_t dst, unsigned lane);
+
+    /*
      * FL_TP_PUT only: copies len bytes from src to dst's segment at offset,
      * complete on return; the caller checked the bounds. Packets sent after
      * it on any lane are seen after the data. The receiver decides what

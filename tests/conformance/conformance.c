@@ -17,6 +17,12 @@
  *   room        no room: NULL with FLIT_ERR_AGAIN; after ->want_room and an
  *               ->arm that said "sleep", ->fd turns readable when the
  *               receiver makes room
+ *   lent        where a transport lends (->commit_lent): packets whose
+ *               bytes past their header were lent arrive intact and in
+ *               order among copied ones, of one chunk and of several, though
+ *               the lender scribbles over what it lent as soon as
+ *               ->settle_lent returns; transmissions before the settle
+ *               (from the lent bytes) and after it (from the copy) alike
  *   budget      ->poll delivers at most its budget, and returns what it
  *               delivered
  *   wake        ->arm says "work waiting" or ->fd turns readable for a
@@ -591,6 +597,72 @@ static int check_lanes(struct link *k)
     return peer_collect(k, FL_LANE_MASK(FL_LANE_REP), 64, 0);
 }
 
+/* Lends count packets on lane (every third copied whole, as the layers
+   above mix them), their bytes past the header from src; where there is no
+   room the peer takes what it has on the lane, so acknowledgements and
+   retransmissions run while the bytes are lent. */
+static int lend_some(struct link *k, unsigned lane, uint32_t count, uint8_t *src,
+                     size_t slot, uint32_t round)
+{
+    struct side *s = &k->me;
+    size_t max = s->tp->max_packet(s->ep);
+    uint64_t until = fl_now_ns() + (uint64_t)DEADLINE * 1000000u;
+    for (uint32_t i = 0; i < count;) {
+        uint32_t seq = k->sent[0][lane];
+        /* one chunk, several (memnet's MTU is 4 KiB), and a header alone */
+        size_t len = (size_t[]){HDR + 3000, HDR + 9000, HDR, HDR + 1}[(i + round) % 4];
+        if (len > max)
+            len = max;
+        if (len > slot)
+            len = slot;
+        flit_status st;
+        uint8_t *pkt = s->tp->reserve(s->ep, s->peer, lane, len, &st);
+        if (!pkt) {
+            EXPECT(st == FLIT_ERR_AGAIN && fl_now_ns() < until,
+                   "%s: no room to lend packet %u on lane %u (status %d)", k->name, seq,
+                   lane, (int)st);
+            TRY(peer_take(k, FL_LANE_MASK(lane), 64, 0, 0, false));
+            continue;
+        }
+        uint8_t *mine = src + (size_t)i * slot;
+        fill(mine, len, lane, seq);
+        memcpy(pkt, mine, HDR);
+        if (i % 3 == 2) {
+            memcpy(pkt + HDR, mine + HDR, len - HDR);
+            s->tp->commit(s->ep, s->peer, lane, pkt, len, 0);
+        } else {
+            s->tp->commit_lent(s->ep, s->peer, lane, pkt, len, HDR, mine + HDR,
+                               i % 2 ? FL_COMMIT_MORE : 0);
+        }
+        k->sent[0][lane]++;
+        i++;
+        if (i == count / 2) /* the peer acknowledges some; the rest stay lent */
+            TRY(peer_take(k, FL_LANE_MASK(lane), 64, 1, DEADLINE, false));
+    }
+    return 0;
+}
+
+static int check_lent(struct link *k)
+{
+    struct side *s = &k->me;
+    if (!s->tp->commit_lent)
+        return 0; /* this transport copies everything it is given */
+    enum { COUNT = 12, SLOT = HDR + 9000 };
+    uint8_t *src = malloc((size_t)COUNT * SLOT);
+    EXPECT(src, "no memory for the lent bytes");
+    int rc = 0;
+    for (uint32_t round = 0; round < 8 && rc == 0; round++) {
+        unsigned lane = round & 1u;
+        rc = lend_some(k, lane, COUNT, src, SLOT, round);
+        s->tp->settle_lent(s->ep, s->peer, lane);
+        memset(src, 0xee, (size_t)COUNT * SLOT); /* the lender's again */
+        if (rc == 0)
+            rc = peer_collect(k, FL_LANES_ALL, 64, 0);
+    }
+    free(src);
+    return rc;
+}
+
 /* Whether a reservation on lane finds room now (given back at once). */
 static bool has_room(struct side *s, unsigned lane)
 {
@@ -1143,9 +1215,9 @@ static const struct check checks[] = {
     {"contact", check_contact, false}, /* first: the pair has carried nothing */
     {"cancel", check_cancel, false},   {"more", check_more, false},
     {"order", check_order, false},     {"budget", check_budget, false},
-    {"lanes", check_lanes, false},     {"room", check_room, false},
-    {"wake", check_wake, false},       {"settled", check_settled, false},
-    {"death", check_death, true},
+    {"lanes", check_lanes, false},     {"lent", check_lent, false},
+    {"room", check_room, false},       {"wake", check_wake, false},
+    {"settled", check_settled, false}, {"death", check_death, true},
 };
 
 /* Runs every check on tp; the number that failed. */
