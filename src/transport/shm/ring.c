@@ -37,10 +37,13 @@ void fl_ring_rx_attach(struct fl_ring_rx *rx, void *mem, size_t size)
 {
     memset(rx, 0, sizeof *rx);
     attach(&rx->ctl, &rx->data, &rx->size, &rx->mask, mem, size);
-    atomic_store_explicit(&rx->head,
-                          atomic_load_explicit(&rx->ctl->head, memory_order_relaxed),
-                          memory_order_relaxed);
+    uint64_t head = atomic_load_explicit(&rx->ctl->head, memory_order_relaxed);
+    atomic_store_explicit(&rx->head, head, memory_order_relaxed);
+    fl_ring_watch(rx, head);
 }
+
+/* What a broken ring watches: never its marker (expect is set to 0). */
+static const _Atomic uint32_t never_published = 1;
 
 static inline struct rec_hdr *rec_at(uint8_t *data, uint64_t mask, uint64_t pos)
 {
@@ -184,6 +187,8 @@ void *fl_ring_peek_slow(struct fl_ring_rx *rx, size_t *len)
         return h + 1;
     }
     rx->broken = true;
+    rx->watch = &never_published;
+    rx->expect = 0;
     return NULL;
 }
 

@@ -72,6 +72,12 @@ struct fl_ring_tx {
 
 /* Consumer side: private to the receiving process. */
 struct fl_ring_rx {
+    /* What fl_ring_pending reads: the seq word where the next record
+       starts, and the marker that publishes it there. Kept with the head,
+       so that a look at an idle ring is two loads of this line and one of
+       the word. A broken ring watches a word that never holds its marker. */
+    const _Atomic uint32_t *watch;
+    uint32_t expect;
     struct fl_ring_ctl *ctl;
     uint8_t *data;
     uint64_t size, mask;
@@ -125,17 +131,19 @@ static inline uint32_t fl_ring_marker(uint64_t pos)
     return (uint32_t)(pos / FL_RING_LINE) + 1;
 }
 
+/* Points rx's watch at the record that would start at head. */
+static inline void fl_ring_watch(struct fl_ring_rx *rx, uint64_t head)
+{
+    rx->watch = &((const struct fl_ring_rec *)(rx->data + (head & rx->mask)))->seq;
+    rx->expect = fl_ring_marker(head);
+}
+
 /* Whether a packet is published at the head (no side effects). Inline: the
    polling loop runs it on every pass. */
 static inline bool fl_ring_pending(const struct fl_ring_rx *rx)
 {
-    if (__builtin_expect(rx->broken, 0))
-        return false;
-    uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed);
-    const struct fl_ring_rec *r =
-        (const struct fl_ring_rec *)(rx->data + (head & rx->mask));
     /* Acquire: the packet bytes are read after the marker. */
-    return atomic_load_explicit(&r->seq, memory_order_acquire) == fl_ring_marker(head);
+    return atomic_load_explicit(rx->watch, memory_order_acquire) == rx->expect;
 }
 
 /* The slow part of fl_ring_peek: a record is there; validate it. */
@@ -158,6 +166,7 @@ static inline void fl_ring_release(struct fl_ring_rx *rx)
     uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed) + rx->cur_rec;
     rx->cur_rec = 0;
     atomic_store_explicit(&rx->head, head, memory_order_relaxed);
+    fl_ring_watch(rx, head);
     /* Release: we are done reading the record before the producer may
        overwrite it. */
     atomic_store_explicit(&rx->ctl->head, head, memory_order_release);

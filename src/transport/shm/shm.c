@@ -128,6 +128,9 @@ struct fl_tp_ep {
     uint32_t *by_lidx;  /* [nlocal]: rank of each local index */
     uint32_t *rx_peers; /* ranks whose rings we poll (they announced) */
     uint32_t nrx;
+    /* their rings, lane l of rx_peers[i] at 2i + l: what an empty poll
+       looks at, in one array rather than through each peer's link */
+    const struct fl_ring_rx **rx_rings;
     uint32_t *tx_peers; /* ranks we announced ourselves to */
     uint32_t ntx;
     uint32_t seen;          /* announcements taken */
@@ -293,8 +296,9 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     t->peers = calloc(a->size, sizeof *t->peers);
     t->by_lidx = calloc(nlocal, sizeof *t->by_lidx);
     t->rx_peers = calloc(nlocal, sizeof *t->rx_peers);
+    t->rx_rings = calloc((size_t)nlocal * FL_LANES, sizeof *t->rx_rings);
     t->tx_peers = calloc(nlocal, sizeof *t->tx_peers);
-    flit_status st = t->peers && t->by_lidx && t->rx_peers && t->tx_peers
+    flit_status st = t->peers && t->by_lidx && t->rx_peers && t->rx_rings && t->tx_peers
                          ? FLIT_OK
                          : FLIT_ERR_NO_MEMORY;
     uint32_t lidx = 0;
@@ -625,6 +629,8 @@ static void take_announcements(struct fl_tp_ep *t)
         if (!k->tx_ready)
             FL_COUNT(t->counters->pairs, 1);
         k->rx_ready = true;
+        for (unsigned l = 0; l < FL_LANES; l++)
+            t->rx_rings[t->nrx * FL_LANES + l] = &k->rx[l];
         t->rx_peers[t->nrx++] = r;
     }
 }
@@ -774,12 +780,16 @@ static int drain(struct fl_tp_ep *t, uint32_t r, unsigned lane, fl_tp_recv_fn cb
    passes of a polling loop make, and find nothing. */
 static inline bool any_pending(const struct fl_tp_ep *t, unsigned lane_mask)
 {
-    for (uint32_t i = 0; i < t->nrx; i++) {
-        const struct shm_link *lk = t->peers[t->rx_peers[i]].link;
-        for (unsigned l = 0; l < FL_LANES; l++)
-            if ((lane_mask & FL_LANE_MASK(l)) && fl_ring_pending(&lk->rx[l]))
+    uint32_t n = t->nrx * FL_LANES;
+    if (lane_mask == FL_LANES_ALL) { /* most polls */
+        for (uint32_t i = 0; i < n; i++)
+            if (fl_ring_pending(t->rx_rings[i]))
                 return true;
+        return false;
     }
+    for (uint32_t i = 0; i < n; i++)
+        if ((lane_mask & FL_LANE_MASK(i % FL_LANES)) && fl_ring_pending(t->rx_rings[i]))
+            return true;
     return false;
 }
 
@@ -1053,6 +1063,7 @@ static void shm_close(struct fl_tp_ep *t)
     free(t->peers);
     free(t->by_lidx);
     free(t->rx_peers);
+    free(t->rx_rings);
     free(t->tx_peers);
     free(t);
 }
