@@ -202,8 +202,10 @@ static uint64_t rto_now(const struct chan_peer *p)
 }
 
 /*
- * The tail probe's timeout: two round trips and the receiver's delayed
- * acknowledgement, doubled for each probe already sent in this stall. The
+ * The tail probe's timeout: two round trips and, when what is unacknowledged
+ * is less than the receiver acknowledges at once (a quarter of the window,
+ * schedule_ack), its delayed acknowledgement; doubled for each probe
+ * already sent in this stall. The
  * retransmission timeout is kept long (FLIT_RTO_MIN_US) because a receiver
  * acknowledges only when its process polls; but a stream whose last chunks
  * were lost sees no later chunk acknowledged that would reveal the loss
@@ -214,7 +216,12 @@ static uint64_t rto_now(const struct chan_peer *p)
  */
 static uint64_t probe_timeout(const struct chan_peer *p)
 {
-    uint64_t pto = 2 * p->srtt + (uint64_t)fl_cfg.ack_delay_us * 1000u + PROBE_SLACK_NS;
+    uint64_t unacked = 0;
+    for (unsigned l = 0; l < FL_LANES; l++)
+        unacked += p->tx[l].tail - p->tx[l].head;
+    uint64_t pto = 2 * p->srtt + PROBE_SLACK_NS;
+    if (unacked < p->window / 4) /* it may be waiting to acknowledge it */
+        pto += (uint64_t)fl_cfg.ack_delay_us * 1000u;
     pto <<= p->probes;
     return pto < p->rto ? pto : p->rto;
 }
