@@ -4,6 +4,7 @@
 # bench-compare):
 #
 #     bench/compare.sh BUILD_DIR [--rounds N] [--quick] [--max-size BYTES]
+#                                [--retries N]
 #
 # A round runs each program once between two processes of this host:
 # flit-bench --csv under flitrun; bench/mpi_pingpong.c, compiled with mpicc,
@@ -16,7 +17,9 @@
 # median of the rounds' own ratios (flit's figure over the peer's of the
 # same round). A peer that is not installed is left out and named
 # (Debian: openmpi-bin libopenmpi-dev; ucx-utils); with neither, it says so
-# and exits 0.
+# and exits 0. --retries N goes to flit-bench: how often it measures again a
+# figure during which a rank lost its CPU before it leaves it out as noisy
+# (a figure left out in every round reads n/a).
 #
 # ucx_perftest's MB is 2^20 bytes: its bandwidths are converted to flit's
 # MB/s (1e6 B/s). Its latencies, like flit's and the MPI ping-pong's, are
@@ -33,6 +36,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --quick) quick=1; pass="$pass --quick"; shift ;;
     --max-size) pass="$pass --max-size $2"; shift 2 ;;
+    --retries) pass="$pass --retries $2"; shift 2 ;;
     *) echo "compare.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
