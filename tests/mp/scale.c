@@ -29,6 +29,10 @@
  *              pidfd of their own), then send it a first message: the
  *              send answers FLIT_ERR_PEER_DOWN (or the message comes back
  *              as returned) and the peer-down handler runs once.
+ *  idle        nothing is exchanged: every rank prints what its heap
+ *              (malloc'ed bytes, mallinfo2) grew by over flit_init and
+ *              flit_ep_create, "idle: heap B". Two jobs of different sizes
+ *              give what a peer never contacted costs (peer_cost.cmake).
  *  sleeper     rank 1 sleeps in flit_wait before anyone contacted it; rank
  *              0 sends it a first message once it sees rank 1's process
  *              asleep. The handler runs within --max-s seconds of the send
@@ -331,6 +335,15 @@ static void alltoall(uint32_t count, uint64_t peer_kb)
                (unsigned long long)per_peer);
 }
 
+static void idle(uint64_t heap_start)
+{
+    setup();
+    uint64_t heap = heap_bytes();
+    printf("idle: rank %u heap %llu\n", g.me,
+           (unsigned long long)(heap > heap_start ? heap - heap_start : 0));
+    fflush(stdout);
+}
+
 static void race(uint32_t rounds, uint32_t count)
 {
     uint32_t partner = g.me ^ 1u;
@@ -425,6 +438,7 @@ int main(int argc, char **argv)
     uint32_t count = (uint32_t)test_scaled(mp_arg_u64(argc, argv, "--count", 100));
     if (count == 0)
         count = 1;
+    uint64_t heap_start = heap_bytes();
     CHECK_OK(flit_init(NULL));
     g.me = flit_job_rank().idx;
     g.n = flit_job_size();
@@ -439,6 +453,8 @@ int main(int argc, char **argv)
         dead();
     else if (strcmp(mode, "sleeper") == 0)
         sleeper((double)mp_arg_u64(argc, argv, "--max-s", 5));
+    else if (strcmp(mode, "idle") == 0)
+        idle(heap_start);
     else
         FAIL("unknown --mode %s", mode);
     if (g.ep)
