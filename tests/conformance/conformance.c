@@ -493,6 +493,10 @@ static int send_ok(struct link *k, unsigned lane, uint32_t count, uint32_t len, 
                "took its packets for %u s",
                k->name, count - done, count, lane, (int)st, DEADLINE / 1000);
         TRY(peer_take(k, FL_LANE_MASK(lane), 64, 0, 0, false));
+        /* as a sender waiting for room does: take what came back (the
+           acknowledgements that free the window); a peer that answers
+           within the millisecond peer_do polls at would leave them unread */
+        TRY(progress(&k->me));
     }
 }
 
@@ -622,6 +626,7 @@ static int lend_some(struct link *k, unsigned lane, uint32_t count, uint8_t *src
                    "%s: no room to lend packet %u on lane %u (status %d)", k->name, seq,
                    lane, (int)st);
             TRY(peer_take(k, FL_LANE_MASK(lane), 64, 0, 0, false));
+            TRY(progress(&k->me)); /* the acknowledgements (send_ok) */
             continue;
         }
         uint8_t *mine = src + (size_t)i * slot;
