@@ -637,10 +637,14 @@ static void shm_removed(const struct run *r)
 #define SHELL_ARGS                                                                       \
     "a b", "it's", "$HOME", "x;y", "", "t\tab", "new\nline", "*", "\"q\"", "\\"
 
+/* SHELL_ARGS as the rank's "args" mode prints them, one line each. */
+#define SHELL_ARGS_SHOWN                                                                 \
+    "a b", "it's", "$HOME", "x;y", "", "t\tab", "new\\nline", "*", "\"q\"", "\\\\"
+
 /* Through ssh every word arrived as it was, in flitrun's directory. */
 static void ssh_words_kept(const struct run *r)
 {
-    static const char *const args[] = {SHELL_ARGS, NULL};
+    static const char *const args[] = {SHELL_ARGS_SHOWN, NULL};
     char cwd[4096], line[4200];
     if (!getcwd(cwd, sizeof cwd))
         fail("getcwd: %s", strerror(errno));

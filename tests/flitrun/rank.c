@@ -626,8 +626,20 @@ static int mode_args(int argc, char **argv)
     if (!getcwd(cwd, sizeof cwd))
         die("getcwd: %s", strerror(errno));
     printf("cwd [%s]\n", cwd);
-    for (int i = 2; i < argc; i++)
-        printf("arg [%s]\n", argv[i]);
+    /* one line per word, whole: flitrun forwards the ranks' output by lines,
+       so a newline inside a word is shown as \n (and a backslash as \\) */
+    for (int i = 2; i < argc; i++) {
+        fputs("arg [", stdout);
+        for (const char *c = argv[i]; *c; c++) {
+            if (*c == '\n')
+                fputs("\\n", stdout);
+            else if (*c == '\\')
+                fputs("\\\\", stdout);
+            else
+                putchar(*c);
+        }
+        fputs("]\n", stdout);
+    }
     return 0;
 }
 
