@@ -47,8 +47,10 @@ enum cmd {
     CMD_TAGGED_ECHO, /* arg: round trips */
     CMD_TAGGED_SINK, /* arg: messages (acknowledged every ack_every) */
     CMD_QUIT,
-    CMD_RMA,       /* arg: for bench_rma_ctrl (bench_rma.c) */
-    CMD_PIPE_SIZE, /* arg: the raw pipe's message size */
+    CMD_RMA,        /* arg: for bench_rma_ctrl (bench_rma.c) */
+    CMD_PIPE_SIZE,  /* arg: the raw pipe's message size */
+    CMD_STREAM_DST, /* arg: 0 streams into rbuf, else into the segment when
+                       it holds arg bytes (answers whether it does) */
 };
 
 #define PEER         flit_rank(1) /* rank 0's peer; rank 1 only replies */
@@ -214,6 +216,10 @@ static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *a
         b->pipe_size = (size_t)arg;
         result = b->pipe_size <= b->max_size;
         break;
+    case CMD_STREAM_DST:
+        b->stream_seg = arg && b->seg && arg <= b->seg_size;
+        result = b->stream_seg || !arg;
+        break;
     case CMD_UDP_OPEN:
         result = udp_open(b, (uint16_t)arg);
         break;
@@ -276,10 +282,11 @@ static void on_ctrl_ack(flit_token_t *t, void *buf, size_t nbytes, const uint32_
     b->ctrl_acks++;
 }
 
-/* Stream handlers take the whole message into rbuf. */
+/* Stream handlers take the whole message into rbuf (or the segment). */
 static size_t take_whole(bench_t *b, flit_stream_t *s, size_t total)
 {
-    bench_check(b, flit_stream_recv(s, b->rbuf, total), "flit_stream_recv");
+    bench_check(b, flit_stream_recv(s, b->stream_seg ? b->seg : b->rbuf, total),
+                "flit_stream_recv");
     return total;
 }
 
@@ -330,6 +337,9 @@ void bench_init(bench_t *b, flit_ep_t *ep, size_t max_size, const char *prog)
     if (!b->rbuf)
         bench_check(b, FLIT_ERR_NO_MEMORY, "allocating the receive buffer");
     memset(b->rbuf, 0, alloc);
+    void *seg;
+    bench_check(b, flit_ep_segment(ep, &seg, &b->seg_size), "flit_ep_segment");
+    b->seg = seg;
     static const struct {
         unsigned h;
         flit_am_handler_fn fn;
@@ -560,7 +570,7 @@ static void send_one(bench_t *b, unsigned h, enum bench_kind kind, size_t size,
 {
     static const uint32_t args[4] = {1, 2, 3, 4};
     flit_status st;
-    if (kind == BENCH_STREAM) {
+    if (kind == BENCH_STREAM || kind == BENCH_STREAM_SEG) {
         stream_send(b, PEER, h == H_SINK ? H_S_SINK : H_S_PING, b->buf, size);
         return;
     }
@@ -586,7 +596,7 @@ static uint64_t run_pingpong(void *ctx, uint64_t n)
     struct point *p = ctx;
     bench_t *b = p->b;
     static const unsigned ping[] = {H_PING_SHORT, H_PING_MEDIUM, H_PING_LONG, H_S_PING, 0,
-                                    H_PING_LOOP};
+                                    H_PING_LOOP,  H_S_PING};
     if (p->kind == BENCH_TAGGED) {
         command(b, CMD_TAGGED_ECHO, n);
         uint64_t t0 = bench_now_ns();
@@ -670,7 +680,12 @@ double bench_stream_ns(bench_t *b, enum bench_kind kind, size_t size, unsigned w
     command(b, CMD_ACK_EVERY, p.ack_every);
     if (kind == BENCH_TAGGED)
         command(b, CMD_TAGGED_SIZE, size);
-    return bench_measure(run_stream, &p, target_ns, reps, p.ack_every, STREAM_MAX_N);
+    if (kind == BENCH_STREAM_SEG && !command(b, CMD_STREAM_DST, size))
+        return -1;
+    double ns = bench_measure(run_stream, &p, target_ns, reps, p.ack_every, STREAM_MAX_N);
+    if (kind == BENCH_STREAM_SEG)
+        command(b, CMD_STREAM_DST, 0);
+    return ns;
 }
 
 /* ---- raw baselines ---- */

@@ -39,8 +39,12 @@ enum bench_kind {
     BENCH_LONG,
     BENCH_STREAM,
     BENCH_TAGGED,
-    BENCH_SHORT_LOOP /* latency only: a short AM answered by rank 1's loop
+    BENCH_SHORT_LOOP, /* latency only: a short AM answered by rank 1's loop
                         with a short AM request, as streams are answered */
+    BENCH_STREAM_SEG  /* streams that rank 1 takes into its segment, not
+                         rbuf: on shared memory the sender places them
+                         there (one copy); bench_stream_ns only, and -1
+                         when rank 1's segment is smaller than size */
 };
 
 typedef struct bench {
@@ -49,6 +53,9 @@ typedef struct bench {
     const char *prog; /* for messages */
     uint8_t *buf;     /* rank 0: what medium and long messages send */
     uint8_t *rbuf;    /* where stream and tagged messages are received */
+    uint8_t *seg;     /* rank 1: its segment, for BENCH_STREAM_SEG */
+    size_t seg_size;
+    bool stream_seg; /* rank 1: streams go to seg now */
     size_t max_size;
     bench_raw_t *raw;                 /* NULL: no raw baselines */
     bench_udp_t *udp;                 /* NULL: no raw UDP baselines */

@@ -876,7 +876,20 @@ static void stream_section(struct run *r)
                          mbps(sz[i], st_ns), base, (double)sz[i], &U_MBS);
         emit(r, "bandwidth_tagged", "tagged (vs stream)", (double)sz[i],
              mbps(sz[i], tg_ns), st, (double)sz[i], &U_MBS);
-        if (r->udp || !b->raw)
+        if (r->udp)
+            continue;
+        /* Taken into the receiver's segment: the sender places what the
+           handler waits for there (one copy, as a long AM). */
+        double seg_ns;
+        do {
+            begin(r);
+            seg_ns =
+                bench_stream_ns(b, BENCH_STREAM_SEG, sz[i], BW_WINDOW, r->bw_ns, BW_REPS);
+        } while (again(r));
+        if (seg_ns > 0)
+            emit(r, "bandwidth_stream_placed", "stream into segment", (double)sz[i],
+                 mbps(sz[i], seg_ns), base, (double)sz[i], &U_MBS);
+        if (!b->raw)
             continue;
         /* What the machine allows a message that lands in the receiver's
            buffer: two copies and the lines crossing cores, no protocol. */

@@ -401,6 +401,11 @@ typedef struct flit_stats {
     /* Peers this endpoint has exchanged a packet with, in either direction,
        itself included: the pairs set up (each on first use) */
     uint64_t peers_in_contact;
+    /* Streams on shared memory: places this endpoint's handlers offered
+       their senders in its segment, and stream bytes this endpoint wrote
+       straight into a receiver's (one copy instead of two) */
+    uint64_t stream_offers;
+    uint64_t stream_placed_bytes;
 } flit_stats_t;
 
 FLIT_API flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out);

@@ -37,6 +37,17 @@ int fl_progress(struct flit_ep *ep, unsigned lane_mask)
     return n;
 }
 
+int fl_progress_peer(struct flit_ep *ep, uint32_t peer, unsigned lane_mask)
+{
+    struct fl_peer *p = &ep->peers[peer];
+    fl_ep_flush_hold(ep);
+    FL_COUNT(ep->stats.polls, 1);
+    int n = p->tp->poll(p->tpe, lane_mask, fl_packet_dispatch, ep, POLL_BUDGET);
+    if (__builtin_expect(n && ep->cond_waiters, 0))
+        pthread_cond_broadcast(&ep->progress_cond);
+    return n;
+}
+
 static int64_t spin_us = -1;
 
 int64_t fl_progress_spin_us(void)

@@ -27,6 +27,9 @@ flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
 
 /* Drains every transport once on lane_mask; the packets handled. */
 int fl_progress(struct flit_ep *ep, unsigned lane_mask);
+/* The same for the one transport that reaches peer: a layer looking for
+   that peer's answer between the packets of a send. */
+int fl_progress_peer(struct flit_ep *ep, uint32_t peer, unsigned lane_mask);
 /*
  * Receiver pacing: one packet at a time from each transport in turn, until
  * max_bytes have been handled or none is waiting; the bytes handled. A

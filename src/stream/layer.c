@@ -58,6 +58,8 @@ static void stream_stats(const void *state, flit_stats_t *out)
     out->stream_recv_msgs = FL_READ(se->recv_msgs);
     out->stream_recv_bytes = FL_READ(se->recv_bytes);
     out->stream_fibers = FL_READ(se->fibers);
+    out->stream_offers = FL_READ(se->offers);
+    out->stream_placed_bytes = FL_READ(se->placed_bytes);
 }
 
 static void stream_report(const flit_stats_t *s, struct fl_report *r)
@@ -71,6 +73,10 @@ static void stream_report(const flit_stats_t *s, struct fl_report *r)
                        (unsigned long long)s->stream_recv_msgs,
                        (unsigned long long)s->stream_recv_bytes,
                        (unsigned long long)s->stream_fibers);
+    if (s->stream_offers || s->stream_placed_bytes)
+        fl_report_line(r, "  stream places offered %llu; bytes placed in receivers' %llu",
+                       (unsigned long long)s->stream_offers,
+                       (unsigned long long)s->stream_placed_bytes);
 }
 
 static uint32_t stream_handlers_used(const void *state, uint32_t below)

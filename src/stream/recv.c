@@ -134,6 +134,9 @@ static void in_init(struct flit_stream *s, struct flit_ep *ep, uint32_t src,
     s->live = false;
     s->linked = false;
     s->spawned = false;
+    s->placeable = false;
+    s->place_from = s->place_to = 0;
+    s->place_at = NULL;
     s->parked = s->wake = s->ready = false;
 }
 
@@ -212,6 +215,7 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t s
     flit_status why = judge(ep, se, h);
     in_init(s, ep, src, h->total);
     s->sid = h->sid;
+    s->placeable = (h->flags & FL_STF_PLACEABLE) != 0;
     s->arrived = h->len;
     s->cur = h->payload;
     s->cur_len = h->len;
@@ -255,13 +259,22 @@ static void next_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t sr
         bad_packet(ep, src, len, "out of place in its message");
         return;
     }
+    uint8_t *payload = h->payload;
+    if (h->flags & FL_STF_PLACED) {
+        /* Written where we offered: the bytes are at hand in their place. */
+        if (h->offset < s->place_from || h->offset + h->len > s->place_to) {
+            bad_packet(ep, src, len, "placed where no place was offered");
+            return;
+        }
+        payload = s->place_at + (h->offset - s->place_from);
+    }
     s->arrived += h->len;
     if (!s->live) { /* its handler returned: nobody wants these bytes */
         s->taken += h->len;
         retire_if_over(se, s);
         return;
     }
-    s->cur = h->payload;
+    s->cur = payload;
     s->cur_len = h->len;
     fl_stream_run(ep, s);
 }
@@ -270,8 +283,13 @@ void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane, void
                            size_t len)
 {
     struct fl_st_pkt h;
-    if (lane != FL_LANE_REQ || fl_st_decode(pkt, len, &h) != FLIT_OK) {
+    if (fl_st_decode(pkt, len, &h) != FLIT_OK ||
+        lane != ((h.flags & FL_STF_OFFER) ? FL_LANE_REP : FL_LANE_REQ)) {
         bad_packet(ep, src, len, "malformed");
+        return;
+    }
+    if (h.flags & FL_STF_OFFER) {
+        fl_stream_offer(ep, src, &h); /* for a message we send */
         return;
     }
     struct fl_stream_ep *se = fl_stream_of(ep);
@@ -295,6 +313,40 @@ flit_status fl_stream_usable(const struct flit_stream *s)
     return FLIT_OK;
 }
 
+/*
+ * The handler waits for the n bytes at dst with none at hand: if they are
+ * to land in our segment (which the sender maps) and it can place them,
+ * offers it that place (stream.h), once per range.
+ */
+static void offer(struct flit_stream *s, uint8_t *dst, size_t n)
+{
+    struct flit_ep *ep = s->ep;
+    if (!s->placeable || s->place_to > s->arrived || n < FL_ST_OFFER_MIN ||
+        ep->seg_fd < 0)
+        return;
+    uintptr_t seg = (uintptr_t)ep->seg, at = (uintptr_t)dst;
+    if (at < seg || at - seg > ep->seg_size || n > ep->seg_size - (at - seg))
+        return;
+    if (n > FL_ST_OFFER_MAX)
+        n = FL_ST_OFFER_MAX;
+    void *pkt;
+    if (fl_ep_reserve(ep, s->src, FL_LANE_REP, FL_ST_FIRST_HDR, 0, &pkt) != FLIT_OK)
+        return; /* the sender is down: end_all will say so */
+    struct fl_st_pkt h = {
+        .flags = FL_STF_OFFER,
+        .sid = s->sid,
+        .len = (uint32_t)n,
+        .offset = s->arrived,
+        .place = at - seg,
+    };
+    fl_st_encode(pkt, &h);
+    fl_ep_commit(ep, s->src, FL_LANE_REP, pkt, FL_ST_FIRST_HDR, 0);
+    s->place_from = s->arrived;
+    s->place_to = s->arrived + n;
+    s->place_at = dst;
+    FL_COUNT(fl_stream_of(ep)->offers, 1);
+}
+
 /* Takes n bytes (n <= what remains) into dst, or passes over them (dst
    NULL), waiting on the fiber for packets still to come. */
 static flit_status take(struct flit_stream *s, uint8_t *dst, size_t n)
@@ -303,12 +355,15 @@ static flit_status take(struct flit_stream *s, uint8_t *dst, size_t n)
         if (s->cur_len == 0) {
             if (s->error)
                 return s->error;
+            if (dst)
+                offer(s, dst, n);
             fl_fiber_yield(s->fiber); /* run() continues us with a packet */
             continue;
         }
         size_t k = n < s->cur_len ? n : s->cur_len;
         if (dst) {
-            memcpy(dst, s->cur, k);
+            if (dst != s->cur) /* equal: placed there by the sender */
+                memcpy(dst, s->cur, k);
             dst += k;
         }
         s->cur += k;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/progress.h"
 #include "stream/stream.h"
 #include "util/log.h"
 
@@ -16,6 +17,108 @@ static size_t piece_room(struct flit_stream_out *s, size_t hdr_len)
     size_t room = fl_ep_piece_size(s->ep, s->dst, hdr_len);
     uint64_t left = s->total - s->sent;
     return left < room ? (size_t)left : room;
+}
+
+/* ---- placed pieces (stream.h) ---- */
+
+/* Whether a message of total bytes to dst may ask for offers: its segment
+   is one our transport writes into (shared memory), and it is long. */
+static bool can_place(const struct flit_ep *ep, uint32_t dst, uint64_t total)
+{
+    const struct fl_peer *p = &ep->peers[dst];
+    return total >= FL_ST_PLACE_MIN && p->put_ok && p->seg_size >= FL_ST_OFFER_MIN &&
+           !fl_ep_datagrams(ep, dst);
+}
+
+/* s takes offers from now on. */
+static void place_start(struct fl_stream_ep *se, struct flit_stream_out *s)
+{
+    s->placeable = true;
+    s->place_from = s->place_to = s->place_seg = 0;
+    s->place_next = se->placing;
+    se->placing = s;
+}
+
+/* s takes no more offers: its last byte is out, it failed, or it ends. */
+static void unplace(struct fl_stream_ep *se, struct flit_stream_out *s)
+{
+    if (!s->placeable)
+        return;
+    s->placeable = false;
+    struct flit_stream_out **pp = &se->placing;
+    while (*pp && *pp != s)
+        pp = &(*pp)->place_next;
+    if (*pp)
+        *pp = s->place_next;
+}
+
+void fl_stream_offer(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h)
+{
+    struct fl_stream_ep *se = fl_stream_of(ep);
+    struct flit_stream_out *s = se->placing;
+    while (s && (s->dst != src || s->sid != h->sid))
+        s = s->place_next;
+    if (!s)
+        return; /* its last bytes crossed the offer: nothing left to place */
+    uint64_t seg = ep->peers[src].seg_size;
+    if (h->place > seg || h->len > seg - h->place || h->offset > s->total ||
+        h->len > s->total - h->offset) {
+        FL_COUNT(ep->stats.refused_packets, 1);
+        fl_warn("rank %u offered a place outside its segment or the message", src);
+        return;
+    }
+    s->place_from = h->offset;
+    s->place_to = h->offset + h->len;
+    s->place_seg = h->place;
+}
+
+/*
+ * Between two packets of s: takes the receiver's offer, if one came and
+ * covers the next byte, by writing up to n bytes from buf straight into its
+ * segment, then a PLACED packet saying so. *done: the bytes placed (0: send
+ * them in packets). A place the transport cannot write ends the offers.
+ */
+static flit_status place(struct flit_stream_out *s, const uint8_t *buf, size_t n,
+                         size_t *done)
+{
+    struct flit_ep *ep = s->ep;
+    *done = 0;
+    fl_progress_peer(ep, s->dst, FL_LANE_MASK(FL_LANE_REP)); /* offers come there */
+    if (s->sent < s->place_from || s->sent >= s->place_to)
+        return FLIT_OK;
+    void *pkt;
+    flit_status st = fl_ep_reserve(ep, s->dst, FL_LANE_REQ, FL_ST_HDR, 0, &pkt);
+    if (st != FLIT_OK)
+        return st;
+    if (!s->placeable || s->sent < s->place_from || s->sent >= s->place_to) {
+        fl_ep_cancel(ep, s->dst, FL_LANE_REQ, pkt); /* changed while we waited */
+        return FLIT_OK;
+    }
+    uint64_t k = s->place_to - s->sent;
+    if (k > n)
+        k = n;
+    struct fl_peer *p = &ep->peers[s->dst];
+    st = p->tp->put(p->tpe, s->dst, p->tag, s->place_seg + (s->sent - s->place_from), buf,
+                    (size_t)k);
+    if (st != FLIT_OK) {
+        fl_ep_cancel(ep, s->dst, FL_LANE_REQ, pkt);
+        unplace(fl_stream_of(ep), s);
+        return st == FLIT_ERR_PEER_DOWN ? st : FLIT_OK; /* else: in packets */
+    }
+    s->sent += k;
+    struct fl_st_pkt h = {
+        .flags = FL_STF_PLACED | (s->sent == s->total ? FL_STF_LAST : 0),
+        .sid = s->sid,
+        .len = (uint32_t)k,
+        .offset = s->sent - k,
+    };
+    fl_st_encode(pkt, &h);
+    fl_ep_commit(ep, s->dst, FL_LANE_REQ, pkt, FL_ST_HDR, 0);
+    if (s->sent == s->total)
+        unplace(fl_stream_of(ep), s);
+    FL_COUNT(fl_stream_of(ep)->placed_bytes, k);
+    *done = (size_t)k;
+    return FLIT_OK;
 }
 
 /*
@@ -31,6 +134,8 @@ static void close_packet(struct flit_stream_out *s, unsigned more)
     unsigned flags = s->first_open ? FL_STF_FIRST : 0;
     if (s->sent == s->total)
         flags |= FL_STF_LAST;
+    else if (s->first_open && s->placeable)
+        flags |= FL_STF_PLACEABLE;
     struct fl_st_pkt h = {
         .flags = (uint8_t)flags,
         .pad = (uint8_t)(s->hdr_len - fl_st_hdr_len(flags)),
@@ -46,6 +151,8 @@ static void close_packet(struct flit_stream_out *s, unsigned more)
     fl_ep_commit(ep, s->dst, FL_LANE_REQ, s->pkt, s->hdr_len + s->fill,
                  flags & FL_STF_LAST ? 0 : more);
     s->pkt = NULL;
+    if (flags & FL_STF_LAST)
+        unplace(fl_stream_of(ep), s);
 }
 
 void fl_stream_flush(struct fl_hold *h)
@@ -111,6 +218,7 @@ static struct flit_stream_out *out_get(struct fl_stream_ep *se)
 
 static void out_put(struct fl_stream_ep *se, struct flit_stream_out *s)
 {
+    unplace(se, s);
     s->live = false;
     s->next = se->free_out;
     se->free_out = s;
@@ -147,6 +255,7 @@ static flit_status start(struct fl_stream_ep *se, struct flit_stream_out *s,
     s->total = total;
     s->sent = 0;
     s->pkt = NULL;
+    s->placeable = false;
     fl_ep_flush_hold(ep);
     flit_status st = open_packet(s, true, flags);
     if (st != FLIT_OK)
@@ -155,6 +264,8 @@ static flit_status start(struct fl_stream_ep *se, struct flit_stream_out *s,
        (a thread-safe endpoint), and it may have opened a message to the
        same rank meanwhile. */
     s->sid = se->next_sid[dst]++;
+    if (can_place(ep, dst, total))
+        place_start(se, s);
     if (s->cap == 0) /* empty: the first packet is the last */
         close_packet(s, 0);
     FL_COUNT(se->sent_msgs, 1);
@@ -191,6 +302,18 @@ static flit_status put_bytes(struct flit_stream_out *s, const uint8_t *buf, size
                              bool more)
 {
     while (n) {
+        if (!s->pkt && s->placeable) {
+            size_t k;
+            flit_status st = place(s, buf, n, &k);
+            if (st != FLIT_OK) {
+                s->error = st;
+                return st;
+            }
+            buf += k;
+            n -= k;
+            if (k)
+                continue;
+        }
         if (!s->pkt) {
             flit_status st = open_packet(s, false, 0);
             if (st != FLIT_OK) {
@@ -310,8 +433,10 @@ flit_status flit_stream_sendmsg(flit_ep_t *ep, flit_rank_t dest, flit_handler_t 
         struct flit_stream_out s;
         s.hold.flush = fl_stream_flush;
         st = start(fl_stream_of(ep), &s, ep, dest.idx, h.idx, (size_t)total, flags);
-        if (st == FLIT_OK)
+        if (st == FLIT_OK) {
             st = put_iov(&s, iov, iovcnt);
+            unplace(fl_stream_of(ep), &s); /* still listed after a failure */
+        }
     }
     fl_ep_leave(ep);
     return st;

@@ -19,6 +19,20 @@
  * fiber. Later packets of the message resume the fiber with their payload;
  * it copies what it asked for straight from the packet and yields when it
  * needs the next one, so no packet is ever kept or copied aside.
+ *
+ * Placed pieces: one copy instead of two on shared memory. A packet costs
+ * two copies (into the ring, out of it). When a handler waits for bytes
+ * that are to land in its endpoint's own segment, which the sender maps,
+ * the receiver offers the sender that place (wire.h): the bytes of the
+ * range the sender has not sent yet it writes there itself with the
+ * transport's ->put, and a PLACED packet tells that they are in. The
+ * handler's recv then finds them already where it wanted them. The sender
+ * marks the messages it can do this for (a peer whose segment it reaches,
+ * a message long enough) and looks for offers on the reply lane before
+ * each packet of them, so an offer is taken within a piece of being made;
+ * one that comes too late (the bytes already left as packets) is ignored.
+ * The receiver names the place, the range and the time: its memory takes
+ * only what it asked for, where it asked.
  */
 #ifndef FL_STREAM_STREAM_H
 #define FL_STREAM_STREAM_H
@@ -27,6 +41,12 @@
 #include "flit/stream.h"
 #include "platform/fiber.h"
 #include "stream/wire.h"
+
+/* Placed pieces (above): a message from this long asks for offers, and a
+   handler waiting for this many bytes or more in the segment makes one. */
+#define FL_ST_PLACE_MIN (64u << 10)
+#define FL_ST_OFFER_MIN (16u << 10)
+#define FL_ST_OFFER_MAX (UINT32_MAX & ~(uint32_t)(FL_ST_ALIGN - 1)) /* len field */
 
 /* The sender's open message. */
 struct flit_stream_out {
@@ -45,6 +65,13 @@ struct flit_stream_out {
     bool first_open;              /* it is the first packet */
     bool slack;                   /* room for a pad was reserved in it */
     struct flit_stream_out *next; /* free list */
+    /* Placed pieces: the first packet said PLACEABLE, and s is on the
+       layer's placing list until its last byte is out; the receiver's
+       latest offer: message bytes [place_from, place_to) go to its
+       segment at place_seg. */
+    bool placeable;
+    uint64_t place_from, place_to, place_seg;
+    struct flit_stream_out *place_next;
 };
 
 /* The receiver's message, from its first packet until its last. */
@@ -63,6 +90,11 @@ struct flit_stream {
     bool live;                /* its handler runs (or waits) */
     bool linked;              /* in its sender's messages in progress */
     bool spawned;             /* flit_stream_spawn's: no message behind it */
+    bool placeable;           /* its sender takes offers (stream.h) */
+    /* Our latest offer: message bytes [place_from, place_to) land at
+       place_at, in our segment (place_to 0: none yet). */
+    uint64_t place_from, place_to;
+    uint8_t *place_at;
     struct flit_stream *next; /* the sender's messages in progress; free list */
     /* Parking (park.c), under the layer's park_lock: the handler waits in
        flit_stream_park; an unpark came; it is on the ready list. */
@@ -82,6 +114,7 @@ struct fl_stream_ep {
     struct flit_stream **active;     /* [ep->size]: messages arriving */
     uint32_t *next_sid;              /* [ep->size] */
     struct flit_stream_out *free_out;
+    struct flit_stream_out *placing; /* messages out that take offers */
     struct flit_stream *free_in;
     struct flit_stream *current; /* whose handler runs now */
     /* Parked handlers that may go on (park.c): any thread adds, the
@@ -92,6 +125,7 @@ struct fl_stream_ep {
     _Atomic unsigned nready;
     bool listening; /* the progress listener is in */
     fl_counter sent_msgs, sent_bytes, recv_msgs, recv_bytes, fibers;
+    fl_counter offers, placed_bytes; /* offers made; bytes we placed */
 };
 
 extern struct fl_layer fl_stream_layer;
@@ -130,5 +164,8 @@ void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane, void
                            size_t len);
 bool fl_stream_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
                     flit_status reason, bool reclaimed);
+
+/* Placed pieces (send.c): a receiver's offer for one of our messages. */
+void fl_stream_offer(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h);
 
 #endif /* FL_STREAM_STREAM_H */

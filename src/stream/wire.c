@@ -11,6 +11,11 @@ size_t fl_st_encode(uint8_t *buf, const struct fl_st_pkt *p)
                       (uint64_t)p->handler << 32);
     fl_put32(buf + 8, p->sid);
     fl_put32(buf + 12, p->len);
+    if (p->flags & FL_STF_OFFER) {
+        fl_put64(buf + 16, p->offset);
+        fl_put64(buf + 24, p->place);
+        return FL_ST_FIRST_HDR;
+    }
     if (p->flags & FL_STF_FIRST) {
         fl_put64(buf + 16, p->tag);
         fl_put64(buf + 24, p->total);
@@ -18,6 +23,24 @@ size_t fl_st_encode(uint8_t *buf, const struct fl_st_pkt *p)
     }
     fl_put64(buf + 16, p->offset);
     return FL_ST_HDR;
+}
+
+/* An offer, or a placed run: a header alone, at least a byte named, the
+   range within 64 bits (and the segment's, for an offer). */
+static flit_status decode_place(const uint8_t *b, size_t len, struct fl_st_pkt *p)
+{
+    bool offer = (p->flags & FL_STF_OFFER) != 0;
+    unsigned allowed = offer ? FL_STF_OFFER : FL_STF_PLACED | FL_STF_LAST;
+    if ((p->flags & ~allowed) || p->pad || p->handler || p->len == 0 ||
+        len != fl_st_hdr_len(p->flags))
+        return FLIT_ERR_BAD_PACKET;
+    p->tag = 0;
+    p->total = 0;
+    p->offset = fl_get64(b + 16);
+    p->place = offer ? fl_get64(b + 24) : 0;
+    if (p->offset + p->len < p->offset || p->place + p->len < p->place)
+        return FLIT_ERR_BAD_PACKET;
+    return FLIT_OK;
 }
 
 flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
@@ -35,6 +58,10 @@ flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
     size_t hl = fl_st_hdr_len(p->flags) + p->pad;
     p->sid = fl_get32(b + 8);
     p->len = fl_get32(b + 12);
+    p->place = 0;
+    p->payload = NULL;
+    if (p->flags & (FL_STF_OFFER | FL_STF_PLACED))
+        return decode_place(b, len, p);
     if (len < hl || p->len != len - hl)
         return FLIT_ERR_BAD_PACKET;
     if (p->flags & FL_STF_FIRST) {
@@ -42,13 +69,14 @@ flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
         p->total = fl_get64(b + 24);
         p->offset = 0;
         bool last = (p->flags & FL_STF_LAST) != 0;
-        if (p->len > p->total || last != (p->len == p->total))
+        if (p->len > p->total || last != (p->len == p->total) ||
+            (last && (p->flags & FL_STF_PLACEABLE)))
             return FLIT_ERR_BAD_PACKET;
     } else {
         p->tag = 0;
         p->total = 0;
         p->offset = fl_get64(b + 16);
-        if (p->offset + p->len < p->offset)
+        if (p->offset + p->len < p->offset || (p->flags & FL_STF_PLACEABLE))
             return FLIT_ERR_BAD_PACKET;
     }
     p->payload = b + hl;

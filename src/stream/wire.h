@@ -27,6 +27,21 @@
  * packets of several messages may interleave. The first packet names the
  * handler and the length and is judged (tag, handler); the others only
  * continue it. The last one ends exactly at the total.
+ *
+ * Placed pieces (shared memory; see stream.h). A first packet flagged
+ * PLACEABLE says its sender can write the rest of the message straight into
+ * the receiver's segment. The receiver may then answer, on the reply lane,
+ * with an OFFER: the packet of a first packet's size whose header reads
+ *
+ *    8    4   stream id
+ *   12    4   len: bytes of the message offered a place
+ *   16    8   the message offset they start at
+ *   24    8   where they go: an offset into the receiver's segment
+ *
+ * (flags OFFER alone, handler and pad 0, no payload). Bytes of that range
+ * the sender has not sent yet it may write there itself, each run followed
+ * by a PLACED packet: a continuation header with no payload whose len
+ * counts the bytes written, at its offset.
  */
 #ifndef FL_STREAM_WIRE_H
 #define FL_STREAM_WIRE_H
@@ -42,9 +57,13 @@
 #define FL_ST_HDR       24u /* a packet that continues a message */
 #define FL_ST_FIRST_HDR 32u /* the first one */
 
-#define FL_STF_FIRST 0x01u
-#define FL_STF_LAST  0x02u
-#define FL_STF_KNOWN (FL_STF_FIRST | FL_STF_LAST)
+#define FL_STF_FIRST     0x01u
+#define FL_STF_LAST      0x02u
+#define FL_STF_PLACEABLE 0x04u /* FIRST: the sender takes an offer */
+#define FL_STF_PLACED    0x08u /* not FIRST: len bytes written in place */
+#define FL_STF_OFFER     0x10u /* alone, receiver to sender: a place */
+#define FL_STF_KNOWN                                                                     \
+    (FL_STF_FIRST | FL_STF_LAST | FL_STF_PLACEABLE | FL_STF_PLACED | FL_STF_OFFER)
 
 #define FL_ST_ALIGN     64u   /* a large piece's payload starts on a line */
 #define FL_ST_ALIGN_MIN 1024u /* pieces from this size up are aligned */
@@ -58,12 +77,13 @@ struct fl_st_pkt {
     uint64_t tag;     /* FIRST */
     uint64_t offset;  /* 0 for FIRST */
     uint64_t total;   /* FIRST; else 0 */
-    uint8_t *payload; /* decode: into the packet */
+    uint64_t place;   /* OFFER: the segment offset; else 0 */
+    uint8_t *payload; /* decode: into the packet (NULL when PLACED, OFFER) */
 };
 
 static inline size_t fl_st_hdr_len(unsigned flags)
 {
-    return (flags & FL_STF_FIRST) ? FL_ST_FIRST_HDR : FL_ST_HDR;
+    return (flags & (FL_STF_FIRST | FL_STF_OFFER)) ? FL_ST_FIRST_HDR : FL_ST_HDR;
 }
 
 /* Writes p's header (flags, len, pad and all) at buf; returns its length,
@@ -72,7 +92,8 @@ size_t fl_st_encode(uint8_t *buf, const struct fl_st_pkt *p);
 
 /* Decodes and validates a whole packet: FLIT_ERR_BAD_PACKET unless every
    field is consistent (the payload within the message, LAST exactly at
-   its end when the first packet says where that is). */
+   its end when the first packet says where that is; an offer or a placed
+   run of at least a byte, with no payload). */
 flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p);
 
 #endif /* FL_STREAM_WIRE_H */

@@ -16,6 +16,14 @@
  * filled it up: a sender opens empty messages without waiting until one
  * finds no room, then says so through a FIFO (rank 0 runs no progress that
  * a message could come by).
+ *
+ * --segment: the endpoints have segments, and handlers take messages of 64
+ * KiB and more into slots of theirs, each between guard bytes. On shared
+ * memory the senders then place what the handlers wait for straight into
+ * those slots (placed pieces): every rank must have offered places and
+ * placed bytes, no guard byte may change, and a handler that stops early
+ * must find the bytes it did not take untouched in its slot. Without the
+ * flag nothing is offered or placed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +38,21 @@
 #define MAX_OPEN   4     /* messages a sender keeps open at once */
 #define BIG_PACKET 70000 /* more than any transport's packet */
 
+/* --segment: slots of the segment, each a message between guards */
+#define GUARD      64
+#define SLOT_BYTES ((3u << 20) + 2 * GUARD) /* the longest message, guarded */
+#define SLOT_MIN   (64u << 10)              /* shorter messages: malloc */
+#define MAX_SLOTS  16
+#define GUARD_BYTE 0x5a
+#define UNTAKEN    0xc3 /* what a slot holds where no byte was taken */
+
+/* The slots of the segment; a handler holds one while it runs. */
+struct slots {
+    uint8_t *base;
+    unsigned count;
+    bool used[MAX_SLOTS];
+};
+
 struct rx {
     uint32_t size, me;
     uint64_t *next_seq; /* per source: the next message expected */
@@ -39,7 +62,50 @@ struct rx {
     uint64_t fills;     /* empty messages that filled rank 0 up */
     bool allow_early;
     size_t max_piece; /* receive pieces at most this big (0: any) */
+    struct slots slots;
+    uint64_t in_slots; /* messages taken into the segment */
 };
+
+/* A buffer for a message of total bytes: a slot of the segment when there
+   is one free and the message is long, its guards and untaken bytes set;
+   else the heap (*slot -1). */
+static uint8_t *buf_get(struct rx *rx, size_t total, int *slot)
+{
+    struct slots *sl = &rx->slots;
+    *slot = -1;
+    for (unsigned i = 0; total >= SLOT_MIN && i < sl->count; i++)
+        if (!sl->used[i]) {
+            sl->used[i] = true;
+            *slot = (int)i;
+            uint8_t *at = sl->base + (size_t)i * SLOT_BYTES;
+            memset(at, GUARD_BYTE, GUARD);
+            memset(at + GUARD, UNTAKEN, total);
+            memset(at + GUARD + total, GUARD_BYTE, GUARD);
+            rx->in_slots++;
+            return at + GUARD;
+        }
+    uint8_t *b = malloc(total ? total : 1);
+    CHECK(b);
+    return b;
+}
+
+/* Gives the buffer back, having checked that in a slot nothing was
+   written outside the kept bytes: not the guards, not the bytes of the
+   message the handler passed over or left. */
+static void buf_put(struct rx *rx, uint8_t *buf, int slot, size_t keep, size_t total)
+{
+    if (slot < 0) {
+        free(buf);
+        return;
+    }
+    for (size_t i = 0; i < GUARD; i++)
+        if (buf[(ptrdiff_t)i - GUARD] != GUARD_BYTE || buf[total + i] != GUARD_BYTE)
+            FAIL("a guard byte of slot %d changed (message of %zu bytes)", slot, total);
+    for (size_t i = keep; i < total; i++)
+        if (buf[i] != UNTAKEN)
+            FAIL("byte %zu of %zu, not taken, was written in slot %d", i, total, slot);
+    rx->slots.used[slot] = false;
+}
 
 static uint64_t msg_seed(uint32_t src, uint32_t dst, uint64_t seq, uint64_t total)
 {
@@ -69,8 +135,8 @@ static void on_msg(flit_stream_t *s, size_t total, void *user)
         keep = total ? (size_t)(test_rand(&rng) % total) : 0;
         rx->early++;
     }
-    uint8_t *buf = malloc(total ? total : 1);
-    CHECK(buf);
+    int slot;
+    uint8_t *buf = buf_get(rx, total, &slot);
     /* Receive pieces: mostly small, sometimes big, never the sender's. */
     size_t pieces = 1 + (size_t)(test_rand(&rng) % 50);
     size_t got = 0;
@@ -102,7 +168,7 @@ static void on_msg(flit_stream_t *s, size_t total, void *user)
     if (bad != keep)
         FAIL("message %llu from rank %u (%zu bytes): byte %zu differs",
              (unsigned long long)seq, src, total, bad);
-    free(buf);
+    buf_put(rx, buf, slot, keep, total);
     rx->done[src]++;
 }
 
@@ -379,14 +445,42 @@ static void run_extract(flit_ep_t *ep, struct rx *rx, uint64_t count, uint64_t s
     CHECK_OK(flit_barrier(ep));
 }
 
+/* --segment: what was placed (on shared memory; over UDP only a rank's
+   messages to itself can be), and that nothing was without it. */
+static void check_placed(const flit_stats_t *st, const struct rx *rx, bool segment)
+{
+    const char *tp = getenv("FLIT_TRANSPORT");
+    bool udp = tp && strcmp(tp, "udp") == 0;
+    printf("rank %u: %llu messages into the segment, %llu places offered, %llu bytes "
+           "placed\n",
+           rx->me, (unsigned long long)rx->in_slots,
+           (unsigned long long)st->stream_offers,
+           (unsigned long long)st->stream_placed_bytes);
+    if (!segment)
+        CHECK(st->stream_offers == 0 && st->stream_placed_bytes == 0);
+    else if (!udp && rx->size > 1)
+        CHECK(rx->in_slots > 0 && st->stream_offers > 0 && st->stream_placed_bytes > 0);
+}
+
 int main(int argc, char **argv)
 {
     CHECK_OK(flit_init(NULL));
-    flit_ep_t *ep;
-    CHECK_OK(flit_ep_create(NULL, &ep));
-    CHECK_OK(flit_am_set_returned_handler(ep, mp_returned_fail, NULL));
     uint32_t n = flit_job_size(), me = flit_job_rank().idx;
+    bool segment = mp_arg_flag(argc, argv, "--segment");
+    unsigned nslots = n * MAX_OPEN < MAX_SLOTS ? n * MAX_OPEN : MAX_SLOTS;
+    flit_ep_params_t params = {.field_mask = FLIT_EP_PARAM_SEGMENT,
+                               .segment_size = (size_t)nslots * SLOT_BYTES};
+    flit_ep_t *ep;
+    CHECK_OK(flit_ep_create(segment ? &params : NULL, &ep));
+    CHECK_OK(flit_am_set_returned_handler(ep, mp_returned_fail, NULL));
     struct rx rx = {.size = n, .me = me, .allow_early = true};
+    if (segment) {
+        void *base;
+        size_t size;
+        CHECK_OK(flit_ep_segment(ep, &base, &size));
+        rx.slots.base = base;
+        rx.slots.count = nslots;
+    }
     rx.next_seq = calloc(n, sizeof *rx.next_seq);
     rx.done = calloc(n, sizeof *rx.done);
     CHECK_OK(flit_stream_register(ep, flit_handler(H_MSG), on_msg, &rx));
@@ -411,6 +505,7 @@ int main(int argc, char **argv)
            "early, %llu handlers on fibers\n",
            me, (unsigned long long)st.stream_recv_msgs, (unsigned long long)rx.bytes,
            (unsigned long long)rx.early, (unsigned long long)st.stream_fibers);
+    check_placed(&st, &rx, segment);
     CHECK_OK(flit_ep_destroy(ep));
     CHECK_OK(flit_finalize());
     free(rx.next_seq);

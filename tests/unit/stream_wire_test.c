@@ -7,14 +7,18 @@
  *    malformation answers FLIT_ERR_BAD_PACKET (short buffers, wrong version
  *    or opcode, unknown flags, reserved bytes, a length that disagrees with
  *    the packet, a first packet longer than its message, LAST in the wrong
- *    place, an offset that wraps); 200k mutated packets never crash it.
+ *    place, an offset that wraps; offers and placed runs with a payload,
+ *    of nothing, with other flags, or wrapping); 200k mutated packets never
+ *    crash it.
  *  - Fed straight to fl_stream_recv_packet on a real endpoint (a job of
  *    one): a continuation of a message nobody started, a second first
  *    packet for an id in progress, a packet out of place in its message,
  *    one on the reply lane: each is refused and counted, and the message
  *    in progress goes on intact; a handler that returns early has the rest
  *    of its message swallowed; the same id may start a new message once the
- *    old one is over.
+ *    old one is over; placed bytes nobody offered a place for and an offer
+ *    on the request lane are refused, an offer for no message of ours is
+ *    ignored.
  */
 #include <flit/stream.h>
 #include <stdlib.h>
@@ -146,6 +150,69 @@ static void test_decode(void)
     free(good);
 }
 
+/* Placed pieces: an offer and a PLACED packet are a header alone. */
+static void test_place_decode(void)
+{
+    uint8_t b[FL_ST_FIRST_HDR + 1];
+    struct fl_st_pkt d;
+    struct fl_st_pkt offer = {
+        .flags = FL_STF_OFFER, .sid = 9, .len = 4096, .offset = 100, .place = 640};
+    CHECK(fl_st_encode(b, &offer) == FL_ST_FIRST_HDR);
+    CHECK_OK(fl_st_decode(b, FL_ST_FIRST_HDR, &d));
+    CHECK(d.flags == FL_STF_OFFER && d.sid == 9 && d.len == 4096 && d.offset == 100 &&
+          d.place == 640 && d.payload == NULL);
+    expect_bad(b, FL_ST_FIRST_HDR + 1, "an offer with a payload");
+    expect_bad(b, FL_ST_HDR, "an offer cut short");
+    struct fl_st_pkt placed = {
+        .flags = FL_STF_PLACED | FL_STF_LAST, .sid = 9, .len = 500, .offset = 8};
+    CHECK(fl_st_encode(b, &placed) == FL_ST_HDR);
+    CHECK_OK(fl_st_decode(b, FL_ST_HDR, &d));
+    CHECK(d.flags == (FL_STF_PLACED | FL_STF_LAST) && d.len == 500 && d.offset == 8 &&
+          d.payload == NULL);
+    expect_bad(b, FL_ST_HDR + 1, "a placed run with a payload");
+
+    struct {
+        struct fl_st_pkt h;
+        const char *what;
+    } bad[] = {
+        {{.flags = FL_STF_OFFER, .len = 0, .offset = 1}, "an offer of nothing"},
+        {{.flags = FL_STF_OFFER | FL_STF_LAST, .len = 1}, "an offer with LAST"},
+        {{.flags = FL_STF_OFFER | FL_STF_FIRST, .len = 1}, "an offer and a first packet"},
+        {{.flags = FL_STF_OFFER, .handler = 2, .len = 1}, "an offer naming a handler"},
+        {{.flags = FL_STF_OFFER, .len = 16, .place = UINT64_MAX - 8},
+         "an offer whose place wraps"},
+        {{.flags = FL_STF_OFFER, .len = 16, .offset = UINT64_MAX - 8},
+         "an offer whose range wraps"},
+        {{.flags = FL_STF_PLACED, .len = 0, .offset = 1}, "a placed run of nothing"},
+        {{.flags = FL_STF_PLACED, .pad = 8, .len = 1}, "a placed run with a pad"},
+        {{.flags = FL_STF_PLACED | FL_STF_OFFER, .len = 1}, "placed and an offer"},
+        {{.flags = FL_STF_PLACED, .len = 16, .offset = UINT64_MAX - 8},
+         "a placed run that wraps"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t hl = fl_st_encode(b, &bad[i].h);
+        expect_bad(b, hl, bad[i].what);
+    }
+    /* PLACEABLE: on a first packet that does not hold its whole message. */
+    uint8_t data[8] = {0};
+    size_t len;
+    struct fl_st_pkt h = {
+        .flags = FL_STF_FIRST | FL_STF_PLACEABLE, .len = 8, .total = 100};
+    uint8_t *p = make(&h, data, &len);
+    CHECK_OK(fl_st_decode(p, len, &d));
+    CHECK(d.flags == (FL_STF_FIRST | FL_STF_PLACEABLE));
+    free(p);
+    h = (struct fl_st_pkt){
+        .flags = FL_STF_FIRST | FL_STF_LAST | FL_STF_PLACEABLE, .len = 8, .total = 8};
+    p = make(&h, data, &len);
+    expect_bad(p, len, "PLACEABLE on a whole message");
+    free(p);
+    h = (struct fl_st_pkt){.flags = FL_STF_PLACEABLE, .len = 8, .offset = 8};
+    p = make(&h, data, &len);
+    expect_bad(p, len, "PLACEABLE after the first packet");
+    free(p);
+}
+
 /* ---- the state machine ---- */
 
 static struct {
@@ -231,13 +298,35 @@ static void test_state(flit_ep_t *ep, uint64_t tag)
     feed(ep, FL_LANE_REQ, 0, 5, 300, 0, msg, 1);
     CHECK(refused(ep) == r0 + 6);
 
+    /* Placed pieces nobody offered, an offer on the request lane: refused;
+       an offer for a message we do not send: ignored (it may cross the
+       message's last bytes). */
+    r0 = refused(ep);
+    rx.stop_after = SIZE_MAX;
+    feed(ep, FL_LANE_REQ, FL_STF_FIRST | FL_STF_PLACEABLE, 8, tag, 300, msg, 100);
+    CHECK(rx.runs == 3);
+    struct fl_st_pkt pl = {.flags = FL_STF_PLACED, .sid = 8, .len = 100, .offset = 100};
+    uint8_t hdr[FL_ST_FIRST_HDR];
+    fl_st_encode(hdr, &pl);
+    fl_stream_recv_packet(ep, 0, FL_LANE_REQ, hdr, FL_ST_HDR);
+    CHECK(refused(ep) == r0 + 1);
+    struct fl_st_pkt of = {.flags = FL_STF_OFFER, .sid = 8, .len = 100, .offset = 100};
+    fl_st_encode(hdr, &of);
+    fl_stream_recv_packet(ep, 0, FL_LANE_REQ, hdr, FL_ST_FIRST_HDR);
+    CHECK(refused(ep) == r0 + 2);
+    fl_stream_recv_packet(ep, 0, FL_LANE_REP, hdr, FL_ST_FIRST_HDR);
+    CHECK(refused(ep) == r0 + 2);
+    feed(ep, FL_LANE_REQ, FL_STF_LAST, 8, 100, 0, msg + 100, 200);
+    CHECK(rx.runs == 3 && rx.last == FLIT_OK && rx.got_len == 300);
+    CHECK(memcmp(rx.got, msg, 300) == 0);
+
     /* One packet, the whole message: inline, no fiber. */
     flit_stats_t s0 = {.struct_size = sizeof s0}, s1 = {.struct_size = sizeof s1};
     CHECK_OK(flit_ep_stats(ep, &s0));
     rx.stop_after = SIZE_MAX;
     feed(ep, FL_LANE_REQ, FL_STF_FIRST | FL_STF_LAST, 6, tag, 77, msg, 77);
     CHECK_OK(flit_ep_stats(ep, &s1));
-    CHECK(rx.runs == 3 && rx.got_len == 77 && memcmp(rx.got, msg, 77) == 0);
+    CHECK(rx.runs == 4 && rx.got_len == 77 && memcmp(rx.got, msg, 77) == 0);
     CHECK(s1.stream_fibers == s0.stream_fibers);
 }
 
@@ -245,6 +334,7 @@ int main(void)
 {
     unit_clean_env();
     test_decode();
+    test_place_decode();
     CHECK_OK(flit_init(NULL));
     flit_ep_t *ep;
     CHECK_OK(flit_ep_create(NULL, &ep));
