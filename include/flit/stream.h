@@ -45,6 +45,14 @@
  * at that index, wrong tag, peer down before it was taken) comes back to
  * the returned-message handler of <flit/am.h> with kind FLIT_AM_STREAM.
  *
+ * One copy on shared memory: a handler that receives into its endpoint's
+ * segment (flit_ep_segment) gets the bytes it waits for written there by
+ * the sender itself, which maps the segment, instead of copied through the
+ * rings; the receiver offers that place, only for the bytes it waits for,
+ * and the sender uses it for those it has not sent yet (messages of 64 KiB
+ * and more). Nothing changes in the calls: recv returns when the bytes are
+ * in, wherever they came by.
+ *
  * Flow control: the receiver takes packets when it makes progress
  * (flit_poll, flit_wait, a blocked send) or only as many as it asks for
  * (flit_extract). What it has not taken holds back its senders' credits:

@@ -30,10 +30,9 @@ static bool can_place(const struct flit_ep *ep, uint32_t dst, uint64_t total)
            !fl_ep_datagrams(ep, dst);
 }
 
-/* s takes offers from now on. */
+/* s, placeable, takes offers from now on. */
 static void place_start(struct fl_stream_ep *se, struct flit_stream_out *s)
 {
-    s->placeable = true;
     s->place_from = s->place_to = s->place_seg = 0;
     s->place_next = se->placing;
     se->placing = s;
@@ -187,6 +186,8 @@ static flit_status open_packet(struct flit_stream_out *s, bool first, unsigned f
         slack = FL_ST_ALIGN - 1;
         cap = piece_room(s, hl + slack);
     }
+    if (first && s->placeable && cap > FL_ST_PLACE_FIRST)
+        cap = FL_ST_PLACE_FIRST; /* the receiver's offer comes back sooner */
     void *pkt;
     flit_status st =
         fl_ep_reserve(ep, s->dst, FL_LANE_REQ, hl + slack + cap, flags, &pkt);
@@ -255,16 +256,18 @@ static flit_status start(struct fl_stream_ep *se, struct flit_stream_out *s,
     s->total = total;
     s->sent = 0;
     s->pkt = NULL;
-    s->placeable = false;
+    s->placeable = can_place(ep, dst, total);
     fl_ep_flush_hold(ep);
     flit_status st = open_packet(s, true, flags);
-    if (st != FLIT_OK)
+    if (st != FLIT_OK) {
+        s->placeable = false; /* never listed */
         return st;
+    }
     /* Numbered only now: waiting for room may have let another thread in
        (a thread-safe endpoint), and it may have opened a message to the
        same rank meanwhile. */
     s->sid = se->next_sid[dst]++;
-    if (can_place(ep, dst, total))
+    if (s->placeable)
         place_start(se, s);
     if (s->cap == 0) /* empty: the first packet is the last */
         close_packet(s, 0);

@@ -46,6 +46,9 @@
    handler waiting for this many bytes or more in the segment makes one. */
 #define FL_ST_PLACE_MIN (64u << 10)
 #define FL_ST_OFFER_MIN (16u << 10)
+/* The first packet of a message that asks carries at most this much: the
+   handler reaches its wait, and its offer the sender, a piece sooner. */
+#define FL_ST_PLACE_FIRST 4096u
 #define FL_ST_OFFER_MAX (UINT32_MAX & ~(uint32_t)(FL_ST_ALIGN - 1)) /* len field */
 
 /* The sender's open message. */

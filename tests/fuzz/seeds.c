@@ -374,24 +374,31 @@ static void stream_seeds(void)
         {"middle", 0, 100, 0, 200},
         {"last", FL_STF_LAST, 99900, 0, 100},
         {"continue-empty", 0, 4096, 0, 0},
+        {"first-placeable", FL_STF_FIRST | FL_STF_PLACEABLE, 0, 1u << 20, 4096},
+        {"placed", FL_STF_PLACED, 4096, 0, 1u << 19},
+        {"placed-last", FL_STF_PLACED | FL_STF_LAST, 1u << 19, 0, 1u << 19},
+        {"offer", FL_STF_OFFER, 4096, 0, (1u << 20) - 4096},
     };
     for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
+        /* a placed run and an offer are a header alone, naming no handler */
+        bool bare = (s[i].flags & (FL_STF_PLACED | FL_STF_OFFER)) != 0;
         struct fl_st_pkt p = {.flags = s[i].flags,
-                              .handler = 3,
+                              .handler = bare ? 0 : 3,
                               .sid = 77 + (uint32_t)i,
                               .len = s[i].len,
                               .tag = 0x1122334455667788ull,
                               .offset = s[i].offset,
-                              .total = s[i].total};
-        size_t hl = fl_st_encode(buf, &p);
-        for (uint32_t k = 0; k < p.len; k++)
-            buf[hl + k] = (uint8_t)(k * 7 + i);
+                              .total = s[i].total,
+                              .place = bare ? 8192 : 0};
+        size_t hl = fl_st_encode(buf, &p), size = hl + (bare ? 0 : p.len);
+        for (size_t k = hl; k < size; k++)
+            buf[k] = (uint8_t)((k - hl) * 7 + i);
         struct fl_st_pkt d;
-        if (fl_st_decode(buf, hl + p.len, &d) != FLIT_OK) {
+        if (fl_st_decode(buf, size, &d) != FLIT_OK) {
             fprintf(stderr, "fuzz_seeds: stream seed %s does not decode\n", s[i].name);
             exit(1);
         }
-        save("stream_decode", s[i].name, buf, hl + p.len);
+        save("stream_decode", s[i].name, buf, size);
     }
 }
 
