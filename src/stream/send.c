@@ -102,6 +102,8 @@ static flit_status place(struct flit_stream_out *s, const uint8_t *buf, size_t n
     if (st != FLIT_OK) {
         fl_ep_cancel(ep, s->dst, FL_LANE_REQ, pkt);
         unplace(fl_stream_of(ep), s);
+        if (st == FLIT_ERR_NOT_SUPPORTED)
+            p->put_ok = false; /* for good, as for long AMs: packets */
         return st == FLIT_ERR_PEER_DOWN ? st : FLIT_OK; /* else: in packets */
     }
     s->sent += k;

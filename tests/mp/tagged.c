@@ -39,7 +39,12 @@
  *
  *     flitrun -n 3 mp_tagged [--test all|order|nonovertake|sizes|truncate|
  *                            many|probe|cancel] [--count N] [--seed S]
- *                            [--thread-safe] [--expect-faults]
+ *                            [--thread-safe] [--expect-faults] [--segment]
+ *
+ * --segment: sizes receives into the endpoint's segment, so that on shared
+ * memory a posted receive of the long sizes gets its message placed there
+ * by the sender (stream.h); places must have been offered, and the guard
+ * behind each buffer stays as it was.
  *
  * Environment: FLIT_TRANSPORT=udp, FLIT_DROP_RATE and friends,
  * FLIT_PROGRESS_THREAD (handlers then run on another thread than the one
@@ -70,6 +75,8 @@ static struct {
     uint8_t *scratch; /* expected payloads */
     size_t scratch_size;
     uint64_t ctl_seq;
+    uint8_t *seg; /* --segment: where sizes receives, in turn */
+    size_t seg_size, seg_used;
 } g;
 
 /* ---------------------------------------------------------------- payloads */
@@ -122,6 +129,17 @@ static uint8_t *guarded(size_t size)
     memset(b, 0, size);
     memset(b + size, GUARD_B, GUARD);
     return b;
+}
+
+/* The same in the segment (--segment), line-aligned; never given back. */
+static uint8_t *seg_guarded(size_t size)
+{
+    size_t at = (g.seg_used + 63) & ~(size_t)63;
+    CHECK(at + size + GUARD <= g.seg_size);
+    g.seg_used = at + size + GUARD;
+    memset(g.seg + at, 0, size);
+    memset(g.seg + at + size, GUARD_B, GUARD);
+    return g.seg + at;
 }
 
 static void check_guard(const uint8_t *b, size_t size, const char *what)
@@ -525,7 +543,7 @@ static void test_sizes(void)
     uint8_t *rbuf[C_NSIZES];
     CHECK(sbuf);
     for (unsigned i = 0; i < C_NSIZES; i++)
-        rbuf[i] = guarded(c_sizes[i]);
+        rbuf[i] = g.seg ? seg_guarded(c_sizes[i]) : guarded(c_sizes[i]);
     flit_tagged_info_t info[C_NSIZES];
     flit_request_t *req[C_NSIZES];
 
@@ -582,8 +600,20 @@ static void test_sizes(void)
     CHECK_OK(flit_barrier(g.ep));
     printf("tagged: rank %u: sizes 0 .. 4 MiB unexpected, posted and probed: OK\n", g.me);
     for (unsigned i = 0; i < C_NSIZES; i++)
-        free(rbuf[i]);
+        if (!g.seg)
+            free(rbuf[i]);
     free(sbuf);
+    if (g.seg) {
+        const char *tp = getenv("FLIT_TRANSPORT");
+        flit_stats_t st = {.struct_size = sizeof st};
+        CHECK_OK(flit_ep_stats(g.ep, &st));
+        printf("tagged: rank %u: into the segment: %llu places offered, %llu bytes "
+               "placed\n",
+               g.me, (unsigned long long)st.stream_offers,
+               (unsigned long long)st.stream_placed_bytes);
+        if (!(tp && strcmp(tp, "udp") == 0))
+            CHECK(st.stream_offers > 0 && st.stream_placed_bytes > 0);
+    }
 }
 
 /* ---------------------------------------------------------------- truncate */
@@ -942,10 +972,20 @@ int main(int argc, char **argv)
     g.n = flit_job_size();
     g.succ = (g.me + 1) % g.n;
     g.pred = (g.me + g.n - 1) % g.n;
+    bool segment = mp_arg_flag(argc, argv, "--segment");
     flit_ep_params_t p = {.field_mask = FLIT_EP_PARAM_THREAD_MODE,
                           .thread_mode =
                               thread_safe ? FLIT_THREAD_SAFE : FLIT_THREAD_SINGLE};
+    if (segment) {
+        p.field_mask |= FLIT_EP_PARAM_SEGMENT;
+        p.segment_size = 8u << 20; /* the sizes, each behind a line and a guard */
+    }
     CHECK_OK(flit_ep_create(&p, &g.ep));
+    if (segment) {
+        void *base;
+        CHECK_OK(flit_ep_segment(g.ep, &base, &g.seg_size));
+        g.seg = base;
+    }
     CHECK_OK(flit_am_set_returned_handler(g.ep, mp_returned_fail, NULL));
     CHECK_OK(flit_tagged_create(g.ep, flit_handler(H_DATA), &g.t));
     CHECK_OK(flit_tagged_create(g.ep, flit_handler(H_CTL), &g.ctl));
