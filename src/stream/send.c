@@ -11,12 +11,19 @@
 #include "stream/stream.h"
 #include "util/log.h"
 
-/* Payload bytes the next packet of s may carry. */
+/* Payload bytes the next packet of s may carry: a piece, or what is left
+   when that is at most FL_ST_TAIL more and the transport's packet holds
+   it (not over datagrams, where a piece fills one). */
 static size_t piece_room(struct flit_stream_out *s, size_t hdr_len)
 {
     size_t room = fl_ep_piece_size(s->ep, s->dst, hdr_len);
     uint64_t left = s->total - s->sent;
-    return left < room ? (size_t)left : room;
+    if (left <= room)
+        return (size_t)left;
+    if (left - room <= FL_ST_TAIL && !fl_ep_datagrams(s->ep, s->dst) &&
+        left + hdr_len <= s->ep->peers[s->dst].max_packet)
+        return (size_t)left;
+    return room;
 }
 
 /* ---- placed pieces (stream.h) ---- */
@@ -162,23 +169,30 @@ void fl_stream_flush(struct fl_hold *h)
 }
 
 /*
- * Places the open packet's payload (nothing written in it yet) so that the
- * byte lead bytes into it starts a line, where the packet has slack: a
- * gather whose first part is a small header (tagged messaging's tag) gets
- * the large part behind it aligned.
+ * Places the open packet's payload (nothing written in it yet), where the
+ * packet has slack, so that the byte `before` bytes into it sits at the same
+ * offset in its line as src in its own: the copy into the packet, and the
+ * receiver's copy out of it into a buffer aligned as the sender's, then
+ * move whole lines. src NULL: the payload starts a line. A gather whose
+ * first part is a small header (tagged messaging's tag) is placed by its
+ * large part; the message's later packets each by the byte they start with
+ * (with the payload on a line instead, every later piece of a tagged
+ * message was copied 8 bytes off its source's lines: 0.64-0.97 of the
+ * stream, by where the ring's records fell).
  */
-static void align_payload(struct flit_stream_out *s, size_t lead)
+static void align_payload(struct flit_stream_out *s, const void *src, size_t before)
 {
     size_t hl = s->first_open ? FL_ST_FIRST_HDR : FL_ST_HDR;
     s->hdr_len = hl;
     if (s->slack)
-        s->hdr_len += (0 - ((uintptr_t)s->pkt + hl + lead)) & (FL_ST_ALIGN - 1);
+        s->hdr_len +=
+            ((uintptr_t)src - before - ((uintptr_t)s->pkt + hl)) & (FL_ST_ALIGN - 1);
 }
 
 /* Reserves the next packet of s (the first when first). A large piece's
-   payload starts on a line (wire.h) where the receiver reads it in place:
-   room for the most padding is reserved, and what the packet's place needs
-   is used. Over datagrams the pad would only take room from the payload. */
+   payload is placed in its line (wire.h, align_payload): room for the most
+   padding is reserved, and what the packet's place needs is used. Over datagrams the pad
+   would only take room from the payload. */
 static flit_status open_packet(struct flit_stream_out *s, bool first, unsigned flags)
 {
     struct flit_ep *ep = s->ep;
@@ -198,7 +212,7 @@ static flit_status open_packet(struct flit_stream_out *s, bool first, unsigned f
     s->pkt = pkt; /* its header is written when it is closed */
     s->slack = slack != 0;
     s->first_open = first;
-    align_payload(s, 0);
+    align_payload(s, NULL, 0);
     s->cap = cap;
     s->fill = 0;
     s->sent += cap; /* planned; a packet closed early gives some back */
@@ -325,6 +339,7 @@ static flit_status put_bytes(struct flit_stream_out *s, const uint8_t *buf, size
                 s->error = st;
                 return st;
             }
+            align_payload(s, buf, 0);
         }
         size_t k = s->cap - s->fill < n ? s->cap - s->fill : n;
         memcpy(s->pkt + s->hdr_len + s->fill, buf, k);
@@ -358,6 +373,22 @@ static uint64_t unsent(const struct flit_stream_out *s)
     return s->total - s->sent + (s->pkt ? s->cap - s->fill : 0);
 }
 
+/* Adds iov's bytes to s. An empty packet open is placed by the bytes that
+   go in first, or, behind a small first part (a header), by the larger. */
+static flit_status put_iov(struct flit_stream_out *s, const struct iovec *iov, int iovcnt)
+{
+    if (s->pkt && s->fill == 0 && iovcnt > 0) {
+        if (iovcnt > 1 && iov[0].iov_len < FL_ST_ALIGN)
+            align_payload(s, iov[1].iov_base, iov[0].iov_len);
+        else
+            align_payload(s, iov[0].iov_base, 0);
+    }
+    flit_status st = FLIT_OK;
+    for (int i = 0; st == FLIT_OK && i < iovcnt; i++)
+        st = put_bytes(s, iov[i].iov_base, iov[i].iov_len, i + 1 < iovcnt);
+    return st;
+}
+
 flit_status flit_stream_send(flit_stream_out_t *s, const void *buf, size_t n)
 {
     flit_status st = out_enter(s);
@@ -370,7 +401,7 @@ flit_status flit_stream_send(flit_stream_out_t *s, const void *buf, size_t n)
     else if (n > unsent(s))
         st = FLIT_ERR_TOO_LARGE;
     else
-        st = put_bytes(s, buf, n, false);
+        st = put_iov(s, &(struct iovec){.iov_base = (void *)buf, .iov_len = n}, 1);
     fl_ep_leave(s->ep);
     return st;
 }
@@ -389,18 +420,6 @@ static flit_status check_iov(const struct iovec *iov, int iovcnt, uint64_t *sum)
         *sum += iov[i].iov_len;
     }
     return FLIT_OK;
-}
-
-/* Adds iov's bytes to s: a small first piece (a header) before a larger
-   one starts the packet where the larger one's payload lands on a line. */
-static flit_status put_iov(struct flit_stream_out *s, const struct iovec *iov, int iovcnt)
-{
-    if (s->pkt && s->fill == 0 && iovcnt > 1 && iov[0].iov_len < FL_ST_ALIGN)
-        align_payload(s, iov[0].iov_len);
-    flit_status st = FLIT_OK;
-    for (int i = 0; st == FLIT_OK && i < iovcnt; i++)
-        st = put_bytes(s, iov[i].iov_base, iov[i].iov_len, i + 1 < iovcnt);
-    return st;
 }
 
 flit_status flit_stream_sendv(flit_stream_out_t *s, const struct iovec *iov, int iovcnt)

@@ -50,6 +50,11 @@
    handler reaches its wait, and its offer the sender, a piece sooner. */
 #define FL_ST_PLACE_FIRST 4096u
 #define FL_ST_OFFER_MAX (UINT32_MAX & ~(uint32_t)(FL_ST_ALIGN - 1)) /* len field */
+/* A packet may run this far past the piece size rather than leave a tail
+   of this much or less for a packet of its own: a layer's header in front
+   of a piece-sized payload (tagged messaging's 8-byte tag before 32 KiB)
+   stays one packet. */
+#define FL_ST_TAIL 256u
 
 /* The sender's open message. */
 struct flit_stream_out {

@@ -14,14 +14,14 @@
  *   16    8   FIRST: the tag; others: the offset of this payload in the message
  *   24    8   FIRST only: the message's total length
  *   ..        pad bytes (their content is not read)
- *   ..        payload (8-byte aligned)
+ *   ..        payload
  *
- * The pad puts a large piece's payload on a 64-byte line of the sender's
- * buffer; on shared memory that is a line of the receiver's ring too (both
- * map it line-aligned), so senders pad only there. Copies whose source and destination
- * sit at different offsets in their lines run at half speed between cores on some
- * machines (a raw pipe of 64 KiB pieces here: 13.5 vs 29 GB/s), and the users' buffers
- * are mostly line-aligned.
+ * The pad puts a large piece's payload at the offset in a 64-byte line that
+ * its bytes have in the sender's buffer; on shared memory the receiver's ring
+ * is mapped line-aligned too, so senders pad only there. Copies whose source
+ * and destination sit at different offsets in their lines run at half speed
+ * between cores on some machines (a raw pipe of 64 KiB pieces here: 13.5 vs
+ * 29 GB/s), and the users' buffers on both sides are mostly aligned alike.
  *
  * A message is one or more packets on the request lane, in order; the
  * packets of several messages may interleave. The first packet names the
@@ -65,7 +65,7 @@
 #define FL_STF_KNOWN                                                                     \
     (FL_STF_FIRST | FL_STF_LAST | FL_STF_PLACEABLE | FL_STF_PLACED | FL_STF_OFFER)
 
-#define FL_ST_ALIGN     64u   /* a large piece's payload starts on a line */
+#define FL_ST_ALIGN     64u   /* a large piece's payload is placed in its line */
 #define FL_ST_ALIGN_MIN 1024u /* pieces from this size up are aligned */
 
 struct fl_st_pkt {

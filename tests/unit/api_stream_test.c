@@ -29,7 +29,11 @@
  *    taking them: a small message whole, a large one a packet at a time
  *    (what it shows is what recv then takes, the pointer moving as bytes
  *    are taken), nothing once all is taken; its bad input answers its
- *    status, and a handle whose handler returned is a dead token.
+ *    status, and a handle whose handler returned is a dead token;
+ *  - a large piece lies at its source's offset in a line (a header gathered
+ *    before the payload, a source off a line, begin/send/end): the copies
+ *    in and out move whole lines; a small header before a piece-sized
+ *    payload does not cost a packet of its own.
  */
 #include <flit/stream.h>
 #include <stdbool.h>
@@ -349,9 +353,14 @@ static void test_sendmsg(flit_ep_t *ep)
     CHECK(got_len == 8192 && memcmp(got, data, 8192) == 0);
 }
 
-/* Takes the message a piece at a time, each piece first seen in place. */
+/* Takes the message a piece at a time, each piece first seen in place.
+   line_src, when set: where message byte 0 would be in the sender's memory
+   (the source of byte k is line_src + k); each large piece is checked to
+   sit at its source's offset in a line. */
 static size_t peeks, peek_bytes;
 static bool peek_ok = true;
+static uintptr_t line_src;
+static size_t line_checked, line_off;
 
 static void on_peek(flit_stream_t *s, size_t total, void *user)
 {
@@ -368,6 +377,10 @@ static void on_peek(flit_stream_t *s, size_t total, void *user)
         }
         peeks++;
         peek_bytes += n;
+        if (line_src && n >= 4096) {
+            line_checked++;
+            line_off += (((uintptr_t)here - (line_src + off)) & 63) != 0;
+        }
         CHECK(n <= total - off && flit_stream_remaining(s) == total - off);
         size_t half = n / 2;
         CHECK_OK(flit_stream_recv(s, got + off, half));
@@ -415,6 +428,66 @@ static void test_peek(flit_ep_t *ep)
     CHECK_ST(flit_stream_peek(kept, &here, &n), FLIT_ERR_BAD_TOKEN);
 }
 
+/*
+ * A large piece lies in the ring at its source's offset in a line, so that
+ * both copies move whole lines: after a small header gathered before the
+ * payload (tagged messaging's tag) in every packet, not only the first
+ * (the later ones lay 8 bytes off their source's lines), and for a source
+ * that does not start a line.
+ */
+static void test_lines(flit_ep_t *ep)
+{
+    static _Alignas(64) uint8_t data[300000];
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (uint8_t)(i * 11 + (i >> 8));
+    uint8_t hdr[8] = {9, 8, 7, 6, 5, 4, 3, 2};
+    const size_t n = 200000;
+    const size_t at[] = {0, 8, 24, 40};
+    flit_handler_t h = flit_handler(H_PEEK);
+    for (int how = 0; how < 3; how++) {
+        for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+            const uint8_t *src = data + at[k];
+            size_t lead = how == 0 ? sizeof hdr : 0;
+            line_checked = line_off = 0;
+            line_src = (uintptr_t)src - lead;
+            if (how == 0) { /* header + payload */
+                struct iovec two[2] = {{hdr, sizeof hdr}, {(void *)src, n}};
+                CHECK_OK(flit_stream_sendmsg(ep, flit_rank(0), h, two, 2, 0));
+            } else if (how == 1) { /* the payload alone, one call */
+                struct iovec one = {(void *)src, n};
+                CHECK_OK(flit_stream_sendmsg(ep, flit_rank(0), h, &one, 1, 0));
+            } else { /* begin, send, end */
+                flit_stream_out_t *o;
+                CHECK_OK(flit_stream_begin(ep, flit_rank(0), h, n, 0, &o));
+                CHECK_OK(flit_stream_send(o, src, n));
+                CHECK_OK(flit_stream_end(o));
+            }
+            await_runs(ep, 1);
+            CHECK(got_len == lead + n && memcmp(got + lead, src, n) == 0 && peek_ok);
+            CHECK(lead == 0 || memcmp(got, hdr, lead) == 0);
+            CHECK(line_checked >= 4);
+            if (line_off)
+                fprintf(stderr,
+                        "way %d, source at %zu: %zu of %zu pieces off their line\n", how,
+                        at[k], line_off, line_checked);
+            CHECK(line_off == 0);
+        }
+    }
+    line_src = 0;
+
+    /* A header before a piece-sized payload (32 KiB by default) stays one
+       packet; a tail longer than a layer's header gets a packet of its own. */
+    for (int tail = 0; tail < 2; tail++) {
+        size_t len = (32u << 10) + (tail ? 300 : 0);
+        peeks = peek_bytes = 0;
+        struct iovec two[2] = {{hdr, sizeof hdr}, {data, len}};
+        CHECK_OK(flit_stream_sendmsg(ep, flit_rank(0), h, two, 2, 0));
+        await_runs(ep, 1);
+        CHECK(got_len == sizeof hdr + len && memcmp(got + sizeof hdr, data, len) == 0);
+        CHECK(tail ? peeks == 2 : peeks == 1 && peek_bytes == got_len);
+    }
+}
+
 int main(void)
 {
     unit_clean_env();
@@ -433,6 +506,7 @@ int main(void)
     test_order(ep);
     test_sendmsg(ep);
     test_peek(ep);
+    test_lines(ep);
     CHECK_OK(flit_ep_destroy(ep));
     CHECK_OK(flit_finalize());
     printf("api_stream_test: OK\n");
