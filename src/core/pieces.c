@@ -32,15 +32,16 @@ flit_status fl_ep_send_pieces(struct flit_ep *ep, uint32_t dst, unsigned lane,
         st = fl_ep_reserve(ep, dst, lane, hl + p.len, pf, &pkt);
         if (st != FLIT_OK)
             break;
-        f->write_hdr(f->arg, pkt, &p);
         if (lend && p.len >= LEND_MIN) {
             /* sent from src while this call lasts; what is unacknowledged
                when it ends is copied then (below) */
+            f->write_hdr(f->arg, pkt, &p);
             fl_ep_commit_lent(ep, dst, lane, pkt, hl + p.len, hl, from + p.off, pf);
             lent = true;
         } else {
-            if (p.len)
+            if (p.len) /* the payload first, the header last (fl_ep_reserve) */
                 memcpy((uint8_t *)pkt + hl, from + p.off, p.len);
+            f->write_hdr(f->arg, pkt, &p);
             fl_ep_commit(ep, dst, lane, pkt, hl + p.len, pf);
         }
         p.off += p.len;

@@ -22,9 +22,9 @@ flit_status fl_rma_send(struct flit_ep *ep, uint32_t dst, struct fl_rma_pkt *p,
     flit_status st = fl_ep_reserve(ep, dst, lane, fixed + extra, flags, &pkt);
     if (__builtin_expect(st != FLIT_OK, 0))
         return st;
-    fl_rma_encode(pkt, p);
-    if (extra)
+    if (extra) /* the payload first, the header last (fl_ep_reserve) */
         memcpy((uint8_t *)pkt + FL_RMA_HDR, payload, extra);
+    fl_rma_encode(pkt, p);
     fl_ep_commit(ep, dst, lane, pkt, fixed + extra, flags);
     return FLIT_OK;
 }
