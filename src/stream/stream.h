@@ -70,6 +70,10 @@ struct flit_stream_out {
     uint8_t *pkt;
     size_t hdr_len;
     size_t cap, fill;             /* payload room in it, bytes in it */
+    /* The first staged bytes of fill are held here, not in the packet,
+       until it closes (send.c, put_bytes): a header sent before the rest. */
+    size_t staged;
+    uint8_t head[FL_ST_ALIGN];
     bool first_open;              /* it is the first packet */
     bool slack;                   /* room for a pad was reserved in it */
     struct flit_stream_out *next; /* free list */
