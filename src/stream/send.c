@@ -400,9 +400,10 @@ static uint64_t unsent(const struct flit_stream_out *s)
 
 /*
  * A gather that ends the message in its open packet, nothing in it yet (a
- * whole message sent in one call, mostly): no part held back, the parts copied last
- * first instead, so that the first line is written last all the same
- * (put_bytes); placed as put_bytes would, by the part after a header.
+ * whole message sent in one call, mostly): no part is held back, the parts
+ * are copied last first instead, so that the first line is written last
+ * all the same (put_bytes); placed as put_bytes would, by the part after a
+ * header.
  */
 static void put_whole(struct flit_stream_out *s, const struct iovec *iov, int iovcnt)
 {
