@@ -435,7 +435,8 @@ static void test_peek(flit_ep_t *ep)
  * (the later ones lay 8 bytes off their source's lines), and for a source
  * that does not start a line; and so does the payload sent after its
  * header in a send of its own (stream.h's idiom): the header waits for it
- * (placed by the header's own address before, 4 of 4 sources off).
+ * (before, the packet was placed by the header's own address, and its
+ * piece lay off its source's line).
  */
 static void test_lines(flit_ep_t *ep)
 {
