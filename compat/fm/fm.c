@@ -11,17 +11,43 @@
  * FM_begin_message's size is an upper bound in FM programs (they declare a
  * maximum and send what they have): flit's streams are of an exact length,
  * so FM_end_message sends zeros for what was declared and not sent.
+ *
+ * Inside a handler flit sends nothing (its waits could need the very
+ * handler that waits), yet FM 2.x programs forward from handlers (a token
+ * ring). There a message is built in memory (struct fm_held) and queued
+ * for its destination; the queue goes out, in order, as soon as the
+ * program is outside handlers again: at the end of the FM_extract that ran
+ * the handler, and before any later message of the program to that node,
+ * so the order of FM_begin_message calls per destination is kept. Held
+ * bytes are bounded: past FM_HELD_HIGH FM_extract sends them (waiting for
+ * credits) before it takes anything more, and past FM_HELD_MAX a handler's
+ * FM_begin_message answers NULL.
  */
 #include <flit/stream.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "fm.h"
 
 #define FMX_MAGIC_OUT 0x666d5f6f75740000ull /* "fm_out" */
 #define FMX_MAGIC_IN  0x666d5f696e000000ull /* "fm_in" */
+
+#define FM_HELD_HIGH ((unsigned long)1 << 20)  /* FM_extract sends before taking more */
+#define FM_HELD_MAX  ((unsigned long)64 << 20) /* a handler's FM_begin_message: NULL */
+
+/* A message built inside a handler, waiting to go to dest. */
+struct fm_held {
+    struct fm_held *next;
+    unsigned long handler, size;
+    unsigned char bytes[];
+};
+
+struct fm_queue {
+    struct fm_held *head, *tail;
+};
 
 struct FM_stream {
     uint64_t magic;
@@ -29,6 +55,8 @@ struct FM_stream {
     flit_stream_out_t *out;
     flit_stream_t *in;
     unsigned long size, sent;
+    struct fm_held *held; /* built inside a handler: its bytes */
+    unsigned long dest;
 };
 
 unsigned FM_nodeid;
@@ -37,7 +65,12 @@ unsigned FM_numnodes;
 static flit_ep_t *fm_ep;
 static FM_handler *handlers[FM_MAX_HANDLERS];
 static struct FM_stream *free_streams;
-static int started; /* handlers run by the current FM_extract */
+static int started;              /* handlers run by the current FM_extract */
+static struct fm_queue *queues;  /* [FM_numnodes]: handlers' messages to send */
+static unsigned long held_bytes; /* in them, and in open ones being built */
+
+static void send_all_held(unsigned flags);
+static void drop_held(unsigned long dest, const char *why);
 
 static void fm_error(const char *what)
 {
@@ -56,7 +89,7 @@ static void dispatch(flit_stream_t *s, size_t total, void *user)
                 flit_stream_rank(s).idx, h);
         return;
     }
-    struct FM_stream st = {FMX_MAGIC_IN, NULL, NULL, s, total, 0};
+    struct FM_stream st = {FMX_MAGIC_IN, NULL, NULL, s, total, 0, NULL, 0};
     started++;
     fn(&st, flit_stream_rank(s).idx);
     st.magic = 0;
@@ -84,6 +117,10 @@ int FM_initialize(void)
     }
     FM_nodeid = flit_job_rank().idx;
     FM_numnodes = flit_job_size();
+    if (!(queues = calloc(FM_numnodes, sizeof *queues))) {
+        fm_error("no memory for the send queues");
+        return FM_FAILURE;
+    }
     return FM_SUCCESS;
 }
 
@@ -91,6 +128,12 @@ void FM_finalize(void)
 {
     if (!fm_ep)
         return;
+    send_all_held(0);
+    for (unsigned d = 0; d < FM_numnodes; d++)
+        while (queues[d].head)
+            drop_held(d, "FM_finalize");
+    free(queues);
+    queues = NULL;
     flit_ep_destroy(fm_ep);
     fm_ep = NULL;
     while (free_streams) {
@@ -116,9 +159,104 @@ unsigned long FM_register_handler(unsigned long handler_id, FM_handler *handler)
 
 /* ---------------------------------------------------------------- sending */
 
+/* A stream from the free list, or a new one; NULL when memory is short. */
+static struct FM_stream *stream_get(void)
+{
+    struct FM_stream *s = free_streams;
+    if (s)
+        free_streams = s->next_free;
+    else
+        s = malloc(sizeof *s);
+    return s;
+}
+
+/* Inside a handler: the message is built in memory and queued at its end. */
+static FM_stream *begin_held(unsigned long dest, unsigned long size,
+                             unsigned long handler)
+{
+    if (size > FM_HELD_MAX - held_bytes) {
+        fm_error("a handler's message finds the send queues full (FM_begin_message "
+                 "inside handlers holds at most 64 MiB): not sent");
+        return NULL;
+    }
+    struct fm_held *m = malloc(sizeof *m + size);
+    struct FM_stream *s = m ? stream_get() : NULL;
+    if (!s) {
+        free(m);
+        return NULL;
+    }
+    m->next = NULL;
+    m->handler = handler;
+    m->size = size;
+    held_bytes += size;
+    *s =
+        (struct FM_stream){.magic = FMX_MAGIC_OUT, .size = size, .held = m, .dest = dest};
+    return s;
+}
+
+/* Takes dest's first held message off its queue and frees it. */
+static void pop_held(unsigned long dest)
+{
+    struct fm_queue *q = &queues[dest];
+    struct fm_held *m = q->head;
+    q->head = m->next;
+    if (!q->head)
+        q->tail = NULL;
+    held_bytes -= m->size;
+    free(m);
+}
+
+static void drop_held(unsigned long dest, const char *why)
+{
+    fprintf(stderr,
+            "FM (flit-fm) error: a message a handler sent to node %lu (handler %lu) is "
+            "lost: %s\n",
+            dest, queues[dest].head->handler, why);
+    pop_held(dest);
+}
+
+/*
+ * Sends dest's held messages, in order, outside handlers. flags 0 waits
+ * for credits (making progress: handlers that run meanwhile may queue
+ * more, behind these); FLIT_STREAM_NONBLOCK stops at the first message
+ * that finds no room for its first packet. A message the peer can never
+ * take (it died) is dropped, said so on stderr, and its status answered.
+ */
+static flit_status send_held(unsigned long dest, unsigned flags)
+{
+    struct fm_queue *q = &queues[dest];
+    while (q->head) {
+        struct fm_held *m = q->head; /* stays first while it is sent */
+        struct iovec v = {m->bytes, m->size};
+        flit_status st =
+            flit_stream_sendmsg(fm_ep, flit_rank((uint32_t)dest),
+                                flit_handler((uint16_t)m->handler), &v, 1, flags);
+        if (st == FLIT_ERR_AGAIN)
+            return st;
+        if (st != FLIT_OK) {
+            drop_held(dest, flit_strerror(st));
+            return st;
+        }
+        pop_held(dest);
+    }
+    return FLIT_OK;
+}
+
+static void send_all_held(unsigned flags)
+{
+    for (unsigned long d = 0; d < FM_numnodes; d++)
+        if (queues[d].head)
+            send_held(d, flags);
+}
+
 FM_stream *FM_begin_message(unsigned long dest, unsigned long size, unsigned long handler)
 {
     if (!fm_ep || dest >= FM_numnodes || handler >= FM_MAX_HANDLERS)
+        return NULL;
+    if (flit_in_handler())
+        return begin_held(dest, size, handler);
+    /* What handlers sent to dest before this message goes before it. */
+    if (queues[dest].head && send_held(dest, 0) != FLIT_OK)
         return NULL;
     struct FM_stream *s = free_streams;
     if (s)
@@ -136,6 +274,8 @@ FM_stream *FM_begin_message(unsigned long dest, unsigned long size, unsigned lon
     s->in = NULL;
     s->size = size;
     s->sent = 0;
+    s->held = NULL;
+    s->dest = dest;
     return s;
 }
 
@@ -148,10 +288,28 @@ int FM_send_piece(FM_stream *stream, void *buf, unsigned long bytes)
 {
     if (!sender_ok(stream) || (!buf && bytes) || bytes > stream->size - stream->sent)
         return FM_FAILURE;
-    if (flit_stream_send(stream->out, buf, bytes) != FLIT_OK)
+    if (stream->held) {
+        if (bytes)
+            memcpy(stream->held->bytes + stream->sent, buf, bytes);
+    } else if (flit_stream_send(stream->out, buf, bytes) != FLIT_OK) {
         return FM_FAILURE;
+    }
     stream->sent += bytes;
     return FM_SUCCESS;
+}
+
+/* A held message, complete (zeros for what was not sent), joins its queue. */
+static void end_held(FM_stream *stream)
+{
+    struct fm_held *m = stream->held;
+    memset(m->bytes + stream->sent, 0, stream->size - stream->sent);
+    struct fm_queue *q = &queues[stream->dest];
+    if (q->tail)
+        q->tail->next = m;
+    else
+        q->head = m;
+    q->tail = m;
+    stream->held = NULL;
 }
 
 int FM_end_message(FM_stream *stream)
@@ -159,6 +317,13 @@ int FM_end_message(FM_stream *stream)
     static const char zeros[4096];
     if (!sender_ok(stream))
         return FM_FAILURE;
+    if (stream->held) {
+        end_held(stream);
+        stream->magic = 0;
+        stream->next_free = free_streams;
+        free_streams = stream;
+        return FM_SUCCESS;
+    }
     flit_status st = FLIT_OK;
     while (st == FLIT_OK && stream->sent < stream->size) {
         unsigned long n = stream->size - stream->sent;
@@ -175,6 +340,9 @@ int FM_end_message(FM_stream *stream)
 
 int FM_send(unsigned long dest, unsigned long handler, void *buf, unsigned long size)
 {
+    /* Everything checked before the message opens: once open, it goes. */
+    if (!buf && size)
+        return FM_FAILURE;
     FM_stream *s = FM_begin_message(dest, size, handler);
     if (!s)
         return FM_FAILURE;
@@ -201,6 +369,8 @@ int FM_extract_bytes(unsigned long max_bytes)
 {
     if (!fm_ep)
         return FM_FAILURE;
+    if (!flit_in_handler()) /* many held bytes: they go before more come in */
+        send_all_held(held_bytes > FM_HELD_HIGH ? 0 : FLIT_STREAM_NONBLOCK);
     int before = started;
     /* FM_extract() and FM_extract(~0) mean everything: flit_poll, which
        also makes the progress flit_extract leaves to later */
@@ -208,5 +378,6 @@ int FM_extract_bytes(unsigned long max_bytes)
                                                          : flit_poll(fm_ep);
     if (st != FLIT_OK && st != FLIT_ERR_AGAIN)
         return FM_FAILURE;
+    send_all_held(FLIT_STREAM_NONBLOCK); /* what the handlers just sent */
     return started - before;
 }

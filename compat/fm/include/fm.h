@@ -53,7 +53,12 @@ extern unsigned long FM_register_handler(unsigned long handler_id, FM_handler *h
 /* ---- FM 2.x ---- */
 
 /* Opens a message of at most size bytes (fewer sent: the rest is zeros) to
-   dest's handler; NULL for a bad dest or handler, or a dead dest. */
+   dest's handler; NULL for a bad dest or handler, or a dead dest. Inside a
+   handler (forwarding, as in a token ring) the message is built in memory
+   and goes out once the program is outside handlers again (the end of that
+   FM_extract, or its next message to dest), in order with the program's
+   other messages to dest; NULL there when handlers' messages waiting to go
+   hold 64 MiB already. A call that answers failure sends nothing. */
 extern FM_stream *FM_begin_message(unsigned long dest, unsigned long size,
                                    unsigned long handler);
 /* FM_SUCCESS, or FM_FAILURE when the piece would pass the declared size. */
@@ -64,7 +69,9 @@ extern int FM_end_message(FM_stream *stream);
 extern int FM_receive(void *buf, FM_stream *stream, unsigned int bytes);
 /* Runs handlers for about max_bytes of arriving data (0, or 2^32 and more
    such as FM_extract(~0): all that waits);
-   returns the number of handlers started. Never blocks. */
+   returns the number of handlers started. Sends what handlers sent; it
+   waits (making progress) only while more than 1 MiB of that waits for
+   room, so that handlers cannot pile up messages their peers do not take. */
 extern int FM_extract_bytes(unsigned long max_bytes);
 #define FM_extract(...) FM_extract_bytes(__VA_ARGS__ + 0)
 
