@@ -66,6 +66,15 @@
  * server died: every call outstanding to it), FLIT_ERR_CLOSED (the
  * server's RPC object or endpoint was destroyed while it kept a deferred
  * reply; or this rank's own was, with the call outstanding).
+ *
+ * A call always ends. When the server cannot send the reply its procedure
+ * made (no memory to copy it for sending, FLIT_ERR_NO_MEMORY; too large
+ * for any message, FLIT_ERR_TOO_LARGE), the call ends with that status,
+ * carried back in a reply of no bytes (result.length 0); flit_rpc_reply or
+ * flit_rpc_reply_send returns the same status to the server, which counts
+ * it (failed_replies). A reply whose status word names no status of this
+ * library, and any malformed message of this layer, is refused and counted
+ * (refused), never taken.
  */
 #ifndef FLIT_RPC_H
 #define FLIT_RPC_H
@@ -166,8 +175,9 @@ FLIT_API flit_rank_t flit_rpc_caller(const flit_rpc_req_t *req);
  * reused on return. Once per request. FLIT_ERR_ALREADY_REPLIED after a
  * reply or a defer; FLIT_ERR_BAD_TOKEN once the procedure has returned
  * (use flit_rpc_defer); FLIT_ERR_INVALID_ARG as for flit_rpc_recvv;
- * FLIT_ERR_NO_MEMORY when a reply that must be queued cannot be copied;
- * FLIT_ERR_PEER_DOWN when the caller is dead.
+ * FLIT_ERR_NO_MEMORY when a reply that must be queued cannot be copied
+ * (the caller's call then ends with FLIT_ERR_NO_MEMORY: the request is
+ * answered); FLIT_ERR_PEER_DOWN when the caller is dead.
  */
 FLIT_API flit_status flit_rpc_reply(flit_rpc_req_t *req, const struct iovec *iov,
                                     int iovcnt);
@@ -183,7 +193,8 @@ FLIT_API flit_status flit_rpc_defer(flit_rpc_req_t *req, flit_rpc_reply_t **out)
 
 /*
  * Sends a deferred reply (as flit_rpc_reply) and frees r, whatever the
- * status. FLIT_ERR_CLOSED when the RPC object was destroyed meanwhile (the
+ * status; a reply that cannot be sent ends the call with its status, as
+ * flit_rpc_reply does. FLIT_ERR_CLOSED when the RPC object was destroyed meanwhile (the
  * caller got FLIT_ERR_CLOSED), FLIT_ERR_PEER_DOWN when the caller died;
  * FLIT_ERR_INVALID_ARG for NULL r or bad pieces (r is then kept).
  */
@@ -323,9 +334,15 @@ typedef struct flit_rpc_stats {
     uint64_t late_replies;   /* replies that found no call waiting */
     uint64_t queued_replies; /* replies sent from a progress pass */
     uint64_t deferred;       /* flit_rpc_defer */
+    uint64_t refused;        /* malformed messages from peers, dropped (the
+                                first is logged) */
+    uint64_t failed_replies; /* replies that could not be sent: their calls
+                                ended with the error instead (logged once) */
 } flit_rpc_stats_t;
 
-/* FLIT_ERR_INVALID_ARG for NULL arguments or a struct_size too small. */
+/* FLIT_ERR_INVALID_ARG for NULL arguments, or a struct_size smaller than a
+   struct up to deferred (earlier headers) or larger than this one; a
+   shorter struct gets the fields it has. */
 FLIT_API flit_status flit_rpc_stats(flit_rpc_t *rpc, flit_rpc_stats_t *out);
 
 #ifdef __cplusplus

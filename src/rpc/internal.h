@@ -29,15 +29,14 @@
 
 #include <flit/rpc.h>
 
+#include "wire.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
-#define RPC_MAGIC     0x666c7472706321ull /* "flitrpc!" */
-#define RPC_WIRE      0x31637072u         /* "rpc1": stream header magic */
-#define RPC_HDR       16u
-#define RPC_NARGS     3u
+#define RPC_MAGIC        0x666c7472706321ull /* "flitrpc!" */
 #define RPC_BUCKETS   256u /* calls in flight: hash buckets (power of two) */
 #define RPC_IOV_KEEP  4    /* reply pieces a call keeps without malloc */
 #define RPC_OUT_KEEP     4    /* queued messages' blocks kept for reuse, */
@@ -73,6 +72,7 @@ struct flit_rpc {
     struct flit_rpc_reply *deferred; /* not sent yet */
     struct flit_rpc_req *free_reqs;  /* requests run, kept for reuse */
     bool driving;                    /* a waiting thread drives progress */
+    bool logged_refusal, logged_failure; /* the first of each said */
     struct rpc_waiter *sleepers;     /* threads asleep on their calls */
     flit_rpc_stats_t st;
 };
@@ -149,6 +149,24 @@ void fl_rpc_gather(uint8_t *dst, const struct iovec *iov, int n);
 flit_status fl_rpc_send_reply(struct flit_rpc *r, uint32_t caller, uint64_t id,
                               flit_status status, const struct iovec *iov, int n,
                               size_t total);
+
+/* A message of a peer refused (what: which, from: its rank): counted, and
+   the object's first refusal logged. */
+void fl_rpc_refused(struct flit_rpc *r, const char *what, uint32_t from);
+
+/* A reply to caller's call id could not be sent (st): counted, the first
+   logged. */
+void fl_rpc_reply_failed(struct flit_rpc *r, uint32_t caller, uint64_t id, size_t total,
+                         flit_status st);
+
+/* Whether a reply that failed with st may still reach its caller (then the
+   error goes back in its place): not when the caller or the endpoint is
+   gone. */
+static inline bool fl_rpc_caller_reachable(flit_status st)
+{
+    return st != FLIT_ERR_PEER_DOWN && st != FLIT_ERR_CLOSED &&
+           st != FLIT_ERR_FINALIZED && st != FLIT_ERR_UNREACHABLE;
+}
 
 /* The two halves' handlers (serve.c for requests, rpc.c for replies). */
 void fl_rpc_on_req_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,

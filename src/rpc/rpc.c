@@ -25,6 +25,8 @@
  * (flit_ep_listen) sends it after the pass that queued it, with NONBLOCK
  * sends (what finds no room waits for the next pass).
  */
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -265,21 +267,54 @@ static void on_reply(struct flit_rpc *r, uint64_t id, flit_status status,
 static void on_reply_am(flit_token_t *token, void *buf, size_t nbytes,
                         const uint32_t *args, unsigned nargs, void *user)
 {
-    (void)token;
-    if (nargs != RPC_NARGS)
+    struct fl_rpc_msg m;
+    if (fl_rpc_decode_am(args, nargs, nbytes, true, &m) != FLIT_OK) {
+        fl_rpc_refused(user, "reply", flit_token_rank(token).idx);
         return;
-    on_reply(user, args[0] | (uint64_t)args[1] << 32, (flit_status)args[2], buf, NULL,
-             nbytes);
+    }
+    on_reply(user, m.id, (flit_status)m.word, buf, NULL, m.len);
 }
 
 static void on_reply_stream(flit_stream_t *s, size_t total, void *user)
 {
     uint8_t hdr[RPC_HDR];
-    if (total < RPC_HDR || flit_stream_recv(s, hdr, RPC_HDR) != FLIT_OK ||
-        rpc_get_le32(hdr + 4) != RPC_WIRE)
+    struct fl_rpc_msg m;
+    if (total >= RPC_HDR && flit_stream_recv(s, hdr, RPC_HDR) != FLIT_OK)
+        return; /* its sender died */
+    if (fl_rpc_decode_hdr(total >= RPC_HDR ? hdr : NULL, total, true, &m) != FLIT_OK) {
+        fl_rpc_refused(user, "streamed reply", flit_stream_rank(s).idx);
         return;
-    on_reply(user, rpc_get_le32(hdr + 8) | (uint64_t)rpc_get_le32(hdr + 12) << 32,
-             (flit_status)rpc_get_le32(hdr), NULL, s, total - RPC_HDR);
+    }
+    on_reply(user, m.id, (flit_status)m.word, NULL, s, m.len);
+}
+
+void fl_rpc_refused(struct flit_rpc *r, const char *what, uint32_t from)
+{
+    rpc_lock(r);
+    bool first = !r->logged_refusal;
+    r->logged_refusal = true;
+    r->st.refused++;
+    rpc_unlock(r);
+    if (first)
+        fprintf(stderr,
+                "flit rpc: rank %u: a malformed %s from rank %u refused (further ones "
+                "are only counted)\n",
+                r->me, what, from);
+}
+
+void fl_rpc_reply_failed(struct flit_rpc *r, uint32_t caller, uint64_t id, size_t total,
+                         flit_status st)
+{
+    rpc_lock(r);
+    bool first = !r->logged_failure;
+    r->logged_failure = true;
+    r->st.failed_replies++;
+    rpc_unlock(r);
+    if (first)
+        fprintf(stderr,
+                "flit rpc: rank %u: the reply of %zu bytes to rank %u's call %llu could "
+                "not be sent (%s): the call ends with that status\n",
+                r->me, total, caller, (unsigned long long)id, flit_status_name(st));
 }
 
 /* ---------------------------------------------------------------- sending */
@@ -353,7 +388,7 @@ static flit_status queue(struct flit_rpc *r, const struct iovec *iov, int n, siz
     }
     rpc_unlock(r);
     size_t cap = o ? o->cap : total;
-    if (!o && !(o = malloc(sizeof *o + total)))
+    if (!o && (total > SIZE_MAX - sizeof *o || !(o = malloc(sizeof *o + total))))
         return FLIT_ERR_NO_MEMORY;
     *o = *tmpl;
     o->len = total;
@@ -436,6 +471,21 @@ static void flush(struct flit_rpc *r)
                 r->out_tail = o;
             rpc_unlock(r);
             return;
+        }
+        if (!o->request && st != FLIT_OK && st != FLIT_ERR_IN_HANDLER &&
+            (o->len || o->word == FLIT_OK) && fl_rpc_caller_reachable(st)) {
+            /* A reply that cannot be sent: its status goes in its place
+               (no bytes, the same block, first in the queue still). */
+            fl_rpc_reply_failed(r, o->dest, o->id, o->len, st);
+            o->len = 0;
+            o->word = (uint32_t)st;
+            rpc_lock(r);
+            o->next = r->out_head;
+            r->out_head = o;
+            if (!o->next)
+                r->out_tail = o;
+            rpc_unlock(r);
+            continue;
         }
         /* Sent, or never will be (a peer died, the endpoint closes). */
         atomic_fetch_sub_explicit(&r->nout, 1, memory_order_relaxed);
@@ -684,13 +734,16 @@ flit_status flit_rpc_register(flit_rpc_t *r, unsigned proc, flit_rpc_fn fn, void
 
 flit_status flit_rpc_stats(flit_rpc_t *r, flit_rpc_stats_t *out)
 {
-    if (!rpc_ok(r) || !out || out->struct_size < sizeof *out)
+    /* A program built against an earlier header knows a shorter struct (up
+       to deferred): it gets what it knows. */
+    if (!rpc_ok(r) || !out || out->struct_size < offsetof(flit_rpc_stats_t, refused) ||
+        out->struct_size > sizeof *out)
         return FLIT_ERR_INVALID_ARG;
     rpc_lock(r);
     flit_rpc_stats_t s = r->st;
     rpc_unlock(r);
-    s.struct_size = sizeof s;
-    *out = s;
+    s.struct_size = out->struct_size;
+    memcpy(out, &s, s.struct_size);
     return FLIT_OK;
 }
 

@@ -91,13 +91,37 @@ static flit_status reply_token(struct flit_rpc_req *q, flit_status status,
     return st;
 }
 
-static flit_status answer(struct flit_rpc_req *q, flit_status status,
-                          const struct iovec *iov, int n, size_t total)
+/* The reply (or the error status) to q's caller, by the token or as a
+   message of its own. */
+static flit_status send_answer(struct flit_rpc_req *q, flit_status status,
+                               const struct iovec *iov, int n, size_t total)
 {
-    q->answered = true;
     if (q->token && total <= FLIT_AM_MAX_MEDIUM)
         return reply_token(q, status, iov, n, total);
     return fl_rpc_send_reply(q->rpc, q->caller, q->id, status, iov, n, total);
+}
+
+/*
+ * Answers q's call: with the reply, or, when that cannot be sent (no memory
+ * to copy it, too large for any message), with the status that stopped it,
+ * in a reply of no bytes, so that the caller's call ends with that status
+ * instead of waiting for ever. The request is answered only once this has
+ * been tried: nothing else will be sent for it. The reply's own status
+ * goes back to the procedure.
+ */
+static flit_status answer(struct flit_rpc_req *q, flit_status status,
+                          const struct iovec *iov, int n, size_t total)
+{
+    flit_status st = send_answer(q, status, iov, n, total);
+    if (st != FLIT_OK && fl_rpc_caller_reachable(st)) {
+        fl_rpc_reply_failed(q->rpc, q->caller, q->id, total, st);
+        /* A message of its own: a token whose reply failed is not used
+           again. */
+        if (status == FLIT_OK)
+            (void)fl_rpc_send_reply(q->rpc, q->caller, q->id, st, NULL, 0, 0);
+    }
+    q->answered = true;
+    return st;
 }
 
 flit_status flit_rpc_reply(flit_rpc_req_t *q, const struct iovec *iov, int iovcnt)
@@ -169,6 +193,11 @@ flit_status flit_rpc_reply_send(flit_rpc_reply_t *d, const struct iovec *iov, in
     deferred_unlink(r, d);
     rpc_unlock(r);
     st = fl_rpc_send_reply(r, d->caller, d->id, FLIT_OK, iov, iovcnt, total);
+    if (st != FLIT_OK && fl_rpc_caller_reachable(st)) {
+        /* The reply is lost, not the call: its status goes back instead. */
+        fl_rpc_reply_failed(r, d->caller, d->id, total, st);
+        (void)fl_rpc_send_reply(r, d->caller, d->id, st, NULL, 0, 0);
+    }
     free(d);
     return st;
 }
@@ -185,7 +214,10 @@ void fl_rpc_close_deferred(struct flit_rpc *r)
         rpc_unlock(r);
         if (!d)
             return;
-        (void)fl_rpc_send_reply(r, d->caller, d->id, FLIT_ERR_CLOSED, NULL, 0, 0);
+        flit_status st =
+            fl_rpc_send_reply(r, d->caller, d->id, FLIT_ERR_CLOSED, NULL, 0, 0);
+        if (st != FLIT_OK && fl_rpc_caller_reachable(st))
+            fl_rpc_reply_failed(r, d->caller, d->id, 0, st);
     }
 }
 
@@ -352,29 +384,33 @@ static void serve(const struct flit_rpc_req *init, uint32_t proc)
 void fl_rpc_on_req_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
                       unsigned nargs, void *user)
 {
-    if (nargs != RPC_NARGS)
-        return; /* not ours: only this layer sends to its index */
+    struct fl_rpc_msg m;
+    uint32_t from = flit_token_rank(token).idx;
+    if (fl_rpc_decode_am(args, nargs, nbytes, false, &m) != FLIT_OK) {
+        fl_rpc_refused(user, "request", from); /* only this layer sends here */
+        return;
+    }
     struct flit_rpc_req q = {.rpc = user,
                              .token = token,
                              .buf = buf,
-                             .len = nbytes,
-                             .caller = flit_token_rank(token).idx,
-                             .id = args[0] | (uint64_t)args[1] << 32};
-    serve(&q, args[2]);
+                             .len = m.len,
+                             .caller = from,
+                             .id = m.id};
+    serve(&q, m.word);
 }
 
 void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user)
 {
     uint8_t hdr[RPC_HDR];
-    if (total < RPC_HDR || flit_stream_recv(s, hdr, RPC_HDR) != FLIT_OK ||
-        rpc_get_le32(hdr + 4) != RPC_WIRE)
-        return; /* malformed: dropped with the rest of its bytes */
-    struct flit_rpc_req q = {.rpc = user,
-                             .stream = s,
-                             .park = s,
-                             .len = total - RPC_HDR,
-                             .caller = flit_stream_rank(s).idx,
-                             .id = rpc_get_le32(hdr + 8) |
-                                   (uint64_t)rpc_get_le32(hdr + 12) << 32};
-    serve(&q, rpc_get_le32(hdr));
+    struct fl_rpc_msg m;
+    uint32_t from = flit_stream_rank(s).idx;
+    if (total >= RPC_HDR && flit_stream_recv(s, hdr, RPC_HDR) != FLIT_OK)
+        return; /* its sender died: nothing to answer */
+    if (fl_rpc_decode_hdr(total >= RPC_HDR ? hdr : NULL, total, false, &m) != FLIT_OK) {
+        fl_rpc_refused(user, "streamed request", from); /* dropped with its bytes */
+        return;
+    }
+    struct flit_rpc_req q = {
+        .rpc = user, .stream = s, .park = s, .len = m.len, .caller = from, .id = m.id};
+    serve(&q, m.word);
 }
