@@ -36,7 +36,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-#define RPC_MAGIC        0x666c7472706321ull /* "flitrpc!" */
 #define RPC_BUCKETS   256u /* calls in flight: hash buckets (power of two) */
 #define RPC_IOV_KEEP  4    /* reply pieces a call keeps without malloc */
 #define RPC_OUT_KEEP     4    /* queued messages' blocks kept for reuse, */
@@ -46,7 +45,7 @@
 struct rpc_out; /* a message waiting for program context */
 
 struct flit_rpc {
-    uint64_t magic;
+    void *self; /* the handle its user holds (<flit/handle.h>) */
     flit_ep_t *ep;
     flit_handler_t h; /* h: requests; h + 1: replies */
     uint32_t size, me;
@@ -96,7 +95,7 @@ struct flit_rpc_req {
 };
 
 struct flit_rpc_reply {
-    uint32_t magic;
+    void *self;           /* the handle its user holds, until sent */
     struct flit_rpc *rpc; /* NULL once the object answered it CLOSED */
     uint32_t caller;
     uint64_t id;

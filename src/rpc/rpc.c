@@ -24,7 +24,15 @@
  * through a token is copied to a queue; the object's progress listener
  * (flit_ep_listen) sends it after the pass that queued it, with NONBLOCK
  * sends (what finds no room waits for the next pass).
+ *
+ * Handles. The object and its calls are handed out as <flit/handle.h>
+ * handles (a table per type), never as pointers: a destroyed object's or
+ * an ended call's value answers FLIT_ERR_INVALID_ARG for ever, also once a
+ * new object or call took its memory (calls are reused from the object's
+ * free list at once). A call's handle is freed under the object's mutex,
+ * and cancel looks it up again under that mutex before acting.
  */
+#include <flit/handle.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +40,6 @@
 
 #include "internal.h"
 
-#define CALL_MAGIC  0x63616c6cu /* "call" */
 #define POLLS_FIRST 64          /* polls before a waiter turns to flit_wait */
 #define SLICE_US    10000       /* longest flit_wait of a driver */
 #define NAP_US                                                                           \
@@ -48,7 +55,7 @@ struct rpc_waiter {
 };
 
 struct flit_rpc_call {
-    uint32_t magic;
+    void *self;        /* its handle, while handed out */
     _Atomic int state; /* enum call_state */
     struct flit_rpc *rpc;
     uint64_t id;
@@ -85,14 +92,18 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static bool rpc_ok(const struct flit_rpc *r)
+static flit_handles_t *rpcs, *calls_out;
+
+/* The object a handle names; NULL for any other value. */
+static struct flit_rpc *rpc_of(flit_rpc_t *h)
 {
-    return r && r->magic == RPC_MAGIC;
+    return flit_handle_get(&rpcs, h);
 }
 
-static bool call_ok(const struct flit_rpc_call *c)
+/* The live call a handle names; NULL for any other value (an ended call's). */
+static struct flit_rpc_call *call_of(flit_rpc_call_t *h)
 {
-    return c && c->magic == CALL_MAGIC;
+    return flit_handle_get(&calls_out, h);
 }
 
 static bool call_done(struct flit_rpc_call *c)
@@ -621,9 +632,9 @@ static void free_object(struct flit_rpc *r)
         next = o->next;
         free(o);
     }
+    (void)flit_handle_free(&rpcs, r->self);
     pthread_mutex_destroy(&r->lock);
     free(r->procs);
-    r->magic = 0;
     free(r);
 }
 
@@ -664,7 +675,6 @@ flit_status flit_rpc_create(flit_ep_t *ep, const flit_rpc_params_t *params,
         free(r);
         return st;
     }
-    r->magic = RPC_MAGIC;
     r->ep = ep;
     r->size = flit_job_size();
     r->me = flit_job_rank().idx;
@@ -674,17 +684,19 @@ flit_status flit_rpc_create(flit_ep_t *ep, const flit_rpc_params_t *params,
         free(r);
         return FLIT_ERR_SYSTEM;
     }
-    if ((st = open_object(r)) != FLIT_OK) {
+    if ((st = flit_handle_new(&rpcs, r, &r->self)) != FLIT_OK ||
+        (st = open_object(r)) != FLIT_OK) {
         free_object(r);
         return st;
     }
-    *out = r;
+    *out = r->self;
     return FLIT_OK;
 }
 
-flit_status flit_rpc_destroy(flit_rpc_t *r)
+flit_status flit_rpc_destroy(flit_rpc_t *h)
 {
-    if (!rpc_ok(r))
+    struct flit_rpc *r = rpc_of(h);
+    if (!r)
         return FLIT_ERR_INVALID_ARG;
     if (r->ep_closing) { /* its endpoint was destroyed: nothing left to undo */
         free_object(r);
@@ -712,10 +724,11 @@ flit_status flit_rpc_destroy(flit_rpc_t *r)
     return FLIT_OK;
 }
 
-flit_status flit_rpc_register_flags(flit_rpc_t *r, unsigned proc, flit_rpc_fn fn,
+flit_status flit_rpc_register_flags(flit_rpc_t *h, unsigned proc, flit_rpc_fn fn,
                                     void *user, unsigned flags)
 {
-    if (!rpc_ok(r) || (flags & ~FLIT_RPC_PROC_INLINE))
+    struct flit_rpc *r = rpc_of(h);
+    if (!r || (flags & ~FLIT_RPC_PROC_INLINE))
         return FLIT_ERR_INVALID_ARG;
     if (proc >= r->nprocs)
         return FLIT_ERR_BAD_HANDLER;
@@ -732,11 +745,12 @@ flit_status flit_rpc_register(flit_rpc_t *r, unsigned proc, flit_rpc_fn fn, void
     return flit_rpc_register_flags(r, proc, fn, user, 0);
 }
 
-flit_status flit_rpc_stats(flit_rpc_t *r, flit_rpc_stats_t *out)
+flit_status flit_rpc_stats(flit_rpc_t *h, flit_rpc_stats_t *out)
 {
+    struct flit_rpc *r = rpc_of(h);
     /* A program built against an earlier header knows a shorter struct (up
        to deferred): it gets what it knows. */
-    if (!rpc_ok(r) || !out || out->struct_size < offsetof(flit_rpc_stats_t, refused) ||
+    if (!r || !out || out->struct_size < offsetof(flit_rpc_stats_t, refused) ||
         out->struct_size > sizeof *out)
         return FLIT_ERR_INVALID_ARG;
     rpc_lock(r);
@@ -758,7 +772,11 @@ static struct flit_rpc_call *call_get(struct flit_rpc *r)
     else if (!(c = malloc(sizeof *c)))
         return NULL;
     memset(c, 0, sizeof *c);
-    c->magic = CALL_MAGIC;
+    if (flit_handle_new(&calls_out, c, &c->self) != FLIT_OK) {
+        c->next = r->free_calls;
+        r->free_calls = c;
+        return NULL;
+    }
     c->rpc = r;
     atomic_init(&c->state, C_SENT);
     r->live_calls++;
@@ -770,7 +788,8 @@ static void call_put(struct flit_rpc *r, struct flit_rpc_call *c)
 {
     if (c->rep != c->rep_keep)
         free(c->rep);
-    c->magic = 0;
+    (void)flit_handle_free(&calls_out, c->self);
+    c->self = NULL;
     c->next = r->free_calls;
     r->free_calls = c;
     r->live_calls--;
@@ -780,7 +799,7 @@ static flit_status check_call(struct flit_rpc *r, flit_rank_t dest, unsigned pro
                               const struct iovec *req, int nreq, const struct iovec *rep,
                               int nrep, const flit_rpc_opts_t *o, size_t *reqlen)
 {
-    if (!rpc_ok(r))
+    if (!r)
         return FLIT_ERR_INVALID_ARG;
     if (dest.idx >= r->size)
         return FLIT_ERR_RANK;
@@ -817,10 +836,11 @@ static flit_status call_setup(struct flit_rpc_call *c, const struct iovec *rep, 
     return FLIT_OK;
 }
 
-flit_status flit_rpc_icall(flit_rpc_t *r, flit_rank_t dest, unsigned proc,
+flit_status flit_rpc_icall(flit_rpc_t *h, flit_rank_t dest, unsigned proc,
                            const struct iovec *req, int nreq, const struct iovec *rep,
                            int nrep, const flit_rpc_opts_t *opts, flit_rpc_call_t **out)
 {
+    struct flit_rpc *r = rpc_of(h);
     size_t len;
     flit_status st = check_call(r, dest, proc, req, nreq, rep, nrep, opts, &len);
     if (st != FLIT_OK)
@@ -868,14 +888,15 @@ flit_status flit_rpc_icall(flit_rpc_t *r, flit_rank_t dest, unsigned proc,
         rpc_unlock(r);
         return st;
     }
-    *out = c;
+    *out = c->self;
     return FLIT_OK;
 }
 
-/* Ends a complete call: its result out, its handle freed. */
-static flit_status finish(struct flit_rpc_call **cp, flit_rpc_result_t *result)
+/* Ends a complete call (*cp its live handle): its result out, its handle
+   freed. */
+static flit_status finish(flit_rpc_call_t **cp, flit_rpc_result_t *result)
 {
-    struct flit_rpc_call *c = *cp;
+    struct flit_rpc_call *c = call_of(*cp);
     struct flit_rpc *r = c->rpc;
     flit_status st = c->res.status;
     if (result)
@@ -891,10 +912,10 @@ static flit_status finish(struct flit_rpc_call **cp, flit_rpc_result_t *result)
 
 /* Under the mutex: ends the SENT calls among calls[0..n) whose own time is
    up; whether one of them is (now) complete. */
-static bool any_done(struct flit_rpc_call **calls, size_t n, int64_t now, size_t *idx)
+static bool any_done(flit_rpc_call_t **calls, size_t n, int64_t now, size_t *idx)
 {
     for (size_t i = 0; i < n; i++) {
-        struct flit_rpc_call *c = calls[i];
+        struct flit_rpc_call *c = call_of(calls[i]);
         if (!c)
             continue;
         if (c->deadline && now >= c->deadline &&
@@ -909,25 +930,43 @@ static bool any_done(struct flit_rpc_call **calls, size_t n, int64_t now, size_t
 }
 
 /* The earliest of the calls' own deadlines and limit (ns; 0: none). */
-static int64_t next_deadline(struct flit_rpc_call **calls, size_t n, int64_t limit)
+static int64_t next_deadline(flit_rpc_call_t **calls, size_t n, int64_t limit)
 {
     int64_t d = limit;
-    for (size_t i = 0; i < n; i++)
-        if (calls[i] && calls[i]->deadline && (!d || calls[i]->deadline < d))
-            d = calls[i]->deadline;
+    for (size_t i = 0; i < n; i++) {
+        struct flit_rpc_call *c = call_of(calls[i]);
+        if (c && c->deadline && (!d || c->deadline < d))
+            d = c->deadline;
+    }
     return d;
 }
 
-static bool any_done_unlocked(struct flit_rpc_call **calls, size_t n)
+static bool any_done_unlocked(flit_rpc_call_t **calls, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (calls[i] && call_done(calls[i]))
+    for (size_t i = 0; i < n; i++) {
+        struct flit_rpc_call *c = call_of(calls[i]);
+        if (c && call_done(c))
             return true;
+    }
     return false;
 }
 
+/* Under the mutex: the thread asleep on (w) or the procedure parked on
+   (park) the live calls among calls[0..n), whichever is_thread says. */
+static void set_sleeper(flit_rpc_call_t **calls, size_t n, bool is_thread,
+                        struct rpc_waiter *w, flit_stream_t *park)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct flit_rpc_call *c = call_of(calls[i]);
+        if (c && is_thread)
+            c->waiter = w;
+        else if (c)
+            c->parker = park;
+    }
+}
+
 /* One turn of driving: polls first, then one flit_wait up to deadline. */
-static flit_status drive(struct flit_rpc *r, struct flit_rpc_call **calls, size_t n,
+static flit_status drive(struct flit_rpc *r, flit_rpc_call_t **calls, size_t n,
                          int64_t deadline, bool first)
 {
     if (first) {
@@ -950,7 +989,7 @@ static flit_status drive(struct flit_rpc *r, struct flit_rpc_call **calls, size_
 
 /* Under the mutex: sleeps as a follower until woken or deadline (or a
    nap at most). */
-static void follow(struct flit_rpc *r, struct flit_rpc_call **calls, size_t n,
+static void follow(struct flit_rpc *r, flit_rpc_call_t **calls, size_t n,
                    int64_t deadline)
 {
     struct rpc_waiter w = {.woken = false};
@@ -959,9 +998,7 @@ static void follow(struct flit_rpc *r, struct flit_rpc_call **calls, size_t n,
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
     pthread_cond_init(&w.cond, &a);
     pthread_condattr_destroy(&a);
-    for (size_t i = 0; i < n; i++)
-        if (calls[i])
-            calls[i]->waiter = &w;
+    set_sleeper(calls, n, true, &w, NULL);
     w.next = r->sleepers;
     r->sleepers = &w;
     int64_t until = now_ns() + (int64_t)NAP_US * 1000;
@@ -975,32 +1012,26 @@ static void follow(struct flit_rpc *r, struct flit_rpc_call **calls, size_t n,
     while (*pp != &w)
         pp = &(*pp)->next;
     *pp = w.next;
-    for (size_t i = 0; i < n; i++)
-        if (calls[i])
-            calls[i]->waiter = NULL;
+    set_sleeper(calls, n, true, NULL, NULL);
     pthread_cond_destroy(&w.cond);
 }
 
 /* Inside procedure cur (it may block): parks it until one of the calls is
    complete. The calls' own timeouts are seen only when it is woken. */
 static flit_status wait_parked(struct flit_rpc *r, struct flit_rpc_req *cur,
-                               struct flit_rpc_call **calls, size_t n, size_t *idx)
+                               flit_rpc_call_t **calls, size_t n, size_t *idx)
 {
     for (;;) {
         rpc_lock(r);
         bool done = any_done(calls, n, now_ns(), idx);
-        for (size_t i = 0; i < n; i++)
-            if (calls[i])
-                calls[i]->parker = done ? NULL : cur->park;
+        set_sleeper(calls, n, false, NULL, done ? NULL : cur->park);
         rpc_unlock(r);
         if (done)
             return FLIT_OK;
         flit_status st = fl_rpc_block(cur);
         if (st != FLIT_OK) {
             rpc_lock(r);
-            for (size_t i = 0; i < n; i++)
-                if (calls[i])
-                    calls[i]->parker = NULL;
+            set_sleeper(calls, n, false, NULL, NULL);
             rpc_unlock(r);
             return st;
         }
@@ -1011,7 +1042,7 @@ static flit_status wait_parked(struct flit_rpc *r, struct flit_rpc_req *cur,
  * Waits until one of calls[0..n) is complete (*idx: which; FLIT_OK),
  * limit passes (ns, 0: none; FLIT_ERR_AGAIN), or progress fails.
  */
-static flit_status wait_calls(struct flit_rpc *r, struct flit_rpc_call **calls, size_t n,
+static flit_status wait_calls(struct flit_rpc *r, flit_rpc_call_t **calls, size_t n,
                               int64_t limit, size_t *idx)
 {
     struct flit_rpc_req *cur = fl_rpc_current();
@@ -1054,9 +1085,9 @@ static flit_status wait_calls(struct flit_rpc *r, struct flit_rpc_call **calls, 
 
 flit_status flit_rpc_test(flit_rpc_call_t **cp, int *done, flit_rpc_result_t *result)
 {
-    if (!cp || !call_ok(*cp) || !done)
+    struct flit_rpc_call *c = cp ? call_of(*cp) : NULL;
+    if (!c || !done)
         return FLIT_ERR_INVALID_ARG;
-    struct flit_rpc_call *c = *cp;
     size_t idx;
     if (!call_done(c)) {
         /* Inside a handler no progress can be made: test only looks. */
@@ -1089,9 +1120,10 @@ flit_status flit_rpc_wait_any(size_t n, flit_rpc_call_t **calls, int64_t timeout
     for (size_t i = 0; i < n; i++) {
         if (!calls[i])
             continue;
-        if (!call_ok(calls[i]) || (r && calls[i]->rpc != r))
+        struct flit_rpc_call *c = call_of(calls[i]);
+        if (!c || (r && c->rpc != r))
             return FLIT_ERR_INVALID_ARG;
-        r = calls[i]->rpc;
+        r = c->rpc;
     }
     if (!r)
         return FLIT_ERR_INVALID_ARG;
@@ -1106,24 +1138,25 @@ flit_status flit_rpc_wait_any(size_t n, flit_rpc_call_t **calls, int64_t timeout
 flit_status flit_rpc_wait(flit_rpc_call_t **cp, int64_t timeout_us,
                           flit_rpc_result_t *result)
 {
-    if (!cp || !call_ok(*cp))
+    if (!cp || !call_of(*cp))
         return FLIT_ERR_INVALID_ARG;
     size_t idx;
     return flit_rpc_wait_any(1, cp, timeout_us, &idx, result);
 }
 
-flit_status flit_rpc_call(flit_rpc_t *r, flit_rank_t dest, unsigned proc,
+flit_status flit_rpc_call(flit_rpc_t *h, flit_rank_t dest, unsigned proc,
                           const struct iovec *req, int nreq, const struct iovec *rep,
                           int nrep, const flit_rpc_opts_t *opts,
                           flit_rpc_result_t *result)
 {
     flit_rpc_call_t *c;
-    flit_status st = flit_rpc_icall(r, dest, proc, req, nreq, rep, nrep, opts, &c);
+    flit_status st = flit_rpc_icall(h, dest, proc, req, nreq, rep, nrep, opts, &c);
     if (st != FLIT_OK)
         return st;
     size_t idx;
-    st = wait_calls(r, &c, 1, 0, &idx);
-    if (st != FLIT_OK && !call_done(c)) { /* progress failed: the endpoint goes */
+    st = wait_calls(rpc_of(h), &c, 1, 0, &idx);
+    if (st != FLIT_OK &&
+        !call_done(call_of(c))) { /* progress failed: the endpoint goes */
         /* A call whose reply is being received stays: a handler holds it. */
         (void)flit_rpc_cancel(&c);
         return st;
@@ -1133,17 +1166,22 @@ flit_status flit_rpc_call(flit_rpc_t *r, flit_rank_t dest, unsigned proc,
 
 flit_status flit_rpc_cancel(flit_rpc_call_t **cp)
 {
-    if (!cp || !call_ok(*cp))
+    struct flit_rpc_call *c = cp ? call_of(*cp) : NULL;
+    if (!c)
         return FLIT_ERR_INVALID_ARG;
-    struct flit_rpc_call *c = *cp;
     struct flit_rpc *r = c->rpc;
     rpc_lock(r);
-    bool sent = atomic_load_explicit(&c->state, memory_order_relaxed) == C_SENT;
+    /* Again under the mutex that ends calls: another thread's test or
+       wait may have ended it meanwhile. */
+    bool live = call_of(*cp) == c;
+    bool sent = live && atomic_load_explicit(&c->state, memory_order_relaxed) == C_SENT;
     if (sent) {
         table_del(r, c);
         call_put(r, c);
     }
     rpc_unlock(r);
+    if (!live)
+        return FLIT_ERR_INVALID_ARG;
     if (!sent)
         return FLIT_ERR_AGAIN;
     *cp = NULL;

@@ -6,14 +6,18 @@
  * message that replied before returning, with at most a medium payload:
  * the null RPC's path) or as a message of its own (fl_rpc_send_reply).
  * Deferred replies are kept on the object's list until sent, so that its
- * destruction, or its endpoint's, answers them FLIT_ERR_CLOSED.
+ * destruction, or its endpoint's, answers them FLIT_ERR_CLOSED. A deferred
+ * reply is handed out as a <flit/handle.h> handle: sent once, its value is
+ * refused (FLIT_ERR_INVALID_ARG), also once a new reply took its block.
  */
+#include <flit/handle.h>
 #include <stdlib.h>
 
 #include "internal.h"
 
-#define REPLY_MAGIC     0x72706c79u /* "rply" */
 #define GATHER_ON_STACK 256u
+
+static flit_handles_t *replies;
 
 /* ---------------------------------------------------------------- reading */
 
@@ -150,8 +154,11 @@ flit_status flit_rpc_defer(flit_rpc_req_t *q, flit_rpc_reply_t **out)
     if (!d)
         return FLIT_ERR_NO_MEMORY;
     struct flit_rpc *r = q->rpc;
-    *d = (struct flit_rpc_reply){
-        .magic = REPLY_MAGIC, .rpc = r, .caller = q->caller, .id = q->id};
+    *d = (struct flit_rpc_reply){.rpc = r, .caller = q->caller, .id = q->id};
+    if ((st = flit_handle_new(&replies, d, &d->self)) != FLIT_OK) {
+        free(d);
+        return st;
+    }
     rpc_lock(r);
     d->next = r->deferred;
     if (d->next)
@@ -160,7 +167,7 @@ flit_status flit_rpc_defer(flit_rpc_req_t *q, flit_rpc_reply_t **out)
     r->st.deferred++;
     rpc_unlock(r);
     q->answered = true;
-    *out = d;
+    *out = d->self;
     return FLIT_OK;
 }
 
@@ -175,16 +182,18 @@ static void deferred_unlink(struct flit_rpc *r, struct flit_rpc_reply *d)
     d->prev = d->next = NULL;
 }
 
-flit_status flit_rpc_reply_send(flit_rpc_reply_t *d, const struct iovec *iov, int iovcnt)
+flit_status flit_rpc_reply_send(flit_rpc_reply_t *h, const struct iovec *iov, int iovcnt)
 {
-    if (!d || d->magic != REPLY_MAGIC)
+    struct flit_rpc_reply *d = flit_handle_get(&replies, h);
+    if (!d)
         return FLIT_ERR_INVALID_ARG;
     size_t total;
     flit_status st = fl_rpc_check_iov(iov, iovcnt, &total);
     if (st != FLIT_OK)
         return st;
+    if (flit_handle_free(&replies, h) != d)
+        return FLIT_ERR_INVALID_ARG; /* another thread sent it meanwhile */
     struct flit_rpc *r = d->rpc;
-    d->magic = 0;
     if (!r) { /* the object answered it when it closed */
         free(d);
         return FLIT_ERR_CLOSED;

@@ -13,7 +13,12 @@
  * in between. A parked waiter's park may also end with an error (its
  * caller died, the endpoint closes); it then leaves the queue, or passes
  * the mutex on if it had just been granted it.
+ *
+ * Handles: the values handed out are <flit/handle.h> handles, one table per
+ * type, so that a mutex or condition used after its destroy (even once
+ * malloc gave its block to a new one) answers FLIT_ERR_INVALID_ARG.
  */
+#include <flit/handle.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -39,6 +44,18 @@ struct flit_cond {
     pthread_mutex_t guard;
     struct sync_queue q;
 };
+
+static flit_handles_t *mutexes, *conds;
+
+static struct flit_mutex *mutex_of(flit_mutex_t *h)
+{
+    return flit_handle_get(&mutexes, h);
+}
+
+static struct flit_cond *cond_of(flit_cond_t *h)
+{
+    return flit_handle_get(&conds, h);
+}
 
 static void q_push(struct sync_queue *q, struct sync_waiter *w)
 {
@@ -144,12 +161,20 @@ flit_status flit_mutex_create(flit_mutex_t **out)
         free(m);
         return FLIT_ERR_SYSTEM;
     }
-    *out = m;
+    void *h;
+    flit_status st = flit_handle_new(&mutexes, m, &h);
+    if (st != FLIT_OK) {
+        pthread_mutex_destroy(&m->guard);
+        free(m);
+        return st;
+    }
+    *out = h;
     return FLIT_OK;
 }
 
-flit_status flit_mutex_destroy(flit_mutex_t *m)
+flit_status flit_mutex_destroy(flit_mutex_t *h)
 {
+    struct flit_mutex *m = mutex_of(h);
     if (!m)
         return FLIT_ERR_INVALID_ARG;
     pthread_mutex_lock(&m->guard);
@@ -157,6 +182,8 @@ flit_status flit_mutex_destroy(flit_mutex_t *m)
     pthread_mutex_unlock(&m->guard);
     if (busy)
         return FLIT_ERR_AGAIN;
+    if (flit_handle_free(&mutexes, h) != m)
+        return FLIT_ERR_INVALID_ARG; /* another thread's destroy won */
     pthread_mutex_destroy(&m->guard);
     free(m);
     return FLIT_OK;
@@ -172,8 +199,9 @@ static void pass_on(struct flit_mutex *m)
         m->locked = false;
 }
 
-flit_status flit_mutex_trylock(flit_mutex_t *m)
+flit_status flit_mutex_trylock(flit_mutex_t *h)
 {
+    struct flit_mutex *m = mutex_of(h);
     if (!m)
         return FLIT_ERR_INVALID_ARG;
     pthread_mutex_lock(&m->guard);
@@ -183,8 +211,9 @@ flit_status flit_mutex_trylock(flit_mutex_t *m)
     return got ? FLIT_OK : FLIT_ERR_AGAIN;
 }
 
-flit_status flit_mutex_lock(flit_mutex_t *m, flit_rpc_req_t *req)
+flit_status flit_mutex_lock(flit_mutex_t *h, flit_rpc_req_t *req)
 {
+    struct flit_mutex *m = mutex_of(h);
     if (!m)
         return FLIT_ERR_INVALID_ARG;
     pthread_mutex_lock(&m->guard);
@@ -205,8 +234,9 @@ flit_status flit_mutex_lock(flit_mutex_t *m, flit_rpc_req_t *req)
     return st;
 }
 
-flit_status flit_mutex_unlock(flit_mutex_t *m)
+flit_status flit_mutex_unlock(flit_mutex_t *h)
 {
+    struct flit_mutex *m = mutex_of(h);
     if (!m)
         return FLIT_ERR_INVALID_ARG;
     pthread_mutex_lock(&m->guard);
@@ -230,12 +260,20 @@ flit_status flit_cond_create(flit_cond_t **out)
         free(c);
         return FLIT_ERR_SYSTEM;
     }
-    *out = c;
+    void *h;
+    flit_status st = flit_handle_new(&conds, c, &h);
+    if (st != FLIT_OK) {
+        pthread_mutex_destroy(&c->guard);
+        free(c);
+        return st;
+    }
+    *out = h;
     return FLIT_OK;
 }
 
-flit_status flit_cond_destroy(flit_cond_t *c)
+flit_status flit_cond_destroy(flit_cond_t *h)
 {
+    struct flit_cond *c = cond_of(h);
     if (!c)
         return FLIT_ERR_INVALID_ARG;
     pthread_mutex_lock(&c->guard);
@@ -243,14 +281,17 @@ flit_status flit_cond_destroy(flit_cond_t *c)
     pthread_mutex_unlock(&c->guard);
     if (busy)
         return FLIT_ERR_AGAIN;
+    if (flit_handle_free(&conds, h) != c)
+        return FLIT_ERR_INVALID_ARG; /* another thread's destroy won */
     pthread_mutex_destroy(&c->guard);
     free(c);
     return FLIT_OK;
 }
 
-flit_status flit_cond_wait(flit_cond_t *c, flit_mutex_t *m, flit_rpc_req_t *req)
+flit_status flit_cond_wait(flit_cond_t *h, flit_mutex_t *m, flit_rpc_req_t *req)
 {
-    if (!c || !m)
+    struct flit_cond *c = cond_of(h);
+    if (!c || !mutex_of(m))
         return FLIT_ERR_INVALID_ARG;
     struct sync_waiter w;
     flit_status st = waiter_of(req, &w);
@@ -274,8 +315,9 @@ flit_status flit_cond_wait(flit_cond_t *c, flit_mutex_t *m, flit_rpc_req_t *req)
     return flit_mutex_lock(m, req);
 }
 
-flit_status flit_cond_signal(flit_cond_t *c)
+flit_status flit_cond_signal(flit_cond_t *h)
 {
+    struct flit_cond *c = cond_of(h);
     if (!c)
         return FLIT_ERR_INVALID_ARG;
     pthread_mutex_lock(&c->guard);
@@ -286,8 +328,9 @@ flit_status flit_cond_signal(flit_cond_t *c)
     return FLIT_OK;
 }
 
-flit_status flit_cond_broadcast(flit_cond_t *c)
+flit_status flit_cond_broadcast(flit_cond_t *h)
 {
+    struct flit_cond *c = cond_of(h);
     if (!c)
         return FLIT_ERR_INVALID_ARG;
     pthread_mutex_lock(&c->guard);
