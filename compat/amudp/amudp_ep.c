@@ -17,6 +17,7 @@ int AMUDP_SilentMode = 0;
 int amx_initialized = 0;
 
 static struct amudp_eb *bundles[AMUDP_MAX_BUNDLES];
+flit_handles_t *amx_eps, *amx_ebs;
 static unsigned ep_serial; /* endpoints this process created so far */
 
 void AMUDP_FatalErr(const char *msg, ...)
@@ -130,7 +131,7 @@ int AM_Terminate(void)
         return AM_OK;
     int rc = AM_OK;
     for (int i = 0; i < AMUDP_MAX_BUNDLES; i++)
-        if (bundles[i] && AM_FreeBundle(bundles[i]) != AM_OK)
+        if (bundles[i] && AM_FreeBundle(bundles[i]->self) != AM_OK)
             rc = AM_ERR_RESOURCE;
     return rc;
 }
@@ -157,13 +158,16 @@ int AM_AllocateBundle(int type, eb_t *endb)
     if (slot == AMUDP_MAX_BUNDLES)
         return amx_err(AM_ERR_RESOURCE, "AM_AllocateBundle", "too many bundles");
     struct amudp_eb *eb = calloc(1, sizeof *eb);
-    if (!eb)
+    void *h = NULL;
+    if (!eb || flit_handle_new(&amx_ebs, eb, &h) != FLIT_OK) {
+        free(eb);
         return amx_err(AM_ERR_RESOURCE, "AM_AllocateBundle", "out of memory");
-    eb->magic = AMX_EB_MAGIC;
+    }
+    eb->self = h;
     eb->type = type;
     eb->mask = AM_NOEVENTS;
     bundles[slot] = eb;
-    *endb = eb;
+    *endb = h;
     return AM_OK;
 }
 
@@ -192,27 +196,29 @@ static void bundle_remove(struct amudp_eb *eb, struct amudp_ep *ep)
     ep->eb = NULL;
 }
 
-int AM_FreeBundle(eb_t bundle)
+int AM_FreeBundle(eb_t h)
 {
-    if (!amx_eb_ok(bundle))
+    struct amudp_eb *bundle = amx_eb_of(h);
+    if (!bundle)
         return amx_err(AM_ERR_BAD_ARG, "AM_FreeBundle", "not a bundle");
     int rc = AM_OK;
     while (bundle->n > 0)
-        if (AM_FreeEndpoint(bundle->eps[bundle->n - 1]) != AM_OK)
+        if (AM_FreeEndpoint(bundle->eps[bundle->n - 1]->self) != AM_OK)
             rc = AM_ERR_RESOURCE;
     for (int i = 0; i < AMUDP_MAX_BUNDLES; i++)
         if (bundles[i] == bundle)
             bundles[i] = NULL;
-    bundle->magic = 0;
+    (void)flit_handle_free(&amx_ebs, h);
     free(bundle->eps);
     free(bundle);
     return rc;
 }
 
-int AM_MoveEndpoint(ep_t ea, eb_t from_bundle, eb_t to_bundle)
+int AM_MoveEndpoint(ep_t h, eb_t from, eb_t to)
 {
-    if (!amx_ep_ok(ea) || !amx_eb_ok(from_bundle) || !amx_eb_ok(to_bundle) ||
-        ea->eb != from_bundle)
+    struct amudp_ep *ea = amx_ep_of(h);
+    struct amudp_eb *from_bundle = amx_eb_of(from), *to_bundle = amx_eb_of(to);
+    if (!ea || !from_bundle || !to_bundle || ea->eb != from_bundle)
         return amx_err(AM_ERR_BAD_ARG, "AM_MoveEndpoint", "endpoint not in from_bundle");
     bundle_remove(from_bundle, ea);
     if (!bundle_add(to_bundle, ea)) {
@@ -267,11 +273,12 @@ static flit_status ep_open(struct amudp_ep *ep, int par)
     return st;
 }
 
-int AM_AllocateEndpoint(eb_t bundle, ep_t *endp, en_t *endpoint_name)
+int AM_AllocateEndpoint(eb_t h, ep_t *endp, en_t *endpoint_name)
 {
     if (!amx_initialized)
         return amx_err(AM_ERR_NOT_INIT, "AM_AllocateEndpoint", "AM_Init was not called");
-    if (!amx_eb_ok(bundle) || !endp || !endpoint_name)
+    struct amudp_eb *bundle = amx_eb_of(h);
+    if (!bundle || !endp || !endpoint_name)
         return amx_err(AM_ERR_BAD_ARG, "AM_AllocateEndpoint", "bundle, endp or name");
     struct amudp_ep *ep = calloc(1, sizeof *ep);
     struct amx_xlat *xl = calloc(AMUDP_INIT_NUMTRANSLATIONS, sizeof *xl);
@@ -281,34 +288,37 @@ int AM_AllocateEndpoint(eb_t bundle, ep_t *endp, en_t *endpoint_name)
         return amx_err(AM_ERR_RESOURCE, "AM_AllocateEndpoint", "out of memory");
     }
     flit_status st = ep_open(ep, bundle->type == AM_PAR);
+    if (st == FLIT_OK &&
+        (st = flit_handle_new(&amx_eps, ep, (void **)&ep->self)) != FLIT_OK)
+        flit_ep_destroy(ep->fep);
     if (st != FLIT_OK) {
         free(ep);
         free(xl);
         return amx_status(st, "AM_AllocateEndpoint");
     }
-    ep->magic = AMX_EP_MAGIC;
     ep->xl = xl;
     ep->nxl = AMUDP_INIT_NUMTRANSLATIONS;
     ep->serial = ep_serial++;
     ep->name = amx_name(flit_job_rank().idx, ep->serial);
     ep->stats = AMUDP_initial_stats;
     if (!bundle_add(bundle, ep)) {
-        AM_FreeEndpoint(ep);
+        AM_FreeEndpoint(ep->self);
         return amx_err(AM_ERR_RESOURCE, "AM_AllocateEndpoint", "out of memory");
     }
-    *endp = ep;
+    *endp = ep->self;
     *endpoint_name = ep->name;
     return AM_OK;
 }
 
-int AM_FreeEndpoint(ep_t ea)
+int AM_FreeEndpoint(ep_t h)
 {
-    if (!amx_ep_ok(ea))
+    struct amudp_ep *ea = amx_ep_of(h);
+    if (!ea)
         return amx_err(AM_ERR_BAD_ARG, "AM_FreeEndpoint", "not an endpoint");
+    (void)flit_handle_free(&amx_eps, h);
     if (ea->eb)
         bundle_remove(ea->eb, ea);
     flit_status st = flit_ep_destroy(ea->fep);
-    ea->magic = 0;
     free(ea->xl);
     free(ea->peers); /* their imports died with the flit endpoint */
     free(ea);
@@ -317,18 +327,20 @@ int AM_FreeEndpoint(ep_t ea)
 
 /* ---------------------------------------------------------------- segment, tag */
 
-int AM_GetSeg(ep_t ea, void **addr, uintptr_t *nbytes)
+int AM_GetSeg(ep_t h, void **addr, uintptr_t *nbytes)
 {
-    if (!amx_ep_ok(ea) || !addr || !nbytes)
+    struct amudp_ep *ea = amx_ep_of(h);
+    if (!ea || !addr || !nbytes)
         return amx_err(AM_ERR_BAD_ARG, "AM_GetSeg", "endpoint, addr or nbytes");
     *addr = ea->seg;
     *nbytes = ea->seglen;
     return AM_OK;
 }
 
-int AM_SetSeg(ep_t ea, void *addr, uintptr_t nbytes)
+int AM_SetSeg(ep_t h, void *addr, uintptr_t nbytes)
 {
-    if (!amx_ep_ok(ea) || (!addr && nbytes) || (uintptr_t)addr + nbytes < (uintptr_t)addr)
+    struct amudp_ep *ea = amx_ep_of(h);
+    if (!ea || (!addr && nbytes) || (uintptr_t)addr + nbytes < (uintptr_t)addr)
         return amx_err(AM_ERR_BAD_ARG, "AM_SetSeg", "endpoint, or a segment that wraps");
     ea->seg = addr;
     ea->seglen = nbytes;
@@ -336,17 +348,19 @@ int AM_SetSeg(ep_t ea, void *addr, uintptr_t nbytes)
     return AM_OK;
 }
 
-int AM_GetTag(ep_t ea, tag_t *tag)
+int AM_GetTag(ep_t h, tag_t *tag)
 {
-    if (!amx_ep_ok(ea) || !tag)
+    struct amudp_ep *ea = amx_ep_of(h);
+    if (!ea || !tag)
         return amx_err(AM_ERR_BAD_ARG, "AM_GetTag", "endpoint or tag");
     *tag = ea->tag;
     return AM_OK;
 }
 
-int AM_SetTag(ep_t ea, tag_t tag)
+int AM_SetTag(ep_t h, tag_t tag)
 {
-    if (!amx_ep_ok(ea))
+    struct amudp_ep *ea = amx_ep_of(h);
+    if (!ea)
         return amx_err(AM_ERR_BAD_ARG, "AM_SetTag", "not an endpoint");
     flit_status st = flit_ep_set_tag(ea->fep, tag);
     if (st == FLIT_OK && ea->tag != tag) {
@@ -361,11 +375,12 @@ int AM_SetTag(ep_t ea, tag_t tag)
 
 static int xl_index_ok(const struct amudp_ep *ep, int i)
 {
-    return amx_ep_ok(ep) && i >= 0 && i < ep->nxl;
+    return ep && i >= 0 && i < ep->nxl;
 }
 
-int AM_Map(ep_t ea, int index, en_t name, tag_t tag)
+int AM_Map(ep_t h, int index, en_t name, tag_t tag)
 {
+    struct amudp_ep *ea = amx_ep_of(h);
     if (!xl_index_ok(ea, index))
         return amx_err(AM_ERR_BAD_ARG, "AM_Map", "endpoint or index");
     if (ea->xl[index].inuse)
@@ -384,13 +399,14 @@ int AM_Map(ep_t ea, int index, en_t name, tag_t tag)
     return AM_OK;
 }
 
-int AM_MapAny(ep_t ea, int *index, en_t name, tag_t tag)
+int AM_MapAny(ep_t h, int *index, en_t name, tag_t tag)
 {
-    if (!amx_ep_ok(ea) || !index)
+    struct amudp_ep *ea = amx_ep_of(h);
+    if (!ea || !index)
         return amx_err(AM_ERR_BAD_ARG, "AM_MapAny", "endpoint or index");
     for (int i = 0; i < ea->nxl; i++)
         if (!ea->xl[i].inuse) {
-            int rc = AM_Map(ea, i, name, tag);
+            int rc = AM_Map(h, i, name, tag);
             if (rc == AM_OK)
                 *index = i;
             return rc;
@@ -398,23 +414,26 @@ int AM_MapAny(ep_t ea, int *index, en_t name, tag_t tag)
     return amx_err(AM_ERR_RESOURCE, "AM_MapAny", "translation table full");
 }
 
-int AM_UnMap(ep_t ea, int index)
+int AM_UnMap(ep_t h, int index)
 {
+    struct amudp_ep *ea = amx_ep_of(h);
     if (!xl_index_ok(ea, index) || !ea->xl[index].inuse)
         return amx_err(AM_ERR_BAD_ARG, "AM_UnMap", "index not in use");
     ea->xl[index].inuse = 0;
     return AM_OK;
 }
 
-int AM_GetTranslationInuse(ep_t ea, int i)
+int AM_GetTranslationInuse(ep_t h, int i)
 {
+    struct amudp_ep *ea = amx_ep_of(h);
     if (!xl_index_ok(ea, i))
         return amx_err(AM_ERR_BAD_ARG, "AM_GetTranslationInuse", "endpoint or index");
     return ea->xl[i].inuse ? AM_OK : AM_ERR_RESOURCE;
 }
 
-int AM_GetTranslationTag(ep_t ea, int i, tag_t *tag)
+int AM_GetTranslationTag(ep_t h, int i, tag_t *tag)
 {
+    struct amudp_ep *ea = amx_ep_of(h);
     if (!xl_index_ok(ea, i) || !tag)
         return amx_err(AM_ERR_BAD_ARG, "AM_GetTranslationTag", "endpoint, index or tag");
     if (!ea->xl[i].inuse)
@@ -423,8 +442,9 @@ int AM_GetTranslationTag(ep_t ea, int i, tag_t *tag)
     return AM_OK;
 }
 
-int AM_GetTranslationName(ep_t ea, int i, en_t *gan)
+int AM_GetTranslationName(ep_t h, int i, en_t *gan)
 {
+    struct amudp_ep *ea = amx_ep_of(h);
     if (!xl_index_ok(ea, i) || !gan)
         return amx_err(AM_ERR_BAD_ARG, "AM_GetTranslationName",
                        "endpoint, index or name");
@@ -434,8 +454,9 @@ int AM_GetTranslationName(ep_t ea, int i, en_t *gan)
     return AM_OK;
 }
 
-int AMUDP_SetTranslationTag(ep_t ea, int index, tag_t tag)
+int AMUDP_SetTranslationTag(ep_t h, int index, tag_t tag)
 {
+    struct amudp_ep *ea = amx_ep_of(h);
     if (!xl_index_ok(ea, index) || !ea->xl[index].inuse)
         return amx_err(AM_ERR_BAD_ARG, "AMUDP_SetTranslationTag", "index not in use");
     flit_status st = amx_set_peer_tag(ea, ea->xl[index].rank, tag);
@@ -444,17 +465,19 @@ int AMUDP_SetTranslationTag(ep_t ea, int index, tag_t tag)
     return amx_status(st, "AMUDP_SetTranslationTag");
 }
 
-int AM_GetNumTranslations(ep_t ep, int *pntrans)
+int AM_GetNumTranslations(ep_t h, int *pntrans)
 {
-    if (!amx_ep_ok(ep) || !pntrans)
+    struct amudp_ep *ep = amx_ep_of(h);
+    if (!ep || !pntrans)
         return amx_err(AM_ERR_BAD_ARG, "AM_GetNumTranslations", "endpoint or pntrans");
     *pntrans = ep->nxl;
     return AM_OK;
 }
 
-int AM_SetNumTranslations(ep_t ep, int ntrans)
+int AM_SetNumTranslations(ep_t h, int ntrans)
 {
-    if (!amx_ep_ok(ep) || ntrans < 1 || (unsigned)ntrans > AMUDP_MAX_NUMTRANSLATIONS)
+    struct amudp_ep *ep = amx_ep_of(h);
+    if (!ep || ntrans < 1 || (unsigned)ntrans > AMUDP_MAX_NUMTRANSLATIONS)
         return amx_err(AM_ERR_BAD_ARG, "AM_SetNumTranslations", "endpoint or count");
     for (int i = ntrans; i < ep->nxl; i++)
         if (ep->xl[i].inuse)
@@ -473,10 +496,11 @@ int AM_SetNumTranslations(ep_t ep, int ntrans)
     return AM_OK;
 }
 
-int AM_SetExpectedResources(ep_t ea, int n_endpoints, int n_outstanding_requests)
+int AM_SetExpectedResources(ep_t h, int n_endpoints, int n_outstanding_requests)
 {
-    if (!amx_ep_ok(ea) || n_endpoints < 1 || n_endpoints > ea->nxl ||
-        n_outstanding_requests < 1 || n_outstanding_requests > AMUDP_MAX_NETWORKDEPTH)
+    struct amudp_ep *ea = amx_ep_of(h);
+    if (!ea || n_endpoints < 1 || n_endpoints > ea->nxl || n_outstanding_requests < 1 ||
+        n_outstanding_requests > AMUDP_MAX_NETWORKDEPTH)
         return amx_err(AM_ERR_BAD_ARG, "AM_SetExpectedResources", "counts out of range");
     if (ea->depth)
         return amx_err(AM_ERR_RESOURCE, "AM_SetExpectedResources", "already called");
@@ -498,9 +522,10 @@ static flit_status install(struct amudp_ep *ep, unsigned h, flit_am_handler_fn f
     return st;
 }
 
-int _AM_SetHandler(ep_t ea, handler_t handler, amudp_handler_fn_t function)
+int _AM_SetHandler(ep_t h, handler_t handler, amudp_handler_fn_t function)
 {
-    if (!amx_ep_ok(ea) || !function)
+    struct amudp_ep *ea = amx_ep_of(h);
+    if (!ea || !function)
         return amx_err(AM_ERR_BAD_ARG, "AM_SetHandler", "endpoint or function");
     if (handler != 0) {
         flit_status st = install(ea, handler, amx_dispatch);
@@ -511,16 +536,17 @@ int _AM_SetHandler(ep_t ea, handler_t handler, amudp_handler_fn_t function)
     return AM_OK;
 }
 
-int _AM_SetHandlerAny(ep_t ea, handler_t *handler, amudp_handler_fn_t function)
+int _AM_SetHandlerAny(ep_t h, handler_t *handler, amudp_handler_fn_t function)
 {
-    if (!amx_ep_ok(ea) || !handler || !function)
+    struct amudp_ep *ea = amx_ep_of(h);
+    if (!ea || !handler || !function)
         return amx_err(AM_ERR_BAD_ARG, "AM_SetHandlerAny",
                        "endpoint, handler or function");
-    for (unsigned h = 1; h < AMUDP_MAX_NUMHANDLERS; h++)
-        if (!ea->handler[h]) {
-            int rc = _AM_SetHandler(ea, (handler_t)h, function);
+    for (unsigned i = 1; i < AMUDP_MAX_NUMHANDLERS; i++)
+        if (!ea->handler[i]) {
+            int rc = _AM_SetHandler(ea->self, (handler_t)i, function);
             if (rc == AM_OK)
-                *handler = (handler_t)h;
+                *handler = (handler_t)i;
             return rc;
         }
     return amx_err(AM_ERR_RESOURCE, "AM_SetHandlerAny", "handler table full");
@@ -528,25 +554,28 @@ int _AM_SetHandlerAny(ep_t ea, handler_t *handler, amudp_handler_fn_t function)
 
 /* ---------------------------------------------------------------- events, poll */
 
-int AM_GetEventMask(eb_t eb, int *mask)
+int AM_GetEventMask(eb_t h, int *mask)
 {
-    if (!amx_eb_ok(eb) || !mask)
+    struct amudp_eb *eb = amx_eb_of(h);
+    if (!eb || !mask)
         return amx_err(AM_ERR_BAD_ARG, "AM_GetEventMask", "bundle or mask");
     *mask = eb->mask;
     return AM_OK;
 }
 
-int AM_SetEventMask(eb_t eb, int mask)
+int AM_SetEventMask(eb_t h, int mask)
 {
-    if (!amx_eb_ok(eb) || (mask != AM_NOEVENTS && mask != AM_NOTEMPTY))
+    struct amudp_eb *eb = amx_eb_of(h);
+    if (!eb || (mask != AM_NOEVENTS && mask != AM_NOTEMPTY))
         return amx_err(AM_ERR_BAD_ARG, "AM_SetEventMask", "bundle or mask");
     eb->mask = mask;
     return AM_OK;
 }
 
-int AM_Poll(eb_t bundle)
+int AM_Poll(eb_t h)
 {
-    if (!amx_eb_ok(bundle))
+    struct amudp_eb *bundle = amx_eb_of(h);
+    if (!bundle)
         return amx_err(AM_ERR_BAD_ARG, "AM_Poll", "not a bundle");
     for (int i = 0; i < bundle->n; i++) {
         flit_status st = flit_poll(bundle->eps[i]->fep);
@@ -586,15 +615,16 @@ static int sleep_on(struct amudp_eb *eb)
  * when nothing was, sleeps until something arrives (the arm protocol of
  * flit_ep_fd closes the window between looking and sleeping).
  */
-int AM_WaitSema(eb_t eb)
+int AM_WaitSema(eb_t h)
 {
-    if (!amx_eb_ok(eb) || eb->n == 0)
+    struct amudp_eb *eb = amx_eb_of(h);
+    if (!eb || eb->n == 0)
         return amx_err(AM_ERR_BAD_ARG, "AM_WaitSema", "bundle without endpoints");
     if (eb->mask == AM_NOEVENTS)
         return amx_err(AM_ERR_BAD_ARG, "AM_WaitSema", "event mask AM_NOEVENTS: no event");
     for (;;) {
         uint64_t before = handled(eb);
-        int rc = AM_Poll(eb);
+        int rc = AM_Poll(h);
         if (rc != AM_OK)
             return rc;
         if (handled(eb) != before)
@@ -621,7 +651,7 @@ int AM_GetDestEndpoint(void *token, ep_t *endp)
     struct amx_token *t = amx_token_of(token);
     if (!t || !endp)
         return amx_err(AM_ERR_BAD_ARG, "AM_GetDestEndpoint", "token or endp");
-    *endp = t->ep;
+    *endp = t->ep->self;
     return AM_OK;
 }
 

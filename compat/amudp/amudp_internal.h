@@ -50,6 +50,7 @@
 #define FLIT_COMPAT_AMUDP_INTERNAL_H
 
 #include <flit/flit.h>
+#include <flit/handle.h>
 #include <flit/rma.h>
 
 #include "amudp.h"
@@ -112,7 +113,7 @@ struct amx_slot {
 };
 
 struct amudp_ep {
-    uint64_t magic;
+    ep_t self; /* the handle the program holds (<flit/handle.h>) */
     flit_ep_t *fep;
     struct amudp_eb *eb;
     unsigned serial; /* creation order: the n-th endpoint of every rank */
@@ -134,7 +135,7 @@ struct amudp_ep {
 };
 
 struct amudp_eb {
-    uint64_t magic;
+    eb_t self; /* the handle the program holds */
     int type;
     int mask;
     struct amudp_ep **eps;
@@ -157,8 +158,6 @@ static inline flit_rank_t amx_token_peer(const struct amx_token *t)
     return t->ft ? flit_token_rank(t->ft) : t->peer;
 }
 
-#define AMX_EP_MAGIC  0x616d7564705f6570ull /* "amudp_ep" */
-#define AMX_EB_MAGIC  0x616d7564705f6562ull /* "amudp_eb" */
 #define AMX_TOK_MAGIC 0x616d7564705f746bull /* "amudp_tk" */
 
 /* n bytes of v, little-endian, at p; and back. */
@@ -191,14 +190,20 @@ static inline int amx_status(flit_status st, const char *fn)
     return __builtin_expect(st == FLIT_OK, 1) ? AM_OK : amx_status_slow(st, fn);
 }
 
-static inline int amx_ep_ok(const struct amudp_ep *ep)
+/* Endpoints and bundles are handed out as handles of these tables
+   (amudp_ep.c), never as pointers: one freed answers AM_ERR_BAD_ARG, also
+   once its block holds a new one. The endpoint or bundle a handle names;
+   NULL for any other value. */
+extern flit_handles_t *amx_eps, *amx_ebs;
+
+static inline struct amudp_ep *amx_ep_of(ep_t h)
 {
-    return ep && ep->magic == AMX_EP_MAGIC;
+    return (struct amudp_ep *)flit_handle_get(&amx_eps, h);
 }
 
-static inline int amx_eb_ok(const struct amudp_eb *eb)
+static inline struct amudp_eb *amx_eb_of(eb_t h)
 {
-    return eb && eb->magic == AMX_EB_MAGIC;
+    return (struct amudp_eb *)flit_handle_get(&amx_ebs, h);
 }
 
 static inline struct amx_token *amx_token_of(void *token)

@@ -281,10 +281,12 @@ static inline int make_msg(struct amx_msg *m, unsigned kind, handler_t h, const 
     return AM_OK;
 }
 
-static int request(ep_t ep, amudp_node_t dest, unsigned kind, handler_t h, const void *sa,
-                   size_t nbytes, uintptr_t off, int numargs, va_list ap, const char *fn)
+static int request(ep_t handle, amudp_node_t dest, unsigned kind, handler_t h,
+                   const void *sa, size_t nbytes, uintptr_t off, int numargs, va_list ap,
+                   const char *fn)
 {
-    if (!amx_ep_ok(ep))
+    struct amudp_ep *ep = amx_ep_of(handle);
+    if (!ep)
         return amx_err(AM_ERR_BAD_ARG, fn, "not an endpoint");
     flit_rank_t rank;
     if (!amx_translate(ep, dest, &rank))

@@ -253,8 +253,9 @@ static flit_status send_chunks(flit_rank_t to, unsigned h, const unsigned char *
     for (size_t off = 0; off < len;) {
         size_t c = len - off < FLIT_AM_MAX_MEDIUM ? len - off : FLIT_AM_MAX_MEDIUM;
         uint32_t args[2] = {(uint32_t)off, (uint32_t)((uint64_t)off >> 32)};
-        flit_status st = flit_am_medium(spmd.ep->fep, to, flit_handler((uint16_t)h),
-                                        buf + off, c, args, 2, 0);
+        flit_status st =
+            flit_am_medium(amx_ep_of(spmd.ep)->fep, to, flit_handler((uint16_t)h),
+                           buf + off, c, args, 2, 0);
         if (st != FLIT_OK)
             return st;
         off += c;
@@ -293,7 +294,7 @@ void amx_gather_whole(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t
 
 static flit_status gather(const void *source, void *dest, size_t len)
 {
-    flit_ep_t *f = spmd.ep->fep;
+    flit_ep_t *f = amx_ep_of(spmd.ep)->fep;
     spmd.dest = (unsigned char *)dest;
     spmd.len = len;
     spmd.got = 0;
@@ -332,7 +333,7 @@ int AMUDP_SPMDBarrier(void)
     if (!spmd.started)
         return amx_err(AM_ERR_NOT_INIT, "AMUDP_SPMDBarrier",
                        "AMUDP_SPMDStartup not called");
-    return amx_status(flit_barrier(spmd.ep->fep), "AMUDP_SPMDBarrier");
+    return amx_status(flit_barrier(amx_ep_of(spmd.ep)->fep), "AMUDP_SPMDBarrier");
 }
 
 int AMUDP_SPMDNumProcs(void)
@@ -406,16 +407,16 @@ static int map_all(uint64_t *networkpid, int depth)
     int rc = AMUDP_SPMDAllGather(&mine, all, sizeof mine);
     uint64_t pid = all[0];
     free(all);
-    if (rc == AM_OK && (int)spmd.size > spmd.ep->nxl)
+    if (rc == AM_OK && (int)spmd.size > amx_ep_of(spmd.ep)->nxl)
         rc = AM_SetNumTranslations(spmd.ep, (int)spmd.size);
     for (uint32_t r = 0; rc == AM_OK && r < spmd.size; r++)
-        rc = AM_Map(spmd.ep, (int)r, amx_name(r, spmd.ep->serial), pid + r);
+        rc = AM_Map(spmd.ep, (int)r, amx_name(r, amx_ep_of(spmd.ep)->serial), pid + r);
     if (rc == AM_OK)
         rc = AM_SetTag(spmd.ep, pid + spmd.rank);
     if (rc == AM_OK)
         rc = AM_SetExpectedResources(spmd.ep, (int)spmd.size, depth);
     if (rc == AM_OK) /* nobody sends before every tag is in place */
-        rc = amx_status(flit_barrier(spmd.ep->fep), "AMUDP_SPMDStartup");
+        rc = amx_status(flit_barrier(amx_ep_of(spmd.ep)->fep), "AMUDP_SPMDStartup");
     if (rc == AM_OK && networkpid)
         *networkpid = pid;
     return rc;

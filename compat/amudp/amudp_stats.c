@@ -24,9 +24,10 @@ static uint64_t flit_retransmits(struct amudp_ep *ep)
 
 /* flit retransmits packets, not messages of a category: they are counted
    under short requests. */
-int AMUDP_GetEndpointStatistics(ep_t ep, amudp_stats_t *stats)
+int AMUDP_GetEndpointStatistics(ep_t h, amudp_stats_t *stats)
 {
-    if (!amx_ep_ok(ep) || !stats)
+    struct amudp_ep *ep = amx_ep_of(h);
+    if (!ep || !stats)
         return amx_err(AM_ERR_BAD_ARG, "AMUDP_GetEndpointStatistics",
                        "endpoint or stats");
     *stats = ep->stats;
@@ -35,9 +36,10 @@ int AMUDP_GetEndpointStatistics(ep_t ep, amudp_stats_t *stats)
     return AM_OK;
 }
 
-int AMUDP_ResetEndpointStatistics(ep_t ep)
+int AMUDP_ResetEndpointStatistics(ep_t h)
 {
-    if (!amx_ep_ok(ep))
+    struct amudp_ep *ep = amx_ep_of(h);
+    if (!ep)
         return amx_err(AM_ERR_BAD_ARG, "AMUDP_ResetEndpointStatistics",
                        "not an endpoint");
     ep->stats = AMUDP_initial_stats;
