@@ -214,7 +214,12 @@ FLIT_API uint32_t flit_object_id(const flit_object_t *obj);
  * operation was applied; the first cap bytes are in res, *res_len is the
  * whole length); FLIT_ERR_IN_HANDLER: a call that would have to wait or
  * send, inside a handler; FLIT_ERR_PEER_DOWN: the owner died (owned), the
- * group lost this member's message (replicated).
+ * group lost this member's message (replicated); FLIT_ERR_NO_MEMORY: the
+ * copy that must answer (here, or the owner's) missed a write for want of
+ * memory (stats: missed), and gives no result from then on;
+ * FLIT_ERR_BAD_PACKET: the owner's reply was malformed. A malformed message
+ * from another member never stops this one: it is dropped and counted
+ * (stats: refused).
  */
 FLIT_API flit_status flit_object_invoke(flit_object_t *obj, unsigned op, const void *arg,
                                         size_t len, void *res, size_t cap,
@@ -265,6 +270,11 @@ typedef struct flit_object_stats {
                                        agreed at one place of the group's order;
                                        from there the runtime places it among the
                                        others only */
+    uint64_t refused;               /* malformed messages from other members,
+                                       dropped (the first logged) */
+    uint64_t missed;                /* writes the copy here had no memory for
+                                       (logged): from the first, operations on
+                                       it answer FLIT_ERR_NO_MEMORY */
 } flit_object_stats_t;
 
 /* FLIT_ERR_INVALID_ARG for NULL arguments or a struct_size that no release

@@ -101,7 +101,8 @@ static void apply_for(flit_object_t *o, unsigned op, const void *arg, size_t len
         scatter(c->res, c->nres, o->scratch, n);
     }
     c->res_len = n;
-    c->st = n > cap ? FLIT_ERR_TOO_LARGE : FLIT_OK;
+    /* A copy that missed a write has no result worth giving. */
+    c->st = o->missed ? FLIT_ERR_NO_MEMORY : n > cap ? FLIT_ERR_TOO_LARGE : FLIT_OK;
     atomic_store_explicit(&c->done, 1, memory_order_release);
 }
 
@@ -192,6 +193,177 @@ static void *room_for(size_t len, char *buf, void **heap)
     return *heap;
 }
 
+/* ---------------------------------------------------------------- wire */
+
+size_t fl_obj_write_max(const flit_object_type_t *t)
+{
+    size_t m = 0;
+    for (unsigned i = 0; i < t->nops; i++)
+        if (t->ops[i].kind == FLIT_OBJECT_WRITE && t->ops[i].arg_max > m)
+            m = t->ops[i].arg_max;
+    return m;
+}
+
+size_t fl_obj_head_len(bool adaptive)
+{
+    return sizeof(struct hdr) + (adaptive ? sizeof(epoch_word) : 0);
+}
+
+/* The body of a placement message (AUTO objects) may be len bytes. */
+static bool place_body_ok(uint32_t op, size_t len, const flit_object_type_t *t)
+{
+    switch (op) {
+    case OP_REPORT:
+        return len == 2 * sizeof(uint64_t);
+    case OP_SWITCH:
+        return len >= sizeof(struct move) &&
+               (t->unpack || len - sizeof(struct move) == t->state_size);
+    case OP_PLACE:
+        return len == sizeof(struct move);
+    case OP_LEFT:
+        return len == sizeof(uint32_t);
+    default:
+        return false;
+    }
+}
+
+flit_status fl_obj_decode_msg(const uint8_t *head, size_t total, uint32_t id,
+                              bool adaptive, const flit_object_type_t *t,
+                              struct fl_obj_msg *m)
+{
+    size_t hl = fl_obj_head_len(adaptive);
+    if (!head || total < hl)
+        return FLIT_ERR_BAD_PACKET;
+    struct fl_obj_msg d = {.len = total - hl};
+    memcpy(&d.h, head, sizeof d.h);
+    epoch_word e = 0;
+    if (adaptive)
+        memcpy(&e, head + sizeof d.h, sizeof e);
+    if (d.h.id != id || e > UINT32_MAX)
+        return FLIT_ERR_BAD_PACKET;
+    d.epoch = (uint32_t)e;
+    bool ok;
+    if (d.h.op < t->nops)
+        ok = t->ops[d.h.op].kind == FLIT_OBJECT_WRITE && d.len <= t->ops[d.h.op].arg_max;
+    else if (d.h.op == OP_PART)
+        ok = d.len > sizeof(uint64_t);
+    else
+        ok = adaptive && place_body_ok(d.h.op, d.len, t);
+    if (!ok)
+        return FLIT_ERR_BAD_PACKET;
+    *m = d;
+    return FLIT_OK;
+}
+
+flit_status fl_obj_decode_part(const uint8_t *words, size_t len, size_t max,
+                               size_t *total)
+{
+    uint64_t t;
+    if (!words || len <= sizeof t)
+        return FLIT_ERR_BAD_PACKET;
+    memcpy(&t, words, sizeof t);
+    if (t <= len - sizeof t || t > max)
+        return FLIT_ERR_BAD_PACKET;
+    *total = (size_t)t;
+    return FLIT_OK;
+}
+
+flit_status fl_obj_decode_move(const uint8_t *b, bool place, uint32_t nranks,
+                               struct move *mv)
+{
+    struct move d;
+    memcpy(&d, b, sizeof d);
+    bool ok = d.strategy == FLIT_OBJECT_REPLICATED ||
+              (d.strategy == FLIT_OBJECT_OWNED && d.owner < nranks) ||
+              (place && d.strategy == FLIT_OBJECT_AUTO);
+    if (!ok)
+        return FLIT_ERR_BAD_PACKET;
+    *mv = d;
+    return FLIT_OK;
+}
+
+flit_status fl_obj_decode_req(const uint8_t *b, size_t len, struct hdr *h)
+{
+    if (!b || len < sizeof *h)
+        return FLIT_ERR_BAD_PACKET;
+    memcpy(h, b, sizeof *h);
+    return FLIT_OK;
+}
+
+flit_status fl_obj_decode_reply(uint32_t word, bool adaptive, flit_status *st,
+                                uint32_t *target)
+{
+    if (adaptive && (word & REDIRECT_BIT)) {
+        *st = REDIRECT;
+        *target = word & ~REDIRECT_BIT;
+        return FLIT_OK;
+    }
+    if (word >= (uint32_t)FLIT_STATUS_COUNT)
+        return FLIT_ERR_BAD_PACKET;
+    *st = (flit_status)word;
+    return FLIT_OK;
+}
+
+/* Under o->lock: whether this is the object's first refusal or miss (the
+   one that is logged). */
+static bool first_word(flit_object_t *o)
+{
+    bool first = !o->logged;
+    o->logged = true;
+    return first;
+}
+
+void object_refuse(flit_object_t *o, const char *what, uint32_t from)
+{
+    o->refused++;
+    if (first_word(o))
+        fprintf(stderr,
+                "flit object: rank %u: object %u: a malformed %s from rank %u refused "
+                "(further ones are only counted)\n",
+                flit_job_rank().idx, o->id, what, from);
+}
+
+void object_miss(flit_object_t *o, const char *what, size_t len)
+{
+    o->missed++;
+    if (first_word(o))
+        fprintf(stderr,
+                "flit object: rank %u: object %u: no memory for %s of %zu bytes: the "
+                "copy here missed a write and answers FLIT_ERR_NO_MEMORY from now on\n",
+                flit_job_rank().idx, o->id, what, len);
+}
+
+struct call *object_call(flit_object_t *o, uint64_t token)
+{
+    struct call *c = o->calls;
+    while (c && (uint64_t)(uintptr_t)c != token)
+        c = c->next;
+    return c;
+}
+
+void object_call_in(flit_object_t *o, struct call *c)
+{
+    pthread_mutex_lock(&o->lock);
+    c->next = o->calls;
+    o->calls = c;
+    pthread_mutex_unlock(&o->lock);
+}
+
+void object_call_out(flit_object_t *o, struct call *c)
+{
+    pthread_mutex_lock(&o->lock);
+    struct call **pp = &o->calls;
+    while (*pp && *pp != c)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = c->next;
+    /* A write still waiting for its guard is applied for nobody. */
+    for (struct pending *p = o->queue; p; p = p->next)
+        if (p->call == c)
+            p->call = NULL;
+    pthread_mutex_unlock(&o->lock);
+}
+
 /* ---------------------------------------------------------------- owned */
 
 static void reply_status(flit_rpc_req_t *req, flit_status st)
@@ -206,7 +378,9 @@ static void serve(flit_rpc_req_t *req, size_t len, void *user)
 {
     flit_objects_t *objs = user;
     struct hdr h;
-    if (len < sizeof h || flit_rpc_recv(req, &h, sizeof h) != FLIT_OK) {
+    uint8_t b[sizeof h];
+    if (len < sizeof b || flit_rpc_recv(req, b, sizeof b) != FLIT_OK ||
+        fl_obj_decode_req(b, len, &h) != FLIT_OK) {
         reply_status(req, FLIT_ERR_BAD_PACKET);
         return;
     }
@@ -214,6 +388,13 @@ static void serve(flit_rpc_req_t *req, size_t len, void *user)
     len -= sizeof h;
     if (!o || (!o->adaptive && !o->holds) || h.op >= o->type->nops) {
         reply_status(req, FLIT_ERR_INVALID_ARG);
+        return;
+    }
+    pthread_mutex_lock(&o->lock);
+    bool missed = o->missed != 0;
+    pthread_mutex_unlock(&o->lock);
+    if (missed) { /* this copy missed a write: no answer from it is right */
+        reply_status(req, FLIT_ERR_NO_MEMORY);
         return;
     }
     const flit_object_op_t *d = &o->type->ops[h.op];
@@ -331,12 +512,11 @@ static flit_status invoke_remote(flit_object_t *o, flit_rank_t owner, uint32_t e
         free(rep);
     if ((s != FLIT_OK && s != FLIT_ERR_TOO_LARGE) || r.received < sizeof st)
         return s != FLIT_OK ? s : FLIT_ERR_BAD_PACKET;
-    if (o->adaptive && (st & REDIRECT_BIT)) {
-        *target = st & ~REDIRECT_BIT;
-        return REDIRECT;
-    }
-    if (st != FLIT_OK)
-        return (flit_status)st;
+    flit_status word;
+    if (fl_obj_decode_reply(st, o->adaptive, &word, target) != FLIT_OK)
+        return FLIT_ERR_BAD_PACKET; /* the owner's word names no status */
+    if (word != FLIT_OK)
+        return word;
     *res_len = r.length - sizeof st;
     return s;
 }
@@ -354,6 +534,10 @@ static flit_status invoke_local(flit_object_t *o, uint32_t epoch, unsigned op,
     for (;;) {
         struct pending *done = NULL;
         pthread_mutex_lock(&o->lock);
+        if (o->missed) { /* this copy missed a write: nothing here is right */
+            pthread_mutex_unlock(&o->lock);
+            return FLIT_ERR_NO_MEMORY;
+        }
         if (o->adaptive && (o->epoch != epoch || o->moving)) {
             /* A switch came (or is on its way) since this began. */
             *target = o->epoch + (o->moving ? 1u : 0u);
@@ -442,132 +626,217 @@ static struct part *part_find(flit_object_t *o, uint32_t sender, uint64_t token,
     return p;
 }
 
-/* A piece of another member's large write: into its place in the write. */
+/* Under o->lock: ends this member's own write c (if any) with st. */
+static void call_end(struct call *c, flit_status st)
+{
+    if (!c)
+        return;
+    c->st = st;
+    atomic_store_explicit(&c->done, 1, memory_order_release);
+}
+
+/* Under o->lock: a new part of total bytes from sender's write token; its
+   buffer NULL when there was no memory for it (its pieces are skipped, and
+   the write is missed when it ends). NULL: no memory for the record. */
+static struct part *part_new(flit_object_t *o, uint32_t sender, uint64_t token,
+                             size_t total)
+{
+    struct part *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    if (!(p->buf = malloc(total)))
+        object_miss(o, "a write", total);
+    p->sender = sender;
+    p->token = token;
+    p->len = total;
+    p->next = o->parts;
+    o->parts = p;
+    o->nparts++;
+    return p;
+}
+
+/* A piece of another member's large write: into its place in the write.
+   Refused when its words disagree with the format or the pieces before. */
 static void part_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
                          size_t len)
 {
     uint32_t sender = flit_group_msg_sender(m).idx;
-    uint64_t total;
-    if (len < sizeof total || flit_group_recv(m, &total, sizeof total) != FLIT_OK)
+    uint8_t words[sizeof(uint64_t)];
+    size_t total = 0;
+    if (flit_group_recv(m, words, sizeof words) != FLIT_OK)
         return;
-    len -= sizeof total;
+    flit_status st = fl_obj_decode_part(words, len, fl_obj_write_max(o->type), &total);
+    len -= sizeof words;
     pthread_mutex_lock(&o->lock);
-    struct part *p = part_find(o, sender, h->token, false);
-    if (!p && (p = calloc(1, sizeof *p)) && !(p->buf = malloc(total ? total : 1))) {
-        free(p);
+    struct part *p = st == FLIT_OK ? part_find(o, sender, h->token, false) : NULL;
+    if (st != FLIT_OK || (p && (p->len != total || len > p->len - p->got))) {
+        object_refuse(o, "piece of a write", sender);
         p = NULL;
-    }
-    if (!p) {
-        fprintf(stderr, "flit object %u: no memory for a write of %llu bytes\n", o->id,
-                (unsigned long long)total);
-        abort(); /* a replica that skipped a write would part from the others */
-    }
-    if (!p->len && !p->got) {
-        p->sender = sender;
-        p->token = h->token;
-        p->len = total;
-        p->next = o->parts;
-        o->parts = p;
-        o->nparts++;
+    } else if (!p && !(p = part_new(o, sender, h->token, total))) {
+        object_miss(o, "a write", total);
     }
     pthread_mutex_unlock(&o->lock);
-    if (len > p->len - p->got)
-        abort(); /* only this layer sends these: never */
-    flit_group_recv(m, p->buf + p->got, len);
+    if (!p)
+        return;
+    if (p->buf)
+        flit_group_recv(m, p->buf + p->got, len);
     p->got += len;
 }
 
-/* In the group's order, on every member: a write. */
-static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *user)
+/* The argument of a write whose last piece is this message (len bytes, op):
+   the pieces joined (*heap, to be freed); NULL when it is refused or was
+   missed. Takes part. */
+static void *part_last(flit_object_t *o, flit_group_msg_t *m, struct part *part,
+                       unsigned op, size_t len)
 {
-    (void)g;
-    flit_object_t *o = user;
-    struct hdr h;
-    if (total < sizeof h || flit_group_recv(m, &h, sizeof h) != FLIT_OK)
-        return; /* nothing of ours sends these */
-    size_t len = total - sizeof h;
-    epoch_word epoch = 0;
-    if (o->adaptive) {
-        if (len < sizeof epoch || flit_group_recv(m, &epoch, sizeof epoch) != FLIT_OK)
-            return;
-        len -= sizeof epoch;
+    void *buf = part->buf;
+    bool whole = len == part->len - part->got && part->len <= o->type->ops[op].arg_max;
+    if (buf && whole)
+        flit_group_recv(m, (char *)buf + part->got, len);
+    pthread_mutex_lock(&o->lock);
+    if (!whole)
+        object_refuse(o, "last piece of a write", part->sender);
+    else if (!buf)
+        object_miss(o, "a write", part->len);
+    pthread_mutex_unlock(&o->lock);
+    free(part);
+    if (buf && whole)
+        return buf;
+    free(buf);
+    return NULL;
+}
+
+/* Under o->lock: a write that waits for its guard, queued; false when
+   there is no memory for it (heap, if not NULL, is the argument's copy
+   already, taken on success). */
+static bool wait_guard(flit_object_t *o, unsigned op, const void *arg, size_t len,
+                       void *heap, struct call *c)
+{
+    struct pending *p = calloc(1, sizeof *p);
+    void *copy = heap ? heap : malloc(len ? len : 1);
+    if (!p || !copy) {
+        free(p);
+        if (copy != heap)
+            free(copy);
+        return false;
     }
-    struct call *c = NULL;
-    if (flit_group_msg_sender(m).idx == flit_job_rank().idx)
-        c = (struct call *)(uintptr_t)h.token;
-    if (h.op == OP_PART) {
-        if (!c) /* the writer applies its own from its own memory */
-            part_deliver(o, m, &h, len);
-        return;
+    if (!heap)
+        memcpy(copy, arg, len);
+    p->op = op;
+    p->arg = copy;
+    p->len = len;
+    p->call = c;
+    enqueue(o, p);
+    return true;
+}
+
+/* Under o->lock: the write op (arg, len) applied here for c (NULL: another
+   member's), or queued behind its guard. False when it was queued with
+   the argument's copy heap (no longer the caller's). */
+static bool take_write(flit_object_t *o, unsigned op, uint32_t epoch, const void *arg,
+                       size_t len, void *heap, struct call *c, struct pending **done)
+{
+    if (o->adaptive && (epoch != o->epoch || o->strategy != FLIT_OBJECT_REPLICATED)) {
+        /* Sent before a switch ordered ahead of it: applied by no member,
+           its writer makes it again under the new placement. */
+        if (c) {
+            c->target = o->epoch;
+            call_end(c, REDIRECT);
+        }
+    } else if (!guard_holds(o, op, arg, len)) {
+        if (wait_guard(o, op, arg, len, heap, c))
+            return !heap;
+        object_miss(o, "a waiting write", len);
+        call_end(c, FLIT_ERR_NO_MEMORY);
+    } else {
+        apply_for(o, op, arg, len, c);
+        run_queue(o, done);
     }
-    if (h.op >= o->type->nops) {
-        if (o->adaptive)
-            place_deliver(o, m, &h, (uint32_t)epoch, len);
-        return;
-    }
+    return true;
+}
+
+/* A write of the type (w), delivered: its argument from the writer's own
+   memory (c), its pieces, or the message; then applied, or queued. */
+static void deliver_write(flit_object_t *o, flit_group_msg_t *m,
+                          const struct fl_obj_msg *w, struct call *c)
+{
     char abuf[SMALL];
     void *heap = NULL;
-    size_t heap_cap = 0;
+    size_t heap_cap = 0, len = w->len;
     const void *arg;
     struct part *part = NULL;
     if (!c) {
         pthread_mutex_lock(&o->lock);
-        part = part_find(o, flit_group_msg_sender(m).idx, h.token, true);
+        part = part_find(o, flit_group_msg_sender(m).idx, w->h.token, true);
         pthread_mutex_unlock(&o->lock);
     }
     if (c && c->arg) {
         arg = c->arg; /* the writer's own memory: no copy */
         len = c->len; /* all of it, when it came in pieces */
     } else if (part) { /* its last piece, after the others */
-        if (len != part->len - part->got)
-            abort(); /* only this layer sends these: never */
-        flit_group_recv(m, part->buf + part->got, len);
-        arg = heap = part->buf;
-        len = heap_cap = part->len;
-        free(part);
+        len = part->len;
+        if (!(arg = heap = part_last(o, m, part, w->h.op, w->len)))
+            return;
+        heap_cap = len;
     } else {
         void *room = len <= SMALL ? abuf : (heap = spare_take(o, len, &heap_cap));
         if (!room) {
-            /* A replica that skipped a write would part from the others. */
-            fprintf(stderr, "flit object %u: no memory for a write of %zu bytes\n", o->id,
-                    len);
-            abort();
+            pthread_mutex_lock(&o->lock);
+            object_miss(o, "a write", len);
+            call_end(c, FLIT_ERR_NO_MEMORY);
+            pthread_mutex_unlock(&o->lock);
+            return;
         }
         flit_group_recv(m, room, len);
         arg = room;
     }
     struct pending *done = NULL;
     pthread_mutex_lock(&o->lock);
-    if (o->adaptive && (epoch != o->epoch || o->strategy != FLIT_OBJECT_REPLICATED)) {
-        /* Sent before a switch ordered ahead of it: applied by no member,
-           its writer makes it again under the new placement. */
-        if (c) {
-            c->target = o->epoch;
-            c->st = REDIRECT;
-            atomic_store_explicit(&c->done, 1, memory_order_release);
-        }
-    } else if (!guard_holds(o, h.op, arg, len)) {
-        struct pending *p = calloc(1, sizeof *p);
-        void *copy = heap ? heap : malloc(len ? len : 1);
-        if (!p || !copy) {
-            fprintf(stderr, "flit object %u: no memory for a waiting write\n", o->id);
-            abort();
-        }
-        if (!heap)
-            memcpy(copy, arg, len);
-        heap = NULL;
-        p->op = h.op;
-        p->arg = copy;
-        p->len = len;
-        p->call = c;
-        enqueue(o, p);
-    } else {
-        apply_for(o, h.op, arg, len, c);
-        run_queue(o, &done);
-    }
+    if (!take_write(o, w->h.op, w->epoch, arg, len, heap, c, &done))
+        heap = NULL; /* queued with the write */
     pthread_mutex_unlock(&o->lock);
     spare_give(o, heap, heap_cap);
+    object_answer(done);
 }
+
+/* In the group's order, on every member: a write, a piece of one, or a
+   placement message. Anything its format does not allow is refused. */
+static void deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *user)
+{
+    (void)g;
+    flit_object_t *o = user;
+    uint32_t sender = flit_group_msg_sender(m).idx;
+    uint8_t head[sizeof(struct hdr) + sizeof(epoch_word)];
+    size_t hl = fl_obj_head_len(o->adaptive);
+    struct fl_obj_msg w;
+    if (total >= hl && flit_group_recv(m, head, hl) != FLIT_OK)
+        return;
+    flit_status st = fl_obj_decode_msg(total >= hl ? head : NULL, total, o->id,
+                                       o->adaptive, o->type, &w);
+    struct call *c = NULL;
+    pthread_mutex_lock(&o->lock);
+    if (st != FLIT_OK)
+        object_refuse(o, "group message", sender);
+    else if (sender == flit_job_rank().idx)
+        c = object_call(o, w.h.token);
+    pthread_mutex_unlock(&o->lock);
+    if (st != FLIT_OK)
+        return;
+    if (w.h.op == OP_PART) {
+        if (!c) /* the writer applies its own from its own memory */
+            part_deliver(o, m, &w.h, w.len);
+        return;
+    }
+    if (w.h.op >= o->type->nops) { /* AUTO objects only (decoded so) */
+        place_deliver(o, m, &w.h, w.epoch, w.len);
+        return;
+    }
+    deliver_write(o, m, &w, c);
+}
+
+static flit_status send_write(flit_object_t *o, uint32_t epoch, unsigned op,
+                              const struct iovec *arg, int narg, const void *flat,
+                              size_t len, struct call *cp);
 
 static flit_status invoke_write(flit_object_t *o, uint32_t epoch, unsigned op,
                                 const struct iovec *arg, int narg, const void *flat,
@@ -578,9 +847,34 @@ static flit_status invoke_write(flit_object_t *o, uint32_t epoch, unsigned op,
        would name a call that is gone: refuse before sending. */
     if (flit_in_handler())
         return FLIT_ERR_IN_HANDLER;
-    flit_status st;
     struct call c = {.arg = flat, .len = len, .res = res, .nres = nres};
     atomic_init(&c.done, 0);
+    object_call_in(o, &c);
+    flit_status st = send_write(o, epoch, op, arg, narg, flat, len, &c);
+    /* Polls first: a write comes back in a few passes, and each flit_wait
+       costs more than a pass (its clock, its spin set-up); then waits. */
+    for (unsigned pass = 0;
+         st == FLIT_OK && !atomic_load_explicit(&c.done, memory_order_acquire); pass++) {
+        st = pass < POLL_PASSES ? flit_poll(o->objs->ep)
+                                : flit_wait(o->objs->ep, WAIT_SLICE);
+        if (st == FLIT_ERR_TIMEOUT)
+            st = FLIT_OK;
+    }
+    object_call_out(o, &c); /* its token is refused from now on */
+    if (st != FLIT_OK)
+        return st;
+    *res_len = c.res_len;
+    *target = c.target;
+    return c.st;
+}
+
+/* The messages of write c: its pieces first when it is larger than one
+   group message. */
+static flit_status send_write(flit_object_t *o, uint32_t epoch, unsigned op,
+                              const struct iovec *arg, int narg, const void *flat,
+                              size_t len, struct call *cp)
+{
+    flit_status st;
     epoch_word e = epoch;
     int k = o->adaptive ? 2 : 1; /* the header, and an AUTO object's epoch */
     struct iovec rest;
@@ -588,7 +882,7 @@ static flit_status invoke_write(flit_object_t *o, uint32_t epoch, unsigned op,
         /* Too large for one group message: its first pieces as OP_PART
            messages, in the writer's order; the write's own message below
            carries the rest, and its place in the order is the write's. */
-        struct hdr ph = {o->id, OP_PART, (uint64_t)(uintptr_t)&c};
+        struct hdr ph = {o->id, OP_PART, (uint64_t)(uintptr_t)cp};
         uint64_t total = len;
         const char *p = flat;
         while (len > o->part_max) {
@@ -604,7 +898,7 @@ static flit_status invoke_write(flit_object_t *o, uint32_t epoch, unsigned op,
         arg = &rest;
         narg = 1;
     }
-    struct hdr h = {o->id, op, (uint64_t)(uintptr_t)&c};
+    struct hdr h = {o->id, op, (uint64_t)(uintptr_t)cp};
     struct iovec small[8], *v = small;
     if (narg + k > 8 && !(v = malloc(sizeof *v * (size_t)(narg + k))))
         return FLIT_ERR_NO_MEMORY;
@@ -615,20 +909,7 @@ static flit_status invoke_write(flit_object_t *o, uint32_t epoch, unsigned op,
     st = flit_group_sendv(o->group, v, narg + k);
     if (v != small)
         free(v);
-    if (st != FLIT_OK)
-        return st;
-    /* Polls first: a write comes back in a few passes, and each flit_wait
-       costs more than a pass (its clock, its spin set-up); then waits. */
-    for (unsigned pass = 0; !atomic_load_explicit(&c.done, memory_order_acquire);
-         pass++) {
-        st = pass < POLL_PASSES ? flit_poll(o->objs->ep)
-                                : flit_wait(o->objs->ep, WAIT_SLICE);
-        if (st != FLIT_OK && st != FLIT_ERR_TIMEOUT)
-            return st;
-    }
-    *res_len = c.res_len;
-    *target = c.target;
-    return c.st;
+    return st;
 }
 
 /* ---------------------------------------------------------------- invoke */
@@ -1021,6 +1302,8 @@ flit_status flit_object_stats(flit_object_t *obj, flit_object_stats_t *out_)
     out->partial_writes = obj->nparts;
     out->partials_dropped = obj->parts_dropped;
     out->departed = obj->departed;
+    out->refused = obj->refused;
+    out->missed = obj->missed;
     flit_object_strategy placement = !obj->adaptive ? obj->strategy
                                      : obj->pinned
                                          ? (flit_object_strategy)obj->pin.strategy

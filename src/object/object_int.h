@@ -59,8 +59,10 @@ struct move {
 };
 
 /* A replicated write (or place request) this member made, waiting to be
-   applied (or delivered) here. */
+   applied (or delivered) here. Its address is its token on the wire, and
+   only a token found among the object's calls (o->calls) is taken. */
 struct call {
+    struct call *next; /* o->calls */
     const void *arg; /* the argument when flat (or joined), else NULL */
     size_t len;
     const struct iovec *res;
@@ -116,6 +118,10 @@ struct flit_object {
     uint64_t parts_dropped; /* their writer left before the last piece */
     void *spare;        /* a buffer for the next write from another member */
     size_t spare_cap;
+    struct call *calls; /* this member's calls in flight (their tokens) */
+    uint64_t refused;   /* malformed messages dropped */
+    uint64_t missed;    /* writes this copy had no memory for */
+    bool logged;        /* the first refusal or miss said */
     atomic_uint_fast64_t reads, writes, local, applied, guard_waits;
     flit_object_t *next; /* in the table */
 
@@ -154,6 +160,62 @@ struct flit_objects {
 /* object.c */
 void object_answer(struct pending *done);
 void object_pending_free(struct pending *p);
+/* Under o->lock: a message of another member refused (what, from), or a
+   write this copy had no memory for (from then on the copy here answers
+   FLIT_ERR_NO_MEMORY): counted, the object's first logged. */
+void object_refuse(flit_object_t *o, const char *what, uint32_t from);
+void object_miss(flit_object_t *o, const char *what, size_t len);
+/* Under o->lock: this member's call whose token a message carries; NULL
+   when it is none of them (gone, or never one). */
+struct call *object_call(flit_object_t *o, uint64_t token);
+/* c's token is taken from now on (in), refused from now on (out: a write
+   of c still waiting for its guard is applied for nobody); each takes
+   o->lock. */
+void object_call_in(flit_object_t *o, struct call *c);
+void object_call_out(flit_object_t *o, struct call *c);
+
+/*
+ * The wire, decoded by one validating function per format (object.c); all
+ * FLIT_ERR_BAD_PACKET for what the format does not allow, the output
+ * written only on success. Multi-byte words are in the host's order (the
+ * members of a job share it).
+ *
+ * A group message of object id: [struct hdr][epoch_word, AUTO objects
+ * only][body]. head: its first fl_obj_head_len(adaptive) bytes (NULL when
+ * total is shorter). The body, by hdr.op: a write operation of the type
+ * (kind WRITE, at most its arg_max bytes); OP_PART (a part's words and at
+ * least one byte); AUTO objects also OP_REPORT (two uint64), OP_SWITCH
+ * (struct move, then the state: state_size bytes unless the type packs),
+ * OP_PLACE (struct move), OP_LEFT (a uint32 rank).
+ */
+struct fl_obj_msg {
+    struct hdr h;
+    uint32_t epoch; /* AUTO objects' (0 else) */
+    size_t len;     /* body bytes */
+};
+size_t fl_obj_head_len(bool adaptive);
+flit_status fl_obj_decode_msg(const uint8_t *head, size_t total, uint32_t id,
+                              bool adaptive, const flit_object_type_t *t,
+                              struct fl_obj_msg *m);
+/* An OP_PART body's first 8 bytes (the write's total, uint64): len the
+   body's bytes, max the longest argument of the type's writes. The total
+   must exceed the bytes this part carries (the write's own message carries
+   its last ones) and be at most max. */
+flit_status fl_obj_decode_part(const uint8_t *words, size_t len, size_t max,
+                               size_t *total);
+/* A struct move of OP_SWITCH (place false) or OP_PLACE (true): a strategy
+   REPLICATED or OWNED (or AUTO, place only), an owned one's owner a rank
+   below nranks. */
+flit_status fl_obj_decode_move(const uint8_t *b, bool place, uint32_t nranks,
+                               struct move *mv);
+/* An owned object's RPC request: [struct hdr][argument], len bytes. */
+flit_status fl_obj_decode_req(const uint8_t *b, size_t len, struct hdr *h);
+/* An owned object's RPC reply word: FLIT_OK, an error this library has, or
+   (AUTO objects) REDIRECT_BIT | an epoch; *target the epoch then. */
+flit_status fl_obj_decode_reply(uint32_t word, bool adaptive, flit_status *st,
+                                uint32_t *target);
+/* The longest argument of the type's write operations. */
+size_t fl_obj_write_max(const flit_object_type_t *t);
 
 /* placement.c */
 flit_status place_init(flit_object_t *o, const flit_rank_t *members, unsigned n);

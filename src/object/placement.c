@@ -362,14 +362,29 @@ static void take_state(flit_object_t *o, flit_group_msg_t *m, size_t len)
         return;
     }
     void *buf = malloc(len ? len : 1);
-    if (!buf) {
-        fprintf(stderr, "flit object %u: no memory for its state (%zu bytes)\n", o->id,
-                len);
-        abort(); /* a holder without the state would part from the others */
+    if (!buf) { /* a holder without the state: it answers no operation */
+        object_miss(o, "the state", len);
+        return;
     }
     flit_group_recv(m, buf, len);
     t->unpack(o->state, buf, len, t->user);
     free(buf);
+}
+
+/* A struct move of m (OP_SWITCH, or OP_PLACE: place) into *mv; false, the
+   message refused, when its format does not allow it. */
+static bool take_move(flit_object_t *o, flit_group_msg_t *m, bool place, uint32_t from,
+                      struct move *mv)
+{
+    uint8_t b[sizeof *mv];
+    if (flit_group_recv(m, b, sizeof b) != FLIT_OK)
+        return false;
+    if (fl_obj_decode_move(b, place, flit_job_size(), mv) == FLIT_OK)
+        return true;
+    pthread_mutex_lock(&o->lock);
+    object_refuse(o, place ? "place request" : "switch", from);
+    pthread_mutex_unlock(&o->lock);
+    return false;
 }
 
 void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
@@ -396,9 +411,8 @@ void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
             }
         }
     } else if (h->op == OP_SWITCH) {
-        const flit_object_type_t *t = o->type;
-        if (len < sizeof mv || (!t->unpack && len != sizeof mv + t->state_size) ||
-            flit_group_recv(m, &mv, sizeof mv) != FLIT_OK)
+        /* (its length: fl_obj_decode_msg) */
+        if (!take_move(o, m, false, from, &mv))
             return;
         pthread_mutex_lock(&o->lock);
         if (epoch == o->epoch && o->strategy == FLIT_OBJECT_OWNED &&
@@ -411,9 +425,14 @@ void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
         }
     } else if (h->op == OP_LEFT) {
         uint32_t r;
-        if (len != sizeof r || flit_group_recv(m, &r, sizeof r) != FLIT_OK ||
-            r >= flit_job_size())
+        if (len != sizeof r || flit_group_recv(m, &r, sizeof r) != FLIT_OK)
             return;
+        if (r >= flit_job_size()) {
+            pthread_mutex_lock(&o->lock);
+            object_refuse(o, "member's departure", from);
+            pthread_mutex_unlock(&o->lock);
+            return;
+        }
         pthread_mutex_lock(&o->lock);
         if (o->member[r] == MEMBER) {
             /* Here, the same place on every member: r is no member from
@@ -424,10 +443,11 @@ void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
             o->cr[r] = o->cw[r] = 0;
         }
     } else if (h->op == OP_PLACE) {
-        if (len != sizeof mv || flit_group_recv(m, &mv, sizeof mv) != FLIT_OK)
+        if (len != sizeof mv || !take_move(o, m, true, from, &mv))
             return;
-        struct call *call = from == me ? (struct call *)(uintptr_t)h->token : NULL;
         pthread_mutex_lock(&o->lock);
+        /* Only a token of this member's own requests is taken. */
+        struct call *call = from == me ? object_call(o, h->token) : NULL;
         if (mv.strategy == FLIT_OBJECT_OWNED &&
             (mv.owner >= flit_job_size() || o->member[mv.owner] != MEMBER)) {
             /* A pin to a member that left before it: refused everywhere. */
@@ -567,11 +587,14 @@ flit_status flit_object_place(flit_object_t *obj, flit_object_strategy strategy,
     struct hdr h = {obj->id, OP_PLACE, (uint64_t)(uintptr_t)&c};
     epoch_word e = 0; /* (not looked at) */
     struct iovec v[3] = {{&h, sizeof h}, {&e, sizeof e}, {&mv, sizeof mv}};
-    if ((st = flit_group_sendv(obj->group, v, 3)) != FLIT_OK)
+    object_call_in(obj, &c);
+    st = flit_group_sendv(obj->group, v, 3);
+    while (st == FLIT_OK && !atomic_load_explicit(&c.done, memory_order_acquire))
+        if ((st = flit_wait(ep, WAIT_SLICE)) == FLIT_ERR_TIMEOUT)
+            st = FLIT_OK;
+    object_call_out(obj, &c); /* its token is refused from now on */
+    if (st != FLIT_OK)
         return st;
-    while (!atomic_load_explicit(&c.done, memory_order_acquire))
-        if ((st = flit_wait(ep, WAIT_SLICE)) != FLIT_OK && st != FLIT_ERR_TIMEOUT)
-            return st;
     if (c.st == FLIT_ERR_PEER_DOWN) /* the owner left before the request */
         return FLIT_ERR_PEER_DOWN;
     if (strategy == FLIT_OBJECT_AUTO)
