@@ -25,6 +25,9 @@
 #include "boot/proto.h"
 #include "util/log.h"
 
+/* Connections flitrun may drop unread before it takes this rank's HELLO. */
+#define HELLO_TRIES 8
+
 static struct {
     int fd;
     pthread_t thread;
@@ -41,6 +44,7 @@ static struct {
     bool tcp;                /* the tie to flitrun: see above */
     bool closing;            /* the rank lets go of the connection */
     char spec[128];          /* flitrun's address, for messages */
+    struct fl_proto_rx rx;   /* flitrun's frames: WELCOME here, then the thread's */
 } fr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static bool flitrun_detect(void)
@@ -136,18 +140,17 @@ static void connection_ended(void)
 static void *boot_thread(void *arg)
 {
     (void)arg;
-    struct fl_proto_rx rx = {0};
-    for (;;) {
+    for (;;) { /* what came after WELCOME is in fr.rx already */
         uint8_t type;
         const uint8_t *body;
         size_t len;
         int r;
-        while ((r = fl_proto_rx_next(&rx, &type, &body, &len)) == 1)
+        while ((r = fl_proto_rx_next(&fr.rx, &type, &body, &len)) == 1)
             handle_frame(type, body, len);
-        if (r < 0 || fl_proto_rx_fill(&rx, fr.fd) <= 0)
+        if (r < 0 || fl_proto_rx_fill(&fr.rx, fr.fd) <= 0)
             break;
     }
-    fl_proto_rx_free(&rx);
+    fl_proto_rx_free(&fr.rx);
     pthread_mutex_lock(&fr.lock);
     fr.broken = true;
     pthread_cond_broadcast(&fr.cond);
@@ -178,23 +181,85 @@ static flit_status connect_flitrun(const char *spec, uint32_t *net_hint)
     return FLIT_OK;
 }
 
+/* Reads flitrun's answer to HELLO: 1 WELCOME, 0 refused (closed without
+   a word), -EAGAIN dropped before it read the HELLO (BUSY, or a reset):
+   worth another try; -EPROTO anything else. */
+static int await_welcome(void)
+{
+    for (;;) {
+        uint8_t type;
+        const uint8_t *body;
+        size_t len;
+        int r = fl_proto_rx_next(&fr.rx, &type, &body, &len);
+        if (r == 1 && len == 0 && type == FL_PROTO_WELCOME)
+            return 1;
+        if (r == 1 && len == 0 && type == FL_PROTO_BUSY)
+            return -EAGAIN;
+        if (r != 0)
+            return -EPROTO;
+        r = fl_proto_rx_fill(&fr.rx, fr.fd);
+        if (r == 0)
+            return 0;
+        if (r == -ECONNRESET || r == -EPIPE)
+            return -EAGAIN;
+        if (r < 0)
+            return -EPROTO;
+    }
+}
+
+/* Connects and says HELLO until flitrun takes it: a stranger flooding
+   flitrun's port may get this connection dropped before its HELLO was read
+   (flitrun says BUSY), a few times at most. */
+static flit_status say_hello(const char *spec, const uint8_t *hello, uint32_t *net_hint)
+{
+    for (int tries = 1;; tries++) {
+        flit_status st = connect_flitrun(spec, net_hint);
+        if (st != FLIT_OK)
+            return st;
+        int r = fl_proto_send(fr.fd, FL_PROTO_HELLO, hello, FL_PROTO_HELLO_LEN);
+        r = r == -EPIPE || r == -ECONNRESET ? -EAGAIN : r < 0 ? r : await_welcome();
+        if (r == 1)
+            return FLIT_OK;
+        close(fr.fd);
+        fr.fd = -1;
+        fl_proto_rx_free(&fr.rx);
+        if (r == -EAGAIN && tries < HELLO_TRIES)
+            continue;
+        if (r == -EAGAIN)
+            fl_error("flitrun at %s dropped this rank's connection %d times before "
+                     "reading its HELLO (is something flooding flitrun's port?)",
+                     spec, tries);
+        else if (r == 0)
+            fl_error("flitrun at %s refused rank %u's HELLO (its stderr says why: a "
+                     "program built with another flit, or not this job's %s)",
+                     spec, fr.rank, FL_ENV_JOB_KEY);
+        else
+            fl_error("flitrun at %s answered rank %u's HELLO with garbage: %s", spec,
+                     fr.rank, strerror(r == -EPROTO ? EPROTO : -r));
+        return FLIT_ERR_BOOT;
+    }
+}
+
 static flit_status flitrun_open(struct fl_boot_info *info)
 {
     const char *job = getenv(FL_ENV_JOB_ID);
     char *end = NULL;
     uint64_t job_id = job ? strtoull(job, &end, 16) : 0;
+    uint8_t key[FL_PROTO_KEY_LEN];
     if (!env_u32(FL_ENV_RANK, &fr.rank) || !env_u32(FL_ENV_SIZE, &fr.size) ||
-        fr.size == 0 || fr.rank >= fr.size || !job || !*job || *end) {
-        fl_error("the launcher's variables %s, %s, %s are missing or invalid",
-                 FL_ENV_RANK, FL_ENV_SIZE, FL_ENV_JOB_ID);
+        fr.size == 0 || fr.rank >= fr.size || !job || !*job || *end ||
+        fl_proto_key_parse(getenv(FL_ENV_JOB_KEY), key) != 0) {
+        fl_error("the launcher's variables %s, %s, %s, %s are missing or invalid (a "
+                 "flitrun of another flit version?)",
+                 FL_ENV_RANK, FL_ENV_SIZE, FL_ENV_JOB_ID, FL_ENV_JOB_KEY);
         return FLIT_ERR_BOOT;
     }
     uint32_t net_hint = 0;
-    flit_status st = connect_flitrun(getenv(FL_ENV_BOOT), &net_hint);
+    uint8_t hello[FL_PROTO_HELLO_LEN];
+    fl_proto_hello_encode(hello, job_id, fr.rank, (uint32_t)getpid(), key);
+    flit_status st = say_hello(getenv(FL_ENV_BOOT), hello, &net_hint);
     if (st != FLIT_OK)
         return st;
-    uint8_t hello[FL_PROTO_HELLO_LEN];
-    fl_proto_hello_encode(hello, job_id, fr.rank, (uint32_t)getpid());
     fr.broken = false;
     fr.closing = false;
     fr.gathered = NULL;
@@ -203,14 +268,13 @@ static flit_status flitrun_open(struct fl_boot_info *info)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int err = fl_proto_send(fr.fd, FL_PROTO_HELLO, hello, sizeof hello);
-    if (!err)
-        err = pthread_create(&fr.thread, NULL, boot_thread, NULL);
+    int err = pthread_create(&fr.thread, NULL, boot_thread, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err) {
-        fl_error("cannot start talking to flitrun: %s", strerror(err < 0 ? -err : err));
+        fl_error("cannot start talking to flitrun: %s", strerror(err));
         close(fr.fd);
         fr.fd = -1;
+        fl_proto_rx_free(&fr.rx);
         return FLIT_ERR_BOOT;
     }
     info->rank = fr.rank;

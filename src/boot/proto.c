@@ -212,12 +212,14 @@ int fl_proto_connect(const char *spec, uint32_t *local_ip)
 }
 
 void fl_proto_hello_encode(uint8_t out[FL_PROTO_HELLO_LEN], uint64_t job_id,
-                           uint32_t rank, uint32_t pid)
+                           uint32_t rank, uint32_t pid,
+                           const uint8_t key[FL_PROTO_KEY_LEN])
 {
     fl_put32(out, FL_PROTO_VERSION);
     fl_put64(out + 4, job_id);
     fl_put32(out + 12, rank);
     fl_put32(out + 16, pid);
+    memcpy(out + 20, key, FL_PROTO_KEY_LEN);
 }
 
 int fl_proto_hello_decode(const uint8_t *body, size_t len, struct fl_proto_hello *out)
@@ -232,5 +234,49 @@ int fl_proto_hello_decode(const uint8_t *body, size_t len, struct fl_proto_hello
     out->job_id = fl_get64(body + 4);
     out->rank = fl_get32(body + 12);
     out->pid = fl_get32(body + 16);
+    memcpy(out->key, body + 20, FL_PROTO_KEY_LEN);
     return 0;
+}
+
+bool fl_proto_key_equal(const uint8_t a[FL_PROTO_KEY_LEN],
+                        const uint8_t b[FL_PROTO_KEY_LEN])
+{
+    /* volatile: the compiler may not turn the loop into an early-out compare */
+    volatile uint8_t diff = 0;
+    for (size_t i = 0; i < FL_PROTO_KEY_LEN; i++)
+        diff |= (uint8_t)(a[i] ^ b[i]);
+    return diff == 0;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int fl_proto_key_parse(const char *hex, uint8_t out[FL_PROTO_KEY_LEN])
+{
+    uint8_t key[FL_PROTO_KEY_LEN];
+    if (!hex || strlen(hex) != 2 * FL_PROTO_KEY_LEN)
+        return -EINVAL;
+    for (size_t i = 0; i < FL_PROTO_KEY_LEN; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -EINVAL;
+        key[i] = (uint8_t)(hi << 4 | lo);
+    }
+    memcpy(out, key, sizeof key);
+    return 0;
+}
+
+void fl_proto_key_format(const uint8_t key[FL_PROTO_KEY_LEN],
+                         char hex[2 * FL_PROTO_KEY_LEN + 1])
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < FL_PROTO_KEY_LEN; i++) {
+        hex[2 * i] = digits[key[i] >> 4];
+        hex[2 * i + 1] = digits[key[i] & 15];
+    }
+    hex[2 * FL_PROTO_KEY_LEN] = '\0';
 }

@@ -6,13 +6,21 @@
  *     u32 length (of type + body, little-endian) | u8 type | body
  *
  * rank -> flitrun                          flitrun -> rank
- *   HELLO   u32 version, u64 job_id,         GATHERED  u32 round, u32 n,
- *           u32 rank, u32 pid                          n x (u32 len, bytes)
- *   GATHER  u32 round, blob                  DUMP      (empty)
- *   DUMPED  (empty)
+ *   HELLO   u32 version, u64 job_id,         WELCOME   (empty)
+ *           u32 rank, u32 pid,               BUSY      (empty)
+ *           u8 key[32]                       GATHERED  u32 round, u32 n,
+ *   GATHER  u32 round, blob                            n x (u32 len, bytes)
+ *   DUMPED  (empty)                          DUMP      (empty)
  *   BYE     (empty)
  *
- * HELLO comes first, once. Allgather rounds are numbered from 1: a rank's
+ * HELLO comes first, once, and proves the connection is the job's: key is
+ * the job's secret (FLIT_JOB_KEY, drawn by flitrun at random and given to
+ * the ranks only), compared in constant time. flitrun answers WELCOME when
+ * it took the rank; it closes a connection whose HELLO it refuses without
+ * a word (its own stderr says why). BUSY, then the close, means flitrun
+ * dropped the connection before it read a HELLO (too many strangers
+ * waiting, or the HELLO came late): connect again. Version 2 added the key,
+ * WELCOME and BUSY. Allgather rounds are numbered from 1: a rank's
  * next GATHER is for the round after the last GATHERED it got. A round
  * completes when every rank sent its GATHER for it; then every rank gets the
  * same GATHERED frame. DUMP asks a rank to print its state to stderr and
@@ -37,23 +45,40 @@ enum fl_proto_type {
     FL_PROTO_DUMP = 4,
     FL_PROTO_DUMPED = 5,
     FL_PROTO_BYE = 6,
+    FL_PROTO_WELCOME = 7,
+    FL_PROTO_BUSY = 8,
 };
 
 #define FL_PROTO_MAX_FRAME    (64u << 20)
-#define FL_PROTO_VERSION      1u
-#define FL_PROTO_HELLO_LEN    20u
+#define FL_PROTO_VERSION      2u
+#define FL_PROTO_KEY_LEN      32u
+#define FL_PROTO_HELLO_LEN    (20u + FL_PROTO_KEY_LEN)
 #define FL_PROTO_GATHERED_HDR 8u /* round, n */
 
 struct fl_proto_hello {
     uint32_t version;
     uint64_t job_id;
     uint32_t rank, pid;
+    uint8_t key[FL_PROTO_KEY_LEN];
 };
 
 void fl_proto_hello_encode(uint8_t out[FL_PROTO_HELLO_LEN], uint64_t job_id,
-                           uint32_t rank, uint32_t pid);
-/* 0, -EPROTO (malformed) or -EPROTONOSUPPORT (another version of flit). */
+                           uint32_t rank, uint32_t pid,
+                           const uint8_t key[FL_PROTO_KEY_LEN]);
+/* 0, -EPROTO (malformed) or -EPROTONOSUPPORT (another version of flit;
+   out->version says which). */
 int fl_proto_hello_decode(const uint8_t *body, size_t len, struct fl_proto_hello *out);
+
+/* Whether two keys are equal, in a time that does not depend on where they
+   differ: a stranger timing refusals learns nothing of the job's key. */
+bool fl_proto_key_equal(const uint8_t a[FL_PROTO_KEY_LEN],
+                        const uint8_t b[FL_PROTO_KEY_LEN]);
+/* FLIT_JOB_KEY's text: exactly 2 * FL_PROTO_KEY_LEN lowercase hex digits.
+   0 or -EINVAL (out untouched). */
+int fl_proto_key_parse(const char *hex, uint8_t out[FL_PROTO_KEY_LEN]);
+/* hex gets 2 * FL_PROTO_KEY_LEN digits and a NUL. */
+void fl_proto_key_format(const uint8_t key[FL_PROTO_KEY_LEN],
+                         char hex[2 * FL_PROTO_KEY_LEN + 1]);
 
 /* Environment variables flitrun sets for each rank. */
 #define FL_ENV_BOOT                                                                      \
@@ -63,6 +88,9 @@ int fl_proto_hello_decode(const uint8_t *body, size_t len, struct fl_proto_hello
 #define FL_ENV_RANK   "FLIT_RANK"
 #define FL_ENV_SIZE   "FLIT_SIZE"
 #define FL_ENV_JOB_ID "FLIT_JOB_ID" /* 16 hex digits */
+#define FL_ENV_JOB_KEY                                                                   \
+    "FLIT_JOB_KEY" /* 64 hex digits: the secret a                                        \
+                      HELLO proves the job with */
 
 /* Writes one whole frame to a blocking fd (retries on EINTR). 0 or -errno. */
 int fl_proto_send(int fd, uint8_t type, const void *body, size_t len);

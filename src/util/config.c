@@ -136,7 +136,7 @@ static const struct var vars[] = {
 
 /* Variables other parts of flit read (the launcher's), not to be warned of. */
 static const char *const known_elsewhere[] = {
-    "FLIT_BOOT", "FLIT_RANK", "FLIT_SIZE", "FLIT_JOB_ID", NULL,
+    "FLIT_BOOT", "FLIT_RANK", "FLIT_SIZE", "FLIT_JOB_ID", "FLIT_JOB_KEY", NULL,
 };
 
 static int64_t *field(const struct var *v)

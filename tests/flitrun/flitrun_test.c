@@ -768,9 +768,18 @@ struct tcase {
                  "gather",      "3"},                                                    \
         .quiet = true, .lines = {np, "rank %1$d of %2$d ok\n"}, .ranks = np              \
     }
+/* rank.c's reject: the first stranger of each kind told, all counted; the
+   two with the job's key (no such rank, a rank connected) told each */
 #define REJECTED                                                                         \
-    "not this job's", "claims rank 2 of a job of 2",                                     \
-        "claims rank 0, which already connected", "instead of HELLO",                    \
+    "claims rank 0 without this job's id and key (FLIT_JOB_KEY) (more like it are "      \
+    "counted, not told",                                                                 \
+        "with this job's key: pid ", " claims rank 2 of a job of 2",                     \
+        ", which already connected", "instead of HELLO",                                 \
+        "flitrun: rejected 4 connections in all that did not prove they were this "      \
+        "job's: 2 sent garbage, 2 had not this job's key\n"
+/* with -v, each stranger told */
+#define REJECTED_V                                                                       \
+    "claims rank 1 without this job's id and key",                                       \
         "declared a 67108864-byte frame before its HELLO"
 
 static const struct tcase cases[] = {
@@ -952,6 +961,10 @@ static const struct tcase cases[] = {
      .args = {"-n", "2", "RANK", "reject"},
      .err = {"flitrun: rejected a connection: pid", REJECTED},
      .ranks = 2},
+    {.name = "reject",
+     .args = {"-v", "-n", "2", "RANK", "reject"},
+     .err = {"flitrun: rejected a connection: pid", REJECTED_V},
+     .ranks = 2},
     {.name = "shm",
      .args = {"-n", "2", "RANK", "shm"},
      .ranks = ANY,
@@ -1110,6 +1123,11 @@ static const struct tcase cases[] = {
      .tcp = true,
      .args = {"-n", "2", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "reject"},
      .err = {"flitrun: rejected a connection from 127.0.0.1:", REJECTED},
+     .ranks = 2},
+    {.name = "tcp_reject",
+     .tcp = true,
+     .args = {"-v", "-n", "2", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "reject"},
+     .err = {"flitrun: rejected a connection from 127.0.0.1:", REJECTED_V},
      .ranks = 2},
     /* flitrun killed: a rank that its launcher became dies of
        PR_SET_PDEATHSIG (set before the launcher's exec, kept across env's) */

@@ -27,7 +27,9 @@
  *                        the gate
  *   badframe RANK        one allgather, then RANK sends a GATHER for a
  *                        round that is not open
- *   reject               rank 0 also makes connections flitrun must refuse
+ *   reject               rank 0 also makes connections flitrun must refuse:
+ *                        another job's id, no rank of the job, a rank
+ *                        connected already, a wrong key, garbage
  *   shm                  leaves /dev/shm/flit-<job>-<rank>-0 behind
  *   spam                 writes lines to stdout until that fails
  *   where                prints "rank R of N on HOST", HOST from $FAKEHOST
@@ -68,10 +70,12 @@ struct client {
     int fd;
     uint32_t rank, size;
     uint64_t job_id;
+    uint8_t key[FL_PROTO_KEY_LEN];
     const char *job_hex;
     struct fl_proto_rx rx;
     uint32_t round;
-    bool mute; /* ignore DUMP */
+    bool mute;     /* ignore DUMP */
+    bool welcomed; /* flitrun took our HELLO */
 };
 
 static void die(const char *fmt, const char *arg)
@@ -94,15 +98,15 @@ static uint32_t env_num(const char *name)
     return (uint32_t)v;
 }
 
-/* Only the four variables flitrun documents, each well formed. */
+/* Only the five variables flitrun documents, each well formed. */
 static void check_env(struct client *c)
 {
     extern char **environ;
     static const char *const ours[] = {
-        "FLIT_BOOT=", "FLIT_RANK=", "FLIT_SIZE=", "FLIT_JOB_ID="};
+        "FLIT_BOOT=", "FLIT_RANK=", "FLIT_SIZE=", "FLIT_JOB_ID=", "FLIT_JOB_KEY="};
     for (char **e = environ; *e; e++) {
         bool known = strncmp(*e, "FLIT_", 5) != 0;
-        for (int i = 0; i < 4 && !known; i++)
+        for (int i = 0; i < 5 && !known; i++)
             known = strncmp(*e, ours[i], strlen(ours[i])) == 0;
         if (!known)
             die("unexpected variable %s", *e);
@@ -117,6 +121,8 @@ static void check_env(struct client *c)
         die("FLIT_JOB_ID '%s' is not 16 lowercase hex digits",
             c->job_hex ? c->job_hex : "");
     c->job_id = strtoull(c->job_hex, NULL, 16);
+    if (fl_proto_key_parse(getenv(FL_ENV_JOB_KEY), c->key) != 0)
+        die("%s is not 64 lowercase hex digits", FL_ENV_JOB_KEY);
     char boot[64];
     const char *tcp = getenv("FLRUN_TEST_TCP");
     if (tcp)
@@ -160,10 +166,10 @@ static int dial(void)
     return fd;
 }
 
-static void send_hello(int fd, uint64_t job_id, uint32_t rank)
+static void send_hello(int fd, uint64_t job_id, uint32_t rank, const uint8_t *key)
 {
     uint8_t hello[FL_PROTO_HELLO_LEN];
-    fl_proto_hello_encode(hello, job_id, rank, (uint32_t)getpid());
+    fl_proto_hello_encode(hello, job_id, rank, (uint32_t)getpid(), key);
     if (fl_proto_send(fd, FL_PROTO_HELLO, hello, sizeof hello) != 0)
         die("%s", "cannot send HELLO");
 }
@@ -173,7 +179,7 @@ static void client_open(struct client *c)
     check_env(c);
     write_pidfile(c->rank);
     c->fd = dial();
-    send_hello(c->fd, c->job_id, c->rank);
+    send_hello(c->fd, c->job_id, c->rank, c->key);
 }
 
 static void answer_dump(struct client *c)
@@ -187,7 +193,7 @@ static void answer_dump(struct client *c)
         die("%s", "cannot answer DUMP");
 }
 
-/* Blocks for the next frame other than DUMP; 0 at EOF. */
+/* Blocks for the next frame other than DUMP and WELCOME; 0 at EOF. */
 static int client_next(struct client *c, uint8_t *type, const uint8_t **body, size_t *len)
 {
     for (;;) {
@@ -196,6 +202,10 @@ static int client_next(struct client *c, uint8_t *type, const uint8_t **body, si
             die("%s", "garbled frame from flitrun");
         if (r == 1 && *type == FL_PROTO_DUMP) {
             answer_dump(c);
+            continue;
+        }
+        if (r == 1 && *type == FL_PROTO_WELCOME && *len == 0 && !c->welcomed) {
+            c->welcomed = true;
             continue;
         }
         if (r == 1)
@@ -562,14 +572,15 @@ enum stranger { SAYS_HELLO, SAYS_BYE, DECLARES_MAX };
 /* flitrun must close a connection that says this HELLO, a non-HELLO, or
    that declares a frame of FL_PROTO_MAX_FRAME bytes before any HELLO (at
    once: not after the wait for a HELLO, and with no room allocated). */
-static void expect_refused(uint64_t job_id, uint32_t rank, enum stranger how)
+static void expect_refused(uint64_t job_id, uint32_t rank, const uint8_t *key,
+                           enum stranger how)
 {
     int fd = dial();
     uint8_t head[5];
     fl_put32(head, FL_PROTO_MAX_FRAME);
     head[4] = FL_PROTO_HELLO;
     if (how == SAYS_HELLO) {
-        send_hello(fd, job_id, rank);
+        send_hello(fd, job_id, rank, key);
     } else if (how == SAYS_BYE ? fl_proto_send(fd, FL_PROTO_BYE, NULL, 0) != 0
                                : write(fd, head, sizeof head) != (ssize_t)sizeof head) {
         die("%s", "cannot send the stranger's frame");
@@ -588,11 +599,15 @@ static int mode_reject(struct client *c)
     client_open(c);
     gather_pattern(c); /* flitrun knows our real HELLO by now */
     if (c->rank == 0) {
-        expect_refused(c->job_id ^ 1, 0, SAYS_HELLO);
-        expect_refused(c->job_id, c->size, SAYS_HELLO);
-        expect_refused(c->job_id, 0, SAYS_HELLO);
-        expect_refused(c->job_id, 0, SAYS_BYE);
-        expect_refused(c->job_id, 0, DECLARES_MAX);
+        uint8_t wrong[FL_PROTO_KEY_LEN];
+        memcpy(wrong, c->key, sizeof wrong);
+        wrong[FL_PROTO_KEY_LEN - 1] ^= 1;
+        expect_refused(c->job_id ^ 1, 0, c->key, SAYS_HELLO);
+        expect_refused(c->job_id, c->size, c->key, SAYS_HELLO);
+        expect_refused(c->job_id, 0, c->key, SAYS_HELLO);
+        expect_refused(c->job_id, 1, wrong, SAYS_HELLO);
+        expect_refused(c->job_id, 0, c->key, SAYS_BYE);
+        expect_refused(c->job_id, 0, c->key, DECLARES_MAX);
     }
     gather_pattern(c);
     say_bye(c);

@@ -13,8 +13,10 @@
  * (a length of 0 or above FL_PROTO_MAX_FRAME: -EPROTO, then nothing more
  * is read, as flitrun closes such a connection), and that a frame cut
  * short is waited for. Every frame's body goes through the HELLO decoder,
- * which accepts exactly a 20-byte body of this version, calls one of
- * another version by that name, and round-trips what it accepts.
+ * which accepts exactly a FL_PROTO_HELLO_LEN-byte body of this version,
+ * calls one of another version by that name, and round-trips what it
+ * accepts (the key included); and the key compare, which must say equal
+ * exactly when the bytes are.
  */
 #include <errno.h>
 #include <sys/socket.h>
@@ -46,9 +48,14 @@ static void check_hello(const uint8_t *body, size_t len)
     }
     FUZZ_CHECK(r == (len == FL_PROTO_HELLO_LEN ? 0 : -EPROTO));
     if (r == 0) {
-        uint8_t again[FL_PROTO_HELLO_LEN];
-        fl_proto_hello_encode(again, h.job_id, h.rank, h.pid);
+        uint8_t again[FL_PROTO_HELLO_LEN], other[FL_PROTO_KEY_LEN];
+        fl_proto_hello_encode(again, h.job_id, h.rank, h.pid, h.key);
         FUZZ_CHECK(h.version == FL_PROTO_VERSION && memcmp(again, body, len) == 0);
+        /* the key against the first FL_PROTO_KEY_LEN bytes of the HELLO */
+        memcpy(other, body, sizeof other);
+        FUZZ_CHECK(fl_proto_key_equal(h.key, other) ==
+                   (memcmp(h.key, other, sizeof other) == 0));
+        FUZZ_CHECK(fl_proto_key_equal(h.key, h.key));
     }
 }
 

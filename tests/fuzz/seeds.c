@@ -529,8 +529,9 @@ static void frame(struct frames *f, uint8_t type, const void *body, size_t len)
 
 static void hello(struct frames *f, uint32_t version)
 {
-    uint8_t h[FL_PROTO_HELLO_LEN];
-    fl_proto_hello_encode(h, 0x0123456789abcdefull, 2, 4242);
+    uint8_t h[FL_PROTO_HELLO_LEN], key[FL_PROTO_KEY_LEN];
+    memset(key, 0x3c, sizeof key);
+    fl_proto_hello_encode(h, 0x0123456789abcdefull, 2, 4242, key);
     fl_put32(h, version);
     frame(f, FL_PROTO_HELLO, h, sizeof h);
 }

@@ -416,38 +416,82 @@ static int decode_exact(const uint8_t *b, size_t len, struct fl_proto_hello *h)
 
 static void test_hello(void)
 {
-    uint8_t b[FL_PROTO_HELLO_LEN + 8];
+    uint8_t b[FL_PROTO_HELLO_LEN + 8], key[FL_PROTO_KEY_LEN];
+    for (size_t i = 0; i < sizeof key; i++)
+        key[i] = (uint8_t)(0xa0 + i);
     memset(b, 0xcc, sizeof b);
-    fl_proto_hello_encode(b, 0x0807060504030201ull, 0x0c0b0a09, 0x100f0e0d);
-    static const uint8_t want[FL_PROTO_HELLO_LEN] = {
+    fl_proto_hello_encode(b, 0x0807060504030201ull, 0x0c0b0a09, 0x100f0e0d, key);
+    static const uint8_t want[20] = {
         FL_PROTO_VERSION, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
     CHECK(memcmp(b, want, sizeof want) == 0);
-    CHECK(b[FL_PROTO_HELLO_LEN] == 0xcc); /* nothing written past it */
+    CHECK(memcmp(b + 20, key, sizeof key) == 0); /* the key last */
+    CHECK(b[FL_PROTO_HELLO_LEN] == 0xcc);        /* nothing written past it */
     struct fl_proto_hello h;
     memset(&h, 0, sizeof h);
     CHECK_EQ_INT(decode_exact(b, FL_PROTO_HELLO_LEN, &h), 0);
     CHECK(h.version == FL_PROTO_VERSION && h.job_id == 0x0807060504030201ull);
     CHECK(h.rank == 0x0c0b0a09 && h.pid == 0x100f0e0d);
+    CHECK(memcmp(h.key, key, sizeof key) == 0);
 
-    /* Too short to say its version, or the wrong length for this one. */
+    /* Too short to say its version, or the wrong length for this one (a
+       version-2 HELLO cut to version 1's 20 bytes included). */
     for (size_t len = 0; len < 4; len++)
         CHECK_EQ_INT(decode_exact(b, len, &h), -EPROTO);
     for (size_t len = 4; len <= FL_PROTO_HELLO_LEN + 8; len++)
         if (len != FL_PROTO_HELLO_LEN)
             CHECK_EQ_INT(decode_exact(b, len, &h), -EPROTO);
-    /* Another version of flit, whatever its HELLO looks like. */
-    static const uint32_t versions[] = {0, FL_PROTO_VERSION + 1, 0xffffffffu};
-    for (size_t i = 0; i < 3; i++) {
+    /* Another version of flit, whatever its HELLO looks like: version 1's
+       HELLO had no key, and says so by its version. */
+    static const uint32_t versions[] = {0, 1, FL_PROTO_VERSION + 1, 0xffffffffu};
+    for (size_t i = 0; i < 4; i++) {
         uint8_t v[FL_PROTO_HELLO_LEN + 8];
         memcpy(v, b, sizeof v);
-        v[0] = (uint8_t)versions[i];
-        v[1] = (uint8_t)(versions[i] >> 8);
-        v[2] = (uint8_t)(versions[i] >> 16);
-        v[3] = (uint8_t)(versions[i] >> 24);
+        fl_put32(v, versions[i]);
         CHECK_EQ_INT(decode_exact(v, FL_PROTO_HELLO_LEN, &h), -EPROTONOSUPPORT);
+        CHECK(h.version == versions[i]);
         CHECK_EQ_INT(decode_exact(v, 4, &h), -EPROTONOSUPPORT);
+        CHECK_EQ_INT(decode_exact(v, 20, &h), -EPROTONOSUPPORT);
         CHECK_EQ_INT(decode_exact(v, FL_PROTO_HELLO_LEN + 8, &h), -EPROTONOSUPPORT);
     }
+}
+
+/* The job's key: equal only when every byte is, wherever they differ; its
+   text exactly 64 lowercase hex digits, round-tripped. */
+static void test_key(void)
+{
+    uint8_t a[FL_PROTO_KEY_LEN], b[FL_PROTO_KEY_LEN], back[FL_PROTO_KEY_LEN];
+    char hex[2 * FL_PROTO_KEY_LEN + 1];
+    for (size_t i = 0; i < sizeof a; i++)
+        a[i] = (uint8_t)(i * 29 + 7);
+    memcpy(b, a, sizeof b);
+    CHECK(fl_proto_key_equal(a, b));
+    for (size_t i = 0; i < sizeof a; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            b[i] ^= (uint8_t)(1u << bit);
+            CHECK(!fl_proto_key_equal(a, b));
+            b[i] ^= (uint8_t)(1u << bit);
+        }
+    fl_proto_key_format(a, hex);
+    CHECK(strlen(hex) == 2 * FL_PROTO_KEY_LEN && strspn(hex, "0123456789abcdef") == 64);
+    CHECK_EQ_INT(fl_proto_key_parse(hex, back), 0);
+    CHECK(memcmp(a, back, sizeof a) == 0);
+    /* refused, and back untouched: short, long, upper case, not hex, NULL */
+    memset(back, 0x5a, sizeof back);
+    char bad[2 * FL_PROTO_KEY_LEN + 2];
+    snprintf(bad, sizeof bad, "%.63s", hex);
+    CHECK_EQ_INT(fl_proto_key_parse(bad, back), -EINVAL);
+    snprintf(bad, sizeof bad, "%s0", hex);
+    CHECK_EQ_INT(fl_proto_key_parse(bad, back), -EINVAL);
+    static const char swaps[] = {'A', 'g', ' ', '-'};
+    for (size_t i = 0; i < sizeof swaps; i++) {
+        snprintf(bad, sizeof bad, "%s", hex);
+        bad[17] = swaps[i];
+        CHECK_EQ_INT(fl_proto_key_parse(bad, back), -EINVAL);
+    }
+    CHECK_EQ_INT(fl_proto_key_parse(NULL, back), -EINVAL);
+    CHECK_EQ_INT(fl_proto_key_parse("", back), -EINVAL);
+    for (size_t i = 0; i < sizeof back; i++)
+        CHECK(back[i] == 0x5a);
 }
 
 /* ---------------------------------------------------------------- address */
@@ -637,6 +681,7 @@ int main(void)
     test_max_frame();
     test_send_errors();
     test_hello();
+    test_key();
     test_addr();
     test_tcp_addr();
     test_connect();

@@ -1,54 +1,87 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The boot protocol (boot/proto.h) as flitrun serves it, on the connections
- * server.c keeps: a HELLO that names a rank of this job, allgather rounds
+ * server.c keeps: the job's key, a HELLO that proves it and names a rank of
+ * this job (answered WELCOME), allgather rounds
  * (every rank's GATHER, then one GATHERED for all), DUMP and its DUMPED
  * answers, BYE. A rank that breaks the protocol is a failed rank.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "flitrun.h"
+#include "platform/os.h"
 
+int boot_make_key(struct job *job)
+{
+    char hex[2 * FL_PROTO_KEY_LEN + 1];
+    int err = fl_random_bytes(job->srv.key, sizeof job->srv.key);
+    if (err) {
+        say("cannot draw the job's key: %s", strerror(-err));
+        return -1;
+    }
+    fl_proto_key_format(job->srv.key, hex);
+    /* beside the other FLIT_* variables (spawn.c): every rank, local or
+       launched elsewhere, gets it the way they travel */
+    if (setenv(FL_ENV_JOB_KEY, hex, 1) != 0) {
+        say("cannot set the ranks' environment: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* A HELLO that proves the job's key, for a rank that has not connected. */
+static void hello_rank(struct job *job, struct conn *c, const struct fl_proto_hello *h)
+{
+    char who[160];
+    if (h->rank >= job->opt.nranks) {
+        say("rejected a connection%s with this job's key: pid %u claims rank %u of a job "
+            "of %u",
+            c->peer, h->pid, h->rank, job->opt.nranks);
+        conn_close(job, c);
+        return;
+    }
+    struct rank *rk = &job->ranks[h->rank];
+    if (rk->said_hello) {
+        say("rejected a connection%s with this job's key: pid %u claims %s, which "
+            "already connected",
+            c->peer, h->pid, rank_who(job, h->rank, who, sizeof who));
+        conn_close(job, c);
+        return;
+    }
+    rk->said_hello = true;
+    rk->conn = c;
+    conn_welcome(job, c, h->rank);
+    if (rk->remote)
+        note(job, "rank %u (pid %u on %s) connected%s", h->rank, h->pid,
+             host_name(job, h->rank), c->peer);
+    else
+        note(job, "rank %u (pid %u) connected%s", h->rank, h->pid, c->peer);
+}
+
+/* A stranger's first frame: only a HELLO with this job's id and key (the
+   key compared in constant time) makes it a rank's connection. */
 static void conn_hello(struct job *job, struct conn *c, uint8_t type, const uint8_t *body,
                        size_t len)
 {
     struct fl_proto_hello h;
     int err = type == FL_PROTO_HELLO ? fl_proto_hello_decode(body, len, &h) : -EPROTO;
     if (err == -EPROTONOSUPPORT) {
-        conn_fail(job, c,
-                  "a rank speaks protocol version %u, this flitrun %u: "
-                  "the program uses another flit",
-                  h.version, FL_PROTO_VERSION);
-        return;
-    }
-    if (err) {
-        conn_fail(job, c, "it sent frame type %u (%zu bytes) instead of HELLO", type,
-                  len);
-        return;
-    }
-    uint64_t id = h.job_id;
-    uint32_t rank = h.rank, pid = h.pid;
-    if (id != job->id) {
-        conn_fail(job, c, "pid %u gave job id %016llx, not this job's", pid,
-                  (unsigned long long)id);
-    } else if (rank >= job->opt.nranks) {
-        conn_fail(job, c, "pid %u claims rank %u of a job of %u", pid, rank,
-                  job->opt.nranks);
-    } else if (job->ranks[rank].said_hello) {
-        conn_fail(job, c, "pid %u claims rank %u, which already connected", pid, rank);
+        conn_refuse(job, c, REFUSED_VERSION,
+                    "a rank speaks protocol version %u, this flitrun %u: "
+                    "the program uses another flit",
+                    h.version, FL_PROTO_VERSION);
+    } else if (err) {
+        conn_refuse(job, c, REFUSED_GARBAGE,
+                    "it sent frame type %u (%zu bytes) instead of HELLO", type, len);
+    } else if (!(fl_proto_key_equal(h.key, job->srv.key) & (h.job_id == job->id))) {
+        conn_refuse(job, c, REFUSED_KEY,
+                    "pid %u claims rank %u without this job's id and key (%s)", h.pid,
+                    h.rank, FL_ENV_JOB_KEY);
     } else {
-        struct rank *rk = &job->ranks[rank];
-        c->rank = (int)rank;
-        rk->said_hello = true;
-        rk->conn = c;
-        c->rx.max_frame = 0; /* a rank of this job: frames up to FL_PROTO_MAX_FRAME */
-        if (rk->remote)
-            note(job, "rank %u (pid %u on %s) connected%s", rank, pid,
-                 host_name(job, rank), c->peer);
-        else
-            note(job, "rank %u (pid %u) connected%s", rank, pid, c->peer);
+        hello_rank(job, c, &h);
     }
 }
 

@@ -37,6 +37,7 @@ int job_teardown(struct job *job)
     }
     for (uint32_t i = 0; i < job->srv.nconns; i++)
         conn_free(job->srv.conns[i]);
+    server_report(job);
     stdin_stop(job);
     if (job->id_hex[0])
         remove_shm_leftovers(job);

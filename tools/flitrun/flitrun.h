@@ -120,9 +120,23 @@ struct conn {
     int rank;          /* -1 until its HELLO was accepted */
     bool dead;         /* freed at the end of the loop turn */
     uint64_t hello_by; /* closed if still anonymous then (ns) */
+    uint64_t serial;   /* order of arrival: the oldest stranger goes first */
     char peer[32];     /* " from a.b.c.d:port" over TCP; else "" */
     struct fl_proto_rx rx;
     struct sendq *head, *tail;
+};
+
+/* Why a connection that did not prove it is the job's was closed. Each
+   kind is told once, and all are counted (flooding the port cannot flood
+   flitrun's stderr). */
+enum refusal {
+    REFUSED_USER,    /* unix socket: another user */
+    REFUSED_GARBAGE, /* a frame that is not a HELLO, or malformed */
+    REFUSED_VERSION, /* a HELLO of another protocol version */
+    REFUSED_KEY,     /* a HELLO without this job's id and key */
+    REFUSED_LATE,    /* no HELLO in time */
+    REFUSED_DROPPED, /* the oldest stranger, dropped for a newer one */
+    REFUSED_KINDS
 };
 
 struct server {
@@ -132,6 +146,10 @@ struct server {
     char boot_addr[64];
     struct conn **conns;
     uint32_t nconns, max_conns;
+    uint32_t strangers;   /* live conns without an accepted HELLO */
+    uint64_t next_serial; /* for conn.serial */
+    uint64_t refused[REFUSED_KINDS];
+    uint8_t key[FL_PROTO_KEY_LEN]; /* the job's secret: FLIT_JOB_KEY */
 };
 
 struct job;
@@ -144,6 +162,16 @@ void conn_read(struct job *job, struct conn *c);
 void conn_send(struct job *job, struct conn *c, struct frame *f);
 __attribute__((format(printf, 3, 4))) void conn_fail(struct job *job, struct conn *c,
                                                      const char *fmt, ...);
+/* Closes c, which did not prove it is the job's: the first of each kind is
+   told (why), every one counted. */
+__attribute__((format(printf, 4, 5))) void
+conn_refuse(struct job *job, struct conn *c, enum refusal kind, const char *fmt, ...);
+/* Marks c for freeing at the end of the turn: a pollfd may still name it. */
+void conn_close(struct job *job, struct conn *c);
+/* A rank's HELLO was accepted on c: it is a stranger no more. */
+void conn_welcome(struct job *job, struct conn *c, uint32_t rank);
+/* The count of refused connections, if some were not told one by one. */
+void server_report(const struct job *job);
 void conn_free(struct conn *c);
 void conns_sweep(struct job *job);
 void conns_expire(struct job *job, uint64_t now);
@@ -159,6 +187,8 @@ struct rounds {     /* allgather */
     size_t bytes;   /* its GATHERED body so far */
 };
 
+/* Draws the job's key and puts it in the ranks' environment. 0 or -1. */
+int boot_make_key(struct job *job);
 void boot_take_frames(struct job *job, struct conn *c);
 /* Sends DUMP to every connected rank. */
 void boot_ask_dumps(struct job *job);

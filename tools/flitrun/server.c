@@ -4,6 +4,18 @@
  * or TCP when a rank may be on another host), and their connections to it:
  * accepting, refusing strangers, queueing frames out, reading frames in
  * (what they mean is boot.c's), and closing.
+ *
+ * Anyone who can reach the port may connect, so strangers must never keep
+ * the ranks out. A connection is a stranger until its HELLO proves it is
+ * the job's (boot.c); strangers live in a pool of their own, STRANGERS_MAX
+ * at most, beside the n slots the ranks' connections take: when the pool is
+ * full the oldest stranger is dropped (told BUSY, so that a rank whose
+ * HELLO was slow connects again), and one that says no HELLO within
+ * HELLO_WAIT_NS is dropped the same way. Each turn accepts at most
+ * ACCEPTS_PER_TURN, so the table (n + EXTRA_CONNS) never overflows and a
+ * stranger outlives the next turn's accepts: its HELLO, if it comes, is
+ * read before it could be dropped. Refusals are counted, and only the first
+ * of each kind is told.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,9 +32,13 @@
 #include "flitrun.h"
 #include "platform/os.h"
 
-#define HELLO_WAIT_NS  (10 * NS_PER_S) /* for a new connection's HELLO */
-#define READS_PER_TURN 16              /* so one chatty rank cannot starve others */
-#define HELLO_FRAME    (1 + FL_PROTO_HELLO_LEN) /* the most a stranger may declare */
+/* A rank sends HELLO right after connecting; a rank slower than this is
+   told BUSY and connects again, so the wait only bounds a stranger's stay. */
+#define HELLO_WAIT_NS    (3 * NS_PER_S)
+#define READS_PER_TURN   16 /* so one chatty rank cannot starve others */
+#define HELLO_FRAME      (1 + FL_PROTO_HELLO_LEN) /* the most a stranger may declare */
+#define STRANGERS_MAX    (EXTRA_CONNS * 3 / 4)
+#define ACCEPTS_PER_TURN (EXTRA_CONNS - STRANGERS_MAX)
 
 /* The address of this host the ranks connect to: --boot-addr, or the one on
    the route to the first rank's host that is not this one. */
@@ -44,26 +60,30 @@ static uint32_t choose_boot_ip(const struct job *job, char *how, size_t len)
     return INADDR_LOOPBACK;
 }
 
-/* On every interface, at an ephemeral port; the ranks get one address. */
+/* On the one address the ranks are given, at an ephemeral port: not on
+   every interface, where hosts the job never named could reach it. */
 static int open_tcp_listener(struct job *job)
 {
     char how[160], ip[INET_ADDRSTRLEN];
     uint32_t boot_ip = choose_boot_ip(job, how, sizeof how);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(boot_ip)};
     socklen_t len = sizeof sa;
+    inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
     job->srv.listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (job->srv.listen_fd < 0 ||
         bind(job->srv.listen_fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
         listen(job->srv.listen_fd, SOMAXCONN) != 0 ||
         getsockname(job->srv.listen_fd, (struct sockaddr *)&sa, &len) != 0) {
-        say("cannot listen on TCP: %s", strerror(errno));
+        int err = errno;
+        say("cannot listen on TCP at %s (%s): %s%s", ip, how, strerror(err),
+            err == EADDRNOTAVAIL ? "; the boot address must be one of this host's" : "");
         return -1;
     }
-    struct in_addr a = {.s_addr = htonl(boot_ip)};
-    inet_ntop(AF_INET, &a, ip, sizeof ip);
+    inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
     snprintf(job->srv.boot_addr, sizeof job->srv.boot_addr, "tcp:%s:%u", ip,
              (unsigned)ntohs(sa.sin_port));
-    note(job, "boot address %s: %s (%s)", job->srv.boot_addr, ip, how);
+    note(job, "boot address %s: %s (%s); listening there only", job->srv.boot_addr, ip,
+         how);
     return 0;
 }
 
@@ -71,6 +91,8 @@ int server_open(struct job *job)
 {
     struct sockaddr_un sa;
     unsigned salen;
+    if (boot_make_key(job) != 0)
+        return -1;
     mark_remote(job);
     if (job->srv.tcp)
         return open_tcp_listener(job);
@@ -120,12 +142,83 @@ void conn_free(struct conn *c)
     free(c);
 }
 
-/* Marks c for freeing at the end of the turn: a pollfd may still name it. */
-static void conn_close(struct job *job, struct conn *c)
+void conn_close(struct job *job, struct conn *c)
 {
+    if (c->dead)
+        return;
     c->dead = true;
     if (c->rank >= 0)
         job->ranks[c->rank].conn = NULL;
+    else
+        job->srv.strangers--;
+}
+
+void conn_welcome(struct job *job, struct conn *c, uint32_t rank)
+{
+    c->rank = (int)rank;
+    job->srv.strangers--;
+    c->rx.max_frame = 0; /* a rank of this job: frames up to FL_PROTO_MAX_FRAME */
+    struct frame *f = frame_new(FL_PROTO_WELCOME, 0);
+    if (!f) {
+        say("out of memory welcoming rank %u", rank);
+        job_stop(job, EXIT_OWN_ERROR);
+        return;
+    }
+    conn_send(job, c, f);
+    frame_unref(f);
+}
+
+static const char *const refusal_name[REFUSED_KINDS] = {
+    [REFUSED_USER] = "from another user",
+    [REFUSED_GARBAGE] = "sent garbage",
+    [REFUSED_VERSION] = "spoke another protocol version",
+    [REFUSED_KEY] = "had not this job's key",
+    [REFUSED_LATE] = "said no HELLO in time",
+    [REFUSED_DROPPED] = "dropped for newer ones",
+};
+
+static uint64_t refusals(const struct job *job)
+{
+    uint64_t n = 0;
+    for (int k = 0; k < REFUSED_KINDS; k++)
+        n += job->srv.refused[k];
+    return n;
+}
+
+void conn_refuse(struct job *job, struct conn *c, enum refusal kind, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (job->srv.refused[kind]++ == 0)
+        say("rejected a connection%s: %s (more like it are counted, not told; -v "
+            "tells each)",
+            c->peer, why);
+    else
+        note(job, "rejected a connection%s: %s", c->peer, why);
+    conn_close(job, c);
+}
+
+void server_report(const struct job *job)
+{
+    uint64_t total = refusals(job), told = 0;
+    char kinds[512];
+    size_t len = 0;
+    kinds[0] = '\0';
+    for (int k = 0; k < REFUSED_KINDS; k++) {
+        uint64_t n = job->srv.refused[k];
+        told += n > 0;
+        if (n > 0 && len < sizeof kinds)
+            len +=
+                (size_t)snprintf(kinds + len, sizeof kinds - len, "%s%llu %s",
+                                 len ? ", " : "", (unsigned long long)n, refusal_name[k]);
+    }
+    if (total > told)
+        say("rejected %llu connections in all that did not prove they were this "
+            "job's: %s",
+            (unsigned long long)total, kinds);
 }
 
 static void conn_lost(struct job *job, struct conn *c, int err)
@@ -147,7 +240,8 @@ void conn_fail(struct job *job, struct conn *c, const char *fmt, ...)
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     if (c->rank < 0) {
-        say("rejected a connection%s: %s", c->peer, why);
+        conn_refuse(job, c, REFUSED_GARBAGE, "%s", why);
+        return;
     } else {
         char who[160];
         say("%s %s; treating it as failed",
@@ -237,45 +331,81 @@ static void peer_text(const struct job *job, const struct sockaddr_in *sa, char 
     snprintf(buf, len, " from %s:%u", ip, (unsigned)ntohs(sa->sin_port));
 }
 
+/* Best effort, on a socket about to be closed: BUSY tells a rank that was
+   merely slow to connect again; what came in is read first, so that the
+   close is a FIN, not a reset that could overtake the BUSY. */
+static void conn_drop(struct job *job, struct conn *c, enum refusal kind, const char *why)
+{
+    static const uint8_t busy[5] = {1, 0, 0, 0, FL_PROTO_BUSY};
+    uint8_t sink[512];
+    while (recv(c->fd, sink, sizeof sink, MSG_DONTWAIT) > 0)
+        ;
+    (void)!send(c->fd, busy, sizeof busy, MSG_NOSIGNAL | MSG_DONTWAIT);
+    conn_refuse(job, c, kind, "%s", why);
+}
+
+/* The stranger that came first, that a last read did not prove the job's. */
+static void drop_oldest_stranger(struct job *job)
+{
+    for (uint32_t tries = 0; tries < job->srv.nconns; tries++) {
+        struct conn *old = NULL;
+        for (uint32_t i = 0; i < job->srv.nconns; i++) {
+            struct conn *c = job->srv.conns[i];
+            if (c->rank < 0 && !c->dead && (!old || c->serial < old->serial))
+                old = c;
+        }
+        if (!old)
+            return;
+        conn_read(job, old); /* its HELLO may be in: then it is a rank now */
+        if (old->rank < 0 && !old->dead) {
+            conn_drop(job, old, REFUSED_DROPPED,
+                      "too many connections without a HELLO; dropped the oldest");
+            return;
+        }
+        if (job->srv.strangers < STRANGERS_MAX)
+            return;
+    }
+}
+
 static void conn_add(struct job *job, int fd, const struct sockaddr_in *sa)
 {
-    const char *refused = NULL;
-    struct conn *c = NULL;
-    char peer[sizeof c->peer];
+    struct conn *c = calloc(1, sizeof *c);
     int one = 1;
-    peer_text(job, sa, peer, sizeof peer);
-    if (!peer_is_us(job, fd))
-        refused = "it is not from this user";
-    else if (job->srv.nconns >= job->srv.max_conns)
-        refused = "too many connections";
-    else if (!(c = calloc(1, sizeof *c)))
-        refused = "out of memory";
-    if (refused) {
-        say("rejected a connection%s: %s", peer, refused);
+    if (!c) {
+        say("out of memory for a connection; closed it");
         close(fd);
+        return;
+    }
+    peer_text(job, sa, c->peer, sizeof c->peer);
+    c->fd = fd;
+    c->rank = -1;
+    c->rx.max_frame = HELLO_FRAME; /* a stranger gets no room until it said who it is */
+    c->hello_by = fl_now_ns() + HELLO_WAIT_NS;
+    c->serial = job->srv.next_serial++;
+    if (job->srv.strangers >= STRANGERS_MAX)
+        drop_oldest_stranger(job);
+    job->srv.conns[job->srv.nconns++] = c;
+    job->srv.strangers++;
+    if (!peer_is_us(job, fd)) {
+        conn_refuse(job, c, REFUSED_USER, "it is not from this user");
         return;
     }
     /* the answers are small frames each waited for: no Nagle delay */
     if (job->srv.tcp)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    c->fd = fd;
-    c->rank = -1;
-    c->rx.max_frame = HELLO_FRAME; /* a stranger gets no room until it said who it is */
-    c->hello_by = fl_now_ns() + HELLO_WAIT_NS;
-    memcpy(c->peer, peer, sizeof peer);
-    job->srv.conns[job->srv.nconns++] = c;
+    conn_read(job, c); /* a rank's HELLO is often in already */
 }
 
 /* Connections that never say HELLO would take the room of ranks that will. */
 void conns_expire(struct job *job, uint64_t now)
 {
+    char why[64];
+    snprintf(why, sizeof why, "no HELLO within %llu s",
+             (unsigned long long)(HELLO_WAIT_NS / NS_PER_S));
     for (uint32_t i = 0; i < job->srv.nconns; i++) {
         struct conn *c = job->srv.conns[i];
-        if (c->rank < 0 && !c->dead && now >= c->hello_by) {
-            say("rejected a connection%s: no HELLO within %llu s", c->peer,
-                (unsigned long long)(HELLO_WAIT_NS / NS_PER_S));
-            conn_close(job, c);
-        }
+        if (c->rank < 0 && !c->dead && now >= c->hello_by)
+            conn_drop(job, c, REFUSED_LATE, why);
     }
 }
 
@@ -283,15 +413,20 @@ void conns_expire(struct job *job, uint64_t now)
 uint64_t conns_next_expiry(const struct job *job)
 {
     uint64_t next = UINT64_MAX;
-    for (uint32_t i = 0; i < job->srv.nconns; i++)
-        if (job->srv.conns[i]->rank < 0 && job->srv.conns[i]->hello_by < next)
-            next = job->srv.conns[i]->hello_by;
+    for (uint32_t i = 0; i < job->srv.nconns; i++) {
+        const struct conn *c = job->srv.conns[i];
+        if (c->rank < 0 && !c->dead && c->hello_by < next)
+            next = c->hello_by;
+    }
     return next;
 }
 
+/* At most ACCEPTS_PER_TURN, and never past the table: the rest wait in the
+   kernel's queue for the next turn, after the sweep. */
 void conns_accept(struct job *job)
 {
-    for (;;) {
+    for (uint32_t n = 0; n < ACCEPTS_PER_TURN && job->srv.nconns < job->srv.max_conns;
+         n++) {
         struct sockaddr_in sa = {0};
         socklen_t salen = sizeof sa;
         int fd = accept4(job->srv.listen_fd, job->srv.tcp ? (struct sockaddr *)&sa : NULL,
