@@ -7,7 +7,7 @@
  * stop.
  *
  * One process, no threads, one poll() loop over: the socket the ranks
- * connect to, their connections, the pipes of their output (--prefix only),
+ * connect to, their connections, the pipes of their output (several ranks),
  * flitrun's stdin and the pipe that carries it on to rank 0, and a signalfd
  * for SIGCHLD and the signals that stop the job. Deadlines (the timeout, the
  * dump window, the grace before SIGKILL) are the poll timeout, so nothing

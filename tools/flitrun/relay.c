@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * --prefix: each rank's stdout and stderr come through a pipe of their own,
- * and go out line by line behind "[rank] ", one write for all the whole
- * lines at hand, so that lines of different ranks never mix.
+ * The ranks' output, when there are several of them or --prefix: each
+ * rank's stdout and stderr come through a pipe of their own, and go out
+ * line by line (behind "[rank] " with --prefix), one write for all the
+ * whole lines at hand, so that lines of different ranks never mix: a rank
+ * that writes a line in pieces (a character at a time, say) has it held
+ * here until its newline. A last line without one gets one (so does a line
+ * cut at LINE_CAP). Each pipe keeps its own order; what a rank wrote
+ * to stdout and to stderr in turn may come out in another order between
+ * the two, as through any two pipes. A job of one rank writes straight to
+ * flitrun's stdout and stderr (a terminal stays one).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -55,6 +62,42 @@ static size_t prefix_lines(char *out, const char *src, size_t len, const char *p
     return o;
 }
 
+bool relaying(const struct job *job)
+{
+    return job->opt.prefix || job->opt.nranks > 1;
+}
+
+/* The first cut bytes of r->buf as they are, and a newline if they lack
+   one (a last line without one, or a line cut at LINE_CAP): the next
+   rank's line must start a line of its own. */
+static int write_plain(struct job *job, struct relay *r, size_t cut)
+{
+    if (r->buf[cut - 1] == '\n')
+        return write_all(r->dest, r->buf, cut);
+    char *out = scratch(job, cut + 1);
+    if (!out)
+        return write_all(r->dest, r->buf, cut);
+    memcpy(out, r->buf, cut);
+    out[cut] = '\n';
+    return write_all(r->dest, out, cut + 1);
+}
+
+/* Writes out the first cut bytes of r->buf, each line behind the rank's
+   prefix with --prefix. 0, or -errno if the output is lost. */
+static int write_lines(struct job *job, struct relay *r, size_t cut)
+{
+    if (!job->opt.prefix)
+        return write_plain(job, r, cut);
+    char prefix[16];
+    size_t plen = (size_t)snprintf(prefix, sizeof prefix, "[%u] ", r->rank);
+    size_t lines = 1;
+    for (const char *p = r->buf; (p = memchr(p, '\n', cut - (size_t)(p - r->buf))); p++)
+        lines++;
+    char *out = scratch(job, cut + lines * (plen + 1));
+    return out ? write_all(r->dest, out, prefix_lines(out, r->buf, cut, prefix, plen))
+               : write_all(r->dest, r->buf, cut); /* unprefixed beats lost */
+}
+
 /* One write for all the lines at hand: whole lines never interleave. */
 static void relay_emit(struct job *job, struct relay *r, bool final)
 {
@@ -63,15 +106,7 @@ static void relay_emit(struct job *job, struct relay *r, bool final)
     size_t cut = relay_cut(r, final);
     if (cut == 0)
         return;
-    char prefix[16];
-    size_t plen = (size_t)snprintf(prefix, sizeof prefix, "[%u] ", r->rank);
-    size_t lines = 1;
-    for (const char *p = r->buf; (p = memchr(p, '\n', cut - (size_t)(p - r->buf))); p++)
-        lines++;
-    char *out = scratch(job, cut + lines * (plen + 1));
-    int err = out ? write_all(r->dest, out, prefix_lines(out, r->buf, cut, prefix, plen))
-                  : write_all(r->dest, r->buf, cut); /* unprefixed beats lost */
-    if (err == -EPIPE)
+    if (write_lines(job, r, cut) == -EPIPE)
         job->out.dest_gone[r->dest] = true;
     memmove(r->buf, r->buf + cut, r->len - cut);
     r->len -= cut;
@@ -103,7 +138,7 @@ void relay_readable(struct job *job, struct relay *r)
 {
     if (job->out.dest_gone[r->dest]) {
         /* nobody reads flitrun's end: the rank gets SIGPIPE, as it would
-           writing there itself without --prefix */
+           writing there itself */
         close(r->fd);
         r->fd = -1;
         return;

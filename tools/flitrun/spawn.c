@@ -17,11 +17,11 @@
 #include "flitrun.h"
 #include "platform/os.h"
 
-/* Each rank costs a socket, and with --prefix two pipes; while starting,
-   the exec-report pipe stands where the socket will be. */
+/* Each rank costs a socket, and with its output relayed two pipes; while
+   starting, the exec-report pipe stands where the socket will be. */
 int raise_fd_limit(struct job *job)
 {
-    rlim_t need = (rlim_t)job->opt.nranks * (job->opt.prefix ? 3 : 1) + EXTRA_CONNS + 64;
+    rlim_t need = (rlim_t)job->opt.nranks * (relaying(job) ? 3 : 1) + EXTRA_CONNS + 64;
     if (getrlimit(RLIMIT_NOFILE, &job->inherit.nofile) != 0 ||
         job->inherit.nofile.rlim_cur == RLIM_INFINITY ||
         job->inherit.nofile.rlim_cur >= need)
@@ -154,7 +154,7 @@ static int spawn_rank(struct job *job, uint32_t r, int *report_fd)
     char num[16];
     snprintf(num, sizeof num, "%u", r);
     if (pipe2(rep, O_CLOEXEC) != 0 ||
-        (job->opt.prefix && (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)) ||
+        (relaying(job) && (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)) ||
         setenv(FL_ENV_RANK, num, 1) != 0 || launch_argv(job, r) != 0)
         goto err_close_pipes;
     pid_t pid = fork();
@@ -163,7 +163,7 @@ static int spawn_rank(struct job *job, uint32_t r, int *report_fd)
     if (pid < 0)
         goto err_close_pipes;
     close(rep[1]);
-    if (job->opt.prefix) {
+    if (relaying(job)) {
         close(out[1]);
         close(err[1]);
     }
