@@ -195,9 +195,9 @@ void boot_ask_dumps(struct job *job);
 /* Every rank asked for a dump answered, hung up, or died. */
 bool boot_dumps_done(const struct job *job);
 
-/* ---- relay.c: --prefix ---- */
+/* ---- relay.c: the ranks' output, by lines ---- */
 
-struct relay { /* one rank's stdout or stderr (-p) */
+struct relay { /* one rank's stdout or stderr */
     int fd;    /* read end of its pipe; -1 at EOF */
     int dest;  /* flitrun's fd the lines go to */
     uint32_t rank;
@@ -211,6 +211,9 @@ struct output {
     bool dest_gone[3]; /* by fd: stdout or stderr hit EPIPE */
 };
 
+/* Whether the ranks' output goes through flitrun: with several ranks (so
+   that lines of different ranks never splice) or --prefix. */
+bool relaying(const struct job *job);
 void relay_readable(struct job *job, struct relay *r);
 /* Writes out the partial last line and closes the pipe. */
 void relay_close(struct job *job, struct relay *r);
