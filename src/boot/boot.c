@@ -2,10 +2,12 @@
 /* Chooses the launcher and offers the exchange on top of it. */
 #include "boot/blobs.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/os.h"
 #include "util/log.h"
 
 static const struct fl_boot_ops *const launchers[] = {
@@ -20,8 +22,13 @@ static const struct fl_boot_ops *const launchers[] = {
 };
 
 static const struct fl_boot_ops *cur;
-static uint32_t job_size;
+static uint32_t job_size, my_rank;
 static void (*_Atomic dump_fn)(int fd);
+/* The exchange in progress, for dumps: the public call it serves (NULL:
+   none), since when, and which one it is. */
+static const char *_Atomic waiting_call;
+static _Atomic uint64_t waiting_since_ns;
+static _Atomic uint32_t exchanges;
 
 flit_status fl_boot_open(struct fl_boot_info *info)
 {
@@ -32,6 +39,7 @@ flit_status fl_boot_open(struct fl_boot_info *info)
         if (st == FLIT_OK) {
             cur = launchers[i];
             job_size = info->size;
+            my_rank = info->rank;
         }
         if (st == FLIT_OK)
             fl_debug("launcher %s: rank %u of %u", info->launcher, info->rank,
@@ -43,12 +51,28 @@ flit_status fl_boot_open(struct fl_boot_info *info)
 
 flit_status fl_boot_allgather(const void *mine, size_t len, struct fl_blobs **out)
 {
+    return fl_boot_allgather_in(NULL, mine, len, out);
+}
+
+flit_status fl_boot_allgather_in(const char *call, const void *mine, size_t len,
+                                 struct fl_blobs **out)
+{
     if (!cur)
         return FLIT_ERR_BOOT;
     /* A job of one gathers its own blob: no fence in the launcher. */
     if (job_size == 1)
         return fl_boot_single.allgather(mine, len, out);
-    return cur->allgather(mine, len, out);
+    atomic_fetch_add(&exchanges, 1);
+    atomic_store(&waiting_since_ns, fl_now_ns());
+    atomic_store(&waiting_call, call ? call : "an exchange with the launcher");
+    flit_status st = cur->allgather(mine, len, out);
+    atomic_store(&waiting_call, NULL);
+    return st;
+}
+
+const char *fl_boot_waiting_call(void)
+{
+    return atomic_load(&waiting_call);
 }
 
 /* FNV-1a, then a finalizer so that nearby names spread. */
@@ -112,8 +136,25 @@ void fl_boot_set_dump_fn(void (*fn)(int fd))
     dump_fn = fn;
 }
 
+/* Which flit call waits for the launcher, if one does: the endpoints'
+   dumps cannot say, as flit_init and flit_ep_create have none yet. */
+static void dump_waiting(int fd)
+{
+    const char *call = atomic_load(&waiting_call);
+    uint64_t since = atomic_load(&waiting_since_ns);
+    if (call)
+        dprintf(fd,
+                "flit[%u] state: in %s for %.1f s, waiting for the exchange with the "
+                "launcher (this rank's exchange %u), which every rank must join\n",
+                my_rank, call, (double)(fl_now_ns() - since) / 1e9,
+                atomic_load(&exchanges));
+    else
+        dprintf(fd, "flit[%u] state: not waiting for the launcher\n", my_rank);
+}
+
 void fl_boot_run_dump(int fd)
 {
+    dump_waiting(fd);
     void (*fn)(int) = dump_fn;
     if (fn)
         fn(fd);

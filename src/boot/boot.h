@@ -63,13 +63,20 @@ struct fl_boot_ops {
 
 flit_status fl_boot_open(struct fl_boot_info *info);
 flit_status fl_boot_allgather(const void *mine, size_t len, struct fl_blobs **out);
+/* The same, for the public call named (e.g. "flit_ep_create"), which dumps
+   and errors name while it waits. */
+flit_status fl_boot_allgather_in(const char *call, const void *mine, size_t len,
+                                 struct fl_blobs **out);
+/* The public call an exchange in progress is for; NULL when none. */
+const char *fl_boot_waiting_call(void);
 void fl_blobs_free(struct fl_blobs *b);
 /* clean: the rank finalized (as opposed to a failed start). */
 void fl_boot_close(bool clean);
 
 /*
  * The launcher may ask for a state dump (flitrun --timeout). fn writes it to
- * fd; it runs on the boot thread, concurrently with the program.
+ * fd; it runs on the boot thread, concurrently with the program, after a
+ * line that says which flit call waits for the launcher, if one does.
  */
 void fl_boot_set_dump_fn(void (*fn)(int fd));
 void fl_boot_run_dump(int fd);

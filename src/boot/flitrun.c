@@ -41,6 +41,9 @@ static struct {
     const uint8_t *gathered;
     size_t gathered_len;
     bool broken;             /* connection lost or garbled */
+    /* LEFT: rounds from left_round (0: none) cannot complete, since
+       left_rank is gone (left_why: FL_PROTO_LEFT_*). */
+    uint32_t left_round, left_rank, left_why;
     bool tcp;                /* the tie to flitrun: see above */
     bool closing;            /* the rank lets go of the connection */
     char spec[128];          /* flitrun's address, for messages */
@@ -96,8 +99,28 @@ static struct fl_blobs *parse_gathered(const uint8_t *body, size_t len)
     return b;
 }
 
+/* flitrun says a rank is gone: the earliest round it dooms is kept. */
+static void take_left(const uint8_t *body, size_t len)
+{
+    pthread_mutex_lock(&fr.lock);
+    uint32_t round = len == FL_PROTO_LEFT_LEN ? fl_get32(body + 4) : 0;
+    if (round == 0 || fl_get32(body) >= fr.size) {
+        fr.broken = true; /* garbled */
+    } else if (!fr.left_round || round < fr.left_round) {
+        fr.left_rank = fl_get32(body);
+        fr.left_round = round;
+        fr.left_why = fl_get32(body + 8);
+    }
+    pthread_cond_broadcast(&fr.cond);
+    pthread_mutex_unlock(&fr.lock);
+}
+
 static void handle_frame(uint8_t type, const uint8_t *body, size_t len)
 {
+    if (type == FL_PROTO_LEFT) {
+        take_left(body, len);
+        return;
+    }
     if (type == FL_PROTO_DUMP) {
         fl_boot_run_dump(STDERR_FILENO);
         pthread_mutex_lock(&fr.lock);
@@ -264,6 +287,7 @@ static flit_status flitrun_open(struct fl_boot_info *info)
     fr.closing = false;
     fr.gathered = NULL;
     fr.round = 0;
+    fr.left_round = 0;
     /* The boot thread takes no signals: they belong to the program. */
     sigset_t all, old;
     sigfillset(&all);
@@ -301,6 +325,43 @@ static flit_status flitrun_open(struct fl_boot_info *info)
     return FLIT_OK;
 }
 
+/* The open round cannot complete: a rank it needs is gone. Locked. */
+static bool doomed(void)
+{
+    return fr.left_round && fr.round >= fr.left_round;
+}
+
+static const char *left_why(uint32_t why)
+{
+    switch (why) {
+    case FL_PROTO_LEFT_UNFINALIZED:
+        return "exited without calling flit_finalize";
+    case FL_PROTO_LEFT_FINALIZED:
+        return "called flit_finalize";
+    case FL_PROTO_LEFT_FAILED:
+        return "failed (exited non-zero or was killed)";
+    case FL_PROTO_LEFT_LOST:
+        return "closed its connection to flitrun without calling flit_finalize";
+    case FL_PROTO_LEFT_NEVER:
+        return "exited before calling flit_init";
+    default:
+        return "is gone";
+    }
+}
+
+/* Called with fr.lock held, which it releases. */
+static flit_status round_doomed(void)
+{
+    uint32_t rank = fr.left_rank, why = fr.left_why, round = fr.round;
+    pthread_mutex_unlock(&fr.lock);
+    const char *call = fl_boot_waiting_call();
+    fl_error(
+        "%s: rank %u left the job (it %s): the exchange with the launcher (round %u) "
+        "cannot complete",
+        call ? call : "the launcher's exchange", rank, left_why(why), round);
+    return FLIT_ERR_PEER_DOWN;
+}
+
 static flit_status flitrun_allgather(const void *mine, size_t len, struct fl_blobs **out)
 {
     uint8_t *msg = malloc(4 + len);
@@ -311,10 +372,14 @@ static flit_status flitrun_allgather(const void *mine, size_t len, struct fl_blo
     fl_put32(msg, fr.round);
     if (len)
         memcpy(msg + 4, mine, len);
-    int err = fr.broken ? -EPIPE : fl_proto_send(fr.fd, FL_PROTO_GATHER, msg, 4 + len);
+    int err = fr.broken  ? -EPIPE
+              : doomed() ? 0 /* no use: flitrun cannot complete it */
+                         : fl_proto_send(fr.fd, FL_PROTO_GATHER, msg, 4 + len);
     free(msg);
-    while (!err && !fr.gathered && !fr.broken)
+    while (!err && !fr.gathered && !fr.broken && !doomed())
         pthread_cond_wait(&fr.cond, &fr.lock);
+    if (!err && !fr.gathered && doomed())
+        return round_doomed();
     struct fl_blobs *b = NULL;
     if (fr.gathered) {
         b = parse_gathered(fr.gathered, fr.gathered_len);

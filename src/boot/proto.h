@@ -96,6 +96,22 @@ void fl_proto_key_format(const uint8_t key[FL_PROTO_KEY_LEN],
 int fl_proto_send(int fd, uint8_t type, const void *body, size_t len);
 
 /*
+ * flitrun -> rank, LEFT: u32 rank, u32 round, u32 why. That rank is gone
+ * (why: FL_PROTO_LEFT_*), so no allgather round from `round` on can
+ * complete: a rank waiting in one, or starting one, fails it with an error
+ * naming the rank instead of waiting for ever. Sent again when an earlier
+ * round turns out doomed; a rank keeps the earliest.
+ */
+enum { FL_PROTO_LEFT = 9, FL_PROTO_LEFT_LEN = 12 };
+enum fl_proto_left_why {
+    FL_PROTO_LEFT_UNFINALIZED = 1, /* exited 0 without flit_finalize */
+    FL_PROTO_LEFT_FINALIZED = 2,   /* called flit_finalize */
+    FL_PROTO_LEFT_FAILED = 3,      /* exited non-zero, or was killed */
+    FL_PROTO_LEFT_LOST = 4,        /* closed its connection to flitrun */
+    FL_PROTO_LEFT_NEVER = 5,       /* exited 0 before flit_init */
+};
+
+/*
  * Buffered reader that yields whole frames from a (possibly nonblocking) fd.
  * max_frame bounds the length a frame may declare (type + body); 0 means
  * FL_PROTO_MAX_FRAME. A reader facing a peer not yet known (flitrun before a

@@ -348,7 +348,7 @@ static flit_status agree(struct flit_ep *ep, flit_status mine, const char *step)
     uint8_t b[4];
     fl_put32(b, (uint32_t)mine);
     struct fl_blobs *all;
-    flit_status st = fl_boot_allgather(b, sizeof b, &all);
+    flit_status st = fl_boot_allgather_in("flit_ep_create", b, sizeof b, &all);
     if (st != FLIT_OK)
         return st;
     for (uint32_t r = 0; r < ep->size; r++) {
@@ -430,7 +430,7 @@ static flit_status exchange_and_connect(struct flit_ep *ep, flit_status opened)
         fl_put32(fail + 8, (uint32_t)opened);
     }
     struct fl_blobs *all;
-    flit_status st = fl_boot_allgather(mine, len, &all);
+    flit_status st = fl_boot_allgather_in("flit_ep_create", mine, len, &all);
     if (mine != fail)
         free(mine);
     if (st != FLIT_OK)

@@ -111,6 +111,9 @@ struct flit_ep {
     struct fl_counters stats;
     _Atomic uint32_t blocked_dst;      /* dumps: a send waiting for room */
     _Atomic uint64_t blocked_since_ns; /* 0 when not blocked */
+    /* dumps: the public call a thread is inside (its __func__, through
+       fl_ep_enter); NULL when none */
+    const char *_Atomic call;
 
     pthread_t progress_thread;
     bool has_progress_thread;
@@ -137,9 +140,12 @@ flit_status fl_ep_enter_slow(struct flit_ep *ep);
 /*
  * Entry of every public call that changes an endpoint: checks the job,
  * the handle, handler context and the thread rule, then locks (thread-safe
- * mode) or marks the endpoint in use (single mode).
+ * mode) or marks the endpoint in use (single mode). The call's name is
+ * kept for dumps (flitrun --timeout): which call a hung rank is in.
  */
-static inline flit_status fl_ep_enter(struct flit_ep *ep)
+#define fl_ep_enter(ep) fl_ep_enter_call((ep), __func__)
+
+static inline flit_status fl_ep_enter_checked(struct flit_ep *ep)
 {
     flit_status st = fl_job_check();
     if (__builtin_expect(st != FLIT_OK, 0))
@@ -166,6 +172,14 @@ static inline flit_status fl_ep_enter(struct flit_ep *ep)
     return FLIT_OK;
 }
 
+static inline flit_status fl_ep_enter_call(struct flit_ep *ep, const char *call)
+{
+    flit_status st = fl_ep_enter_checked(ep);
+    if (__builtin_expect(st == FLIT_OK, 1))
+        atomic_store_explicit(&ep->call, call, memory_order_relaxed);
+    return st;
+}
+
 /* Two threads were inside a single-threaded endpoint: state may be torn. */
 _Noreturn void fl_ep_thread_clash(struct flit_ep *ep);
 
@@ -175,6 +189,7 @@ void fl_ep_left_closing(struct flit_ep *ep);
 static inline void fl_ep_leave(struct flit_ep *ep)
 {
     fl_in_call = NULL;
+    atomic_store_explicit(&ep->call, NULL, memory_order_relaxed);
     if (ep->mode == FLIT_THREAD_SAFE) {
         ep->inside--;
         if (__builtin_expect(ep->closing, 0))

@@ -109,7 +109,7 @@ static flit_status exchange_hosts(struct fl_boot_info *info)
     if (fl_job.rank == 0 && fl_random_bytes(mine + 16, 8) != 0)
         return FLIT_ERR_SYSTEM;
     struct fl_blobs *all;
-    flit_status st = fl_boot_allgather(mine, sizeof mine, &all);
+    flit_status st = fl_boot_allgather_in("flit_init", mine, sizeof mine, &all);
     if (st != FLIT_OK)
         return st;
     /* host_of[r]: the first rank seen with r's host identity. O(ranks x

@@ -103,6 +103,9 @@ void fl_stats_dump(struct flit_ep *ep, int fd)
     char who[32];
     snprintf(who, sizeof who, "flit[%u]", ep->rank);
     struct fl_report r = {.fd = fd, .who = who};
+    const char *call = atomic_load_explicit(&ep->call, memory_order_relaxed);
+    fl_report_line(&r, "endpoint %u: %s%s", ep->index,
+                   call ? "inside " : "in no flit call", call ? call : "");
     uint64_t since = atomic_load_explicit(&ep->blocked_since_ns, memory_order_relaxed);
     if (since)
         fl_report_line(&r, "endpoint %u: blocked %.1f ms sending to rank %u (no room)",

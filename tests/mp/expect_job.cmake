@@ -3,11 +3,15 @@
 #
 #   cmake -DCMD=a|b|c -DEXPECT_RC=137 [-DSTDERR_RE_0=regex ...]
 #         [-DSTDOUT_RE_0=regex ...] [-DSTDERR_NOT_RE_0=regex ...]
-#         [-DMAX_SECONDS=n] [-DPID_DIR=dir] -P expect_job.cmake
+#         [-DMAX_SECONDS=n] [-DPID_DIR=dir] [-DSTDOUT_EACH_LINE_RE=regex]
+#         [-DSTDOUT_LINES=n] [-DSTDERR_EACH_LINE_RE=regex] -P expect_job.cmake
 #
 # CMD is the command with its arguments separated by '|'. Each STDERR_RE_i /
 # STDOUT_RE_i (i = 0..9) must match the job's standard error / output; no
 # STDERR_NOT_RE_i may match its standard error.
+# STDOUT_EACH_LINE_RE / STDERR_EACH_LINE_RE must match every line of the
+# output / error (lines of ranks spliced together fail it), and STDOUT_LINES
+# is the number of lines the output must have.
 # MAX_SECONDS bounds how long the job may take. With PID_DIR, the directory
 # is emptied first and "--pid-dir PID_DIR" is appended to the command; the
 # ranks write their pids there, and none of them may still be running after
@@ -42,6 +46,29 @@ foreach(i RANGE 0 9)
   endif()
   if(DEFINED STDOUT_RE_${i} AND NOT out MATCHES "${STDOUT_RE_${i}}")
     string(APPEND failures "stdout does not match: ${STDOUT_RE_${i}}\n")
+  endif()
+endforeach()
+foreach(stream STDOUT STDERR)
+  if(NOT DEFINED ${stream}_EACH_LINE_RE)
+    continue()
+  endif()
+  if(stream STREQUAL "STDOUT")
+    set(text "${out}")
+  else()
+    set(text "${err}")
+  endif()
+  # each line, ';' kept out of the list's way
+  string(REPLACE ";" "<semicolon>" text "${text}")
+  string(REGEX REPLACE "\n$" "" text "${text}")
+  string(REPLACE "\n" ";" lines "${text}")
+  foreach(line IN LISTS lines)
+    if(NOT line MATCHES "${${stream}_EACH_LINE_RE}")
+      string(APPEND failures "a line of ${stream} does not match ${${stream}_EACH_LINE_RE}: '${line}'\n")
+    endif()
+  endforeach()
+  list(LENGTH lines n)
+  if(stream STREQUAL "STDOUT" AND DEFINED STDOUT_LINES AND NOT n EQUAL STDOUT_LINES)
+    string(APPEND failures "stdout has ${n} lines, expected ${STDOUT_LINES}\n")
   endif()
 endforeach()
 if(DEFINED MAX_SECONDS AND took GREATER MAX_SECONDS)

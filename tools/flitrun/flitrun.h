@@ -40,9 +40,11 @@
  *   remote.c   ranks on other hosts: which, their launcher's command, what
  *              its exit status may mean
  *   reap.c     ranks ending: reaping, and what an exit means for the job
+ *   leave.c    ranks gone before the others: who is told, and an exit
+ *              without flit_finalize that fails the job
  *   stop.c     ending the job: signals, the timeout and its dumps, SIGTERM
  *              then SIGKILL
- *   relay.c    --prefix: the ranks' output, line by line
+ *   relay.c    the ranks' output, line by line (several ranks, or --prefix)
  *   stdin.c    flitrun's stdin, on to rank 0
  *   loop.c     the poll() loop that serves them all
  *   cleanup.c  teardown, and the shared-memory files crashed ranks leave
@@ -83,6 +85,7 @@ struct options {
     double timeout_s; /* 0: none */
     bool prefix, verbose, keep_going;
     bool stdin_none;            /* --stdin none: no rank reads it */
+    bool allow_unfinalized;     /* --allow-exit-without-finalize */
     char **argv;                /* the program and its arguments */
     const char *hosts_spec;     /* --hosts, or from --hostfile or the Slurm
                                    allocation; NULL: every rank here */
@@ -251,7 +254,31 @@ struct rank {
     uint8_t *blob;         /* its part of the open round */
     uint32_t blob_len;
     struct relay out, err; /* relay.c */
+    /* leave.c */
+    bool exited, exit_zero;  /* reaped; with status 0 */
+    uint64_t leave_judge_at; /* ns: its exit 0 without BYE is judged by
+                                then; 0: nothing to judge */
+    uint32_t told_round;     /* the doomed round it was told of; 0: none */
+    uint64_t lost_at;        /* ns: seen hung up without BYE; 0: not */
 };
+
+/* ---- leave.c ---- */
+
+struct leaving {        /* the earliest round a rank that left cannot join */
+    uint32_t round;     /* 0: none */
+    uint32_t rank, why; /* FL_PROTO_LEFT_* */
+};
+
+/* Rank r was reaped with exit status code (reap.c). */
+void leave_rank_exited(struct job *job, uint32_t r, int code);
+/* Rank failed ended badly: ranks that left without flit_finalize before it
+   are named first, as the cause. */
+void leave_judge_all(struct job *job, uint32_t failed);
+/* Tells the ranks who left; judges exits without flit_finalize when due. */
+void leave_check(struct job *job, uint64_t now);
+uint64_t leave_next_deadline(const struct job *job);
+/* At --timeout: which ranks the open exchange round waits for. */
+void leave_report_rounds(const struct job *job);
 
 /* ---- spawn.c ---- */
 
@@ -357,6 +384,7 @@ struct job {
     struct server srv;      /* server.c */
     struct rounds rounds;   /* boot.c */
     struct stopping stop;   /* stop.c */
+    struct leaving leave;   /* leave.c */
     struct output out;      /* relay.c */
     struct stdin_fwd in;    /* stdin.c */
     struct pollset ps;      /* loop.c */

@@ -40,6 +40,9 @@ static int poll_timeout_ms(const struct job *job)
     uint64_t expiry = conns_next_expiry(job);
     if (expiry < next)
         next = expiry;
+    expiry = leave_next_deadline(job);
+    if (expiry < next)
+        next = expiry;
     if (next == UINT64_MAX)
         return -1;
     uint64_t now = fl_now_ns();

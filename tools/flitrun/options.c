@@ -46,9 +46,17 @@ static const char help_text[] =
     "                         without --hosts, a job here over TCP\n"
     "      --timeout SECONDS  stop the job after SECONDS (fractions allowed);\n"
     "                         the ranks print their state to stderr first\n"
+    "                         (which flit call each is in), and flitrun which\n"
+    "                         ranks an exchange with the launcher waits for\n"
     "  -p, --prefix           prefix every line the ranks print with \"[rank] \"\n"
     "  -k, --keep-going       when a rank fails, let the others run on (they\n"
     "                         see it as a peer going down); report it at the end\n"
+    "      --allow-exit-without-finalize\n"
+    "                         a rank that exits 0 without calling flit_finalize\n"
+    "                         while others run is not a failure, and nobody is\n"
+    "                         told it left (the old way): ranks waiting for it\n"
+    "                         in flit_init or flit_ep_create wait until\n"
+    "                         --timeout\n"
     "      --stdin 0|none     who reads flitrun's stdin: rank 0 (the default)\n"
     "                         or no rank. The others read /dev/null; so does\n"
     "                         rank 0 when flitrun runs in the background of the\n"
@@ -65,9 +73,20 @@ static const char help_text[] =
     "\n"
     "When a rank exits non-zero or is killed, the others are stopped (SIGTERM,\n"
     "then SIGKILL 2 s later) and flitrun exits with that rank's status, or\n"
-    "128+signal. Other exit statuses: 0 every rank exited 0; 124 timed out;\n"
-    "127 program cannot be executed; 128+signal flitrun was interrupted;\n"
-    "2 bad usage; 1 any other error.\n"
+    "128+signal. So does a rank that exits 0 without calling flit_finalize\n"
+    "(or before flit_init, in a job whose other ranks called it) while other\n"
+    "ranks still run, as under mpirun: flitrun names it and exits 1, at once\n"
+    "when another rank waits for it in flit_init's or flit_ep_create's exchange\n"
+    "with the launcher, else when a rank still runs 2 s later. Ranks waiting\n"
+    "there for a rank that is gone get FLIT_ERR_PEER_DOWN, naming it. Other\n"
+    "exit statuses: 0 every rank exited 0; 124 timed out; 127 program cannot\n"
+    "be executed; 128+signal flitrun was interrupted; 2 bad usage; 1 any other\n"
+    "error.\n"
+    "\n"
+    "With several ranks their output goes through flitrun a line at a time, so\n"
+    "that lines of different ranks never mix (one longer than 64 KiB is cut);\n"
+    "the ranks' stdout is then a pipe, not a terminal: flush it where it\n"
+    "matters when.\n"
     "\n"
     "On other hosts: the default launcher is `ssh -o BatchMode=yes HOST`\n"
     "running `cd DIR && exec env FLIT_...=... program args` in the login\n"
@@ -171,6 +190,9 @@ static int parse_one(int c, char **argv, struct options *opt)
         return 0;
     case 'k':
         opt->keep_going = true;
+        return 0;
+    case 'A':
+        opt->allow_unfinalized = true;
         return 0;
     case 'v':
         opt->verbose = true;
@@ -290,6 +312,7 @@ int parse_options(int argc, char **argv, struct options *opt)
         {"timeout", required_argument, NULL, 'T'},
         {"prefix", no_argument, NULL, 'p'},
         {"keep-going", no_argument, NULL, 'k'},
+        {"allow-exit-without-finalize", no_argument, NULL, 'A'},
         {"stdin", required_argument, NULL, 'S'},
         {"hosts", required_argument, NULL, 'H'},
         {"launch", required_argument, NULL, 'L'},

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Ranks ending: reaping them as SIGCHLD says, what each exit means (a
- * failure stops the job), and taking along what they left running in
- * their process group.
+ * failure stops the job; an exit without flit_finalize is leave.c's), and
+ * taking along what they left running in their process group.
  */
 #include <errno.h>
 #include <signal.h>
@@ -50,10 +50,12 @@ static void rank_exited(struct job *job, struct rank *rk, int status)
     if (rk->remote && WIFEXITED(status))
         describe_remote(job, code, what, sizeof what);
     rank_who(job, r, who, sizeof who);
+    leave_rank_exited(job, r, code);
     if (code == 0 || job->stop.phase == PHASE_STOPPING) {
         note(job, "%s %s", who, what);
         return;
     }
+    leave_judge_all(job, r); /* a rank that left before it is the likelier cause */
     say("%s %s", who, what);
     rank_failed(job, code);
 }

@@ -117,6 +117,7 @@ static void dump_start(struct job *job)
     job->stop.phase = PHASE_DUMPING;
     job->stop.dump_until = fl_now_ns() + DUMP_WAIT_NS;
     note(job, "timeout expired; asking the ranks for their state");
+    leave_report_rounds(job);
     boot_ask_dumps(job);
 }
 
@@ -124,6 +125,7 @@ void check_deadlines(struct job *job)
 {
     uint64_t now = fl_now_ns();
     conns_expire(job, now);
+    leave_check(job, now);
     if (job->stop.phase == PHASE_RUNNING && job->stop.timeout_at &&
         now >= job->stop.timeout_at)
         dump_start(job);
