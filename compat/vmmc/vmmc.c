@@ -4,10 +4,16 @@
  * VMMC's semantics: export with permissions, import, puts with no receive
  * call, notifications after the data. Built on the public API alone.
  *
- * Names: VMMC matched exports and imports by name through its daemons. Here
- * the importer asks the exporter (one active message and its reply) for the
- * flit region id exported under that name, then imports the region, which
- * is where the exporter's permissions are enforced.
+ * Names: VMMC matched exports and imports by name through its daemons, so
+ * an import never waited for the exporting program. Here a region is
+ * exported with its name as its key (name + 1), and on this host the
+ * importer finds it, and imports it, in the exporter's export directory in
+ * shared memory (flit_rma_lookup, flit_rma_import), the exporter taking
+ * no part: it may be spinning on its memory. Where that directory cannot
+ * be read (another host) the importer asks the exporter (one active
+ * message and its reply) for the region id, and the import is a round
+ * trip: both need the exporter's progress. Either way the exporter's
+ * permissions and unexports are enforced by flit's import and puts.
  *
  * Destination proxy space: one range of this process's address space,
  * reserved inaccessible (PROT_NONE) and backed by nothing; each import
@@ -171,6 +177,12 @@ int VMMC_NumNodes(void)
 
 /* ---------------------------------------------------------------- exporter */
 
+/* The region's key in flit: never 0. */
+static uint64_t name_key(int name)
+{
+    return (uint64_t)(unsigned)name + 1;
+}
+
 int VMMC_Export(int name, void *buf, size_t nbytes, const int *importers, int nimporters,
                 VMMC_NotifyHandler handler)
 {
@@ -199,6 +211,9 @@ int VMMC_Export(int name, void *buf, size_t nbytes, const int *importers, int ni
     flit_status st = flit_rma_export(ep, buf, nbytes, FLIT_RMA_WRITE, allowed,
                                      (size_t)nimporters, &e->region);
     free(allowed);
+    if (st == FLIT_OK &&
+        (st = flit_rma_region_set_key(e->region, name_key(name))) != FLIT_OK)
+        flit_rma_unexport(e->region);
     if (st != FLIT_OK)
         return status(st);
     e->used = 1;
@@ -221,7 +236,8 @@ int VMMC_Unexport(int name)
 
 /* ---------------------------------------------------------------- importer */
 
-static flit_status lookup(int node, int name, uint64_t *id)
+/* The exporter's answer to a name query: its progress needed. */
+static flit_status ask(int node, int name, uint64_t *id)
 {
     uint32_t a = (uint32_t)name;
     answered = 0;
@@ -232,6 +248,19 @@ static flit_status lookup(int node, int name, uint64_t *id)
             st = FLIT_OK;
     *id = answer;
     return st;
+}
+
+/* Found in node's export directory, without node's help; else asked. */
+static flit_status lookup(int node, int name, uint64_t *id)
+{
+    flit_status st = flit_rma_lookup(ep, flit_rank((uint32_t)node), name_key(name), id);
+    if (st == FLIT_ERR_REVOKED) { /* no such name there (yet) */
+        *id = 0;
+        return FLIT_OK;
+    }
+    if (st == FLIT_ERR_DENIED) /* the import is refused, and counted there */
+        return FLIT_OK;
+    return st == FLIT_ERR_NOT_SUPPORTED ? ask(node, name, id) : st;
 }
 
 int VMMC_Import(int node, int name, void **proxy, size_t *nbytes)

@@ -165,9 +165,33 @@ FLIT_API flit_status flit_rma_set_notify_handler(flit_ep_t *ep, flit_rma_notify_
  * meanwhile), which decides. FLIT_ERR_DENIED when owner did not allow this
  * rank; FLIT_ERR_REVOKED when it exports no region by that id (any more);
  * FLIT_ERR_PEER_DOWN when it died. A rank may import its own regions.
+ * An owner on this host (its memory reachable directly: not with
+ * FLIT_SHM_BULK=copy) publishes its regions (the first 1024 live ones) in
+ * an export directory in shared memory, and the import reads it there with
+ * the same verdicts, without a message: the owner need make no call
+ * meanwhile (a refusal is counted in the owner's rma_refused all the same).
  */
 FLIT_API flit_status flit_rma_import(flit_ep_t *ep, flit_rank_t owner, uint64_t export_id,
                                      flit_rma_remote_t **remote_out);
+
+/*
+ * Names region by key (not 0), the program's own name for it (VMMC's buffer
+ * names), so that importers on this host find its id with flit_rma_lookup
+ * without asking the owner. FLIT_ERR_INVALID_ARG for key 0 or a key another
+ * live region of the endpoint holds; FLIT_ERR_REVOKED for an unexported one.
+ */
+FLIT_API flit_status flit_rma_region_set_key(flit_rma_region_t *region, uint64_t key);
+
+/*
+ * The id of owner's live region named key, read in its export directory
+ * (flit_rma_import), owner taking no part. FLIT_ERR_REVOKED when it has no
+ * region by that key; FLIT_ERR_DENIED (*id_out set) when it did not allow
+ * this rank; FLIT_ERR_NOT_SUPPORTED when the directory cannot answer here
+ * (owner on another host, FLIT_SHM_BULK=copy, or more than 1024 regions
+ * exported there): ask owner with a message instead. Not inside a handler.
+ */
+FLIT_API flit_status flit_rma_lookup(flit_ep_t *ep, flit_rank_t owner, uint64_t key,
+                                     uint64_t *id_out);
 
 /* The region's length and the access its owner granted, as the import
    learned them; 0 for a handle that is not a live import. */

@@ -121,6 +121,14 @@ static flit_status import_self(struct flit_ep *ep, uint64_t id,
 static flit_status import_remote(struct flit_ep *ep, uint32_t owner, uint64_t id,
                                  struct flit_rma_remote *rm)
 {
+    /* On this host the owner's export directory answers, without the owner
+       (it may be spinning on its memory, making no call). */
+    struct fl_rma_info found;
+    flit_status from_dir = fl_rma_dir_import(ep, owner, id, rm, &found);
+    if (from_dir == FLIT_OK)
+        choose_path(ep, rm, &found);
+    if (from_dir != FLIT_ERR_NOT_SUPPORTED)
+        return from_dir;
     struct flit_rma_op *op = fl_rma_op_new(ep, FL_RMA_OP_IMPORT, owner, NULL);
     if (!op)
         return FLIT_ERR_NO_MEMORY;

@@ -90,6 +90,7 @@ static flit_status export_region(struct flit_ep *ep, void *addr, size_t len,
        written before anyone can learn its id. */
     atomic_store_explicit(fl_rma_ctl_word(r->ctl, ep->size, g->obj.idx),
                           fl_rma_live_word(g->obj.gen), memory_order_release);
+    fl_rma_dir_publish(ep, g); /* importers of this host find it without us */
     *region_out = g;
     return FLIT_OK;
 }
@@ -156,6 +157,7 @@ void fl_rma_revoke(struct flit_ep *ep, struct flit_rma_region *g, bool wait)
 {
     struct fl_rma_ep *r = fl_rma_of(ep);
     uint32_t slot = g->obj.idx;
+    fl_rma_dir_unpublish(ep, g); /* no new import finds it */
     atomic_store_explicit(fl_rma_ctl_word(r->ctl, ep->size, slot),
                           (uint64_t)g->obj.gen << 1, memory_order_relaxed);
     if (wait && r->ctl_shared) {

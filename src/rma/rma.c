@@ -131,6 +131,7 @@ static void rma_close(struct flit_ep *ep, void *state)
     for (uint32_t k = 0; k < ep->size; k++)
         fl_rma_peer_ctl_free(&r->peers[k]);
     fl_rma_blocks_free(ep);
+    FL_COUNT(r->refused, fl_rma_dir_refused(r)); /* before the file goes */
     fl_rma_ctl_unmake(ep);
     pool_free(&r->regions);
     pool_free(&r->remotes);
@@ -174,7 +175,7 @@ static void rma_stats(const void *state, flit_stats_t *out)
     out->rma_put_bytes = FL_READ(r->put_bytes);
     out->rma_get_bytes = FL_READ(r->get_bytes);
     out->rma_notifications = FL_READ(r->notifications);
-    out->rma_refused = FL_READ(r->refused);
+    out->rma_refused = FL_READ(r->refused) + fl_rma_dir_refused(r);
 }
 
 static void rma_report(const flit_stats_t *s, struct fl_report *r)

@@ -94,6 +94,8 @@ struct flit_rma_region {
     uint64_t *allowed;          /* bitmap over ranks; NULL: every rank */
     struct fl_rma_block *block; /* the alloc memory holding it, or NULL */
     uint64_t block_off;
+    uint32_t dir; /* its export directory entry (dir.c), UINT32_MAX: left out */
+    uint64_t key; /* flit_rma_region_set_key's, 0: none */
 };
 
 /* ---- importer side ---- */
@@ -203,9 +205,25 @@ struct fl_rma_ep {
 #define FL_RMA_CTL_MAGIC 0x4c5443414d52464cull /* "LFRMACTL" */
 #define FL_RMA_LINE      64u
 
+/* After the slot words, the export directory (dir.c): a line, then
+   FL_RMA_DIR_MAX entries of 8 words and a bitmap over the ranks. */
+#define FL_RMA_DIR_MAX 1024u
+
+static inline size_t fl_rma_dir_off(uint32_t nranks)
+{
+    return FL_RMA_LINE * (1 + (size_t)nranks) + 8u * FL_RMA_MAX_REGIONS;
+}
+
+static inline size_t fl_rma_dir_entry_len(uint32_t nranks)
+{
+    size_t n = 64u + 8u * (((size_t)nranks + 63) / 64);
+    return (n + FL_RMA_LINE - 1) & ~(size_t)(FL_RMA_LINE - 1);
+}
+
 static inline size_t fl_rma_ctl_len(uint32_t nranks, size_t page)
 {
-    size_t n = FL_RMA_LINE * (1 + (size_t)nranks) + 8u * FL_RMA_MAX_REGIONS;
+    size_t n = fl_rma_dir_off(nranks) + FL_RMA_LINE +
+               FL_RMA_DIR_MAX * fl_rma_dir_entry_len(nranks);
     return (n + page - 1) & ~(page - 1);
 }
 
@@ -286,6 +304,19 @@ void fl_rma_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt, siz
 /* Runs the notification handler (counted). */
 void fl_rma_notify(struct flit_ep *ep, uint64_t id, uint32_t from, uint64_t off,
                    uint64_t len);
+
+/* dir.c: the export directory in the control file, which importers of
+   this host read instead of asking the owner. publish: at export, with
+   the region's fields set; unpublish: at revocation, first. dir_import:
+   region id as the directory grants it (FLIT_ERR_DENIED, FLIT_ERR_REVOKED
+   as the owner would answer), FLIT_ERR_NOT_SUPPORTED when it cannot tell
+   (ask the owner). */
+void fl_rma_dir_publish(struct flit_ep *ep, struct flit_rma_region *g);
+void fl_rma_dir_unpublish(struct flit_ep *ep, struct flit_rma_region *g);
+flit_status fl_rma_dir_import(struct flit_ep *ep, uint32_t owner, uint64_t id,
+                              struct flit_rma_remote *rm, struct fl_rma_info *in);
+/* Imports of our regions importers refused from our directory. */
+uint64_t fl_rma_dir_refused(const struct fl_rma_ep *r);
 
 /* import.c: the owner's answer to an import request; the importer's
    handling of the answer. */

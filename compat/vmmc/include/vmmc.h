@@ -58,8 +58,11 @@ extern int VMMC_Unexport(int name);
 
 /*
  * Imports node's buffer name into the destination proxy space: *proxy is
- * where it starts there, *nbytes its length. Waits for the exporter to
- * answer (it must make progress: VMMC_Poll, or any call of this library).
+ * where it starts there, *nbytes its length. On this host it is granted
+ * without the exporter's help (it may be computing, or spinning on its
+ * buffer: SendMsg's data lands there all the same). From another host it
+ * waits for the exporter to answer (it must make progress: VMMC_Poll, or
+ * any call of this library), and so does the data of SendMsg.
  */
 extern int VMMC_Import(int node, int name, void **proxy, size_t *nbytes);
 extern int VMMC_Unimport(void *proxy);
