@@ -207,7 +207,13 @@ typedef struct flit_group_stats {
     uint64_t buffer_bound;  /* what credits let it reach (docs/groups.md) */
     uint64_t views;         /* members that left, as views installed here */
     int stopped;            /* a member left before the group was formed */
+    uint64_t refused;       /* malformed messages (or ones for another
+                               member's role) the groups of this endpoint
+                               dropped; the first is logged */
 } flit_group_stats_t;
+
+/* FLIT_ERR_INVALID_ARG for NULL arguments or a struct_size no release had;
+   one of an earlier release (ending at stopped) gets the fields it has. */
 
 FLIT_API flit_status flit_group_stats(flit_group_t *g, flit_group_stats_t *out);
 

@@ -166,9 +166,12 @@ void fl_grp_take_fragment(struct flit_group *g, const uint32_t *a, const void *b
 {
     uint64_t seq = get64(a + 3), total = get64(a + 8), off = get64(a + 10);
     uint32_t root = a[5];
-    if ((root != NO_RANK && root >= g->n) || off > total || len > total - off ||
+    /* (fl_grp_decode: off and len inside total, total below any group's
+       largest message) */
+    if ((root != NO_RANK && root >= g->n) || index_of(g, a[6]) == NO_RANK ||
+        total > (uint64_t)(g->window / 2) * g->frag || off > total || len > total - off ||
         (len != g->frag && off + len != total) || off % g->frag) {
-        fprintf(stderr, "flit: group %u: malformed fragment dropped\n", g->id);
+        fl_grp_refuse(g->gs, g->id, a[6], "a malformed fragment");
         return;
     }
     if (seq < g->next_deliver || !view_ok(g, a[2]))

@@ -3,6 +3,7 @@
  * Groups of an endpoint: the active-message handler, the progress
  * listener, waiting, create and destroy, sending, stats.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,78 @@ static const unsigned op_nargs[OP_COUNT] = {
     [OP_INSTALL] = 3, [OP_FIN] = 3,          [OP_CLOSED] = 3,
 };
 
+flit_status fl_grp_decode(const uint32_t *args, unsigned nargs, size_t nbytes,
+                          enum op *out)
+{
+    if (!args || nargs < 3 || args[0] >> 24 != WIRE_VERSION || (args[0] & 0xffff00u))
+        return FLIT_ERR_BAD_PACKET;
+    uint32_t op = args[0] & 0xff;
+    if (op == 0 || op >= OP_COUNT || nargs != op_nargs[op])
+        return FLIT_ERR_BAD_PACKET;
+    bool ok = nbytes == 0 || op == OP_SMALL || op == OP_DATA; /* bytes: data only */
+    switch (op) {
+    case OP_JOIN:
+    case OP_READY: /* a fragment size every member can take */
+        ok = ok && args[3] >= FRAG_MIN && args[3] <= FRAG_MAX;
+        break;
+    case OP_SMALL: /* one fragment */
+        ok = ok && nbytes <= FRAG_MAX;
+        break;
+    case OP_SEQREQ: /* a message costs a credit at least */
+        ok = ok && args[4] > 0;
+        break;
+    case OP_DATA: { /* a fragment inside a message no group can exceed */
+        uint64_t total = get64(args + 8), off = get64(args + 10);
+        ok = ok && nbytes <= FRAG_MAX && total <= FL_GRP_TOTAL_MAX && off <= total &&
+             nbytes <= total - off;
+        break;
+    }
+    default:
+        break;
+    }
+    if (!ok)
+        return FLIT_ERR_BAD_PACKET;
+    *out = (enum op)op;
+    return FLIT_OK;
+}
+
+void fl_grp_refuse(struct flit_groups *gs, uint32_t id, uint32_t from, const char *what)
+{
+    gs->refused++;
+    if (gs->refusal_said)
+        return;
+    gs->refusal_said = true;
+    fprintf(stderr,
+            "flit: rank %u: group %u: %s from rank %u refused (further ones are only "
+            "counted)\n",
+            gs->me, id, what, from);
+}
+
+/* Who may send op to this member, as the protocol has it (docs/groups.md):
+   what goes to the sequencer must find this member it, and what only the
+   sequencer sends must come from it. */
+static bool role_ok(const struct flit_group *g, enum op op, uint32_t from)
+{
+    switch (op) {
+    case OP_JOIN:
+    case OP_SMALL:
+    case OP_SEQREQ:
+    case OP_CREDREQ:
+    case OP_ACK:
+    case OP_LEAVE:
+    case OP_FIN:
+        return g->me == g->seqr;
+    case OP_READY:
+    case OP_SEQ:
+    case OP_CREDIT:
+    case OP_DONE:
+    case OP_CLOSED:
+        return from == g->seqr;
+    default:
+        return true;
+    }
+}
+
 /* Messages of the view change, and data: judged by their own rules. The
    rest count only in the current view, outside a view change. */
 static bool view_change_op(enum op op)
@@ -34,6 +107,10 @@ static void dispatch(struct flit_group *g, enum op op, uint32_t from, const uint
     uint32_t rank = g->members[from];
     if (!view_change_op(op) && (a[2] != g->view || g->rec.on))
         return; /* stale, or sent again in the new view */
+    if (!role_ok(g, op, from)) {
+        fl_grp_refuse(g->gs, g->id, rank, "a message for another role");
+        return;
+    }
     switch (op) {
     case OP_JOIN:
         fl_grp_on_join(g, a);
@@ -103,11 +180,14 @@ static void on_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t 
                   unsigned nargs, void *user)
 {
     struct flit_groups *gs = user;
-    if (nargs < 3 || args[0] >> 24 != WIRE_VERSION)
+    enum op op;
+    if (fl_grp_decode(args, nargs, nbytes, &op) != FLIT_OK) {
+        lock(gs);
+        fl_grp_refuse(gs, nargs > 1 ? args[1] : NO_RANK, flit_token_rank(token).idx,
+                      "a malformed message");
+        unlock(gs);
         return;
-    enum op op = (enum op)(args[0] & 0xff);
-    if (op <= 0 || op >= OP_COUNT || nargs != op_nargs[op])
-        return;
+    }
     lock(gs);
     struct flit_group *g = find_group(gs, args[1]);
     uint32_t from = g ? index_of(g, flit_token_rank(token).idx) : NO_RANK;
@@ -795,10 +875,14 @@ static uint64_t buffer_bound(const struct flit_group *g)
 
 flit_status flit_group_stats(flit_group_t *g, flit_group_stats_t *out)
 {
-    if (!group_ok(g) || !out || out->struct_size < sizeof *out)
+    /* A program built against an earlier header knows a shorter struct (up
+       to stopped): it gets what it knows. */
+    if (!group_ok(g) || !out ||
+        out->struct_size < offsetof(flit_group_stats_t, refused) ||
+        out->struct_size > sizeof *out)
         return FLIT_ERR_INVALID_ARG;
     struct flit_groups *gs = g->gs;
-    flit_group_stats_t s = {.struct_size = sizeof s};
+    flit_group_stats_t s = {.struct_size = out->struct_size};
     lock(gs);
     s.size = g->n;
     s.sequencer = flit_rank(g->members[g->seqr]);
@@ -814,7 +898,8 @@ flit_status flit_group_stats(flit_group_t *g, flit_group_stats_t *out)
     s.buffer_bound = buffer_bound(g);
     s.views = g->views;
     s.stopped = g->stopped;
+    s.refused = gs->refused;
     unlock(gs);
-    *out = s;
+    memcpy(out, &s, s.struct_size);
     return FLIT_OK;
 }

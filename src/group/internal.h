@@ -92,6 +92,9 @@ enum op {
 
 #define DATA_ARGS 12u
 #define MAX_ARGS  12u
+/* The largest message of any group: half the largest window, in fragments
+   of the largest size. */
+#define FL_GRP_TOTAL_MAX ((uint64_t)FLIT_GROUP_WINDOW_MAX / 2 * FRAG_MAX)
 
 /* A message: while it arrives, while held back, while delivered, while
    fragments of it wait to be forwarded, while kept for a view change. Each
@@ -147,6 +150,8 @@ struct flit_groups {
     _Atomic uint64_t down; /* peers reported down, not yet acted on */
     uint8_t *dead;         /* per rank: 1 reported down, 2 acted on */
     uint64_t unknown;      /* messages for a group not here */
+    uint64_t refused;      /* malformed, or for another role: dropped */
+    bool refusal_said;     /* the first refusal logged */
     size_t frag;
 };
 
@@ -335,6 +340,18 @@ void fl_grp_start_view_change(struct flit_group *g, uint32_t i);
 
 /* group.c */
 flit_status fl_grp_check_iov(const struct iovec *iov, int iovcnt, size_t *total);
+/* The one decoder of the wire (the active message's words and its bytes):
+   FLIT_ERR_BAD_PACKET for another version, an unknown opcode, a count of
+   words the opcode does not have, bytes on a control message, a fragment
+   size outside FRAG_MIN .. FRAG_MAX, a message that costs no credit, a
+   fragment outside its message or a message larger than any group's;
+   *op written only on success. What depends on the group (its members,
+   view, fragment size, window) is judged where the message is taken. */
+flit_status fl_grp_decode(const uint32_t *args, unsigned nargs, size_t nbytes,
+                          enum op *op);
+/* Under the lock: a message from rank refused (what it was), counted, the
+   first logged. */
+void fl_grp_refuse(struct flit_groups *gs, uint32_t id, uint32_t from, const char *what);
 bool fl_grp_own_delivered(struct flit_group *g);
 
 #endif /* FL_GROUP_INTERNAL_H */

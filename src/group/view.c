@@ -110,6 +110,10 @@ void fl_grp_on_newview(struct flit_group *g, const uint32_t *a)
     struct recovery *r = &g->rec;
     if (!r->on || a[2] != r->rview || r->final_known)
         return;
+    if (index_of(g, a[5]) == NO_RANK) { /* the donor must be a member */
+        fl_grp_refuse(g->gs, g->id, r->co, "a new view naming no member");
+        return;
+    }
     r->final_known = true;
     r->final = get64(a + 3);
     if (g->next_deliver < r->final && a[5] != g->gs->me) {
