@@ -4,7 +4,9 @@
  * granted it: node 0 exports a buffer, and a private one only it may
  * import, then spins reading its buffer, making no call at all, until node
  * 1's message has landed in it. Node 1 imports it meanwhile, is refused
- * the private one, and writes the buffer with SendMsg, its last word last.
+ * the private one, and writes the buffer with SendMsg, its last word last;
+ * the SendMsg calls it makes past the buffer's end or from NULL between
+ * the two must fail and land nothing.
  * Then the roles turn: node 1 spins on a buffer of its own, with no call,
  * while node 0 imports it, revokes its own export (VMMC_Unexport) and says
  * so there; node 1's next SendMsg to the revoked buffer must fail, and
@@ -94,6 +96,12 @@ static void importer(void)
     for (uint32_t k = 0; k < BUF / 4; k++)
         src[k] = k < BUF / 4 - 1 ? k * 2654435761u : DONE;
     CHECK(SendMsg(src, proxy, sizeof src - 4) == VMMC_SUCCESS);
+    /* refused: nothing of them may land (the exporter checks every word) */
+    static uint32_t junk[4] = {~0u, ~0u, ~0u, ~0u};
+    CHECK(SendMsg(junk, proxy + sizeof src - 8, sizeof junk) == VMMC_ERR_BAD_ARG);
+    CHECK(SendMsgNotify(junk, proxy + sizeof src - 8, sizeof junk) == VMMC_ERR_BAD_ARG);
+    CHECK(SendMsg(NULL, proxy, 8) == VMMC_ERR_BAD_ARG);
+    CHECK(SendMsg(junk, proxy + sizeof src, 4) == VMMC_ERR_PROXY);
     CHECK(SendMsg(&src[BUF / 4 - 1], proxy + sizeof src - 4, 4) == VMMC_SUCCESS);
     spin_for(&ack, REVOKED, "node 0's word");
     uint32_t late = 0xbadu;
