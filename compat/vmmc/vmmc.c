@@ -12,8 +12,11 @@
  * no part: it may be spinning on its memory. Where that directory cannot
  * be read (another host) the importer asks the exporter (one active
  * message and its reply) for the region id, and the import is a round
- * trip: both need the exporter's progress. Either way the exporter's
- * permissions and unexports are enforced by flit's import and puts.
+ * trip: both need the exporter's progress, which a progress thread
+ * (FLIT_PROGRESS_THREAD=1) makes without the program, handlers then
+ * running on that thread: the export table is read there under
+ * table_lock. Either way the exporter's permissions and unexports are
+ * enforced by flit's import and puts.
  *
  * Destination proxy space: one range of this process's address space,
  * reserved inaccessible (PROT_NONE) and backed by nothing; each import
@@ -24,6 +27,8 @@
  */
 #include <flit/rma.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +63,10 @@ static struct export exports[MAX_EXPORTS];
 static struct import imports[MAX_IMPORTS];
 static char *proxy_space;
 static size_t proxy_used;
-static int answered;    /* the exporter's answer to our query is in */
-static uint64_t answer; /* its region id, 0: no such name */
+/* Written by the program, read by handlers, which a progress thread may run. */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int answered;    /* the exporter's answer to our query is in */
+static _Atomic uint64_t answer; /* its region id, 0: no such name */
 
 static int status(flit_status st)
 {
@@ -97,8 +104,10 @@ static void on_query(flit_token_t *t, void *buf, size_t n, const uint32_t *args,
                      unsigned nargs, void *user)
 {
     (void)buf, (void)n, (void)user;
+    pthread_mutex_lock(&table_lock);
     struct export *e = nargs == 1 ? export_named((int)args[0]) : NULL;
     uint64_t id = e ? e->id : 0;
+    pthread_mutex_unlock(&table_lock);
     uint32_t a[2] = {(uint32_t)id, (uint32_t)(id >> 32)};
     flit_am_reply_short(t, flit_handler(H_ANSWER), a, 2);
 }
@@ -115,9 +124,17 @@ static void on_notify(flit_ep_t *e, uint64_t export_id, flit_rank_t from, uint64
                       size_t len, void *user)
 {
     (void)e, (void)user;
-    for (int i = 0; i < MAX_EXPORTS; i++)
-        if (exports[i].used && exports[i].id == export_id && exports[i].handler)
-            exports[i].handler(exports[i].name, (int)from.idx, (size_t)offset, len);
+    VMMC_NotifyHandler fn = NULL;
+    int name = 0;
+    pthread_mutex_lock(&table_lock);
+    for (int i = 0; i < MAX_EXPORTS && !fn; i++)
+        if (exports[i].used && exports[i].id == export_id && exports[i].handler) {
+            fn = exports[i].handler;
+            name = exports[i].name;
+        }
+    pthread_mutex_unlock(&table_lock);
+    if (fn)
+        fn(name, (int)from.idx, (size_t)offset, len);
 }
 
 int VMMC_Init(void)
@@ -216,10 +233,12 @@ int VMMC_Export(int name, void *buf, size_t nbytes, const int *importers, int ni
         flit_rma_unexport(e->region);
     if (st != FLIT_OK)
         return status(st);
+    pthread_mutex_lock(&table_lock);
     e->used = 1;
     e->name = name;
     e->id = flit_rma_region_id(e->region);
     e->handler = handler;
+    pthread_mutex_unlock(&table_lock);
     return VMMC_SUCCESS;
 }
 
@@ -230,7 +249,9 @@ int VMMC_Unexport(int name)
     struct export *e = export_named(name);
     if (!e)
         return VMMC_ERR_NO_BUFFER;
+    pthread_mutex_lock(&table_lock);
     e->used = 0;
+    pthread_mutex_unlock(&table_lock);
     return status(flit_rma_unexport(e->region));
 }
 

@@ -62,7 +62,9 @@ extern int VMMC_Unexport(int name);
  * without the exporter's help (it may be computing, or spinning on its
  * buffer: SendMsg's data lands there all the same). From another host it
  * waits for the exporter to answer (it must make progress: VMMC_Poll, or
- * any call of this library), and so does the data of SendMsg.
+ * any call of this library), and so does the data of SendMsg, unless the
+ * exporter runs flit's progress thread (FLIT_PROGRESS_THREAD=1), which
+ * then does both, and runs notification handlers, on that thread.
  */
 extern int VMMC_Import(int node, int name, void **proxy, size_t *nbytes);
 extern int VMMC_Unimport(void *proxy);
