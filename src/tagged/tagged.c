@@ -47,6 +47,7 @@
  * and emptied under the mutex; larger ones are malloc'ed, filled and
  * emptied outside it.
  */
+#include <flit/handle.h>
 #include <flit/tagged.h>
 
 #include <pthread.h>
@@ -58,8 +59,6 @@
 #include <string.h>
 #include <time.h>
 
-#define TAGGED_MAGIC 0x666c74746167676dull /* "flttaggm" */
-#define REQ_MAGIC    0x74717271u           /* a live request */
 #define HDR_LEN      8u
 #define WHOLE_LEN    256u  /* payloads sent and taken whole with the header */
 #define SMALL_LEN    64u   /* unexpected payloads in the small pool */
@@ -79,7 +78,7 @@ enum req_state { ST_PENDING, ST_DONE };
 struct entry;
 
 struct flit_request {
-    uint32_t magic;    /* REQ_MAGIC while handed out */
+    void *self;        /* its handle while handed out (<flit/handle.h>) */
     uint8_t kind;      /* enum req_kind */
     bool posted;       /* in the posted queue (under the mutex) */
     _Atomic int state; /* enum req_state */
@@ -115,7 +114,7 @@ struct entry_pool {
 };
 
 struct flit_tagged {
-    uint64_t magic;
+    void *self; /* the handle its user holds */
     flit_ep_t *ep;
     flit_handler_t h;
     uint32_t size; /* of the job */
@@ -187,14 +186,21 @@ static inline bool matches(uint32_t want_src, uint64_t want_tag, uint32_t src,
            (want_tag == FLIT_ANY_TAG || want_tag == tag);
 }
 
-static inline bool ctx_ok(const struct flit_tagged *t)
+/* Contexts and requests are handed out as handles of these tables, never
+   as pointers: a destroyed context's or an ended request's value answers
+   FLIT_ERR_INVALID_ARG, also once its block (requests come back from the
+   free list at once) holds a new one. */
+static flit_handles_t *contexts, *requests;
+
+static inline struct flit_tagged *ctx_of(flit_tagged_t *h)
 {
-    return t && t->magic == TAGGED_MAGIC;
+    return flit_handle_get(&contexts, h);
 }
 
-static inline bool req_ok(const struct flit_request *r)
+/* The live request a handle names; NULL for any other value. */
+static inline struct flit_request *req_of(flit_request_t *h)
 {
-    return r && r->magic == REQ_MAGIC;
+    return flit_handle_get(&requests, h);
 }
 
 static inline bool req_done(struct flit_request *r)
@@ -219,7 +225,7 @@ static int64_t now_us(void)
 
 static void req_init(struct flit_request *r, struct flit_tagged *t, uint8_t kind)
 {
-    r->magic = REQ_MAGIC;
+    r->self = NULL;
     r->kind = kind;
     r->posted = false;
     atomic_init(&r->state, ST_PENDING);
@@ -243,12 +249,18 @@ static struct flit_request *req_get(struct flit_tagged *t, uint8_t kind)
         t->nreqs++;
     }
     req_init(r, t, kind);
+    if (flit_handle_new(&requests, r, &r->self) != FLIT_OK) {
+        r->next = t->free_reqs;
+        t->free_reqs = r;
+        return NULL;
+    }
     return r;
 }
 
 static void req_clear(struct flit_request *r)
 {
-    r->magic = 0;
+    (void)flit_handle_free(&requests, r->self);
+    r->self = NULL;
     r->kind = REQ_FREE;
 }
 
@@ -643,7 +655,7 @@ static bool req_done_cb(void *arg)
 /* Frees a complete request: its status, info filled, *reqp NULL. */
 static flit_status req_finish(flit_request_t **reqp, flit_tagged_info_t *info)
 {
-    struct flit_request *r = *reqp;
+    struct flit_request *r = req_of(*reqp);
     flit_status st = r->info.status;
     if (info)
         *info = r->info;
@@ -697,7 +709,6 @@ flit_status flit_tagged_create(flit_ep_t *ep, flit_handler_t h, flit_tagged_t **
     struct flit_tagged *t = calloc(1, sizeof *t);
     if (!t)
         return FLIT_ERR_NO_MEMORY;
-    t->magic = TAGGED_MAGIC;
     t->ep = ep;
     t->h = h;
     t->size = flit_job_size();
@@ -722,12 +733,14 @@ flit_status flit_tagged_create(flit_ep_t *ep, flit_handler_t h, flit_tagged_t **
         if (st != FLIT_OK)
             (void)flit_stream_register(ep, h, NULL, NULL);
     }
+    if (st == FLIT_OK && (st = flit_handle_new(&contexts, t, &t->self)) != FLIT_OK)
+        (void)flit_stream_register(ep, h, NULL, NULL);
     if (st != FLIT_OK) {
         pthread_mutex_destroy(&t->lock);
         free(t);
         return st;
     }
-    *out = t;
+    *out = t->self;
     return FLIT_OK;
 }
 
@@ -769,14 +782,15 @@ static void free_context(struct flit_tagged *t)
                 "and %llu lost for memory along the way\n",
                 t->me, t->h.idx, (unsigned long long)dropped, (unsigned long long)bytes,
                 (unsigned long long)t->malformed, (unsigned long long)t->lost);
+    (void)flit_handle_free(&contexts, t->self);
     pthread_mutex_destroy(&t->lock);
-    t->magic = 0;
     free(t);
 }
 
-flit_status flit_tagged_destroy(flit_tagged_t *t)
+flit_status flit_tagged_destroy(flit_tagged_t *h)
 {
-    if (!ctx_ok(t))
+    struct flit_tagged *t = ctx_of(h);
+    if (!t)
         return FLIT_ERR_INVALID_ARG;
     /* Also the handler check: a handler must not free what it runs in. */
     flit_status st = flit_poll(t->ep);
@@ -808,7 +822,7 @@ flit_status flit_tagged_destroy(flit_tagged_t *t)
 static flit_status check_send(const struct flit_tagged *t, flit_rank_t dest, uint64_t tag,
                               const void *buf, size_t len)
 {
-    if (!ctx_ok(t))
+    if (!t)
         return FLIT_ERR_INVALID_ARG;
     if (dest.idx >= t->size) /* FLIT_ANY_SOURCE included */
         return FLIT_ERR_RANK;
@@ -840,18 +854,20 @@ static flit_status send_message(struct flit_tagged *t, flit_rank_t dest, uint64_
     return flit_stream_sendmsg(t->ep, dest, t->h, iov, 2, 0);
 }
 
-flit_status flit_tagged_send(flit_tagged_t *t, flit_rank_t dest, uint64_t tag,
+flit_status flit_tagged_send(flit_tagged_t *h, flit_rank_t dest, uint64_t tag,
                              const void *buf, size_t len)
 {
+    struct flit_tagged *t = ctx_of(h);
     flit_status st = check_send(t, dest, tag, buf, len);
     if (st != FLIT_OK)
         return st;
     return send_message(t, dest, tag, buf, len);
 }
 
-flit_status flit_tagged_isend(flit_tagged_t *t, flit_rank_t dest, uint64_t tag,
+flit_status flit_tagged_isend(flit_tagged_t *h, flit_rank_t dest, uint64_t tag,
                               const void *buf, size_t len, flit_request_t **req)
 {
+    struct flit_tagged *t = ctx_of(h);
     flit_status st = check_send(t, dest, tag, buf, len);
     if (st != FLIT_OK)
         return st;
@@ -874,7 +890,7 @@ flit_status flit_tagged_isend(flit_tagged_t *t, flit_rank_t dest, uint64_t tag,
                                    .received = len,
                                    .status = FLIT_OK};
     atomic_store_explicit(&r->state, ST_DONE, memory_order_release);
-    *req = r;
+    *req = r->self;
     return FLIT_OK;
 }
 
@@ -883,7 +899,7 @@ flit_status flit_tagged_isend(flit_tagged_t *t, flit_rank_t dest, uint64_t tag,
 static flit_status check_recv(const struct flit_tagged *t, flit_rank_t source,
                               const void *buf, size_t size)
 {
-    if (!ctx_ok(t))
+    if (!t)
         return FLIT_ERR_INVALID_ARG;
     if (source.idx >= t->size && source.idx != FLIT_ANY_SOURCE)
         return FLIT_ERR_RANK;
@@ -939,9 +955,10 @@ static void recv_set(struct flit_request *r, uint32_t source, uint64_t tag, void
     r->size = size;
 }
 
-flit_status flit_tagged_irecv(flit_tagged_t *t, flit_rank_t source, uint64_t tag,
+flit_status flit_tagged_irecv(flit_tagged_t *h, flit_rank_t source, uint64_t tag,
                               void *buf, size_t size, flit_request_t **req)
 {
+    struct flit_tagged *t = ctx_of(h);
     flit_status st = check_recv(t, source, buf, size);
     if (st != FLIT_OK)
         return st;
@@ -960,15 +977,17 @@ flit_status flit_tagged_irecv(flit_tagged_t *t, flit_rank_t source, uint64_t tag
         return FLIT_ERR_NO_MEMORY;
     if (large)
         take_large(r, large);
+    void *handle = r->self; /* before it completes: another thread may end it */
     if (done || large)
         req_complete(r);
-    *req = r;
+    *req = handle;
     return FLIT_OK;
 }
 
-flit_status flit_tagged_recv(flit_tagged_t *t, flit_rank_t source, uint64_t tag,
+flit_status flit_tagged_recv(flit_tagged_t *h, flit_rank_t source, uint64_t tag,
                              void *buf, size_t size, flit_tagged_info_t *info)
 {
+    struct flit_tagged *t = ctx_of(h);
     flit_status st = check_recv(t, source, buf, size);
     if (st != FLIT_OK)
         return st;
@@ -995,9 +1014,9 @@ flit_status flit_tagged_recv(flit_tagged_t *t, flit_rank_t source, uint64_t tag,
 
 flit_status flit_tagged_test(flit_request_t **req, int *done, flit_tagged_info_t *info)
 {
-    if (!req || !req_ok(*req) || !done)
+    struct flit_request *r = req ? req_of(*req) : NULL;
+    if (!r || !done)
         return FLIT_ERR_INVALID_ARG;
-    struct flit_request *r = *req;
     if (!req_done(r)) {
         /* Inside a handler no progress can be made: test only looks. */
         flit_status st = flit_poll(r->t->ep);
@@ -1015,9 +1034,9 @@ flit_status flit_tagged_test(flit_request_t **req, int *done, flit_tagged_info_t
 flit_status flit_tagged_wait(flit_request_t **req, int64_t timeout_us,
                              flit_tagged_info_t *info)
 {
-    if (!req || !req_ok(*req))
+    struct flit_request *r = req ? req_of(*req) : NULL;
+    if (!r)
         return FLIT_ERR_INVALID_ARG;
-    struct flit_request *r = *req;
     if (!req_done(r)) {
         flit_status st = progress_until(r->t->ep, req_done_cb, r, timeout_us);
         if (st != FLIT_OK)
@@ -1049,7 +1068,7 @@ static bool waitall_advance(void *arg)
 {
     struct waitall *w = arg;
     while (w->next < w->n) {
-        flit_request_t *r = w->reqs[w->next];
+        struct flit_request *r = req_of(w->reqs[w->next]);
         if (r) {
             if (!req_done(r))
                 return false;
@@ -1066,18 +1085,19 @@ flit_status flit_tagged_waitall(size_t n, flit_request_t **reqs, int64_t timeout
     if (n && !reqs)
         return FLIT_ERR_INVALID_ARG;
     for (size_t i = 0; i < n; i++)
-        if (reqs[i] && !req_ok(reqs[i]))
+        if (reqs[i] && !req_of(reqs[i]))
             return FLIT_ERR_INVALID_ARG;
     struct waitall w = {.n = n, .reqs = reqs, .infos = infos, .first_bad = n};
     flit_status st = FLIT_OK;
     while (!waitall_advance(&w)) {
-        st = progress_until(w.reqs[w.next]->t->ep, waitall_advance, &w, timeout_us);
+        st = progress_until(req_of(w.reqs[w.next])->t->ep, waitall_advance, &w,
+                            timeout_us);
         if (st != FLIT_OK)
             break;
     }
     if (st != FLIT_OK) { /* finish what did complete; the rest stays */
         for (size_t i = w.next; i < n; i++)
-            if (reqs[i] && req_done(reqs[i]))
+            if (req_of(reqs[i]) && req_done(req_of(reqs[i])))
                 waitall_finish(&w, i);
         return st;
     }
@@ -1086,19 +1106,24 @@ flit_status flit_tagged_waitall(size_t n, flit_request_t **reqs, int64_t timeout
 
 flit_status flit_tagged_cancel(flit_request_t **req)
 {
-    if (!req || !req_ok(*req))
+    struct flit_request *r = req ? req_of(*req) : NULL;
+    if (!r)
         return FLIT_ERR_INVALID_ARG;
-    struct flit_request *r = *req;
     if (r->kind != REQ_RECV)
         return FLIT_ERR_AGAIN; /* a send is complete: wait for it */
     struct flit_tagged *t = r->t;
     lock(t);
-    bool posted = r->posted;
+    /* Again under the mutex that unlinks posted receives: a live, posted
+       request is this one, not one that took its block meanwhile. */
+    bool live = req_of(*req) == r;
+    bool posted = live && r->posted;
     if (posted) {
         posted_unlink(t, r);
         req_put_locked(t, r);
     }
     unlock(t);
+    if (!live)
+        return FLIT_ERR_INVALID_ARG;
     if (!posted)
         return FLIT_ERR_AGAIN;
     *req = NULL;
@@ -1132,16 +1157,17 @@ static bool probe_look(void *arg)
 
 static flit_status check_probe(const struct flit_tagged *t, flit_rank_t source)
 {
-    if (!ctx_ok(t))
+    if (!t)
         return FLIT_ERR_INVALID_ARG;
     if (source.idx >= t->size && source.idx != FLIT_ANY_SOURCE)
         return FLIT_ERR_RANK;
     return FLIT_OK;
 }
 
-flit_status flit_tagged_iprobe(flit_tagged_t *t, flit_rank_t source, uint64_t tag,
+flit_status flit_tagged_iprobe(flit_tagged_t *h, flit_rank_t source, uint64_t tag,
                                int *found, flit_tagged_info_t *info)
 {
+    struct flit_tagged *t = ctx_of(h);
     flit_status st = check_probe(t, source);
     if (st != FLIT_OK)
         return st;
@@ -1161,9 +1187,10 @@ flit_status flit_tagged_iprobe(flit_tagged_t *t, flit_rank_t source, uint64_t ta
     return FLIT_OK;
 }
 
-flit_status flit_tagged_probe(flit_tagged_t *t, flit_rank_t source, uint64_t tag,
+flit_status flit_tagged_probe(flit_tagged_t *h, flit_rank_t source, uint64_t tag,
                               int64_t timeout_us, flit_tagged_info_t *info)
 {
+    struct flit_tagged *t = ctx_of(h);
     flit_status st = check_probe(t, source);
     if (st != FLIT_OK)
         return st;
