@@ -14,6 +14,7 @@
 
 int AMUDP_VerboseErrors = 0;
 int AMUDP_SilentMode = 0;
+int AMUDP_PoliteSync = 0;
 int amx_initialized = 0;
 
 static struct amudp_eb *bundles[AMUDP_MAX_BUNDLES];
@@ -236,6 +237,9 @@ int AM_MoveEndpoint(ep_t h, eb_t from, eb_t to)
 static void peer_down(flit_ep_t *fep, flit_rank_t peer, flit_status reason, void *user)
 {
     (void)fep;
+    struct amudp_ep *ep = (struct amudp_ep *)user;
+    ep->peers_down++; /* a wait for it ends (amx_wait_until) */
+    amx_auto_peer_down(ep, peer.idx);
     if (!amx_spmd_exiting())
         fprintf(stderr, "AMUDP: endpoint %u: proc %u is down: %s\n",
                 ((struct amudp_ep *)user)->serial, peer.idx, flit_strerror(reason));
@@ -265,7 +269,15 @@ static flit_status ep_open(struct amudp_ep *ep, int par)
         (st = flit_am_register(ep->fep, flit_handler(AMX_H_SEGA), amx_seg_answer,
                                &ep->slot[AMX_H_SEGA])) == FLIT_OK &&
         (st = flit_am_register(ep->fep, flit_handler(AMX_H_GATHER), amx_gather_part,
-                               &ep->slot[AMX_H_GATHER])) == FLIT_OK)
+                               &ep->slot[AMX_H_GATHER])) == FLIT_OK &&
+        (st = flit_am_register(ep->fep, flit_handler(AMX_H_AUTO), amx_auto_told,
+                               &ep->slot[AMX_H_AUTO])) == FLIT_OK &&
+        (st = flit_am_register(ep->fep, flit_handler(AMX_H_AUTO_ACK), amx_auto_acked,
+                               &ep->slot[AMX_H_AUTO_ACK])) == FLIT_OK &&
+        (st = flit_am_register(ep->fep, flit_handler(AMX_H_ARRIVE), amx_barrier_arrive,
+                               &ep->slot[AMX_H_ARRIVE])) == FLIT_OK &&
+        (st = flit_am_register(ep->fep, flit_handler(AMX_H_RELEASE), amx_barrier_release,
+                               &ep->slot[AMX_H_RELEASE])) == FLIT_OK)
         st = flit_am_register(ep->fep, flit_handler(AMX_H_SCATTER), amx_gather_whole,
                               &ep->slot[AMX_H_SCATTER]);
     if (st != FLIT_OK)
@@ -301,6 +313,7 @@ int AM_AllocateEndpoint(eb_t h, ep_t *endp, en_t *endpoint_name)
     ep->serial = ep_serial++;
     ep->name = amx_name(flit_job_rank().idx, ep->serial);
     ep->stats = AMUDP_initial_stats;
+    ep->owed_head = AMX_NONE;
     if (!bundle_add(bundle, ep)) {
         AM_FreeEndpoint(ep->self);
         return amx_err(AM_ERR_RESOURCE, "AM_AllocateEndpoint", "out of memory");
@@ -552,6 +565,17 @@ int _AM_SetHandlerAny(ep_t h, handler_t *handler, amudp_handler_fn_t function)
     return amx_err(AM_ERR_RESOURCE, "AM_SetHandlerAny", "handler table full");
 }
 
+int AMUDP_SetHandlerCallbacks(ep_t h, AMUDP_preHandlerCallback_t preHandlerCallback,
+                              AMUDP_postHandlerCallback_t postHandlerCallback)
+{
+    struct amudp_ep *ep = amx_ep_of(h);
+    if (!ep)
+        return amx_err(AM_ERR_BAD_ARG, "AMUDP_SetHandlerCallbacks", "not an endpoint");
+    ep->pre = preHandlerCallback;
+    ep->post = postHandlerCallback;
+    return AM_OK;
+}
+
 /* ---------------------------------------------------------------- events, poll */
 
 int AM_GetEventMask(eb_t h, int *mask)
@@ -581,6 +605,7 @@ int AM_Poll(eb_t h)
         flit_status st = flit_poll(bundle->eps[i]->fep);
         if (st != FLIT_OK)
             return amx_status(st, "AM_Poll");
+        amx_auto_flush(bundle->eps[i]);
     }
     return AM_OK;
 }
@@ -608,6 +633,58 @@ static int sleep_on(struct amudp_eb *eb)
     }
     poll(fds, (nfds_t)n, eb->n > 64 ? 1 : -1); /* EINTR: the caller loops */
     return 0;
+}
+
+/* ---------------------------------------------------------------- waits */
+
+int amx_polite_sleep(struct amudp_ep *ep)
+{
+    struct pollfd fd = {.events = POLLIN};
+    flit_status st = flit_ep_arm(ep->fep);
+    if (st == FLIT_ERR_AGAIN)
+        return 1;
+    if (st != FLIT_OK || flit_ep_fd(ep->fep, &fd.fd) != FLIT_OK)
+        return -1;
+    poll(&fd, 1, -1); /* EINTR: the caller looks again */
+    return 0;
+}
+
+flit_status amx_send_own(struct amudp_ep *ep, flit_rank_t to, unsigned h, const void *buf,
+                         size_t len, const uint32_t *args, unsigned nargs)
+{
+    unsigned flags = AMUDP_PoliteSync && !flit_in_handler() ? FLIT_AM_NONBLOCK : 0;
+    for (;;) {
+        flit_status st = buf ? flit_am_medium(ep->fep, to, flit_handler((uint16_t)h), buf,
+                                              len, args, nargs, flags)
+                             : flit_am_short(ep->fep, to, flit_handler((uint16_t)h), args,
+                                             nargs, flags);
+        if (st != FLIT_ERR_AGAIN || !flags)
+            return st;
+        if (amx_polite_sleep(ep) < 0)
+            return FLIT_ERR_SYSTEM;
+        if ((st = flit_poll(ep->fep)) != FLIT_OK) /* the room comes back here */
+            return st;
+    }
+}
+
+int amx_wait_until(struct amudp_ep *ep, int (*done)(void *), void *arg, const char *fn)
+{
+    uint64_t down = ep->peers_down;
+    for (;;) {
+        flit_status st = flit_poll(ep->fep);
+        if (st != FLIT_OK)
+            return amx_status(st, fn);
+        if (done(arg))
+            return AM_OK;
+        if (ep->peers_down != down)
+            return amx_err(AM_ERR_RESOURCE, fn, "a proc went down while waiting");
+        if (!AMUDP_PoliteSync)
+            st = flit_wait(ep->fep, 100000); /* polls FLIT_SPIN_US, then sleeps */
+        else if (amx_polite_sleep(ep) < 0)
+            return amx_err(AM_ERR_RESOURCE, fn, "cannot sleep on the endpoint");
+        if (st != FLIT_OK && st != FLIT_ERR_TIMEOUT)
+            return amx_status(st, fn);
+    }
 }
 
 /*

@@ -53,7 +53,10 @@
 #include <flit/handle.h>
 #include <flit/rma.h>
 
+#include <sys/types.h>
+
 #include "amudp.h"
+#include "amudp_spmd.h"
 
 enum amx_kind {
     AMX_SHORT = 0,
@@ -73,7 +76,11 @@ enum amx_kind {
 #define AMX_H_SCATTER       (AMX_H_REFUSED + 2) /* AllGather: the whole, from rank 0 */
 #define AMX_H_SEGQ          (AMX_H_REFUSED + 3) /* which export is your segment? */
 #define AMX_H_SEGA          (AMX_H_REFUSED + 4) /* its answer */
-#define AMX_H_COUNT         (AMX_H_REFUSED + 5)
+#define AMX_H_AUTO          (AMX_H_REFUSED + 5) /* automatic replies owed: [count] */
+#define AMX_H_AUTO_ACK      (AMX_H_REFUSED + 6) /* their receipt: [count] */
+#define AMX_H_ARRIVE        (AMX_H_REFUSED + 7) /* SPMD barrier: [epoch], to rank 0 */
+#define AMX_H_RELEASE       (AMX_H_REFUSED + 8) /* SPMD barrier: [epoch], from rank 0 */
+#define AMX_H_COUNT         (AMX_H_REFUSED + 9)
 
 /* Xfer with more arguments than this carries its offset in the payload. */
 #define AMX_LONG_ARGS (FLIT_AM_MAX_ARGS - 2)
@@ -104,7 +111,11 @@ struct amx_peer {
     uint32_t asked; /* serial of the last question */
     int answered;
     uint64_t seg_id; /* its answer: the export's id, 0 for none */
+    uint32_t owed;   /* automatic replies owed it, not told yet */
+    uint32_t unacked;   /* told it, not acknowledged yet */
+    uint32_t owed_next; /* the next peer owed some (AMX_NONE: none) */
 };
+#define AMX_NONE UINT32_MAX
 
 /* What a flit handler needs to find its AM-2 handler. */
 struct amx_slot {
@@ -132,6 +143,13 @@ struct amudp_ep {
     uint64_t handled; /* AM-2 handlers run: AM_WaitSema's event */
     amudp_stats_t stats;
     uint64_t retransmits_before; /* flit's count at the last reset */
+    AMUDP_preHandlerCallback_t pre; /* AMUDP_SetHandlerCallbacks */
+    AMUDP_postHandlerCallback_t post;
+    /* Automatic replies (amudp_auto.c): the first peer owed some (a list
+       through peers[].owed_next), the counts told and not acknowledged */
+    uint32_t owed_head;
+    uint64_t auto_unacked;
+    uint64_t peers_down; /* peers gone so far: a wait for one of them ends */
 };
 
 struct amudp_eb {
@@ -149,6 +167,7 @@ struct amx_token {
     flit_token_t *ft; /* NULL for a returned message */
     flit_rank_t peer; /* a returned message's destination (else: amx_token_peer) */
     int is_request;
+    int replied; /* a request's handler replied (else AMUDP replies for it) */
 };
 
 /* The sender of the message a token stands for; for a returned message, the
@@ -235,6 +254,34 @@ void amx_returned(flit_ep_t *fep, const flit_returned_t *info, void *user);
 void amx_refused(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
                  unsigned nargs, void *user);
 
+/* amudp_auto.c: AMUDP's automatic reply to a request its handler left
+   unanswered, counted as a short reply sent by the receiver and received
+   by the sender. The receiver counts at once; the sender learns of them in
+   batches (AMX_H_AUTO), sent when the program next polls, requests or
+   waits, each acknowledged, so that SPMD barriers can wait until every
+   count told has arrived. */
+void amx_auto_owe(struct amudp_ep *ep, flit_rank_t sender);
+void amx_auto_peer_down(struct amudp_ep *ep, uint32_t rank);
+void amx_auto_flush(struct amudp_ep *ep);
+/* Flushes, then waits until every count told was acknowledged. */
+int amx_auto_settle(struct amudp_ep *ep, const char *fn);
+void amx_auto_told(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                   unsigned nargs, void *user);
+void amx_auto_acked(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                    unsigned nargs, void *user);
+
+/* amudp_ep.c: waits (AMUDP_PoliteSync). amx_polite_sleep sleeps until the
+   endpoint has work (0), or answers 1 when it has some already, -1 when it
+   cannot sleep. amx_wait_until makes progress until done(arg), as
+   AMUDP_PoliteSync says: polling between sleeps, or only sleeping; an AM
+   status (AM_ERR_RESOURCE once a peer went down meanwhile). */
+int amx_polite_sleep(struct amudp_ep *ep);
+/* A message of the library's own, a request (buf NULL: a short), waiting
+   for room as AMUDP_PoliteSync says. */
+flit_status amx_send_own(struct amudp_ep *ep, flit_rank_t to, unsigned h, const void *buf,
+                         size_t len, const uint32_t *args, unsigned nargs);
+int amx_wait_until(struct amudp_ep *ep, int (*done)(void *), void *arg, const char *fn);
+
 /* amudp_xfer.c */
 void amx_seg_export(struct amudp_ep *ep);
 struct amx_peer *amx_peer_of(struct amudp_ep *ep, uint32_t rank);
@@ -253,12 +300,32 @@ void amx_seg_answer(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *
 int amx_spawn_custom(int nproc, int argc, char **argv, int (*fn)(int, int, char **));
 __attribute__((noreturn)) void amx_spawn_relay(char **argv);
 int amx_spawn_worker(int *argc, char ***argv);
+void amx_spawn_inherit(void);
 void amx_spawn_exit(int code);
 
-/* amudp_spmd.c */
+/* amudp_flitrun.c: the flitrun that starts the workers (the order is
+   explained there); a path, or "flitrun" for execvp to find on $PATH */
 const char *amx_flitrun_path(void);
+
+/* amudp_master.c: the master (`prog NPROCS [SPAWNFN] args`) */
+#define AMX_ENV_DEPTH   "AMUDP_NETWORKDEPTH" /* the master's networkdepth */
+#define AMX_ENV_ARGV0   "AMUDP_ARGV0"        /* argv[0] as the master got it */
+#define AMX_ENV_EXIT_FD "AMUDP_EXIT_FD"      /* where a worker says it ended */
+int amx_master_start(int argc, char **argv, int nproc, int depth, amudp_spawnfn_t fn);
+/* Starts flitrun with arguments fa (fa[0] the program), in a child that
+   ends with this process; its pid, or -1. */
+pid_t amx_start_flitrun(char **fa);
+/* Waits for that child, reading the workers' exit words from fd (-1:
+   none); the job's exit status, AMUDP's way (amudp_master.c). */
+int amx_wait_job(pid_t pid, int fd);
+
+/* amudp_spmd.c */
 void amx_gather_part(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
                      unsigned nargs, void *user);
+void amx_barrier_arrive(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                        unsigned nargs, void *user);
+void amx_barrier_release(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                         unsigned nargs, void *user);
 void amx_gather_whole(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
                       unsigned nargs, void *user);
 

@@ -171,6 +171,7 @@ struct amx_msg {
     size_t nbytes;
     uintptr_t off;
     unsigned nargs;
+    unsigned flags; /* a request's: FLIT_AM_NONBLOCK for a polite wait */
     uint32_t args[AMUDP_MAX_SHORT + 2]; /* room for a long's offset */
 };
 
@@ -230,7 +231,7 @@ static flit_status send_long(struct amudp_ep *ep, flit_rank_t dest, flit_token_t
     }
     flit_handler_t fh = flit_handler((uint16_t)AMX_H_INDEX(kind, ft != NULL, m->h));
     st = ft ? flit_am_reply_medium(ft, fh, src, len, m->args, n)
-            : flit_am_medium(ep->fep, dest, fh, src, len, m->args, n, 0);
+            : flit_am_medium(ep->fep, dest, fh, src, len, m->args, n, m->flags);
     free(tmp);
     if (st == FLIT_OK)
         count_sent(ep, ft != NULL, m, 4u * n + len);
@@ -248,11 +249,11 @@ static inline flit_status send_msg(struct amudp_ep *ep, flit_rank_t dest,
     flit_status st;
     if (m->kind == AMX_SHORT)
         st = ft ? flit_am_reply_short(ft, fh, m->args, m->nargs)
-                : flit_am_short(ep->fep, dest, fh, m->args, m->nargs, 0);
+                : flit_am_short(ep->fep, dest, fh, m->args, m->nargs, m->flags);
     else
         st = ft ? flit_am_reply_medium(ft, fh, m->src, m->nbytes, m->args, m->nargs)
                 : flit_am_medium(ep->fep, dest, fh, m->src, m->nbytes, m->args, m->nargs,
-                                 0);
+                                 m->flags);
     if (st == FLIT_OK)
         count_sent(ep, ft != NULL, m, 4u * m->nargs + m->nbytes);
     return st;
@@ -276,9 +277,29 @@ static inline int make_msg(struct amx_msg *m, unsigned kind, handler_t h, const 
     m->nbytes = nbytes;
     m->off = off;
     m->nargs = (unsigned)numargs;
+    m->flags = 0;
     for (int i = 0; i < numargs; i++)
         m->args[i] = (uint32_t)va_arg(ap, int);
     return AM_OK;
+}
+
+/* A request that sleeps while its destination has no room for it
+   (AMUDP_PoliteSync) instead of polling for FLIT_SPIN_US first. */
+static int polite_request(struct amudp_ep *ep, flit_rank_t rank, struct amx_msg *m,
+                          const char *fn)
+{
+    if (flit_in_handler()) /* flit refuses it there, as AM-2 does */
+        return amx_status(send_msg(ep, rank, NULL, m), fn);
+    m->flags = FLIT_AM_NONBLOCK;
+    for (;;) {
+        flit_status st = send_msg(ep, rank, NULL, m);
+        if (st != FLIT_ERR_AGAIN)
+            return amx_status(st, fn);
+        if (amx_polite_sleep(ep) < 0)
+            return amx_err(AM_ERR_RESOURCE, fn, "cannot sleep on the endpoint");
+        if ((st = flit_poll(ep->fep)) != FLIT_OK) /* the room comes back here */
+            return amx_status(st, fn);
+    }
 }
 
 static int request(ep_t handle, amudp_node_t dest, unsigned kind, handler_t h,
@@ -293,7 +314,13 @@ static int request(ep_t handle, amudp_node_t dest, unsigned kind, handler_t h,
         return amx_err(AM_ERR_BAD_ARG, fn, "reply_endpoint: translation not in use");
     struct amx_msg m;
     int rc = make_msg(&m, kind, h, sa, nbytes, off, numargs, ap, fn);
-    return rc != AM_OK ? rc : amx_status(send_msg(ep, rank, NULL, &m), fn);
+    if (rc != AM_OK)
+        return rc;
+    if (ep->owed_head != AMX_NONE)
+        amx_auto_flush(ep); /* AMUDP polls before each request */
+    if (AMUDP_PoliteSync)
+        return polite_request(ep, rank, &m, fn);
+    return amx_status(send_msg(ep, rank, NULL, &m), fn);
 }
 
 static int reply(void *token, unsigned kind, handler_t h, const void *sa, size_t nbytes,
@@ -304,7 +331,10 @@ static int reply(void *token, unsigned kind, handler_t h, const void *sa, size_t
         return amx_err(AM_ERR_BAD_ARG, fn, "not the token of a running request handler");
     struct amx_msg m;
     int rc = make_msg(&m, kind, h, sa, nbytes, off, numargs, ap, fn);
-    return rc != AM_OK ? rc : amx_status(send_msg(t->ep, flit_rank(0), t->ft, &m), fn);
+    if (rc == AM_OK &&
+        (rc = amx_status(send_msg(t->ep, flit_rank(0), t->ft, &m), fn)) == AM_OK)
+        t->replied = 1;
+    return rc;
 }
 
 int AMUDP_RequestVA(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t handler,
@@ -446,7 +476,14 @@ static void deliver_returned(struct amudp_ep *ep, flit_rank_t peer, int status,
     if (!f)
         AMUDP_FatalErr("returned message: %s, opcode %d, handler %u, destination rank %u",
                        status_name(status), opcode, h, peer.idx);
+    int is_req = opcode <= AM_REQUEST_XFER_M; /* AM_REQUEST_M ... AM_REPLY_XFER_M */
+    amudp_category_t c =
+        (amudp_category_t)((opcode - AM_REQUEST_M) % amudp_NumCategories);
+    if (ep->pre)
+        ep->pre(c, is_req, 0, &t, NULL, 0, 0, NULL);
     ((void (*)(int, op_t, void *))f)(status, opcode, &t);
+    if (ep->post)
+        ep->post(c, is_req);
     t.magic = 0;
 }
 
@@ -477,6 +514,8 @@ void amx_returned(flit_ep_t *fep, const flit_returned_t *info, void *user)
     if (amx_seg_returned(ep, info))
         return;
     unsigned idx = info->handler.idx;
+    if (idx >= AMX_H_AUTO && idx < AMX_H_COUNT)
+        return; /* the library's own word to a peer gone: nothing of the program's */
     op_t op = idx < AMX_H_REFUSED ? opcode_of(AMX_H_KIND(idx), AMX_H_IS_REPLY(idx))
                                   : AM_REQUEST_M;
     deliver_returned(ep, info->peer, status_of(info->reason), op, idx & 255);
@@ -584,9 +623,16 @@ void amx_dispatch(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *ar
     else
         ep->stats.RequestsReceived[c]++;
     ep->handled++;
+    if (ep->pre) /* AMUDP's tracing hooks: a short shows no payload */
+        ep->pre(c, !is_reply, (int)h, &t, kind == AMX_SHORT ? NULL : buf,
+                kind == AMX_SHORT ? 0 : nbytes, (int)nargs, (uint32_t *)args);
     if (kind == AMX_SHORT)
         call_short(ep->handler[h], &t, args, nargs);
     else
         call_bulk(ep->handler[h], &t, buf, nbytes, args, nargs);
+    if (ep->post)
+        ep->post(c, !is_reply);
+    if (!is_reply && !t.replied)
+        amx_auto_owe(ep, flit_token_rank(ft)); /* AMUDP replies for it */
     t.magic = 0;
 }

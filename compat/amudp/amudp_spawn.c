@@ -18,7 +18,8 @@
  *    AMUDP_SPMDExit), which the master passes to the relay, which exits
  *    with it: flitrun then sees the rank end as the worker did, and stops
  *    the job as it does for a rank of its own. A worker that ends without a
- *    word (killed) ends its relay with status 1.
+ *    word (killed) ends its relay with status 255, AMUDP's for a lost
+ *    worker.
  *
  * The master serves until flitrun is done and exits with its status.
  * Messages are lines: a relay sends "R", its variables, an empty line; a
@@ -26,6 +27,7 @@
  * exit code, worker to master to relay.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -119,7 +121,7 @@ void amx_spawn_relay(char **argv)
     int code;
     if (read_line(fd, line, sizeof line) >= 0 && sscanf(line, "X %d", &code) == 1)
         _exit(code);
-    _exit(1); /* the worker ended without a word */
+    _exit(255); /* the worker died without a word: AMUDP's status for a lost worker */
 }
 
 /* ---------------------------------------------------------------- worker */
@@ -171,6 +173,27 @@ int amx_spawn_worker(int *argc, char ***argv)
     *argv = a + 2;
     *argc -= 2;
     return AM_OK;
+}
+
+/* A worker of the library's spawn functions: the socket its master reads
+   exit words from, inherited (AMX_ENV_EXIT_FD); its children do not get
+   it. Nothing when there is none, or the number names no such socket. */
+void amx_spawn_inherit(void)
+{
+    const char *v = getenv(AMX_ENV_EXIT_FD);
+    char *end;
+    long fd = v ? strtol(v, &end, 10) : -1;
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (worker_fd >= 0 || !v || *end || fd < 0 || fd > 1 << 20 ||
+        getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+        type != SOCK_DGRAM || fcntl((int)fd, F_SETFD, FD_CLOEXEC) != 0) {
+        unsetenv(AMX_ENV_EXIT_FD);
+        return;
+    }
+    unsetenv(AMX_ENV_EXIT_FD);
+    worker_fd = (int)fd;
+    on_exit(at_exit, NULL);
 }
 
 /* ---------------------------------------------------------------- master */
@@ -346,13 +369,7 @@ static pid_t start_flitrun(int nproc, int argc, char **argv, const char *exe,
     fa[k++] = (char *)exe;
     for (int i = 1; i < argc; i++)
         fa[k++] = argv[i];
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execvp(fa[0], fa);
-        fprintf(stderr, "AMUDP: cannot run %s: %s\n", fa[0], strerror(errno));
-        _exit(127);
-    }
+    pid_t pid = amx_start_flitrun(fa);
     free(fa);
     return pid;
 }
@@ -374,7 +391,7 @@ int amx_spawn_custom(int nproc, int argc, char **argv, int (*fn)(int, int, char 
             close(lfd);
         return amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDStartup", "cannot listen for workers");
     }
-    wa[0] = exe;
+    wa[0] = argv[0]; /* as the program was given it, as AMUDP passes it */
     wa[1] = (char *)AMX_WORKER_ARG;
     wa[2] = where;
     for (int i = 1; i < argc; i++)

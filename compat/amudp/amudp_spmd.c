@@ -32,17 +32,12 @@
 #include "amudp_internal.h"
 #include "amudp_spmd.h"
 
-#ifndef FLIT_AMUDP_FLITRUN
-#define FLIT_AMUDP_FLITRUN "flitrun"
-#endif
-
 #define CTL_EXIT      0 /* control endpoint: args[0] the exit code */
 #define CTL_ACK       1
 #define CTL_DIE       2
 #define CTL_POLL_MS   20 /* how often the exit thread looks for an exit word */
 #define DEFAULT_DEPTH 8
 #define EXIT_WAIT_NS  2000000000LL
-#define ENV_DEPTH     "AMUDP_NETWORKDEPTH" /* the master's networkdepth */
 
 extern char **environ;
 
@@ -253,9 +248,7 @@ static flit_status send_chunks(flit_rank_t to, unsigned h, const unsigned char *
     for (size_t off = 0; off < len;) {
         size_t c = len - off < FLIT_AM_MAX_MEDIUM ? len - off : FLIT_AM_MAX_MEDIUM;
         uint32_t args[2] = {(uint32_t)off, (uint32_t)((uint64_t)off >> 32)};
-        flit_status st =
-            flit_am_medium(amx_ep_of(spmd.ep)->fep, to, flit_handler((uint16_t)h),
-                           buf + off, c, args, 2, 0);
+        flit_status st = amx_send_own(amx_ep_of(spmd.ep), to, h, buf + off, c, args, 2);
         if (st != FLIT_OK)
             return st;
         off += c;
@@ -292,30 +285,101 @@ void amx_gather_whole(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t
     gather_store(0, args, nargs, buf, nbytes, spmd.len * spmd.size);
 }
 
-static flit_status gather(const void *source, void *dest, size_t len)
+/*
+ * The SPMD barrier, on the SPMD endpoint's messages so that its waits go
+ * as AMUDP_PoliteSync says (flit_barrier polls FLIT_SPIN_US whatever the
+ * program asked): each proc tells rank 0 it arrived (AMX_H_ARRIVE
+ * [epoch]); rank 0, once every other proc has, releases them
+ * (AMX_H_RELEASE [epoch]). A proc is released from epoch e before it can
+ * arrive for e + 1, so rank 0 counts arrivals by the epoch's parity. The
+ * automatic replies each proc told are settled first: after a barrier the
+ * job's reply counts add up, as AMUDP's statistics do.
+ */
+static uint32_t epoch;      /* barriers this proc entered */
+static uint32_t arrived[2]; /* rank 0: arrivals, by the epoch's parity */
+static uint32_t released;   /* the last epoch rank 0 released */
+
+void amx_barrier_arrive(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                        unsigned nargs, void *user)
 {
-    flit_ep_t *f = amx_ep_of(spmd.ep)->fep;
+    (void)ft, (void)buf, (void)nbytes, (void)user;
+    if (nargs == 1 && spmd.rank == 0)
+        arrived[args[0] & 1]++;
+}
+
+void amx_barrier_release(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
+                         unsigned nargs, void *user)
+{
+    (void)buf, (void)nbytes, (void)user;
+    if (nargs == 1 && flit_token_rank(ft).idx == 0)
+        released = args[0];
+}
+
+static int all_arrived(void *arg)
+{
+    (void)arg;
+    return arrived[epoch & 1] >= spmd.size - 1;
+}
+
+static int was_released(void *arg)
+{
+    (void)arg;
+    return released == epoch;
+}
+
+static int spmd_barrier(const char *fn)
+{
+    struct amudp_ep *ep = amx_ep_of(spmd.ep);
+    int rc = amx_auto_settle(ep, fn);
+    if (rc != AM_OK)
+        return rc;
+    uint32_t e = ++epoch;
+    flit_status st = FLIT_OK;
+    if (spmd.rank != 0) {
+        st = amx_send_own(ep, flit_rank(0), AMX_H_ARRIVE, NULL, 0, &e, 1);
+        return st != FLIT_OK ? amx_status(st, fn)
+                             : amx_wait_until(ep, was_released, NULL, fn);
+    }
+    if ((rc = amx_wait_until(ep, all_arrived, NULL, fn)) != AM_OK)
+        return rc;
+    arrived[e & 1] = 0;
+    for (uint32_t r = 1; st == FLIT_OK && r < spmd.size; r++)
+        st = amx_send_own(ep, flit_rank(r), AMX_H_RELEASE, NULL, 0, &e, 1);
+    return amx_status(st, fn);
+}
+
+static int gathered(void *need)
+{
+    return spmd.got >= *(size_t *)need;
+}
+
+static int gather(const void *source, void *dest, size_t len)
+{
+    static const char fn[] = "AMUDP_SPMDAllGather";
+    struct amudp_ep *ep = amx_ep_of(spmd.ep);
     spmd.dest = (unsigned char *)dest;
     spmd.len = len;
     spmd.got = 0;
-    flit_status st = flit_barrier(f); /* every dest is in place */
+    int rc = spmd_barrier(fn); /* every dest is in place */
     size_t need = len * spmd.size;
-    if (st == FLIT_OK && spmd.rank == 0) {
+    if (rc == AM_OK && spmd.rank == 0) {
         memcpy(dest, source, len);
         need -= len;
-    } else if (st == FLIT_OK) {
-        st = send_chunks(flit_rank(0), AMX_H_GATHER, (const unsigned char *)source, len);
+    } else if (rc == AM_OK) {
+        rc = amx_status(
+            send_chunks(flit_rank(0), AMX_H_GATHER, (const unsigned char *)source, len),
+            fn);
     }
-    while (st == FLIT_OK && spmd.got < need)
-        if ((st = flit_wait(f, 100000)) == FLIT_ERR_TIMEOUT)
-            st = FLIT_OK;
-    for (uint32_t r = 1; st == FLIT_OK && spmd.rank == 0 && r < spmd.size; r++)
-        st = send_chunks(flit_rank(r), AMX_H_SCATTER, (const unsigned char *)dest,
-                         len * spmd.size);
-    if (st == FLIT_OK)
-        st = flit_barrier(f); /* no piece of this round is still on its way */
+    if (rc == AM_OK)
+        rc = amx_wait_until(ep, gathered, &need, fn);
+    for (uint32_t r = 1; rc == AM_OK && spmd.rank == 0 && r < spmd.size; r++)
+        rc = amx_status(send_chunks(flit_rank(r), AMX_H_SCATTER,
+                                    (const unsigned char *)dest, len * spmd.size),
+                        fn);
+    if (rc == AM_OK)
+        rc = spmd_barrier(fn); /* no piece of this round is still on its way */
     spmd.dest = NULL;
-    return st;
+    return rc;
 }
 
 int AMUDP_SPMDAllGather(void *source, void *dest, size_t len)
@@ -325,7 +389,7 @@ int AMUDP_SPMDAllGather(void *source, void *dest, size_t len)
                        "AMUDP_SPMDStartup not called");
     if ((len && (!source || !dest)) || len > SIZE_MAX / spmd.size)
         return amx_err(AM_ERR_BAD_ARG, "AMUDP_SPMDAllGather", "source, dest or len");
-    return amx_status(gather(source, dest, len), "AMUDP_SPMDAllGather");
+    return gather(source, dest, len);
 }
 
 int AMUDP_SPMDBarrier(void)
@@ -333,7 +397,17 @@ int AMUDP_SPMDBarrier(void)
     if (!spmd.started)
         return amx_err(AM_ERR_NOT_INIT, "AMUDP_SPMDBarrier",
                        "AMUDP_SPMDStartup not called");
-    return amx_status(flit_barrier(amx_ep_of(spmd.ep)->fep), "AMUDP_SPMDBarrier");
+    return spmd_barrier("AMUDP_SPMDBarrier");
+}
+
+/* flit offers no checkpointing (AMUDP's needs BLCR): the documented failure. */
+int AMUDP_SPMDCheckpoint(eb_t *eb, ep_t *ep, const char *dir)
+{
+    (void)eb, (void)ep;
+    amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDCheckpoint",
+            dir ? "checkpointing is not offered on flit" : "dir is NULL");
+    errno = dir ? ENOTSUP : EINVAL;
+    return -1;
 }
 
 int AMUDP_SPMDNumProcs(void)
@@ -458,150 +532,15 @@ static int worker_start(int depth, uint64_t *networkpid, eb_t *eb, ep_t *ep)
     return AM_OK;
 }
 
-/* ---------------------------------------------------------------- master */
-
-/* AMUDP_FLITRUN, else the installed flitrun, else flitrun on PATH. */
-const char *amx_flitrun_path(void)
+/* flitrun ran the master's program by its full path; the program gets
+   argv[0] back as the master was given it, as AMUDP's spawners pass it. */
+static void restore_argv0(char **argv)
 {
-    const char *flitrun = getenv("AMUDP_FLITRUN");
-    if (!flitrun || !*flitrun)
-        flitrun = access(FLIT_AMUDP_FLITRUN, X_OK) == 0 ? FLIT_AMUDP_FLITRUN : "flitrun";
-    return flitrun;
-}
-
-/* Replaces this process by flitrun starting nproc workers of argv. Returns
-   only when that fails (0). */
-static int spawn(int nproc, int argc, char **argv, const char *hosts, const char *launch)
-{
-    static char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = 0;
-    const char *flitrun = amx_flitrun_path();
-    char count[16];
-    snprintf(count, sizeof count, "%d", nproc);
-    char **fa = calloc((size_t)argc + 10, sizeof *fa);
-    if (!fa)
-        return 0;
-    int k = 0;
-    fa[k++] = (char *)flitrun;
-    fa[k++] = (char *)"-n";
-    fa[k++] = count;
-    if (hosts) {
-        fa[k++] = (char *)"--hosts";
-        fa[k++] = (char *)hosts;
-    }
-    if (launch) {
-        fa[k++] = (char *)"--launch";
-        fa[k++] = (char *)launch;
-    }
-    fa[k++] = (char *)"--";
-    fa[k++] = n > 0 ? exe : argv[0];
-    for (int i = 1; i < argc; i++)
-        fa[k++] = argv[i];
-    fflush(NULL);
-    execvp(fa[0], fa);
-    fprintf(stderr, "AMUDP: cannot run %s: %s\n", fa[0], strerror(errno));
-    free(fa);
-    return 0;
-}
-
-int AMUDP_SPMDLocalSpawn(int nproc, int argc, char **argv)
-{
-    return spawn(nproc, argc, argv, NULL, NULL);
-}
-
-/* SSH_SERVERS: host names separated by blanks or commas. */
-static const char *servers(void)
-{
-    static char list[4096];
-    const char *s = getenv("SSH_SERVERS");
-    if (!s || !*s || strlen(s) >= sizeof list) {
-        fprintf(stderr, "AMUDP: set SSH_SERVERS to the hosts to run on\n");
-        return NULL;
-    }
-    strcpy(list, s);
-    for (char *p = list; *p; p++)
-        if (*p == ' ' || *p == '\t')
-            *p = ',';
-    return list;
-}
-
-int AMUDP_SPMDSshSpawn(int nproc, int argc, char **argv)
-{
-    const char *hosts = servers();
-    return hosts ? spawn(nproc, argc, argv, hosts, NULL) : 0;
-}
-
-int AMUDP_SPMDCustomSpawn(int nproc, int argc, char **argv)
-{
-    const char *cmd = getenv("CSPAWN_CMD"), *hosts = servers();
-    if (!cmd || !*cmd) {
-        fprintf(stderr, "AMUDP: set CSPAWN_CMD to the command that starts a worker on "
-                        "{host} (flitrun --launch)\n");
-        return 0;
-    }
-    return hosts ? spawn(nproc, argc, argv, hosts, cmd) : 0;
-}
-
-amudp_spawnfn_desc_t const AMUDP_Spawnfn_Desc[] = {
-    {'L', "Local spawn: start the workers on this host", AMUDP_SPMDLocalSpawn},
-    {'S', "Ssh spawn: start the workers on the hosts in SSH_SERVERS", AMUDP_SPMDSshSpawn},
-    {'C', "Custom spawn: CSPAWN_CMD starts each worker on a host of SSH_SERVERS",
-     AMUDP_SPMDCustomSpawn},
-    {0, NULL, NULL}};
-
-static int usage(const char *prog)
-{
-    fprintf(stderr, "usage: %s NPROCS SPAWNFN [args...]\n", prog);
-    for (int i = 0; AMUDP_Spawnfn_Desc[i].abbrev; i++)
-        fprintf(stderr, "  SPAWNFN %c: %s\n", AMUDP_Spawnfn_Desc[i].abbrev,
-                AMUDP_Spawnfn_Desc[i].desc);
-    fprintf(stderr, "or: flitrun -n NPROCS %s [args...]\n", prog);
-    return amx_err(AM_ERR_BAD_ARG, "AMUDP_SPMDStartup", "bad command line");
-}
-
-static amudp_spawnfn_t spawn_fn(const char *letter)
-{
-    for (int i = 0; letter[0] && !letter[1] && AMUDP_Spawnfn_Desc[i].abbrev; i++)
-        if (AMUDP_Spawnfn_Desc[i].abbrev == letter[0] ||
-            AMUDP_Spawnfn_Desc[i].abbrev == letter[0] - 'a' + 'A')
-            return AMUDP_Spawnfn_Desc[i].fnptr;
-    return NULL;
-}
-
-static int known_fn(amudp_spawnfn_t fn)
-{
-    for (int i = 0; AMUDP_Spawnfn_Desc[i].abbrev; i++)
-        if (AMUDP_Spawnfn_Desc[i].fnptr == fn)
-            return 1;
-    return 0;
-}
-
-static int master_start(int argc, char **argv, int nproc, int depth, amudp_spawnfn_t fn)
-{
-    int i = 1;
-    if (nproc == 0) {
-        char *end;
-        long v = argc > 1 ? strtol(argv[1], &end, 10) : 0;
-        if (argc < 2 || *end || v < 1 || v > AMUDP_MAX_SPMDPROCS)
-            return usage(argv[0]);
-        nproc = (int)v;
-        i++;
-    }
-    if (!fn) {
-        if (i >= argc || !(fn = spawn_fn(argv[i])))
-            return usage(argv[0]);
-        i++;
-    }
-    char d[16];
-    snprintf(d, sizeof d, "%d", depth);
-    setenv(ENV_DEPTH, d, 1);
-    argv[i - 1] = argv[0]; /* the workers' command line: prog args */
-    if (!known_fn(fn))     /* the program's own */
-        return amx_spawn_custom(nproc, argc - i + 1, argv + i - 1, fn);
-    fn(nproc, argc - i + 1, argv + i - 1);
-    return amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDStartup",
-                   "the workers could not be started");
+    static char *argv0; /* the program's from now on */
+    const char *v = getenv(AMX_ENV_ARGV0);
+    if (v && !argv0 && (argv0 = strdup(v)) != NULL)
+        argv[0] = argv0;
+    unsetenv(AMX_ENV_ARGV0); /* not for the program's own children */
 }
 
 int AMUDP_SPMDStartup(int *argc, char ***argv, int nproc, int networkdepth,
@@ -622,9 +561,11 @@ int AMUDP_SPMDStartup(int *argc, char ***argv, int nproc, int networkdepth,
         (rc = amx_spawn_worker(argc, argv)) != AM_OK)
         return rc;
     if (!AMUDP_SPMDIsWorker(*argv))
-        return master_start(*argc, *argv, nproc, depth, spawnfn);
-    const char *d = getenv(ENV_DEPTH);
+        return amx_master_start(*argc, *argv, nproc, depth, spawnfn);
+    const char *d = getenv(AMX_ENV_DEPTH);
     if (d && atoi(d) > 0 && atoi(d) <= AMUDP_MAX_NETWORKDEPTH)
         depth = atoi(d);
+    amx_spawn_inherit();
+    restore_argv0(*argv);
     return worker_start(depth, networkpid, eb, ep);
 }

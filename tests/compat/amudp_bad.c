@@ -312,12 +312,20 @@ static void spmd_command_lines(void)
     AMT_ST(AMUDP_SPMDStartup(NULL, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
     AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, -1, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
     AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
+    /* Q is no letter of the table: the program's first argument, and the
+       letter comes from AMUDP_SPAWNFN, here none of the table either */
+    setenv("AMUDP_SPAWNFN", "Q", 1);
     argc = 3, argv = bad_letter;
     AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
     argv = bad_count;
     AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
     argc = 2, argv = no_letter;
     AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_BAD_ARG);
+    /* no letter and no AMUDP_SPAWNFN: AMUDP's default, S, which needs
+       SSH_SERVERS and starts nothing without */
+    unsetenv("AMUDP_SPAWNFN");
+    unsetenv("SSH_SERVERS");
+    AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e), AM_ERR_RESOURCE);
     /* a spawn function of the program's own that fails */
     AMT_ST(AMUDP_SPMDStartup(&argc, &argv, 2, 0, failing_spawn, NULL, &b, &e),
            AM_ERR_RESOURCE);

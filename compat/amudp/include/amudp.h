@@ -18,75 +18,13 @@
 #ifndef __AMUDP_H
 #define __AMUDP_H
 
+#include <amudp_const.h>           /* constants, limits, status codes; as AMUDP's */
 #include <amx_portable_platform.h> /* AMUDP's header includes it too */
 #include <inttypes.h>
 #include <netinet/in.h> /* en_t is a struct sockaddr_in */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#ifndef AMUDP
-#define AMUDP 1
-#endif
-
-#ifndef AMX_STRINGIFY
-#define _AMX_STRINGIFY_HELPER(x) #x
-#define AMX_STRINGIFY(x)         _AMX_STRINGIFY_HELPER(x)
-#endif
-
-#define AMUDP_LIBRARY_VERSION_MAJOR 3
-#define AMUDP_LIBRARY_VERSION_MINOR 16
-#define AMUDP_LIBRARY_VERSION       AMUDP_LIBRARY_VERSION_MAJOR.AMUDP_LIBRARY_VERSION_MINOR
-#define AMUDP_LIBRARY_VERSION_STR   AMX_STRINGIFY(AMUDP_LIBRARY_VERSION)
-
-/* ---------------------------------------------------------------- limits */
-
-#define AMUDP_MAX_SHORT            16    /* handler arguments */
-#define AMUDP_MAX_LONG             65000 /* bytes of one Xfer */
-#define AMUDP_MAX_MEDIUM           AMUDP_MAX_LONG
-#define AMUDP_MAX_NUMHANDLERS      256
-#define AMUDP_INIT_NUMTRANSLATIONS 256
-#define AMUDP_MAX_NUMTRANSLATIONS  (1U << 20)
-#define AMUDP_MAX_SEGLENGTH        ((uintptr_t)-1)
-#define AMUDP_MAX_BUNDLES          255
-#define AMUDP_MAX_NETWORKDEPTH     1024
-#define AMUDP_MAX_SPMDPROCS        AMUDP_MAX_NUMTRANSLATIONS
-
-#define AM_MaxShort()       AMUDP_MAX_SHORT
-#define AM_MaxMedium()      AMUDP_MAX_MEDIUM
-#define AM_MaxLong()        AMUDP_MAX_LONG
-#define AM_MaxNumHandlers() AMUDP_MAX_NUMHANDLERS
-#define AM_GetNumHandlers(ep, pnhandlers)                                                \
-    ((ep) ? ((*(pnhandlers) = AMUDP_MAX_NUMHANDLERS), AM_OK) : AM_ERR_BAD_ARG)
-#define AM_SetNumHandlers(ep, nhandlers)                                                 \
-    ((ep) ? ((nhandlers) == AMUDP_MAX_NUMHANDLERS ? AM_OK : AM_ERR_RESOURCE)             \
-          : AM_ERR_BAD_ARG)
-#define AM_MaxNumTranslations(trans) (*(trans) = AMUDP_MAX_NUMTRANSLATIONS, AM_OK)
-
-/* ---------------------------------------------------------------- constants */
-
-#define AM_ALL  1 /* tags: AM-2's names, not wildcards here (README) */
-#define AM_NONE 0
-
-typedef enum {
-    AM_NOEVENTS, /* no event wakes AM_WaitSema */
-    AM_NOTEMPTY, /* a message waiting wakes it */
-    AM_NUMEVENTMASKS
-} amudp_eventmask_t;
-
-typedef enum {
-    AM_SEQ, /* one thread at a time */
-    AM_PAR, /* any thread */
-    AM_NUM_BUNDLE_MODES
-} amudp_bundle_mode_t;
-
-/* What every call returns. */
-#define AM_OK           0
-#define AM_ERR_NOT_INIT 1 /* AM_Init not called, or AM_Terminate was */
-#define AM_ERR_BAD_ARG  2 /* a parameter is invalid */
-#define AM_ERR_RESOURCE 3 /* out of a resource, or the job cannot do it */
-#define AM_ERR_NOT_SENT 4 /* the message could not be sent */
-#define AM_ERR_IN_USE   5 /* the resource is busy */
 
 /* Returned messages: the status handler 0 receives. */
 #define EBADARGS       1  /* arguments of the request or reply invalid */
@@ -100,14 +38,9 @@ typedef enum {
 #define EUNREACHABLE   9  /* the destination cannot be reached (died) */
 #define EREPLYREJECTED 10 /* the destination refused a reply */
 
-/* Returned messages: the opcode handler 0 receives. */
+/* Returned messages: the opcode handler 0 receives (AM_REQUEST_M ...,
+   <amudp_const.h>). */
 typedef int op_t;
-#define AM_REQUEST_M      1
-#define AM_REQUEST_IM     2
-#define AM_REQUEST_XFER_M 3
-#define AM_REPLY_M        4
-#define AM_REPLY_IM       5
-#define AM_REPLY_XFER_M   6
 
 #ifdef __cplusplus
 extern "C" {
@@ -178,6 +111,15 @@ typedef struct amudp_ep *ep_t;
 
 extern int AMUDP_VerboseErrors; /* non-zero: print each error a call returns */
 extern int AMUDP_SilentMode;    /* non-zero: print nothing but errors */
+/*
+ * The blocking-wait mode. Non-zero: a call that waits (a request waiting
+ * for room at its destination, AM_WaitSema, AMUDP_SPMDBarrier,
+ * AMUDP_SPMDAllGather) sleeps until the endpoint has work, without
+ * polling first; for jobs with more procs than cores, or a program that
+ * must leave its core to others. 0, the default: it polls for FLIT_SPIN_US
+ * microseconds before it sleeps, for the latency. Read at each wait.
+ */
+extern int AMUDP_PoliteSync;
 #ifdef __GNUC__
 __attribute__((__format__(__printf__, 1, 2), __noreturn__))
 #endif
@@ -194,6 +136,23 @@ extern const char *AMUDP_DumpStatistics(void *fp, amudp_stats_t *stats,
 extern const amudp_stats_t AMUDP_initial_stats;
 
 extern int AMUDP_GetSourceId(void *token, int *srcid);
+
+/*
+ * Hooks around every AM-2 handler the endpoint runs (tracing, a runtime's
+ * handler-context checks): pre just before the handler, post just after
+ * it, for requests and replies of every category and for handler 0 with a
+ * returned message (handlerId 0, buf NULL, args NULL). buf and nbytes are
+ * the medium payload or where the long data landed (NULL, 0 for a short);
+ * args the handler's numargs arguments; token the handler's. The hooks may
+ * make no AM call. NULL: none. AM_ERR_BAD_ARG for a bad endpoint.
+ */
+typedef void (*AMUDP_preHandlerCallback_t)(amudp_category_t cat, int isReq, int handlerId,
+                                           void *token, void *buf, size_t nbytes,
+                                           int numargs, uint32_t *args);
+typedef void (*AMUDP_postHandlerCallback_t)(amudp_category_t cat, int isReq);
+extern int AMUDP_SetHandlerCallbacks(ep_t ep,
+                                     AMUDP_preHandlerCallback_t preHandlerCallback,
+                                     AMUDP_postHandlerCallback_t postHandlerCallback);
 extern int AMUDP_enEqual(en_t en1, en_t en2);
 extern int AMUDP_SetTranslationTag(ep_t ea, int index, tag_t tag);
 

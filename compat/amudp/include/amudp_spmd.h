@@ -4,13 +4,19 @@
  *
  * The program calls AMUDP_SPMDStartup first thing in main. Typed as
  *
- *     prog NPROCS SPAWNFN args...      (SPAWNFN: L local, S ssh, C custom)
+ *     prog NPROCS [SPAWNFN] args...    (SPAWNFN: L local, S ssh, C custom)
  *
  * the process is the master: it starts NPROCS workers through flitrun
  * (L: on this host; S: on the hosts in SSH_SERVERS; C: on the hosts in
  * SSH_SERVERS through the command template in CSPAWN_CMD, see flitrun
  * --launch), serves as their console, never returns, and exits with the
- * job's status. Each worker runs `prog args...` and gets back from the
+ * job's status: AMUDP_SPMDExit's code, 255 when a worker died (AMUDP's
+ * status for a lost worker). NPROCS is there when the program passes
+ * nproc 0, SPAWNFN (either case) when it passes no spawnfn; as in AMUDP
+ * the letter may be left out, and then AMUDP_SPAWNFN gives it, else S. The
+ * flitrun used is $AMUDP_FLITRUN, else the one installed beside this
+ * library (or built beside it), else flitrun on $PATH. Each worker runs
+ * `prog args...`, argv[0] as the master got it, and gets back from the
  * same call a bundle and an endpoint ready for use: the translation table
  * holds every worker at its rank, resources are set, no segment. Started
  * by `flitrun -n N prog args...` (or mpirun, srun), the process is a
@@ -28,9 +34,12 @@ extern "C" {
 /*
  * Starts workers on the master: nonzero on success. One of the library's
  * below, or the program's own: it gets the workers' command line (argv[0]
- * the program, then hidden arguments naming the master, then the
- * program's) and must start nproc processes of it, anywhere they reach this
- * host over TCP; they call AMUDP_SPMDStartup and become the job's workers.
+ * the program, as the master was given it, then hidden arguments naming
+ * the master, then the program's) and must start nproc processes of it,
+ * anywhere they reach this host over TCP; they call AMUDP_SPMDStartup and
+ * become the job's workers. AMUDP 3.16 passes a fourth argument, the
+ * variables to set for the workers; flit needs none (its hidden arguments
+ * carry all), and keeps the three-argument type.
  */
 typedef int (*amudp_spawnfn_t)(int nproc, int argc, char **argv);
 
@@ -76,6 +85,15 @@ typedef struct {
 } amudp_spawnfn_desc_t;
 /* Ends with an entry whose abbrev is 0. */
 extern amudp_spawnfn_desc_t const AMUDP_Spawnfn_Desc[];
+
+/*
+ * AMUDP's checkpoint of the whole job into dir (with BLCR there): 0 when
+ * the checkpoint was taken and the job goes on, 1 when the job was
+ * restarted from one, -1 on failure. flit offers no checkpointing: every
+ * call answers -1 with errno ENOTSUP (EINVAL for a NULL dir), and the job
+ * goes on untouched.
+ */
+extern int AMUDP_SPMDCheckpoint(eb_t *eb, ep_t *ep, const char *dir);
 
 /* standardized AM-2 extensions */
 #define AMX_SPMDgetenvMaster    AMUDP_SPMDgetenvMaster
