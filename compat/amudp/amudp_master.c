@@ -37,6 +37,10 @@
 
 #define CRASH_STATUS 255 /* AMUDP's exit(-1) when a worker is lost */
 
+/* AMUDP's ident(1) string: the AMUDP release whose API this library follows. */
+__attribute__((used)) static const char amx_ident[] =
+    "$AMUDPLibraryVersion: " AMUDP_LIBRARY_VERSION_STR " $";
+
 /* ---------------------------------------------------------------- flitrun */
 
 static volatile sig_atomic_t interrupted;

@@ -9,7 +9,9 @@
  * AM-2 says or come back with its status, and land nowhere then.
  */
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "amudp_test.h"
 
@@ -300,6 +302,29 @@ static int failing_spawn(int nproc, int argc, char **argv)
     return 0; /* started nothing */
 }
 
+/* A command line without NPROCS gets AMUDP's banner, with the version the
+   API follows (AMUDP_LIBRARY_VERSION_STR), before the usage, on stderr. */
+static void banner(void)
+{
+    eb_t b;
+    ep_t e;
+    char prog[] = "amudp_bad", *none[] = {prog, NULL}, **argv = none, out[4096];
+    int argc = 1, saved = dup(2);
+    FILE *f = tmpfile();
+    AMT_CHECK(saved >= 0 && f && dup2(fileno(f), 2) == 2);
+    int rc = AMUDP_SPMDStartup(&argc, &argv, 0, 0, NULL, NULL, &b, &e);
+    fflush(stderr);
+    AMT_CHECK(dup2(saved, 2) == 2);
+    close(saved);
+    size_t n = (rewind(f), fread(out, 1, sizeof out - 1, f));
+    fclose(f);
+    out[n] = 0;
+    AMT_CHECK(rc == AM_ERR_BAD_ARG);
+    static const char want[] = "AMUDP SPMD Runtime Layer v" AMUDP_LIBRARY_VERSION_STR " ";
+    AMT_CHECK(strncmp(out, want, sizeof want - 1) == 0);
+    AMT_CHECK(strstr(out, "Usage: amudp_bad NPROCS [SPAWNFN] args..."));
+}
+
 static void spmd_command_lines(void)
 {
     eb_t b;
@@ -339,6 +364,7 @@ int main(void)
     }
     AMUDP_VerboseErrors = getenv("AMUDP_VERBOSE") != NULL;
     before_init();
+    banner();
     spmd_command_lines();
     AMT_OK(AM_Init());
     en_t name;
