@@ -80,19 +80,23 @@ void fl_grp_deliver_ready(struct flit_group *g)
         struct gmsg *m = *slot;
         if (!m || m->got < m->total || (m->total == 0 && !m->have[0]))
             break;
+        /* The handle lives in g and is a handle of fl_grp_msgs, new for
+           each delivery: one kept past its handler's return reads as dead
+           (FLIT_ERR_BAD_TOKEN), never as the next delivery's. */
+        struct flit_group_msg *h = &g->cur;
+        *h = (struct flit_group_msg){.g = g, .msg = m, .pos = 0};
+        if (flit_handle_new(&fl_grp_msgs, h, &h->self) != FLIT_OK)
+            break; /* no memory to grow the table: a later pass delivers it */
         *slot = m->next;
         m->next = NULL;
         g->delivering = true;
-        /* The handle lives in g, so that one kept past its handler's return
-           reads as dead (FLIT_ERR_BAD_TOKEN) rather than as stale stack. */
-        struct flit_group_msg *h = &g->cur;
-        *h = (struct flit_group_msg){.magic = MSG_MAGIC, .g = g, .msg = m, .pos = 0};
         unlock(gs);
         fl_grp_delivery_depth++;
-        g->fn(g, h, m->total, g->user);
+        g->fn(g->self, h->self, m->total, g->user);
         fl_grp_delivery_depth--;
         lock(gs);
-        h->magic = 0;
+        (void)flit_handle_free(&fl_grp_msgs, h->self);
+        h->self = NULL;
         g->delivering = false;
         g->next_deliver++;
         if (m->sender == gs->me)
@@ -216,28 +220,34 @@ void fl_grp_push_fragments(struct flit_group *g, struct gmsg *m, uint32_t dest,
 
 /* ---------------------------------------------------------------- receiving */
 
-static inline bool msg_ok(const struct flit_group_msg *m)
+/* The message under delivery a handle names; NULL for any other value. */
+static inline struct flit_group_msg *msg_of(const flit_group_msg_t *h)
 {
-    return m && m->magic == MSG_MAGIC;
+    return flit_handle_get(&fl_grp_msgs, h);
 }
 
-/* Common checks of recv and skip: n bytes wanted. */
-static flit_status recv_check(const flit_group_msg_t *m, size_t n)
+/* Common checks of recv and skip: n bytes wanted from handle h (*out: its
+   message). */
+static flit_status recv_check(const flit_group_msg_t *h, size_t n,
+                              struct flit_group_msg **out)
 {
-    if (!m)
+    if (!h)
         return FLIT_ERR_INVALID_ARG;
-    if (!msg_ok(m))
+    struct flit_group_msg *m = msg_of(h);
+    if (!m)
         return FLIT_ERR_BAD_TOKEN;
     if (n > m->msg->total - m->pos)
         return FLIT_ERR_TOO_LARGE;
+    *out = m;
     return FLIT_OK;
 }
 
-flit_status flit_group_recv(flit_group_msg_t *m, void *buf, size_t n)
+flit_status flit_group_recv(flit_group_msg_t *h, void *buf, size_t n)
 {
     if (n && !buf)
         return FLIT_ERR_INVALID_ARG;
-    flit_status st = recv_check(m, n);
+    struct flit_group_msg *m;
+    flit_status st = recv_check(h, n, &m);
     if (st != FLIT_OK)
         return st;
     if (n)
@@ -246,12 +256,13 @@ flit_status flit_group_recv(flit_group_msg_t *m, void *buf, size_t n)
     return FLIT_OK;
 }
 
-flit_status flit_group_recvv(flit_group_msg_t *m, const struct iovec *iov, int iovcnt)
+flit_status flit_group_recvv(flit_group_msg_t *h, const struct iovec *iov, int iovcnt)
 {
     size_t total;
+    struct flit_group_msg *m = NULL;
     flit_status st = fl_grp_check_iov(iov, iovcnt, &total);
     if (st == FLIT_OK)
-        st = recv_check(m, total);
+        st = recv_check(h, total, &m);
     if (st != FLIT_OK)
         return st;
     for (int i = 0; i < iovcnt; i++) {
@@ -262,25 +273,29 @@ flit_status flit_group_recvv(flit_group_msg_t *m, const struct iovec *iov, int i
     return FLIT_OK;
 }
 
-flit_status flit_group_skip(flit_group_msg_t *m, size_t n)
+flit_status flit_group_skip(flit_group_msg_t *h, size_t n)
 {
-    flit_status st = recv_check(m, n);
+    struct flit_group_msg *m = NULL;
+    flit_status st = recv_check(h, n, &m);
     if (st == FLIT_OK)
         m->pos += n;
     return st;
 }
 
-size_t flit_group_remaining(const flit_group_msg_t *m)
+size_t flit_group_remaining(const flit_group_msg_t *h)
 {
-    return msg_ok(m) ? m->msg->total - m->pos : 0;
+    const struct flit_group_msg *m = msg_of(h);
+    return m ? m->msg->total - m->pos : 0;
 }
 
-flit_rank_t flit_group_msg_sender(const flit_group_msg_t *m)
+flit_rank_t flit_group_msg_sender(const flit_group_msg_t *h)
 {
-    return flit_rank(msg_ok(m) ? m->msg->sender : UINT32_MAX);
+    const struct flit_group_msg *m = msg_of(h);
+    return flit_rank(m ? m->msg->sender : UINT32_MAX);
 }
 
-uint64_t flit_group_msg_seq(const flit_group_msg_t *m)
+uint64_t flit_group_msg_seq(const flit_group_msg_t *h)
 {
-    return msg_ok(m) ? m->msg->seq : UINT64_MAX;
+    const struct flit_group_msg *m = msg_of(h);
+    return m ? m->msg->seq : UINT64_MAX;
 }

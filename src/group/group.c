@@ -10,6 +10,8 @@
 
 #include "internal.h"
 
+flit_handles_t *fl_grp_sets, *fl_grp_groups, *fl_grp_msgs;
+
 __thread unsigned fl_grp_delivery_depth;
 
 /* ---------------------------------------------------------------- handler */
@@ -239,7 +241,7 @@ static void run_view_fns(struct flit_groups *gs)
         if (!g)
             return;
         if (call)
-            g->view_fn(g, flit_rank(rank), g->view_user);
+            g->view_fn(g->self, flit_rank(rank), g->view_user);
     }
 }
 
@@ -368,11 +370,13 @@ flit_status flit_groups_create(flit_ep_t *ep, flit_groups_t **out)
         return st;
     struct flit_groups *gs = calloc(1, sizeof *gs);
     uint32_t size = flit_job_size();
-    if (!gs || !(gs->dead = calloc(size ? size : 1, 1))) {
+    if (!gs || !(gs->dead = calloc(size ? size : 1, 1)) ||
+        flit_handle_new(&fl_grp_sets, gs, &gs->self) != FLIT_OK) {
+        if (gs)
+            free(gs->dead);
         free(gs);
         return FLIT_ERR_NO_MEMORY;
     }
-    gs->magic = GROUPS_MAGIC;
     gs->ep = ep;
     gs->h = h;
     gs->me = flit_job_rank().idx;
@@ -387,22 +391,24 @@ flit_status flit_groups_create(flit_ep_t *ep, flit_groups_t **out)
     /* Every rank takes messages before anyone sends one. */
     if ((st = flit_barrier(ep)) != FLIT_OK)
         goto err_unlisten;
-    *out = gs;
+    *out = gs->self;
     return FLIT_OK;
 err_unlisten:
     (void)flit_ep_unlisten(ep, &listener, gs);
 err_unregister:
     (void)flit_am_register(ep, h, on_am_gone, NULL);
 err_free:
+    (void)flit_handle_free(&fl_grp_sets, gs->self);
     pthread_mutex_destroy(&gs->lock);
     free(gs->dead);
     free(gs);
     return st;
 }
 
-flit_status flit_groups_destroy(flit_groups_t *gs)
+flit_status flit_groups_destroy(flit_groups_t *h)
 {
-    if (!gs_ok(gs))
+    struct flit_groups *gs = gs_of(h);
+    if (!gs)
         return FLIT_ERR_INVALID_ARG;
     if (fl_grp_delivery_depth)
         return FLIT_ERR_IN_HANDLER;
@@ -414,7 +420,7 @@ flit_status flit_groups_destroy(flit_groups_t *gs)
     /* Nothing is queued: each group's destroy dropped what was left. */
     (void)flit_ep_unlisten(gs->ep, &listener, gs);
     (void)flit_am_register(gs->ep, gs->h, on_am_gone, NULL);
-    gs->magic = 0;
+    (void)flit_handle_free(&fl_grp_sets, h);
     for (struct flit_group *g = gs->graves, *next; g; g = next) {
         next = g->next;
         free(g);
@@ -539,7 +545,8 @@ static void group_free(struct flit_group *g)
     free(g->delivered);
     free(g->want);
     free(g->reqq);
-    g->magic = 0;
+    (void)flit_handle_free(&fl_grp_groups, g->self);
+    g->self = NULL;
 }
 
 /* Frees what g holds; the struct stays in gs's graves until gs goes. */
@@ -611,18 +618,20 @@ static void drop_queued(struct flit_groups *gs, struct flit_group *g)
     }
 }
 
-flit_status flit_group_create(flit_groups_t *gs, uint32_t id, const flit_rank_t *members,
+flit_status flit_group_create(flit_groups_t *h, uint32_t id, const flit_rank_t *members,
                               unsigned n, const flit_group_params_t *params,
                               flit_group_deliver_fn fn, void *user, flit_group_t **out)
 {
-    if (!gs_ok(gs) || !fn || !out)
+    struct flit_groups *gs = gs_of(h);
+    if (!gs || !fn || !out)
         return FLIT_ERR_INVALID_ARG;
     if (fl_grp_delivery_depth)
         return FLIT_ERR_IN_HANDLER;
     struct flit_group *g = calloc(1, sizeof *g);
-    if (!g)
+    if (!g || flit_handle_new(&fl_grp_groups, g, &g->self) != FLIT_OK) {
+        free(g);
         return FLIT_ERR_NO_MEMORY;
-    g->magic = GROUP_MAGIC;
+    }
     g->gs = gs;
     g->id = id;
     g->fn = fn;
@@ -657,7 +666,7 @@ flit_status flit_group_create(flit_groups_t *gs, uint32_t id, const flit_rank_t 
         free(g);
         return st;
     }
-    *out = g;
+    *out = g->self;
     return FLIT_OK;
 }
 
@@ -690,9 +699,10 @@ static flit_status tell_sequencer(struct flit_group *g, enum op op, bool *sent,
     return wait_for(g, answered);
 }
 
-flit_status flit_group_destroy(flit_group_t *g)
+flit_status flit_group_destroy(flit_group_t *h)
 {
-    if (!group_ok(g) || g->leaving)
+    struct flit_group *g = group_of(h);
+    if (!g || g->leaving)
         return FLIT_ERR_INVALID_ARG;
     if (fl_grp_delivery_depth)
         return FLIT_ERR_IN_HANDLER;
@@ -834,9 +844,10 @@ static flit_status queue_message(struct flit_group *g, const struct iovec *iov,
     return FLIT_OK;
 }
 
-flit_status flit_group_sendv(flit_group_t *g, const struct iovec *iov, int iovcnt)
+flit_status flit_group_sendv(flit_group_t *h, const struct iovec *iov, int iovcnt)
 {
-    if (!group_ok(g) || g->leaving)
+    struct flit_group *g = group_of(h);
+    if (!g || g->leaving)
         return FLIT_ERR_INVALID_ARG;
     if (fl_grp_delivery_depth)
         return FLIT_ERR_IN_HANDLER;
@@ -873,12 +884,12 @@ static uint64_t buffer_bound(const struct flit_group *g)
     return (uint64_t)g->window * (2 * (g->frag + per) + g->small_max + per);
 }
 
-flit_status flit_group_stats(flit_group_t *g, flit_group_stats_t *out)
+flit_status flit_group_stats(flit_group_t *h, flit_group_stats_t *out)
 {
+    struct flit_group *g = group_of(h);
     /* A program built against an earlier header knows a shorter struct (up
        to stopped): it gets what it knows. */
-    if (!group_ok(g) || !out ||
-        out->struct_size < offsetof(flit_group_stats_t, refused) ||
+    if (!g || !out || out->struct_size < offsetof(flit_group_stats_t, refused) ||
         out->struct_size > sizeof *out)
         return FLIT_ERR_INVALID_ARG;
     struct flit_groups *gs = g->gs;

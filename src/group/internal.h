@@ -34,6 +34,7 @@
 #define FL_GROUP_INTERNAL_H
 
 #include <flit/group.h>
+#include <flit/handle.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,9 +43,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GROUPS_MAGIC  0x666c7467726f7570ull /* "fltgroup" */
-#define GROUP_MAGIC   0x67727570u           /* a live group */
-#define MSG_MAGIC     0x676d7367u           /* a delivery under way */
 #define WIRE_VERSION  2u
 #define FRAG_MAX      32768u /* bytes of data per fragment, at most */
 #define FRAG_MIN      1024u
@@ -134,7 +132,7 @@ struct early {
 };
 
 struct flit_groups {
-    uint64_t magic;
+    void *self; /* the handle its user holds (<flit/handle.h>) */
     flit_ep_t *ep;
     flit_handler_t h;
     uint32_t me, size;
@@ -156,7 +154,7 @@ struct flit_groups {
 };
 
 struct flit_group_msg {
-    uint32_t magic;
+    void *self; /* its handle during its delivery; NULL after */
     struct flit_group *g;
     struct gmsg *msg;
     size_t pos;
@@ -178,7 +176,7 @@ struct recovery {
 };
 
 struct flit_group {
-    uint32_t magic;
+    void *self; /* the handle its user holds; NULL once destroyed */
     struct flit_groups *gs;
     struct flit_group *next;
     uint32_t id, n, me, seqr; /* members, this one, the sequencer (indices) */
@@ -238,14 +236,21 @@ static inline void unlock(struct flit_groups *gs)
         pthread_mutex_unlock(&gs->lock);
 }
 
-static inline bool gs_ok(const struct flit_groups *gs)
+/* The layer's objects are handed out as handles of these tables (group.c),
+   never as pointers: one destroyed, or a delivery's message after its
+   handler returned, is refused, also once its memory holds a new one. */
+extern flit_handles_t *fl_grp_sets, *fl_grp_groups, *fl_grp_msgs;
+
+/* The set of groups a handle names; NULL for any other value. */
+static inline struct flit_groups *gs_of(flit_groups_t *h)
 {
-    return gs && gs->magic == GROUPS_MAGIC;
+    return flit_handle_get(&fl_grp_sets, h);
 }
 
-static inline bool group_ok(const struct flit_group *g)
+/* The live group a handle names; NULL for any other value. */
+static inline struct flit_group *group_of(flit_group_t *h)
 {
-    return g && g->magic == GROUP_MAGIC;
+    return flit_handle_get(&fl_grp_groups, h);
 }
 
 static inline void put64(uint32_t *a, uint64_t v)
