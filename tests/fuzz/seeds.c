@@ -6,7 +6,8 @@
  *
  *   fuzz_seeds DIR   ->  DIR/chan_decode/, DIR/am_decode/, DIR/chan_recv/,
  *                        DIR/chan_order/, DIR/stream_decode/, DIR/rma_decode/,
- *                        DIR/boot_frames/, DIR/pmi2_decode/, DIR/blobs_unpack/
+ *                        DIR/boot_frames/, DIR/pmi2_decode/, DIR/blobs_unpack/,
+ *                        DIR/rpc_decode/, DIR/group_decode/, DIR/object_decode/
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,8 +22,11 @@
 #include "boot/proto.h"
 #include "channel/wire.h"
 #include "fuzz.h"
+#include "group/internal.h"
+#include "object/object_int.h"
 #include "platform/le.h"
 #include "rma/wire.h"
+#include "rpc/internal.h"
 #include "stream/wire.h"
 
 static const char *out_dir;
@@ -651,6 +655,125 @@ static void blobs_seeds(void)
     }
 }
 
+/* ---- the RPC, group and object layers' words ---- */
+
+static void rpc_seed_am(const char *name, uint8_t how, uint64_t id, uint32_t word,
+                        size_t payload)
+{
+    uint8_t buf[2 + 12 + 64];
+    uint32_t a[3] = {(uint32_t)id, (uint32_t)(id >> 32), word};
+    buf[0] = how;
+    buf[1] = 3;
+    memcpy(buf + 2, a, sizeof a);
+    memset(buf + 14, 0x5a, payload);
+    save("rpc_decode", name, buf, 14 + payload);
+}
+
+static void rpc_seed_hdr(const char *name, uint8_t how, uint64_t id, uint32_t word,
+                         size_t payload)
+{
+    uint8_t buf[1 + RPC_HDR + 64];
+    buf[0] = how;
+    rpc_hdr(buf + 1, word, id);
+    memset(buf + 1 + RPC_HDR, 0xa5, payload);
+    save("rpc_decode", name, buf, 1 + RPC_HDR + payload);
+}
+
+static void rpc_decode_seeds(void)
+{
+    rpc_seed_am("am-request", 0, 1, 3, 0);
+    rpc_seed_am("am-request-payload", 0, 0x100000001ull, 63, 40);
+    rpc_seed_am("am-reply-ok", 2, 2, FLIT_OK, 16);
+    rpc_seed_am("am-reply-no-memory", 2, 3, FLIT_ERR_NO_MEMORY, 0);
+    rpc_seed_hdr("stream-request", 1, 4, 5, 32);
+    rpc_seed_hdr("stream-reply", 3, 5, FLIT_OK, 64);
+    rpc_seed_hdr("stream-reply-closed", 3, 6, FLIT_ERR_CLOSED, 0);
+}
+
+static void grp_seed(const char *name, uint32_t op, const uint32_t *rest, unsigned nrest,
+                     uint32_t nbytes)
+{
+    uint8_t buf[1 + 4 * MAX_ARGS + 4];
+    uint32_t a[MAX_ARGS] = {op_word((enum op)op), 42, 1};
+    memcpy(a + 3, rest, 4 * (size_t)nrest);
+    unsigned n = 3 + nrest;
+    buf[0] = (uint8_t)n;
+    memcpy(buf + 1, a, 4 * (size_t)n);
+    fl_put32(buf + 1 + 4 * n, nbytes);
+    save("group_decode", name, buf, 1 + 4 * (size_t)n + 4);
+}
+
+static void group_decode_seeds(void)
+{
+    uint32_t frag[1] = {FRAG_MAX}, small[2] = {9, 1}, seqreq[3] = {10, 4, 2};
+    uint32_t seq[3] = {10, 77, 0}, ack[2] = {5, 0}, state[3] = {3, 8, 0};
+    uint32_t catchup[4] = {1, 0, 9, 0}, newview[3] = {9, 0, 2};
+    uint32_t data[9] = {77, 0, 0, 1, 10, 100000, 0, 32768, 0};
+    grp_seed("join", OP_JOIN, frag, 1, 0);
+    grp_seed("ready", OP_READY, frag, 1, 0);
+    grp_seed("small", OP_SMALL, small, 2, 300);
+    grp_seed("seqreq", OP_SEQREQ, seqreq, 3, 0);
+    grp_seed("seq", OP_SEQ, seq, 3, 0);
+    grp_seed("data-first", OP_DATA, data, 9, 32768);
+    data[7] = 98304; /* the last fragment, offset 3 * 32768 */
+    grp_seed("data-last", OP_DATA, data, 9, 100000 - 98304);
+    grp_seed("credreq", OP_CREDREQ, small, 1, 0);
+    grp_seed("credit", OP_CREDIT, small, 1, 0);
+    grp_seed("ack", OP_ACK, ack, 2, 0);
+    grp_seed("leave", OP_LEAVE, NULL, 0, 0);
+    grp_seed("done", OP_DONE, ack, 2, 0);
+    grp_seed("fin", OP_FIN, NULL, 0, 0);
+    grp_seed("closed", OP_CLOSED, NULL, 0, 0);
+    grp_seed("query", OP_QUERY, small, 1, 0);
+    grp_seed("state", OP_STATE, state, 3, 0);
+    grp_seed("newview", OP_NEWVIEW, newview, 3, 0);
+    grp_seed("catchup", OP_CATCHUP, catchup, 4, 0);
+    grp_seed("caught", OP_CAUGHT, small, 1, 0);
+    grp_seed("install", OP_INSTALL, NULL, 0, 0);
+}
+
+/* An object's group message: how, the total, the header (and epoch). */
+static void obj_seed_msg(const char *name, uint8_t how, uint32_t op, size_t body)
+{
+    uint8_t buf[1 + 4 + 24];
+    struct hdr h = {9, op, 0x1000};
+    epoch_word e = 3;
+    size_t hl = (how & 4) ? 24 : 16;
+    buf[0] = how;
+    fl_put32(buf + 1, (uint32_t)(hl + body));
+    memcpy(buf + 5, &h, sizeof h);
+    memcpy(buf + 5 + 16, &e, sizeof e);
+    save("object_decode", name, buf, 5 + hl);
+}
+
+static void object_decode_seeds(void)
+{
+    obj_seed_msg("write", 0, 0, 100);
+    obj_seed_msg("write-auto", 4, 2, 10);
+    obj_seed_msg("part", 0, OP_PART, 8 + 60);
+    obj_seed_msg("report", 4, OP_REPORT, 16);
+    obj_seed_msg("switch", 4, OP_SWITCH, 8 + 24);
+    obj_seed_msg("switch-packed", 4 | 16, OP_SWITCH, 8 + 1000);
+    obj_seed_msg("place", 4, OP_PLACE, 8);
+    obj_seed_msg("left", 4, OP_LEFT, 4);
+    uint8_t part[1 + 12] = {1};
+    uint64_t total = 100;
+    fl_put32(part + 1, 8 + 60);
+    memcpy(part + 5, &total, sizeof total);
+    save("object_decode", "part-words", part, sizeof part);
+    uint8_t mv[1 + 1 + 8] = {2 | 8, 4};
+    struct move m = {FLIT_OBJECT_OWNED, 3};
+    memcpy(mv + 2, &m, sizeof m);
+    save("object_decode", "move-owned", mv, sizeof mv);
+    uint8_t reply[1 + 4] = {3 | 4};
+    uint32_t w = REDIRECT_BIT | 12;
+    memcpy(reply + 1, &w, sizeof w);
+    save("object_decode", "reply-redirect", reply, sizeof reply);
+    w = FLIT_ERR_TOO_LARGE;
+    memcpy(reply + 1, &w, sizeof w);
+    save("object_decode", "reply-status", reply, sizeof reply);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -671,5 +794,8 @@ int main(int argc, char **argv)
     boot_seeds();
     pmi2_seeds();
     blobs_seeds();
+    rpc_decode_seeds();
+    group_decode_seeds();
+    object_decode_seeds();
     return 0;
 }
