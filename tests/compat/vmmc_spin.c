@@ -51,6 +51,9 @@ static void spin_for(const uint32_t *word, uint32_t want, const char *what)
     while (atomic_load_explicit(w, memory_order_acquire) != want)
         if (now_s() > end)
             FAIL("%s did not land in %d s while this node made no call", what, SPIN_S);
+    /* It landed. Where a progress thread of ours wrote it, a call (which
+       takes the endpoint's lock) orders its bytes before our reads. */
+    CHECK(VMMC_Poll() == VMMC_SUCCESS);
 }
 
 /* Imports node's name, retrying while it is not exported yet (bounded). */
