@@ -965,6 +965,18 @@ static const struct tcase cases[] = {
      .args = {"-v", "-n", "2", "RANK", "reject"},
      .err = {"flitrun: rejected a connection: pid", REJECTED_V},
      .ranks = 2},
+    /* a connection without HELLO is told BUSY when dropped, for a newer
+       stranger or when its wait is over; a rank told so connects again */
+    {.name = "busy",
+     .args = {"-n", "2", "RANK", "busy", "drop"},
+     .lines = {2, "rank %1$d of %2$d ok\n"},
+     .err = {"too many connections without a HELLO; dropped the oldest"},
+     .ranks = 2},
+    {.name = "busy",
+     .args = {"-n", "2", "RANK", "busy", "late"},
+     .lines = {2, "rank %1$d of %2$d ok\n"},
+     .err = {"no HELLO within 3 s"},
+     .ranks = 2},
     {.name = "shm",
      .args = {"-n", "2", "RANK", "shm"},
      .ranks = ANY,
@@ -1128,6 +1140,13 @@ static const struct tcase cases[] = {
      .tcp = true,
      .args = {"-v", "-n", "2", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "reject"},
      .err = {"flitrun: rejected a connection from 127.0.0.1:", REJECTED_V},
+     .ranks = 2},
+    {.name = "tcp_busy",
+     .tcp = true,
+     .args = {"-n", "2", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "busy", "drop"},
+     .lines = {2, "rank %1$d of %2$d ok\n"},
+     .err = {"flitrun: rejected a connection from 127.0.0.1:",
+             "too many connections without a HELLO; dropped the oldest"},
      .ranks = 2},
     /* flitrun killed: a rank that its launcher became dies of
        PR_SET_PDEATHSIG (set before the launcher's exec, kept across env's) */

@@ -30,6 +30,10 @@
  *   reject               rank 0 also makes connections flitrun must refuse:
  *                        another job's id, no rank of the job, a rank
  *                        connected already, a wrong key, garbage
+ *   busy drop|late       rank 0 first makes a connection without HELLO
+ *                        that flitrun must drop with BUSY: after 64 more
+ *                        (drop), or when its wait for a HELLO ends (late);
+ *                        then one allgather, "rank R of N ok"
  *   shm                  leaves /dev/shm/flit-<job>-<rank>-0 behind
  *   spam                 writes lines to stdout until that fails
  *   where                prints "rank R of N on HOST", HOST from $FAKEHOST
@@ -74,8 +78,7 @@ struct client {
     const char *job_hex;
     struct fl_proto_rx rx;
     uint32_t round;
-    bool mute;     /* ignore DUMP */
-    bool welcomed; /* flitrun took our HELLO */
+    bool mute; /* ignore DUMP */
 };
 
 static void die(const char *fmt, const char *arg)
@@ -166,20 +169,61 @@ static int dial(void)
     return fd;
 }
 
-static void send_hello(int fd, uint64_t job_id, uint32_t rank, const uint8_t *key)
+static int try_hello(int fd, uint64_t job_id, uint32_t rank, const uint8_t *key)
 {
     uint8_t hello[FL_PROTO_HELLO_LEN];
     fl_proto_hello_encode(hello, job_id, rank, (uint32_t)getpid(), key);
-    if (fl_proto_send(fd, FL_PROTO_HELLO, hello, sizeof hello) != 0)
+    return fl_proto_send(fd, FL_PROTO_HELLO, hello, sizeof hello);
+}
+
+static void send_hello(int fd, uint64_t job_id, uint32_t rank, const uint8_t *key)
+{
+    if (try_hello(fd, job_id, rank, key) != 0)
         die("%s", "cannot send HELLO");
 }
 
+/* flitrun's answer on a connection that said HELLO, or none: 1 WELCOME, 0
+   BUSY (dropped before it read the HELLO, or reset), -1 closed (refused). */
+static int await_answer(int fd, struct fl_proto_rx *rx)
+{
+    for (;;) {
+        uint8_t type;
+        const uint8_t *body;
+        size_t len;
+        int r = fl_proto_rx_next(rx, &type, &body, &len);
+        if (r == 1 && len == 0 && (type == FL_PROTO_WELCOME || type == FL_PROTO_BUSY))
+            return type == FL_PROTO_WELCOME;
+        if (r != 0)
+            die("%s", "flitrun answered HELLO with something else");
+        r = fl_proto_rx_fill(rx, fd);
+        if (r == -ECONNRESET || r == -EPIPE)
+            return 0;
+        if (r == 0)
+            return -1;
+        if (r < 0 && r != -EINTR)
+            die("read from flitrun: %s", strerror(-r));
+    }
+}
+
+/* HELLO until flitrun answers WELCOME; BUSY means connect again, as the
+   library does. */
 static void client_open(struct client *c)
 {
     check_env(c);
     write_pidfile(c->rank);
-    c->fd = dial();
-    send_hello(c->fd, c->job_id, c->rank, c->key);
+    for (int tries = 0; tries < 8; tries++) {
+        c->fd = dial();
+        int r = try_hello(c->fd, c->job_id, c->rank, c->key) == 0
+                    ? await_answer(c->fd, &c->rx)
+                    : 0;
+        if (r < 0)
+            die("%s", "flitrun refused our HELLO");
+        if (r == 1)
+            return;
+        close(c->fd);
+        fl_proto_rx_free(&c->rx);
+    }
+    die("%s", "flitrun said BUSY 8 times");
 }
 
 static void answer_dump(struct client *c)
@@ -193,7 +237,7 @@ static void answer_dump(struct client *c)
         die("%s", "cannot answer DUMP");
 }
 
-/* Blocks for the next frame other than DUMP and WELCOME; 0 at EOF. */
+/* Blocks for the next frame other than DUMP; 0 at EOF. */
 static int client_next(struct client *c, uint8_t *type, const uint8_t **body, size_t *len)
 {
     for (;;) {
@@ -202,10 +246,6 @@ static int client_next(struct client *c, uint8_t *type, const uint8_t **body, si
             die("%s", "garbled frame from flitrun");
         if (r == 1 && *type == FL_PROTO_DUMP) {
             answer_dump(c);
-            continue;
-        }
-        if (r == 1 && *type == FL_PROTO_WELCOME && *len == 0 && !c->welcomed) {
-            c->welcomed = true;
             continue;
         }
         if (r == 1)
@@ -614,6 +654,39 @@ static int mode_reject(struct client *c)
     return 0;
 }
 
+/* A connection of ours without a HELLO must be dropped with BUSY: once
+   the strangers' pool is full (drop: STRANGERS more connections after it,
+   more than the pool holds), or once the wait for a HELLO is over (late). */
+static void expect_busy(bool drop)
+{
+    enum { STRANGERS = 64 };
+    int first = dial(), more[STRANGERS];
+    for (int i = 0; i < (drop ? STRANGERS : 0); i++)
+        more[i] = dial();
+    struct fl_proto_rx rx = {0};
+    int r = await_answer(first, &rx);
+    if (r != 0)
+        die("flitrun %s a connection without HELLO instead of saying BUSY",
+            r < 0 ? "closed" : "welcomed");
+    fl_proto_rx_free(&rx);
+    close(first);
+    for (int i = 0; i < (drop ? STRANGERS : 0); i++)
+        close(more[i]);
+}
+
+static int mode_busy(struct client *c, int argc, char **argv)
+{
+    bool drop = argc > 2 && strcmp(argv[2], "drop") == 0;
+    check_env(c);
+    if (c->rank == 0)
+        expect_busy(drop);
+    client_open(c);
+    gather_pattern(c);
+    say_bye(c);
+    printf("rank %u of %u ok\n", c->rank, c->size);
+    return 0;
+}
+
 static int mode_shm(struct client *c)
 {
     check_env(c);
@@ -694,6 +767,8 @@ int main(int argc, char **argv)
         return mode_reject(&c);
     if (strcmp(mode, "shm") == 0)
         return mode_shm(&c);
+    if (strcmp(mode, "busy") == 0)
+        return mode_busy(&c, argc, argv);
     if (strcmp(mode, "spam") == 0)
         return mode_spam();
     if (strcmp(mode, "where") == 0)

@@ -333,7 +333,8 @@ static void peer_text(const struct job *job, const struct sockaddr_in *sa, char 
 
 /* Best effort, on a socket about to be closed: BUSY tells a rank that was
    merely slow to connect again; what came in is read first, so that the
-   close is a FIN, not a reset that could overtake the BUSY. */
+   end is a FIN, not a reset that could overtake the BUSY. The FIN goes now:
+   past a deadline no event may come to end the turn that closes the fd. */
 static void conn_drop(struct job *job, struct conn *c, enum refusal kind, const char *why)
 {
     static const uint8_t busy[5] = {1, 0, 0, 0, FL_PROTO_BUSY};
@@ -341,6 +342,7 @@ static void conn_drop(struct job *job, struct conn *c, enum refusal kind, const 
     while (recv(c->fd, sink, sizeof sink, MSG_DONTWAIT) > 0)
         ;
     (void)!send(c->fd, busy, sizeof busy, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(c->fd, SHUT_RDWR);
     conn_refuse(job, c, kind, "%s", why);
 }
 
