@@ -148,14 +148,22 @@ int VMMC_Init(void)
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (space == MAP_FAILED)
         return VMMC_ERR_SYSTEM;
-    if ((st = flit_ep_create(NULL, &ep)) == FLIT_OK &&
-        (st = flit_am_register(ep, flit_handler(H_QUERY), on_query, NULL)) == FLIT_OK &&
-        (st = flit_am_register(ep, flit_handler(H_ANSWER), on_answer, NULL)) == FLIT_OK)
-        st = flit_rma_set_notify_handler(ep, on_notify, NULL);
+    flit_ep_t *e = NULL;
+    /* The barrier: no node's query may reach one whose handlers are not in
+       yet (a progress thread takes packets as soon as the endpoint exists,
+       and one returned for want of a handler would abort its sender). */
+    if ((st = flit_ep_create(NULL, &e)) == FLIT_OK &&
+        (st = flit_am_register(e, flit_handler(H_QUERY), on_query, NULL)) == FLIT_OK &&
+        (st = flit_am_register(e, flit_handler(H_ANSWER), on_answer, NULL)) == FLIT_OK &&
+        (st = flit_rma_set_notify_handler(e, on_notify, NULL)) == FLIT_OK)
+        st = flit_barrier(e);
     if (st != FLIT_OK) {
+        if (e)
+            flit_ep_destroy(e);
         munmap(space, PROXY_SPACE);
         return status(st);
     }
+    ep = e;
     proxy_space = space;
     proxy_used = 0;
     return VMMC_SUCCESS;
