@@ -116,6 +116,47 @@ static flit_status put_bytes(const char *key, const void *data, size_t len)
     return FLIT_OK;
 }
 
+/* Whether rank r's value of key is missing here (after a fence). */
+static bool key_missing(pmix_rank_t r, const char *key)
+{
+    pmix_proc_t p;
+    PMIX_LOAD_PROCID(&p, px.me.nspace, r);
+    pmix_info_t hint;
+    bool yes = true;
+    PMIX_INFO_CONSTRUCT(&hint);
+    PMIX_INFO_LOAD(&hint, PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+    pmix_value_t *v = NULL;
+    pmix_status_t rc = PMIx_Get(&p, key, &hint, 1, &v);
+    PMIX_INFO_DESTRUCT(&hint);
+    if (v)
+        PMIX_VALUE_RELEASE(v);
+    return rc == PMIX_ERR_NOT_FOUND;
+}
+
+/*
+ * The fence for key completed without every rank (PMIX_ERR_PARTIAL_SUCCESS):
+ * srun counts a task that exited as arrived, so a rank that left before
+ * this exchange (an early return without flit_finalize) shows here, at
+ * once, instead of as a wait for ever. Names the first rank whose part is
+ * missing, where every rank puts one (not in the ".all" round).
+ */
+static flit_status fence_partial(const char *key)
+{
+    size_t len = strlen(key);
+    bool each = len < 4 || strcmp(key + len - 4, ".all") != 0;
+    for (uint32_t r = 0; each && r < px.size; r++) {
+        if (r == px.me.rank || !key_missing(r, key))
+            continue;
+        fl_error("PMIx: rank %u left the job: the fence for %s completed without it "
+                 "(it exited before this exchange, e.g. without flit_finalize)",
+                 r, key);
+        return FLIT_ERR_PEER_DOWN;
+    }
+    fl_error("PMIx: the fence for %s completed without every rank: one left the job",
+             key);
+    return FLIT_ERR_PEER_DOWN;
+}
+
 /* Waits for every rank of the job, and brings their committed data here. */
 static flit_status fence_all(const char *why)
 {
@@ -127,6 +168,8 @@ static flit_status fence_all(const char *why)
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
     pmix_status_t rc = PMIx_Fence(&all, 1, &info, 1);
     PMIX_INFO_DESTRUCT(&info);
+    if (rc == PMIX_ERR_PARTIAL_SUCCESS)
+        return fence_partial(why);
     if (rc != PMIX_SUCCESS) {
         char what[80];
         snprintf(what, sizeof what, "the fence for %s", why);
@@ -415,6 +458,14 @@ static flit_status collect(const char *key, struct fl_blobs **out)
                      r, PMIx_Data_type_string(g->type),
                      PMIx_Data_type_string(PMIX_BYTE_OBJECT));
             st = FLIT_ERR_BOOT;
+        } else if (g->status == PMIX_ERR_NOT_FOUND) {
+            /* The fence completed without its part: under srun a task that
+               exited counts as arrived (mpirun ends the job instead). */
+            fl_error("PMIx: rank %u left the job: the fence for %s completed without "
+                     "its part (it exited before this exchange, e.g. without "
+                     "flit_finalize)",
+                     r, key);
+            st = FLIT_ERR_PEER_DOWN;
         } else if (g->status != PMIX_SUCCESS) {
             char what[PMIX_MAX_KEYLEN + 64];
             snprintf(what, sizeof what, "getting %s of rank %u", key, r);

@@ -37,6 +37,16 @@ static void write_pid(const char *dir, uint32_t me)
     fclose(f);
 }
 
+/* This process's rank before flit_init, as flitrun, PMIx or Slurm say. */
+static uint32_t launcher_rank(void)
+{
+    static const char *const vars[] = {"FLIT_RANK", "PMIX_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]))
+            return (uint32_t)atoi(getenv(vars[i]));
+    return 0;
+}
+
 /* What a rank that stays got from call: an error ends it with status 1. */
 static int stayed(uint32_t me, const char *call, flit_status st)
 {
@@ -83,13 +93,13 @@ int main(int argc, char **argv)
     const char *dir = mp_arg_str(argc, argv, "--pid-dir", NULL);
     uint32_t who = (uint32_t)mp_arg_u64(argc, argv, "--who", 1);
     unsigned lines = (unsigned)mp_arg_u64(argc, argv, "--pieces", 0);
-    const char *rank_env = getenv("FLIT_RANK");
-    uint32_t me = rank_env ? (uint32_t)atoi(rank_env) : 0;
+    uint32_t me = launcher_rank();
     if (dir)
         write_pid(dir, me);
     if (strcmp(at, "never") == 0 && me == who)
         return 0; /* before flit_init */
     CHECK_OK(flit_init(NULL));
+    me = flit_job_rank().idx;
     CHECK(flit_job_size() >= 2 && who < flit_job_size());
     if (lines)
         return pieces(me, lines);

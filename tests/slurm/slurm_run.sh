@@ -17,6 +17,12 @@
 #                         exits non-zero.
 #   kill MPI PROG         PROG (slurm_die) kills its last task: the step
 #                         ends non-zero within its time, no process left.
+#   leave MPI PROG        PROG (mp_leave --at init): task 1 returns 0 after
+#                         flit_init, before flit_ep_create; the others'
+#                         flit_ep_create fails at once, naming rank 1 (srun
+#                         counts an exited task as at the fence, which
+#                         answers PMIX_ERR_PARTIAL_SUCCESS), well within
+#                         the step's time.
 #   sbatch "MPIS" PROG    a batch script of 4 tasks that runs PROG under
 #                         srun --mpi=M for each M in MPIS: every step and
 #                         the job succeed.
@@ -112,6 +118,19 @@ kill)
     run 120 srun --mpi="$mpi" -n 4 -t 2 "$@"
     [ $rc -ne 0 ] || fail "the step with a killed task exited 0"
     echo "ok: srun --mpi=$mpi, a task killed: exit $rc after $(($(date +%s) - start)) s"
+    ;;
+leave)
+    mpi=$1
+    shift
+    start=$(date +%s)
+    run 120 srun --mpi="$mpi" -n 3 -t 2 "$@" --at init
+    took=$(($(date +%s) - start))
+    [ $rc -ne 0 ] || fail "the step whose task left early exited 0"
+    [ $took -lt 30 ] || fail "the step took $took s: its tasks waited for the one that left"
+    [ "$(grep -c "rank 1 left the job" "$work/err")" -ge 1 ] || fail "no task named rank 1"
+    [ "$(grep -c "flit_ep_create: FLIT_ERR_" "$work/out")" -eq 2 ] ||
+        fail "not both tasks that stayed got an error from flit_ep_create"
+    echo "ok: srun --mpi=$mpi, task 1 left after flit_init: exit $rc after $took s"
     ;;
 sbatch)
     mpis=$1
