@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+flit_handles_t *fl_obj_sets, *fl_obj_objects;
+
 /* ---------------------------------------------------------------- helpers */
 
 static bool iov_ok(const struct iovec *v, int n, size_t *total)
@@ -984,11 +986,12 @@ static flit_status invoke_auto(flit_object_t *o, unsigned op, bool write,
     return st;
 }
 
-flit_status flit_object_invokev(flit_object_t *obj, unsigned op, const struct iovec *arg,
+flit_status flit_object_invokev(flit_object_t *h, unsigned op, const struct iovec *arg,
                                 int narg, const struct iovec *res, int nres,
                                 size_t *res_len)
 {
-    if (!obj || obj->magic != OBJECT_MAGIC)
+    flit_object_t *obj = obj_of(h);
+    if (!obj)
         return FLIT_ERR_INVALID_ARG;
     if (op >= obj->type->nops)
         return FLIT_ERR_BAD_HANDLER;
@@ -1044,8 +1047,10 @@ flit_status flit_objects_create(flit_ep_t *ep, flit_objects_t **out)
     if (!ep || !out)
         return FLIT_ERR_INVALID_ARG;
     flit_objects_t *objs = calloc(1, sizeof *objs);
-    if (!objs)
+    if (!objs || flit_handle_new(&fl_obj_sets, objs, &objs->self) != FLIT_OK) {
+        free(objs);
         return FLIT_ERR_NO_MEMORY;
+    }
     objs->ep = ep;
     pthread_mutex_init(&objs->lock, NULL);
     flit_rpc_params_t rp = {.field_mask = FLIT_RPC_PARAM_PROCS, .procs = 1};
@@ -1063,16 +1068,18 @@ flit_status flit_objects_create(flit_ep_t *ep, flit_objects_t **out)
         flit_rpc_destroy(objs->rpc);
     }
     if (st != FLIT_OK) {
+        (void)flit_handle_free(&fl_obj_sets, objs->self);
         pthread_mutex_destroy(&objs->lock);
         free(objs);
         return st;
     }
-    *out = objs;
+    *out = objs->self;
     return FLIT_OK;
 }
 
-flit_status flit_objects_destroy(flit_objects_t *objs)
+flit_status flit_objects_destroy(flit_objects_t *h)
 {
+    flit_objects_t *objs = objs_of(h);
     if (!objs)
         return FLIT_ERR_INVALID_ARG;
     pthread_mutex_lock(&objs->lock);
@@ -1087,6 +1094,7 @@ flit_status flit_objects_destroy(flit_objects_t *objs)
         return st;
     }
     flit_status st2 = flit_groups_destroy(objs->groups);
+    (void)flit_handle_free(&fl_obj_sets, h);
     pthread_mutex_destroy(&objs->lock);
     free(objs);
     return st2;
@@ -1143,6 +1151,7 @@ static void object_free(flit_object_t *o)
         free(p);
     }
     place_fini(o);
+    (void)flit_handle_free(&fl_obj_objects, o->self);
     pthread_mutex_destroy(&o->lock);
     free(o);
 }
@@ -1158,12 +1167,13 @@ static void unlink_object(flit_objects_t *objs, flit_object_t *o)
     pthread_mutex_unlock(&objs->lock);
 }
 
-flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
+flit_status flit_object_create(flit_objects_t *h, uint32_t id,
                                const flit_object_type_t *type, const flit_rank_t *members,
                                unsigned n, flit_object_strategy strategy,
                                flit_rank_t owner, const void *init_arg, size_t init_len,
                                flit_object_t **out)
 {
+    flit_objects_t *objs = objs_of(h);
     if (!objs || !type || !out || (!init_arg && init_len) || (!members && n))
         return FLIT_ERR_INVALID_ARG;
     if (strategy != FLIT_OBJECT_REPLICATED && strategy != FLIT_OBJECT_OWNED &&
@@ -1185,7 +1195,6 @@ flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
     flit_object_t *o = calloc(1, sizeof *o);
     if (!o)
         return FLIT_ERR_NO_MEMORY;
-    o->magic = OBJECT_MAGIC;
     o->id = id;
     o->objs = objs;
     o->type = type;
@@ -1196,6 +1205,10 @@ flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
     o->holds = strategy != FLIT_OBJECT_OWNED || owner.idx == me.idx;
     o->tail = &o->queue;
     pthread_mutex_init(&o->lock, NULL);
+    if (flit_handle_new(&fl_obj_objects, o, &o->self) != FLIT_OK) {
+        object_free(o);
+        return FLIT_ERR_NO_MEMORY;
+    }
     if (o->adaptive && (st = place_init(o, members, n)) != FLIT_OK) {
         object_free(o);
         return st;
@@ -1236,13 +1249,14 @@ flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
     /* The group's largest message is half its window (the default one),
        less this layer's words before the bytes. */
     o->part_max = FLIT_GROUP_WINDOW_DEFAULT / 2 * gs.frag - PART_SLACK;
-    *out = o;
+    *out = o->self;
     return FLIT_OK;
 }
 
-flit_status flit_object_destroy(flit_object_t *obj)
+flit_status flit_object_destroy(flit_object_t *h)
 {
-    if (!obj || obj->magic != OBJECT_MAGIC)
+    flit_object_t *obj = obj_of(h);
+    if (!obj)
         return FLIT_ERR_INVALID_ARG;
     flit_status st = flit_group_destroy(obj->group);
     if (st == FLIT_ERR_IN_HANDLER || st == FLIT_ERR_INVALID_ARG)
@@ -1266,29 +1280,31 @@ flit_status flit_object_destroy(flit_object_t *obj)
         }
     }
     object_answer(done);
-    obj->magic = 0;
     object_free(obj);
     return st;
 }
 
-flit_status flit_object_lookup(flit_objects_t *objs, uint32_t id, flit_object_t **out)
+flit_status flit_object_lookup(flit_objects_t *h, uint32_t id, flit_object_t **out)
 {
+    flit_objects_t *objs = objs_of(h);
     if (!objs || !out)
         return FLIT_ERR_INVALID_ARG;
     flit_object_t *o = lookup(objs, id);
     if (!o)
         return FLIT_ERR_INVALID_ARG;
-    *out = o;
+    *out = o->self;
     return FLIT_OK;
 }
 
-uint32_t flit_object_id(const flit_object_t *obj)
+uint32_t flit_object_id(const flit_object_t *h)
 {
+    const flit_object_t *obj = obj_of(h);
     return obj ? obj->id : UINT32_MAX;
 }
 
-flit_status flit_object_stats(flit_object_t *obj, flit_object_stats_t *out_)
+flit_status flit_object_stats(flit_object_t *h, flit_object_stats_t *out_)
 {
+    flit_object_t *obj = obj_of(h);
     /* A program built against an earlier header knows a shorter struct
        (up to retries): it gets what it knows. */
     if (!obj || !out_ ||

@@ -6,6 +6,7 @@
 #ifndef FLIT_OBJECT_INT_H
 #define FLIT_OBJECT_INT_H
 
+#include <flit/handle.h>
 #include <flit/object.h>
 
 #include <pthread.h>
@@ -17,7 +18,6 @@
 #define SPARE_MAX    (4u << 20) /* the largest write buffer kept for the next */
 #define WAIT_SLICE   2000 /* us: a guard is looked at again at least this often */
 #define POLL_PASSES  64   /* progress passes a write polls before it waits */
-#define OBJECT_MAGIC 0x6f626a65u
 
 /* Group messages that are not writes: hdr.op above any operation. */
 #define OP_REPORT 0xfffffff0u /* [hdr][uint64 reads, writes] */
@@ -98,7 +98,7 @@ struct part {
 };
 
 struct flit_object {
-    uint32_t magic;
+    void *self; /* the handle its user holds (<flit/handle.h>) */
     uint32_t id;
     flit_objects_t *objs;
     const flit_object_type_t *type;
@@ -148,6 +148,7 @@ struct flit_object {
 };
 
 struct flit_objects {
+    void *self; /* the handle its user holds */
     flit_ep_t *ep;
     flit_rpc_t *rpc;
     flit_groups_t *groups;
@@ -156,6 +157,22 @@ struct flit_objects {
     atomic_int work; /* some owner has a switch to send, or a member left */
     bool listening;
 };
+
+/* Sets of objects and objects are handed out as handles of these tables
+   (object.c), never as pointers: one destroyed answers FLIT_ERR_INVALID_ARG,
+   also once its block holds a new one. The live one a handle names; NULL
+   for any other value. */
+extern flit_handles_t *fl_obj_sets, *fl_obj_objects;
+
+static inline flit_objects_t *objs_of(flit_objects_t *h)
+{
+    return (flit_objects_t *)flit_handle_get(&fl_obj_sets, h);
+}
+
+static inline flit_object_t *obj_of(const flit_object_t *h)
+{
+    return (flit_object_t *)flit_handle_get(&fl_obj_objects, h);
+}
 
 /* object.c */
 void object_answer(struct pending *done);

@@ -557,12 +557,12 @@ void place_fini(flit_object_t *o)
     free(o->left);
 }
 
-flit_status flit_object_place(flit_object_t *obj, flit_object_strategy strategy,
+flit_status flit_object_place(flit_object_t *handle, flit_object_strategy strategy,
                               flit_rank_t owner)
 {
-    if (!obj || obj->magic != OBJECT_MAGIC ||
-        (strategy != FLIT_OBJECT_REPLICATED && strategy != FLIT_OBJECT_OWNED &&
-         strategy != FLIT_OBJECT_AUTO))
+    flit_object_t *obj = obj_of(handle);
+    if (!obj || (strategy != FLIT_OBJECT_REPLICATED && strategy != FLIT_OBJECT_OWNED &&
+                 strategy != FLIT_OBJECT_AUTO))
         return FLIT_ERR_INVALID_ARG;
     if (!obj->adaptive)
         return FLIT_ERR_NOT_SUPPORTED;
