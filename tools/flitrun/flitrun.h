@@ -122,6 +122,7 @@ struct conn {
     int fd;
     int rank;          /* -1 until its HELLO was accepted */
     bool dead;         /* freed at the end of the loop turn */
+    bool send_failed;  /* the peer is gone: nothing more is sent */
     uint64_t hello_by; /* closed if still anonymous then (ns) */
     uint64_t serial;   /* order of arrival: the oldest stranger goes first */
     char peer[32];     /* " from a.b.c.d:port" over TCP; else "" */
@@ -267,6 +268,7 @@ struct rank {
 struct leaving {        /* the earliest round a rank that left cannot join */
     uint32_t round;     /* 0: none */
     uint32_t rank, why; /* FL_PROTO_LEFT_* */
+    bool flit_job;      /* some rank said HELLO */
 };
 
 /* Rank r was reaped with exit status code (reap.c). */

@@ -129,14 +129,11 @@ void frame_unref(struct frame *f)
         free(f);
 }
 
+static void sendq_free(struct conn *c);
+
 void conn_free(struct conn *c)
 {
-    while (c->head) {
-        struct sendq *q = c->head;
-        c->head = q->next;
-        frame_unref(q->frame);
-        free(q);
-    }
+    sendq_free(c);
     fl_proto_rx_free(&c->rx);
     close(c->fd);
     free(c);
@@ -251,6 +248,29 @@ void conn_fail(struct job *job, struct conn *c, const char *fmt, ...)
     conn_close(job, c);
 }
 
+static void sendq_free(struct conn *c)
+{
+    while (c->head) {
+        struct sendq *q = c->head;
+        c->head = q->next;
+        frame_unref(q->frame);
+        free(q);
+    }
+    c->tail = NULL;
+}
+
+/* The peer went while we wrote to it: what it sent before it went (a BYE)
+   is still in our socket and says how it left, so it is read first. Nothing
+   more is sent (send_failed), so that reading cannot come back here. */
+static void conn_lost_sending(struct job *job, struct conn *c, int err)
+{
+    c->send_failed = true;
+    sendq_free(c);
+    conn_read(job, c);
+    if (!c->dead)
+        conn_lost(job, c, err);
+}
+
 static void conn_flush(struct job *job, struct conn *c)
 {
     while (c->head) {
@@ -262,7 +282,7 @@ static void conn_flush(struct job *job, struct conn *c)
         if (n < 0 && errno == EAGAIN)
             return; /* the rest when POLLOUT says so */
         if (n < 0) {
-            conn_lost(job, c, errno);
+            conn_lost_sending(job, c, errno);
             return;
         }
         q->off += (size_t)n;
@@ -279,6 +299,8 @@ static void conn_flush(struct job *job, struct conn *c)
 /* Queues f (shared, not copied) and sends what the socket takes now. */
 void conn_send(struct job *job, struct conn *c, struct frame *f)
 {
+    if (c->send_failed)
+        return; /* the peer is gone: conn_lost_sending */
     struct sendq *q = malloc(sizeof *q);
     if (!q) {
         say("out of memory queueing a frame for rank %d", c->rank);
