@@ -332,7 +332,7 @@ void conns_sweep(struct job *job)
 }
 
 /* Abstract sockets have no permissions: only our own user may join. Over
-   TCP anyone may connect; the job id in HELLO is what lets a rank in. */
+   TCP anyone may connect; the job's key in HELLO is what lets a rank in. */
 static bool peer_is_us(const struct job *job, int fd)
 {
     struct ucred cred;
@@ -361,8 +361,9 @@ static void conn_drop(struct job *job, struct conn *c, enum refusal kind, const 
 {
     static const uint8_t busy[5] = {1, 0, 0, 0, FL_PROTO_BUSY};
     uint8_t sink[512];
-    while (recv(c->fd, sink, sizeof sink, MSG_DONTWAIT) > 0)
-        ;
+    for (int i = 0; i < READS_PER_TURN; i++) /* a stranger that streams: no more */
+        if (recv(c->fd, sink, sizeof sink, MSG_DONTWAIT) <= 0)
+            break;
     (void)!send(c->fd, busy, sizeof busy, MSG_NOSIGNAL | MSG_DONTWAIT);
     shutdown(c->fd, SHUT_RDWR);
     conn_refuse(job, c, kind, "%s", why);
@@ -406,11 +407,12 @@ static void conn_add(struct job *job, int fd, const struct sockaddr_in *sa)
     c->rx.max_frame = HELLO_FRAME; /* a stranger gets no room until it said who it is */
     c->hello_by = fl_now_ns() + HELLO_WAIT_NS;
     c->serial = job->srv.next_serial++;
-    if (job->srv.strangers >= STRANGERS_MAX)
+    bool ours = peer_is_us(job, fd); /* another user's drops none of ours */
+    if (ours && job->srv.strangers >= STRANGERS_MAX)
         drop_oldest_stranger(job);
     job->srv.conns[job->srv.nconns++] = c;
     job->srv.strangers++;
-    if (!peer_is_us(job, fd)) {
+    if (!ours) {
         conn_refuse(job, c, REFUSED_USER, "it is not from this user");
         return;
     }
