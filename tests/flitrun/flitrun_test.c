@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -612,6 +613,23 @@ static void feed_broken(const struct run *r)
              r->fed);
 }
 
+/* flitrun and its ranks (reaped, so counted as the driver's children) used
+   little CPU: flitrun slept in poll while the ranks slept. CPU time, not
+   wall time: a busy machine makes it smaller, never larger. */
+static void little_cpu(const struct run *r)
+{
+    (void)r;
+    struct rusage ru;
+    if (getrusage(RUSAGE_CHILDREN, &ru) != 0) {
+        fail("getrusage: %s", strerror(errno));
+        return;
+    }
+    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    if (cpu > 0.25)
+        fail("flitrun and its ranks used %.2f s of CPU while the ranks slept", cpu);
+}
+
 /* Each rank printed the shared file it made; flitrun removed them. */
 static void shm_removed(const struct run *r)
 {
@@ -927,6 +945,13 @@ static const struct tcase cases[] = {
      .lines = {2, "rank %1$d stdin early ok"},
      .ranks = 2,
      .check = feed_broken},
+    /* not a flit job: rank 0 exits 0 at once, rank 1 sleeps past the 2 s
+       within which flitrun judges an exit without flit_finalize. Nothing to
+       judge (no rank said HELLO), and no deadline: flitrun must not spin
+       (it did on 4a8a188 once the 2 s had passed) */
+    {.name = "early_exit_idle",
+     .args = {"-n", "2", "sh", "-c", "test $FLIT_RANK = 0 || sleep 4"},
+     .check = little_cpu},
     {.name = "stdin_early_close",
      .args = {"-v", "-n", "2", "RANK", "stdin_early", "close", "1000"},
      .run = {.feed_len = STDIN_LEN, .gate = GATE_ON_END},

@@ -30,13 +30,16 @@
 /* A rank that hung up without BYE is told of once reaped (its exit status
    says more), or after this if it runs on. */
 #define LOST_WAIT_NS (NS_PER_S / 2)
+/* leave_judge_at of a rank that left before flit_init while no rank has
+   called it: no deadline until one does (a job of other programs). */
+#define NOT_YET UINT64_MAX
 
-static bool any_hello(const struct job *job)
+/* Whether the job is a flit job: some rank said HELLO (it stays so). */
+static bool any_hello(struct job *job)
 {
-    for (uint32_t r = 0; r < job->opt.nranks; r++)
-        if (job->ranks[r].said_hello)
-            return true;
-    return false;
+    for (uint32_t r = 0; r < job->opt.nranks && !job->leave.flit_job; r++)
+        job->leave.flit_job = job->ranks[r].said_hello;
+    return job->leave.flit_job;
 }
 
 static uint32_t others_live(const struct job *job, uint32_t r)
@@ -103,8 +106,8 @@ static void tell_ranks(struct job *job, uint64_t now)
     struct frame *f = NULL;
     for (uint32_t r = 0; r < job->opt.nranks; r++) {
         struct rank *rk = &job->ranks[r];
-        if (!rk->conn || rk->told_round == job->leave.round)
-            continue;
+        if (!rk->conn || rk->said_bye || rk->told_round == job->leave.round)
+            continue; /* a rank that said BYE makes no more exchanges */
         if (!f && !(f = frame_new(FL_PROTO_LEFT, FL_PROTO_LEFT_LEN)))
             return; /* no memory: told on a later turn */
         fl_put32(f->bytes + 5, job->leave.rank);
@@ -166,8 +169,13 @@ static void judge(struct job *job, uint32_t r, uint64_t now)
         rk->leave_judge_at = 0;
         return;
     }
-    if (!rk->said_hello && !any_hello(job))
-        return; /* not a flit job, so far */
+    if (!rk->said_hello && !any_hello(job)) {
+        if (now >= rk->leave_judge_at)
+            rk->leave_judge_at = NOT_YET; /* not a flit job, so far */
+        return;
+    }
+    if (rk->leave_judge_at == NOT_YET) /* a rank called flit_init since */
+        rk->leave_judge_at = now + LEAVE_GRACE_NS;
     int w = waiter_for(job, r);
     if (w >= 0) {
         snprintf(because, sizeof because,
@@ -199,7 +207,7 @@ uint64_t leave_next_deadline(const struct job *job)
         const struct rank *rk = &job->ranks[r];
         uint64_t lost = rk->lost_at + LOST_WAIT_NS;
         if (rk->leave_judge_at && rk->leave_judge_at < next)
-            next = rk->leave_judge_at;
+            next = rk->leave_judge_at; /* NOT_YET is no deadline */
         if (hung_up(rk) && rk->lost_at && lost > now && lost < next)
             next = lost; /* past it, find_doom has seen it */
     }
