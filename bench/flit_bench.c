@@ -304,10 +304,10 @@ static void print_header(const struct run *r)
     extern char **environ;
     int shown = 0;
     for (char **e = environ; *e; e++) {
-        static const char *const launcher[] = {
-            "FLIT_BOOT=", "FLIT_RANK=", "FLIT_SIZE=", "FLIT_JOB_ID="};
+        static const char *const launcher[] = {"FLIT_BOOT=", "FLIT_RANK=", "FLIT_SIZE=",
+                                               "FLIT_JOB_ID=", "FLIT_JOB_KEY="};
         bool skip = strncmp(*e, "FLIT_", 5) != 0;
-        for (size_t i = 0; i < 4 && !skip; i++)
+        for (size_t i = 0; i < 5 && !skip; i++)
             skip = strncmp(*e, launcher[i], strlen(launcher[i])) == 0;
         if (!skip)
             printf("  %s %s\n", shown++ ? "        " : "config  ", *e);

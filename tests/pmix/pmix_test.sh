@@ -28,7 +28,7 @@ mkdir -p "$work"
 # Every process of the job inherits this; after mpirun none may hold it.
 mark="pmix_test.$$.$n"
 # flitrun's variables, if this runs under it, must not reach the ranks.
-unset FLIT_BOOT FLIT_RANK FLIT_SIZE FLIT_JOB_ID
+unset FLIT_BOOT FLIT_RANK FLIT_SIZE FLIT_JOB_ID FLIT_JOB_KEY
 # Sanitizer builds: libpmix's own leaks are suppressed (see lsan.supp).
 here=$(cd "$(dirname "$0")" && pwd)
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"

@@ -43,7 +43,7 @@ work=$dir/work.$case.$$
 mkdir -p "$work"
 mark="slurm_run.$$"
 export FLIT_VERBOSE=1
-unset FLIT_BOOT FLIT_RANK FLIT_SIZE FLIT_JOB_ID
+unset FLIT_BOOT FLIT_RANK FLIT_SIZE FLIT_JOB_ID FLIT_JOB_KEY
 
 fail() {
     echo "FAIL: $*"
