@@ -304,8 +304,8 @@ static void print_header(const struct run *r)
     extern char **environ;
     int shown = 0;
     for (char **e = environ; *e; e++) {
-        static const char *const launcher[] = {"FLIT_BOOT=", "FLIT_RANK=", "FLIT_SIZE=",
-                                               "FLIT_JOB_ID=", "FLIT_JOB_KEY="};
+        static const char *const launcher[] = {
+            "FLIT_BOOT=", "FLIT_RANK=", "FLIT_SIZE=", "FLIT_JOB_ID=", "FLIT_JOB_KEY="};
         bool skip = strncmp(*e, "FLIT_", 5) != 0;
         for (size_t i = 0; i < 5 && !skip; i++)
             skip = strncmp(*e, launcher[i], strlen(launcher[i])) == 0;

@@ -360,8 +360,10 @@ static void test_unknown(void)
     CHECK(setenv("FLIT_RANK", "0", 1) == 0);
     CHECK(setenv("FLIT_SIZE", "1", 1) == 0);
     CHECK(setenv("FLIT_JOB_ID", "0123456789abcdef", 1) == 0);
-    CHECK(setenv("FLIT_JOB_KEY", "00112233445566778899aabbccddeeff"
-                                 "00112233445566778899aabbccddeeff", 1) == 0);
+    CHECK(setenv("FLIT_JOB_KEY",
+                 "00112233445566778899aabbccddeeff"
+                 "00112233445566778899aabbccddeeff",
+                 1) == 0);
     CHECK_OK(load(&log));
     CHECK(strstr(log, "FLIT_RANK") == NULL && strstr(log, "FLIT_SIZE") == NULL &&
           strstr(log, "FLIT_JOB_ID") == NULL && strstr(log, "FLIT_JOB_KEY") == NULL);
