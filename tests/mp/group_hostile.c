@@ -94,7 +94,8 @@ static void send_words(enum op op, const uint32_t *rest, unsigned nrest, const v
                        size_t len)
 {
     uint32_t w[MAX_ARGS] = {op_word(op), GID, 0};
-    memcpy(w + 3, rest, sizeof *w * nrest);
+    if (nrest)
+        memcpy(w + 3, rest, sizeof *w * nrest);
     if (len)
         CHECK_OK(flit_am_medium(a.ep, flit_rank(0), a.h, buf, len, w, 3 + nrest, 0));
     else
