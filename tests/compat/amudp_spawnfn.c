@@ -5,10 +5,13 @@
  * command line it was given. The workers check that they are its children
  * (a variable it set), pass a message round the ring, then the last one
  * calls AMUDP_SPMDExit(CODE): the job, and the master, must end with CODE,
- * every exit callback having run (expect_exit.sh checks).
+ * every exit callback having run (expect_exit.sh checks). With kill for
+ * CODE the last one dies by SIGKILL instead: the job ends with 255, AMUDP's
+ * status for a lost worker (expect_status.sh checks).
  *
- *   amudp_spawnfn NPROCS CODE
+ *   amudp_spawnfn NPROCS CODE|kill
  */
+#include <signal.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -71,6 +74,8 @@ int main(int argc, char **argv)
     AMT_OK(AM_Request1(ep, (me + 1) % n, H_RING, me));
     AMT_POLL_UNTIL(eb, back, 1);
     AMT_OK(AMUDP_SPMDBarrier());
+    if (me == n - 1 && strcmp(argv[1], "kill") == 0)
+        kill(getpid(), SIGKILL);
     if (me == n - 1)
         AMUDP_SPMDExit(code);
     AMT_OK(AM_SetEventMask(eb, AM_NOTEMPTY));
