@@ -104,23 +104,27 @@ int FM_initialize(void)
         fm_error(flit_strerror(st));
         return FM_FAILURE;
     }
-    if ((st = flit_ep_create(NULL, &fm_ep)) != FLIT_OK) {
-        fm_error(flit_strerror(st));
-        return FM_FAILURE;
-    }
-    for (unsigned h = 0; h < FM_MAX_HANDLERS && st == FLIT_OK; h++)
-        st = flit_stream_register(fm_ep, flit_handler((uint16_t)h), dispatch,
-                                  (void *)(uintptr_t)h);
-    if (st != FLIT_OK) {
-        fm_error(flit_strerror(st));
-        return FM_FAILURE;
-    }
-    FM_nodeid = flit_job_rank().idx;
-    FM_numnodes = flit_job_size();
-    if (!(queues = calloc(FM_numnodes, sizeof *queues))) {
+    /* The queues first: no endpoint is left half set up when they fail. */
+    if (!(queues = calloc(flit_job_size(), sizeof *queues))) {
         fm_error("no memory for the send queues");
         return FM_FAILURE;
     }
+    flit_ep_t *e = NULL;
+    if ((st = flit_ep_create(NULL, &e)) == FLIT_OK)
+        for (unsigned h = 0; h < FM_MAX_HANDLERS && st == FLIT_OK; h++)
+            st = flit_stream_register(e, flit_handler((uint16_t)h), dispatch,
+                                      (void *)(uintptr_t)h);
+    if (st != FLIT_OK) {
+        fm_error(flit_strerror(st));
+        if (e)
+            flit_ep_destroy(e);
+        free(queues);
+        queues = NULL;
+        return FM_FAILURE;
+    }
+    fm_ep = e;
+    FM_nodeid = flit_job_rank().idx;
+    FM_numnodes = flit_job_size();
     return FM_SUCCESS;
 }
 
