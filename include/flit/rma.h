@@ -141,7 +141,9 @@ FLIT_API uint64_t flit_rma_region_id(const flit_rma_region_t *region);
  * read from it. It waits for accesses other processes of this host are
  * making at that moment (a memcpy at most; those of a rank that died are
  * not waited for). The handle dies; a second call answers
- * FLIT_ERR_REVOKED.
+ * FLIT_ERR_REVOKED (FLIT_ERR_INVALID_ARG once a new region took the dead
+ * one's place, or its endpoint was destroyed: a dead handle never names
+ * another region).
  */
 FLIT_API flit_status flit_rma_unexport(flit_rma_region_t *region);
 

@@ -144,8 +144,8 @@ static bool key_taken(struct fl_rma_ep *r, uint64_t key)
 
 flit_status flit_rma_region_set_key(flit_rma_region_t *region, uint64_t key)
 {
-    struct flit_rma_region *g = region;
-    if (!g || g->obj.magic != FL_RMA_MAGIC_REGION)
+    struct flit_rma_region *g = fl_rma_region_of(region);
+    if (!g)
         return FLIT_ERR_INVALID_ARG;
     flit_status st = fl_ep_enter(g->ep);
     if (st != FLIT_OK)

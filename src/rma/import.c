@@ -167,6 +167,10 @@ flit_status flit_rma_import(flit_ep_t *ep, flit_rank_t owner, uint64_t export_id
         st = FLIT_ERR_PEER_DOWN;
     else if (!(rm = (struct flit_rma_remote *)fl_rma_pool_get(&r->remotes)))
         st = FLIT_ERR_NO_MEMORY;
+    else if (fl_rma_pool_handle(&r->remotes, &rm->obj) != FLIT_OK) {
+        fl_rma_pool_put(&r->remotes, &rm->obj);
+        st = FLIT_ERR_NO_MEMORY;
+    }
     if (st == FLIT_OK) {
         struct fl_rma_obj keep = rm->obj;
         memset(rm, 0, sizeof *rm);
@@ -177,7 +181,7 @@ flit_status flit_rma_import(flit_ep_t *ep, flit_rank_t owner, uint64_t export_id
         st = owner.idx == ep->rank ? import_self(ep, export_id, rm)
                                    : import_remote(ep, owner.idx, export_id, rm);
         if (st == FLIT_OK)
-            *remote_out = rm;
+            *remote_out = rm->obj.self;
         else
             fl_rma_pool_put(&r->remotes, &rm->obj);
     }
@@ -193,8 +197,8 @@ static bool remote_quiet(struct flit_ep *ep, void *arg)
 
 flit_status flit_rma_release(flit_rma_remote_t *remote)
 {
-    struct flit_rma_remote *rm = remote;
-    if (!rm || rm->obj.magic != FL_RMA_MAGIC_REMOTE)
+    struct flit_rma_remote *rm = fl_rma_remote_of(remote);
+    if (!rm)
         return FLIT_ERR_INVALID_ARG;
     flit_status st = fl_ep_enter(rm->ep);
     if (st != FLIT_OK)
@@ -219,20 +223,20 @@ flit_status flit_rma_release(flit_rma_remote_t *remote)
 
 size_t flit_rma_remote_size(const flit_rma_remote_t *remote)
 {
-    const struct flit_rma_remote *rm = remote;
-    return rm && rm->obj.magic == FL_RMA_MAGIC_REMOTE && rm->obj.live ? rm->size : 0;
+    const struct flit_rma_remote *rm = fl_rma_remote_of(remote);
+    return rm && rm->obj.live ? rm->size : 0;
 }
 
 unsigned flit_rma_remote_access(const flit_rma_remote_t *remote)
 {
-    const struct flit_rma_remote *rm = remote;
-    return rm && rm->obj.magic == FL_RMA_MAGIC_REMOTE && rm->obj.live ? rm->access : 0;
+    const struct flit_rma_remote *rm = fl_rma_remote_of(remote);
+    return rm && rm->obj.live ? rm->access : 0;
 }
 
 flit_rma_path flit_rma_remote_path(const flit_rma_remote_t *remote)
 {
-    const struct flit_rma_remote *rm = remote;
-    if (!rm || rm->obj.magic != FL_RMA_MAGIC_REMOTE || !rm->obj.live)
+    const struct flit_rma_remote *rm = fl_rma_remote_of(remote);
+    if (!rm || !rm->obj.live)
         return FLIT_RMA_PATH_NONE;
     switch (rm->path) {
     case FL_RMA_PATH_SELF:

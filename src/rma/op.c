@@ -119,9 +119,11 @@ flit_status fl_rma_op_finish(struct flit_ep *ep, struct flit_rma_op *op)
 
 /* ---- handles ---- */
 
-static flit_status op_enter(struct flit_rma_op *op)
+/* Enters the endpoint of the held operation handle h names: *out. */
+static flit_status op_enter(const flit_rma_op_t *h, struct flit_rma_op **out)
 {
-    if (!op || op->obj.magic != FL_RMA_MAGIC_OP)
+    struct flit_rma_op *op = *out = fl_rma_op_of(h);
+    if (!op)
         return FLIT_ERR_INVALID_ARG;
     flit_status st = fl_ep_enter(op->ep);
     if (st != FLIT_OK)
@@ -133,11 +135,12 @@ static flit_status op_enter(struct flit_rma_op *op)
     return FLIT_OK;
 }
 
-flit_status flit_rma_test(flit_rma_op_t *op, int *done)
+flit_status flit_rma_test(flit_rma_op_t *h, int *done)
 {
     if (!done)
         return FLIT_ERR_INVALID_ARG;
-    flit_status st = op_enter(op);
+    struct flit_rma_op *op;
+    flit_status st = op_enter(h, &op);
     if (st != FLIT_OK)
         return st;
     struct flit_ep *ep = op->ep;
@@ -156,9 +159,10 @@ flit_status flit_rma_test(flit_rma_op_t *op, int *done)
     return st;
 }
 
-flit_status flit_rma_wait(flit_rma_op_t *op, int64_t timeout_us)
+flit_status flit_rma_wait(flit_rma_op_t *h, int64_t timeout_us)
 {
-    flit_status st = op_enter(op);
+    struct flit_rma_op *op;
+    flit_status st = op_enter(h, &op);
     if (st != FLIT_OK)
         return st;
     struct flit_ep *ep = op->ep;

@@ -78,6 +78,10 @@ static flit_status export_region(struct flit_ep *ep, void *addr, size_t len,
     struct flit_rma_region *g = (struct flit_rma_region *)fl_rma_pool_get(&r->regions);
     if (!g)
         return FLIT_ERR_NO_MEMORY;
+    if (fl_rma_pool_handle(&r->regions, &g->obj) != FLIT_OK) {
+        fl_rma_pool_put(&r->regions, &g->obj);
+        return FLIT_ERR_NO_MEMORY;
+    }
     g->ep = ep;
     g->addr = addr;
     g->len = len;
@@ -91,7 +95,7 @@ static flit_status export_region(struct flit_ep *ep, void *addr, size_t len,
     atomic_store_explicit(fl_rma_ctl_word(r->ctl, ep->size, g->obj.idx),
                           fl_rma_live_word(g->obj.gen), memory_order_release);
     fl_rma_dir_publish(ep, g); /* importers of this host find it without us */
-    *region_out = g;
+    *region_out = g->obj.self;
     return FLIT_OK;
 }
 
@@ -118,8 +122,8 @@ flit_status flit_rma_export(flit_ep_t *ep, void *addr, size_t len, unsigned acce
 
 uint64_t flit_rma_region_id(const flit_rma_region_t *region)
 {
-    const struct flit_rma_region *g = region;
-    if (!g || g->obj.magic != FL_RMA_MAGIC_REGION || !g->obj.live)
+    const struct flit_rma_region *g = fl_rma_region_of(region);
+    if (!g || !g->obj.live)
         return 0;
     return region_id(g);
 }
@@ -175,8 +179,8 @@ void fl_rma_revoke(struct flit_ep *ep, struct flit_rma_region *g, bool wait)
 
 flit_status flit_rma_unexport(flit_rma_region_t *region)
 {
-    struct flit_rma_region *g = region;
-    if (!g || g->obj.magic != FL_RMA_MAGIC_REGION)
+    struct flit_rma_region *g = fl_rma_region_of(region);
+    if (!g)
         return FLIT_ERR_INVALID_ARG;
     flit_status st = fl_ep_enter(g->ep);
     if (st != FLIT_OK)

@@ -12,6 +12,36 @@
 
 /* ---- pools ---- */
 
+static flit_handles_t *region_handles, *remote_handles, *op_handles;
+
+struct flit_rma_region *fl_rma_region_of(const flit_rma_region_t *h)
+{
+    return flit_handle_get(&region_handles, h);
+}
+
+struct flit_rma_remote *fl_rma_remote_of(const flit_rma_remote_t *h)
+{
+    return flit_handle_get(&remote_handles, h);
+}
+
+struct flit_rma_op *fl_rma_op_of(const flit_rma_op_t *h)
+{
+    return flit_handle_get(&op_handles, h);
+}
+
+flit_status fl_rma_pool_handle(struct fl_rma_pool *p, struct fl_rma_obj *o)
+{
+    return o->self ? FLIT_OK : flit_handle_new(p->handles, o, &o->self);
+}
+
+/* o's last life's handle dies: the slot is reused, or goes. */
+static void pool_handle_end(struct fl_rma_pool *p, struct fl_rma_obj *o)
+{
+    if (o->self)
+        (void)flit_handle_free(p->handles, o->self);
+    o->self = NULL;
+}
+
 static struct fl_rma_obj *pool_take_free(struct fl_rma_pool *p)
 {
     struct fl_rma_obj *o = p->head;
@@ -51,6 +81,7 @@ struct fl_rma_obj *fl_rma_pool_get(struct fl_rma_pool *p)
         o = pool_make(p);
     if (!o)
         return NULL;
+    pool_handle_end(p, o);
     o->gen++;
     if (o->gen == 0)
         o->gen = 1; /* ids are never 0 */
@@ -71,8 +102,10 @@ void fl_rma_pool_put(struct fl_rma_pool *p, struct fl_rma_obj *o)
     p->nfree++;
 }
 
-static void pool_init(struct fl_rma_pool *p, size_t size, uint32_t magic, uint32_t max)
+static void pool_init(struct fl_rma_pool *p, size_t size, uint32_t magic, uint32_t max,
+                      flit_handles_t **handles)
 {
+    p->handles = handles;
     p->size = size;
     p->magic = magic;
     p->max = max;
@@ -81,6 +114,7 @@ static void pool_init(struct fl_rma_pool *p, size_t size, uint32_t magic, uint32
 static void pool_free(struct fl_rma_pool *p)
 {
     for (uint32_t i = 0; i < p->n; i++) {
+        pool_handle_end(p, p->all[i]);
         p->all[i]->magic = 0;
         free(p->all[i]);
     }
@@ -101,10 +135,11 @@ static flit_status rma_open(struct flit_ep *ep, void *state)
     long page = sysconf(_SC_PAGESIZE);
     r->page = page > 0 ? (size_t)page : 4096u;
     pool_init(&r->regions, sizeof(struct flit_rma_region), FL_RMA_MAGIC_REGION,
-              FL_RMA_MAX_REGIONS);
+              FL_RMA_MAX_REGIONS, &region_handles);
     pool_init(&r->remotes, sizeof(struct flit_rma_remote), FL_RMA_MAGIC_REMOTE,
-              FL_RMA_MAX_REMOTES);
-    pool_init(&r->ops, sizeof(struct flit_rma_op), FL_RMA_MAGIC_OP, FL_RMA_MAX_OPS);
+              FL_RMA_MAX_REMOTES, &remote_handles);
+    pool_init(&r->ops, sizeof(struct flit_rma_op), FL_RMA_MAGIC_OP, FL_RMA_MAX_OPS,
+              &op_handles);
     return FLIT_OK;
 }
 

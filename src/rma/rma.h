@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "core/ep.h"
+#include "flit/handle.h"
 #include "flit/rma.h"
 #include "rma/wire.h"
 
@@ -47,7 +48,15 @@
 
 #define FL_RMA_ACCESS_ALL (FLIT_RMA_READ | FLIT_RMA_WRITE)
 
-/* ---- handles: pooled, never freed before their endpoint ---- */
+/*
+ * ---- handles: pooled, never freed before their endpoint ----
+ *
+ * The program holds <flit/handle.h> handles (one table per kind, made for
+ * an object when it is first handed out), never pointers: a dead object's
+ * handle still names it (FLIT_ERR_REVOKED, FLIT_ERR_INVALID_ARG: it reads
+ * !live) until its slot is reused or its endpoint goes; from then on the
+ * handle is refused without reading anything.
+ */
 
 #define FL_RMA_MAGIC_REGION 0x52474e31u /* "RGN1" */
 #define FL_RMA_MAGIC_REMOTE 0x524d5431u /* "RMT1" */
@@ -56,6 +65,7 @@
 struct fl_rma_obj {
     uint32_t magic;
     bool live;
+    void *self;   /* its handle, until the slot is reused; NULL: none yet */
     uint32_t idx; /* its place in the pool, for good */
     uint32_t gen; /* bumped each time it is handed out */
     struct fl_rma_obj *next_free;
@@ -68,12 +78,19 @@ struct fl_rma_pool {
     uint32_t nfree;
     size_t size;
     uint32_t magic;
+    flit_handles_t **handles; /* the table of its kind */
 };
 
 /* A live object of the pool (fresh or reused, gen bumped), or NULL when
    max are live or memory is short. */
 struct fl_rma_obj *fl_rma_pool_get(struct fl_rma_pool *p);
 void fl_rma_pool_put(struct fl_rma_pool *p, struct fl_rma_obj *o);
+/* o's handle, made if it has none: FLIT_OK, or FLIT_ERR_NO_MEMORY. */
+flit_status fl_rma_pool_handle(struct fl_rma_pool *p, struct fl_rma_obj *o);
+/* The object a handle of each kind names; NULL for any other value. */
+struct flit_rma_region *fl_rma_region_of(const flit_rma_region_t *h);
+struct flit_rma_remote *fl_rma_remote_of(const flit_rma_remote_t *h);
+struct flit_rma_op *fl_rma_op_of(const flit_rma_op_t *h);
 
 /* ---- owner side ---- */
 

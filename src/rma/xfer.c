@@ -17,9 +17,11 @@
 #define PUT_FLAGS (FLIT_RMA_REMOTE_DONE | FLIT_RMA_NOTIFY)
 #define GET_FLAGS FLIT_RMA_REMOTE_DONE
 
-static flit_status remote_enter(struct flit_rma_remote *rm)
+/* Enters the endpoint of the live import handle h names: *out. */
+static flit_status remote_enter(const flit_rma_remote_t *h, struct flit_rma_remote **out)
 {
-    if (!rm || rm->obj.magic != FL_RMA_MAGIC_REMOTE)
+    struct flit_rma_remote *rm = *out = fl_rma_remote_of(h);
+    if (!rm)
         return FLIT_ERR_INVALID_ARG;
     flit_status st = fl_ep_enter(rm->ep);
     if (st != FLIT_OK)
@@ -208,6 +210,11 @@ static flit_status handle_new(struct flit_ep *ep, struct flit_rma_remote *rm,
     *op = NULL;
     if (op_out && !(*op = fl_rma_op_new(ep, kind, rm->owner, rm)))
         return FLIT_ERR_NO_MEMORY;
+    if (*op && fl_rma_pool_handle(&fl_rma_of(ep)->ops, &(*op)->obj) != FLIT_OK) {
+        fl_rma_op_release(ep, *op);
+        *op = NULL;
+        return FLIT_ERR_NO_MEMORY;
+    }
     return FLIT_OK;
 }
 
@@ -218,7 +225,7 @@ static flit_status direct_done(struct flit_ep *ep, struct flit_rma_op *op, flit_
     if (!op)
         return st;
     if (st == FLIT_OK)
-        *op_out = op;
+        *op_out = op->obj.self;
     else
         fl_rma_op_release(ep, op);
     return st;
@@ -251,7 +258,7 @@ static flit_status put(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t 
         return FLIT_ERR_NO_MEMORY;
     st = put_packets(ep, rm, off, src, len, flags, track ? op : NULL);
     if (op_out && st == FLIT_OK) {
-        *op_out = op; /* untracked: complete already */
+        *op_out = op->obj.self; /* untracked: complete already */
         return FLIT_OK;
     }
     if (track)
@@ -264,8 +271,8 @@ static flit_status put(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t 
 flit_status flit_rma_put(flit_rma_remote_t *remote, uint64_t offset, const void *src,
                          size_t len, unsigned flags, flit_rma_op_t **op)
 {
-    struct flit_rma_remote *rm = remote;
-    flit_status st = remote_enter(rm);
+    struct flit_rma_remote *rm;
+    flit_status st = remote_enter(remote, &rm);
     if (st != FLIT_OK)
         return st;
     st = check(rm, FLIT_RMA_WRITE, offset, src, len, flags, PUT_FLAGS);
@@ -293,7 +300,7 @@ static flit_status get(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t 
         return FLIT_ERR_NO_MEMORY;
     st = get_packets(ep, rm, off, dst, len, op);
     if (op_out && st == FLIT_OK) {
-        *op_out = op;
+        *op_out = op->obj.self;
         return FLIT_OK;
     }
     return fl_rma_op_finish(ep, op);
@@ -302,8 +309,8 @@ static flit_status get(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t 
 flit_status flit_rma_get(flit_rma_remote_t *remote, uint64_t offset, void *dst,
                          size_t len, unsigned flags, flit_rma_op_t **op)
 {
-    struct flit_rma_remote *rm = remote;
-    flit_status st = remote_enter(rm);
+    struct flit_rma_remote *rm;
+    flit_status st = remote_enter(remote, &rm);
     if (st != FLIT_OK)
         return st;
     st = check(rm, FLIT_RMA_READ, offset, dst, len, flags, GET_FLAGS);

@@ -307,7 +307,7 @@ static void get_one(flit_rma_remote_t *r, size_t i, uint64_t off, size_t len,
     }
     if (memcmp(dst + 1, src, len) != 0 || dst[0] || dst[len + 1])
         FAIL("get of %zu bytes at %llu from rank %u is not what was put", len,
-             (unsigned long long)off, ((struct flit_rma_remote *)r)->owner);
+             (unsigned long long)off, fl_rma_remote_of(r)->owner);
 }
 
 static void check_path(flit_rma_remote_t *r, int kind)
@@ -506,7 +506,7 @@ static void test_access(void)
     CHECK(mp_pattern_check(got, len, 42) == len);
     free(got);
     CHECK_OK(flit_rma_put(wo, len - 8, b, 8, FLIT_RMA_REMOTE_DONE, NULL));
-    struct flit_rma_remote *in = (struct flit_rma_remote *)ro;
+    struct flit_rma_remote *in = fl_rma_remote_of(ro);
     if (in->path == FL_RMA_PATH_MAP && mapping_writable(in->base) != 0)
         FAIL("a read-only region is mapped writable here");
     if (g.me != 0) {

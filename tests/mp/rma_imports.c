@@ -90,7 +90,7 @@ static void importer(uint64_t count)
     flit_rma_remote_t **r = calloc(count, sizeof *r);
     CHECK(r);
     CHECK_OK(flit_rma_import(g.ep, flit_rank(0), g.ids[0], &r[0]));
-    bool mapped = ((struct flit_rma_remote *)r[0])->path == FL_RMA_PATH_MAP;
+    bool mapped = fl_rma_remote_of(r[0])->path == FL_RMA_PATH_MAP;
     size_t before = mappings();
     for (uint64_t i = 1; i < count; i++) {
         flit_status st = flit_rma_import(g.ep, flit_rank(0), g.ids[i % NREG], &r[i]);
