@@ -21,8 +21,8 @@
  * Every datagram's acknowledgements free the sender's buffer.
  *
  * Timers (delayed acks, retransmissions, keep-alives, give-up) run from the
- * poll; while the endpoint sleeps, a timerfd set to the earliest deadline
- * wakes it.
+ * poll, after its receive (what came in says what was not lost); while the
+ * endpoint sleeps, a timerfd set to the earliest deadline wakes it.
  *
  * Peers on demand: ->connect only notes a peer's address and window. The
  * peer becomes active (its clocks start, the timers and keep-alives watch
@@ -62,6 +62,9 @@
 #define RTO_MAX_NS     1000000000ull
 #define PROBE_SLACK_NS 50000ull    /* a tail probe waits this beyond 2 RTT + ack delay */
 #define MAX_PROBES     3u          /* tail probes a stall, each waiting twice as long */
+#define LATE_HALF_LIFE_NS 2000000000ull /* a learnt lateness halves every 2 s */
+#define LOSSY_NS          2000000000ull /* a path lost a chunk this recently: lossy */
+#define BACKLOG_BATCHES   64u           /* full receives before timers judge anyway */
 #define BLOB_MAGIC     0x4843464cu /* "FLCH" */
 #define BLOB_HDR       8u
 
@@ -97,6 +100,11 @@ struct tx_lane {
     uint32_t unsent;        /* first never sent */
     uint32_t next;          /* next to give */
     uint32_t nlent;         /* chunks lent since the lane was last settled */
+    /* A retransmission timeout sent only the oldest chunk, rto_seq, again;
+       the others sent before it, up to rto_high, wait for what its
+       acknowledgement says (rto_verdict). */
+    bool rto_wait;
+    uint32_t rto_seq, rto_high;
 };
 
 struct rx_chunk {
@@ -136,6 +144,13 @@ struct chan_peer {
     uint64_t probe_at;    /* the last tail probe went */
     unsigned probes;      /* tail probes since progress */
     uint32_t xmit;        /* transmissions of chunks to it, numbered */
+    /* How late its acknowledgements came, at worst, when a resend turned
+       out needless (the peer was slow, not the path lossy): the timers wait
+       at least this long. Learnt at late_at, halving every
+       LATE_HALF_LIFE_NS since. */
+    uint64_t late_ns, late_at;
+    uint64_t quiet_ns;    /* the silence its latest datagram ended */
+    uint64_t loss_at;     /* a loss to it was last seen (RACK, a timeout's verdict) */
     bool excused;         /* a gap in our listening was forgiven; not heard since */
     size_t chunk_max;     /* payload bytes of a chunk to this peer */
     uint64_t window;      /* what it lets us have in flight, per lane */
@@ -180,6 +195,7 @@ struct fl_tp_ep {
     unsigned idle_polls;  /* since the clock was last read */
     uint64_t listened_ns; /* our last look at the clock, polling; 0: never */
     bool check_timers;    /* woken by the timer: look at once */
+    unsigned backlog;     /* receives in a row that took a full batch */
     /* what sending a batch needs, reused */
     struct plan plans[TX_BATCH];
     struct fl_dgram_out out[TX_BATCH];
@@ -195,9 +211,26 @@ static inline uint32_t usec32(uint64_t ns)
     return (uint32_t)(ns / 1000u);
 }
 
-static uint64_t rto_now(const struct chan_peer *p)
+/* Whether the path to p lost a chunk lately (RACK found one, or a
+   timeout's verdict). */
+static bool lossy(const struct chan_peer *p, uint64_t now)
 {
-    uint64_t r = p->rto << p->backoff;
+    return p->loss_at && now - p->loss_at < LOSSY_NS;
+}
+
+/* The lateness peer p's acknowledgements showed, as it stands now. */
+static uint64_t late_floor(const struct chan_peer *p, uint64_t now)
+{
+    uint64_t halvings = (now - p->late_at) / LATE_HALF_LIFE_NS;
+    return halvings < 64 ? p->late_ns >> halvings : 0;
+}
+
+/* The retransmission timeout: the estimate from round trips, at least
+   twice the lateness learnt, backed off. */
+static uint64_t rto_now(const struct chan_peer *p, uint64_t now)
+{
+    uint64_t r = p->rto, late = 2 * late_floor(p, now);
+    r = (r > late ? r : late) << p->backoff;
     return r < RTO_MAX_NS ? r : RTO_MAX_NS;
 }
 
@@ -214,7 +247,7 @@ static uint64_t rto_now(const struct chan_peer *p)
  * again (TCP's tail loss probe): its acknowledgement shows what else is
  * missing. At most MAX_PROBES a stall, then the timeout.
  */
-static uint64_t probe_timeout(const struct chan_peer *p)
+static uint64_t probe_timeout(const struct chan_peer *p, uint64_t now)
 {
     uint64_t unacked = 0;
     for (unsigned l = 0; l < FL_LANES; l++)
@@ -222,18 +255,29 @@ static uint64_t probe_timeout(const struct chan_peer *p)
     uint64_t pto = 2 * p->srtt + PROBE_SLACK_NS;
     if (unacked < p->window / 4) /* it may be waiting to acknowledge it */
         pto += (uint64_t)fl_cfg.ack_delay_us * 1000u;
+    uint64_t late = late_floor(p, now); /* it was that slow, and not lossy */
+    if (pto < late)
+        pto = late;
     pto <<= p->probes;
-    return pto < p->rto ? pto : p->rto;
+    uint64_t rto = rto_now(p, now);
+    return pto < rto ? pto : rto;
 }
 
 /* When the next tail probe is due (0: none may go now). */
-static uint64_t probe_due(const struct chan_peer *p)
+static uint64_t probe_due(const struct chan_peer *p, uint64_t now)
 {
     if (p->probes >= MAX_PROBES || !p->srtt)
         return 0;
     uint64_t from = p->probe_at > p->progress_ns ? p->probe_at : p->progress_ns;
-    return from + probe_timeout(p);
+    return from + probe_timeout(p, now);
 }
+
+/* One look of the timers at a peer: the time, when its tail probe is due
+   (0: none may go), and whether losses may be judged now (lane_timers). */
+struct timer_pass {
+    uint64_t now, due;
+    bool judge, lossy;
+};
 
 /* Peer p has something to send: the end of the poll pass will send it. */
 static void mark(struct fl_tp_ep *t, struct chan_peer *p)
@@ -466,8 +510,66 @@ static void note_deadline(uint64_t *next, uint64_t when)
         *next = when;
 }
 
+/*
+ * Lane tx's retransmission timer and tail probe. On a path that lost
+ * nothing lately, a chunk unacknowledged for the timeout is not taken for
+ * lost with all that was sent with it: only the oldest goes again (F-RTO),
+ * and what its acknowledgement shows decides for the others (rto_verdict):
+ * a peer that was only slow (not scheduled for a tick or more, on a busy
+ * host) costs one chunk, not a window. On a lossy path every chunk past
+ * its timeout goes again at once, as before. judge false: acknowledgements may be waiting
+ * unread in our own socket (a receive took a full batch): nothing is taken for lost yet,
+ * and the timers look again at once. Returns whether a chunk waits for
+ * its timer (a tail probe may be due).
+ */
+static bool lane_timers(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
+                        const struct timer_pass *tp, uint64_t *next, bool *expired,
+                        bool *probe)
+{
+    uint64_t rto = rto_now(p, tp->now);
+    struct tx_chunk *tail = NULL;   /* the newest not known held, in time */
+    struct tx_chunk *oldest = NULL; /* the oldest past its timeout */
+    uint32_t oldest_seq = 0;
+    for (uint32_t s = tx->acked; s != tx->unsent; s++) {
+        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+        if (c->sacked || c->rexmit)
+            continue;
+        if (tx->rto_wait && s != tx->rto_seq && fl_seq_before(s, tx->rto_high))
+            continue; /* waits for the verdict on rto_seq */
+        if (tp->now - c->sent_ns < rto) {
+            note_deadline(next, c->sent_ns + rto);
+            if (!tail || c->sent_ns >= tail->sent_ns)
+                tail = c;
+        } else if (!oldest) {
+            oldest = c;
+            oldest_seq = s;
+        } else if (tp->lossy && tp->judge) {
+            c->rexmit = true; /* a lossy path: lost with the oldest, likely */
+        }
+    }
+    bool probe_due_now = tail && tp->due && tp->now >= tp->due && !tx->rto_wait;
+    if (!tp->judge) {
+        if (oldest || probe_due_now)
+            note_deadline(next, tp->now);
+        return tail != NULL;
+    }
+    if (oldest) {
+        oldest->rexmit = *expired = true;
+        if (!tx->rto_wait && !tp->lossy) {
+            tx->rto_wait = true;
+            tx->rto_seq = oldest_seq;
+            tx->rto_high = tx->unsent;
+        }
+        mark(t, p);
+    } else if (probe_due_now) {
+        tail->rexmit = *probe = true;
+        mark(t, p);
+    }
+    return tail != NULL;
+}
+
 /* Marks what is due for (re)transmission; returns the peer's next deadline. */
-static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
+static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now, bool judge)
 {
     struct chan_peer *p = &t->peers[r];
     uint64_t next = 0;
@@ -478,7 +580,7 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
     }
     note_deadline(&next, p->ack_due);
     bool expired = false, probe = false, waiting = false;
-    uint64_t due = probe_due(p);
+    struct timer_pass tp = {now, probe_due(p, now), judge, lossy(p, now)};
     for (unsigned l = 0; l < FL_LANES; l++) {
         struct tx_lane *tx = &p->tx[l];
         if (tx->acked == tx->unsent)
@@ -487,33 +589,14 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now)
             peer_down(t, r, "messages unacknowledged for FLIT_PEER_TIMEOUT");
             return 0;
         }
-        struct tx_chunk *tail = NULL; /* the newest chunk not known held */
-        for (uint32_t s = tx->acked; s != tx->unsent; s++) {
-            struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
-            if (c->sacked || c->rexmit)
-                continue;
-            if (now - c->sent_ns >= rto_now(p)) {
-                c->rexmit = expired = true;
-                mark(t, p);
-                continue;
-            }
-            note_deadline(&next, c->sent_ns + rto_now(p));
-            waiting = true;
-            if (!tail || c->sent_ns >= tail->sent_ns)
-                tail = c;
-        }
-        if (tail && due && now >= due) {
-            tail->rexmit = probe = true;
-            mark(t, p);
-        }
+        waiting |= lane_timers(t, p, tx, &tp, &next, &expired, &probe);
     }
     if (probe) {
         p->probes++;
         p->probe_at = now;
-        due = probe_due(p);
     }
     if (waiting)
-        note_deadline(&next, due);
+        note_deadline(&next, probe_due(p, now));
     if (expired && p->backoff < MAX_BACKOFF)
         p->backoff++;
     /* Keep-alive: a silent peer is asked, then given up. */
@@ -578,13 +661,27 @@ static void listening(struct fl_tp_ep *t, uint64_t now)
     t->listened_ns = now;
 }
 
+/*
+ * Whether the timers may take chunks for lost now: not while the last
+ * receive took a full batch, for their acknowledgements may be among what
+ * waits unread. A process that was not scheduled for a while finds its
+ * timers due and its socket full of the acknowledgements that came
+ * meanwhile; it reads them first. Bounded: a socket that stays that full
+ * (a peer's flood) is judged after BACKLOG_BATCHES receives.
+ */
+static bool may_judge(const struct fl_tp_ep *t)
+{
+    return t->backlog == 0 || t->backlog >= BACKLOG_BATCHES;
+}
+
 static void run_timers(struct fl_tp_ep *t, uint64_t now)
 {
     uint64_t next = 0;
+    bool judge = may_judge(t);
     listening(t, now);
     for (uint32_t i = 0; i < t->nactive; i++)
         if (!t->peers[t->active[i]].down)
-            note_deadline(&next, peer_timers(t, t->active[i], now));
+            note_deadline(&next, peer_timers(t, t->active[i], now, judge));
     t->next_timer = next;
 }
 
@@ -685,7 +782,7 @@ static void sent(struct fl_tp_ep *t, unsigned i, uint64_t now)
     p->ack_due = 0;
     p->rx[0].unacked = p->rx[1].unacked = 0;
     FL_COUNT(t->counters->datagrams_sent, 1);
-    note_deadline(&t->next_timer, now + rto_now(p));
+    note_deadline(&t->next_timer, now + rto_now(p, now));
 }
 
 /* The selective words of pl's header: as many of each lane's as the
@@ -970,25 +1067,87 @@ static void rtt_sample(struct chan_peer *p, uint64_t sample)
         p->rto = min;
 }
 
-/* The newest transmission an acknowledgement told of. */
-struct rack {
+/* What an acknowledgement told of a lane: the newest transmission it
+   acknowledged; whether it acknowledged the chunk a timeout sent again
+   (rto_seq), and chunks sent only once, before a resend that waits for a
+   verdict (a timeout's or a tail probe's), which the peer got: that resend
+   was needless. */
+struct news {
     bool set;
     uint32_t xmit;
+    bool rto_seq, needless;
+    uint64_t probe_at; /* a tail probe went then, in this stall; 0: none */
 };
 
 /*
- * Chunk c is newly known held. Its transmission is the newest told of if
- * none later was; a chunk that was sent again and is acknowledged sooner
- * than half a round trip after may be acknowledged for its first sending,
- * and tells nothing.
+ * Chunk s (c) is newly known held. Its transmission is the newest told of
+ * if none later was; a chunk that was sent again and is acknowledged
+ * sooner than half a round trip after may be acknowledged for its first
+ * sending, and tells nothing.
  */
-static void acked_now(const struct chan_peer *p, const struct tx_chunk *c, struct rack *r,
-                      uint64_t now)
+static void acked_now(const struct chan_peer *p, const struct tx_lane *tx, uint32_t s,
+                      const struct tx_chunk *c, struct news *r, uint64_t now)
 {
-    if (c->sent_ns != c->first_ns && now - c->sent_ns < p->srtt / 2)
+    bool once = c->sent_ns == c->first_ns;
+    if (tx->rto_wait && s == tx->rto_seq)
+        r->rto_seq = true;
+    if (once && ((tx->rto_wait && fl_seq_before(s, tx->rto_high)) ||
+                 (r->probe_at && c->first_ns < r->probe_at)))
+        r->needless = true;
+    if (!once && now - c->sent_ns < p->srtt / 2)
         return;
-    if (!r->set || fl_seq_before(r->xmit, c->xmit))
-        *r = (struct rack){true, c->xmit};
+    if (!r->set || fl_seq_before(r->xmit, c->xmit)) {
+        r->set = true;
+        r->xmit = c->xmit;
+    }
+}
+
+/*
+ * A resend was needless: the peer was silent for late (not scheduled, most
+ * likely), and the timers wait that long from now on (decaying:
+ * late_floor). Its silence, not how long the chunks waited: behind a hole
+ * chunks wait for its repair while the peer answers all along. Only on a
+ * path that lost nothing for a while: where datagrams are lost, so are
+ * acknowledgements, and a resend that only seems needless (its peer's
+ * acknowledgement of the first sending was lost) must not slow the timers
+ * that recover from real losses.
+ */
+static void learn_late(struct chan_peer *p, uint64_t late, uint64_t now)
+{
+    if (lossy(p, now))
+        return;
+    uint64_t cur = late_floor(p, now);
+    if (late > RTO_MAX_NS)
+        late = RTO_MAX_NS;
+    p->late_ns = late > cur ? late : cur;
+    p->late_at = now;
+}
+
+/*
+ * The verdict on a timeout's resend of rto_seq alone (F-RTO, RFC 5682, by
+ * sequence numbers): chunks sent once before it and acknowledged now were
+ * got, so the peer was slow and the path loses nothing: the rest is not
+ * sent again. rto_seq acknowledged with nothing sent before it: they were
+ * lost with it, and all go again. Else the verdict waits.
+ */
+static void rto_verdict(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
+                        const struct news *r, uint64_t now)
+{
+    if (r->needless || !fl_seq_before(tx->acked, tx->rto_high)) {
+        tx->rto_wait = false;
+        return;
+    }
+    if (!r->rto_seq)
+        return;
+    tx->rto_wait = false;
+    p->loss_at = now;
+    for (uint32_t s = tx->acked; fl_seq_before(s, tx->rto_high); s++) {
+        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+        if (!c->sacked && !c->rexmit) {
+            c->rexmit = true;
+            mark(t, p);
+        }
+    }
 }
 
 /*
@@ -1004,13 +1163,14 @@ static void acked_now(const struct chan_peer *p, const struct tx_chunk *c, struc
  * retransmission per reordered chunk, which the receiver drops.
  */
 static void detect_losses(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
-                          uint32_t high)
+                          uint32_t high, uint64_t now)
 {
     for (uint32_t s = tx->acked; fl_seq_before(s, high); s++) {
         struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
         if (c->sacked || c->rexmit || !fl_seq_before(c->xmit, tx->rack_xmit))
             continue;
         c->rexmit = true;
+        p->loss_at = now;
         mark(t, p);
     }
 }
@@ -1019,7 +1179,7 @@ static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
                      const struct fl_chan_ack *a, uint64_t now)
 {
     struct tx_lane *tx = &p->tx[lane];
-    struct rack rack = {false, 0};
+    struct news rack = {.probe_at = p->probes ? p->probe_at : 0};
     /* Never beyond what we sent: that would be a forged or broken ack. */
     if (fl_seq_before(tx->unsent, a->next))
         return;
@@ -1028,7 +1188,7 @@ static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
         p->probes = 0;
         for (uint32_t s = tx->acked; s != a->next; s++)
             if (!tx->chunk[s % CHUNK_CAP].sacked)
-                acked_now(p, &tx->chunk[s % CHUNK_CAP], &rack, now);
+                acked_now(p, tx, s, &tx->chunk[s % CHUNK_CAP], &rack, now);
         tx->acked = a->next;
         tx->head =
             tx->acked == tx->next ? tx->tail : tx->chunk[tx->acked % CHUNK_CAP].pkt_pos;
@@ -1048,8 +1208,9 @@ static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
                 continue;
             struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
             if (!c->sacked)
-                acked_now(p, c, &rack, now);
+                acked_now(p, tx, s, c, &rack, now);
             c->sacked = true;
+            c->rexmit = false; /* held: it need not go again */
             high = s + 1;
         }
     }
@@ -1058,8 +1219,12 @@ static void take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
         tx->rack_xmit = rack.xmit;
         p->probes = 0; /* news: a stall after this may be probed again */
     }
+    if (rack.needless)
+        learn_late(p, p->quiet_ns, now);
+    if (tx->rto_wait)
+        rto_verdict(t, p, tx, &rack, now);
     if (tx->rack_set && tx->acked != tx->unsent)
-        detect_losses(t, p, tx, high);
+        detect_losses(t, p, tx, high, now);
 }
 
 /* ---- receiving ---- */
@@ -1258,6 +1423,7 @@ static void take_dgram(struct fl_tp_ep *t, uint32_t src, uint8_t *buf, size_t le
     if (!p->active)
         activate(t, src, now);
     FL_COUNT(t->counters->datagrams_received, 1);
+    p->quiet_ns = now - p->last_heard;
     p->last_heard = now;
     p->excused = false;
     if (h.ts_echo) {
@@ -1281,16 +1447,6 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
                  int budget)
 {
     int n = 0;
-    /* Timers need the clock; a busy poll loop need not read it every pass. */
-    if (t->next_timer && (t->check_timers || ++t->idle_polls >= CLOCK_EVERY)) {
-        uint64_t now = fl_now_ns();
-        t->idle_polls = 0;
-        t->check_timers = false;
-        if (now >= t->next_timer)
-            run_timers(t, now);
-        else
-            listening(t, now);
-    }
     int outer_budget = t->budget;
     t->budget = budget;
     if (t->nrelease)
@@ -1306,9 +1462,21 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
             take_dgram(t, in[i].src, in[i].buf, in[i].len, lane_mask, cb, ctx, &n);
         t->depth--;
         if (got > 0)
-            t->idle_polls = CLOCK_EVERY; /* traffic: look at the timers next */
+            t->idle_polls = CLOCK_EVERY; /* traffic: look at the timers now */
+        t->backlog = got == FL_DGRAM_BATCH ? t->backlog + 1 : 0;
     }
     t->budget = outer_budget;
+    /* Timers need the clock; a busy poll loop need not read it every pass.
+       After the receive: what came in says what was not lost. */
+    if (t->next_timer && (t->check_timers || ++t->idle_polls >= CLOCK_EVERY)) {
+        uint64_t now = fl_now_ns();
+        t->idle_polls = 0;
+        t->check_timers = false;
+        if (now >= t->next_timer)
+            run_timers(t, now);
+        else
+            listening(t, now);
+    }
     if (t->nsendq)
         flush(t);
     return n;
@@ -1385,6 +1553,7 @@ void fl_chan_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *c
         }
         tx->acked = tx->unsent = tx->next;
         tx->head = tx->tail;
+        tx->rto_wait = false;
     }
 }
 
@@ -1439,7 +1608,7 @@ void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
     snprintf(buf, len,
              "%s, rtt %.1f us, rto %.1f ms; in flight req %llu B, rep %llu B "
              "of a %llu B window; retransmits %llu; receiving req #%u, rep #%u",
-             who, p->srtt / 1e3, rto_now(p) / 1e6,
+             who, p->srtt / 1e3, rto_now(p, fl_now_ns()) / 1e6,
              (unsigned long long)(p->tx[0].tail - p->tx[0].head),
              (unsigned long long)(p->tx[1].tail - p->tx[1].head),
              (unsigned long long)p->window, (unsigned long long)p->retransmits,
