@@ -174,7 +174,8 @@ void fl_grp_take_fragment(struct flit_group *g, const uint32_t *a, const void *b
        largest message) */
     if ((root != NO_RANK && root >= g->n) || index_of(g, a[6]) == NO_RANK ||
         total > (uint64_t)(g->window / 2) * g->frag || off > total || len > total - off ||
-        (len != g->frag && off + len != total) || off % g->frag) {
+        (len != g->frag && off + len != total) || off % g->frag ||
+        (len == 0 && total != 0)) {
         fl_grp_refuse(g->gs, g->id, a[6], "a malformed fragment");
         return;
     }

@@ -47,7 +47,7 @@ flit_status fl_grp_decode(const uint32_t *args, unsigned nargs, size_t nbytes,
     case OP_DATA: { /* a fragment inside a message no group can exceed */
         uint64_t total = get64(args + 8), off = get64(args + 10);
         ok = ok && nbytes <= FRAG_MAX && total <= FL_GRP_TOTAL_MAX && off <= total &&
-             nbytes <= total - off;
+             nbytes <= total - off && (nbytes > 0 || total == 0); /* no empty piece */
         break;
     }
     default:

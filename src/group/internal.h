@@ -349,7 +349,8 @@ flit_status fl_grp_check_iov(const struct iovec *iov, int iovcnt, size_t *total)
    FLIT_ERR_BAD_PACKET for another version, an unknown opcode, a count of
    words the opcode does not have, bytes on a control message, a fragment
    size outside FRAG_MIN .. FRAG_MAX, a message that costs no credit, a
-   fragment outside its message or a message larger than any group's;
+   fragment outside its message, an empty fragment of a message that is
+   not empty, or a message larger than any group's;
    *op written only on success. What depends on the group (its members,
    view, fragment size, window) is judged where the message is taken. */
 flit_status fl_grp_decode(const uint32_t *args, unsigned nargs, size_t nbytes,

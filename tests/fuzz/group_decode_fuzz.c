@@ -47,7 +47,7 @@ static int model(const uint32_t *a, unsigned n, uint64_t nbytes)
     case 6: {
         uint64_t total = w64(a + 8), off = w64(a + 10);
         return nbytes <= 32768 && total <= (uint64_t)65536 / 2 * 32768 && off <= total &&
-               nbytes <= total - off;
+               nbytes <= total - off && (nbytes > 0 || total == 0);
     }
     default:
         return 1;

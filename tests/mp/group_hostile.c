@@ -12,6 +12,8 @@
  *    the sequencer's arrays, NULL at any other member: SIGSEGV);
  *  - OP_DATA of a message 2^64 - 16 bytes long (546760f: the hold-back
  *    block's size wrapped; a fragment copied past a few bytes' block);
+ *  - OP_DATA with no bytes at the end of a message of 8 fragments
+ *    (546760f: a bit set one byte past the block's fragment map);
  *  - OP_DATA naming a sender outside the group; a JOIN with a fragment
  *    size below FRAG_MIN; bytes on a control message; a wrong version.
  *
@@ -125,12 +127,14 @@ static unsigned attack(void)
     static uint8_t frag[FRAG_MIN]; /* one whole fragment (READY said FRAG_MIN) */
     send_data(0, 1, UINT64_MAX - 15, frag, sizeof frag); /* a size that wraps */
     send_data(0, 77, 5, "hello", 5);                     /* no such member */
+    uint32_t end[9] = {5, 0, NO_RANK, 1, 0, 8 * FRAG_MIN, 0, 8 * FRAG_MIN, 0};
+    send_words(OP_DATA, end, 9, NULL, 0); /* no bytes, at the end of 8 fragments */
     uint32_t tiny[1] = {16};
     send_words(OP_JOIN, tiny, 1, NULL, 0);   /* fragments of 16 bytes */
     send_words(OP_CREDIT, two, 1, bytes, 8); /* bytes on a control message */
     uint32_t w[4] = {op_word(OP_CREDIT) + (1u << 24), GID, 0, 1};
     CHECK_OK(flit_am_short(a.ep, flit_rank(0), a.h, w, 4, 0)); /* version 3 */
-    return 11;
+    return 12;
 }
 
 static void wait_for(_Atomic int *flag)
@@ -165,7 +169,7 @@ int main(void)
         FAIL("run with 2 ranks");
     flit_ep_t *ep;
     CHECK_OK(flit_ep_create(NULL, &ep));
-    unsigned refusals = 11; /* attack()'s, the same on both ranks */
+    unsigned refusals = 12; /* attack()'s, the same on both ranks */
     if (me == 0) {
         member(ep, refusals);
     } else {
