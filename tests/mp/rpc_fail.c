@@ -25,10 +25,16 @@
 
 #include "mp.h"
 
-/* AddressSanitizer's allocator must answer an impossible malloc with NULL,
+/* The sanitizers' allocators must answer an impossible malloc with NULL,
    as the C library does, for the library to see a shortage. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1";
+}
+
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
 {
     return "allocator_may_return_null=1";
 }
