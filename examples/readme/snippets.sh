@@ -18,7 +18,10 @@
 #       lines after it (all of them when there is no "...") its line
 #       "/* README: body */".
 #
-# A block with no marker, or a marker with no block, is an error too. The
+# A block with no marker, or a marker with no block, is an error too, and so
+# is a ```c line with words after it (it would escape this check). At least
+# one complete program is required unless SNIPPETS_NO_PROGRAM_OK=1 (the
+# docs/ pages, docs_snippets.sh). The
 # generated sources carry #line directives, so the compiler's messages name
 # README.md's lines. Every failure is reported, then the status is 1.
 set -u
@@ -51,6 +54,7 @@ function write(file, first, last,    i) {
     marker = w[3] " " w[4] (n == 6 ? " " w[5] : ""); marker_line = NR
     next
 }
+/^```c[ \t]+[^ \t]/ { fail(NR, "```c with words after it: write ```c alone, after a snippet marker") }
 /^```c[ \t]*$/ {
     if (!marker) fail(NR, "```c block with no <!-- snippet: ... --> line before it")
     k++
@@ -122,7 +126,8 @@ while read -r k line kind name same; do
             failed "$readme:$line: fragment in $name.c does not compile"
     fi
 done <"$out/blocks"
-[ "$programs" -ge 1 ] || failed "no <!-- snippet: program ... --> in $readme"
+[ "$programs" -ge 1 ] || [ "${SNIPPETS_NO_PROGRAM_OK:-0}" = 1 ] ||
+    failed "no <!-- snippet: program ... --> in $readme"
 n=$(wc -l <"$out/blocks")
 [ "$fails" -eq 0 ] || { echo "$fails of $n C blocks failed"; exit 1; }
 echo "PASS: $n C blocks of $readme compile ($programs complete program(s))"
