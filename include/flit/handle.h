@@ -15,8 +15,9 @@
  * the object it once named. Each table has a tag of its own in the value:
  * a handle of one table is refused by another.
  *
- * Cost: flit_handle_get is a few loads, no lock (O(1)); new and free take
- * the table's mutex, and malloc only when the table grows (by 1024 slots).
+ * Cost: flit_handle_get is a few loads; new and free a compare-and-swap
+ * or two on the table's stack of free slots (no lock; O(1)); malloc and a
+ * mutex only when the table grows (by 1024 slots).
  * A table holds up to 4 Mi live handles (128 Ki where pointers are 32-bit).
  *
  * Tables: a library keeps one `static flit_handles_t *` per handle type,
