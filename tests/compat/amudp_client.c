@@ -9,9 +9,8 @@
  * AMUDP_SPMDCheckpoint's answer when there is no checkpointing, argv[0] as
  * the master was given it (EXPECT_ARGV0), and AMUDP_PoliteSync: with it
  * set, a proc waiting in AMUDP_SPMDBarrier for one that comes 300 ms late
- * sleeps (its thread's CPU time under a quarter of the wait, checked on
- * shared memory), though FLIT_SPIN_US (the test sets 1 s) would have it
- * poll the whole time.
+ * sleeps (its thread's CPU time under half of the wait), though
+ * FLIT_SPIN_US (the test sets 1 s) would have it poll the whole time.
  *
  *   amudp_client N L  (or under flitrun)
  */
@@ -156,11 +155,9 @@ static void polite_barrier(int me)
     if (me != 0) {
         printf("proc %d: polite barrier: waited %.3f s, used %.3f s of CPU\n", me, wall,
                cpu);
-        /* Over UDP flit's channel wakes a sleeper whose peer does not read
-           (its timer fires again and again, thousands of times in 0.3 s):
-           flit's, not this library's; only shared memory is held to it. */
-        const char *tr = getenv("FLIT_TRANSPORT");
-        AMT_CHECK(wall < 0.2 || cpu < wall / 4 || !tr || strcmp(tr, "shm") != 0);
+        /* A poller would take all the CPU it gets (on an idle machine the
+           whole wait); a sleeper takes what flit's own wake-ups cost. */
+        AMT_CHECK(wall < 0.2 || cpu < wall / 2);
     }
     AMUDP_PoliteSync = 0;
 }
