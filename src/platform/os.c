@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,17 +90,61 @@ int fl_shm_map_fd(int fd, size_t size, void **addr_out)
     return 0;
 }
 
-int fl_shm_create(const char *name, size_t size, int *fd_out, void **addr_out)
+/*
+ * A file in /dev/shm is sized by ftruncate without its pages: on a full
+ * tmpfs the first store to a page that has none is a SIGBUS, in whichever
+ * process makes it. posix_fallocate takes the pages now, so the shortage is
+ * an error here. It answers an error number (it leaves errno alone), and
+ * tmpfs gives up with EINTR when a signal comes while it zeroes pages.
+ */
+static _Atomic bool shm_sparse;
+
+int fl_shm_reserve(int fd, uint64_t off, uint64_t len)
+{
+    if (len == 0)
+        return 0;
+    int err;
+    do
+        err = posix_fallocate(fd, (off_t)off, (off_t)len);
+    while (err == EINTR);
+    if (err != EOPNOTSUPP && err != EINVAL && err != ENOSYS)
+        return -err;
+    /* A filesystem that cannot reserve (/dev/shm not a tmpfs): the file
+       stays sparse, as it was before, and fl_shm_sparse says so. */
+    atomic_store(&shm_sparse, true);
+    return 0;
+}
+
+bool fl_shm_sparse(void)
+{
+    return atomic_load(&shm_sparse);
+}
+
+int fl_shm_create_fd(const char *name, size_t size, size_t reserve, int *fd_out)
 {
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
-    int err = 0;
-    if (ftruncate(fd, (off_t)size) != 0)
-        err = -errno;
-    void *p = NULL;
+    int err = ftruncate(fd, (off_t)size) != 0 ? -errno : 0;
     if (!err)
-        err = fl_shm_map_fd(fd, size, &p);
+        err = fl_shm_reserve(fd, 0, reserve < size ? reserve : size);
+    if (err) {
+        close(fd);
+        shm_unlink(name);
+        return err;
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+int fl_shm_create(const char *name, size_t size, int *fd_out, void **addr_out)
+{
+    int fd;
+    int err = fl_shm_create_fd(name, size, size, &fd);
+    if (err)
+        return err;
+    void *p = NULL;
+    err = fl_shm_map_fd(fd, size, &p);
     if (err) {
         close(fd);
         shm_unlink(name);
@@ -108,6 +153,12 @@ int fl_shm_create(const char *name, size_t size, int *fd_out, void **addr_out)
     *fd_out = fd;
     *addr_out = p;
     return 0;
+}
+
+bool fl_os_shortage(int err)
+{
+    return err == -EMFILE || err == -ENFILE || err == -ENOMEM || err == -ENOSPC ||
+           err == -EAGAIN;
 }
 
 int fl_shm_attach(const char *name, size_t *size_out, void **addr_out)

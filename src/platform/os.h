@@ -41,8 +41,22 @@ int fl_host_id(uint8_t id[16]);
 void fl_shm_name(char *buf, size_t len, uint64_t job_id, uint32_t rank, uint32_t ep,
                  const char *suffix);
 
-/* Shared files in /dev/shm. create: O_EXCL, sized, mapped read-write. */
+/* Shared files in /dev/shm. create: O_EXCL, sized, its space reserved (a
+   full /dev/shm is -ENOSPC here, never a SIGBUS later), mapped read-write. */
 int fl_shm_create(const char *name, size_t size, int *fd_out, void **addr_out);
+/* The same, unmapped, with only its first reserve bytes reserved (a file
+   whose other parts are taken by whoever first needs them). */
+int fl_shm_create_fd(const char *name, size_t size, size_t reserve, int *fd_out);
+/* Takes the pages of [off, off + len) of a shared file: 0, -ENOSPC or
+   -ENOMEM when /dev/shm or memory is short. 0 where the filesystem cannot
+   reserve (the file stays sparse). */
+int fl_shm_reserve(int fd, uint64_t off, uint64_t len);
+/* Whether a reservation found a filesystem that cannot make one. */
+bool fl_shm_sparse(void);
+/* Whether a -errno is this process's own shortage (descriptors, memory,
+   room in /dev/shm), not its peer's doing: the call that met it fails with
+   a status its caller may retry, and no peer is blamed. */
+bool fl_os_shortage(int err);
 int fl_shm_attach(const char *name, size_t *size_out, void **addr_out);
 int fl_shm_map_fd(int fd, size_t size, void **addr_out);
 int fl_shm_unlink(const char *name);

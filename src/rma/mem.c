@@ -63,7 +63,7 @@ flit_status flit_rma_alloc(flit_ep_t *ep, size_t len, void **addr_out)
         int err = fl_shm_create(name, size, &fd, &mem);
         if (err) {
             fl_error("rma: cannot allocate %zu bytes in /dev/shm: %s", size,
-                     strerror(-err));
+                     strerror(-err)); /* its pages reserved: never a SIGBUS later */
             st = os_status(err);
             free(b);
         } else {
@@ -170,6 +170,13 @@ flit_status fl_rma_ctl_make(struct flit_ep *ep)
         void *mem;
         fl_job_shm_name(name, sizeof name, ep->rank, ep->index, "-rmactl");
         int err = fl_shm_create(name, len, &fd, &mem);
+        if (err == -ENOSPC || err == -ENOMEM) {
+            /* The export that needs it says so; a later one tries again. */
+            fl_error("rma: no room in /dev/shm for the %zu-byte control file of "
+                     "exported regions: %s",
+                     len, strerror(-err));
+            return FLIT_ERR_NO_MEMORY;
+        }
         if (!err) {
             close(fd);
             r->ctl = mem;
@@ -216,12 +223,14 @@ bool fl_rma_ctl_attach(struct flit_ep *ep, uint32_t owner)
     struct fl_rma_peer *p = &fl_rma_of(ep)->peers[owner];
     if (p->ctl || p->ctl_tried)
         return p->ctl != NULL;
-    p->ctl_tried = true;
     char name[96];
     size_t size;
     void *mem;
     fl_job_shm_name(name, sizeof name, owner, ep->index, "-rmactl");
     int err = fl_shm_attach(name, &size, &mem);
+    /* This process's shortage (a descriptor, a mapping) passes: this import
+       goes through packets, the next one tries the file again. */
+    p->ctl_tried = !fl_os_shortage(err);
     if (err) {
         fl_info("rma: cannot map rank %u's control file (%s); its regions are "
                 "reached through packets",

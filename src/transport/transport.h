@@ -108,10 +108,12 @@ struct fl_transport {
     /*
      * Connects to rank: takes its address in. May block (setup only). Fails
      * only for what the addresses themselves say (each end of the pair sees
-     * the same): creation then fails on both. Whatever is this process's own
-     * trouble (no descriptor left, the peer already gone) waits for first
-     * contact, which reports the peer down, because the other ranks may
-     * already have returned from creation.
+     * the same): creation then fails on both; or, where a rendezvous round
+     * follows (->rendezvous), for this process's own trouble too, which that
+     * round makes every rank's failure. Otherwise whatever is this process's
+     * own trouble waits for first contact: the peer already gone is
+     * reported down there, and a shortage (descriptors, memory, room in
+     * /dev/shm) is answered by ->reserve, never as the peer's death.
      */
     flit_status (*connect)(struct fl_tp_ep *t, uint32_t rank, const void *blob,
                            size_t len);
@@ -140,8 +142,10 @@ struct fl_transport {
      * a len-byte packet to dst on lane and returns where to write it, or
      * NULL when it cannot now, with *st FLIT_ERR_AGAIN (no room; nothing
      * reserved) or FLIT_ERR_PEER_DOWN; a transport that sets a pair up on
-     * its first use may also answer what that failed with (NO_MEMORY,
-     * UNREACHABLE). Never blocks. ->commit sends what was
+     * its first use may also answer what that failed with (UNREACHABLE,
+     * and this process's own shortage as NO_MEMORY or SYSTEM: the pair is
+     * not set up, the peer is not down, and a later call tries again; no
+     * shortage of ours ever marks a peer down). Never blocks. ->commit sends what was
      * written; ->cancel gives the reservation back unsent. Nothing else is
      * reserved on the transport between a reserve and its commit or cancel.
      * With FL_COMMIT_MORE the transport may hold the packet back to send it

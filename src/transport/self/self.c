@@ -6,6 +6,7 @@
  * as any peer. While the endpoint is armed (about to sleep), a send also
  * signals an eventfd, so that an event loop wakes for messages to itself.
  */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "transport/self/self.h"
 #include "transport/shm/ring.h"
+#include "util/log.h"
 
 struct fl_tp_ep {
     uint32_t rank;
@@ -40,9 +42,10 @@ static flit_status self_open(const struct fl_tp_open_args *a, struct fl_tp_ep **
         return FLIT_ERR_NO_MEMORY;
     t->rank = a->rank;
     t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (t->evfd < 0) {
+    if (t->evfd < 0) { /* no descriptor left: creation fails, nobody is down */
+        fl_error("self: cannot make an eventfd: %s", strerror(errno));
         free(t);
-        return FLIT_ERR_SYSTEM;
+        return errno == ENOMEM ? FLIT_ERR_NO_MEMORY : FLIT_ERR_SYSTEM;
     }
     t->seg = a->segment;
     t->seg_size = a->segment_size;
@@ -57,6 +60,7 @@ static flit_status self_open(const struct fl_tp_open_args *a, struct fl_tp_ep **
     t->mem = mmap(NULL, t->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                   -1, 0);
     if (t->mem == MAP_FAILED) {
+        fl_error("self: cannot map %zu bytes of rings: %s", t->mem_len, strerror(errno));
         close(t->evfd);
         free(t);
         return FLIT_ERR_NO_MEMORY;

@@ -89,6 +89,7 @@ struct shm_link {
     void *tx_block;
     /* Receiving: its block in our file. */
     bool rx_ready;
+    bool rx_waiting; /* announced; its block not mapped yet (our shortage) */
     struct fl_ring_rx rx[FL_LANES];
     void *rx_block;
     struct fl_wake_addr wake;
@@ -134,6 +135,8 @@ struct fl_tp_ep {
     uint32_t *tx_peers; /* ranks we announced ourselves to */
     uint32_t ntx;
     uint32_t seen;          /* announcements taken */
+    uint32_t *rx_wait;      /* ranks announced whose blocks we could not map yet */
+    uint32_t nwait;
     uint32_t nfailed;       /* peers with setup_failed not yet reported */
     bool closed;            /* we are not dumpable (rendezvous) */
     struct shm_peer *peers; /* [size]; only local ones are used */
@@ -187,10 +190,24 @@ static void *map_range(int fd, size_t len, off_t off, int *err)
 
 /* ---- open / address / connect ---- */
 
+static flit_status os_status(int err)
+{
+    return err == -ENOMEM || err == -ENOSPC ? FLIT_ERR_NO_MEMORY : FLIT_ERR_SYSTEM;
+}
+
 static flit_status sys_error(const char *what, int err)
 {
     fl_error("shm: %s: %s", what, strerror(err < 0 ? -err : err));
-    return err == -ENOMEM || err == -ENOSPC ? FLIT_ERR_NO_MEMORY : FLIT_ERR_SYSTEM;
+    return os_status(err);
+}
+
+/* A shared file's pages could not be reserved: said with what was wanted. */
+static flit_status no_room(const char *what, size_t bytes, int err)
+{
+    fl_error("shm: no room in /dev/shm for %s (%zu bytes): %s%s", what, bytes,
+             strerror(-err),
+             err == -ENOSPC ? " (see df /dev/shm; a container's --shm-size)" : "");
+    return os_status(err);
 }
 
 static flit_status open_file(struct fl_tp_ep *t)
@@ -199,17 +216,23 @@ static flit_status open_file(struct fl_tp_ep *t)
     t->hdr_bytes = hdr_bytes(t->nlocal);
     t->block_bytes = block_bytes(t->ring_size);
     t->file_bytes = t->hdr_bytes + (size_t)t->nlocal * t->block_bytes;
-    int fd = shm_open(t->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return sys_error("cannot create the ring file", -errno);
-    t->file_fd = fd;
-    if (ftruncate(fd, (off_t)t->file_bytes) != 0) {
-        int err = -errno;
-        fl_shm_unlink(t->name);
+    /* Sparse: its header's pages are taken now, each sender's block by
+       that sender at first contact (first_contact), so that a full
+       /dev/shm is an error there and never a SIGBUS. */
+    int fd;
+    int err = fl_shm_create_fd(t->name, t->file_bytes, t->hdr_bytes, &fd);
+    if (err == -ENOSPC || err == -ENOMEM) {
         t->unlinked = true;
-        return sys_error("cannot size the ring file", err);
+        return no_room("the head of this endpoint's ring file", t->hdr_bytes, err);
     }
-    int err;
+    if (err) {
+        t->unlinked = true;
+        return sys_error("cannot create the ring file", err);
+    }
+    t->file_fd = fd;
+    if (fl_shm_sparse() && t->rank == 0 && t->ep_index == 0)
+        fl_warn("shm: /dev/shm cannot reserve space (not a tmpfs?): its files stay "
+                "sparse, and a full filesystem will show as SIGBUS");
     t->hdr = map_range(fd, t->hdr_bytes, 0, &err);
     if (!t->hdr)
         return sys_error("cannot map the ring file", err);
@@ -298,9 +321,11 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     t->rx_peers = calloc(nlocal, sizeof *t->rx_peers);
     t->rx_rings = calloc((size_t)nlocal * FL_LANES, sizeof *t->rx_rings);
     t->tx_peers = calloc(nlocal, sizeof *t->tx_peers);
-    flit_status st = t->peers && t->by_lidx && t->rx_peers && t->rx_rings && t->tx_peers
-                         ? FLIT_OK
-                         : FLIT_ERR_NO_MEMORY;
+    t->rx_wait = calloc(nlocal, sizeof *t->rx_wait);
+    flit_status st =
+        t->peers && t->by_lidx && t->rx_peers && t->rx_rings && t->tx_peers && t->rx_wait
+            ? FLIT_OK
+            : FLIT_ERR_NO_MEMORY;
     uint32_t lidx = 0;
     for (uint32_t r = 0; r < a->size && st == FLIT_OK; r++) {
         struct shm_peer *p = &t->peers[r];
@@ -361,18 +386,23 @@ static int open_proc_fd(const struct shm_peer *p, int fdno)
 }
 
 /* A peer that keeps its /proc/PID/fd closed: its files are opened by name
-   now, while the rendezvous keeps them linked, and held until first use. A
-   failure is first contact's to report. */
-static void hold_files(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
+   now, while the rendezvous keeps them linked, and held until first use.
+   This process's own shortage (no descriptor left) fails creation, on every
+   rank through the rendezvous's round: after it the name is gone, and no
+   later try could open the file. Other failures are first contact's to
+   report. */
+static flit_status hold_files(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
 {
     char name[96];
     fl_shm_name(name, sizeof name, t->job_id, r, t->ep_index, "");
     p->file_fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (p->file_fd < 0 && fl_os_shortage(-errno))
+        return sys_error("cannot open a peer's ring file by name", -errno);
     if (p->file_fd < 0) {
         fl_error("shm: cannot open rank %u's ring file by name: %s", r, strerror(errno));
         p->setup_failed = true;
         t->nfailed++;
-        return;
+        return FLIT_OK;
     }
     if (p->seg_shared && p->seg_size && fl_cfg.shm_bulk == FL_BULK_AUTO) {
         fl_shm_name(name, sizeof name, t->job_id, r, t->ep_index, "-seg");
@@ -380,6 +410,7 @@ static void hold_files(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
         if (p->seg_fd < 0) /* then cross-memory attach, or pieces */
             fl_info("shm: cannot open rank %u's segment by name: %s", r, strerror(errno));
     }
+    return FLIT_OK;
 }
 
 /*
@@ -433,10 +464,9 @@ static flit_status shm_connect(struct fl_tp_ep *t, uint32_t r, const void *blob,
     p->seg_fdno = (int)fl_get32(b + 64);
     p->closed = fl_get32(b + 68) != 0;
     watch(t, r, p);
-    if (p->closed)
-        hold_files(t, r, p);
-    p->connected = true;
-    return FLIT_OK;
+    flit_status st = p->closed ? hold_files(t, r, p) : FLIT_OK;
+    p->connected = st == FLIT_OK;
+    return st;
 }
 
 /* Whether peers need our files by name until they have all connected. */
@@ -517,10 +547,66 @@ static bool header_matches(const struct fl_tp_ep *t, uint32_t r, const struct sh
            h->nlocal == t->nlocal && h->job_id == t->job_id && h->pid == p->pid;
 }
 
+/* What first contact maps of the receiver's file. */
+struct contact {
+    struct shm_hdr *hdr;
+    void *block;
+    const char *what; /* the step that failed */
+};
+
+/*
+ * Maps dst's header and our block in its file (fd), the block's pages
+ * reserved first: the receiver's file is sparse, and a store into a page
+ * that a full /dev/shm cannot give is a SIGBUS. 0 or -errno, with
+ * nothing left mapped.
+ */
+static int map_peer_file(struct fl_tp_ep *t, uint32_t dst, const struct shm_peer *p,
+                         int fd, struct contact *c)
+{
+    struct stat sb;
+    off_t off = block_offset(t, t->peers[t->rank].lidx);
+    int err = fstat(fd, &sb) != 0 ? -errno : 0;
+    if (!err && (size_t)sb.st_size != t->file_bytes)
+        err = -EINVAL, c->what = "size";
+    if (!err)
+        c->hdr = map_range(fd, t->hdr_bytes, 0, &err), c->what = "header";
+    if (!err && !header_matches(t, dst, p, c->hdr))
+        err = -EINVAL;
+    if (!err)
+        err = fl_shm_reserve(fd, (uint64_t)off, t->block_bytes), c->what = "room";
+    if (!err)
+        c->block = map_range(fd, t->block_bytes, off, &err), c->what = "our rings";
+    if (err && c->hdr)
+        munmap(c->hdr, t->hdr_bytes);
+    if (err)
+        c->hdr = NULL;
+    return err;
+}
+
+/*
+ * This process's own shortage met at first contact: the call that needed
+ * the pair fails with it, the peer stays up, and a later call tries again
+ * (a descriptor the peer held for us is kept for it).
+ */
+static flit_status contact_short(struct fl_tp_ep *t, uint32_t dst, const char *what,
+                                 int err)
+{
+    char what_for[64];
+    snprintf(what_for, sizeof what_for, "our rings in rank %u's file", dst);
+    if (strcmp(what, "room") == 0)
+        return no_room(what_for, t->block_bytes, err);
+    fl_error("shm: first contact with rank %u failed here (%s): %s; the call may be "
+             "retried",
+             dst, what, strerror(-err));
+    return os_status(err);
+}
+
 /*
  * Sender side: maps dst's header and our block in its file, and announces
  * us. FLIT_ERR_AGAIN when dst's file is gone (it died: its pidfd reports
- * it); other failures mark the peer for check_peers to report down.
+ * it); this process's shortage (descriptors, memory, /dev/shm) is returned
+ * as FLIT_ERR_SYSTEM / FLIT_ERR_NO_MEMORY and blames nobody; what only
+ * the peer's file explains marks the peer for check_peers to report down.
  */
 static flit_status first_contact(struct fl_tp_ep *t, uint32_t dst)
 {
@@ -529,26 +615,24 @@ static flit_status first_contact(struct fl_tp_ep *t, uint32_t dst)
         return FLIT_ERR_AGAIN;
     struct shm_link *k = link_of(t, dst);
     if (!k)
-        return FLIT_ERR_AGAIN; /* no memory now; a later try may find some */
-    int fd = p->file_fd >= 0 ? p->file_fd : open_proc_fd(p, p->file_fdno);
+        return contact_short(t, dst, "link", -ENOMEM);
+    bool held = p->file_fd >= 0;
+    int fd = held ? p->file_fd : open_proc_fd(p, p->file_fdno);
     if (fd == -ENOENT || fd == -ESRCH)
         return FLIT_ERR_AGAIN; /* it died: the pidfd says so soon */
-    const char *what = "open";
-    int err = fd < 0 ? fd : 0;
-    struct stat sb;
-    if (!err && fstat(fd, &sb) != 0)
-        err = -errno;
-    if (!err && (size_t)sb.st_size != t->file_bytes)
-        err = -EINVAL, what = "size";
-    struct shm_hdr *h = err ? NULL : map_range(fd, t->hdr_bytes, 0, &err);
-    if (h && !header_matches(t, dst, p, h))
-        err = -EINVAL, what = "header";
-    struct shm_peer *me = &t->peers[t->rank];
-    void *block =
-        err ? NULL : map_range(fd, t->block_bytes, block_offset(t, me->lidx), &err);
-    if (fd >= 0)
+    struct contact c = {.what = "open"};
+    int err = fd < 0 ? fd : map_peer_file(t, dst, p, fd, &c);
+    if (!held && fd >= 0)
+        close(fd);
+    if (err && fl_os_shortage(err))
+        return contact_short(t, dst, c.what, err);
+    if (held)
         close(fd);
     p->file_fd = -1;
+    struct shm_hdr *h = c.hdr;
+    void *block = c.block;
+    struct shm_peer *me = &t->peers[t->rank];
+    const char *what = c.what;
     uint32_t slot = 0;
     if (!err) {
         slot = atomic_fetch_add(&h->nannounced, 1);
@@ -587,12 +671,65 @@ static flit_status first_contact(struct fl_tp_ep *t, uint32_t dst)
 }
 
 /*
+ * Receiver side: maps the block of rank r (local index lidx) in our file and
+ * polls its rings from now on. Its sender reserved the block's pages before
+ * it announced; reserving them again costs nothing then, and keeps a
+ * sender that did not from handing us a SIGBUS. 0 or -errno.
+ */
+static int map_rx(struct fl_tp_ep *t, uint32_t r, uint32_t lidx)
+{
+    struct shm_link *k = link_of(t, r);
+    if (!k)
+        return -ENOMEM;
+    off_t off = block_offset(t, lidx);
+    int err = fl_shm_reserve(t->file_fd, (uint64_t)off, t->block_bytes);
+    void *block = err ? NULL : map_range(t->file_fd, t->block_bytes, off, &err);
+    if (!block)
+        return err;
+    k->rx_block = block;
+    for (unsigned l = 0; l < FL_LANES; l++)
+        fl_ring_rx_attach(&k->rx[l],
+                          (uint8_t *)block + l * fl_ring_footprint(t->ring_size),
+                          t->ring_size);
+    if (!k->tx_ready)
+        FL_COUNT(t->counters->pairs, 1);
+    k->rx_waiting = false;
+    k->rx_ready = true;
+    for (unsigned l = 0; l < FL_LANES; l++)
+        t->rx_rings[t->nrx * FL_LANES + l] = &k->rx[l];
+    t->rx_peers[t->nrx++] = r;
+    return 0;
+}
+
+/* A block we could not map: our own shortage (memory, mappings), never the
+   sender's fault. It waits, and check_peers and arm try it again. */
+static void rx_wait(struct fl_tp_ep *t, uint32_t r, int err)
+{
+    fl_error("shm: cannot map rank %u's rings here (%zu bytes): %s; trying again", r,
+             t->block_bytes, strerror(-err));
+    if (t->peers[r].link)
+        t->peers[r].link->rx_waiting = true;
+    t->rx_wait[t->nwait++] = r;
+}
+
+/* The waiting blocks mapped now: true if one was. */
+static bool retry_rx(struct fl_tp_ep *t)
+{
+    uint32_t kept = 0, n = t->nwait;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t r = t->rx_wait[i];
+        if (!atomic_load(&t->peers[r].dead) && map_rx(t, r, t->peers[r].lidx) != 0)
+            t->rx_wait[kept++] = r;
+    }
+    t->nwait = kept;
+    return kept < n;
+}
+
+/*
  * Receiver side: takes the announcements published since the last look and
  * maps the announcers' blocks. One that is malformed (a broken or foreign
  * writer) is refused; one not yet written is taken on a later pass.
  */
-static void report_broken(struct fl_tp_ep *t, uint32_t r);
-
 static void take_announcements(struct fl_tp_ep *t)
 {
     uint32_t n = atomic_load_explicit(&t->hdr->nannounced, memory_order_acquire);
@@ -607,31 +744,13 @@ static void take_announcements(struct fl_tp_ep *t)
         uint32_t lidx = v - 1;
         uint32_t r = lidx < t->nlocal ? t->by_lidx[lidx] : t->rank;
         struct shm_peer *p = &t->peers[r];
-        if (r == t->rank || (p->link && p->link->rx_ready)) {
+        if (r == t->rank || (p->link && (p->link->rx_ready || p->link->rx_waiting))) {
             FL_COUNT(t->counters->refused_packets, 1);
             continue;
         }
-        struct shm_link *k = link_of(t, r);
-        int err = -ENOMEM;
-        void *block =
-            k ? map_range(t->file_fd, t->block_bytes, block_offset(t, lidx), &err) : NULL;
-        if (!block) {
-            fl_error("shm: cannot map rank %u's rings: %s", r, strerror(-err));
-            if (!atomic_load(&p->dead))
-                report_broken(t, r);
-            continue;
-        }
-        k->rx_block = block;
-        for (unsigned l = 0; l < FL_LANES; l++)
-            fl_ring_rx_attach(&k->rx[l],
-                              (uint8_t *)block + l * fl_ring_footprint(t->ring_size),
-                              t->ring_size);
-        if (!k->tx_ready)
-            FL_COUNT(t->counters->pairs, 1);
-        k->rx_ready = true;
-        for (unsigned l = 0; l < FL_LANES; l++)
-            t->rx_rings[t->nrx * FL_LANES + l] = &k->rx[l];
-        t->rx_peers[t->nrx++] = r;
+        int err = map_rx(t, r, lidx);
+        if (err)
+            rx_wait(t, r, err);
     }
 }
 
@@ -839,7 +958,7 @@ static bool shm_arm(struct fl_tp_ep *t, unsigned lane_mask)
        announcements, pairing with the sender's fast fence in shm_commit: a
        first contact announces before its first record. */
     fl_fence_slow();
-    bool work = announced(t);
+    bool work = announced(t) || (t->nwait && retry_rx(t));
     for (uint32_t i = 0; i < t->nrx && !work; i++) {
         struct shm_link *k = t->peers[t->rx_peers[i]].link;
         for (unsigned l = 0; l < FL_LANES; l++)
@@ -942,6 +1061,8 @@ static void shm_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
     }
     if (t->npolled)
         scan_proc(t, cb, ctx);
+    if (t->nwait)
+        retry_rx(t);
     for (uint32_t lidx = 0; t->nfailed && lidx < t->nlocal; lidx++) {
         uint32_t r = t->by_lidx[lidx];
         struct shm_peer *p = &t->peers[r];
@@ -990,7 +1111,7 @@ static bool shm_in_contact(struct fl_tp_ep *t, uint32_t peer)
     if (announced(t))
         take_announcements(t);
     const struct shm_link *k = t->peers[peer].link;
-    return k && (k->tx_ready || k->rx_ready);
+    return k && (k->tx_ready || k->rx_ready || k->rx_waiting);
 }
 
 static void shm_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
@@ -1065,6 +1186,7 @@ static void shm_close(struct fl_tp_ep *t)
     free(t->rx_peers);
     free(t->rx_rings);
     free(t->tx_peers);
+    free(t->rx_wait);
     free(t);
 }
 

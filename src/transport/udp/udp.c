@@ -16,6 +16,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,8 @@ struct rx_slot {
 
 struct fl_dgram {
     int sock;
+    int probe; /* asks routes their MTU: taken at open, so first use needs none */
+    pthread_mutex_t probe_lock; /* peer info asks outside the endpoint's lock */
     uint32_t rank, size;
     struct sockaddr_in self;
     struct udp_peer *peers;
@@ -173,10 +176,12 @@ static flit_status udp_open(const struct fl_tp_open_args *a, struct fl_dgram **o
     d->vals = calloc(d->cap, sizeof *d->vals);
     d->peers = calloc(a->size, sizeof *d->peers);
     d->sock = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    d->probe = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    pthread_mutex_init(&d->probe_lock, NULL);
     d->self = (struct sockaddr_in){.sin_family = AF_INET,
                                    .sin_addr.s_addr = htonl(choose_ip(a, one_host))};
     socklen_t len = sizeof d->self;
-    if (!d->keys || !d->vals || !d->peers || d->sock < 0 ||
+    if (!d->keys || !d->vals || !d->peers || d->sock < 0 || d->probe < 0 ||
         bind(d->sock, (struct sockaddr *)&d->self, sizeof d->self) != 0 ||
         getsockname(d->sock, (struct sockaddr *)&d->self, &len) != 0) {
         char ip[INET_ADDRSTRLEN];
@@ -210,16 +215,17 @@ static bool udp_reachable(struct fl_dgram *d, uint32_t rank, const void *blob, s
 }
 
 /* The largest datagram payload towards sa: the route's MTU, or
-   FLIT_UDP_MTU. */
-static size_t path_payload(const struct sockaddr_in *sa)
+   FLIT_UDP_MTU. Asked on the endpoint's probe socket, connected to sa for
+   the question and dissolved after it: a first contact under a descriptor
+   shortage (RLIMIT_NOFILE) needs no new one. */
+static size_t path_payload(int s, const struct sockaddr_in *sa)
 {
     int mtu = 0;
     socklen_t len = sizeof mtu;
-    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (s >= 0 && connect(s, (const struct sockaddr *)sa, sizeof *sa) == 0)
+    if (connect(s, (const struct sockaddr *)sa, sizeof *sa) == 0)
         getsockopt(s, IPPROTO_IP, IP_MTU, &mtu, &len);
-    if (s >= 0)
-        close(s);
+    static const struct sockaddr none = {.sa_family = AF_UNSPEC};
+    connect(s, &none, sizeof none);
     if (mtu <= 0)
         mtu = 1500; /* the route is unknown: assume Ethernet */
     if (fl_cfg.udp_mtu)
@@ -253,7 +259,9 @@ static size_t udp_max_payload(struct fl_dgram *d, uint32_t rank)
     struct udp_peer *p = &d->peers[rank];
     size_t payload = atomic_load_explicit(&p->max_payload, memory_order_relaxed);
     if (!payload) { /* two threads may both ask: the same answer */
-        payload = path_payload(&p->sa);
+        pthread_mutex_lock(&d->probe_lock);
+        payload = path_payload(d->probe, &p->sa);
+        pthread_mutex_unlock(&d->probe_lock);
         atomic_store_explicit(&p->max_payload, payload, memory_order_relaxed);
     }
     return payload;
@@ -276,7 +284,9 @@ static int udp_send(struct fl_dgram *d, const struct fl_dgram_out *v, int n)
     while (k < 0 && errno == EINTR);
     if (k >= 0)
         return k;
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+    /* No room now, in the socket or in this host's memory: ours to wait
+       for, never the peer's (the channel sends it again). */
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == ENOMEM)
         return -EAGAIN;
     /* The network refused this one (unreachable, a firewall): as if lost;
        retransmission and the peer timeout take it from here. */
@@ -360,6 +370,9 @@ static void udp_close(struct fl_dgram *d)
 {
     if (d->sock >= 0)
         close(d->sock);
+    if (d->probe >= 0)
+        close(d->probe);
+    pthread_mutex_destroy(&d->probe_lock);
     for (int i = 0; i < FL_DGRAM_SLOTS; i++)
         free(d->rx[i].mem);
     free(d->keys);

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A full /dev/shm is an error at the call that wanted the room, never a
+ * SIGBUS later. Run by shm_full.sh in a mount namespace of its own with a
+ * small tmpfs on /dev/shm (--shm-mb, its size).
+ *
+ * Proves, on rank 0 (rank 1 waits for its ping and answers it):
+ *  - flit_ep_create with a segment larger than /dev/shm answers
+ *    FLIT_ERR_NO_MEMORY on every rank (rank 0's, the others' from rank 0's
+ *    status), and leaves nothing there; an endpoint whose segment fits is
+ *    made and its whole segment can be written;
+ *  - with /dev/shm filled to its last page (a file of our own, unlinked):
+ *    flit_rma_alloc and the first flit_rma_export answer FLIT_ERR_NO_MEMORY,
+ *    and so does first contact with rank 1 on shared memory, twice
+ *    (retryable), with rank 1 not down;
+ *  - with the room given back, all of them succeed: the exported block is
+ *    written whole, rank 1 answers the ping, every pair talks both ways.
+ * Each rank prints "shm_full: rank R OK".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/statvfs.h>
+
+#include "flit/rma.h"
+#include "mp.h"
+
+enum { H_PING = 1, H_PONG = 2 };
+
+static unsigned pings, pongs;
+
+static void on_ping(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
+                    unsigned nargs, void *user)
+{
+    (void)buf, (void)nbytes, (void)args, (void)nargs, (void)user;
+    pings++;
+    CHECK_OK(flit_am_reply_short(token, flit_handler(H_PONG), NULL, 0));
+}
+
+static void on_pong(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
+                    unsigned nargs, void *user)
+{
+    (void)token, (void)buf, (void)nbytes, (void)args, (void)nargs, (void)user;
+    pongs++;
+}
+
+static flit_ep_t *make_ep(size_t segment, flit_status want)
+{
+    flit_ep_params_t p = {.field_mask = FLIT_EP_PARAM_SEGMENT, .segment_size = segment};
+    flit_ep_t *ep = NULL;
+    CHECK_ST(flit_ep_create(&p, &ep), want);
+    return ep;
+}
+
+/* Takes every free page of /dev/shm; returns the file (already unlinked:
+   its pages go back when it is closed, or when we die). */
+static int fill_shm(void)
+{
+    char name[64];
+    snprintf(name, sizeof name, "/dev/shm/flit-test-fill-%d", (int)getpid());
+    int fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    CHECK(fd >= 0);
+    CHECK(unlink(name) == 0);
+    off_t size = 0;
+    for (int i = 0; i < 8; i++) { /* what is free, until nothing is */
+        struct statvfs sv;
+        CHECK(statvfs("/dev/shm", &sv) == 0);
+        off_t free_bytes = (off_t)sv.f_bavail * (off_t)sv.f_frsize;
+        if (free_bytes == 0)
+            break;
+        int err = posix_fallocate(fd, size, free_bytes);
+        CHECK(err == 0 || err == ENOSPC); /* ENOSPC: taken meanwhile, look again */
+        size += err == 0 ? free_bytes : 0;
+    }
+    CHECK(posix_fallocate(fd, size, 4096) == ENOSPC); /* truly full */
+    return fd;
+}
+
+static bool on_shm(flit_ep_t *ep, uint32_t peer)
+{
+    flit_peer_info_t info = {.struct_size = sizeof info};
+    CHECK_OK(flit_ep_peer_info(ep, flit_rank(peer), &info));
+    CHECK(!info.down);
+    return strcmp(info.transport, "shm") == 0;
+}
+
+static void full_then_fine(flit_ep_t *ep)
+{
+    void *block = NULL;
+    flit_rma_region_t *reg = NULL;
+    static uint8_t private_mem[4096];
+    bool shm = on_shm(ep, 1);
+    int fill = fill_shm();
+    CHECK_ST(flit_rma_alloc(ep, 1 << 16, &block), FLIT_ERR_NO_MEMORY);
+    if (shm) /* the control file peers on this host map */
+        CHECK_ST(flit_rma_export(ep, private_mem, sizeof private_mem, FLIT_RMA_READ, NULL,
+                                 0, &reg),
+                 FLIT_ERR_NO_MEMORY);
+    for (int i = 0; shm && i < 2; i++) {
+        CHECK_ST(flit_am_short(ep, flit_rank(1), flit_handler(H_PING), NULL, 0, 0),
+                 FLIT_ERR_NO_MEMORY);
+        CHECK_OK(flit_poll(ep)); /* peers are checked: nobody may be blamed */
+        CHECK(on_shm(ep, 1));
+    }
+    close(fill);
+    CHECK_OK(flit_rma_alloc(ep, 1 << 16, &block));
+    memset(block, 0x5a, 1 << 16); /* every page is there */
+    CHECK_OK(flit_rma_export(ep, block, 1 << 16, FLIT_RMA_READ, NULL, 0, &reg));
+    CHECK_OK(flit_am_short(ep, flit_rank(1), flit_handler(H_PING), NULL, 0, 0));
+    MP_WAIT(ep, pongs == 1);
+    CHECK_OK(flit_rma_unexport(reg));
+    CHECK_OK(flit_rma_free(ep, block));
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t shm_mb = mp_arg_u64(argc, argv, "--shm-mb", 0);
+    CHECK(shm_mb > 0);
+    CHECK_OK(flit_init(NULL));
+    uint32_t me = flit_job_rank().idx, n = flit_job_size();
+    CHECK(n >= 2);
+    /* Every rank asks: with FLIT_SHM_BULK and peers' mappings, all segments
+       of a host share /dev/shm. */
+    make_ep((size_t)shm_mb << 21, FLIT_ERR_NO_MEMORY);
+    flit_ep_t *ep = make_ep(1 << 16, FLIT_OK);
+    void *seg;
+    size_t seg_size;
+    CHECK_OK(flit_ep_segment(ep, &seg, &seg_size));
+    memset(seg, 0xa5, seg_size);
+    CHECK_OK(flit_am_register(ep, flit_handler(H_PING), on_ping, NULL));
+    CHECK_OK(flit_am_register(ep, flit_handler(H_PONG), on_pong, NULL));
+    /* Nothing is sent before rank 0's first contact with rank 1. */
+    if (me == 0)
+        full_then_fine(ep);
+    else if (me == 1)
+        MP_WAIT(ep, pings == 1);
+    pings = pongs = 0; /* before the barrier: a peer's ping may come in it */
+    CHECK_OK(flit_barrier(ep));
+    for (uint32_t r = 0; r < n; r++)
+        if (r != me)
+            CHECK_OK(flit_am_short(ep, flit_rank(r), flit_handler(H_PING), NULL, 0, 0));
+    MP_WAIT(ep, pongs == n - 1 && pings == n - 1);
+    CHECK_OK(flit_barrier(ep));
+    for (uint32_t r = 0; r < n; r++)
+        if (r != me)
+            (void)on_shm(ep, r);
+    CHECK_OK(flit_finalize());
+    printf("shm_full: rank %u OK\n", me);
+    return 0;
+}
