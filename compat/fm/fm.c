@@ -23,6 +23,7 @@
  * credits) before it takes anything more, and past FM_HELD_MAX a handler's
  * FM_begin_message answers NULL.
  */
+#include <flit/handle.h>
 #include <flit/stream.h>
 
 #include <stdio.h>
@@ -32,8 +33,6 @@
 
 #include "fm.h"
 
-#define FMX_MAGIC_OUT 0x666d5f6f75740000ull /* "fm_out" */
-#define FMX_MAGIC_IN  0x666d5f696e000000ull /* "fm_in" */
 
 #define FM_HELD_HIGH ((unsigned long)1 << 20)  /* FM_extract sends before taking more */
 #define FM_HELD_MAX  ((unsigned long)64 << 20) /* a handler's FM_begin_message: NULL */
@@ -49,8 +48,12 @@ struct fm_queue {
     struct fm_held *head, *tail;
 };
 
+/* The program holds <flit/handle.h> handles of these, never pointers: a
+   sender's stream ended (its memory reused by the next message), or a
+   receiver's kept past its handler (the next handler's is in the same
+   place), answers FM_FAILURE. */
 struct FM_stream {
-    uint64_t magic;
+    void *self; /* its handle while open: of outs or ins */
     struct FM_stream *next_free;
     flit_stream_out_t *out;
     flit_stream_t *in;
@@ -65,6 +68,7 @@ unsigned FM_numnodes;
 static flit_ep_t *fm_ep;
 static FM_handler *handlers[FM_MAX_HANDLERS];
 static struct FM_stream *free_streams;
+static flit_handles_t *outs, *ins; /* senders', receivers' streams */
 static int started;              /* handlers run by the current FM_extract */
 static struct fm_queue *queues;  /* [FM_numnodes]: handlers' messages to send */
 static unsigned long held_bytes; /* in them, and in open ones being built */
@@ -89,10 +93,28 @@ static void dispatch(flit_stream_t *s, size_t total, void *user)
                 flit_stream_rank(s).idx, h);
         return;
     }
-    struct FM_stream st = {FMX_MAGIC_IN, NULL, NULL, s, total, 0, NULL, 0};
+    struct FM_stream st = {.in = s, .size = total};
+    if (flit_handle_new(&ins, &st, &st.self) != FLIT_OK) { /* made at start */
+        fm_error("no memory for a stream handle: a message dropped");
+        return;
+    }
     started++;
-    fn(&st, flit_stream_rank(s).idx);
-    st.magic = 0;
+    fn(st.self, flit_stream_rank(s).idx);
+    (void)flit_handle_free(&ins, st.self);
+}
+
+/* The tables made now (no memory later is no message lost). */
+static int make_tables(void)
+{
+    struct FM_stream probe;
+    void *h;
+    if (flit_handle_new(&ins, &probe, &h) != FLIT_OK)
+        return 0;
+    (void)flit_handle_free(&ins, h);
+    if (flit_handle_new(&outs, &probe, &h) != FLIT_OK)
+        return 0;
+    (void)flit_handle_free(&outs, h);
+    return 1;
 }
 
 int FM_initialize(void)
@@ -105,7 +127,7 @@ int FM_initialize(void)
         return FM_FAILURE;
     }
     /* The queues first: no endpoint is left half set up when they fail. */
-    if (!(queues = calloc(flit_job_size(), sizeof *queues))) {
+    if (!make_tables() || !(queues = calloc(flit_job_size(), sizeof *queues))) {
         fm_error("no memory for the send queues");
         return FM_FAILURE;
     }
@@ -163,15 +185,29 @@ unsigned long FM_register_handler(unsigned long handler_id, FM_handler *handler)
 
 /* ---------------------------------------------------------------- sending */
 
-/* A stream from the free list, or a new one; NULL when memory is short. */
+/* A stream from the free list, or a new one, with a handle; NULL when
+   memory is short. */
 static struct FM_stream *stream_get(void)
 {
     struct FM_stream *s = free_streams;
     if (s)
         free_streams = s->next_free;
-    else
-        s = malloc(sizeof *s);
+    else if (!(s = malloc(sizeof *s)))
+        return NULL;
+    if (flit_handle_new(&outs, s, &s->self) != FLIT_OK) {
+        s->next_free = free_streams;
+        free_streams = s;
+        return NULL;
+    }
     return s;
+}
+
+/* Back to the free list: its handle ends. */
+static void stream_put(struct FM_stream *s)
+{
+    (void)flit_handle_free(&outs, s->self);
+    s->next_free = free_streams;
+    free_streams = s;
 }
 
 /* Inside a handler: the message is built in memory and queued at its end. */
@@ -193,9 +229,8 @@ static FM_stream *begin_held(unsigned long dest, unsigned long size,
     m->handler = handler;
     m->size = size;
     held_bytes += size;
-    *s =
-        (struct FM_stream){.magic = FMX_MAGIC_OUT, .size = size, .held = m, .dest = dest};
-    return s;
+    *s = (struct FM_stream){.self = s->self, .size = size, .held = m, .dest = dest};
+    return s->self;
 }
 
 /* Takes dest's first held message off its queue and frees it. */
@@ -262,35 +297,33 @@ FM_stream *FM_begin_message(unsigned long dest, unsigned long size, unsigned lon
     /* What handlers sent to dest before this message goes before it. */
     if (queues[dest].head && send_held(dest, 0) != FLIT_OK)
         return NULL;
-    struct FM_stream *s = free_streams;
-    if (s)
-        free_streams = s->next_free;
-    else if (!(s = malloc(sizeof *s)))
+    struct FM_stream *s = stream_get();
+    if (!s)
         return NULL;
     flit_status st = flit_stream_begin(fm_ep, flit_rank((uint32_t)dest),
                                        flit_handler((uint16_t)handler), size, 0, &s->out);
     if (st != FLIT_OK) {
-        s->next_free = free_streams;
-        free_streams = s;
+        stream_put(s);
         return NULL;
     }
-    s->magic = FMX_MAGIC_OUT;
     s->in = NULL;
     s->size = size;
     s->sent = 0;
     s->held = NULL;
     s->dest = dest;
-    return s;
+    return s->self;
 }
 
-static int sender_ok(const FM_stream *s)
+/* The open sender's stream a handle names; NULL for any other value. */
+static struct FM_stream *sender_of(FM_stream *h)
 {
-    return s && s->magic == FMX_MAGIC_OUT;
+    return flit_handle_get(&outs, h);
 }
 
-int FM_send_piece(FM_stream *stream, void *buf, unsigned long bytes)
+int FM_send_piece(FM_stream *h, void *buf, unsigned long bytes)
 {
-    if (!sender_ok(stream) || (!buf && bytes) || bytes > stream->size - stream->sent)
+    struct FM_stream *stream = sender_of(h);
+    if (!stream || (!buf && bytes) || bytes > stream->size - stream->sent)
         return FM_FAILURE;
     if (stream->held) {
         if (bytes)
@@ -316,16 +349,15 @@ static void end_held(FM_stream *stream)
     stream->held = NULL;
 }
 
-int FM_end_message(FM_stream *stream)
+int FM_end_message(FM_stream *h)
 {
     static const char zeros[4096];
-    if (!sender_ok(stream))
+    struct FM_stream *stream = sender_of(h);
+    if (!stream)
         return FM_FAILURE;
     if (stream->held) {
         end_held(stream);
-        stream->magic = 0;
-        stream->next_free = free_streams;
-        free_streams = stream;
+        stream_put(stream);
         return FM_SUCCESS;
     }
     flit_status st = FLIT_OK;
@@ -336,9 +368,7 @@ int FM_end_message(FM_stream *stream)
         stream->sent += n;
     }
     flit_status end = flit_stream_end(stream->out);
-    stream->magic = 0;
-    stream->next_free = free_streams;
-    free_streams = stream;
+    stream_put(stream);
     return st == FLIT_OK && end == FLIT_OK ? FM_SUCCESS : FM_FAILURE;
 }
 
@@ -362,9 +392,10 @@ int FM_send_4(unsigned long dest, unsigned long handler, int i0, int i1, int i2,
 
 /* ---------------------------------------------------------------- receiving */
 
-int FM_receive(void *buf, FM_stream *stream, unsigned int bytes)
+int FM_receive(void *buf, FM_stream *h, unsigned int bytes)
 {
-    if (!stream || stream->magic != FMX_MAGIC_IN || (!buf && bytes))
+    struct FM_stream *stream = flit_handle_get(&ins, h);
+    if (!stream || (!buf && bytes))
         return FM_FAILURE;
     return flit_stream_recv(stream->in, buf, bytes) == FLIT_OK ? (int)bytes : FM_FAILURE;
 }
