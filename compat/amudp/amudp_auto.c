@@ -92,6 +92,17 @@ void amx_auto_acked(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *
     ep->auto_unacked -= args[0];
 }
 
+/* A count the sender refused (its tag is not the one this endpoint holds
+   for it): it never learns of those replies, and nothing waits for them. */
+void amx_auto_refused(struct amudp_ep *ep, uint32_t rank, uint32_t count)
+{
+    struct amx_peer *p = ep->peers && rank < flit_job_size() ? &ep->peers[rank] : NULL;
+    if (!p || count > p->unacked)
+        return;
+    p->unacked -= count;
+    ep->auto_unacked -= count;
+}
+
 /* A sender gone: nothing more to tell it, nor to hear from it. */
 void amx_auto_peer_down(struct amudp_ep *ep, uint32_t rank)
 {

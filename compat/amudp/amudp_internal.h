@@ -262,6 +262,7 @@ void amx_refused(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *arg
    count told has arrived. */
 void amx_auto_owe(struct amudp_ep *ep, flit_rank_t sender);
 void amx_auto_peer_down(struct amudp_ep *ep, uint32_t rank);
+void amx_auto_refused(struct amudp_ep *ep, uint32_t rank, uint32_t count);
 void amx_auto_flush(struct amudp_ep *ep);
 /* Flushes, then waits until every count told was acknowledged. */
 int amx_auto_settle(struct amudp_ep *ep, const char *fn);

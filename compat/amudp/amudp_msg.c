@@ -514,8 +514,10 @@ void amx_returned(flit_ep_t *fep, const flit_returned_t *info, void *user)
     if (amx_seg_returned(ep, info))
         return;
     unsigned idx = info->handler.idx;
+    if (idx == AMX_H_AUTO && info->nargs == 1)
+        amx_auto_refused(ep, info->peer.idx, info->args[0]);
     if (idx >= AMX_H_AUTO && idx < AMX_H_COUNT)
-        return; /* the library's own word to a peer gone: nothing of the program's */
+        return; /* the library's own word, refused or to a peer gone: not the program's */
     op_t op = idx < AMX_H_REFUSED ? opcode_of(AMX_H_KIND(idx), AMX_H_IS_REPLY(idx))
                                   : AM_REQUEST_M;
     deliver_returned(ep, info->peer, status_of(info->reason), op, idx & 255);

@@ -65,7 +65,11 @@ extern int AMUDP_SPMDIsWorker(char **argv);
 extern int AMUDP_SPMDNumProcs(void);
 extern int AMUDP_SPMDMyProc(void);
 /* Returns when every worker has called it; polls the SPMD endpoint
-   meanwhile, so handlers run. */
+   meanwhile, so handlers run, and waits as AMUDP_PoliteSync says. Its
+   messages, and AMUDP_SPMDAllGather's, travel on the SPMD endpoint with
+   the tags AMUDP_SPMDStartup set: a program that changes that endpoint's
+   tag must keep every worker's translation of it current, as for its own
+   messages, or these calls wait for messages the endpoint refuses. */
 extern int AMUDP_SPMDBarrier(void);
 /* The master's environment as it was when the job started; NULL when the
    variable was not set, or before AMUDP_SPMDStartup. */
