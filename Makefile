@@ -15,16 +15,19 @@
 #                       ucx_perftest, run by run (BENCH_ARGS='--rounds 5')
 #   make bench-udp      flit over UDP beside raw UDP: loopback, veth, under loss
 #   make bench-scale    N ranks on this host: creation, memory, latency, barrier
-#   make bench-readme   all of these, 3 runs each: the README's tables as markdown
+#   make bench-readme   all of these, 3 runs each: docs/performance.md's tables
 #   make bench-launch   start-up cost under flitrun, srun --mpi=pmix and pmi2,
 #                       1 to 64 ranks, flit's own share beside the launcher's
 #   make apps           the applications on shared objects on 1 and 2 ranks:
 #                       times, speedups, object operations and messages
-#   make install        install under PREFIX (default /usr/local)
+#   make install        build what is installed (build-install/: no tests,
+#                       examples or benchmarks, no -Werror) and install it
+#                       under PREFIX (default /usr/local)
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+INSTALL_BUILD ?= build-install
 TSAN_CC    ?= clang
 PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
@@ -121,10 +124,10 @@ bench-udp: build
 bench-scale: build
 	bench/scale.sh $(BUILD) $(BENCH_ARGS)
 
-# The README's performance tables, dated and naming the machine, on stdout
-# (BENCH_ARGS: --runs N, --quick, --keep DIR).
+# docs/performance.md's tables, dated and naming the machine, written into
+# it between its bench-readme markers (BENCH_ARGS: --runs N, --quick, --keep DIR).
 bench-readme: build
-	bench/readme_tables.sh $(BUILD) $(BENCH_ARGS)
+	bench/readme_tables.sh $(BUILD) --write docs/performance.md $(BENCH_ARGS)
 
 # SIZES (default 1 2 4 8 16 32 64) and RUNS (default 3) from the environment.
 bench-launch: build
@@ -137,8 +140,15 @@ apps: configure
 	cmake --build $(BUILD) -j $(JOBS) --target flitrun jacobi asp water tsp
 	examples/apps/apps.sh $(BUILD) $(APPS)
 
-install: build
-	cmake --install $(BUILD) --prefix $(PREFIX)
+# Its own tree (INSTALL_BUILD): only what is installed is built (no tests,
+# examples or benchmarks but flit-bench), without -Werror (a newer
+# compiler's new warning must not break a user's install).
+install:
+	@test -f $(INSTALL_BUILD)/CMakeCache.txt || \
+	  cmake -S . -B $(INSTALL_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	        -DBUILD_TESTING=OFF -DFLIT_BUILD_EXTRAS=OFF
+	cmake --build $(INSTALL_BUILD) -j $(JOBS)
+	cmake --install $(INSTALL_BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(INSTALL_BUILD)

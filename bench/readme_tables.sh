@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The tables of README.md's Performance section, measured on this machine
+# The tables of docs/performance.md, measured on this machine
 # (make bench-readme):
 #
 #     bench/readme_tables.sh BUILD_DIR [--runs N] [--quick] [--keep DIR]
+#                            [--write FILE]
 #
 # Runs N rounds (default 3), each of: flit-bench on shared memory, then the
 # Open MPI ping-pong of bench/compare.sh (when Open MPI is installed), then
@@ -12,8 +13,11 @@
 # tables as markdown on standard output, headed by a line naming the date
 # and the machine (CPU model, CPUs, kernel): each cell is the median of the
 # N runs with their range, each ratio the median of the runs' own ratios
-# (bench/readme_tables.awk). Paste it over the tables in README.md. What it
-# is doing goes to standard error; --keep DIR keeps every run's CSV there.
+# (bench/readme_tables.awk). --write FILE puts them into FILE instead, in
+# place of the lines between "<!-- bench-readme: begin -->" and
+# "<!-- bench-readme: end -->" (docs/performance.md has them; FILE is checked
+# for them before anything runs). What it is doing goes to standard error;
+# --keep DIR keeps every run's CSV there.
 #
 # A run takes minutes (--quick: about one); the machine should be otherwise
 # idle: flit-bench measures again a figure during which a rank lost its
@@ -25,16 +29,25 @@ build=${1:-build}
 runs=3
 quick=
 keep=
+write=
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --quick) quick=--quick; shift ;;
     --keep) keep=$2; shift 2 ;;
+    --write) write=$2; shift 2 ;;
     *) echo "readme_tables.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
 case $runs in '' | *[!0-9]* | 0) echo "readme_tables.sh: --runs wants a count" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
+begin='<!-- bench-readme: begin -->' end='<!-- bench-readme: end -->'
+if [ -n "$write" ]; then
+  [ "$(grep -cxF -e "$begin" -e "$end" "$write" 2>/dev/null)" = 2 ] || {
+    echo "readme_tables.sh: $write lacks the lines '$begin' and '$end'" >&2
+    exit 2
+  }
+fi
 bench=$build/bench/flit-bench
 flitrun=$build/tools/flitrun
 [ -x "$bench" ] && [ -x "$flitrun" ] || {
@@ -89,4 +102,13 @@ mpi_version=
 awk -f "$here/readme_tables.awk" -v machine="$machine" -v load="$load" \
   -v mpi_version="$mpi_version" \
   -v command="make bench-readme (bench/readme_tables.sh --runs $runs${quick:+ --quick})" \
-  "$dir"/*/*.csv
+  "$dir"/*/*.csv >"$dir/tables.md" || exit 1
+[ -n "$write" ] || { cat "$dir/tables.md"; exit 0; }
+# FILE's lines up to the begin marker, the tables, FILE's lines from the end
+# marker on; written beside FILE, then moved over it.
+awk -v begin="$begin" -v end="$end" -v tables="$dir/tables.md" '
+  $0 == end { skip = 0 }
+  !skip { print }
+  $0 == begin { while ((getline l < tables) > 0) print l; skip = 1 }' \
+  "$write" >"$write.new" && mv "$write.new" "$write" || exit 1
+echo "readme_tables.sh: wrote the tables into $write" >&2

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * README.md's replicated counter over a group: every rank holds a copy;
+ * docs/groups.md's replicated counter over a group: every rank holds a copy;
  * updates are multicast in one total order, so every copy goes through the
  * same values. Run it as flitrun -n 3 group_counter.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * README.md's shared objects: a replicated counter and a job queue owned by
+ * docs/objects.md's shared objects: a replicated counter and a job queue owned by
  * rank 0, whose "get" waits (a guard) until there is a job or the queue is
  * closed. Run it as flitrun -n 3 object_jobs.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The README's key-value service over RPC (<flit/rpc.h>): rank 0 keeps the
+ * docs/rpc.md's key-value service over RPC (<flit/rpc.h>): rank 0 keeps the
  * table, every rank stores a value under its own key and reads back its
  * neighbour's. The readme_rpc_kv test runs it under flitrun.
  */

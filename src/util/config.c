@@ -31,7 +31,7 @@ enum kind {
 
 /*
  * One variable. What it accepts is said here and nowhere else: the error
- * for a bad value, FLIT_VERBOSE's listing and the README's table (which
+ * for a bad value, FLIT_VERBOSE's listing and docs/settings.md's table (which
  * config_test compares with this one) are all written from these fields.
  */
 struct var {
@@ -165,7 +165,7 @@ static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
         *at += (size_t)n;
 }
 
-/* What v accepts, as its error message and the README's table say it. */
+/* What v accepts, as its error message and docs/settings.md's table say it. */
 static void format_allowed(const struct var *v, char *buf, size_t len)
 {
     size_t at = 0;

@@ -4,7 +4,7 @@
  * The table in config.c is the single list: defaults, allowed values (with
  * their units and rules) and help. The error for a bad value and
  * FLIT_VERBOSE's listing are written from it, and config_test checks that
- * the README's table says the same.
+ * docs/settings.md's table says the same.
  */
 #ifndef FL_UTIL_CONFIG_H
 #define FL_UTIL_CONFIG_H
@@ -89,7 +89,7 @@ void fl_config_job_describe(unsigned k, int64_t val, const char **name, char *bu
 
 #define FL_CONFIG_TEXT 160
 
-/* Variable i of the table as the README's configuration table writes it:
+/* Variable i of the table as docs/settings.md's table writes it:
    name, default, allowed values. */
 struct fl_config_doc {
     const char *name;

@@ -5,7 +5,7 @@
  * A program written for AMUDP builds against this header by changing only
  * its include path and link line: the names, types, constants and macro
  * families below are AMUDP's. What differs, and why, is listed in flit's
- * README (section "AMUDP"). In short: endpoints are flit endpoints, so
+ * docs/compat.md (section "AMUDP"). In short: endpoints are flit endpoints, so
  * allocating and freeing one is collective over the job, and an endpoint
  * name (en_t) stands for a rank and an endpoint of the job rather than a
  * UDP address; long messages (Xfer) land in the segment set with AM_SetSeg.

@@ -59,7 +59,7 @@
 
 /* ---------------------------------------------------------------- constants */
 
-#define AM_ALL  1 /* tags: AM-2's names, not wildcards here (README) */
+#define AM_ALL  1 /* tags: AM-2's names, not wildcards here (docs/compat.md) */
 #define AM_NONE 0
 
 typedef enum {

@@ -19,7 +19,7 @@
  * guarantees. Handler ids are registered with FM_register_handler on every
  * node alike; a node's id and the number of nodes are FM_nodeid and
  * FM_numnodes once FM_initialize has returned. What differs from the
- * originals is listed in flit's README (section "Fast Messages").
+ * originals is listed in flit's docs/compat.md (section "Fast Messages").
  */
 #ifndef FLIT_COMPAT_FM_H
 #define FLIT_COMPAT_FM_H

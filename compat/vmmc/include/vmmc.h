@@ -17,7 +17,7 @@
  * itself; a proxy address outside every import is an error, never a fault.
  *
  * The names of this header other than SendMsg are flit's spelling: the
- * paper names the operations, not their C declarations (README, "VMMC").
+ * paper names the operations, not their C declarations (docs/compat.md, "VMMC").
  */
 #ifndef FLIT_COMPAT_VMMC_H
 #define FLIT_COMPAT_VMMC_H
