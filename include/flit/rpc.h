@@ -73,8 +73,8 @@
  * carried back in a reply of no bytes (result.length 0); flit_rpc_reply or
  * flit_rpc_reply_send returns the same status to the server, which counts
  * it (failed_replies). A reply whose status word names no status of this
- * library, and any malformed message of this layer, is refused and counted
- * (refused), never taken.
+ * library, a reply from a rank the call was not made to, and any malformed
+ * message of this layer, is refused and counted (refused), never taken.
  */
 #ifndef FLIT_RPC_H
 #define FLIT_RPC_H

@@ -149,8 +149,8 @@ flit_status fl_rpc_send_reply(struct flit_rpc *r, uint32_t caller, uint64_t id,
                               flit_status status, const struct iovec *iov, int n,
                               size_t total);
 
-/* A message of a peer refused (what: which, from: its rank): counted, and
-   the object's first refusal logged. */
+/* A message of a peer refused (what: "a malformed request", say; from:
+   its rank): counted, and the object's first refusal logged. */
 void fl_rpc_refused(struct flit_rpc *r, const char *what, uint32_t from);
 
 /* A reply to caller's call id could not be sent (st): counted, the first

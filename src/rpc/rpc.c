@@ -11,7 +11,8 @@
  * its reply buffers, outside the mutex) and completes it (DONE, stored last
  * with release: test and wait read it without the mutex). Cancel and the
  * call's own timeout end only SENT calls; a reply for an id no longer in
- * the table is late: discarded and counted.
+ * the table is late: discarded and counted; one from a rank the call did
+ * not go to is refused.
  *
  * Waiting threads (thread-safe endpoints). One waiter at a time drives
  * the endpoint (polls, then flit_wait in slices); the others sleep, each
@@ -165,11 +166,16 @@ static void table_del(struct flit_rpc *r, struct flit_rpc_call *c)
 
 /* Under the mutex: the SENT call with that id, taken out of the table, or
    NULL (a late reply: counted). */
-static struct flit_rpc_call *table_take(struct flit_rpc *r, uint64_t id)
+static struct flit_rpc_call *table_take(struct flit_rpc *r, uint64_t id, uint32_t from,
+                                        bool *forged)
 {
     struct flit_rpc_call *c = *bucket(r, id);
     while (c && c->id != id)
         c = c->next;
+    if (c && c->dest != from) { /* only the rank called answers its call */
+        *forged = true;
+        return NULL;
+    }
     if (c && c->deadline && now_ns() >= c->deadline)
         c = NULL; /* its time is up: the waiter will say so */
     if (!c) {
@@ -261,12 +267,15 @@ static flit_status take_reply(struct flit_rpc_call *c, flit_status status,
     return st;
 }
 
-static void on_reply(struct flit_rpc *r, uint64_t id, flit_status status,
+static void on_reply(struct flit_rpc *r, uint32_t from, uint64_t id, flit_status status,
                      const uint8_t *src, flit_stream_t *s, size_t len)
 {
+    bool forged = false;
     rpc_lock(r);
-    struct flit_rpc_call *c = table_take(r, id);
+    struct flit_rpc_call *c = table_take(r, id, from, &forged);
     rpc_unlock(r);
+    if (forged)
+        fl_rpc_refused(r, "a reply to a call not made to it", from);
     if (!c)
         return;
     flit_status st = take_reply(c, status, src, s, len);
@@ -280,10 +289,11 @@ static void on_reply_am(flit_token_t *token, void *buf, size_t nbytes,
 {
     struct fl_rpc_msg m;
     if (fl_rpc_decode_am(args, nargs, nbytes, true, &m) != FLIT_OK) {
-        fl_rpc_refused(user, "reply", flit_token_rank(token).idx);
+        fl_rpc_refused(user, "a malformed reply", flit_token_rank(token).idx);
         return;
     }
-    on_reply(user, m.id, (flit_status)m.word, buf, NULL, m.len);
+    on_reply(user, flit_token_rank(token).idx, m.id, (flit_status)m.word, buf, NULL,
+             m.len);
 }
 
 static void on_reply_stream(flit_stream_t *s, size_t total, void *user)
@@ -293,10 +303,10 @@ static void on_reply_stream(flit_stream_t *s, size_t total, void *user)
     if (total >= RPC_HDR && flit_stream_recv(s, hdr, RPC_HDR) != FLIT_OK)
         return; /* its sender died */
     if (fl_rpc_decode_hdr(total >= RPC_HDR ? hdr : NULL, total, true, &m) != FLIT_OK) {
-        fl_rpc_refused(user, "streamed reply", flit_stream_rank(s).idx);
+        fl_rpc_refused(user, "a malformed streamed reply", flit_stream_rank(s).idx);
         return;
     }
-    on_reply(user, m.id, (flit_status)m.word, NULL, s, m.len);
+    on_reply(user, flit_stream_rank(s).idx, m.id, (flit_status)m.word, NULL, s, m.len);
 }
 
 void fl_rpc_refused(struct flit_rpc *r, const char *what, uint32_t from)
@@ -308,8 +318,8 @@ void fl_rpc_refused(struct flit_rpc *r, const char *what, uint32_t from)
     rpc_unlock(r);
     if (first)
         fprintf(stderr,
-                "flit rpc: rank %u: a malformed %s from rank %u refused (further ones "
-                "are only counted)\n",
+                "flit rpc: rank %u: %s from rank %u refused (further ones are only "
+                "counted)\n",
                 r->me, what, from);
 }
 

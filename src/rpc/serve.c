@@ -396,7 +396,8 @@ void fl_rpc_on_req_am(flit_token_t *token, void *buf, size_t nbytes, const uint3
     struct fl_rpc_msg m;
     uint32_t from = flit_token_rank(token).idx;
     if (fl_rpc_decode_am(args, nargs, nbytes, false, &m) != FLIT_OK) {
-        fl_rpc_refused(user, "request", from); /* only this layer sends here */
+        /* (only this layer sends to its index) */
+        fl_rpc_refused(user, "a malformed request", from);
         return;
     }
     struct flit_rpc_req q = {.rpc = user,
@@ -416,7 +417,8 @@ void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user)
     if (total >= RPC_HDR && flit_stream_recv(s, hdr, RPC_HDR) != FLIT_OK)
         return; /* its sender died: nothing to answer */
     if (fl_rpc_decode_hdr(total >= RPC_HDR ? hdr : NULL, total, false, &m) != FLIT_OK) {
-        fl_rpc_refused(user, "streamed request", from); /* dropped with its bytes */
+        /* dropped with the rest of its bytes */
+        fl_rpc_refused(user, "a malformed streamed request", from);
         return;
     }
     struct flit_rpc_req q = {
