@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Wraps the README's event-loop fragment for readme_snippets: the loop of a
+ * Wraps docs/am.md's event-loop fragment for docs_snippets: the loop of a
  * function that has an endpoint and an epoll set holding its fd, as in
  * examples/epoll_loop.c. check() is the README's complete program's.
  */

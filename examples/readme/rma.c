@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Wraps the README's one-sided fragment for readme_snippets: the owner's
+ * Wraps docs/rma.md's one-sided fragment for docs_snippets: the owner's
  * notification handler at file scope, then exporting a region and putting
  * into it from a function that has an endpoint and a message. The inbox the
  * handler notes puts in is the reader's own. check() is the README's

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Wraps the README's blocking-procedure fragment for readme_snippets: an
+ * Wraps docs/rpc.md's blocking-procedure fragment for docs_snippets: an
  * account guarded by a flit mutex, and a function that has an RPC object,
  * the bank's rank, an amount and the account. check() is the README's complete program's.
  */

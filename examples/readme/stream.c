@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Wraps the README's stream fragment for readme_snippets: the receiver's
+ * Wraps docs/streams.md's stream fragment for docs_snippets: the receiver's
  * handler at file scope, then registering it and sending a message from a
  * function that has an endpoint, a destination and a payload. The table
  * the handler files messages in is the reader's own. check() is the

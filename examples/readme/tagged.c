@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Wraps the README's tagged fragment for readme_snippets: a function that
+ * Wraps docs/tagged.md's tagged fragment for docs_snippets: a function that
  * has an endpoint, data to send and a buffer to receive into. check() is
  * the README's complete program's.
  */
