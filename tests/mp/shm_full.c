@@ -7,8 +7,10 @@
  * Proves, on rank 0 (rank 1 waits for its ping and answers it):
  *  - flit_ep_create with a segment larger than /dev/shm answers
  *    FLIT_ERR_NO_MEMORY on every rank (rank 0's, the others' from rank 0's
- *    status), and leaves nothing there; an endpoint whose segment fits is
- *    made and its whole segment can be written;
+ *    status), and leaves nothing there; so does one with no segment while
+ *    /dev/shm is full (its ring file's header; over UDP that one succeeds);
+ *    an endpoint whose segment fits is made and its whole segment can be
+ *    written;
  *  - with /dev/shm filled to its last page (a file of our own, unlinked):
  *    flit_rma_alloc and the first flit_rma_export answer FLIT_ERR_NO_MEMORY,
  *    and so does first contact with rank 1 on shared memory, twice
@@ -111,6 +113,28 @@ static void full_then_fine(flit_ep_t *ep)
     CHECK_OK(flit_rma_free(ep, block));
 }
 
+/*
+ * An endpoint with no segment while /dev/shm is full: on shared memory its
+ * ring file's header has no room, and creation fails on every rank. The
+ * ranks keep in step on an endpoint whose pairs a barrier set up before the
+ * filling (its barriers then need no new room).
+ */
+static void ring_file_full(uint32_t me)
+{
+    flit_ep_t *sync = make_ep(0, FLIT_OK);
+    CHECK_OK(flit_barrier(sync));
+    bool shm = on_shm(sync, me == 0 ? 1 : 0);
+    int fill = me == 0 ? fill_shm() : -1;
+    CHECK_OK(flit_barrier(sync));
+    flit_ep_t *ep = make_ep(0, shm ? FLIT_ERR_NO_MEMORY : FLIT_OK);
+    if (ep)
+        CHECK_OK(flit_ep_destroy(ep));
+    if (fill >= 0)
+        close(fill);
+    CHECK_OK(flit_barrier(sync));
+    CHECK_OK(flit_ep_destroy(sync));
+}
+
 int main(int argc, char **argv)
 {
     uint64_t shm_mb = mp_arg_u64(argc, argv, "--shm-mb", 0);
@@ -121,6 +145,7 @@ int main(int argc, char **argv)
     /* Every rank asks: with FLIT_SHM_BULK and peers' mappings, all segments
        of a host share /dev/shm. */
     make_ep((size_t)shm_mb << 21, FLIT_ERR_NO_MEMORY);
+    ring_file_full(me);
     flit_ep_t *ep = make_ep(1 << 16, FLIT_OK);
     void *seg;
     size_t seg_size;
