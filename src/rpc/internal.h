@@ -77,9 +77,12 @@ struct flit_rpc {
 };
 
 /* Server side: the request whose procedure runs. Pooled, never freed before
-   the object: a procedure's handle used after it returned reads !live. */
+   the object; the procedure gets a <flit/handle.h> handle, freed when it
+   returns: one used after that (also once the block serves the next
+   request) answers FLIT_ERR_BAD_TOKEN. */
 struct flit_rpc_req {
     struct flit_rpc_req *next; /* free list */
+    void *self;                /* its handle while its procedure runs */
     struct flit_rpc *rpc;
     flit_stream_t *park;   /* may block: its handler's stream, to park */
     uint8_t *spill;        /* the request's rest, read before it first blocked */
@@ -166,6 +169,10 @@ static inline bool fl_rpc_caller_reachable(flit_status st)
     return st != FLIT_ERR_PEER_DOWN && st != FLIT_ERR_CLOSED &&
            st != FLIT_ERR_FINALIZED && st != FLIT_ERR_UNREACHABLE;
 }
+
+/* The request whose procedure is running that a handle names; NULL for any
+   other value. */
+struct flit_rpc_req *fl_rpc_req_of(const flit_rpc_req_t *h);
 
 /* The two halves' handlers (serve.c for requests, rpc.c for replies). */
 void fl_rpc_on_req_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,

@@ -17,23 +17,37 @@
 
 #define GATHER_ON_STACK 256u
 
-static flit_handles_t *replies;
+static flit_handles_t *replies, *requests;
+
+struct flit_rpc_req *fl_rpc_req_of(const flit_rpc_req_t *h)
+{
+    return flit_handle_get(&requests, h);
+}
 
 /* ---------------------------------------------------------------- reading */
 
 static flit_status stream_recvv(struct flit_rpc_req *q, const struct iovec *iov,
                                 int iovcnt);
 
-static flit_status req_usable(const struct flit_rpc_req *q)
+/* The request handle h names while its procedure runs (*out); NULL h:
+   FLIT_ERR_INVALID_ARG; any other value FLIT_ERR_BAD_TOKEN. */
+static flit_status req_usable(const flit_rpc_req_t *h, struct flit_rpc_req **out)
 {
-    if (!q)
+    if (!h)
         return FLIT_ERR_INVALID_ARG;
-    return q->live ? FLIT_OK : FLIT_ERR_BAD_TOKEN;
+    *out = fl_rpc_req_of(h);
+    return *out ? FLIT_OK : FLIT_ERR_BAD_TOKEN;
 }
 
-flit_status flit_rpc_recvv(flit_rpc_req_t *q, const struct iovec *iov, int iovcnt)
+static size_t remaining_of(const struct flit_rpc_req *q)
 {
-    flit_status st = req_usable(q);
+    return q->stream && !q->spill ? flit_stream_remaining(q->stream) : q->len - q->pos;
+}
+
+flit_status flit_rpc_recvv(flit_rpc_req_t *h, const struct iovec *iov, int iovcnt)
+{
+    struct flit_rpc_req *q = NULL;
+    flit_status st = req_usable(h, &q);
     size_t total;
     if (st == FLIT_OK)
         st = fl_rpc_check_iov(iov, iovcnt, &total);
@@ -51,24 +65,24 @@ flit_status flit_rpc_recvv(flit_rpc_req_t *q, const struct iovec *iov, int iovcn
     return FLIT_OK;
 }
 
-flit_status flit_rpc_recv(flit_rpc_req_t *q, void *buf, size_t n)
+flit_status flit_rpc_recv(flit_rpc_req_t *h, void *buf, size_t n)
 {
-    if (q && q->live && n && !buf)
+    if (fl_rpc_req_of(h) && n && !buf)
         return FLIT_ERR_INVALID_ARG;
     struct iovec v = {.iov_base = buf, .iov_len = n};
-    return flit_rpc_recvv(q, &v, 1);
+    return flit_rpc_recvv(h, &v, 1);
 }
 
-size_t flit_rpc_remaining(const flit_rpc_req_t *q)
+size_t flit_rpc_remaining(const flit_rpc_req_t *h)
 {
-    if (!q || !q->live)
-        return 0;
-    return q->stream && !q->spill ? flit_stream_remaining(q->stream) : q->len - q->pos;
+    const struct flit_rpc_req *q = fl_rpc_req_of(h);
+    return q ? remaining_of(q) : 0;
 }
 
-flit_rank_t flit_rpc_caller(const flit_rpc_req_t *q)
+flit_rank_t flit_rpc_caller(const flit_rpc_req_t *h)
 {
-    return flit_rank(q && q->live ? q->caller : UINT32_MAX);
+    const struct flit_rpc_req *q = fl_rpc_req_of(h);
+    return flit_rank(q ? q->caller : UINT32_MAX);
 }
 
 /* ---------------------------------------------------------------- replying */
@@ -128,9 +142,10 @@ static flit_status answer(struct flit_rpc_req *q, flit_status status,
     return st;
 }
 
-flit_status flit_rpc_reply(flit_rpc_req_t *q, const struct iovec *iov, int iovcnt)
+flit_status flit_rpc_reply(flit_rpc_req_t *h, const struct iovec *iov, int iovcnt)
 {
-    flit_status st = req_usable(q);
+    struct flit_rpc_req *q = NULL;
+    flit_status st = req_usable(h, &q);
     if (st != FLIT_OK)
         return st;
     if (q->answered)
@@ -141,9 +156,10 @@ flit_status flit_rpc_reply(flit_rpc_req_t *q, const struct iovec *iov, int iovcn
     return answer(q, FLIT_OK, iov, iovcnt, total);
 }
 
-flit_status flit_rpc_defer(flit_rpc_req_t *q, flit_rpc_reply_t **out)
+flit_status flit_rpc_defer(flit_rpc_req_t *h, flit_rpc_reply_t **out)
 {
-    flit_status st = req_usable(q);
+    struct flit_rpc_req *q = NULL;
+    flit_status st = req_usable(h, &q);
     if (st != FLIT_OK)
         return st;
     if (q->answered)
@@ -264,7 +280,7 @@ static flit_status stream_recvv(struct flit_rpc_req *q, const struct iovec *iov,
    an active message's bytes go when the handler that started it returns. */
 static flit_status spill(struct flit_rpc_req *q)
 {
-    size_t left = flit_rpc_remaining(q);
+    size_t left = remaining_of(q);
     if (!left || q->spill)
         return FLIT_OK;
     size_t done = q->len - left;
@@ -326,13 +342,28 @@ static struct flit_rpc_req *req_get(const struct flit_rpc_req *init)
     if (!q && !(q = malloc(sizeof *q)))
         return NULL;
     *q = *init;
+    if (flit_handle_new(&requests, q, &q->self) != FLIT_OK) {
+        rpc_lock(r);
+        q->next = r->free_reqs;
+        r->free_reqs = q;
+        rpc_unlock(r);
+        return NULL; /* answered FLIT_ERR_NO_MEMORY */
+    }
     return q;
+}
+
+/* q's handle ends: its procedure returned (or never ran). */
+static void req_end(struct flit_rpc_req *q)
+{
+    (void)flit_handle_free(&requests, q->self);
+    q->self = NULL;
+    q->live = false;
 }
 
 static void req_put(struct flit_rpc_req *q, bool served)
 {
     struct flit_rpc *r = q->rpc;
-    q->live = false;
+    req_end(q);
     rpc_lock(r);
     q->next = r->free_reqs;
     r->free_reqs = q;
@@ -345,9 +376,9 @@ static void run(struct flit_rpc_req *q)
 {
     q->live = true;
     set_current(q); /* procedures do not nest: handlers make no progress */
-    q->fn(q, q->len, q->user);
+    q->fn(q->self, q->len, q->user);
     set_current(NULL);
-    q->live = false;
+    req_end(q);
     free(q->spill);
     q->spill = NULL;
     if (!q->answered) /* a procedure with nothing to say: an empty reply */

@@ -211,10 +211,11 @@ flit_status flit_mutex_trylock(flit_mutex_t *h)
     return got ? FLIT_OK : FLIT_ERR_AGAIN;
 }
 
-flit_status flit_mutex_lock(flit_mutex_t *h, flit_rpc_req_t *req)
+flit_status flit_mutex_lock(flit_mutex_t *h, flit_rpc_req_t *rh)
 {
     struct flit_mutex *m = mutex_of(h);
-    if (!m)
+    struct flit_rpc_req *req = rh ? fl_rpc_req_of(rh) : NULL;
+    if (!m || (rh && !req)) /* a request whose procedure returned */
         return FLIT_ERR_INVALID_ARG;
     pthread_mutex_lock(&m->guard);
     if (!m->locked) {
@@ -288,10 +289,11 @@ flit_status flit_cond_destroy(flit_cond_t *h)
     return FLIT_OK;
 }
 
-flit_status flit_cond_wait(flit_cond_t *h, flit_mutex_t *m, flit_rpc_req_t *req)
+flit_status flit_cond_wait(flit_cond_t *h, flit_mutex_t *m, flit_rpc_req_t *rh)
 {
     struct flit_cond *c = cond_of(h);
-    if (!c || !mutex_of(m))
+    struct flit_rpc_req *req = rh ? fl_rpc_req_of(rh) : NULL;
+    if (!c || !mutex_of(m) || (rh && !req))
         return FLIT_ERR_INVALID_ARG;
     struct sync_waiter w;
     flit_status st = waiter_of(req, &w);
@@ -312,7 +314,7 @@ flit_status flit_cond_wait(flit_cond_t *h, flit_mutex_t *m, flit_rpc_req_t *req)
     pthread_mutex_unlock(&c->guard);
     if (st != FLIT_OK)
         return st; /* the procedure must return: it does not take m again */
-    return flit_mutex_lock(m, req);
+    return flit_mutex_lock(m, rh);
 }
 
 flit_status flit_cond_signal(flit_cond_t *h)

@@ -4,18 +4,21 @@
  * after a new object of its type took its memory (made right after the
  * end, so that malloc or the object's free list hands the same block back):
  * an RPC object destroyed twice, a completed call tested, waited on and
- * cancelled, a deferred reply sent twice, a mutex and a condition destroyed
- * twice. Each answers FLIT_ERR_INVALID_ARG and leaves the new object as it
- * was; under ASan nothing reads freed memory.
+ * cancelled, a deferred reply sent twice, a procedure's request used by the
+ * next procedure (its block reused), a mutex and a condition destroyed
+ * twice. Each answers FLIT_ERR_INVALID_ARG (the request FLIT_ERR_BAD_TOKEN,
+ * as rpc.h says) and leaves the new object as it was; under ASan nothing
+ * reads freed memory.
  */
 #include <flit/rpc.h>
 
 #include "unit.h"
 
-enum { P_ECHO, P_DEFER, NPROCS };
+enum { P_ECHO, P_DEFER, P_KEEP, P_STALE, NPROCS };
 
 static flit_ep_t *ep;
 static flit_rpc_reply_t *later; /* P_DEFER's reply */
+static flit_rpc_req_t *kept;    /* P_KEEP's request, kept past its return */
 
 static void proc_echo(flit_rpc_req_t *req, size_t len, void *user)
 {
@@ -33,6 +36,29 @@ static void proc_defer(flit_rpc_req_t *req, size_t len, void *user)
     CHECK_OK(flit_rpc_defer(req, &later));
 }
 
+static void proc_keep(flit_rpc_req_t *req, size_t len, void *user)
+{
+    (void)len, (void)user;
+    kept = req;
+}
+
+/* Runs in the block P_KEEP's request had: the kept handle is dead, and
+   answers nothing of this request. */
+static void proc_stale(flit_rpc_req_t *req, size_t len, void *user)
+{
+    (void)user;
+    uint64_t v = 0, nine = 9;
+    struct iovec q = {&nine, sizeof nine};
+    CHECK_ST(flit_rpc_reply(kept, &q, 1), FLIT_ERR_BAD_TOKEN);
+    CHECK_ST(flit_rpc_recv(kept, &v, sizeof v), FLIT_ERR_BAD_TOKEN);
+    CHECK_ST(flit_rpc_defer(kept, &(flit_rpc_reply_t *){NULL}), FLIT_ERR_BAD_TOKEN);
+    CHECK(flit_rpc_remaining(kept) == 0 && flit_rpc_caller(kept).idx == UINT32_MAX);
+    CHECK(flit_rpc_remaining(req) == len); /* untouched */
+    CHECK_OK(flit_rpc_recv(req, &v, sizeof v));
+    struct iovec a = {&v, sizeof v};
+    CHECK_OK(flit_rpc_reply(req, &a, 1));
+}
+
 static flit_rpc_t *make_rpc(void)
 {
     flit_rpc_params_t p = {.field_mask = FLIT_RPC_PARAM_PROCS, .procs = NPROCS};
@@ -40,6 +66,8 @@ static flit_rpc_t *make_rpc(void)
     CHECK_OK(flit_rpc_create(ep, &p, &r));
     CHECK_OK(flit_rpc_register(r, P_ECHO, proc_echo, NULL));
     CHECK_OK(flit_rpc_register(r, P_DEFER, proc_defer, NULL));
+    CHECK_OK(flit_rpc_register(r, P_KEEP, proc_keep, NULL));
+    CHECK_OK(flit_rpc_register(r, P_STALE, proc_stale, NULL));
     return r;
 }
 
@@ -159,6 +187,17 @@ static void stale_sync(void)
     CHECK_OK(flit_mutex_destroy(m2));
 }
 
+/* A request kept past its procedure, its block reused by the next one. */
+static void stale_request(flit_rpc_t *r)
+{
+    CHECK_OK(flit_rpc_call(r, flit_rank(0), P_KEEP, NULL, 0, NULL, 0, NULL, NULL));
+    uint64_t v = 5, back = 0;
+    struct iovec q = {&v, sizeof v}, a = {&back, sizeof back};
+    flit_rpc_result_t res;
+    CHECK_OK(flit_rpc_call(r, flit_rank(0), P_STALE, &q, 1, &a, 1, NULL, &res));
+    CHECK(res.status == FLIT_OK && back == 5); /* its own reply, not 9 */
+}
+
 /* A case on an object of its own. */
 static void with_rpc(void (*fn)(flit_rpc_t *))
 {
@@ -177,6 +216,11 @@ static void stale_replies(void)
     with_rpc(stale_reply);
 }
 
+static void stale_requests(void)
+{
+    with_rpc(stale_request);
+}
+
 /* argv[1], when given, names the one case to run (to see each fail alone). */
 int main(int argc, char **argv)
 {
@@ -186,6 +230,7 @@ int main(int argc, char **argv)
     } cases[] = {{"object", stale_object},
                  {"call", stale_calls},
                  {"reply", stale_replies},
+                 {"request", stale_requests},
                  {"sync", stale_sync}};
     unit_clean_env();
     CHECK_OK(flit_init(NULL));
