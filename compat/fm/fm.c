@@ -33,7 +33,6 @@
 
 #include "fm.h"
 
-
 #define FM_HELD_HIGH ((unsigned long)1 << 20)  /* FM_extract sends before taking more */
 #define FM_HELD_MAX  ((unsigned long)64 << 20) /* a handler's FM_begin_message: NULL */
 
