@@ -28,6 +28,12 @@
  * its own endpoint (handlers may run inside it) until there is room. With
  * FLIT_AM_NONBLOCK it answers FLIT_ERR_AGAIN instead and sends nothing.
  * The source buffer may be reused as soon as any send returns.
+ *
+ * A shortage of this process's own met by a send (the first to a peer sets
+ * the pair up: no file descriptor left, no memory or mapping, no room in
+ * /dev/shm) answers FLIT_ERR_SYSTEM or FLIT_ERR_NO_MEMORY, sends nothing
+ * and may be retried; it never makes the peer down. FLIT_ERR_PEER_DOWN
+ * means the peer itself died or stopped answering.
  */
 #ifndef FLIT_AM_H
 #define FLIT_AM_H

@@ -183,7 +183,11 @@ typedef struct flit_ep_params {
 /*
  * Collective over the job: every rank creates its endpoints in the same
  * order, and the n-th endpoint of one rank talks to the n-th of the others.
- * params may be NULL for all defaults.
+ * params may be NULL for all defaults. Fails on every rank when one rank
+ * cannot open it (its status): FLIT_ERR_NO_MEMORY when /dev/shm has no
+ * room for the segment or the shared-memory rings (their pages are
+ * reserved here, so a full /dev/shm is never a SIGBUS later),
+ * FLIT_ERR_SYSTEM when no descriptor is left.
  */
 FLIT_API flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out);
 

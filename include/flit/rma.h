@@ -104,7 +104,8 @@ typedef struct flit_rma_op flit_rma_op_t;
  * Allocates len bytes (rounded up to whole pages, zeroed) in memory that
  * ranks on this host can map: regions exported from it are reached with a
  * plain memcpy. The memory is the endpoint's: flit_rma_free, or the
- * endpoint's destruction, releases it.
+ * endpoint's destruction, releases it. Its pages are reserved in /dev/shm
+ * here: FLIT_ERR_NO_MEMORY when there is no room.
  */
 FLIT_API flit_status flit_rma_alloc(flit_ep_t *ep, size_t len, void **addr_out);
 
@@ -125,7 +126,9 @@ FLIT_API flit_status flit_rma_free(flit_ep_t *ep, void *addr);
  * host. The memory must stay valid until the region is unexported. The
  * same memory may be exported several times. FLIT_ERR_RANK for a rank
  * outside the job; FLIT_ERR_NO_MEMORY when the endpoint has 65536 regions
- * exported already.
+ * exported already, or at its first export when /dev/shm has no room for
+ * the control file that ranks on this host map (a later export tries
+ * again).
  */
 FLIT_API flit_status flit_rma_export(flit_ep_t *ep, void *addr, size_t len,
                                      unsigned access, const flit_rank_t *allowed,
