@@ -15,6 +15,11 @@
  *    flit_handler(7).
  *  - Parameter structs start with a field_mask: a field is read only when its
  *    bit is set, so the structs can grow without breaking the ABI.
+ *  - Handles (flit_rpc_t *, flit_request_t *, ...) are opaque values, not
+ *    addresses: one used after its object ended answers the call's
+ *    documented status (FLIT_ERR_INVALID_ARG for most), never the object
+ *    that took its memory since (<flit/handle.h>). A destroyed endpoint
+ *    answers FLIT_ERR_CLOSED until flit_finalize, FLIT_ERR_FINALIZED after.
  */
 #ifndef FLIT_FLIT_H
 #define FLIT_FLIT_H
