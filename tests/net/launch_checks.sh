@@ -134,6 +134,8 @@ case_pdeathsig() {
 }
 
 case_tie() {
+  # The ranks' own stderr: flitrun, which relays it, is killed here.
+  export LAUNCH_RANK_STDERR="$TMP/rank-err"
   start_flitrun -n "$FLITNET_HOSTS" --hosts "$FLITNET_NSLIST" \
     --launch 'ip netns exec {host} unshare --ipc setsid -w -f' "$RANK"
   wait_for lines_at_least "$TMP/out" ready 1 || fail "the ranks did not start"
@@ -141,7 +143,7 @@ case_tie() {
   wait "$FLITRUN_PID" 2>/dev/null
   FLITRUN_PID=
   check_hosts_empty
-  expect_in "$TMP/err" "lost the connection to flitrun at tcp:$FLITNET_ADDR0:"
+  expect_in "$TMP/rank-err" "lost the connection to flitrun at tcp:$FLITNET_ADDR0:"
 }
 
 case_stop() {
