@@ -51,6 +51,7 @@ enum cmd {
     CMD_PIPE_SIZE,  /* arg: the raw pipe's message size */
     CMD_STREAM_DST, /* arg: 0 streams into rbuf, else into the segment when
                        it holds arg bytes (answers whether it does) */
+    CMD_RESENT,     /* answers its endpoint's retransmissions (low 32 bits) */
 };
 
 #define PEER         flit_rank(1) /* rank 0's peer; rank 1 only replies */
@@ -174,6 +175,15 @@ static void on_sink(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *a
     bench_check(b, flit_am_reply_short(t, flit_handler(H_ACK), NULL, 0), "ack");
 }
 
+/* This rank's endpoint's retransmissions: chunks sent again. */
+static uint64_t bench_own_resent(const bench_t *b)
+{
+    flit_stats_t s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    return flit_ep_stats(b->ep, &s) == FLIT_OK ? s.retransmits : 0;
+}
+
 static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
                     unsigned nargs, void *user)
 {
@@ -228,6 +238,9 @@ static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *a
         break;
     case CMD_SCHED_WAIT:
         result = (uint32_t)(bench_runq_wait_ns() / 1000);
+        break;
+    case CMD_RESENT:
+        result = (uint32_t)bench_own_resent(b);
         break;
     case CMD_QUIT:
         b->quit = true;
@@ -550,6 +563,14 @@ uint64_t bench_sched_wait_ns(bench_t *b)
     b->peer_wait_ns += (uint64_t)(uint32_t)(us - b->peer_wait_us) * 1000;
     b->peer_wait_us = us;
     return bench_runq_wait_ns() + b->peer_wait_ns;
+}
+
+uint64_t bench_resent(bench_t *b)
+{
+    uint32_t n = command(b, CMD_RESENT, 0);
+    b->peer_resent += (uint32_t)(n - b->peer_resent_low); /* across a wrap */
+    b->peer_resent_low = n;
+    return bench_own_resent(b) + b->peer_resent;
 }
 
 /* ---- flit figures ---- */

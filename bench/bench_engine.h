@@ -77,6 +77,8 @@ typedef struct bench {
     /* rank 0: rank 1's time waiting for a CPU, as last reported */
     uint32_t peer_wait_us;
     uint64_t peer_wait_ns;
+    uint32_t peer_resent_low; /* rank 1's retransmissions, as last told */
+    uint64_t peer_resent;
 } bench_t;
 
 /*
@@ -146,6 +148,13 @@ double bench_raw_pipe_ns(bench_t *b, size_t size, uint64_t target_ns, int reps);
  * measured while this grew by more than a few percent of its time is noise.
  */
 uint64_t bench_sched_wait_ns(bench_t *b);
+
+/*
+ * Rank 0: the chunks both ranks' endpoints have sent again (their
+ * retransmission counters), since some fixed moment. Over a transport
+ * that loses nothing, growth is a resend of what was not lost.
+ */
+uint64_t bench_resent(bench_t *b);
 
 /*
  * Rank 0, when rank 1 is reached over UDP: opens a raw UDP socket in both

@@ -28,7 +28,10 @@
  * A ratio is printed only beside a baseline of the figure's own size. A
  * figure measured while a rank waited for its CPU is measured again (up to
  * --retries times); one that never comes out clean is printed as "noisy",
- * with the reason, instead of a number.
+ * with the reason, instead of a number. Over UDP each figure is followed
+ * by the chunks both ranks' endpoints sent again while it was measured
+ * ("resent N"; in the CSV's note when not 0): on loopback, where nothing
+ * is lost, anything but a handful is a resend of what was not lost.
  *
  * Rank 0 drives and prints; rank 1 serves (bench_engine.c).
  */
@@ -114,6 +117,11 @@ struct run {
     int nmemcpy0; /* memcpy baselines cached when the attempt began */
     bool dirty;   /* the current figure's last attempt was noisy */
     double share; /* ... the share of it a rank waited for a CPU */
+    /* Over UDP: both ranks' retransmissions when the attempt began, and
+       during it (told beside the figure: on loopback anything but a
+       handful is a resend of what was not lost) */
+    uint64_t resent0, resent;
+    bool resent_set;
     int figures, noisy, remeasured;
 };
 
@@ -367,6 +375,8 @@ static const struct unit U_COUNT = {"count", "", 1, 0};
  */
 static void begin(struct run *r)
 {
+    if (r->udp)
+        r->resent0 = bench_resent(&r->b);
     r->nmemcpy0 = r->nmemcpy;
     r->wait0 = bench_sched_wait_ns(&r->b);
     r->t0 = bench_now_ns();
@@ -398,6 +408,9 @@ static bool again(struct run *r)
 {
     uint64_t elapsed = bench_now_ns() - r->t0;
     uint64_t waited = bench_sched_wait_ns(&r->b) - r->wait0;
+    r->resent_set = r->udp;
+    if (r->udp)
+        r->resent = bench_resent(&r->b) - r->resent0;
     r->share = elapsed ? (double)waited / (double)elapsed : 0;
     r->dirty = r->share > NOISY_SHARE;
     if (r->dirty)
@@ -430,7 +443,7 @@ static double emit(struct run *r, const char *name, const char *figure, double s
     double ratio = bench_ratio(value, size, base, base_size);
     r->figures++;
     r->noisy += dirty;
-    char sz[32] = "", why[96] = "";
+    char sz[32] = "", why[128] = "";
     if (size >= 0)
         bench_fmt_size(sz, sizeof sz, size);
     if (dirty) {
@@ -440,6 +453,11 @@ static double emit(struct run *r, const char *name, const char *figure, double s
     } else if (base_noisy) {
         snprintf(why, sizeof why, "baseline noisy");
     }
+    bool resent = r->resent_set;
+    r->resent_set = false;               /* the attempts' own: not a later figure's */
+    if (resent && r->o.csv && r->resent) /* the CSV's note: only when some */
+        snprintf(why + strlen(why), sizeof why - strlen(why), "%sresent %llu",
+                 why[0] ? "; " : "", (unsigned long long)r->resent);
     if (r->o.csv) {
         printf("%s,", name);
         if (size >= 0)
@@ -474,6 +492,8 @@ static double emit(struct run *r, const char *name, const char *figure, double s
     printf("  %-26s %9s %13s %13s %7s", figure, sz, v, bs, ra);
     if (u == &U_MBS && !dirty)
         printf("  %9.2f", value / 1000);
+    if (resent)
+        printf("  resent %llu", (unsigned long long)r->resent);
     if (dirty)
         printf("  %s", why);
     printf("\n");

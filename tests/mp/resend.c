@@ -143,8 +143,8 @@ int main(int argc, char **argv)
     g.count = test_scaled(mp_arg_u64(argc, argv, "--count", 20000));
     g.pauses = mp_arg_u64(argc, argv, "--pauses", 4);
     g.pause_us = mp_arg_u64(argc, argv, "--pause-ms", 30) * 1000u;
-    uint64_t per_pause = mp_arg_u64(argc, argv, "--per-pause", 8);
-    uint64_t slack = mp_arg_u64(argc, argv, "--slack", 64);
+    uint64_t per_pause = mp_arg_u64(argc, argv, "--per-pause", 4);
+    uint64_t slack = mp_arg_u64(argc, argv, "--slack", 32);
     CHECK_OK(flit_init(NULL));
     if (flit_job_size() != 2) {
         fprintf(stderr, "resend needs 2 ranks\n");
