@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * flit-mpi: MPI on flit's tagged layer (<flit/tagged.h>), first part.
+ *
+ * What is here is declared here and nothing else: a program that needs a
+ * function not yet written fails to compile, never at run time. The
+ * version macros say which standard the names follow (3.1); see
+ * docs/mpi.md for what is implemented and what is not yet.
+ *
+ * Handles are pointers to the library's objects; the predefined ones are
+ * addresses of objects the library exports (usable in static initializers,
+ * comparable with ==).
+ *
+ * Tags: MPI_TAG_UB is 2^31 - 1 (every non-negative int). The flit tag of a
+ * message carries the MPI tag (bits 0-31), the communicator's context
+ * (bits 32-47), a synchronous send's id (bits 48-61) and the message's kind
+ * (bits 62-63); see compat/mpi/mpi_internal.h.
+ *
+ * Threads: MPI_Init_thread provides at most MPI_THREAD_SERIALIZED.
+ */
+#ifndef FLIT_MPI_H
+#define FLIT_MPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPI_VERSION    3
+#define MPI_SUBVERSION 1
+
+typedef struct flit_mpi_comm *MPI_Comm;
+typedef struct flit_mpi_group *MPI_Group;
+typedef struct flit_mpi_type *MPI_Datatype;
+typedef struct flit_mpi_request *MPI_Request;
+typedef struct flit_mpi_errhandler *MPI_Errhandler;
+typedef struct flit_mpi_op *MPI_Op;
+typedef intptr_t MPI_Aint;
+
+typedef struct MPI_Status {
+    int MPI_SOURCE;
+    int MPI_TAG;
+    int MPI_ERROR;
+    /* private: the bytes received, whether the request was cancelled */
+    size_t flit_bytes;
+    int flit_cancelled;
+} MPI_Status;
+
+#define MPI_STATUS_IGNORE   ((MPI_Status *)0)
+#define MPI_STATUSES_IGNORE ((MPI_Status *)0)
+
+/* ---- error classes (each code is its own class) ---- */
+#define MPI_SUCCESS       0
+#define MPI_ERR_BUFFER    1
+#define MPI_ERR_COUNT     2
+#define MPI_ERR_TYPE      3
+#define MPI_ERR_TAG       4
+#define MPI_ERR_COMM      5
+#define MPI_ERR_RANK      6
+#define MPI_ERR_REQUEST   7
+#define MPI_ERR_ROOT      8
+#define MPI_ERR_GROUP     9
+#define MPI_ERR_OP        10
+#define MPI_ERR_TOPOLOGY  11
+#define MPI_ERR_DIMS      12
+#define MPI_ERR_ARG       13
+#define MPI_ERR_UNKNOWN   14
+#define MPI_ERR_TRUNCATE  15
+#define MPI_ERR_OTHER     16
+#define MPI_ERR_INTERN    17
+#define MPI_ERR_IN_STATUS 18
+#define MPI_ERR_PENDING   19
+#define MPI_ERR_NO_MEM    20
+#define MPI_ERR_LASTCODE  20
+
+#define MPI_MAX_ERROR_STRING           256
+#define MPI_MAX_PROCESSOR_NAME         256
+#define MPI_MAX_LIBRARY_VERSION_STRING 256
+
+/* ---- special values ---- */
+#define MPI_ANY_SOURCE   (-1)
+#define MPI_PROC_NULL    (-2)
+#define MPI_ROOT         (-3)
+#define MPI_ANY_TAG      (-1)
+#define MPI_UNDEFINED    (-32766)
+#define MPI_TAG_UB_VALUE 0x7fffffff
+#define MPI_IN_PLACE     ((void *)1)
+#define MPI_BOTTOM       ((void *)0)
+
+#define MPI_IDENT     0
+#define MPI_CONGRUENT 1
+#define MPI_SIMILAR   2
+#define MPI_UNEQUAL   3
+
+#define MPI_THREAD_SINGLE     0
+#define MPI_THREAD_FUNNELED   1
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_THREAD_MULTIPLE   3
+
+/* Attribute key of MPI_Comm_get_attr: only MPI_TAG_UB, MPI_WTIME_IS_GLOBAL. */
+#define MPI_TAG_UB          1
+#define MPI_WTIME_IS_GLOBAL 2
+
+/* ---- predefined objects ---- */
+extern struct flit_mpi_comm flit_mpi_comm_world, flit_mpi_comm_self, flit_mpi_comm_null;
+#define MPI_COMM_WORLD (&flit_mpi_comm_world)
+#define MPI_COMM_SELF  (&flit_mpi_comm_self)
+#define MPI_COMM_NULL  ((MPI_Comm)0)
+
+extern struct flit_mpi_group flit_mpi_group_empty;
+#define MPI_GROUP_EMPTY (&flit_mpi_group_empty)
+#define MPI_GROUP_NULL  ((MPI_Group)0)
+
+#define MPI_REQUEST_NULL    ((MPI_Request)0)
+#define MPI_DATATYPE_NULL   ((MPI_Datatype)0)
+#define MPI_OP_NULL         ((MPI_Op)0)
+#define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
+
+extern struct flit_mpi_errhandler flit_mpi_errors_are_fatal, flit_mpi_errors_return;
+#define MPI_ERRORS_ARE_FATAL (&flit_mpi_errors_are_fatal)
+#define MPI_ERRORS_RETURN    (&flit_mpi_errors_return)
+
+/* Every predefined basic C type, MPI_BYTE and MPI_PACKED, the pair types of
+   MAXLOC and MINLOC. */
+extern struct flit_mpi_type flit_mpi_t_char, flit_mpi_t_signed_char,
+    flit_mpi_t_unsigned_char, flit_mpi_t_byte, flit_mpi_t_wchar, flit_mpi_t_short,
+    flit_mpi_t_unsigned_short, flit_mpi_t_int, flit_mpi_t_unsigned, flit_mpi_t_long,
+    flit_mpi_t_unsigned_long, flit_mpi_t_long_long_int, flit_mpi_t_unsigned_long_long,
+    flit_mpi_t_float, flit_mpi_t_double, flit_mpi_t_long_double, flit_mpi_t_int8_t,
+    flit_mpi_t_int16_t, flit_mpi_t_int32_t, flit_mpi_t_int64_t, flit_mpi_t_uint8_t,
+    flit_mpi_t_uint16_t, flit_mpi_t_uint32_t, flit_mpi_t_uint64_t, flit_mpi_t_c_bool,
+    flit_mpi_t_aint, flit_mpi_t_packed, flit_mpi_t_float_int, flit_mpi_t_double_int,
+    flit_mpi_t_long_int, flit_mpi_t_2int, flit_mpi_t_short_int,
+    flit_mpi_t_long_double_int;
+#define MPI_CHAR               (&flit_mpi_t_char)
+#define MPI_SIGNED_CHAR        (&flit_mpi_t_signed_char)
+#define MPI_UNSIGNED_CHAR      (&flit_mpi_t_unsigned_char)
+#define MPI_BYTE               (&flit_mpi_t_byte)
+#define MPI_WCHAR              (&flit_mpi_t_wchar)
+#define MPI_SHORT              (&flit_mpi_t_short)
+#define MPI_UNSIGNED_SHORT     (&flit_mpi_t_unsigned_short)
+#define MPI_INT                (&flit_mpi_t_int)
+#define MPI_UNSIGNED           (&flit_mpi_t_unsigned)
+#define MPI_LONG               (&flit_mpi_t_long)
+#define MPI_UNSIGNED_LONG      (&flit_mpi_t_unsigned_long)
+#define MPI_LONG_LONG_INT      (&flit_mpi_t_long_long_int)
+#define MPI_LONG_LONG          MPI_LONG_LONG_INT
+#define MPI_UNSIGNED_LONG_LONG (&flit_mpi_t_unsigned_long_long)
+#define MPI_FLOAT              (&flit_mpi_t_float)
+#define MPI_DOUBLE             (&flit_mpi_t_double)
+#define MPI_LONG_DOUBLE        (&flit_mpi_t_long_double)
+#define MPI_INT8_T             (&flit_mpi_t_int8_t)
+#define MPI_INT16_T            (&flit_mpi_t_int16_t)
+#define MPI_INT32_T            (&flit_mpi_t_int32_t)
+#define MPI_INT64_T            (&flit_mpi_t_int64_t)
+#define MPI_UINT8_T            (&flit_mpi_t_uint8_t)
+#define MPI_UINT16_T           (&flit_mpi_t_uint16_t)
+#define MPI_UINT32_T           (&flit_mpi_t_uint32_t)
+#define MPI_UINT64_T           (&flit_mpi_t_uint64_t)
+#define MPI_C_BOOL             (&flit_mpi_t_c_bool)
+#define MPI_AINT               (&flit_mpi_t_aint)
+#define MPI_PACKED             (&flit_mpi_t_packed)
+#define MPI_FLOAT_INT          (&flit_mpi_t_float_int)
+#define MPI_DOUBLE_INT         (&flit_mpi_t_double_int)
+#define MPI_LONG_INT           (&flit_mpi_t_long_int)
+#define MPI_2INT               (&flit_mpi_t_2int)
+#define MPI_SHORT_INT          (&flit_mpi_t_short_int)
+#define MPI_LONG_DOUBLE_INT    (&flit_mpi_t_long_double_int)
+
+/* ---- environment ---- */
+int MPI_Init(int *argc, char ***argv);
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int MPI_Initialized(int *flag);
+int MPI_Finalize(void);
+int MPI_Finalized(int *flag);
+int MPI_Abort(MPI_Comm comm, int errorcode);
+double MPI_Wtime(void);
+double MPI_Wtick(void);
+int MPI_Get_processor_name(char *name, int *resultlen);
+int MPI_Get_version(int *version, int *subversion);
+int MPI_Get_library_version(char *version, int *resultlen);
+int MPI_Query_thread(int *provided);
+int MPI_Is_thread_main(int *flag);
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+int MPI_Errhandler_free(MPI_Errhandler *errhandler);
+int MPI_Error_string(int errorcode, char *string, int *resultlen);
+int MPI_Error_class(int errorcode, int *errorclass);
+int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+
+/* ---- point to point ---- */
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+             MPI_Comm comm);
+int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm);
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm);
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+             MPI_Comm comm, MPI_Status *status);
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm, MPI_Request *request);
+int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request *request);
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request *request);
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+              MPI_Comm comm, MPI_Request *request);
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                 int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
+                         int sendtag, int source, int recvtag, MPI_Comm comm,
+                         MPI_Status *status);
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int MPI_Wait(MPI_Request *request, MPI_Status *status);
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[]);
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]);
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
+                MPI_Status *status);
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[]);
+int MPI_Request_free(MPI_Request *request);
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+int MPI_Cancel(MPI_Request *request);
+int MPI_Test_cancelled(const MPI_Status *status, int *flag);
+int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                  MPI_Comm comm, MPI_Request *request);
+int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request);
+int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                  MPI_Comm comm, MPI_Request *request);
+int MPI_Start(MPI_Request *request);
+int MPI_Startall(int count, MPI_Request requests[]);
+
+/* ---- datatypes ---- */
+int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+                    MPI_Datatype *newtype);
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride,
+                            MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
+                     MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_hindexed(int count, const int blocklengths[],
+                             const MPI_Aint displacements[], MPI_Datatype oldtype,
+                             MPI_Datatype *newtype);
+int MPI_Type_create_struct(int count, const int blocklengths[],
+                           const MPI_Aint displacements[], const MPI_Datatype types[],
+                           MPI_Datatype *newtype);
+int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+                            MPI_Datatype *newtype);
+int MPI_Type_commit(MPI_Datatype *datatype);
+int MPI_Type_free(MPI_Datatype *datatype);
+int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_size(MPI_Datatype datatype, int *size);
+int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
+                             MPI_Aint *true_extent);
+int MPI_Get_address(const void *location, MPI_Aint *address);
+
+/* ---- communicators and groups ---- */
+int MPI_Comm_size(MPI_Comm comm, int *size);
+int MPI_Comm_rank(MPI_Comm comm, int *rank);
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int MPI_Comm_free(MPI_Comm *comm);
+int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int MPI_Group_free(MPI_Group *group);
+int MPI_Group_size(MPI_Group group, int *size);
+int MPI_Group_rank(MPI_Group group, int *rank);
+int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
+                              MPI_Group group2, int ranks2[]);
+int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLIT_MPI_H */

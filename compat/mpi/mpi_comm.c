@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Communicators and groups. A communicator is its ranks' world ranks, both
+ * ways, and a context: every rank keeps the next context it may use, and a
+ * communicator's creation takes the largest of its members' (so no member
+ * has used it) and moves every member past it. Two communicators that
+ * share a rank thus never share a context; contexts are never reused, and
+ * there are CTX_MAX / 2 (32767) creations in a job.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_internal.h"
+
+struct flit_mpi_comm flit_mpi_comm_world, flit_mpi_comm_self, flit_mpi_comm_null;
+struct flit_mpi_group flit_mpi_group_empty = {.size = 0, .predefined = 1, .refs = 1};
+
+static uint32_t next_ctx;
+
+enum { T_CTX = 1, T_CTX_RESULT = 2 };
+
+int mp_comm_ok(MPI_Comm comm)
+{
+    return comm && !comm->freed && comm->world && mp_ready();
+}
+
+/* A communicator of n ranks (world ranks w, taken over), this rank's index
+   me, context ctx; NULL without memory. */
+static MPI_Comm comm_new(int n, int *w, int me, uint32_t ctx, MPI_Errhandler errh)
+{
+    uint32_t wsize = flit_job_size();
+    MPI_Comm c = calloc(1, sizeof *c);
+    int *fw = malloc(wsize * sizeof *fw);
+    if (!c || !fw) {
+        free(c);
+        free(fw);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < wsize; i++)
+        fw[i] = -1;
+    for (int i = 0; i < n; i++)
+        fw[w[i]] = i;
+    c->size = n, c->rank = me, c->ctx = ctx, c->world = w, c->from_world = fw;
+    c->errh = errh;
+    return c;
+}
+
+static int fill_predefined(MPI_Comm c, int n, const int *w, int me, uint32_t ctx)
+{
+    uint32_t wsize = flit_job_size();
+    c->world = malloc((size_t)n * sizeof *c->world);
+    c->from_world = malloc(wsize * sizeof *c->from_world);
+    if (!c->world || !c->from_world)
+        return MPI_ERR_NO_MEM;
+    for (uint32_t i = 0; i < wsize; i++)
+        c->from_world[i] = -1;
+    for (int i = 0; i < n; i++) {
+        c->world[i] = w ? w[i] : i;
+        c->from_world[c->world[i]] = i;
+    }
+    c->size = n, c->rank = me, c->ctx = ctx, c->predefined = 1, c->freed = 0;
+    c->errh = MPI_ERRORS_ARE_FATAL;
+    return MPI_SUCCESS;
+}
+
+int mp_comm_init_world(void)
+{
+    int me = (int)flit_job_rank().idx;
+    int rc = fill_predefined(&flit_mpi_comm_world, (int)flit_job_size(), NULL, me, 0);
+    if (!rc)
+        rc = fill_predefined(&flit_mpi_comm_self, 1, &me, 0, 2);
+    next_ctx = 4;
+    return rc;
+}
+
+void mp_comm_fini(void)
+{
+    MPI_Comm pre[] = {&flit_mpi_comm_world, &flit_mpi_comm_self};
+    for (int i = 0; i < 2; i++) {
+        free(pre[i]->world);
+        free(pre[i]->from_world);
+        pre[i]->world = pre[i]->from_world = NULL;
+        pre[i]->freed = 1;
+    }
+}
+
+int MPI_Comm_size(MPI_Comm comm, int *size)
+{
+    MP_CHECK_INIT("MPI_Comm_size");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_size");
+    if (!size)
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_size");
+    *size = comm->size;
+    return MPI_SUCCESS;
+}
+
+int MPI_Comm_rank(MPI_Comm comm, int *rank)
+{
+    MP_CHECK_INIT("MPI_Comm_rank");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_rank");
+    if (!rank)
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_rank");
+    *rank = comm->rank;
+    return MPI_SUCCESS;
+}
+
+/*
+ * Collective over comm: every rank's n ints to all (rank 0 gathers them
+ * and sends the whole table back), the table in out (comm->size * n).
+ */
+static int allgather_ints(MPI_Comm comm, const int *mine, int n, int *out)
+{
+    size_t bytes = (size_t)n * sizeof(int);
+    int rc = MPI_SUCCESS;
+    if (comm->rank != 0) {
+        rc = mp_coll_send(comm, 0, T_CTX, mine, bytes);
+        if (!rc)
+            rc = mp_coll_recv(comm, 0, T_CTX_RESULT, out, bytes * (size_t)comm->size);
+        return rc;
+    }
+    memcpy(out, mine, bytes);
+    for (int r = 1; r < comm->size && !rc; r++)
+        rc = mp_coll_recv(comm, r, T_CTX, out + (size_t)r * n, bytes);
+    for (int r = 1; r < comm->size && !rc; r++)
+        rc = mp_coll_send(comm, r, T_CTX_RESULT, out, bytes * (size_t)comm->size);
+    return rc;
+}
+
+/* Each member of comm with its color and key, and the context to use. */
+struct member {
+    int color, key, rank;
+};
+
+static int by_key(const void *a, const void *b)
+{
+    const struct member *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Collective over comm: the new communicator of the ranks of this rank's
+   color (MPI_UNDEFINED: none, *out MPI_COMM_NULL), ordered by key then
+   rank. */
+static int split(MPI_Comm comm, int color, int key, MPI_Comm *out, const char *fn)
+{
+    int mine[3] = {color, key, (int)next_ctx};
+    int *all = malloc((size_t)comm->size * sizeof mine);
+    struct member *m = malloc((size_t)comm->size * sizeof *m);
+    int rc = all && m ? allgather_ints(comm, mine, 3, all) : MPI_ERR_NO_MEM;
+    uint32_t ctx = 0;
+    int n = 0;
+    for (int r = 0; !rc && r < comm->size; r++) {
+        if ((uint32_t)all[3 * r + 2] > ctx)
+            ctx = (uint32_t)all[3 * r + 2];
+        if (color != MPI_UNDEFINED && all[3 * r] == color)
+            m[n++] = (struct member){color, all[3 * r + 1], r};
+    }
+    if (!rc && ctx + 2 > CTX_MAX)
+        rc = MPI_ERR_INTERN; /* every context used */
+    free(all);
+    if (!rc)
+        next_ctx = ctx + 2;
+    if (rc || color == MPI_UNDEFINED) {
+        free(m);
+        *out = MPI_COMM_NULL;
+        return rc ? mp_err(comm, rc, fn) : MPI_SUCCESS;
+    }
+    qsort(m, (size_t)n, sizeof *m, by_key);
+    int *w = malloc((size_t)n * sizeof *w), me = 0;
+    for (int i = 0; w && i < n; i++) {
+        w[i] = comm->world[m[i].rank];
+        if (m[i].rank == comm->rank)
+            me = i;
+    }
+    free(m);
+    MPI_Comm c = w ? comm_new(n, w, me, ctx, comm->errh) : NULL;
+    if (!c) {
+        free(w);
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
+    }
+    *out = c;
+    return MPI_SUCCESS;
+}
+
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    MP_CHECK_INIT("MPI_Comm_split");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_split");
+    if (!newcomm || (color < 0 && color != MPI_UNDEFINED))
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_split");
+    return split(comm, color, key, newcomm, "MPI_Comm_split");
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    MP_CHECK_INIT("MPI_Comm_dup");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_dup");
+    if (!newcomm)
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_dup");
+    return split(comm, 0, comm->rank, newcomm, "MPI_Comm_dup");
+}
+
+/* Not collective here: the context is never reused, so messages still on
+   their way to it are never taken by another communicator. */
+int MPI_Comm_free(MPI_Comm *comm)
+{
+    MP_CHECK_INIT("MPI_Comm_free");
+    if (!comm || !mp_comm_ok(*comm) || (*comm)->predefined)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_free");
+    MPI_Comm c = *comm;
+    c->freed = 1;
+    free(c->world);
+    free(c->from_world);
+    c->world = c->from_world = NULL;
+    free(c);
+    *comm = MPI_COMM_NULL;
+    return MPI_SUCCESS;
+}
+
+/* IDENT, SIMILAR or UNEQUAL for two lists of world ranks (CONGRUENT is
+   the caller's: same list, other context). */
+static int compare_ranks(int n1, const int *w1, int n2, const int *w2)
+{
+    if (n1 != n2)
+        return MPI_UNEQUAL;
+    int same_order = 1;
+    for (int i = 0; i < n1; i++) {
+        if (w1[i] != w2[i])
+            same_order = 0;
+        int found = 0;
+        for (int j = 0; j < n2 && !found; j++)
+            found = w1[i] == w2[j];
+        if (!found)
+            return MPI_UNEQUAL;
+    }
+    return same_order ? MPI_IDENT : MPI_SIMILAR;
+}
+
+int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
+{
+    MP_CHECK_INIT("MPI_Comm_compare");
+    if (!mp_comm_ok(comm1) || !mp_comm_ok(comm2))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_compare");
+    if (!result)
+        return mp_err(comm1, MPI_ERR_ARG, "MPI_Comm_compare");
+    if (comm1 == comm2) {
+        *result = MPI_IDENT;
+        return MPI_SUCCESS;
+    }
+    int r = compare_ranks(comm1->size, comm1->world, comm2->size, comm2->world);
+    *result = r == MPI_IDENT ? MPI_CONGRUENT : r;
+    return MPI_SUCCESS;
+}
+
+/* ---- groups ---- */
+
+static int group_ok(MPI_Group g)
+{
+    return g && g->refs > 0;
+}
+
+static MPI_Group group_new(int n)
+{
+    MPI_Group g = calloc(1, sizeof *g);
+    if (g && !(g->world = malloc((n ? (size_t)n : 1) * sizeof *g->world))) {
+        free(g);
+        return NULL;
+    }
+    if (g) {
+        g->size = n;
+        g->refs = 1;
+    }
+    return g;
+}
+
+int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
+{
+    MP_CHECK_INIT("MPI_Comm_group");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_group");
+    if (!group)
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_group");
+    MPI_Group g = group_new(comm->size);
+    if (!g)
+        return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Comm_group");
+    memcpy(g->world, comm->world, (size_t)comm->size * sizeof *g->world);
+    *group = g;
+    return MPI_SUCCESS;
+}
+
+/* ranks[0..n) distinct and in 0 .. size-1. */
+static int ranks_ok(MPI_Group g, int n, const int *ranks)
+{
+    if (n < 0 || n > g->size || (n && !ranks))
+        return 0;
+    for (int i = 0; i < n; i++) {
+        if (ranks[i] < 0 || ranks[i] >= g->size)
+            return 0;
+        for (int j = 0; j < i; j++)
+            if (ranks[j] == ranks[i])
+                return 0;
+    }
+    return 1;
+}
+
+int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
+{
+    if (!group_ok(group))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_incl");
+    if (!newgroup || !ranks_ok(group, n, ranks))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_RANK, "MPI_Group_incl");
+    MPI_Group g = group_new(n);
+    if (!g)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Group_incl");
+    for (int i = 0; i < n; i++)
+        g->world[i] = group->world[ranks[i]];
+    *newgroup = g;
+    return MPI_SUCCESS;
+}
+
+int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
+{
+    if (!group_ok(group))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_excl");
+    if (!newgroup || !ranks_ok(group, n, ranks))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_RANK, "MPI_Group_excl");
+    MPI_Group g = group_new(group->size - n);
+    if (!g)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Group_excl");
+    int k = 0;
+    for (int r = 0; r < group->size; r++) {
+        int out = 0;
+        for (int i = 0; i < n && !out; i++)
+            out = ranks[i] == r;
+        if (!out)
+            g->world[k++] = group->world[r];
+    }
+    *newgroup = g;
+    return MPI_SUCCESS;
+}
+
+int MPI_Group_free(MPI_Group *group)
+{
+    if (!group || !group_ok(*group))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_free");
+    MPI_Group g = *group;
+    if (!g->predefined) {
+        g->refs = 0;
+        free(g->world);
+        free(g);
+    }
+    *group = MPI_GROUP_NULL;
+    return MPI_SUCCESS;
+}
+
+int MPI_Group_size(MPI_Group group, int *size)
+{
+    if (!group_ok(group))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_size");
+    if (!size)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Group_size");
+    *size = group->size;
+    return MPI_SUCCESS;
+}
+
+/* The group rank of world rank w, or MPI_UNDEFINED. */
+static int group_rank_of(MPI_Group g, int w)
+{
+    for (int i = 0; i < g->size; i++)
+        if (g->world[i] == w)
+            return i;
+    return MPI_UNDEFINED;
+}
+
+int MPI_Group_rank(MPI_Group group, int *rank)
+{
+    if (!group_ok(group))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_rank");
+    if (!rank)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Group_rank");
+    *rank = group_rank_of(group, (int)flit_job_rank().idx);
+    return MPI_SUCCESS;
+}
+
+int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
+                              MPI_Group group2, int ranks2[])
+{
+    if (!group_ok(group1) || !group_ok(group2))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_translate_ranks");
+    if (n < 0 || (n && (!ranks1 || !ranks2)))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Group_translate_ranks");
+    for (int i = 0; i < n; i++)
+        if (ranks1[i] != MPI_PROC_NULL && (ranks1[i] < 0 || ranks1[i] >= group1->size))
+            return mp_err(MPI_COMM_NULL, MPI_ERR_RANK, "MPI_Group_translate_ranks");
+    for (int i = 0; i < n; i++)
+        ranks2[i] = ranks1[i] == MPI_PROC_NULL
+                        ? MPI_PROC_NULL
+                        : group_rank_of(group2, group1->world[ranks1[i]]);
+    return MPI_SUCCESS;
+}
+
+int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result)
+{
+    if (!group_ok(group1) || !group_ok(group2))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_compare");
+    if (!result)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Group_compare");
+    *result = compare_ranks(group1->size, group1->world, group2->size, group2->world);
+    return MPI_SUCCESS;
+}

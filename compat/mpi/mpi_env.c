@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The MPI environment: one flit endpoint and one tagged context on it for
+ * the whole job (every communicator's traffic, told apart by its context
+ * bits in the tag), error classes and handlers, clocks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mpi_internal.h"
+
+flit_ep_t *mp_ep;
+flit_tagged_t *mp_tg;
+
+static int initialized, finalized, thread_level;
+
+struct flit_mpi_errhandler flit_mpi_errors_are_fatal = {.fatal = 1};
+struct flit_mpi_errhandler flit_mpi_errors_return = {.fatal = 0};
+
+int mp_ready(void)
+{
+    return initialized && !finalized;
+}
+
+static const char *const class_text[] = {
+    [MPI_SUCCESS] = "no error",
+    [MPI_ERR_BUFFER] = "invalid buffer pointer",
+    [MPI_ERR_COUNT] = "invalid count argument",
+    [MPI_ERR_TYPE] = "invalid datatype (null, freed, or not committed)",
+    [MPI_ERR_TAG] = "invalid tag argument",
+    [MPI_ERR_COMM] = "invalid communicator",
+    [MPI_ERR_RANK] = "invalid rank",
+    [MPI_ERR_REQUEST] = "invalid request",
+    [MPI_ERR_ROOT] = "invalid root",
+    [MPI_ERR_GROUP] = "invalid group",
+    [MPI_ERR_OP] = "invalid reduction operation",
+    [MPI_ERR_TOPOLOGY] = "invalid topology",
+    [MPI_ERR_DIMS] = "invalid dimension argument",
+    [MPI_ERR_ARG] = "invalid argument of some other kind",
+    [MPI_ERR_UNKNOWN] = "unknown error",
+    [MPI_ERR_TRUNCATE] = "message truncated on receive",
+    [MPI_ERR_OTHER] = "other error (MPI not initialized, or finalized)",
+    [MPI_ERR_INTERN] = "internal error of the MPI library",
+    [MPI_ERR_IN_STATUS] = "error code is in the status",
+    [MPI_ERR_PENDING] = "pending request",
+    [MPI_ERR_NO_MEM] = "out of memory",
+};
+
+/* The error class of a flit status met under an MPI call. */
+int mp_class_of(flit_status st)
+{
+    switch (st) {
+    case FLIT_OK:
+        return MPI_SUCCESS;
+    case FLIT_ERR_TOO_LARGE:
+        return MPI_ERR_TRUNCATE;
+    case FLIT_ERR_NO_MEMORY:
+        return MPI_ERR_NO_MEM;
+    case FLIT_ERR_RANK:
+        return MPI_ERR_RANK;
+    default:
+        return MPI_ERR_OTHER;
+    }
+}
+
+/* Reports code through comm's error handler (MPI_COMM_WORLD's when comm is
+   null or not valid): fatal ends the job, else the code is returned. */
+int mp_err(MPI_Comm comm, int code, const char *fn)
+{
+    if (code == MPI_SUCCESS)
+        return code;
+    MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
+    if (comm && mp_comm_ok(comm))
+        h = comm->errh;
+    else if (mp_ready())
+        h = flit_mpi_comm_world.errh;
+    if (h && !h->fatal)
+        return code;
+    fprintf(stderr, "flit-mpi: rank %u: %s: %s (error class %d); aborting\n",
+            flit_job_rank().idx, fn, class_text[code], code);
+    fflush(stderr);
+    _exit(code & 0xff);
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int provided;
+    return MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
+}
+
+/* Fatal when it fails: no communicator has an error handler yet. */
+static int init_fail(const char *what, flit_status st)
+{
+    fprintf(stderr, "flit-mpi: MPI_Init: %s: %s\n", what, flit_strerror(st));
+    return mp_err(MPI_COMM_NULL, mp_class_of(st) ? mp_class_of(st) : MPI_ERR_OTHER,
+                  "MPI_Init");
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    (void)argc;
+    (void)argv;
+    if (initialized)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Init");
+    if (!provided || required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Init_thread");
+    mp_type_init();
+    flit_status st = flit_init(NULL);
+    if (st != FLIT_OK)
+        return init_fail("flit_init", st);
+    /* One thread at a time on a single-threaded endpoint: SERIALIZED at most
+       (flit detects concurrent entry, this library has no locks yet). */
+    if ((st = flit_ep_create(NULL, &mp_ep)) != FLIT_OK)
+        return init_fail("flit_ep_create", st);
+    flit_handler_t h;
+    if ((st = flit_ep_reserve_handlers(mp_ep, 1, &h)) != FLIT_OK)
+        return init_fail("flit_ep_reserve_handlers", st);
+    if ((st = flit_tagged_create(mp_ep, h, &mp_tg)) != FLIT_OK)
+        return init_fail("flit_tagged_create", st);
+    if (mp_comm_init_world() != MPI_SUCCESS || mp_p2p_init() != MPI_SUCCESS)
+        return init_fail("memory for the library's tables", FLIT_ERR_NO_MEMORY);
+    thread_level = required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
+    *provided = thread_level;
+    initialized = 1;
+    return MPI_SUCCESS;
+}
+
+int MPI_Initialized(int *flag)
+{
+    if (!flag)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Initialized");
+    *flag = initialized;
+    return MPI_SUCCESS;
+}
+
+int MPI_Finalized(int *flag)
+{
+    if (!flag)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Finalized");
+    *flag = finalized;
+    return MPI_SUCCESS;
+}
+
+/* Collective: the barrier of flit_tagged_destroy's endpoint makes every
+   rank's messages to the others received before anyone leaves. */
+int MPI_Finalize(void)
+{
+    MP_CHECK_INIT("MPI_Finalize");
+    flit_status st = flit_barrier(mp_ep);
+    mp_p2p_fini();
+    if (st == FLIT_OK)
+        st = flit_tagged_destroy(mp_tg);
+    if (st == FLIT_OK)
+        st = flit_finalize();
+    mp_comm_fini();
+    finalized = 1;
+    return st == FLIT_OK ? MPI_SUCCESS
+                         : mp_err(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Finalize");
+}
+
+/* Ends this process with errorcode (1 when its low byte is 0, so that the
+   job fails); flitrun stops the other ranks and exits with that status. */
+int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+    (void)comm;
+    fprintf(stderr, "flit-mpi: rank %u: MPI_Abort(%d)\n", flit_job_rank().idx, errorcode);
+    fflush(stderr);
+    fflush(stdout);
+    _exit((errorcode & 0xff) ? (errorcode & 0xff) : 1);
+}
+
+double MPI_Wtime(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double MPI_Wtick(void)
+{
+    struct timespec ts;
+    if (clock_getres(CLOCK_MONOTONIC, &ts) != 0)
+        return 1e-9;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int MPI_Get_processor_name(char *name, int *resultlen)
+{
+    if (!name || !resultlen)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Get_processor_name");
+    if (gethostname(name, MPI_MAX_PROCESSOR_NAME) != 0)
+        snprintf(name, MPI_MAX_PROCESSOR_NAME, "localhost");
+    name[MPI_MAX_PROCESSOR_NAME - 1] = '\0';
+    *resultlen = (int)strlen(name);
+    return MPI_SUCCESS;
+}
+
+int MPI_Get_version(int *version, int *subversion)
+{
+    if (!version || !subversion)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Get_version");
+    *version = MPI_VERSION;
+    *subversion = MPI_SUBVERSION;
+    return MPI_SUCCESS;
+}
+
+int MPI_Get_library_version(char *version, int *resultlen)
+{
+    if (!version || !resultlen)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Get_library_version");
+    int n = snprintf(version, MPI_MAX_LIBRARY_VERSION_STRING,
+                     "flit-mpi (MPI %d.%d subset on flit's tagged layer)", MPI_VERSION,
+                     MPI_SUBVERSION);
+    *resultlen = n;
+    return MPI_SUCCESS;
+}
+
+int MPI_Query_thread(int *provided)
+{
+    MP_CHECK_INIT("MPI_Query_thread");
+    if (!provided)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Query_thread");
+    *provided = thread_level;
+    return MPI_SUCCESS;
+}
+
+int MPI_Is_thread_main(int *flag)
+{
+    MP_CHECK_INIT("MPI_Is_thread_main");
+    if (!flag)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Is_thread_main");
+    *flag = 1; /* at most SERIALIZED: the program's calls are its main thread's */
+    return MPI_SUCCESS;
+}
+
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
+{
+    MP_CHECK_INIT("MPI_Comm_set_errhandler");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_set_errhandler");
+    if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN)
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_set_errhandler");
+    comm->errh = errhandler;
+    return MPI_SUCCESS;
+}
+
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
+{
+    MP_CHECK_INIT("MPI_Comm_get_errhandler");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_get_errhandler");
+    if (!errhandler)
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_get_errhandler");
+    *errhandler = comm->errh;
+    return MPI_SUCCESS;
+}
+
+/* The predefined handlers are never freed: the handle is just set null. */
+int MPI_Errhandler_free(MPI_Errhandler *errhandler)
+{
+    if (!errhandler ||
+        (*errhandler != MPI_ERRORS_ARE_FATAL && *errhandler != MPI_ERRORS_RETURN))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Errhandler_free");
+    *errhandler = MPI_ERRHANDLER_NULL;
+    return MPI_SUCCESS;
+}
+
+int MPI_Error_string(int errorcode, char *string, int *resultlen)
+{
+    if (!string || !resultlen || errorcode < 0 || errorcode > MPI_ERR_LASTCODE)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Error_string");
+    *resultlen = snprintf(string, MPI_MAX_ERROR_STRING, "%s", class_text[errorcode]);
+    return MPI_SUCCESS;
+}
+
+int MPI_Error_class(int errorcode, int *errorclass)
+{
+    if (!errorclass || errorcode < 0 || errorcode > MPI_ERR_LASTCODE)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Error_class");
+    *errorclass = errorcode;
+    return MPI_SUCCESS;
+}
+
+int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
+{
+    static int tag_ub = MPI_TAG_UB_VALUE, wtime_global = 0;
+    MP_CHECK_INIT("MPI_Comm_get_attr");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_get_attr");
+    if (!attribute_val || !flag)
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_get_attr");
+    *flag = 1;
+    if (keyval == MPI_TAG_UB)
+        *(int **)attribute_val = &tag_ub;
+    else if (keyval == MPI_WTIME_IS_GLOBAL)
+        *(int **)attribute_val = &wtime_global;
+    else
+        *flag = 0;
+    return MPI_SUCCESS;
+}

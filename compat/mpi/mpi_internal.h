@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * flit-mpi's insides, shared by its files (never installed).
+ *
+ * The flit tag of a message (64 bits):
+ *   bits  0-31  the MPI tag (0 .. MPI_TAG_UB), or an internal tag of a
+ *               collective on the communicator's collective context
+ *   bits 32-47  the context: 2 per communicator, even for point to point,
+ *               odd for its collectives, so no receive of one ever takes a
+ *               message of the other or of another communicator
+ *   bits 48-61  a synchronous send's id (K_SYNC, K_ACK), else 0
+ *   bits 62-63  the kind: K_DATA, K_SYNC (acknowledge when matched), K_ACK
+ * Kind 3 is never used, so no tag is FLIT_ANY_TAG.
+ *
+ * Matching is done here, not by the tagged layer: MPI_ANY_TAG must match
+ * every tag of one context and none of another, which one flit tag value
+ * or FLIT_ANY_TAG cannot say. The progress engine (mpi_p2p.c) takes every
+ * message the tagged layer reports (flit_tagged_iprobe with both
+ * wildcards): one a posted receive matches is received straight into that
+ * receive's buffer (contiguous types) or into its packing buffer; any
+ * other goes into this library's unexpected queue, in arrival order, until
+ * a receive or probe matches it.
+ */
+#ifndef FLIT_MPI_INTERNAL_H
+#define FLIT_MPI_INTERNAL_H
+
+#include <flit/tagged.h>
+
+#include "mpi.h"
+
+#define TAG_BITS   32
+#define CTX_SHIFT  32
+#define CTX_MASK   0xffffull
+#define SYNC_SHIFT 48
+#define SYNC_MASK  0x3fffull
+#define KIND_SHIFT 62
+#define K_DATA     0ull
+#define K_SYNC     1ull
+#define K_ACK      2ull
+#define NSYNC      (SYNC_MASK + 1)
+#define CTX_MAX    CTX_MASK /* contexts 0 .. CTX_MAX - 1 */
+
+static inline uint64_t mp_tag(uint64_t kind, uint32_t ctx, uint32_t sync, uint32_t tag)
+{
+    return kind << KIND_SHIFT | (uint64_t)sync << SYNC_SHIFT |
+           (uint64_t)ctx << CTX_SHIFT | tag;
+}
+
+/* A datatype flattened: its blocks of bytes, offsets from the buffer. */
+typedef struct mp_block {
+    MPI_Aint disp;
+    size_t len;
+} mp_block;
+
+struct flit_mpi_type {
+    size_t size;         /* bytes of data in one element */
+    MPI_Aint lb, extent; /* as MPI defines them (create_resized sets them) */
+    MPI_Aint tlb, tub;   /* true lower bound, true upper bound */
+    size_t nblocks;
+    mp_block *blocks; /* predefined: one block, &inline_block */
+    mp_block inline_block;
+    int basic; /* MP_B_* of a type made of one basic type, else -1 */
+    int pair;  /* a MAXLOC/MINLOC pair type's index, else -1 */
+    int predefined, committed, refs;
+    const char *name;
+};
+
+struct flit_mpi_group {
+    int size;
+    int *world; /* world rank of each group rank */
+    int refs, predefined;
+};
+
+struct flit_mpi_errhandler {
+    int fatal;
+};
+
+struct flit_mpi_comm {
+    int size, rank;
+    uint32_t ctx;    /* point to point: ctx, collectives: ctx + 1 */
+    int *world;      /* world rank of each rank of the communicator */
+    int *from_world; /* communicator rank of each world rank, or -1 */
+    MPI_Errhandler errh;
+    int predefined, freed;
+};
+
+enum mp_req_kind { R_SEND, R_RECV };
+
+struct flit_mpi_request {
+    enum mp_req_kind kind;
+    int persistent, active, complete, cancelled, sync;
+    MPI_Comm comm;
+    uint32_t ctx;
+    /* the call's arguments */
+    void *buf;
+    int count;
+    MPI_Datatype type;
+    int peer, tag; /* communicator rank (or wildcard), MPI tag (or wildcard) */
+    /* a receive's destination when not received in place: the packed bytes */
+    void *pack;
+    size_t bytes; /* packed bytes the call names */
+    uint32_t sync_id;
+    int orphan; /* MPI_Request_free'd while active: freed when it completes */
+    MPI_Status status;
+    struct flit_mpi_request *next; /* in the posted queue */
+};
+
+/* mpi_env.c */
+extern flit_ep_t *mp_ep;
+extern flit_tagged_t *mp_tg;
+int mp_ready(void); /* between MPI_Init and MPI_Finalize */
+int mp_err(MPI_Comm comm, int code, const char *fn);
+int mp_class_of(flit_status st);
+#define MP_CHECK_INIT(fn)                                                                \
+    do {                                                                                 \
+        if (!mp_ready())                                                                 \
+            return mp_err(MPI_COMM_NULL, MPI_ERR_OTHER, fn);                             \
+    } while (0)
+
+/* mpi_comm.c */
+int mp_comm_ok(MPI_Comm comm);
+int mp_comm_init_world(void);
+void mp_comm_fini(void);
+
+/* mpi_type.c */
+void mp_type_init(void);                       /* the predefined types' blocks */
+int mp_type_ok(MPI_Datatype t);                /* predefined or committed */
+int mp_type_contig(MPI_Datatype t, int count); /* count elements lie in one run */
+size_t mp_type_bytes(MPI_Datatype t, int count);
+void mp_pack(const void *buf, int count, MPI_Datatype t, void *out);
+/* Unpacks bytes (at most count elements, possibly a partial one). */
+void mp_unpack(const void *in, size_t bytes, void *buf, int count, MPI_Datatype t);
+void mp_type_release(MPI_Datatype t);
+
+/* mpi_p2p.c */
+int mp_p2p_init(void);
+void mp_p2p_fini(void);
+/* Checks of a point-to-point call's arguments: an MPI error class or 0. */
+int mp_check_buf(const void *buf, int count, MPI_Datatype t);
+/* Internal byte messages of collectives on comm's collective context. */
+int mp_coll_send(MPI_Comm comm, int dest, int tag, const void *buf, size_t bytes);
+int mp_coll_recv(MPI_Comm comm, int src, int tag, void *buf, size_t bytes);
+int mp_coll_sendrecv(MPI_Comm comm, int dest, const void *sbuf, size_t sbytes, int src,
+                     void *rbuf, size_t rbytes, int tag);
+
+#endif /* FLIT_MPI_INTERNAL_H */

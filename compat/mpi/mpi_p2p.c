@@ -1,0 +1,1037 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Point to point: requests, matching, the progress engine (see
+ * mpi_internal.h for the tag layout and why matching is done here).
+ *
+ * Sends are eager: the tagged layer has the message on its way before
+ * flit_tagged_send returns, so a send request is complete at once, except
+ * a synchronous one, which completes when the receiver's acknowledgement
+ * (K_ACK with the send's id) comes back; the receiver sends it when a
+ * receive matches the message, not when it arrives.
+ *
+ * Order: messages of one sender arrive in the order sent (flit's rule) and
+ * are matched in that order: the unexpected queue holds the ones that
+ * arrived before any that is still in the tagged layer, so a new receive
+ * looks there first and the progress engine hands later ones to posted
+ * receives in the order those were posted. That is MPI's non-overtaking
+ * rule per (communicator, source, tag).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_internal.h"
+
+/* A message no receive had matched when it arrived. */
+typedef struct mp_ux {
+    int src; /* world rank */
+    uint32_t ctx, sync_id;
+    int tag, sync;
+    void *data;
+    size_t len;
+    struct mp_ux *next;
+} mp_ux;
+
+static mp_ux *ux_head, **ux_tail = &ux_head;
+static MPI_Request posted_head, *posted_tail = &posted_head;
+/* Synchronous sends waiting for their acknowledgement, by id. */
+static MPI_Request *sync_wait;
+static uint32_t sync_next;
+static unsigned long refused; /* messages of no valid kind or id, dropped */
+
+int mp_p2p_init(void)
+{
+    sync_wait = calloc(NSYNC, sizeof *sync_wait);
+    return sync_wait ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+void mp_p2p_fini(void)
+{
+    while (ux_head) {
+        mp_ux *u = ux_head;
+        ux_head = u->next;
+        free(u->data);
+        free(u);
+    }
+    ux_tail = &ux_head;
+    free(sync_wait);
+    sync_wait = NULL;
+}
+
+/* ---- requests ---- */
+
+static MPI_Request req_new(enum mp_req_kind kind, MPI_Comm comm, uint32_t ctx, void *buf,
+                           int count, MPI_Datatype type, int peer, int tag)
+{
+    MPI_Request r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->kind = kind, r->comm = comm, r->ctx = ctx, r->buf = buf, r->count = count;
+    r->type = type, r->peer = peer, r->tag = tag;
+    r->bytes = mp_type_bytes(type, count);
+    if (!type->predefined)
+        type->refs++;
+    return r;
+}
+
+static void req_free(MPI_Request r)
+{
+    mp_type_release(r->type);
+    free(r->pack);
+    free(r);
+}
+
+/* The status of a request with nothing to say (null, inactive, PROC_NULL). */
+static void empty_status(MPI_Status *s, int source)
+{
+    s->MPI_SOURCE = source;
+    s->MPI_TAG = MPI_ANY_TAG;
+    s->MPI_ERROR = MPI_SUCCESS;
+    s->flit_bytes = 0;
+    s->flit_cancelled = 0;
+}
+
+static void complete(MPI_Request r)
+{
+    r->complete = 1;
+    if (r->orphan && !r->persistent)
+        req_free(r);
+    else if (r->orphan)
+        r->active = 0;
+}
+
+/* ---- delivery ---- */
+
+static int source_matches(MPI_Request r, int src_world)
+{
+    int cr = r->comm->from_world ? r->comm->from_world[src_world] : -1;
+    return cr >= 0 && (r->peer == MPI_ANY_SOURCE || r->peer == cr);
+}
+
+static int matches(MPI_Request r, uint32_t ctx, int src_world, int tag)
+{
+    return r->ctx == ctx && (r->tag == MPI_ANY_TAG || r->tag == tag) &&
+           source_matches(r, src_world);
+}
+
+static flit_status send_ack(int src_world, uint32_t ctx, uint32_t sync_id)
+{
+    return flit_tagged_send(mp_tg, flit_rank((uint32_t)src_world),
+                            mp_tag(K_ACK, ctx, sync_id, 0), NULL, 0);
+}
+
+/* Fills r's status for a message of len bytes of which got were placed. */
+static void received(MPI_Request r, int src_world, int tag, size_t len, size_t got)
+{
+    r->status.MPI_SOURCE = r->comm->from_world[src_world];
+    r->status.MPI_TAG = tag;
+    r->status.flit_bytes = got;
+    r->status.flit_cancelled = 0;
+    r->status.MPI_ERROR = len > r->bytes ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+}
+
+/* Where r's bytes go: the user's buffer itself, or its packing buffer. */
+static void *recv_target(MPI_Request r)
+{
+    if (mp_type_contig(r->type, r->count))
+        return (char *)r->buf + r->type->blocks[0].disp;
+    return r->pack;
+}
+
+static void recv_finish(MPI_Request r, size_t got)
+{
+    if (!mp_type_contig(r->type, r->count))
+        mp_unpack(r->pack, got, r->buf, r->count, r->type);
+}
+
+/* A message the tagged layer holds goes straight into posted receive r. */
+static int take_posted(MPI_Request r, const flit_tagged_info_t *in, int tag, int sync,
+                       uint32_t ctx, uint32_t sync_id)
+{
+    flit_tagged_info_t info;
+    flit_status st =
+        flit_tagged_recv(mp_tg, in->source, in->tag, recv_target(r), r->bytes, &info);
+    if (st != FLIT_OK && st != FLIT_ERR_TOO_LARGE)
+        return mp_class_of(st);
+    recv_finish(r, info.received);
+    received(r, (int)in->source.idx, tag, info.length, info.received);
+    if (sync && (st = send_ack((int)in->source.idx, ctx, sync_id)) != FLIT_OK)
+        r->status.MPI_ERROR = mp_class_of(st);
+    complete(r);
+    return MPI_SUCCESS;
+}
+
+/* A message no receive matches yet: into the unexpected queue. */
+static int take_unexpected(const flit_tagged_info_t *in, int tag, int sync, uint32_t ctx,
+                           uint32_t sync_id)
+{
+    mp_ux *u = calloc(1, sizeof *u);
+    void *data = malloc(in->length ? in->length : 1);
+    if (!u || !data) {
+        free(u);
+        free(data);
+        return MPI_ERR_NO_MEM;
+    }
+    flit_tagged_info_t info;
+    flit_status st =
+        flit_tagged_recv(mp_tg, in->source, in->tag, data, in->length, &info);
+    if (st != FLIT_OK) {
+        free(u);
+        free(data);
+        return mp_class_of(st);
+    }
+    *u = (mp_ux){(int)in->source.idx, ctx, sync_id, tag, sync, data, info.received, NULL};
+    *ux_tail = u;
+    ux_tail = &u->next;
+    return MPI_SUCCESS;
+}
+
+static void ack_arrived(const flit_tagged_info_t *in, uint32_t sync_id)
+{
+    flit_tagged_recv(mp_tg, in->source, in->tag, NULL, 0, NULL);
+    MPI_Request r = sync_wait[sync_id];
+    if (!r || r->comm->world[r->peer] != (int)in->source.idx) {
+        if (refused++ == 0)
+            fprintf(stderr,
+                    "flit-mpi: rank %u: acknowledgement %u from rank %u for no "
+                    "synchronous send of this rank to it; dropped\n",
+                    flit_job_rank().idx, sync_id, in->source.idx);
+        return;
+    }
+    sync_wait[sync_id] = NULL;
+    complete(r);
+}
+
+/* Handles the message the tagged layer reported in *in. */
+static int handle(const flit_tagged_info_t *in)
+{
+    uint64_t kind = in->tag >> KIND_SHIFT;
+    uint32_t ctx = (uint32_t)(in->tag >> CTX_SHIFT & CTX_MASK);
+    uint32_t sync_id = (uint32_t)(in->tag >> SYNC_SHIFT & SYNC_MASK);
+    int tag = (int)(uint32_t)in->tag;
+    if (kind == K_ACK) {
+        ack_arrived(in, sync_id);
+        return MPI_SUCCESS;
+    }
+    if ((kind != K_DATA && kind != K_SYNC) || tag < 0) {
+        flit_tagged_recv(mp_tg, in->source, in->tag, NULL, 0, NULL);
+        if (refused++ == 0)
+            fprintf(stderr,
+                    "flit-mpi: rank %u: message of tag %#llx from rank %u is no "
+                    "MPI message; dropped\n",
+                    flit_job_rank().idx, (unsigned long long)in->tag, in->source.idx);
+        return MPI_SUCCESS;
+    }
+    for (MPI_Request *p = &posted_head; *p; p = &(*p)->next) {
+        MPI_Request r = *p;
+        if (!matches(r, ctx, (int)in->source.idx, tag))
+            continue;
+        *p = r->next;
+        if (!*p)
+            posted_tail = p;
+        return take_posted(r, in, tag, kind == K_SYNC, ctx, sync_id);
+    }
+    return take_unexpected(in, tag, kind == K_SYNC, ctx, sync_id);
+}
+
+/* Handles every message that has arrived; makes progress once at least. */
+static int progress_poll(void)
+{
+    for (int i = 0; i < 1024; i++) { /* bounded: the caller comes back */
+        flit_tagged_info_t in;
+        int found = 0;
+        flit_status st = flit_tagged_iprobe(mp_tg, flit_rank(FLIT_ANY_SOURCE),
+                                            FLIT_ANY_TAG, &found, &in);
+        if (st != FLIT_OK)
+            return mp_class_of(st);
+        if (!found)
+            return MPI_SUCCESS;
+        int rc = handle(&in);
+        if (rc)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Waits for one message at least, handles what came. Every request
+   completes through a message (sends are complete at once, synchronous
+   ones when their acknowledgement arrives), so a caller whose request is
+   not complete may wait here. */
+static int progress_wait(void)
+{
+    flit_tagged_info_t in;
+    flit_status st =
+        flit_tagged_probe(mp_tg, flit_rank(FLIT_ANY_SOURCE), FLIT_ANY_TAG, -1, &in);
+    if (st != FLIT_OK)
+        return mp_class_of(st);
+    int rc = handle(&in);
+    return rc ? rc : progress_poll();
+}
+
+/* ---- starting requests ---- */
+
+static int unexpected_match(MPI_Request r)
+{
+    for (mp_ux **p = &ux_head; *p; p = &(*p)->next) {
+        mp_ux *u = *p;
+        if (!matches(r, u->ctx, u->src, u->tag))
+            continue;
+        *p = u->next;
+        if (ux_tail == &u->next)
+            ux_tail = p;
+        size_t got = u->len < r->bytes ? u->len : r->bytes;
+        if (mp_type_contig(r->type, r->count))
+            memcpy(recv_target(r), u->data, got);
+        else
+            mp_unpack(u->data, got, r->buf, r->count, r->type);
+        received(r, u->src, u->tag, u->len, got);
+        flit_status st = u->sync ? send_ack(u->src, u->ctx, u->sync_id) : FLIT_OK;
+        if (st != FLIT_OK)
+            r->status.MPI_ERROR = mp_class_of(st);
+        free(u->data);
+        free(u);
+        complete(r);
+        return 1;
+    }
+    return 0;
+}
+
+static int start_recv(MPI_Request r)
+{
+    r->active = 1, r->complete = 0, r->cancelled = 0;
+    if (r->peer == MPI_PROC_NULL) {
+        empty_status(&r->status, MPI_PROC_NULL);
+        complete(r);
+        return MPI_SUCCESS;
+    }
+    if (!mp_type_contig(r->type, r->count) && !r->pack &&
+        !(r->pack = malloc(r->bytes ? r->bytes : 1)))
+        return MPI_ERR_NO_MEM;
+    if (unexpected_match(r))
+        return MPI_SUCCESS;
+    r->next = NULL;
+    *posted_tail = r;
+    posted_tail = &r->next;
+    return MPI_SUCCESS;
+}
+
+static int sync_id_take(MPI_Request r)
+{
+    for (;;) {
+        for (uint32_t i = 0; i < NSYNC; i++) {
+            uint32_t id = (sync_next + i) % NSYNC;
+            if (!sync_wait[id]) {
+                sync_wait[id] = r;
+                r->sync_id = id;
+                sync_next = (id + 1) % NSYNC;
+                return MPI_SUCCESS;
+            }
+        }
+        int rc = progress_wait(); /* every id waits for an acknowledgement */
+        if (rc)
+            return rc;
+    }
+}
+
+static int start_send(MPI_Request r)
+{
+    r->active = 1, r->complete = 0, r->cancelled = 0;
+    empty_status(&r->status, MPI_ANY_SOURCE);
+    if (r->peer == MPI_PROC_NULL) {
+        empty_status(&r->status, MPI_PROC_NULL);
+        complete(r);
+        return MPI_SUCCESS;
+    }
+    const void *data = (const char *)r->buf + r->type->blocks[0].disp;
+    if (!mp_type_contig(r->type, r->count)) {
+        if (!r->pack && !(r->pack = malloc(r->bytes ? r->bytes : 1)))
+            return MPI_ERR_NO_MEM;
+        mp_pack(r->buf, r->count, r->type, r->pack);
+        data = r->pack;
+    }
+    int rc = r->sync ? sync_id_take(r) : MPI_SUCCESS;
+    if (rc)
+        return rc;
+    uint64_t tag = mp_tag(r->sync ? K_SYNC : K_DATA, r->ctx, r->sync ? r->sync_id : 0,
+                          (uint32_t)r->tag);
+    flit_status st = flit_tagged_send(mp_tg, flit_rank((uint32_t)r->comm->world[r->peer]),
+                                      tag, data, r->bytes);
+    if (st != FLIT_OK) {
+        if (r->sync)
+            sync_wait[r->sync_id] = NULL;
+        return mp_class_of(st);
+    }
+    if (!r->sync)
+        complete(r);
+    return MPI_SUCCESS;
+}
+
+static int start(MPI_Request r)
+{
+    return r->kind == R_SEND ? start_send(r) : start_recv(r);
+}
+
+/* ---- argument checks ---- */
+
+int mp_check_buf(const void *buf, int count, MPI_Datatype t)
+{
+    if (count < 0)
+        return MPI_ERR_COUNT;
+    if (!mp_type_ok(t))
+        return MPI_ERR_TYPE;
+    if (!buf && count > 0 && t->size > 0 && t->blocks[0].disp == 0)
+        return MPI_ERR_BUFFER;
+    return MPI_SUCCESS;
+}
+
+static int check_send(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+                      MPI_Comm comm)
+{
+    int rc = mp_check_buf(buf, count, t);
+    if (rc)
+        return rc;
+    if (tag < 0 || tag > MPI_TAG_UB_VALUE)
+        return MPI_ERR_TAG;
+    if (dest != MPI_PROC_NULL && (dest < 0 || dest >= comm->size))
+        return MPI_ERR_RANK;
+    return MPI_SUCCESS;
+}
+
+static int check_recv(const void *buf, int count, MPI_Datatype t, int source, int tag,
+                      MPI_Comm comm)
+{
+    int rc = mp_check_buf(buf, count, t);
+    if (rc)
+        return rc;
+    if (tag < 0 && tag != MPI_ANY_TAG)
+        return MPI_ERR_TAG;
+    if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE &&
+        (source < 0 || source >= comm->size))
+        return MPI_ERR_RANK;
+    return MPI_SUCCESS;
+}
+
+/* A request of a point-to-point call, checked; started unless persistent. */
+static int make(enum mp_req_kind kind, int sync, int persistent, const void *buf,
+                int count, MPI_Datatype t, int peer, int tag, MPI_Comm comm,
+                MPI_Request *out, const char *fn)
+{
+    MP_CHECK_INIT(fn);
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, fn);
+    int rc = kind == R_SEND ? check_send(buf, count, t, peer, tag, comm)
+                            : check_recv(buf, count, t, peer, tag, comm);
+    if (!rc && !out)
+        rc = MPI_ERR_REQUEST;
+    if (rc)
+        return mp_err(comm, rc, fn);
+    MPI_Request r = req_new(kind, comm, comm->ctx, (void *)buf, count, t, peer, tag);
+    if (!r)
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
+    r->sync = sync;
+    r->persistent = persistent;
+    if (!persistent && (rc = start(r)) != MPI_SUCCESS) {
+        req_free(r);
+        return mp_err(comm, rc, fn);
+    }
+    *out = r;
+    return MPI_SUCCESS;
+}
+
+/* ---- completion ---- */
+
+/* Hands a complete request's status out, frees it (or makes a persistent
+   one inactive); its error class. */
+static int finish(MPI_Request *rp, MPI_Status *status)
+{
+    MPI_Request r = *rp;
+    int rc = r->status.MPI_ERROR;
+    if (status)
+        *status = r->status;
+    if (r->kind == R_RECV && r->cancelled && status)
+        status->flit_cancelled = 1;
+    if (r->persistent) {
+        r->active = 0;
+        r->complete = 0;
+    } else {
+        req_free(r);
+        *rp = MPI_REQUEST_NULL;
+    }
+    return rc;
+}
+
+/* Null and inactive requests complete at once with an empty status. */
+static int inert(MPI_Request r)
+{
+    return !r || (r->persistent && !r->active);
+}
+
+static int wait_one(MPI_Request *rp, MPI_Status *status)
+{
+    if (inert(*rp)) {
+        if (status)
+            empty_status(status, MPI_ANY_SOURCE);
+        return MPI_SUCCESS;
+    }
+    while (!(*rp)->complete) {
+        int rc = progress_wait();
+        if (rc)
+            return rc;
+    }
+    return finish(rp, status);
+}
+
+static MPI_Comm comm_of(MPI_Request r)
+{
+    return r && mp_comm_ok(r->comm) ? r->comm : MPI_COMM_NULL;
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    MP_CHECK_INIT("MPI_Wait");
+    if (!request)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Wait");
+    MPI_Comm comm = comm_of(*request);
+    return mp_err(comm, wait_one(request, status), "MPI_Wait");
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    MP_CHECK_INIT("MPI_Test");
+    if (!request || !flag)
+        return mp_err(MPI_COMM_NULL, !request ? MPI_ERR_REQUEST : MPI_ERR_ARG,
+                      "MPI_Test");
+    MPI_Comm comm = comm_of(*request);
+    *flag = 0;
+    if (inert(*request)) {
+        *flag = 1;
+        return wait_one(request, status);
+    }
+    int rc = (*request)->complete ? MPI_SUCCESS : progress_poll();
+    if (rc)
+        return mp_err(comm, rc, "MPI_Test");
+    if (!(*request)->complete)
+        return MPI_SUCCESS;
+    *flag = 1;
+    return mp_err(comm, finish(request, status), "MPI_Test");
+}
+
+static int check_array(int count, MPI_Request *reqs, const char *fn)
+{
+    if (count < 0 || (count && !reqs))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, fn);
+    return MPI_SUCCESS;
+}
+
+/* The first request's communicator that is not null, for errors. */
+static MPI_Comm comm_of_array(int count, MPI_Request *reqs)
+{
+    for (int i = 0; i < count; i++)
+        if (comm_of(reqs[i]))
+            return comm_of(reqs[i]);
+    return MPI_COMM_NULL;
+}
+
+/* Finishes every request of the array (all complete or inert). */
+static int finish_all(int count, MPI_Request reqs[], MPI_Status statuses[])
+{
+    int failed = 0;
+    for (int i = 0; i < count; i++) {
+        MPI_Status s;
+        int rc = inert(reqs[i]) ? (empty_status(&s, MPI_ANY_SOURCE), MPI_SUCCESS)
+                                : finish(&reqs[i], &s);
+        s.MPI_ERROR = rc;
+        if (statuses)
+            statuses[i] = s;
+        failed |= rc != MPI_SUCCESS;
+    }
+    return failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
+}
+
+static int all_complete(int count, MPI_Request reqs[])
+{
+    for (int i = 0; i < count; i++)
+        if (!inert(reqs[i]) && !reqs[i]->complete)
+            return 0;
+    return 1;
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    MP_CHECK_INIT("MPI_Waitall");
+    int rc = check_array(count, requests, "MPI_Waitall");
+    if (rc)
+        return rc;
+    MPI_Comm comm = comm_of_array(count, requests);
+    while (!all_complete(count, requests))
+        if ((rc = progress_wait()) != MPI_SUCCESS)
+            return mp_err(comm, rc, "MPI_Waitall");
+    return mp_err(comm, finish_all(count, requests, statuses), "MPI_Waitall");
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    MP_CHECK_INIT("MPI_Testall");
+    int rc = check_array(count, requests, "MPI_Testall");
+    if (rc)
+        return rc;
+    if (!flag)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Testall");
+    MPI_Comm comm = comm_of_array(count, requests);
+    *flag = 0;
+    if (!all_complete(count, requests) && (rc = progress_poll()) != MPI_SUCCESS)
+        return mp_err(comm, rc, "MPI_Testall");
+    if (!all_complete(count, requests))
+        return MPI_SUCCESS;
+    *flag = 1;
+    return mp_err(comm, finish_all(count, requests, statuses), "MPI_Testall");
+}
+
+/* The index of a complete active request, MPI_UNDEFINED when none is
+   active at all, -1 when some are active and none complete. */
+static int any_complete(int count, MPI_Request reqs[])
+{
+    int active = 0;
+    for (int i = 0; i < count; i++) {
+        if (inert(reqs[i]))
+            continue;
+        if (reqs[i]->complete)
+            return i;
+        active = 1;
+    }
+    return active ? -1 : MPI_UNDEFINED;
+}
+
+static int any(int count, MPI_Request requests[], int *index, int *flag,
+               MPI_Status *status, int block, const char *fn)
+{
+    MP_CHECK_INIT(fn);
+    int rc = check_array(count, requests, fn);
+    if (rc)
+        return rc;
+    if (!index || !flag)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, fn);
+    MPI_Comm comm = comm_of_array(count, requests);
+    int i = any_complete(count, requests);
+    if (i == -1 && (rc = progress_poll()) != MPI_SUCCESS)
+        return mp_err(comm, rc, fn);
+    while ((i = any_complete(count, requests)) == -1 && block)
+        if ((rc = progress_wait()) != MPI_SUCCESS)
+            return mp_err(comm, rc, fn);
+    *flag = i != -1;
+    *index = i == -1 ? MPI_UNDEFINED : i;
+    if (i < 0) {
+        if (i == MPI_UNDEFINED && status)
+            empty_status(status, MPI_ANY_SOURCE);
+        return MPI_SUCCESS;
+    }
+    comm = comm_of(requests[i]);
+    return mp_err(comm, finish(&requests[i], status), fn);
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    int flag;
+    return any(count, requests, index, &flag, status, 1, "MPI_Waitany");
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
+                MPI_Status *status)
+{
+    return any(count, requests, index, flag, status, 0, "MPI_Testany");
+}
+
+static int some(int count, MPI_Request requests[], int *outcount, int indices[],
+                MPI_Status statuses[], int block, const char *fn)
+{
+    MP_CHECK_INIT(fn);
+    int rc = check_array(count, requests, fn);
+    if (rc)
+        return rc;
+    if (!outcount || (count && !indices))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, fn);
+    MPI_Comm comm = comm_of_array(count, requests);
+    if (any_complete(count, requests) == -1 && (rc = progress_poll()) != MPI_SUCCESS)
+        return mp_err(comm, rc, fn);
+    int i;
+    while ((i = any_complete(count, requests)) == -1 && block)
+        if ((rc = progress_wait()) != MPI_SUCCESS)
+            return mp_err(comm, rc, fn);
+    if (i == MPI_UNDEFINED) {
+        *outcount = MPI_UNDEFINED;
+        return MPI_SUCCESS;
+    }
+    int n = 0, failed = 0;
+    for (i = 0; i < count; i++) {
+        if (inert(requests[i]) || !requests[i]->complete)
+            continue;
+        MPI_Status s;
+        int e = finish(&requests[i], &s);
+        s.MPI_ERROR = e;
+        failed |= e != MPI_SUCCESS;
+        if (statuses)
+            statuses[n] = s;
+        indices[n++] = i;
+    }
+    *outcount = n;
+    return mp_err(comm, failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS, fn);
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    return some(incount, requests, outcount, indices, statuses, 1, "MPI_Waitsome");
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    return some(incount, requests, outcount, indices, statuses, 0, "MPI_Testsome");
+}
+
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    MP_CHECK_INIT("MPI_Request_get_status");
+    if (!flag)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Request_get_status");
+    if (inert(request)) {
+        *flag = 1;
+        if (status)
+            empty_status(status, MPI_ANY_SOURCE);
+        return MPI_SUCCESS;
+    }
+    int rc = request->complete ? MPI_SUCCESS : progress_poll();
+    if (rc)
+        return mp_err(comm_of(request), rc, "MPI_Request_get_status");
+    *flag = request->complete;
+    if (*flag && status)
+        *status = request->status;
+    return MPI_SUCCESS;
+}
+
+/* A receive still posted is taken out; anything else completes as it
+   would have (eager sends are gone already). */
+int MPI_Cancel(MPI_Request *request)
+{
+    MP_CHECK_INIT("MPI_Cancel");
+    if (!request || inert(*request))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Cancel");
+    MPI_Request r = *request;
+    if (r->kind != R_RECV || r->complete)
+        return MPI_SUCCESS;
+    for (MPI_Request *p = &posted_head; *p; p = &(*p)->next) {
+        if (*p != r)
+            continue;
+        *p = r->next;
+        if (!*p)
+            posted_tail = p;
+        empty_status(&r->status, MPI_ANY_SOURCE);
+        r->cancelled = 1;
+        complete(r);
+        break;
+    }
+    return MPI_SUCCESS;
+}
+
+int MPI_Test_cancelled(const MPI_Status *status, int *flag)
+{
+    if (!status || !flag)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Test_cancelled");
+    *flag = status->flit_cancelled;
+    return MPI_SUCCESS;
+}
+
+int MPI_Request_free(MPI_Request *request)
+{
+    MP_CHECK_INIT("MPI_Request_free");
+    if (!request || !*request)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Request_free");
+    MPI_Request r = *request;
+    *request = MPI_REQUEST_NULL;
+    if (!r->active || r->complete) {
+        req_free(r);
+        return MPI_SUCCESS;
+    }
+    r->orphan = 1; /* still posted or awaiting its acknowledgement */
+    r->persistent = 0;
+    return MPI_SUCCESS;
+}
+
+/* ---- the calls ---- */
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm, MPI_Request *request)
+{
+    return make(R_SEND, 0, 0, buf, count, datatype, dest, tag, comm, request,
+                "MPI_Isend");
+}
+
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request *request)
+{
+    return make(R_SEND, 0, 0, buf, count, datatype, dest, tag, comm, request,
+                "MPI_Irsend");
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request *request)
+{
+    return make(R_SEND, 1, 0, buf, count, datatype, dest, tag, comm, request,
+                "MPI_Issend");
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+              MPI_Comm comm, MPI_Request *request)
+{
+    return make(R_RECV, 0, 0, buf, count, datatype, source, tag, comm, request,
+                "MPI_Irecv");
+}
+
+int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                  MPI_Comm comm, MPI_Request *request)
+{
+    return make(R_SEND, 0, 1, buf, count, datatype, dest, tag, comm, request,
+                "MPI_Send_init");
+}
+
+int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    return make(R_SEND, 1, 1, buf, count, datatype, dest, tag, comm, request,
+                "MPI_Ssend_init");
+}
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                  MPI_Comm comm, MPI_Request *request)
+{
+    return make(R_RECV, 0, 1, buf, count, datatype, source, tag, comm, request,
+                "MPI_Recv_init");
+}
+
+int MPI_Start(MPI_Request *request)
+{
+    MP_CHECK_INIT("MPI_Start");
+    if (!request || !*request || !(*request)->persistent || (*request)->active)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Start");
+    return mp_err((*request)->comm, start(*request), "MPI_Start");
+}
+
+int MPI_Startall(int count, MPI_Request requests[])
+{
+    int rc = check_array(count, requests, "MPI_Startall");
+    for (int i = 0; !rc && i < count; i++)
+        rc = MPI_Start(&requests[i]);
+    return rc;
+}
+
+/* Blocking calls: a request and its wait, on the stack of this call. */
+static int blocking(enum mp_req_kind kind, int sync, void *buf, int count, MPI_Datatype t,
+                    int peer, int tag, MPI_Comm comm, MPI_Status *status, const char *fn)
+{
+    MPI_Request r;
+    int rc = make(kind, sync, 0, buf, count, t, peer, tag, comm, &r, fn);
+    if (rc)
+        return rc;
+    return mp_err(comm, wait_one(&r, status), fn);
+}
+
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+             MPI_Comm comm)
+{
+    return blocking(R_SEND, 0, (void *)buf, count, datatype, dest, tag, comm, NULL,
+                    "MPI_Send");
+}
+
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm)
+{
+    return blocking(R_SEND, 0, (void *)buf, count, datatype, dest, tag, comm, NULL,
+                    "MPI_Rsend");
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm)
+{
+    return blocking(R_SEND, 1, (void *)buf, count, datatype, dest, tag, comm, NULL,
+                    "MPI_Ssend");
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+             MPI_Comm comm, MPI_Status *status)
+{
+    return blocking(R_RECV, 0, buf, count, datatype, source, tag, comm, status,
+                    "MPI_Recv");
+}
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                 int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    MPI_Request r;
+    int rc = make(R_RECV, 0, 0, recvbuf, recvcount, recvtype, source, recvtag, comm, &r,
+                  "MPI_Sendrecv");
+    if (rc)
+        return rc;
+    rc = MPI_Send(sendbuf, sendcount, sendtype, dest, sendtag, comm);
+    if (rc) {
+        MPI_Cancel(&r);
+        wait_one(&r, MPI_STATUS_IGNORE);
+        return rc;
+    }
+    return mp_err(comm, wait_one(&r, status), "MPI_Sendrecv");
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
+                         int sendtag, int source, int recvtag, MPI_Comm comm,
+                         MPI_Status *status)
+{
+    MP_CHECK_INIT("MPI_Sendrecv_replace");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Sendrecv_replace");
+    int rc = mp_check_buf(buf, count, datatype);
+    if (rc)
+        return mp_err(comm, rc, "MPI_Sendrecv_replace");
+    size_t bytes = mp_type_bytes(datatype, count);
+    void *copy = malloc(bytes ? bytes : 1);
+    if (!copy)
+        return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace");
+    mp_pack(buf, count, datatype, copy);
+    rc = MPI_Sendrecv(copy, (int)bytes, MPI_BYTE, dest, sendtag, buf, count, datatype,
+                      source, recvtag, comm, status);
+    free(copy);
+    return rc;
+}
+
+/* ---- probes ---- */
+
+static mp_ux *ux_find(uint32_t ctx, MPI_Comm comm, int source, int tag)
+{
+    for (mp_ux *u = ux_head; u; u = u->next) {
+        int cr = comm->from_world[u->src];
+        if (u->ctx == ctx && cr >= 0 && (source == MPI_ANY_SOURCE || source == cr) &&
+            (tag == MPI_ANY_TAG || tag == u->tag))
+            return u;
+    }
+    return NULL;
+}
+
+static void probe_status(MPI_Comm comm, const mp_ux *u, MPI_Status *status)
+{
+    if (!status)
+        return;
+    status->MPI_SOURCE = comm->from_world[u->src];
+    status->MPI_TAG = u->tag;
+    status->MPI_ERROR = MPI_SUCCESS;
+    status->flit_bytes = u->len;
+    status->flit_cancelled = 0;
+}
+
+static int probe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status,
+                 int block, const char *fn)
+{
+    MP_CHECK_INIT(fn);
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, fn);
+    int rc = check_recv(NULL, 0, MPI_BYTE, source, tag, comm);
+    if (!rc && !flag)
+        rc = MPI_ERR_ARG;
+    if (rc)
+        return mp_err(comm, rc, fn);
+    if (source == MPI_PROC_NULL) {
+        *flag = 1;
+        if (status)
+            empty_status(status, MPI_PROC_NULL);
+        return MPI_SUCCESS;
+    }
+    mp_ux *u = ux_find(comm->ctx, comm, source, tag);
+    if (!u && (rc = progress_poll()) == MPI_SUCCESS)
+        u = ux_find(comm->ctx, comm, source, tag);
+    while (!u && block && rc == MPI_SUCCESS)
+        if ((rc = progress_wait()) == MPI_SUCCESS)
+            u = ux_find(comm->ctx, comm, source, tag);
+    if (rc)
+        return mp_err(comm, rc, fn);
+    *flag = u != NULL;
+    if (u)
+        probe_status(comm, u, status);
+    return MPI_SUCCESS;
+}
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    return probe(source, tag, comm, flag, status, 0, "MPI_Iprobe");
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    int flag;
+    return probe(source, tag, comm, &flag, status, 1, "MPI_Probe");
+}
+
+int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+    if (!status || !count)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Get_count");
+    if (!mp_type_ok(datatype))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_TYPE, "MPI_Get_count");
+    if (datatype->size == 0)
+        *count = status->flit_bytes == 0 ? 0 : MPI_UNDEFINED;
+    else if (status->flit_bytes % datatype->size)
+        *count = MPI_UNDEFINED;
+    else
+        *count = (int)(status->flit_bytes / datatype->size);
+    return MPI_SUCCESS;
+}
+
+/* ---- collectives' messages ---- */
+
+int mp_coll_send(MPI_Comm comm, int dest, int tag, const void *buf, size_t bytes)
+{
+    flit_status st =
+        flit_tagged_send(mp_tg, flit_rank((uint32_t)comm->world[dest]),
+                         mp_tag(K_DATA, comm->ctx + 1, 0, (uint32_t)tag), buf, bytes);
+    return mp_class_of(st);
+}
+
+static int coll_irecv(MPI_Comm comm, int src, int tag, void *buf, size_t bytes,
+                      MPI_Request *out)
+{
+    MPI_Request r = req_new(R_RECV, comm, comm->ctx + 1, buf, 0, MPI_BYTE, src, tag);
+    if (!r)
+        return MPI_ERR_NO_MEM;
+    r->bytes = bytes; /* bytes of MPI_BYTE, as one run */
+    int rc = start_recv(r);
+    if (rc) {
+        req_free(r);
+        return rc;
+    }
+    *out = r;
+    return MPI_SUCCESS;
+}
+
+int mp_coll_recv(MPI_Comm comm, int src, int tag, void *buf, size_t bytes)
+{
+    MPI_Request r;
+    MPI_Status s;
+    int rc = coll_irecv(comm, src, tag, buf, bytes, &r);
+    if (!rc)
+        rc = wait_one(&r, &s);
+    if (!rc && s.flit_bytes != bytes)
+        rc = MPI_ERR_TRUNCATE; /* the ranks disagree on the size */
+    return rc;
+}
+
+int mp_coll_sendrecv(MPI_Comm comm, int dest, const void *sbuf, size_t sbytes, int src,
+                     void *rbuf, size_t rbytes, int tag)
+{
+    MPI_Request r;
+    MPI_Status s;
+    int rc = coll_irecv(comm, src, tag, rbuf, rbytes, &r);
+    if (rc)
+        return rc;
+    int sc = mp_coll_send(comm, dest, tag, sbuf, sbytes);
+    rc = wait_one(&r, &s);
+    if (!rc && s.flit_bytes != rbytes)
+        rc = MPI_ERR_TRUNCATE;
+    return sc ? sc : rc;
+}

@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Datatypes, flattened at construction into their blocks of bytes (offset,
+ * length, in typemap order, neighbours merged). Non-contiguous data is
+ * packed into one buffer before it is sent and unpacked after it is
+ * received: flit's tagged layer has no gather send, so the pieces cannot
+ * go to the wire straight from the user's memory (docs/mpi.md).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "mpi_internal.h"
+
+#define BASIC(ty, nm, idx)                                                               \
+    {                                                                                    \
+        .size = sizeof(ty), .lb = 0, .extent = sizeof(ty), .tlb = 0, .tub = sizeof(ty),  \
+        .nblocks = 1, .inline_block = {0, sizeof(ty)}, .basic = idx, .pair = -1,         \
+        .predefined = 1, .committed = 1, .name = nm                                      \
+    }
+
+struct fi {
+    float v;
+    int i;
+};
+struct di {
+    double v;
+    int i;
+};
+struct li {
+    long v;
+    int i;
+};
+struct ii {
+    int v;
+    int i;
+};
+struct si {
+    short v;
+    int i;
+};
+struct ldi {
+    long double v;
+    int i;
+};
+
+#define PAIR(st, vt, nm, idx)                                                            \
+    {                                                                                    \
+        .size = sizeof(vt) + sizeof(int), .lb = 0, .extent = sizeof(struct st),          \
+        .tlb = 0, .tub = offsetof(struct st, i) + sizeof(int), .nblocks = 2,             \
+        .basic = -1, .pair = idx, .predefined = 1, .committed = 1, .name = nm            \
+    }
+
+struct flit_mpi_type flit_mpi_t_char = BASIC(char, "MPI_CHAR", 0);
+struct flit_mpi_type flit_mpi_t_signed_char = BASIC(signed char, "MPI_SIGNED_CHAR", 1);
+struct flit_mpi_type flit_mpi_t_unsigned_char =
+    BASIC(unsigned char, "MPI_UNSIGNED_CHAR", 2);
+struct flit_mpi_type flit_mpi_t_byte = BASIC(unsigned char, "MPI_BYTE", 3);
+struct flit_mpi_type flit_mpi_t_wchar = BASIC(wchar_t, "MPI_WCHAR", 4);
+struct flit_mpi_type flit_mpi_t_short = BASIC(short, "MPI_SHORT", 5);
+struct flit_mpi_type flit_mpi_t_unsigned_short =
+    BASIC(unsigned short, "MPI_UNSIGNED_SHORT", 6);
+struct flit_mpi_type flit_mpi_t_int = BASIC(int, "MPI_INT", 7);
+struct flit_mpi_type flit_mpi_t_unsigned = BASIC(unsigned, "MPI_UNSIGNED", 8);
+struct flit_mpi_type flit_mpi_t_long = BASIC(long, "MPI_LONG", 9);
+struct flit_mpi_type flit_mpi_t_unsigned_long =
+    BASIC(unsigned long, "MPI_UNSIGNED_LONG", 10);
+struct flit_mpi_type flit_mpi_t_long_long_int = BASIC(long long, "MPI_LONG_LONG_INT", 11);
+struct flit_mpi_type flit_mpi_t_unsigned_long_long =
+    BASIC(unsigned long long, "MPI_UNSIGNED_LONG_LONG", 12);
+struct flit_mpi_type flit_mpi_t_float = BASIC(float, "MPI_FLOAT", 13);
+struct flit_mpi_type flit_mpi_t_double = BASIC(double, "MPI_DOUBLE", 14);
+struct flit_mpi_type flit_mpi_t_long_double = BASIC(long double, "MPI_LONG_DOUBLE", 15);
+struct flit_mpi_type flit_mpi_t_int8_t = BASIC(int8_t, "MPI_INT8_T", 16);
+struct flit_mpi_type flit_mpi_t_int16_t = BASIC(int16_t, "MPI_INT16_T", 17);
+struct flit_mpi_type flit_mpi_t_int32_t = BASIC(int32_t, "MPI_INT32_T", 18);
+struct flit_mpi_type flit_mpi_t_int64_t = BASIC(int64_t, "MPI_INT64_T", 19);
+struct flit_mpi_type flit_mpi_t_uint8_t = BASIC(uint8_t, "MPI_UINT8_T", 20);
+struct flit_mpi_type flit_mpi_t_uint16_t = BASIC(uint16_t, "MPI_UINT16_T", 21);
+struct flit_mpi_type flit_mpi_t_uint32_t = BASIC(uint32_t, "MPI_UINT32_T", 22);
+struct flit_mpi_type flit_mpi_t_uint64_t = BASIC(uint64_t, "MPI_UINT64_T", 23);
+struct flit_mpi_type flit_mpi_t_c_bool = BASIC(_Bool, "MPI_C_BOOL", 24);
+struct flit_mpi_type flit_mpi_t_aint = BASIC(MPI_Aint, "MPI_AINT", 25);
+struct flit_mpi_type flit_mpi_t_packed = BASIC(unsigned char, "MPI_PACKED", 26);
+struct flit_mpi_type flit_mpi_t_float_int = PAIR(fi, float, "MPI_FLOAT_INT", 27);
+struct flit_mpi_type flit_mpi_t_double_int = PAIR(di, double, "MPI_DOUBLE_INT", 28);
+struct flit_mpi_type flit_mpi_t_long_int = PAIR(li, long, "MPI_LONG_INT", 29);
+struct flit_mpi_type flit_mpi_t_2int = PAIR(ii, int, "MPI_2INT", 30);
+struct flit_mpi_type flit_mpi_t_short_int = PAIR(si, short, "MPI_SHORT_INT", 31);
+struct flit_mpi_type flit_mpi_t_long_double_int =
+    PAIR(ldi, long double, "MPI_LONG_DOUBLE_INT", 32);
+static struct flit_mpi_type *const predefined[] = {
+    &flit_mpi_t_char,
+    &flit_mpi_t_signed_char,
+    &flit_mpi_t_unsigned_char,
+    &flit_mpi_t_byte,
+    &flit_mpi_t_wchar,
+    &flit_mpi_t_short,
+    &flit_mpi_t_unsigned_short,
+    &flit_mpi_t_int,
+    &flit_mpi_t_unsigned,
+    &flit_mpi_t_long,
+    &flit_mpi_t_unsigned_long,
+    &flit_mpi_t_long_long_int,
+    &flit_mpi_t_unsigned_long_long,
+    &flit_mpi_t_float,
+    &flit_mpi_t_double,
+    &flit_mpi_t_long_double,
+    &flit_mpi_t_int8_t,
+    &flit_mpi_t_int16_t,
+    &flit_mpi_t_int32_t,
+    &flit_mpi_t_int64_t,
+    &flit_mpi_t_uint8_t,
+    &flit_mpi_t_uint16_t,
+    &flit_mpi_t_uint32_t,
+    &flit_mpi_t_uint64_t,
+    &flit_mpi_t_c_bool,
+    &flit_mpi_t_aint,
+    &flit_mpi_t_packed,
+    &flit_mpi_t_float_int,
+    &flit_mpi_t_double_int,
+    &flit_mpi_t_long_int,
+    &flit_mpi_t_2int,
+    &flit_mpi_t_short_int,
+    &flit_mpi_t_long_double_int,
+};
+#define NTYPES (sizeof predefined / sizeof predefined[0])
+
+/* The pair types' blocks: the value, then the int after its padding. */
+static mp_block pair_blocks[6][2] = {
+    {{0, sizeof(float)}, {offsetof(struct fi, i), sizeof(int)}},
+    {{0, sizeof(double)}, {offsetof(struct di, i), sizeof(int)}},
+    {{0, sizeof(long)}, {offsetof(struct li, i), sizeof(int)}},
+    {{0, sizeof(int)}, {offsetof(struct ii, i), sizeof(int)}},
+    {{0, sizeof(short)}, {offsetof(struct si, i), sizeof(int)}},
+    {{0, sizeof(long double)}, {offsetof(struct ldi, i), sizeof(int)}},
+};
+
+/* Points each predefined type at its blocks (the table cannot, statically,
+   point into itself through a macro argument); MPI_Init calls it. */
+void mp_type_init(void)
+{
+    static bool done;
+    if (done)
+        return;
+    for (size_t i = 0; i < NTYPES; i++) {
+        struct flit_mpi_type *t = predefined[i];
+        t->blocks = t->pair >= 0 ? pair_blocks[t->pair - 27] : &t->inline_block;
+        /* a pair's int block is 4 bytes of 4: its size is the two blocks' */
+        if (t->pair >= 0 && t->blocks[0].len + t->blocks[1].len == (size_t)t->extent) {
+            t->blocks[0].len = (size_t)t->extent;
+            t->nblocks = 1;
+        }
+    }
+    done = true;
+}
+
+int mp_type_ok(MPI_Datatype t)
+{
+    mp_type_init();
+    return t && t->committed && t->refs >= 0 && t->blocks;
+}
+
+/* Whether count elements are one run of bytes, from buf + blocks[0].disp. */
+int mp_type_contig(MPI_Datatype t, int count)
+{
+    if (count <= 0)
+        return 1;
+    if (t->nblocks != 1)
+        return 0;
+    return count == 1 || (MPI_Aint)t->blocks[0].len == t->extent;
+}
+
+size_t mp_type_bytes(MPI_Datatype t, int count)
+{
+    return count <= 0 ? 0 : t->size * (size_t)count;
+}
+
+void mp_pack(const void *buf, int count, MPI_Datatype t, void *out)
+{
+    unsigned char *o = out;
+    for (int i = 0; i < count; i++) {
+        const unsigned char *base = (const unsigned char *)buf + (MPI_Aint)i * t->extent;
+        for (size_t b = 0; b < t->nblocks; b++) {
+            memcpy(o, base + t->blocks[b].disp, t->blocks[b].len);
+            o += t->blocks[b].len;
+        }
+    }
+}
+
+void mp_unpack(const void *in, size_t bytes, void *buf, int count, MPI_Datatype t)
+{
+    const unsigned char *p = in;
+    for (int i = 0; i < count && bytes; i++) {
+        unsigned char *base = (unsigned char *)buf + (MPI_Aint)i * t->extent;
+        for (size_t b = 0; b < t->nblocks && bytes; b++) {
+            size_t n = t->blocks[b].len < bytes ? t->blocks[b].len : bytes;
+            memcpy(base + t->blocks[b].disp, p, n);
+            p += n;
+            bytes -= n;
+        }
+    }
+}
+
+/* ---- construction ---- */
+
+/* A type being built: blocks appended, neighbours merged, bounds kept. */
+typedef struct builder {
+    struct flit_mpi_type *t;
+    size_t cap;
+    int basic; /* -2: nothing yet; -1: mixed */
+    bool bounded;
+} builder;
+
+static int b_start(builder *b)
+{
+    mp_type_init();
+    memset(b, 0, sizeof *b);
+    if (!(b->t = calloc(1, sizeof *b->t)))
+        return MPI_ERR_NO_MEM;
+    b->t->pair = -1;
+    b->t->refs = 1;
+    b->basic = -2;
+    return MPI_SUCCESS;
+}
+
+static int b_block(builder *b, MPI_Aint disp, size_t len)
+{
+    struct flit_mpi_type *t = b->t;
+    if (len == 0)
+        return MPI_SUCCESS;
+    if (t->nblocks &&
+        t->blocks[t->nblocks - 1].disp + (MPI_Aint)t->blocks[t->nblocks - 1].len ==
+            disp) {
+        t->blocks[t->nblocks - 1].len += len;
+    } else {
+        if (t->nblocks == b->cap) {
+            size_t cap = b->cap ? 2 * b->cap : 8;
+            mp_block *nb = realloc(t->blocks, cap * sizeof *nb);
+            if (!nb)
+                return MPI_ERR_NO_MEM;
+            t->blocks = nb;
+            b->cap = cap;
+        }
+        t->blocks[t->nblocks++] = (mp_block){disp, len};
+    }
+    t->size += len;
+    return MPI_SUCCESS;
+}
+
+/* Appends one element of old at byte displacement disp. */
+static int b_elem(builder *b, MPI_Datatype old, MPI_Aint disp)
+{
+    struct flit_mpi_type *t = b->t;
+    for (size_t i = 0; i < old->nblocks; i++) {
+        int rc = b_block(b, disp + old->blocks[i].disp, old->blocks[i].len);
+        if (rc)
+            return rc;
+    }
+    MPI_Aint lb = disp + old->lb, ub = disp + old->lb + old->extent;
+    MPI_Aint tlb = disp + old->tlb, tub = disp + old->tub;
+    if (!b->bounded) {
+        t->lb = lb, t->extent = ub - lb, t->tlb = tlb, t->tub = tub;
+        b->bounded = true;
+    } else {
+        MPI_Aint nub = t->lb + t->extent > ub ? t->lb + t->extent : ub;
+        t->lb = t->lb < lb ? t->lb : lb;
+        t->extent = nub - t->lb;
+        t->tlb = t->tlb < tlb ? t->tlb : tlb;
+        t->tub = t->tub > tub ? t->tub : tub;
+    }
+    int ob = old->pair >= 0 ? -1 : old->basic;
+    b->basic = b->basic == -2 ? ob : (b->basic == ob ? ob : -1);
+    return MPI_SUCCESS;
+}
+
+static int b_finish(builder *b, int rc, MPI_Datatype *out)
+{
+    if (rc != MPI_SUCCESS) {
+        free(b->t->blocks);
+        free(b->t);
+        return rc;
+    }
+    b->t->basic = b->basic < 0 ? -1 : b->basic;
+    if (!b->t->blocks) /* empty type: one empty block keeps it valid */
+        b->t->blocks = &b->t->inline_block;
+    *out = b->t;
+    return MPI_SUCCESS;
+}
+
+static int check_old(MPI_Datatype old, int count, void *out)
+{
+    mp_type_init();
+    if (!out)
+        return MPI_ERR_ARG;
+    if (count < 0)
+        return MPI_ERR_COUNT;
+    if (!old || !old->blocks || old->refs < 0)
+        return MPI_ERR_TYPE;
+    return MPI_SUCCESS;
+}
+
+#define TYPE_FAIL(rc, fn) mp_err(MPI_COMM_NULL, rc, fn)
+
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype old,
+                            MPI_Datatype *newtype)
+{
+    int rc = check_old(old, count, newtype);
+    if (!rc && blocklength < 0)
+        rc = MPI_ERR_ARG;
+    if (rc)
+        return TYPE_FAIL(rc, "MPI_Type_create_hvector");
+    builder b;
+    if ((rc = b_start(&b)))
+        return TYPE_FAIL(rc, "MPI_Type_create_hvector");
+    for (int i = 0; i < count && !rc; i++)
+        for (int j = 0; j < blocklength && !rc; j++)
+            rc = b_elem(&b, old, i * stride + j * old->extent);
+    if ((rc = b_finish(&b, rc, newtype)))
+        return TYPE_FAIL(rc, "MPI_Type_create_hvector");
+    return MPI_SUCCESS;
+}
+
+int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
+                    MPI_Datatype *newtype)
+{
+    int rc = check_old(old, count, newtype);
+    if (rc)
+        return TYPE_FAIL(rc, "MPI_Type_vector");
+    return MPI_Type_create_hvector(count, blocklength, (MPI_Aint)stride * old->extent,
+                                   old, newtype);
+}
+
+int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype)
+{
+    int rc = check_old(old, count, newtype);
+    if (rc)
+        return TYPE_FAIL(rc, "MPI_Type_contiguous");
+    return MPI_Type_create_hvector(1, count, 0, old, newtype);
+}
+
+int MPI_Type_create_hindexed(int count, const int blocklengths[],
+                             const MPI_Aint displacements[], MPI_Datatype old,
+                             MPI_Datatype *newtype)
+{
+    int rc = check_old(old, count, newtype);
+    if (!rc && count && (!blocklengths || !displacements))
+        rc = MPI_ERR_ARG;
+    for (int i = 0; !rc && i < count; i++)
+        if (blocklengths[i] < 0)
+            rc = MPI_ERR_ARG;
+    if (rc)
+        return TYPE_FAIL(rc, "MPI_Type_create_hindexed");
+    builder b;
+    if ((rc = b_start(&b)))
+        return TYPE_FAIL(rc, "MPI_Type_create_hindexed");
+    for (int i = 0; i < count && !rc; i++)
+        for (int j = 0; j < blocklengths[i] && !rc; j++)
+            rc = b_elem(&b, old, displacements[i] + j * old->extent);
+    if ((rc = b_finish(&b, rc, newtype)))
+        return TYPE_FAIL(rc, "MPI_Type_create_hindexed");
+    return MPI_SUCCESS;
+}
+
+int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
+                     MPI_Datatype old, MPI_Datatype *newtype)
+{
+    int rc = check_old(old, count, newtype);
+    if (!rc && count && !displacements)
+        rc = MPI_ERR_ARG;
+    if (rc)
+        return TYPE_FAIL(rc, "MPI_Type_indexed");
+    MPI_Aint *d = malloc((count ? (size_t)count : 1) * sizeof *d);
+    if (!d)
+        return TYPE_FAIL(MPI_ERR_NO_MEM, "MPI_Type_indexed");
+    for (int i = 0; i < count; i++)
+        d[i] = (MPI_Aint)displacements[i] * old->extent;
+    rc = MPI_Type_create_hindexed(count, blocklengths, d, old, newtype);
+    free(d);
+    return rc;
+}
+
+int MPI_Type_create_struct(int count, const int blocklengths[],
+                           const MPI_Aint displacements[], const MPI_Datatype types[],
+                           MPI_Datatype *newtype)
+{
+    mp_type_init();
+    int rc = !newtype ? MPI_ERR_ARG : count < 0 ? MPI_ERR_COUNT : MPI_SUCCESS;
+    if (!rc && count && (!blocklengths || !displacements || !types))
+        rc = MPI_ERR_ARG;
+    for (int i = 0; !rc && i < count; i++)
+        rc = check_old(types[i], blocklengths[i], newtype);
+    if (rc)
+        return TYPE_FAIL(rc == MPI_ERR_COUNT ? MPI_ERR_ARG : rc,
+                         "MPI_Type_create_struct");
+    builder b;
+    if ((rc = b_start(&b)))
+        return TYPE_FAIL(rc, "MPI_Type_create_struct");
+    for (int i = 0; i < count && !rc; i++)
+        for (int j = 0; j < blocklengths[i] && !rc; j++)
+            rc = b_elem(&b, types[i], displacements[i] + j * types[i]->extent);
+    if ((rc = b_finish(&b, rc, newtype)))
+        return TYPE_FAIL(rc, "MPI_Type_create_struct");
+    return MPI_SUCCESS;
+}
+
+int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent,
+                            MPI_Datatype *newtype)
+{
+    int rc = check_old(old, 1, newtype);
+    if (rc)
+        return TYPE_FAIL(rc, "MPI_Type_create_resized");
+    builder b;
+    if ((rc = b_start(&b)))
+        return TYPE_FAIL(rc, "MPI_Type_create_resized");
+    rc = b_elem(&b, old, 0);
+    if ((rc = b_finish(&b, rc, newtype)))
+        return TYPE_FAIL(rc, "MPI_Type_create_resized");
+    (*newtype)->lb = lb;
+    (*newtype)->extent = extent;
+    return MPI_SUCCESS;
+}
+
+int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype)
+{
+    int rc =
+        MPI_Type_create_resized(old, old ? old->lb : 0, old ? old->extent : 0, newtype);
+    if (rc == MPI_SUCCESS && old->committed)
+        (*newtype)->committed = 1;
+    return rc;
+}
+
+int MPI_Type_commit(MPI_Datatype *datatype)
+{
+    mp_type_init();
+    if (!datatype || !*datatype || (*datatype)->refs < 0)
+        return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_commit");
+    (*datatype)->committed = 1;
+    return MPI_SUCCESS;
+}
+
+/* A derived type's memory goes when its handle is freed and no pending
+   request still names it (refs: the handle's one plus a request's each). */
+void mp_type_release(MPI_Datatype t)
+{
+    if (!t || t->predefined || --t->refs > 0)
+        return;
+    if (t->blocks != &t->inline_block)
+        free(t->blocks);
+    free(t);
+}
+
+int MPI_Type_free(MPI_Datatype *datatype)
+{
+    mp_type_init();
+    if (!datatype || !*datatype || (*datatype)->predefined || (*datatype)->refs <= 0)
+        return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_free");
+    mp_type_release(*datatype);
+    *datatype = MPI_DATATYPE_NULL;
+    return MPI_SUCCESS;
+}
+
+static int any_type_ok(MPI_Datatype t)
+{
+    mp_type_init();
+    return t && t->blocks && t->refs >= 0 && (t->predefined || t->refs > 0);
+}
+
+int MPI_Type_size(MPI_Datatype datatype, int *size)
+{
+    if (!any_type_ok(datatype))
+        return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_size");
+    if (!size)
+        return TYPE_FAIL(MPI_ERR_ARG, "MPI_Type_size");
+    *size = (int)datatype->size;
+    return MPI_SUCCESS;
+}
+
+int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
+{
+    if (!any_type_ok(datatype))
+        return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_get_extent");
+    if (!lb || !extent)
+        return TYPE_FAIL(MPI_ERR_ARG, "MPI_Type_get_extent");
+    *lb = datatype->lb;
+    *extent = datatype->extent;
+    return MPI_SUCCESS;
+}
+
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
+                             MPI_Aint *true_extent)
+{
+    if (!any_type_ok(datatype))
+        return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_get_true_extent");
+    if (!true_lb || !true_extent)
+        return TYPE_FAIL(MPI_ERR_ARG, "MPI_Type_get_true_extent");
+    *true_lb = datatype->tlb;
+    *true_extent = datatype->tub - datatype->tlb;
+    return MPI_SUCCESS;
+}
+
+int MPI_Get_address(const void *location, MPI_Aint *address)
+{
+    if (!address)
+        return TYPE_FAIL(MPI_ERR_ARG, "MPI_Get_address");
+    *address = (MPI_Aint)location;
+    return MPI_SUCCESS;
+}

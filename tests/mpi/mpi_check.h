@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The checks of the MPI tests: mpi.h alone, no flit header. A failed check
+   names itself and its rank and ends the job with status 1. */
+#ifndef MPI_CHECK_H
+#define MPI_CHECK_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <mpi.h>
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            int r_ = -1, i_ = 0;                                                         \
+            MPI_Initialized(&i_);                                                        \
+            if (i_)                                                                      \
+                MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                      \
+            fprintf(stderr, "%s:%d: rank %d: check failed: %s\n", __FILE__, __LINE__,    \
+                    r_, #cond);                                                          \
+            fflush(stderr);                                                              \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+#define OK(call) CHECK((call) == MPI_SUCCESS)
+
+#endif
