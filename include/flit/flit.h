@@ -81,6 +81,7 @@ typedef enum flit_status {
     FLIT_ERR_CLOSED,          /* the endpoint was destroyed while the call waited */
     FLIT_ERR_EXHAUSTED,       /* none left (handler indices to reserve) */
     FLIT_ERR_NO_LAUNCHER,     /* started as one of several tasks, launcher unreachable */
+    FLIT_ERR_CONFIG,          /* flit_init: a bad FLIT_* variable (logged once) */
     FLIT_STATUS_COUNT         /* not a status: the number of them */
 } flit_status;
 
@@ -117,7 +118,9 @@ static inline flit_handler_t flit_handler(uint16_t idx)
 /*
  * flit_init joins the job. Rank, size and the way to reach the peers come
  * from the launcher: flitrun, or none at all (a job of one rank). It is not
- * collective by itself; endpoint creation is. params may be NULL.
+ * collective by itself; endpoint creation is. params may be NULL. A bad
+ * FLIT_* environment variable fails it with FLIT_ERR_CONFIG, logged by the
+ * job's first task only (flitrun refuses such a job before starting ranks).
  */
 typedef struct flit_init_params {
     uint64_t field_mask; /* no fields yet; must be 0 */

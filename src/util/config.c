@@ -307,21 +307,69 @@ static void warn_unknown(void)
     }
 }
 
+/* Variable i's value from the environment into *val (its default when
+   unset); false, with the message naming it, its value and what is allowed,
+   when the value is bad. */
+static bool read_var(size_t i, int64_t *val, char *msg, size_t len)
+{
+    const struct var *v = &vars[i];
+    const char *s = getenv(v->name);
+    const char *wrong = s && *s ? parse_value(v, s, val) : NULL;
+    if (!wrong)
+        return true;
+    char allowed[FL_CONFIG_TEXT];
+    format_allowed(v, allowed, sizeof allowed);
+    snprintf(msg, len, "%s=\"%s\" is not valid (%s): allowed %s — %s", v->name, s, wrong,
+             allowed, v->help);
+    *val = v->def;
+    return false;
+}
+
+bool fl_config_next_bad(size_t *i, char *msg, size_t len)
+{
+    while (*i < NVARS) {
+        int64_t val = vars[*i].def;
+        if (!read_var((*i)++, &val, msg, len))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Whether this process is the first task of its job as far as its launcher
+ * says before flit_init joins it: FLIT_RANK (flitrun), or the task numbers
+ * of the launchers src/boot/single.c knows. The others keep a bad setting,
+ * which every task shares, to themselves: one message per job, not per rank.
+ */
+static bool first_task(void)
+{
+    static const char *const rank_vars[] = {
+        "FLIT_RANK", "SLURM_PROCID", "PMI_RANK", "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK", NULL,
+    };
+    for (size_t i = 0; rank_vars[i]; i++) {
+        const char *s = getenv(rank_vars[i]);
+        char *end;
+        errno = 0;
+        unsigned long rank = s && *s >= '0' && *s <= '9' ? strtoul(s, &end, 10) : 0;
+        if (rank > 0 && !errno && !*end)
+            return false; /* anything but a task number above 0: speak */
+    }
+    return true;
+}
+
 flit_status fl_config_load(void)
 {
     flit_status st = FLIT_OK;
+    bool speak = first_task();
     for (size_t i = 0; i < NVARS; i++) {
         const struct var *v = &vars[i];
         int64_t val = v->def;
-        const char *s = getenv(v->name);
-        const char *wrong = s && *s ? parse_value(v, s, &val) : NULL;
-        if (wrong) {
-            char allowed[FL_CONFIG_TEXT];
-            format_allowed(v, allowed, sizeof allowed);
-            fl_error("%s=\"%s\" is not valid (%s): allowed %s — %s", v->name, s, wrong,
-                     allowed, v->help);
-            val = v->def;
-            st = FLIT_ERR_INVALID_ARG;
+        char msg[2 * FL_CONFIG_TEXT + 256];
+        if (!read_var(i, &val, msg, sizeof msg)) {
+            if (speak)
+                fl_error("%s", msg);
+            st = FLIT_ERR_CONFIG;
         }
         *field(v) = v->kind == K_KB ? val << 10 : val;
     }

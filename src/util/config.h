@@ -67,10 +67,17 @@ enum fl_fiber_choice {
 
 extern struct fl_config fl_cfg;
 
-/* Reads the environment; FLIT_ERR_INVALID_ARG on a bad value, logged with
-   the variable, the value given, what is wrong with it and what is allowed
-   (range and unit, or the choices). */
+/* Reads the environment; FLIT_ERR_CONFIG on a bad value, logged with the
+   variable, the value given, what is wrong with it and what is allowed
+   (range and unit, or the choices), by the job's first task only (FLIT_RANK
+   or another launcher's task number 0 or unset): the others share the
+   setting and return the status silently, so a job says it once. */
 flit_status fl_config_load(void);
+/* The environment checked without keeping it, for a launcher before it
+   starts the ranks: from variable *i of the table on, the next bad one's
+   message (as fl_config_load logs it) into msg and true, with *i past it;
+   false when none is left. */
+bool fl_config_next_bad(size_t *i, char *msg, size_t len);
 /* Prints the effective configuration, one variable per line: its value,
    "(default)" when it was not set, and what a "flit picks" value such as
    FLIT_SPIN_US=-1 became once flit_init settled it, and why. */

@@ -43,6 +43,7 @@ static const struct {
       "none left: every handler index that could be reserved is taken"),
     S(FLIT_ERR_NO_LAUNCHER, "started as one of several tasks, but no launcher flit "
                             "supports can be reached (see the log)"),
+    S(FLIT_ERR_CONFIG, "bad FLIT_* setting in the environment (see the log)"),
 #undef S
 };
 

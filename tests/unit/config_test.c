@@ -2,9 +2,11 @@
 /*
  * FLIT_* configuration (src/core/config.c) driven through the environment:
  * defaults, every variable's valid values, invalid values answered
- * FLIT_ERR_INVALID_ARG with a message naming the variable, the value, what
+ * FLIT_ERR_CONFIG with a message naming the variable, the value, what
  * is wrong with it and what is allowed (range with its unit, the rule, the
- * choices), unknown FLIT_* variables only warned about, flit_init refusing
+ * choices) by the job's first task alone, unknown FLIT_* variables only
+ * warned about, fl_config_next_bad (flitrun's check) finding every bad one
+ * with the message the ranks would log, flit_init refusing
  * a bad variable without becoming initialized (then succeeding once it is
  * fixed), FLIT_VERBOSE printing the values in effect (FLIT_SPIN_US as the
  * number flit settled on), and the README's table saying what the code's
@@ -112,7 +114,7 @@ static void expect_refusal_text(const char *name, const char *value, const char 
         FAIL("%s refused without saying \"%s\"; log: %s", given, allowed, log);
 }
 
-/* name=value is refused: FLIT_ERR_INVALID_ARG, a message naming the
+/* name=value is refused: FLIT_ERR_CONFIG, a message naming the
    variable and the value and saying what is allowed, and the variable
    keeps its default. */
 static void expect_invalid(const char *name, const char *value, const int64_t *field,
@@ -121,8 +123,8 @@ static void expect_invalid(const char *name, const char *value, const int64_t *f
     CHECK(setenv(name, value, 1) == 0);
     const char *log;
     flit_status st = load(&log);
-    if (st != FLIT_ERR_INVALID_ARG)
-        FAIL("%s=\"%s\": %s, expected FLIT_ERR_INVALID_ARG", name, value,
+    if (st != FLIT_ERR_CONFIG)
+        FAIL("%s=\"%s\": %s, expected FLIT_ERR_CONFIG", name, value,
              flit_status_name(st));
     expect_refusal_text(name, value, log);
     if (*field != def)
@@ -231,7 +233,7 @@ static void expect_refused_for(const char *name, const char *value, const char *
 {
     CHECK(setenv(name, value, 1) == 0);
     const char *log;
-    CHECK_ST(load(&log), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(load(&log), FLIT_ERR_CONFIG);
     expect_refusal_text(name, value, log);
     char why[64];
     snprintf(why, sizeof why, "(%s)", wrong);
@@ -252,7 +254,7 @@ static void test_messages(void)
     for (size_t i = 0; fl_config_describe(i, &d); i++) {
         CHECK(setenv(d.name, "bogus", 1) == 0);
         const char *log;
-        CHECK_ST(load(&log), FLIT_ERR_INVALID_ARG);
+        CHECK_ST(load(&log), FLIT_ERR_CONFIG);
         expect_refusal_text(d.name, "bogus", log);
         CHECK(unsetenv(d.name) == 0);
     }
@@ -318,18 +320,86 @@ static void test_mixed(void)
     CHECK(setenv("FLIT_SPIN_US", "7", 1) == 0);
     CHECK(setenv("FLIT_SHM_RING_KB", "300", 1) == 0);
     CHECK(setenv("FLIT_SHM_BULK", "copy", 1) == 0);
-    CHECK_ST(load(&log), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(load(&log), FLIT_ERR_CONFIG);
     CHECK(strstr(log, "FLIT_SHM_RING_KB") != NULL);
     CHECK(strstr(log, "FLIT_SPIN_US") == NULL);
     CHECK(fl_cfg.spin_us == 7 && fl_cfg.shm_bulk == FL_BULK_COPY);
     CHECK(fl_cfg.shm_ring_bytes == 256 << 10);
     /* Two bad ones: both named. */
     CHECK(setenv("FLIT_STATS", "perhaps", 1) == 0);
-    CHECK_ST(load(&log), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(load(&log), FLIT_ERR_CONFIG);
     CHECK(strstr(log, "FLIT_SHM_RING_KB") && strstr(log, "FLIT_STATS"));
     unit_clean_env();
     CHECK_OK(load(&log));
     expect_defaults();
+}
+
+/* How many times needle occurs in hay. */
+static int occurrences(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *at = strstr(hay, needle); at; at = strstr(at + 1, needle))
+        n++;
+    return n;
+}
+
+/* A bad setting is every task's: only the first task of the job (by
+   flitrun's FLIT_RANK or another launcher's task number) says so, the
+   others answer FLIT_ERR_CONFIG in silence, so a job of 64 says it once. */
+static void test_once_per_job(void)
+{
+    static const char *const rank_vars[] = {
+        "FLIT_RANK", "SLURM_PROCID", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+    };
+    const char *log;
+    unit_clean_env();
+    CHECK(setenv("FLIT_SHM_RING_KB", "300", 1) == 0);
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
+        CHECK(setenv(rank_vars[i], "5", 1) == 0);
+        CHECK_ST(load(&log), FLIT_ERR_CONFIG);
+        if (log[0] != '\0')
+            FAIL("%s=5 (not the first task) logged: %s", rank_vars[i], log);
+        CHECK(fl_cfg.shm_ring_bytes == 256 << 10);
+        CHECK(setenv(rank_vars[i], "0", 1) == 0);
+        CHECK_ST(load(&log), FLIT_ERR_CONFIG);
+        if (occurrences(log, "FLIT_SHM_RING_KB=\"300\"") != 1)
+            FAIL("%s=0 (the first task): expected one message; log: %s", rank_vars[i],
+                 log);
+        CHECK(unsetenv(rank_vars[i]) == 0);
+    }
+    CHECK(unsetenv("FLIT_SHM_RING_KB") == 0);
+}
+
+/* fl_config_next_bad: every bad variable, once each, in the words
+   fl_config_load logs; nothing when all are good; fl_cfg untouched. */
+static void test_next_bad(void)
+{
+    unit_clean_env();
+    const char *log;
+    CHECK_OK(load(&log));
+    char msg[512];
+    size_t i = 0;
+    CHECK(!fl_config_next_bad(&i, msg, sizeof msg));
+    CHECK(setenv("FLIT_SHM_RING_KB", "300", 1) == 0);
+    CHECK(setenv("FLIT_STATS", "perhaps", 1) == 0);
+    CHECK(setenv("FLIT_SHM_BULK", "copy", 1) == 0);
+    CHECK_ST(load(&log), FLIT_ERR_CONFIG);
+    char logged[sizeof captured];
+    snprintf(logged, sizeof logged, "%s", log);
+    CHECK(setenv("FLIT_SHM_BULK", "cma", 1) == 0);
+    int found = 0;
+    for (i = 0; fl_config_next_bad(&i, msg, sizeof msg) && found < 100; found++) {
+        if (!strstr(msg, "FLIT_SHM_RING_KB=\"300\"") &&
+            !strstr(msg, "FLIT_STATS=\"perhaps\""))
+            FAIL("fl_config_next_bad: unexpected \"%s\"", msg);
+        if (!strstr(logged, msg))
+            FAIL("fl_config_next_bad said \"%s\", fl_config_load logged: %s", msg,
+                 logged);
+    }
+    CHECK(found == 2);
+    CHECK(fl_cfg.shm_bulk == FL_BULK_COPY); /* checked, not kept */
+    unit_clean_env();
+    CHECK_OK(load(&log));
 }
 
 static void load_without_environment(void)
@@ -386,8 +456,11 @@ static void test_init(void)
     int saved = capture_begin();
     flit_status st = flit_init(NULL);
     const char *log = capture_end(saved);
-    CHECK_ST(st, FLIT_ERR_INVALID_ARG);
-    CHECK(strstr(log, "FLIT_SHM_RING_KB") != NULL);
+    CHECK_ST(st, FLIT_ERR_CONFIG);
+    /* said once, naming the environment, never blaming an argument */
+    if (occurrences(log, "FLIT_SHM_RING_KB") != 1 || strstr(log, "NULL pointer"))
+        FAIL("a singleton's flit_init with FLIT_SHM_RING_KB=300 logged: %s", log);
+    CHECK(strstr(flit_strerror(st), "FLIT_*") != NULL);
     CHECK(flit_job_size() == 0);
     flit_ep_t *ep = NULL;
     CHECK_ST(flit_ep_create(NULL, &ep), FLIT_ERR_NOT_INITIALIZED);
@@ -397,7 +470,7 @@ static void test_init(void)
     saved = capture_begin();
     st = flit_init(NULL);
     capture_end(saved);
-    CHECK_ST(st, FLIT_ERR_INVALID_ARG);
+    CHECK_ST(st, FLIT_ERR_CONFIG);
     unit_clean_env();
     /* An MTU the UDP path cannot work with is refused here, by name, not
        later by flit_ep_create as a peer too small to reach. */
@@ -405,7 +478,7 @@ static void test_init(void)
     saved = capture_begin();
     st = flit_init(NULL);
     log = capture_end(saved);
-    CHECK_ST(st, FLIT_ERR_INVALID_ARG);
+    CHECK_ST(st, FLIT_ERR_CONFIG);
     expect_refusal_text("FLIT_UDP_MTU", "10", log);
     CHECK(flit_job_size() == 0);
     unit_clean_env();
@@ -676,6 +749,8 @@ int main(void)
     test_mixed();
     test_unknown();
     test_messages();
+    test_once_per_job();
+    test_next_bad();
     test_print();
     test_init();
     test_print_settled();

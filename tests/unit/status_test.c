@@ -71,7 +71,8 @@ int main(void)
     expect_name(FLIT_ERR_CLOSED, "FLIT_ERR_CLOSED");
     expect_name(FLIT_ERR_EXHAUSTED, "FLIT_ERR_EXHAUSTED");
     expect_name(FLIT_ERR_NO_LAUNCHER, "FLIT_ERR_NO_LAUNCHER");
-    CHECK(FLIT_ERR_NO_LAUNCHER + 1 == FLIT_STATUS_COUNT);
+    expect_name(FLIT_ERR_CONFIG, "FLIT_ERR_CONFIG");
+    CHECK(FLIT_ERR_CONFIG + 1 == FLIT_STATUS_COUNT);
     CHECK(strcmp(flit_strerror(FLIT_OK), "success") == 0);
 
     static const int unknown[] = {-1,   FLIT_STATUS_COUNT, FLIT_STATUS_COUNT + 1,

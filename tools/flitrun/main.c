@@ -13,6 +13,7 @@
 
 #include "flitrun.h"
 #include "platform/os.h"
+#include "util/config.h"
 
 /* With 0, 1 or 2 closed, our own fds could land there, and the ranks would
    inherit a socket or pipe of ours as their stdio. */
@@ -83,6 +84,26 @@ static int job_setup(struct job *job)
     return 0;
 }
 
+/*
+ * Every rank inherits our FLIT_* environment, and flit_init refuses a bad
+ * value in it: checked here with the library's own table, before any rank
+ * starts, it is said once for the job instead of once per rank.
+ */
+static int check_env(void)
+{
+    char msg[1024];
+    size_t i = 0;
+    int bad = 0;
+    while (fl_config_next_bad(&i, msg, sizeof msg) && bad < 64) {
+        say("%s", msg);
+        bad++;
+    }
+    if (bad)
+        say("no rank started: fix %s above, or unset %s",
+            bad == 1 ? "the setting" : "the settings", bad == 1 ? "it" : "them");
+    return bad ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     static struct job job;
@@ -90,6 +111,10 @@ int main(int argc, char **argv)
     if (r != 0) {
         options_free(&job.opt);
         return r < 0 ? EXIT_USAGE : 0;
+    }
+    if (check_env() != 0) {
+        options_free(&job.opt);
+        return EXIT_USAGE;
     }
     ensure_std_fds();
     if (job_setup(&job) != 0) {
