@@ -116,8 +116,29 @@ static int make_tables(void)
     return 1;
 }
 
+/*
+ * How FM ends flit. flitrun fails a job in which a rank exits 0 without
+ * flit_finalize while others run, so FM_finalize finalizes flit when
+ * FM_initialize joined the job (fm_owns_flit; a program that called
+ * flit_init itself finalizes it itself). FM 1.x programs may return from
+ * main without FM_finalize: an exit handler, registered at the first
+ * FM_initialize, calls it then for status 0. Both are collective, as
+ * FM_finalize is: an early rank waits in the endpoint's destruction for
+ * the others. A failing exit (status not 0) ends the job anyway, and
+ * must not wait for peers that may wait for it.
+ */
+static int fm_owns_flit;
+
+static void fm_at_exit(int code, void *arg)
+{
+    (void)arg;
+    if (fm_ep && code == 0 && !flit_in_handler()) /* in a handler flit refuses */
+        FM_finalize();
+}
+
 int FM_initialize(void)
 {
+    static int at_exit;
     if (fm_ep)
         return FM_SUCCESS;
     flit_status st = flit_init(NULL);
@@ -125,6 +146,9 @@ int FM_initialize(void)
         fm_error(flit_strerror(st));
         return FM_FAILURE;
     }
+    fm_owns_flit = fm_owns_flit || st == FLIT_OK;
+    if (!at_exit)
+        at_exit = on_exit(fm_at_exit, NULL) == 0;
     /* The queues first: no endpoint is left half set up when they fail. */
     if (!make_tables() || !(queues = calloc(flit_job_size(), sizeof *queues))) {
         fm_error("no memory for the send queues");
@@ -153,6 +177,10 @@ void FM_finalize(void)
 {
     if (!fm_ep)
         return;
+    if (flit_in_handler()) { /* flit destroys nothing from a handler */
+        fm_error("FM_finalize called inside a handler: nothing was ended");
+        return;
+    }
     send_all_held(0);
     for (unsigned d = 0; d < FM_numnodes; d++)
         while (queues[d].head)
@@ -166,6 +194,10 @@ void FM_finalize(void)
         free_streams = s->next_free;
         free(s);
     }
+    flit_status st = fm_owns_flit ? flit_finalize() : FLIT_OK;
+    fm_owns_flit = 0;
+    if (st != FLIT_OK)
+        fm_error(flit_strerror(st));
 }
 
 unsigned long FM_register_handler(unsigned long handler_id, FM_handler *handler)

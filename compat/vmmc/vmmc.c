@@ -137,13 +137,37 @@ static void on_notify(flit_ep_t *e, uint64_t export_id, flit_rank_t from, uint64
         fn(name, (int)from.idx, (size_t)offset, len);
 }
 
+/*
+ * How VMMC ends flit. flitrun fails a job in which a rank exits 0 without
+ * flit_finalize while others run, so VMMC_Finalize finalizes flit when
+ * VMMC_Init joined the job (vmmc_owns_flit; a program that called
+ * flit_init itself finalizes it itself). VMMC programs may just return
+ * from main: an exit handler, registered at the first VMMC_Init, calls
+ * VMMC_Finalize then for status 0. Both are collective, as VMMC_Finalize
+ * is: an early node waits in its barrier for the others. A failing exit
+ * (status not 0) ends the job anyway, and must not wait for peers that
+ * may wait for it.
+ */
+static int vmmc_owns_flit;
+
+static void vmmc_at_exit(int code, void *arg)
+{
+    (void)arg;
+    if (ep && code == 0 && !flit_in_handler()) /* in a handler flit refuses */
+        (void)VMMC_Finalize();
+}
+
 int VMMC_Init(void)
 {
+    static int at_exit;
     if (ep)
         return VMMC_SUCCESS;
     flit_status st = flit_init(NULL);
     if (st != FLIT_OK && st != FLIT_ERR_ALREADY_INITIALIZED)
         return status(st);
+    vmmc_owns_flit = vmmc_owns_flit || st == FLIT_OK;
+    if (!at_exit)
+        at_exit = on_exit(vmmc_at_exit, NULL) == 0;
     void *space = mmap(NULL, PROXY_SPACE, PROT_NONE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (space == MAP_FAILED)
@@ -187,7 +211,9 @@ int VMMC_Finalize(void)
     ep = NULL;
     munmap(proxy_space, PROXY_SPACE);
     proxy_space = NULL;
-    return status(st);
+    flit_status fin = vmmc_owns_flit ? flit_finalize() : FLIT_OK;
+    vmmc_owns_flit = 0;
+    return status(st != FLIT_OK ? st : fin);
 }
 
 int VMMC_MyNode(void)

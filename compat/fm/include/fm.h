@@ -41,7 +41,9 @@ typedef int FM_handler(FM_stream *stream, unsigned sender);
 
 /* Collective: every node calls it once, first. FM_SUCCESS or FM_FAILURE. */
 extern int FM_initialize(void);
-/* Collective: the last call. */
+/* Collective: the last call. It ends flit's job for this node too (when
+   FM_initialize joined it), so no FM call works after it; a program that
+   returns from main (or exits with 0) without it gets it at exit. */
 extern void FM_finalize(void);
 extern unsigned FM_nodeid;   /* this node, 0 .. FM_numnodes - 1 */
 extern unsigned FM_numnodes; /* nodes in the job */

@@ -42,7 +42,9 @@ typedef void (*VMMC_NotifyHandler)(int name, int sender, size_t offset, size_t n
 
 /* Collective: every node calls it first. */
 extern int VMMC_Init(void);
-/* Collective: unexports and unimports everything. */
+/* Collective: unexports and unimports everything, and ends flit's job for
+   this node (when VMMC_Init joined it): the last call. A program that
+   returns from main (or exits with 0) without it gets it at exit. */
 extern int VMMC_Finalize(void);
 extern int VMMC_MyNode(void);
 extern int VMMC_NumNodes(void);
