@@ -2,6 +2,7 @@
 /* See bench_util.h. */
 #include "bench_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -205,6 +206,147 @@ double bench_cpus_busy(unsigned ms)
         return -1;
     double busy = 1 - (double)(i1 - i0) / (double)(t1 - t0);
     return busy * (double)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+bool bench_noisy(uint64_t waited_ns, uint64_t elapsed_ns, double *share)
+{
+    double sh = elapsed_ns ? (double)waited_ns / (double)elapsed_ns : 0;
+    if (share)
+        *share = sh;
+    return sh > BENCH_NOISY_SHARE;
+}
+
+/* ---- what else runs ---- */
+
+#define MAX_PROCS 8192
+#define BUSIEST   3
+
+/* One process's CPU time so far, from /proc/PID/stat. */
+struct proc_time {
+    int pid, ppid;
+    unsigned long long ticks; /* utime + stime */
+    char comm[24];
+};
+
+/* Fields after the command name, which may hold spaces and parentheses:
+   state ppid ... utime (14th field of the line) stime (15th). */
+static bool read_proc(int pid, struct proc_time *p)
+{
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false; /* gone meanwhile */
+    bool ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    char *open = ok ? strchr(line, '(') : NULL, *close = ok ? strrchr(line, ')') : NULL;
+    if (!open || !close || close < open)
+        return false;
+    unsigned long long ut, st;
+    char state;
+    if (sscanf(close + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &state,
+               &p->ppid, &ut, &st) != 4)
+        return false;
+    int n = (int)(close - open - 1);
+    snprintf(p->comm, sizeof p->comm, "%.*s", n < 0 ? 0 : n, open + 1);
+    p->pid = pid;
+    p->ticks = ut + st;
+    return true;
+}
+
+static int by_pid(const void *x, const void *y)
+{
+    const struct proc_time *a = x, *b = y;
+    return (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+/* Every process's CPU time, at most max, by pid; their number. */
+static int snapshot(struct proc_time *p, int max)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    int n = 0;
+    for (struct dirent *e; n < max && (e = readdir(d));) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end == '\0' && pid > 0 && read_proc((int)pid, &p[n]))
+            n++;
+    }
+    closedir(d);
+    qsort(p, (size_t)n, sizeof *p, by_pid); /* busiest() merges by pid */
+    return n;
+}
+
+static bool is_job(const struct proc_time *p)
+{
+    pid_t self = getpid(), parent = getppid();
+    return p->pid == self || p->pid == parent || p->ppid == parent;
+}
+
+/* "; busiest: cc1 (pid 812) 97%, ..." from the two snapshots, over secs;
+   returns the CPUs all of them together kept busy. */
+static double busiest(char *buf, size_t len, const struct proc_time *a, int na,
+                      const struct proc_time *b, int nb, double secs)
+{
+    struct proc_time top[BUSIEST];
+    unsigned long long used[BUSIEST] = {0}, all = 0;
+    int ntop = 0;
+    for (int j = 0, i = 0; j < nb; j++) {
+        while (i < na && a[i].pid < b[j].pid)
+            i++;
+        if (i >= na || a[i].pid != b[j].pid || is_job(&b[j]) || b[j].ticks <= a[i].ticks)
+            continue;
+        unsigned long long d = b[j].ticks - a[i].ticks;
+        all += d;
+        int at = ntop < BUSIEST ? ntop++ : BUSIEST; /* insertion, largest first */
+        while (at > 0 && used[at - 1] < d) {
+            if (at < BUSIEST)
+                top[at] = top[at - 1], used[at] = used[at - 1];
+            at--;
+        }
+        if (at < BUSIEST)
+            top[at] = b[j], used[at] = d;
+    }
+    double hz = (double)sysconf(_SC_CLK_TCK);
+    size_t at = strlen(buf);
+    snprintf(buf + at, len - at, "; busiest: %s", ntop ? "" : "none");
+    for (int k = 0; k < ntop; k++) {
+        at = strlen(buf);
+        snprintf(buf + at, len - at, "%s%s (pid %d) %.0f%%", k ? ", " : "", top[k].comm,
+                 top[k].pid, (double)used[k] / hz / secs * 100);
+    }
+    return (double)all / hz / secs;
+}
+
+double bench_others(char *buf, size_t len, unsigned ms)
+{
+    struct proc_time *a = malloc(2 * MAX_PROCS * sizeof *a);
+    struct proc_time *b = a ? a + MAX_PROCS : NULL;
+    int na = a ? snapshot(a, MAX_PROCS) : 0;
+    uint64_t t0 = bench_now_ns();
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+    int nb = b ? snapshot(b, MAX_PROCS) : 0;
+    double secs = (double)(bench_now_ns() - t0) / 1e9;
+    char procs[512] = "";
+    double others = na && nb ? busiest(procs, sizeof procs, a, na, b, nb, secs) : -1;
+    free(a);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (others >= 0)
+        snprintf(buf, len, "%.1f of %ld CPUs busy with other work", others, cpus);
+    else
+        snprintf(buf, len, "other work unknown (no /proc)");
+    double l1, l5, l15;
+    FILE *f = fopen("/proc/loadavg", "r");
+    size_t at = strlen(buf);
+    if (f && fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3)
+        snprintf(buf + at, len - at, ", load average %.2f %.2f %.2f", l1, l5, l15);
+    if (f)
+        fclose(f);
+    at = strlen(buf);
+    snprintf(buf + at, len - at, "%s", procs);
+    return others;
 }
 
 uint64_t bench_runq_wait_ns(void)

@@ -63,6 +63,27 @@ uint64_t bench_runq_wait_ns(void);
 /* How many CPUs were busy, on average, over the next ms milliseconds
    (from /proc/stat; the caller sleeps meanwhile); negative if unknown. */
 double bench_cpus_busy(unsigned ms);
+/*
+ * One line on what else ran over the next ms milliseconds (the caller
+ * sleeps meanwhile), from /proc: the CPUs other processes kept busy, the
+ * load average and the busiest of them, e.g. "1.2 of 2 CPUs busy with
+ * other work, load average 5.31 4.80 4.12; busiest: cc1 (pid 812) 97%,
+ * ninja (pid 640) 12%". The job's own processes are not other work: this
+ * one, its parent (the launcher) and the parent's other children (the
+ * other ranks), spinning or not. Returns those CPUs; negative if unknown.
+ */
+double bench_others(char *buf, size_t len, unsigned ms);
+
+/*
+ * Whether a figure measured the scheduler rather than flit: its ranks
+ * waited, runnable, for a CPU other work held (waited_ns, from
+ * bench_runq_wait_ns or bench_sched_wait_ns) more than BENCH_NOISY_SHARE
+ * of the elapsed_ns it took. A spinning peer that loses its CPU for one
+ * tick turns 0.2 us into 4 ms, so a figure that is noisy is shown as
+ * "noisy", never as a number. *share (when not NULL): waited / elapsed.
+ */
+#define BENCH_NOISY_SHARE 0.02
+bool bench_noisy(uint64_t waited_ns, uint64_t elapsed_ns, double *share);
 
 /* ---- single-core memcpy baseline ---- */
 

@@ -61,7 +61,6 @@
 #define BW_REPS          5
 #define MAX_POINTS       64
 #define RETRIES          3    /* --quick: 1 */
-#define NOISY_SHARE      0.02 /* a rank waited for a CPU longer: noisy */
 #define QUIET_WAIT_MS    3000 /* before an attempt again, for the others to stop */
 #define QUIET_WAIT_QUICK 300  /* ... with --quick */
 #define SAMPLES_MIN      1000 /* --percentiles: round trips, at least */
@@ -335,8 +334,9 @@ static void print_header(const struct run *r)
            "           time is measured again (once the other CPUs are idle, or "
            "after %.1f s),\n"
            "           up to %d times, then shown as noisy\n",
-           LAT_REPS, (double)r->lat_ns / 1e6, BW_WINDOW, RATE_WINDOW, NOISY_SHARE * 100,
-           (r->o.quick ? QUIET_WAIT_QUICK : QUIET_WAIT_MS) / 1e3, r->o.retries);
+           LAT_REPS, (double)r->lat_ns / 1e6, BW_WINDOW, RATE_WINDOW,
+           BENCH_NOISY_SHARE * 100, (r->o.quick ? QUIET_WAIT_QUICK : QUIET_WAIT_MS) / 1e3,
+           r->o.retries);
 }
 
 static void print_section(const struct run *r, const char *title, const char *baseline,
@@ -399,7 +399,7 @@ static void wait_quiet(unsigned max_ms)
 
 /*
  * Whether to measure the figure again. An attempt during which either rank
- * waited for a CPU held by other work for more than NOISY_SHARE of the time
+ * waited for a CPU held by other work for more than BENCH_NOISY_SHARE of the time
  * measured the scheduler (a spinning peer that loses its CPU for one tick
  * turns 0.2 us into 4 ms); it is made again, up to --retries times. If the
  * last attempt was noisy too, r->dirty tells emit so.
@@ -411,8 +411,7 @@ static bool again(struct run *r)
     r->resent_set = r->udp;
     if (r->udp)
         r->resent = bench_resent(&r->b) - r->resent0;
-    r->share = elapsed ? (double)waited / (double)elapsed : 0;
-    r->dirty = r->share > NOISY_SHARE;
+    r->dirty = bench_noisy(waited, elapsed, &r->share);
     if (r->dirty)
         r->nmemcpy = r->nmemcpy0; /* memcpy baselines of this attempt: noise too */
     if (r->dirty && r->tries < r->o.retries) {
@@ -1082,7 +1081,7 @@ static void noise_note(const struct run *r)
                "each, a\n  rank waited for a CPU that other work held for more than "
                "%.0f%% of the time, so\n  they would measure the scheduler, not flit; "
                "a quieter machine gives them\n",
-               r->noisy, r->figures, r->o.retries + 1, NOISY_SHARE * 100);
+               r->noisy, r->figures, r->o.retries + 1, BENCH_NOISY_SHARE * 100);
     if (r->remeasured)
         printf("%s  %d figure%s measured again after a noisy attempt, then clean\n",
                r->noisy ? "" : "\n", r->remeasured,

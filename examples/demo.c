@@ -8,6 +8,9 @@
  *                                        thousand mixed messages, verified
  *
  * Without an argument it plays "latency" on 2 ranks, "alltoall" otherwise.
+ * Each act first says what else was running (bench_others); a figure
+ * during which other work kept a rank from its CPU (bench_noisy, flit-bench's
+ * rule) reads "noisy" instead of a number, which would time the scheduler.
  *
  * The all-to-all is a small Active Messages protocol: each message names the
  * handler that checks it (sequence number, length, checksum); each request
@@ -44,18 +47,36 @@ static void row_begin(bench_t *b)
     row_t0 = bench_now_ns();
 }
 
-/* A row; marked when other work took a rank's CPU over 2% of its time. */
+/* A row; "noisy" instead of its figures when other work took a rank's CPU
+   for too long (bench_noisy, as flit-bench decides it). */
 static void row(bench_t *b, const char *figure, size_t size, const char *flit,
                 const char *base, double ratio)
 {
-    uint64_t waited = bench_sched_wait_ns(b) - row_wait0;
-    bool noisy = waited * 50 > bench_now_ns() - row_t0;
+    double share;
+    uint64_t elapsed = bench_now_ns() - row_t0;
+    bool noisy = bench_noisy(bench_sched_wait_ns(b) - row_wait0, elapsed, &share);
     noisy_rows += noisy;
-    char sz[32], ra[16] = "";
+    char sz[32], ra[16] = "", why[80] = "";
     bench_fmt_size(sz, sizeof sz, (double)size);
-    if (ratio > 0)
+    if (ratio > 0 && !noisy)
         snprintf(ra, sizeof ra, "%.2f", ratio);
-    printf("  %-30s %7s %12s %22s %6s%s\n", figure, sz, flit, base, ra, noisy ? "*" : "");
+    if (noisy) /* both ranks' waits: they can add up to more than the time */
+        snprintf(why, sizeof why, "  ranks waited %.0f ms for a CPU in %.0f ms",
+                 share * (double)elapsed / 1e6, (double)elapsed / 1e6);
+    printf("  %-30s %7s %12s %22s %6s%s\n", figure, sz, noisy ? "noisy" : flit,
+           noisy ? "" : base, ra, why);
+    fflush(stdout);
+}
+
+/* What else ran, always: one line, and a warning when it was a lot. */
+static void others_line(void)
+{
+    char line[640];
+    double others = bench_others(line, sizeof line, 200);
+    printf("  other work: %s\n", line);
+    if (others >= 0.25)
+        printf("  (expect noisy figures: a quiet machine gives steadier ones)\n");
+    printf("\n");
     fflush(stdout);
 }
 
@@ -109,11 +130,7 @@ static void act_latency(flit_ep_t *ep)
     bench_host_info(host, sizeof host);
     printf("flit %d.%d.%d: two ranks, shared memory, on %s\n\n", FLIT_VERSION_MAJOR,
            FLIT_VERSION_MINOR, FLIT_VERSION_PATCH, host);
-    /* Rank 1 spins meanwhile: more than that one CPU busy is other work. */
-    double others = bench_cpus_busy(200) - 1;
-    if (others >= 0.25)
-        printf("  (other processes keep %.1f CPUs busy: expect noisy figures)\n\n",
-               others);
+    others_line();
     printf("  %-30s %7s %12s %22s %6s\n", "what", "size", "flit",
            "what the hardware does", "ratio");
     printf("  %-30s %7s %12s %22s %6s\n", "------------------------------", "-------",
@@ -134,8 +151,9 @@ static void act_latency(flit_ep_t *ep)
            "messages, beside a bare ring of 64-byte slots.\n  The full sweep: "
            "flitrun -n 2 flit-bench\n");
     if (noisy_rows)
-        printf("  * other processes took a CPU from a rank during this row: "
-               "noisy\n");
+        printf("  noisy: other work kept a rank from its CPU over %.0f%% of the row's "
+               "time, so\n  its figures would measure the scheduler, not flit\n",
+               BENCH_NOISY_SHARE * 100);
     fflush(stdout);
     bench_quit(&b);
     bench_fini(&b);
@@ -174,6 +192,8 @@ struct a2a {
     /* receiving, per source */
     struct tally *from;
     uint64_t received, errors_shown, ack_errors;
+    uint64_t waited_ns; /* this rank's wait for a CPU during the exchange; on
+                           rank 0 after gather: every rank's */
     /* rank 0 */
     uint64_t *seen;    /* per rank: messages it has received */
     struct tally *all; /* [n][n]: from src to dst, at dst */
@@ -343,15 +363,15 @@ static void on_progress(flit_token_t *t, void *buf, size_t nbytes, const uint32_
 static void on_report(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *args,
                       unsigned nargs, void *user)
 {
-    (void)args;
-    (void)nargs;
     struct a2a *a = user;
     uint32_t src = flit_token_rank(t).idx;
-    if (nbytes != a->n * sizeof(struct tally)) {
-        fprintf(stderr, PROG ": rank 0: rank %u's report has %zu bytes\n", src, nbytes);
+    if (nbytes != a->n * sizeof(struct tally) || nargs != 2) {
+        fprintf(stderr, PROG ": rank 0: rank %u's report has %zu bytes, %u args\n", src,
+                nbytes, nargs);
         return;
     }
     memcpy(&a->all[(size_t)src * a->n], buf, nbytes);
+    a->waited_ns += (args[0] | (uint64_t)args[1] << 32) * 1000; /* sent in us */
     a->reports++;
 }
 
@@ -502,8 +522,10 @@ static void exchange(struct a2a *a)
 static void gather(struct a2a *a)
 {
     if (a->rank != 0) {
+        uint64_t us = a->waited_ns / 1000;
+        uint32_t args[2] = {(uint32_t)us, (uint32_t)(us >> 32)};
         flit_status st = flit_am_medium(a->ep, flit_rank(0), flit_handler(H_REPORT),
-                                        a->from, a->n * sizeof(struct tally), NULL, 0, 0);
+                                        a->from, a->n * sizeof(struct tally), args, 2, 0);
         if (st != FLIT_OK)
             die("sending the report", st);
         return;
@@ -538,15 +560,21 @@ static unsigned summarize(const struct a2a *a, double secs)
             }
         }
     char m[32], k0[32], k1[32], k2[32], r[32];
-    printf("\n  %s messages (%s short, %s medium, %s long), %.1f MB of payload, "
-           "in %.2f s\n",
+    printf("\n  %s messages (%s short, %s medium, %s long), %.1f MB of payload\n",
            group(m, sizeof m, msgs), group(k0, sizeof k0, kinds[0]),
            group(k1, sizeof k1, kinds[1]), group(k2, sizeof k2, kinds[2]),
-           (double)bytes / 1e6, secs);
-    printf("  %s messages/s, %.1f MB/s of payload; each message was acknowledged "
-           "by a reply\n",
-           group(r, sizeof r, (uint64_t)((double)msgs / secs)),
-           (double)bytes / secs / 1e6);
+           (double)bytes / 1e6);
+    /* The rate only when no rank lost its CPU for long (as flit-bench). */
+    if (bench_noisy(a->waited_ns, (uint64_t)(secs * 1e9), NULL))
+        printf("  rate noisy: the %u ranks waited %.0f ms for a CPU in %.0f ms (other "
+               "work,\n  or more ranks than CPUs); each message was acknowledged by a "
+               "reply\n",
+               a->n, (double)a->waited_ns / 1e6, secs * 1e3);
+    else
+        printf("  in %.2f s: %s messages/s, %.1f MB/s of payload; each message was "
+               "acknowledged by a reply\n",
+               secs, group(r, sizeof r, (uint64_t)((double)msgs / secs)),
+               (double)bytes / secs / 1e6);
     if (bad == 0)
         printf("  all %u\xc3\x97%u streams verified: nothing lost, nothing "
                "duplicated, in order, checksums match\n",
@@ -601,13 +629,16 @@ static int act_alltoall(uint32_t msgs)
                group(t, sizeof t, (uint64_t)a.n * a.n * msgs), WINDOW);
         fflush(stdout);
     }
+    if (a.rank == 0)
+        others_line(); /* the other ranks wait in the barrier meanwhile */
     if ((st = flit_barrier(a.ep)) != FLIT_OK) /* handlers are in place */
         die("flit_barrier", st);
-    uint64_t t0 = bench_now_ns();
+    uint64_t t0 = bench_now_ns(), wait0 = bench_runq_wait_ns();
     exchange(&a);
     if ((st = flit_barrier(a.ep)) != FLIT_OK) /* everyone has everything */
         die("flit_barrier", st);
     double secs = (double)(bench_now_ns() - t0) / 1e9;
+    a.waited_ns = bench_runq_wait_ns() - wait0;
     gather(&a);
     unsigned bad = a.ack_errors != 0;
     for (uint32_t s = 0; s < a.n; s++)
