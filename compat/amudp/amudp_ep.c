@@ -120,6 +120,7 @@ int AM_Init(void)
     flit_status st = flit_init(NULL);
     if (st != FLIT_OK && st != FLIT_ERR_ALREADY_INITIALIZED)
         return amx_status(st, "AM_Init");
+    amx_end_joined(st == FLIT_OK);
     amx_initialized = 1;
     return AM_OK;
 }
@@ -134,6 +135,7 @@ int AM_Terminate(void)
     for (int i = 0; i < AMUDP_MAX_BUNDLES; i++)
         if (bundles[i] && AM_FreeBundle(bundles[i]->self) != AM_OK)
             rc = AM_ERR_RESOURCE;
+    amx_end_flit();
     return rc;
 }
 

@@ -246,6 +246,13 @@ flit_status amx_set_peer_tag(struct amudp_ep *ep, uint32_t rank, tag_t tag);
 /* amudp_spmd.c: 1 once AMUDP_SPMDExit's protocol started in this process:
    from then on peers end, and that is no news. */
 int amx_spmd_exiting(void);
+/* amudp_spmd.c: how a process ends flit. AM_Init says whether it joined
+   flit's job (flit_init answered FLIT_OK) and registers, once, the exit
+   handler that ends AM for a program that exits 0 without AM_Terminate;
+   AM_Terminate's last call ends flit's job (flit_finalize) if AM_Init
+   joined it. */
+void amx_end_joined(int joined);
+void amx_end_flit(void);
 
 /* amudp_msg.c */
 void amx_dispatch(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,

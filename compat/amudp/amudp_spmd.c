@@ -17,6 +17,19 @@
  * peers, runs the exit callback, flushes stdio and ends the process. A peer that hears it
  * acks and ends itself the same way; the teller waits for every ack (or an exit word from
  * that peer: both may tell at once) for at most two seconds.
+ *
+ * Ending flit (flitrun fails a job whose rank exits 0 without flit_finalize
+ * while others still run). AM_Terminate's last call, and an exit with
+ * status 0 that comes without it (an exit handler), end flit's job on the
+ * program's thread: the exit thread first lets go of the control endpoint
+ * (it stops polling it, and from then on AMUDP_SPMDExit just ends this
+ * process), then flit_finalize destroys the endpoints, a collective that
+ * waits for the procs still at work. AMUDP_SPMDExit does not finalize: it
+ * may run in a signal handler, and the procs it ends are stopped wherever
+ * they are, maybe inside a flit call on their single-threaded SPMD
+ * endpoint, which the exit thread may then not touch; every proc ends
+ * within moments of the DIE word, well inside flitrun's grace for ranks
+ * that end without flit_finalize.
  */
 #include <errno.h>
 #include <poll.h>
@@ -45,6 +58,7 @@ void (*AMUDP_SPMDkillmyprocess)(int) = _exit;
 
 static struct {
     int started;
+    int ended; /* AM_Terminate ended flit: no more collectives */
     uint32_t rank, size;
     eb_t eb;
     ep_t ep;
@@ -73,6 +87,9 @@ static struct {
 static unsigned char *told_me, *acked, *ack_sent;
 static int heard = -1, die;
 static _Atomic int exiting; /* the protocol started here: peers may go */
+/* The program's thread is ending flit: the exit thread lets go of the
+   control endpoint (released), and tells nobody when it ends the process. */
+static _Atomic int ctl_closing, ctl_released;
 
 int amx_spmd_exiting(void)
 {
@@ -183,7 +200,9 @@ static void exit_now(int code, int teller)
     if (callback)
         callback(code);
     fflush(NULL);
-    if (teller) {
+    if (atomic_load(&ctl_released)) {
+        /* flit ended here: no word can go, nobody waits for one */
+    } else if (teller) {
         for (uint32_t r = 0; r < spmd.size; r++)
             if (r != spmd.rank && !told_me[r])
                 send_word(r, CTL_EXIT, code);
@@ -212,9 +231,13 @@ static void *exit_thread(void *arg)
     (void)arg;
     struct pollfd fd = {.fd = spmd.pipe[0], .events = POLLIN};
     for (;;) {
-        flit_poll(spmd.ctl);
-        if (heard >= 0)
-            exit_now(heard, 0);
+        if (atomic_load(&ctl_closing))
+            atomic_store(&ctl_released, 1); /* the program's thread ends flit */
+        if (!atomic_load(&ctl_released)) {
+            flit_poll(spmd.ctl);
+            if (heard >= 0)
+                exit_now(heard, 0);
+        }
         if (poll(&fd, 1, CTL_POLL_MS) <= 0 || !(fd.revents & POLLIN))
             continue;
         int code;
@@ -238,6 +261,59 @@ int AMUDP_SPMDSetExitCallback(amudp_exitcallback_t fp)
 {
     atomic_store(&spmd.callback, fp);
     return AM_OK;
+}
+
+/* ---------------------------------------------------------------- end */
+
+static int owns_flit; /* AM_Init joined flit's job: ending it is ours */
+
+/* An exit with status 0 the program made without AM_Terminate: every
+   AM_Init it made ends now. Not for another status (the job fails anyway,
+   and a failing proc must not wait in a collective for procs that may
+   wait for it), nor from a handler or the exit thread. */
+static void end_at_exit(int code, void *arg)
+{
+    (void)arg;
+    if (code == 0 && amx_initialized > 0 && !flit_in_handler() && !amx_spmd_exiting()) {
+        amx_initialized = 1;
+        (void)AM_Terminate();
+    }
+}
+
+void amx_end_joined(int joined)
+{
+    static int at_exit;
+    owns_flit = owns_flit || joined;
+    if (!at_exit)
+        at_exit = on_exit(end_at_exit, NULL) == 0;
+}
+
+/* The exit thread lets go of the control endpoint: 1 once it has (it looks
+   every CTL_POLL_MS); 0 when it does not within CTL_RELEASE_MS. */
+#define CTL_RELEASE_MS 10000
+static int release_control(void)
+{
+    atomic_store(&ctl_closing, 1);
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < CTL_RELEASE_MS && !atomic_load(&ctl_released); i++)
+        nanosleep(&ms, NULL);
+    return atomic_load(&ctl_released);
+}
+
+void amx_end_flit(void)
+{
+    if (!owns_flit || amx_spmd_exiting())
+        return; /* the exit thread ends the process (maybe from this call) */
+    if (spmd.started && !release_control()) {
+        fprintf(stderr, "AMUDP: AM_Terminate: the exit thread did not let go of "
+                        "its endpoint: flit is not finalized\n");
+        return;
+    }
+    spmd.ended = spmd.started; /* the collectives answer AM_ERR_NOT_INIT now */
+    owns_flit = 0;
+    flit_status st = flit_finalize();
+    if (st != FLIT_OK)
+        fprintf(stderr, "AMUDP: AM_Terminate: flit_finalize: %s\n", flit_strerror(st));
 }
 
 /* ---------------------------------------------------------------- collectives */
@@ -384,9 +460,10 @@ static int gather(const void *source, void *dest, size_t len)
 
 int AMUDP_SPMDAllGather(void *source, void *dest, size_t len)
 {
-    if (!spmd.started)
+    if (!spmd.started || spmd.ended)
         return amx_err(AM_ERR_NOT_INIT, "AMUDP_SPMDAllGather",
-                       "AMUDP_SPMDStartup not called");
+                       spmd.ended ? "AM_Terminate ended AM"
+                                  : "AMUDP_SPMDStartup not called");
     if ((len && (!source || !dest)) || len > SIZE_MAX / spmd.size)
         return amx_err(AM_ERR_BAD_ARG, "AMUDP_SPMDAllGather", "source, dest or len");
     return gather(source, dest, len);
@@ -394,9 +471,10 @@ int AMUDP_SPMDAllGather(void *source, void *dest, size_t len)
 
 int AMUDP_SPMDBarrier(void)
 {
-    if (!spmd.started)
+    if (!spmd.started || spmd.ended)
         return amx_err(AM_ERR_NOT_INIT, "AMUDP_SPMDBarrier",
-                       "AMUDP_SPMDStartup not called");
+                       spmd.ended ? "AM_Terminate ended AM"
+                                  : "AMUDP_SPMDStartup not called");
     return spmd_barrier("AMUDP_SPMDBarrier");
 }
 

@@ -174,6 +174,11 @@ extern int AMUDP_SetTranslationTag(ep_t ea, int index, tag_t tag);
 /* ---------------------------------------------------------------- AM-2 */
 
 extern int AM_Init(void);
+/* The call that matches the first AM_Init frees every bundle and ends
+   flit's job for this process (when AM_Init joined it): collective, it
+   waits for the other procs to free their endpoints; the SPMD collectives
+   answer AM_ERR_NOT_INIT after it. A program that exits with 0 without it
+   gets it at exit. */
 extern int AM_Terminate(void);
 extern int AM_MaxSegLength(uintptr_t *nbytes);
 

@@ -53,7 +53,8 @@ extern int AMUDP_SPMDStartup(int *argc, char ***argv, int nproc, int networkdept
                              amudp_spawnfn_t spawnfn, uint64_t *networkpid, eb_t *eb,
                              ep_t *ep);
 /* Ends the whole job with exitcode, after the exit callback and flushing
-   stdio; any worker may call it alone, also from a signal handler. */
+   stdio; any worker may call it alone, also from a signal handler. After
+   AM_Terminate it ends this worker alone (the others ended theirs). */
 extern int AMUDP_SPMDExit(int exitcode);
 
 typedef void (*amudp_exitcallback_t)(int);
