@@ -29,11 +29,12 @@
 #                         duplication as nftables rules, unshare, setsid)
 #   clang-format python3 git
 #                         make format-check (clang-format-diff on changed lines)
+#   mandoc                man_lint (mandoc -T lint on the pages of man/)
 set -u
 
 PACKAGES="g++ clang libclang-rt-dev ninja-build pkg-config libpmix-dev openmpi-bin
           libopenmpi-dev ucx-utils slurm-wlm munge libpmi2-0-dev iproute2 nftables util-linux
-          clang-format python3 git"
+          clang-format python3 git mandoc"
 
 say() { echo "deps: $*"; }
 

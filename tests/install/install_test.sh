@@ -61,7 +61,8 @@ prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in include/flit/flit.h include/flit/am.h lib/pkgconfig/flit.pc \
          lib/cmake/flit/flitConfig.cmake lib/libflit.a bin/flitrun bin/flit-bench \
-         share/doc/flit/LICENSE; do
+         share/doc/flit/LICENSE lib/pkgconfig/flit-static.pc share/man/man7/flit.7 \
+         share/man/man1/flitrun.1 share/man/man1/flit-bench.1 share/man/man3/flit_am_short.3; do
     [ -e "$prefix/$f" ] || fail "$f not installed"
 done
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
@@ -93,8 +94,7 @@ headers() {
 
 # link COMPILER OUT shared|static [FLAGS...]: tests/install/user.c built
 # against the installed libflit.so (pkg-config, plus the rpath the README
-# adds) or libflit.a (pkg-config --static, the archive named instead of
-# -lflit), then run.
+# adds) or libflit.a (pkg-config flit-static, as a user writes it), then run.
 link() {
     comp=$1 out=$2 kind=$3
     shift 3
@@ -103,14 +103,11 @@ link() {
         "$comp" "$@" -o "$out" "$src/user.c" -x none $(pkg-config --cflags --libs flit) \
             -Wl,-rpath,"$libdir" || fail "$comp $*: linking against libflit.so"
     else
-        libs=
-        for w in $(pkg-config --static --libs flit); do
-            [ "$w" = -lflit ] && w=$libdir/libflit.a
-            libs="$libs $w"
-        done
-        # shellcheck disable=SC2046,SC2086 # pkg-config's words
-        "$comp" "$@" -o "$out" "$src/user.c" -x none $(pkg-config --cflags flit) $libs ||
-            fail "$comp $*: linking against libflit.a"
+        # As users write it: flit-static names the archive and what it needs.
+        # shellcheck disable=SC2046 # pkg-config's words
+        "$comp" "$@" -o "$out" "$src/user.c" -x none \
+            $(pkg-config --static --cflags --libs flit-static) ||
+            fail "$comp $*: linking against libflit.a (pkg-config flit-static)"
         ! readelf -d "$out" | grep -q 'NEEDED.*libflit' ||
             fail "$out linked against libflit.a needs libflit.so"
     fi
