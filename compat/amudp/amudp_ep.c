@@ -18,7 +18,21 @@ int AMUDP_PoliteSync = 0;
 int amx_initialized = 0;
 
 static struct amudp_eb *bundles[AMUDP_MAX_BUNDLES];
-flit_handles_t *amx_eps, *amx_ebs;
+flit_handles_t *amx_eps, *amx_ebs, *amx_tokens;
+
+/* The tables made at once: a message never waits on memory for a token. */
+static flit_status make_tables(void)
+{
+    flit_handles_t **tables[] = {&amx_eps, &amx_ebs, &amx_tokens};
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+        void *h;
+        flit_status st = flit_handle_new(tables[i], tables, &h);
+        if (st != FLIT_OK)
+            return st;
+        (void)flit_handle_free(tables[i], h);
+    }
+    return FLIT_OK;
+}
 static unsigned ep_serial; /* endpoints this process created so far */
 
 void AMUDP_FatalErr(const char *msg, ...)
@@ -121,6 +135,8 @@ int AM_Init(void)
     if (st != FLIT_OK && st != FLIT_ERR_ALREADY_INITIALIZED)
         return amx_status(st, "AM_Init");
     amx_end_joined(st == FLIT_OK);
+    if ((st = make_tables()) != FLIT_OK)
+        return amx_status(st, "AM_Init");
     amx_initialized = 1;
     return AM_OK;
 }

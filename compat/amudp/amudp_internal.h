@@ -162,7 +162,7 @@ struct amudp_eb {
 
 /* The token an AM-2 handler receives: lives on the dispatcher's stack. */
 struct amx_token {
-    uint64_t magic;
+    void *self; /* its handle (amx_tokens) while its handler runs */
     struct amudp_ep *ep;
     flit_token_t *ft; /* NULL for a returned message */
     flit_rank_t peer; /* a returned message's destination (else: amx_token_peer) */
@@ -176,8 +176,6 @@ static inline flit_rank_t amx_token_peer(const struct amx_token *t)
 {
     return t->ft ? flit_token_rank(t->ft) : t->peer;
 }
-
-#define AMX_TOK_MAGIC 0x616d7564705f746bull /* "amudp_tk" */
 
 /* n bytes of v, little-endian, at p; and back. */
 static inline void amx_put_le(unsigned char *p, uint64_t v, unsigned n)
@@ -214,6 +212,10 @@ static inline int amx_status(flit_status st, const char *fn)
    once its block holds a new one. The endpoint or bundle a handle names;
    NULL for any other value. */
 extern flit_handles_t *amx_eps, *amx_ebs;
+/* Handlers get their token as a handle of this table, freed when they
+   return: one kept past that is refused (AM_ERR_BAD_ARG), also in the next
+   handler, whose token sits in the same place on the dispatcher's stack. */
+extern flit_handles_t *amx_tokens;
 
 static inline struct amudp_ep *amx_ep_of(ep_t h)
 {
@@ -227,8 +229,7 @@ static inline struct amudp_eb *amx_eb_of(eb_t h)
 
 static inline struct amx_token *amx_token_of(void *token)
 {
-    struct amx_token *t = (struct amx_token *)token;
-    return t && t->magic == AMX_TOK_MAGIC ? t : NULL;
+    return (struct amx_token *)flit_handle_get(&amx_tokens, token);
 }
 
 /* The rank behind translation index; 0 when that entry is not in use. */

@@ -470,21 +470,23 @@ static op_t opcode_of(unsigned kind, int is_reply)
 static void deliver_returned(struct amudp_ep *ep, flit_rank_t peer, int status,
                              op_t opcode, unsigned h)
 {
-    struct amx_token t = {AMX_TOK_MAGIC, ep, NULL, peer, 0};
+    struct amx_token t = {.ep = ep, .peer = peer};
     ep->stats.ReturnedMessages++;
     amudp_handler_fn_t f = ep->handler[0];
     if (!f)
         AMUDP_FatalErr("returned message: %s, opcode %d, handler %u, destination rank %u",
                        status_name(status), opcode, h, peer.idx);
+    if (flit_handle_new(&amx_tokens, &t, &t.self) != FLIT_OK) /* made at AM_Init */
+        AMUDP_FatalErr("returned message: no memory for its token");
     int is_req = opcode <= AM_REQUEST_XFER_M; /* AM_REQUEST_M ... AM_REPLY_XFER_M */
     amudp_category_t c =
         (amudp_category_t)((opcode - AM_REQUEST_M) % amudp_NumCategories);
     if (ep->pre)
-        ep->pre(c, is_req, 0, &t, NULL, 0, 0, NULL);
-    ((void (*)(int, op_t, void *))f)(status, opcode, &t);
+        ep->pre(c, is_req, 0, t.self, NULL, 0, 0, NULL);
+    ((void (*)(int, op_t, void *))f)(status, opcode, t.self);
     if (ep->post)
         ep->post(c, is_req);
-    t.magic = 0;
+    (void)flit_handle_free(&amx_tokens, t.self);
 }
 
 static int status_of(flit_status reason)
@@ -601,7 +603,7 @@ void amx_dispatch(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *ar
     struct amudp_ep *ep = s->ep;
     unsigned idx = s->index, h = idx & 255, kind = AMX_H_KIND(idx);
     int is_reply = AMX_H_IS_REPLY(idx);
-    struct amx_token t = {AMX_TOK_MAGIC, ep, ft, {0}, !is_reply};
+    struct amx_token t = {.ep = ep, .ft = ft, .is_request = !is_reply};
     if (kind >= AMX_LONG) {
         uint64_t off;
         const unsigned char *data;
@@ -625,16 +627,20 @@ void amx_dispatch(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *ar
     else
         ep->stats.RequestsReceived[c]++;
     ep->handled++;
+    if (flit_handle_new(&amx_tokens, &t, &t.self) != FLIT_OK) { /* made at AM_Init */
+        refuse(&t, AM_ERR_RESOURCE, kind, h);
+        return;
+    }
     if (ep->pre) /* AMUDP's tracing hooks: a short shows no payload */
-        ep->pre(c, !is_reply, (int)h, &t, kind == AMX_SHORT ? NULL : buf,
+        ep->pre(c, !is_reply, (int)h, t.self, kind == AMX_SHORT ? NULL : buf,
                 kind == AMX_SHORT ? 0 : nbytes, (int)nargs, (uint32_t *)args);
     if (kind == AMX_SHORT)
-        call_short(ep->handler[h], &t, args, nargs);
+        call_short(ep->handler[h], t.self, args, nargs);
     else
-        call_bulk(ep->handler[h], &t, buf, nbytes, args, nargs);
+        call_bulk(ep->handler[h], t.self, buf, nbytes, args, nargs);
     if (ep->post)
         ep->post(c, !is_reply);
+    (void)flit_handle_free(&amx_tokens, t.self);
     if (!is_reply && !t.replied)
         amx_auto_owe(ep, flit_token_rank(ft)); /* AMUDP replies for it */
-    t.magic = 0;
 }
