@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Datatypes (2 ranks at least; ranks 0 and 1 exchange): every predefined
+ * basic type's size, the pair types' layout, and derived types with holes
+ * (vector, hvector, indexed, hindexed, struct, resized, contiguous, dup)
+ * sent and received both ways round, the holes left untouched, counts,
+ * truncation, a type freed while a request still uses it.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "mpi_check.h"
+
+static int rank;
+
+static void sizes(void)
+{
+    struct {
+        MPI_Datatype t;
+        int size;
+    } b[] = {
+        {MPI_CHAR, sizeof(char)},
+        {MPI_SIGNED_CHAR, 1},
+        {MPI_UNSIGNED_CHAR, 1},
+        {MPI_BYTE, 1},
+        {MPI_WCHAR, sizeof(wchar_t)},
+        {MPI_SHORT, sizeof(short)},
+        {MPI_UNSIGNED_SHORT, sizeof(short)},
+        {MPI_INT, sizeof(int)},
+        {MPI_UNSIGNED, sizeof(unsigned)},
+        {MPI_LONG, sizeof(long)},
+        {MPI_UNSIGNED_LONG, sizeof(long)},
+        {MPI_LONG_LONG, sizeof(long long)},
+        {MPI_LONG_LONG_INT, sizeof(long long)},
+        {MPI_UNSIGNED_LONG_LONG, sizeof(long long)},
+        {MPI_FLOAT, sizeof(float)},
+        {MPI_DOUBLE, sizeof(double)},
+        {MPI_LONG_DOUBLE, sizeof(long double)},
+        {MPI_INT8_T, 1},
+        {MPI_INT16_T, 2},
+        {MPI_INT32_T, 4},
+        {MPI_INT64_T, 8},
+        {MPI_UINT8_T, 1},
+        {MPI_UINT16_T, 2},
+        {MPI_UINT32_T, 4},
+        {MPI_UINT64_T, 8},
+        {MPI_C_BOOL, sizeof(_Bool)},
+        {MPI_AINT, sizeof(MPI_Aint)},
+        {MPI_PACKED, 1},
+        {MPI_2INT, 2 * sizeof(int)},
+        {MPI_SHORT_INT, sizeof(short) + sizeof(int)},
+        {MPI_DOUBLE_INT, sizeof(double) + sizeof(int)},
+    };
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+        int s = -1;
+        OK(MPI_Type_size(b[i].t, &s));
+        CHECK(s == b[i].size);
+    }
+    struct di {
+        double d;
+        int i;
+    };
+    MPI_Aint lb = -1, ext = -1;
+    OK(MPI_Type_get_extent(MPI_DOUBLE_INT, &lb, &ext));
+    CHECK(lb == 0 && ext == sizeof(struct di));
+    /* a pair sent and received keeps its int after the padding */
+    struct di p[2] = {{1.5, 7}, {-2.25, 9}}, q[2];
+    memset(q, 0, sizeof q);
+    OK(MPI_Sendrecv(p, 2, MPI_DOUBLE_INT, 0, 1, q, 2, MPI_DOUBLE_INT, 0, 1, MPI_COMM_SELF,
+                    MPI_STATUS_IGNORE));
+    CHECK(q[0].d == 1.5 && q[0].i == 7 && q[1].d == -2.25 && q[1].i == 9);
+}
+
+/* A column of a 4x5 matrix of doubles: sent from a column, received into a
+   contiguous array and into another matrix's column (the rest untouched). */
+static void vector(void)
+{
+    double m[4][5], col[4], r[4][5];
+    MPI_Datatype column;
+    OK(MPI_Type_vector(4, 1, 5, MPI_DOUBLE, &column));
+    OK(MPI_Type_commit(&column));
+    int s;
+    MPI_Aint lb, ext;
+    OK(MPI_Type_size(column, &s));
+    OK(MPI_Type_get_extent(column, &lb, &ext));
+    CHECK(s == 4 * (int)sizeof(double) && lb == 0 && ext == (3 * 5 + 1) * sizeof(double));
+    MPI_Status st;
+    if (rank == 0) {
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 5; j++)
+                m[i][j] = i * 10 + j;
+        OK(MPI_Send(&m[0][2], 1, column, 1, 1, MPI_COMM_WORLD));
+        OK(MPI_Send(&m[0][3], 1, column, 1, 2, MPI_COMM_WORLD));
+        OK(MPI_Send(col, 0, column, 1, 3, MPI_COMM_WORLD)); /* zero count */
+    } else if (rank == 1) {
+        OK(MPI_Recv(col, 4, MPI_DOUBLE, 0, 1, MPI_COMM_WORLD, &st));
+        for (int i = 0; i < 4; i++)
+            CHECK(col[i] == i * 10 + 2);
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 5; j++)
+                r[i][j] = -1;
+        OK(MPI_Recv(&r[0][1], 1, column, 0, 2, MPI_COMM_WORLD, &st));
+        int n;
+        OK(MPI_Get_count(&st, column, &n));
+        CHECK(n == 1);
+        OK(MPI_Get_count(&st, MPI_DOUBLE, &n));
+        CHECK(n == 4);
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 5; j++)
+                CHECK(r[i][j] == (j == 1 ? i * 10 + 3 : -1));
+        OK(MPI_Recv(&r[0][1], 1, column, 0, 3, MPI_COMM_WORLD, &st));
+        OK(MPI_Get_count(&st, column, &n));
+        CHECK(n == 0 && r[0][1] == 3);
+    }
+    OK(MPI_Type_free(&column));
+}
+
+struct rec {
+    char c;
+    double d;
+    int v[3];
+    short s;
+};
+
+/* A struct type with its padding as holes, resized to the C struct's
+   size; three records received into memory filled with 0xAA: the padding
+   keeps 0xAA, the fields get the values. */
+static void structs(void)
+{
+    struct rec a[3], b[3];
+    memset(a, 0, sizeof a);
+    int bl[4] = {1, 1, 3, 1};
+    MPI_Aint base, d[4];
+    OK(MPI_Get_address(&a[0], &base));
+    OK(MPI_Get_address(&a[0].c, &d[0]));
+    OK(MPI_Get_address(&a[0].d, &d[1]));
+    OK(MPI_Get_address(&a[0].v, &d[2]));
+    OK(MPI_Get_address(&a[0].s, &d[3]));
+    for (int i = 0; i < 4; i++)
+        d[i] -= base;
+    CHECK(d[1] == offsetof(struct rec, d) && d[3] == offsetof(struct rec, s));
+    MPI_Datatype ty[4] = {MPI_CHAR, MPI_DOUBLE, MPI_INT, MPI_SHORT}, t0, t;
+    OK(MPI_Type_create_struct(4, bl, d, ty, &t0));
+    OK(MPI_Type_create_resized(t0, 0, sizeof(struct rec), &t));
+    OK(MPI_Type_free(&t0));
+    OK(MPI_Type_commit(&t));
+    int s;
+    MPI_Aint lb, ext, tlb, text;
+    OK(MPI_Type_size(t, &s));
+    OK(MPI_Type_get_extent(t, &lb, &ext));
+    OK(MPI_Type_get_true_extent(t, &tlb, &text));
+    CHECK(s == 1 + 8 + 12 + 2 && lb == 0 && ext == sizeof(struct rec));
+    CHECK(tlb == 0 && text == (MPI_Aint)(offsetof(struct rec, s) + sizeof(short)));
+    if (rank == 0) {
+        for (int i = 0; i < 3; i++) {
+            a[i].c = (char)('a' + i);
+            a[i].d = i + 0.5;
+            a[i].v[0] = i, a[i].v[1] = -i, a[i].v[2] = i * i;
+            a[i].s = (short)(100 + i);
+        }
+        OK(MPI_Send(a, 3, t, 1, 4, MPI_COMM_WORLD));
+        OK(MPI_Send(a, 3, t, 1, 5, MPI_COMM_WORLD));
+    } else if (rank == 1) {
+        memset(b, 0xAA, sizeof b);
+        MPI_Status st;
+        OK(MPI_Recv(b, 3, t, 0, 4, MPI_COMM_WORLD, &st));
+        int n;
+        OK(MPI_Get_count(&st, t, &n));
+        CHECK(n == 3);
+        const unsigned char *raw = (const unsigned char *)b;
+        for (int i = 0; i < 3; i++) {
+            CHECK(b[i].c == 'a' + i && b[i].d == i + 0.5 && b[i].v[0] == i);
+            CHECK(b[i].v[1] == -i && b[i].v[2] == i * i && b[i].s == 100 + i);
+            for (size_t k = 1; k < offsetof(struct rec, d); k++) /* padding after c */
+                CHECK(raw[i * sizeof(struct rec) + k] == 0xAA);
+        }
+        /* truncated into two records: two whole ones, the third untouched */
+        memset(b, 0xAA, sizeof b);
+        OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+        CHECK(MPI_Recv(b, 2, t, 0, 5, MPI_COMM_WORLD, &st) == MPI_ERR_TRUNCATE);
+        OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+        OK(MPI_Get_count(&st, t, &n));
+        CHECK(n == 2 && b[1].s == 101 && raw[2 * sizeof(struct rec)] == 0xAA);
+    }
+    OK(MPI_Type_free(&t));
+}
+
+/* indexed and hindexed with holes; contiguous of them; a type freed while
+   its receive is posted; dup. */
+static void indexed(void)
+{
+    int bl[3] = {2, 1, 3}, dp[3] = {0, 4, 7};
+    MPI_Aint hdp[3] = {0, 4 * sizeof(int), 7 * sizeof(int)};
+    MPI_Datatype ix, hx, two, dupd;
+    OK(MPI_Type_indexed(3, bl, dp, MPI_INT, &ix));
+    OK(MPI_Type_create_hindexed(3, bl, hdp, MPI_INT, &hx));
+    OK(MPI_Type_contiguous(2, ix, &two));
+    OK(MPI_Type_dup(hx, &dupd));
+    MPI_Datatype all[] = {ix, hx, two, dupd};
+    for (int i = 0; i < 4; i++)
+        OK(MPI_Type_commit(&all[i]));
+    MPI_Aint lb, ext;
+    OK(MPI_Type_get_extent(ix, &lb, &ext));
+    CHECK(lb == 0 && ext == 10 * sizeof(int));
+    int s;
+    OK(MPI_Type_size(two, &s));
+    CHECK(s == 12 * (int)sizeof(int));
+    static const int want[10] = {0, 1, -1, -1, 4, -1, -1, 7, 8, 9};
+    int src[20], dst[20];
+    for (int i = 0; i < 20; i++)
+        src[i] = i;
+    if (rank == 0) {
+        OK(MPI_Send(src, 1, ix, 1, 6, MPI_COMM_WORLD));
+        OK(MPI_Send(src, 1, two, 1, 7, MPI_COMM_WORLD));
+    } else if (rank == 1) {
+        MPI_Request r;
+        for (int i = 0; i < 20; i++)
+            dst[i] = -1;
+        OK(MPI_Irecv(dst, 1, all[1], 0, 6, MPI_COMM_WORLD, &r));
+        OK(MPI_Type_free(&all[1])); /* the request keeps it */
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        for (int i = 0; i < 10; i++)
+            CHECK(dst[i] == want[i]);
+        int packed[12];
+        OK(MPI_Recv(packed, 12, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        static const int picked[6] = {0, 1, 4, 7, 8, 9};
+        for (int k = 0; k < 12; k++)
+            CHECK(packed[k] == (k < 6 ? 0 : 10) + picked[k % 6]);
+    }
+    if (rank != 1)
+        OK(MPI_Type_free(&all[1]));
+    OK(MPI_Type_free(&all[0]));
+    OK(MPI_Type_free(&all[2]));
+    OK(MPI_Type_free(&all[3]));
+    /* an empty type: zero bytes whatever the count */
+    MPI_Datatype empty;
+    OK(MPI_Type_contiguous(0, MPI_INT, &empty));
+    OK(MPI_Type_commit(&empty));
+    OK(MPI_Type_size(empty, &s));
+    CHECK(s == 0);
+    OK(MPI_Sendrecv(src, 5, empty, 0, 8, dst, 5, empty, 0, 8, MPI_COMM_SELF,
+                    MPI_STATUS_IGNORE));
+    OK(MPI_Type_free(&empty));
+}
+
+int main(int argc, char **argv)
+{
+    int size;
+    OK(MPI_Init(&argc, &argv));
+    OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    if (size < 2) {
+        MPI_Finalize();
+        return 77;
+    }
+    sizes();
+    vector();
+    structs();
+    indexed();
+    OK(MPI_Finalize());
+    return 0;
+}
