@@ -31,6 +31,7 @@
  * within moments of the DIE word, well inside flitrun's grace for ranks
  * that end without flit_finalize.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -267,6 +268,16 @@ int AMUDP_SPMDSetExitCallback(amudp_exitcallback_t fp)
 
 static int owns_flit; /* AM_Init joined flit's job: ending it is ours */
 
+/* The exit handler must outlive a dlclose of this library (on_exit, unlike
+   atexit, does not drop a library's handlers when it is unloaded): the
+   library is pinned in memory (RTLD_NODELETE) when the handler goes in. */
+static void pin_library(void)
+{
+    Dl_info info;
+    if (dladdr(&owns_flit, &info) && info.dli_fname)
+        (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 /* An exit with status 0 the program made without AM_Terminate: every
    AM_Init it made ends now. Not for another status (the job fails anyway,
    and a failing proc must not wait in a collective for procs that may
@@ -284,8 +295,8 @@ void amx_end_joined(int joined)
 {
     static int at_exit;
     owns_flit = owns_flit || joined;
-    if (!at_exit)
-        at_exit = on_exit(end_at_exit, NULL) == 0;
+    if (!at_exit && (at_exit = on_exit(end_at_exit, NULL) == 0))
+        pin_library();
 }
 
 /* The exit thread lets go of the control endpoint: 1 once it has (it looks

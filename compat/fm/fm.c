@@ -26,6 +26,7 @@
 #include <flit/handle.h>
 #include <flit/stream.h>
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,16 @@ static int make_tables(void)
  */
 static int fm_owns_flit;
 
+/* The exit handler must outlive a dlclose of this library (on_exit, unlike
+   atexit, does not drop a library's handlers when it is unloaded): the
+   library is pinned in memory (RTLD_NODELETE) when the handler goes in. */
+static void pin_library(void)
+{
+    Dl_info info;
+    if (dladdr(&fm_owns_flit, &info) && info.dli_fname)
+        (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 static void fm_at_exit(int code, void *arg)
 {
     (void)arg;
@@ -147,8 +158,8 @@ int FM_initialize(void)
         return FM_FAILURE;
     }
     fm_owns_flit = fm_owns_flit || st == FLIT_OK;
-    if (!at_exit)
-        at_exit = on_exit(fm_at_exit, NULL) == 0;
+    if (!at_exit && (at_exit = on_exit(fm_at_exit, NULL) == 0))
+        pin_library();
     /* The queues first: no endpoint is left half set up when they fail. */
     if (!make_tables() || !(queues = calloc(flit_job_size(), sizeof *queues))) {
         fm_error("no memory for the send queues");

@@ -27,6 +27,7 @@
  */
 #include <flit/rma.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -150,6 +151,16 @@ static void on_notify(flit_ep_t *e, uint64_t export_id, flit_rank_t from, uint64
  */
 static int vmmc_owns_flit;
 
+/* The exit handler must outlive a dlclose of this library (on_exit, unlike
+   atexit, does not drop a library's handlers when it is unloaded): the
+   library is pinned in memory (RTLD_NODELETE) when the handler goes in. */
+static void pin_library(void)
+{
+    Dl_info info;
+    if (dladdr(&vmmc_owns_flit, &info) && info.dli_fname)
+        (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 static void vmmc_at_exit(int code, void *arg)
 {
     (void)arg;
@@ -166,8 +177,8 @@ int VMMC_Init(void)
     if (st != FLIT_OK && st != FLIT_ERR_ALREADY_INITIALIZED)
         return status(st);
     vmmc_owns_flit = vmmc_owns_flit || st == FLIT_OK;
-    if (!at_exit)
-        at_exit = on_exit(vmmc_at_exit, NULL) == 0;
+    if (!at_exit && (at_exit = on_exit(vmmc_at_exit, NULL) == 0))
+        pin_library();
     void *space = mmap(NULL, PROXY_SPACE, PROT_NONE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (space == MAP_FAILED)
