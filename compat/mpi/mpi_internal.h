@@ -105,6 +105,33 @@ struct flit_mpi_request {
     struct flit_mpi_request *next; /* in the posted queue */
 };
 
+enum {
+    OP_SUM,
+    OP_PROD,
+    OP_MAX,
+    OP_MIN,
+    OP_LAND,
+    OP_LOR,
+    OP_LXOR,
+    OP_BAND,
+    OP_BOR,
+    OP_BXOR,
+    OP_MAXLOC,
+    OP_MINLOC,
+    OP_USER
+};
+
+struct flit_mpi_op {
+    int id;
+    MPI_User_function *fn; /* MPI_Op_create's, else NULL */
+    int commute, refs;
+};
+
+/* mpi_op.c */
+int mp_op_ok(MPI_Op op, MPI_Datatype t); /* MPI_ERR_OP for a pair not allowed */
+/* io = in op io, count elements of t, both packed. */
+int mp_op_apply(MPI_Op op, const void *in, void *io, int count, MPI_Datatype t);
+
 /* mpi_env.c */
 extern flit_ep_t *mp_ep;
 extern flit_tagged_t *mp_tg;
@@ -124,6 +151,7 @@ void mp_comm_fini(void);
 
 /* mpi_type.c */
 void mp_type_init(void);                       /* the predefined types' blocks */
+size_t mp_basic_size(int basic); /* bytes of a basic type (its index) */
 int mp_type_ok(MPI_Datatype t);                /* predefined or committed */
 int mp_type_contig(MPI_Datatype t, int count); /* count elements lie in one run */
 size_t mp_type_bytes(MPI_Datatype t, int count);

@@ -157,6 +157,11 @@ void mp_type_init(void)
     done = true;
 }
 
+size_t mp_basic_size(int basic)
+{
+    return basic >= 0 && (size_t)basic < NTYPES ? predefined[basic]->size : 1;
+}
+
 int mp_type_ok(MPI_Datatype t)
 {
     mp_type_init();

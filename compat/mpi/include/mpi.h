@@ -169,6 +169,25 @@ extern struct flit_mpi_type flit_mpi_t_char, flit_mpi_t_signed_char,
 #define MPI_SHORT_INT          (&flit_mpi_t_short_int)
 #define MPI_LONG_DOUBLE_INT    (&flit_mpi_t_long_double_int)
 
+typedef void MPI_User_function(void *invec, void *inoutvec, int *len,
+                               MPI_Datatype *datatype);
+extern struct flit_mpi_op flit_mpi_op_sum, flit_mpi_op_prod, flit_mpi_op_max,
+    flit_mpi_op_min, flit_mpi_op_land, flit_mpi_op_lor, flit_mpi_op_lxor,
+    flit_mpi_op_band, flit_mpi_op_bor, flit_mpi_op_bxor, flit_mpi_op_maxloc,
+    flit_mpi_op_minloc;
+#define MPI_SUM    (&flit_mpi_op_sum)
+#define MPI_PROD   (&flit_mpi_op_prod)
+#define MPI_MAX    (&flit_mpi_op_max)
+#define MPI_MIN    (&flit_mpi_op_min)
+#define MPI_LAND   (&flit_mpi_op_land)
+#define MPI_LOR    (&flit_mpi_op_lor)
+#define MPI_LXOR   (&flit_mpi_op_lxor)
+#define MPI_BAND   (&flit_mpi_op_band)
+#define MPI_BOR    (&flit_mpi_op_bor)
+#define MPI_BXOR   (&flit_mpi_op_bxor)
+#define MPI_MAXLOC (&flit_mpi_op_maxloc)
+#define MPI_MINLOC (&flit_mpi_op_minloc)
+
 /* ---- environment ---- */
 int MPI_Init(int *argc, char ***argv);
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
@@ -281,6 +300,43 @@ int MPI_Group_rank(MPI_Group group, int *rank);
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
                               MPI_Group group2, int ranks2[]);
 int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
+
+/* ---- blocking collectives ---- */
+int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
+int MPI_Op_free(MPI_Op *op);
+int MPI_Op_commutative(MPI_Op op, int *commute);
+int MPI_Barrier(MPI_Comm comm);
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+               MPI_Op op, int root, MPI_Comm comm);
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm);
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+             MPI_Op op, MPI_Comm comm);
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+               MPI_Op op, MPI_Comm comm);
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                int root, MPI_Comm comm);
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, const int recvcounts[], const int displs[],
+                   MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,723 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Blocking collectives, on each communicator's collective context (its
+ * own messages, never matched by a point-to-point receive) with internal
+ * tags. Data travels packed: each call packs what it sends (one copy for
+ * contiguous types too) and unpacks what it receives, so every algorithm
+ * works on plain bytes and every datatype is handled alike.
+ *
+ * Algorithms, by rank count (measurement and size-based choices later):
+ *   Barrier: dissemination, ceil(log2 n) rounds of empty messages.
+ *   Bcast: binomial tree from the root.
+ *   Reduce: binomial tree; a commutative op reduces towards the root, a
+ *     non-commutative one towards rank 0 in rank order, then to the root.
+ *   Allreduce: recursive doubling when n is a power of two, else Reduce
+ *     to rank 0 and Bcast.
+ *   Gather(v), Scatter(v): linear at the root.
+ *   Allgather(v): ring, n - 1 steps.
+ *   Alltoall(v): pairwise exchange, n - 1 steps.
+ *   Reduce_scatter_block: Reduce to rank 0, Scatter.
+ *   Scan, Exscan: recursive doubling (MPICH's), any op.
+ * Sends are eager (mpi_p2p.c), so no step waits for its receiver.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_internal.h"
+
+enum {
+    T_BARRIER = 16, /* + round */
+    T_BCAST = 80,
+    T_REDUCE,
+    T_ALLREDUCE,
+    T_GATHER,
+    T_SCATTER,
+    T_ALLGATHER,
+    T_ALLTOALL,
+    T_SCAN,
+    T_EXSCAN,
+    T_ROOT, /* a reduction's result forwarded from rank 0 to the root */
+};
+
+/* ---- helpers ---- */
+
+static void *alloc_bytes(size_t n)
+{
+    return malloc(n ? n : 1);
+}
+
+/* A packed copy of count elements of t at buf; NULL without memory. */
+static void *packed_copy(const void *buf, int count, MPI_Datatype t)
+{
+    void *p = alloc_bytes(mp_type_bytes(t, count));
+    if (p)
+        mp_pack(buf, count, t, p);
+    return p;
+}
+
+static void unpack_all(const void *p, void *buf, int count, MPI_Datatype t)
+{
+    mp_unpack(p, mp_type_bytes(t, count), buf, count, t);
+}
+
+/* The address of element i of an array of t. */
+static void *elem(const void *buf, MPI_Aint i, MPI_Datatype t)
+{
+    return (char *)buf + i * t->extent;
+}
+
+static int check_comm(MPI_Comm comm, const char *fn)
+{
+    if (!mp_ready())
+        return mp_err(MPI_COMM_NULL, MPI_ERR_OTHER, fn);
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, fn);
+    return MPI_SUCCESS;
+}
+
+static int check_root(MPI_Comm comm, int root)
+{
+    return root < 0 || root >= comm->size ? MPI_ERR_ROOT : MPI_SUCCESS;
+}
+
+/* count and type of a buffer the call will use (not MPI_IN_PLACE). */
+static int check_data(const void *buf, int count, MPI_Datatype t)
+{
+    return buf == MPI_IN_PLACE ? MPI_SUCCESS : mp_check_buf(buf, count, t);
+}
+
+static int check_counts(MPI_Comm comm, const int *counts, const int *displs,
+                        MPI_Datatype t)
+{
+    if (!counts || !displs)
+        return MPI_ERR_ARG;
+    if (!mp_type_ok(t))
+        return MPI_ERR_TYPE;
+    for (int i = 0; i < comm->size; i++)
+        if (counts[i] < 0)
+            return MPI_ERR_COUNT;
+    return MPI_SUCCESS;
+}
+
+/* ---- byte-level algorithms ---- */
+
+static int barrier(MPI_Comm comm)
+{
+    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
+    char b = 0;
+    for (int k = 0, d = 1; d < n && !rc; k++, d <<= 1)
+        rc = mp_coll_sendrecv(comm, (r + d) % n, &b, 0, (r - d + n) % n, &b, 0,
+                              T_BARRIER + k);
+    return rc;
+}
+
+static int bcast_bytes(MPI_Comm comm, void *buf, size_t bytes, int root, int tag)
+{
+    int n = comm->size, rel = (comm->rank - root + n) % n, mask = 1, rc = MPI_SUCCESS;
+    for (; mask < n; mask <<= 1)
+        if (rel & mask) {
+            rc = mp_coll_recv(comm, (rel - mask + root) % n, tag, buf, bytes);
+            break;
+        }
+    for (mask >>= 1; mask > 0 && !rc; mask >>= 1)
+        if (rel + mask < n)
+            rc = mp_coll_send(comm, (rel + mask + root) % n, tag, buf, bytes);
+    return rc;
+}
+
+/*
+ * Binomial reduction of the packed *acc (count of t) towards rank `to`:
+ * rank rel takes in turn the partial results of rel + 1, rel + 2, rel + 4
+ * ... (each covering the ranks after the ones it holds), so combining acc
+ * op theirs keeps rank order. On return *acc holds the result at `to`
+ * (*acc and *tmp may have been swapped).
+ */
+static int reduce_to(MPI_Comm comm, void **acc, void **tmp, int count, MPI_Datatype t,
+                     MPI_Op op, int to, int tag)
+{
+    int n = comm->size, rel = (comm->rank - to + n) % n, rc = MPI_SUCCESS;
+    size_t bytes = mp_type_bytes(t, count);
+    for (int mask = 1; mask < n && !rc; mask <<= 1) {
+        if (rel & mask)
+            return mp_coll_send(comm, (rel - mask + to) % n, tag, *acc, bytes);
+        if (rel + mask >= n)
+            continue;
+        rc = mp_coll_recv(comm, (rel + mask + to) % n, tag, *tmp, bytes);
+        if (!rc)
+            rc = mp_op_apply(op, *acc, *tmp, count, t); /* tmp = acc op tmp */
+        void *s = *acc;
+        *acc = *tmp;
+        *tmp = s;
+    }
+    return rc;
+}
+
+/* Reduction of acc to root: towards the root itself when the op commutes
+   (relative ranks change the order), else to rank 0 and sent on. */
+static int reduce_bytes(MPI_Comm comm, void **acc, void **tmp, int count, MPI_Datatype t,
+                        MPI_Op op, int root)
+{
+    int to = op->commute ? root : 0;
+    int rc = reduce_to(comm, acc, tmp, count, t, op, to, T_REDUCE);
+    if (rc || to == root)
+        return rc;
+    size_t bytes = mp_type_bytes(t, count);
+    if (comm->rank == 0)
+        return mp_coll_send(comm, root, T_ROOT, *acc, bytes);
+    if (comm->rank == root)
+        return mp_coll_recv(comm, 0, T_ROOT, *acc, bytes);
+    return MPI_SUCCESS;
+}
+
+static int allreduce_bytes(MPI_Comm comm, void **acc, void **tmp, int count,
+                           MPI_Datatype t, MPI_Op op)
+{
+    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
+    size_t bytes = mp_type_bytes(t, count);
+    if (n & (n - 1)) {
+        rc = reduce_to(comm, acc, tmp, count, t, op, 0, T_ALLREDUCE);
+        return rc ? rc : bcast_bytes(comm, *acc, bytes, 0, T_ALLREDUCE);
+    }
+    for (int mask = 1; mask < n && !rc; mask <<= 1) {
+        int peer = r ^ mask;
+        rc = mp_coll_sendrecv(comm, peer, *acc, bytes, peer, *tmp, bytes, T_ALLREDUCE);
+        if (rc)
+            break;
+        if (peer < r) { /* theirs covers the lower ranks: acc = tmp op acc */
+            rc = mp_op_apply(op, *tmp, *acc, count, t);
+        } else { /* acc = acc op tmp */
+            rc = mp_op_apply(op, *acc, *tmp, count, t);
+            void *s = *acc;
+            *acc = *tmp;
+            *tmp = s;
+        }
+    }
+    return rc;
+}
+
+/* ---- the calls ---- */
+
+#define FAIL(comm, rc, fn)                                                               \
+    do {                                                                                 \
+        if ((rc) != MPI_SUCCESS)                                                         \
+            return mp_err(comm, (rc), fn);                                               \
+    } while (0)
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    int rc = check_comm(comm, "MPI_Barrier");
+    if (rc)
+        return rc;
+    return mp_err(comm, barrier(comm), "MPI_Barrier");
+}
+
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    const char *fn = "MPI_Bcast";
+    int rc = check_comm(comm, fn);
+    if (rc)
+        return rc;
+    rc = check_root(comm, root);
+    if (!rc)
+        rc = mp_check_buf(buffer, count, datatype);
+    FAIL(comm, rc, fn);
+    size_t bytes = mp_type_bytes(datatype, count);
+    if (mp_type_contig(datatype, count))
+        return mp_err(comm,
+                      bcast_bytes(comm, (char *)buffer + datatype->blocks[0].disp, bytes,
+                                  root, T_BCAST),
+                      fn);
+    void *p =
+        comm->rank == root ? packed_copy(buffer, count, datatype) : alloc_bytes(bytes);
+    FAIL(comm, p ? MPI_SUCCESS : MPI_ERR_NO_MEM, fn);
+    rc = bcast_bytes(comm, p, bytes, root, T_BCAST);
+    if (!rc && comm->rank != root)
+        unpack_all(p, buffer, count, datatype);
+    free(p);
+    return mp_err(comm, rc, fn);
+}
+
+/* The two buffers of a reduction: acc holds this rank's data. */
+static int reduce_start(const void *in, int count, MPI_Datatype t, void **acc, void **tmp)
+{
+    *acc = packed_copy(in, count, t);
+    *tmp = alloc_bytes(mp_type_bytes(t, count));
+    if (*acc && *tmp)
+        return MPI_SUCCESS;
+    free(*acc);
+    free(*tmp);
+    return MPI_ERR_NO_MEM;
+}
+
+static int check_reduce(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count,
+                        MPI_Datatype t, MPI_Op op, int need_recv)
+{
+    int rc = check_data(sendbuf, count, t);
+    if (!rc && need_recv)
+        rc = mp_check_buf(recvbuf, count, t);
+    if (!rc)
+        rc = mp_op_ok(op, t);
+    (void)comm;
+    return rc;
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+               MPI_Op op, int root, MPI_Comm comm)
+{
+    const char *fn = "MPI_Reduce";
+    int rc = check_comm(comm, fn);
+    if (rc)
+        return rc;
+    int at_root = comm->rank == root;
+    rc = check_root(comm, root);
+    if (!rc)
+        rc = check_reduce(comm, sendbuf, recvbuf, count, datatype, op, at_root);
+    if (!rc && sendbuf == MPI_IN_PLACE && !at_root)
+        rc = MPI_ERR_BUFFER;
+    FAIL(comm, rc, fn);
+    void *acc, *tmp;
+    rc = reduce_start(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, datatype, &acc,
+                      &tmp);
+    FAIL(comm, rc, fn);
+    rc = reduce_bytes(comm, &acc, &tmp, count, datatype, op, root);
+    if (!rc && at_root)
+        unpack_all(acc, recvbuf, count, datatype);
+    free(acc);
+    free(tmp);
+    return mp_err(comm, rc, fn);
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm)
+{
+    const char *fn = "MPI_Allreduce";
+    int rc = check_comm(comm, fn);
+    if (rc)
+        return rc;
+    rc = check_reduce(comm, sendbuf, recvbuf, count, datatype, op, 1);
+    FAIL(comm, rc, fn);
+    void *acc, *tmp;
+    rc = reduce_start(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, datatype, &acc,
+                      &tmp);
+    FAIL(comm, rc, fn);
+    rc = allreduce_bytes(comm, &acc, &tmp, count, datatype, op);
+    if (!rc)
+        unpack_all(acc, recvbuf, count, datatype);
+    free(acc);
+    free(tmp);
+    return mp_err(comm, rc, fn);
+}
+
+/* ---- gather and scatter ---- */
+
+/* Gatherv's work: counts/displs in elements of rtype (root only). */
+static int gatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf,
+                   const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
+                   MPI_Comm comm)
+{
+    if (comm->rank != root) {
+        void *p = packed_copy(sendbuf, scount, stype);
+        if (!p)
+            return MPI_ERR_NO_MEM;
+        int rc = mp_coll_send(comm, root, T_GATHER, p, mp_type_bytes(stype, scount));
+        free(p);
+        return rc;
+    }
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < comm->size && !rc; i++) {
+        size_t bytes = mp_type_bytes(rtype, rcounts[i]);
+        void *p = i == root && sendbuf != MPI_IN_PLACE
+                      ? packed_copy(sendbuf, scount, stype)
+                      : alloc_bytes(bytes);
+        if (!p)
+            return MPI_ERR_NO_MEM;
+        if (i == root && sendbuf != MPI_IN_PLACE && mp_type_bytes(stype, scount) != bytes)
+            rc = MPI_ERR_TRUNCATE;
+        else if (i != root)
+            rc = mp_coll_recv(comm, i, T_GATHER, p, bytes);
+        if (!rc && !(i == root && sendbuf == MPI_IN_PLACE))
+            unpack_all(p, elem(recvbuf, displs[i], rtype), rcounts[i], rtype);
+        free(p);
+    }
+    return rc;
+}
+
+static int scatterv(const void *sendbuf, const int *scounts, const int *displs,
+                    MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype,
+                    int root, MPI_Comm comm)
+{
+    size_t rbytes = mp_type_bytes(rtype, rcount);
+    if (comm->rank != root) {
+        void *p = alloc_bytes(rbytes);
+        if (!p)
+            return MPI_ERR_NO_MEM;
+        int rc = mp_coll_recv(comm, root, T_SCATTER, p, rbytes);
+        if (!rc)
+            unpack_all(p, recvbuf, rcount, rtype);
+        free(p);
+        return rc;
+    }
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < comm->size && !rc; i++) {
+        if (i == root && recvbuf == MPI_IN_PLACE)
+            continue;
+        void *p = packed_copy(elem(sendbuf, displs[i], stype), scounts[i], stype);
+        if (!p)
+            return MPI_ERR_NO_MEM;
+        size_t bytes = mp_type_bytes(stype, scounts[i]);
+        if (i != root)
+            rc = mp_coll_send(comm, i, T_SCATTER, p, bytes);
+        else if (bytes != rbytes)
+            rc = MPI_ERR_TRUNCATE;
+        else
+            unpack_all(p, recvbuf, rcount, rtype);
+        free(p);
+    }
+    return rc;
+}
+
+/* counts and displacements of a regular (non-v) call: i * count. */
+static int *regular(int n, int count, int **displs)
+{
+    int *c = malloc((size_t)n * sizeof *c), *d = malloc((size_t)n * sizeof *d);
+    if (!c || !d) {
+        free(c);
+        free(d);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        c[i] = count, d[i] = i * count;
+    *displs = d;
+    return c;
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                int root, MPI_Comm comm)
+{
+    const char *fn = "MPI_Gatherv";
+    int rc = check_comm(comm, fn);
+    if (rc)
+        return rc;
+    int at_root = comm->rank == root;
+    rc = check_root(comm, root);
+    if (!rc && (sendbuf != MPI_IN_PLACE || !at_root))
+        rc = mp_check_buf(sendbuf == MPI_IN_PLACE ? NULL : sendbuf, sendcount, sendtype);
+    if (!rc && at_root)
+        rc = check_counts(comm, recvcounts, displs, recvtype);
+    FAIL(comm, rc, fn);
+    return mp_err(comm,
+                  gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                          recvtype, root, comm),
+                  fn);
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    int rc = check_comm(comm, "MPI_Gather");
+    if (rc)
+        return rc;
+    if (recvcount < 0 && comm->rank == root)
+        return mp_err(comm, MPI_ERR_COUNT, "MPI_Gather");
+    int *displs, *counts = regular(comm->size, recvcount, &displs);
+    if (!counts)
+        return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Gather");
+    rc = MPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype,
+                     root, comm);
+    free(counts);
+    free(displs);
+    return rc;
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    const char *fn = "MPI_Scatterv";
+    int rc = check_comm(comm, fn);
+    if (rc)
+        return rc;
+    int at_root = comm->rank == root;
+    rc = check_root(comm, root);
+    if (!rc && (recvbuf != MPI_IN_PLACE || !at_root))
+        rc = mp_check_buf(recvbuf == MPI_IN_PLACE ? NULL : recvbuf, recvcount, recvtype);
+    if (!rc && at_root)
+        rc = check_counts(comm, sendcounts, displs, sendtype);
+    FAIL(comm, rc, fn);
+    return mp_err(comm,
+                  scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+                           recvtype, root, comm),
+                  fn);
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    int rc = check_comm(comm, "MPI_Scatter");
+    if (rc)
+        return rc;
+    if (sendcount < 0 && comm->rank == root)
+        return mp_err(comm, MPI_ERR_COUNT, "MPI_Scatter");
+    int *displs, *counts = regular(comm->size, sendcount, &displs);
+    if (!counts)
+        return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Scatter");
+    rc = MPI_Scatterv(sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype,
+                      root, comm);
+    free(counts);
+    free(displs);
+    return rc;
+}
+
+/* Ring allgather of packed blocks: step s passes on the block of rank
+   (r - s) mod n to the right. all: the n blocks at off[i], len[i]. */
+static int ring_allgather(MPI_Comm comm, char *all, const size_t *off, const size_t *len)
+{
+    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
+    int right = (r + 1) % n, left = (r - 1 + n) % n;
+    for (int s = 0; s < n - 1 && !rc; s++) {
+        int sb = (r - s + n) % n, rb = (r - s - 1 + n) % n;
+        rc = mp_coll_sendrecv(comm, right, all + off[sb], len[sb], left, all + off[rb],
+                              len[rb], T_ALLGATHER);
+    }
+    return rc;
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, const int recvcounts[], const int displs[],
+                   MPI_Datatype recvtype, MPI_Comm comm)
+{
+    const char *fn = "MPI_Allgatherv";
+    int rc = check_comm(comm, fn);
+    if (rc)
+        return rc;
+    rc = check_data(sendbuf, sendcount, sendtype);
+    if (!rc)
+        rc = check_counts(comm, recvcounts, displs, recvtype);
+    FAIL(comm, rc, fn);
+    int n = comm->size, r = comm->rank;
+    size_t *off = malloc((size_t)n * sizeof *off), *len = malloc((size_t)n * sizeof *len);
+    size_t total = 0;
+    for (int i = 0; off && len && i < n; i++) {
+        off[i] = total;
+        len[i] = mp_type_bytes(recvtype, recvcounts[i]);
+        total += len[i];
+    }
+    char *all = off && len ? alloc_bytes(total) : NULL;
+    rc = all ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (!rc && sendbuf == MPI_IN_PLACE)
+        mp_pack(elem(recvbuf, displs[r], recvtype), recvcounts[r], recvtype,
+                all + off[r]);
+    else if (!rc && mp_type_bytes(sendtype, sendcount) != len[r])
+        rc = MPI_ERR_TRUNCATE;
+    else if (!rc)
+        mp_pack(sendbuf, sendcount, sendtype, all + off[r]);
+    if (!rc)
+        rc = ring_allgather(comm, all, off, len);
+    for (int i = 0; !rc && i < n; i++)
+        mp_unpack(all + off[i], len[i], elem(recvbuf, displs[i], recvtype), recvcounts[i],
+                  recvtype);
+    free(all);
+    free(off);
+    free(len);
+    return mp_err(comm, rc, fn);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    int rc = check_comm(comm, "MPI_Allgather");
+    if (rc)
+        return rc;
+    if (recvcount < 0)
+        return mp_err(comm, MPI_ERR_COUNT, "MPI_Allgather");
+    int *displs, *counts = regular(comm->size, recvcount, &displs);
+    if (!counts)
+        return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Allgather");
+    rc = MPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype,
+                        comm);
+    free(counts);
+    free(displs);
+    return rc;
+}
+
+/* Pairwise exchange: at step s, send to r + s and receive from r - s. */
+static int alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                     MPI_Datatype stype, void *rbuf, const int *rcounts,
+                     const int *rdispls, MPI_Datatype rtype, MPI_Comm comm)
+{
+    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
+    for (int s = 0; s < n && !rc; s++) {
+        int to = (r + s) % n, from = (r - s + n) % n;
+        size_t sb = mp_type_bytes(stype, scounts[to]),
+               rb = mp_type_bytes(rtype, rcounts[from]);
+        void *out = packed_copy(elem(sbuf, sdispls[to], stype), scounts[to], stype);
+        void *in = alloc_bytes(rb);
+        if (!out || !in)
+            rc = MPI_ERR_NO_MEM;
+        else if (s == 0)
+            rc = sb == rb ? (memcpy(in, out, sb), MPI_SUCCESS) : MPI_ERR_TRUNCATE;
+        else
+            rc = mp_coll_sendrecv(comm, to, out, sb, from, in, rb, T_ALLTOALL);
+        if (!rc)
+            mp_unpack(in, rb, elem(rbuf, rdispls[from], rtype), rcounts[from], rtype);
+        free(out);
+        free(in);
+    }
+    return rc;
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    const char *fn = "MPI_Alltoallv";
+    int rc = check_comm(comm, fn);
+    if (rc)
+        return rc;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    if (!in_place)
+        rc = check_counts(comm, sendcounts, sdispls, sendtype);
+    if (!rc)
+        rc = check_counts(comm, recvcounts, rdispls, recvtype);
+    FAIL(comm, rc, fn);
+    if (!in_place)
+        return mp_err(comm,
+                      alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                recvcounts, rdispls, recvtype, comm),
+                      fn);
+    /* in place: what is sent is a copy of the receive buffer's blocks,
+       taken whole before anything arrives */
+    MPI_Aint span = 0;
+    for (int i = 0; i < comm->size; i++)
+        if (recvcounts[i] && (rdispls[i] + recvcounts[i]) * recvtype->extent > span)
+            span = (rdispls[i] + recvcounts[i]) * recvtype->extent;
+    char *copy = alloc_bytes((size_t)span);
+    FAIL(comm, copy ? MPI_SUCCESS : MPI_ERR_NO_MEM, fn);
+    memcpy(copy, recvbuf, (size_t)span);
+    rc = alltoallv(copy, recvcounts, rdispls, recvtype, recvbuf, recvcounts, rdispls,
+                   recvtype, comm);
+    free(copy);
+    return mp_err(comm, rc, fn);
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    int rc = check_comm(comm, "MPI_Alltoall");
+    if (rc)
+        return rc;
+    if (recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0))
+        return mp_err(comm, MPI_ERR_COUNT, "MPI_Alltoall");
+    int *sd, *sc = regular(comm->size, sendcount, &sd);
+    int *rd, *rcn = regular(comm->size, recvcount, &rd);
+    if (sc && rcn)
+        rc = MPI_Alltoallv(sendbuf, sc, sd, sendtype, recvbuf, rcn, rd, recvtype, comm);
+    else
+        rc = mp_err(comm, MPI_ERR_NO_MEM, "MPI_Alltoall");
+    if (sc)
+        free(sc), free(sd);
+    if (rcn)
+        free(rcn), free(rd);
+    return rc;
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    const char *fn = "MPI_Reduce_scatter_block";
+    int rc = check_comm(comm, fn);
+    if (rc)
+        return rc;
+    int n = comm->size;
+    if (recvcount < 0)
+        FAIL(comm, MPI_ERR_COUNT, fn);
+    rc = check_reduce(comm, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
+                      recvcount * n, datatype, op, 1);
+    FAIL(comm, rc, fn);
+    void *acc, *tmp;
+    rc = reduce_start(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvcount * n,
+                      datatype, &acc, &tmp);
+    FAIL(comm, rc, fn);
+    rc = reduce_bytes(comm, &acc, &tmp, recvcount * n, datatype, op, 0);
+    /* acc at rank 0 is packed: block i is bytes [i * b, (i + 1) * b) */
+    size_t b = mp_type_bytes(datatype, recvcount);
+    for (int i = 1; !rc && comm->rank == 0 && i < n; i++)
+        rc = mp_coll_send(comm, i, T_SCATTER, (char *)acc + (size_t)i * b, b);
+    if (!rc && comm->rank != 0)
+        rc = mp_coll_recv(comm, 0, T_SCATTER, acc, b);
+    if (!rc)
+        unpack_all(acc, recvbuf, recvcount, datatype);
+    free(acc);
+    free(tmp);
+    return mp_err(comm, rc, fn);
+}
+
+/* Scan (exclusive: Exscan) by recursive doubling: partial holds the
+   reduction of a block of ranks ending at this one's block; ranks below
+   contribute on the left of every result. */
+static int scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, MPI_Op op,
+                MPI_Comm comm, int exclusive, const char *fn)
+{
+    int rc = check_comm(comm, fn);
+    if (rc)
+        return rc;
+    rc = check_reduce(comm, sendbuf, recvbuf, count, t, op, 1);
+    FAIL(comm, rc, fn);
+    size_t bytes = mp_type_bytes(t, count);
+    void *partial, *tmp, *result = alloc_bytes(bytes);
+    rc = reduce_start(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, t, &partial,
+                      &tmp);
+    if (rc || !result) {
+        free(result);
+        if (!rc)
+            free(partial), free(tmp);
+        FAIL(comm, MPI_ERR_NO_MEM, fn);
+    }
+    int have = !exclusive, n = comm->size, r = comm->rank;
+    if (have)
+        memcpy(result, partial, bytes);
+    for (int mask = 1; mask < n && !rc; mask <<= 1) {
+        int peer = r ^ mask;
+        if (peer >= n)
+            continue;
+        rc = mp_coll_sendrecv(comm, peer, partial, bytes, peer, tmp, bytes,
+                              exclusive ? T_EXSCAN : T_SCAN);
+        if (rc)
+            break;
+        if (peer < r) {
+            if (have)
+                rc = mp_op_apply(op, tmp, result, count, t); /* result = tmp op result */
+            else
+                memcpy(result, tmp, bytes);
+            have = 1;
+            if (!rc)
+                rc = mp_op_apply(op, tmp, partial, count,
+                                 t); /* partial = tmp op partial */
+        } else {
+            rc = mp_op_apply(op, partial, tmp, count, t); /* partial = partial op tmp */
+            void *s = partial;
+            partial = tmp;
+            tmp = s;
+        }
+    }
+    if (!rc && have)
+        unpack_all(result, recvbuf, count, t);
+    free(partial);
+    free(tmp);
+    free(result);
+    return mp_err(comm, rc, fn);
+}
+
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+             MPI_Op op, MPI_Comm comm)
+{
+    return scan(sendbuf, recvbuf, count, datatype, op, comm, 0, "MPI_Scan");
+}
+
+/* recvbuf at rank 0 is left as it was (MPI leaves it undefined). */
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+               MPI_Op op, MPI_Comm comm)
+{
+    return scan(sendbuf, recvbuf, count, datatype, op, comm, 1, "MPI_Exscan");
+}
