@@ -46,9 +46,18 @@ static uint64_t round_to(uint64_t n, uint64_t mult)
     return n ? n : mult;
 }
 
+static _Thread_local double spread_lo = NAN, spread_hi = NAN;
+
+void bench_last_spread(double *lo, double *hi)
+{
+    *lo = spread_lo;
+    *hi = spread_hi;
+}
+
 double bench_measure(bench_run_fn run, void *ctx, uint64_t target_ns, int reps,
                      uint64_t mult, uint64_t max_n)
 {
+    spread_lo = spread_hi = NAN;
     if (reps < 1)
         reps = 1;
     if (reps > MAX_REPS)
@@ -80,7 +89,10 @@ double bench_measure(bench_run_fn run, void *ctx, uint64_t target_ns, int reps,
             return NAN;
         v[r] = (double)tr / (double)rn;
     }
-    return bench_median(v, reps);
+    double median = bench_median(v, reps); /* sorts v */
+    spread_lo = median > 0 ? v[0] / median : NAN;
+    spread_hi = median > 0 ? v[reps - 1] / median : NAN;
+    return median;
 }
 
 /* ---- formatting ---- */

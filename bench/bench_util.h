@@ -48,6 +48,11 @@ static inline void bench_cpu_relax(void)
 typedef uint64_t (*bench_run_fn)(void *ctx, uint64_t n);
 double bench_measure(bench_run_fn run, void *ctx, uint64_t target_ns, int reps,
                      uint64_t mult, uint64_t max_n);
+/* The spread of this thread's last bench_measure: its fastest and slowest
+   run, per iteration, as fractions of the median it returned (*lo <= 1 <=
+   *hi); both NAN when it measured nothing. A figure derived from the time
+   by a factor (latency = round trip / 2) spreads by the same fractions. */
+void bench_last_spread(double *lo, double *hi);
 
 /* ---- formatting ---- */
 

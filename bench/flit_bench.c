@@ -93,10 +93,13 @@ struct opts {
     size_t size_list[MAX_POINTS];
 };
 
-/* One curve: a figure at each size, with its baseline (NAN: none). */
+/* One curve: a figure at each size, with its baseline (NAN: none), and the
+   spread of the runs its value is the median of (lo, hi: the fastest and
+   slowest run as fractions of the median; NAN: none). */
 struct series {
     int n;
     double size[MAX_POINTS], value[MAX_POINTS], base[MAX_POINTS];
+    double lo[MAX_POINTS], hi[MAX_POINTS];
 };
 
 struct run {
@@ -108,6 +111,7 @@ struct run {
     bool udp;               /* the peer is on UDP: raw UDP baselines */
     size_t dgram;           /* flit's datagram payload to the peer */
     struct series lat_med, lat_long, bw_med, bw_long;
+    struct series lat_short; /* 8 B, 2 arguments: the plot's one short point */
     double memcpy_sizes[MAX_POINTS], memcpy_mbps[MAX_POINTS];
     int nmemcpy;
     /* noise: CPU time other work took from the ranks during a figure */
@@ -130,7 +134,8 @@ static void usage(FILE *f)
             "usage: flitrun -n 2 " PROG " [options]\n"
             "  --quick           fewer iterations (smoke tests, make demo)\n"
             "  --csv             name,size,value,unit,baseline,ratio,note lines only\n"
-            "  --plot FILE.png   latency and bandwidth curves (needs gnuplot)\n"
+            "  --plot FILE.png   latency (short AM too) and bandwidth curves, each\n"
+            "                    point with the spread of its runs (needs gnuplot)\n"
             "  --max-size BYTES  largest message (default 4M; k, M, G suffixes)\n"
             "  --sizes LIST      these sizes only, e.g. 8,64k,1M (instead of 8 B\n"
             "                    doubling up to --max-size)\n"
@@ -500,6 +505,8 @@ static double emit(struct run *r, const char *name, const char *figure, double s
     return dirty ? NOISY : value;
 }
 
+/* The spread is that of the attempt's last bench_measure: every caller
+   measures its baseline before the figure itself. */
 static void add(struct series *s, double size, double value, double base)
 {
     if (s->n >= MAX_POINTS)
@@ -507,6 +514,7 @@ static void add(struct series *s, double size, double value, double base)
     s->size[s->n] = size;
     s->value[s->n] = value;
     s->base[s->n] = base;
+    bench_last_spread(&s->lo[s->n], &s->hi[s->n]);
     s->n++;
 }
 
@@ -665,7 +673,9 @@ static void latency_section(struct run *r)
             begin(r);
             ns = bench_latency_ns(b, BENCH_SHORT, 4 * nargs, false, r->lat_ns, LAT_REPS);
         } while (again(r));
-        emit(r, "latency_short", fig, 4 * nargs, ns / 1e3, raw_us, 8, &U_US);
+        v = emit(r, "latency_short", fig, 4 * nargs, ns / 1e3, raw_us, 8, &U_US);
+        if (nargs == 2)
+            add(&r->lat_short, 8, v, NAN);
     }
     do {
         begin(r);
@@ -1098,17 +1108,39 @@ static void put_value(FILE *f, double v)
         fprintf(f, " ?"); /* missing, or noisy: no point */
 }
 
-/* Rows of size, a, b, b's baseline; '?' where there is no point. */
-static bool write_series(const char *path, const struct series *a, const struct series *b)
+/* A point's error bar, lo and hi, from its series' spread; inverse: the
+   value is a rate (bandwidth), so the slowest run gives the lowest. */
+static void put_spread(FILE *f, const struct series *s, int i, bool inverse)
+{
+    double v = s->value[i], lo = s->lo[i], hi = s->hi[i];
+    if (!(v > 0 && isfinite(v))) {
+        fprintf(f, " ? ?");
+        return;
+    }
+    if (!(lo > 0 && hi > 0)) /* no spread known: a bar of nothing */
+        lo = hi = 1;
+    fprintf(f, " %.6g %.6g", inverse ? v / hi : v * lo, inverse ? v / lo : v * hi);
+}
+
+/* Rows of size, a, b, b's baseline, then a's and b's bars (lo hi each);
+   '?' where there is no point. */
+static bool write_series(const char *path, const struct series *a, const struct series *b,
+                         bool inverse)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return false;
     for (int i = 0; i < b->n; i++) {
         fprintf(f, "%.0f", b->size[i]);
-        put_value(f, i < a->n && a->size[i] == b->size[i] ? a->value[i] : NAN);
+        bool a_here = i < a->n && a->size[i] == b->size[i];
+        put_value(f, a_here ? a->value[i] : NAN);
         put_value(f, b->value[i]);
         put_value(f, b->base[i]);
+        if (a_here)
+            put_spread(f, a, i, inverse);
+        else
+            fprintf(f, " ? ?");
+        put_spread(f, b, i, inverse);
         fprintf(f, "\n");
     }
     return fclose(f) == 0;
@@ -1236,14 +1268,16 @@ static void plot(const struct run *r)
         perror(PROG ": mkdtemp");
         return;
     }
-    char lat[64], bw[64], gp[64], err[64], cmd[256];
+    char lat[64], bw[64], sh[64], gp[64], err[64], cmd[256];
     snprintf(err, sizeof err, "%s/gnuplot.err", dir);
+    snprintf(sh, sizeof sh, "%s/short.dat", dir);
     snprintf(lat, sizeof lat, "%s/lat.dat", dir);
     snprintf(bw, sizeof bw, "%s/bw.dat", dir);
     snprintf(gp, sizeof gp, "%s/plot.gp", dir);
     FILE *f = NULL;
-    if (write_series(lat, &r->lat_med, &r->lat_long) &&
-        write_series(bw, &r->bw_med, &r->bw_long))
+    if (write_series(sh, &r->lat_short, &r->lat_short, false) &&
+        write_series(lat, &r->lat_med, &r->lat_long, false) &&
+        write_series(bw, &r->bw_med, &r->bw_long, true))
         f = fopen(gp, "w");
     if (f) {
         /* Tics every factor of 8: 8, 64, 512, 4K, ... */
@@ -1296,20 +1330,34 @@ static void plot(const struct run *r)
                     "set label 1 \"%s\" at screen 0.02,0.19 left front "
                     "textcolor rgb 'red'\n",
                     note);
-        empty_panel(f, &r->lat_med, &r->lat_long);
+        /* Every flit point is the median of its runs; its bar spans the
+           fastest and the slowest of them. */
         fprintf(f,
-                "plot '%s' using 1:2 with linespoints title 'flit medium', "
-                "'' using 1:3 with linespoints title 'flit long', "
+                "set label 4 \"bars: the fastest and slowest of the runs whose "
+                "median each flit point is (%d for latency, %d for bandwidth)\" "
+                "at screen 0.02,0.03 left front\n",
+                LAT_REPS, BW_REPS);
+        if (!drawable(&r->lat_short))
+            empty_panel(f, &r->lat_med, &r->lat_long);
+        fprintf(f,
+                "plot '%s' using 1:2:5:6 with yerrorlines title 'flit medium', "
+                "'' using 1:3:7:8 with yerrorlines title 'flit long', "
                 /* a baseline of one size is one point there, not a line */
                 "'' using 1:4 with linespoints dashtype 2 pointtype 7 pointsize 1.5 "
-                "title '%s'\n"
-                "unset label 1\nunset label 2\nset autoscale y\n"
+                "title '%s', "
+                "'%s' using 1:3:7:8 with yerrorbars pointtype 5 pointsize 1.5 "
+                "title 'flit short, 2 args (8 B)'\n"
+                "unset label 1\nunset label 2\nunset label 4\nset autoscale y\n"
                 "set ylabel 'bandwidth (MB/s)'\nset key bottom right\n",
-                lat, lat_base);
+                lat, lat_base, sh);
+        /* What the receiver does with the bytes (bench_engine.c's on_sink):
+           nothing, so these are not figures of data a program then reads. */
+        fprintf(f, "set title \"one-sided: the receiver does not read the data\\n"
+                   "(long: written into its segment; medium: its handler leaves it)\"\n");
         empty_panel(f, &r->bw_med, &r->bw_long);
         fprintf(f,
-                "plot '%s' using 1:2 with linespoints title 'flit medium', "
-                "'' using 1:3 with linespoints title 'flit long', "
+                "plot '%s' using 1:2:5:6 with yerrorlines title 'flit medium', "
+                "'' using 1:3:7:8 with yerrorlines title 'flit long', "
                 "'' using 1:4 with linespoints dashtype 2 pointtype 7 pointsize 0.8 "
                 "title '%s'\n"
                 "unset multiplot\n",
@@ -1328,6 +1376,7 @@ static void plot(const struct run *r)
     } else {
         fprintf(stderr, PROG ": cannot write the plot's data in %s\n", dir);
     }
+    unlink(sh);
     unlink(lat);
     unlink(bw);
     unlink(gp);

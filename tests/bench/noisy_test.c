@@ -4,8 +4,10 @@
  * made-up series of (time the ranks waited for a CPU, time the figure
  * took), no clock: a figure is noisy when the wait is above 2% of its time.
  * And bench_others' line: CPUs, load average, busiest processes, never this
- * process itself, even while one of its threads spins.
+ * process itself, even while one of its threads spins. And the spread of a
+ * measurement's runs (the --plot PNG's bars), from made-up run times.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -87,9 +89,36 @@ static void test_others(void)
         fprintf(stderr, "FAIL: this process listed as other work: %s\n", line), fails++;
 }
 
+/* Made-up run times: 10 ns an iteration through the warm-up (until a run
+   lasts a tenth of the 1 ms target), then 12, 8, 10, 11 and 30 ns. */
+static uint64_t fake_run(void *ctx, uint64_t n)
+{
+    (void)ctx;
+    static const double measured[] = {12, 8, 10, 11, 30};
+    static bool warmed;
+    static int k;
+    if (!warmed) {
+        warmed = n * 10 >= 100000;
+        return n * 10;
+    }
+    return (uint64_t)((double)n * measured[k++ % 5]);
+}
+
+static void test_spread(void)
+{
+    double ns = bench_measure(fake_run, NULL, 1000000, 5, 1, 1u << 30);
+    double lo, hi;
+    bench_last_spread(&lo, &hi);
+    printf("spread: median %.3f ns, lo %.3f, hi %.3f\n", ns, lo, hi);
+    CHECK(ns > 10.99 && ns < 11.01);    /* the median of 8, 10, 11, 12, 30 */
+    CHECK(fabs(lo - 8.0 / 11) < 1e-9);  /* the fastest run beside it */
+    CHECK(fabs(hi - 30.0 / 11) < 1e-9); /* the slowest */
+}
+
 int main(void)
 {
     test_series();
+    test_spread();
     test_others();
     if (fails)
         fprintf(stderr, "%d failures\n", fails);
