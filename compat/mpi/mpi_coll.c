@@ -594,7 +594,8 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
             span = (rdispls[i] + recvcounts[i]) * recvtype->extent;
     char *copy = alloc_bytes((size_t)span);
     FAIL(comm, copy ? MPI_SUCCESS : MPI_ERR_NO_MEM, fn);
-    memcpy(copy, recvbuf, (size_t)span);
+    if (span)
+        memcpy(copy, recvbuf, (size_t)span);
     rc = alltoallv(copy, recvcounts, rdispls, recvtype, recvbuf, recvcounts, rdispls,
                    recvtype, comm);
     free(copy);

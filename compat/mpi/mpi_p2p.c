@@ -280,7 +280,8 @@ static int unexpected_match(MPI_Request r)
         if (ux_tail == &u->next)
             ux_tail = p;
         size_t got = u->len < r->bytes ? u->len : r->bytes;
-        if (mp_type_contig(r->type, r->count))
+        if (mp_type_contig(r->type, r->count) &&
+            got) /* a zero count's buffer may be NULL */
             memcpy(recv_target(r), u->data, got);
         else
             mp_unpack(u->data, got, r->buf, r->count, r->type);
