@@ -158,6 +158,8 @@ FLIT_API flit_status flit_group_destroy(flit_group_t *g);
  * the sender has no credits: the group's slowest member sets its pace.
  * While a view change is under way it waits for the new view.
  * FLIT_ERR_TOO_LARGE above the largest message (params' window);
+ * FLIT_ERR_NO_MEMORY when this process has no memory to copy or queue it:
+ * nothing was sent, and the same call may be made again;
  * FLIT_ERR_PEER_DOWN for a group stopped while created; FLIT_ERR_INVALID_ARG for a
  * NULL or destroyed g, iovcnt < 0, a NULL iov with iovcnt > 0 or a NULL
  * base with a length, or a group being destroyed.

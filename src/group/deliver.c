@@ -151,6 +151,38 @@ static struct gmsg *entry_for(struct flit_group *g, const uint32_t *a, uint64_t 
     return m;
 }
 
+/* Under the lock: the fragment at off of m could not be queued to a child:
+   owed, m held on g->owe until it is. */
+static void owe(struct flit_group *g, struct gmsg *m, size_t off)
+{
+    size_t f = off / g->frag;
+    m->owe[f / 8] |= (uint8_t)(1u << (f % 8));
+    if (m->owing)
+        return;
+    m->owing = true;
+    m->refs++;
+    m->owe_next = g->owe;
+    g->owe = m;
+}
+
+/* Under the lock: the fragment (words a) to this member's children in the
+   tree of its message (binary, over the members, rooted at root: position
+   p's children are 2p+1 and 2p+2); false: owed. */
+static bool forward_or_owe(struct flit_group *g, struct gmsg *m, const uint32_t *a,
+                           size_t off, size_t len)
+{
+    uint32_t root = a[5];
+    uint32_t p = (g->me + g->n - root) % g->n;
+    bool all = true;
+    for (uint32_t c = 2 * p + 1; c <= 2 * p + 2 && c < g->n; c++)
+        if (!fl_grp_out_push(g->gs, g, g->members[(c + root) % g->n], a, DATA_ARGS, m,
+                             off, len))
+            all = false;
+    if (!all)
+        owe(g, m, off);
+    return all;
+}
+
 /* Under the lock: may a fragment of view v be taken now? */
 static bool view_ok(const struct flit_group *g, uint32_t v)
 {
@@ -187,36 +219,88 @@ void fl_grp_take_fragment(struct flit_group *g, const uint32_t *a, const void *b
     if (len)
         memcpy(m->data + off, buf, len);
     m->got += len;
-    /* Binary tree over the members, rooted at root: position p's children
-       are 2p+1 and 2p+2. */
-    if (root != NO_RANK && a[2] == g->view) {
-        uint32_t p = (g->me + g->n - root) % g->n;
-        for (uint32_t c = 2 * p + 1; c <= 2 * p + 2 && c < g->n; c++)
-            if (!fl_grp_out_push(g->gs, g, g->members[(c + root) % g->n], a, DATA_ARGS, m,
-                                 off, len))
-                fprintf(stderr, "flit: group %u: no memory to forward\n", g->id);
-    }
+    if (root != NO_RANK && a[2] == g->view)
+        forward_or_owe(g, m, a, off, len);
     fl_grp_deliver_ready(g);
 }
 
-/* Under the lock: queues every fragment of m to rank dest; root as in
-   OP_DATA. */
-void fl_grp_push_fragments(struct flit_group *g, struct gmsg *m, uint32_t dest,
-                           uint32_t root)
+/* The OP_DATA words of the fragment at off of m; root as in OP_DATA. */
+static void data_words(const struct flit_group *g, const struct gmsg *m, uint32_t root,
+                       size_t off, uint32_t d[DATA_ARGS])
 {
-    uint32_t d[DATA_ARGS] = {op_word(OP_DATA), g->id, m->view};
+    memset(d, 0, DATA_ARGS * sizeof *d);
+    d[0] = op_word(OP_DATA);
+    d[1] = g->id;
+    d[2] = m->view;
     put64(d + 3, m->seq);
     d[5] = root;
     d[6] = m->sender;
     d[7] = m->sender_seq;
     put64(d + 8, m->total);
+    put64(d + 10, off);
+}
+
+/* Under the lock: queues every fragment of m to rank dest; root as in
+   OP_DATA. False: some could not be queued; those of a tree (root not
+   NO_RANK) are owed (fl_grp_retry_forwards), the others are the caller's
+   to try again. */
+bool fl_grp_push_fragments(struct flit_group *g, struct gmsg *m, uint32_t dest,
+                           uint32_t root)
+{
+    uint32_t d[DATA_ARGS];
+    bool all = true;
     size_t off = 0;
     do {
         size_t len = m->total - off < g->frag ? m->total - off : g->frag;
-        put64(d + 10, off);
-        fl_grp_out_push(g->gs, g, dest, d, DATA_ARGS, m, off, len);
+        data_words(g, m, root, off, d);
+        if (!fl_grp_out_push(g->gs, g, dest, d, DATA_ARGS, m, off, len)) {
+            all = false;
+            if (root != NO_RANK)
+                owe(g, m, off);
+        }
         off += len;
     } while (off < m->total);
+    return all;
+}
+
+/* Under the lock: forwards still owed go out (a pass of fl_grp_retry). A
+   child that had a fragment already drops the second copy. */
+void fl_grp_retry_forwards(struct flit_group *g)
+{
+    struct gmsg **p = &g->owe;
+    while (*p) {
+        struct gmsg *m = *p;
+        size_t nf = fl_grp_frags_of(g, m->total);
+        /* A message of an older view: the view change caught everyone up. */
+        for (size_t f = 0; f < nf && m->view == g->view; f++) {
+            uint8_t bit = (uint8_t)(1u << (f % 8));
+            if (!(m->owe[f / 8] & bit))
+                continue;
+            size_t off = f * g->frag;
+            size_t len = m->total - off < g->frag ? m->total - off : g->frag;
+            uint32_t d[DATA_ARGS];
+            data_words(g, m, m->root, off, d);
+            m->owe[f / 8] &= (uint8_t)~bit;
+            if (!forward_or_owe(g, m, d, off, len))
+                return; /* still short: the next pass */
+        }
+        *p = m->owe_next;
+        m->owing = false;
+        memset(m->owe, 0, (nf + 7) / 8);
+        fl_grp_msg_unref(g, m);
+    }
+}
+
+/* Under the lock: nothing owed any more (the group goes, or a new view). */
+void fl_grp_owe_clear(struct flit_group *g)
+{
+    while (g->owe) {
+        struct gmsg *m = g->owe;
+        g->owe = m->owe_next;
+        m->owing = false;
+        memset(m->owe, 0, (fl_grp_frags_of(g, m->total) + 7) / 8);
+        fl_grp_msg_unref(g, m);
+    }
 }
 
 /* ---------------------------------------------------------------- receiving */

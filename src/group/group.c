@@ -220,10 +220,45 @@ static void send_acks(struct flit_groups *gs)
             g->next_deliver > g->acked) {
             uint32_t c[2];
             put64(c, g->next_deliver);
-            fl_grp_ctl_push(g, g->seqr, OP_ACK, c, 2);
-            g->acked = g->next_deliver;
+            if (fl_grp_ctl_push(g, g->seqr, OP_ACK, c, 2)) /* else the next pass */
+                g->acked = g->next_deliver;
         }
     }
+}
+
+void fl_grp_retry_group(struct flit_group *g)
+{
+    if (g->stopped)
+        return;
+    fl_grp_retry_broadcasts(g);
+    if (g->rec.on) {
+        fl_grp_retry_view(g);
+        return;
+    }
+    if (!g->ready && !g->join_sent) {
+        uint32_t frag = (uint32_t)g->frag;
+        g->join_sent = fl_grp_ctl_push(g, g->seqr, OP_JOIN, &frag, 1);
+    }
+    if (g->me == g->seqr && g->rq_len)
+        fl_grp_serve_credits(g);
+    if (g->me == g->seqr)
+        fl_grp_retry_seqs(g);
+    fl_grp_resend_own(g);
+    fl_grp_retry_forwards(g);
+    if (g->leave_want && !g->leave_sent)
+        g->leave_sent = fl_grp_ctl_push(g, g->seqr, OP_LEAVE, NULL, 0);
+    /* FIN last: after the LEAVE and every forward this member owed. */
+    if (g->fin_want && !g->fin_sent && g->leave_sent && !g->owe)
+        g->fin_sent = fl_grp_ctl_push(g, g->seqr, OP_FIN, NULL, 0);
+}
+
+void fl_grp_retry(struct flit_groups *gs)
+{
+    if (!atomic_exchange_explicit(&gs->owed, false, memory_order_acquire))
+        return;
+    /* A push that fails in here sets owed again: the next pass. */
+    for (struct flit_group *g = gs->groups; g; g = g->next)
+        fl_grp_retry_group(g);
 }
 
 /* Not under the lock: runs the view-change handlers due, one per member
@@ -280,6 +315,7 @@ static void on_progress(flit_ep_t *ep, void *user)
     atomic_store_explicit(&gs->work, false, memory_order_relaxed);
     lock(gs);
     act_on_down(gs);
+    fl_grp_retry(gs);
     send_acks(gs);
     bool queued = gs->out_head != NULL;
     unlock(gs);
@@ -287,7 +323,8 @@ static void on_progress(flit_ep_t *ep, void *user)
     if (queued)
         fl_grp_drain(gs);
     lock(gs);
-    if (gs->out_head) /* no room: try again next pass */
+    /* No room, a local failure or something owed: try again next pass. */
+    if (gs->out_head || atomic_load_explicit(&gs->owed, memory_order_relaxed))
         atomic_store_explicit(&gs->work, true, memory_order_relaxed);
     unlock(gs);
 }
@@ -322,6 +359,7 @@ static flit_status wait_for(struct flit_group *g, bool (*done)(struct flit_group
         fl_grp_drain(gs);
         lock(gs);
         act_on_down(gs);
+        fl_grp_retry(gs);
         bool ok = done(g), stopped = g->stopped;
         unlock(gs);
         run_view_fns(gs);
@@ -533,6 +571,7 @@ static void drop_messages(struct flit_group *g)
     }
     g->own_tail = NULL;
     fl_grp_retained_clear(g);
+    fl_grp_owe_clear(g);
 }
 
 static void group_free(struct flit_group *g)
@@ -540,6 +579,13 @@ static void group_free(struct flit_group *g)
     drop_messages(g);
     free(g->gone);
     free(g->left);
+    free(g->cu_from);
+    free(g->cu_to);
+    free(g->cu_owed);
+    free(g->bc_owed);
+    free(g->seq_to);
+    free(g->seq_sseq);
+    free(g->seq_owed);
     free(g->members);
     free(g->cost);
     free(g->delivered);
@@ -566,7 +612,11 @@ static flit_status init_credits(struct flit_group *g)
     g->credits = g->allowance;
     g->gone = calloc(g->n, 1);
     g->left = calloc(g->n, sizeof *g->left);
-    if (!g->gone || !g->left)
+    g->cu_from = calloc(g->n, sizeof *g->cu_from);
+    g->cu_to = calloc(g->n, sizeof *g->cu_to);
+    g->cu_owed = calloc(g->n, 1);
+    g->bc_owed = calloc(g->n, 1);
+    if (!g->gone || !g->left || !g->cu_from || !g->cu_to || !g->cu_owed || !g->bc_owed)
         return FLIT_ERR_NO_MEMORY;
     if (g->me != g->seqr)
         return FLIT_OK;
@@ -651,8 +701,8 @@ flit_status flit_group_create(flit_groups_t *h, uint32_t id, const flit_rank_t *
         else
             link_group(gs, g);
         uint32_t frag = (uint32_t)g->frag;
-        if (st == FLIT_OK)
-            fl_grp_ctl_push(g, g->seqr, OP_JOIN, &frag, 1);
+        if (st == FLIT_OK) /* else fl_grp_retry_group sends it */
+            g->join_sent = fl_grp_ctl_push(g, g->seqr, OP_JOIN, &frag, 1);
         unlock(gs);
     }
     if (st == FLIT_OK && (st = wait_for(g, is_ready)) != FLIT_OK) {
@@ -678,23 +728,25 @@ bool fl_grp_own_delivered(struct flit_group *g)
 /* (the sequencer's CLOSED to the others gone out too) */
 static bool is_closed(struct flit_group *g)
 {
-    return g->closed && g->queued == 0;
+    return g->closed && g->queued == 0 && !g->owe;
 }
 
+/* (and nothing this member owes a child: the FIN goes after it) */
 static bool all_done(struct flit_group *g)
 {
-    return g->done && g->next_deliver >= g->final && g->queued == 0;
+    return g->done && g->next_deliver >= g->final && g->queued == 0 && !g->owe;
 }
 
-/* A step of destroy: op to the sequencer (sent flags it, so that a new
-   view sends it again), then a wait for its answer. */
-static flit_status tell_sequencer(struct flit_group *g, enum op op, bool *sent,
+/* A step of destroy: its message to the sequencer wanted (*want), queued
+   by fl_grp_retry_group now, or by a later pass if it cannot be (no
+   memory), or by the new view's install during a view change; then a wait
+   for its answer. */
+static flit_status tell_sequencer(struct flit_group *g, bool *want,
                                   bool (*answered)(struct flit_group *))
 {
     lock(g->gs);
-    *sent = true;
-    if (!g->rec.on) /* else the new view sends it */
-        fl_grp_ctl_push(g, g->seqr, op, NULL, 0);
+    *want = true;
+    fl_grp_retry_group(g);
     unlock(g->gs);
     return wait_for(g, answered);
 }
@@ -710,9 +762,9 @@ flit_status flit_group_destroy(flit_group_t *h)
     g->leaving = true;
     flit_status st = wait_for(g, fl_grp_own_delivered);
     if (st == FLIT_OK)
-        st = tell_sequencer(g, OP_LEAVE, &g->leave_sent, all_done);
+        st = tell_sequencer(g, &g->leave_want, all_done);
     if (st == FLIT_OK)
-        st = tell_sequencer(g, OP_FIN, &g->fin_sent, is_closed);
+        st = tell_sequencer(g, &g->fin_want, is_closed);
     if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN) {
         g->leaving = false; /* the endpoint failed: may be called again */
         return st;
@@ -753,9 +805,10 @@ static flit_status get_credits(struct flit_group *g, uint32_t cost)
         }
         if (!g->cred_asked && !g->rec.on) {
             uint32_t amount = cost - g->credits + g->allowance;
-            g->cred_asked = true;
-            fl_grp_ctl_push(g, g->seqr, OP_CREDREQ, &amount, 1);
+            /* Asked only once queued: else the next turn asks again. */
+            g->cred_asked = fl_grp_ctl_push(g, g->seqr, OP_CREDREQ, &amount, 1);
         }
+        fl_grp_retry(gs);
         unlock(gs);
         waited = true;
         fl_grp_drain(gs);
@@ -766,13 +819,33 @@ static flit_status get_credits(struct flit_group *g, uint32_t cost)
 }
 
 /* Under the lock: credits to ask for with this message (Panda's piggyback):
-   a refill when half the allowance is spent and no request is out. */
-static uint32_t piggyback(struct flit_group *g)
+   a refill when half the allowance is spent and no request is out. The
+   caller marks the request out once the message is queued. */
+static uint32_t piggyback(const struct flit_group *g)
 {
     if (g->cred_asked || g->credits >= (g->allowance + 1) / 2)
         return 0;
-    g->cred_asked = true;
     return g->allowance - g->credits;
+}
+
+/* Under the lock: m, the newest of this member's own messages, could not be
+   queued: it is forgotten as if never sent (its number, its place in the
+   list), so that the program may send it again. */
+static void unqueue_own(struct flit_group *g, struct gmsg *m)
+{
+    struct gmsg **p = &g->own_head, *prev = NULL;
+    while (*p != m) {
+        prev = *p;
+        p = &(*p)->own_next;
+    }
+    *p = NULL;
+    g->own_tail = prev;
+    if (g->unnumbered == m) {
+        g->unnumbered = m->next;
+        fl_grp_msg_unref(g, m);
+    }
+    g->next_sseq--;
+    fl_grp_msg_unref(g, m);
 }
 
 flit_status fl_grp_check_iov(const struct iovec *iov, int iovcnt, size_t *total)
@@ -805,6 +878,9 @@ static flit_status queue_message(struct flit_group *g, const struct iovec *iov,
                                  int iovcnt, size_t total, uint32_t cost)
 {
     struct flit_groups *gs = g->gs;
+    fl_grp_resend_own(g);
+    if (g->resending) /* an older one is not queued again yet: it goes first */
+        return FLIT_ERR_NO_MEMORY;
     struct gmsg *m = fl_grp_msg_new(g, total);
     if (!m)
         return FLIT_ERR_NO_MEMORY;
@@ -821,25 +897,29 @@ static flit_status queue_message(struct flit_group *g, const struct iovec *iov,
         g->own_head = m;
     g->own_tail = m;
     uint32_t a[MAX_ARGS] = {0, g->id, g->view, m->sender_seq};
-    bool ok;
-    if (total <= g->small_max) {
+    bool ok, small = total <= g->small_max;
+    uint32_t ask = piggyback(g);
+    if (small) {
         a[0] = op_word(OP_SMALL);
-        a[4] = piggyback(g);
+        a[4] = ask;
         ok = fl_grp_out_push(gs, g, g->members[g->seqr], a, op_nargs[OP_SMALL], m, 0,
                              total);
-        g->sent_small++;
     } else {
         a[0] = op_word(OP_SEQREQ);
         a[4] = cost;
-        a[5] = piggyback(g);
+        a[5] = ask;
         m->refs++;
         m->next = g->unnumbered;
         g->unnumbered = m;
         ok = fl_grp_out_push(gs, g, g->members[g->seqr], a, op_nargs[OP_SEQREQ], NULL, 0,
                              0);
     }
-    if (!ok)
+    if (!ok) { /* nothing sent: the call says so, and may be made again */
+        unqueue_own(g, m);
         return FLIT_ERR_NO_MEMORY;
+    }
+    g->cred_asked |= ask != 0;
+    g->sent_small += small;
     g->sent++;
     return FLIT_OK;
 }
@@ -862,6 +942,8 @@ flit_status flit_group_sendv(flit_group_t *h, const struct iovec *iov, int iovcn
         return st;
     lock(g->gs);
     st = queue_message(g, iov, iovcnt, total, cost);
+    if (st != FLIT_OK)
+        g->credits += cost; /* not sent: its credits are still this member's */
     unlock(g->gs);
     fl_grp_drain(g->gs);
     return st;

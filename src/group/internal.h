@@ -25,6 +25,15 @@
  * order on the wire; the protocol does not rely on it for data (fragments
  * carry their sequence fl_grp_number and offset), only for speed.
  *
+ * A local shortage never loses a message. A send that fails for a local
+ * reason (FLIT_ERR_NO_MEMORY, FLIT_ERR_SYSTEM) stays at the head of the
+ * queue for the next pass, like one that finds no room. What could not be
+ * queued (no memory for the item) is owed, not forgotten: a flag that says
+ * "sent" is set only once the message is queued, and what a handler could
+ * not queue (a fragment to forward, a catch-up, the credits granted) is
+ * noted where fl_grp_retry finds it; the progress listener and every wait
+ * run fl_grp_retry once a pass (gs->owed), never in a loop of their own.
+ *
  * Locking: one mutex per endpoint's groups (gs->lock), on thread-safe
  * endpoints only, never held across a flit call or the delivery handler.
  * Deliveries of a group run one at a time and in order: the thread that
@@ -99,6 +108,7 @@ enum op {
    list it is on holds one reference. */
 struct gmsg {
     struct gmsg *next;     /* hold-back chain, or the list of unnumbered */
+    struct gmsg *owe_next; /* g->owe: fragments still to pass down the tree */
     struct gmsg *own_next; /* this member's messages not delivered here */
     struct gmsg *ret_next; /* delivered, kept for a view change */
     uint64_t seq;
@@ -110,6 +120,10 @@ struct gmsg {
     size_t total, got;
     unsigned refs;
     uint8_t *have; /* per fragment: arrived (after data) */
+    uint8_t *owe;  /* per fragment: not queued to the tree's children yet
+                      (after have); on g->owe while any is set */
+    bool owing;
+    bool resend; /* own, to go again in a new view: not queued yet */
     uint8_t data[];
 };
 
@@ -147,6 +161,8 @@ struct flit_groups {
     _Atomic bool work;     /* the progress listener has something to do */
     _Atomic uint64_t down; /* peers reported down, not yet acted on */
     uint8_t *dead;         /* per rank: 1 reported down, 2 acted on */
+    _Atomic bool owed;     /* something could not be queued: fl_grp_retry */
+    bool retry_said;       /* the first kept send logged */
     uint64_t unknown;      /* messages for a group not here */
     uint64_t refused;      /* malformed, or for another role: dropped */
     bool refusal_said;     /* the first refusal logged */
@@ -166,7 +182,10 @@ struct recovery {
     uint32_t rview;   /* the view being formed */
     uint32_t co;      /* its coordinator (rank), the new sequencer */
     bool final_known; /* NEWVIEW came: deliver up to final, no further */
-    bool caught_sent;
+    bool caught_sent; /* CAUGHT queued (set once it is) */
+    bool state_sent;  /* STATE queued */
+    bool asked;       /* CATCHUP queued (or none needed) */
+    uint32_t gone_rank, donor_rank; /* what STATE, CATCHUP name */
     uint64_t final;
     /* Coordinator only. */
     uint32_t states, caught;
@@ -189,13 +208,25 @@ struct flit_group {
     void *view_user;
     uint32_t window, allowance, small_max;
     size_t frag;
-    bool ready, leaving, leave_sent, done, fin_sent, closed, stopped;
+    bool ready, leaving, done, closed, stopped;
+    /* destroy's LEAVE and FIN: wanted (its step reached), and queued in
+       this view (a new view sends them again). */
+    bool leave_want, leave_sent, fin_want, fin_sent;
     uint32_t *left; /* ranks that left, view handler not run yet */
     uint32_t nleft;
     struct recovery rec;
     /* Sending. */
     uint32_t credits, next_sseq;
-    bool cred_asked;
+    bool cred_asked;  /* a credit request queued, not answered yet */
+    struct gmsg *owe; /* messages with fragments not forwarded yet */
+    /* Per member index: a CATCHUP this donor could not queue all of. */
+    uint64_t *cu_from, *cu_to;
+    uint8_t *cu_owed;
+    bool join_sent;
+    bool resending; /* own messages marked resend: newer ones wait */
+    /* Per member index: what the sequencer (or coordinator) sends every
+       member and could not queue yet (BC_* bits). */
+    uint8_t *bc_owed;
     struct gmsg *unnumbered; /* large messages waiting for their fl_grp_number */
     struct gmsg *own_head, *own_tail;
     uint64_t sent, fl_grp_own_delivered;
@@ -213,6 +244,10 @@ struct flit_group {
     uint64_t next_seq, released;
     int64_t pool;        /* below 0 after a view change: owed */
     uint32_t *cost;      /* [seq % window] */
+    /* [seq % window]: whose number it is (member index, its seq) and
+       whether its SEQ still waits to be queued. */
+    uint32_t *seq_to, *seq_sseq;
+    uint8_t *seq_owed;
     uint64_t *delivered; /* per member, as acknowledged */
     uint32_t *want;      /* per member: credits asked, 0: none */
     uint32_t *reqq;      /* members asking, FIFO of n */
@@ -220,6 +255,16 @@ struct flit_group {
     /* Counters. */
     uint64_t sent_small, forwarded, forward_waits, credit_waits, views;
     uint64_t buffered, buffered_max;
+};
+
+/* What a sequencer or coordinator owes each member (bc_owed). */
+enum {
+    BC_READY = 1,
+    BC_DONE = 2,
+    BC_CLOSED = 4,
+    BC_QUERY = 8,
+    BC_NEWVIEW = 16,
+    BC_INSTALL = 32
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -296,9 +341,11 @@ extern __thread unsigned fl_grp_delivery_depth;
 
 /* out.c */
 uint32_t fl_grp_cost_of(const struct flit_group *g, size_t total);
-void fl_grp_ctl_push(struct flit_group *g, uint32_t i, enum op op, const uint32_t *rest,
+/* Under the lock: a control message queued; false: no memory (the caller
+   keeps what it needs to try again, gs->owed set). */
+bool fl_grp_ctl_push(struct flit_group *g, uint32_t i, enum op op, const uint32_t *rest,
                      unsigned nrest);
-void fl_grp_ctl_to(struct flit_group *g, uint32_t rank, enum op op, uint32_t view,
+bool fl_grp_ctl_to(struct flit_group *g, uint32_t rank, enum op op, uint32_t view,
                    const uint32_t *rest, unsigned nrest);
 void fl_grp_drain(struct flit_groups *gs);
 size_t fl_grp_frags_of(const struct flit_group *g, size_t total);
@@ -312,14 +359,20 @@ void fl_grp_out_release(struct flit_groups *gs, struct out *o);
 
 /* deliver.c */
 void fl_grp_deliver_ready(struct flit_group *g);
-void fl_grp_push_fragments(struct flit_group *g, struct gmsg *m, uint32_t dest,
+bool fl_grp_push_fragments(struct flit_group *g, struct gmsg *m, uint32_t dest,
                            uint32_t root);
+void fl_grp_owe_clear(struct flit_group *g);
+void fl_grp_retry_forwards(struct flit_group *g);
 void fl_grp_retained_clear(struct flit_group *g);
 void fl_grp_take_fragment(struct flit_group *g, const uint32_t *a, const void *buf,
                           size_t len);
 
 /* order.c */
 void fl_grp_ask_credits(struct flit_group *g, uint32_t i, uint32_t amount);
+void fl_grp_serve_credits(struct flit_group *g);
+void fl_grp_broadcast(struct flit_group *g, unsigned bit);
+void fl_grp_retry_broadcasts(struct flit_group *g);
+void fl_grp_retry_seqs(struct flit_group *g);
 void fl_grp_early_join(struct flit_groups *gs, uint32_t id, size_t frag);
 uint64_t fl_grp_number(struct flit_group *g, uint32_t cost);
 void fl_grp_on_ack(struct flit_group *g, uint32_t i, uint64_t count);
@@ -341,6 +394,10 @@ void fl_grp_on_install(struct flit_group *g, const uint32_t *a);
 void fl_grp_on_newview(struct flit_group *g, const uint32_t *a);
 void fl_grp_on_query(struct flit_group *g, const uint32_t *a);
 void fl_grp_on_state(struct flit_group *g, uint32_t from_rank, const uint32_t *a);
+void fl_grp_retry_catchups(struct flit_group *g);
+bool fl_grp_view_bc_send(struct flit_group *g, uint32_t i, unsigned bit);
+void fl_grp_retry_view(struct flit_group *g);
+void fl_grp_resend_own(struct flit_group *g);
 void fl_grp_start_view_change(struct flit_group *g, uint32_t i);
 
 /* group.c */
@@ -359,5 +416,9 @@ flit_status fl_grp_decode(const uint32_t *args, unsigned nargs, size_t nbytes,
    first logged. */
 void fl_grp_refuse(struct flit_groups *gs, uint32_t id, uint32_t from, const char *what);
 bool fl_grp_own_delivered(struct flit_group *g);
+/* Under the lock: queues again what a shortage left owed (see above), of
+   one group or of all. */
+void fl_grp_retry_group(struct flit_group *g);
+void fl_grp_retry(struct flit_groups *gs);
 
 #endif /* FL_GROUP_INTERNAL_H */

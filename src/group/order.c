@@ -13,15 +13,17 @@
 
 /* Under the lock, at the sequencer: grants queued requests while the pool
    has room, first come first served (a large request is never passed by
-   small ones: it would starve). */
-static void serve_credits(struct flit_group *g)
+   small ones: it would starve). A grant that cannot be queued stays at
+   the head of the requests for fl_grp_retry's next pass. */
+void fl_grp_serve_credits(struct flit_group *g)
 {
     while (g->rq_len) {
         uint32_t i = g->reqq[g->rq_head];
         if (g->pool < (int64_t)g->want[i])
             return;
+        if (!fl_grp_ctl_push(g, i, OP_CREDIT, &g->want[i], 1))
+            return;
         g->pool -= g->want[i];
-        fl_grp_ctl_push(g, i, OP_CREDIT, &g->want[i], 1);
         g->want[i] = 0;
         g->rq_head = (g->rq_head + 1) % g->n;
         g->rq_len--;
@@ -35,7 +37,44 @@ void fl_grp_ask_credits(struct flit_group *g, uint32_t i, uint32_t amount)
     g->want[i] = amount;
     g->reqq[(g->rq_head + g->rq_len) % g->n] = i;
     g->rq_len++;
-    serve_credits(g);
+    fl_grp_serve_credits(g);
+}
+
+/* Under the lock: what bit stands for, to member i; false: not queued. */
+static bool bc_send(struct flit_group *g, uint32_t i, unsigned bit)
+{
+    uint32_t w[2];
+    switch (bit) {
+    case BC_READY:
+        w[0] = (uint32_t)g->join_frag;
+        return fl_grp_ctl_push(g, i, OP_READY, w, 1);
+    case BC_DONE: /* (no number is given once every member left) */
+        put64(w, g->next_seq);
+        return fl_grp_ctl_push(g, i, OP_DONE, w, 2);
+    case BC_CLOSED:
+        return fl_grp_ctl_push(g, i, OP_CLOSED, NULL, 0);
+    default:
+        return fl_grp_view_bc_send(g, i, bit);
+    }
+}
+
+/* Under the lock: queues what the bits owe each member, as far as it can;
+   the rest stays owed for fl_grp_retry's next pass. */
+void fl_grp_retry_broadcasts(struct flit_group *g)
+{
+    for (uint32_t i = 0; i < g->n; i++)
+        for (unsigned bit = 1; bit <= BC_INSTALL; bit <<= 1)
+            if ((g->bc_owed[i] & bit) && bc_send(g, i, bit))
+                g->bc_owed[i] &= (uint8_t)~bit;
+}
+
+/* Under the lock: bit's message to every member that is not gone. */
+void fl_grp_broadcast(struct flit_group *g, unsigned bit)
+{
+    for (uint32_t i = 0; i < g->n; i++)
+        if (!g->gone[i])
+            g->bc_owed[i] |= (uint8_t)bit;
+    fl_grp_retry_broadcasts(g);
 }
 
 /* Under the lock, at the sequencer: the next fl_grp_number, its cost on record. */
@@ -43,6 +82,7 @@ uint64_t fl_grp_number(struct flit_group *g, uint32_t cost)
 {
     uint64_t s = g->next_seq++;
     g->cost[s % g->window] = cost;
+    g->seq_owed[s % g->window] = 0;
     return s;
 }
 
@@ -58,7 +98,7 @@ void fl_grp_on_ack(struct flit_group *g, uint32_t i, uint64_t count)
             low = g->delivered[k];
     for (; g->released < low; g->released++)
         g->pool += g->cost[g->released % g->window];
-    serve_credits(g);
+    fl_grp_serve_credits(g);
 }
 
 /* (Re)sets the sequencer's state for numbers from first on, with pool
@@ -69,11 +109,18 @@ flit_status fl_grp_seqr_reset(struct flit_group *g, uint64_t first, int64_t pool
     free(g->delivered);
     free(g->want);
     free(g->reqq);
+    free(g->seq_to);
+    free(g->seq_sseq);
+    free(g->seq_owed);
+    g->seq_to = calloc(g->window, sizeof *g->seq_to);
+    g->seq_sseq = calloc(g->window, sizeof *g->seq_sseq);
+    g->seq_owed = calloc(g->window, 1);
     g->cost = calloc(g->window, sizeof *g->cost);
     g->delivered = calloc(g->n, sizeof *g->delivered);
     g->want = calloc(g->n, sizeof *g->want);
     g->reqq = calloc(g->n, sizeof *g->reqq);
-    if (!g->cost || !g->delivered || !g->want || !g->reqq)
+    if (!g->cost || !g->delivered || !g->want || !g->reqq || !g->seq_to || !g->seq_sseq ||
+        !g->seq_owed)
         return FLIT_ERR_NO_MEMORY;
     for (uint32_t i = 0; i < g->n; i++)
         g->delivered[i] = first;
@@ -112,9 +159,27 @@ void fl_grp_on_seqreq(struct flit_group *g, uint32_t from, const uint32_t *a)
                 g->id, a[4]);
         return;
     }
-    put64(r + 1, fl_grp_number(g, a[4]));
-    fl_grp_ctl_push(g, from, OP_SEQ, r, 3);
+    uint64_t s = fl_grp_number(g, a[4]);
+    put64(r + 1, s);
+    /* The number is taken: a SEQ that cannot be queued is owed. */
+    g->seq_to[s % g->window] = from;
+    g->seq_sseq[s % g->window] = a[3];
+    g->seq_owed[s % g->window] = !fl_grp_ctl_push(g, from, OP_SEQ, r, 3);
     fl_grp_ask_credits(g, from, a[5]);
+}
+
+/* Under the lock, at the sequencer: SEQs owed go out, in number order. */
+void fl_grp_retry_seqs(struct flit_group *g)
+{
+    for (uint64_t s = g->released; s < g->next_seq; s++) {
+        uint32_t k = (uint32_t)(s % g->window), r[3] = {g->seq_sseq[k]};
+        if (!g->seq_owed[k])
+            continue;
+        put64(r + 1, s);
+        if (!fl_grp_ctl_push(g, g->seq_to[k], OP_SEQ, r, 3))
+            return;
+        g->seq_owed[k] = 0;
+    }
 }
 
 /* At the sender: the fl_grp_number of one of its large messages came: multicast
@@ -147,9 +212,7 @@ void fl_grp_on_join(struct flit_group *g, const uint32_t *a)
         g->join_frag = a[3];
     if (++g->joined < g->n)
         return;
-    uint32_t f = (uint32_t)g->join_frag;
-    for (uint32_t i = 0; i < g->n; i++)
-        fl_grp_ctl_push(g, i, OP_READY, &f, 1);
+    fl_grp_broadcast(g, BC_READY);
 }
 
 void fl_grp_on_ready(struct flit_group *g, const uint32_t *a)
@@ -165,10 +228,7 @@ void fl_grp_on_leave(struct flit_group *g)
 {
     if (++g->left_count < g->n)
         return;
-    uint32_t f[2];
-    put64(f, g->next_seq);
-    for (uint32_t i = 0; i < g->n; i++)
-        fl_grp_ctl_push(g, i, OP_DONE, f, 2);
+    fl_grp_broadcast(g, BC_DONE);
 }
 
 /* Every member's FIN is the last it sends this group, after everything it
@@ -179,8 +239,7 @@ void fl_grp_on_fin(struct flit_group *g)
 {
     if (++g->fin_count < g->n)
         return;
-    for (uint32_t i = 0; i < g->n; i++)
-        fl_grp_ctl_push(g, i, OP_CLOSED, NULL, 0);
+    fl_grp_broadcast(g, BC_CLOSED);
 }
 
 /* Under the lock: a JOIN for a group this rank has not created yet. */

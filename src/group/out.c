@@ -27,10 +27,16 @@ size_t fl_grp_frags_of(const struct flit_group *g, size_t total)
     return c ? c : 1;
 }
 
+/* Bytes of a message's two fragment maps (have, owe). */
+static size_t maps_of(const struct flit_group *g, size_t total)
+{
+    return 2 * ((fl_grp_frags_of(g, total) + 7) / 8);
+}
+
 /* Under the lock. NULL when out of memory. */
 struct gmsg *fl_grp_msg_new(struct flit_group *g, size_t total)
 {
-    size_t bits = (fl_grp_frags_of(g, total) + 7) / 8;
+    size_t bits = maps_of(g, total);
     struct gmsg *m = malloc(sizeof *m + total + bits);
     if (!m)
         return NULL;
@@ -39,6 +45,7 @@ struct gmsg *fl_grp_msg_new(struct flit_group *g, size_t total)
     m->refs = 1;
     m->cost = fl_grp_cost_of(g, total);
     m->have = m->data + total;
+    m->owe = m->have + bits / 2;
     memset(m->have, 0, bits);
     g->buffered += sizeof *m + total + bits;
     if (g->buffered > g->buffered_max)
@@ -51,7 +58,7 @@ void fl_grp_msg_unref(struct flit_group *g, struct gmsg *m)
 {
     if (--m->refs)
         return;
-    g->buffered -= sizeof *m + m->total + (fl_grp_frags_of(g, m->total) + 7) / 8;
+    g->buffered -= sizeof *m + m->total + maps_of(g, m->total);
     free(m);
 }
 
@@ -73,8 +80,13 @@ bool fl_grp_out_push(struct flit_groups *gs, struct flit_group *g, uint32_t dest
     struct out *o = gs->out_free;
     if (o)
         gs->out_free = o->next;
-    else if (!(o = malloc(sizeof *o)))
+    else if (!(o = malloc(sizeof *o))) {
+        /* The caller keeps what it needs to queue it again: a pass of
+           fl_grp_retry does. */
+        atomic_store_explicit(&gs->owed, true, memory_order_release);
+        atomic_store_explicit(&gs->work, true, memory_order_release);
         return false;
+    }
     o->next = NULL;
     o->g = g;
     o->dest = dest;
@@ -97,21 +109,20 @@ bool fl_grp_out_push(struct flit_groups *gs, struct flit_group *g, uint32_t dest
 }
 
 /* Under the lock: a control message of group g, view view, to rank. */
-void fl_grp_ctl_to(struct flit_group *g, uint32_t rank, enum op op, uint32_t view,
+bool fl_grp_ctl_to(struct flit_group *g, uint32_t rank, enum op op, uint32_t view,
                    const uint32_t *rest, unsigned nrest)
 {
     uint32_t a[MAX_ARGS] = {op_word(op), g->id, view};
     for (unsigned i = 0; i < nrest; i++)
         a[3 + i] = rest[i];
-    if (!fl_grp_out_push(g->gs, g, rank, a, 3 + nrest, NULL, 0, 0))
-        fprintf(stderr, "flit: group %u: no memory for a control message\n", g->id);
+    return fl_grp_out_push(g->gs, g, rank, a, 3 + nrest, NULL, 0, 0);
 }
 
 /* The same to member index i, in the current view. */
-void fl_grp_ctl_push(struct flit_group *g, uint32_t i, enum op op, const uint32_t *rest,
+bool fl_grp_ctl_push(struct flit_group *g, uint32_t i, enum op op, const uint32_t *rest,
                      unsigned nrest)
 {
-    fl_grp_ctl_to(g, g->members[i], op, g->view, rest, nrest);
+    return fl_grp_ctl_to(g, g->members[i], op, g->view, rest, nrest);
 }
 
 /* Under the lock: an item is done with (sent, or dropped). */
@@ -123,6 +134,25 @@ void fl_grp_out_release(struct flit_groups *gs, struct out *o)
         o->g->queued--;
     o->next = gs->out_free;
     gs->out_free = o;
+}
+
+/* A failure of this process, not of the peer or the message: try again. */
+static bool local_failure(flit_status st)
+{
+    return st == FLIT_ERR_NO_MEMORY || st == FLIT_ERR_SYSTEM;
+}
+
+/* Under the lock: the first send kept for a local failure is said (once:
+   a shortage may last many passes). */
+static void note_retry(struct flit_groups *gs, const struct out *o, flit_status st)
+{
+    if (gs->retry_said)
+        return;
+    gs->retry_said = true;
+    fprintf(stderr,
+            "flit: group: rank %u: a message to rank %u could not be sent (%s): kept, "
+            "sent again on a later pass (said once)\n",
+            gs->me, o->dest, flit_strerror(st));
 }
 
 static flit_status out_send(struct flit_groups *gs, const struct out *o, bool more)
@@ -138,7 +168,9 @@ static flit_status out_send(struct flit_groups *gs, const struct out *o, bool mo
  * Program context only (never inside a handler): sends what the queue
  * holds until it is empty or a destination has no room. One thread at a
  * time; the others leave it to that one. A message to a dead rank is
- * dropped: the view change makes up for it.
+ * dropped: the view change makes up for it. One that fails for a local
+ * shortage stays first and the pass ends: the next pass (the progress
+ * listener's, or a wait's after its slice) tries it again.
  */
 void fl_grp_drain(struct flit_groups *gs)
 {
@@ -159,9 +191,12 @@ void fl_grp_drain(struct flit_groups *gs)
         lock(gs);
         /* No room; or a send of the program's made from a handler of
            another layer: the progress listener sends it after the pass. */
-        if (st == FLIT_ERR_AGAIN || st == FLIT_ERR_IN_HANDLER) {
+        bool local = local_failure(st);
+        if (st == FLIT_ERR_AGAIN || st == FLIT_ERR_IN_HANDLER || local) {
             if (o->g && o->msg && st == FLIT_ERR_AGAIN)
                 o->g->forward_waits++;
+            if (local)
+                note_retry(gs, o, st);
             o->next = gs->out_head;
             gs->out_head = o;
             if (!gs->out_tail)

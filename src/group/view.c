@@ -42,6 +42,15 @@ static uint32_t coordinator(const struct flit_group *g)
     return g->gs->me;
 }
 
+/* Under the lock: this survivor's report to the coordinator. */
+static void send_state(struct flit_group *g)
+{
+    struct recovery *r = &g->rec;
+    uint32_t st[3] = {r->gone_rank};
+    put64(st + 1, g->next_deliver);
+    r->state_sent = fl_grp_ctl_to(g, r->co, OP_STATE, r->rview, st, 3);
+}
+
 /* Under the lock: member i left; (re)start forming the view without it. */
 void fl_grp_start_view_change(struct flit_group *g, uint32_t i)
 {
@@ -50,21 +59,47 @@ void fl_grp_start_view_change(struct flit_group *g, uint32_t i)
     g->gone[i] = 1;
     g->left[g->nleft++] = g->members[i];
     struct recovery *r = &g->rec;
-    *r = (struct recovery){.on = true, .co = coordinator(g)};
+    *r = (struct recovery){.on = true, .co = coordinator(g), .gone_rank = g->members[i]};
     r->rview = g->view + (g->n - survivors(g));
-    uint32_t st[3] = {g->members[i]};
-    put64(st + 1, g->next_deliver);
-    fl_grp_ctl_to(g, r->co, OP_STATE, r->rview, st, 3);
+    /* What the last round still owed is of no use in this one. */
+    memset(g->bc_owed, 0, g->n);
+    memset(g->cu_owed, 0, g->n);
+    send_state(g);
     if (r->co != g->gs->me)
         return;
     /* Every member that left, to every survivor: one that died before any
        survivor heard of it may be unknown to a survivor that never talked
        to it (its endpoint has nothing to notice), and the round needs all
        survivors to count the same deaths. */
-    for (uint32_t d = 0; d < g->n; d++)
-        for (uint32_t k = 0; g->gone[d] && k < g->n; k++)
-            if (!g->gone[k] && k != g->me)
-                fl_grp_ctl_to(g, g->members[k], OP_QUERY, r->rview, &g->members[d], 1);
+    for (uint32_t k = 0; k < g->n; k++)
+        if (!g->gone[k] && k != g->me)
+            g->bc_owed[k] |= BC_QUERY;
+    fl_grp_retry_broadcasts(g);
+}
+
+/* Under the lock: what the coordinator sends survivor i in a view change
+   (bc_owed's BC_QUERY, BC_NEWVIEW, BC_INSTALL); false: not all queued. */
+bool fl_grp_view_bc_send(struct flit_group *g, uint32_t i, unsigned bit)
+{
+    struct recovery *r = &g->rec;
+    uint32_t rank = g->members[i], nv[3];
+    bool all = true;
+    switch (bit) {
+    case BC_QUERY: /* (one twice is harmless: a death is learnt once) */
+        for (uint32_t d = 0; d < g->n; d++)
+            if (g->gone[d])
+                all =
+                    fl_grp_ctl_to(g, rank, OP_QUERY, r->rview, &g->members[d], 1) && all;
+        return all;
+    case BC_NEWVIEW:
+        put64(nv, r->max_delivered);
+        nv[2] = r->donor;
+        return fl_grp_ctl_to(g, rank, OP_NEWVIEW, r->rview, nv, 3);
+    case BC_INSTALL: /* after install: the view is the new one */
+        return fl_grp_ctl_to(g, rank, OP_INSTALL, g->view, NULL, 0);
+    default:
+        return true;
+    }
 }
 
 /* Under the lock: rank left (as a peer told us); false: not a member. */
@@ -91,18 +126,41 @@ void fl_grp_on_state(struct flit_group *g, uint32_t from_rank, const uint32_t *a
     }
     if (r->states < survivors(g))
         return;
-    uint32_t nv[3];
-    put64(nv, r->max_delivered);
-    nv[2] = r->donor;
-    for (uint32_t k = 0; k < g->n; k++)
-        if (!g->gone[k])
-            fl_grp_ctl_to(g, g->members[k], OP_NEWVIEW, r->rview, nv, 3);
+    fl_grp_broadcast(g, BC_NEWVIEW);
 }
 
 void fl_grp_on_query(struct flit_group *g, const uint32_t *a)
 {
     if (a[2] > g->view)
         learn_left(g, a[3]);
+}
+
+/* Under the lock: after NEWVIEW, what this survivor lacks, from the donor
+   (r->asked once queued, or when nothing is lacking). */
+static void ask_catchup(struct flit_group *g)
+{
+    struct recovery *r = &g->rec;
+    if (g->next_deliver >= r->final || r->donor_rank == g->gs->me) {
+        r->asked = true;
+        return;
+    }
+    uint32_t range[4];
+    put64(range, g->next_deliver);
+    put64(range + 2, r->final);
+    r->asked = fl_grp_ctl_to(g, r->donor_rank, OP_CATCHUP, r->rview, range, 4);
+}
+
+/* Under the lock: what this survivor could not queue in the view change
+   so far (a pass of fl_grp_retry). */
+void fl_grp_retry_view(struct flit_group *g)
+{
+    struct recovery *r = &g->rec;
+    if (!r->state_sent)
+        send_state(g);
+    if (r->final_known && !r->asked)
+        ask_catchup(g);
+    fl_grp_check_caught(g);
+    fl_grp_retry_catchups(g);
 }
 
 void fl_grp_on_newview(struct flit_group *g, const uint32_t *a)
@@ -116,13 +174,23 @@ void fl_grp_on_newview(struct flit_group *g, const uint32_t *a)
     }
     r->final_known = true;
     r->final = get64(a + 3);
-    if (g->next_deliver < r->final && a[5] != g->gs->me) {
-        uint32_t range[4];
-        put64(range, g->next_deliver);
-        put64(range + 2, r->final);
-        fl_grp_ctl_to(g, a[5], OP_CATCHUP, r->rview, range, 4);
-    }
+    r->donor_rank = a[5];
+    ask_catchup(g);
     fl_grp_deliver_ready(g);
+}
+
+/* Under the lock, at the donor: queues member i what it kept from from up
+   to to; what cannot be queued is owed (fl_grp_retry_catchups sends it all
+   again: the survivor drops what it has). */
+static void send_catchup(struct flit_group *g, uint32_t i, uint64_t from, uint64_t to)
+{
+    bool all = true;
+    for (struct gmsg *m = g->ret_head; m; m = m->ret_next)
+        if (m->seq >= from && m->seq < to)
+            all = fl_grp_push_fragments(g, m, g->members[i], NO_RANK) && all;
+    g->cu_owed[i] = !all;
+    g->cu_from[i] = from;
+    g->cu_to[i] = to;
 }
 
 /* At the donor: sends rank what it kept from fl_grp_number from up to final. */
@@ -131,10 +199,14 @@ void fl_grp_on_catchup(struct flit_group *g, uint32_t rank, const uint32_t *a)
     struct recovery *r = &g->rec;
     if (!r->on || a[2] != r->rview)
         return;
-    uint64_t from = get64(a + 3), to = get64(a + 5);
-    for (struct gmsg *m = g->ret_head; m; m = m->ret_next)
-        if (m->seq >= from && m->seq < to)
-            fl_grp_push_fragments(g, m, rank, NO_RANK);
+    send_catchup(g, index_of(g, rank), get64(a + 3), get64(a + 5));
+}
+
+void fl_grp_retry_catchups(struct flit_group *g)
+{
+    for (uint32_t i = 0; g->rec.on && i < g->n; i++)
+        if (g->cu_owed[i] && !g->gone[i])
+            send_catchup(g, i, g->cu_from[i], g->cu_to[i]);
 }
 
 /* Credits this member's messages not ordered yet will take again. */
@@ -153,9 +225,39 @@ void fl_grp_check_caught(struct flit_group *g)
     struct recovery *r = &g->rec;
     if (!r->on || !r->final_known || r->caught_sent || g->next_deliver < r->final)
         return;
-    r->caught_sent = true;
     uint32_t c = (uint32_t)own_cost(g);
-    fl_grp_ctl_to(g, r->co, OP_CAUGHT, r->rview, &c, 1);
+    /* Not queued: fl_grp_retry calls this again. */
+    r->caught_sent = fl_grp_ctl_to(g, r->co, OP_CAUGHT, r->rview, &c, 1);
+}
+
+/* Under the lock: this member's own messages marked to go again (a new
+   view), in their order: the first that cannot be queued stops the rest,
+   so that the sequencer sees them in order (a later pass goes on). */
+void fl_grp_resend_own(struct flit_group *g)
+{
+    for (struct gmsg *m = g->own_head; m; m = m->own_next) {
+        if (!m->resend)
+            continue;
+        uint32_t a[MAX_ARGS] = {0, g->id, g->view, m->sender_seq};
+        bool ok;
+        if (m->total <= g->small_max) {
+            a[0] = op_word(OP_SMALL);
+            ok = fl_grp_out_push(g->gs, g, g->members[g->seqr], a, 5, m, 0, m->total);
+        } else {
+            a[0] = op_word(OP_SEQREQ);
+            a[4] = m->cost;
+            ok = fl_grp_out_push(g->gs, g, g->members[g->seqr], a, 6, NULL, 0, 0);
+            if (ok) { /* waits for its number */
+                m->refs++;
+                m->next = g->unnumbered;
+                g->unnumbered = m;
+            }
+        }
+        if (!ok)
+            return;
+        m->resend = false;
+    }
+    g->resending = false;
 }
 
 /* Under the lock: the new view: survivors only, numbering from final. */
@@ -163,6 +265,9 @@ static flit_status install(struct flit_group *g, int64_t pool)
 {
     struct recovery *r = &g->rec;
     uint32_t k = 0;
+    memset(g->cu_owed, 0, g->n);
+    memset(g->bc_owed, 0, g->n); /* (every NEWVIEW went: all CAUGHT came) */
+    fl_grp_owe_clear(g);         /* every survivor has the old view's messages */
     for (uint32_t i = 0; i < g->n; i++)
         if (!g->gone[i])
             g->members[k++] = g->members[i];
@@ -199,24 +304,12 @@ static flit_status install(struct flit_group *g, int64_t pool)
     g->credits = 0; /* the pool has them all: ask */
     g->cred_asked = false;
     /* This member's messages not ordered yet go again, in order, paid. */
-    for (struct gmsg *m = g->own_head; m; m = m->own_next) {
-        uint32_t a[MAX_ARGS] = {0, g->id, g->view, m->sender_seq};
-        if (m->total <= g->small_max) {
-            a[0] = op_word(OP_SMALL);
-            fl_grp_out_push(g->gs, g, g->members[g->seqr], a, 5, m, 0, m->total);
-        } else {
-            a[0] = op_word(OP_SEQREQ);
-            a[4] = m->cost;
-            m->refs++;
-            m->next = g->unnumbered;
-            g->unnumbered = m;
-            fl_grp_out_push(g->gs, g, g->members[g->seqr], a, 6, NULL, 0, 0);
-        }
-    }
-    if (g->leave_sent)
-        fl_grp_ctl_push(g, g->seqr, OP_LEAVE, NULL, 0);
-    if (g->fin_sent)
-        fl_grp_ctl_push(g, g->seqr, OP_FIN, NULL, 0);
+    for (struct gmsg *m = g->own_head; m; m = m->own_next)
+        m->resend = g->resending = true;
+    fl_grp_resend_own(g);
+    /* destroy's steps reached so far go again, to the new sequencer. */
+    g->leave_sent = g->fin_sent = false;
+    fl_grp_retry_group(g);
     fl_grp_deliver_ready(g);
     return st;
 }
@@ -229,12 +322,12 @@ void fl_grp_on_caught(struct flit_group *g, const uint32_t *a)
     r->pending += a[3];
     if (++r->caught < survivors(g))
         return;
-    uint32_t view = r->rview;
     if (install(g, (int64_t)g->window - (int64_t)r->pending) != FLIT_OK)
         fprintf(stderr, "flit: group %u: no memory for the new view\n", g->id);
     for (uint32_t i = 0; i < g->n; i++)
         if (i != g->me)
-            fl_grp_ctl_to(g, g->members[i], OP_INSTALL, view, NULL, 0);
+            g->bc_owed[i] |= BC_INSTALL;
+    fl_grp_retry_broadcasts(g);
 }
 
 void fl_grp_on_install(struct flit_group *g, const uint32_t *a)
