@@ -373,7 +373,8 @@ flit_status fl_config_load(void)
         }
         *field(v) = v->kind == K_KB ? val << 10 : val;
     }
-    warn_unknown();
+    if (speak) /* a typo, too, is every task's: said once per job */
+        warn_unknown();
     return st;
 }
 

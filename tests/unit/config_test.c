@@ -356,15 +356,18 @@ static void test_once_per_job(void)
     CHECK(setenv("FLIT_SHM_RING_KB", "300", 1) == 0);
     for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
         CHECK(setenv(rank_vars[i], "5", 1) == 0);
+        CHECK(setenv("FLIT_FOO", "1", 1) == 0); /* a typo: warned once per job too */
         CHECK_ST(load(&log), FLIT_ERR_CONFIG);
         if (log[0] != '\0')
             FAIL("%s=5 (not the first task) logged: %s", rank_vars[i], log);
         CHECK(fl_cfg.shm_ring_bytes == 256 << 10);
         CHECK(setenv(rank_vars[i], "0", 1) == 0);
         CHECK_ST(load(&log), FLIT_ERR_CONFIG);
-        if (occurrences(log, "FLIT_SHM_RING_KB=\"300\"") != 1)
-            FAIL("%s=0 (the first task): expected one message; log: %s", rank_vars[i],
-                 log);
+        if (occurrences(log, "FLIT_SHM_RING_KB=\"300\"") != 1 ||
+            occurrences(log, "FLIT_FOO") != 1)
+            FAIL("%s=0 (the first task): expected one message each; log: %s",
+                 rank_vars[i], log);
+        CHECK(unsetenv("FLIT_FOO") == 0);
         CHECK(unsetenv(rank_vars[i]) == 0);
     }
     CHECK(unsetenv("FLIT_SHM_RING_KB") == 0);
