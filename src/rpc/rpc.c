@@ -759,9 +759,10 @@ flit_status flit_rpc_stats(flit_rpc_t *h, flit_rpc_stats_t *out)
 {
     struct flit_rpc *r = rpc_of(h);
     /* A program built against an earlier header knows a shorter struct (up
-       to deferred): it gets what it knows. */
-    if (!r || !out || out->struct_size < offsetof(flit_rpc_stats_t, refused) ||
-        out->struct_size > sizeof *out)
+       to deferred): it gets what it knows. Any other size is no header's. */
+    if (!r || !out ||
+        (out->struct_size != offsetof(flit_rpc_stats_t, refused) &&
+         out->struct_size != sizeof *out))
         return FLIT_ERR_INVALID_ARG;
     rpc_lock(r);
     flit_rpc_stats_t s = r->st;
