@@ -106,15 +106,25 @@ static bool round_done(struct flit_ep *ep, void *arg)
     return ep->barrier_rounds[w->round] > 0 || fl_peer_is_down(&ep->peers[w->from]);
 }
 
+/*
+ * Dissemination: round k sends to me + 2^k and waits for me - 2^k. A call
+ * that fails part-way (a send meeting this process's own shortage at first
+ * contact: FLIT_ERR_SYSTEM, FLIT_ERR_NO_MEMORY) keeps its place, and the
+ * next call goes on from there: the peers of the rounds done already have
+ * their messages, and would count a second one towards the next barrier.
+ */
 flit_status flit_barrier(flit_ep_t *ep)
 {
     flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
     uint32_t n = ep->size, me = ep->rank;
-    struct round_wait w = {0, 0};
-    for (uint32_t dist = 1; dist < n && st == FLIT_OK; dist <<= 1, w.round++) {
-        st = ctrl_send(ep, (me + dist) % n, FL_LANE_REQ, FL_CTRL_BARRIER, w.round, 0);
+    struct round_wait w = {ep->barrier_resume, 0};
+    bool sent = ep->barrier_resume_sent;
+    for (uint32_t dist = 1u << w.round; dist < n; dist <<= 1, w.round++) {
+        if (!sent)
+            st = ctrl_send(ep, (me + dist) % n, FL_LANE_REQ, FL_CTRL_BARRIER, w.round, 0);
+        sent = st == FLIT_OK;
         w.from = (me + n - dist) % n;
         if (st == FLIT_OK)
             st = fl_progress_until(ep, round_done, &w, -1);
@@ -122,7 +132,12 @@ flit_status flit_barrier(flit_ep_t *ep)
             st = FLIT_ERR_PEER_DOWN;
         if (st == FLIT_OK)
             ep->barrier_rounds[w.round]--;
+        if (st != FLIT_OK)
+            break;
+        sent = false;
     }
+    ep->barrier_resume = st == FLIT_OK ? 0 : w.round;
+    ep->barrier_resume_sent = st == FLIT_OK ? false : sent;
     fl_ep_leave(ep);
     return st;
 }

@@ -98,6 +98,11 @@ struct flit_ep {
 
     uint32_t barrier_rounds[32]; /* barrier messages received per round */
     uint32_t barrier_taint;      /* rounds a quiesce's barrier said a rank died in */
+    /* A flit_barrier that failed part-way (a local shortage at a first
+       contact): the round the next call resumes at, and whether that
+       round's message went. Restarting would send earlier rounds twice. */
+    uint32_t barrier_resume;
+    bool barrier_resume_sent;
     bool quiescing;              /* fl_ep_quiesce has begun */
     /* fl_ep_allmax: the value heard per round, for this collective and the
        next (by the parity of its number). */
