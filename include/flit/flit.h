@@ -330,7 +330,10 @@ FLIT_API int flit_in_handler(void);
  */
 FLIT_API flit_status flit_wait(flit_ep_t *ep, int64_t timeout_us);
 
-/* Collective: returns when every rank has entered the barrier on ep. */
+/* Collective: returns when every rank has entered the barrier on ep. A
+   call that meets this process's own shortage (FLIT_ERR_SYSTEM,
+   FLIT_ERR_NO_MEMORY: a first contact without a descriptor or room) keeps
+   its place: calling again completes the same barrier. */
 FLIT_API flit_status flit_barrier(flit_ep_t *ep);
 
 /*
