@@ -42,6 +42,7 @@ static MPI_Comm comm_new(int n, int *w, int me, uint32_t ctx, MPI_Errhandler err
         fw[w[i]] = i;
     c->size = n, c->rank = me, c->ctx = ctx, c->world = w, c->from_world = fw;
     c->errh = errh;
+    c->refs = 1;
     return c;
 }
 
@@ -205,19 +206,30 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     return split(comm, 0, comm->rank, newcomm, "MPI_Comm_dup");
 }
 
+void mp_comm_hold(MPI_Comm comm)
+{
+    comm->refs++;
+}
+
+void mp_comm_release(MPI_Comm c)
+{
+    if (c->predefined || --c->refs > 0)
+        return;
+    free(c->world);
+    free(c->from_world);
+    free(c);
+}
+
 /* Not collective here: the context is never reused, so messages still on
-   their way to it are never taken by another communicator. */
+   their way to it are never taken by another communicator. Receives still
+   posted on it keep it (its rank tables) until they complete. */
 int MPI_Comm_free(MPI_Comm *comm)
 {
     MP_CHECK_INIT("MPI_Comm_free");
     if (!comm || !mp_comm_ok(*comm) || (*comm)->predefined)
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_free");
-    MPI_Comm c = *comm;
-    c->freed = 1;
-    free(c->world);
-    free(c->from_world);
-    c->world = c->from_world = NULL;
-    free(c);
+    (*comm)->freed = 1;
+    mp_comm_release(*comm);
     *comm = MPI_COMM_NULL;
     return MPI_SUCCESS;
 }

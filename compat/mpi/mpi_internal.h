@@ -46,6 +46,14 @@ static inline uint64_t mp_tag(uint64_t kind, uint32_t ctx, uint32_t sync, uint32
            (uint64_t)ctx << CTX_SHIFT | tag;
 }
 
+/*
+ * The predefined objects (MPI_COMM_WORLD, MPI_INT, MPI_SUM ...) are data
+ * the library exports and programs link to by address; an executable may
+ * hold a copy of each (a copy relocation) of the size it saw when linked.
+ * Each such struct is padded to a fixed size so that a library whose
+ * objects grew never meets an executable linked against smaller ones.
+ */
+
 /* A datatype flattened: its blocks of bytes, offsets from the buffer. */
 typedef struct mp_block {
     MPI_Aint disp;
@@ -53,36 +61,65 @@ typedef struct mp_block {
 } mp_block;
 
 struct flit_mpi_type {
-    size_t size;         /* bytes of data in one element */
-    MPI_Aint lb, extent; /* as MPI defines them (create_resized sets them) */
-    MPI_Aint tlb, tub;   /* true lower bound, true upper bound */
-    size_t nblocks;
-    mp_block *blocks; /* predefined: one block, &inline_block */
-    mp_block inline_block;
-    int basic; /* MP_B_* of a type made of one basic type, else -1 */
-    int pair;  /* a MAXLOC/MINLOC pair type's index, else -1 */
-    int predefined, committed, refs;
-    const char *name;
+    union {
+        struct {
+            size_t size;         /* bytes of data in one element */
+            MPI_Aint lb, extent; /* as MPI defines them (create_resized sets them) */
+            MPI_Aint tlb, tub;   /* true lower bound, true upper bound */
+            size_t nblocks;
+            mp_block *blocks; /* predefined: one block, &inline_block */
+            mp_block inline_block;
+            int basic; /* MP_B_* of a type made of one basic type, else -1 */
+            int pair;  /* a MAXLOC/MINLOC pair type's index, else -1 */
+            int predefined, committed, refs;
+            const char *name;
+        };
+        char flit_pad[256]; /* the exported objects' size, fixed */
+    };
 };
+_Static_assert(sizeof(struct flit_mpi_type) == 256,
+               "flit_mpi_type outgrew its exported size");
 
 struct flit_mpi_group {
-    int size;
-    int *world; /* world rank of each group rank */
-    int refs, predefined;
+    union {
+        struct {
+            int size;
+            int *world; /* world rank of each group rank */
+            int refs, predefined;
+        };
+        char flit_pad[64]; /* the exported objects' size, fixed */
+    };
 };
+_Static_assert(sizeof(struct flit_mpi_group) == 64,
+               "flit_mpi_group outgrew its exported size");
 
 struct flit_mpi_errhandler {
-    int fatal;
+    union {
+        struct {
+            int fatal;
+        };
+        char flit_pad[64]; /* the exported objects' size, fixed */
+    };
 };
+_Static_assert(sizeof(struct flit_mpi_errhandler) == 64,
+               "flit_mpi_errhandler outgrew its exported size");
 
 struct flit_mpi_comm {
-    int size, rank;
-    uint32_t ctx;    /* point to point: ctx, collectives: ctx + 1 */
-    int *world;      /* world rank of each rank of the communicator */
-    int *from_world; /* communicator rank of each world rank, or -1 */
-    MPI_Errhandler errh;
-    int predefined, freed;
+    union {
+        struct {
+            int size, rank;
+            uint32_t ctx;    /* point to point: ctx, collectives: ctx + 1 */
+            int *world;      /* world rank of each rank of the communicator */
+            int *from_world; /* communicator rank of each world rank, or -1 */
+            MPI_Errhandler errh;
+            int predefined, freed;
+            int refs; /* the handle's (until MPI_Comm_free) and each request's */
+        };
+        char flit_pad[128]; /* the exported objects' size, fixed */
+    };
 };
+_Static_assert(sizeof(struct flit_mpi_comm) == 128,
+               "flit_mpi_comm outgrew its exported size");
 
 enum mp_req_kind { R_SEND, R_RECV };
 
@@ -122,10 +159,16 @@ enum {
 };
 
 struct flit_mpi_op {
-    int id;
-    MPI_User_function *fn; /* MPI_Op_create's, else NULL */
-    int commute, refs;
+    union {
+        struct {
+            int id;
+            MPI_User_function *fn; /* MPI_Op_create's, else NULL */
+            int commute, refs;
+        };
+        char flit_pad[64]; /* the exported objects' size, fixed */
+    };
 };
+_Static_assert(sizeof(struct flit_mpi_op) == 64, "flit_mpi_op outgrew its exported size");
 
 /* mpi_op.c */
 int mp_op_ok(MPI_Op op, MPI_Datatype t); /* MPI_ERR_OP for a pair not allowed */
@@ -146,12 +189,14 @@ int mp_class_of(flit_status st);
 
 /* mpi_comm.c */
 int mp_comm_ok(MPI_Comm comm);
+void mp_comm_hold(MPI_Comm comm);
+void mp_comm_release(MPI_Comm comm); /* frees a freed one no request uses */
 int mp_comm_init_world(void);
 void mp_comm_fini(void);
 
 /* mpi_type.c */
 void mp_type_init(void);                       /* the predefined types' blocks */
-size_t mp_basic_size(int basic); /* bytes of a basic type (its index) */
+size_t mp_basic_size(int basic);               /* bytes of a basic type (its index) */
 int mp_type_ok(MPI_Datatype t);                /* predefined or committed */
 int mp_type_contig(MPI_Datatype t, int count); /* count elements lie in one run */
 size_t mp_type_bytes(MPI_Datatype t, int count);

@@ -10,18 +10,18 @@
 
 #include "mpi_internal.h"
 
-struct flit_mpi_op flit_mpi_op_sum = {OP_SUM, NULL, 1, 1},
-                   flit_mpi_op_prod = {OP_PROD, NULL, 1, 1},
-                   flit_mpi_op_max = {OP_MAX, NULL, 1, 1},
-                   flit_mpi_op_min = {OP_MIN, NULL, 1, 1},
-                   flit_mpi_op_land = {OP_LAND, NULL, 1, 1},
-                   flit_mpi_op_lor = {OP_LOR, NULL, 1, 1},
-                   flit_mpi_op_lxor = {OP_LXOR, NULL, 1, 1},
-                   flit_mpi_op_band = {OP_BAND, NULL, 1, 1},
-                   flit_mpi_op_bor = {OP_BOR, NULL, 1, 1},
-                   flit_mpi_op_bxor = {OP_BXOR, NULL, 1, 1},
-                   flit_mpi_op_maxloc = {OP_MAXLOC, NULL, 1, 1},
-                   flit_mpi_op_minloc = {OP_MINLOC, NULL, 1, 1};
+struct flit_mpi_op flit_mpi_op_sum = {.id = OP_SUM, .commute = 1, .refs = 1},
+                   flit_mpi_op_prod = {.id = OP_PROD, .commute = 1, .refs = 1},
+                   flit_mpi_op_max = {.id = OP_MAX, .commute = 1, .refs = 1},
+                   flit_mpi_op_min = {.id = OP_MIN, .commute = 1, .refs = 1},
+                   flit_mpi_op_land = {.id = OP_LAND, .commute = 1, .refs = 1},
+                   flit_mpi_op_lor = {.id = OP_LOR, .commute = 1, .refs = 1},
+                   flit_mpi_op_lxor = {.id = OP_LXOR, .commute = 1, .refs = 1},
+                   flit_mpi_op_band = {.id = OP_BAND, .commute = 1, .refs = 1},
+                   flit_mpi_op_bor = {.id = OP_BOR, .commute = 1, .refs = 1},
+                   flit_mpi_op_bxor = {.id = OP_BXOR, .commute = 1, .refs = 1},
+                   flit_mpi_op_maxloc = {.id = OP_MAXLOC, .commute = 1, .refs = 1},
+                   flit_mpi_op_minloc = {.id = OP_MINLOC, .commute = 1, .refs = 1};
 
 #define FOR(stmt)                                                                        \
     for (size_t i = 0; i < n; i++)                                                       \
@@ -186,7 +186,8 @@ int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
     MPI_Op o = calloc(1, sizeof *o);
     if (!o)
         return mp_err(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Op_create");
-    *o = (struct flit_mpi_op){OP_USER, user_fn, commute != 0, 1};
+    *o = (struct flit_mpi_op){
+        .id = OP_USER, .fn = user_fn, .commute = commute != 0, .refs = 1};
     *op = o;
     return MPI_SUCCESS;
 }

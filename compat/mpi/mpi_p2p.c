@@ -71,12 +71,14 @@ static MPI_Request req_new(enum mp_req_kind kind, MPI_Comm comm, uint32_t ctx, v
     r->bytes = mp_type_bytes(type, count);
     if (!type->predefined)
         type->refs++;
+    mp_comm_hold(comm);
     return r;
 }
 
 static void req_free(MPI_Request r)
 {
     mp_type_release(r->type);
+    mp_comm_release(r->comm);
     free(r->pack);
     free(r);
 }

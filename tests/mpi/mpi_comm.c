@@ -39,6 +39,33 @@ static void contexts(void)
     CHECK(dup == MPI_COMM_NULL);
 }
 
+/* A receive posted on a communicator that is then freed still completes
+   (MPI frees it once pending operations are done). */
+static void free_pending(void)
+{
+    if (size < 2)
+        return;
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    int v = 0, go = 0;
+    MPI_Request r;
+    MPI_Status st;
+    if (rank == 1) {
+        OK(MPI_Irecv(&v, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, dup, &r));
+        OK(MPI_Comm_free(&dup));
+        OK(MPI_Send(&go, 1, MPI_INT, 0, 6, MPI_COMM_WORLD));
+        OK(MPI_Wait(&r, &st));
+        CHECK(v == 31 && st.MPI_SOURCE == 0 && st.MPI_TAG == 7);
+    } else {
+        if (rank == 0) {
+            OK(MPI_Recv(&go, 1, MPI_INT, 1, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            v = 31;
+            OK(MPI_Send(&v, 1, MPI_INT, 1, 7, dup));
+        }
+        OK(MPI_Comm_free(&dup));
+    }
+}
+
 /* Split by parity, keys reversing the order; a ring in each half. */
 static void splits(void)
 {
@@ -155,6 +182,7 @@ int main(int argc, char **argv)
     OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     CHECK(size <= 4);
     contexts();
+    free_pending();
     splits();
     self();
     groups();
