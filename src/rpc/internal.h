@@ -102,6 +102,10 @@ struct flit_rpc_reply {
     struct flit_rpc *rpc; /* NULL once the object answered it CLOSED */
     uint32_t caller;
     uint64_t id;
+    /* Taken at defer: the queue block of the status that answers the call
+       when its reply cannot be sent, or when the object closes, so that
+       this answer never needs memory (fl_rpc_send_status). */
+    struct rpc_out *status;
     struct flit_rpc_reply *prev, *next; /* rpc->deferred */
 };
 
@@ -151,6 +155,19 @@ void fl_rpc_gather(uint8_t *dst, const struct iovec *iov, int n);
 flit_status fl_rpc_send_reply(struct flit_rpc *r, uint32_t caller, uint64_t id,
                               flit_status status, const struct iovec *iov, int n,
                               size_t total);
+
+/* A block for a status reply of no bytes, reserved ahead (NULL: no
+   memory); freed by fl_rpc_status_free unless fl_rpc_send_status took it. */
+struct rpc_out *fl_rpc_status_block(void);
+void fl_rpc_status_free(struct rpc_out *blk);
+
+/* status (no bytes) to caller's call id, sent at once or queued in *blk
+   (then *blk is NULL: the queue owns it) without allocating: FLIT_OK when
+   sent or queued, else why not (the caller or the endpoint gone). A queued
+   status that fails for a local shortage stays first in the queue for the
+   next progress pass: it is never dropped while its caller may hear it. */
+flit_status fl_rpc_send_status(struct flit_rpc *r, uint32_t caller, uint64_t id,
+                               flit_status status, struct rpc_out **blk);
 
 /* A message of a peer refused (what: "a malformed request", say; from:
    its rank): counted, and the object's first refusal logged. */

@@ -449,6 +449,42 @@ flit_status fl_rpc_send_reply(struct flit_rpc *r, uint32_t caller, uint64_t id,
     return queue(r, iov, n, total, &o);
 }
 
+struct rpc_out *fl_rpc_status_block(void)
+{
+    return malloc(sizeof(struct rpc_out));
+}
+
+void fl_rpc_status_free(struct rpc_out *blk)
+{
+    free(blk);
+}
+
+flit_status fl_rpc_send_status(struct flit_rpc *r, uint32_t caller, uint64_t id,
+                               flit_status status, struct rpc_out **blk)
+{
+    flit_status st = FLIT_ERR_AGAIN;
+    if (atomic_load_explicit(&r->nout, memory_order_acquire) == 0)
+        st = send_msg(r, caller, true, (uint32_t)status, id, NULL, 0, 0);
+    if (st == FLIT_OK || !fl_rpc_caller_reachable(st))
+        return st;
+    /* No room, a handler, or a local shortage: the reserved block goes in
+       the queue, and flush sends it when it can. */
+    struct rpc_out *o = *blk;
+    *blk = NULL;
+    *o = (struct rpc_out){.dest = caller, .id = id, .word = (uint32_t)status};
+    rpc_lock(r);
+    out_append(r, o);
+    r->st.queued_replies++;
+    rpc_unlock(r);
+    return FLIT_OK;
+}
+
+/* A local shortage (memory, descriptors): the message may go later. */
+static bool local_failure(flit_status st)
+{
+    return st == FLIT_ERR_NO_MEMORY || st == FLIT_ERR_SYSTEM;
+}
+
 /* A sent message's block back for the next one: a handler's large replies
    would otherwise cost a malloc and a free each, which for blocks above
    glibc's mmap threshold means fresh pages, faulted in one by one (several
@@ -484,7 +520,10 @@ static void flush(struct flit_rpc *r)
             return;
         struct iovec v = {.iov_base = o->data, .iov_len = o->len};
         flit_status st = send_msg(r, o->dest, !o->request, o->word, o->id, &v, 1, o->len);
-        if (st == FLIT_ERR_AGAIN) {
+        /* No room; or a status of no bytes (the last resort of its call)
+           that meets a local shortage: it stays first, for the next pass. */
+        if (st == FLIT_ERR_AGAIN ||
+            (!o->request && o->len == 0 && o->word != FLIT_OK && local_failure(st))) {
             rpc_lock(r);
             o->next = r->out_head;
             r->out_head = o;

@@ -167,11 +167,17 @@ flit_status flit_rpc_defer(flit_rpc_req_t *h, flit_rpc_reply_t **out)
     if (!out)
         return FLIT_ERR_INVALID_ARG;
     struct flit_rpc_reply *d = malloc(sizeof *d);
-    if (!d)
+    struct rpc_out *status = fl_rpc_status_block();
+    if (!d || !status) { /* nothing answered: the procedure may still reply */
+        free(d);
+        fl_rpc_status_free(status);
         return FLIT_ERR_NO_MEMORY;
+    }
     struct flit_rpc *r = q->rpc;
-    *d = (struct flit_rpc_reply){.rpc = r, .caller = q->caller, .id = q->id};
+    *d = (struct flit_rpc_reply){
+        .rpc = r, .caller = q->caller, .id = q->id, .status = status};
     if ((st = flit_handle_new(&replies, d, &d->self)) != FLIT_OK) {
+        fl_rpc_status_free(status);
         free(d);
         return st;
     }
@@ -211,6 +217,7 @@ flit_status flit_rpc_reply_send(flit_rpc_reply_t *h, const struct iovec *iov, in
         return FLIT_ERR_INVALID_ARG; /* another thread sent it meanwhile */
     struct flit_rpc *r = d->rpc;
     if (!r) { /* the object answered it when it closed */
+        fl_rpc_status_free(d->status);
         free(d);
         return FLIT_ERR_CLOSED;
     }
@@ -221,8 +228,9 @@ flit_status flit_rpc_reply_send(flit_rpc_reply_t *h, const struct iovec *iov, in
     if (st != FLIT_OK && fl_rpc_caller_reachable(st)) {
         /* The reply is lost, not the call: its status goes back instead. */
         fl_rpc_reply_failed(r, d->caller, d->id, total, st);
-        (void)fl_rpc_send_reply(r, d->caller, d->id, st, NULL, 0, 0);
+        (void)fl_rpc_send_status(r, d->caller, d->id, st, &d->status);
     }
+    fl_rpc_status_free(d->status);
     free(d);
     return st;
 }
@@ -239,10 +247,8 @@ void fl_rpc_close_deferred(struct flit_rpc *r)
         rpc_unlock(r);
         if (!d)
             return;
-        flit_status st =
-            fl_rpc_send_reply(r, d->caller, d->id, FLIT_ERR_CLOSED, NULL, 0, 0);
-        if (st != FLIT_OK && fl_rpc_caller_reachable(st))
-            fl_rpc_reply_failed(r, d->caller, d->id, 0, st);
+        /* In the block reserved at defer: this answer needs no memory. */
+        (void)fl_rpc_send_status(r, d->caller, d->id, FLIT_ERR_CLOSED, &d->status);
     }
 }
 
