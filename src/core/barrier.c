@@ -155,24 +155,38 @@ static bool max_heard(struct flit_ep *ep, void *arg)
     return w->slot->full || fl_peer_is_down(&ep->peers[w->from]);
 }
 
+/* Resumable as flit_barrier is: a call that failed part-way is taken up
+   by the next (the caller's value joins the maximum gathered so far). */
 flit_status fl_ep_allmax(struct flit_ep *ep, uint64_t *max)
 {
     uint32_t n = ep->size, me = ep->rank;
-    unsigned parity = ep->max_seq++ & 1;
+    bool resume = ep->max_resume.active, sent = resume && ep->max_resume.sent;
+    unsigned parity = (resume ? ep->max_seq - 1 : ep->max_seq++) & 1;
+    uint32_t round = resume ? ep->max_resume.round : 0;
+    if (resume && ep->max_resume.value > *max)
+        *max = ep->max_resume.value;
     flit_status st = FLIT_OK;
-    uint32_t round = 0;
-    for (uint32_t dist = 1; dist < n && st == FLIT_OK; dist <<= 1, round++) {
-        st = ctrl_send(ep, (me + dist) % n, FL_LANE_REQ, FL_CTRL_MAX,
-                       round | (uint32_t)parity << 31, *max);
+    for (uint32_t dist = 1u << round; dist < n; dist <<= 1, round++) {
+        if (!sent)
+            st = ctrl_send(ep, (me + dist) % n, FL_LANE_REQ, FL_CTRL_MAX,
+                           round | (uint32_t)parity << 31, *max);
+        sent = st == FLIT_OK;
         struct max_wait w = {&ep->max_rounds[round][parity], (me + n - dist) % n};
         if (st == FLIT_OK)
             st = fl_progress_until(ep, max_heard, &w, -1);
         if (st == FLIT_OK && !w.slot->full)
             st = FLIT_ERR_PEER_DOWN;
-        if (st == FLIT_OK && w.slot->value > *max)
+        if (st != FLIT_OK)
+            break;
+        if (w.slot->value > *max)
             *max = w.slot->value;
         w.slot->full = false;
+        sent = false;
     }
+    ep->max_resume.active = st != FLIT_OK;
+    ep->max_resume.sent = sent;
+    ep->max_resume.round = round;
+    ep->max_resume.value = *max;
     return st;
 }
 

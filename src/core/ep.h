@@ -111,6 +111,13 @@ struct flit_ep {
         uint64_t value;
     } max_rounds[32][2];
     uint32_t max_seq; /* fl_ep_allmax calls so far */
+    /* An fl_ep_allmax that failed part-way, as flit_barrier's: the next
+       call resumes it (same parity, round, whether sent, maximum so far). */
+    struct {
+        bool active, sent;
+        uint32_t round;
+        uint64_t value;
+    } max_resume;
     uint64_t events;  /* packets handled + peers lost, ever */
 
     struct fl_counters stats;

@@ -11,7 +11,8 @@
  * FLIT_ERR_PEER_DOWN, twice; neither side ever hears of a peer down; once the
  * limit is raised the same peer answers, and every pair talks both ways.
  * A barrier that meets the shortage part-way (3 ranks or more) fails the
- * same way, and the next flit_barrier completes it with every rank.
+ * same way, and the next flit_barrier completes it with every rank; so
+ * does flit_ep_reserve_handlers.
  * --min-datagram N: the path to rank 1 carries datagrams above N bytes
  * afterwards (UDP: the shortage left no lasting mark on its route's MTU).
  * Each rank prints "fd_shortage: rank R OK".
@@ -119,6 +120,40 @@ static void barrier_short(flit_ep_t *ep, bool expect_local)
     CHECK_OK(flit_barrier(ep));
 }
 
+static void on_note(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
+                    unsigned nargs, void *user)
+{
+    (void)token, (void)buf, (void)nbytes, (void)args, (void)nargs, (void)user;
+}
+
+/*
+ * The same for the collective under flit_ep_reserve_handlers (a maximum
+ * over every rank, rounds as the barrier's), on an endpoint of its own where
+ * rank 0 has reached rank 1 only: it fails locally in its second round, and
+ * the next call completes it, where a new one would wait for ever.
+ */
+static void reserve_short(flit_ep_t *ep2, uint32_t me, bool expect_local)
+{
+    flit_handler_t first = {0};
+    if (me != 0) {
+        CHECK_OK(flit_ep_reserve_handlers(ep2, 2, &first));
+        return;
+    }
+    CHECK_OK(flit_am_short(ep2, flit_rank(1), flit_handler(H_PING), NULL, 0, 0));
+    struct rlimit old;
+    run_out(&old);
+    flit_status st = flit_ep_reserve_handlers(ep2, 2, &first);
+    CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+    if (st == FLIT_OK) {
+        CHECK(!expect_local);
+        return;
+    }
+    if (st != FLIT_ERR_SYSTEM && st != FLIT_ERR_NO_MEMORY)
+        FAIL("reserving handlers under EMFILE answered %s, not a local error",
+             flit_status_name(st));
+    CHECK_OK(flit_ep_reserve_handlers(ep2, 2, &first));
+}
+
 int main(int argc, char **argv)
 {
     bool expect_local = mp_arg_flag(argc, argv, "--expect-local");
@@ -128,6 +163,9 @@ int main(int argc, char **argv)
     CHECK(n >= 2);
     flit_ep_t *ep = NULL;
     CHECK_OK(flit_ep_create(NULL, &ep));
+    flit_ep_t *ep2 = NULL; /* nothing goes on it before reserve_short */
+    CHECK_OK(flit_ep_create(NULL, &ep2));
+    CHECK_OK(flit_am_register(ep2, flit_handler(H_PING), on_note, NULL));
     CHECK_OK(flit_am_register(ep, flit_handler(H_PING), on_ping, NULL));
     CHECK_OK(flit_am_register(ep, flit_handler(H_PONG), on_pong, NULL));
     CHECK_OK(flit_ep_set_peer_down_handler(ep, on_down, NULL));
@@ -156,6 +194,7 @@ int main(int argc, char **argv)
             FAIL("datagrams to rank 1 carry %zu bytes, not more than %llu", info.datagram,
                  (unsigned long long)min_datagram);
     }
+    reserve_short(ep2, me, expect_local && n >= 3);
     CHECK_OK(flit_finalize());
     printf("fd_shortage: rank %u OK\n", me);
     return 0;
