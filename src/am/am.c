@@ -281,27 +281,30 @@ flit_status flit_am_long(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
                    flags);
 }
 
-/* May this token reply? Replies run inside the request handler, on the
-   endpoint already entered. */
-static flit_status reply_check(const flit_token_t *t)
+/* The slot of a token that may reply, in *out. Replies run inside the
+   request handler, on the endpoint already entered. */
+static flit_status reply_check(const flit_token_t *token, struct fl_token **out)
 {
     flit_status st = fl_job_check();
     if (st != FLIT_OK)
         return st;
-    if (!t || !t->live)
+    struct fl_token *t = fl_token_get(token);
+    if (!t)
         return FLIT_ERR_BAD_TOKEN;
     if (t->no_send)
         return FLIT_ERR_REPLY_IN_REPLY;
     if (t->replied)
         return FLIT_ERR_ALREADY_REPLIED;
+    *out = t;
     return FLIT_OK;
 }
 
-static flit_status reply(flit_token_t *t, flit_am_kind kind, flit_handler_t h,
+static flit_status reply(flit_token_t *token, flit_am_kind kind, flit_handler_t h,
                          const void *buf, size_t nbytes, uint64_t offset,
                          const uint32_t *args, unsigned nargs)
 {
-    flit_status st = reply_check(t);
+    struct fl_token *t = NULL;
+    flit_status st = reply_check(token, &t);
     if (st == FLIT_OK)
         st = check_payload(kind, buf, nbytes);
     if (st == FLIT_OK)
@@ -314,13 +317,14 @@ static flit_status reply(flit_token_t *t, flit_am_kind kind, flit_handler_t h,
 flit_status flit_am_reply_short(flit_token_t *token, flit_handler_t h,
                                 const uint32_t *args, unsigned nargs)
 {
-    flit_status st = reply_check(token);
+    struct fl_token *t = NULL;
+    flit_status st = reply_check(token, &t);
     if (st == FLIT_OK)
         st = check_args(args, nargs);
     if (st == FLIT_OK)
-        st = send_short(token->ep, token->src, true, h, args, nargs, 0);
+        st = send_short(t->ep, t->src, true, h, args, nargs, 0);
     if (st == FLIT_OK)
-        token->replied = 1;
+        t->replied = 1;
     return st;
 }
 
@@ -339,12 +343,14 @@ flit_status flit_am_reply_long(flit_token_t *token, flit_handler_t h, const void
 
 flit_rank_t flit_token_rank(const flit_token_t *token)
 {
-    return flit_rank(token && token->live ? token->src : UINT32_MAX);
+    const struct fl_token *t = fl_token_get(token);
+    return flit_rank(t ? t->src : UINT32_MAX);
 }
 
 flit_ep_t *flit_token_ep(const flit_token_t *token)
 {
-    return token && token->live ? token->ep : NULL;
+    const struct fl_token *t = fl_token_get(token);
+    return t ? t->ep : NULL;
 }
 
 const char *flit_am_kind_name(flit_am_kind kind, int is_reply)

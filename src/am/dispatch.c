@@ -12,34 +12,39 @@
 #include "am/am.h"
 #include "util/log.h"
 
-/* Handler context: what runs here may reply (requests) or nothing. */
-static struct flit_token *token_push(struct flit_ep *ep, uint32_t src, bool no_send)
+/* Handler context: what runs here may reply (requests) or nothing. The
+   slot's generation turns odd: its value is the handler's token (am.h). */
+static struct fl_token *token_push(struct flit_ep *ep, uint32_t src, bool no_send)
 {
-    struct fl_am_ep *a = fl_am_of(ep);
-    struct flit_token *t = &a->tokens[a->token_next++ % FL_TOKEN_POOL];
-    for (unsigned tries = 1; __builtin_expect(t->live, 0); tries++) {
+    struct fl_token_pool *p = fl_am_of(ep)->tokens;
+    struct fl_token *t = &p->slot[p->next++ % FL_TOKEN_POOL];
+    uintptr_t v = atomic_load_explicit(&t->value, memory_order_relaxed);
+    for (unsigned tries = 1; __builtin_expect(v & FL_TOKEN_GEN_ONE, 0); tries++) {
         if (tries == FL_TOKEN_POOL) { /* live ones are a handful at most */
             fl_error("endpoint %u: %u handlers running at once; is a "
                      "single-threaded endpoint used by several threads?",
                      ep->index, FL_TOKEN_POOL);
             abort();
         }
-        t = &a->tokens[a->token_next++ % FL_TOKEN_POOL];
+        t = &p->slot[p->next++ % FL_TOKEN_POOL];
+        v = atomic_load_explicit(&t->value, memory_order_relaxed);
     }
     t->ep = ep;
     t->src = src;
-    t->live = 1;
     t->no_send = no_send;
     t->replied = 0;
+    atomic_store_explicit(&t->value, v + FL_TOKEN_GEN_ONE, memory_order_release);
     fl_handler_depth++;
     return t;
 }
 
-static void token_pop(struct flit_ep *ep, struct flit_token *t)
+/* The handler returned: its token is stale from now on. */
+static void token_pop(struct flit_ep *ep, struct fl_token *t)
 {
     (void)ep;
     fl_handler_depth--;
-    t->live = 0;
+    uintptr_t v = atomic_load_explicit(&t->value, memory_order_relaxed);
+    atomic_store_explicit(&t->value, v + FL_TOKEN_GEN_ONE, memory_order_release);
 }
 
 static flit_am_kind kind_of(const struct fl_am_msg *m)
@@ -150,8 +155,9 @@ static void invoke(struct flit_ep *ep, uint32_t src, unsigned k, bool is_reply,
         FL_COUNT(a->recv_bytes[k], nbytes);
     FL_COUNT(ep->peers[src].recv, 1);
     const struct fl_handler_slot *h = &a->handlers[handler];
-    struct flit_token *t = token_push(ep, src, is_reply);
-    h->fn(t, buf, nbytes, argv, nargs, h->user);
+    struct fl_token *t = token_push(ep, src, is_reply);
+    h->fn((flit_token_t *)atomic_load_explicit(&t->value, memory_order_relaxed), buf,
+          nbytes, argv, nargs, h->user);
     token_pop(ep, t);
 }
 
@@ -241,7 +247,7 @@ void fl_am_returned(struct flit_ep *ep, uint32_t peer, const flit_returned_t *r)
     struct fl_am_ep *a = fl_am_of(ep);
     FL_COUNT(a->returned_to_us, 1);
     flit_returned_fn fn = a->returned_fn ? a->returned_fn : default_returned;
-    struct flit_token *t = token_push(ep, peer, true);
+    struct fl_token *t = token_push(ep, peer, true);
     fn(ep, r, a->returned_user);
     token_pop(ep, t);
 }

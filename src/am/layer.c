@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The Active Message layer as the core sees it (core/layer.h). */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "am/am.h"
@@ -13,12 +14,47 @@ static void am_init(void)
     fl_op_register(FL_OP_RETURN, fl_am_recv_return, fl_am_back);
 }
 
+struct fl_token_pool *_Atomic fl_token_pools[FL_TOKEN_POOLS];
+
+/* Pools no endpoint holds, and how many were made; under pools_lock. */
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fl_token_pool *pools_free;
+static unsigned pools_made;
+
+/* A pool for a new endpoint: one an ended endpoint gave back (its
+   generations go on), else a new one; NULL when FL_TOKEN_POOLS are out. */
+static struct fl_token_pool *pool_take(void)
+{
+    pthread_mutex_lock(&pools_lock);
+    struct fl_token_pool *p = pools_free;
+    if (p) {
+        pools_free = p->free_next;
+    } else if (pools_made < FL_TOKEN_POOLS && (p = calloc(1, sizeof *p))) {
+        uintptr_t base = 1u | (uintptr_t)pools_made << FL_TOKEN_POOL_SHIFT;
+        for (uintptr_t i = 0; i < FL_TOKEN_POOL; i++)
+            atomic_init(&p->slot[i].value, base | i << 1);
+        atomic_store_explicit(&fl_token_pools[pools_made++], p, memory_order_release);
+    }
+    pthread_mutex_unlock(&pools_lock);
+    return p;
+}
+
+/* Never freed: stale tokens of p stay checkable (am.h). */
+static void pool_give_back(struct fl_token_pool *p)
+{
+    pthread_mutex_lock(&pools_lock);
+    p->free_next = pools_free;
+    pools_free = p;
+    pthread_mutex_unlock(&pools_lock);
+}
+
 static flit_status am_open(struct flit_ep *ep, void *state)
 {
     struct fl_am_ep *a = state;
     a->handlers = calloc(ep->handler_count, sizeof *a->handlers);
     a->frag_error = calloc((size_t)ep->size * FL_LANES, sizeof *a->frag_error);
-    return a->handlers && a->frag_error ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+    a->tokens = pool_take();
+    return a->handlers && a->frag_error && a->tokens ? FLIT_OK : FLIT_ERR_NO_MEMORY;
 }
 
 static void am_close(struct flit_ep *ep, void *state)
@@ -27,6 +63,8 @@ static void am_close(struct flit_ep *ep, void *state)
     struct fl_am_ep *a = state;
     free(a->handlers);
     free(a->frag_error);
+    if (a->tokens)
+        pool_give_back(a->tokens);
 }
 
 static void am_stats(const void *state, flit_stats_t *out)
