@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Linked into mp_group (as mp_group_fail_view, with the linker's --wrap,
+ * see CMakeLists.txt): on every rank the first MP_GROUP_FAIL_TIMES
+ * queueings of each message of a view change (STATE, QUERY, NEWVIEW,
+ * CATCHUP, CAUGHT, INSTALL) and of data fragments (forwards, a catch-up's
+ * fragments) fail, as when there is no memory for the queue item. The kill
+ * tests' survivors must still agree on the new view and finish; a message
+ * lost to the shortage hangs them until flitrun's --timeout. The first
+ * failure injected on a rank is said on its standard error, so that the
+ * test can check that failures happened.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../src/group/internal.h"
+
+static unsigned left[OP_COUNT], injected;
+static int armed = -1;
+
+static bool fail_now(enum op op)
+{
+    if (armed < 0) {
+        const char *s = getenv("MP_GROUP_FAIL_TIMES");
+        armed = s ? atoi(s) : 0;
+        for (unsigned i = OP_QUERY; i <= OP_INSTALL; i++)
+            left[i] = (unsigned)armed;
+        left[OP_DATA] = (unsigned)armed;
+    }
+    if ((unsigned)op >= OP_COUNT || !left[op])
+        return false;
+    left[op]--;
+    if (injected++ == 0)
+        fprintf(stderr,
+                "group_fail_view: failing the first %d of each view change "
+                "message here\n",
+                armed);
+    return true;
+}
+
+static void owed(struct flit_groups *gs)
+{
+    atomic_store(&gs->owed, true);
+    atomic_store(&gs->work, true);
+}
+
+bool __real_fl_grp_ctl_to(struct flit_group *g, uint32_t rank, enum op op, uint32_t view,
+                          const uint32_t *rest, unsigned nrest);
+bool __wrap_fl_grp_ctl_to(struct flit_group *g, uint32_t rank, enum op op, uint32_t view,
+                          const uint32_t *rest, unsigned nrest);
+bool __wrap_fl_grp_ctl_to(struct flit_group *g, uint32_t rank, enum op op, uint32_t view,
+                          const uint32_t *rest, unsigned nrest)
+{
+    if (op >= OP_QUERY && fail_now(op)) {
+        owed(g->gs);
+        return false;
+    }
+    return __real_fl_grp_ctl_to(g, rank, op, view, rest, nrest);
+}
+
+bool __real_fl_grp_out_push(struct flit_groups *gs, struct flit_group *g, uint32_t dest,
+                            const uint32_t *args, unsigned nargs, struct gmsg *msg,
+                            size_t off, size_t len);
+bool __wrap_fl_grp_out_push(struct flit_groups *gs, struct flit_group *g, uint32_t dest,
+                            const uint32_t *args, unsigned nargs, struct gmsg *msg,
+                            size_t off, size_t len);
+bool __wrap_fl_grp_out_push(struct flit_groups *gs, struct flit_group *g, uint32_t dest,
+                            const uint32_t *args, unsigned nargs, struct gmsg *msg,
+                            size_t off, size_t len)
+{
+    if (g && g->views + g->rec.on > 0 && nargs == DATA_ARGS &&
+        (args[0] & 0xff) == OP_DATA && fail_now(OP_DATA)) {
+        owed(gs);
+        return false;
+    }
+    return __real_fl_grp_out_push(gs, g, dest, args, nargs, msg, off, len);
+}
