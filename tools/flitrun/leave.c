@@ -13,9 +13,11 @@
  *   stops the job with status 1. So is one that exits 0 before flit_init in
  *   a job whose other ranks joined. It is judged at once when another rank
  *   waits for it in the exchange or fails; otherwise after LEAVE_GRACE_NS,
- *   and only if some other rank is still running then: the compat
- *   libraries' ranks (FM, VMMC, AMUDP), which end their endpoints but never
- *   call flit_finalize, end within that of each other.
+ *   and only if some other rank is still running then. The grace is for
+ *   AMUDP_SPMDExit, which ends every worker at once without flit_finalize
+ *   (it may run in a signal handler): its workers end within that of each
+ *   other. The compat libraries' other ways to end (FM_finalize,
+ *   VMMC_Finalize, AM_Terminate, a return from main) say BYE.
  *
  * --allow-exit-without-finalize keeps the old way: such a rank is a rank
  * that ended, and nobody is told (a rank waiting for it waits for the
