@@ -95,6 +95,10 @@ struct flit_rpc_req {
     uint32_t caller;
     uint64_t id;
     bool live, answered;
+    /* The queue block of the status that answers the call when its reply
+       cannot be sent (fl_rpc_send_status), taken before the procedure
+       runs and kept with the request block across requests. */
+    struct rpc_out *status;
 };
 
 struct flit_rpc_reply {

@@ -671,6 +671,7 @@ static void free_object(struct flit_rpc *r)
     }
     for (struct flit_rpc_req *q = r->free_reqs, *next; q; q = next) {
         next = q->next;
+        fl_rpc_status_free(q->status);
         free(q);
     }
     for (struct rpc_out *o = r->out_head, *next; o; o = next) {

@@ -133,10 +133,10 @@ static flit_status answer(struct flit_rpc_req *q, flit_status status,
     flit_status st = send_answer(q, status, iov, n, total);
     if (st != FLIT_OK && fl_rpc_caller_reachable(st)) {
         fl_rpc_reply_failed(q->rpc, q->caller, q->id, total, st);
-        /* A message of its own: a token whose reply failed is not used
-           again. */
+        /* A message of its own, in the block reserved with the request (no
+           memory needed): a token whose reply failed is not used again. */
         if (status == FLIT_OK)
-            (void)fl_rpc_send_reply(q->rpc, q->caller, q->id, st, NULL, 0, 0);
+            (void)fl_rpc_send_status(q->rpc, q->caller, q->id, st, &q->status);
     }
     q->answered = true;
     return st;
@@ -345,10 +345,12 @@ static struct flit_rpc_req *req_get(const struct flit_rpc_req *init)
     if (q)
         r->free_reqs = q->next;
     rpc_unlock(r);
+    struct rpc_out *status = q ? q->status : NULL;
     if (!q && !(q = malloc(sizeof *q)))
         return NULL;
     *q = *init;
-    if (flit_handle_new(&requests, q, &q->self) != FLIT_OK) {
+    q->status = status ? status : fl_rpc_status_block();
+    if (!q->status || flit_handle_new(&requests, q, &q->self) != FLIT_OK) {
         rpc_lock(r);
         q->next = r->free_reqs;
         r->free_reqs = q;
