@@ -57,7 +57,12 @@ extern "C" {
  */
 #define FLIT_AM_MORE (1u << 1)
 
-/* Identifies the running handler's message; valid only while it runs. */
+/*
+ * Identifies the running handler's message; valid only while it runs. An
+ * opaque value, not an address: one kept past its handler answers
+ * FLIT_ERR_BAD_TOKEN (flit_token_rank an invalid rank, flit_token_ep NULL)
+ * however many handlers ran since.
+ */
 typedef struct flit_token flit_token_t;
 
 /*

@@ -71,9 +71,14 @@
 extern "C" {
 #endif
 
-/* The sender's handle of an open message; valid until flit_stream_end. */
+/*
+ * The sender's handle of an open message; valid until flit_stream_end,
+ * after which its calls answer FLIT_ERR_INVALID_ARG, also once a later
+ * message uses its slot. Both handles are opaque values, not addresses.
+ */
 typedef struct flit_stream_out flit_stream_out_t;
-/* The receiver's handle, given to the handler; valid while it runs. */
+/* The receiver's handle, given to the handler; valid while it runs, and
+   only on the thread it runs on: otherwise FLIT_ERR_BAD_TOKEN. */
 typedef struct flit_stream flit_stream_t;
 
 /*

@@ -4,6 +4,61 @@
 
 #include "stream/stream.h"
 
+struct fl_st_table fl_st_in_table = {.lock = PTHREAD_MUTEX_INITIALIZER};
+struct fl_st_table fl_st_out_table = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void **next_of(void *slot, size_t next_off)
+{
+    return (void **)((uint8_t *)slot + next_off);
+}
+
+/* A new slot of t: the next of its chunk, a new chunk when that is full. */
+static void *slot_new(struct fl_st_table *t, size_t size, size_t value_off,
+                      uintptr_t kind)
+{
+    uint32_t i = t->made;
+    if (i == (uint32_t)FL_ST_CHUNKS * FL_ST_CHUNK)
+        return NULL;
+    uint8_t *c =
+        atomic_load_explicit(&t->chunk[i >> FL_ST_CHUNK_BITS], memory_order_relaxed);
+    if (!c) {
+        if (!(c = calloc(FL_ST_CHUNK, size)))
+            return NULL;
+        atomic_store_explicit(&t->chunk[i >> FL_ST_CHUNK_BITS], c, memory_order_release);
+    }
+    t->made++;
+    uint8_t *e = c + (i & (FL_ST_CHUNK - 1)) * size;
+    atomic_store_explicit((_Atomic uintptr_t *)(e + value_off),
+                          1u | kind | (uintptr_t)i << 2, memory_order_release);
+    return e;
+}
+
+void *fl_st_take(struct fl_st_table *t, size_t size, size_t value_off, size_t next_off,
+                 uintptr_t kind)
+{
+    pthread_mutex_lock(&t->lock);
+    void *e = t->free;
+    if (e)
+        t->free = *next_of(e, next_off);
+    else
+        e = slot_new(t, size, value_off, kind);
+    pthread_mutex_unlock(&t->lock);
+    return e;
+}
+
+void fl_st_give(struct fl_st_table *t, void *list, size_t next_off)
+{
+    if (!list)
+        return;
+    void *last = list;
+    while (*next_of(last, next_off))
+        last = *next_of(last, next_off);
+    pthread_mutex_lock(&t->lock);
+    *next_of(last, next_off) = t->free;
+    t->free = list;
+    pthread_mutex_unlock(&t->lock);
+}
+
 static void stream_init(void)
 {
     fl_op_register(FL_OP_STREAM, fl_stream_recv_packet, fl_stream_back);
@@ -27,16 +82,11 @@ void fl_stream_ep_close(struct flit_ep *ep, void *state)
     if (se->active)
         for (uint32_t r = 0; r < ep->size; r++)
             fl_stream_end_all(ep, r, FLIT_ERR_FINALIZED);
-    while (se->free_in) {
-        struct flit_stream *s = se->free_in;
-        se->free_in = s->next;
-        free(s);
-    }
-    while (se->free_out) {
-        struct flit_stream_out *s = se->free_out;
-        se->free_out = s->next;
-        free(s);
-    }
+    /* Their handles stay checkable: the slots go back, never freed. */
+    fl_st_give(&fl_st_in_table, se->free_in, offsetof(struct fl_st_in, next));
+    fl_st_give(&fl_st_out_table, se->free_out, offsetof(struct fl_st_out, next));
+    se->free_in = NULL;
+    se->free_out = NULL;
     free(se->handlers);
     free(se->active);
     free(se->next_sid);

@@ -20,9 +20,9 @@
 #include "stream/stream.h"
 
 /* Under the park lock. */
-static void unready_locked(struct fl_stream_ep *se, struct flit_stream *s)
+static void unready_locked(struct fl_stream_ep *se, struct fl_st_in *s)
 {
-    struct flit_stream **pp = &se->ready_head, *prev = NULL;
+    struct fl_st_in **pp = &se->ready_head, *prev = NULL;
     while (*pp && *pp != s) {
         prev = *pp;
         pp = &(*pp)->ready_next;
@@ -37,16 +37,17 @@ static void unready_locked(struct fl_stream_ep *se, struct flit_stream *s)
     atomic_fetch_sub_explicit(&se->nready, 1, memory_order_relaxed);
 }
 
-void fl_stream_unready(struct fl_stream_ep *se, struct flit_stream *s)
+void fl_stream_unready(struct fl_stream_ep *se, struct fl_st_in *s)
 {
     pthread_mutex_lock(&se->park_lock);
     unready_locked(se, s);
     pthread_mutex_unlock(&se->park_lock);
 }
 
-flit_status flit_stream_park(flit_stream_t *s)
+flit_status flit_stream_park(flit_stream_t *h)
 {
-    flit_status st = fl_stream_usable(s);
+    struct fl_st_in *s = NULL;
+    flit_status st = fl_stream_usable(h, &s);
     if (st != FLIT_OK)
         return st;
     if (!s->fiber)
@@ -72,10 +73,15 @@ flit_status flit_stream_park(flit_stream_t *s)
     }
 }
 
-flit_status flit_stream_unpark(flit_stream_t *s)
+flit_status flit_stream_unpark(flit_stream_t *h)
 {
-    if (!s)
+    if (!h)
         return FLIT_ERR_INVALID_ARG;
+    /* Any thread: the slot is never freed, so the check reads no freed
+       memory. A handle that passes is the handler's until it returns. */
+    struct fl_st_in *s = fl_st_in_of(h);
+    if (!s)
+        return FLIT_ERR_BAD_TOKEN;
     struct flit_ep *ep = s->ep;
     struct fl_stream_ep *se = fl_stream_of(ep);
     pthread_mutex_lock(&se->park_lock);
@@ -110,7 +116,7 @@ static void park_progress(flit_ep_t *ep, void *user)
         return; /* another thread is inside: its own pass resumes them */
     for (;;) {
         pthread_mutex_lock(&se->park_lock);
-        struct flit_stream *s = se->ready_head;
+        struct fl_st_in *s = se->ready_head;
         if (s)
             unready_locked(se, s);
         pthread_mutex_unlock(&se->park_lock);

@@ -13,28 +13,38 @@
 #include "stream/stream.h"
 #include "util/log.h"
 
-static struct flit_stream *in_get(struct fl_stream_ep *se)
+/* The message whose handler runs on this thread now (the innermost): the
+   only one the calls inside a handler may name (fl_stream_usable). */
+static __thread struct fl_st_in *running __attribute__((tls_model("initial-exec")));
+
+/* A slot for a new message; its handle (stream.h) valid from now on. */
+static struct fl_st_in *in_get(struct fl_stream_ep *se)
 {
-    struct flit_stream *s = se->free_in;
-    if (__builtin_expect(s != NULL, 1)) {
+    struct fl_st_in *s = se->free_in;
+    if (__builtin_expect(s != NULL, 1))
         se->free_in = s->next;
-        return s;
-    }
-    return malloc(sizeof *s);
+    else if (!(s = fl_st_take(&fl_st_in_table, sizeof *s,
+                              offsetof(struct fl_st_in, handle),
+                              offsetof(struct fl_st_in, next), 0)))
+        return NULL;
+    fl_st_bump(&s->handle);
+    return s;
 }
 
-static void in_put(struct fl_stream_ep *se, struct flit_stream *s)
+/* The message is over: its handle is stale from now on. */
+static void in_put(struct fl_stream_ep *se, struct fl_st_in *s)
 {
     s->live = false;
+    fl_st_bump(&s->handle);
     s->next = se->free_in;
     se->free_in = s;
 }
 
 /* The sender's message with stream id sid, if it is in progress (spawned
    handlers share the list, and no packet continues them). */
-static struct flit_stream **find(struct fl_stream_ep *se, uint32_t src, uint32_t sid)
+static struct fl_st_in **find(struct fl_stream_ep *se, uint32_t src, uint32_t sid)
 {
-    struct flit_stream **pp = &se->active[src];
+    struct fl_st_in **pp = &se->active[src];
     while (*pp && ((*pp)->sid != sid || (*pp)->spawned))
         pp = &(*pp)->next;
     return pp;
@@ -42,9 +52,9 @@ static struct flit_stream **find(struct fl_stream_ep *se, uint32_t src, uint32_t
 
 /* Appends s to its sender's messages in progress (oldest first: the one
    the next packet most likely continues). */
-static void link_active(struct fl_stream_ep *se, struct flit_stream *s)
+static void link_active(struct fl_stream_ep *se, struct fl_st_in *s)
 {
-    struct flit_stream **pp = &se->active[s->src];
+    struct fl_st_in **pp = &se->active[s->src];
     while (*pp)
         pp = &(*pp)->next;
     s->next = NULL;
@@ -52,9 +62,9 @@ static void link_active(struct fl_stream_ep *se, struct flit_stream *s)
     s->linked = true;
 }
 
-static void unlink_active(struct fl_stream_ep *se, struct flit_stream *s)
+static void unlink_active(struct fl_stream_ep *se, struct fl_st_in *s)
 {
-    struct flit_stream **pp = &se->active[s->src];
+    struct fl_st_in **pp = &se->active[s->src];
     while (*pp && *pp != s)
         pp = &(*pp)->next;
     if (*pp)
@@ -65,13 +75,13 @@ static void unlink_active(struct fl_stream_ep *se, struct flit_stream *s)
 static void fiber_main(struct fl_fiber *f, void *arg)
 {
     (void)f;
-    struct flit_stream *s = arg;
-    s->fn(s, (size_t)s->total, s->user);
+    struct fl_st_in *s = arg;
+    s->fn((flit_stream_t *)fl_st_handle(&s->handle), (size_t)s->total, s->user);
 }
 
 /* The message is over for us once its handler is done and its last byte
    has arrived; until then it stays linked, to swallow what still comes. */
-static void retire_if_over(struct fl_stream_ep *se, struct flit_stream *s)
+static void retire_if_over(struct fl_stream_ep *se, struct fl_st_in *s)
 {
     if (s->live || s->arrived < s->total) {
         if (!s->linked)
@@ -88,18 +98,21 @@ static void retire_if_over(struct fl_stream_ep *se, struct flit_stream *s)
  * waits for the next packet (or parks). Bytes it leaves in the packet at hand when it
  * returns are discarded.
  */
-void fl_stream_run(struct flit_ep *ep, struct flit_stream *s)
+void fl_stream_run(struct flit_ep *ep, struct fl_st_in *s)
 {
     struct fl_stream_ep *se = fl_stream_of(ep);
-    struct flit_stream *outer = se->current; /* a nested poll's handler */
+    struct fl_st_in *outer = se->current; /* a nested poll's handler */
     se->current = s;
+    struct fl_st_in *outer_here = running;
+    running = s;
     fl_handler_depth++;
     bool finished = true;
     if (s->fiber)
         finished = fl_fiber_resume(s->fiber);
     else
-        s->fn(s, (size_t)s->total, s->user);
+        s->fn((flit_stream_t *)fl_st_handle(&s->handle), (size_t)s->total, s->user);
     fl_handler_depth--;
+    running = outer_here;
     se->current = outer;
     if (!finished)
         return; /* it waits, having taken every byte at hand */
@@ -116,8 +129,7 @@ void fl_stream_run(struct flit_ep *ep, struct flit_stream *s)
 
 /* A receive handle afresh, field by field (see flit_stream_begin): nothing
    arrived, no handler yet. */
-static void in_init(struct flit_stream *s, struct flit_ep *ep, uint32_t src,
-                    uint64_t total)
+static void in_init(struct fl_st_in *s, struct flit_ep *ep, uint32_t src, uint64_t total)
 {
     s->ep = ep;
     s->src = src;
@@ -151,7 +163,7 @@ flit_status flit_stream_spawn(flit_ep_t *ep, flit_rank_t rank, flit_stream_handl
     if (rank.idx >= ep->size)
         return FLIT_ERR_RANK;
     struct fl_stream_ep *se = fl_stream_of(ep);
-    struct flit_stream *s = in_get(se);
+    struct fl_st_in *s = in_get(se);
     if (!s)
         return FLIT_ERR_NO_MEMORY;
     in_init(s, ep, rank.idx, 0);
@@ -207,7 +219,7 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t s
         bad_packet(ep, src, len, "a message with that id is in progress");
         return;
     }
-    struct flit_stream *s = in_get(se);
+    struct fl_st_in *s = in_get(se);
     if (!s) {
         refuse(ep, src, h, FLIT_ERR_NO_MEMORY);
         return;
@@ -248,7 +260,7 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t s
 static void next_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t src,
                         const struct fl_st_pkt *h, size_t len)
 {
-    struct flit_stream *s = *find(se, src, h->sid);
+    struct fl_st_in *s = *find(se, src, h->sid);
     if (!s) {
         bad_packet(ep, src, len, "no message in progress with that id");
         return;
@@ -301,15 +313,17 @@ void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane, void
 
 /* ---- inside the handler ---- */
 
-/* s may be used now: its handler is the one running. NULL is no handle at
-   all, a caller's mistake like any other NULL argument; a handle that was
-   real once but whose handler returned is a dead token. */
-flit_status fl_stream_usable(const struct flit_stream *s)
+/* The message handle h names, if it may be used now: its handler is the
+   one running on this thread. NULL is no handle at all, a caller's mistake
+   like any other NULL argument; a handle that was real once but whose
+   handler returned (its slot perhaps another message's now) is a dead
+   token. Compares h with the running message's handle: no table lookup. */
+flit_status fl_stream_usable(const flit_stream_t *h, struct fl_st_in **out)
 {
-    if (!s)
-        return FLIT_ERR_INVALID_ARG;
-    if (!s->live || fl_stream_of(s->ep)->current != s)
-        return FLIT_ERR_BAD_TOKEN;
+    struct fl_st_in *s = running;
+    if (__builtin_expect(!s || fl_st_handle(&s->handle) != (uintptr_t)h || !s->live, 0))
+        return h ? FLIT_ERR_BAD_TOKEN : FLIT_ERR_INVALID_ARG;
+    *out = s;
     return FLIT_OK;
 }
 
@@ -318,7 +332,7 @@ flit_status fl_stream_usable(const struct flit_stream *s)
  * to land in our segment (which the sender maps) and it can place them,
  * offers it that place (stream.h), once per range.
  */
-static void offer(struct flit_stream *s, uint8_t *dst, size_t n)
+static void offer(struct fl_st_in *s, uint8_t *dst, size_t n)
 {
     struct flit_ep *ep = s->ep;
     if (!s->placeable || s->place_to > s->arrived || n < FL_ST_OFFER_MIN ||
@@ -349,7 +363,7 @@ static void offer(struct flit_stream *s, uint8_t *dst, size_t n)
 
 /* Takes n bytes (n <= what remains) into dst, or passes over them (dst
    NULL), waiting on the fiber for packets still to come. */
-static flit_status take(struct flit_stream *s, uint8_t *dst, size_t n)
+static flit_status take(struct fl_st_in *s, uint8_t *dst, size_t n)
 {
     while (n) {
         if (s->cur_len == 0) {
@@ -374,9 +388,10 @@ static flit_status take(struct flit_stream *s, uint8_t *dst, size_t n)
     return FLIT_OK;
 }
 
-flit_status flit_stream_recv(flit_stream_t *s, void *buf, size_t n)
+flit_status flit_stream_recv(flit_stream_t *h, void *buf, size_t n)
 {
-    flit_status st = fl_stream_usable(s);
+    struct fl_st_in *s = NULL;
+    flit_status st = fl_stream_usable(h, &s);
     if (__builtin_expect(st != FLIT_OK, 0))
         return st;
     if (n && !buf)
@@ -386,9 +401,10 @@ flit_status flit_stream_recv(flit_stream_t *s, void *buf, size_t n)
     return take(s, buf, n);
 }
 
-flit_status flit_stream_recvv(flit_stream_t *s, const struct iovec *iov, int iovcnt)
+flit_status flit_stream_recvv(flit_stream_t *h, const struct iovec *iov, int iovcnt)
 {
-    flit_status st = fl_stream_usable(s);
+    struct fl_st_in *s = NULL;
+    flit_status st = fl_stream_usable(h, &s);
     if (st != FLIT_OK)
         return st;
     if (iovcnt < 0 || (iovcnt && !iov))
@@ -406,9 +422,10 @@ flit_status flit_stream_recvv(flit_stream_t *s, const struct iovec *iov, int iov
     return st;
 }
 
-flit_status flit_stream_skip(flit_stream_t *s, size_t n)
+flit_status flit_stream_skip(flit_stream_t *h, size_t n)
 {
-    flit_status st = fl_stream_usable(s);
+    struct fl_st_in *s = NULL;
+    flit_status st = fl_stream_usable(h, &s);
     if (st != FLIT_OK)
         return st;
     if (n > s->total - s->taken)
@@ -416,9 +433,10 @@ flit_status flit_stream_skip(flit_stream_t *s, size_t n)
     return take(s, NULL, n);
 }
 
-flit_status flit_stream_peek(flit_stream_t *s, const void **data, size_t *n)
+flit_status flit_stream_peek(flit_stream_t *h, const void **data, size_t *n)
 {
-    flit_status st = fl_stream_usable(s);
+    struct fl_st_in *s = NULL;
+    flit_status st = fl_stream_usable(h, &s);
     if (__builtin_expect(st != FLIT_OK, 0))
         return st;
     if (!data || !n)
@@ -428,18 +446,21 @@ flit_status flit_stream_peek(flit_stream_t *s, const void **data, size_t *n)
     return FLIT_OK;
 }
 
-size_t flit_stream_remaining(const flit_stream_t *s)
+size_t flit_stream_remaining(const flit_stream_t *h)
 {
+    const struct fl_st_in *s = fl_st_in_of(h);
     return s && s->live ? (size_t)(s->total - s->taken) : 0;
 }
 
-flit_rank_t flit_stream_rank(const flit_stream_t *s)
+flit_rank_t flit_stream_rank(const flit_stream_t *h)
 {
+    const struct fl_st_in *s = fl_st_in_of(h);
     return flit_rank(s && s->live ? s->src : UINT32_MAX);
 }
 
-flit_ep_t *flit_stream_ep(const flit_stream_t *s)
+flit_ep_t *flit_stream_ep(const flit_stream_t *h)
 {
+    const struct fl_st_in *s = fl_st_in_of(h);
     return s && s->live ? s->ep : NULL;
 }
 
@@ -500,7 +521,7 @@ bool fl_stream_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
 void fl_stream_end_all(struct flit_ep *ep, uint32_t src, flit_status why)
 {
     struct fl_stream_ep *se = fl_stream_of(ep);
-    struct flit_stream *s;
+    struct fl_st_in *s;
     while ((s = se->active[src]) != NULL) {
         s->error = why;
         s->cur_len = 0;

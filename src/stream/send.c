@@ -14,7 +14,7 @@
 /* Payload bytes the next packet of s may carry: a piece, or what is left
    when that is at most FL_ST_TAIL more and the transport's packet holds
    it (not over datagrams, where a piece fills one). */
-static size_t piece_room(struct flit_stream_out *s, size_t hdr_len)
+static size_t piece_room(struct fl_st_out *s, size_t hdr_len)
 {
     size_t room = fl_ep_piece_size(s->ep, s->dst, hdr_len);
     uint64_t left = s->total - s->sent;
@@ -38,7 +38,7 @@ static bool can_place(const struct flit_ep *ep, uint32_t dst, uint64_t total)
 }
 
 /* s, placeable, takes offers from now on. */
-static void place_start(struct fl_stream_ep *se, struct flit_stream_out *s)
+static void place_start(struct fl_stream_ep *se, struct fl_st_out *s)
 {
     s->place_from = s->place_to = s->place_seg = 0;
     s->place_next = se->placing;
@@ -46,12 +46,12 @@ static void place_start(struct fl_stream_ep *se, struct flit_stream_out *s)
 }
 
 /* s takes no more offers: its last byte is out, it failed, or it ends. */
-static void unplace(struct fl_stream_ep *se, struct flit_stream_out *s)
+static void unplace(struct fl_stream_ep *se, struct fl_st_out *s)
 {
     if (!s->placeable)
         return;
     s->placeable = false;
-    struct flit_stream_out **pp = &se->placing;
+    struct fl_st_out **pp = &se->placing;
     while (*pp && *pp != s)
         pp = &(*pp)->place_next;
     if (*pp)
@@ -61,7 +61,7 @@ static void unplace(struct fl_stream_ep *se, struct flit_stream_out *s)
 void fl_stream_offer(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h)
 {
     struct fl_stream_ep *se = fl_stream_of(ep);
-    struct flit_stream_out *s = se->placing;
+    struct fl_st_out *s = se->placing;
     while (s && (s->dst != src || s->sid != h->sid))
         s = s->place_next;
     if (!s)
@@ -84,8 +84,7 @@ void fl_stream_offer(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h
  * segment, then a PLACED packet saying so. *done: the bytes placed (0: send
  * them in packets). A place the transport cannot write ends the offers.
  */
-static flit_status place(struct flit_stream_out *s, const uint8_t *buf, size_t n,
-                         size_t *done)
+static flit_status place(struct fl_st_out *s, const uint8_t *buf, size_t n, size_t *done)
 {
     struct flit_ep *ep = s->ep;
     *done = 0;
@@ -135,7 +134,7 @@ static flit_status place(struct flit_stream_out *s, const uint8_t *buf, size_t n
  * the receiver polls the packet's cache line, and every write to it while
  * the packet is open would pull the line back across.
  */
-static void close_packet(struct flit_stream_out *s, unsigned more)
+static void close_packet(struct fl_st_out *s, unsigned more)
 {
     struct flit_ep *ep = s->ep;
     s->sent -= s->cap - s->fill; /* closed early: the rest goes later */
@@ -168,7 +167,7 @@ static void close_packet(struct flit_stream_out *s, unsigned more)
 
 void fl_stream_flush(struct fl_hold *h)
 {
-    close_packet((struct flit_stream_out *)h, 0);
+    close_packet((struct fl_st_out *)h, 0);
 }
 
 /*
@@ -184,7 +183,7 @@ void fl_stream_flush(struct fl_hold *h)
  * message was copied 8 bytes off its source's lines: 0.64-0.97 of the
  * stream, by where the ring's records fell).
  */
-static void align_payload(struct flit_stream_out *s, const void *src, size_t before)
+static void align_payload(struct fl_st_out *s, const void *src, size_t before)
 {
     size_t hl = s->first_open ? FL_ST_FIRST_HDR : FL_ST_HDR;
     s->hdr_len = hl;
@@ -197,7 +196,7 @@ static void align_payload(struct flit_stream_out *s, const void *src, size_t bef
    payload is placed in its line (wire.h, align_payload): room for the most
    padding is reserved, and what the packet's place needs is used. Over datagrams the pad
    would only take room from the payload. */
-static flit_status open_packet(struct flit_stream_out *s, bool first, unsigned flags)
+static flit_status open_packet(struct fl_st_out *s, bool first, unsigned flags)
 {
     struct flit_ep *ep = s->ep;
     size_t hl = first ? FL_ST_FIRST_HDR : FL_ST_HDR;
@@ -225,23 +224,29 @@ static flit_status open_packet(struct flit_stream_out *s, bool first, unsigned f
     return FLIT_OK;
 }
 
-static struct flit_stream_out *out_get(struct fl_stream_ep *se)
+/* A slot for a new message; its handle (stream.h) valid from now on. */
+static struct fl_st_out *out_get(struct fl_stream_ep *se)
 {
-    struct flit_stream_out *s = se->free_out;
+    struct fl_st_out *s = se->free_out;
     if (__builtin_expect(s != NULL, 1)) {
         se->free_out = s->next;
-        return s;
-    }
-    s = malloc(sizeof *s);
-    if (s)
+    } else {
+        s = fl_st_take(&fl_st_out_table, sizeof *s, offsetof(struct fl_st_out, handle),
+                       offsetof(struct fl_st_out, next), FL_ST_OUT);
+        if (!s)
+            return NULL;
         s->hold.flush = fl_stream_flush;
+    }
+    fl_st_bump(&s->handle);
     return s;
 }
 
-static void out_put(struct fl_stream_ep *se, struct flit_stream_out *s)
+/* The message is over: its handle is stale from now on. */
+static void out_put(struct fl_stream_ep *se, struct fl_st_out *s)
 {
     unplace(se, s);
     s->live = false;
+    fl_st_bump(&s->handle);
     s->next = se->free_out;
     se->free_out = s;
 }
@@ -262,9 +267,8 @@ static flit_status check_begin(struct flit_ep *ep, flit_rank_t dest, flit_handle
 }
 
 /* Opens message s and its first packet; ep entered, check_begin passed. */
-static flit_status start(struct fl_stream_ep *se, struct flit_stream_out *s,
-                         struct flit_ep *ep, uint32_t dst, uint32_t handler, size_t total,
-                         unsigned flags)
+static flit_status start(struct fl_stream_ep *se, struct fl_st_out *s, struct flit_ep *ep,
+                         uint32_t dst, uint32_t handler, size_t total, unsigned flags)
 {
     /* Field by field: a compound literal clears the whole struct first,
        with a string instruction slower than the rest of the call.
@@ -306,13 +310,13 @@ flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
         return st;
     st = out ? check_begin(ep, dest, h, flags) : FLIT_ERR_INVALID_ARG;
     struct fl_stream_ep *se = fl_stream_of(ep);
-    struct flit_stream_out *s = NULL;
+    struct fl_st_out *s = NULL;
     if (st == FLIT_OK && !(s = out_get(se)))
         st = FLIT_ERR_NO_MEMORY;
     if (st == FLIT_OK) {
         st = start(se, s, ep, dest.idx, h.idx, total, flags);
         if (st == FLIT_OK)
-            *out = s;
+            *out = (flit_stream_out_t *)fl_st_handle(&s->handle);
         else
             out_put(se, s);
     }
@@ -334,8 +338,7 @@ flit_status flit_stream_begin(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
  * s->head and go in when it closes, with its header; and the payload is
  * placed by the bytes that come after them.
  */
-static flit_status put_bytes(struct flit_stream_out *s, const uint8_t *buf, size_t n,
-                             bool more)
+static flit_status put_bytes(struct fl_st_out *s, const uint8_t *buf, size_t n, bool more)
 {
     while (n) {
         if (!s->pkt && s->placeable) {
@@ -377,23 +380,33 @@ static flit_status put_bytes(struct flit_stream_out *s, const uint8_t *buf, size
     return FLIT_OK;
 }
 
-/* Enters the endpoint for a call on an open message. */
-static flit_status out_enter(struct flit_stream_out *s)
+/*
+ * Enters the endpoint for a call on the open message handle h names, in
+ * *out. Its handle is compared again once in: on a thread-safe endpoint
+ * another thread may have ended it meanwhile (and its slot serve a new
+ * message). A live handle after flit_finalize answers its status from
+ * fl_ep_enter, which checks the job before it reads the endpoint.
+ */
+__attribute__((always_inline)) static inline flit_status
+out_enter(const flit_stream_out_t *h, struct fl_st_out **out)
 {
-    if (!s)
+    struct fl_st_out *s = fl_st_out_of(h);
+    if (__builtin_expect(!s, 0))
         return FLIT_ERR_INVALID_ARG;
-    flit_status st = fl_ep_enter(s->ep);
-    if (st != FLIT_OK)
+    struct flit_ep *ep = s->ep;
+    flit_status st = fl_ep_enter(ep);
+    if (__builtin_expect(st != FLIT_OK, 0))
         return st;
-    if (!s->live) {
-        fl_ep_leave(s->ep);
+    if (__builtin_expect(fl_st_handle(&s->handle) != (uintptr_t)h, 0)) {
+        fl_ep_leave(ep);
         return FLIT_ERR_INVALID_ARG;
     }
+    *out = s;
     return FLIT_OK;
 }
 
 /* Bytes of the message not yet added. */
-static uint64_t unsent(const struct flit_stream_out *s)
+static uint64_t unsent(const struct fl_st_out *s)
 {
     return s->total - s->sent + (s->pkt ? s->cap - s->fill : 0);
 }
@@ -405,7 +418,7 @@ static uint64_t unsent(const struct flit_stream_out *s)
  * all the same (put_bytes); placed as put_bytes would, by the part after a
  * header.
  */
-static void put_whole(struct flit_stream_out *s, const struct iovec *iov, int iovcnt)
+static void put_whole(struct fl_st_out *s, const struct iovec *iov, int iovcnt)
 {
     size_t lead = iovcnt > 1 && iov[0].iov_len < FL_ST_ALIGN ? iov[0].iov_len : 0;
     align_payload(s, iov[lead ? 1 : 0].iov_base, lead);
@@ -420,7 +433,7 @@ static void put_whole(struct flit_stream_out *s, const struct iovec *iov, int io
 }
 
 /* Adds iov's bytes (total in all) to s, in order. */
-static flit_status put_iov(struct flit_stream_out *s, const struct iovec *iov, int iovcnt,
+static flit_status put_iov(struct fl_st_out *s, const struct iovec *iov, int iovcnt,
                            uint64_t total)
 {
     if (iovcnt > 1 && s->pkt && s->fill == 0 && total == s->cap && s->sent == s->total) {
@@ -433,9 +446,10 @@ static flit_status put_iov(struct flit_stream_out *s, const struct iovec *iov, i
     return st;
 }
 
-flit_status flit_stream_send(flit_stream_out_t *s, const void *buf, size_t n)
+flit_status flit_stream_send(flit_stream_out_t *h, const void *buf, size_t n)
 {
-    flit_status st = out_enter(s);
+    struct fl_st_out *s = NULL;
+    flit_status st = out_enter(h, &s);
     if (__builtin_expect(st != FLIT_OK, 0))
         return st;
     if (n && !buf)
@@ -466,9 +480,10 @@ static flit_status check_iov(const struct iovec *iov, int iovcnt, uint64_t *sum)
     return FLIT_OK;
 }
 
-flit_status flit_stream_sendv(flit_stream_out_t *s, const struct iovec *iov, int iovcnt)
+flit_status flit_stream_sendv(flit_stream_out_t *h, const struct iovec *iov, int iovcnt)
 {
-    flit_status st = out_enter(s);
+    struct fl_st_out *s = NULL;
+    flit_status st = out_enter(h, &s);
     if (st != FLIT_OK)
         return st;
     uint64_t sum;
@@ -498,7 +513,7 @@ flit_status flit_stream_sendmsg(flit_ep_t *ep, flit_rank_t dest, flit_handler_t 
     if (st == FLIT_OK) {
         /* The message ends inside this call (its last packet closes when
            its last byte is in), so it lives on the stack. */
-        struct flit_stream_out s;
+        struct fl_st_out s;
         s.hold.flush = fl_stream_flush;
         st = start(fl_stream_of(ep), &s, ep, dest.idx, h.idx, (size_t)total, flags);
         if (st == FLIT_OK) {
@@ -510,9 +525,10 @@ flit_status flit_stream_sendmsg(flit_ep_t *ep, flit_rank_t dest, flit_handler_t 
     return st;
 }
 
-flit_status flit_stream_end(flit_stream_out_t *s)
+flit_status flit_stream_end(flit_stream_out_t *h)
 {
-    flit_status st = out_enter(s);
+    struct fl_st_out *s = NULL;
+    flit_status st = out_enter(h, &s);
     if (st != FLIT_OK)
         return st;
     struct flit_ep *ep = s->ep;

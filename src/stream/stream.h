@@ -37,6 +37,8 @@
 #ifndef FL_STREAM_STREAM_H
 #define FL_STREAM_STREAM_H
 
+#include <stddef.h>
+
 #include "core/ep.h"
 #include "flit/stream.h"
 #include "platform/fiber.h"
@@ -56,9 +58,70 @@
    stays one packet. */
 #define FL_ST_TAIL 256u
 
+/*
+ * Handles. flit_stream_t and flit_stream_out_t values are not addresses:
+ * bit 0 set, bit 1 the kind (FL_ST_OUT), the slot's index in its table,
+ * and the slot's generation, odd while the handle is in use (from
+ * in_get / out_get to in_put / out_put). Putting a slot back bumps it, so
+ * a kept handle never matches the slot's next message, and the check
+ * (fl_st_lookup: a load of the chunk, a load of the slot's value, a
+ * compare) reads only slots, which are never freed: an ended endpoint's
+ * go back to the table, their generations going on. The generation has
+ * 38 bits where pointers are 64-bit, 14 where they are 32-bit (a stale
+ * handle could match again after 2^13 messages through its slot).
+ */
+#define FL_ST_OUT        2u
+#define FL_ST_CHUNK_BITS 8u
+#define FL_ST_CHUNK      (1u << FL_ST_CHUNK_BITS)
+#if UINTPTR_MAX > 0xffffffffu
+#define FL_ST_INDEX_BITS 24u /* slots in a table */
+#else
+#define FL_ST_INDEX_BITS 16u
+#endif
+#define FL_ST_CHUNKS  (1u << (FL_ST_INDEX_BITS - FL_ST_CHUNK_BITS))
+#define FL_ST_GEN_ONE ((uintptr_t)1 << (2u + FL_ST_INDEX_BITS))
+
+/* The slots of one kind, in chunks of FL_ST_CHUNK; a chunk once made stays
+   (layer.c). */
+struct fl_st_table {
+    void *_Atomic chunk[FL_ST_CHUNKS];
+    pthread_mutex_t lock; /* free, made */
+    void *free;           /* slots no endpoint holds */
+    uint32_t made;
+};
+extern struct fl_st_table fl_st_in_table, fl_st_out_table;
+
+/* The slot (of size bytes, its value at value_off) a live handle v of
+   kind names, NULL for any other value. */
+static inline void *fl_st_lookup(struct fl_st_table *t, uintptr_t v, uintptr_t kind,
+                                 size_t size, size_t value_off)
+{
+    const uintptr_t want = 1u | kind | FL_ST_GEN_ONE;
+    if (__builtin_expect((v & (3u | FL_ST_GEN_ONE)) != want, 0))
+        return NULL;
+    uintptr_t i = (v >> 2) & (((uintptr_t)1 << FL_ST_INDEX_BITS) - 1);
+    uint8_t *c =
+        atomic_load_explicit(&t->chunk[i >> FL_ST_CHUNK_BITS], memory_order_acquire);
+    if (__builtin_expect(!c, 0))
+        return NULL;
+    uint8_t *e = c + (i & (FL_ST_CHUNK - 1)) * size;
+    uintptr_t now =
+        atomic_load_explicit((_Atomic uintptr_t *)(e + value_off), memory_order_acquire);
+    return now == v ? e : NULL;
+}
+
+/* A slot for an endpoint whose own spare ones ran out: one another gave
+   back, or a new one (its generation even); NULL when the table is full or
+   memory short. */
+void *fl_st_take(struct fl_st_table *t, size_t size, size_t value_off, size_t next_off,
+                 uintptr_t kind);
+/* Gives back the slots of list (linked through the field at next_off). */
+void fl_st_give(struct fl_st_table *t, void *list, size_t next_off);
+
 /* The sender's open message. */
-struct flit_stream_out {
+struct fl_st_out {
     struct fl_hold hold; /* first: ep->hold points here while open */
+    _Atomic uintptr_t handle; /* its flit_stream_out_t (above) */
     struct flit_ep *ep;
     uint32_t dst, sid;
     uint16_t handler;
@@ -76,18 +139,19 @@ struct flit_stream_out {
     uint8_t head[FL_ST_ALIGN];
     bool first_open;              /* it is the first packet */
     bool slack;                   /* room for a pad was reserved in it */
-    struct flit_stream_out *next; /* free list */
+    struct fl_st_out *next;       /* free list */
     /* Placed pieces: the first packet said PLACEABLE, and s is on the
        layer's placing list until its last byte is out; the receiver's
        latest offer: message bytes [place_from, place_to) go to its
        segment at place_seg. */
     bool placeable;
     uint64_t place_from, place_to, place_seg;
-    struct flit_stream_out *place_next;
+    struct fl_st_out *place_next;
 };
 
 /* The receiver's message, from its first packet until its last. */
-struct flit_stream {
+struct fl_st_in {
+    _Atomic uintptr_t handle; /* its flit_stream_t (above) */
     struct flit_ep *ep;
     uint32_t src, sid;
     uint64_t total;
@@ -107,11 +171,11 @@ struct flit_stream {
        place_at, in our segment (place_to 0: none yet). */
     uint64_t place_from, place_to;
     uint8_t *place_at;
-    struct flit_stream *next; /* the sender's messages in progress; free list */
+    struct fl_st_in *next; /* the sender's messages in progress; free list */
     /* Parking (park.c), under the layer's park_lock: the handler waits in
        flit_stream_park; an unpark came; it is on the ready list. */
     bool parked, wake, ready;
-    struct flit_stream *ready_next;
+    struct fl_st_in *ready_next;
 };
 
 struct fl_stream_slot {
@@ -123,17 +187,17 @@ struct fl_stream_slot {
 /* Per endpoint, made with it. */
 struct fl_stream_ep {
     struct fl_stream_slot *handlers; /* [ep->handler_count] */
-    struct flit_stream **active;     /* [ep->size]: messages arriving */
+    struct fl_st_in **active;        /* [ep->size]: messages arriving */
     uint32_t *next_sid;              /* [ep->size] */
-    struct flit_stream_out *free_out;
-    struct flit_stream_out *placing; /* messages out that take offers */
-    struct flit_stream *free_in;
-    struct flit_stream *current; /* whose handler runs now */
+    struct fl_st_out *free_out;
+    struct fl_st_out *placing; /* messages out that take offers */
+    struct fl_st_in *free_in;
+    struct fl_st_in *current; /* whose handler runs now */
     /* Parked handlers that may go on (park.c): any thread adds, the
        endpoint's progress listener resumes them. */
     pthread_mutex_t park_lock;
     bool park_lock_ok;
-    struct flit_stream *ready_head, *ready_tail;
+    struct fl_st_in *ready_head, *ready_tail;
     _Atomic unsigned nready;
     bool listening; /* the progress listener is in */
     fl_counter sent_msgs, sent_bytes, recv_msgs, recv_bytes, fibers;
@@ -145,6 +209,32 @@ extern struct fl_layer fl_stream_layer;
 static inline struct fl_stream_ep *fl_stream_of(const struct flit_ep *ep)
 {
     return (struct fl_stream_ep *)fl_ep_layer(ep, &fl_stream_layer);
+}
+
+/* The live message a handle names, NULL for any other value. */
+static inline struct fl_st_in *fl_st_in_of(const flit_stream_t *h)
+{
+    return fl_st_lookup(&fl_st_in_table, (uintptr_t)h, 0, sizeof(struct fl_st_in),
+                        offsetof(struct fl_st_in, handle));
+}
+
+static inline struct fl_st_out *fl_st_out_of(const flit_stream_out_t *h)
+{
+    return fl_st_lookup(&fl_st_out_table, (uintptr_t)h, FL_ST_OUT,
+                        sizeof(struct fl_st_out), offsetof(struct fl_st_out, handle));
+}
+
+/* A slot's handle, handed out (its generation odd) or ended (even). */
+static inline uintptr_t fl_st_handle(const _Atomic uintptr_t *h)
+{
+    return atomic_load_explicit(h, memory_order_relaxed);
+}
+
+/* Bumps a slot's generation: written only under its endpoint (release),
+   read by any thread (fl_st_lookup, acquire). */
+static inline void fl_st_bump(_Atomic uintptr_t *h)
+{
+    atomic_store_explicit(h, fl_st_handle(h) + FL_ST_GEN_ONE, memory_order_release);
 }
 
 /* Commits the open packet of the message ep->hold points to (core/layer.h). */
@@ -160,13 +250,14 @@ void fl_stream_peer_down(struct flit_ep *ep, void *state, uint32_t rank);
    why), then forgets the messages (recv.c). */
 void fl_stream_end_all(struct flit_ep *ep, uint32_t src, flit_status why);
 
-/* s may be used now: its handler is the one running (recv.c). */
-flit_status fl_stream_usable(const struct flit_stream *s);
+/* The message handle h names, in *out, if it may be used now: its handler
+   is the one running (recv.c). */
+flit_status fl_stream_usable(const flit_stream_t *h, struct fl_st_in **out);
 /* Runs s's handler, or continues it where it waits (recv.c). */
-void fl_stream_run(struct flit_ep *ep, struct flit_stream *s);
+void fl_stream_run(struct flit_ep *ep, struct fl_st_in *s);
 
 /* Parking (park.c): s's handler will not run again; off the ready list. */
-void fl_stream_unready(struct fl_stream_ep *se, struct flit_stream *s);
+void fl_stream_unready(struct fl_stream_ep *se, struct fl_st_in *s);
 /* The layer's progress listener, added when a FIBER handler is. */
 flit_status fl_stream_park_listen(struct flit_ep *ep);
 extern const flit_ep_listener_t fl_stream_park_listener;
