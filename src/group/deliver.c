@@ -85,8 +85,14 @@ void fl_grp_deliver_ready(struct flit_group *g)
            (FLIT_ERR_BAD_TOKEN), never as the next delivery's. */
         struct flit_group_msg *h = &g->cur;
         *h = (struct flit_group_msg){.g = g, .msg = m, .pos = 0};
-        if (flit_handle_new(&fl_grp_msgs, h, &h->self) != FLIT_OK)
-            break; /* no memory to grow the table: a later pass delivers it */
+        if (flit_handle_new(&fl_grp_msgs, h, &h->self) != FLIT_OK) {
+            /* No memory to grow the table: fl_grp_retry's next pass
+               delivers it (nothing else may come to call this again). */
+            g->deliver_owed = true;
+            atomic_store_explicit(&gs->owed, true, memory_order_release);
+            atomic_store_explicit(&gs->work, true, memory_order_release);
+            break;
+        }
         *slot = m->next;
         m->next = NULL;
         g->delivering = true;

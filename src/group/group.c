@@ -230,6 +230,10 @@ void fl_grp_retry_group(struct flit_group *g)
 {
     if (g->stopped)
         return;
+    if (g->deliver_owed) {
+        g->deliver_owed = false;
+        fl_grp_deliver_ready(g); /* (sets it again if still short) */
+    }
     fl_grp_retry_broadcasts(g);
     if (g->rec.on) {
         fl_grp_retry_view(g);

@@ -22,7 +22,7 @@
  * FLIT_ERR_NO_MEMORY, sent nothing, and is made again), forward (the
  * sequencer's fragments down the tree and a sender's multicast of its large
  * message), drain (sends of data and of an ACK that answer NO_MEMORY or
- * SYSTEM).
+ * SYSTEM), deliver (no memory for a delivery's message handle).
  */
 #include <flit/group.h>
 
@@ -33,7 +33,7 @@
 #define COUNT    12 /* messages per member */
 
 /* What to fail: the first `times` calls of `what` for opcode `op` here. */
-enum what { W_CTL, W_PUSH, W_SHORT, W_MEDIUM };
+enum what { W_CTL, W_PUSH, W_SHORT, W_MEDIUM, W_HANDLE };
 struct inject {
     enum what what;
     enum op op;
@@ -131,6 +131,20 @@ flit_status __wrap_flit_am_medium(flit_ep_t *ep, flit_rank_t dest, flit_handler_
     return __real_flit_am_medium(ep, dest, h, buf, n, args, nargs, flags);
 }
 
+static uint32_t delivered_here; /* deliveries so far at this rank */
+
+/* A delivery's message handle (the table of fl_grp_msgs): no memory, for
+   the last message only (nothing comes after it to deliver it). */
+flit_status __real_flit_handle_new(flit_handles_t **table, void *obj, void **handle);
+flit_status __wrap_flit_handle_new(flit_handles_t **table, void *obj, void **handle);
+flit_status __wrap_flit_handle_new(flit_handles_t **table, void *obj, void **handle)
+{
+    if (table == &fl_grp_msgs && delivered_here + 1 == 3 * COUNT &&
+        take(W_HANDLE, OP_DATA, NULL))
+        return FLIT_ERR_NO_MEMORY;
+    return __real_flit_handle_new(table, obj, handle);
+}
+
 /* The case's failures at this rank (rank 0 is the sequencer). */
 static void arm(const char *c, uint32_t me, unsigned times)
 {
@@ -153,6 +167,8 @@ static void arm(const char *c, uint32_t me, unsigned times)
         ADD(2, W_CTL, OP_ACK, FLIT_OK);
     else if (!strcmp(c, "credit"))
         ADD(0, W_CTL, OP_CREDIT, FLIT_OK);
+    else if (!strcmp(c, "deliver")) /* its last delivery put off: nothing follows */
+        ADD(2, W_HANDLE, OP_DATA, FLIT_OK);
     else if (!strcmp(c, "join"))
         ADD(1, W_CTL, OP_JOIN, FLIT_OK);
     else if (!strcmp(c, "ready"))
@@ -197,6 +213,7 @@ static void on_deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void 
         FAIL("rank %u's message %u came where %u was due", src, h[1], s->next[src]);
     s->next[src]++;
     s->delivered++;
+    delivered_here = s->delivered;
 }
 
 /* Sends message j of this member: every third one larger than a fragment
