@@ -234,7 +234,7 @@ struct flit_group {
     struct gmsg *hb[HB_BUCKETS];
     uint64_t next_deliver, acked, final;
     bool delivering;
-    bool deliver_owed; /* a delivery put off for a shortage */
+    bool deliver_owed;         /* a delivery put off for a shortage */
     struct flit_group_msg cur; /* the delivery under way */
     struct gmsg *ret_head, *ret_tail;
     uint64_t ret_cost;
