@@ -624,7 +624,9 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now, bool j
  * or asleep in flit_wait, the timers look at the clock at least every
  * quarter of the give-up time (the keep-alive deadline); a gap since
  * their last look longer than half of it is time we were not listening:
- * it is taken off the peer's clocks, and the peer is asked (a ping)
+ * it is taken off the peer's clocks (a chunk first sent after that look,
+ * as the pass that looked ended, from its sending on), and the peer is
+ * asked (a ping)
  * before it is judged. Once per peer until it is heard again, so a
  * program that polls only every few seconds still learns of a dead peer:
  * within two such gaps and the give-up time.
@@ -642,8 +644,9 @@ static void forgive_gap(struct fl_tp_ep *t, uint64_t now)
             struct tx_lane *tx = &p->tx[l];
             for (uint32_t s = tx->acked; s != tx->unsent; s++) {
                 struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
-                if (c->first_ns <= since)
-                    c->first_ns += gap;
+                /* One sent after that look (the end of the pass that
+                   looked: a handler's reply) waited unheard since. */
+                c->first_ns += c->first_ns <= since ? gap : now - c->first_ns;
             }
         }
         p->excused = true;
