@@ -60,24 +60,49 @@ static void rank_exited(struct job *job, struct rank *rk, int status)
     rank_failed(job, code);
 }
 
+/* Reaps the child whose end si shows; false when it cannot. */
+static bool reap_one(struct job *job, const siginfo_t *si)
+{
+    struct rank *rk = find_rank(job, si->si_pid);
+    /* The last rank's zombie still holds the job's process group: take
+       whatever the ranks left running in it along, while that is safe. */
+    if (rk && job->live == 1 && job->pgid > 0)
+        kill(-job->pgid, SIGKILL);
+    int status;
+    if (waitpid(si->si_pid, &status, 0) != si->si_pid)
+        return false;
+    if (rk)
+        rank_exited(job, rk, status);
+    return true;
+}
+
+/* The ranks that ended with status 0 since the last turn, first: a rank
+   that failed in the same turn (its peer had left) is then judged with the
+   one that left known, whichever of their ends waitid would give first. */
+static void reap_clean_exits(struct job *job)
+{
+    for (uint32_t r = 0; r < job->opt.nranks; r++) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (!job->ranks[r].live ||
+            waitid(P_PID, (id_t)job->ranks[r].pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+            si.si_pid == 0 || si.si_code != CLD_EXITED || si.si_status != 0)
+            continue;
+        if (!reap_one(job, &si))
+            return;
+    }
+}
+
 void reap_ranks(struct job *job)
 {
+    reap_clean_exits(job);
     for (;;) {
         siginfo_t si;
         memset(&si, 0, sizeof si);
-        /* look before reaping: see below */
-        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
+        /* look before reaping: see reap_one */
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0 ||
+            !reap_one(job, &si))
             return;
-        struct rank *rk = find_rank(job, si.si_pid);
-        /* The last rank's zombie still holds the job's process group: take
-           whatever the ranks left running in it along, while that is safe. */
-        if (rk && job->live == 1 && job->pgid > 0)
-            kill(-job->pgid, SIGKILL);
-        int status;
-        if (waitpid(si.si_pid, &status, 0) != si.si_pid)
-            return;
-        if (rk)
-            rank_exited(job, rk, status);
     }
 }
 
