@@ -85,7 +85,8 @@ static void reap_clean_exits(struct job *job)
         siginfo_t si;
         memset(&si, 0, sizeof si);
         if (!job->ranks[r].live ||
-            waitid(P_PID, (id_t)job->ranks[r].pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+            waitid(P_PID, (id_t)job->ranks[r].pid, &si, WEXITED | WNOHANG | WNOWAIT) !=
+                0 ||
             si.si_pid == 0 || si.si_code != CLD_EXITED || si.si_status != 0)
             continue;
         if (!reap_one(job, &si))
