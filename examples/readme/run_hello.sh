@@ -4,9 +4,11 @@
 # Runs the README's complete program as the README says, built by
 # readme_snippets: alone (a job of one rank) and under flitrun -n 2.
 #   ok       every rank prints its neighbour's answer, and all exit 0.
-#   bad-env  with a bad FLIT_* value flit_init fails: the program says so and
-#            exits non-zero by itself (not a signal: it once divided by a
-#            job size of 0), and the library names the variable.
+#   bad-env  with a bad FLIT_* value: alone, flit_init fails, the program
+#            says so and exits non-zero by itself (not a signal: it once
+#            divided by a job size of 0), and the library names the
+#            variable; under flitrun, flitrun names it once and starts no
+#            rank.
 set -u
 flitrun=$1 hello=$2 mode=$3
 out=$(mktemp) || exit 1
@@ -37,8 +39,14 @@ bad-env)
         if [ $st -eq 0 ] || [ $st -ge 124 ]; then
             fail "$how: exit status $st, expected a clean failure"
         fi
-        grep -q '^flit_init: ' "$out" || fail "$how: the program did not say flit_init failed"
-        grep -q 'FLIT_SHM_RING_KB' "$out" || fail "$how: nothing names FLIT_SHM_RING_KB"
+        if [ $how = alone ]; then
+            grep -q '^flit_init: ' "$out" || fail "$how: the program did not say flit_init failed"
+        else
+            grep -q '^flitrun: no rank started' "$out" || fail "$how: flitrun started ranks"
+            grep -q '^flit_init: ' "$out" && fail "$how: a rank ran"
+        fi
+        [ "$(grep -c 'FLIT_SHM_RING_KB' "$out")" -eq 1 ] ||
+            fail "$how: FLIT_SHM_RING_KB not named exactly once"
     done
     ;;
 *)
