@@ -306,6 +306,8 @@ static flit_status reply(flit_token_t *token, flit_am_kind kind, flit_handler_t 
     struct fl_token *t = NULL;
     flit_status st = reply_check(token, &t);
     if (st == FLIT_OK)
+        st = check_args(args, nargs);
+    if (st == FLIT_OK)
         st = check_payload(kind, buf, nbytes);
     if (st == FLIT_OK)
         st = am_send(t->ep, t->src, true, kind, h, buf, nbytes, offset, args, nargs, 0);

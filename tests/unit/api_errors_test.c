@@ -125,6 +125,14 @@ static void req_handler(flit_token_t *t, void *buf, size_t nbytes, const uint32_
     /* A refused reply is no reply: the one reply is still to come. */
     CHECK_ST(flit_am_reply_short(t, flit_handler(H_REP), args16, 17), FLIT_ERR_NARGS);
     CHECK_ST(flit_am_reply_short(t, flit_handler(H_REP), NULL, 2), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_am_reply_medium(t, flit_handler(H_REP), big, 10, args16, 17),
+             FLIT_ERR_NARGS);
+    CHECK_ST(flit_am_reply_medium(t, flit_handler(H_REP), big, 10, NULL, 2),
+             FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_am_reply_long(t, flit_handler(H_REP), big, 10, 0, args16, 17),
+             FLIT_ERR_NARGS);
+    CHECK_ST(flit_am_reply_long(t, flit_handler(H_REP), big, 10, 0, NULL, 2),
+             FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_am_reply_medium(t, flit_handler(H_REP), big, FLIT_AM_MAX_MEDIUM + 1,
                                   NULL, 0),
              FLIT_ERR_TOO_LARGE);
