@@ -520,7 +520,7 @@ static void note_deadline(uint64_t *next, uint64_t when)
  * its timeout goes again at once, as before. judge false: acknowledgements may be waiting
  * unread in our own socket (a receive took a full batch): nothing is taken for lost yet,
  * and the timers look again at once. Returns whether a chunk waits for
- * its timer (a tail probe may be due).
+ * its timer and a tail probe may go for it.
  */
 static bool lane_timers(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
                         const struct timer_pass *tp, uint64_t *next, bool *expired,
@@ -551,7 +551,7 @@ static bool lane_timers(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane 
     if (!tp->judge) {
         if (oldest || probe_due_now)
             note_deadline(next, tp->now);
-        return tail != NULL;
+        return tail && !tx->rto_wait;
     }
     if (oldest) {
         oldest->rexmit = *expired = true;
@@ -565,7 +565,10 @@ static bool lane_timers(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane 
         tail->rexmit = *probe = true;
         mark(t, p);
     }
-    return tail != NULL;
+    /* A lane waiting for a timeout's verdict sends no probe: the probe's
+       deadline is no wake-up for it (one past woke a sleeper at once,
+       again and again, until the timeout). */
+    return tail && !tx->rto_wait;
 }
 
 /* Marks what is due for (re)transmission; returns the peer's next deadline. */
