@@ -510,6 +510,22 @@ static void note_deadline(uint64_t *next, uint64_t when)
         *next = when;
 }
 
+/* What waited for the verdict on rto_seq was lost with it: all of it goes
+   again, and the path is lossy for a while. */
+static void rto_lost(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
+                     uint64_t now)
+{
+    tx->rto_wait = false;
+    p->loss_at = now;
+    for (uint32_t s = tx->acked; fl_seq_before(s, tx->rto_high); s++) {
+        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+        if (!c->sacked && !c->rexmit) {
+            c->rexmit = true;
+            mark(t, p);
+        }
+    }
+}
+
 /*
  * Lane tx's retransmission timer and tail probe. On a path that lost
  * nothing lately, a chunk unacknowledged for the timeout is not taken for
@@ -553,7 +569,14 @@ static bool lane_timers(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane 
             note_deadline(next, tp->now);
         return tail && !tx->rto_wait;
     }
-    if (oldest) {
+    if (oldest && tx->rto_wait && oldest_seq == tx->rto_seq) {
+        /* rto_seq's resend timed out too, and nothing was heard of what it
+           was to decide: no verdict will come (a peer gone quiet, a link
+           down), so all of it is taken for lost, as RFC 5682 falls back to
+           the conventional recovery. */
+        rto_lost(t, p, tx, tp->now);
+        *expired = true;
+    } else if (oldest) {
         oldest->rexmit = *expired = true;
         if (!tx->rto_wait && !tp->lossy) {
             tx->rto_wait = true;
@@ -1134,7 +1157,8 @@ static void learn_late(struct chan_peer *p, uint64_t late, uint64_t now)
  * sequence numbers): chunks sent once before it and acknowledged now were
  * got, so the peer was slow and the path loses nothing: the rest is not
  * sent again. rto_seq acknowledged with nothing sent before it: they were
- * lost with it, and all go again. Else the verdict waits.
+ * lost with it, and all go again. Else the verdict waits (for the answer,
+ * or for rto_seq's own timeout: lane_timers).
  */
 static void rto_verdict(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
                         const struct news *r, uint64_t now)
@@ -1143,17 +1167,8 @@ static void rto_verdict(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane 
         tx->rto_wait = false;
         return;
     }
-    if (!r->rto_seq)
-        return;
-    tx->rto_wait = false;
-    p->loss_at = now;
-    for (uint32_t s = tx->acked; fl_seq_before(s, tx->rto_high); s++) {
-        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
-        if (!c->sacked && !c->rexmit) {
-            c->rexmit = true;
-            mark(t, p);
-        }
-    }
+    if (r->rto_seq)
+        rto_lost(t, p, tx, now);
 }
 
 /*
