@@ -695,7 +695,8 @@ static void grp_seed(const char *name, uint32_t op, const uint32_t *rest, unsign
 {
     uint8_t buf[1 + 4 * MAX_ARGS + 4];
     uint32_t a[MAX_ARGS] = {op_word((enum op)op), 42, 1};
-    memcpy(a + 3, rest, 4 * (size_t)nrest);
+    if (nrest) /* rest may be NULL then */
+        memcpy(a + 3, rest, 4 * (size_t)nrest);
     unsigned n = 3 + nrest;
     buf[0] = (uint8_t)n;
     memcpy(buf + 1, a, 4 * (size_t)n);
