@@ -309,14 +309,21 @@ static void on_reply_stream(flit_stream_t *s, size_t total, void *user)
     on_reply(user, flit_stream_rank(s).idx, m.id, (flit_status)m.word, NULL, s, m.len);
 }
 
-void fl_rpc_refused(struct flit_rpc *r, const char *what, uint32_t from)
+/* Counts one more of a kind under the lock; true the first time, when the
+   caller logs it (further ones are only counted). */
+static bool count_first(struct flit_rpc *r, bool *logged, uint64_t *count)
 {
     rpc_lock(r);
-    bool first = !r->logged_refusal;
-    r->logged_refusal = true;
-    r->st.refused++;
+    bool first = !*logged;
+    *logged = true;
+    (*count)++;
     rpc_unlock(r);
-    if (first)
+    return first;
+}
+
+void fl_rpc_refused(struct flit_rpc *r, const char *what, uint32_t from)
+{
+    if (count_first(r, &r->logged_refusal, &r->st.refused))
         fprintf(stderr,
                 "flit rpc: rank %u: %s from rank %u refused (further ones are only "
                 "counted)\n",
@@ -326,12 +333,7 @@ void fl_rpc_refused(struct flit_rpc *r, const char *what, uint32_t from)
 void fl_rpc_reply_failed(struct flit_rpc *r, uint32_t caller, uint64_t id, size_t total,
                          flit_status st)
 {
-    rpc_lock(r);
-    bool first = !r->logged_failure;
-    r->logged_failure = true;
-    r->st.failed_replies++;
-    rpc_unlock(r);
-    if (first)
+    if (count_first(r, &r->logged_failure, &r->st.failed_replies))
         fprintf(stderr,
                 "flit rpc: rank %u: the reply of %zu bytes to rank %u's call %llu could "
                 "not be sent (%s): the call ends with that status\n",
