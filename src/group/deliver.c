@@ -3,7 +3,6 @@
  * Fragments coming in, the hold-back of messages numbered ahead, delivery
  * in sequence, and the program's piecewise receive inside its handler.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,8 +142,8 @@ static struct gmsg *entry_for(struct flit_group *g, const uint32_t *a, uint64_t 
     if (m)
         return m->total == total ? m : NULL;
     if (!(m = fl_grp_msg_new(g, total))) {
-        fprintf(stderr, "flit: group %u: no memory for a message of %llu bytes\n", g->id,
-                (unsigned long long)total);
+        flit_log(FLIT_LOG_ERROR, "group %u: no memory for a message of %llu bytes", g->id,
+                 (unsigned long long)total);
         return NULL;
     }
     m->seq = seq;
@@ -351,16 +350,12 @@ flit_status flit_group_recvv(flit_group_msg_t *h, const struct iovec *iov, int i
 {
     size_t total;
     struct flit_group_msg *m = NULL;
-    flit_status st = fl_grp_check_iov(iov, iovcnt, &total);
+    flit_status st = flit_iov_total(iov, iovcnt, &total);
     if (st == FLIT_OK)
         st = recv_check(h, total, &m);
     if (st != FLIT_OK)
         return st;
-    for (int i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len)
-            memcpy(iov[i].iov_base, m->msg->data + m->pos, iov[i].iov_len);
-        m->pos += iov[i].iov_len;
-    }
+    m->pos += flit_iov_scatter(iov, iovcnt, m->msg->data + m->pos, total);
     return FLIT_OK;
 }
 

@@ -4,7 +4,6 @@
  * listener, waiting, create and destroy, sending, stats.
  */
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,10 +64,9 @@ void fl_grp_refuse(struct flit_groups *gs, uint32_t id, uint32_t from, const cha
     if (gs->refusal_said)
         return;
     gs->refusal_said = true;
-    fprintf(stderr,
-            "flit: rank %u: group %u: %s from rank %u refused (further ones are only "
-            "counted)\n",
-            gs->me, id, what, from);
+    flit_log(FLIT_LOG_WARN,
+             "group %u: %s from rank %u refused (further ones are only counted)", id,
+             what, from);
 }
 
 /* Who may send op to this member, as the protocol has it (docs/groups.md):
@@ -852,31 +850,6 @@ static void unqueue_own(struct flit_group *g, struct gmsg *m)
     fl_grp_msg_unref(g, m);
 }
 
-flit_status fl_grp_check_iov(const struct iovec *iov, int iovcnt, size_t *total)
-{
-    if (iovcnt < 0 || (!iov && iovcnt > 0))
-        return FLIT_ERR_INVALID_ARG;
-    size_t t = 0;
-    for (int i = 0; i < iovcnt; i++) {
-        if (!iov[i].iov_base && iov[i].iov_len)
-            return FLIT_ERR_INVALID_ARG;
-        if (iov[i].iov_len > SIZE_MAX - t)
-            return FLIT_ERR_TOO_LARGE;
-        t += iov[i].iov_len;
-    }
-    *total = t;
-    return FLIT_OK;
-}
-
-static void gather(uint8_t *to, const struct iovec *iov, int iovcnt)
-{
-    for (int i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len)
-            memcpy(to, iov[i].iov_base, iov[i].iov_len);
-        to += iov[i].iov_len;
-    }
-}
-
 /* Under the lock: the message, gathered, queued to the sequencer. */
 static flit_status queue_message(struct flit_group *g, const struct iovec *iov,
                                  int iovcnt, size_t total, uint32_t cost)
@@ -888,7 +861,7 @@ static flit_status queue_message(struct flit_group *g, const struct iovec *iov,
     struct gmsg *m = fl_grp_msg_new(g, total);
     if (!m)
         return FLIT_ERR_NO_MEMORY;
-    gather(m->data, iov, iovcnt);
+    flit_iov_gather(m->data, iov, iovcnt);
     m->sender = gs->me;
     m->sender_seq = g->next_sseq++;
     m->cost = cost;
@@ -936,7 +909,7 @@ flit_status flit_group_sendv(flit_group_t *h, const struct iovec *iov, int iovcn
     if (fl_grp_delivery_depth)
         return FLIT_ERR_IN_HANDLER;
     size_t total;
-    flit_status st = fl_grp_check_iov(iov, iovcnt, &total);
+    flit_status st = flit_iov_total(iov, iovcnt, &total);
     if (st != FLIT_OK)
         return st;
     if (total > (size_t)(g->window / 2) * g->frag)

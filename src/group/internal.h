@@ -44,11 +44,11 @@
 
 #include <flit/group.h>
 #include <flit/handle.h>
+#include <flit/layer.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -402,7 +402,6 @@ void fl_grp_resend_own(struct flit_group *g);
 void fl_grp_start_view_change(struct flit_group *g, uint32_t i);
 
 /* group.c */
-flit_status fl_grp_check_iov(const struct iovec *iov, int iovcnt, size_t *total);
 /* The one decoder of the wire (the active message's words and its bytes):
    FLIT_ERR_BAD_PACKET for another version, an unknown opcode, a count of
    words the opcode does not have, bytes on a control message, a fragment

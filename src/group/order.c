@@ -3,7 +3,6 @@
  * The sequencer and the credit manager beside it: numbers for messages,
  * credits granted and recycled as members acknowledge deliveries.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,7 +136,7 @@ void fl_grp_on_small(struct flit_group *g, uint32_t from, const uint32_t *a, voi
                      size_t n)
 {
     if (n > g->small_max) {
-        fprintf(stderr, "flit: group %u: small message of %zu bytes refused\n", g->id, n);
+        flit_log(FLIT_LOG_WARN, "group %u: small message of %zu bytes refused", g->id, n);
         return;
     }
     uint32_t d[DATA_ARGS] = {op_word(OP_DATA), g->id, g->view};
@@ -155,8 +154,8 @@ void fl_grp_on_seqreq(struct flit_group *g, uint32_t from, const uint32_t *a)
 {
     uint32_t r[3] = {a[3]};
     if (a[4] == 0 || a[4] > g->window / 2) {
-        fprintf(stderr, "flit: group %u: fl_grp_number request of cost %u refused\n",
-                g->id, a[4]);
+        flit_log(FLIT_LOG_WARN, "group %u: numbering request of cost %u refused", g->id,
+                 a[4]);
         return;
     }
     uint64_t s = fl_grp_number(g, a[4]);
@@ -250,7 +249,7 @@ void fl_grp_early_join(struct flit_groups *gs, uint32_t id, size_t frag)
         e = e->next;
     if (!e) {
         if (!(e = calloc(1, sizeof *e))) {
-            fprintf(stderr, "flit: group %u: no memory to note a join\n", id);
+            flit_log(FLIT_LOG_ERROR, "group %u: no memory to note a join", id);
             return;
         }
         e->id = id;

@@ -3,7 +3,6 @@
  * Messages (reference-counted, with their fragments' arrival marks) and the
  * queue of active messages waiting to go out, drained by program code.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,10 +148,10 @@ static void note_retry(struct flit_groups *gs, const struct out *o, flit_status 
     if (gs->retry_said)
         return;
     gs->retry_said = true;
-    fprintf(stderr,
-            "flit: group: rank %u: a message to rank %u could not be sent (%s): kept, "
-            "sent again on a later pass (said once)\n",
-            gs->me, o->dest, flit_strerror(st));
+    flit_log(FLIT_LOG_WARN,
+             "group: a message to rank %u could not be sent (%s): kept, sent again on a "
+             "later pass (said once)",
+             o->dest, flit_strerror(st));
 }
 
 static flit_status out_send(struct flit_groups *gs, const struct out *o, bool more)
@@ -204,8 +203,8 @@ void fl_grp_drain(struct flit_groups *gs)
             break;
         }
         if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
-            fprintf(stderr, "flit: group: rank %u: message to rank %u lost: %s\n", gs->me,
-                    o->dest, flit_strerror(st));
+            flit_log(FLIT_LOG_ERROR, "group: message to rank %u lost: %s", o->dest,
+                     flit_strerror(st));
         if (st == FLIT_OK && o->msg)
             o->g->forwarded++;
         fl_grp_out_release(gs, o);

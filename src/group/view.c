@@ -3,7 +3,6 @@
  * View changes: when a member dies the survivors agree on what was
  * delivered, catch up, and go on in a new view (docs/groups.md).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -323,7 +322,7 @@ void fl_grp_on_caught(struct flit_group *g, const uint32_t *a)
     if (++r->caught < survivors(g))
         return;
     if (install(g, (int64_t)g->window - (int64_t)r->pending) != FLIT_OK)
-        fprintf(stderr, "flit: group %u: no memory for the new view\n", g->id);
+        flit_log(FLIT_LOG_ERROR, "group %u: no memory for the new view", g->id);
     for (uint32_t i = 0; i < g->n; i++)
         if (i != g->me)
             g->bc_owed[i] |= BC_INSTALL;

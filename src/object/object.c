@@ -24,39 +24,12 @@
 #include "object_int.h"
 
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 flit_handles_t *fl_obj_sets, *fl_obj_objects;
 
 /* ---------------------------------------------------------------- helpers */
-
-static bool iov_ok(const struct iovec *v, int n, size_t *total)
-{
-    if (n < 0 || (n > 0 && !v))
-        return false;
-    size_t t = 0;
-    for (int i = 0; i < n; i++) {
-        if (!v[i].iov_base && v[i].iov_len)
-            return false;
-        t += v[i].iov_len;
-    }
-    *total = t;
-    return true;
-}
-
-static void scatter(const struct iovec *v, int n, const void *buf, size_t len)
-{
-    const char *p = buf;
-    for (int i = 0; i < n && len; i++) {
-        size_t k = v[i].iov_len < len ? v[i].iov_len : len;
-        if (k)
-            memcpy(v[i].iov_base, p, k);
-        p += k;
-        len -= k;
-    }
-}
 
 static size_t res_max_of(const flit_object_type_t *t)
 {
@@ -100,7 +73,7 @@ static void apply_for(flit_object_t *o, unsigned op, const void *arg, size_t len
         n = apply(o, op, arg, len, c->res[0].iov_base);
     } else {
         n = apply(o, op, arg, len, NULL);
-        scatter(c->res, c->nres, o->scratch, n);
+        flit_iov_scatter(c->res, c->nres, o->scratch, n);
     }
     c->res_len = n;
     /* A copy that missed a write has no result worth giving. */
@@ -319,20 +292,20 @@ void object_refuse(flit_object_t *o, const char *what, uint32_t from)
 {
     o->refused++;
     if (first_word(o))
-        fprintf(stderr,
-                "flit object: rank %u: object %u: a malformed %s from rank %u refused "
-                "(further ones are only counted)\n",
-                flit_job_rank().idx, o->id, what, from);
+        flit_log(FLIT_LOG_WARN,
+                 "object %u: a malformed %s from rank %u refused (further ones are only "
+                 "counted)",
+                 o->id, what, from);
 }
 
 void object_miss(flit_object_t *o, const char *what, size_t len)
 {
     o->missed++;
     if (first_word(o))
-        fprintf(stderr,
-                "flit object: rank %u: object %u: no memory for %s of %zu bytes: the "
-                "copy here missed a write and answers FLIT_ERR_NO_MEMORY from now on\n",
-                flit_job_rank().idx, o->id, what, len);
+        flit_log(FLIT_LOG_ERROR,
+                 "object %u: no memory for %s of %zu bytes: the copy here missed a write "
+                 "and answers FLIT_ERR_NO_MEMORY from now on",
+                 o->id, what, len);
 }
 
 struct call *object_call(flit_object_t *o, uint64_t token)
@@ -554,7 +527,7 @@ static flit_status invoke_local(flit_object_t *o, uint32_t epoch, unsigned op,
                 n = apply(o, op, arg, len, res[0].iov_base);
             } else {
                 n = apply(o, op, arg, len, NULL);
-                scatter(res, nres, o->scratch, n);
+                flit_iov_scatter(res, nres, o->scratch, n);
             }
             if (d->kind == FLIT_OBJECT_WRITE)
                 run_queue(o, &done);
@@ -928,12 +901,7 @@ static bool join(const struct iovec *arg, int narg, size_t len, const void **fla
     } else if (narg > 1) {
         if (!(*joined = malloc(len ? len : 1)))
             return false;
-        char *p = *joined;
-        for (int i = 0; i < narg; i++) {
-            if (arg[i].iov_len)
-                memcpy(p, arg[i].iov_base, arg[i].iov_len);
-            p += arg[i].iov_len;
-        }
+        flit_iov_gather(*joined, arg, narg);
         *flat = *joined;
     }
     return true;
@@ -996,8 +964,11 @@ flit_status flit_object_invokev(flit_object_t *h, unsigned op, const struct iove
     if (op >= obj->type->nops)
         return FLIT_ERR_BAD_HANDLER;
     size_t len, cap;
-    if (!iov_ok(arg, narg, &len) || !iov_ok(res, nres, &cap))
-        return FLIT_ERR_INVALID_ARG;
+    flit_status st = flit_iov_total(arg, narg, &len);
+    if (st == FLIT_OK)
+        st = flit_iov_total(res, nres, &cap);
+    if (st != FLIT_OK)
+        return st;
     const flit_object_op_t *d = &obj->type->ops[op];
     if (len > d->arg_max)
         return FLIT_ERR_TOO_LARGE;
@@ -1020,7 +991,6 @@ flit_status flit_object_invokev(flit_object_t *h, unsigned op, const struct iove
     void *joined;
     if (!join(arg, narg, len, &flat, &joined))
         return FLIT_ERR_NO_MEMORY;
-    flit_status st;
     if (local) {
         atomic_fetch_add_explicit(&obj->local, 1, memory_order_relaxed);
         st = invoke_local(obj, 0, op, flat, len, res, nres, cap, res_len, &target);

@@ -7,6 +7,7 @@
 #define FLIT_OBJECT_INT_H
 
 #include <flit/handle.h>
+#include <flit/layer.h>
 #include <flit/object.h>
 
 #include <pthread.h>

@@ -25,10 +25,8 @@
  */
 #include "object_int.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define REPORT_OPS 16u    /* a member reports its counts this often */
 #define DECIDE_OPS 64u    /* operations in a window the rule looks at */
@@ -492,13 +490,6 @@ void place_view(flit_group_t *g, flit_rank_t left, void *user)
 
 /* ---------------------------------------------------------------- waiting */
 
-static uint64_t now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
-}
-
 /* Under lock: the owner is gone and the state with it. */
 static bool lost(const flit_object_t *o)
 {
@@ -510,7 +501,7 @@ flit_status place_await(flit_object_t *o, uint32_t from, uint32_t target)
     /* A target at or behind this member's epoch (the member that
        redirected has not installed what this one has) is only a pause. */
     bool ahead = (int32_t)(target - from) > 0;
-    uint64_t until = now_us() + RETRY_US;
+    int64_t until = flit_clock_ns() + (int64_t)RETRY_US * 1000;
     for (;;) {
         pthread_mutex_lock(&o->lock);
         bool there = (int32_t)(o->epoch - target) >= 0, gone = lost(o);
@@ -520,7 +511,7 @@ flit_status place_await(flit_object_t *o, uint32_t from, uint32_t target)
         if (gone)
             return FLIT_ERR_PEER_DOWN;
         /* An owner whose switch could not go out serves on: try again. */
-        if (now_us() >= until)
+        if (flit_clock_ns() >= until)
             return FLIT_OK;
         flit_status st = flit_wait(o->objs->ep, ahead ? WAIT_SLICE : 1000);
         if (st != FLIT_OK && st != FLIT_ERR_TIMEOUT)
