@@ -6,7 +6,9 @@
  *
  * Adding a layer: a folder under src/ with its state and its struct
  * fl_layer (core/layer.h), its public header under include/flit/, and one
- * line in `layers` below. Adding a transport: its ops table
+ * line in `layers` below. A layer built on the public API alone describes
+ * itself in a flit_layer_t (flit/layer.h) its public header declares, and
+ * takes one line in `public_layers`. Adding a transport: its ops table
  * (transport/transport.h) and one line in `transports`; an unreliable one
  * is a datagram transport (transport/dgram.h) with the reliability
  * channel composed over it here, as UDP is (with the fault interposer,
@@ -16,6 +18,9 @@
 #include "channel/channel.h"
 #include "core/job.h"
 #include "core/packet.h"
+#include "core/pub_layer.h"
+#include "flit/group.h"
+#include "flit/object.h"
 #include "rma/rma.h"
 #include "stream/stream.h"
 #include "transport/fault/fault.h"
@@ -57,7 +62,16 @@ static struct fl_layer *const layers[] = {
     NULL,
 };
 
+/* Layers on the public API, bottom up; a program may add its own
+   (flit_layer_register). */
+static const flit_layer_t *const public_layers[] = {
+    &flit_group_layer,  /* totally-ordered group multicast (Panda) */
+    &flit_object_layer, /* shared objects (Orca) */
+    NULL,
+};
+
 flit_status flit_init(const flit_init_params_t *params)
 {
-    return fl_job_init(params, transports, layers);
+    flit_status st = fl_pub_builtin(public_layers);
+    return st == FLIT_OK ? fl_job_init(params, transports, layers) : st;
 }

@@ -165,6 +165,7 @@ typedef enum flit_thread_mode {
 #define FLIT_EP_PARAM_TAG             (1u << 2)
 #define FLIT_EP_PARAM_HANDLER_COUNT   (1u << 3)
 #define FLIT_EP_PARAM_PROGRESS_THREAD (1u << 4)
+#define FLIT_EP_PARAM_LAYERS          (1u << 5)
 
 #define FLIT_HANDLER_COUNT_DEFAULT 256u
 #define FLIT_HANDLER_COUNT_MAX     65536u
@@ -186,6 +187,11 @@ typedef struct flit_ep_params {
     int progress_thread;    /* nonzero: serve this endpoint from a thread
                                (implies FLIT_THREAD_SAFE); default from
                                FLIT_PROGRESS_THREAD */
+    /* The layers that open on request (flit/layer.h) to open with the
+       endpoint, by name, comma-separated: "group,object"; the same on every
+       rank; read during the call. Default: none. An unknown name, or one of
+       a layer that opens on every endpoint: FLIT_ERR_INVALID_ARG. */
+    const char *layers;
 } flit_ep_params_t;
 
 /*

@@ -52,6 +52,13 @@
  * sequencer died. Messages the groups had in flight to the dead rank come
  * back to the returned-message handler with FLIT_ERR_PEER_DOWN.
  *
+ * Setting up: the groups are a layer of the endpoint (flit/layer.h).
+ * Name "group" among the endpoint's layers (flit_ep_params_t.layers) and
+ * the endpoint is created with its group machinery; then flit_group_open
+ * creates groups on it. flit_groups_create / flit_groups_destroy and
+ * flit_group_create, which took a group set the program made first, still
+ * work and are deprecated: they go in the next release.
+ *
  * Threads: a group may be used from every thread that may use its endpoint.
  */
 #ifndef FLIT_GROUP_H
@@ -60,26 +67,41 @@
 #include <sys/uio.h>
 
 #include <flit/flit.h>
+#include <flit/layer.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The groups of one endpoint: takes one active-message handler index. */
+/* The groups of one endpoint: takes one active-message handler index.
+   Deprecated: the "group" layer of the endpoint holds them. */
 typedef struct flit_groups flit_groups_t;
 typedef struct flit_group flit_group_t;
 /* A message being delivered; valid while the delivery handler runs. */
 typedef struct flit_group_msg flit_group_msg_t;
 
 /*
- * Collective over the job (it reserves a handler index on every rank with
- * flit_ep_reserve_handlers, and ends with a barrier): the group machinery
- * of ep. FLIT_ERR_INVALID_ARG for a NULL ep or out; from inside a handler,
+ * The group layer (flit/layer.h): name "group", opened on request. An
+ * endpoint created with "group" in flit_ep_params_t.layers makes, during
+ * that collective call, what flit_groups_create makes (a handler index
+ * reserved on every rank, a barrier); flit_ep_destroy frees it, once the
+ * program destroyed its groups (one left live is logged, and its memory
+ * kept). Counters (flit_layer_counter): group.unknown, messages for a group
+ * not here; group.refused, malformed ones or ones for another role.
+ */
+FLIT_API extern const flit_layer_t flit_group_layer;
+
+/*
+ * Deprecated (flit_ep_params_t.layers "group" instead; it goes in the next
+ * release). Collective over the job (it reserves a handler index on every
+ * rank with flit_ep_reserve_handlers, and ends with a barrier): the group
+ * machinery of ep. FLIT_ERR_INVALID_ARG for a NULL ep or out; from inside a handler,
  * the status of the reservation (FLIT_ERR_IN_HANDLER).
  */
 FLIT_API flit_status flit_groups_create(flit_ep_t *ep, flit_groups_t **out);
 /*
- * Frees gs, once every group of it was destroyed (FLIT_ERR_AGAIN, nothing
+ * Deprecated, as flit_groups_create. Frees gs, once every group of it was
+ * destroyed (FLIT_ERR_AGAIN, nothing
  * freed, while one lives); not collective. The handler index stays taken
  * by a handler that drops whatever still arrives for the groups.
  */
@@ -121,7 +143,8 @@ typedef struct flit_group_params {
 } flit_group_params_t;
 
 /*
- * Collective over the members: every member calls it with the same id (a
+ * Deprecated: flit_group_open below takes the endpoint. Collective over
+ * the members: every member calls it with the same id (a
  * number of the program's choosing, unique among the live groups of gs
  * that share a member), the same members (any order, no repeats; NULL and
  * 0 for the whole job) and the same sequencer and window; it returns once
@@ -140,6 +163,17 @@ FLIT_API flit_status flit_group_create(flit_groups_t *gs, uint32_t id,
                                        const flit_group_params_t *params,
                                        flit_group_deliver_fn fn, void *user,
                                        flit_group_t **out);
+/*
+ * flit_group_create on the group layer of ep (the call to use:
+ * flit_group_create, which takes a flit_groups_t, is deprecated): the same
+ * arguments, collective over the members, the same statuses, and
+ * FLIT_ERR_INVALID_ARG for an ep created without "group" among its layers.
+ */
+FLIT_API flit_status flit_group_open(flit_ep_t *ep, uint32_t id,
+                                     const flit_rank_t *members, unsigned n,
+                                     const flit_group_params_t *params,
+                                     flit_group_deliver_fn fn, void *user,
+                                     flit_group_t **out);
 
 /*
  * Collective over the members: waits until this member's messages are

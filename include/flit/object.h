@@ -77,6 +77,14 @@
  * caller's thread, under the object's lock: they must not call flit, and
  * must not block. A guard must not change the state.
  *
+ * Setting up: the objects are a layer of the endpoint (flit/layer.h).
+ * Name "object" among the endpoint's layers (flit_ep_params_t.layers) and
+ * the endpoint is created with its object machinery; flit_object_open and
+ * flit_object_find take the endpoint. flit_objects_create /
+ * flit_objects_destroy, flit_object_create and flit_object_lookup, which
+ * took a set the program made first, still work and are deprecated: they
+ * go in the next release.
+ *
  * Progress: an invoking call makes progress on the endpoint while it
  * waits; a member serves the others' operations on objects it owns, and
  * applies replicated writes, while its endpoint makes progress (any flit
@@ -94,6 +102,7 @@
 extern "C" {
 #endif
 
+/* Deprecated: the "object" layer of the endpoint holds them. */
 typedef struct flit_objects flit_objects_t;
 typedef struct flit_object flit_object_t;
 
@@ -146,26 +155,37 @@ typedef enum flit_object_strategy {
 } flit_object_strategy;
 
 /*
- * Collective over the job: the object machinery of ep (an RPC object and a
+ * The object layer (flit/layer.h): name "object", opened on request. An
+ * endpoint created with "object" in flit_ep_params_t.layers makes, during
+ * that collective call, what flit_objects_create makes; flit_ep_destroy
+ * frees it once the program destroyed its objects (objects left live, or
+ * a rank lost, are logged, and the memory kept).
+ */
+FLIT_API extern const flit_layer_t flit_object_layer;
+
+/*
+ * Deprecated (flit_ep_params_t.layers "object" instead; it goes in the
+ * next release). Collective over the job: the object machinery of ep (an RPC object and a
  * group set of its own, which reserve handler indices). ep must outlive it.
  * FLIT_ERR_INVALID_ARG for a NULL ep or out; the statuses of
  * flit_rpc_create and flit_groups_create (FLIT_ERR_IN_HANDLER in a handler).
  */
 FLIT_API flit_status flit_objects_create(flit_ep_t *ep, flit_objects_t **out);
-/* Collective over the job, once every object of it was destroyed
+/* Deprecated, as flit_objects_create. Collective over the job, once every
+   object of it was destroyed
    (FLIT_ERR_AGAIN, nothing done, while one lives here). FLIT_ERR_INVALID_ARG
    for NULL; FLIT_ERR_PEER_DOWN, nothing freed, when a rank of the job died
    (its RPC object's closing barrier cannot complete). */
 FLIT_API flit_status flit_objects_destroy(flit_objects_t *objs);
 
 /*
- * Collective over the members: every member calls it with the same id (the
- * object's name, of the program's choosing, unique among the live objects
- * of objs; it can travel in messages: see flit_object_lookup), type
- * (described alike), members (any order, no repeats; NULL and 0 for the
- * whole job), strategy, owner (a member; ignored unless owned) and
- * creation argument. It returns once every member has joined. The type
- * must stay valid while the object lives.
+ * Deprecated: flit_object_open below takes the endpoint. Collective over
+ * the members: every member calls it with the same id (the object's name, of the
+ * program's choosing, unique among the live objects of objs; it can travel in messages:
+ * see flit_object_lookup), type (described alike), members (any order, no repeats; NULL
+ * and 0 for the whole job), strategy, owner (a member; ignored unless owned) and creation
+ * argument. It returns once every member has joined. The type must stay valid while the
+ * object lives.
  *
  * FLIT_ERR_INVALID_ARG: NULL objs, type or out, an unknown strategy, a
  * type with nops 0 or NULL ops, an operation with NULL fn or a kind other
@@ -193,10 +213,26 @@ FLIT_API flit_status flit_object_create(flit_objects_t *objs, uint32_t id,
  */
 FLIT_API flit_status flit_object_destroy(flit_object_t *obj);
 
-/* The live object of objs named id (an id received in a message), or
-   FLIT_ERR_INVALID_ARG (NULL arguments, no such object here). */
+/* flit_object_create on the object layer of ep (the call to use): the
+   same arguments, collective over the members, the same statuses, and
+   FLIT_ERR_INVALID_ARG for an ep created without "object" among its
+   layers. */
+FLIT_API flit_status flit_object_open(flit_ep_t *ep, uint32_t id,
+                                      const flit_object_type_t *type,
+                                      const flit_rank_t *members, unsigned n,
+                                      flit_object_strategy strategy, flit_rank_t owner,
+                                      const void *init_arg, size_t init_len,
+                                      flit_object_t **out);
+
+/* Deprecated: flit_object_find below. The live object of objs named id (an
+   id received in a message), or FLIT_ERR_INVALID_ARG (NULL arguments, no
+   such object here). */
 FLIT_API flit_status flit_object_lookup(flit_objects_t *objs, uint32_t id,
                                         flit_object_t **out);
+/* The live object named id on ep's object layer, or FLIT_ERR_INVALID_ARG
+   (NULL arguments, no such object here, an ep without "object" among its
+   layers). */
+FLIT_API flit_status flit_object_find(flit_ep_t *ep, uint32_t id, flit_object_t **out);
 /* The object's id; UINT32_MAX for NULL. */
 FLIT_API uint32_t flit_object_id(const flit_object_t *obj);
 

@@ -17,6 +17,7 @@
 #include "boot/boot.h"
 #include "core/barrier.h"
 #include "core/packet.h"
+#include "core/pub_layer.h"
 #include "platform/le.h"
 #include "platform/os.h"
 #include "util/config.h"
@@ -36,7 +37,7 @@ __thread struct flit_ep *fl_in_call __attribute__((tls_model("initial-exec")));
 #define TP_BLOB_MAX 512u
 #define KNOWN_PARAMS                                                                     \
     (FLIT_EP_PARAM_THREAD_MODE | FLIT_EP_PARAM_SEGMENT | FLIT_EP_PARAM_TAG |             \
-     FLIT_EP_PARAM_HANDLER_COUNT | FLIT_EP_PARAM_PROGRESS_THREAD)
+     FLIT_EP_PARAM_HANDLER_COUNT | FLIT_EP_PARAM_PROGRESS_THREAD | FLIT_EP_PARAM_LAYERS)
 
 flit_status fl_ep_check(struct flit_ep *ep)
 {
@@ -127,6 +128,7 @@ struct ep_setup {
     uint64_t tag;
     uint32_t handler_count;
     bool progress_thread;
+    const char *layers; /* the layers on request to open (pub_layer.h) */
 };
 
 static flit_status read_params(const flit_ep_params_t *p, struct ep_setup *s)
@@ -137,6 +139,7 @@ static flit_status read_params(const flit_ep_params_t *p, struct ep_setup *s)
     s->tag = fl_job.default_tag;
     s->handler_count = FLIT_HANDLER_COUNT_DEFAULT;
     s->progress_thread = fl_cfg.progress_thread != 0;
+    s->layers = NULL;
     if (!p) {
         if (s->progress_thread)
             s->mode = FLIT_THREAD_SAFE; /* as below: two threads will use it */
@@ -169,6 +172,11 @@ static flit_status read_params(const flit_ep_params_t *p, struct ep_setup *s)
         s->progress_thread = p->progress_thread != 0;
     if (s->progress_thread)
         s->mode = FLIT_THREAD_SAFE; /* two threads will use it */
+    if (f & FLIT_EP_PARAM_LAYERS) {
+        if (!fl_pub_names_ok(p->layers))
+            return FLIT_ERR_INVALID_ARG;
+        s->layers = p->layers;
+    }
     return FLIT_OK;
 }
 
@@ -510,6 +518,7 @@ static void print_peers(struct flit_ep *ep)
 /* Everything the endpoint holds but its own struct (lock, closing flag). */
 static void ep_release(struct flit_ep *ep)
 {
+    fl_pub_ep_free(ep);
     fl_layers_ep_close(ep);
     for (int i = 0; i < ep->ntp; i++)
         ep->tps[i]->close(ep->tpes[i]);
@@ -655,6 +664,11 @@ flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
     job_list_add(ep);
     if (fl_cfg.verbose)
         print_peers(ep);
+    /* The layers on the public API open on an endpoint that works. */
+    if ((st = fl_pub_ep_open(ep, s.layers)) != FLIT_OK) {
+        (void)flit_ep_destroy(ep);
+        return st;
+    }
     *ep_out = ep;
     return FLIT_OK;
 }
@@ -678,6 +692,7 @@ flit_status flit_ep_destroy(flit_ep_t *ep)
         return st;
     if (fl_handler_depth)
         return FLIT_ERR_IN_HANDLER;
+    fl_pub_ep_close(ep);
     fl_listeners_closing(ep);
     fl_progress_thread_stop(ep);
     st = fl_ep_enter(ep);
@@ -777,6 +792,7 @@ void fl_ep_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
     if (ep->down_fn)
         ep->down_fn(ep, flit_rank(rank), reason, ep->down_user);
     fl_listeners_peer_down(ep, rank, reason);
+    fl_pub_peer_down(ep, rank, reason);
     fl_handler_depth--;
 }
 

@@ -17,6 +17,7 @@
 #include "core/progress.h"
 #include "core/stats.h"
 #include "flit/flit.h"
+#include "flit/layer.h"
 #include "transport/transport.h"
 
 #define FL_EP_MAGIC       0x666c6974u /* "flit" */
@@ -80,6 +81,12 @@ struct flit_ep {
     uint32_t handler_count;      /* of each layer's handler table */
     uint32_t handler_floor;      /* reserved: [handler_floor, handler_count) */
     void *lstate[FL_MAX_LAYERS]; /* each layer's state (core/layer.h) */
+    /* Layers on the public API (core/pub_layer.h): the first npub of the
+       list when the endpoint was made; a state for each opened, the open
+       ones' bits in pub_live. */
+    void *pub_state[FLIT_LAYER_MAX];
+    unsigned npub;
+    _Atomic uint32_t pub_live;
     /* A packet a layer keeps reserved in its transport between calls:
        flushed before anything else reserves, polls or sleeps. */
     struct fl_hold *hold;

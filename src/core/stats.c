@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/ep.h"
+#include "core/pub_layer.h"
 #include "platform/os.h"
 
 void fl_stats_snapshot(struct flit_ep *ep, flit_stats_t *out)
@@ -96,6 +97,7 @@ static void report_counters(struct fl_report *r, struct flit_ep *ep)
             (unsigned long long)s.datagrams_received, (unsigned long long)s.retransmits,
             (unsigned long long)s.duplicates, (unsigned long long)s.faults_injected);
     fl_layers_report(&s, r);
+    fl_pub_report(ep, r);
 }
 
 void fl_stats_dump(struct flit_ep *ep, int fd)

@@ -60,7 +60,7 @@ flit_status fl_grp_decode(const uint32_t *args, unsigned nargs, size_t nbytes,
 
 void fl_grp_refuse(struct flit_groups *gs, uint32_t id, uint32_t from, const char *what)
 {
-    gs->refused++;
+    atomic_fetch_add_explicit(&gs->ctr->refused, 1, memory_order_relaxed);
     if (gs->refusal_said)
         return;
     gs->refusal_said = true;
@@ -194,7 +194,7 @@ static void on_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t 
     if (op == OP_JOIN && (!g || g->ready)) /* (a ready one: the id's next group) */
         fl_grp_early_join(gs, args[1], args[3]);
     else if (!g || from == NO_RANK || g->stopped)
-        gs->unknown++;
+        atomic_fetch_add_explicit(&gs->ctr->unknown, 1, memory_order_relaxed);
     else
         dispatch(g, op, from, args, buf, nbytes);
     unlock(gs);
@@ -399,6 +399,12 @@ static size_t pick_frag(flit_ep_t *ep, uint32_t size)
 
 flit_status flit_groups_create(flit_ep_t *ep, flit_groups_t **out)
 {
+    return fl_grp_sets_create(ep, NULL, out);
+}
+
+flit_status fl_grp_sets_create(flit_ep_t *ep, struct fl_grp_counters *ctr,
+                               flit_groups_t **out)
+{
     if (!ep || !out)
         return FLIT_ERR_INVALID_ARG;
     flit_thread_mode mode;
@@ -418,6 +424,7 @@ flit_status flit_groups_create(flit_ep_t *ep, flit_groups_t **out)
         return FLIT_ERR_NO_MEMORY;
     }
     gs->ep = ep;
+    gs->ctr = ctr ? ctr : &gs->own;
     gs->h = h;
     gs->me = flit_job_rank().idx;
     gs->size = size;
@@ -968,7 +975,7 @@ flit_status flit_group_stats(flit_group_t *h, flit_group_stats_t *out)
     s.buffer_bound = buffer_bound(g);
     s.views = g->views;
     s.stopped = g->stopped;
-    s.refused = gs->refused;
+    s.refused = atomic_load_explicit(&gs->ctr->refused, memory_order_relaxed);
     unlock(gs);
     memcpy(out, &s, s.struct_size);
     return FLIT_OK;

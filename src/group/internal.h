@@ -145,6 +145,13 @@ struct early {
     size_t frag;
 };
 
+/* What the group layer counts (flit/layer.h), relaxed atomics: the dump
+   reads them from any thread. */
+struct fl_grp_counters {
+    _Atomic uint64_t unknown; /* messages for a group not here */
+    _Atomic uint64_t refused; /* malformed, or for another role: dropped */
+};
+
 struct flit_groups {
     void *self; /* the handle its user holds (<flit/handle.h>) */
     flit_ep_t *ep;
@@ -163,8 +170,8 @@ struct flit_groups {
     uint8_t *dead;         /* per rank: 1 reported down, 2 acted on */
     _Atomic bool owed;     /* something could not be queued: fl_grp_retry */
     bool retry_said;       /* the first kept send logged */
-    uint64_t unknown;      /* messages for a group not here */
-    uint64_t refused;      /* malformed, or for another role: dropped */
+    struct fl_grp_counters own;  /* a set made by flit_groups_create */
+    struct fl_grp_counters *ctr; /* own, or the layer state's */
     bool refusal_said;     /* the first refusal logged */
     size_t frag;
 };
@@ -412,6 +419,10 @@ void fl_grp_start_view_change(struct flit_group *g, uint32_t i);
    view, fragment size, window) is judged where the message is taken. */
 flit_status fl_grp_decode(const uint32_t *args, unsigned nargs, size_t nbytes,
                           enum op *op);
+/* The groups of ep, counting into ctr (NULL: their own): collective over
+   the job (a handler reservation, a barrier). flit_groups_create's. */
+flit_status fl_grp_sets_create(flit_ep_t *ep, struct fl_grp_counters *ctr,
+                               flit_groups_t **out);
 /* Under the lock: a message from rank refused (what it was), counted, the
    first logged. */
 void fl_grp_refuse(struct flit_groups *gs, uint32_t id, uint32_t from, const char *what);

@@ -289,6 +289,8 @@ static const char *parse_value(const struct var *v, const char *s, int64_t *out)
     return NULL;
 }
 
+bool (*fl_config_known_above)(const char *name, size_t len);
+
 static void warn_unknown(void)
 {
     extern char **environ;
@@ -302,6 +304,8 @@ static void warn_unknown(void)
         for (size_t i = 0; known_elsewhere[i] && !known; i++)
             known = strlen(known_elsewhere[i]) == n &&
                     strncmp(*e, known_elsewhere[i], n) == 0;
+        if (!known && fl_config_known_above)
+            known = fl_config_known_above(*e, n);
         if (!known)
             fl_warn("unknown variable %.*s ignored (typo?)", (int)n, *e);
     }

@@ -73,6 +73,10 @@ extern struct fl_config fl_cfg;
    or another launcher's task number 0 or unset): the others share the
    setting and return the status silently, so a job says it once. */
 flit_status fl_config_load(void);
+/* Set from above (core/pub_layer.c: the settings of layers on the public
+   API): whether a FLIT_* name (len bytes) someone else reads; such a
+   variable draws no "unknown variable" warning. NULL: none. */
+extern bool (*fl_config_known_above)(const char *name, size_t len);
 /* The environment checked without keeping it, for a launcher before it
    starts the ranks: from variable *i of the table on, the next bad one's
    message (as fl_config_load logs it) into msg and true, with *i past it;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define TEST_SKIP 77
 
@@ -70,6 +71,23 @@ static inline uint64_t test_scaled(uint64_t n)
     uint64_t pct = s ? strtoull(s, NULL, 10) : 100;
     uint64_t v = n * pct / 100;
     return v ? v : 1;
+}
+
+/* The state dump of ep (flit_ep_dump) into out, NUL-terminated, cut to cap;
+   returns its length. */
+static inline size_t test_dump(flit_ep_t *ep, char *out, size_t cap)
+{
+    int pfd[2];
+    CHECK(pipe(pfd) == 0);
+    CHECK_OK(flit_ep_dump(ep, pfd[1]));
+    close(pfd[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n < cap - 1 && (r = read(pfd[0], out + n, cap - 1 - n)) > 0)
+        n += (size_t)r;
+    out[n] = '\0';
+    close(pfd[0]);
+    return n;
 }
 
 #endif /* FLIT_TEST_H */

@@ -256,7 +256,16 @@ static void test_ep_params(void)
     p.segment_size = 0;
     expect_create_fails(&p, FLIT_ERR_INVALID_ARG, "segment_addr with size 0");
 
-    static const uint64_t unknown[] = {1u << 5, 1u << 6, 1ull << 31, 1ull << 63};
+    /* Layers on request: only registered ones that open on request. */
+    memset(&p, 0, sizeof p);
+    p.field_mask = FLIT_EP_PARAM_LAYERS;
+    static const char *const bad_layers[] = {"nope", "group,", ",group", "group,,object"};
+    for (size_t i = 0; i < sizeof bad_layers / sizeof bad_layers[0]; i++) {
+        p.layers = bad_layers[i];
+        expect_create_fails(&p, FLIT_ERR_INVALID_ARG, bad_layers[i]);
+    }
+
+    static const uint64_t unknown[] = {1u << 6, 1u << 7, 1ull << 31, 1ull << 63};
     for (size_t i = 0; i < 4; i++) {
         memset(&p, 0, sizeof p);
         p.field_mask = unknown[i];
@@ -537,17 +546,8 @@ static void test_stats_and_dump(void)
     CHECK(s.struct_size == sizeof s);
     CHECK(s.peers_down == 0 && s.refused_packets == 0);
 
-    int pfd[2];
-    CHECK(pipe(pfd) == 0);
-    CHECK_OK(flit_ep_dump(ep, pfd[1]));
-    close(pfd[1]);
     char buf[8192];
-    size_t n = 0;
-    ssize_t r;
-    while ((r = read(pfd[0], buf + n, sizeof buf - 1 - n)) > 0)
-        n += (size_t)r;
-    close(pfd[0]);
-    buf[n] = '\0';
+    size_t n = test_dump(ep, buf, sizeof buf);
     int lines = 0;
     for (size_t i = 0; i < n; i++)
         lines += buf[i] == '\n';

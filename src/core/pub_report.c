@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What layers built on the public API show: their named counters (read by
+ * name, and printed in the dump and by FLIT_STATS=1) and their own section
+ * of the dump.
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/ep.h"
+#include "core/pub_layer.h"
+#include "core/stats.h"
+
+struct flit_layer_dump {
+    struct fl_report *r;
+    const char *layer;
+};
+
+static uint64_t read_counter(const void *state, const flit_layer_counter_t *c)
+{
+    /* Relaxed: a counter orders nothing; the layer adds to it atomically. */
+    return __atomic_load_n((const uint64_t *)((const char *)state + c->offset),
+                           __ATOMIC_RELAXED);
+}
+
+flit_status flit_layer_counter(flit_ep_t *ep, const char *name, uint64_t *out)
+{
+    flit_status st = fl_ep_check(ep);
+    if (st != FLIT_OK)
+        return st;
+    if (!name || !out)
+        return FLIT_ERR_INVALID_ARG;
+    for (unsigned i = 0; i < ep->npub; i++) {
+        const flit_layer_t *l = fl_pub_at(i);
+        size_t len = strlen(l->name);
+        if (!ep->pub_state[i] || strncmp(name, l->name, len) != 0 || name[len] != '.')
+            continue;
+        for (unsigned k = 0; k < l->ncounters; k++)
+            if (strcmp(name + len + 1, l->counters[k].name) == 0) {
+                *out = read_counter(ep->pub_state[i], &l->counters[k]);
+                return FLIT_OK;
+            }
+    }
+    return FLIT_ERR_INVALID_ARG;
+}
+
+void flit_layer_dump_line(flit_layer_dump_t *d, const char *fmt, ...)
+{
+    if (!d || !fmt)
+        return;
+    char text[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    fl_report_line(d->r, "  %s: %s", d->layer, text);
+}
+
+/* The counters on one line: "  group: refused 0, ..." (cut when long). */
+static void report_counters(const flit_layer_t *l, const void *state, struct fl_report *r)
+{
+    char line[400];
+    size_t at = 0;
+    for (unsigned k = 0; k < l->ncounters && at < sizeof line; k++) {
+        int n = snprintf(line + at, sizeof line - at, "%s%s %llu", k ? ", " : "",
+                         l->counters[k].name,
+                         (unsigned long long)read_counter(state, &l->counters[k]));
+        at += n > 0 ? (size_t)n : 0;
+    }
+    fl_report_line(r, "  %s: %s", l->name, line);
+}
+
+void fl_pub_report(struct flit_ep *ep, struct fl_report *r)
+{
+    for (unsigned i = 0; i < ep->npub; i++) {
+        const flit_layer_t *l = fl_pub_at(i);
+        const void *state = ep->pub_state[i];
+        if (!state) /* not opened on this endpoint */
+            continue;
+        if (l->ncounters)
+            report_counters(l, state, r);
+        /* A closed layer (FLIT_STATS=1 prints after the closes) shows its
+           counters, not its section: what that reads may be gone. */
+        bool open = atomic_load_explicit(&ep->pub_live, memory_order_acquire) & (1u << i);
+        flit_layer_dump_t d = {.r = r, .layer = l->name};
+        if (l->dump && open)
+            l->dump(state, &d);
+    }
+}
