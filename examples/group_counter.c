@@ -46,15 +46,14 @@ static void apply(flit_group_t *g, flit_group_msg_t *m, size_t total, void *user
 int main(void)
 {
     flit_ep_t *ep;
-    flit_groups_t *groups;
     flit_group_t *g;
     struct counter c = {0, 0, 0, 0, 0};
     check(flit_init(NULL), "flit_init");
-    check(flit_ep_create(NULL, &ep), "flit_ep_create");
-    check(flit_groups_create(ep, &groups), "flit_groups_create"); /* collective */
+    /* Collective: every rank; the endpoint comes with its group layer. */
+    flit_ep_params_t ep_p = {.field_mask = FLIT_EP_PARAM_LAYERS, .layers = "group"};
+    check(flit_ep_create(&ep_p, &ep), "flit_ep_create");
     /* The whole job (NULL, 0) as group 1; rank 0 is its sequencer. */
-    check(flit_group_create(groups, 1, NULL, 0, NULL, apply, &c, &g),
-          "flit_group_create");
+    check(flit_group_open(ep, 1, NULL, 0, NULL, apply, &c, &g), "flit_group_open");
 
     uint32_t me = flit_job_rank().idx, n = flit_job_size();
     for (int i = 0; i < 100; i++) {
@@ -73,7 +72,6 @@ int main(void)
            (long long)c.value, (unsigned long long)c.agreed, n);
 
     check(flit_group_destroy(g), "flit_group_destroy"); /* collective */
-    check(flit_groups_destroy(groups), "flit_groups_destroy");
     check(flit_ep_destroy(ep), "flit_ep_destroy");
     check(flit_finalize(), "flit_finalize");
     return c.value == 50 * (int64_t)n && c.agreed == n ? 0 : 1; /* 50 net each */

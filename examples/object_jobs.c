@@ -87,18 +87,18 @@ static const flit_object_type_t queue = {
 int main(void)
 {
     flit_ep_t *ep;
-    flit_objects_t *objs;
     flit_object_t *sum, *jobs;
     check(flit_init(NULL), "flit_init");
-    check(flit_ep_create(NULL, &ep), "flit_ep_create");
-    check(flit_objects_create(ep, &objs), "flit_objects_create"); /* collective */
+    /* Collective: every rank; the endpoint comes with its object layer. */
+    flit_ep_params_t ep_p = {.field_mask = FLIT_EP_PARAM_LAYERS, .layers = "object"};
+    check(flit_ep_create(&ep_p, &ep), "flit_ep_create");
     /* Collective over the job (NULL, 0): object 1 replicated, 2 owned by 0. */
-    check(flit_object_create(objs, 1, &counter, NULL, 0, FLIT_OBJECT_REPLICATED,
-                             flit_rank(0), NULL, 0, &sum),
-          "flit_object_create");
-    check(flit_object_create(objs, 2, &queue, NULL, 0, FLIT_OBJECT_OWNED, flit_rank(0),
-                             NULL, 0, &jobs),
-          "flit_object_create");
+    check(flit_object_open(ep, 1, &counter, NULL, 0, FLIT_OBJECT_REPLICATED, flit_rank(0),
+                           NULL, 0, &sum),
+          "flit_object_open");
+    check(flit_object_open(ep, 2, &queue, NULL, 0, FLIT_OBJECT_OWNED, flit_rank(0), NULL,
+                           0, &jobs),
+          "flit_object_open");
 
     uint32_t me = flit_job_rank().idx;
     int64_t job, total, done = 0;
@@ -125,7 +125,6 @@ int main(void)
 
     check(flit_object_destroy(jobs), "flit_object_destroy"); /* collective */
     check(flit_object_destroy(sum), "flit_object_destroy");
-    check(flit_objects_destroy(objs), "flit_objects_destroy");
     check(flit_ep_destroy(ep), "flit_ep_destroy");
     check(flit_finalize(), "flit_finalize");
     return total == 5050 ? 0 : 1;

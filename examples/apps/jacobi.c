@@ -85,10 +85,10 @@ int main(int argc, char **argv)
     app_check(flit_init(NULL), "flit_init");
     uint32_t me = flit_job_rank().idx, p = flit_job_size();
     flit_ep_t *ep;
-    flit_objects_t *objs;
     flit_object_t *x;
-    app_check(flit_ep_create(NULL, &ep), "flit_ep_create");
-    app_check(flit_objects_create(ep, &objs), "flit_objects_create");
+    /* Collective: every rank; the endpoint comes with its object layer. */
+    flit_ep_params_t ep_p = {.field_mask = FLIT_EP_PARAM_LAYERS, .layers = "object"};
+    app_check(flit_ep_create(&ep_p, &ep), "flit_ep_create");
     size_t vec_bytes = n * sizeof(double);
     flit_object_op_t ops[] = {
         {FLIT_OBJECT_WRITE, 8 + vec_bytes, 0, put_rows, NULL},
@@ -98,9 +98,9 @@ int main(int argc, char **argv)
                                .init = init_vec,
                                .ops = ops,
                                .nops = 2};
-    app_check(flit_object_create(objs, 1, &type, NULL, 0, FLIT_OBJECT_REPLICATED,
-                                 flit_rank(0), &n, sizeof n, &x),
-              "flit_object_create");
+    app_check(flit_object_open(ep, 1, &type, NULL, 0, FLIT_OBJECT_REPLICATED,
+                               flit_rank(0), &n, sizeof n, &x),
+              "flit_object_open");
 
     uint32_t lo = (uint32_t)((uint64_t)n * me / p),
              hi = (uint32_t)((uint64_t)n * (me + 1) / p);
@@ -154,7 +154,6 @@ int main(int argc, char **argv)
     free(cur);
     free(out);
     app_check(flit_object_destroy(x), "flit_object_destroy");
-    app_check(flit_objects_destroy(objs), "flit_objects_destroy");
     app_check(flit_ep_destroy(ep), "flit_ep_destroy");
     app_check(flit_finalize(), "flit_finalize");
     return rc;

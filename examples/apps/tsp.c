@@ -311,10 +311,10 @@ int main(int argc, char **argv)
     app_check(flit_init(NULL), "flit_init");
     uint32_t me = flit_job_rank().idx, p = flit_job_size();
     flit_ep_t *ep;
-    flit_objects_t *objs;
     flit_object_t *bound, *queue;
-    app_check(flit_ep_create(NULL, &ep), "flit_ep_create");
-    app_check(flit_objects_create(ep, &objs), "flit_objects_create");
+    /* Collective: every rank; the endpoint comes with its object layer. */
+    flit_ep_params_t ep_p = {.field_mask = FLIT_EP_PARAM_LAYERS, .layers = "object"};
+    app_check(flit_ep_create(&ep_p, &ep), "flit_ep_create");
     static const flit_object_op_t best_ops[] = {
         [OFFER] = {FLIT_OBJECT_WRITE, sizeof(struct best), sizeof(struct best),
                    best_offer, NULL},
@@ -335,12 +335,12 @@ int main(int argc, char **argv)
                                      .ops = queue_ops,
                                      .nops = 3};
     struct best first = greedy(&c);
-    app_check(flit_object_create(objs, 1, &best_type, NULL, 0, FLIT_OBJECT_REPLICATED,
-                                 flit_rank(0), &first, sizeof first, &bound),
-              "flit_object_create");
-    app_check(flit_object_create(objs, 2, &queue_type, NULL, 0, FLIT_OBJECT_OWNED,
-                                 flit_rank(0), &depth, sizeof depth, &queue),
-              "flit_object_create");
+    app_check(flit_object_open(ep, 1, &best_type, NULL, 0, FLIT_OBJECT_REPLICATED,
+                               flit_rank(0), &first, sizeof first, &bound),
+              "flit_object_open");
+    app_check(flit_object_open(ep, 2, &queue_type, NULL, 0, FLIT_OBJECT_OWNED,
+                               flit_rank(0), &depth, sizeof depth, &queue),
+              "flit_object_open");
 
     uint8_t *jobs = NULL, path[MAXN] = {0}, job[MAXN];
     app_check(flit_barrier(ep), "flit_barrier");
@@ -398,7 +398,6 @@ int main(int argc, char **argv)
     app_check(flit_barrier(ep), "flit_barrier");
     app_check(flit_object_destroy(queue), "flit_object_destroy");
     app_check(flit_object_destroy(bound), "flit_object_destroy");
-    app_check(flit_objects_destroy(objs), "flit_objects_destroy");
     app_check(flit_ep_destroy(ep), "flit_ep_destroy");
     app_check(flit_finalize(), "flit_finalize");
     return rc;

@@ -479,9 +479,9 @@ int main(int argc, char **argv)
     w.lo = band_lo(n, w.p, w.me);
     w.hi = band_lo(n, w.p, w.me + 1);
     flit_ep_t *ep;
-    flit_objects_t *objs;
-    app_check(flit_ep_create(NULL, &ep), "flit_ep_create");
-    app_check(flit_objects_create(ep, &objs), "flit_objects_create");
+    /* Collective: every rank; the endpoint comes with its object layer. */
+    flit_ep_params_t ep_p = {.field_mask = FLIT_EP_PARAM_LAYERS, .layers = "object"};
+    app_check(flit_ep_create(&ep_p, &ep), "flit_ep_create");
     uint32_t most = (n + w.p - 1) / w.p;
     size_t mol_bytes = DOF * sizeof(double);
     w.cap = 8 + (size_t)most * sizeof(struct entry);
@@ -503,9 +503,9 @@ int main(int argc, char **argv)
         app_check(FLIT_ERR_NO_MEMORY, "malloc");
     for (uint32_t r = 0; r < w.p; r++) { /* rank r's band, owned by r */
         uint32_t b[2] = {band_lo(n, w.p, r), band_lo(n, w.p, r + 1) - band_lo(n, w.p, r)};
-        app_check(flit_object_create(objs, 1 + r, &type, NULL, 0, FLIT_OBJECT_OWNED,
-                                     flit_rank(r), b, sizeof b, &w.band[r]),
-                  "flit_object_create");
+        app_check(flit_object_open(ep, 1 + r, &type, NULL, 0, FLIT_OBJECT_OWNED,
+                                   flit_rank(r), b, sizeof b, &w.band[r]),
+                  "flit_object_open");
     }
     for (uint32_t i = w.lo; i < w.hi; i++)
         molecule_init(n, i, w.pos + (size_t)i * DOF, w.v + (size_t)(i - w.lo) * DOF);
@@ -557,7 +557,6 @@ int main(int argc, char **argv)
     free(w.f);
     free(w.cand);
     free(w.buf);
-    app_check(flit_objects_destroy(objs), "flit_objects_destroy");
     app_check(flit_ep_destroy(ep), "flit_ep_destroy");
     app_check(flit_finalize(), "flit_finalize");
     return rc;
