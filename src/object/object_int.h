@@ -160,7 +160,7 @@ struct flit_objects {
 };
 
 /* Sets of objects and objects are handed out as handles of these tables
-   (object.c), never as pointers: one destroyed answers FLIT_ERR_INVALID_ARG,
+   (objects.c, object.c), never as pointers: one destroyed answers FLIT_ERR_INVALID_ARG,
    also once its block holds a new one. The live one a handle names; NULL
    for any other value. */
 extern flit_handles_t *fl_obj_sets, *fl_obj_objects;
@@ -175,7 +175,30 @@ static inline flit_object_t *obj_of(const flit_object_t *h)
     return (flit_object_t *)flit_handle_get(&fl_obj_objects, h);
 }
 
-/* object.c */
+/* apply.c */
+/* The longest result of the type's operations. */
+size_t object_res_max(const flit_object_type_t *t);
+/* Under o->lock: whether op may run now on (arg, len). */
+bool object_guard_holds(flit_object_t *o, unsigned op, const void *arg, size_t len);
+/* Under o->lock: runs op with its result into res (room for res_max), or
+   into the scratch room when res is NULL; the result's length. */
+size_t object_apply(flit_object_t *o, unsigned op, const void *arg, size_t len,
+                    void *res);
+/* Under o->lock: a replicated write applied for its writer's call c (or
+   nobody's, NULL), which it ends. */
+void object_apply_for(flit_object_t *o, unsigned op, const void *arg, size_t len,
+                      struct call *c);
+/* Under o->lock, after a write: the waiting operations whose guard holds,
+   oldest first; owned objects' finished ones go to *done (object_answer
+   them once the lock is let go). */
+void object_run_queue(flit_object_t *o, struct pending **done);
+/* Under o->lock: p (its arg malloc'ed) waits for its guard. */
+void object_enqueue(flit_object_t *o, struct pending *p);
+/* Under o->lock: a replicated write queued behind its guard (its argument
+   copied, or heap taken); false when there is no memory for it. */
+bool object_wait_guard(flit_object_t *o, unsigned op, const void *arg, size_t len,
+                       void *heap, struct call *c);
+/* Answers owned objects' finished waiting operations (no lock held). */
 void object_answer(struct pending *done);
 void object_pending_free(struct pending *p);
 /* Under o->lock: a message of another member refused (what, from), or a
@@ -183,6 +206,13 @@ void object_pending_free(struct pending *p);
    FLIT_ERR_NO_MEMORY): counted, the object's first logged. */
 void object_refuse(flit_object_t *o, const char *what, uint32_t from);
 void object_miss(flit_object_t *o, const char *what, size_t len);
+
+/* objects.c: under objs->lock (find) or taking it (lookup): the live
+   object id of objs; NULL when none. */
+flit_object_t *object_find(flit_objects_t *objs, uint32_t id);
+flit_object_t *object_lookup(flit_objects_t *objs, uint32_t id);
+
+/* replicated.c */
 /* Under o->lock: this member's call whose token a message carries; NULL
    when it is none of them (gone, or never one). */
 struct call *object_call(flit_object_t *o, uint64_t token);
@@ -191,9 +221,42 @@ struct call *object_call(flit_object_t *o, uint64_t token);
    o->lock. */
 void object_call_in(flit_object_t *o, struct call *c);
 void object_call_out(flit_object_t *o, struct call *c);
+/* The object group's delivery handler. */
+void object_deliver(flit_group_t *g, flit_group_msg_t *m, size_t total, void *user);
+/* A write through the group, waited for until applied here. */
+flit_status object_invoke_write(flit_object_t *o, uint32_t epoch, unsigned op,
+                                const struct iovec *arg, int narg, const void *flat,
+                                size_t len, const struct iovec *res, int nres,
+                                size_t *res_len, uint32_t *target);
+
+/* parts.c */
+void *object_spare_take(flit_object_t *o, size_t len, size_t *cap);
+void object_spare_give(flit_object_t *o, void *p, size_t cap);
+/* A piece of another member's large write, into its place. */
+void object_part_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
+                         size_t len);
+/* sender's write token in pieces, unlinked (takes o->lock); NULL: none. */
+struct part *object_part_take(flit_object_t *o, uint32_t sender, uint64_t token);
+/* The joined argument of a write whose last piece is m (takes part). */
+void *object_part_last(flit_object_t *o, flit_group_msg_t *m, struct part *part,
+                       unsigned op, size_t len);
+/* sender left: its writes in pieces will never be whole (takes o->lock). */
+void object_parts_forget(flit_object_t *o, uint32_t sender);
+
+/* owned.c: an operation of a member that is not the owner, by RPC. */
+flit_status object_invoke_remote(flit_object_t *o, flit_rank_t owner, uint32_t epoch,
+                                 unsigned op, const struct iovec *arg, int narg,
+                                 const struct iovec *res, int nres, size_t *res_len,
+                                 uint32_t *target);
+/* owned.c: the objects' RPC procedure, registered. */
+flit_status object_serve_register(flit_objects_t *objs);
+/* wire.c: [head's k pieces][v's n pieces] in small (room for 8) or a
+   malloc'ed array (free it when it is not small); NULL: no memory. */
+struct iovec *object_iov_after(struct iovec *small, const struct iovec *head, int k,
+                               const struct iovec *v, int n);
 
 /*
- * The wire, decoded by one validating function per format (object.c); all
+ * The wire, decoded by one validating function per format (wire.c); all
  * FLIT_ERR_BAD_PACKET for what the format does not allow, the output
  * written only on success. Multi-byte words are in the host's order (the
  * members of a job share it).
