@@ -54,6 +54,14 @@ fresh
 sed -i '1i #include "../stream/stream.h"' "$tmp/src/tagged/tagged.c"
 expect "tagged including src/ through its parent folder" "tagged/tagged.c"
 
+fresh
+echo 'static void say(void) { fprintf(stderr, "x\n"); }' >> "$tmp/src/group/out.c"
+expect "a seated layer printing to stderr by hand" "group/out.c"
+
+fresh
+echo 'static void t(struct timespec *ts) { clock_gettime(CLOCK_MONOTONIC, ts); }' >> "$tmp/src/object/placement.c"
+expect "a seated layer reading the clock by hand" "object/placement.c"
+
 if [ -d "$src/../compat" ]; then
     fresh
     echo '#include "core/ep.h"' >> "$tmp/compat/amudp/amudp_ep.c"

@@ -19,6 +19,11 @@ set -u
 src=${1:-$(dirname "$0")/../../src}
 order="util platform boot transport channel core am stream rma"
 public_only="tagged rpc group object compat"
+# Of those, the ones seated as layers (<flit/layer.h>): they log through
+# flit_log and read the clock with flit_clock_ns, never by hand, so that
+# the log's prefix, its levels and FLIT_VERBOSE are the library's. (tagged
+# and rpc join them when they use the seat.)
+seated="group object"
 
 rank() {
     i=0
@@ -100,6 +105,15 @@ for layer in $public_only; do
         grep -v 'include[[:space:]]*"[^"/]*"' |
         while IFS= read -r hit; do
             echo "${hit%%:*}:$(echo "$hit" | cut -d: -f2): $layer is built on the public API alone: include <flit/...> only"
+        done
+done >> /tmp/check_layers.$$
+
+for layer in $seated; do
+    [ -d "$src/$layer" ] || continue
+    grep -rnE '(^|[^a-z_])(fprintf[[:space:]]*\([[:space:]]*stderr|perror[[:space:]]*\(|clock_gettime[[:space:]]*\()' \
+        "$src/$layer" --include='*.[ch]' |
+        while IFS= read -r hit; do
+            echo "${hit%%:*}:$(echo "$hit" | cut -d: -f2): $layer writes its own log or clock: flit_log / flit_clock_ns (<flit/layer.h>)"
         done
 done >> /tmp/check_layers.$$
 
