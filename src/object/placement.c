@@ -385,89 +385,119 @@ static bool take_move(flit_object_t *o, flit_group_msg_t *m, bool place, uint32_
     return false;
 }
 
-void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
-                   uint32_t epoch, size_t len)
+/* OP_REPORT: a member's counts for the window; the rule runs once the
+   window is full. */
+static void on_report(flit_object_t *o, flit_group_msg_t *m, uint32_t epoch, size_t len,
+                      uint32_t from, struct pending **done)
 {
-    uint32_t from = flit_group_msg_sender(m).idx, me = flit_job_rank().idx;
-    struct pending *done = NULL;
-    struct move mv;
     uint64_t c[2];
-    if (h->op == OP_REPORT) {
-        if (len != sizeof c || flit_group_recv(m, c, sizeof c) != FLIT_OK ||
-            from >= flit_job_size())
-            return;
-        pthread_mutex_lock(&o->lock);
-        if (epoch == o->epoch && o->strategy == FLIT_OBJECT_REPLICATED &&
-            o->member[from] == MEMBER) {
-            o->cr[from] += c[0];
-            o->cw[from] += c[1];
-            o->ctotal += c[0] + c[1];
-            if (o->ctotal >= DECIDE_OPS) {
-                if (!o->pinned && rule(o, &mv))
-                    install(o, mv, &done);
-                window_reset(o);
-            }
+    struct move mv;
+    if (len != sizeof c || flit_group_recv(m, c, sizeof c) != FLIT_OK ||
+        from >= flit_job_size())
+        return;
+    pthread_mutex_lock(&o->lock);
+    if (epoch == o->epoch && o->strategy == FLIT_OBJECT_REPLICATED &&
+        o->member[from] == MEMBER) {
+        o->cr[from] += c[0];
+        o->cw[from] += c[1];
+        o->ctotal += c[0] + c[1];
+        if (o->ctotal >= DECIDE_OPS) {
+            if (!o->pinned && rule(o, &mv))
+                install(o, mv, done);
+            window_reset(o);
         }
-    } else if (h->op == OP_SWITCH) {
-        /* (its length: fl_obj_decode_msg) */
-        if (!take_move(o, m, false, from, &mv))
-            return;
-        pthread_mutex_lock(&o->lock);
-        if (epoch == o->epoch && o->strategy == FLIT_OBJECT_OWNED &&
-            o->owner.idx == from) {
-            /* The old owner's copy is the state; a new holder takes it. */
-            if (from != me && (mv.strategy == FLIT_OBJECT_REPLICATED || mv.owner == me))
-                take_state(o, m, len - sizeof mv);
-            install(o, mv, &done);
-            settle(o, &done);
-        }
-    } else if (h->op == OP_LEFT) {
-        uint32_t r;
-        if (len != sizeof r || flit_group_recv(m, &r, sizeof r) != FLIT_OK)
-            return;
-        if (r >= flit_job_size()) {
-            pthread_mutex_lock(&o->lock);
-            object_refuse(o, "member's departure", from);
-            pthread_mutex_unlock(&o->lock);
-            return;
-        }
-        pthread_mutex_lock(&o->lock);
-        if (o->member[r] == MEMBER) {
-            /* Here, the same place on every member: r is no member from
-               now on, so no window counts it and no rule or pin picks it. */
-            o->member[r] = DEPARTED;
-            o->departed++;
-            o->ctotal -= o->cr[r] + o->cw[r];
-            o->cr[r] = o->cw[r] = 0;
-        }
-    } else if (h->op == OP_PLACE) {
-        if (len != sizeof mv || !take_move(o, m, true, from, &mv))
-            return;
-        pthread_mutex_lock(&o->lock);
-        /* Only a token of this member's own requests is taken. */
-        struct call *call = from == me ? object_call(o, h->token) : NULL;
-        if (mv.strategy == FLIT_OBJECT_OWNED &&
-            (mv.owner >= flit_job_size() || o->member[mv.owner] != MEMBER)) {
-            /* A pin to a member that left before it: refused everywhere. */
-            if (call) {
-                call->st = FLIT_ERR_PEER_DOWN;
-                atomic_store_explicit(&call->done, 1, memory_order_release);
-            }
-            pthread_mutex_unlock(&o->lock);
-            return;
-        }
+    }
+    pthread_mutex_unlock(&o->lock);
+}
+
+/* OP_SWITCH, from the owner (its length: fl_obj_decode_msg). */
+static void on_switch(flit_object_t *o, flit_group_msg_t *m, uint32_t epoch, size_t len,
+                      uint32_t from, struct pending **done)
+{
+    uint32_t me = flit_job_rank().idx;
+    struct move mv;
+    if (!take_move(o, m, false, from, &mv))
+        return;
+    pthread_mutex_lock(&o->lock);
+    if (epoch == o->epoch && o->strategy == FLIT_OBJECT_OWNED && o->owner.idx == from) {
+        /* The old owner's copy is the state; a new holder takes it. */
+        if (from != me && (mv.strategy == FLIT_OBJECT_REPLICATED || mv.owner == me))
+            take_state(o, m, len - sizeof mv);
+        install(o, mv, done);
+        settle(o, done);
+    }
+    pthread_mutex_unlock(&o->lock);
+}
+
+/* OP_LEFT: a member left the group. */
+static void on_left(flit_object_t *o, flit_group_msg_t *m, size_t len, uint32_t from)
+{
+    uint32_t r;
+    if (len != sizeof r || flit_group_recv(m, &r, sizeof r) != FLIT_OK)
+        return;
+    pthread_mutex_lock(&o->lock);
+    if (r >= flit_job_size()) {
+        object_refuse(o, "member's departure", from);
+    } else if (o->member[r] == MEMBER) {
+        /* Here, the same place on every member: r is no member from now
+           on, so no window counts it and no rule or pin picks it. */
+        o->member[r] = DEPARTED;
+        o->departed++;
+        o->ctotal -= o->cr[r] + o->cw[r];
+        o->cr[r] = o->cw[r] = 0;
+    }
+    pthread_mutex_unlock(&o->lock);
+}
+
+/* OP_PLACE: flit_object_place's pin (or unpin), at its place in the order. */
+static void on_place(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
+                     size_t len, uint32_t from, struct pending **done)
+{
+    struct move mv;
+    if (len != sizeof mv || !take_move(o, m, true, from, &mv))
+        return;
+    pthread_mutex_lock(&o->lock);
+    /* Only a token of this member's own requests is taken. */
+    struct call *call = from == flit_job_rank().idx ? object_call(o, h->token) : NULL;
+    if (mv.strategy == FLIT_OBJECT_OWNED &&
+        (mv.owner >= flit_job_size() || o->member[mv.owner] != MEMBER)) {
+        /* A pin to a member that left before it: refused everywhere. */
+        if (call)
+            call->st = FLIT_ERR_PEER_DOWN;
+    } else {
         o->pin_seq++;
         o->pinned = mv.strategy != FLIT_OBJECT_AUTO;
         o->pin = mv;
-        settle(o, &done);
-        if (call) {
+        settle(o, done);
+        if (call)
             call->target = o->pin_seq;
-            atomic_store_explicit(&call->done, 1, memory_order_release);
-        }
-    } else {
+    }
+    if (call)
+        atomic_store_explicit(&call->done, 1, memory_order_release);
+    pthread_mutex_unlock(&o->lock);
+}
+
+void place_deliver(flit_object_t *o, flit_group_msg_t *m, const struct hdr *h,
+                   uint32_t epoch, size_t len)
+{
+    uint32_t from = flit_group_msg_sender(m).idx;
+    struct pending *done = NULL;
+    switch (h->op) {
+    case OP_REPORT:
+        on_report(o, m, epoch, len, from, &done);
+        break;
+    case OP_SWITCH:
+        on_switch(o, m, epoch, len, from, &done);
+        break;
+    case OP_LEFT:
+        on_left(o, m, len, from);
+        break;
+    case OP_PLACE:
+        on_place(o, m, h, len, from, &done);
+        break;
+    default:
         return;
     }
-    pthread_mutex_unlock(&o->lock);
     object_answer(done);
 }
 
