@@ -158,6 +158,8 @@ static flit_status open_one(struct flit_ep *ep, unsigned i)
     if (!state)
         return FLIT_ERR_NO_MEMORY;
     ep->pub_state[i] = state;
+    /* Release: the pointer is in before a dump sees the bit. */
+    atomic_fetch_or_explicit(&ep->pub_made, 1u << i, memory_order_release);
     flit_status st = l->open(ep, state);
     if (st == FLIT_OK) /* release: its state is ready for flit_layer_state */
         atomic_fetch_or_explicit(&ep->pub_live, 1u << i, memory_order_release);
@@ -214,6 +216,7 @@ void fl_pub_ep_close(struct flit_ep *ep)
 
 void fl_pub_ep_free(struct flit_ep *ep)
 {
+    atomic_store_explicit(&ep->pub_made, 0, memory_order_relaxed);
     for (unsigned i = 0; i < ep->npub; i++) {
         free(ep->pub_state[i]);
         ep->pub_state[i] = NULL;
@@ -222,7 +225,7 @@ void fl_pub_ep_free(struct flit_ep *ep)
 
 void fl_pub_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)
 {
-    for (unsigned i = 0; i < ep->npub; i++)
+    for (unsigned i = 0; i < FLIT_LAYER_MAX; i++) /* not npub: any thread */
         if (is_open(ep, i) && reg[i]->peer_down)
             reg[i]->peer_down(ep, ep->pub_state[i], flit_rank(rank), reason);
 }
@@ -237,7 +240,7 @@ flit_status flit_layer_state(flit_ep_t *ep, const flit_layer_t *layer, void **ou
     int at = find(layer->name, strlen(layer->name));
     if (at < 0 || reg[at] != layer)
         return FLIT_ERR_INVALID_ARG;
-    if ((unsigned)at >= ep->npub || !is_open(ep, (unsigned)at))
+    if (!is_open(ep, (unsigned)at))
         return FLIT_ERR_CLOSED;
     *out = ep->pub_state[at];
     return FLIT_OK;

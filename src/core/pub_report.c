@@ -26,6 +26,13 @@ static uint64_t read_counter(const void *state, const flit_layer_counter_t *c)
                            __ATOMIC_RELAXED);
 }
 
+/* The layers with a state on ep, as bits (any thread: see ep.h). */
+static uint32_t made(struct flit_ep *ep)
+{
+    /* Acquire: pairs with open_one's release; the states are in. */
+    return atomic_load_explicit(&ep->pub_made, memory_order_acquire);
+}
+
 flit_status flit_layer_counter(flit_ep_t *ep, const char *name, uint64_t *out)
 {
     flit_status st = fl_ep_check(ep);
@@ -33,10 +40,11 @@ flit_status flit_layer_counter(flit_ep_t *ep, const char *name, uint64_t *out)
         return st;
     if (!name || !out)
         return FLIT_ERR_INVALID_ARG;
-    for (unsigned i = 0; i < ep->npub; i++) {
+    uint32_t bits = made(ep);
+    for (unsigned i = 0; i < FLIT_LAYER_MAX; i++) {
         const flit_layer_t *l = fl_pub_at(i);
-        size_t len = strlen(l->name);
-        if (!ep->pub_state[i] || strncmp(name, l->name, len) != 0 || name[len] != '.')
+        size_t len = (bits & (1u << i)) ? strlen(l->name) : 0;
+        if (!len || strncmp(name, l->name, len) != 0 || name[len] != '.')
             continue;
         for (unsigned k = 0; k < l->ncounters; k++)
             if (strcmp(name + len + 1, l->counters[k].name) == 0) {
@@ -75,11 +83,12 @@ static void report_counters(const flit_layer_t *l, const void *state, struct fl_
 
 void fl_pub_report(struct flit_ep *ep, struct fl_report *r)
 {
-    for (unsigned i = 0; i < ep->npub; i++) {
+    uint32_t bits = made(ep);
+    for (unsigned i = 0; i < FLIT_LAYER_MAX; i++) {
+        if (!(bits & (1u << i))) /* not opened on this endpoint */
+            continue;
         const flit_layer_t *l = fl_pub_at(i);
         const void *state = ep->pub_state[i];
-        if (!state) /* not opened on this endpoint */
-            continue;
         if (l->ncounters)
             report_counters(l, state, r);
         /* A closed layer (FLIT_STATS=1 prints after the closes) shows its
