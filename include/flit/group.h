@@ -87,7 +87,8 @@ typedef struct flit_group_msg flit_group_msg_t;
  * reserved on every rank, a barrier); flit_ep_destroy frees it, once the
  * program destroyed its groups (one left live is logged, and its memory
  * kept). Counters (flit_layer_counter): group.unknown, messages for a group
- * not here; group.refused, malformed ones or ones for another role.
+ * not here; group.refused, malformed ones or ones for another role;
+ * group.live, the groups on the endpoint now.
  */
 FLIT_API extern const flit_layer_t flit_group_layer;
 

@@ -649,6 +649,7 @@ static void link_group(struct flit_groups *gs, struct flit_group *g)
     }
     g->next = gs->groups;
     gs->groups = g;
+    atomic_fetch_add_explicit(&gs->ctr->live, 1, memory_order_relaxed);
 }
 
 static void unlink_group(struct flit_groups *gs, struct flit_group *g)
@@ -656,6 +657,7 @@ static void unlink_group(struct flit_groups *gs, struct flit_group *g)
     for (struct flit_group **p = &gs->groups; *p; p = &(*p)->next)
         if (*p == g) {
             *p = g->next;
+            atomic_fetch_sub_explicit(&gs->ctr->live, 1, memory_order_relaxed);
             return;
         }
 }

@@ -150,6 +150,7 @@ struct early {
 struct fl_grp_counters {
     _Atomic uint64_t unknown; /* messages for a group not here */
     _Atomic uint64_t refused; /* malformed, or for another role: dropped */
+    _Atomic uint64_t live;    /* groups here now (a gauge, not a count) */
 };
 
 struct flit_groups {

@@ -29,15 +29,18 @@ static void grp_close(flit_ep_t *ep, void *state)
     struct grp_state *s = state;
     flit_status st = flit_groups_destroy(s->gs);
     if (st != FLIT_OK)
-        flit_log(FLIT_LOG_WARN,
-                 "group: the endpoint is destroyed with groups still live "
-                 "(flit_group_destroy each before it): their memory is kept");
+        flit_log(
+            FLIT_LOG_WARN,
+            "group: the endpoint is destroyed with %llu groups still live "
+            "(flit_group_destroy each before it): their memory is kept",
+            (unsigned long long)atomic_load_explicit(&s->ctr.live, memory_order_relaxed));
 }
 
 static const flit_layer_counter_t grp_counters[] = {
     {"unknown", offsetof(struct grp_state, ctr.unknown), "messages for a group not here"},
     {"refused", offsetof(struct grp_state, ctr.refused),
      "malformed messages, or ones for another role, dropped"},
+    {"live", offsetof(struct grp_state, ctr.live), "groups on this endpoint now"},
 };
 
 const flit_layer_t flit_group_layer = {

@@ -122,11 +122,14 @@ static void check_group_on_request(flit_ep_t *plain)
     CHECK_ST(flit_ep_create(&p, &ep), FLIT_ERR_INVALID_ARG);
     p.layers = "group";
     CHECK_OK(flit_ep_create(&p, &ep));
+    CHECK(counter(ep, "group.live") == 0);
     CHECK_OK(flit_group_open(ep, 1, NULL, 0, NULL, on_deliver, &got, &g));
+    CHECK(counter(ep, "group.live") == 1);
     CHECK_OK(flit_group_send(g, "x", 1));
     MP_WAIT(ep, got == (int)flit_job_size());
     CHECK(counter(ep, "group.refused") == 0 && toy_seen(ep) == 0);
     CHECK_OK(flit_group_destroy(g));
+    CHECK(counter(ep, "group.live") == 0);
     CHECK_OK(flit_ep_destroy(ep));
 }
 
