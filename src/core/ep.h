@@ -81,13 +81,6 @@ struct flit_ep {
     uint32_t handler_count;      /* of each layer's handler table */
     uint32_t handler_floor;      /* reserved: [handler_floor, handler_count) */
     void *lstate[FL_MAX_LAYERS]; /* each layer's state (core/layer.h) */
-    /* Layers on the public API (core/pub_layer.h): the first npub of the
-       list when the endpoint was made; a state for each opened (its bit in
-       pub_made once it is there: a dump on another thread reads it), the
-       open ones' bits in pub_live. */
-    void *pub_state[FLIT_LAYER_MAX];
-    unsigned npub;
-    _Atomic uint32_t pub_made, pub_live;
     /* A packet a layer keeps reserved in its transport between calls:
        flushed before anything else reserves, polls or sleeps. */
     struct fl_hold *hold;
@@ -140,6 +133,15 @@ struct flit_ep {
     _Atomic bool progress_stop;
 
     struct flit_ep *next; /* fl_job.eps; once retired, the retired list */
+
+    /* Layers on the public API (core/pub_layer.h), at the end: no path of
+       a message touches them, and the hot fields above keep their lines.
+       The first npub of the list when the endpoint was made; a state for
+       each opened (its bit in pub_made once it is there: a dump on another
+       thread reads it), the open ones' bits in pub_live. */
+    void *pub_state[FLIT_LAYER_MAX];
+    unsigned npub;
+    _Atomic uint32_t pub_made, pub_live;
 };
 
 /* Handlers running on this thread (any endpoint). */
