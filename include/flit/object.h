@@ -159,7 +159,8 @@ typedef enum flit_object_strategy {
  * endpoint created with "object" in flit_ep_params_t.layers makes, during
  * that collective call, what flit_objects_create makes; flit_ep_destroy
  * frees it once the program destroyed its objects (objects left live, or
- * a rank lost, are logged, and the memory kept).
+ * a rank lost, are logged, and the memory kept). Counter
+ * (flit_layer_counter): object.live, the objects on the endpoint now.
  */
 FLIT_API extern const flit_layer_t flit_object_layer;
 

@@ -8,13 +8,17 @@
  */
 #include "object_int.h"
 
+#include <stddef.h>
+
 struct obj_state {
+    struct fl_obj_counters ctr;
     flit_objects_t *objs;
 };
 
 static flit_status obj_open(flit_ep_t *ep, void *state)
 {
-    return flit_objects_create(ep, &((struct obj_state *)state)->objs);
+    struct obj_state *s = state;
+    return object_sets_create(ep, &s->ctr, &s->objs);
 }
 
 /* Collective, as flit_ep_destroy is: the RPC object's closing barrier. A
@@ -33,6 +37,10 @@ static void obj_close(flit_ep_t *ep, void *state)
                      : flit_strerror(st));
 }
 
+static const flit_layer_counter_t obj_counters[] = {
+    {"live", offsetof(struct obj_state, ctr.live), "objects on this endpoint now"},
+};
+
 const flit_layer_t flit_object_layer = {
     .version = FLIT_LAYER_VERSION,
     .name = "object",
@@ -40,6 +48,8 @@ const flit_layer_t flit_object_layer = {
     .state_size = sizeof(struct obj_state),
     .open = obj_open,
     .close = obj_close,
+    .counters = obj_counters,
+    .ncounters = sizeof obj_counters / sizeof obj_counters[0],
 };
 
 /* The layer's set of ep; FLIT_ERR_INVALID_ARG when ep has no such layer. */

@@ -72,8 +72,10 @@ static void unlink_object(flit_objects_t *objs, flit_object_t *o)
     flit_object_t **pp = &objs->list;
     while (*pp && *pp != o)
         pp = &(*pp)->next;
-    if (*pp)
+    if (*pp) {
         *pp = o->next;
+        atomic_fetch_sub_explicit(&objs->ctr->live, 1, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&objs->lock);
 }
 
@@ -170,6 +172,7 @@ static flit_status object_insert(flit_objects_t *objs, flit_object_t *o)
     if (!taken) {
         o->next = objs->list;
         objs->list = o;
+        atomic_fetch_add_explicit(&objs->ctr->live, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&objs->lock);
     return taken ? FLIT_ERR_INVALID_ARG : FLIT_OK;

@@ -148,8 +148,14 @@ struct flit_object {
     atomic_int busy; /* the progress listener is using it */
 };
 
+/* What the object layer counts (flit/layer.h), relaxed atomics. */
+struct fl_obj_counters {
+    _Atomic uint64_t live; /* objects here now (a gauge) */
+};
+
 struct flit_objects {
     void *self; /* the handle its user holds */
+    struct fl_obj_counters own, *ctr; /* ctr: own, or the layer state's */
     flit_ep_t *ep;
     flit_rpc_t *rpc;
     flit_groups_t *groups;
@@ -207,6 +213,10 @@ void object_pending_free(struct pending *p);
 void object_refuse(flit_object_t *o, const char *what, uint32_t from);
 void object_miss(flit_object_t *o, const char *what, size_t len);
 
+/* objects.c: the set of ep, counting into ctr (NULL: its own);
+   flit_objects_create's. */
+flit_status object_sets_create(flit_ep_t *ep, struct fl_obj_counters *ctr,
+                               flit_objects_t **out);
 /* objects.c: under objs->lock (find) or taking it (lookup): the live
    object id of objs; NULL when none. */
 flit_object_t *object_find(flit_objects_t *objs, uint32_t id);

@@ -49,6 +49,12 @@ err_destroy_rpc:
 
 flit_status flit_objects_create(flit_ep_t *ep, flit_objects_t **out)
 {
+    return object_sets_create(ep, NULL, out);
+}
+
+flit_status object_sets_create(flit_ep_t *ep, struct fl_obj_counters *ctr,
+                               flit_objects_t **out)
+{
     if (!ep || !out)
         return FLIT_ERR_INVALID_ARG;
     flit_objects_t *objs = calloc(1, sizeof *objs);
@@ -60,6 +66,7 @@ flit_status flit_objects_create(flit_ep_t *ep, flit_objects_t **out)
         return FLIT_ERR_NO_MEMORY;
     }
     objs->ep = ep;
+    objs->ctr = ctr ? ctr : &objs->own;
     pthread_mutex_init(&objs->lock, NULL);
     if ((st = objects_open(objs)) != FLIT_OK) {
         (void)flit_handle_free(&fl_obj_sets, objs->self);

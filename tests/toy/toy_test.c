@@ -6,9 +6,11 @@
  * setting too), its state opened with every endpoint and closed with it,
  * its setting (FLIT_TOY_BURST, given by the test), its counters read by
  * name and printed in the dump beside its own section, and the built-in
- * group layer opened on request on a second endpoint.
+ * group and object layers opened on request on further endpoints, with
+ * their counters.
  */
 #include <flit/group.h>
+#include <flit/object.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -133,6 +135,38 @@ static void check_group_on_request(flit_ep_t *plain)
     CHECK_OK(flit_ep_destroy(ep));
 }
 
+static size_t op_read(void *state, const void *arg, size_t len, void *res, void *user)
+{
+    (void)arg, (void)len, (void)user;
+    memcpy(res, state, sizeof(uint64_t));
+    return sizeof(uint64_t);
+}
+
+/* The object layer too: object.live follows the objects, and
+   flit_object_find takes the endpoint. */
+static void check_object_on_request(void)
+{
+    static const flit_object_op_t ops[] = {{FLIT_OBJECT_READ, 0, 8, op_read, NULL}};
+    static const flit_object_type_t type = {.state_size = 8, .ops = ops, .nops = 1};
+    flit_ep_params_t p = {.field_mask = FLIT_EP_PARAM_LAYERS, .layers = "object,group"};
+    flit_ep_t *ep;
+    flit_object_t *obj, *found = NULL;
+    CHECK_OK(flit_ep_create(&p, &ep));
+    CHECK(counter(ep, "object.live") == 0 && counter(ep, "group.live") == 0);
+    CHECK_OK(flit_object_open(ep, 9, &type, NULL, 0, FLIT_OBJECT_REPLICATED, flit_rank(0),
+                              NULL, 0, &obj));
+    CHECK(counter(ep, "object.live") == 1);
+    CHECK_OK(flit_object_find(ep, 9, &found));
+    CHECK(found == obj);
+    CHECK_ST(flit_object_find(ep, 10, &found), FLIT_ERR_INVALID_ARG);
+    uint64_t v = 1;
+    CHECK_OK(flit_object_invoke(obj, 0, NULL, 0, &v, sizeof v, NULL));
+    CHECK(v == 0);
+    CHECK_OK(flit_object_destroy(obj));
+    CHECK(counter(ep, "object.live") == 0);
+    CHECK_OK(flit_ep_destroy(ep));
+}
+
 int main(void)
 {
     check_refusals();
@@ -145,10 +179,11 @@ int main(void)
     CHECK_ST(flit_layer_register(&toy_layer), FLIT_ERR_AGAIN);
     check_toy(ep);
     check_group_on_request(ep);
-    CHECK(toy_closes() == 1);
+    check_object_on_request();
+    CHECK(toy_closes() == 2);
     CHECK_OK(flit_barrier(ep));
     CHECK_OK(flit_ep_destroy(ep));
-    CHECK(toy_closes() == 2);
+    CHECK(toy_closes() == 3);
     CHECK_OK(flit_finalize());
     return 0;
 }
