@@ -18,6 +18,7 @@ static atomic_uint closes;
 
 static const flit_layer_setting_t toy_settings[] = {
     {"FLIT_TOY_BURST", 3, 1, 1000, "pings toy_ping_all sends each peer"},
+    {"FLIT_TOY_FAIL_RANK", -1, -1, 1 << 20, "the rank whose open fails (-1: none)"},
 };
 
 static void on_ping(flit_token_t *t, void *buf, size_t n, const uint32_t *args,
@@ -37,6 +38,11 @@ static flit_status toy_open(flit_ep_t *ep, void *state)
         st = flit_ep_reserve_handlers(ep, 1, &s->h);
     if (st == FLIT_OK)
         st = flit_am_register(ep, s->h, on_ping, s);
+    int64_t fail = -1;
+    if (st == FLIT_OK &&
+        flit_layer_setting(&toy_layer, "FLIT_TOY_FAIL_RANK", &fail) == FLIT_OK &&
+        fail == (int64_t)flit_job_rank().idx)
+        st = FLIT_ERR_NO_MEMORY; /* after the collective part, as a late shortage */
     flit_log(FLIT_LOG_INFO, "toy: open on handler %u: %s", s->h.idx, flit_strerror(st));
     return st;
 }
@@ -75,7 +81,7 @@ const flit_layer_t toy_layer = {
     .close = toy_close,
     .peer_down = toy_peer_down,
     .settings = toy_settings,
-    .nsettings = 1,
+    .nsettings = 2,
     .counters = toy_counters,
     .ncounters = 3,
     .dump = toy_dump,

@@ -4,7 +4,8 @@
  * proves that a layer's folder, its header and one registration are all it
  * takes (flit/layer.h). Each endpoint it opens on reserves a handler; a
  * ping to every other rank counts as "sent" there and "seen" at the peer;
- * FLIT_TOY_BURST says how many pings toy_ping_all sends to each.
+ * FLIT_TOY_BURST says how many pings toy_ping_all sends to each;
+ * FLIT_TOY_FAIL_RANK names a rank whose open fails.
  */
 #ifndef FLIT_TOY_LAYER_H
 #define FLIT_TOY_LAYER_H

@@ -167,8 +167,26 @@ static void check_object_on_request(void)
     CHECK_OK(flit_ep_destroy(ep));
 }
 
+/* FLIT_TOY_FAIL_RANK: one rank's open fails, so every rank's endpoint
+   creation does, with its status; the layers that opened are closed. */
+static int one_fails(void)
+{
+    CHECK_OK(flit_layer_register(&toy_layer));
+    CHECK_OK(flit_init(NULL));
+    flit_ep_t *ep = NULL;
+    CHECK_ST(flit_ep_create(NULL, &ep), FLIT_ERR_NO_MEMORY);
+    CHECK(ep == NULL);
+    bool failed_here =
+        atoll(getenv("FLIT_TOY_FAIL_RANK")) == (long long)flit_job_rank().idx;
+    CHECK(toy_closes() == (failed_here ? 0u : 1u));
+    CHECK_OK(flit_finalize());
+    return 0;
+}
+
 int main(void)
 {
+    if (getenv("FLIT_TOY_FAIL_RANK"))
+        return one_fails();
     check_refusals();
     check_bad_setting();
     CHECK_OK(flit_layer_register(&toy_layer));
