@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The reliability channel's receive path (src/channel/channel.c) on any
+ * The reliability channel's receive path (src/channel/recv.c, ack.c) on any
  * sequence of datagrams, without sockets (memdgram.h): a datagram goes from
  * the input through fault injection, the decoder, the address / key / rank
  * checks, acknowledgements (against packets this endpoint really sent),

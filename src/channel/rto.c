@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The retransmission timer and the round-trip estimate (RFC 6298: srtt,
+ * rttvar, a floor FLIT_RTO_MIN_US, exponential backoff), the lateness a
+ * needless resend taught (the peer was descheduled, not the path lossy),
+ * and the tail probe (TCP's TLP) that reveals lost last chunks sooner than
+ * a timeout. The timers' pass over one peer's send lanes marks chunks due
+ * again; send.c sends them, ack.c judges what their acknowledgements say.
+ */
+#include "channel/rto.h"
+
+#include "channel/state.h"
+#include "util/config.h"
+
+#define MAX_BACKOFF       6u /* retransmission timeout x 64 at most */
+#define RTO_MAX_NS        1000000000ull
+#define PROBE_SLACK_NS    50000ull /* a tail probe waits this beyond 2 RTT + ack delay */
+#define MAX_PROBES        3u       /* tail probes a stall, each waiting twice as long */
+#define LATE_HALF_LIFE_NS 2000000000ull /* a learnt lateness halves every 2 s */
+#define LOSSY_NS          2000000000ull /* a path lost a chunk this recently: lossy */
+
+/* Whether the path to p lost a chunk lately (RACK found one, or a
+   timeout's verdict). */
+bool fl_chan_lossy(const struct chan_peer *p, uint64_t now)
+{
+    return p->loss_at && now - p->loss_at < LOSSY_NS;
+}
+
+/* The lateness peer p's acknowledgements showed, as it stands now. */
+static uint64_t late_floor(const struct chan_peer *p, uint64_t now)
+{
+    uint64_t halvings = (now - p->late_at) / LATE_HALF_LIFE_NS;
+    return halvings < 64 ? p->late_ns >> halvings : 0;
+}
+
+/* The retransmission timeout: the estimate from round trips, at least
+   twice the lateness learnt, backed off. */
+uint64_t fl_chan_rto_now(const struct chan_peer *p, uint64_t now)
+{
+    uint64_t r = p->rto, late = 2 * late_floor(p, now);
+    r = (r > late ? r : late) << p->backoff;
+    return r < RTO_MAX_NS ? r : RTO_MAX_NS;
+}
+
+/*
+ * The tail probe's timeout: two round trips and, when what is unacknowledged
+ * is less than the receiver acknowledges at once (a quarter of the window,
+ * schedule_ack), its delayed acknowledgement; doubled for each probe
+ * already sent in this stall. The
+ * retransmission timeout is kept long (FLIT_RTO_MIN_US) because a receiver
+ * acknowledges only when its process polls; but a stream whose last chunks
+ * were lost sees no later chunk acknowledged that would reveal the loss
+ * (detect_losses), and would stall for a whole timeout. So when nothing
+ * was acknowledged for this long, the newest chunk not known held goes
+ * again (TCP's tail loss probe): its acknowledgement shows what else is
+ * missing. At most MAX_PROBES a stall, then the timeout.
+ */
+static uint64_t probe_timeout(const struct chan_peer *p, uint64_t now)
+{
+    uint64_t unacked = 0;
+    for (unsigned l = 0; l < FL_LANES; l++)
+        unacked += p->tx[l].tail - p->tx[l].head;
+    uint64_t pto = 2 * p->srtt + PROBE_SLACK_NS;
+    if (unacked < p->window / 4) /* it may be waiting to acknowledge it */
+        pto += (uint64_t)fl_cfg.ack_delay_us * 1000u;
+    uint64_t late = late_floor(p, now); /* it was that slow, and not lossy */
+    if (pto < late)
+        pto = late;
+    pto <<= p->probes;
+    uint64_t rto = fl_chan_rto_now(p, now);
+    return pto < rto ? pto : rto;
+}
+
+/* When the next tail probe is due (0: none may go now). */
+uint64_t fl_chan_probe_due(const struct chan_peer *p, uint64_t now)
+{
+    if (p->probes >= MAX_PROBES || !p->srtt)
+        return 0;
+    uint64_t from = p->probe_at > p->progress_ns ? p->probe_at : p->progress_ns;
+    return from + probe_timeout(p, now);
+}
+
+/* One look of the timers at a peer: the time, when its tail probe is due
+   (0: none may go), and whether losses may be judged now (lane_timers). */
+struct timer_pass {
+    uint64_t now, due;
+    bool judge, lossy;
+};
+
+void fl_chan_rtt_sample(struct chan_peer *p, uint64_t sample)
+{
+    if (p->srtt == 0) {
+        p->srtt = sample;
+        p->rttvar = sample / 2;
+    } else {
+        uint64_t err = p->srtt > sample ? p->srtt - sample : sample - p->srtt;
+        p->rttvar = (3 * p->rttvar + err) / 4;
+        p->srtt = (7 * p->srtt + sample) / 8;
+    }
+    uint64_t min = (uint64_t)fl_cfg.rto_min_us * 1000u;
+    p->rto = p->srtt + 4 * p->rttvar;
+    if (p->rto < min)
+        p->rto = min;
+}
+
+/*
+ * A resend was needless: the peer was silent for late (not scheduled, most
+ * likely), and the timers wait that long from now on (decaying:
+ * late_floor). Its silence, not how long the chunks waited: behind a hole
+ * chunks wait for its repair while the peer answers all along. Only on a
+ * path that lost nothing for a while: where datagrams are lost, so are
+ * acknowledgements, and a resend that only seems needless (its peer's
+ * acknowledgement of the first sending was lost) must not slow the timers
+ * that recover from real losses.
+ */
+void fl_chan_learn_late(struct chan_peer *p, uint64_t late, uint64_t now)
+{
+    if (fl_chan_lossy(p, now))
+        return;
+    uint64_t cur = late_floor(p, now);
+    if (late > RTO_MAX_NS)
+        late = RTO_MAX_NS;
+    p->late_ns = late > cur ? late : cur;
+    p->late_at = now;
+}
+
+/* What waited for the verdict on rto_seq was lost with it: all of it goes
+   again, and the path is lossy for a while. */
+void fl_chan_rto_lost(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
+                      uint64_t now)
+{
+    tx->rto_wait = false;
+    p->loss_at = now;
+    for (uint32_t s = tx->acked; fl_seq_before(s, tx->rto_high); s++) {
+        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+        if (!c->sacked && !c->rexmit) {
+            c->rexmit = true;
+            fl_chan_mark(t, p);
+        }
+    }
+}
+
+/*
+ * Lane tx's retransmission timer and tail probe. On a path that lost
+ * nothing lately, a chunk unacknowledged for the timeout is not taken for
+ * lost with all that was sent with it: only the oldest goes again (F-RTO),
+ * and what its acknowledgement shows decides for the others (rto_verdict):
+ * a peer that was only slow (not scheduled for a tick or more, on a busy
+ * host) costs one chunk, not a window. On a lossy path every chunk past
+ * its timeout goes again at once, as before. judge false: acknowledgements may be waiting
+ * unread in our own socket (a receive took a full batch): nothing is taken for lost yet,
+ * and the timers look again at once. Returns whether a chunk waits for
+ * its timer and a tail probe may go for it.
+ */
+static bool lane_timers(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
+                        const struct timer_pass *tp, uint64_t *next, bool *expired,
+                        bool *probe)
+{
+    uint64_t rto = fl_chan_rto_now(p, tp->now);
+    struct tx_chunk *tail = NULL;   /* the newest not known held, in time */
+    struct tx_chunk *oldest = NULL; /* the oldest past its timeout */
+    uint32_t oldest_seq = 0;
+    for (uint32_t s = tx->acked; s != tx->unsent; s++) {
+        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+        if (c->sacked || c->rexmit)
+            continue;
+        if (tx->rto_wait && s != tx->rto_seq && fl_seq_before(s, tx->rto_high))
+            continue; /* waits for the verdict on rto_seq */
+        if (tp->now - c->sent_ns < rto) {
+            fl_chan_note_deadline(next, c->sent_ns + rto);
+            if (!tail || c->sent_ns >= tail->sent_ns)
+                tail = c;
+        } else if (!oldest) {
+            oldest = c;
+            oldest_seq = s;
+        } else if (tp->lossy && tp->judge) {
+            c->rexmit = true; /* a lossy path: lost with the oldest, likely */
+        }
+    }
+    bool probe_due_now = tail && tp->due && tp->now >= tp->due && !tx->rto_wait;
+    if (!tp->judge) {
+        if (oldest || probe_due_now)
+            fl_chan_note_deadline(next, tp->now);
+        return tail && !tx->rto_wait;
+    }
+    if (oldest && tx->rto_wait && oldest_seq == tx->rto_seq) {
+        /* rto_seq's resend timed out too, and nothing was heard of what it
+           was to decide: no verdict will come (a peer gone quiet, a link
+           down), so all of it is taken for lost, as RFC 5682 falls back to
+           the conventional recovery. */
+        fl_chan_rto_lost(t, p, tx, tp->now);
+        *expired = true;
+    } else if (oldest) {
+        oldest->rexmit = *expired = true;
+        if (!tx->rto_wait && !tp->lossy) {
+            tx->rto_wait = true;
+            tx->rto_seq = oldest_seq;
+            tx->rto_high = tx->unsent;
+        }
+        fl_chan_mark(t, p);
+    } else if (probe_due_now) {
+        tail->rexmit = *probe = true;
+        fl_chan_mark(t, p);
+    }
+    /* A lane waiting for a timeout's verdict sends no probe: the probe's
+       deadline is no wake-up for it (one past woke a sleeper at once,
+       again and again, until the timeout). */
+    return tail && !tx->rto_wait;
+}
+
+void fl_chan_tx_timers(struct fl_tp_ep *t, struct chan_peer *p, uint64_t now, bool judge,
+                       uint64_t *next)
+{
+    bool expired = false, probe = false, waiting = false;
+    struct timer_pass tp = {now, fl_chan_probe_due(p, now), judge, fl_chan_lossy(p, now)};
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        struct tx_lane *tx = &p->tx[l];
+        if (tx->acked != tx->unsent)
+            waiting |= lane_timers(t, p, tx, &tp, next, &expired, &probe);
+    }
+    if (probe) {
+        p->probes++;
+        p->probe_at = now;
+    }
+    if (waiting)
+        fl_chan_note_deadline(next, fl_chan_probe_due(p, now));
+    if (expired && p->backoff < MAX_BACKOFF)
+        p->backoff++;
+}
