@@ -15,32 +15,49 @@
 
 /* What an acknowledgement told of a lane: the newest transmission it
    acknowledged; whether it acknowledged the chunk a timeout sent again
-   (rto_seq), and chunks sent only once, before a resend that waits for a
-   verdict (a timeout's or a tail probe's), which the peer got: that resend
-   was needless. */
+   (rto_seq), and whether a resend was needless: chunks sent only once,
+   before a resend that waits for a verdict (a timeout's or a tail
+   probe's), which the peer got, or a resent chunk acknowledged before the
+   peer saw its resend. */
 struct news {
     bool set;
     uint32_t xmit;
     bool rto_seq, needless;
     uint64_t probe_at; /* a tail probe went then, in this stall; 0: none */
+    uint32_t echo;     /* the datagram's echo of our clock (usec); 0: none */
 };
+
+/* Whether the acknowledgement r came before the peer saw what we sent at
+   ts (our clock, as a datagram carries it): it echoes an older reading.
+   The datagrams of a path arrive in order, so the peer had not seen that
+   sending: it acknowledged an earlier one (Eifel, RFC 3522). */
+static bool echo_before(const struct news *r, uint32_t ts)
+{
+    return r->echo && (int32_t)(r->echo - ts) < 0;
+}
 
 /*
  * Chunk s (c) is newly known held. Its transmission is the newest told of
  * if none later was; a chunk that was sent again and is acknowledged
- * sooner than half a round trip after may be acknowledged for its first
- * sending, and tells nothing.
+ * before the peer saw that resend, or sooner than half a round trip
+ * after it, may be acknowledged for its first sending, and tells nothing.
+ * A timeout's resend of rto_seq acknowledged before the peer saw it was
+ * needless: the peer had the chunk, and was only slow to say so (a
+ * handler's reply after a pause acknowledges only what came before).
  */
 static void acked_now(const struct chan_peer *p, const struct tx_lane *tx, uint32_t s,
                       const struct tx_chunk *c, struct news *r, uint64_t now)
 {
     bool once = c->sent_ns == c->first_ns;
-    if (tx->rto_wait && s == tx->rto_seq)
+    if (tx->rto_wait && s == tx->rto_seq) {
         r->rto_seq = true;
+        r->needless |= echo_before(r, tx->rto_ts);
+    }
     if (once && ((tx->rto_wait && fl_seq_before(s, tx->rto_high)) ||
                  (r->probe_at && c->first_ns < r->probe_at)))
         r->needless = true;
-    if (!once && now - c->sent_ns < p->srtt / 2)
+    if (!once && (echo_before(r, fl_chan_usec32(c->sent_ns) | 1u) ||
+                  now - c->sent_ns < p->srtt / 2))
         return;
     if (!r->set || fl_seq_before(r->xmit, c->xmit)) {
         r->set = true;
@@ -50,11 +67,13 @@ static void acked_now(const struct chan_peer *p, const struct tx_lane *tx, uint3
 
 /*
  * The verdict on a timeout's resend of rto_seq alone (F-RTO, RFC 5682, by
- * sequence numbers): chunks sent once before it and acknowledged now were
- * got, so the peer was slow and the path loses nothing: the rest is not
- * sent again. rto_seq acknowledged with nothing sent before it: they were
- * lost with it, and all go again. Else the verdict waits (for the answer,
- * or for rto_seq's own timeout: fl_chan_lane_timers).
+ * sequence numbers and timestamps): chunks sent once before it and
+ * acknowledged now were got, or rto_seq was acknowledged before the peer
+ * saw its resend, so the peer was slow and the path loses nothing: the
+ * rest is not sent again. rto_seq acknowledged for its resend, with
+ * nothing sent before it: they were lost with it, and all go again. Else
+ * the verdict waits for the answer (a resend of rto_seq that times out
+ * too goes again alone: lane_timers in rto.c).
  */
 static void rto_verdict(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
                         const struct news *r, uint64_t now)
@@ -140,10 +159,10 @@ static uint32_t take_selective(struct chan_peer *p, struct tx_lane *tx,
 }
 
 void fl_chan_take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
-                      const struct fl_chan_ack *a, uint64_t now)
+                      const struct fl_chan_ack *a, uint32_t echo, uint64_t now)
 {
     struct tx_lane *tx = &p->tx[lane];
-    struct news rack = {.probe_at = p->probes ? p->probe_at : 0};
+    struct news rack = {.probe_at = p->probes ? p->probe_at : 0, .echo = echo};
     /* Never beyond what we sent: that would be a forged or broken ack. */
     if (fl_seq_before(tx->unsent, a->next))
         return;

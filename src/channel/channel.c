@@ -195,31 +195,70 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
     return n;
 }
 
-bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask)
+/* Whether a poll on the lanes of lane_mask may deliver chunks held back
+   (by a spent budget, or while their lane was not polled). */
+static bool releasable(const struct fl_tp_ep *t, unsigned lane_mask)
 {
-    (void)lane_mask;
-    fl_chan_flush(t); /* nothing held back while we sleep */
-    uint64_t now = fl_now_ns();
-    fl_chan_run_timers(t, now);
-    /* The timerfd keeps its deadline between sleeps: set it only when that
-       changed, or when it has passed (setting it also clears a firing). A
-       deadline left in it while we are awake fires at worst once more, and
-       a wake-up finds nothing to do. */
-    if (t->next_timer != t->timer_set || (t->timer_set && t->timer_set <= now)) {
-        struct itimerspec its = {0};
-        if (t->next_timer) {
-            its.it_value.tv_sec = (time_t)(t->next_timer / 1000000000u);
-            its.it_value.tv_nsec = (long)(t->next_timer % 1000000000u);
-        }
-        timerfd_settime(t->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
-        t->timer_set = t->next_timer;
-    }
-    if (t->nrelease != 0)
-        return true;
-    /* A datagram that came in since the last poll is work now: say so,
-       rather than let the caller sleep on a descriptor readable already. */
+    for (uint32_t i = 0; i < t->nactive && t->nrelease; i++)
+        for (unsigned l = 0; l < FL_LANES; l++)
+            if (t->peers[t->active[i]].rx[l].release && (lane_mask & FL_LANE_MASK(l)))
+                return true;
+    return false;
+}
+
+/* Whether a datagram waits unread in the transport. */
+static bool readable(struct fl_tp_ep *t)
+{
     struct pollfd pfd = {.fd = t->ops->fd(t->d), .events = POLLIN};
     return poll(&pfd, 1, 0) > 0;
+}
+
+/* The timerfd keeps its deadline between sleeps: set it only when that
+   changed, or when it has passed (setting it also clears a firing). A
+   deadline left in it while we are awake fires at worst once more, and a
+   wake-up finds nothing to do. */
+static void set_timerfd(struct fl_tp_ep *t, uint64_t now)
+{
+    if (t->next_timer == t->timer_set && !(t->timer_set && t->timer_set <= now))
+        return;
+    struct itimerspec its = {0};
+    if (t->next_timer) {
+        its.it_value.tv_sec = (time_t)(t->next_timer / 1000000000u);
+        its.it_value.tv_nsec = (long)(t->next_timer % 1000000000u);
+    }
+    timerfd_settime(t->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+    t->timer_set = t->next_timer;
+}
+
+/*
+ * Work waiting (a datagram unread, chunks held back) is work now: the
+ * caller polls rather than sleeps, and the poll reads before its timers
+ * run, for what waits unread may be the acknowledgements that stop them.
+ * Else the timers run, what they found due is sent (nothing held back
+ * while we sleep), and the timerfd is set to the next deadline.
+ */
+bool fl_chan_arm(struct fl_tp_ep *t, unsigned lane_mask)
+{
+    if (releasable(t, lane_mask) || readable(t))
+        return true;
+    uint64_t now = fl_now_ns();
+    fl_chan_run_timers(t, now);
+    fl_chan_flush(t);
+    set_timerfd(t, now);
+    return readable(t);
+}
+
+/* As the poll does, the timers look only when nothing waits unread: the
+   poll that reads it runs them next (check_timers). */
+void fl_chan_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
+{
+    (void)cb, (void)ctx;
+    if (readable(t)) {
+        t->check_timers = true;
+        return;
+    }
+    fl_chan_run_timers(t, fl_now_ns());
+    fl_chan_flush(t);
 }
 
 void fl_chan_disarm(struct fl_tp_ep *t)

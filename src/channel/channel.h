@@ -14,9 +14,11 @@
  *  - retransmission on a timer estimated from measured round trips, with
  *    exponential backoff, and at once when selective acks show a hole;
  *    on a path that lost nothing lately, a timeout sends only the oldest
- *    chunk again and its acknowledgement decides about the rest (F-RTO),
- *    and a resend it shows needless (the peer was silent, not the path
- *    lossy) makes the timers wait as long as that silence;
+ *    chunk again (alone again, backed off, if that times out too) and its
+ *    acknowledgement decides about the rest (F-RTO, by sequence numbers
+ *    and by the clock it echoes), and a resend it shows needless (the peer
+ *    was silent, not the path lossy) makes the timers wait as long as that
+ *    silence; the timers never judge while datagrams wait unread;
  *  - a credit window: the unacknowledged bytes a sender may have towards a
  *    receiver, sized so the receiver's socket never overflows. The sender's
  *    copy of what is unacknowledged lives in that window, so the window is

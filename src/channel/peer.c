@@ -181,13 +181,6 @@ void fl_chan_run_timers(struct fl_tp_ep *t, uint64_t now)
     t->next_timer = next;
 }
 
-void fl_chan_check_peers(struct fl_tp_ep *t, fl_tp_recv_fn cb, void *ctx)
-{
-    (void)cb, (void)ctx;
-    fl_chan_run_timers(t, fl_now_ns());
-    fl_chan_flush(t);
-}
-
 bool fl_chan_settled(struct fl_tp_ep *t)
 {
     for (uint32_t i = 0; i < t->nactive; i++) {

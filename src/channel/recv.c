@@ -145,11 +145,12 @@ void fl_chan_release_all(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn c
         }
 }
 
-/* Chunk c is not the next in turn (or is, with the poll's budget spent):
-   held until its turn, or dropped as a duplicate or as too far ahead.
-   Returns whether it was dealt with so; false: deliver it now. */
+/* Chunk c is not the next in turn (or is, with the poll's budget spent or
+   its lane not polled now): held until its turn, or dropped as a
+   duplicate or as too far ahead. Returns whether it was dealt with so;
+   false: deliver it now. */
 static bool take_early(struct fl_tp_ep *t, struct chan_peer *p, struct rx_lane *rx,
-                       const struct fl_chan_chunk *c, int n)
+                       const struct fl_chan_chunk *c, int n, bool masked)
 {
     int32_t ahead = (int32_t)(c->seq - rx->next);
     if (ahead < 0) {
@@ -162,10 +163,11 @@ static bool take_early(struct fl_tp_ep *t, struct chan_peer *p, struct rx_lane *
         FL_COUNT(t->counters->refused_packets, 1);
         return true;
     }
-    if (ahead == 0 && n >= t->budget && !held_at(rx, c->seq) &&
+    if (ahead == 0 && (n >= t->budget || masked) && !held_at(rx, c->seq) &&
         rx->held_bytes + c->len <= t->window) {
-        /* Its turn, but the poll's budget is spent (flit_extract): it waits
-           with the chunks that came ahead of theirs. */
+        /* Its turn, but the poll's budget is spent (flit_extract), or its
+           lane waits (a request inside a handler): it waits with the
+           chunks that came ahead of theirs. */
         hold_chunk(rx, c);
         if (!rx->release) {
             rx->release = true;
@@ -174,7 +176,7 @@ static bool take_early(struct fl_tp_ep *t, struct chan_peer *p, struct rx_lane *
         return true;
     }
     if (ahead == 0)
-        return false;
+        return masked; /* masked: not held (held already, or no room) */
     if (held_at(rx, c->seq))
         FL_COUNT(t->counters->duplicates, 1);
     else if (rx->held_bytes + c->len <= t->window)
@@ -190,9 +192,10 @@ static void take_chunk(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_ch
 {
     struct chan_peer *p = &t->peers[src];
     struct rx_lane *rx = &p->rx[c->lane];
-    if (!(lane_mask & FL_LANE_MASK(c->lane)))
-        return; /* not now (inside a handler): it will come again */
-    if (take_early(t, p, rx, c, *n))
+    /* A lane not polled now (requests, inside a handler) keeps its chunks
+       as a spent budget does: dropped, they were sent again, and the
+       sender took the hole they left for a loss on the path. */
+    if (take_early(t, p, rx, c, *n, !(lane_mask & FL_LANE_MASK(c->lane))))
         return;
     if (held_at(rx, c->seq)) {
         /* We hold it already: a budget left it waiting (rx->release). */
@@ -245,7 +248,7 @@ void fl_chan_take_dgram(struct fl_tp_ep *t, uint32_t src, uint8_t *buf, size_t l
     uint64_t now = fl_now_ns();
     heard(t, src, &h, now);
     for (unsigned l = 0; l < FL_LANES; l++)
-        fl_chan_take_ack(t, p, l, &h.ack[l], now);
+        fl_chan_take_ack(t, p, l, &h.ack[l], h.ts_echo, now);
     if (h.kind == FL_CHAN_PING) {
         p->ack_now = true;
         fl_chan_mark(t, p);

@@ -183,19 +183,19 @@ static bool lane_timers(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane 
             fl_chan_note_deadline(next, tp->now);
         return tail && !tx->rto_wait;
     }
-    if (oldest && tx->rto_wait && oldest_seq == tx->rto_seq) {
-        /* rto_seq's resend timed out too, and nothing was heard of what it
-           was to decide: no verdict will come (a peer gone quiet, a link
-           down), so all of it is taken for lost, as RFC 5682 falls back to
-           the conventional recovery. */
-        fl_chan_rto_lost(t, p, tx, tp->now);
-        *expired = true;
-    } else if (oldest) {
+    if (oldest) {
+        /* rto_seq's own resend timing out too is no verdict: it goes again
+           alone, the timer backed off (RFC 6298 5.5), and the rest waits
+           for an answer. Taking all for lost then sent a whole window
+           again whenever a peer stopped listening for two timeouts (a
+           handler that slept 30 ms: 1,024 chunks); a peer that never
+           answers is given up after FLIT_PEER_TIMEOUT (peer.c). */
         oldest->rexmit = *expired = true;
         if (!tx->rto_wait && !tp->lossy) {
             tx->rto_wait = true;
             tx->rto_seq = oldest_seq;
             tx->rto_high = tx->unsent;
+            tx->rto_ts = fl_chan_usec32(tp->now) | 1u; /* <= its datagram's */
         }
         fl_chan_mark(t, p);
     } else if (probe_due_now) {

@@ -98,12 +98,8 @@ static void sent(struct fl_tp_ep *t, unsigned i, uint64_t now)
     for (unsigned k = 0; k < pl->n; k++) {
         struct tx_lane *tx = &p->tx[pl->lane[k]];
         struct tx_chunk *c = &tx->chunk[pl->seq[k] % CHUNK_CAP];
-        if (c->sent_ns) {
-            FL_COUNT(t->counters->retransmits, 1);
-            p->retransmits++;
-        } else {
+        if (!c->sent_ns)
             c->first_ns = now;
-        }
         c->sent_ns = now;
         c->xmit = p->xmit++;
         c->rexmit = false;
@@ -214,9 +210,28 @@ static unsigned plan_peer(struct fl_tp_ep *t, uint32_t r, unsigned n, uint64_t n
 }
 
 /* Sends the planned datagrams; false when the socket took not all. */
+/* Datagram i was taken by the transport: a chunk in it that went before
+   is a retransmission (one whose earlier datagram the socket refused is
+   not: it never left). */
+static void went(struct fl_tp_ep *t, unsigned i)
+{
+    const struct plan *pl = &t->plans[i];
+    struct chan_peer *p = &t->peers[pl->dst];
+    for (unsigned k = 0; k < pl->n; k++) {
+        struct tx_chunk *c = &p->tx[pl->lane[k]].chunk[pl->seq[k] % CHUNK_CAP];
+        if (c->went) {
+            FL_COUNT(t->counters->retransmits, 1);
+            p->retransmits++;
+        }
+        c->went = true;
+    }
+}
+
 static bool send_planned(struct fl_tp_ep *t, unsigned n)
 {
     int k = t->ops->send(t->d, t->out, (int)n);
+    for (int i = 0; i < k && i < (int)n; i++)
+        went(t, (unsigned)i);
     if (k >= (int)n)
         return true;
     /* The socket is full: what did not go is still due. */

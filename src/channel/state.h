@@ -61,6 +61,7 @@ struct tx_chunk {
     uint8_t lent_at;
     bool sacked; /* the receiver holds it (selective ack) */
     bool rexmit; /* due to be sent again */
+    bool went;   /* a datagram with it was taken by the transport */
 };
 
 struct tx_lane {
@@ -76,11 +77,12 @@ struct tx_lane {
     uint32_t unsent; /* first never sent */
     uint32_t next;   /* next to give */
     uint32_t nlent;  /* chunks lent since the lane was last settled */
-    /* A retransmission timeout sent only the oldest chunk, rto_seq, again;
+    /* A retransmission timeout sent only the oldest chunk, rto_seq, again
+       (first at rto_ts, our clock in microseconds as datagrams carry it);
        the others sent before it, up to rto_high, wait for what its
        acknowledgement says (rto_verdict). */
     bool rto_wait;
-    uint32_t rto_seq, rto_high;
+    uint32_t rto_seq, rto_high, rto_ts;
 };
 
 struct rx_chunk {

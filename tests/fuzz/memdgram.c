@@ -2,11 +2,13 @@
 /* The memory datagram transport of the fuzz targets; see memdgram.h. */
 #include "memdgram.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "am/wire.h"
 #include "channel/wire.h"
@@ -33,7 +35,16 @@ static struct mem {
     int fd;
     struct fl_tp_counters counters;
     unsigned peers_down; /* the channel gave up on a peer */
+    unsigned refuse;     /* sends to refuse (a full socket) */
 } mem = {.fd = -1};
+
+/* The descriptor is readable while datagrams are queued, as a socket is. */
+static void readable(bool yes)
+{
+    uint64_t v = 1;
+    ssize_t r = yes ? write(mem.fd, &v, sizeof v) : read(mem.fd, &v, sizeof v);
+    (void)r;
+}
 
 static flit_status m_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
 {
@@ -73,11 +84,16 @@ static size_t m_max_payload(struct fl_dgram *d, uint32_t rank)
 
 void (*memdgram_on_send)(uint32_t dst, const uint8_t *dgram, size_t len);
 
-/* Everything goes; the first header tells us the job key. */
+/* Everything goes (but what memdgram_refuse_sends refuses); the first
+   header tells us the job key. */
 static int m_send(struct fl_dgram *d, const struct fl_dgram_out *v, int n)
 {
     (void)d;
     static uint8_t flat[65536];
+    if (mem.refuse) {
+        mem.refuse--;
+        return -EAGAIN;
+    }
     for (int i = 0; i < n; i++) {
         FUZZ_CHECK(v[i].dst > 0 && v[i].dst < FUZZ_RANKS && v[i].iovcnt > 0);
         size_t total = 0;
@@ -117,8 +133,11 @@ static int m_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
         q->data = NULL;
         k++;
     }
-    if (mem.head == mem.tail)
+    if (mem.head == mem.tail) {
+        if (mem.tail)
+            readable(false);
         mem.head = mem.tail = 0;
+    }
     *in = rx_in[slot];
     return k;
 }
@@ -219,7 +238,10 @@ struct fl_tp_ep *memdgram_open(unsigned setup)
         .reorder_ppm = setup & FUZZ_SETUP_REORDER ? 500000 : 0,
     };
     mem.mtu = setup & FUZZ_SETUP_SMALL_MTU ? 1472 : 65507;
+    if (mem.tail)
+        readable(false);
     mem.head = mem.tail = 0;
+    mem.refuse = 0;
     mem.have_key = false;
     memset(&mem.counters, 0, sizeof mem.counters);
     mem.peers_down = 0;
@@ -254,6 +276,8 @@ void memdgram_close(struct fl_tp_ep *t)
     fl_chan_close(t);
     for (unsigned k = mem.head; k < mem.tail; k++)
         free(mem.q[k].data);
+    if (mem.tail)
+        readable(false);
     mem.head = mem.tail = 0;
 }
 
@@ -261,6 +285,8 @@ bool memdgram_queue(uint32_t src, const uint8_t *data, size_t len, bool fix)
 {
     if (mem.tail == QCAP)
         return false;
+    if (mem.tail == mem.head)
+        readable(true);
     struct queued *q = &mem.q[mem.tail++];
     q->src = src;
     q->len = len;
@@ -313,6 +339,21 @@ void memdgram_poll_all(struct fl_tp_ep *t, unsigned mask, fl_tp_recv_fn cb, void
         *depth = 0;
         fl_chan_poll(t, mask, cb, ctx, 64);
     }
+}
+
+void memdgram_refuse_sends(unsigned n)
+{
+    mem.refuse = n;
+}
+
+const struct fl_tp_counters *memdgram_counters(void)
+{
+    return &mem.counters;
+}
+
+unsigned memdgram_peers_down(void)
+{
+    return mem.peers_down;
 }
 
 uint64_t memdgram_key(void)

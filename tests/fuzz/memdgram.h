@@ -51,6 +51,13 @@ void memdgram_poll_all(struct fl_tp_ep *t, unsigned mask, fl_tp_recv_fn cb, void
 size_t memdgram_op_send(struct fl_tp_ep *t, const uint8_t *in, size_t left,
                         size_t max_len);
 void memdgram_op_state(struct fl_tp_ep *t);
+/* The next n sends take nothing (-EAGAIN), as a full socket. */
+void memdgram_refuse_sends(unsigned n);
+/* Counters the channel keeps. */
+const struct fl_tp_counters *memdgram_counters(void);
+/* Peers the channel gave up on (its peer_down callback) since the last
+   memdgram_open. */
+unsigned memdgram_peers_down(void);
 /* The job key the channel uses. */
 uint64_t memdgram_key(void);
 
