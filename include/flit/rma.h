@@ -205,11 +205,13 @@ FLIT_API unsigned flit_rma_remote_access(const flit_rma_remote_t *remote);
 
 /* The path the import chose for remote's puts and gets (see "Paths"
    above); FLIT_RMA_PATH_NONE for a handle that is not a live import. A
-   cross-memory attach the kernel refuses later goes on in packets. */
+   transport's put and get refused later (cross-memory attach the kernel
+   refuses) go on in packets. */
 typedef enum flit_rma_path {
     FLIT_RMA_PATH_NONE = 0,
     FLIT_RMA_PATH_COPY = 1,    /* one memcpy by the caller: mapped here, or its own */
-    FLIT_RMA_PATH_ATTACH = 2,  /* cross-memory attach: one copy, by the kernel */
+    FLIT_RMA_PATH_ATTACH = 2,  /* the transport's one-sided put / get: one copy
+                                  (shm: cross-memory attach, by the kernel) */
     FLIT_RMA_PATH_PACKETS = 3, /* packets that the owner's progress lands */
 } flit_rma_path;
 FLIT_API flit_rma_path flit_rma_remote_path(const flit_rma_remote_t *remote);

@@ -25,16 +25,14 @@
  * checks (rma.h): a region unexported after an importer read it here is
  * refused at that importer's first access. An import refused here is
  * counted in the owner's file, and the owner adds that to its rma_refused.
- * Where the directory cannot be read (another host, FLIT_SHM_BULK=copy)
- * imports go by packets.
+ * Where the directory cannot be read (the transport serving the owner maps
+ * no memory of its: another host, or the transport's settings) imports go
+ * by packets.
  */
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/mman.h>
 
-#include "platform/os.h"
 #include "rma/rma.h"
-#include "util/config.h"
 #include "util/log.h"
 
 #define DIR_LEFT_OUT UINT32_MAX /* g->dir of a region left out */
@@ -224,16 +222,13 @@ static flit_status dir_find(uint8_t *ctl, uint32_t n, uint32_t me, uint64_t id,
  */
 static bool ctl_made(struct flit_ep *ep, uint32_t owner)
 {
-    char name[96];
-    size_t size;
+    size_t len = fl_rma_ctl_len(ep->size, fl_rma_of(ep)->page);
     void *mem;
-    fl_job_shm_name(name, sizeof name, owner, ep->index, "-rmactl");
-    if (fl_shm_attach(name, &size, &mem) != 0)
+    if (fl_rma_ctl_map(ep, owner, len, &mem) != FLIT_OK)
         return false;
     uint64_t want[2] = {FL_RMA_CTL_MAGIC, (uint64_t)ep->size << 32 | FL_RMA_MAX_REGIONS};
-    bool made = size == fl_rma_ctl_len(ep->size, fl_rma_of(ep)->page) &&
-                memcmp(mem, want, sizeof want) == 0;
-    munmap(mem, size);
+    bool made = memcmp(mem, want, sizeof want) == 0;
+    fl_rma_unmap(ep, owner, mem, len);
     return made;
 }
 
@@ -245,14 +240,13 @@ static bool ctl_made(struct flit_ep *ep, uint32_t owner)
 static uint8_t *dir_of(struct flit_ep *ep, uint32_t owner, bool *none)
 {
     struct fl_rma_ep *r = fl_rma_of(ep);
-    const struct fl_peer *p = &ep->peers[owner];
+    const struct fl_tp_onesided *os = fl_rma_tp(ep, owner);
     *none = false;
     if (owner == ep->rank) {
         *none = !r->ctl;
         return r->ctl;
     }
-    if (fl_cfg.shm_bulk == FL_BULK_COPY || !p->tp || !p->tp->peer_pid ||
-        !p->tp->peer_pid(p->tpe, owner))
+    if (!os || !os->map)
         return NULL;
     struct fl_rma_peer *pp = &r->peers[owner];
     if (!pp->ctl) {

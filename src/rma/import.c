@@ -4,15 +4,15 @@
  * the path every later put and get to the region takes (rma.h):
  *
  *  - the owner is this rank: memmove, checking the region table;
- *  - the owner shares this host, its control file is shared, and
- *    FLIT_SHM_BULK allows: the block mapped here when the region is in
- *    flit_rma_alloc memory (FLIT_SHM_BULK=auto), else cross-memory attach;
+ *  - the transport serving the owner offers one-sided operations that
+ *    reach it (transport.h), and its control file is shared: the block
+ *    mapped here (->map) when the region is in flit_rma_alloc memory and
+ *    the transport allows, else the transport's ->put / ->get;
  *  - otherwise, and whenever one of those cannot be set up: packets.
  */
 #include <string.h>
 
 #include "rma/rma.h"
-#include "util/config.h"
 #include "util/log.h"
 
 /* ---- the owner's side ---- */
@@ -68,37 +68,27 @@ void fl_rma_import_answered(struct flit_ep *ep, uint32_t src, const struct fl_rm
     fl_rma_op_complete(ep, op, (flit_status)p->status);
 }
 
-/* The owner on this host, when it shares memory with us: its pid, else 0. */
-static uint32_t direct_pid(struct flit_ep *ep, uint32_t owner)
-{
-    const struct fl_peer *p = &ep->peers[owner];
-    if (fl_cfg.shm_bulk == FL_BULK_COPY || !p->tp->peer_pid)
-        return 0;
-    return p->tp->peer_pid(p->tpe, owner);
-}
-
 static void choose_path(struct flit_ep *ep, struct flit_rma_remote *rm,
                         const struct fl_rma_info *in)
 {
     struct fl_rma_peer *pp = &fl_rma_of(ep)->peers[rm->owner];
     uint32_t slot = (uint32_t)rm->id, gen = (uint32_t)(rm->id >> 32);
-    uint32_t pid = direct_pid(ep, rm->owner);
+    const struct fl_tp_onesided *os = fl_rma_tp(ep, rm->owner);
     rm->path = FL_RMA_PATH_PACKETS;
-    if (!pid || !(in->flags & FL_RMA_INFO_CTL) || slot >= FL_RMA_MAX_REGIONS ||
+    if (!os || !(in->flags & FL_RMA_INFO_CTL) || slot >= FL_RMA_MAX_REGIONS ||
         !fl_rma_ctl_attach(ep, rm->owner))
         return;
     rm->word = fl_rma_ctl_word(pp->ctl, ep->size, slot);
     rm->live_word = fl_rma_live_word(gen);
     rm->busy = fl_rma_ctl_busy(pp->ctl, ep->rank);
-    if (in->block && fl_cfg.shm_bulk == FL_BULK_AUTO &&
-        fl_rma_map_remote(ep, rm, in) == FLIT_OK) {
+    if (in->block && fl_rma_map_remote(ep, rm, in) == FLIT_OK) {
         rm->path = FL_RMA_PATH_MAP;
         return;
     }
-    if (!pp->no_cma) {
-        rm->path = FL_RMA_PATH_CMA;
-        rm->pid = pid;
+    if (!pp->no_tp && os->put && os->get) {
+        rm->path = FL_RMA_PATH_TP;
         rm->raddr = in->vaddr;
+        rm->key = in->block;
     }
 }
 
@@ -242,7 +232,7 @@ flit_rma_path flit_rma_remote_path(const flit_rma_remote_t *remote)
     case FL_RMA_PATH_SELF:
     case FL_RMA_PATH_MAP:
         return FLIT_RMA_PATH_COPY;
-    case FL_RMA_PATH_CMA:
+    case FL_RMA_PATH_TP:
         return FLIT_RMA_PATH_ATTACH;
     default:
         return FLIT_RMA_PATH_PACKETS;

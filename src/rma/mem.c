@@ -1,44 +1,93 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Memory for one-sided communication: flit_rma_alloc blocks (files in
- * /dev/shm that ranks of this host map), the owner's control file, and the
- * importer's mappings of both. The layer's only calls to the OS are here.
- *
- * Names: /flit-<job>-<rank>-<endpoint>-rma<n> for the n-th block,
- * ...-rmactl for the control file. They stay in /dev/shm while they may
- * still be imported (until freed, or until the endpoint goes): an importer
- * opens them by name. flitrun removes what a crashed job left behind.
+ * Memory for one-sided communication: flit_rma_alloc blocks, the owner's
+ * control file, and the importer's mappings of both. Memory that peers map
+ * is the transport's (its one-sided ->mem_alloc, ->map: transport.h),
+ * named by our rank and a key: FL_RMA_CTL_KEY for the control file, the
+ * block's number for a block. Where no transport offers such memory, both
+ * are private pages, and peers reach them through packets.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "platform/os.h"
 #include "rma/rma.h"
-#include "util/config.h"
 #include "util/log.h"
 
-static void block_name(char *buf, size_t len, uint32_t rank, uint32_t ep, uint64_t seq)
+/*
+ * The transport whose memory peers may map: the first that reaches one
+ * of our peers and offers memory. Looked for once: which transport serves
+ * a peer is fixed at creation.
+ */
+static const struct fl_tp_onesided *mem_tp(struct flit_ep *ep)
 {
-    char suffix[32];
-    snprintf(suffix, sizeof suffix, "-rma%llu", (unsigned long long)seq);
-    fl_job_shm_name(buf, len, rank, ep, suffix);
+    struct fl_rma_ep *r = fl_rma_of(ep);
+    for (uint32_t k = 0; !r->mem_known && k < ep->size; k++) {
+        const struct fl_tp_onesided *os = k == ep->rank ? NULL : fl_rma_tp(ep, k);
+        if (os && os->mem_alloc) {
+            r->mem = os;
+            r->mem_tpe = ep->peers[k].tpe;
+            r->mem_known = true;
+        }
+    }
+    r->mem_known = true;
+    return r->mem;
 }
 
-static flit_status os_status(int err)
+/* len bytes, zero: the transport's memory key when one offers it (*shared),
+   else private pages. */
+static flit_status mem_get(struct flit_ep *ep, uint64_t key, size_t len, bool *shared,
+                           void **out)
 {
-    return err == -ENOMEM || err == -ENOSPC || err == -EMFILE || err == -ENFILE
-               ? FLIT_ERR_NO_MEMORY
-               : FLIT_ERR_SYSTEM;
+    const struct fl_tp_onesided *os = mem_tp(ep);
+    *shared = false;
+    if (os) {
+        flit_status st = os->mem_alloc(fl_rma_of(ep)->mem_tpe, key, len, out);
+        *shared = st == FLIT_OK;
+        if (st != FLIT_ERR_SYSTEM)
+            return st; /* a shortage, said there; private pages would hide it */
+    }
+    /* Nobody maps it: private pages, zero until touched. */
+    void *mem =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return FLIT_ERR_NO_MEMORY;
+    *out = mem;
+    return FLIT_OK;
+}
+
+static void mem_put(struct flit_ep *ep, uint64_t key, bool shared, void *addr, size_t len)
+{
+    struct fl_rma_ep *r = fl_rma_of(ep);
+    if (shared)
+        r->mem->mem_free(r->mem_tpe, key, addr, len);
+    else
+        munmap(addr, len);
 }
 
 /* ---- blocks ---- */
+
+static flit_status block_new(struct flit_ep *ep, size_t size, void **addr_out)
+{
+    struct fl_rma_ep *r = fl_rma_of(ep);
+    struct fl_rma_block *b = calloc(1, sizeof *b);
+    if (!b)
+        return FLIT_ERR_NO_MEMORY;
+    b->seq = ++r->next_block;
+    void *mem;
+    flit_status st = mem_get(ep, b->seq, size, &b->shared, &mem);
+    if (st != FLIT_OK) {
+        free(b);
+        return st;
+    }
+    b->addr = mem;
+    b->len = size;
+    b->next = r->blocks;
+    r->blocks = b;
+    *addr_out = mem;
+    return FLIT_OK;
+}
 
 flit_status flit_rma_alloc(flit_ep_t *ep, size_t len, void **addr_out)
 {
@@ -47,44 +96,19 @@ flit_status flit_rma_alloc(flit_ep_t *ep, size_t len, void **addr_out)
         return st;
     struct fl_rma_ep *r = fl_rma_of(ep);
     size_t size = (len + r->page - 1) & ~(r->page - 1);
-    struct fl_rma_block *b = NULL;
     if (!addr_out || len == 0)
         st = FLIT_ERR_INVALID_ARG;
     else if (size < len || size > ((size_t)1 << 46))
         st = FLIT_ERR_TOO_LARGE;
-    else if (!(b = calloc(1, sizeof *b)))
-        st = FLIT_ERR_NO_MEMORY;
-    if (st == FLIT_OK) {
-        char name[96];
-        int fd;
-        void *mem;
-        b->seq = ++r->next_block;
-        block_name(name, sizeof name, ep->rank, ep->index, b->seq);
-        int err = fl_shm_create(name, size, &fd, &mem);
-        if (err) {
-            fl_error("rma: cannot allocate %zu bytes in /dev/shm: %s", size,
-                     strerror(-err)); /* its pages reserved: never a SIGBUS later */
-            st = os_status(err);
-            free(b);
-        } else {
-            close(fd); /* the mapping and the name are all we need */
-            b->addr = mem;
-            b->len = size;
-            b->next = r->blocks;
-            r->blocks = b;
-            *addr_out = mem;
-        }
-    }
+    else
+        st = block_new(ep, size, addr_out);
     fl_ep_leave(ep);
     return st;
 }
 
 static void block_release(struct flit_ep *ep, struct fl_rma_block *b)
 {
-    char name[96];
-    block_name(name, sizeof name, ep->rank, ep->index, b->seq);
-    munmap(b->addr, b->len);
-    fl_shm_unlink(name);
+    mem_put(ep, b->seq, b->shared, b->addr, b->len);
     free(b);
 }
 
@@ -139,19 +163,6 @@ void fl_rma_blocks_free(struct flit_ep *ep)
 
 /* ---- the owner's control file ---- */
 
-/* Whether a rank of this host may reach our memory directly. */
-static bool has_direct_peer(struct flit_ep *ep)
-{
-    if (fl_cfg.shm_bulk == FL_BULK_COPY)
-        return false;
-    for (uint32_t k = 0; k < ep->size; k++) {
-        const struct fl_peer *p = &ep->peers[k];
-        if (k != ep->rank && p->tp && p->tp->peer_pid && p->tp->peer_pid(p->tpe, k))
-            return true;
-    }
-    return false;
-}
-
 static void ctl_header(uint8_t *ctl, uint32_t nranks)
 {
     uint64_t h[2] = {FL_RMA_CTL_MAGIC, (uint64_t)nranks << 32 | FL_RMA_MAX_REGIONS};
@@ -164,37 +175,14 @@ flit_status fl_rma_ctl_make(struct flit_ep *ep)
     if (r->ctl)
         return FLIT_OK;
     size_t len = fl_rma_ctl_len(ep->size, r->page);
-    if (has_direct_peer(ep)) {
-        char name[96];
-        int fd;
-        void *mem;
-        fl_job_shm_name(name, sizeof name, ep->rank, ep->index, "-rmactl");
-        int err = fl_shm_create(name, len, &fd, &mem);
-        if (err == -ENOSPC || err == -ENOMEM) {
-            /* The export that needs it says so; a later one tries again. */
-            fl_error("rma: no room in /dev/shm for the %zu-byte control file of "
-                     "exported regions: %s",
-                     len, strerror(-err));
-            return FLIT_ERR_NO_MEMORY;
-        }
-        if (!err) {
-            close(fd);
-            r->ctl = mem;
-            r->ctl_shared = true;
-        } else {
-            fl_info("rma: no shared control file (%s); peers on this host reach "
-                    "our regions through packets",
-                    strerror(-err));
-        }
-    }
-    if (!r->ctl) {
-        /* Nobody maps it: private pages, zero until touched. */
-        void *mem =
-            mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (mem == MAP_FAILED)
-            return FLIT_ERR_NO_MEMORY;
-        r->ctl = mem;
-    }
+    void *mem;
+    /* A shortage fails the export that needs it; a later one tries again. */
+    flit_status st = mem_get(ep, FL_RMA_CTL_KEY, len, &r->ctl_shared, &mem);
+    if (st != FLIT_OK)
+        return st;
+    if (!r->ctl_shared && r->mem)
+        fl_info("rma: no shared control file; peers reach our regions through packets");
+    r->ctl = mem;
     r->ctl_len = len;
     ctl_header(r->ctl, ep->size);
     return FLIT_OK;
@@ -205,16 +193,26 @@ void fl_rma_ctl_unmake(struct flit_ep *ep)
     struct fl_rma_ep *r = fl_rma_of(ep);
     if (!r->ctl)
         return;
-    munmap(r->ctl, r->ctl_len);
-    if (r->ctl_shared) {
-        char name[96];
-        fl_job_shm_name(name, sizeof name, ep->rank, ep->index, "-rmactl");
-        fl_shm_unlink(name);
-    }
+    mem_put(ep, FL_RMA_CTL_KEY, r->ctl_shared, r->ctl, r->ctl_len);
     r->ctl = NULL;
 }
 
 /* ---- the importer's mappings ---- */
+
+flit_status fl_rma_ctl_map(struct flit_ep *ep, uint32_t owner, size_t len, void **out)
+{
+    const struct fl_tp_onesided *os = fl_rma_tp(ep, owner);
+    if (!os || !os->map)
+        return FLIT_ERR_NOT_SUPPORTED;
+    return os->map(ep->peers[owner].tpe, owner, FL_RMA_CTL_KEY, 0, len, FL_TP_MAP_WRITE,
+                   out);
+}
+
+void fl_rma_unmap(struct flit_ep *ep, uint32_t owner, void *addr, size_t len)
+{
+    const struct fl_peer *p = &ep->peers[owner];
+    p->tp->onesided->unmap(p->tpe, addr, len);
+}
 
 /* Maps owner's control file once; false when it cannot be (the caller then
    goes through packets). */
@@ -223,38 +221,37 @@ bool fl_rma_ctl_attach(struct flit_ep *ep, uint32_t owner)
     struct fl_rma_peer *p = &fl_rma_of(ep)->peers[owner];
     if (p->ctl || p->ctl_tried)
         return p->ctl != NULL;
-    char name[96];
-    size_t size;
+    size_t len = fl_rma_ctl_len(ep->size, fl_rma_of(ep)->page);
     void *mem;
-    fl_job_shm_name(name, sizeof name, owner, ep->index, "-rmactl");
-    int err = fl_shm_attach(name, &size, &mem);
+    flit_status st = fl_rma_ctl_map(ep, owner, len, &mem);
     /* This process's shortage (a descriptor, a mapping) passes: this import
        goes through packets, the next one tries the file again. */
-    p->ctl_tried = !fl_os_shortage(err);
-    if (err) {
+    p->ctl_tried = st != FLIT_ERR_NO_MEMORY;
+    if (st != FLIT_OK) {
         fl_info("rma: cannot map rank %u's control file (%s); its regions are "
                 "reached through packets",
-                owner, strerror(-err));
+                owner, flit_status_name(st));
         return false;
     }
     uint8_t want[16];
     ctl_header(want, ep->size);
-    if (size != fl_rma_ctl_len(ep->size, fl_rma_of(ep)->page) || memcmp(mem, want, 16)) {
+    if (memcmp(mem, want, 16)) {
         fl_warn("rma: rank %u's control file is not what this flit expects; its "
                 "regions are reached through packets",
                 owner);
-        munmap(mem, size);
+        fl_rma_unmap(ep, owner, mem, len);
         return false;
     }
     p->ctl = mem;
-    p->ctl_len = size;
+    p->ctl_len = len;
     return true;
 }
 
-void fl_rma_peer_ctl_free(struct fl_rma_peer *p)
+void fl_rma_peer_ctl_free(struct flit_ep *ep, uint32_t owner)
 {
+    struct fl_rma_peer *p = &fl_rma_of(ep)->peers[owner];
     if (p->ctl)
-        munmap(p->ctl, p->ctl_len);
+        fl_rma_unmap(ep, owner, p->ctl, p->ctl_len);
     p->ctl = NULL;
 }
 
@@ -268,36 +265,33 @@ static struct fl_rma_map *map_find(struct fl_rma_peer *pp, uint64_t block, uint6
     return NULL;
 }
 
-/* Maps [start, end) of the owner's block file; checks its size. */
+/* Maps [start, end) of the owner's block; the transport checks its size. */
 static flit_status map_new(struct flit_ep *ep, uint32_t owner, uint64_t block,
                            uint64_t start, uint64_t end, bool write,
                            struct fl_rma_map **out)
 {
     struct fl_rma_ep *r = fl_rma_of(ep);
+    const struct fl_tp_onesided *os = fl_rma_tp(ep, owner);
+    if (!os || !os->map)
+        return FLIT_ERR_NOT_SUPPORTED;
     if (r->nmaps >= FL_RMA_MAX_MAPS) {
         static _Atomic int told;
         if (!atomic_exchange(&told, 1))
             fl_info("rma: %u distinct regions mapped; further imports reach their "
-                    "regions by cross-memory attach or packets",
+                    "regions by the transport's put and get, or packets",
                     FL_RMA_MAX_MAPS);
         return FLIT_ERR_NO_MEMORY;
     }
     struct fl_rma_map *m = calloc(1, sizeof *m);
     if (!m)
         return FLIT_ERR_NO_MEMORY;
-    char name[96];
-    block_name(name, sizeof name, owner, ep->index, block);
-    int fd = shm_open(name, (write ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
-    struct stat sb;
-    void *mem = MAP_FAILED;
-    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size >= 0 && (uint64_t)sb.st_size >= end)
-        mem = mmap(NULL, end - start, PROT_READ | (write ? PROT_WRITE : 0), MAP_SHARED,
-                   fd, (off_t)start);
-    if (fd >= 0)
-        close(fd);
-    if (mem == MAP_FAILED) {
+    void *mem;
+    unsigned flags = FL_TP_MAP_DATA | (write ? FL_TP_MAP_WRITE : 0);
+    flit_status st =
+        os->map(ep->peers[owner].tpe, owner, block, start, end - start, flags, &mem);
+    if (st != FLIT_OK) {
         free(m);
-        return FLIT_ERR_SYSTEM;
+        return st;
     }
     *m = (struct fl_rma_map){.block = block,
                              .start = start,
@@ -315,7 +309,7 @@ static flit_status map_new(struct flit_ep *ep, uint32_t owner, uint64_t block,
 /*
  * Maps the pages of the owner's block that hold the region, and no others:
  * read-only when only reading was granted, so that the hardware refuses a
- * write. The file's size is checked against what the owner said. Imports
+ * write. The block's size is checked against what the owner said. Imports
  * of the same region share the mapping.
  */
 flit_status fl_rma_map_remote(struct flit_ep *ep, struct flit_rma_remote *rm,
@@ -349,7 +343,7 @@ void fl_rma_unmap_remote(struct flit_ep *ep, struct flit_rma_remote *rm)
     while (*pp != m)
         pp = &(*pp)->next;
     *pp = m->next;
-    munmap(m->addr, m->end - m->start);
+    fl_rma_unmap(ep, rm->owner, m->addr, m->end - m->start);
     free(m);
     fl_rma_of(ep)->nmaps--;
 }

@@ -164,7 +164,7 @@ static void rma_close(struct flit_ep *ep, void *state)
             fl_rma_unmap_remote(ep, rm);
     }
     for (uint32_t k = 0; k < ep->size; k++)
-        fl_rma_peer_ctl_free(&r->peers[k]);
+        fl_rma_peer_ctl_free(ep, k);
     fl_rma_blocks_free(ep);
     FL_COUNT(r->refused, fl_rma_dir_refused(r)); /* before the file goes */
     fl_rma_ctl_unmake(ep);

@@ -10,14 +10,16 @@
  *   control file  [header line][one line per rank: its busy mark]
  *                 [FL_RMA_MAX_REGIONS words: the slots]
  *
- * The file is in /dev/shm (named after the job, rank and endpoint) when
- * ranks of this host may reach the owner's memory directly, private memory
- * otherwise. An importer on the host maps it and, around every direct
- * access, raises its busy mark (slot + 1), checks the slot's word, copies,
- * and clears the mark; unexport marks the word dead, then waits until no
- * live importer's mark names the slot. A Dekker handshake with asymmetric
- * fences (platform/fence.h): the importer's side costs no fence on x86.
- * A mark left by an importer that died is not waited for.
+ * The file is memory of the transport's (its one-sided ->mem_alloc, key
+ * FL_RMA_CTL_KEY) when ranks it serves may map it and reach the owner's
+ * memory directly, private memory otherwise. An importer maps it (->map)
+ * and, around every direct access, raises its busy mark (slot + 1), checks
+ * the slot's word, copies (itself through a mapping of the region, or by
+ * the transport's ->put / ->get), and clears the mark; unexport marks the
+ * word dead, then waits until no live importer's mark names the slot. A
+ * Dekker handshake with asymmetric fences (platform/fence.h): the
+ * importer's side costs no fence on x86. A mark left by an importer that
+ * died is not waited for.
  *
  * Importer side. An import chooses the path once (enum fl_rma_path);
  * operations that need an answer from the owner (gets over packets, puts
@@ -94,11 +96,13 @@ struct flit_rma_op *fl_rma_op_of(const flit_rma_op_t *h);
 
 /* ---- owner side ---- */
 
-/* flit_rma_alloc memory: a file in /dev/shm, mapped. */
+/* flit_rma_alloc memory: the transport's memory that peers map (key
+   seq), or private pages where no transport offers such memory. */
 struct fl_rma_block {
     uint8_t *addr;
     size_t len;   /* whole pages */
-    uint64_t seq; /* names its file; from 1 */
+    uint64_t seq; /* its key; from 1 */
+    bool shared;  /* the transport's (fl_rma_ep.mem), else private pages */
     struct fl_rma_block *next;
 };
 
@@ -120,7 +124,7 @@ struct flit_rma_region {
 enum fl_rma_path {
     FL_RMA_PATH_SELF,    /* our own region: memmove */
     FL_RMA_PATH_MAP,     /* its memory mapped here: memcpy */
-    FL_RMA_PATH_CMA,     /* cross-memory attach */
+    FL_RMA_PATH_TP,      /* the transport's one-sided ->put / ->get */
     FL_RMA_PATH_PACKETS, /* the owner's progress engine moves it */
 };
 
@@ -136,11 +140,11 @@ struct flit_rma_remote {
     bool releasing;               /* flit_rma_release waits for its operations */
     uint8_t *base;                /* SELF: the region; MAP: the region, mapped */
     struct fl_rma_map *map;       /* MAP: the mapping (whole pages), shared */
-    uint64_t raddr;               /* CMA: the region in the owner's process */
-    uint32_t pid;                 /* CMA: the owner */
-    const _Atomic uint64_t *word; /* MAP, CMA: the slot's word, mapped */
+    uint64_t raddr;               /* TP: the region in the owner's process */
+    uint64_t key;                 /* TP: the owner's memory holding it (0: none) */
+    const _Atomic uint64_t *word; /* MAP, TP: the slot's word, mapped */
     uint64_t live_word;           /* its value while the region is live */
-    _Atomic uint64_t *busy;       /* MAP, CMA: our busy mark there */
+    _Atomic uint64_t *busy;       /* MAP, TP: our busy mark there */
     uint32_t outstanding;         /* operations waiting for the owner */
 };
 
@@ -181,7 +185,7 @@ struct fl_rma_map {
 
 /* Distinct mappings an endpoint keeps at most (the kernel allows a process
    vm.max_map_count, 65530 by default, for everything it maps); imports
-   past it reach their regions by cross-memory attach or packets. */
+   past it reach their regions by the transport's put / get, or packets. */
 #define FL_RMA_MAX_MAPS 8192u
 
 struct fl_rma_peer {
@@ -193,7 +197,7 @@ struct fl_rma_peer {
     uint8_t *ctl;
     size_t ctl_len;
     bool ctl_tried;
-    bool no_cma;             /* the kernel refused cross-memory attach */
+    bool no_tp;              /* its transport refused a ->put / ->get */
     struct fl_rma_map *maps; /* its blocks' pages mapped here */
     /* The put arriving in pieces from it: its id and the first refusal. */
     uint32_t put_op;
@@ -209,7 +213,12 @@ struct fl_rma_ep {
     /* Our control file (made at the first export). */
     uint8_t *ctl;
     size_t ctl_len;
-    bool ctl_shared; /* a /dev/shm file peers may map */
+    bool ctl_shared; /* the transport's memory, peers may map */
+    /* The transport whose memory ours is (->mem_alloc): the first one that
+       reaches a peer and offers it; NULL: none (private pages). */
+    const struct fl_tp_onesided *mem;
+    struct fl_tp_ep *mem_tpe;
+    bool mem_known; /* mem looked for */
     struct fl_rma_block *blocks;
     uint64_t next_block;
     flit_rma_notify_fn notify_fn;
@@ -220,6 +229,7 @@ struct fl_rma_ep {
 
 /* Control file layout. */
 #define FL_RMA_CTL_MAGIC 0x4c5443414d52464cull /* "LFRMACTL" */
+#define FL_RMA_CTL_KEY   0u /* its key in the transport's memory (blocks: 1..) */
 #define FL_RMA_LINE      64u
 
 /* After the slot words, the export directory (dir.c): a line, then
@@ -270,7 +280,19 @@ static inline struct fl_rma_ep *fl_rma_of(const struct flit_ep *ep)
     return (struct fl_rma_ep *)fl_ep_layer(ep, &fl_rma_layer);
 }
 
-/* mem.c: memory, files and mappings (the layer's only OS calls). */
+/*
+ * The one-sided operations of the transport serving peer, when it offers
+ * them and reaches peer's memory now; NULL: packets.
+ */
+static inline const struct fl_tp_onesided *fl_rma_tp(const struct flit_ep *ep,
+                                                     uint32_t peer)
+{
+    const struct fl_peer *p = &ep->peers[peer];
+    const struct fl_tp_onesided *os = p->tp ? p->tp->onesided : NULL;
+    return os && os->reaches(p->tpe, peer) ? os : NULL;
+}
+
+/* mem.c: memory and mappings, by the transports' one-sided operations. */
 struct fl_rma_block *fl_rma_block_of(struct fl_rma_ep *r, const void *addr, size_t len,
                                      uint64_t *off_out);
 flit_status fl_rma_ctl_make(struct flit_ep *ep);
@@ -280,7 +302,12 @@ flit_status fl_rma_map_remote(struct flit_ep *ep, struct flit_rma_remote *rm,
                               const struct fl_rma_info *in);
 void fl_rma_unmap_remote(struct flit_ep *ep, struct flit_rma_remote *rm);
 void fl_rma_blocks_free(struct flit_ep *ep);
-void fl_rma_peer_ctl_free(struct fl_rma_peer *p);
+void fl_rma_peer_ctl_free(struct flit_ep *ep, uint32_t owner);
+/* Maps [0, len) of owner's control file (writable: busy marks): FLIT_OK,
+   or the transport's ->map status (FLIT_ERR_NOT_SUPPORTED with no map). */
+flit_status fl_rma_ctl_map(struct flit_ep *ep, uint32_t owner, size_t len, void **out);
+/* Gives back what the transport serving owner mapped (control file, block). */
+void fl_rma_unmap(struct flit_ep *ep, uint32_t owner, void *addr, size_t len);
 
 /* region.c */
 struct flit_rma_region *fl_rma_region_find(struct fl_rma_ep *r, uint64_t id);

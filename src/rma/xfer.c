@@ -2,15 +2,14 @@
 /*
  * Puts and gets, on the initiator: its own checks against what the import
  * learned (nothing moves unless they pass), then the path the import
- * chose. Direct paths (self, mapping, cross-memory attach) complete in the
- * call; over packets the owner answers (src/rma/recv.c).
+ * chose. Direct paths (self, mapping, the transport's one-sided put and
+ * get) complete in the call; over packets the owner answers
+ * (src/rma/recv.c).
  */
-#include <errno.h>
 #include <string.h>
 
 #include "core/pieces.h"
 #include "platform/fence.h"
-#include "platform/os.h"
 #include "rma/rma.h"
 #include "util/log.h"
 
@@ -71,34 +70,27 @@ static void direct_end(struct flit_rma_remote *rm)
     atomic_store_explicit(rm->busy, 0, memory_order_release);
 }
 
-/* Cross-memory attach; FLIT_ERR_NOT_SUPPORTED (and packets from now on)
-   when the kernel refuses it. */
-static flit_status cma_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool write,
-                            uint64_t off, uint8_t *buf, size_t len)
+/* The transport's one-sided put or get; FLIT_ERR_NOT_SUPPORTED (and
+   packets from now on, for every import from the owner) when it refuses. */
+static flit_status tp_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool write,
+                           uint64_t off, void *buf, size_t len)
 {
-    size_t done = 0;
-    while (done < len) {
-        uint64_t at = rm->raddr + off + done;
-        ssize_t n = write ? fl_cma_write(rm->pid, at, buf + done, len - done)
-                          : fl_cma_read(rm->pid, buf + done, at, len - done);
-        if (n > 0) {
-            done += (size_t)n;
-        } else if (n == -ESRCH) {
-            /* The owner's process is gone: the endpoint learns it now, so
-               that every path (flush, peer info, sends) agrees at once
-               rather than at the next periodic check. */
-            fl_ep_peer_down(ep, rm->owner, FLIT_ERR_PEER_DOWN);
-            return FLIT_ERR_PEER_DOWN;
-        } else if (n != -EINTR) {
-            fl_info("rma: cross-memory attach to rank %u failed (%s); its regions "
-                    "are reached through packets",
-                    rm->owner, strerror(n ? (int)-n : EFAULT));
-            fl_rma_of(ep)->peers[rm->owner].no_cma = true;
-            rm->path = FL_RMA_PATH_PACKETS;
-            return FLIT_ERR_NOT_SUPPORTED;
-        }
+    const struct fl_peer *p = &ep->peers[rm->owner];
+    const struct fl_tp_onesided *os = p->tp->onesided;
+    uint64_t at = rm->raddr + off;
+    flit_status st = write ? os->put(p->tpe, rm->owner, rm->key, at, buf, len)
+                           : os->get(p->tpe, rm->owner, rm->key, at, buf, len);
+    if (st == FLIT_ERR_PEER_DOWN) {
+        /* The owner's process is gone: the endpoint learns it now, so
+           that every path (flush, peer info, sends) agrees at once
+           rather than at the next periodic check. */
+        fl_ep_peer_down(ep, rm->owner, FLIT_ERR_PEER_DOWN);
+    } else if (st != FLIT_OK) {
+        fl_rma_of(ep)->peers[rm->owner].no_tp = true;
+        rm->path = FL_RMA_PATH_PACKETS;
+        st = FLIT_ERR_NOT_SUPPORTED;
     }
-    return FLIT_OK;
+    return st;
 }
 
 /* Copies between buf and the region; write: into the region. */
@@ -119,7 +111,7 @@ static flit_status direct_copy(struct flit_ep *ep, struct flit_rma_remote *rm, b
     if (rm->path == FL_RMA_PATH_MAP)
         memcpy(write ? rm->base + off : buf, write ? buf : rm->base + off, len);
     else
-        st = cma_copy(ep, rm, write, off, buf, len);
+        st = tp_copy(ep, rm, write, off, buf, len);
     direct_end(rm);
     return st;
 }

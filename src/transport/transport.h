@@ -81,6 +81,78 @@ struct fl_tp_open_args {
 typedef void (*fl_tp_recv_fn)(void *ctx, uint32_t src, unsigned lane, void *pkt,
                               size_t len);
 
+/*
+ * One-sided operations: what a transport offers when it reaches a peer's
+ * memory without the peer's progress engine. The RMA layer (src/rma) keeps
+ * export, import, permissions, revocation and notifications; it asks the
+ * transport serving the owner for these, once per import, and moves the
+ * data in packets (the owner's progress lands them) where the transport
+ * offers none, ->reaches says no, or an op refuses.
+ *
+ * Memory is named by its owner's rank and a key the owner picks (the RMA
+ * layer: 0 for its control words, n for its n-th flit_rma_alloc block).
+ * How the pieces fit the transports:
+ *   shm       ->mem_alloc a file in shared memory, ->map it in the peer,
+ *             ->put / ->get by cross-memory attach to any address.
+ *   libfabric ->mem_alloc memory registered under the key (fi_mr_reg's
+ *             requested key), no ->map, ->put / ->get as fi_write / fi_read
+ *             at (key, address), waiting for the completion.
+ *   xdp, udp  none: packets.
+ * Threads: as every op, serialised by the endpoint. Blocking: the calls
+ * wait for their own completion (no progress engine runs meanwhile).
+ */
+#define FL_TP_MAP_WRITE (1u << 0) /* ->map: loads and stores, not loads only */
+#define FL_TP_MAP_DATA  (1u << 1) /* ->map: data, not control words */
+
+struct fl_tp_onesided {
+    /* Whether peer's memory is within reach of the ops below (each may
+       still refuse). Changes only when peer goes down. Pure, cheap. */
+    bool (*reaches)(struct fl_tp_ep *t, uint32_t peer);
+
+    /*
+     * Memory the peers this transport reaches may ->map (and ->put / ->get
+     * at with its key): len bytes, whole pages, zero, mapped read-write at
+     * *addr_out. Until ->mem_free, which may run after the endpoint's
+     * peers stopped using it: mappings peers made keep their pages.
+     * FLIT_ERR_NO_MEMORY: this process's or the host's shortage (said once
+     * in the log); other failures FLIT_ERR_SYSTEM. Blocks (setup).
+     */
+    flit_status (*mem_alloc)(struct fl_tp_ep *t, uint64_t key, size_t len,
+                             void **addr_out);
+    void (*mem_free)(struct fl_tp_ep *t, uint64_t key, void *addr, size_t len);
+
+    /*
+     * Optional: maps [off, off + len) (off whole pages) of peer's memory
+     * key here, so that loads and stores reach it; writable only with
+     * FL_TP_MAP_WRITE, so that the hardware refuses a write the owner did
+     * not grant. FL_TP_MAP_DATA: data the caller could also move with
+     * ->put / ->get, which the transport's settings may prefer. The size of
+     * what peer allocated is checked against off + len. FLIT_ERR_NO_MEMORY:
+     * this process's shortage (descriptors, mappings), worth a later try;
+     * FLIT_ERR_NOT_SUPPORTED: not mapped (no such memory yet, refused); the
+     * caller then uses ->put / ->get or packets. ->unmap gives the pages
+     * back. Blocks (setup).
+     */
+    flit_status (*map)(struct fl_tp_ep *t, uint32_t peer, uint64_t key, uint64_t off,
+                       size_t len, unsigned flags, void **addr_out);
+    void (*unmap)(struct fl_tp_ep *t, void *addr, size_t len);
+
+    /*
+     * Copies len bytes to (put) or from (get) peer's memory at its address
+     * raddr, inside its memory key (0: memory the program gave, which only
+     * a transport that reaches all of peer's memory, as cross-memory attach
+     * does, accepts). Complete on return: put's bytes are in place before
+     * any packet sent after it is delivered. The caller checked the bounds
+     * and the owner's permission. FLIT_ERR_PEER_DOWN: peer's process is
+     * gone; FLIT_ERR_NOT_SUPPORTED: refused (logged once by the caller),
+     * nothing or part copied: the caller sends it all in packets.
+     */
+    flit_status (*put)(struct fl_tp_ep *t, uint32_t peer, uint64_t key, uint64_t raddr,
+                       const void *src, size_t len);
+    flit_status (*get)(struct fl_tp_ep *t, uint32_t peer, uint64_t key, uint64_t raddr,
+                       void *dst, size_t len);
+};
+
 struct fl_transport {
     const char *name;
     uint32_t caps; /* FL_TP_* */
@@ -258,14 +330,8 @@ struct fl_transport {
     size_t (*peer_datagram)(struct fl_tp_ep *t, uint32_t peer);
     size_t (*peer_packet_fit)(struct fl_tp_ep *t, uint32_t peer);
 
-    /*
-     * Optional, for transports between the processes of one host: the
-     * process id of peer when this process shares memory with it (it may
-     * map the files peer names in /dev/shm, and reach peer's memory with
-     * cross-memory attach); 0 otherwise. One-sided communication (src/rma)
-     * chooses its path with it, once per import. Pure.
-     */
-    uint32_t (*peer_pid)(struct fl_tp_ep *t, uint32_t peer);
+    /* Optional: one-sided operations (below); NULL: it offers none. */
+    const struct fl_tp_onesided *onesided;
 
     /* One line of state about the pair (t, peer) for dumps; atomics only. */
     void (*dump_peer)(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);

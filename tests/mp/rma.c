@@ -310,6 +310,25 @@ static void get_one(flit_rma_remote_t *r, size_t i, uint64_t off, size_t len,
              (unsigned long long)off, fl_rma_remote_of(r)->owner);
 }
 
+/* Files of one-sided memory this process maps: the shm transport's
+   ("/flit-...-rma<key>"), for its own blocks and control file and the
+   owners' it imported. */
+static size_t rma_files_mapped(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    CHECK(f);
+    char line[512];
+    size_t n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, "/flit-") && strstr(line, "-rma");
+    fclose(f);
+    return n;
+}
+
+/* The path the transport serving the owner offers: its one-sided
+   operations on shm, packets where it offers none (udp,
+   FLIT_SHM_BULK=copy), where no memory of the RMA layer's is then the
+   transport's either. */
 static void check_path(flit_rma_remote_t *r, int kind)
 {
     flit_rma_path p = flit_rma_remote_path(r);
@@ -317,8 +336,13 @@ static void check_path(flit_rma_remote_t *r, int kind)
     bool cma_only = bulk && strcmp(bulk, "cma") == 0;
     if (g.packets && p != FLIT_RMA_PATH_PACKETS)
         FAIL("%s region: path %d, expected packets", kind_name[kind], (int)p);
+    if (g.packets && rma_files_mapped() != 0)
+        FAIL("no transport offers one-sided memory, yet %zu files of it are mapped",
+             rma_files_mapped());
     if (!g.direct)
         return;
+    if (rma_files_mapped() == 0)
+        FAIL("shm offers one-sided memory, yet no file of it is mapped");
     if (kind == K_ALLOC && p != (cma_only ? FLIT_RMA_PATH_ATTACH : FLIT_RMA_PATH_COPY))
         FAIL("alloc region: path %d, expected %s", (int)p, cma_only ? "cma" : "map");
     if (kind == K_USER && p != FLIT_RMA_PATH_ATTACH)

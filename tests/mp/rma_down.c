@@ -130,7 +130,7 @@ static void victim(void)
     flit_rma_remote_t *r;
     CHECK_OK(flit_rma_import(g.ep, flit_rank(0), g.ids[0], &r));
     struct flit_rma_remote *in = fl_rma_remote_of(r);
-    if (in->path == FL_RMA_PATH_MAP || in->path == FL_RMA_PATH_CMA)
+    if (in->path == FL_RMA_PATH_MAP || in->path == FL_RMA_PATH_TP)
         atomic_store(in->busy, (uint64_t)(uint32_t)in->id + 1); /* "copying" */
     CHECK_OK(flit_barrier(g.ep));
     /* No more progress from here: requests to this rank stay unanswered.

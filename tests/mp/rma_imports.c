@@ -42,9 +42,10 @@ static void on_done(flit_token_t *t, void *buf, size_t n, const uint32_t *a, uns
     g.done = 1;
 }
 
-/* Mappings of the owner's flit_rma_alloc blocks in this process (files
-   "/dev/shm/flit-...-rma<n>"; the control file "-rmactl" aside). Counted
-   by name: a sanitizer's allocator maps memory of its own meanwhile. */
+/* Mappings of the owner's flit_rma_alloc blocks in this process (the shm
+   transport's files "/dev/shm/flit-...-rma<key>"; the control file, key 0,
+   aside). Counted by name: a sanitizer's allocator maps memory of its own
+   meanwhile. */
 static size_t mappings(void)
 {
     FILE *f = fopen("/proc/self/maps", "r");
@@ -53,7 +54,8 @@ static size_t mappings(void)
     size_t n = 0;
     while (fgets(line, sizeof line, f)) {
         const char *rma = strstr(line, "-rma");
-        if (strstr(line, "/flit-") && rma && strncmp(rma, "-rmactl", 7) != 0)
+        if (strstr(line, "/flit-") && rma && strncmp(rma, "-rma0 ", 6) != 0 &&
+            strcmp(rma, "-rma0\n") != 0)
             n++;
     }
     fclose(f);

@@ -50,6 +50,7 @@
 #include "platform/fence.h"
 #include "platform/le.h"
 #include "platform/os.h"
+#include "transport/shm/onesided.h"
 #include "transport/shm/ring.h"
 #include "transport/transport.h"
 #include "util/config.h"
@@ -837,21 +838,15 @@ static flit_status shm_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
     }
     if (k->bulk != BULK_CMA)
         return FLIT_ERR_NOT_SUPPORTED;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = fl_cma_write(p->pid, p->seg_addr + offset + done,
-                                 (const uint8_t *)src + done, len - done);
-        if (n > 0) {
-            done += (size_t)n;
-        } else if (n == -ESRCH) {
-            return FLIT_ERR_PEER_DOWN;
-        } else if (n != -EINTR) {
-            fl_info("shm: cross-memory attach to rank %u failed (%s); long "
-                    "payloads go in pieces",
-                    dst, strerror((int)-n));
-            k->bulk = BULK_NONE;
-            return FLIT_ERR_NOT_SUPPORTED;
-        }
+    int err = fl_shm_cma_copy(p->pid, true, p->seg_addr + offset, (void *)src, len);
+    if (err == -ESRCH)
+        return FLIT_ERR_PEER_DOWN;
+    if (err) {
+        fl_info("shm: cross-memory attach to rank %u failed (%s); long "
+                "payloads go in pieces",
+                dst, strerror(-err));
+        k->bulk = BULK_NONE;
+        return FLIT_ERR_NOT_SUPPORTED;
     }
     return FLIT_OK;
 }
@@ -1119,12 +1114,19 @@ static void shm_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_
     snprintf(buf, len, "pid %d", (int)t->peers[peer].pid);
 }
 
-static uint32_t shm_peer_pid(struct fl_tp_ep *t, uint32_t peer)
+uint32_t fl_shm_peer_pid(struct fl_tp_ep *t, uint32_t peer)
 {
     const struct shm_peer *p = &t->peers[peer];
     return p->connected && !atomic_load_explicit(&p->dead, memory_order_relaxed)
                ? (uint32_t)p->pid
                : 0;
+}
+
+void fl_shm_file_name(struct fl_tp_ep *t, uint32_t rank, const char *suffix, char *buf,
+                      size_t len)
+{
+    fl_shm_name(buf, len, t->job_id, rank == FL_SHM_SELF ? t->rank : rank, t->ep_index,
+                suffix);
 }
 
 static void shm_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
@@ -1217,7 +1219,7 @@ const struct fl_transport fl_tp_shm = {
     .settled = shm_settled,
     .in_contact = shm_in_contact,
     .peer_address = shm_peer_address,
-    .peer_pid = shm_peer_pid,
+    .onesided = &fl_shm_onesided,
     .dump_peer = shm_dump_peer,
     .close = shm_close,
 };
