@@ -164,6 +164,14 @@ static void print_start(void)
     fl_config_print(stderr);
 }
 
+/* One-sided ops (transport.h), when offered: ->reaches, each pair both or
+   neither, and memory to map where peers' is mapped. */
+static bool onesided_ok(const struct fl_tp_onesided *o)
+{
+    return !o || (o->reaches && !o->mem_alloc == !o->mem_free && !o->map == !o->unmap &&
+                  !o->put == !o->get && (!o->map || o->mem_alloc));
+}
+
 /* Every transport op is required but the optional ones (an optional pair,
    both or neither): a missing one is our bug. */
 static void check_transports(const struct fl_transport *const *all)
@@ -176,7 +184,7 @@ static void check_transports(const struct fl_transport *const *all)
                   t->check_peers && t->reclaim && t->settled && t->in_contact &&
                   t->peer_address && t->dump_peer && t->close &&
                   (!(t->caps & FL_TP_PUT) || (t->put && t->set_tag)) &&
-                  !t->commit_lent == !t->settle_lent;
+                  !t->commit_lent == !t->settle_lent && onesided_ok(t->onesided);
         if (!ok) {
             fl_error("transport %s lacks a required op", t->name ? t->name : "?");
             abort();

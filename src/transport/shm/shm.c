@@ -27,7 +27,9 @@
  * Long payloads go with one copy: a plain memcpy into the peer's segment when
  * the library made it (shared mapping), cross-memory attach when the
  * program supplied it, and in pieces through the ring (two copies, pipelined)
- * when the kernel refuses CMA or FLIT_SHM_BULK=copy.
+ * when the kernel refuses CMA or FLIT_SHM_BULK=copy. The same two means,
+ * offered to one-sided communication (src/rma) as this transport's
+ * one-sided operations, are in onesided.c.
  *
  * Wake-ups: a sender that finds the receiver's sleeping flag set sends one
  * datagram to the receiver's socket; a producer waiting for room is woken the
