@@ -96,7 +96,11 @@ typedef void (*fl_tp_recv_fn)(void *ctx, uint32_t src, unsigned lane, void *pkt,
  *             ->put / ->get by cross-memory attach to any address.
  *   libfabric ->mem_alloc memory registered under the key (fi_mr_reg's
  *             requested key), no ->map, ->put / ->get as fi_write / fi_read
- *             at (key, address), waiting for the completion.
+ *             at (key, address), waiting for the completion. Two things it
+ *             will add beside these: registering program memory at export
+ *             (key 0 here is "any address", which only attach offers), and
+ *             revocation by deregistering, for importers that cannot map
+ *             the control words (src/rma revokes through them today).
  *   xdp, udp  none: packets.
  * Threads: as every op, serialised by the endpoint. Blocking: the calls
  * wait for their own completion (no progress engine runs meanwhile).
