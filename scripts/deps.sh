@@ -30,11 +30,17 @@
 #   clang-format python3 git
 #                         make format-check (clang-format-diff on changed lines)
 #   mandoc                man_lint (mandoc -T lint on the pages of man/)
+#   libxdp-dev libbpf-dev the AF_XDP transport (FLIT_TRANSPORT=xdp; its XDP
+#                         program is compiled by clang), conformance.xdp, xdp.*
+#   ethtool               xdp.mixed (checksum offload off for a plain UDP peer
+#                         on veth)
+#   xdp-tools             by hand: xdp-loader status shows what is attached
+#                         to an interface
 set -u
 
 PACKAGES="g++ clang libclang-rt-dev ninja-build pkg-config libpmix-dev openmpi-bin
           libopenmpi-dev ucx-utils slurm-wlm munge libpmi2-0-dev iproute2 nftables util-linux
-          clang-format python3 git mandoc"
+          clang-format python3 git mandoc libxdp-dev libbpf-dev xdp-tools ethtool"
 
 say() { echo "deps: $*"; }
 

@@ -27,6 +27,11 @@
 #include "transport/self/self.h"
 #include "transport/shm/shm.h"
 #include "transport/udp/udp.h"
+#include "util/config.h"
+#include "util/log.h"
+#ifdef FLIT_HAVE_XDP
+#include "transport/xdp/xdp.h"
+#endif
 
 static flit_status udp_faulty_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
 {
@@ -40,6 +45,16 @@ static const struct fl_dgram_ops udp_faulty = FL_FAULT_DGRAM("udp", udp_faulty_o
 
 static flit_status udp_open(const struct fl_tp_open_args *a, struct fl_tp_ep **out)
 {
+#ifdef FLIT_HAVE_XDP
+    if (fl_cfg.transport == FL_TRANSPORT_XDP)
+        return FLIT_ERR_NOT_SUPPORTED; /* xdp serves, on its own UDP socket if need be */
+#else
+    static _Atomic int said;
+    if (fl_cfg.transport == FL_TRANSPORT_XDP && !said++)
+        fl_warn(
+            "xdp: this flit was built without AF_XDP (libxdp-dev, libbpf-dev, clang); "
+            "UDP serves");
+#endif
     struct fl_fault_params p;
     return fl_chan_open(fl_fault_from_config(a->rank, &p) ? &udp_faulty : &fl_dgram_udp,
                         a, out);
@@ -48,10 +63,49 @@ static flit_status udp_open(const struct fl_tp_open_args *a, struct fl_tp_ep **o
 /* The reliability channel over UDP datagrams. */
 static const struct fl_transport udp = FL_CHANNEL_TRANSPORT("udp", 3, udp_open);
 
+#ifdef FLIT_HAVE_XDP
+/* AF_XDP over UDP: UDP keeps the port and serves where AF_XDP cannot. */
+static flit_status xdp_udp_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
+{
+    return fl_xdp_open(&fl_dgram_udp, a, out);
+}
+
+static const struct fl_dgram_ops xdp_udp = FL_XDP_DGRAM(xdp_udp_open);
+
+static flit_status xdp_faulty_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
+{
+    struct fl_fault_params p;
+    fl_fault_from_config(a->rank, &p);
+    return fl_fault_open(&xdp_udp, &p, a, out);
+}
+
+static const struct fl_dgram_ops xdp_faulty = FL_FAULT_DGRAM("xdp", xdp_faulty_open);
+
+/* Only when FLIT_TRANSPORT=xdp, and only towards other hosts (as udp in
+   auto): attaching to a NIC is for the user to ask. */
+static flit_status xdp_open(const struct fl_tp_open_args *a, struct fl_tp_ep **out)
+{
+    bool one_host = true;
+    for (uint32_t r = 0; r < a->size; r++)
+        one_host &= a->host_of[r] == a->host_of[a->rank];
+    if (fl_cfg.transport != FL_TRANSPORT_XDP || a->size < 2 || one_host)
+        return FLIT_ERR_NOT_SUPPORTED;
+    struct fl_fault_params p;
+    return fl_chan_open(fl_fault_from_config(a->rank, &p) ? &xdp_faulty : &xdp_udp, a,
+                        out);
+}
+
+/* The reliability channel over AF_XDP frames. */
+static const struct fl_transport xdp = FL_CHANNEL_TRANSPORT("xdp", 4, xdp_open);
+#endif
+
 static const struct fl_transport *const transports[] = {
     &fl_tp_self, /* a rank to itself */
     &fl_tp_shm,  /* ranks on this host */
-    &udp,        /* everyone else (or everyone, FLIT_TRANSPORT=udp) */
+#ifdef FLIT_HAVE_XDP
+    &xdp, /* other hosts, FLIT_TRANSPORT=xdp */
+#endif
+    &udp, /* everyone else (or everyone, FLIT_TRANSPORT=udp) */
     NULL,
 };
 

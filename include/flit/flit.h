@@ -251,8 +251,10 @@ FLIT_API flit_status flit_ep_set_peer_tag(flit_ep_t *ep, flit_rank_t rank, uint6
 /* How the endpoint reaches a peer. */
 typedef struct flit_peer_info {
     size_t struct_size;    /* set to sizeof(flit_peer_info_t) before the call */
-    const char *transport; /* "self", "shm", "udp" */
-    char address[64];      /* udp: "10.0.0.2:4711"; shm: "pid 1234"; self: "" */
+    const char *transport; /* "self", "shm", "udp", "xdp" */
+    char address[64];      /* udp: "10.0.0.2:4711"; shm: "pid 1234"; self: "";
+                              xdp: "10.0.0.2:4711 (xdp)", or "(udp)" where
+                              plain UDP serves the peer */
     size_t max_packet;     /* largest packet the transport carries */
     int down;              /* nonzero once the peer is known dead */
     size_t datagram;       /* udp: largest datagram payload to the peer

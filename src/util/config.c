@@ -52,7 +52,7 @@ struct var {
 
 static const char *const bulk_choices[] = {"auto", "cma", "copy", NULL};
 static const char *const watch_choices[] = {"auto", "proc", NULL};
-static const char *const transport_choices[] = {"auto", "udp", "shm", NULL};
+static const char *const transport_choices[] = {"auto", "udp", "shm", "xdp", NULL};
 static const char *const fiber_choices[] = {"auto", "ucontext", NULL};
 
 /*
@@ -95,8 +95,9 @@ static const struct var vars[] = {
      "pieces through the rings"},
     {"FLIT_PEER_CHECK_MS", K_INT, F(peer_check_ms), 100, 1, 60000, "ms",
      "how often a waiting endpoint checks that its peers are alive"},
-    {"FLIT_TRANSPORT", K_ENUM, F(transport), FL_TRANSPORT_AUTO, 0, 2, NULL,
-     "auto (shared memory on a host, UDP between hosts), udp (UDP to every peer), shm",
+    {"FLIT_TRANSPORT", K_ENUM, F(transport), FL_TRANSPORT_AUTO, 0, 3, NULL,
+     "auto (shared memory on a host, UDP between hosts), udp (UDP to every peer), shm, "
+     "xdp (AF_XDP between hosts where it can attach, else UDP)",
      .choices = transport_choices, .job = true},
     {"FLIT_PEER_TIMEOUT", K_SECONDS, F(peer_timeout_ms), 30000, 100, 86400000, "s",
      "seconds a UDP peer may stay silent (or leave data unacknowledged) before it is "

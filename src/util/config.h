@@ -58,6 +58,7 @@ enum fl_transport_choice {
     FL_TRANSPORT_AUTO = 0, /* self, shared memory on the host, UDP beyond */
     FL_TRANSPORT_UDP,      /* UDP to every other rank, even on this host */
     FL_TRANSPORT_SHM,      /* no UDP: a job confined to one host */
+    FL_TRANSPORT_XDP,      /* as auto, AF_XDP between hosts (UDP where it cannot) */
 };
 
 enum fl_fiber_choice {

@@ -41,7 +41,10 @@
  * TRANSPORT: self (a rank to itself), shm, chan_mem (the reliability
  * channel over a datagram network made of memory, memnet.h), chan_mem_faults
  * (the same under the seeded fault interposer: drop, duplicate, reorder,
- * delay), udp (the channel over UDP on loopback), udp_faults; or broken:
+ * delay), udp (the channel over UDP on loopback), udp_faults, xdp (the
+ * channel over AF_XDP between two network namespaces: run by netns.sh with
+ * FLITNET_NS0 and FLITNET_NS1 set, rank 0 in the first, rank 1 in the
+ * second, and AF_XDP must attach on both sides); or broken:
  * the suite's own test, which wraps self in ops that each break one rule
  * (a commit that swaps two packets of a lane, an arm that loses a wake-up,
  * a cancel that sends) and checks that the suite reports each.
@@ -73,6 +76,12 @@
 #include "transport/shm/shm.h"
 #include "transport/udp/udp.h"
 #include "util/config.h"
+#ifdef FLIT_HAVE_XDP
+#include <fcntl.h>
+#include <sched.h>
+
+#include "transport/xdp/xdp.h"
+#endif
 
 #define MAGIC      0x5eafc0deu
 #define HDR        16u    /* magic, seq, lane, len */
@@ -1026,6 +1035,41 @@ static const struct fl_transport chan_mem =
 static const struct fl_transport chan_mem_faults =
     FL_CHANNEL_TRANSPORT("chan_mem_faults", 11, chan_mem_faults_open);
 static const struct fl_transport udp = FL_CHANNEL_TRANSPORT("udp", 12, udp_open);
+
+#ifdef FLIT_HAVE_XDP
+static flit_status xdp_dgram_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
+{
+    return fl_xdp_open(&fl_dgram_udp, a, out);
+}
+
+static const struct fl_dgram_ops xdp_dgram = FL_XDP_DGRAM(xdp_dgram_open);
+
+static flit_status xdp_open(const struct fl_tp_open_args *a, struct fl_tp_ep **out)
+{
+    return fl_chan_open(&xdp_dgram, a, out);
+}
+
+static const struct fl_transport xdp = FL_CHANNEL_TRANSPORT("xdp", 14, xdp_open);
+#endif
+
+/* xdp: each rank in its host's network namespace (FLITNET_NS<rank>). */
+static void enter_host(const struct fl_transport *tp, uint32_t rank)
+{
+    (void)tp;
+    (void)rank;
+#ifdef FLIT_HAVE_XDP
+    if (tp != &xdp)
+        return;
+    char var[16], path[256];
+    snprintf(var, sizeof var, "FLITNET_NS%u", rank);
+    const char *ns = getenv(var);
+    snprintf(path, sizeof path, "/run/netns/%s", ns ? ns : "");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) != 0)
+        die("xdp: cannot enter network namespace '%s': %s", path, strerror(errno));
+    close(fd);
+#endif
+}
 static const struct fl_transport udp_faults =
     FL_CHANNEL_TRANSPORT("udp_faults", 13, udp_faults_open);
 
@@ -1107,7 +1151,14 @@ static void leaky_cancel(struct fl_tp_ep *t, uint32_t dst, unsigned lane, void *
 static void open_side(struct side *s, const struct fl_transport *tp, uint32_t rank,
                       uint32_t size, uint64_t job)
 {
-    static const uint32_t host_of[2] = {0, 0};
+    static const uint32_t one_host[2] = {0, 0}, two_hosts[2] = {0, 1};
+    const uint32_t *host_of = one_host;
+#ifdef FLIT_HAVE_XDP
+    if (tp == &xdp)
+        host_of = two_hosts; /* as flit_init sees ranks in namespaces of their own */
+#endif
+    (void)two_hosts;
+    enter_host(tp, rank);
     s->tp = tp;
     s->rank = rank;
     s->peer = size == 1 ? rank : 1 - rank;
@@ -1128,6 +1179,13 @@ static void open_side(struct side *s, const struct fl_transport *tp, uint32_t ra
         die("%s: the transport refuses to open (FLIT_TRANSPORT set?)", tp->name);
     if (st != FLIT_OK)
         die("%s: open failed: %d", tp->name, (int)st);
+#ifdef FLIT_HAVE_XDP
+    char line[256];
+    if (tp == &xdp &&
+        (tp->dump_peer(s->ep, s->peer, line, sizeof line), strstr(line, "no xdp")))
+        die("xdp: rank %u: AF_XDP did not attach (%s; the warning above says why)", rank,
+            line);
+#endif
 }
 
 /* Each side publishes its address and connects to the other's. */
@@ -1307,11 +1365,29 @@ static int run_broken(void)
     return bad;
 }
 
+/* The xdp instance, or a skip (77) saying what is missing. */
+static const struct fl_transport *xdp_transport(void)
+{
+#ifdef FLIT_HAVE_XDP
+    if (!getenv("FLITNET_NS0") || !getenv("FLITNET_NS1")) {
+        printf("SKIP: xdp runs between two network namespaces: under netns.sh run "
+               "(ctest -R conformance.xdp)\n");
+        exit(77);
+    }
+    fl_cfg.transport = FL_TRANSPORT_XDP;
+    return &xdp;
+#else
+    printf("SKIP: this flit was built without AF_XDP (Debian: libxdp-dev libbpf-dev "
+           "clang)\n");
+    exit(77);
+#endif
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
         die("usage: conformance_test self|shm|chan_mem|chan_mem_faults|udp|udp_faults|"
-            "broken");
+            "xdp|broken");
     signal(SIGPIPE, SIG_IGN);
     unsetenv("FLIT_TRANSPORT");
     if (fl_config_load() != FLIT_OK)
@@ -1338,6 +1414,8 @@ int main(int argc, char **argv)
     } else if (strcmp(name, "udp") == 0 || strcmp(name, "udp_faults") == 0) {
         fl_cfg.transport = FL_TRANSPORT_UDP;
         tp = strcmp(name, "udp") == 0 ? &udp : &udp_faults;
+    } else if (strcmp(name, "xdp") == 0) {
+        tp = xdp_transport();
     }
     if (!tp)
         die("unknown transport '%s'", name);

@@ -1,0 +1,114 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A flit job over AF_XDP across the hosts of the test network (run by
+# `netns.sh run`, FLITNET_* set): FLIT_TRANSPORT=xdp, flitrun in host 0
+# starting rank i in host i (tests/net/job.sh), then checks that AF_XDP
+# really carried it.
+#
+#   xdp_job.sh --have ON|OFF [--loss PCT] [--mixed] FLITRUN [flitrun options]
+#              PROGRAM [args]
+#
+#   --have      whether the build has the transport (FLIT_WITH_XDP): OFF skips
+#   --loss PCT  the switch drops PCT% of the UDP frames each host sends
+#               (netdev ingress of its port): the hosts' own rules (netns.sh
+#               --loss) sit behind XDP, which takes our frames first
+#   --mixed     the last rank runs without the capabilities AF_XDP needs:
+#               it must say why once and serve on plain UDP, while the
+#               others still send it AF_XDP frames
+#
+# Checks: the job passes; each rank that may attach says "AF_XDP on eth0",
+# the others "UDP serves" with the reason, once each; at exit (FLIT_STATS)
+# every peer of an attached rank was served by "xdp eth0"; with --loss the
+# switch dropped frames. Exit 0 pass, 1 fail, 77 skip.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+LOSS=0
+MIXED=0
+HAVE=OFF
+while [ $# -gt 0 ]; do
+  case $1 in
+    --loss) LOSS=$2; shift 2 ;;
+    --mixed) MIXED=1; shift ;;
+    --have) HAVE=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 2 ] || { echo "usage: xdp_job.sh [--loss PCT] [--mixed] FLITRUN PROGRAM..." >&2; exit 2; }
+FLITRUN=$1
+shift
+N=$FLITNET_HOSTS
+last=$((N - 1))
+SW=$FLITNET_PREFIX-sw
+
+[ "$HAVE" = ON ] ||
+  { echo "SKIP: this flit was built without AF_XDP (Debian: libxdp-dev libbpf-dev clang)"; exit 77; }
+command -v setpriv >/dev/null 2>&1 || { echo "SKIP: setpriv not found (Debian: util-linux)"; exit 77; }
+
+if [ "$LOSS" -gt 0 ]; then
+  command -v nft >/dev/null 2>&1 || { echo "SKIP: nft not found (Debian: nftables)"; exit 77; }
+  rules="table netdev flitxdp {"$'\n'
+  for ((i = 0; i < N; i++)); do
+    rules+="  chain p$i {"$'\n'"    type filter hook ingress device \"p$i\" priority 0;"$'\n'
+    rules+="    meta protocol ip ip protocol udp numgen random mod 100 < $LOSS counter drop"$'\n'
+    rules+="  }"$'\n'
+  done
+  echo "$rules }" | ip netns exec "$SW" nft -f - || { echo "FAIL: nft refused the loss rules"; exit 1; }
+fi
+
+FAILS=0
+fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+TMP=$(mktemp -d) || exit 1
+trap 'rm -rf "$TMP"' EXIT
+
+# The launcher: rank i in host i; with --mixed, the last host's rank
+# without the capabilities that bpf() and AF_XDP ask for.
+export XDPTEST_PLAIN_HOST=
+if [ "$MIXED" -eq 1 ]; then
+  XDPTEST_PLAIN_HOST=$(eval echo "\$FLITNET_NS$last")
+  # Its kernel sends through veth with the UDP checksum left to an offload
+  # that veth never does: the AF_XDP side, which checks it, would refuse
+  # every datagram. A NIC finishes the checksum on the wire.
+  command -v ethtool >/dev/null 2>&1 || { echo "SKIP: ethtool not found (Debian: ethtool)"; exit 77; }
+  ip netns exec "$XDPTEST_PLAIN_HOST" ethtool -K eth0 tx off >/dev/null ||
+    { echo "FAIL: ethtool -K eth0 tx off refused"; exit 1; }
+fi
+export FLIT_TRANSPORT=xdp FLIT_VERBOSE=1 FLIT_STATS=1
+ip netns exec "$FLITNET_NS0" "$FLITRUN" -n "$N" --hosts "$FLITNET_NSLIST" \
+  --launch "$HERE/launch.sh {host}" "$@" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" -eq 0 ] || fail "flitrun exited $rc"
+
+attached=$(grep -c "info: xdp: AF_XDP on eth0 queue" "$TMP/err")
+refused=$(grep -c "UDP serves this endpoint" "$TMP/err")
+want_refused=$MIXED
+[ "$attached" -eq $((N - want_refused)) ] ||
+  fail "$attached ranks said 'AF_XDP on eth0', expected $((N - want_refused))"
+[ "$refused" -eq "$want_refused" ] || fail "$refused ranks fell back to UDP, expected $want_refused"
+if [ "$MIXED" -eq 1 ]; then
+  grep -q "flit\[$last\] warning: xdp: .*not permitted" "$TMP/err" ||
+    fail "rank $last did not say why it cannot use AF_XDP"
+  grep -q "flit\[$last\].*-> xdp: udp .*(no xdp)" "$TMP/err" ||
+    fail "rank $last's peers are not described as served by UDP"
+  refused_pkts=$(sed -n 's/^flit\[0\] .*refused packets \([0-9]*\).*/\1/p' "$TMP/err")
+  [ "${refused_pkts:-1}" -eq 0 ] || fail "rank 0 refused ${refused_pkts:-?} packets"
+fi
+# Every attached rank sent to every peer through AF_XDP.
+for ((r = 0; r < N - want_refused; r++)); do
+  through=$(grep -c "flit\[$r\] info: xdp: rank [0-9]* .* through AF_XDP on eth0" "$TMP/err")
+  [ "$through" -eq $((N - 1)) ] ||
+    fail "rank $r sent through AF_XDP to $through peers, not $((N - 1))"
+done
+grep -q "wrong checksum" "$TMP/err" && fail "a rank refused frames for their checksum"
+if [ "$LOSS" -gt 0 ]; then
+  dropped=$(ip netns exec "$SW" nft list table netdev flitxdp |
+    sed -n 's/.*counter packets \([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+  echo "the switch dropped $dropped frames"
+  [ "$dropped" -gt 0 ] || fail "the switch dropped nothing"
+fi
+if [ "$FAILS" -gt 0 ]; then
+  echo "---- flitrun stdout"; cat "$TMP/out"
+  echo "---- flitrun stderr"; cat "$TMP/err"
+  exit 1
+fi
+grep -h "OK\|AF_XDP\|UDP serves" "$TMP/out" "$TMP/err" | grep -v "^flit\[.*info: FLIT_"
+echo "ok: $N ranks over xdp${LOSS:+, $LOSS% loss}$([ "$MIXED" -eq 1 ] && echo ", rank $last on UDP")"
