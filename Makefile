@@ -14,6 +14,9 @@
 #   make bench-compare  flit-bench beside Open MPI's ping-pong and UCX's
 #                       ucx_perftest, run by run (BENCH_ARGS='--rounds 5')
 #   make bench-udp      flit over UDP beside raw UDP: loopback, veth, under loss
+#   make bench-xdp      flit over AF_XDP beside flit over UDP and raw UDP, across
+#                       veth between network namespaces (root; BENCH_ARGS:
+#                       --rounds N, --quick, --csv DIR)
 #   make bench-scale    N ranks on this host: creation, memory, latency, barrier
 #   make bench-readme   all of these, 3 runs each: docs/performance.md's tables
 #   make bench-launch   start-up cost under flitrun, srun --mpi=pmix and pmi2,
@@ -36,7 +39,7 @@ GENERATOR   = $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 FLITRUN     = $(BUILD)/tools/flitrun
 
 .PHONY: all configure build demo deps test test-main test-asan test-tsan format-check \
-        bench bench-compare bench-udp bench-readme bench-launch apps install clean
+        bench bench-compare bench-udp bench-xdp bench-readme bench-launch apps install clean
 
 all: build
 
@@ -117,6 +120,9 @@ bench-compare: build
 
 bench-udp: build
 	bench/udp_bench.sh $(BUILD) $(BENCH_ARGS)
+
+bench-xdp: build
+	bench/xdp_bench.sh $(BUILD) $(BENCH_ARGS)
 
 # N ranks on this host, over shm and udp: creation time, memory, /dev/shm,
 # latency beside idle ranks, barrier (BENCH_ARGS: --plot FILE.png, --shm

@@ -1,0 +1,141 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# flit over AF_XDP beside flit over UDP and raw UDP (make bench-xdp), across
+# two "hosts": network namespaces joined through a bridge by veth pairs
+# (tests/net/netns.sh), one rank in each, started by flitrun with --launch
+# 'ip netns exec {host} ...'.
+#
+#     bench/xdp_bench.sh BUILD_DIR [--rounds N] [--quick] [--csv DIR]
+#
+# Each round runs flit-bench twice, FLIT_TRANSPORT=xdp then udp (A B A B
+# ...: drift on a shared machine falls on both alike), for the 8-byte
+# one-way latency of a short AM, the 8-byte message rate, and 64 KiB and
+# 1 MiB long-AM bandwidth; raw UDP is flit-bench's own baseline between
+# the same two processes (its ping-pong, flood and stream), taken in both
+# runs. The table gives medians over the rounds with their spread
+# (min-max), and the ratios the issue sets targets for:
+#   latency  xdp / udp <= 0.6     rate  xdp / udp >= 2
+#   1 MiB bandwidth  xdp / udp >= 1.2
+# Default 5 rounds (--quick: 3 rounds of flit-bench --quick).
+# --csv DIR keeps every run's CSV (round-K-xdp.csv, round-K-udp.csv).
+# Needs root (namespaces) and a flit built with AF_XDP.
+set -u
+
+build=${1:-build}
+[ $# -gt 0 ] && shift
+rounds=5
+quick=
+keep=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --quick) quick=--quick; rounds=3; shift ;;
+    --csv) keep=$(mkdir -p "$2" && cd "$2" && pwd) || exit 1; shift 2 ;;
+    *) echo "xdp_bench.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+here=$(cd "$(dirname "$0")" && pwd)
+netns=$here/../tests/net/netns.sh
+bench=$(readlink -f "$build/bench/flit-bench")
+flitrun=$(readlink -f "$build/tools/flitrun")
+[ -x "$bench" ] && [ -x "$flitrun" ] || {
+  echo "xdp_bench.sh: $build/bench/flit-bench or $build/tools/flitrun missing: build first" >&2
+  exit 1
+}
+grep -q "FLIT_WITH_XDP:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null || {
+  echo "xdp_bench.sh: $build was configured without AF_XDP (Debian: libxdp-dev libbpf-dev clang)" >&2
+  exit 77
+}
+
+# ---- inside the test network (netns.sh run ... -- xdp_bench.sh ...)
+run_one() { # TRANSPORT OUT: one flit-bench run, one rank per host
+  FLIT_TRANSPORT=$1 ip netns exec "$FLITNET_NS0" "$flitrun" -n 2 --hosts "$FLITNET_NSLIST" \
+    --launch 'ip netns exec {host} unshare --ipc' --timeout 900 "$bench" --csv $quick \
+    --only latency,rate,bandwidth --sizes 8,64k,1M >"$2.csv" 2>"$2.err"
+}
+
+# FIGURE SIZE COLUMN FILES...: the values (column 3: flit's, 5: the raw
+# baseline's), one per line
+values() {
+  local n=$1 s=$2 c=$3
+  shift 3
+  awk -F, -v n="$n" -v s="$s" -v c="$c" '$1 == n && $2 == s && $c != "" { print $c }' "$@"
+}
+
+# median, min and max of the numbers on stdin: "MED MIN MAX" ("- - -" if none)
+stats() {
+  sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) { print "- - -"; exit }
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    print m, v[1], v[NR] }'
+}
+
+row() { # LABEL UNIT XDP_STATS UDP_STATS RAW_STATS TARGET_TEXT
+  local label=$1 unit=$2 target=$6
+  read -r xm xl xh <<<"$3"
+  read -r um ul uh <<<"$4"
+  read -r rm rl rh <<<"$5"
+  awk -v l="$label" -v u="$unit" -v xm="$xm" -v xl="$xl" -v xh="$xh" -v um="$um" -v ul="$ul" \
+    -v uh="$uh" -v rm="$rm" -v rl="$rl" -v rh="$rh" -v t="$target" '
+    function cell(m, lo, hi) { return m == "-" ? "-" : sprintf("%.3g (%.3g-%.3g)", m, lo, hi) }
+    BEGIN {
+      ratio = (xm == "-" || um == "-" || um + 0 == 0) ? "-" : sprintf("%.2f", xm / um)
+      raw = (xm == "-" || rm == "-" || rm + 0 == 0) ? "-" : sprintf("%.2f", xm / rm)
+      printf "  %-18s %-6s %-24s %-24s %-24s %7s %7s  %s\n", l, u, cell(xm, xl, xh),
+        cell(um, ul, uh), cell(rm, rl, rh), ratio, raw, t
+    }'
+}
+
+inner() {
+  local dir k
+  dir=${keep:-$(mktemp -d)} || exit 1
+  [ -z "$keep" ] && trap 'rm -rf "$dir"' EXIT
+  for ((k = 1; k <= rounds; k++)); do
+    for tp in xdp udp; do
+      if ! run_one "$tp" "$dir/round-$k-$tp"; then
+        echo "xdp_bench.sh: round $k over $tp failed:" >&2
+        cat "$dir/round-$k-$tp.err" >&2
+        exit 1
+      fi
+    done
+    echo "round $k of $rounds done" >&2
+  done
+  grep -h "AF_XDP\|UDP serves" "$dir"/round-1-xdp.err | head -2
+  local xs us
+  xs=$(ls "$dir"/round-*-xdp.csv)
+  us=$(ls "$dir"/round-*-udp.csv)
+  echo
+  echo "flit over AF_XDP (FLIT_TRANSPORT=xdp) beside flit over UDP and raw UDP, one rank"
+  echo "in each of two network namespaces (veth through a bridge); $rounds rounds"
+  echo "alternated xdp, udp; median (min-max); raw UDP is flit-bench's baseline"
+  echo "(from both runs); ratios of medians"
+  printf '  %-18s %-6s %-24s %-24s %-24s %7s %7s  %s\n' figure unit "flit xdp" "flit udp" \
+    "raw udp" "xdp/udp" "xdp/raw" target
+  # shellcheck disable=SC2086 # lists of files
+  row "8 B latency" us "$(values latency_short 8 3 $xs | stats)" \
+    "$(values latency_short 8 3 $us | stats)" "$(values latency_short 8 5 $xs $us | stats)" \
+    "xdp/udp <= 0.6"
+  # shellcheck disable=SC2086
+  row "8 B rate" Mmsg/s "$(values rate_short 8 3 $xs | stats)" \
+    "$(values rate_short 8 3 $us | stats)" "$(values rate_short 8 5 $xs $us | stats)" \
+    "xdp/udp >= 2"
+  for s in 65536 1048576; do
+    # shellcheck disable=SC2086
+    row "$((s / 1024)) KiB bandwidth" MB/s "$(values bandwidth_long $s 3 $xs | stats)" \
+      "$(values bandwidth_long $s 3 $us | stats)" \
+      "$(values bandwidth_long $s 5 $xs $us | stats)" \
+      "$([ $s -eq 1048576 ] && echo "xdp/udp >= 1.2")"
+  done
+}
+
+if [ "${XDP_BENCH_INNER:-}" = 1 ]; then
+  inner
+  exit $?
+fi
+args=("$build" --rounds "$rounds")
+[ -n "$quick" ] && args+=("$quick")
+[ -n "$keep" ] && args+=(--csv "$keep")
+XDP_BENCH_INNER=1 "$netns" run "fb-xdp-$$" 2 --timeout 3000 -- "$0" "${args[@]}"
+rc=$?
+[ $rc -eq 77 ] && echo "xdp_bench.sh: skipped: needs root and network namespaces"
+exit $rc
