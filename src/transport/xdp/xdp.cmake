@@ -22,7 +22,9 @@ add_custom_command(
   COMMAND ${CMAKE_COMMAND} -DIN=${FLIT_XDP_GEN}/steer.bpf.o
           -DOUT=${FLIT_XDP_GEN}/steer_obj.c -P ${FLIT_XDP_DIR}/embed.cmake
   DEPENDS ${FLIT_XDP_GEN}/steer.bpf.o ${FLIT_XDP_DIR}/embed.cmake)
-list(APPEND FLIT_SOURCES
+# Beside FLIT_SOURCES, not in it: the libFuzzer build compiles that list
+# again, without libxdp.
+set(FLIT_XDP_SOURCES
   src/transport/xdp/neigh.c
   src/transport/xdp/xsk.c
   src/transport/xdp/xdp.c
