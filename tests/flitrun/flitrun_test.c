@@ -705,13 +705,14 @@ static void make_stdin_file(void)
 }
 
 /* A stand-in for ssh, first on PATH: joins its arguments into one command
-   line and runs it in a shell, as ssh has sshd do; -o options are ignored. */
+   line and runs it in a shell, as ssh has sshd do, and stays while it runs,
+   as ssh does, its command line to be seen; -o options are ignored. */
 static void make_fake_ssh(void)
 {
     static const char script[] = "#!/bin/sh\n"
                                  "while [ \"$1\" = -o ]; do shift 2; done\n"
                                  "host=$1; shift\n"
-                                 "FAKEHOST=$host exec /bin/sh -c \"$*\"\n";
+                                 "FAKEHOST=$host /bin/sh -c \"$*\"\n";
     write_file("ssh", script, sizeof script - 1, 0755);
 }
 
@@ -1108,9 +1109,11 @@ static const struct tcase cases[] = {
      .args = {"-v", "-n", "3", ON_HOSTS("a:2,b:1", FAKE_LAUNCH), "RANK", "gather", "1"},
      .err = {"flitrun: boot address tcp:127.0.0.1:", "(--boot-addr)",
              "flitrun: host a: 2 ranks\n", "flitrun: host b: 1 rank\n",
-             "flitrun: rank 2 -> b: env FAKEHOST=b env FLIT_", " FLIT_RANK=2",
-             "flitrun: rank 1 (pid ", " on a) connected from 127.0.0.1:"},
+             "flitrun: rank 2 -> b: env FAKEHOST=b sh -c read -r FLIT_JOB_KEY && "
+             "export FLIT_JOB_KEY && exec \"$@\" sh env FLIT_",
+             " FLIT_RANK=2", "flitrun: rank 1 (pid ", " on a) connected from 127.0.0.1:"},
      .msg = {{2, "b", "exited with status 0\n"}},
+     .not_err = {"FLIT_JOB_KEY="},
      .ranks = 3},
     {.name = "tcp_fail",
      .tcp = true,
@@ -1211,6 +1214,22 @@ static const struct tcase cases[] = {
      .err = {"exited with status 255 (ssh's own failure, or the rank was killed by a "
              "signal there)\n"},
      .ranks = ANY},
+    /* the job's key is on no command line while the job runs: not ssh's
+       (nor the remote shell's), not that of a --launch template's process
+       that stays, as `sh -c` here does (tcp_stdin: rank 0 on another host reads the
+       key's line, then flitrun's stdin) */
+    {.name = "tcp_nokey",
+     .tcp = true,
+     .args = {"-n", "3", "--hosts", "a,b,c", "--boot-addr", "127.0.0.1", "RANK", "nokey"},
+     .prepare = make_fake_ssh,
+     .fake_ssh = true,
+     .lines = {3, "rank %1$d: the key is on no command line\n"},
+     .ranks = 3},
+    {.name = "tcp_nokey",
+     .tcp = true,
+     .args = {"-n", "3", ON_HOSTS("a,b,c", FORKING_LAUNCH), "RANK", "nokey"},
+     .lines = {3, "rank %1$d: the key is on no command line\n"},
+     .ranks = 3},
 };
 
 /* ---- the runner ---- */

@@ -40,6 +40,9 @@
  *                        (set by the tests' --launch template) or "here"
  *   args ARGS...         prints its working directory and each argument
  *                        in brackets (quoting through a fake ssh)
+ *   nokey                one allgather, then no process's command line
+ *                        (/proc/PID/cmdline) may hold FLIT_JOB_KEY; prints
+ *                        "rank R: the key is on no command line"
  *
  * FLIT_BOOT must be flitrun's unix socket for this job, or, when
  * $FLRUN_TEST_TCP names an IPv4 address, tcp:THAT:PORT, and the connection's
@@ -51,6 +54,7 @@
  * its end.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -731,6 +735,45 @@ static int mode_args(int argc, char **argv)
     return 0;
 }
 
+/* Whether the file at path holds text (its first 64 KiB). */
+static bool file_has(const char *path, const char *text)
+{
+    static char buf[65536];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false; /* gone since the listing */
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    return memmem(buf, (size_t)n, text, strlen(text)) != NULL;
+}
+
+/* One allgather (every rank and its launcher are running then), then no
+   command line on this host may show the job's key. */
+static int mode_nokey(struct client *c)
+{
+    client_open(c);
+    gather_pattern(c);
+    const char *key = getenv(FL_ENV_JOB_KEY);
+    DIR *d = opendir("/proc");
+    if (!d)
+        die("/proc: %s", strerror(errno));
+    for (struct dirent *e; (e = readdir(d));) {
+        char path[300];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+        if (file_has(path, key))
+            die("the job's key is on the command line of pid %s", e->d_name);
+    }
+    closedir(d);
+    gather_pattern(c); /* no launcher ends before every rank has looked */
+    say_bye(c);
+    printf("rank %u: the key is on no command line\n", c->rank);
+    return 0;
+}
+
 static int mode_spam(void)
 {
     while (write(STDOUT_FILENO, "spam\n", 5) == 5)
@@ -771,6 +814,8 @@ int main(int argc, char **argv)
         return mode_busy(&c, argc, argv);
     if (strcmp(mode, "spam") == 0)
         return mode_spam();
+    if (strcmp(mode, "nokey") == 0)
+        return mode_nokey(&c);
     if (strcmp(mode, "where") == 0)
         return mode_where();
     if (strcmp(mode, "args") == 0)

@@ -306,6 +306,9 @@ const char *host_name(const struct job *job, uint32_t r);
 const char *rank_who(const struct job *job, uint32_t r, char *buf, size_t len);
 /* Rank r's argv when it is on another host: its launcher's. 0 or -1. */
 int launch_argv(struct job *job, uint32_t r);
+/* The read end of a pipe holding the job's key, rank r's stdin when it is
+   on another host (*fd -1: its usual stdin). 0, or -1 with errno. */
+int key_stdin(struct job *job, uint32_t r, int *fd);
 /* Appends to buf what a remote launcher's exit status code may mean. */
 void describe_remote(const struct job *job, int code, char *buf, size_t len);
 

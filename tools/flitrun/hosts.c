@@ -2,6 +2,8 @@
 /* flitrun's host list, placement, launch commands and boot address; see hosts.h. */
 #include "hosts.h"
 
+#include "boot/proto.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
@@ -325,20 +327,40 @@ static void text_template(struct text *t, const char *w, const char *host)
     text_str(t, w);
 }
 
+/* The shell's words that read FLIT_JOB_KEY from the first line of stdin: a
+   secret on a command line is for anyone on either host to read in
+   /proc/PID/cmdline; stdin is the launcher's own pipe. read takes one byte
+   at a time from a pipe, so what follows the line stays the program's. */
+#define READ_KEY "read -r " FL_ENV_JOB_KEY " && export " FL_ENV_JOB_KEY " && "
+
+/* Without a remote shell: sh -c '<READ_KEY>exec "$@"' sh, then the command. */
+static size_t key_reader_words(struct text *t)
+{
+    static const char *const words[] = {"sh", "-c", READ_KEY "exec \"$@\"", "sh"};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        text_add(t, words[i], strlen(words[i]) + 1);
+    return sizeof words / sizeof *words;
+}
+
 /* Words go into t separated by NULs; returns how many. */
 static size_t build_words(struct text *t, const struct fr_launch *l, const char *host,
-                          char *const *env, char *const *prog, const char *cwd)
+                          const struct fr_launch_cmd *cmd)
 {
     size_t n = 0;
+    char *const *env = cmd->env, *const *prog = cmd->prog;
     for (size_t i = 0; i < l->n; i++, n++) {
         text_template(t, l->words[i], host);
         text_add(t, "", 1);
     }
-    if (l->shell && cwd) {
+    if (l->shell && cmd->cwd) {
         text_str(t, "cd ");
-        text_quoted(t, cwd);
+        text_quoted(t, cmd->cwd);
         text_str(t, " && ");
     }
+    if (cmd->key_on_stdin && l->shell)
+        text_str(t, READ_KEY);
+    else if (cmd->key_on_stdin)
+        n += key_reader_words(t);
     text_str(t, l->shell ? "exec env" : "env");
     for (int pass = 0; pass < 2; pass++) {
         for (char *const *w = pass ? prog : env; *w; w++) {
@@ -356,11 +378,11 @@ static size_t build_words(struct text *t, const struct fr_launch *l, const char 
     return n + 1;
 }
 
-char **fr_launch_argv(const struct fr_launch *l, const char *host, char *const *env,
-                      char *const *prog, const char *cwd)
+char **fr_launch_argv(const struct fr_launch *l, const char *host,
+                      const struct fr_launch_cmd *cmd)
 {
     struct text t = {0};
-    size_t n = build_words(&t, l, host, env, prog, cwd);
+    size_t n = build_words(&t, l, host, cmd);
     char **argv = t.err ? NULL : malloc((n + 1) * sizeof *argv + t.len);
     if (!argv) {
         free(t.s);

@@ -67,15 +67,25 @@ struct fr_launch {
 int fr_launch_parse(const char *tmpl, struct fr_launch *out, char *why, size_t why_len);
 void fr_launch_free(struct fr_launch *l);
 
+/* What runs on the other host. */
+struct fr_launch_cmd {
+    char *const *env;  /* the assignments, NULL-terminated */
+    char *const *prog; /* the program and its arguments, NULL-terminated */
+    const char *cwd;   /* where it runs (through a shell); NULL: anywhere */
+    bool key_on_stdin; /* FLIT_JOB_KEY is the first line of stdin */
+};
+
 /*
  * The argv that starts prog on host: the template's words with {host}
  * replaced, then `env VAR=value... prog args`. Through a shell (ssh) those
- * words become one, each quoted for a POSIX shell, behind `cd CWD &&`
- * (cwd may be NULL). env: the assignments, NULL-terminated. One allocation,
+ * words become one, each quoted for a POSIX shell, behind `cd CWD &&`.
+ * With key_on_stdin, a shell first reads FLIT_JOB_KEY from stdin's first
+ * line and exports it (the remote shell, or `sh -c` after the template's
+ * words), so that the key is on no command line. One allocation,
  * NULL-terminated; free() it. NULL when out of memory.
  */
-char **fr_launch_argv(const struct fr_launch *l, const char *host, char *const *env,
-                      char *const *prog, const char *cwd);
+char **fr_launch_argv(const struct fr_launch *l, const char *host,
+                      const struct fr_launch_cmd *cmd);
 
 /*
  * An IPv4 address of this host (host order) that host can reach: the

@@ -5,9 +5,11 @@
  * the exit status of that command may say about the rank.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "flitrun.h"
 
@@ -41,20 +43,31 @@ const char *rank_who(const struct job *job, uint32_t r, char *buf, size_t len)
     return buf;
 }
 
-/* The FLIT_* part of the environment, FLIT_RANK included: what travels to
-   another host. NULL-terminated; the strings are environ's. */
+/* Whether the variable travels on the launcher's command line: FLIT_*, but
+   not the job's key, which anyone on either host could read there
+   (/proc/PID/cmdline); it goes on the launcher's stdin (key_stdin). */
+static bool travels(const char *var)
+{
+    size_t klen = strlen(FL_ENV_JOB_KEY);
+    return strncmp(var, "FLIT_", 5) == 0 &&
+           !(strncmp(var, FL_ENV_JOB_KEY, klen) == 0 && var[klen] == '=');
+}
+
+/* The FLIT_* part of the environment, FLIT_RANK included, the key left
+   out: what travels to another host. NULL-terminated; the strings are
+   environ's. */
 static char **flit_env(void)
 {
     extern char **environ;
     size_t n = 0;
     for (char **e = environ; *e; e++)
-        n += strncmp(*e, "FLIT_", 5) == 0;
+        n += travels(*e);
     char **out = malloc((n + 1) * sizeof *out);
     if (!out)
         return NULL;
     n = 0;
     for (char **e = environ; *e; e++)
-        if (strncmp(*e, "FLIT_", 5) == 0)
+        if (travels(*e))
             out[n++] = *e;
     out[n] = NULL;
     return out;
@@ -83,9 +96,9 @@ int launch_argv(struct job *job, uint32_t r)
     struct rank *rk = &job->ranks[r];
     if (rk->remote) {
         char **env = flit_env();
-        rk->argv = env ? fr_launch_argv(&job->opt.launch, host_name(job, r), env,
-                                        job->opt.argv, job->cwd)
-                       : NULL;
+        struct fr_launch_cmd cmd = {
+            .env = env, .prog = job->opt.argv, .cwd = job->cwd, .key_on_stdin = true};
+        rk->argv = env ? fr_launch_argv(&job->opt.launch, host_name(job, r), &cmd) : NULL;
         free(env);
         if (!rk->argv) {
             errno = ENOMEM;
@@ -93,6 +106,51 @@ int launch_argv(struct job *job, uint32_t r)
         }
     }
     note_placement(job, r);
+    return 0;
+}
+
+/* The key's line, "<64 hex digits>\n", written whole to fd (a pipe that
+   is empty: it fits at once). 0 or -1. */
+static int write_key(int fd)
+{
+    char line[2 * FL_PROTO_KEY_LEN + 2];
+    const char *key = getenv(FL_ENV_JOB_KEY);
+    int len = snprintf(line, sizeof line, "%s\n", key ? key : "");
+    ssize_t n;
+    do
+        n = write(fd, line, (size_t)len);
+    while (n < 0 && errno == EINTR);
+    if (n == len)
+        return 0;
+    if (n >= 0)
+        errno = EIO;
+    return -1;
+}
+
+/* Rank r's stdin when it is on another host: the job's key comes first on
+   it (see launch_argv). For rank 0 fed flitrun's stdin, the key goes ahead
+   of it in that pipe, and *fd stays -1 (spawn.c's usual stdin); any other
+   gets a pipe of its own holding the key alone, its read end in *fd. 0, or
+   -1 with errno. */
+int key_stdin(struct job *job, uint32_t r, int *fd)
+{
+    int ends[2];
+    *fd = -1;
+    if (!job->ranks[r].remote)
+        return 0;
+    if (r == 0 && job->in.pipe_fd >= 0)
+        return write_key(job->in.pipe_fd);
+    if (pipe2(ends, O_CLOEXEC) != 0)
+        return -1;
+    int rc = write_key(ends[1]);
+    int err = errno;
+    close(ends[1]);
+    if (rc != 0) {
+        close(ends[0]);
+        errno = err;
+        return -1;
+    }
+    *fd = ends[0];
     return 0;
 }
 

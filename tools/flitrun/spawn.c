@@ -87,7 +87,7 @@ static void child_restore(const struct job *job)
 /* In the child, between fork and exec; the report pipe closes on exec, so
    flitrun reads either EOF (it ran) or why it did not. */
 static _Noreturn void child_exec(const struct job *job, uint32_t rank, int report_fd,
-                                 int out_fd, int err_fd)
+                                 int out_fd, int err_fd, int in_fd)
 {
     struct child_error ce = {STAGE_GROUP, 0};
     if (setpgid(0, job->pgid) != 0) /* rank 0: pgid 0, a group of its own */
@@ -98,8 +98,9 @@ static _Noreturn void child_exec(const struct job *job, uint32_t rank, int repor
     if (getppid() != job->self) /* flitrun died before prctl */
         _exit(EXIT_NOEXEC);
     ce.stage = STAGE_STDIO;
-    if (dup2(rank == 0 && job->in.rank_end >= 0 ? job->in.rank_end : job->devnull_fd,
-             STDIN_FILENO) < 0)
+    if (in_fd < 0)
+        in_fd = rank == 0 && job->in.rank_end >= 0 ? job->in.rank_end : job->devnull_fd;
+    if (dup2(in_fd, STDIN_FILENO) < 0)
         goto fail;
     if (out_fd >= 0 &&
         (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0))
@@ -150,16 +151,19 @@ static void rank_started(struct job *job, uint32_t r, pid_t pid, int out_fd, int
 /* Forks rank r; *report_fd will say whether its exec worked. 0 or -1. */
 static int spawn_rank(struct job *job, uint32_t r, int *report_fd)
 {
-    int rep[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    int rep[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, in = -1;
     char num[16];
     snprintf(num, sizeof num, "%u", r);
     if (pipe2(rep, O_CLOEXEC) != 0 ||
         (relaying(job) && (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)) ||
-        setenv(FL_ENV_RANK, num, 1) != 0 || launch_argv(job, r) != 0)
+        setenv(FL_ENV_RANK, num, 1) != 0 || launch_argv(job, r) != 0 ||
+        key_stdin(job, r, &in) != 0)
         goto err_close_pipes;
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(job, r, rep[1], out[1], err[1]);
+        child_exec(job, r, rep[1], out[1], err[1], in);
+    if (in >= 0)
+        close(in);
     if (pid < 0)
         goto err_close_pipes;
     close(rep[1]);
