@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,11 +43,13 @@
 #include "boot/pmi2_wire.h"
 #include "boot/proto.h"
 #include "platform/os.h"
+#include "util/config.h"
 #include "util/log.h"
 
 #define MAX_BLOB (64u << 20)
 #define CHUNK    (FL_PMI2_VALLEN / 2) /* blob bytes per value */
 #define HEAD     (CHUNK - 16)         /* in the first: after "<len>:" */
+#define ALL      UINT32_MAX           /* rank 0's gathered blob (node_round) */
 
 static struct {
     pthread_mutex_t lock; /* one command at a time: fd, round, msg */
@@ -265,10 +268,36 @@ static flit_status put(const char *key, const char *val)
     return command(kv, 3);
 }
 
+/* Whether an answer comes within FLIT_PEER_TIMEOUT. A fence over several
+   nodes is the one wait where PMI-2 cannot say that a rank is gone (Slurm
+   answers it once every task has entered it; a task that exited never
+   does): it ends here instead of hanging until the step's time limit. */
+static flit_status await_answer(const char *cmd)
+{
+    struct pollfd pfd = {.fd = p2.fd, .events = POLLIN};
+    int64_t ms = fl_cfg.peer_timeout_ms; /* 0: the settings unread, no bound */
+    int n;
+    do
+        n = poll(&pfd, 1, ms <= 0 ? -1 : ms > INT_MAX ? INT_MAX : (int)ms);
+    while (n < 0 && errno == EINTR);
+    if (n != 0)
+        return FLIT_OK; /* an answer, or an error that the read will name */
+    p2.desync = true;   /* the answer may still come: no more commands */
+    fl_error("PMI-2: %s of exchange %u: no answer in %lld s (FLIT_PEER_TIMEOUT): a rank "
+             "on another node left the job (exited, or never reached this exchange), "
+             "and PMI-2 does not say which; run srun with --kill-on-bad-exit to end "
+             "the step when a task fails",
+             cmd, p2.round, (long long)(ms / 1000));
+    return FLIT_ERR_PEER_DOWN;
+}
+
 static flit_status fence(void)
 {
     const char *kv[] = {"cmd", "kvs-fence"};
-    return command(kv, 1);
+    flit_status st = send_cmd(kv, 1);
+    if (st == FLIT_OK)
+        st = await_answer(kv[1]);
+    return st == FLIT_OK ? recv_resp(kv[1], false) : st;
 }
 
 /* Asks for rank src's key; wait: until it is there (node attributes only;
@@ -308,19 +337,100 @@ static flit_status recv_get(uint32_t src, const char *key, const char **val, boo
     return FLIT_OK;
 }
 
-/* Rank src's value of key, waiting for it where a get can wait; it is in
-   p2.msg until the next command. */
+/* ---- waits that end when the awaited rank is gone ---- */
+
+/* Each rank's pid and start time ("PID:START"), a node attribute put when
+   PMI-2 opens: every rank of a one-node job can then tell whether the rank
+   whose part it waits for still lives. PMI-2 itself never says that a rank
+   exited, and a waiting get for the part of a rank that is gone would
+   block this connection for good. */
+#define PID_KEY "flit.pid.%" PRIu32
+
+static flit_status put_pid(void)
+{
+    char key[32], val[48];
+    uint64_t start = 0;
+    if (fl_proc_start(getpid(), &start) != 0)
+        return FLIT_OK; /* no /proc: the waits fall back on the time bound */
+    snprintf(key, sizeof key, PID_KEY, p2.rank);
+    snprintf(val, sizeof val, "%d:%" PRIu64, (int)getpid(), start);
+    return put(key, val);
+}
+
+/* FLIT_OK while rank r may still put its part: its pid lives with its start
+   time; or it has put no pid yet (it has not reached flit_init) and the
+   wait is younger than FLIT_PEER_TIMEOUT. Else FLIT_ERR_PEER_DOWN, *pid
+   the one gone (0: none put in time). Overwrites p2.msg. */
+static flit_status rank_alive(uint32_t r, uint64_t since, int *pid)
+{
+    char pkey[32];
+    const char *val;
+    snprintf(pkey, sizeof pkey, PID_KEY, r);
+    flit_status st = send_get(r, pkey, false);
+    if (st == FLIT_OK)
+        st = recv_get(r, pkey, &val, false);
+    if (st != FLIT_OK && st != FLIT_ERR_AGAIN)
+        return st;
+    uint64_t start = 0, now_start;
+    *pid = 0;
+    if (st == FLIT_OK && sscanf(val, "%d:%" SCNu64, pid, &start) == 2 && *pid > 0 &&
+        (fl_proc_start(*pid, &now_start) != 0 || now_start != start))
+        return FLIT_ERR_PEER_DOWN;
+    *pid = 0;
+    int64_t waited_ms = (int64_t)((fl_now_ns() - since) / 1000000u);
+    if (st == FLIT_ERR_AGAIN && fl_cfg.peer_timeout_ms > 0 &&
+        waited_ms > fl_cfg.peer_timeout_ms)
+        return FLIT_ERR_PEER_DOWN;
+    return FLIT_OK;
+}
+
+static void report_gone(uint32_t r, const char *key, int pid)
+{
+    if (pid)
+        fl_error(
+            "PMI-2: exchange %u: rank %u left the job (pid %d exited) before putting "
+            "%s: the exchange cannot complete",
+            p2.round, r, pid, key);
+    else
+        fl_error("PMI-2: exchange %u: rank %u left the job: it has not started flit in "
+                 "%lld s (FLIT_PEER_TIMEOUT)",
+                 p2.round, r, (long long)(fl_cfg.peer_timeout_ms / 1000));
+}
+
+/* Rank src's value of key now: FLIT_ERR_AGAIN if not there yet. */
+static flit_status get_now(uint32_t src, const char *key, const char **val)
+{
+    flit_status st = send_get(src, key, false);
+    return st == FLIT_OK ? recv_get(src, key, val, true) : st;
+}
+
+/* Rank src's value of key, waiting for it; it is in p2.msg until the next
+   command. The job's key-value space is complete after the fence; a node
+   attribute is asked for again and again without waiting (from every
+   0.1 ms to every 20 ms) while the rank that owes it lives. Once it is
+   gone, the key is asked for once more: it may have put it, then left. */
 static flit_status get(uint32_t src, const char *key, const char **val)
 {
-    flit_status st = send_get(src, key, true);
-    if (st == FLIT_OK)
-        st = recv_get(src, key, val, true);
-    if (st == FLIT_ERR_AGAIN) {
-        fl_error("PMI-2: the launcher answered a waiting get of %s with \"not found\"",
-                 key);
-        st = FLIT_ERR_BOOT;
+    uint64_t since = fl_now_ns();
+    uint32_t owner = src == ALL ? 0 : src;
+    for (unsigned pause_us = 100;; pause_us = pause_us < 10000 ? pause_us * 2 : 20000) {
+        int pid;
+        flit_status st = get_now(src, key, val);
+        if (st != FLIT_ERR_AGAIN)
+            return st;
+        st = rank_alive(owner, since, &pid);
+        if (st == FLIT_ERR_PEER_DOWN) {
+            st = get_now(src, key, val);
+            if (st == FLIT_ERR_AGAIN) {
+                report_gone(owner, key, pid);
+                st = FLIT_ERR_PEER_DOWN;
+            }
+            return st;
+        }
+        if (st != FLIT_OK)
+            return st;
+        usleep(pause_us);
     }
-    return st;
 }
 
 static const char hexdig[] = "0123456789abcdef";
@@ -453,6 +563,8 @@ static flit_status pmi2_open(struct fl_boot_info *info)
         /* Useful only where the job id needs no exchange either. */
         if (p2.size > 1 && info->job_id_unique)
             st = process_mapping(&info->host_of);
+        if (st == FLIT_OK && p2.one_node)
+            st = put_pid();
     }
     p2.open = st == FLIT_OK;
     pthread_mutex_unlock(&p2.lock);
@@ -476,7 +588,6 @@ static size_t piece(size_t len, size_t i, size_t *size)
 
 /* On one node, rank 0 gathers every rank's blob of a round and puts them
    all as one blob, from rank ALL: the others get that one. */
-#define ALL UINT32_MAX
 
 static void piece_key(char *key, size_t cap, uint32_t r, size_t i)
 {

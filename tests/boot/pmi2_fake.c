@@ -298,9 +298,10 @@ static int node_get(struct pmi2_fake *f, unsigned r, const char *key, const char
     f->node_gets++;
     /* Only rank 0 gathers: the others get "flit.R.all" (and its pieces). */
     f->stray_gets += r > 0 && strncmp(key, "flit.", 5) == 0 && !gathered(key) &&
-                     strstr(key, ".all.") == NULL;
+                     strstr(key, ".all.") == NULL && strncmp(key, "flit.pid.", 9) != 0;
     if (strcmp(wait, "FALSE") == 0) {
-        node_answer(f, r, key, f->node_not_yet ? NULL : val);
+        bool not_yet = f->node_not_yet && f->not_yet_turn[r]++ % 3 == 0;
+        node_answer(f, r, key, not_yet ? NULL : val);
         return 0;
     }
     if (val) {

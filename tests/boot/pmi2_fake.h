@@ -54,12 +54,14 @@ struct pmi2_fake {
        waiting[r]: the key rank r waits for (info-getnodeattr wait=TRUE
        before anyone put it), answered by the put; a rank waits for one at
        a time. refuse_node_attrs: info-putnodeattr answers rc=1;
-       node_not_yet: every get that does not wait answers found=FALSE, so
-       that every key is fetched by a get that waits. */
+       node_not_yet: every third get that does not wait (of each rank's,
+       counted in not_yet_turn) answers found=FALSE, as for a key not put
+       yet. */
     struct pmi2_fake_kv *node;
     size_t nnode;
     char *waiting[PMI2_FAKE_MAX];
     bool refuse_node_attrs, node_not_yet;
+    unsigned not_yet_turn[PMI2_FAKE_MAX];
     unsigned node_puts, wait_asks; /* puts taken; gets asked with wait=TRUE */
     unsigned node_gets, stray_gets; /* gets; of them, a rank's key got by rank > 0 */
     unsigned fences; /* completed */

@@ -19,10 +19,11 @@
 #                         ends non-zero within its time, no process left.
 #   leave MPI PROG        PROG (mp_leave --at init): task 1 returns 0 after
 #                         flit_init, before flit_ep_create; the others'
-#                         flit_ep_create fails at once, naming rank 1 (srun
-#                         counts an exited task as at the fence, which
-#                         answers PMIX_ERR_PARTIAL_SUCCESS), well within
-#                         the step's time.
+#                         flit_ep_create fails at once, naming rank 1 (PMIx:
+#                         srun counts an exited task as at the fence, which
+#                         answers PMIX_ERR_PARTIAL_SUCCESS; PMI-2: the ranks
+#                         see rank 1's pid gone), well within the step's
+#                         time.
 #   sbatch "MPIS" PROG    a batch script of 4 tasks that runs PROG under
 #                         srun --mpi=M for each M in MPIS: every step and
 #                         the job succeed.
