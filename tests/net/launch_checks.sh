@@ -108,7 +108,8 @@ case_udp() {
   for ((r = 0; r < FLITNET_HOSTS; r++)); do
     ns=FLITNET_NS$r
     addr=FLITNET_ADDR$r
-    expect_in "$TMP/err" "flitrun: rank $r -> ${!ns}: ip netns exec ${!ns} unshare --ipc env "
+    # the job's key comes on stdin, read by sh -c, never on the command line
+    expect_in "$TMP/err" "flitrun: rank $r -> ${!ns}: ip netns exec ${!ns} unshare --ipc sh -c read -r FLIT_JOB_KEY && export FLIT_JOB_KEY && exec \"\$@\" sh env "
     expect_in "$TMP/err" " on ${!ns}) connected from ${!addr}:"
     for ((p = 0; p < FLITNET_HOSTS; p++)); do
       addr=FLITNET_ADDR$p
