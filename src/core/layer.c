@@ -33,11 +33,6 @@ void fl_layers_init(struct fl_layer *const *list)
         list[i]->init();
 }
 
-struct fl_layer *const *fl_layers(void)
-{
-    return layers;
-}
-
 flit_status fl_layers_ep_open(struct flit_ep *ep)
 {
     for (unsigned i = 0; i < nlayers; i++) {

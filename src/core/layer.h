@@ -2,7 +2,7 @@
 /*
  * The seam between the core and the layers above the progress engine (am,
  * stream, rma, and the ones to come). A layer describes itself in one
- * struct; the list of them lives above the core (src/layers.c) and is
+ * struct; the list of them lives above the core (src/flit.c) and is
  * handed down to flit_init's core part, so the core walks it without
  * naming any layer.
  *
@@ -65,9 +65,6 @@ struct fl_hold {
 /* Takes the list (NULL-terminated, bottom up): slots, then each ->init.
    Once per process. */
 void fl_layers_init(struct fl_layer *const *list);
-
-/* The layers, after fl_layers_init; n at most FL_MAX_LAYERS. */
-struct fl_layer *const *fl_layers(void);
 
 /* Endpoint life, walking the list (core/ep.c). */
 flit_status fl_layers_ep_open(struct flit_ep *ep);

@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,12 +242,6 @@ int fl_proc_start(pid_t pid, uint64_t *start)
         return -EINVAL;
     *start = v;
     return 0;
-}
-
-bool fl_pidfd_exited(int pidfd)
-{
-    struct pollfd p = {.fd = pidfd, .events = POLLIN};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
 }
 
 ssize_t fl_cma_write(pid_t pid, uint64_t remote_addr, const void *src, size_t len)

@@ -65,7 +65,6 @@ int fl_shm_unlink_prefix(const char *prefix);
 
 /* A pollable handle on another process; readable once it has exited. */
 int fl_pidfd_open(pid_t pid);
-bool fl_pidfd_exited(int pidfd);
 /* A process's start time (clock ticks since boot, /proc/PID/stat), which
    with its pid names it for good: a pid may be reused, the pair not. 0, or
    -ESRCH when there is no such process or it has exited (a zombie). */
