@@ -47,12 +47,12 @@ echo 'void fl_peek(void) { fl_rma_of(0); }' >> "$tmp/src/core/stats.c"
 expect "core naming rma's internals without the include" "core/stats.c"
 
 fresh
-sed -i '1i #include "stream/stream.h"' "$tmp/src/tagged/tagged.c"
-expect "tagged including src/" "tagged/tagged.c"
+sed -i '1i #include "stream/stream.h"' "$tmp/src/tagged/context.c"
+expect "tagged including src/" "tagged/context.c"
 
 fresh
-sed -i '1i #include "../stream/stream.h"' "$tmp/src/tagged/tagged.c"
-expect "tagged including src/ through its parent folder" "tagged/tagged.c"
+sed -i '1i #include "../stream/stream.h"' "$tmp/src/tagged/context.c"
+expect "tagged including src/ through its parent folder" "tagged/context.c"
 
 fresh
 echo 'static void say(void) { fprintf(stderr, "x\n"); }' >> "$tmp/src/group/out.c"
