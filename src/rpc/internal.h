@@ -1,9 +1,31 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The RPC layer's own interface between its two halves: rpc.c (the object,
- * the calls in flight, the queue of replies waiting for program context,
- * the endpoint listener) and serve.c (requests arriving, procedures,
- * replies). Built on <flit/...> alone, like src/tagged.
+ * The RPC layer's own interface between its files. Built on <flit/...>
+ * alone, like src/tagged:
+ *
+ *   wire.h    the messages as they travel, and their validating decoders;
+ *   object.c  an object's life: create, destroy, procedures, statistics,
+ *             the endpoint listener;
+ *   call.c    the client's calls: handles, issue, finish, cancel;
+ *   table.c   the calls in flight, by id, and how they end;
+ *   wait.c    how threads (and parked procedures) wait for calls;
+ *   reply.c   replies arriving, into the calls' buffers;
+ *   send.c    one message out, as an active message or a stream;
+ *   queue.c   what handler context could not send, sent from program
+ *             context;
+ *   refuse.c  what a peer sent that is refused, and replies that failed:
+ *             counted, the first logged;
+ *   serve.c   requests arriving, procedures, replies;
+ *   sync.c    the mutex and condition procedures block on.
+ *
+ * Calls in flight live in a hash table keyed by call id, under the
+ * object's mutex. A call is SENT until its reply's handler takes it out of
+ * the table (RECEIVING: from then on only that handler touches the call and
+ * its reply buffers, outside the mutex) and completes it (DONE, stored last
+ * with release: test and wait read it without the mutex). Cancel and the
+ * call's own timeout end only SENT calls; a reply for an id no longer in
+ * the table is late: discarded and counted; one from a rank the call did
+ * not go to is refused.
  *
  * Wire, little-endian:
  *  - request as an active message to handler h: args {id lo, id hi, proc},
@@ -20,6 +42,18 @@
  * (flit_stream_spawn for active messages; the stream handler's fiber),
  * unless registered FLIT_RPC_PROC_INLINE; one that blocks parks there.
  *
+ * Program context. A reply made inside a handler that cannot go back
+ * through a token is copied to a queue; the object's progress listener
+ * (flit_ep_listen) sends it after the pass that queued it, with NONBLOCK
+ * sends (what finds no room waits for the next pass).
+ *
+ * Handles. The object and its calls are handed out as <flit/handle.h>
+ * handles (a table per type), never as pointers: a destroyed object's or
+ * an ended call's value answers FLIT_ERR_INVALID_ARG for ever, also once a
+ * new object or call took its memory (calls are reused from the object's
+ * free list at once). A call's handle is freed under the object's mutex,
+ * and cancel looks it up again under that mutex before acting.
+ *
  * Locking: one mutex per object (skipped on single-threaded endpoints),
  * a leaf: never held across a flit_* call, so handlers (which run with the
  * endpoint entered) may take it.
@@ -35,14 +69,58 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <time.h>
 
 #define RPC_BUCKETS   256u /* calls in flight: hash buckets (power of two) */
 #define RPC_IOV_KEEP  4    /* reply pieces a call keeps without malloc */
 #define RPC_OUT_KEEP     4    /* queued messages' blocks kept for reuse, */
 #define RPC_OUT_KEEP_MAX (2u << 20) /* each of at most this many bytes */
 #define RPC_MAX_PROCS 65536u
+#define POLLS_FIRST      64    /* polls before a waiter turns to flit_wait */
+#define SLICE_US         10000 /* longest flit_wait of a driver */
+/* Longest sleep of a follower (a backstop: the hand-off signals it). */
+#define NAP_US 100000
 
-struct rpc_out; /* a message waiting for program context */
+enum call_state { C_SENT, C_RECEIVING, C_DONE };
+
+/* A thread asleep on its calls (wait.c), on its stack. */
+struct rpc_waiter {
+    pthread_cond_t cond;
+    struct rpc_waiter *next;
+    bool woken;
+};
+
+/* A call in flight, the client's side. */
+struct flit_rpc_call {
+    void *self;        /* its handle, while handed out */
+    _Atomic int state; /* enum call_state */
+    struct flit_rpc *rpc;
+    uint64_t id;
+    uint32_t dest;
+    unsigned flags;
+    bool in_table;
+    int64_t deadline; /* ns, CLOCK_MONOTONIC; 0: none */
+    struct iovec *rep;
+    int nrep;
+    size_t cap; /* sum of the reply pieces */
+    struct iovec rep_keep[RPC_IOV_KEEP];
+    struct rpc_waiter *waiter; /* the thread asleep on it (under the mutex) */
+    flit_stream_t *parker;     /* the procedure parked on it (under the mutex) */
+    flit_rpc_result_t res;
+    struct flit_rpc_call *next; /* hash chain; free list */
+};
+
+/* A message for program context (queue.c): a reply (or error) to a call,
+   or a request a procedure made. */
+struct rpc_out {
+    struct rpc_out *next;
+    uint32_t dest;
+    uint64_t id;
+    uint32_t word; /* status (reply) or procedure (request) */
+    bool request;
+    size_t len, cap; /* data's bytes used, allocated */
+    uint8_t data[];
+};
 
 struct flit_rpc {
     void *self; /* the handle its user holds (<flit/handle.h>) */
@@ -145,6 +223,83 @@ static inline void rpc_hdr(uint8_t *p, uint32_t word, uint64_t id)
     rpc_put_le32(p + 12, (uint32_t)(id >> 32));
 }
 
+static inline int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline bool call_done(struct flit_rpc_call *c)
+{
+    /* Acquire: pairs with fl_rpc_complete; the result and reply bytes are in. */
+    return atomic_load_explicit(&c->state, memory_order_acquire) == C_DONE;
+}
+
+/* object.c: the object a handle names; NULL for any other value. */
+struct flit_rpc *fl_rpc_of(flit_rpc_t *h);
+
+/* call.c: the live call a handle names; NULL for any other value (an
+   ended call's). */
+struct flit_rpc_call *fl_rpc_call_of(flit_rpc_call_t *h);
+/* Ends a complete call (*cp its live handle): its result out, its handle
+   freed, *cp NULL. */
+flit_status fl_rpc_finish(flit_rpc_call_t **cp, flit_rpc_result_t *result);
+/* Frees the object's free calls (destroy). */
+void fl_rpc_calls_free(struct flit_rpc *r);
+
+/* table.c, under the mutex. */
+void fl_rpc_table_add(struct flit_rpc *r, struct flit_rpc_call *c);
+void fl_rpc_table_del(struct flit_rpc *r, struct flit_rpc_call *c);
+/* The SENT call with that id, taken out of the table (RECEIVING), or NULL:
+   a late reply (counted), or a forged one (*forged: from a rank the call
+   did not go to). */
+struct flit_rpc_call *fl_rpc_table_take(struct flit_rpc *r, uint64_t id, uint32_t from,
+                                        bool *forged);
+/* The call is over with st; its waiter, if asleep, is told. */
+void fl_rpc_complete(struct flit_rpc_call *c, flit_status st);
+/* Ends a SENT call with st (timeout, peer down, closed). */
+void fl_rpc_end_sent(struct flit_rpc *r, struct flit_rpc_call *c, flit_status st);
+/* Ends every SENT call (to dest, or every one with dest UINT32_MAX). */
+void fl_rpc_end_all(struct flit_rpc *r, uint32_t dest, flit_status st);
+/* Not under the mutex: a queued request that could not be sent; its call
+   ends with st. */
+void fl_rpc_end_request(struct flit_rpc *r, uint64_t id, flit_status st);
+
+/* reply.c: the reply handler, as an active message and as a stream. */
+void fl_rpc_on_reply_am(flit_token_t *token, void *buf, size_t nbytes,
+                        const uint32_t *args, unsigned nargs, void *user);
+void fl_rpc_on_reply_stream(flit_stream_t *s, size_t total, void *user);
+
+/* send.c. One message (request: word = proc, to h; reply: word = status,
+   to h + 1) of total bytes gathered from iov, NONBLOCK: FLIT_ERR_AGAIN
+   when the first packet finds no room, FLIT_ERR_IN_HANDLER in handler
+   context. */
+flit_status fl_rpc_send_msg(struct flit_rpc *r, uint32_t dest, bool reply, uint32_t word,
+                            uint64_t id, const struct iovec *iov, int n, size_t total);
+
+/* queue.c. A copy of the message (its header in *tmpl, its bytes gathered
+   from iov) at the queue's tail. */
+flit_status fl_rpc_queue(struct flit_rpc *r, const struct iovec *iov, int n, size_t total,
+                         const struct rpc_out *tmpl);
+/* Program context: sends what is queued, until the queue is empty or a
+   message finds no room (it stays first). */
+void fl_rpc_flush(struct flit_rpc *r);
+/* Sends every queued message, waiting for room as it must (program
+   context, with no handler to wait behind). */
+void fl_rpc_drain(struct flit_rpc *r);
+/* Frees the queue and the spare blocks (destroy). */
+void fl_rpc_queue_free(struct flit_rpc *r);
+
+/* wait.c. Waits until one of calls[0..n) is complete (*idx: which;
+   FLIT_OK), limit passes (ns, 0: none; FLIT_ERR_AGAIN), or progress
+   fails. */
+flit_status fl_rpc_wait_calls(struct flit_rpc *r, flit_rpc_call_t **calls, size_t n,
+                              int64_t limit, size_t *idx);
+/* Under the mutex: ends the SENT calls among calls[0..n) whose own time
+   is up; whether one of them is (now) complete. */
+bool fl_rpc_any_done(flit_rpc_call_t **calls, size_t n, int64_t now, size_t *idx);
+
 /* Pieces as the API takes them: counts, NULLs; *total their sum. */
 flit_status fl_rpc_check_iov(const struct iovec *iov, int n, size_t *total);
 
@@ -195,7 +350,7 @@ static inline bool fl_rpc_caller_reachable(flit_status st)
    other value. */
 struct flit_rpc_req *fl_rpc_req_of(const flit_rpc_req_t *h);
 
-/* The two halves' handlers (serve.c for requests, rpc.c for replies). */
+/* serve.c: the request handler, as an active message and as a stream. */
 void fl_rpc_on_req_am(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
                       unsigned nargs, void *user);
 void fl_rpc_on_req_stream(flit_stream_t *s, size_t total, void *user);

@@ -168,15 +168,14 @@ flit_status flit_rpc_defer(flit_rpc_req_t *h, flit_rpc_reply_t **out)
         return FLIT_ERR_INVALID_ARG;
     struct flit_rpc_reply *d = malloc(sizeof *d);
     struct rpc_out *status = fl_rpc_status_block();
-    if (!d || !status) { /* nothing answered: the procedure may still reply */
-        free(d);
-        fl_rpc_status_free(status);
-        return FLIT_ERR_NO_MEMORY;
-    }
     struct flit_rpc *r = q->rpc;
-    *d = (struct flit_rpc_reply){
-        .rpc = r, .caller = q->caller, .id = q->id, .status = status};
-    if ((st = flit_handle_new(&replies, d, &d->self)) != FLIT_OK) {
+    st = FLIT_ERR_NO_MEMORY;
+    if (d && status) {
+        *d = (struct flit_rpc_reply){
+            .rpc = r, .caller = q->caller, .id = q->id, .status = status};
+        st = flit_handle_new(&replies, d, &d->self);
+    }
+    if (st != FLIT_OK) { /* nothing answered: the procedure may still reply */
         fl_rpc_status_free(status);
         free(d);
         return st;
@@ -204,6 +203,24 @@ static void deferred_unlink(struct flit_rpc *r, struct flit_rpc_reply *d)
     d->prev = d->next = NULL;
 }
 
+/* Deferred reply d, of an open object, out of its list and sent; if it
+   cannot be, its status goes in its place. */
+static flit_status send_deferred(struct flit_rpc_reply *d, const struct iovec *iov,
+                                 int iovcnt, size_t total)
+{
+    struct flit_rpc *r = d->rpc;
+    rpc_lock(r);
+    deferred_unlink(r, d);
+    rpc_unlock(r);
+    flit_status st = fl_rpc_send_reply(r, d->caller, d->id, FLIT_OK, iov, iovcnt, total);
+    if (st != FLIT_OK && fl_rpc_caller_reachable(st)) {
+        /* The reply is lost, not the call: its status goes back instead. */
+        fl_rpc_reply_failed(r, d->caller, d->id, total, st);
+        (void)fl_rpc_send_status(r, d->caller, d->id, st, &d->status);
+    }
+    return st;
+}
+
 flit_status flit_rpc_reply_send(flit_rpc_reply_t *h, const struct iovec *iov, int iovcnt)
 {
     struct flit_rpc_reply *d = flit_handle_get(&replies, h);
@@ -215,21 +232,8 @@ flit_status flit_rpc_reply_send(flit_rpc_reply_t *h, const struct iovec *iov, in
         return st;
     if (flit_handle_free(&replies, h) != d)
         return FLIT_ERR_INVALID_ARG; /* another thread sent it meanwhile */
-    struct flit_rpc *r = d->rpc;
-    if (!r) { /* the object answered it when it closed */
-        fl_rpc_status_free(d->status);
-        free(d);
-        return FLIT_ERR_CLOSED;
-    }
-    rpc_lock(r);
-    deferred_unlink(r, d);
-    rpc_unlock(r);
-    st = fl_rpc_send_reply(r, d->caller, d->id, FLIT_OK, iov, iovcnt, total);
-    if (st != FLIT_OK && fl_rpc_caller_reachable(st)) {
-        /* The reply is lost, not the call: its status goes back instead. */
-        fl_rpc_reply_failed(r, d->caller, d->id, total, st);
-        (void)fl_rpc_send_status(r, d->caller, d->id, st, &d->status);
-    }
+    /* NULL: the object answered it when it closed. */
+    st = d->rpc ? send_deferred(d, iov, iovcnt, total) : FLIT_ERR_CLOSED;
     fl_rpc_status_free(d->status);
     free(d);
     return st;

@@ -148,28 +148,50 @@ static flit_status wait_granted(pthread_mutex_t *guard, struct sync_queue *q,
     return FLIT_OK;
 }
 
+/* ---------------------------------------------------------------- objects */
+
+/* A zeroed object of size bytes, its guard (the first member of both
+   types) set up, handed out from table as *out. */
+static flit_status guarded_new(size_t size, flit_handles_t **table, void **out)
+{
+    pthread_mutex_t *guard = calloc(1, size);
+    if (!guard)
+        return FLIT_ERR_NO_MEMORY;
+    flit_status st = FLIT_ERR_SYSTEM;
+    if (pthread_mutex_init(guard, NULL) != 0)
+        goto err_free;
+    if ((st = flit_handle_new(table, guard, out)) != FLIT_OK)
+        goto err_destroy_guard;
+    return FLIT_OK;
+err_destroy_guard:
+    pthread_mutex_destroy(guard);
+err_free:
+    free(guard);
+    return st;
+}
+
+/* Frees handle h of table, then its object (guard: its first member);
+   FLIT_ERR_INVALID_ARG when another thread's destroy won. */
+static flit_status guarded_free(flit_handles_t **table, const void *h,
+                                pthread_mutex_t *guard)
+{
+    if (flit_handle_free(table, h) != guard)
+        return FLIT_ERR_INVALID_ARG;
+    pthread_mutex_destroy(guard);
+    free(guard);
+    return FLIT_OK;
+}
+
 /* ---------------------------------------------------------------- mutex */
 
 flit_status flit_mutex_create(flit_mutex_t **out)
 {
-    if (!out)
-        return FLIT_ERR_INVALID_ARG;
-    struct flit_mutex *m = calloc(1, sizeof *m);
-    if (!m)
-        return FLIT_ERR_NO_MEMORY;
-    if (pthread_mutex_init(&m->guard, NULL) != 0) {
-        free(m);
-        return FLIT_ERR_SYSTEM;
-    }
-    void *h;
-    flit_status st = flit_handle_new(&mutexes, m, &h);
-    if (st != FLIT_OK) {
-        pthread_mutex_destroy(&m->guard);
-        free(m);
-        return st;
-    }
-    *out = h;
-    return FLIT_OK;
+    void *h = NULL;
+    flit_status st =
+        out ? guarded_new(sizeof(struct flit_mutex), &mutexes, &h) : FLIT_ERR_INVALID_ARG;
+    if (st == FLIT_OK)
+        *out = h;
+    return st;
 }
 
 flit_status flit_mutex_destroy(flit_mutex_t *h)
@@ -182,11 +204,7 @@ flit_status flit_mutex_destroy(flit_mutex_t *h)
     pthread_mutex_unlock(&m->guard);
     if (busy)
         return FLIT_ERR_AGAIN;
-    if (flit_handle_free(&mutexes, h) != m)
-        return FLIT_ERR_INVALID_ARG; /* another thread's destroy won */
-    pthread_mutex_destroy(&m->guard);
-    free(m);
-    return FLIT_OK;
+    return guarded_free(&mutexes, h, &m->guard);
 }
 
 /* Under the guard: the mutex goes to the next waiter, or is free. */
@@ -252,24 +270,12 @@ flit_status flit_mutex_unlock(flit_mutex_t *h)
 
 flit_status flit_cond_create(flit_cond_t **out)
 {
-    if (!out)
-        return FLIT_ERR_INVALID_ARG;
-    struct flit_cond *c = calloc(1, sizeof *c);
-    if (!c)
-        return FLIT_ERR_NO_MEMORY;
-    if (pthread_mutex_init(&c->guard, NULL) != 0) {
-        free(c);
-        return FLIT_ERR_SYSTEM;
-    }
-    void *h;
-    flit_status st = flit_handle_new(&conds, c, &h);
-    if (st != FLIT_OK) {
-        pthread_mutex_destroy(&c->guard);
-        free(c);
-        return st;
-    }
-    *out = h;
-    return FLIT_OK;
+    void *h = NULL;
+    flit_status st =
+        out ? guarded_new(sizeof(struct flit_cond), &conds, &h) : FLIT_ERR_INVALID_ARG;
+    if (st == FLIT_OK)
+        *out = h;
+    return st;
 }
 
 flit_status flit_cond_destroy(flit_cond_t *h)
@@ -282,11 +288,7 @@ flit_status flit_cond_destroy(flit_cond_t *h)
     pthread_mutex_unlock(&c->guard);
     if (busy)
         return FLIT_ERR_AGAIN;
-    if (flit_handle_free(&conds, h) != c)
-        return FLIT_ERR_INVALID_ARG; /* another thread's destroy won */
-    pthread_mutex_destroy(&c->guard);
-    free(c);
-    return FLIT_OK;
+    return guarded_free(&conds, h, &c->guard);
 }
 
 flit_status flit_cond_wait(flit_cond_t *h, flit_mutex_t *m, flit_rpc_req_t *rh)
