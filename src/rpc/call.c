@@ -82,10 +82,10 @@ static flit_status check_call(struct flit_rpc *r, flit_rank_t dest, unsigned pro
     if (check_opts(o) != FLIT_OK)
         return FLIT_ERR_INVALID_ARG;
     size_t cap;
-    flit_status st = fl_rpc_check_iov(rep, nrep, &cap);
+    flit_status st = flit_iov_total(rep, nrep, &cap);
     if (st != FLIT_OK)
         return st == FLIT_ERR_TOO_LARGE ? FLIT_ERR_INVALID_ARG : st;
-    return fl_rpc_check_iov(req, nreq, reqlen);
+    return flit_iov_total(req, nreq, reqlen);
 }
 
 /* Fills c's reply buffers and deadline from the arguments. */
@@ -94,7 +94,7 @@ static flit_status call_setup(struct flit_rpc_call *c, const struct iovec *rep, 
 {
     c->flags = o && (o->field_mask & FLIT_RPC_OPT_FLAGS) ? o->flags : 0;
     if (o && (o->field_mask & FLIT_RPC_OPT_TIMEOUT) && o->timeout_us >= 0)
-        c->deadline = now_ns() + o->timeout_us * 1000;
+        c->deadline = flit_clock_ns() + o->timeout_us * 1000;
     if (c->flags & FLIT_RPC_REPLY_ALLOC)
         return FLIT_OK;
     c->rep = nrep <= RPC_IOV_KEEP ? c->rep_keep : malloc(sizeof *c->rep * (size_t)nrep);

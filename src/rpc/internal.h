@@ -61,6 +61,7 @@
 #ifndef FL_RPC_INTERNAL_H
 #define FL_RPC_INTERNAL_H
 
+#include <flit/layer.h>
 #include <flit/rpc.h>
 
 #include "wire.h"
@@ -69,7 +70,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
-#include <time.h>
 
 #define RPC_BUCKETS   256u /* calls in flight: hash buckets (power of two) */
 #define RPC_IOV_KEEP  4    /* reply pieces a call keeps without malloc */
@@ -126,7 +126,7 @@ struct flit_rpc {
     void *self; /* the handle its user holds (<flit/handle.h>) */
     flit_ep_t *ep;
     flit_handler_t h; /* h: requests; h + 1: replies */
-    uint32_t size, me;
+    uint32_t size;
     bool mt; /* thread-safe endpoint: lock */
     bool ep_closing;
     unsigned nprocs;
@@ -223,13 +223,6 @@ static inline void rpc_hdr(uint8_t *p, uint32_t word, uint64_t id)
     rpc_put_le32(p + 12, (uint32_t)(id >> 32));
 }
 
-static inline int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static inline bool call_done(struct flit_rpc_call *c)
 {
     /* Acquire: pairs with fl_rpc_complete; the result and reply bytes are in. */
@@ -299,12 +292,6 @@ flit_status fl_rpc_wait_calls(struct flit_rpc *r, flit_rpc_call_t **calls, size_
 /* Under the mutex: ends the SENT calls among calls[0..n) whose own time
    is up; whether one of them is (now) complete. */
 bool fl_rpc_any_done(flit_rpc_call_t **calls, size_t n, int64_t now, size_t *idx);
-
-/* Pieces as the API takes them: counts, NULLs; *total their sum. */
-flit_status fl_rpc_check_iov(const struct iovec *iov, int n, size_t *total);
-
-/* Gathers n pieces into dst (room for their sum). */
-void fl_rpc_gather(uint8_t *dst, const struct iovec *iov, int n);
 
 /*
  * A reply (or an error status with no bytes) to caller's call id, sent as

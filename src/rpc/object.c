@@ -155,7 +155,6 @@ flit_status flit_rpc_create(flit_ep_t *ep, const flit_rpc_params_t *params,
     }
     r->ep = ep;
     r->size = flit_job_size();
-    r->me = flit_job_rank().idx;
     r->next_id = 1;
     atomic_init(&r->nout, 0);
     flit_status st = read_params(r, params);

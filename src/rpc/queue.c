@@ -47,7 +47,7 @@ flit_status fl_rpc_queue(struct flit_rpc *r, const struct iovec *iov, int n, siz
     *o = *tmpl;
     o->len = total;
     o->cap = cap;
-    fl_rpc_gather(o->data, iov, n);
+    flit_iov_gather(o->data, iov, n);
     rpc_lock(r);
     out_append(r, o);
     if (!o->request)

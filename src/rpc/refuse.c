@@ -6,8 +6,6 @@
  * sizes, and further ones are only counted, so that a flood of bad
  * messages cannot flood the log.
  */
-#include <stdio.h>
-
 #include "internal.h"
 
 /* Counts one more of a kind under the lock; true the first time, when the
@@ -25,18 +23,17 @@ static bool count_first(struct flit_rpc *r, bool *logged, uint64_t *count)
 void fl_rpc_refused(struct flit_rpc *r, const char *what, uint32_t from)
 {
     if (count_first(r, &r->logged_refusal, &r->st.refused))
-        fprintf(stderr,
-                "flit rpc: rank %u: %s from rank %u refused (further ones are only "
-                "counted)\n",
-                r->me, what, from);
+        flit_log(FLIT_LOG_WARN,
+                 "rpc: %s from rank %u refused (further ones are only counted)", what,
+                 from);
 }
 
 void fl_rpc_reply_failed(struct flit_rpc *r, uint32_t caller, uint64_t id, size_t total,
                          flit_status st)
 {
     if (count_first(r, &r->logged_failure, &r->st.failed_replies))
-        fprintf(stderr,
-                "flit rpc: rank %u: the reply of %zu bytes to rank %u's call %llu could "
-                "not be sent (%s): the call ends with that status\n",
-                r->me, total, caller, (unsigned long long)id, flit_status_name(st));
+        flit_log(FLIT_LOG_WARN,
+                 "rpc: the reply of %zu bytes to rank %u's call %llu could not be sent "
+                 "(%s): the call ends with that status",
+                 total, caller, (unsigned long long)id, flit_status_name(st));
 }

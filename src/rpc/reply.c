@@ -15,21 +15,19 @@
 static flit_status scatter(struct flit_rpc_call *c, const uint8_t *src, flit_stream_t *s,
                            size_t len, size_t *got)
 {
+    if (src) {
+        *got = flit_iov_scatter(c->rep, c->nrep, src, len);
+        return FLIT_OK;
+    }
     size_t want = len < c->cap ? len : c->cap;
     *got = 0;
     for (int i = 0; i < c->nrep && *got < want; i++) {
         size_t k = c->rep[i].iov_len;
         if (k > want - *got)
             k = want - *got;
-        if (!k)
-            continue;
-        if (src) {
-            memcpy(c->rep[i].iov_base, src + *got, k);
-        } else {
-            flit_status st = flit_stream_recv(s, c->rep[i].iov_base, k);
-            if (st != FLIT_OK)
-                return st;
-        }
+        flit_status st = k ? flit_stream_recv(s, c->rep[i].iov_base, k) : FLIT_OK;
+        if (st != FLIT_OK)
+            return st;
         *got += k;
     }
     return FLIT_OK;

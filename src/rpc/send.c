@@ -9,31 +9,6 @@
 
 #include "internal.h"
 
-flit_status fl_rpc_check_iov(const struct iovec *iov, int n, size_t *total)
-{
-    if (n < 0 || (n && !iov))
-        return FLIT_ERR_INVALID_ARG;
-    size_t sum = 0;
-    for (int i = 0; i < n; i++) {
-        if (iov[i].iov_len && !iov[i].iov_base)
-            return FLIT_ERR_INVALID_ARG;
-        if (iov[i].iov_len > SIZE_MAX - sum)
-            return FLIT_ERR_TOO_LARGE;
-        sum += iov[i].iov_len;
-    }
-    *total = sum;
-    return FLIT_OK;
-}
-
-void fl_rpc_gather(uint8_t *dst, const struct iovec *iov, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (iov[i].iov_len)
-            memcpy(dst, iov[i].iov_base, iov[i].iov_len);
-        dst += iov[i].iov_len;
-    }
-}
-
 /* A medium active message; pieces beyond the first are gathered into one
    buffer first. */
 static flit_status send_medium(struct flit_rpc *r, uint32_t dest, flit_handler_t h,
@@ -46,7 +21,7 @@ static flit_status send_medium(struct flit_rpc *r, uint32_t dest, flit_handler_t
     uint8_t *buf = malloc(total);
     if (!buf)
         return FLIT_ERR_NO_MEMORY;
-    fl_rpc_gather(buf, iov, n);
+    flit_iov_gather(buf, iov, n);
     flit_status st = flit_am_medium(r->ep, flit_rank(dest), h, buf, total, args,
                                     RPC_NARGS, FLIT_AM_NONBLOCK);
     free(buf);

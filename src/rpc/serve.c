@@ -50,18 +50,14 @@ flit_status flit_rpc_recvv(flit_rpc_req_t *h, const struct iovec *iov, int iovcn
     flit_status st = req_usable(h, &q);
     size_t total;
     if (st == FLIT_OK)
-        st = fl_rpc_check_iov(iov, iovcnt, &total);
+        st = flit_iov_total(iov, iovcnt, &total);
     if (st != FLIT_OK)
         return st;
     if (q->stream && !q->spill)
         return stream_recvv(q, iov, iovcnt);
     if (total > q->len - q->pos)
         return FLIT_ERR_TOO_LARGE;
-    for (int i = 0; i < iovcnt; i++) {
-        if (iov[i].iov_len)
-            memcpy(iov[i].iov_base, q->buf + q->pos, iov[i].iov_len);
-        q->pos += iov[i].iov_len;
-    }
+    q->pos += flit_iov_scatter(iov, iovcnt, q->buf + q->pos, total);
     return FLIT_OK;
 }
 
@@ -102,7 +98,7 @@ static flit_status reply_token(struct flit_rpc_req *q, flit_status status,
     uint8_t *buf = total <= sizeof small ? small : malloc(total);
     if (!buf)
         return FLIT_ERR_NO_MEMORY;
-    fl_rpc_gather(buf, iov, n);
+    flit_iov_gather(buf, iov, n);
     flit_status st = flit_am_reply_medium(q->token, h, buf, total, args, RPC_NARGS);
     if (buf != small)
         free(buf);
@@ -151,7 +147,7 @@ flit_status flit_rpc_reply(flit_rpc_req_t *h, const struct iovec *iov, int iovcn
     if (q->answered)
         return FLIT_ERR_ALREADY_REPLIED;
     size_t total;
-    if ((st = fl_rpc_check_iov(iov, iovcnt, &total)) != FLIT_OK)
+    if ((st = flit_iov_total(iov, iovcnt, &total)) != FLIT_OK)
         return st;
     return answer(q, FLIT_OK, iov, iovcnt, total);
 }
@@ -227,7 +223,7 @@ flit_status flit_rpc_reply_send(flit_rpc_reply_t *h, const struct iovec *iov, in
     if (!d)
         return FLIT_ERR_INVALID_ARG;
     size_t total;
-    flit_status st = fl_rpc_check_iov(iov, iovcnt, &total);
+    flit_status st = flit_iov_total(iov, iovcnt, &total);
     if (st != FLIT_OK)
         return st;
     if (flit_handle_free(&replies, h) != d)

@@ -46,7 +46,7 @@ struct flit_rpc_call *fl_rpc_table_take(struct flit_rpc *r, uint64_t id, uint32_
         *forged = true;
         return NULL;
     }
-    if (c && c->deadline && now_ns() >= c->deadline)
+    if (c && c->deadline && flit_clock_ns() >= c->deadline)
         c = NULL; /* its time is up: the waiter will say so */
     if (!c) {
         r->st.late_replies++;

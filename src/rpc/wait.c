@@ -85,7 +85,7 @@ static flit_status drive(struct flit_rpc *r, flit_rpc_call_t **calls, size_t n,
         return st;
     int64_t slice = SLICE_US;
     if (deadline) {
-        int64_t left = (deadline - now_ns()) / 1000;
+        int64_t left = (deadline - flit_clock_ns()) / 1000;
         slice = left < slice ? (left > 0 ? left : 0) : slice;
     }
     st = flit_wait(r->ep, slice);
@@ -122,11 +122,11 @@ static void follow(struct flit_rpc *r, flit_rpc_call_t **calls, size_t n,
     set_sleeper(calls, n, true, &w, NULL);
     w.next = r->sleepers;
     r->sleepers = &w;
-    int64_t until = now_ns() + (int64_t)NAP_US * 1000;
+    int64_t until = flit_clock_ns() + (int64_t)NAP_US * 1000;
     if (deadline && deadline < until)
         until = deadline;
     struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
-    while (!w.woken && r->driving && now_ns() < until)
+    while (!w.woken && r->driving && flit_clock_ns() < until)
         if (pthread_cond_timedwait(&w.cond, &r->lock, &ts) != 0)
             break;
     sleepers_unlink(r, &w);
@@ -141,7 +141,7 @@ static flit_status wait_parked(struct flit_rpc *r, struct flit_rpc_req *cur,
 {
     for (;;) {
         rpc_lock(r);
-        bool done = fl_rpc_any_done(calls, n, now_ns(), idx);
+        bool done = fl_rpc_any_done(calls, n, flit_clock_ns(), idx);
         set_sleeper(calls, n, false, NULL, done ? NULL : cur->park);
         rpc_unlock(r);
         if (done)
@@ -188,7 +188,7 @@ flit_status fl_rpc_wait_calls(struct flit_rpc *r, flit_rpc_call_t **calls, size_
     bool first = true;
     rpc_lock(r);
     for (;;) {
-        int64_t now = now_ns();
+        int64_t now = flit_clock_ns();
         if (fl_rpc_any_done(calls, n, now, idx))
             break;
         if (limit && now >= limit && !first) { /* one pass at least */
@@ -221,7 +221,7 @@ flit_status flit_rpc_test(flit_rpc_call_t **cp, int *done, flit_rpc_result_t *re
         if (st != FLIT_OK && st != FLIT_ERR_IN_HANDLER)
             return st;
         rpc_lock(c->rpc);
-        bool d = fl_rpc_any_done(cp, 1, now_ns(), &idx);
+        bool d = fl_rpc_any_done(cp, 1, flit_clock_ns(), &idx);
         rpc_unlock(c->rpc);
         if (!d) {
             *done = 0;
@@ -234,7 +234,7 @@ flit_status flit_rpc_test(flit_rpc_call_t **cp, int *done, flit_rpc_result_t *re
 
 static int64_t limit_of(int64_t timeout_us)
 {
-    return timeout_us < 0 ? 0 : now_ns() + timeout_us * 1000 + 1;
+    return timeout_us < 0 ? 0 : flit_clock_ns() + timeout_us * 1000 + 1;
 }
 
 /* The one object of the live calls among calls[0..n) (NULL entries

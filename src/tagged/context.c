@@ -7,8 +7,8 @@
  * started has left it.
  */
 #include <flit/handle.h>
+#include <flit/layer.h>
 
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -27,8 +27,6 @@ static flit_status ctx_init(struct flit_tagged *t, flit_ep_t *ep, flit_handler_t
     t->h = h;
     t->size = flit_job_size();
     t->me = flit_job_rank().idx;
-    const char *v = getenv("FLIT_VERBOSE");
-    t->verbose = v ? atoi(v) : 0;
     flit_thread_mode mode = FLIT_THREAD_SINGLE;
     flit_status st = flit_ep_thread_mode(ep, &mode);
     t->mt = mode == FLIT_THREAD_SAFE;
@@ -89,13 +87,13 @@ static void free_context(struct flit_tagged *t)
     uint64_t dropped, bytes;
     fl_tagged_entries_free_all(t, &dropped, &bytes);
     fl_tagged_req_free_all(t);
-    if (t->verbose >= 2 && (dropped || t->malformed || t->lost))
-        fprintf(stderr,
-                "flit: rank %u: tagged context on handler %u destroyed with %llu "
-                "unexpected messages (%llu bytes) nobody received; %llu malformed "
-                "and %llu lost for memory along the way\n",
-                t->me, t->h.idx, (unsigned long long)dropped, (unsigned long long)bytes,
-                (unsigned long long)t->malformed, (unsigned long long)t->lost);
+    if (dropped || t->malformed || t->lost)
+        flit_log(FLIT_LOG_DEBUG,
+                 "tagged context on handler %u destroyed with %llu unexpected "
+                 "messages (%llu bytes) nobody received; %llu malformed and %llu lost "
+                 "for memory along the way",
+                 t->h.idx, (unsigned long long)dropped, (unsigned long long)bytes,
+                 (unsigned long long)t->malformed, (unsigned long long)t->lost);
     (void)flit_handle_free(&contexts, t->self);
     pthread_mutex_destroy(&t->lock);
     free(t);

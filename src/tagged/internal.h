@@ -126,7 +126,6 @@ struct flit_tagged {
     flit_handler_t h;
     uint32_t size; /* of the job */
     uint32_t me;
-    int verbose; /* FLIT_VERBOSE >= 2: say what destroy drops */
     /* The endpoint is thread-safe: handlers and calls may run on several
        threads at once, so the context locks. On a single-threaded one
        nothing ever runs at once, and the locks and atomics are skipped. */

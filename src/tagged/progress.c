@@ -5,15 +5,13 @@
  * then sleeping in flit_wait slices, since a condition another thread
  * completes announces nothing on this one.
  */
-#include <time.h>
+#include <flit/layer.h>
 
 #include "internal.h"
 
 static int64_t now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return flit_clock_ns() / 1000;
 }
 
 /* Up to POLLS_FIRST polls. Whether they ended the wait, *st then saying

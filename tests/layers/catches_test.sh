@@ -62,6 +62,14 @@ fresh
 echo 'static void t(struct timespec *ts) { clock_gettime(CLOCK_MONOTONIC, ts); }' >> "$tmp/src/object/placement.c"
 expect "a seated layer reading the clock by hand" "object/placement.c"
 
+fresh
+echo 'static void say(void) { fprintf(stderr, "x\n"); }' >> "$tmp/src/rpc/refuse.c"
+expect "rpc printing to stderr by hand" "rpc/refuse.c"
+
+fresh
+echo 'static void t(struct timespec *ts) { clock_gettime(CLOCK_MONOTONIC, ts); }' >> "$tmp/src/tagged/progress.c"
+expect "tagged reading the clock by hand" "tagged/progress.c"
+
 if [ -d "$src/../compat" ]; then
     fresh
     echo '#include "core/ep.h"' >> "$tmp/compat/amudp/amudp_ep.c"

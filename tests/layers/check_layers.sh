@@ -21,9 +21,8 @@ order="util platform boot transport channel core am stream rma"
 public_only="tagged rpc group object compat"
 # Of those, the ones seated as layers (<flit/layer.h>): they log through
 # flit_log and read the clock with flit_clock_ns, never by hand, so that
-# the log's prefix, its levels and FLIT_VERBOSE are the library's. (tagged
-# and rpc join them when they use the seat.)
-seated="group object"
+# the log's prefix, its levels and FLIT_VERBOSE are the library's.
+seated="group object tagged rpc"
 
 rank() {
     i=0

@@ -8,6 +8,8 @@
  * reply for that call's id (the first call's: 1), with bytes of its own.
  * Rank 0 must refuse it (flit_rpc_stats.refused, the call still going),
  * and get rank 1's reply when rank 1 sends it.
+ * Rank 0 logs the refusal once, through the library's log (its prefix
+ * names the rank), which the test reads back from its own stderr.
  * Each rank prints "rpc_forged: rank R OK".
  */
 #include <flit/rpc.h>
@@ -55,14 +57,46 @@ static bool forged_refused(flit_rpc_call_t **c)
     return refused() == 1;
 }
 
+static FILE *caught;
+static int stderr_fd = -1;
+
+/* Rank 0's stderr into a file while rank 2's reply comes. */
+static void catch_stderr(void)
+{
+    fflush(stderr);
+    CHECK((caught = tmpfile()) != NULL);
+    CHECK((stderr_fd = dup(2)) >= 0);
+    CHECK(dup2(fileno(caught), 2) == 2);
+}
+
+/* stderr back; what it caught holds the refusal's line once. */
+static void check_caught(void)
+{
+    CHECK(dup2(stderr_fd, 2) == 2);
+    close(stderr_fd);
+    char text[4096] = "";
+    rewind(caught);
+    size_t n = fread(text, 1, sizeof text - 1, caught);
+    fclose(caught);
+    text[n] = 0;
+    const char *want =
+        "flit[0] warning: rpc: a reply to a call not made to it from rank 2 "
+        "refused (further ones are only counted)\n";
+    const char *at = strstr(text, want);
+    if (!at || strstr(at + strlen(want), "refused"))
+        FAIL("rank 0 logged \"%s\", not the refusal once as \"%s\"", text, want);
+}
+
 static void caller(flit_ep_t *ep)
 {
     char back[16] = "";
     struct iovec r = {.iov_base = back, .iov_len = sizeof back};
     flit_rpc_call_t *c;
     CHECK_OK(flit_rpc_icall(rpc, flit_rank(1), P_DEFER, NULL, 0, &r, 1, NULL, &c));
+    catch_stderr();
     CHECK_OK(flit_barrier(ep)); /* the call is out: rank 2 may reply to it */
     MP_WAIT(ep, forged_refused(&c));
+    check_caught();
     flit_rpc_result_t res;
     CHECK_OK(flit_rpc_call(rpc, flit_rank(1), P_RELEASE, NULL, 0, NULL, 0, NULL, &res));
     CHECK_OK(flit_rpc_wait(&c, -1, &res));
