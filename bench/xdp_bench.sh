@@ -77,7 +77,9 @@ row() { # LABEL UNIT XDP_STATS UDP_STATS RAW_STATS TARGET_TEXT
   read -r rm rl rh <<<"$5"
   awk -v l="$label" -v u="$unit" -v xm="$xm" -v xl="$xl" -v xh="$xh" -v um="$um" -v ul="$ul" \
     -v uh="$uh" -v rm="$rm" -v rl="$rl" -v rh="$rh" -v t="$target" '
-    function cell(m, lo, hi) { return m == "-" ? "-" : sprintf("%.3g (%.3g-%.3g)", m, lo, hi) }
+    # "noisy": flit-bench printed no value in any round (a rank kept losing
+    # its CPU: a loaded machine; the CSVs of --csv say how much)
+    function cell(m, lo, hi) { return m == "-" ? "noisy" : sprintf("%.3g (%.3g-%.3g)", m, lo, hi) }
     BEGIN {
       ratio = (xm == "-" || um == "-" || um + 0 == 0) ? "-" : sprintf("%.2f", xm / um)
       raw = (xm == "-" || rm == "-" || rm + 0 == 0) ? "-" : sprintf("%.2f", xm / rm)
