@@ -82,6 +82,7 @@ typedef enum flit_status {
     FLIT_ERR_EXHAUSTED,       /* none left (handler indices to reserve) */
     FLIT_ERR_NO_LAUNCHER,     /* started as one of several tasks, launcher unreachable */
     FLIT_ERR_CONFIG,          /* flit_init: a bad FLIT_* variable (logged once) */
+    FLIT_ERR_NOT_FOUND,       /* no such name (flit_ep_counter) */
     FLIT_STATUS_COUNT         /* not a status: the number of them */
 } flit_status;
 
@@ -434,6 +435,47 @@ typedef struct flit_stats {
 FLIT_API flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out);
 /* Writes the endpoint's state (per peer: in flight, credits, counters) to fd. */
 FLIT_API flit_status flit_ep_dump(flit_ep_t *ep, int fd);
+
+/* ------------------------------------------------------- counters by name
+ *
+ * Every plug-in of an endpoint (the core, each transport, each layer, the
+ * layers built on this API: flit_layer_t's counters) names its counters,
+ * "<plug-in>.<counter>": "core.polls", "udp.retransmits",
+ * "am.req_short_sent", "group.refused". The fields of flit_stats_t above
+ * are sums of these. */
+
+typedef enum flit_counter_kind {
+    FLIT_COUNTER_COUNT = 0, /* events, only ever grows */
+    FLIT_COUNTER_BYTES,     /* bytes, only ever grows */
+    FLIT_COUNTER_GAUGE,     /* a level now, may go down */
+} flit_counter_kind;
+
+#define FLIT_COUNTER_NAME_MAX 64
+
+/* One counter as read: its whole name, its doc (static text), its value. */
+typedef struct flit_counter {
+    char name[FLIT_COUNTER_NAME_MAX]; /* "udp.retransmits" */
+    const char *doc;
+    flit_counter_kind kind;
+    uint64_t value;
+} flit_counter_t;
+
+/*
+ * All counters of ep, plug-in by plug-in in a fixed order: the first cap
+ * of them written to out (out may be NULL when cap is 0), and how many
+ * there are to *n_out. FLIT_ERR_INVALID_ARG: n_out NULL, or out NULL with
+ * cap > 0; FLIT_ERR_CLOSED: ep was destroyed.
+ */
+FLIT_API flit_status flit_ep_counters(flit_ep_t *ep, flit_counter_t *out, size_t cap,
+                                      size_t *n_out);
+/*
+ * The counter named name ("udp.retransmits") to *out. FLIT_ERR_NOT_FOUND:
+ * ep has no such counter (that plug-in is not in use, or the name is
+ * wrong); FLIT_ERR_INVALID_ARG: name or out NULL; FLIT_ERR_CLOSED: ep was
+ * destroyed.
+ */
+FLIT_API flit_status flit_ep_counter(flit_ep_t *ep, const char *name,
+                                     flit_counter_t *out);
 
 #ifdef __cplusplus
 }

@@ -95,6 +95,7 @@ typedef struct flit_layer_counter {
     const char *name; /* lower case, unique in the layer: "refused" */
     size_t offset;    /* offsetof(the state's struct, the field) */
     const char *doc;  /* one line */
+    flit_counter_kind kind; /* left out: FLIT_COUNTER_COUNT (flit.h) */
 } flit_layer_counter_t;
 
 /* Where a layer's dump hook writes its lines (flit_layer_dump_line). */

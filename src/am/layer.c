@@ -67,41 +67,6 @@ static void am_close(struct flit_ep *ep, void *state)
         pool_give_back(a->tokens);
 }
 
-static void am_stats(const void *state, flit_stats_t *out)
-{
-    const struct fl_am_ep *a = state;
-    for (int k = 0; k < FLIT_STAT_KINDS; k++) {
-        out->sent_msgs[k] = FL_READ(a->sent_msgs[k]);
-        out->sent_bytes[k] = FL_READ(a->sent_bytes[k]);
-        out->recv_msgs[k] = FL_READ(a->recv_msgs[k]);
-        out->recv_bytes[k] = FL_READ(a->recv_bytes[k]);
-    }
-    out->returned_to_us = FL_READ(a->returned_to_us);
-    out->returned_by_us = FL_READ(a->returned_by_us);
-    out->long_direct = FL_READ(a->long_direct);
-}
-
-static void am_report(const flit_stats_t *s, struct fl_report *r)
-{
-    static const char *const kind[FLIT_STAT_KINDS] = {
-        "req short", "req medium", "req long", "rep short", "rep medium", "rep long",
-    };
-    for (int k = 0; k < FLIT_STAT_KINDS; k++)
-        if (s->sent_msgs[k] || s->recv_msgs[k])
-            fl_report_line(r, "  %-10s sent %llu msgs %llu B, received %llu msgs %llu B",
-                           kind[k], (unsigned long long)s->sent_msgs[k],
-                           (unsigned long long)s->sent_bytes[k],
-                           (unsigned long long)s->recv_msgs[k],
-                           (unsigned long long)s->recv_bytes[k]);
-    if (s->long_direct)
-        fl_report_line(r, "  long payloads put straight into the segment %llu",
-                       (unsigned long long)s->long_direct);
-    if (s->returned_to_us || s->returned_by_us)
-        fl_report_line(r, "  messages returned to us %llu, returned by us %llu",
-                       (unsigned long long)s->returned_to_us,
-                       (unsigned long long)s->returned_by_us);
-}
-
 static uint32_t am_handlers_used(const void *state, uint32_t below)
 {
     const struct fl_am_ep *a = state;
@@ -111,13 +76,39 @@ static uint32_t am_handlers_used(const void *state, uint32_t below)
     return n;
 }
 
+#define AM_COUNTER(field, name, kind, doc)                                               \
+    FL_COUNTER(struct fl_am_ep, field, name, kind, doc)
+#define AM_KIND(k, i, what)                                                              \
+    AM_COUNTER(sent_msgs[i], k "_sent", FLIT_COUNTER_COUNT, what " sent"),               \
+        AM_COUNTER(sent_bytes[i], k "_sent_bytes", FLIT_COUNTER_BYTES,                   \
+                   "payload bytes of " what " sent"),                                    \
+        AM_COUNTER(recv_msgs[i], k "_received", FLIT_COUNTER_COUNT, what " received"),   \
+        AM_COUNTER(recv_bytes[i], k "_received_bytes", FLIT_COUNTER_BYTES,               \
+                   "payload bytes of " what " received")
+static const struct fl_counter_desc am_counters[] = {
+    AM_KIND("req_short", 0, "short requests"),
+    AM_KIND("req_medium", 1, "medium requests"),
+    AM_KIND("req_long", 2, "long requests"),
+    AM_KIND("rep_short", 3, "short replies"),
+    AM_KIND("rep_medium", 4, "medium replies"),
+    AM_KIND("rep_long", 5, "long replies"),
+    AM_COUNTER(returned_to_us, "returned_to_us", FLIT_COUNTER_COUNT,
+               "our messages that came back"),
+    AM_COUNTER(returned_by_us, "returned_by_us", FLIT_COUNTER_COUNT,
+               "messages we refused and sent back"),
+    AM_COUNTER(long_direct, "long_direct", FLIT_COUNTER_COUNT,
+               "long payloads written straight into the destination's segment"),
+    {NULL, NULL, 0, 0, NULL},
+};
+#undef AM_KIND
+#undef AM_COUNTER
+
 struct fl_layer fl_am_layer = {
     .name = "am",
     .state_size = sizeof(struct fl_am_ep),
     .init = am_init,
     .ep_open = am_open,
     .ep_close = am_close,
-    .stats = am_stats,
-    .report = am_report,
+    .counters = am_counters,
     .handlers_used = am_handlers_used,
 };

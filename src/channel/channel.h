@@ -74,6 +74,10 @@ size_t fl_chan_peer_packet_fit(struct fl_tp_ep *t, uint32_t peer);
 void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
 void fl_chan_close(struct fl_tp_ep *t);
 
+/* The channel's counters, in a struct fl_tp_counters (counters.c); the
+   datagram transport and the fault interposer under it count there too. */
+extern const struct fl_counter_desc fl_chan_counters[];
+
 /* A reliable transport: the channel over a datagram transport whose open
    function (calling fl_chan_open) is open_fn. */
 #define FL_CHANNEL_TRANSPORT(name_, id_, open_fn)                                        \
@@ -90,7 +94,8 @@ void fl_chan_close(struct fl_tp_ep *t);
         .settled = fl_chan_settled, .in_contact = fl_chan_in_contact,                    \
         .peer_address = fl_chan_peer_address, .peer_datagram = fl_chan_peer_datagram,    \
         .peer_packet_fit = fl_chan_peer_packet_fit, .dump_peer = fl_chan_dump_peer,      \
-        .close = fl_chan_close,                                                          \
+        .close = fl_chan_close, .counters = fl_chan_counters,                            \
+        .counters_size = sizeof(struct fl_tp_counters),                                  \
     }
 
 #endif /* FL_CHANNEL_CHANNEL_H */

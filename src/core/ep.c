@@ -222,6 +222,26 @@ static void transport_saw_down(void *ctx, uint32_t rank, flit_status reason)
     fl_ep_peer_down(ctx, rank, reason);
 }
 
+/* Opens tp with a counter block of its own, which the endpoint keeps. */
+static flit_status open_transport(struct flit_ep *ep, const struct fl_transport *tp,
+                                  struct fl_tp_open_args *args)
+{
+    void *counters = tp->counters_size ? calloc(1, tp->counters_size) : NULL;
+    if (tp->counters_size && !counters)
+        return FLIT_ERR_NO_MEMORY;
+    args->counters = counters;
+    struct fl_tp_ep *t = NULL;
+    flit_status st = tp->open(args, &t);
+    if (st == FLIT_OK) {
+        ep->tps[ep->ntp] = tp;
+        ep->tp_counters[ep->ntp] = counters;
+        ep->tpes[ep->ntp++] = t;
+        return fl_counters_add(ep, tp->name, tp->counters, counters);
+    }
+    free(counters);
+    return st;
+}
+
 static flit_status open_transports(struct flit_ep *ep)
 {
     struct fl_tp_open_args args = {
@@ -236,22 +256,18 @@ static flit_status open_transports(struct flit_ep *ep)
         .host_of = fl_job.host_of,
         .net_hint = fl_job.net_hint,
         .max_packet = FL_PACKET_MAX,
-        .counters = &ep->stats.tp,
         .peer_down = transport_saw_down,
         .up_ctx = ep,
     };
     const struct fl_transport *const *all = fl_job.transports;
     for (int i = 0; all[i] && ep->ntp < FL_MAX_TRANSPORTS; i++) {
-        struct fl_tp_ep *t = NULL;
-        flit_status st = all[i]->open(&args, &t);
+        flit_status st = open_transport(ep, all[i], &args);
         if (st == FLIT_ERR_NOT_SUPPORTED)
             continue; /* not needed by this job (no local peers, ...) */
         if (st != FLIT_OK) {
             fl_error("cannot open the %s transport: %s", all[i]->name, flit_strerror(st));
             return st;
         }
-        ep->tps[ep->ntp] = all[i];
-        ep->tpes[ep->ntp++] = t;
     }
     return FLIT_OK;
 }
@@ -518,10 +534,13 @@ static void print_peers(struct flit_ep *ep)
 /* Everything the endpoint holds but its own struct (lock, closing flag). */
 static void ep_release(struct flit_ep *ep)
 {
+    ep->ncounter_srcs = 0; /* what they count from goes now */
     fl_pub_ep_free(ep);
     fl_layers_ep_close(ep);
-    for (int i = 0; i < ep->ntp; i++)
+    for (int i = 0; i < ep->ntp; i++) {
         ep->tps[i]->close(ep->tpes[i]);
+        free(ep->tp_counters[i]);
+    }
     ep->ntp = 0;
     if (ep->epfd >= 0)
         close(ep->epfd);
@@ -651,6 +670,8 @@ flit_status flit_ep_create(const flit_ep_params_t *params, flit_ep_t **ep_out)
     pthread_mutex_unlock(&fl_job.lock);
     ep->peers = calloc(ep->size, sizeof *ep->peers);
     st = ep->peers ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+    if (st == FLIT_OK)
+        st = fl_counters_add(ep, "core", fl_core_counters, &ep->stats);
     if (st == FLIT_OK)
         st = fl_layers_ep_open(ep);
     st = ep_setup(ep, st == FLIT_OK ? &s : NULL);

@@ -122,6 +122,10 @@ struct flit_ep {
     uint64_t events;  /* packets handled + peers lost, ever */
 
     struct fl_counters stats;
+    /* Every plug-in's counters, by name (stats.h); set up by creation */
+    struct fl_counter_src counter_srcs[FL_COUNTER_SRCS];
+    unsigned ncounter_srcs;
+    void *tp_counters[FL_MAX_TRANSPORTS]; /* each transport's (->counters_size) */
     _Atomic uint32_t blocked_dst;      /* dumps: a send waiting for room */
     _Atomic uint64_t blocked_since_ns; /* 0 when not blocked */
     /* dumps: the public call a thread is inside (its __func__, through

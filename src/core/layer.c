@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "core/ep.h"
+#include "core/stats.h"
 #include "util/log.h"
 
 static struct fl_layer *const *layers;
@@ -46,6 +47,10 @@ flit_status fl_layers_ep_open(struct flit_ep *ep)
             ep->lstate[i] = NULL;
             return st;
         }
+        /* Open now: a failure here closes it with the others. */
+        st = fl_counters_add(ep, l->name, l->counters, ep->lstate[i]);
+        if (st != FLIT_OK)
+            return st;
     }
     return FLIT_OK;
 }
@@ -82,13 +87,6 @@ void fl_layers_peer_down(struct flit_ep *ep, uint32_t rank)
             layers[i]->peer_down(ep, ep->lstate[i], rank);
 }
 
-void fl_layers_stats(struct flit_ep *ep, flit_stats_t *out)
-{
-    for (unsigned i = 0; i < nlayers; i++)
-        if (layers[i]->stats)
-            layers[i]->stats(ep->lstate[i], out);
-}
-
 uint32_t fl_layers_handlers_used(struct flit_ep *ep, uint32_t below)
 {
     uint32_t used = 0;
@@ -100,11 +98,4 @@ uint32_t fl_layers_handlers_used(struct flit_ep *ep, uint32_t below)
             used = u;
     }
     return used;
-}
-
-void fl_layers_report(const flit_stats_t *s, struct fl_report *r)
-{
-    for (unsigned i = 0; i < nlayers; i++)
-        if (layers[i]->report)
-            layers[i]->report(s, r);
 }

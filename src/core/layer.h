@@ -14,13 +14,13 @@
  *    handshake; ->ep_close before the transports close;
  *  - ->peer_down after the core has handed back what the dead peer never
  *    took (through the layers' returned-packet functions);
- *  - ->stats fills the layer's fields of flit_stats_t; ->report writes its
- *    lines of dumps and FLIT_STATS=1;
+ *  - ->counters names the layer's counters, "<name>.<counter>", at offsets
+ *    in its state: flit_ep_counters, flit_stats_t, dumps and FLIT_STATS=1
+ *    read them from there (core/stats.h);
  *  - ->handlers_used tells, for a layer with a handler table, how far up
  *    the program has installed handlers (reservations go above).
  * Every callback but init and ep_open may be NULL. They run with the
- * endpoint entered (lock held on a thread-safe one), ->report excepted:
- * it reads a snapshot.
+ * endpoint entered (lock held on a thread-safe one).
  *
  * Holding a packet: a layer may keep one packet reserved in a transport
  * between calls (streams fill a packet across several sends). It points
@@ -39,7 +39,6 @@
 #define FL_MAX_LAYERS 16
 
 struct flit_ep;
-struct fl_report;
 
 struct fl_layer {
     const char *name;
@@ -49,8 +48,7 @@ struct fl_layer {
     flit_status (*ep_quiesce)(struct flit_ep *ep, void *state);
     void (*ep_close)(struct flit_ep *ep, void *state);
     void (*peer_down)(struct flit_ep *ep, void *state, uint32_t rank);
-    void (*stats)(const void *state, flit_stats_t *out);
-    void (*report)(const flit_stats_t *s, struct fl_report *r);
+    const struct fl_counter_desc *counters; /* ends with a NULL name; NULL: none */
     /* Handler tables: 1 + the highest index below `below` with a handler
        installed (0: none). */
     uint32_t (*handlers_used)(const void *state, uint32_t below);
@@ -71,8 +69,6 @@ flit_status fl_layers_ep_open(struct flit_ep *ep);
 void fl_layers_ep_close(struct flit_ep *ep);
 flit_status fl_layers_ep_quiesce(struct flit_ep *ep);
 void fl_layers_peer_down(struct flit_ep *ep, uint32_t rank);
-void fl_layers_stats(struct flit_ep *ep, flit_stats_t *out);
-void fl_layers_report(const flit_stats_t *s, struct fl_report *r);
 uint32_t fl_layers_handlers_used(struct flit_ep *ep, uint32_t below);
 
 #endif /* FL_CORE_LAYER_H */

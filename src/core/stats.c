@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Counters: the API snapshot, FLIT_STATS printing, and state dumps. */
+/* The flit_stats_t snapshot, summed from the named counters; FLIT_STATS
+   printing and state dumps. */
 #include "core/stats.h"
 
 #include <stdarg.h>
@@ -9,27 +10,86 @@
 #include <unistd.h>
 
 #include "core/ep.h"
-#include "core/pub_layer.h"
 #include "platform/os.h"
+
+/* Which named counters each field of flit_stats_t sums: plugin NULL is
+   every plug-in's counter of that name (the core's and each transport's). */
+static const struct stats_field {
+    const char *plugin, *name;
+    size_t offset;
+} fields[] = {
+#define ANY(n, f)                                                                        \
+    {                                                                                    \
+        NULL, n, offsetof(flit_stats_t, f)                                               \
+    }
+#define ONE(p, n, f)                                                                     \
+    {                                                                                    \
+        p, n, offsetof(flit_stats_t, f)                                                  \
+    }
+#define AM_KIND(k, i)                                                                    \
+    ONE("am", k "_sent", sent_msgs[i]), ONE("am", k "_sent_bytes", sent_bytes[i]),       \
+        ONE("am", k "_received", recv_msgs[i]),                                          \
+        ONE("am", k "_received_bytes", recv_bytes[i])
+    ANY("credit_stalls", credit_stalls),
+    ANY("refused_packets", refused_packets),
+    ANY("polls", polls),
+    ANY("sleeps", sleeps),
+    ANY("wakeups_sent", wakeups_sent),
+    ANY("peers_down", peers_down),
+    ANY("datagrams_sent", datagrams_sent),
+    ANY("datagrams_received", datagrams_received),
+    ANY("retransmits", retransmits),
+    ANY("duplicates", duplicates),
+    ANY("faults_injected", faults_injected),
+    ANY("peers_in_contact", peers_in_contact),
+    AM_KIND("req_short", 0),
+    AM_KIND("req_medium", 1),
+    AM_KIND("req_long", 2),
+    AM_KIND("rep_short", 3),
+    AM_KIND("rep_medium", 4),
+    AM_KIND("rep_long", 5),
+    ONE("am", "returned_to_us", returned_to_us),
+    ONE("am", "returned_by_us", returned_by_us),
+    ONE("am", "long_direct", long_direct),
+    ONE("stream", "sent_msgs", stream_sent_msgs),
+    ONE("stream", "sent_bytes", stream_sent_bytes),
+    ONE("stream", "recv_msgs", stream_recv_msgs),
+    ONE("stream", "recv_bytes", stream_recv_bytes),
+    ONE("stream", "fibers", stream_fibers),
+    ONE("stream", "offers", stream_offers),
+    ONE("stream", "placed_bytes", stream_placed_bytes),
+    ONE("rma", "puts", rma_puts),
+    ONE("rma", "gets", rma_gets),
+    ONE("rma", "put_bytes", rma_put_bytes),
+    ONE("rma", "get_bytes", rma_get_bytes),
+    ONE("rma", "notifications", rma_notifications),
+    ONE("rma", "refused", rma_refused),
+    ONE("rma", "refused_by_directory", rma_refused),
+#undef AM_KIND
+#undef ONE
+#undef ANY
+};
+
+static void add_to_fields(flit_stats_t *out, const struct fl_counter_src *s,
+                          const struct fl_counter_desc *d)
+{
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+        if (strcmp(fields[f].name, d->name) != 0 ||
+            (fields[f].plugin && strcmp(fields[f].plugin, s->plugin) != 0))
+            continue;
+        *(uint64_t *)((char *)out + fields[f].offset) += fl_counter_read(s, d);
+    }
+}
 
 void fl_stats_snapshot(struct flit_ep *ep, flit_stats_t *out)
 {
-    const struct fl_counters *c = &ep->stats;
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
-    out->credit_stalls = FL_READ(c->credit_stalls);
-    out->refused_packets = FL_READ(c->refused_packets) + FL_READ(c->tp.refused_packets);
-    out->polls = FL_READ(c->polls);
-    out->sleeps = FL_READ(c->sleeps);
-    out->wakeups_sent = FL_READ(c->tp.wakeups_sent);
-    out->peers_down = FL_READ(c->peers_down);
-    out->datagrams_sent = FL_READ(c->tp.datagrams_sent);
-    out->datagrams_received = FL_READ(c->tp.datagrams_received);
-    out->retransmits = FL_READ(c->tp.retransmits);
-    out->duplicates = FL_READ(c->tp.duplicates);
-    out->faults_injected = FL_READ(c->tp.faults_injected);
-    out->peers_in_contact = FL_READ(c->tp.pairs);
-    fl_layers_stats(ep, out);
+    for (unsigned i = 0; i < ep->ncounter_srcs; i++) {
+        const struct fl_counter_src *s = &ep->counter_srcs[i];
+        for (const struct fl_counter_desc *d = s->desc; d->name; d++)
+            add_to_fields(out, s, d);
+    }
 }
 
 flit_status flit_ep_stats(flit_ep_t *ep, flit_stats_t *stats_out)
@@ -75,31 +135,6 @@ void fl_report_line(struct fl_report *r, const char *fmt, ...)
     va_end(ap);
 }
 
-static void report_counters(struct fl_report *r, struct flit_ep *ep)
-{
-    flit_stats_t s;
-    fl_stats_snapshot(ep, &s);
-    fl_report_line(r, "  credit stalls %llu, refused packets %llu, peers down %llu",
-                   (unsigned long long)s.credit_stalls,
-                   (unsigned long long)s.refused_packets,
-                   (unsigned long long)s.peers_down);
-    fl_report_line(r, "  polls %llu, sleeps %llu, wake-ups sent %llu",
-                   (unsigned long long)s.polls, (unsigned long long)s.sleeps,
-                   (unsigned long long)s.wakeups_sent);
-    fl_report_line(r, "  peers in contact %llu of %u",
-                   (unsigned long long)s.peers_in_contact, ep->size);
-    if (s.datagrams_sent || s.datagrams_received)
-        fl_report_line(
-            r,
-            "  datagrams sent %llu, received %llu; retransmits %llu, "
-            "duplicates %llu, faults injected %llu",
-            (unsigned long long)s.datagrams_sent,
-            (unsigned long long)s.datagrams_received, (unsigned long long)s.retransmits,
-            (unsigned long long)s.duplicates, (unsigned long long)s.faults_injected);
-    fl_layers_report(&s, r);
-    fl_pub_report(ep, r);
-}
-
 void fl_stats_dump(struct flit_ep *ep, int fd)
 {
     char who[32];
@@ -129,7 +164,7 @@ void fl_stats_dump(struct flit_ep *ep, int fd)
                        (unsigned long long)FL_READ(peer->recv),
                        (unsigned long long)FL_READ(peer->stalls));
     }
-    report_counters(&r, ep);
+    fl_stats_report(ep, &r);
 }
 
 flit_status flit_ep_dump(flit_ep_t *ep, int fd)
@@ -149,5 +184,5 @@ void fl_stats_print(struct flit_ep *ep)
     snprintf(who, sizeof who, "flit[%u]", ep->rank);
     struct fl_report r = {.fd = STDERR_FILENO, .who = who};
     fl_report_line(&r, "endpoint %u counters:", ep->index);
-    report_counters(&r, ep);
+    fl_stats_report(ep, &r);
 }

@@ -40,7 +40,8 @@ static const flit_layer_counter_t grp_counters[] = {
     {"unknown", offsetof(struct grp_state, ctr.unknown), "messages for a group not here"},
     {"refused", offsetof(struct grp_state, ctr.refused),
      "malformed messages, or ones for another role, dropped"},
-    {"live", offsetof(struct grp_state, ctr.live), "groups on this endpoint now"},
+    {"live", offsetof(struct grp_state, ctr.live), "groups on this endpoint now",
+     FLIT_COUNTER_GAUGE},
 };
 
 const flit_layer_t flit_group_layer = {

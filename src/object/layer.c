@@ -38,7 +38,8 @@ static void obj_close(flit_ep_t *ep, void *state)
 }
 
 static const flit_layer_counter_t obj_counters[] = {
-    {"live", offsetof(struct obj_state, ctr.live), "objects on this endpoint now"},
+    {"live", offsetof(struct obj_state, ctr.live), "objects on this endpoint now",
+     FLIT_COUNTER_GAUGE},
 };
 
 const flit_layer_t flit_object_layer = {

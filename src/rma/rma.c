@@ -202,28 +202,26 @@ static void rma_init(void)
     fl_op_register(FL_OP_RMA, fl_rma_recv, rma_back);
 }
 
-static void rma_stats(const void *state, flit_stats_t *out)
+static uint64_t dir_refused(const void *state)
 {
-    const struct fl_rma_ep *r = state;
-    out->rma_puts = FL_READ(r->puts);
-    out->rma_gets = FL_READ(r->gets);
-    out->rma_put_bytes = FL_READ(r->put_bytes);
-    out->rma_get_bytes = FL_READ(r->get_bytes);
-    out->rma_notifications = FL_READ(r->notifications);
-    out->rma_refused = FL_READ(r->refused) + fl_rma_dir_refused(r);
+    return fl_rma_dir_refused(state);
 }
 
-static void rma_report(const flit_stats_t *s, struct fl_report *r)
-{
-    if (s->rma_puts || s->rma_gets || s->rma_notifications || s->rma_refused)
-        fl_report_line(
-            r,
-            "  rma puts %llu (%llu B), gets %llu (%llu B); notifications "
-            "run %llu, accesses refused %llu",
-            (unsigned long long)s->rma_puts, (unsigned long long)s->rma_put_bytes,
-            (unsigned long long)s->rma_gets, (unsigned long long)s->rma_get_bytes,
-            (unsigned long long)s->rma_notifications, (unsigned long long)s->rma_refused);
-}
+#define RMA_COUNTER(field, kind, doc)                                                    \
+    FL_COUNTER(struct fl_rma_ep, field, #field, kind, doc)
+static const struct fl_counter_desc rma_counters[] = {
+    RMA_COUNTER(puts, FLIT_COUNTER_COUNT, "puts this endpoint made"),
+    RMA_COUNTER(gets, FLIT_COUNTER_COUNT, "gets this endpoint made"),
+    RMA_COUNTER(put_bytes, FLIT_COUNTER_BYTES, "bytes put"),
+    RMA_COUNTER(get_bytes, FLIT_COUNTER_BYTES, "bytes got"),
+    RMA_COUNTER(notifications, FLIT_COUNTER_COUNT, "notification handlers run here"),
+    RMA_COUNTER(refused, FLIT_COUNTER_COUNT, "accesses to our regions we refused"),
+    /* counted by peers in our directory, in shared memory */
+    {"refused_by_directory", "accesses to our regions our directory refused",
+     FLIT_COUNTER_COUNT, 0, dir_refused},
+    {NULL, NULL, 0, 0, NULL},
+};
+#undef RMA_COUNTER
 
 struct fl_layer fl_rma_layer = {
     .name = "rma",
@@ -232,6 +230,5 @@ struct fl_layer fl_rma_layer = {
     .ep_open = rma_open,
     .ep_close = rma_close,
     .peer_down = rma_peer_down,
-    .stats = rma_stats,
-    .report = rma_report,
+    .counters = rma_counters,
 };

@@ -100,35 +100,6 @@ void fl_stream_peer_down(struct flit_ep *ep, void *state, uint32_t rank)
     fl_stream_end_all(ep, rank, FLIT_ERR_PEER_DOWN);
 }
 
-static void stream_stats(const void *state, flit_stats_t *out)
-{
-    const struct fl_stream_ep *se = state;
-    out->stream_sent_msgs = FL_READ(se->sent_msgs);
-    out->stream_sent_bytes = FL_READ(se->sent_bytes);
-    out->stream_recv_msgs = FL_READ(se->recv_msgs);
-    out->stream_recv_bytes = FL_READ(se->recv_bytes);
-    out->stream_fibers = FL_READ(se->fibers);
-    out->stream_offers = FL_READ(se->offers);
-    out->stream_placed_bytes = FL_READ(se->placed_bytes);
-}
-
-static void stream_report(const flit_stats_t *s, struct fl_report *r)
-{
-    if (s->stream_sent_msgs || s->stream_recv_msgs)
-        fl_report_line(r,
-                       "  streams sent %llu msgs %llu B, received %llu msgs %llu B; "
-                       "handlers on fibers %llu",
-                       (unsigned long long)s->stream_sent_msgs,
-                       (unsigned long long)s->stream_sent_bytes,
-                       (unsigned long long)s->stream_recv_msgs,
-                       (unsigned long long)s->stream_recv_bytes,
-                       (unsigned long long)s->stream_fibers);
-    if (s->stream_offers || s->stream_placed_bytes)
-        fl_report_line(r, "  stream places offered %llu; bytes placed in receivers' %llu",
-                       (unsigned long long)s->stream_offers,
-                       (unsigned long long)s->stream_placed_bytes);
-}
-
 static uint32_t stream_handlers_used(const void *state, uint32_t below)
 {
     const struct fl_stream_ep *se = state;
@@ -138,6 +109,22 @@ static uint32_t stream_handlers_used(const void *state, uint32_t below)
     return n;
 }
 
+#define STREAM_COUNTER(field, kind, doc)                                                 \
+    FL_COUNTER(struct fl_stream_ep, field, #field, kind, doc)
+static const struct fl_counter_desc stream_counters[] = {
+    STREAM_COUNTER(sent_msgs, FLIT_COUNTER_COUNT, "stream messages sent"),
+    STREAM_COUNTER(sent_bytes, FLIT_COUNTER_BYTES, "stream bytes sent"),
+    STREAM_COUNTER(recv_msgs, FLIT_COUNTER_COUNT, "stream messages received"),
+    STREAM_COUNTER(recv_bytes, FLIT_COUNTER_BYTES, "stream bytes received"),
+    STREAM_COUNTER(fibers, FLIT_COUNTER_COUNT, "handlers that got a stack of their own"),
+    STREAM_COUNTER(offers, FLIT_COUNTER_COUNT,
+                   "places our handlers offered their senders in our segment"),
+    STREAM_COUNTER(placed_bytes, FLIT_COUNTER_BYTES,
+                   "stream bytes we wrote straight into a receiver's segment"),
+    {NULL, NULL, 0, 0, NULL},
+};
+#undef STREAM_COUNTER
+
 struct fl_layer fl_stream_layer = {
     .name = "stream",
     .state_size = sizeof(struct fl_stream_ep),
@@ -145,7 +132,6 @@ struct fl_layer fl_stream_layer = {
     .ep_open = fl_stream_ep_open,
     .ep_close = fl_stream_ep_close,
     .peer_down = fl_stream_peer_down,
-    .stats = stream_stats,
-    .report = stream_report,
+    .counters = stream_counters,
     .handlers_used = stream_handlers_used,
 };

@@ -43,8 +43,13 @@ enum fl_lane { FL_LANE_REQ = 0, FL_LANE_REP = 1, FL_LANES = 2 };
 
 struct fl_tp_ep; /* one transport's part of one endpoint */
 
-/* Counters the transports keep for the endpoint (relaxed atomics, one
-   writer at a time: the endpoint's caller). */
+/*
+ * Counters a transport keeps for the endpoint (relaxed atomics, one writer
+ * at a time: the endpoint's caller), in a block of its own the endpoint
+ * allocates (->counters_size) and names from ->counters. This struct is
+ * the block of the transports here; a transport with other counters
+ * declares its own struct.
+ */
 struct fl_tp_counters {
     fl_counter wakeups_sent;    /* system calls made to wake a peer */
     fl_counter refused_packets; /* malformed or foreign, dropped */
@@ -52,6 +57,10 @@ struct fl_tp_counters {
     fl_counter retransmits, duplicates, faults_injected;
     fl_counter pairs; /* peers that came in contact (->in_contact), once each */
 };
+
+/* An entry of a transport's table for a field of struct fl_tp_counters. */
+#define FL_TP_COUNTER(field, name, doc)                                                  \
+    FL_COUNTER(struct fl_tp_counters, field, name, FLIT_COUNTER_COUNT, doc)
 
 /*
  * A peer is down (died, or sent what only a broken peer sends): called by
@@ -72,7 +81,7 @@ struct fl_tp_open_args {
     const uint32_t *host_of; /* [size]: host number of each rank */
     uint32_t net_hint;       /* IPv4 (host order) that reaches the launcher; 0 */
     size_t max_packet;       /* the largest packet the endpoint will send */
-    struct fl_tp_counters *counters; /* the endpoint's, kept until close */
+    void *counters; /* this transport's block (->counters_size), kept until close */
     fl_tp_down_fn peer_down;         /* with up_ctx */
     void *up_ctx;
 };
@@ -161,6 +170,12 @@ struct fl_transport {
     const char *name;
     uint32_t caps; /* FL_TP_* */
     uint16_t id;   /* small number in address blobs */
+    /* Its counters, named "<name>.<counter>" (a table ending with a NULL
+       name; NULL: none), at offsets in a zeroed block of counters_size
+       bytes that the endpoint allocates and hands to ->open as
+       args->counters. */
+    const struct fl_counter_desc *counters;
+    size_t counters_size;
 
     /*
      * Optional. Once per process, in flit_init before the launcher is

@@ -8,7 +8,10 @@
 #define FL_UTIL_COUNTER_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "flit/flit.h"
 
 typedef _Atomic uint64_t fl_counter;
 
@@ -18,5 +21,27 @@ typedef _Atomic uint64_t fl_counter;
                           memory_order_relaxed)
 
 #define FL_READ(counter) atomic_load_explicit(&(counter), memory_order_relaxed)
+
+/*
+ * How a plug-in inside the library (the core, a transport, a layer of
+ * core/layer.h) declares one counter, in a table next to its code that
+ * ends with an entry whose name is NULL: the fl_counter at offset in its
+ * per-endpoint state, shown as "<plug-in>.<name>" (core/stats.h). One
+ * that lives elsewhere (in memory its peers write) gives read instead.
+ * Layers on the public API declare theirs in flit_layer_t.
+ */
+struct fl_counter_desc {
+    const char *name; /* [a-z0-9_], unique in the plug-in */
+    const char *doc;  /* one line */
+    flit_counter_kind kind;
+    size_t offset;
+    uint64_t (*read)(const void *state); /* NULL: the fl_counter at offset */
+};
+
+/* An entry of such a table: the fl_counter field of struct_type. */
+#define FL_COUNTER(struct_type, field, name, kind, doc)                                  \
+    {                                                                                    \
+        (name), (doc), (kind), offsetof(struct_type, field), NULL                        \
+    }
 
 #endif /* FL_UTIL_COUNTER_H */

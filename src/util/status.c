@@ -44,6 +44,7 @@ static const struct {
     S(FLIT_ERR_NO_LAUNCHER, "started as one of several tasks, but no launcher flit "
                             "supports can be reached (see the log)"),
     S(FLIT_ERR_CONFIG, "bad FLIT_* setting in the environment (see the log)"),
+    S(FLIT_ERR_NOT_FOUND, "no such name (a counter this endpoint does not have)"),
 #undef S
 };
 

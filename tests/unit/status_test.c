@@ -72,7 +72,8 @@ int main(void)
     expect_name(FLIT_ERR_EXHAUSTED, "FLIT_ERR_EXHAUSTED");
     expect_name(FLIT_ERR_NO_LAUNCHER, "FLIT_ERR_NO_LAUNCHER");
     expect_name(FLIT_ERR_CONFIG, "FLIT_ERR_CONFIG");
-    CHECK(FLIT_ERR_CONFIG + 1 == FLIT_STATUS_COUNT);
+    expect_name(FLIT_ERR_NOT_FOUND, "FLIT_ERR_NOT_FOUND");
+    CHECK(FLIT_ERR_NOT_FOUND + 1 == FLIT_STATUS_COUNT);
     CHECK(strcmp(flit_strerror(FLIT_OK), "success") == 0);
 
     static const int unknown[] = {-1,   FLIT_STATUS_COUNT, FLIT_STATUS_COUNT + 1,

@@ -49,7 +49,8 @@ static flit_status self_open(const struct fl_tp_open_args *a, struct fl_tp_ep **
     }
     t->seg = a->segment;
     t->seg_size = a->segment_size;
-    FL_COUNT(a->counters->pairs, 1); /* in contact with itself from the start */
+    struct fl_tp_counters *counters = a->counters;
+    FL_COUNT(counters->pairs, 1); /* in contact with itself from the start */
     t->tag = a->tag;
     t->ring_size = SELF_RING;
     size_t one = fl_ring_footprint(SELF_RING);
@@ -267,10 +268,17 @@ static void self_close(struct fl_tp_ep *t)
     free(t);
 }
 
+static const struct fl_counter_desc self_counters[] = {
+    FL_TP_COUNTER(pairs, "peers_in_contact", "1: the rank itself"),
+    {NULL, NULL, 0, 0, NULL},
+};
+
 const struct fl_transport fl_tp_self = {
     .name = "self",
     .caps = FL_TP_RELIABLE | FL_TP_PUT,
     .id = 1,
+    .counters = self_counters,
+    .counters_size = sizeof(struct fl_tp_counters),
     .open = self_open,
     .address = self_address,
     .reachable = self_reachable,

@@ -1194,10 +1194,21 @@ static void shm_close(struct fl_tp_ep *t)
     free(t);
 }
 
+static const struct fl_counter_desc shm_counters[] = {
+    FL_TP_COUNTER(pairs, "peers_in_contact",
+                  "peers on this host exchanged a packet with"),
+    FL_TP_COUNTER(wakeups_sent, "wakeups_sent",
+                  "system calls made to wake a sleeping peer"),
+    FL_TP_COUNTER(refused_packets, "refused_packets", "malformed packets dropped"),
+    {NULL, NULL, 0, 0, NULL},
+};
+
 const struct fl_transport fl_tp_shm = {
     .name = "shm",
     .caps = FL_TP_RELIABLE | FL_TP_PUT,
     .id = 2,
+    .counters = shm_counters,
+    .counters_size = sizeof(struct fl_tp_counters),
     .prepare = shm_prepare,
     .open = shm_open_ep,
     .address = shm_address,
