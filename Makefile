@@ -13,6 +13,8 @@
 #   make bench          flit-bench on 2 ranks: latency, bandwidth, rate, N1/2
 #   make bench-compare  flit-bench beside Open MPI's ping-pong and UCX's
 #                       ucx_perftest, run by run (BENCH_ARGS='--rounds 5')
+#   make bench-mpi      flit-mpi beside Open MPI: the same MPI program built
+#                       with each, alternated (compat/bench/mpi_compare.sh)
 #   make bench-udp      flit over UDP beside raw UDP: loopback, veth, under loss
 #   make bench-xdp      flit over AF_XDP beside flit over UDP and raw UDP, across
 #                       veth between network namespaces (root; BENCH_ARGS:
@@ -39,7 +41,7 @@ GENERATOR   = $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 FLITRUN     = $(BUILD)/tools/flitrun
 
 .PHONY: all configure build demo deps test test-main test-asan test-tsan format-check \
-        bench bench-compare bench-udp bench-xdp bench-readme bench-launch apps install clean
+        bench bench-compare bench-mpi bench-udp bench-xdp bench-readme bench-launch apps install clean
 
 all: build
 
@@ -117,6 +119,9 @@ bench: build
 
 bench-compare: build
 	bench/compare.sh $(BUILD) $(BENCH_ARGS)
+
+bench-mpi: build
+	compat/bench/mpi_compare.sh $(BUILD) $(BENCH_ARGS)
 
 bench-udp: build
 	bench/udp_bench.sh $(BUILD) $(BENCH_ARGS)

@@ -13,6 +13,11 @@
  *   bandwidth   windows of 64 MPI_Isend + MPI_Waitall against 64 MPI_Irecv,
  *               one acknowledgement at the end (as the OSU benchmark does)
  *   rate        the same with 8-byte messages, windows of 256
+ * and with --coll (compat/bench/mpi_compare.sh, make bench-mpi), the
+ * collectives of the same 2 ranks, time per call:
+ *   allreduce   MPI_Allreduce of size / 4 ints, MPI_SUM
+ *   bcast       MPI_Bcast of size bytes from rank 0
+ *   alltoall    MPI_Alltoall of size bytes to each rank
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -74,6 +79,25 @@ static void rate_run(size_t size, long long n)
     stream(size, n, RATE_WINDOW);
 }
 
+static void allreduce_run(size_t size, long long n)
+{
+    for (long long i = 0; i < n; i++)
+        MPI_Allreduce(sbuf, rbuf, (int)(size / 4), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+}
+
+static void bcast_run(size_t size, long long n)
+{
+    for (long long i = 0; i < n; i++)
+        MPI_Bcast(sbuf, (int)size, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
+static void alltoall_run(size_t size, long long n)
+{
+    for (long long i = 0; i < n; i++)
+        MPI_Alltoall(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE,
+                     MPI_COMM_WORLD);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -129,9 +153,12 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     size_t max = DEFAULT_MAX_SIZE;
     double target = 0.15;
+    int coll = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             target = 0.025;
+        else if (strcmp(argv[i], "--coll") == 0)
+            coll = 1;
         else if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc)
             max = strtoull(argv[++i], NULL, 0);
     }
@@ -174,6 +201,18 @@ int main(int argc, char **argv)
     double t = measure(rate_run, 8, target, BW_REPS);
     if (rank == 0)
         printf("rate,8,%.4f,Mmsg/s,,\n", RATE_WINDOW / t / 1e6);
+    static const struct {
+        const char *name;
+        run_fn run;
+    } colls[] = {
+        {"allreduce", allreduce_run}, {"bcast", bcast_run}, {"alltoall", alltoall_run}};
+    for (int c = 0; coll && c < 3; c++)
+        for (int i = 1; i < ns && sizes[i] <= max / 2; i++) {
+            double tc = measure(colls[c].run, sizes[i], target, LAT_REPS);
+            if (rank == 0)
+                printf("%s,%zu,%.4f,us,,\n", colls[c].name, sizes[i], tc * 1e6);
+            fflush(stdout);
+        }
     free(sbuf);
     free(rbuf);
     MPI_Finalize();

@@ -15,11 +15,12 @@
  *     to rank 0 and Bcast.
  *   Gather(v), Scatter(v): linear at the root.
  *   Allgather(v): ring, n - 1 steps.
- *   Alltoall(v): pairwise exchange, n - 1 steps.
- *   Reduce_scatter_block: Reduce to rank 0, Scatter.
+ *   Alltoall(v/w): pairwise exchange, n - 1 steps.
+ *   Reduce_scatter(_block): Reduce to rank 0, Scatter(v).
  *   Scan, Exscan: recursive doubling (MPICH's), any op.
  * Sends are eager (mpi_p2p.c), so no step waits for its receiver.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,7 @@ static int check_comm(MPI_Comm comm, const char *fn)
         return mp_err(MPI_COMM_NULL, MPI_ERR_OTHER, fn);
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, fn);
+    mp_coll_begin(comm);
     return MPI_SUCCESS;
 }
 
@@ -541,17 +543,25 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     return rc;
 }
 
+/* One side of an exchange: per peer a count, a byte displacement and a
+   type (Alltoallw's form, to which Alltoall(v) are converted). */
+typedef struct side {
+    const int *counts;
+    MPI_Aint *displs;
+    MPI_Datatype *types;
+} side;
+
 /* Pairwise exchange: at step s, send to r + s and receive from r - s. */
-static int alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
-                     MPI_Datatype stype, void *rbuf, const int *rcounts,
-                     const int *rdispls, MPI_Datatype rtype, MPI_Comm comm)
+static int alltoallw(const char *sbuf, const side *snd, char *rbuf, const side *rcv,
+                     MPI_Comm comm)
 {
     int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
     for (int s = 0; s < n && !rc; s++) {
         int to = (r + s) % n, from = (r - s + n) % n;
-        size_t sb = mp_type_bytes(stype, scounts[to]),
-               rb = mp_type_bytes(rtype, rcounts[from]);
-        void *out = packed_copy(elem(sbuf, sdispls[to], stype), scounts[to], stype);
+        MPI_Datatype st = snd->types[to], rt = rcv->types[from];
+        size_t sb = mp_type_bytes(st, snd->counts[to]),
+               rb = mp_type_bytes(rt, rcv->counts[from]);
+        void *out = packed_copy(sbuf + snd->displs[to], snd->counts[to], st);
         void *in = alloc_bytes(rb);
         if (!out || !in)
             rc = MPI_ERR_NO_MEM;
@@ -560,46 +570,116 @@ static int alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
         else
             rc = mp_coll_sendrecv(comm, to, out, sb, from, in, rb, T_ALLTOALL);
         if (!rc)
-            mp_unpack(in, rb, elem(rbuf, rdispls[from], rtype), rcounts[from], rtype);
+            mp_unpack(in, rb, rbuf + rcv->displs[from], rcv->counts[from], rt);
         free(out);
         free(in);
     }
     return rc;
 }
 
+/* In place: what is sent is a copy of the receive buffer's blocks, taken
+   whole before anything arrives. */
+static int alltoallw_in_place(char *rbuf, const side *rcv, MPI_Comm comm)
+{
+    MPI_Aint span = 0;
+    for (int i = 0; i < comm->size; i++) {
+        MPI_Aint end = rcv->displs[i] + rcv->counts[i] * rcv->types[i]->extent;
+        if (rcv->counts[i] && end > span)
+            span = end;
+    }
+    char *copy = alloc_bytes((size_t)span);
+    if (!copy)
+        return MPI_ERR_NO_MEM;
+    if (span)
+        memcpy(copy, rbuf, (size_t)span);
+    int rc = alltoallw(copy, rcv, rbuf, rcv, comm);
+    free(copy);
+    return rc;
+}
+
+static int check_side(MPI_Comm comm, const int *counts, const void *displs,
+                      const MPI_Datatype *types)
+{
+    if (!counts || !displs || !types)
+        return MPI_ERR_ARG;
+    for (int i = 0; i < comm->size; i++) {
+        if (!mp_type_ok(types[i]))
+            return MPI_ERR_TYPE;
+        if (counts[i] < 0)
+            return MPI_ERR_COUNT;
+    }
+    return MPI_SUCCESS;
+}
+
+/* A side of n peers: displacements in bytes (displs[i] * scale, or displs[i]
+   when types is given), the one type t for all unless types. */
+static int side_make(side *sd, int n, const int *counts, const int *displs,
+                     MPI_Datatype t, const MPI_Datatype *types)
+{
+    sd->counts = counts;
+    sd->displs = malloc((size_t)n * sizeof *sd->displs);
+    sd->types = malloc((size_t)n * sizeof *sd->types);
+    if (!sd->displs || !sd->types)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < n; i++) {
+        sd->types[i] = types ? types[i] : t;
+        sd->displs[i] = types ? displs[i] : (MPI_Aint)displs[i] * t->extent;
+    }
+    return MPI_SUCCESS;
+}
+
+static void side_free(side *sd)
+{
+    free(sd->displs);
+    free(sd->types);
+}
+
+/* Alltoallv (types NULL: one type each side) and Alltoallw, checked. */
+static int alltoall_any(const void *sendbuf, const int *scounts, const int *sdispls,
+                        MPI_Datatype stype, const MPI_Datatype *stypes, void *recvbuf,
+                        const int *rcounts, const int *rdispls, MPI_Datatype rtype,
+                        const MPI_Datatype *rtypes, MPI_Comm comm, const char *fn)
+{
+    int rc = check_comm(comm, fn), n;
+    if (rc)
+        return rc;
+    n = comm->size;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    if (!in_place)
+        rc = stypes ? check_side(comm, scounts, sdispls, stypes)
+                    : check_counts(comm, scounts, sdispls, stype);
+    if (!rc)
+        rc = rtypes ? check_side(comm, rcounts, rdispls, rtypes)
+                    : check_counts(comm, rcounts, rdispls, rtype);
+    FAIL(comm, rc, fn);
+    side snd = {0}, rcv = {0};
+    rc = side_make(&rcv, n, rcounts, rdispls, rtype, rtypes);
+    if (!rc && !in_place)
+        rc = side_make(&snd, n, scounts, sdispls, stype, stypes);
+    if (!rc)
+        rc = in_place ? alltoallw_in_place(recvbuf, &rcv, comm)
+                      : alltoallw(sendbuf, &snd, recvbuf, &rcv, comm);
+    side_free(&snd);
+    side_free(&rcv);
+    return mp_err(comm, rc, fn);
+}
+
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    const char *fn = "MPI_Alltoallv";
-    int rc = check_comm(comm, fn);
-    if (rc)
-        return rc;
-    int in_place = sendbuf == MPI_IN_PLACE;
-    if (!in_place)
-        rc = check_counts(comm, sendcounts, sdispls, sendtype);
-    if (!rc)
-        rc = check_counts(comm, recvcounts, rdispls, recvtype);
-    FAIL(comm, rc, fn);
-    if (!in_place)
-        return mp_err(comm,
-                      alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                                recvcounts, rdispls, recvtype, comm),
-                      fn);
-    /* in place: what is sent is a copy of the receive buffer's blocks,
-       taken whole before anything arrives */
-    MPI_Aint span = 0;
-    for (int i = 0; i < comm->size; i++)
-        if (recvcounts[i] && (rdispls[i] + recvcounts[i]) * recvtype->extent > span)
-            span = (rdispls[i] + recvcounts[i]) * recvtype->extent;
-    char *copy = alloc_bytes((size_t)span);
-    FAIL(comm, copy ? MPI_SUCCESS : MPI_ERR_NO_MEM, fn);
-    if (span)
-        memcpy(copy, recvbuf, (size_t)span);
-    rc = alltoallv(copy, recvcounts, rdispls, recvtype, recvbuf, recvcounts, rdispls,
-                   recvtype, comm);
-    free(copy);
-    return mp_err(comm, rc, fn);
+    return alltoall_any(sendbuf, sendcounts, sdispls, sendtype, NULL, recvbuf, recvcounts,
+                        rdispls, recvtype, NULL, comm, "MPI_Alltoallv");
+}
+
+/* Displacements in bytes, a type per peer. */
+int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    return alltoall_any(sendbuf, sendcounts, sdispls, MPI_DATATYPE_NULL, sendtypes,
+                        recvbuf, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes, comm,
+                        "MPI_Alltoallw");
 }
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -623,6 +703,52 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     return rc;
 }
 
+/* Reduce_scatter(_block): the whole vector reduced to rank 0, which sends
+   each rank its block (counts[i] elements, in rank order). */
+static int reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
+                          MPI_Datatype t, MPI_Op op, MPI_Comm comm, const char *fn)
+{
+    int n = comm->size, r = comm->rank, total = 0, rc = MPI_SUCCESS;
+    for (int i = 0; i < n && !rc; i++)
+        if (counts[i] < 0 || counts[i] > INT_MAX - total)
+            rc = MPI_ERR_COUNT;
+        else
+            total += counts[i];
+    const void *in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    if (!rc)
+        rc = check_reduce(comm, in, recvbuf, counts[r], t, op, 1);
+    FAIL(comm, rc, fn);
+    void *acc, *tmp;
+    rc = reduce_start(in, total, t, &acc, &tmp);
+    FAIL(comm, rc, fn);
+    rc = reduce_bytes(comm, &acc, &tmp, total, t, op, 0);
+    size_t off = mp_type_bytes(t, counts[0]);
+    for (int i = 1; !rc && r == 0 && i < n; i++) {
+        size_t b = mp_type_bytes(t, counts[i]);
+        rc = mp_coll_send(comm, i, T_SCATTER, (char *)acc + off, b);
+        off += b;
+    }
+    if (!rc && r != 0)
+        rc = mp_coll_recv(comm, 0, T_SCATTER, acc, mp_type_bytes(t, counts[r]));
+    if (!rc)
+        unpack_all(acc, recvbuf, counts[r], t);
+    free(acc);
+    free(tmp);
+    return mp_err(comm, rc, fn);
+}
+
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    int rc = check_comm(comm, "MPI_Reduce_scatter");
+    if (rc)
+        return rc;
+    if (!recvcounts)
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Reduce_scatter");
+    return reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm,
+                          "MPI_Reduce_scatter");
+}
+
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
@@ -630,28 +756,15 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
     int rc = check_comm(comm, fn);
     if (rc)
         return rc;
-    int n = comm->size;
     if (recvcount < 0)
-        FAIL(comm, MPI_ERR_COUNT, fn);
-    rc = check_reduce(comm, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
-                      recvcount * n, datatype, op, 1);
-    FAIL(comm, rc, fn);
-    void *acc, *tmp;
-    rc = reduce_start(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvcount * n,
-                      datatype, &acc, &tmp);
-    FAIL(comm, rc, fn);
-    rc = reduce_bytes(comm, &acc, &tmp, recvcount * n, datatype, op, 0);
-    /* acc at rank 0 is packed: block i is bytes [i * b, (i + 1) * b) */
-    size_t b = mp_type_bytes(datatype, recvcount);
-    for (int i = 1; !rc && comm->rank == 0 && i < n; i++)
-        rc = mp_coll_send(comm, i, T_SCATTER, (char *)acc + (size_t)i * b, b);
-    if (!rc && comm->rank != 0)
-        rc = mp_coll_recv(comm, 0, T_SCATTER, acc, b);
-    if (!rc)
-        unpack_all(acc, recvbuf, recvcount, datatype);
-    free(acc);
-    free(tmp);
-    return mp_err(comm, rc, fn);
+        return mp_err(comm, MPI_ERR_COUNT, fn);
+    int *displs, *counts = regular(comm->size, recvcount, &displs);
+    if (!counts)
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
+    rc = reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, fn);
+    free(counts);
+    free(displs);
+    return rc;
 }
 
 /* Scan (exclusive: Exscan) by recursive doubling: partial holds the
@@ -722,3 +835,23 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 {
     return scan(sendbuf, recvbuf, count, datatype, op, comm, 1, "MPI_Exscan");
 }
+
+/* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
+
+MP_PROFILED(MPI_Barrier);
+MP_PROFILED(MPI_Bcast);
+MP_PROFILED(MPI_Reduce);
+MP_PROFILED(MPI_Allreduce);
+MP_PROFILED(MPI_Gatherv);
+MP_PROFILED(MPI_Gather);
+MP_PROFILED(MPI_Scatterv);
+MP_PROFILED(MPI_Scatter);
+MP_PROFILED(MPI_Allgatherv);
+MP_PROFILED(MPI_Allgather);
+MP_PROFILED(MPI_Alltoallv);
+MP_PROFILED(MPI_Alltoallw);
+MP_PROFILED(MPI_Alltoall);
+MP_PROFILED(MPI_Reduce_scatter);
+MP_PROFILED(MPI_Reduce_scatter_block);
+MP_PROFILED(MPI_Scan);
+MP_PROFILED(MPI_Exscan);

@@ -193,6 +193,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_split");
     if (!newcomm || (color < 0 && color != MPI_UNDEFINED))
         return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_split");
+    mp_coll_begin(comm);
     return split(comm, color, key, newcomm, "MPI_Comm_split");
 }
 
@@ -203,7 +204,71 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_dup");
     if (!newcomm)
         return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_dup");
+    mp_coll_begin(comm);
     return split(comm, 0, comm->rank, newcomm, "MPI_Comm_dup");
+}
+
+static int group_ok(MPI_Group g);
+static int group_rank_of(MPI_Group g, int w);
+
+/* Every member of group is one of comm's. */
+static int group_in_comm(MPI_Group group, MPI_Comm comm)
+{
+    for (int i = 0; i < group->size; i++)
+        if (comm->from_world[group->world[i]] < 0)
+            return 0;
+    return 1;
+}
+
+/* Collective over comm: the members of group (a subset of comm's; MPI 2.2
+   lets disjoint groups be given at once, each then its own communicator,
+   told apart by its first member) get a communicator in group order. */
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+    MP_CHECK_INIT("MPI_Comm_create");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_create");
+    if (!group_ok(group) || !group_in_comm(group, comm))
+        return mp_err(comm, MPI_ERR_GROUP, "MPI_Comm_create");
+    if (!newcomm)
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_create");
+    int grank = group_rank_of(group, comm->world[comm->rank]);
+    int color = grank == MPI_UNDEFINED ? MPI_UNDEFINED : group->world[0];
+    mp_coll_begin(comm);
+    return split(comm, color, grank, newcomm, "MPI_Comm_create");
+}
+
+/*
+ * Collective over group alone: its members agree on a context among
+ * themselves, on comm's collective context with a number made of tag
+ * (above any number comm's own collectives reach before their 2^22nd),
+ * so comm's other ranks and its later collectives are not involved.
+ */
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+{
+    const char *fn = "MPI_Comm_create_group";
+    MP_CHECK_INIT(fn);
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, fn);
+    int grank = group_ok(group) ? group_rank_of(group, comm->world[comm->rank]) : -1;
+    if (grank < 0 || !group_in_comm(group, comm)) /* MPI: callers are members */
+        return mp_err(comm, MPI_ERR_GROUP, fn);
+    if (tag < 0)
+        return mp_err(comm, MPI_ERR_TAG, fn);
+    if (!newcomm)
+        return mp_err(comm, MPI_ERR_ARG, fn);
+    int *w = malloc((size_t)group->size * sizeof *w);
+    if (w)
+        memcpy(w, group->world, (size_t)group->size * sizeof *w);
+    MPI_Comm sub = w ? comm_new(group->size, w, grank, comm->ctx, comm->errh) : NULL;
+    if (!sub) {
+        free(w);
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
+    }
+    mp_coll_seq = (COLL_SEQ_MASK + 1) / 2 | ((uint32_t)tag & (COLL_SEQ_MASK >> 1));
+    int rc = split(sub, 0, grank, newcomm, fn);
+    mp_comm_release(sub);
+    return rc;
 }
 
 void mp_comm_hold(MPI_Comm comm)
@@ -425,3 +490,22 @@ int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result)
     *result = compare_ranks(group1->size, group1->world, group2->size, group2->world);
     return MPI_SUCCESS;
 }
+
+/* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
+
+MP_PROFILED(MPI_Comm_size);
+MP_PROFILED(MPI_Comm_rank);
+MP_PROFILED(MPI_Comm_split);
+MP_PROFILED(MPI_Comm_dup);
+MP_PROFILED(MPI_Comm_create);
+MP_PROFILED(MPI_Comm_create_group);
+MP_PROFILED(MPI_Comm_free);
+MP_PROFILED(MPI_Comm_compare);
+MP_PROFILED(MPI_Comm_group);
+MP_PROFILED(MPI_Group_incl);
+MP_PROFILED(MPI_Group_excl);
+MP_PROFILED(MPI_Group_free);
+MP_PROFILED(MPI_Group_size);
+MP_PROFILED(MPI_Group_rank);
+MP_PROFILED(MPI_Group_translate_ranks);
+MP_PROFILED(MPI_Group_compare);

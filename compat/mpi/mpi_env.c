@@ -47,6 +47,7 @@ static const char *const class_text[] = {
     [MPI_ERR_IN_STATUS] = "error code is in the status",
     [MPI_ERR_PENDING] = "pending request",
     [MPI_ERR_NO_MEM] = "out of memory",
+    [MPI_ERR_PROC_FAILED] = "a process of the job has died (or stopped answering)",
 };
 
 /* The error class of a flit status met under an MPI call. */
@@ -61,6 +62,8 @@ int mp_class_of(flit_status st)
         return MPI_ERR_NO_MEM;
     case FLIT_ERR_RANK:
         return MPI_ERR_RANK;
+    case FLIT_ERR_PEER_DOWN:
+        return MPI_ERR_PROC_FAILED;
     default:
         return MPI_ERR_OTHER;
     }
@@ -79,6 +82,8 @@ int mp_err(MPI_Comm comm, int code, const char *fn)
         h = flit_mpi_comm_world.errh;
     if (h && !h->fatal)
         return code;
+    if (mp_nbc_name()) /* the blocking code of a non-blocking call */
+        fn = mp_nbc_name();
     fprintf(stderr, "flit-mpi: rank %u: %s: %s (error class %d); aborting\n",
             flit_job_rank().idx, fn, class_text[code], code);
     fflush(stderr);
@@ -120,6 +125,8 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
         return init_fail("flit_ep_reserve_handlers", st);
     if ((st = flit_tagged_create(mp_ep, h, &mp_tg)) != FLIT_OK)
         return init_fail("flit_tagged_create", st);
+    if (mp_fault_init() != MPI_SUCCESS)
+        return init_fail("listening for dead peers", FLIT_ERR_NO_MEMORY);
     if (mp_comm_init_world() != MPI_SUCCESS || mp_p2p_init() != MPI_SUCCESS)
         return init_fail("memory for the library's tables", FLIT_ERR_NO_MEMORY);
     thread_level = required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
@@ -149,6 +156,10 @@ int MPI_Finalized(int *flag)
 int MPI_Finalize(void)
 {
     MP_CHECK_INIT("MPI_Finalize");
+    /* collectives whose requests were freed still owe their messages */
+    int rc = mp_nbc_drain();
+    if (rc)
+        return mp_err(MPI_COMM_NULL, rc, "MPI_Finalize");
     flit_status st = flit_barrier(mp_ep);
     mp_p2p_fini();
     if (st == FLIT_OK)
@@ -156,6 +167,7 @@ int MPI_Finalize(void)
     if (st == FLIT_OK)
         st = flit_finalize();
     mp_comm_fini();
+    mp_fault_fini();
     finalized = 1;
     return st == FLIT_OK ? MPI_SUCCESS
                          : mp_err(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Finalize");
@@ -301,3 +313,33 @@ int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
         *flag = 0;
     return MPI_SUCCESS;
 }
+
+/* No profiling levels of its own: a tool's MPI_Pcontrol replaces this one. */
+int MPI_Pcontrol(const int level, ...)
+{
+    (void)level;
+    return MPI_SUCCESS;
+}
+
+/* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
+
+MP_PROFILED(MPI_Init);
+MP_PROFILED(MPI_Init_thread);
+MP_PROFILED(MPI_Initialized);
+MP_PROFILED(MPI_Finalized);
+MP_PROFILED(MPI_Finalize);
+MP_PROFILED(MPI_Abort);
+MP_PROFILED(MPI_Wtime);
+MP_PROFILED(MPI_Wtick);
+MP_PROFILED(MPI_Get_processor_name);
+MP_PROFILED(MPI_Get_version);
+MP_PROFILED(MPI_Get_library_version);
+MP_PROFILED(MPI_Query_thread);
+MP_PROFILED(MPI_Is_thread_main);
+MP_PROFILED(MPI_Comm_set_errhandler);
+MP_PROFILED(MPI_Comm_get_errhandler);
+MP_PROFILED(MPI_Errhandler_free);
+MP_PROFILED(MPI_Error_string);
+MP_PROFILED(MPI_Error_class);
+MP_PROFILED(MPI_Comm_get_attr);
+MP_PROFILED(MPI_Pcontrol);

@@ -39,6 +39,12 @@
 #define K_ACK      2ull
 #define NSYNC      (SYNC_MASK + 1)
 #define CTX_MAX    CTX_MASK /* contexts 0 .. CTX_MAX - 1 */
+/* A collective's tag (bits 0-30, non-negative as every MPI tag): its
+   internal tag (bits 0-7) and the call's sequence number on its
+   communicator (bits 8-30), the same on every rank since MPI has every
+   rank call a communicator's collectives in one order. */
+#define COLL_TAG_BITS 8
+#define COLL_SEQ_MASK 0x7fffffu
 
 static inline uint64_t mp_tag(uint64_t kind, uint32_t ctx, uint32_t sync, uint32_t tag)
 {
@@ -113,7 +119,8 @@ struct flit_mpi_comm {
             int *from_world; /* communicator rank of each world rank, or -1 */
             MPI_Errhandler errh;
             int predefined, freed;
-            int refs; /* the handle's (until MPI_Comm_free) and each request's */
+            int refs;          /* the handle's (until MPI_Comm_free) and each request's */
+            uint32_t coll_seq; /* collectives called on it so far */
         };
         char flit_pad[128]; /* the exported objects' size, fixed */
     };
@@ -121,7 +128,7 @@ struct flit_mpi_comm {
 _Static_assert(sizeof(struct flit_mpi_comm) == 128,
                "flit_mpi_comm outgrew its exported size");
 
-enum mp_req_kind { R_SEND, R_RECV };
+enum mp_req_kind { R_SEND, R_RECV, R_COLL /* a non-blocking collective */ };
 
 struct flit_mpi_request {
     enum mp_req_kind kind;
@@ -170,6 +177,17 @@ struct flit_mpi_op {
 };
 _Static_assert(sizeof(struct flit_mpi_op) == 64, "flit_mpi_op outgrew its exported size");
 
+/*
+ * The profiling interface (MPI 3.1, 14.2): each file ends with
+ * MP_PROFILED(MPI_X) for every MPI_X it defines, which makes MPI_X weak and
+ * PMPI_X a strong alias of the same code, so that a tool's own MPI_X
+ * (linked first, or in an executable) replaces MPI_X and reaches flit's
+ * through PMPI_X.
+ */
+#define MP_PRAGMA(x) _Pragma(#x)
+#define MP_PROFILED(f)                                                                   \
+    MP_PRAGMA(weak f) extern __typeof__(f) P##f __attribute__((alias(#f)))
+
 /* mpi_op.c */
 int mp_op_ok(MPI_Op op, MPI_Datatype t); /* MPI_ERR_OP for a pair not allowed */
 /* io = in op io, count elements of t, both packed. */
@@ -186,6 +204,13 @@ int mp_class_of(flit_status st);
         if (!mp_ready())                                                                 \
             return mp_err(MPI_COMM_NULL, MPI_ERR_OTHER, fn);                             \
     } while (0)
+
+/* mpi_fault.c: processes flit saw die */
+int mp_fault_init(void); /* after mp_ep */
+void mp_fault_fini(void);
+int mp_fault_news(void); /* 1 once after each death */
+int mp_peer_dead(int world_rank);
+int mp_source_dead(MPI_Comm comm, int src); /* src: a rank or MPI_ANY_SOURCE */
 
 /* mpi_comm.c */
 int mp_comm_ok(MPI_Comm comm);
@@ -206,14 +231,46 @@ void mp_unpack(const void *in, size_t bytes, void *buf, int count, MPI_Datatype 
 void mp_type_release(MPI_Datatype t);
 
 /* mpi_p2p.c */
+extern unsigned long mp_progress_count; /* messages handled, requests completed */
+extern uint32_t mp_coll_seq;            /* the running collective's number */
 int mp_p2p_init(void);
 void mp_p2p_fini(void);
 /* Checks of a point-to-point call's arguments: an MPI error class or 0. */
 int mp_check_buf(const void *buf, int count, MPI_Datatype t);
+int mp_check_send(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+                  MPI_Comm comm);
 /* Internal byte messages of collectives on comm's collective context. */
+/* Numbers a collective call on comm: its messages' tags carry it. */
+void mp_coll_begin(MPI_Comm comm);
 int mp_coll_send(MPI_Comm comm, int dest, int tag, const void *buf, size_t bytes);
 int mp_coll_recv(MPI_Comm comm, int src, int tag, void *buf, size_t bytes);
 int mp_coll_sendrecv(MPI_Comm comm, int dest, const void *sbuf, size_t sbytes, int src,
                      void *rbuf, size_t rbytes, int tag);
+MPI_Request mp_req_coll(MPI_Comm comm);       /* an active R_COLL request */
+void mp_req_coll_done(MPI_Request r, int rc); /* completes it with error rc */
+void mp_req_coll_free(MPI_Request r);         /* one never handed out */
+
+/* mpi_nbc.c: non-blocking collectives, each a coroutine running the
+   blocking collective's code on a stack of its own. */
+typedef struct mp_coll_args {
+    const void *sbuf;
+    void *rbuf;
+    int scount, rcount, root;
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+    MPI_Datatype stype, rtype;
+    const MPI_Datatype *stypes, *rtypes;
+    MPI_Op op;
+    MPI_Comm comm;
+} mp_coll_args;
+typedef int mp_coll_fn(const mp_coll_args *a);
+/* Starts fn(a) (a copied) as request *out; fn's first steps run now. */
+int mp_nbc_start(mp_coll_fn *fn, const mp_coll_args *a, MPI_Request *out,
+                 const char *name);
+int mp_nbc_inside(void);       /* 1 on a coroutine's stack */
+const char *mp_nbc_name(void); /* the running coroutine's call, else NULL */
+void mp_nbc_yield(void);       /* back to whoever resumed this coroutine */
+int mp_nbc_run(void);          /* resumes them all; 1 when something moved */
+int mp_nbc_live(void);         /* 1 while one has not ended */
+int mp_nbc_drain(void);        /* mpi_p2p.c: waits until none is live */
 
 #endif /* FLIT_MPI_INTERNAL_H */

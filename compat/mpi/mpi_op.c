@@ -211,3 +211,9 @@ int MPI_Op_commutative(MPI_Op op, int *commute)
     *commute = op->commute;
     return MPI_SUCCESS;
 }
+
+/* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
+
+MP_PROFILED(MPI_Op_create);
+MP_PROFILED(MPI_Op_free);
+MP_PROFILED(MPI_Op_commutative);

@@ -38,6 +38,10 @@ static MPI_Request posted_head, *posted_tail = &posted_head;
 static MPI_Request *sync_wait;
 static uint32_t sync_next;
 static unsigned long refused; /* messages of no valid kind or id, dropped */
+unsigned long mp_progress_count;
+/* How long a wait sleeps before it looks for dead peers again. */
+#define DEATH_CHECK_US 100000
+uint32_t mp_coll_seq;
 
 int mp_p2p_init(void)
 {
@@ -95,6 +99,7 @@ static void empty_status(MPI_Status *s, int source)
 
 static void complete(MPI_Request r)
 {
+    mp_progress_count++; /* a waiting coroutine may go on (mpi_nbc.c) */
     r->complete = 1;
     if (r->orphan && !r->persistent)
         req_free(r);
@@ -207,6 +212,7 @@ static void ack_arrived(const flit_tagged_info_t *in, uint32_t sync_id)
 /* Handles the message the tagged layer reported in *in. */
 static int handle(const flit_tagged_info_t *in)
 {
+    mp_progress_count++;
     uint64_t kind = in->tag >> KIND_SHIFT;
     uint32_t ctx = (uint32_t)(in->tag >> CTX_SHIFT & CTX_MASK);
     uint32_t sync_id = (uint32_t)(in->tag >> SYNC_SHIFT & SYNC_MASK);
@@ -236,9 +242,55 @@ static int handle(const flit_tagged_info_t *in)
     return take_unexpected(in, tag, kind == K_SYNC, ctx, sync_id);
 }
 
-/* Handles every message that has arrived; makes progress once at least. */
-static int progress_poll(void)
+/* r waited for a process that died: it completes with that error. */
+static void failed(MPI_Request r)
 {
+    empty_status(&r->status, MPI_ANY_SOURCE);
+    r->status.MPI_ERROR = MPI_ERR_PROC_FAILED;
+    complete(r);
+}
+
+/* Whether receive r waits in vain: its source is dead, or (a collective's
+   internal receive) any member of its communicator is, since a collective
+   needs them all: a rank whose part waits on a live one that gave up on
+   the dead one fails too, never waits for ever. */
+static int waits_for_dead(MPI_Request r)
+{
+    if (r->ctx != r->comm->ctx)
+        return mp_source_dead(r->comm, MPI_ANY_SOURCE);
+    return mp_source_dead(r->comm, r->peer);
+}
+
+/* After a death: the posted receives that wait for a dead process and the
+   synchronous sends to one fail (mpi_fault.c). */
+static void fail_dead(void)
+{
+    for (MPI_Request *p = &posted_head; *p;) {
+        MPI_Request r = *p;
+        if (!waits_for_dead(r)) {
+            p = &r->next;
+            continue;
+        }
+        *p = r->next;
+        failed(r);
+    }
+    posted_tail = &posted_head;
+    while (*posted_tail)
+        posted_tail = &(*posted_tail)->next;
+    for (uint32_t id = 0; id < NSYNC; id++) {
+        MPI_Request r = sync_wait[id];
+        if (r && mp_peer_dead(r->comm->world[r->peer])) {
+            sync_wait[id] = NULL;
+            failed(r);
+        }
+    }
+}
+
+/* Handles every message that has arrived (and a death flit reported). */
+static int poll_messages(void)
+{
+    if (mp_fault_news())
+        fail_dead();
     for (int i = 0; i < 1024; i++) { /* bounded: the caller comes back */
         flit_tagged_info_t in;
         int found = 0;
@@ -255,19 +307,74 @@ static int progress_poll(void)
     return MPI_SUCCESS;
 }
 
+/* Handles every message that has arrived, then lets the non-blocking
+   collectives go as far as they can (none when called by one of them). */
+static int progress_poll(void)
+{
+    int rc = poll_messages();
+    if (!rc)
+        mp_nbc_run();
+    return rc;
+}
+
 /* Waits for one message at least, handles what came. Every request
    completes through a message (sends are complete at once, synchronous
-   ones when their acknowledgement arrives), so a caller whose request is
-   not complete may wait here. */
+   ones when their acknowledgement arrives, a non-blocking collective when
+   its coroutine's messages have), so a caller whose request is not
+   complete may wait here. A coroutine does not wait: it hands the thread
+   back to whoever resumed it and polls when it is resumed. Nor does the
+   thread when a coroutine has moved: what it waits for may be done. */
 static int progress_wait(void)
 {
+    if (mp_nbc_inside()) {
+        mp_nbc_yield();
+        return poll_messages();
+    }
+    if (mp_nbc_run())
+        return MPI_SUCCESS;
+    /* a bounded wait: a peer's death (which no message announces) is
+       looked at after it */
     flit_tagged_info_t in;
-    flit_status st =
-        flit_tagged_probe(mp_tg, flit_rank(FLIT_ANY_SOURCE), FLIT_ANY_TAG, -1, &in);
+    flit_status st = flit_tagged_probe(mp_tg, flit_rank(FLIT_ANY_SOURCE), FLIT_ANY_TAG,
+                                       DEATH_CHECK_US, &in);
+    if (st == FLIT_ERR_TIMEOUT)
+        return progress_poll();
     if (st != FLIT_OK)
         return mp_class_of(st);
     int rc = handle(&in);
     return rc ? rc : progress_poll();
+}
+
+/* ---- requests of non-blocking collectives (mpi_nbc.c) ---- */
+
+/* Until every non-blocking collective has ended (those whose requests the
+   program freed too), or an error. */
+int mp_nbc_drain(void)
+{
+    int rc = MPI_SUCCESS;
+    while (mp_nbc_live() && !rc)
+        rc = progress_wait();
+    return rc;
+}
+
+MPI_Request mp_req_coll(MPI_Comm comm)
+{
+    MPI_Request r = req_new(R_COLL, comm, comm->ctx + 1, NULL, 0, MPI_BYTE, 0, 0);
+    if (r)
+        r->active = 1;
+    return r;
+}
+
+void mp_req_coll_done(MPI_Request r, int rc)
+{
+    empty_status(&r->status, MPI_ANY_SOURCE);
+    r->status.MPI_ERROR = rc;
+    complete(r);
+}
+
+void mp_req_coll_free(MPI_Request r)
+{
+    req_free(r);
 }
 
 /* ---- starting requests ---- */
@@ -312,6 +419,10 @@ static int start_recv(MPI_Request r)
         return MPI_ERR_NO_MEM;
     if (unexpected_match(r))
         return MPI_SUCCESS;
+    if (waits_for_dead(r)) { /* nothing more will come */
+        failed(r);
+        return MPI_SUCCESS;
+    }
     r->next = NULL;
     *posted_tail = r;
     posted_tail = &r->next;
@@ -387,8 +498,8 @@ int mp_check_buf(const void *buf, int count, MPI_Datatype t)
     return MPI_SUCCESS;
 }
 
-static int check_send(const void *buf, int count, MPI_Datatype t, int dest, int tag,
-                      MPI_Comm comm)
+int mp_check_send(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+                  MPI_Comm comm)
 {
     int rc = mp_check_buf(buf, count, t);
     if (rc)
@@ -422,7 +533,7 @@ static int make(enum mp_req_kind kind, int sync, int persistent, const void *buf
     MP_CHECK_INIT(fn);
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, fn);
-    int rc = kind == R_SEND ? check_send(buf, count, t, peer, tag, comm)
+    int rc = kind == R_SEND ? mp_check_send(buf, count, t, peer, tag, comm)
                             : check_recv(buf, count, t, peer, tag, comm);
     if (!rc && !out)
         rc = MPI_ERR_REQUEST;
@@ -720,6 +831,8 @@ int MPI_Cancel(MPI_Request *request)
     if (!request || inert(*request))
         return mp_err(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Cancel");
     MPI_Request r = *request;
+    if (r->kind == R_COLL) /* MPI: a collective cannot be cancelled */
+        return mp_err(comm_of(r), MPI_ERR_REQUEST, "MPI_Cancel");
     if (r->kind != R_RECV || r->complete)
         return MPI_SUCCESS;
     for (MPI_Request *p = &posted_head; *p; p = &(*p)->next) {
@@ -988,18 +1101,32 @@ int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
 
 /* ---- collectives' messages ---- */
 
+void mp_coll_begin(MPI_Comm comm)
+{
+    mp_coll_seq = comm->coll_seq++;
+}
+
+/* A collective's internal tag within the call's sequence number: two
+   collectives of one communicator in flight at once (non-blocking ones)
+   never take each other's messages. */
+static uint32_t coll_tag(int tag)
+{
+    return (mp_coll_seq & COLL_SEQ_MASK) << COLL_TAG_BITS | (uint32_t)tag;
+}
+
 int mp_coll_send(MPI_Comm comm, int dest, int tag, const void *buf, size_t bytes)
 {
     flit_status st =
         flit_tagged_send(mp_tg, flit_rank((uint32_t)comm->world[dest]),
-                         mp_tag(K_DATA, comm->ctx + 1, 0, (uint32_t)tag), buf, bytes);
+                         mp_tag(K_DATA, comm->ctx + 1, 0, coll_tag(tag)), buf, bytes);
     return mp_class_of(st);
 }
 
 static int coll_irecv(MPI_Comm comm, int src, int tag, void *buf, size_t bytes,
                       MPI_Request *out)
 {
-    MPI_Request r = req_new(R_RECV, comm, comm->ctx + 1, buf, 0, MPI_BYTE, src, tag);
+    MPI_Request r =
+        req_new(R_RECV, comm, comm->ctx + 1, buf, 0, MPI_BYTE, src, (int)coll_tag(tag));
     if (!r)
         return MPI_ERR_NO_MEM;
     r->bytes = bytes; /* bytes of MPI_BYTE, as one run */
@@ -1038,3 +1165,36 @@ int mp_coll_sendrecv(MPI_Comm comm, int dest, const void *sbuf, size_t sbytes, i
         rc = MPI_ERR_TRUNCATE;
     return sc ? sc : rc;
 }
+
+/* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
+
+MP_PROFILED(MPI_Wait);
+MP_PROFILED(MPI_Test);
+MP_PROFILED(MPI_Waitall);
+MP_PROFILED(MPI_Testall);
+MP_PROFILED(MPI_Waitany);
+MP_PROFILED(MPI_Testany);
+MP_PROFILED(MPI_Waitsome);
+MP_PROFILED(MPI_Testsome);
+MP_PROFILED(MPI_Request_get_status);
+MP_PROFILED(MPI_Cancel);
+MP_PROFILED(MPI_Test_cancelled);
+MP_PROFILED(MPI_Request_free);
+MP_PROFILED(MPI_Isend);
+MP_PROFILED(MPI_Irsend);
+MP_PROFILED(MPI_Issend);
+MP_PROFILED(MPI_Irecv);
+MP_PROFILED(MPI_Send_init);
+MP_PROFILED(MPI_Ssend_init);
+MP_PROFILED(MPI_Recv_init);
+MP_PROFILED(MPI_Start);
+MP_PROFILED(MPI_Startall);
+MP_PROFILED(MPI_Send);
+MP_PROFILED(MPI_Rsend);
+MP_PROFILED(MPI_Ssend);
+MP_PROFILED(MPI_Recv);
+MP_PROFILED(MPI_Sendrecv);
+MP_PROFILED(MPI_Sendrecv_replace);
+MP_PROFILED(MPI_Iprobe);
+MP_PROFILED(MPI_Probe);
+MP_PROFILED(MPI_Get_count);

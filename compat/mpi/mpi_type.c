@@ -513,3 +513,20 @@ int MPI_Get_address(const void *location, MPI_Aint *address)
     *address = (MPI_Aint)location;
     return MPI_SUCCESS;
 }
+
+/* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
+
+MP_PROFILED(MPI_Type_create_hvector);
+MP_PROFILED(MPI_Type_vector);
+MP_PROFILED(MPI_Type_contiguous);
+MP_PROFILED(MPI_Type_create_hindexed);
+MP_PROFILED(MPI_Type_indexed);
+MP_PROFILED(MPI_Type_create_struct);
+MP_PROFILED(MPI_Type_create_resized);
+MP_PROFILED(MPI_Type_dup);
+MP_PROFILED(MPI_Type_commit);
+MP_PROFILED(MPI_Type_free);
+MP_PROFILED(MPI_Type_size);
+MP_PROFILED(MPI_Type_get_extent);
+MP_PROFILED(MPI_Type_get_true_extent);
+MP_PROFILED(MPI_Get_address);

@@ -3,7 +3,9 @@
  * Communicators and groups on 1 to 4 ranks: split (by color, by key in
  * reverse, MPI_UNDEFINED), dup, split of a split, compare, COMM_SELF,
  * traffic of different communicators never matched across them (same
- * source, same tag, wildcards), groups and their rank translation.
+ * source, same tag, wildcards), groups and their rank translation;
+ * MPI_Comm_create (one group, and disjoint groups at once) and
+ * MPI_Comm_create_group (its members alone, the others busy elsewhere).
  */
 #include "mpi_check.h"
 
@@ -175,6 +177,91 @@ static void groups(void)
     }
 }
 
+/* The members of the group (world ranks, in group order) get a
+   communicator whose rank i is group rank i: an allreduce of world ranks
+   and the rank order check it. */
+static void check_created(MPI_Comm c, const int *members, int n)
+{
+    int me = -1;
+    for (int i = 0; i < n; i++)
+        if (members[i] == rank)
+            me = i;
+    CHECK((me < 0) == (c == MPI_COMM_NULL));
+    if (me < 0)
+        return;
+    int r, sz, sum = 0, want = 0, first = -1;
+    OK(MPI_Comm_rank(c, &r));
+    OK(MPI_Comm_size(c, &sz));
+    CHECK(r == me && sz == n);
+    OK(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, c));
+    OK(MPI_Bcast(&first, 0, MPI_INT, 0, c));
+    int w = r == 0 ? rank : -1;
+    OK(MPI_Bcast(&w, 1, MPI_INT, 0, c));
+    for (int i = 0; i < n; i++)
+        want += members[i];
+    CHECK(sum == want && w == members[0]);
+    OK(MPI_Comm_free(&c));
+}
+
+static void creates(void)
+{
+    MPI_Group world, g, odd_even;
+    MPI_Comm c;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    int rev[4], n = 0;
+    for (int i = size - 1; i >= 0; i -= 2)
+        rev[n++] = i; /* the last rank, every second one down */
+    OK(MPI_Group_incl(world, n, rev, &g));
+    OK(MPI_Comm_create(MPI_COMM_WORLD, g, &c));
+    check_created(c, rev, n);
+    /* disjoint groups at once (MPI 2.2): evens and odds, each its own */
+    int mine[4], k = 0;
+    for (int i = rank % 2; i < size; i += 2)
+        mine[k++] = i;
+    OK(MPI_Group_incl(world, k, mine, &odd_even));
+    OK(MPI_Comm_create(MPI_COMM_WORLD, odd_even, &c));
+    check_created(c, mine, k);
+    OK(MPI_Group_free(&odd_even));
+    /* create_group: only g's members call it; the others do a collective
+       of their own meanwhile, on a communicator of theirs */
+    int in_g = 0;
+    for (int i = 0; i < n; i++)
+        in_g |= rev[i] == rank;
+    if (in_g) {
+        OK(MPI_Comm_create_group(MPI_COMM_WORLD, g, 7, &c));
+        check_created(c, rev, n);
+    } else {
+        MPI_Comm rest;
+        OK(MPI_Comm_split(MPI_COMM_WORLD, 0, 0, &rest));
+        OK(MPI_Barrier(rest));
+        OK(MPI_Comm_free(&rest));
+    }
+    if (in_g) { /* the others' split is a collective of the world's */
+        MPI_Comm rest;
+        OK(MPI_Comm_split(MPI_COMM_WORLD, MPI_UNDEFINED, 0, &rest));
+        CHECK(rest == MPI_COMM_NULL);
+    }
+    OK(MPI_Barrier(MPI_COMM_WORLD)); /* the world's collectives still agree */
+    /* errors */
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(MPI_Comm_create(MPI_COMM_WORLD, MPI_GROUP_NULL, &c) == MPI_ERR_GROUP);
+    CHECK(MPI_Comm_create(MPI_COMM_NULL, g, &c) == MPI_ERR_COMM);
+    CHECK(MPI_Comm_create(MPI_COMM_WORLD, g, NULL) == MPI_ERR_ARG);
+    if (in_g)
+        CHECK(MPI_Comm_create_group(MPI_COMM_WORLD, g, -1, &c) == MPI_ERR_TAG);
+    else
+        CHECK(MPI_Comm_create_group(MPI_COMM_WORLD, g, 7, &c) == MPI_ERR_GROUP);
+    if (size > 1) { /* a group with a rank outside the communicator */
+        MPI_Comm solo;
+        OK(MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &solo));
+        CHECK(MPI_Comm_create(solo, world, &c) == MPI_ERR_GROUP);
+        OK(MPI_Comm_free(&solo));
+    }
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    OK(MPI_Group_free(&g));
+    OK(MPI_Group_free(&world));
+}
+
 int main(int argc, char **argv)
 {
     OK(MPI_Init(&argc, &argv));
@@ -186,6 +273,7 @@ int main(int argc, char **argv)
     splits();
     self();
     groups();
+    creates();
     /* many communicators made and freed: contexts are not reused */
     for (int i = 0; i < 200; i++) {
         MPI_Comm c;

@@ -22,7 +22,7 @@ static const char help_text[] =
     "Start N ranks of program as one flit job, on this host or on the hosts\n"
     "named by --hosts, and wait for them.\n"
     "\n"
-    "  -n, --np N             number of ranks (1..4096); required unless every\n"
+    "  -n, -np, --np N        number of ranks (1..4096); required unless every\n"
     "                         host in --hosts has a count (then their sum)\n"
     "  -H, --hosts LIST       run the ranks on these hosts: \"a,b,c\" (ranks\n"
     "                         shared out evenly) or \"a:2,b:4\" (at most that\n"
@@ -155,6 +155,9 @@ static int parse_one(int c, char **argv, struct options *opt)
 {
     switch (c) {
     case 'n':
+        /* mpirun's -np N, which getopt reads as -n with the value "p" */
+        if (strcmp(argv[optind - 1], "-np") == 0 && argv[optind])
+            optarg = argv[optind++];
         if (parse_nranks(optarg, &opt->nranks))
             return 0;
         usage_error("-n wants a number of ranks from 1 to 4096, not '%s'", optarg);
