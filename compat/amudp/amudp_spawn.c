@@ -32,6 +32,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,8 +103,22 @@ static int connect_to(const char *hostport)
 
 /* ---------------------------------------------------------------- relay */
 
-/* A relay: argv is `prog AMX_RELAY_ARG HOST:PORT RANKHOST env FLIT_...=...
-   prog args` (flitrun's launch command). Never returns. */
+/* The job's key, which flitrun writes as the first line of a remote
+   rank's launcher's stdin (never on a command line), passed on as a
+   variable. 0, or -1 when it cannot be read or sent. */
+static int relay_key(int fd)
+{
+    char key[160];
+    static const char var[] = "FLIT_JOB_KEY=";
+    if (read_line(0, key, sizeof key) < 0)
+        return -1;
+    return send_all(fd, var, sizeof var - 1) || send_all(fd, key, strlen(key)) ||
+           send_all(fd, "\n", 1);
+}
+
+/* A relay: argv is `prog AMX_RELAY_ARG HOST:PORT RANKHOST [sh -c SCRIPT sh]
+   env FLIT_...=... prog args` (flitrun's launch command; the shell part,
+   there when the job's key comes on stdin, reads it). Never returns. */
 void amx_spawn_relay(char **argv)
 {
     int fd = connect_to(argv[2]);
@@ -112,9 +127,15 @@ void amx_spawn_relay(char **argv)
         _exit(1);
     }
     int bad = send_all(fd, "R\n", 2);
-    for (char **w = argv + 5;
+    char **w = argv + 4;
+    bool key_on_stdin = *w && strcmp(*w, "env") != 0;
+    while (*w && strcmp(*w, "env") != 0)
+        w++;
+    for (w += *w != NULL;
          !bad && *w && strncmp(*w, "FLIT_", 5) == 0 && strchr(*w, '='); w++)
         bad = send_all(fd, *w, strlen(*w)) || send_all(fd, "\n", 1);
+    if (!bad && key_on_stdin)
+        bad = relay_key(fd);
     if (bad || send_all(fd, "\n", 1))
         _exit(1);
     char line[64];

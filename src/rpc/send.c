@@ -35,7 +35,7 @@ static flit_status send_stream(struct flit_rpc *r, uint32_t dest, flit_handler_t
 {
     uint8_t hdr[RPC_HDR];
     rpc_hdr(hdr, word, id);
-    flit_stream_out_t *s;
+    flit_stream_out_t *s = NULL; /* set when begin answers OK: LTO cannot tell */
     flit_status st = flit_stream_begin(r->ep, flit_rank(dest), h, RPC_HDR + total,
                                        FLIT_STREAM_NONBLOCK, &s);
     if (st != FLIT_OK)
