@@ -95,9 +95,10 @@ static flit_status reply_token(struct flit_rpc_req *q, flit_status status,
     if (n == 1)
         return flit_am_reply_medium(q->token, h, iov[0].iov_base, total, args, RPC_NARGS);
     /* Zeroed: flit_iov_gather is an exported call, so GCC's link-time pass
-       cannot see it fill the array and warns (-Werror) at the reply. */
+       (a program's static link with -Werror) cannot see it fill the bytes
+       and warns at the reply. */
     uint8_t small[GATHER_ON_STACK] = {0};
-    uint8_t *buf = total <= sizeof small ? small : malloc(total);
+    uint8_t *buf = total <= sizeof small ? small : calloc(1, total);
     if (!buf)
         return FLIT_ERR_NO_MEMORY;
     flit_iov_gather(buf, iov, n);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 
@@ -111,6 +112,23 @@ static int bind_socket(struct fl_xsk *x, const char *ifname, uint16_t mode)
     return 0;
 }
 
+/* Zero-copy where the driver offers it, else copy mode. A queue whose
+   last socket was closed a moment ago answers EBUSY until the kernel's
+   deferred teardown of that socket has run, so EBUSY is asked again, up
+   to half a second, before the queue counts as held by someone else. */
+static int bind_any(struct fl_xsk *x, const char *ifname)
+{
+    int err = EBUSY;
+    for (unsigned i = 0; i < 100 && err == EBUSY; i++) {
+        if (i > 0)
+            nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+        err = bind_socket(x, ifname, XDP_ZEROCOPY);
+        if (err)
+            err = bind_socket(x, ifname, XDP_COPY);
+    }
+    return err;
+}
+
 /* Every receive frame into the fill ring, every send frame on the stack. */
 static void lend_frames(struct fl_xsk *x)
 {
@@ -158,8 +176,7 @@ flit_status fl_xsk_open(const char *ifname, uint16_t port, struct fl_xsk **out, 
     int err = load_program(x, port);
     if (err) {
         say(why, why_len, "loading the XDP program", ifname, err);
-    } else if ((err = bind_socket(x, ifname, XDP_ZEROCOPY)) != 0 &&
-               (err = bind_socket(x, ifname, XDP_COPY)) != 0) {
+    } else if ((err = bind_any(x, ifname)) != 0) {
         say(why, why_len, "binding an AF_XDP socket to queue 0", ifname, err);
     } else if ((err = attach(x, ifindex)) != 0) {
         say(why, why_len, "attaching the XDP program", ifname, err);
