@@ -131,8 +131,8 @@ void amx_spawn_relay(char **argv)
     bool key_on_stdin = *w && strcmp(*w, "env") != 0;
     while (*w && strcmp(*w, "env") != 0)
         w++;
-    for (w += *w != NULL;
-         !bad && *w && strncmp(*w, "FLIT_", 5) == 0 && strchr(*w, '='); w++)
+    for (w += *w != NULL; !bad && *w && strncmp(*w, "FLIT_", 5) == 0 && strchr(*w, '=');
+         w++)
         bad = send_all(fd, *w, strlen(*w)) || send_all(fd, "\n", 1);
     if (!bad && key_on_stdin)
         bad = relay_key(fd);

@@ -92,9 +92,9 @@ typedef struct flit_layer_setting {
    explicit on an _Atomic uint64_t, or __atomic_fetch_add), since the dump
    and flit_layer_counter read it from any thread. */
 typedef struct flit_layer_counter {
-    const char *name; /* lower case, unique in the layer: "refused" */
-    size_t offset;    /* offsetof(the state's struct, the field) */
-    const char *doc;  /* one line */
+    const char *name;       /* lower case, unique in the layer: "refused" */
+    size_t offset;          /* offsetof(the state's struct, the field) */
+    const char *doc;        /* one line */
     flit_counter_kind kind; /* left out: FLIT_COUNTER_COUNT (flit.h) */
 } flit_layer_counter_t;
 
