@@ -104,9 +104,9 @@ static void movement(void)
    too), and its non-blocking twins; scans. */
 static void reduce_scatter(void)
 {
-    int cnt[4] = {1, 2, 3, 4}, total = 0, off = 0;
-    for (int i = 0; i < size; i++)
-        total += cnt[i], off += i < rank ? cnt[i] : 0;
+    int cnt[4] = {1, 2, 3, 4}, off = 0;
+    for (int i = 0; i < rank; i++)
+        off += cnt[i];
     int in[10], out[4] = {0}, again[10];
     for (int i = 0; i < 10; i++)
         in[i] = again[i] = (rank + 1) * (i + 1);
