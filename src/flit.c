@@ -14,8 +14,12 @@
  * channel composed over it here, as UDP is (with the fault interposer,
  * transport/fault, between them when a FLIT_*_RATE is set).
  */
+#include "build.h"
+
 #include "am/am.h"
 #include "channel/channel.h"
+#include "channel/config.h"
+#include "core/ep.h"
 #include "core/job.h"
 #include "core/packet.h"
 #include "core/pub_layer.h"
@@ -26,6 +30,7 @@
 #include "transport/fault/fault.h"
 #include "transport/self/self.h"
 #include "transport/shm/shm.h"
+#include "transport/udp/config.h"
 #include "transport/udp/udp.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -45,23 +50,27 @@ static const struct fl_dgram_ops udp_faulty = FL_FAULT_DGRAM("udp", udp_faulty_o
 
 static flit_status udp_open(const struct fl_tp_open_args *a, struct fl_tp_ep **out)
 {
-#ifdef FLIT_HAVE_XDP
-    if (fl_cfg.transport == FL_TRANSPORT_XDP)
-        return FLIT_ERR_NOT_SUPPORTED; /* xdp serves, on its own UDP socket if need be */
-#else
-    static _Atomic int said;
-    if (fl_cfg.transport == FL_TRANSPORT_XDP && !said++)
-        fl_warn(
-            "xdp: this flit was built without AF_XDP (libxdp-dev, libbpf-dev, clang); "
-            "UDP serves");
-#endif
     struct fl_fault_params p;
     return fl_chan_open(fl_fault_from_config(a->rank, &p) ? &udp_faulty : &fl_dgram_udp,
                         a, out);
 }
 
-/* The reliability channel over UDP datagrams. */
-static const struct fl_transport udp = FL_CHANNEL_TRANSPORT("udp", 3, udp_open);
+static const struct fl_setting *const udp_settings[] = {
+    fl_udp_settings,
+    fl_chan_settings,
+    fl_fault_settings,
+    NULL,
+};
+
+/* The reliability channel over UDP datagrams: every peer but ourselves. */
+static const struct fl_transport udp = {
+    .name = "udp",
+    .reach = FL_REACH_HOST | FL_REACH_REMOTE,
+    .by_default = true,
+    .settings = udp_settings,
+    .open = udp_open,
+    FL_CHANNEL_OPS,
+};
 
 #ifdef FLIT_HAVE_XDP
 /* AF_XDP over UDP: UDP keeps the port and serves where AF_XDP cannot. */
@@ -81,22 +90,22 @@ static flit_status xdp_faulty_open(const struct fl_tp_open_args *a, struct fl_dg
 
 static const struct fl_dgram_ops xdp_faulty = FL_FAULT_DGRAM("xdp", xdp_faulty_open);
 
-/* Only when FLIT_TRANSPORT=xdp, and only towards other hosts (as udp in
-   auto): attaching to a NIC is for the user to ask. */
 static flit_status xdp_open(const struct fl_tp_open_args *a, struct fl_tp_ep **out)
 {
-    bool one_host = true;
-    for (uint32_t r = 0; r < a->size; r++)
-        one_host &= a->host_of[r] == a->host_of[a->rank];
-    if (fl_cfg.transport != FL_TRANSPORT_XDP || a->size < 2 || one_host)
-        return FLIT_ERR_NOT_SUPPORTED;
     struct fl_fault_params p;
     return fl_chan_open(fl_fault_from_config(a->rank, &p) ? &xdp_faulty : &xdp_udp, a,
                         out);
 }
 
-/* The reliability channel over AF_XDP frames. */
-static const struct fl_transport xdp = FL_CHANNEL_TRANSPORT("xdp", 4, xdp_open);
+/* The reliability channel over AF_XDP frames: other hosts, when
+   FLIT_TRANSPORT names it (attaching to a NIC is for the user to ask). */
+static const struct fl_transport xdp = {
+    .name = "xdp",
+    .reach = FL_REACH_REMOTE,
+    .settings = udp_settings,
+    .open = xdp_open,
+    FL_CHANNEL_OPS,
+};
 #endif
 
 static const struct fl_transport *const transports[] = {
@@ -124,8 +133,27 @@ static const flit_layer_t *const public_layers[] = {
     NULL,
 };
 
+flit_status fl_build_settings(void)
+{
+    static const char *names[FL_MAX_TRANSPORTS + 1];
+    flit_status st = fl_config_add(fl_core_settings);
+    for (int i = 0; transports[i] && i < FL_MAX_TRANSPORTS; i++) {
+        names[i] = transports[i]->name;
+        for (int k = 0; transports[i]->settings && transports[i]->settings[k]; k++)
+            if (st == FLIT_OK)
+                st = fl_config_add(transports[i]->settings[k]);
+    }
+    fl_config_set_transports(names);
+    for (int i = 0; layers[i]; i++)
+        if (layers[i]->settings && st == FLIT_OK)
+            st = fl_config_add(layers[i]->settings);
+    return st;
+}
+
 flit_status flit_init(const flit_init_params_t *params)
 {
-    flit_status st = fl_pub_builtin(public_layers);
+    flit_status st = fl_build_settings();
+    if (st == FLIT_OK)
+        st = fl_pub_builtin(public_layers);
     return st == FLIT_OK ? fl_job_init(params, transports, layers) : st;
 }

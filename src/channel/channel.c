@@ -22,6 +22,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "channel/config.h"
 #include "channel/peer.h"
 #include "channel/recv.h"
 #include "channel/rto.h"
@@ -61,8 +62,9 @@ static void set_up(struct fl_tp_ep *t, const struct fl_tp_open_args *a)
     t->size = a->size;
     t->key = a->job_id ^ 0x6a09e667f3bcc908ull;
     t->max_packet = a->max_packet;
-    t->window = (uint64_t)fl_cfg.udp_window < MIN_WINDOW(t) ? MIN_WINDOW(t)
-                                                            : (uint64_t)fl_cfg.udp_window;
+    t->window = (uint64_t)fl_chan_cfg.window < MIN_WINDOW(t)
+                    ? MIN_WINDOW(t)
+                    : (uint64_t)fl_chan_cfg.window;
     t->timeout_ns = (uint64_t)fl_cfg.peer_timeout_ms * 1000000u;
 }
 
@@ -85,16 +87,20 @@ static bool open_parts(struct fl_tp_ep *t)
 flit_status fl_chan_open(const struct fl_dgram_ops *ops, const struct fl_tp_open_args *a,
                          struct fl_tp_ep **out)
 {
-    struct fl_dgram *d;
-    flit_status st = ops->open(a, &d);
-    if (st != FLIT_OK)
-        return st;
     struct fl_tp_ep *t = calloc(1, sizeof *t);
     if (!t)
-        goto err_close_dgram;
+        return FLIT_ERR_NO_MEMORY;
+    set_up(t, a);
+    struct fl_tp_open_args da = *a;
+    da.peer_window = t->window; /* the datagram transport sizes its buffers */
+    struct fl_dgram *d;
+    flit_status st = ops->open(&da, &d);
+    if (st != FLIT_OK) {
+        free(t);
+        return st;
+    }
     t->ops = ops;
     t->d = d;
-    set_up(t, a);
     if (!open_parts(t)) {
         fl_error("%s: cannot set up the reliability channel: %s", ops->name,
                  strerror(errno));
@@ -103,9 +109,6 @@ flit_status fl_chan_open(const struct fl_dgram_ops *ops, const struct fl_tp_open
     }
     *out = t;
     return FLIT_OK;
-err_close_dgram:
-    ops->close(d);
-    return FLIT_ERR_NO_MEMORY;
 }
 
 flit_status fl_chan_address(struct fl_tp_ep *t, void *buf, size_t *len)

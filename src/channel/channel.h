@@ -78,24 +78,22 @@ void fl_chan_close(struct fl_tp_ep *t);
    datagram transport and the fault interposer under it count there too. */
 extern const struct fl_counter_desc fl_chan_counters[];
 
-/* A reliable transport: the channel over a datagram transport whose open
-   function (calling fl_chan_open) is open_fn. */
-#define FL_CHANNEL_TRANSPORT(name_, id_, open_fn)                                        \
-    {                                                                                    \
-        .name = (name_), .caps = FL_TP_RELIABLE, .id = (id_), .open = (open_fn),         \
-        .address = fl_chan_address, .reachable = fl_chan_reachable,                      \
-        .connect = fl_chan_connect, .connected = fl_chan_connected,                      \
-        .max_packet = fl_chan_max_packet, .reserve = fl_chan_reserve,                    \
-        .commit = fl_chan_commit, .cancel = fl_chan_cancel,                              \
-        .commit_lent = fl_chan_commit_lent, .settle_lent = fl_chan_settle_lent,          \
-        .poll = fl_chan_poll, .arm = fl_chan_arm, .disarm = fl_chan_disarm,              \
-        .fd = fl_chan_fd, .want_room = fl_chan_want_room,                                \
-        .check_peers = fl_chan_check_peers, .reclaim = fl_chan_reclaim,                  \
-        .settled = fl_chan_settled, .in_contact = fl_chan_in_contact,                    \
-        .peer_address = fl_chan_peer_address, .peer_datagram = fl_chan_peer_datagram,    \
-        .peer_packet_fit = fl_chan_peer_packet_fit, .dump_peer = fl_chan_dump_peer,      \
-        .close = fl_chan_close, .counters = fl_chan_counters,                            \
-        .counters_size = sizeof(struct fl_tp_counters),                                  \
-    }
+/* The ops of a reliable transport that is the channel over a datagram
+   transport: the fields of its struct fl_transport besides its name, reach,
+   settings and open function (which calls fl_chan_open). */
+#define FL_CHANNEL_OPS                                                                   \
+    .caps = FL_TP_RELIABLE, .address = fl_chan_address, .reachable = fl_chan_reachable,  \
+    .connect = fl_chan_connect, .connected = fl_chan_connected,                          \
+    .max_packet = fl_chan_max_packet, .reserve = fl_chan_reserve,                        \
+    .commit = fl_chan_commit, .cancel = fl_chan_cancel,                                  \
+    .commit_lent = fl_chan_commit_lent, .settle_lent = fl_chan_settle_lent,              \
+    .poll = fl_chan_poll, .arm = fl_chan_arm, .disarm = fl_chan_disarm,                  \
+    .fd = fl_chan_fd, .want_room = fl_chan_want_room,                                    \
+    .check_peers = fl_chan_check_peers, .reclaim = fl_chan_reclaim,                      \
+    .settled = fl_chan_settled, .in_contact = fl_chan_in_contact,                        \
+    .peer_address = fl_chan_peer_address, .peer_datagram = fl_chan_peer_datagram,        \
+    .peer_packet_fit = fl_chan_peer_packet_fit, .dump_peer = fl_chan_dump_peer,          \
+    .close = fl_chan_close, .counters = fl_chan_counters,                                \
+    .counters_size = sizeof(struct fl_tp_counters)
 
 #endif /* FL_CHANNEL_CHANNEL_H */

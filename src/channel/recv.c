@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "channel/ack.h"
+#include "channel/config.h"
 #include "channel/peer.h"
 #include "channel/rto.h"
 #include "channel/state.h"
@@ -29,7 +30,7 @@ static void schedule_ack(struct fl_tp_ep *t, struct chan_peer *p, struct rx_lane
         p->ack_now = true; /* do not let the sender stall */
         fl_chan_mark(t, p);
     } else if (!p->ack_due) {
-        p->ack_due = now + (uint64_t)fl_cfg.ack_delay_us * 1000u;
+        p->ack_due = now + (uint64_t)fl_chan_cfg.ack_delay_us * 1000u;
         fl_chan_note_deadline(&t->next_timer, p->ack_due);
     }
 }

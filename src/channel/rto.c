@@ -9,6 +9,7 @@
  */
 #include "channel/rto.h"
 
+#include "channel/config.h"
 #include "channel/state.h"
 #include "util/config.h"
 
@@ -62,7 +63,7 @@ static uint64_t probe_timeout(const struct chan_peer *p, uint64_t now)
         unacked += p->tx[l].tail - p->tx[l].head;
     uint64_t pto = 2 * p->srtt + PROBE_SLACK_NS;
     if (unacked < p->window / 4) /* it may be waiting to acknowledge it */
-        pto += (uint64_t)fl_cfg.ack_delay_us * 1000u;
+        pto += (uint64_t)fl_chan_cfg.ack_delay_us * 1000u;
     uint64_t late = late_floor(p, now); /* it was that slow, and not lossy */
     if (pto < late)
         pto = late;
@@ -97,7 +98,7 @@ void fl_chan_rtt_sample(struct chan_peer *p, uint64_t sample)
         p->rttvar = (3 * p->rttvar + err) / 4;
         p->srtt = (7 * p->srtt + sample) / 8;
     }
-    uint64_t min = (uint64_t)fl_cfg.rto_min_us * 1000u;
+    uint64_t min = (uint64_t)fl_chan_cfg.rto_min_us * 1000u;
     p->rto = p->srtt + 4 * p->rttvar;
     if (p->rto < min)
         p->rto = min;

@@ -18,6 +18,7 @@
 #include "core/barrier.h"
 #include "core/packet.h"
 #include "core/pub_layer.h"
+#include "core/select.h"
 #include "platform/le.h"
 #include "platform/os.h"
 #include "util/config.h"
@@ -261,6 +262,8 @@ static flit_status open_transports(struct flit_ep *ep)
     };
     const struct fl_transport *const *all = fl_job.transports;
     for (int i = 0; all[i] && ep->ntp < FL_MAX_TRANSPORTS; i++) {
+        if (!fl_select_opens(all[i]))
+            continue; /* another serves every peer it could */
         flit_status st = open_transport(ep, all[i], &args);
         if (st == FLIT_ERR_NOT_SUPPORTED)
             continue; /* not needed by this job (no local peers, ...) */
@@ -300,7 +303,7 @@ static flit_status build_blob(struct flit_ep *ep, uint8_t **out, size_t *len)
             free(b);
             return st;
         }
-        fl_put32(b + pos, ep->tps[i]->id);
+        fl_put32(b + pos, fl_tp_id(ep->tps[i]));
         fl_put32(b + pos + 4, (uint32_t)n);
         pos += 8 + n;
     }
@@ -310,7 +313,7 @@ static flit_status build_blob(struct flit_ep *ep, uint8_t **out, size_t *len)
 }
 
 /* Finds transport tp's part in a peer's blob. */
-static const uint8_t *blob_part(const uint8_t *b, size_t len, uint16_t id,
+static const uint8_t *blob_part(const uint8_t *b, size_t len, uint32_t id,
                                 size_t *part_len)
 {
     uint32_t ntp = fl_get32(b + 24);
@@ -339,9 +342,12 @@ static flit_status connect_peer(struct flit_ep *ep, uint32_t r, const uint8_t *b
     }
     p->tag = fl_get64(b + 8);
     p->seg_size = fl_get64(b + 16);
+    unsigned kind = fl_select_kind(r);
     for (int i = 0; i < ep->ntp; i++) {
         size_t n;
-        const uint8_t *part = blob_part(b, len, ep->tps[i]->id, &n);
+        if (!fl_select_allowed(ep->tps[i], kind))
+            continue;
+        const uint8_t *part = blob_part(b, len, fl_tp_id(ep->tps[i]), &n);
         if (!part || !ep->tps[i]->reachable(ep->tpes[i], r, part, n))
             continue;
         flit_status st = ep->tps[i]->connect(ep->tpes[i], r, part, n);
@@ -352,13 +358,16 @@ static flit_status connect_peer(struct flit_ep *ep, uint32_t r, const uint8_t *b
         p->put_ok = (p->tp->caps & FL_TP_PUT) && p->seg_size > 0;
         return FLIT_OK;
     }
-    if (fl_job.host_of[r] == fl_job.host_of[ep->rank])
-        fl_error("no transport reaches rank %u, on this host by the launcher's account: "
-                 "does one of us run in namespaces of its own (IPC, network, /dev/shm)? "
-                 "Start such ranks as if on other hosts (flitrun --hosts, --launch)",
-                 r);
+    char may[128];
+    fl_select_describe(kind, may, sizeof may);
+    if (kind == FL_REACH_HOST)
+        fl_error("no transport reaches rank %u (tried: %s), on this host by the "
+                 "launcher's account: does one of us run in namespaces of its own (IPC, "
+                 "network, /dev/shm)? Start such ranks as if on other hosts (flitrun "
+                 "--hosts, --launch)",
+                 r, may);
     else
-        fl_error("no transport reaches rank %u", r);
+        fl_error("no transport reaches rank %u (tried: %s)", r, may);
     return FLIT_ERR_UNREACHABLE;
 }
 

@@ -22,7 +22,7 @@
 
 #define FL_EP_MAGIC       0x666c6974u /* "flit" */
 #define FL_EP_RETIRED     0x64656164u /* "dead": destroyed, kept until finalize */
-#define FL_MAX_TRANSPORTS 4
+#define FL_MAX_TRANSPORTS 8
 /* One entry of the translation table. */
 struct fl_peer {
     const struct fl_transport *tp;

@@ -9,6 +9,7 @@
 #include "boot/boot.h"
 #include "core/barrier.h"
 #include "core/ep.h"
+#include "core/select.h"
 #include "platform/fiber.h"
 #include "platform/os.h"
 #include "util/config.h"
@@ -172,21 +173,38 @@ static bool onesided_ok(const struct fl_tp_onesided *o)
                   !o->put == !o->get && (!o->map || o->mem_alloc));
 }
 
+/* A transport's name: [a-z0-9]+, not "auto", unique in the list. */
+static bool name_ok(const struct fl_transport *const *all, int i)
+{
+    const char *n = all[i]->name;
+    if (!n || !*n || strcmp(n, "auto") == 0 ||
+        n[strspn(n, "abcdefghijklmnopqrstuvwxyz0123456789")])
+        return false;
+    for (int j = 0; j < i; j++)
+        if (strcmp(all[j]->name, n) == 0 || fl_tp_id(all[j]) == fl_tp_id(all[i]))
+            return false;
+    return true;
+}
+
 /* Every transport op is required but the optional ones (an optional pair,
-   both or neither): a missing one is our bug. */
+   both or neither), the name is unique and the reach says something, and
+   the list fits an endpoint: anything else is our bug. */
 static void check_transports(const struct fl_transport *const *all)
 {
     for (int i = 0; all[i]; i++) {
         const struct fl_transport *t = all[i];
-        bool ok = t->name && t->open && t->address && t->reachable && t->connect &&
-                  t->connected && t->max_packet && t->reserve && t->commit && t->cancel &&
-                  t->poll && t->arm && t->disarm && t->fd && t->want_room &&
-                  t->check_peers && t->reclaim && t->settled && t->in_contact &&
-                  t->peer_address && t->dump_peer && t->close &&
+        bool ok = name_ok(all, i) && i < FL_MAX_TRANSPORTS && t->reach && t->open &&
+                  t->address && t->reachable && t->connect && t->connected &&
+                  t->max_packet && t->reserve && t->commit && t->cancel && t->poll &&
+                  t->arm && t->disarm && t->fd && t->want_room && t->check_peers &&
+                  t->reclaim && t->settled && t->in_contact && t->peer_address &&
+                  t->dump_peer && t->close &&
                   (!(t->caps & FL_TP_PUT) || (t->put && t->set_tag)) &&
                   !t->commit_lent == !t->settle_lent && onesided_ok(t->onesided);
         if (!ok) {
-            fl_error("transport %s lacks a required op", t->name ? t->name : "?");
+            fl_error("transport %s is not described right (name, reach, a required "
+                     "op)",
+                     t->name ? t->name : "?");
             abort();
         }
     }
@@ -216,8 +234,10 @@ flit_status fl_job_init(const flit_init_params_t *params,
     flit_status st = fl_config_load();
     if (st != FLIT_OK)
         return st;
+    check_transports(transports);
+    fl_job.transports = transports;
     for (int i = 0; transports[i]; i++)
-        if (transports[i]->prepare)
+        if (transports[i]->prepare && fl_select_may_use(transports[i]))
             transports[i]->prepare();
     struct fl_boot_info info = {0};
     st = fl_boot_open(&info);
@@ -236,8 +256,6 @@ flit_status fl_job_init(const flit_init_params_t *params,
     }
     fl_job.default_tag = fl_job.job_id ^ 0x5a5a5a5a5a5a5a5aull;
     fl_progress_init();
-    check_transports(transports);
-    fl_job.transports = transports;
     init_layers = layers;
     pthread_once(&once, register_layers);
     static bool at_exit;

@@ -39,6 +39,7 @@
 #define FL_MAX_LAYERS 16
 
 struct flit_ep;
+struct fl_setting;
 
 struct fl_layer {
     const char *name;
@@ -49,6 +50,9 @@ struct fl_layer {
     void (*ep_close)(struct flit_ep *ep, void *state);
     void (*peer_down)(struct flit_ep *ep, void *state, uint32_t rank);
     const struct fl_counter_desc *counters; /* ends with a NULL name; NULL: none */
+    /* Its FLIT_* settings (util/config.h): a table ending with a NULL name,
+       registered at flit_init; NULL: none. */
+    const struct fl_setting *settings;
     /* Handler tables: 1 + the highest index below `below` with a handler
        installed (0: none). */
     uint32_t (*handlers_used)(const void *state, uint32_t below);

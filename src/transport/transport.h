@@ -28,6 +28,7 @@
 #include <sys/uio.h>
 
 #include "flit/flit.h"
+#include "util/config.h"
 #include "util/counter.h"
 
 enum fl_lane { FL_LANE_REQ = 0, FL_LANE_REP = 1, FL_LANES = 2 };
@@ -81,6 +82,10 @@ struct fl_tp_open_args {
     const uint32_t *host_of; /* [size]: host number of each rank */
     uint32_t net_hint;       /* IPv4 (host order) that reaches the launcher; 0 */
     size_t max_packet;       /* the largest packet the endpoint will send */
+    /* Set by a reliability channel above a datagram transport: the bytes
+       each peer may have unacknowledged towards us on each lane, for
+       sizing receive buffers. 0: no such bound. */
+    uint64_t peer_window;
     void *counters; /* this transport's block (->counters_size), kept until close */
     fl_tp_down_fn peer_down;         /* with up_ctx */
     void *up_ctx;
@@ -166,10 +171,30 @@ struct fl_tp_onesided {
                        void *dst, size_t len);
 };
 
+/* Which peers a transport can serve, by where they run (struct fl_transport's
+   reach; the core tells each peer's kind from the launcher's hosts). */
+#define FL_REACH_SELF   (1u << 0) /* the rank itself */
+#define FL_REACH_HOST   (1u << 1) /* the other ranks of this host */
+#define FL_REACH_REMOTE (1u << 2) /* ranks on other hosts */
+
+/*
+ * A transport, described whole: the core never names one. Selection
+ * (core/select.c): FLIT_TRANSPORT is "auto" or a list of names. For each
+ * kind of peer (FL_REACH_*) the transports the list names that reach that
+ * kind may serve it, or, where it names none for the kind, those that
+ * serve by default; of those, a peer takes the first in the build's order
+ * (src/flit.c) whose ->reachable accepts its address. An endpoint opens a
+ * transport only when it comes first for a kind of peer the job has.
+ */
 struct fl_transport {
-    const char *name;
-    uint32_t caps; /* FL_TP_* */
-    uint16_t id;   /* small number in address blobs */
+    const char *name; /* [a-z0-9]+, unique in the build: FLIT_TRANSPORT's word */
+    uint32_t caps;    /* FL_TP_* */
+    unsigned reach;   /* FL_REACH_*: the kinds of peer it may serve */
+    bool by_default;  /* serves when FLIT_TRANSPORT is auto */
+    /* Its FLIT_* settings: tables (util/config.h) in a NULL-terminated
+       list, registered at flit_init whether or not the job uses it, so
+       that every variable of the build is checked and documented. */
+    const struct fl_setting *const *settings;
     /* Its counters, named "<name>.<counter>" (a table ending with a NULL
        name; NULL: none), at offsets in a zeroed block of counters_size
        bytes that the endpoint allocates and hands to ->open as
@@ -357,6 +382,16 @@ struct fl_transport {
 
     void (*close)(struct fl_tp_ep *t);
 };
+
+/* The number that marks tp's part of an endpoint's address (FNV-1a of its
+   name): no numbers handed out by hand; the core checks they differ. */
+static inline uint32_t fl_tp_id(const struct fl_transport *tp)
+{
+    uint32_t h = 2166136261u;
+    for (const char *c = tp->name; *c; c++)
+        h = (h ^ (uint8_t)*c) * 16777619u;
+    return h;
+}
 
 /* Transports in preference order, NULL-terminated; validated once. */
 const struct fl_transport *const *fl_transports(void);

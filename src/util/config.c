@@ -19,136 +19,101 @@
 
 struct fl_config fl_cfg;
 
-enum kind {
-    K_INT,
-    K_BOOL,
-    K_ENUM,
-    K_KB,      /* given in KiB, kept in bytes */
-    K_SECONDS, /* given in seconds (decimals allowed), kept in ms */
-    K_RATE,    /* a probability 0..1, kept in parts per million */
-    K_IPV4,    /* a dotted address, kept in host order; 0: pick one */
-};
+/* FL_SET_NAMES keeps a mask in an int64_t: at most this many choices. */
+#define NAMES_MAX 63
 
-/*
- * One variable. What it accepts is said here and nowhere else: the error
- * for a bad value, FLIT_VERBOSE's listing and docs/settings.md's table (which
- * config_test compares with this one) are all written from these fields.
- */
-struct var {
-    const char *name;
-    enum kind kind;
-    size_t offset;         /* of the int64_t in struct fl_config */
-    int64_t def, min, max; /* K_INT, K_KB: as given (KiB); else as kept */
-    const char *unit;      /* of min and max as given: "KiB", "µs" */
-    const char *help;
-    bool pow2; /* only powers of two */
-    /* A value outside min..max that stands for something else (-1 for
-       "flit picks"), allowed when special_means says what. */
-    int64_t special;
-    const char *special_means;
-    const char *const *choices; /* K_ENUM, NULL-terminated */
-    bool job; /* every rank of a job must have the same (fl_config_job_values) */
-};
-
-static const char *const bulk_choices[] = {"auto", "cma", "copy", NULL};
-static const char *const watch_choices[] = {"auto", "proc", NULL};
-static const char *const transport_choices[] = {"auto", "udp", "shm", "xdp", NULL};
 static const char *const fiber_choices[] = {"auto", "ucontext", NULL};
+/* FLIT_TRANSPORT's choices, set by the build (fl_config_set_transports). */
+static const char *transport_names[NAMES_MAX + 1];
 
-/*
- * The smallest FLIT_UDP_MTU the UDP path works with: 28 bytes of IPv4 and
- * UDP headers (udp.c), the channel's 56-byte datagram header and 8-byte
- * chunk header (channel/wire.h), and 72 bytes of data per chunk. The data
- * is cut in multiples of 8, and the largest packet (FLIT_AM_MAX_MEDIUM +
- * 512 bytes, MAX_PACKET in channel.c) must fit in the 1024 chunks a lane
- * may have in flight (CHUNK_CAP): 64-byte chunks take 1032. Below 156
- * flit_ep_create refuses every peer as unreachable; from 156 to 163 a
- * full-size medium message would wait for room forever.
- */
-#define UDP_MTU_MIN (28 + 56 + 8 + 72)
-
-#define F(field) offsetof(struct fl_config, field)
-static const struct var vars[] = {
-    {"FLIT_VERBOSE", K_INT, F(verbose), 0, 0, 3, NULL,
+#define F(field) (&fl_cfg.field)
+const struct fl_setting fl_core_settings[] = {
+    {"FLIT_VERBOSE", FL_SET_INT, F(verbose), 0, 0, 3, NULL,
      "1: print configuration and per-peer transports at start-up; 2-3: debug"},
-    {"FLIT_STATS", K_BOOL, F(stats), 0, 0, 1, NULL,
+    {"FLIT_STATS", FL_SET_BOOL, F(stats), 0, 0, 1, NULL,
      "print each endpoint's counters when it is destroyed"},
-    {"FLIT_SPIN_US", K_INT, F(spin_us), -1, 0, 10000000, "µs",
+    {"FLIT_SPIN_US", FL_SET_INT, F(spin_us), -1, 0, 10000000, "µs",
      "microseconds flit_wait spins before sleeping", .special = -1,
      .special_means = "50 (2 when ranks outnumber cores)"},
-    {"FLIT_PROGRESS_THREAD", K_BOOL, F(progress_thread), 0, 0, 1, NULL,
+    {"FLIT_PROGRESS_THREAD", FL_SET_BOOL, F(progress_thread), 0, 0, 1, NULL,
      "serve every endpoint from a progress thread (makes them thread-safe)"},
-    {"FLIT_SHM_RING_KB", K_KB, F(shm_ring_bytes), 256, 256, 65536, "KiB",
-     "size of each shared-memory ring (one per ordered pair and lane)", .pow2 = true,
-     .job = true},
-    {"FLIT_SHM_BULK", K_ENUM, F(shm_bulk), FL_BULK_AUTO, 0, 2, NULL,
-     "long payloads on shared memory: auto (mapping, else CMA, else copy), cma, copy",
-     .choices = bulk_choices},
-    {"FLIT_SHM_WATCH", K_ENUM, F(shm_watch), FL_WATCH_AUTO, 0, 1, NULL,
-     "how a dead peer on this host is noticed: auto (pidfd, else /proc), proc "
-     "(reading /proc/PID/stat every FLIT_PEER_CHECK_MS)",
-     .choices = watch_choices},
-    {"FLIT_LONG_CHUNK_KB", K_KB, F(long_chunk), 32, 1, 60, "KiB",
+    {"FLIT_LONG_CHUNK_KB", FL_SET_KB, F(long_chunk), 32, 1, 60, "KiB",
      "piece size when a long payload is copied through the rings"},
-    {"FLIT_SHM_CMA_MIN_KB", K_KB, F(shm_cma_min), 256, 0, 1048576, "KiB",
-     "smallest long AM payload written by cross-memory attach; smaller ones go in "
-     "pieces through the rings"},
-    {"FLIT_PEER_CHECK_MS", K_INT, F(peer_check_ms), 100, 1, 60000, "ms",
+    {"FLIT_PEER_CHECK_MS", FL_SET_INT, F(peer_check_ms), 100, 1, 60000, "ms",
      "how often a waiting endpoint checks that its peers are alive"},
-    {"FLIT_TRANSPORT", K_ENUM, F(transport), FL_TRANSPORT_AUTO, 0, 3, NULL,
-     "auto (shared memory on a host, UDP between hosts), udp (UDP to every peer), shm, "
-     "xdp (AF_XDP between hosts where it can attach, else UDP)",
-     .choices = transport_choices, .job = true},
-    {"FLIT_PEER_TIMEOUT", K_SECONDS, F(peer_timeout_ms), 30000, 100, 86400000, "s",
-     "seconds a UDP peer may stay silent (or leave data unacknowledged) before it is "
+    {"FLIT_TRANSPORT", FL_SET_NAMES, F(transport), 0, 0, 0, NULL,
+     "auto, or the transports that serve the job, comma-separated: where the list "
+     "names none for a kind of peer (on this host, on other hosts), auto's serve it",
+     .choices = transport_names, .job = true},
+    {"FLIT_PEER_TIMEOUT", FL_SET_SECONDS, F(peer_timeout_ms), 30000, 100, 86400000, "s",
+     "seconds a peer may stay silent (or leave data unacknowledged) before it is "
      "declared down and its messages returned"},
-    {"FLIT_UDP_MTU", K_INT, F(udp_mtu), 0, UDP_MTU_MIN, 65535, "bytes",
-     "largest IP packet UDP sends (1500: no fragmentation on Ethernet)", .special = 0,
-     .special_means = "the path's MTU"},
-    {"FLIT_UDP_ADDR", K_IPV4, F(udp_addr), 0, 0, 0xffffffffll, NULL,
-     "IPv4 address this rank's UDP endpoints use (default: loopback when the job is on "
-     "one host, else the interface that reaches the launcher)"},
-    {"FLIT_UDP_WINDOW_KB", K_KB, F(udp_window), 256, 132, 65536, "KiB",
-     "unacknowledged bytes per UDP peer and lane: the credit window"},
-    {"FLIT_ACK_DELAY_US", K_INT, F(ack_delay_us), 100, 0, 1000000, "µs",
-     "how long a receiver may hold an acknowledgement back waiting for a reply to "
-     "carry it"},
-    {"FLIT_RTO_MIN_US", K_INT, F(rto_min_us), 10000, 100, 10000000, "µs",
-     "smallest retransmission timeout (the measured one is 4 round trips above the "
-     "mean)"},
-    {"FLIT_DROP_RATE", K_RATE, F(drop_ppm), 0, 0, 1000000, NULL,
-     "fault injection: probability that a received datagram is dropped"},
-    {"FLIT_DUP_RATE", K_RATE, F(dup_ppm), 0, 0, 1000000, NULL,
-     "fault injection: probability that a received datagram is processed twice"},
-    {"FLIT_REORDER_RATE", K_RATE, F(reorder_ppm), 0, 0, 1000000, NULL,
-     "fault injection: probability that a received datagram is held back behind the "
-     "next"},
-    {"FLIT_FAULT_SEED", K_INT, F(fault_seed), 1, 0, INT64_MAX, NULL,
-     "seed of the fault injection (each rank adds its rank)"},
-    {"FLIT_FIBER_STACK_KB", K_KB, F(fiber_stack), 256, 16, 65536, "KiB",
+    {"FLIT_FIBER_STACK_KB", FL_SET_KB, F(fiber_stack), 256, 16, 65536, "KiB",
      "stack of a stream handler that waits for bytes still on the wire (a fiber)"},
-    {"FLIT_FIBERS", K_ENUM, F(fibers), FL_FIBERS_AUTO, 0, 1, NULL,
+    {"FLIT_FIBERS", FL_SET_ENUM, F(fibers), FL_FIBERS_AUTO, 0, 1, NULL,
      "auto: flit's own context switch where it has one (x86-64, AArch64), else "
      "ucontext; ucontext: always the portable one",
      .choices = fiber_choices},
+    {NULL},
 };
 #undef F
-#define NVARS (sizeof vars / sizeof vars[0])
+
+/* Every registered variable, tables in the order registered. */
+static const struct fl_setting *vars[FL_CONFIG_MAX];
+static size_t nvars;
+
+/* The core's table is always there, first, whoever registers the others. */
+static void core_first(void)
+{
+    static bool done;
+    if (!done) {
+        done = true;
+        (void)fl_config_add(fl_core_settings);
+    }
+}
+
+flit_status fl_config_add(const struct fl_setting *table)
+{
+    if (table != fl_core_settings)
+        core_first();
+    for (size_t i = 0; i < nvars; i++)
+        if (vars[i] == table)
+            return FLIT_OK; /* registered already */
+    size_t n = 0;
+    while (table[n].name)
+        n++;
+    if (nvars + n > FL_CONFIG_MAX) {
+        fl_error("%zu settings registered, room for %d: raise FL_CONFIG_MAX", nvars + n,
+                 FL_CONFIG_MAX);
+        return FLIT_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++)
+        vars[nvars++] = &table[i];
+    return FLIT_OK;
+}
+
+void fl_config_set_transports(const char *const *names)
+{
+    size_t n = 0;
+    for (; names[n] && n < NAMES_MAX; n++)
+        transport_names[n] = names[n];
+    transport_names[n] = NULL;
+}
+
+const char *const *fl_config_transports(void)
+{
+    return transport_names;
+}
 
 /* Variables other parts of flit read (the launcher's), not to be warned of. */
 static const char *const known_elsewhere[] = {
     "FLIT_BOOT", "FLIT_RANK", "FLIT_SIZE", "FLIT_JOB_ID", "FLIT_JOB_KEY", NULL,
 };
 
-static int64_t *field(const struct var *v)
+/* FL_SET_SECONDS and FL_SET_RATE keep a fraction as an integer: this many per unit. */
+static double scale(const struct fl_setting *v)
 {
-    return (int64_t *)((char *)&fl_cfg + v->offset);
-}
-
-/* K_SECONDS and K_RATE keep a fraction as an integer: this many per unit. */
-static double scale(const struct var *v)
-{
-    return v->kind == K_SECONDS ? 1e3 : 1e6;
+    return v->kind == FL_SET_SECONDS ? 1e3 : 1e6;
 }
 
 /* Appends to buf[len] at *at, never past its end. */
@@ -167,27 +132,30 @@ static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
 }
 
 /* What v accepts, as its error message and docs/settings.md's table say it. */
-static void format_allowed(const struct var *v, char *buf, size_t len)
+static void format_allowed(const struct fl_setting *v, char *buf, size_t len)
 {
     size_t at = 0;
     buf[0] = '\0';
     switch (v->kind) {
-    case K_BOOL:
+    case FL_SET_BOOL:
         put(buf, len, &at, "0 or 1 (also no/yes, off/on, false/true)");
         return;
-    case K_ENUM:
+    case FL_SET_ENUM:
         for (int i = 0; v->choices[i]; i++)
             put(buf, len, &at, "%s%s", i ? ", " : "", v->choices[i]);
         return;
-    case K_IPV4:
+    case FL_SET_IPV4:
         put(buf, len, &at, "a dotted IPv4 address");
         return;
-    case K_SECONDS:
-    case K_RATE:
+    case FL_SET_NAMES: /* the same words whatever the build has */
+        put(buf, len, &at, "auto, or a comma-separated list of the build's transports");
+        return;
+    case FL_SET_SECONDS:
+    case FL_SET_RATE:
         put(buf, len, &at, "%g–%g", (double)v->min / scale(v), (double)v->max / scale(v));
         break;
-    case K_INT:
-    case K_KB:
+    case FL_SET_INT:
+    case FL_SET_KB:
         put(buf, len, &at, "%lld–%lld", (long long)v->min, (long long)v->max);
         break;
     }
@@ -199,28 +167,71 @@ static void format_allowed(const struct var *v, char *buf, size_t len)
         put(buf, len, &at, "; %lld: %s", (long long)v->special, v->special_means);
 }
 
-/* val (in the unit kept, K_KB in KiB) as it would be given. */
-static void format_value(const struct var *v, int64_t val, char *buf, size_t len)
+/* A FL_SET_NAMES mask as it would be given: "auto", or the names. */
+static void format_names(const struct fl_setting *v, int64_t mask, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; v->choices[i] && i < NAMES_MAX; i++)
+        if (mask & (INT64_C(1) << i))
+            put(buf, len, &at, "%s%s", at ? "," : "", v->choices[i]);
+    if (!at)
+        put(buf, len, &at, "%s", mask ? "?" : "auto");
+}
+
+/* "a,b": the mask of those choices; NULL when valid, else what is wrong. */
+static const char *parse_names(const struct fl_setting *v, const char *s, int64_t *out)
+{
+    int64_t mask = 0;
+    if (strcmp(s, "auto") == 0) {
+        *out = 0;
+        return NULL;
+    }
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        int i = 0;
+        while (v->choices[i] && i < NAMES_MAX &&
+               !(strlen(v->choices[i]) == n && strncmp(s, v->choices[i], n) == 0))
+            i++;
+        if (!v->choices[i] || i == NAMES_MAX)
+            return n ? "names what this build does not have" : "an empty name";
+        if (mask & (INT64_C(1) << i))
+            return "names one twice";
+        mask |= INT64_C(1) << i;
+        s += n;
+        if (*s == ',' && !*++s)
+            return "an empty name";
+    }
+    *out = mask;
+    return NULL;
+}
+
+/* val (in the unit kept, FL_SET_KB in KiB) as it would be given. */
+static void format_value(const struct fl_setting *v, int64_t val, char *buf, size_t len)
 {
     struct in_addr a = {htonl((uint32_t)val)};
     if (v->special_means && val == v->special)
         snprintf(buf, len, "%s", v->special_means);
-    else if (v->kind == K_ENUM)
+    else if (v->kind == FL_SET_ENUM)
         snprintf(buf, len, "%s", v->choices[val]);
-    else if (v->kind == K_SECONDS || v->kind == K_RATE)
+    else if (v->kind == FL_SET_NAMES)
+        format_names(v, val, buf, len);
+    else if (v->kind == FL_SET_SECONDS || v->kind == FL_SET_RATE)
         snprintf(buf, len, "%g", (double)val / scale(v));
-    else if (v->kind == K_IPV4 && val == 0)
+    else if (v->kind == FL_SET_IPV4 && val == 0)
         snprintf(buf, len, "auto");
-    else if (v->kind == K_IPV4)
+    else if (v->kind == FL_SET_IPV4)
         inet_ntop(AF_INET, &a, buf, (socklen_t)len);
     else
         snprintf(buf, len, "%lld", (long long)val);
 }
 
 /* Reads s into *out; NULL when it is valid, else what is wrong with it. */
-static const char *parse_value(const struct var *v, const char *s, int64_t *out)
+static const char *parse_value(const struct fl_setting *v, const char *s, int64_t *out)
 {
-    if (v->kind == K_ENUM) {
+    if (v->kind == FL_SET_NAMES)
+        return parse_names(v, s, out);
+    if (v->kind == FL_SET_ENUM) {
         for (int i = 0; v->choices[i]; i++)
             if (strcmp(s, v->choices[i]) == 0) {
                 *out = i;
@@ -228,7 +239,7 @@ static const char *parse_value(const struct var *v, const char *s, int64_t *out)
             }
         return "not one of the choices";
     }
-    if (v->kind == K_BOOL) {
+    if (v->kind == FL_SET_BOOL) {
         static const char *const yes[] = {"1", "yes", "true", "on", NULL};
         static const char *const no[] = {"0", "no", "false", "off", NULL};
         for (int i = 0; yes[i]; i++) {
@@ -243,7 +254,7 @@ static const char *parse_value(const struct var *v, const char *s, int64_t *out)
         }
         return "not a yes or no";
     }
-    if (v->kind == K_SECONDS || v->kind == K_RATE) {
+    if (v->kind == FL_SET_SECONDS || v->kind == FL_SET_RATE) {
         char *end;
         errno = 0;
         double x = strtod(s, &end) * scale(v);
@@ -259,7 +270,7 @@ static const char *parse_value(const struct var *v, const char *s, int64_t *out)
         *out = (int64_t)(x + 0.5);
         return NULL;
     }
-    if (v->kind == K_IPV4) {
+    if (v->kind == FL_SET_IPV4) {
         struct in_addr a;
         if (inet_pton(AF_INET, s, &a) != 1)
             return "not an IPv4 address";
@@ -300,8 +311,8 @@ static void warn_unknown(void)
             continue;
         size_t n = strcspn(*e, "=");
         bool known = false;
-        for (size_t i = 0; i < NVARS && !known; i++)
-            known = strlen(vars[i].name) == n && strncmp(*e, vars[i].name, n) == 0;
+        for (size_t i = 0; i < nvars && !known; i++)
+            known = strlen(vars[i]->name) == n && strncmp(*e, vars[i]->name, n) == 0;
         for (size_t i = 0; known_elsewhere[i] && !known; i++)
             known = strlen(known_elsewhere[i]) == n &&
                     strncmp(*e, known_elsewhere[i], n) == 0;
@@ -317,13 +328,19 @@ static void warn_unknown(void)
    when the value is bad. */
 static bool read_var(size_t i, int64_t *val, char *msg, size_t len)
 {
-    const struct var *v = &vars[i];
+    const struct fl_setting *v = vars[i];
     const char *s = getenv(v->name);
     const char *wrong = s && *s ? parse_value(v, s, val) : NULL;
     if (!wrong)
         return true;
-    char allowed[FL_CONFIG_TEXT];
+    char allowed[2 * FL_CONFIG_TEXT];
     format_allowed(v, allowed, sizeof allowed);
+    if (v->kind == FL_SET_NAMES) { /* and which those are */
+        size_t at = strlen(allowed);
+        for (int k = 0; v->choices[k]; k++)
+            put(allowed, sizeof allowed, &at, "%s%s", k ? ", " : " (", v->choices[k]);
+        put(allowed, sizeof allowed, &at, ")");
+    }
     snprintf(msg, len, "%s=\"%s\" is not valid (%s): allowed %s — %s", v->name, s, wrong,
              allowed, v->help);
     *val = v->def;
@@ -332,8 +349,9 @@ static bool read_var(size_t i, int64_t *val, char *msg, size_t len)
 
 bool fl_config_next_bad(size_t *i, char *msg, size_t len)
 {
-    while (*i < NVARS) {
-        int64_t val = vars[*i].def;
+    core_first();
+    while (*i < nvars) {
+        int64_t val = vars[*i]->def;
         if (!read_var((*i)++, &val, msg, len))
             return true;
     }
@@ -365,18 +383,19 @@ static bool first_task(void)
 
 flit_status fl_config_load(void)
 {
+    core_first();
     flit_status st = FLIT_OK;
     bool speak = first_task();
-    for (size_t i = 0; i < NVARS; i++) {
-        const struct var *v = &vars[i];
+    for (size_t i = 0; i < nvars; i++) {
+        const struct fl_setting *v = vars[i];
         int64_t val = v->def;
-        char msg[2 * FL_CONFIG_TEXT + 256];
+        char msg[3 * FL_CONFIG_TEXT + 256];
         if (!read_var(i, &val, msg, sizeof msg)) {
             if (speak)
                 fl_error("%s", msg);
             st = FLIT_ERR_CONFIG;
         }
-        *field(v) = v->kind == K_KB ? val << 10 : val;
+        *v->value = v->kind == FL_SET_KB ? val << 10 : val;
     }
     if (speak) /* a typo, too, is every task's: said once per job */
         warn_unknown();
@@ -385,10 +404,11 @@ flit_status fl_config_load(void)
 
 unsigned fl_config_job_values(int64_t *out, unsigned max)
 {
+    core_first();
     unsigned n = 0;
-    for (size_t i = 0; i < NVARS; i++)
-        if (vars[i].job && n < max)
-            out[n++] = *field(&vars[i]);
+    for (size_t i = 0; i < nvars; i++)
+        if (vars[i]->job && n < max)
+            out[n++] = *vars[i]->value;
     return n;
 }
 
@@ -397,27 +417,27 @@ void fl_config_job_describe(unsigned k, int64_t val, const char **name, char *bu
 {
     *name = "?";
     snprintf(buf, len, "%lld", (long long)val);
-    for (size_t i = 0; i < NVARS; i++) {
-        if (!vars[i].job || k-- != 0)
+    for (size_t i = 0; i < nvars; i++) {
+        if (!vars[i]->job || k-- != 0)
             continue;
-        const struct var *v = &vars[i];
+        const struct fl_setting *v = vars[i];
         *name = v->name;
-        bool known = v->kind != K_ENUM || (val >= v->min && val <= v->max);
+        bool known = v->kind != FL_SET_ENUM || (val >= v->min && val <= v->max);
         if (known)
-            format_value(v, v->kind == K_KB ? val >> 10 : val, buf, len);
+            format_value(v, v->kind == FL_SET_KB ? val >> 10 : val, buf, len);
         return;
     }
 }
 
 /* What special values became once the job was known (fl_config_settle). */
-static bool is_settled[NVARS];
-static int64_t settled_val[NVARS];
-static const char *settled_why[NVARS];
+static bool is_settled[FL_CONFIG_MAX];
+static int64_t settled_val[FL_CONFIG_MAX];
+static const char *settled_why[FL_CONFIG_MAX];
 
 void fl_config_settle(const char *name, int64_t value, const char *why)
 {
-    for (size_t i = 0; i < NVARS; i++) {
-        if (strcmp(vars[i].name, name) != 0)
+    for (size_t i = 0; i < nvars; i++) {
+        if (strcmp(vars[i]->name, name) != 0)
             continue;
         is_settled[i] = true;
         settled_val[i] = value;
@@ -427,10 +447,11 @@ void fl_config_settle(const char *name, int64_t value, const char *why)
 
 void fl_config_print(FILE *out)
 {
-    for (size_t i = 0; i < NVARS; i++) {
-        const struct var *v = &vars[i];
-        int64_t val = *field(v);
-        if (v->kind == K_KB)
+    core_first();
+    for (size_t i = 0; i < nvars; i++) {
+        const struct fl_setting *v = vars[i];
+        int64_t val = *v->value;
+        if (v->kind == FL_SET_KB)
             val >>= 10;
         const char *s = getenv(v->name);
         bool set = s && *s;
@@ -458,9 +479,10 @@ void fl_config_print(FILE *out)
 
 bool fl_config_describe(size_t i, struct fl_config_doc *d)
 {
-    if (i >= NVARS)
+    core_first();
+    if (i >= nvars)
         return false;
-    const struct var *v = &vars[i];
+    const struct fl_setting *v = vars[i];
     d->name = v->name;
     format_value(v, v->def, d->def, sizeof d->def);
     format_allowed(v, d->allowed, sizeof d->allowed);

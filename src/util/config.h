@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Configuration from FLIT_* environment variables, read once by flit_init.
- * The table in config.c is the single list: defaults, allowed values (with
- * their units and rules) and help. The error for a bad value and
- * FLIT_VERBOSE's listing are written from it, and config_test checks that
- * docs/settings.md's table says the same.
+ * Each plug-in describes its own variables in a table next to its code
+ * (struct fl_setting) and keeps their values itself; this engine reads,
+ * checks, prints and documents every registered table the same way. The
+ * variables of no particular plug-in are here (fl_core_settings).
  */
 #ifndef FL_UTIL_CONFIG_H
 #define FL_UTIL_CONFIG_H
@@ -16,49 +16,54 @@
 
 #include "flit/flit.h"
 
-enum fl_bulk_mode {
-    FL_BULK_AUTO = 0, /* shared mapping if the library made the segment, else CMA */
-    FL_BULK_CMA,      /* cross-memory attach even for shared segments */
-    FL_BULK_COPY,     /* pipelined two copies through the rings */
+/*
+ * One FLIT_* variable, described where its plug-in is (a transport, the
+ * channel, a layer) in a table ending with a NULL name, registered with
+ * fl_config_add. What it accepts is said here and nowhere else: the error
+ * for a bad value, FLIT_VERBOSE's listing and docs/settings.md's table
+ * (config_test compares the two) are all written from these fields.
+ */
+enum fl_setting_kind {
+    FL_SET_INT,
+    FL_SET_BOOL,
+    FL_SET_ENUM,    /* one of choices, kept as its index */
+    FL_SET_KB,      /* given in KiB, kept in bytes */
+    FL_SET_SECONDS, /* given in seconds (decimals allowed), kept in ms */
+    FL_SET_RATE,    /* a probability 0..1, kept in parts per million */
+    FL_SET_IPV4,    /* a dotted address, kept in host order; 0: pick one */
+    FL_SET_NAMES,   /* "auto" (kept as 0) or a comma-separated list of
+                       choices, kept as a mask: bit i for choices[i] */
 };
 
-enum fl_watch_mode {
-    FL_WATCH_AUTO = 0, /* pidfds, else /proc where the kernel refuses them */
-    FL_WATCH_PROC,     /* /proc/PID/stat, read every FLIT_PEER_CHECK_MS */
+struct fl_setting {
+    const char *name;
+    enum fl_setting_kind kind;
+    int64_t *value;        /* where it is kept */
+    int64_t def, min, max; /* FL_SET_INT, FL_SET_KB: as given (KiB); else as kept */
+    const char *unit;      /* of min and max as given: "KiB", "µs" */
+    const char *help;
+    bool pow2; /* only powers of two */
+    /* A value outside min..max that stands for something else (-1 for
+       "flit picks"), allowed when special_means says what. */
+    int64_t special;
+    const char *special_means;
+    const char *const *choices; /* FL_SET_ENUM, FL_SET_NAMES: NULL-terminated */
+    bool job; /* every rank of a job must have the same (fl_config_job_values) */
 };
 
-/* Every field is an int64_t so that one table describes them all. */
+/* The settings of no particular plug-in: logging, waiting, liveness,
+   which transports serve (FLIT_TRANSPORT), fibers. */
 struct fl_config {
     int64_t verbose;         /* FLIT_VERBOSE */
     int64_t stats;           /* FLIT_STATS */
     int64_t spin_us;         /* FLIT_SPIN_US; -1 = fl_progress_init picks */
     int64_t progress_thread; /* FLIT_PROGRESS_THREAD */
-    int64_t shm_ring_bytes;  /* FLIT_SHM_RING_KB, in bytes */
-    int64_t shm_bulk;        /* FLIT_SHM_BULK: enum fl_bulk_mode */
-    int64_t shm_watch;       /* FLIT_SHM_WATCH: enum fl_watch_mode */
     int64_t long_chunk;      /* FLIT_LONG_CHUNK_KB, in bytes: piece size when copying */
-    int64_t shm_cma_min;     /* FLIT_SHM_CMA_MIN_KB, in bytes: smallest long AM by CMA */
     int64_t peer_check_ms;   /* FLIT_PEER_CHECK_MS: liveness check period */
-    int64_t transport;       /* FLIT_TRANSPORT: enum fl_transport_choice */
+    int64_t transport; /* FLIT_TRANSPORT: 0 (auto) or a mask of fl_config_transports */
     int64_t peer_timeout_ms; /* FLIT_PEER_TIMEOUT, given in seconds */
-    int64_t udp_mtu;         /* FLIT_UDP_MTU: 0 = the path's */
-    int64_t udp_addr;        /* FLIT_UDP_ADDR: IPv4, host order; 0 = pick one */
-    int64_t udp_window;      /* FLIT_UDP_WINDOW_KB, in bytes */
-    int64_t ack_delay_us;    /* FLIT_ACK_DELAY_US */
-    int64_t rto_min_us;      /* FLIT_RTO_MIN_US */
-    int64_t drop_ppm;        /* FLIT_DROP_RATE, in parts per million */
-    int64_t dup_ppm;         /* FLIT_DUP_RATE */
-    int64_t reorder_ppm;     /* FLIT_REORDER_RATE */
-    int64_t fault_seed;      /* FLIT_FAULT_SEED */
     int64_t fiber_stack;     /* FLIT_FIBER_STACK_KB, in bytes */
     int64_t fibers;          /* FLIT_FIBERS: enum fl_fiber_choice */
-};
-
-enum fl_transport_choice {
-    FL_TRANSPORT_AUTO = 0, /* self, shared memory on the host, UDP beyond */
-    FL_TRANSPORT_UDP,      /* UDP to every other rank, even on this host */
-    FL_TRANSPORT_SHM,      /* no UDP: a job confined to one host */
-    FL_TRANSPORT_XDP,      /* as auto, AF_XDP between hosts (UDP where it cannot) */
 };
 
 enum fl_fiber_choice {
@@ -67,6 +72,21 @@ enum fl_fiber_choice {
 };
 
 extern struct fl_config fl_cfg;
+
+/* The table of struct fl_config's variables. */
+extern const struct fl_setting fl_core_settings[];
+
+/* Registers a table of settings (once; again is harmless), before
+   fl_config_load. The build's list (src/flit.c, fl_build_settings) does it
+   for every plug-in it is made of. FLIT_ERR_NO_MEMORY past the registry's
+   room (FL_CONFIG_MAX settings), our bug. */
+#define FL_CONFIG_MAX 96
+flit_status fl_config_add(const struct fl_setting *table);
+/* FLIT_TRANSPORT's choices: the names of the transports built in, in
+   preference order, NULL-terminated (at most 63), kept by reference. */
+void fl_config_set_transports(const char *const *names);
+/* Those names. */
+const char *const *fl_config_transports(void);
 
 /* Reads the environment; FLIT_ERR_CONFIG on a bad value, logged with the
    variable, the value given, what is wrong with it and what is allowed

@@ -66,6 +66,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "build.h"
 #include "channel/channel.h"
 #include "core/packet.h"
 #include "memnet.h"
@@ -73,6 +74,7 @@
 #include "platform/os.h"
 #include "transport/fault/fault.h"
 #include "transport/self/self.h"
+#include "transport/shm/config.h"
 #include "transport/shm/shm.h"
 #include "transport/udp/udp.h"
 #include "util/config.h"
@@ -1030,11 +1032,17 @@ static flit_status udp_faults_open(const struct fl_tp_open_args *a, struct fl_tp
     return fl_chan_open(&faulty_udp, a, out);
 }
 
-static const struct fl_transport chan_mem =
-    FL_CHANNEL_TRANSPORT("chan_mem", 10, chan_mem_open);
+/* The channel over a datagram transport, as src/flit.c composes them. */
+#define CHAN_TP(name_, open_)                                                            \
+    {                                                                                    \
+        .name = (name_), .reach = FL_REACH_HOST | FL_REACH_REMOTE, .open = (open_),      \
+        FL_CHANNEL_OPS                                                                   \
+    }
+
+static const struct fl_transport chan_mem = CHAN_TP("chan_mem", chan_mem_open);
 static const struct fl_transport chan_mem_faults =
-    FL_CHANNEL_TRANSPORT("chan_mem_faults", 11, chan_mem_faults_open);
-static const struct fl_transport udp = FL_CHANNEL_TRANSPORT("udp", 12, udp_open);
+    CHAN_TP("chan_mem_faults", chan_mem_faults_open);
+static const struct fl_transport udp = CHAN_TP("udp", udp_open);
 
 #ifdef FLIT_HAVE_XDP
 static flit_status xdp_dgram_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
@@ -1049,7 +1057,7 @@ static flit_status xdp_open(const struct fl_tp_open_args *a, struct fl_tp_ep **o
     return fl_chan_open(&xdp_dgram, a, out);
 }
 
-static const struct fl_transport xdp = FL_CHANNEL_TRANSPORT("xdp", 14, xdp_open);
+static const struct fl_transport xdp = CHAN_TP("xdp", xdp_open);
 #endif
 
 /* xdp: each rank in its host's network namespace (FLITNET_NS<rank>). */
@@ -1070,8 +1078,7 @@ static void enter_host(const struct fl_transport *tp, uint32_t rank)
     close(fd);
 #endif
 }
-static const struct fl_transport udp_faults =
-    FL_CHANNEL_TRANSPORT("udp_faults", 13, udp_faults_open);
+static const struct fl_transport udp_faults = CHAN_TP("udp_faults", udp_faults_open);
 
 /* ---- broken transports: self with one rule broken each ---- */
 
@@ -1374,7 +1381,6 @@ static const struct fl_transport *xdp_transport(void)
                "(ctest -R conformance.xdp)\n");
         exit(77);
     }
-    fl_cfg.transport = FL_TRANSPORT_XDP;
     return &xdp;
 #else
     printf("SKIP: this flit was built without AF_XDP (Debian: libxdp-dev libbpf-dev "
@@ -1390,9 +1396,9 @@ int main(int argc, char **argv)
             "xdp|broken");
     signal(SIGPIPE, SIG_IGN);
     unsetenv("FLIT_TRANSPORT");
-    if (fl_config_load() != FLIT_OK)
+    if (fl_build_settings() != FLIT_OK || fl_config_load() != FLIT_OK)
         die("bad FLIT_* settings");
-    fl_cfg.shm_ring_bytes = 256 << 10;
+    fl_shm_cfg.ring_bytes = 256 << 10;
     const char *name = argv[1];
     const struct fl_transport *tp = NULL;
     faults = (struct fl_fault_params){.seed = 77,
@@ -1412,7 +1418,6 @@ int main(int argc, char **argv)
             die("cannot map the memory network: %s", strerror(errno));
         tp = strcmp(name, "chan_mem") == 0 ? &chan_mem : &chan_mem_faults;
     } else if (strcmp(name, "udp") == 0 || strcmp(name, "udp_faults") == 0) {
-        fl_cfg.transport = FL_TRANSPORT_UDP;
         tp = strcmp(name, "udp") == 0 ? &udp : &udp_faults;
     } else if (strcmp(name, "xdp") == 0) {
         tp = xdp_transport();

@@ -204,6 +204,7 @@ static void test_config(void)
     setenv("FLIT_DUP_RATE", "0.125", 1);
     setenv("FLIT_REORDER_RATE", "0.5", 1);
     setenv("FLIT_FAULT_SEED", "1000", 1);
+    CHECK((fl_config_add(fl_fault_settings)) == (FLIT_OK));
     CHECK((fl_config_load()) == (FLIT_OK));
     struct fl_fault_params p;
     CHECK(fl_fault_from_config(3, &p));

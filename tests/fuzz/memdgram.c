@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "am/wire.h"
+#include "channel/config.h"
 #include "channel/wire.h"
 #include "core/packet.h"
 #include "fuzz.h"
@@ -225,8 +226,9 @@ struct fl_tp_ep *memdgram_open(unsigned setup)
 {
     static bool configured;
     if (!configured) {
+        FUZZ_CHECK(fl_config_add(fl_chan_settings) == FLIT_OK);
         FUZZ_CHECK(fl_config_load() == FLIT_OK);
-        fl_cfg.udp_window = 0; /* the channel's smallest window: less to allocate */
+        fl_chan_cfg.window = 0; /* the channel's smallest window: less to allocate */
         mem.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         FUZZ_CHECK(mem.fd >= 0);
         configured = true;

@@ -35,12 +35,24 @@ echo '#include "am/am.h"' >> "$tmp/src/core/progress.c"
 expect "core including am/" "core/progress.c"
 
 fresh
-echo '#include "core/ep.h"' >> "$tmp/src/transport/shm/ring.c"
-expect "a transport including core/" "transport/shm/ring.c"
+echo '#include "core/ep.h"' >> "$tmp/src/transport/ring.c"
+expect "a transport including core/" "transport/ring.c"
 
 fresh
 echo '#include "channel/channel.h"' >> "$tmp/src/transport/udp/udp.c"
 expect "a transport including the channel" "transport/udp/udp.c"
+
+fresh
+echo '#include "transport/shm/shm.h"' >> "$tmp/src/core/ep.c"
+expect "core including a transport's header" "core/ep.c"
+
+fresh
+echo 'static const char *const which = "udp";' >> "$tmp/src/core/stats.c"
+expect "a transport's name outside its folder" "core/stats.c"
+
+fresh
+echo 'const void *fl_which(void) { return &fl_tp_self; }' >> "$tmp/src/rma/rma.c"
+expect "a transport's descriptor named outside src/flit.c" "rma/rma.c"
 
 fresh
 echo 'void fl_peek(void) { fl_rma_of(0); }' >> "$tmp/src/core/stats.c"

@@ -11,7 +11,9 @@
 # group, object, compat when they exist) include nothing from src/: only
 # <flit/...> and headers of their own folder. Lower layers also may not
 # name an upper layer's internals (its fl_ functions, types, FL_ constants,
-# opcodes) even without the include. src/flit.c, which lists what the build is made of, is the top.
+# opcodes) even without the include. src/flit.c, which lists what the build
+# is made of, is the top, and the only file outside a transport's folder
+# that names the transport.
 #
 #   check_layers.sh [SRC_DIR]     exit 0: clean; 1: a violation (each
 #                                 printed as file:line: what is wrong)
@@ -48,8 +50,28 @@ report() {
     bad=1
 }
 
+# Code only: line with its comments dropped (c: inside a comment that
+# spans lines; reset at each file's first line).
+code_of='
+function code_of(line,    code, k, s2) {
+    code = ""
+    while (line != "") {
+        if (c) {
+            k = index(line, "*/")
+            if (!k) return code
+            line = substr(line, k + 2); c = 0
+        } else {
+            k = index(line, "/*"); s2 = index(line, "//")
+            if (s2 && (!k || s2 < k)) return code substr(line, 1, s2 - 1)
+            if (!k) return code line
+            code = code substr(line, 1, k - 1); line = substr(line, k + 2); c = 1
+        }
+    }
+    return code
+}'
+
 # One awk pass per folder: includes by rank, then names outside comments.
-check='
+check=$code_of'
 BEGIN { n = split(order, o, " "); for (i = 1; i <= n; i++) rk[o[i]] = i - 1 }
 FNR == 1 { c = 0 }
 {
@@ -64,20 +86,7 @@ FNR == 1 { c = 0 }
                 printf "%s:%d: %s includes %s/, a layer above it\n", FILENAME, FNR, me, d
         }
     }
-    # Code only: drop comments (a comment may span lines).
-    code = ""
-    while (line != "") {
-        if (c) {
-            k = index(line, "*/")
-            if (!k) { line = ""; break }
-            line = substr(line, k + 2); c = 0
-        } else {
-            k = index(line, "/*"); s2 = index(line, "//")
-            if (s2 && (!k || s2 < k)) { code = code substr(line, 1, s2 - 1); line = ""; break }
-            if (!k) { code = code line; line = ""; break }
-            code = code substr(line, 1, k - 1); line = substr(line, k + 2); c = 1
-        }
-    }
+    code = code_of(line)
     if (pat != "" && match(code, "(^|[^A-Za-z0-9_])(" pat ")"))
         printf "%s:%d: %s names the internals of a layer above: %s\n", FILENAME, FNR, me, code
 }'
@@ -114,6 +123,25 @@ for layer in $seated; do
         while IFS= read -r hit; do
             echo "${hit%%:*}:$(echo "$hit" | cut -d: -f2): $layer writes its own log or clock: flit_log / flit_clock_ns (<flit/layer.h>)"
         done
+done >> /tmp/check_layers.$$
+
+# A transport is named only in its own folder and in src/flit.c, the list
+# of what the build is made of: elsewhere no code (comments aside) includes
+# its headers, writes its name as a string, or names its descriptor or
+# datagram ops (fl_tp_<name>, fl_dgram_<name>), so that adding one touches
+# nothing shared.
+tp_check=$code_of'
+FNR == 1 { c = 0 }
+{
+    code = code_of($0)
+    if (index(code, "\"transport/" tp "/") || index(code, "\"" tp "\"") ||
+        match(code, "(^|[^A-Za-z0-9_])fl_(tp|dgram)_" tp "([^A-Za-z0-9_]|$)"))
+        printf "%s:%d: names the %s transport outside its folder and src/flit.c: %s\n", FILENAME, FNR, tp, code
+}'
+for dir in "$src"/transport/*/; do
+    tp=$(basename "$dir")
+    find "$src" -name '*.[ch]' ! -path "$src/transport/$tp/*" ! -path "$src/flit.c" | sort |
+        xargs awk -v tp="$tp" "$tp_check"
 done >> /tmp/check_layers.$$
 
 # compat/: a quoted include names a file of the library's own folder (no

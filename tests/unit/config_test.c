@@ -18,6 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "build.h"
+#include "channel/config.h"
+#include "transport/fault/fault.h"
+#include "transport/shm/config.h"
+#include "transport/udp/config.h"
 #include "unit.h"
 #include "util/config.h"
 
@@ -67,8 +72,8 @@ static void expect_defaults(void)
     CHECK(fl_cfg.stats == 0);
     CHECK(fl_cfg.spin_us == -1);
     CHECK(fl_cfg.progress_thread == 0);
-    CHECK(fl_cfg.shm_ring_bytes == 256 << 10);
-    CHECK(fl_cfg.shm_bulk == FL_BULK_AUTO);
+    CHECK(fl_shm_cfg.ring_bytes == 256 << 10);
+    CHECK(fl_shm_cfg.bulk == FL_BULK_AUTO);
     CHECK(fl_cfg.long_chunk == 32 << 10);
     CHECK(fl_cfg.peer_check_ms == 100);
 }
@@ -195,11 +200,11 @@ static void test_ints(void)
         expect_invalid("FLIT_LONG_CHUNK_KB", bad_chunk[i], &fl_cfg.long_chunk, 32 << 10);
 
     /* FLIT_SHM_CMA_MIN_KB 0 .. 1048576 (0: every long payload), in bytes */
-    expect_valid("FLIT_SHM_CMA_MIN_KB", "0", &fl_cfg.shm_cma_min, 0);
-    expect_valid("FLIT_SHM_CMA_MIN_KB", "1048576", &fl_cfg.shm_cma_min, 1ll << 30);
+    expect_valid("FLIT_SHM_CMA_MIN_KB", "0", &fl_shm_cfg.cma_min, 0);
+    expect_valid("FLIT_SHM_CMA_MIN_KB", "1048576", &fl_shm_cfg.cma_min, 1ll << 30);
     static const char *const bad_cma[] = {"-1", "1048577", "256k", "lots"};
     for (size_t i = 0; i < sizeof bad_cma / sizeof bad_cma[0]; i++)
-        expect_invalid("FLIT_SHM_CMA_MIN_KB", bad_cma[i], &fl_cfg.shm_cma_min, 256 << 10);
+        expect_invalid("FLIT_SHM_CMA_MIN_KB", bad_cma[i], &fl_shm_cfg.cma_min, 256 << 10);
 }
 
 static void test_ring_kb(void)
@@ -207,23 +212,23 @@ static void test_ring_kb(void)
     for (int64_t kb = 256; kb <= 65536; kb *= 2) {
         char s[16];
         snprintf(s, sizeof s, "%lld", (long long)kb);
-        expect_valid("FLIT_SHM_RING_KB", s, &fl_cfg.shm_ring_bytes, kb << 10);
+        expect_valid("FLIT_SHM_RING_KB", s, &fl_shm_cfg.ring_bytes, kb << 10);
     }
     static const char *const bad[] = {"300",   "255",    "257",    "384",  "65535",
                                       "65537", "131072", "128",    "0",    "-256",
                                       "256k",  "abc",    "1024.0", "0x400"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        expect_invalid("FLIT_SHM_RING_KB", bad[i], &fl_cfg.shm_ring_bytes, 256 << 10);
+        expect_invalid("FLIT_SHM_RING_KB", bad[i], &fl_shm_cfg.ring_bytes, 256 << 10);
 }
 
 static void test_bulk(void)
 {
-    expect_valid("FLIT_SHM_BULK", "auto", &fl_cfg.shm_bulk, FL_BULK_AUTO);
-    expect_valid("FLIT_SHM_BULK", "cma", &fl_cfg.shm_bulk, FL_BULK_CMA);
-    expect_valid("FLIT_SHM_BULK", "copy", &fl_cfg.shm_bulk, FL_BULK_COPY);
+    expect_valid("FLIT_SHM_BULK", "auto", &fl_shm_cfg.bulk, FL_BULK_AUTO);
+    expect_valid("FLIT_SHM_BULK", "cma", &fl_shm_cfg.bulk, FL_BULK_CMA);
+    expect_valid("FLIT_SHM_BULK", "copy", &fl_shm_cfg.bulk, FL_BULK_COPY);
     static const char *const bad[] = {"0", "1", "dma", "copy2", "auto ", "cm", "mapping"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        expect_invalid("FLIT_SHM_BULK", bad[i], &fl_cfg.shm_bulk, FL_BULK_AUTO);
+        expect_invalid("FLIT_SHM_BULK", bad[i], &fl_shm_cfg.bulk, FL_BULK_AUTO);
 }
 
 /* name=value is refused saying why (wrong) and naming every piece of text
@@ -294,10 +299,10 @@ static void test_messages(void)
        bytes of data, so that the largest packet fits in the chunks a lane
        may have in flight; up to an IP packet. (156, which fl_chan_connect
        lets through, hangs a full-size medium message.) */
-    expect_valid("FLIT_UDP_MTU", "0", &fl_cfg.udp_mtu, 0);
-    expect_valid("FLIT_UDP_MTU", "164", &fl_cfg.udp_mtu, 164);
-    expect_valid("FLIT_UDP_MTU", "1500", &fl_cfg.udp_mtu, 1500);
-    expect_valid("FLIT_UDP_MTU", "65535", &fl_cfg.udp_mtu, 65535);
+    expect_valid("FLIT_UDP_MTU", "0", &fl_udp_cfg.mtu, 0);
+    expect_valid("FLIT_UDP_MTU", "164", &fl_udp_cfg.mtu, 164);
+    expect_valid("FLIT_UDP_MTU", "1500", &fl_udp_cfg.mtu, 1500);
+    expect_valid("FLIT_UDP_MTU", "65535", &fl_udp_cfg.mtu, 65535);
     static const char *const mtu_want[] = {"164–65535 bytes; 0: the path's MTU", NULL};
     expect_refused_for("FLIT_UDP_MTU", "10", "too small", mtu_want);
     expect_refused_for("FLIT_UDP_MTU", "156", "too small", mtu_want);
@@ -323,8 +328,8 @@ static void test_mixed(void)
     CHECK_ST(load(&log), FLIT_ERR_CONFIG);
     CHECK(strstr(log, "FLIT_SHM_RING_KB") != NULL);
     CHECK(strstr(log, "FLIT_SPIN_US") == NULL);
-    CHECK(fl_cfg.spin_us == 7 && fl_cfg.shm_bulk == FL_BULK_COPY);
-    CHECK(fl_cfg.shm_ring_bytes == 256 << 10);
+    CHECK(fl_cfg.spin_us == 7 && fl_shm_cfg.bulk == FL_BULK_COPY);
+    CHECK(fl_shm_cfg.ring_bytes == 256 << 10);
     /* Two bad ones: both named. */
     CHECK(setenv("FLIT_STATS", "perhaps", 1) == 0);
     CHECK_ST(load(&log), FLIT_ERR_CONFIG);
@@ -360,7 +365,7 @@ static void test_once_per_job(void)
         CHECK_ST(load(&log), FLIT_ERR_CONFIG);
         if (log[0] != '\0')
             FAIL("%s=5 (not the first task) logged: %s", rank_vars[i], log);
-        CHECK(fl_cfg.shm_ring_bytes == 256 << 10);
+        CHECK(fl_shm_cfg.ring_bytes == 256 << 10);
         CHECK(setenv(rank_vars[i], "0", 1) == 0);
         CHECK_ST(load(&log), FLIT_ERR_CONFIG);
         if (occurrences(log, "FLIT_SHM_RING_KB=\"300\"") != 1 ||
@@ -400,7 +405,7 @@ static void test_next_bad(void)
                  logged);
     }
     CHECK(found == 2);
-    CHECK(fl_cfg.shm_bulk == FL_BULK_COPY); /* checked, not kept */
+    CHECK(fl_shm_cfg.bulk == FL_BULK_COPY); /* checked, not kept */
     unit_clean_env();
     CHECK_OK(load(&log));
 }
@@ -427,7 +432,7 @@ static void test_unknown(void)
     CHECK(setenv("FLIT_SHM_RING", "512", 1) == 0);
     CHECK_OK(load(&log));
     CHECK(strstr(log, "FLIT_SHM_RING") != NULL);
-    CHECK(fl_cfg.shm_ring_bytes == 256 << 10);
+    CHECK(fl_shm_cfg.ring_bytes == 256 << 10);
     CHECK(unsetenv("FLIT_SHM_RING") == 0);
     /* The launcher's variables are known: no warning about them. */
     CHECK(setenv("FLIT_RANK", "0", 1) == 0);
@@ -505,7 +510,7 @@ static void test_init(void)
         FAIL("FLIT_VERBOSE=1 printed \"%.*s\", expected 50 (default)", (int)spin_len,
              spin);
     CHECK(flit_job_size() == 1 && flit_job_rank().idx == 0);
-    CHECK(fl_cfg.shm_ring_bytes == 512 << 10);
+    CHECK(fl_shm_cfg.ring_bytes == 512 << 10);
     CHECK_ST(flit_init(NULL), FLIT_ERR_ALREADY_INITIALIZED);
     CHECK(fl_cfg.stats == 1);
     saved = capture_begin(); /* FLIT_VERBOSE=1: the endpoint's peers */
@@ -708,6 +713,40 @@ static void test_readme(void)
     CHECK(rows == (int)nvars);
 }
 
+/* The mask FLIT_TRANSPORT keeps for the build's transport called name. */
+static int64_t transport_bit(const char *name)
+{
+    const char *const *names = fl_config_transports();
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], name) == 0)
+            return INT64_C(1) << i;
+    FAIL("this build has no transport called %s", name);
+}
+
+/* FLIT_TRANSPORT: auto, or a list of the build's transports' names. */
+static void test_transport_names(void)
+{
+    int64_t shm = transport_bit("shm"), udp = transport_bit("udp");
+    CHECK(transport_bit("self") != 0 && shm != udp);
+    expect_valid("FLIT_TRANSPORT", "udp", &fl_cfg.transport, udp);
+    expect_valid("FLIT_TRANSPORT", "shm", &fl_cfg.transport, shm);
+    expect_valid("FLIT_TRANSPORT", "shm,udp", &fl_cfg.transport, shm | udp);
+    expect_valid("FLIT_TRANSPORT", "udp,shm", &fl_cfg.transport, shm | udp);
+    expect_valid("FLIT_TRANSPORT", "auto", &fl_cfg.transport, 0);
+    static const char *const bad[] = {"tcp",     "UDP",      "udp,",
+                                      ",udp",    "udp,,shm", "udp,udp",
+                                      "shm udp", "auto,udp", "udp;shm"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_invalid("FLIT_TRANSPORT", bad[i], &fl_cfg.transport, 0);
+    /* The refusal names what this build has. */
+    CHECK(setenv("FLIT_TRANSPORT", "tcp", 1) == 0);
+    const char *log;
+    CHECK(load(&log) == FLIT_ERR_CONFIG);
+    if (!strstr(log, "self, shm") || !strstr(log, "udp)"))
+        FAIL("FLIT_TRANSPORT=tcp refused without naming the build's transports: %s", log);
+    CHECK(unsetenv("FLIT_TRANSPORT") == 0);
+}
+
 /* The UDP path's variables: seconds, probabilities, an address, a choice. */
 static void test_udp_kinds(void)
 {
@@ -720,27 +759,25 @@ static void test_udp_kinds(void)
         expect_invalid("FLIT_PEER_TIMEOUT", bad_timeout[i], &fl_cfg.peer_timeout_ms,
                        30000);
     /* FLIT_DROP_RATE and friends: a probability, kept in parts per million */
-    expect_valid("FLIT_DROP_RATE", "0.05", &fl_cfg.drop_ppm, 50000);
-    expect_valid("FLIT_DUP_RATE", "1", &fl_cfg.dup_ppm, 1000000);
-    expect_valid("FLIT_REORDER_RATE", "0", &fl_cfg.reorder_ppm, 0);
+    expect_valid("FLIT_DROP_RATE", "0.05", &fl_fault_cfg.drop_ppm, 50000);
+    expect_valid("FLIT_DUP_RATE", "1", &fl_fault_cfg.dup_ppm, 1000000);
+    expect_valid("FLIT_REORDER_RATE", "0", &fl_fault_cfg.reorder_ppm, 0);
     static const char *const bad_rate[] = {"5", "1.01", "-0.1", "5%", "half", "0.1x"};
     for (size_t i = 0; i < sizeof bad_rate / sizeof bad_rate[0]; i++)
-        expect_invalid("FLIT_DROP_RATE", bad_rate[i], &fl_cfg.drop_ppm, 0);
+        expect_invalid("FLIT_DROP_RATE", bad_rate[i], &fl_fault_cfg.drop_ppm, 0);
     /* FLIT_UDP_ADDR: dotted IPv4, kept in host order */
-    expect_valid("FLIT_UDP_ADDR", "10.1.2.3", &fl_cfg.udp_addr, 0x0a010203);
+    expect_valid("FLIT_UDP_ADDR", "10.1.2.3", &fl_udp_cfg.addr, 0x0a010203);
     static const char *const bad_addr[] = {"300.1.1.1", "10.1.2", "host", "::1",
                                            "10.1.2.3 "};
     for (size_t i = 0; i < sizeof bad_addr / sizeof bad_addr[0]; i++)
-        expect_invalid("FLIT_UDP_ADDR", bad_addr[i], &fl_cfg.udp_addr, 0);
-    /* FLIT_TRANSPORT */
-    expect_valid("FLIT_TRANSPORT", "udp", &fl_cfg.transport, FL_TRANSPORT_UDP);
-    expect_valid("FLIT_TRANSPORT", "shm", &fl_cfg.transport, FL_TRANSPORT_SHM);
-    expect_invalid("FLIT_TRANSPORT", "tcp", &fl_cfg.transport, FL_TRANSPORT_AUTO);
+        expect_invalid("FLIT_UDP_ADDR", bad_addr[i], &fl_udp_cfg.addr, 0);
+    test_transport_names();
 }
 
 int main(void)
 {
     unit_clean_env();
+    CHECK_OK(fl_build_settings());
     const char *log;
     CHECK_OK(load(&log));
     expect_defaults();

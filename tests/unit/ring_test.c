@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The SPSC packet ring (src/transport/shm/ring.c) in private memory:
+ * The SPSC packet ring (src/transport/ring.c) in private memory:
  * byte-exact round trips of every size, FIFO order, 64-byte records,
  * padding at the end of the buffer, full-ring behaviour, the waiter flag,
  * reclaiming unconsumed packets, rejection of corrupted records, stale
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/shm/ring.h"
+#include "transport/ring.h"
 #include "unit.h"
 
 #define PAD_LEN 0xffffffffu

@@ -18,7 +18,7 @@
 #include "am/wire.h"
 #include "core/barrier.h"
 #include "platform/le.h"
-#include "transport/shm/ring.h"
+#include "transport/ring.h"
 #include "unit.h"
 
 static const char *op_name(unsigned op)

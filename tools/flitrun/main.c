@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "build.h"
 #include "flitrun.h"
 #include "platform/os.h"
 #include "util/config.h"
@@ -94,6 +95,8 @@ static int check_env(void)
     char msg[1024];
     size_t i = 0;
     int bad = 0;
+    if (fl_build_settings() != FLIT_OK)
+        return -1; /* our bug, said */
     while (fl_config_next_bad(&i, msg, sizeof msg) && bad < 64) {
         say("%s", msg);
         bad++;

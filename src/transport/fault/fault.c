@@ -65,13 +65,30 @@ enum fl_fault_action fl_fault_roll(const struct fl_fault_params *p, uint64_t *st
     return FL_FAULT_NONE;
 }
 
+struct fl_fault_config fl_fault_cfg;
+
+#define F(field) (&fl_fault_cfg.field)
+const struct fl_setting fl_fault_settings[] = {
+    {"FLIT_DROP_RATE", FL_SET_RATE, F(drop_ppm), 0, 0, 1000000, NULL,
+     "fault injection: probability that a received datagram is dropped"},
+    {"FLIT_DUP_RATE", FL_SET_RATE, F(dup_ppm), 0, 0, 1000000, NULL,
+     "fault injection: probability that a received datagram is processed twice"},
+    {"FLIT_REORDER_RATE", FL_SET_RATE, F(reorder_ppm), 0, 0, 1000000, NULL,
+     "fault injection: probability that a received datagram is held back behind the "
+     "next"},
+    {"FLIT_FAULT_SEED", FL_SET_INT, F(seed), 1, 0, INT64_MAX, NULL,
+     "seed of the fault injection (each rank adds its rank)"},
+    {NULL},
+};
+#undef F
+
 bool fl_fault_from_config(uint32_t rank, struct fl_fault_params *p)
 {
     memset(p, 0, sizeof *p);
-    p->seed = (uint64_t)fl_cfg.fault_seed + rank;
-    p->drop_ppm = (uint32_t)fl_cfg.drop_ppm;
-    p->dup_ppm = (uint32_t)fl_cfg.dup_ppm;
-    p->reorder_ppm = (uint32_t)fl_cfg.reorder_ppm;
+    p->seed = (uint64_t)fl_fault_cfg.seed + rank;
+    p->drop_ppm = (uint32_t)fl_fault_cfg.drop_ppm;
+    p->dup_ppm = (uint32_t)fl_fault_cfg.dup_ppm;
+    p->reorder_ppm = (uint32_t)fl_fault_cfg.reorder_ppm;
     return p->drop_ppm || p->dup_ppm || p->reorder_ppm;
 }
 

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "transport/dgram.h"
+#include "util/config.h"
 
 struct fl_fault_params {
     uint64_t seed;
@@ -53,6 +54,12 @@ enum fl_fault_action fl_fault_roll(const struct fl_fault_params *p, uint64_t *st
 /* The user's switch: FLIT_DROP_RATE, FLIT_DUP_RATE, FLIT_REORDER_RATE and
    FLIT_FAULT_SEED + rank into *p; true when any rate is set. */
 bool fl_fault_from_config(uint32_t rank, struct fl_fault_params *p);
+/* Those settings as kept (rates in parts per million), and their table. */
+struct fl_fault_config {
+    int64_t drop_ppm, dup_ppm, reorder_ppm, seed;
+};
+extern struct fl_fault_config fl_fault_cfg;
+extern const struct fl_setting fl_fault_settings[];
 
 /* Opens inner for the endpoint, and the interposer over it. What fails
    opening inner fails the same way (FLIT_ERR_NOT_SUPPORTED included). */

@@ -15,8 +15,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "transport/ring.h"
 #include "transport/self/self.h"
-#include "transport/shm/ring.h"
 #include "util/log.h"
 
 struct fl_tp_ep {
@@ -276,7 +276,8 @@ static const struct fl_counter_desc self_counters[] = {
 const struct fl_transport fl_tp_self = {
     .name = "self",
     .caps = FL_TP_RELIABLE | FL_TP_PUT,
-    .id = 1,
+    .reach = FL_REACH_SELF,
+    .by_default = true,
     .counters = self_counters,
     .counters_size = sizeof(struct fl_tp_counters),
     .open = self_open,

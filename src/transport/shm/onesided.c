@@ -24,6 +24,7 @@
 #include "transport/shm/onesided.h"
 
 #include "platform/os.h"
+#include "transport/shm/config.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -37,7 +38,7 @@ static void mem_name(struct fl_tp_ep *t, uint32_t rank, uint64_t key, char *buf,
 
 static bool os_reaches(struct fl_tp_ep *t, uint32_t peer)
 {
-    return fl_cfg.shm_bulk != FL_BULK_COPY && fl_shm_peer_pid(t, peer) != 0;
+    return fl_shm_cfg.bulk != FL_BULK_COPY && fl_shm_peer_pid(t, peer) != 0;
 }
 
 static flit_status os_mem_alloc(struct fl_tp_ep *t, uint64_t key, size_t len,
@@ -91,7 +92,7 @@ static flit_status os_map(struct fl_tp_ep *t, uint32_t peer, uint64_t key, uint6
                           size_t len, unsigned flags, void **addr_out)
 {
     if (!os_reaches(t, peer) ||
-        ((flags & FL_TP_MAP_DATA) && fl_cfg.shm_bulk != FL_BULK_AUTO))
+        ((flags & FL_TP_MAP_DATA) && fl_shm_cfg.bulk != FL_BULK_AUTO))
         return FLIT_ERR_NOT_SUPPORTED;
     bool write = (flags & FL_TP_MAP_WRITE) != 0;
     char name[96];

@@ -52,8 +52,9 @@
 #include "platform/fence.h"
 #include "platform/le.h"
 #include "platform/os.h"
+#include "transport/ring.h"
+#include "transport/shm/config.h"
 #include "transport/shm/onesided.h"
-#include "transport/shm/ring.h"
 #include "transport/transport.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -282,8 +283,7 @@ static void shm_close(struct fl_tp_ep *t);
  */
 static void shm_prepare(void)
 {
-    if (fl_cfg.transport != FL_TRANSPORT_UDP)
-        fl_fence_setup();
+    fl_fence_setup();
 }
 
 static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep **out)
@@ -291,7 +291,7 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     uint32_t nlocal = 0;
     for (uint32_t r = 0; r < a->size; r++)
         nlocal += a->host_of[r] == a->host_of[a->rank];
-    if (nlocal < 2 || fl_cfg.transport == FL_TRANSPORT_UDP)
+    if (nlocal < 2)
         return FLIT_ERR_NOT_SUPPORTED; /* nobody to share memory with */
     fl_fence_setup();
     if (a->rank == 0 && a->ep_index == 0)
@@ -310,7 +310,7 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     t->ep_index = a->ep_index;
     t->nlocal = nlocal;
     fl_host_id(t->host_id);
-    t->ring_size = (size_t)fl_cfg.shm_ring_bytes;
+    t->ring_size = (size_t)fl_shm_cfg.ring_bytes;
     /* Not dumpable (set-uid, prctl): /proc/PID/fd is closed to same-user peers */
     t->closed = prctl(PR_GET_DUMPABLE) != 1;
     t->wake_sock = t->pid_epfd = t->epfd = t->file_fd = -1;
@@ -407,7 +407,7 @@ static flit_status hold_files(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p
         t->nfailed++;
         return FLIT_OK;
     }
-    if (p->seg_shared && p->seg_size && fl_cfg.shm_bulk == FL_BULK_AUTO) {
+    if (p->seg_shared && p->seg_size && fl_shm_cfg.bulk == FL_BULK_AUTO) {
         fl_shm_name(name, sizeof name, t->job_id, r, t->ep_index, "-seg");
         p->seg_fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
         if (p->seg_fd < 0) /* then cross-memory attach, or pieces */
@@ -426,7 +426,7 @@ static flit_status hold_files(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p
  */
 static void watch(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
 {
-    int fd = fl_cfg.shm_watch == FL_WATCH_PROC ? -ENOSYS : fl_pidfd_open(p->pid);
+    int fd = fl_shm_cfg.watch == FL_WATCH_PROC ? -ENOSYS : fl_pidfd_open(p->pid);
     if (fd >= 0) {
         struct epoll_event ev = {.events = EPOLLIN, .data.u32 = r};
         if (epoll_ctl(t->pid_epfd, EPOLL_CTL_ADD, fd, &ev) == 0) {
@@ -438,7 +438,7 @@ static void watch(struct fl_tp_ep *t, uint32_t r, struct shm_peer *p)
     }
     if (fl_proc_start(p->pid, &p->start) != 0)
         p->start = 0;
-    if (t->npolled == 0 && fl_cfg.shm_watch != FL_WATCH_PROC && fd != -ESRCH)
+    if (t->npolled == 0 && fl_shm_cfg.watch != FL_WATCH_PROC && fd != -ESRCH)
         fl_info("shm: no pidfd for rank %u (%s): peers' deaths are read from /proc "
                 "every %lld ms",
                 r, strerror(-fd), (long long)fl_cfg.peer_check_ms);
@@ -510,9 +510,9 @@ static struct shm_link *link_of(struct fl_tp_ep *t, uint32_t r)
 static void setup_bulk(uint32_t r, struct shm_peer *p, struct shm_link *k)
 {
     k->bulk = BULK_NONE;
-    if (p->seg_size == 0 || fl_cfg.shm_bulk == FL_BULK_COPY)
+    if (p->seg_size == 0 || fl_shm_cfg.bulk == FL_BULK_COPY)
         return;
-    if (p->seg_shared && fl_cfg.shm_bulk == FL_BULK_AUTO) {
+    if (p->seg_shared && fl_shm_cfg.bulk == FL_BULK_AUTO) {
         int fd = p->seg_fd >= 0 ? p->seg_fd : open_proc_fd(p, p->seg_fdno);
         struct stat sb;
         int err = fd < 0 ? fd : fstat(fd, &sb) != 0 ? -errno : 0;
@@ -829,7 +829,7 @@ static flit_status shm_put(struct fl_tp_ep *t, uint32_t dst, uint64_t tag,
     struct shm_link *k = p->link;
     /* A system call and the pinning of the destination's pages: below
        FLIT_SHM_CMA_MIN_KB two copies through the ring cost less. */
-    if (k->bulk == BULK_CMA && len < (uint64_t)fl_cfg.shm_cma_min)
+    if (k->bulk == BULK_CMA && len < (uint64_t)fl_shm_cfg.cma_min)
         return FLIT_ERR_AGAIN;
     /* The receiver's rule, read from its header: only its tag may write. */
     if (atomic_load_explicit(&k->hdr->tag, memory_order_relaxed) != tag)
@@ -1194,6 +1194,8 @@ static void shm_close(struct fl_tp_ep *t)
     free(t);
 }
 
+static const struct fl_setting *const shm_settings[] = {fl_shm_settings, NULL};
+
 static const struct fl_counter_desc shm_counters[] = {
     FL_TP_COUNTER(pairs, "peers_in_contact",
                   "peers on this host exchanged a packet with"),
@@ -1206,7 +1208,9 @@ static const struct fl_counter_desc shm_counters[] = {
 const struct fl_transport fl_tp_shm = {
     .name = "shm",
     .caps = FL_TP_RELIABLE | FL_TP_PUT,
-    .id = 2,
+    .reach = FL_REACH_HOST,
+    .by_default = true,
+    .settings = shm_settings,
     .counters = shm_counters,
     .counters_size = sizeof(struct fl_tp_counters),
     .prepare = shm_prepare,

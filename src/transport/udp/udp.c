@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "platform/le.h"
+#include "transport/udp/config.h"
 #include "transport/udp/udp.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -52,6 +53,7 @@ struct rx_slot {
 
 struct fl_dgram {
     int sock;
+    uint64_t peer_window; /* the channel's, per peer and lane (size_buffers) */
     int probe; /* asks routes their MTU: taken at open, so first use needs none */
     pthread_mutex_t probe_lock; /* peer info asks outside the endpoint's lock */
     uint32_t rank, size;
@@ -116,8 +118,8 @@ static uint32_t first_interface(void)
 
 static uint32_t choose_ip(const struct fl_tp_open_args *a, bool one_host)
 {
-    if (fl_cfg.udp_addr)
-        return (uint32_t)fl_cfg.udp_addr;
+    if (fl_udp_cfg.addr)
+        return (uint32_t)fl_udp_cfg.addr;
     if (one_host)
         return INADDR_LOOPBACK;
     if (a->net_hint)
@@ -133,7 +135,7 @@ static uint32_t choose_ip(const struct fl_tp_open_args *a, bool one_host)
    limit does not apply. */
 static void size_buffers(struct fl_dgram *d)
 {
-    long want = (long)fl_cfg.udp_window * 2 * 2 * (d->size > 1 ? d->size - 1 : 1);
+    long want = (long)d->peer_window * 2 * 2 * (d->size > 1 ? d->size - 1 : 1);
     if (want < (4l << 20))
         want = 4l << 20;
     if (want > (256l << 20))
@@ -158,17 +160,17 @@ static void udp_close(struct fl_dgram *d);
 
 static flit_status udp_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
 {
+    if (a->size < 2)
+        return FLIT_ERR_NOT_SUPPORTED; /* nobody to reach over UDP */
     bool one_host = true;
     for (uint32_t r = 0; r < a->size; r++)
         one_host &= a->host_of[r] == a->host_of[a->rank];
-    if (fl_cfg.transport == FL_TRANSPORT_SHM || a->size < 2 ||
-        (fl_cfg.transport == FL_TRANSPORT_AUTO && one_host))
-        return FLIT_ERR_NOT_SUPPORTED; /* nobody to reach over UDP */
     struct fl_dgram *d = calloc(1, sizeof *d);
     if (!d)
         return FLIT_ERR_NO_MEMORY;
     d->rank = a->rank;
     d->size = a->size;
+    d->peer_window = a->peer_window;
     d->cap = 16;
     while (d->cap < 2 * (size_t)a->size)
         d->cap *= 2;
@@ -228,8 +230,8 @@ static size_t path_payload(int s, const struct sockaddr_in *sa)
     connect(s, &none, sizeof none);
     if (mtu <= 0)
         mtu = 1500; /* the route is unknown: assume Ethernet */
-    if (fl_cfg.udp_mtu)
-        mtu = (int)fl_cfg.udp_mtu;
+    if (fl_udp_cfg.mtu)
+        mtu = (int)fl_udp_cfg.mtu;
     size_t payload = (size_t)mtu > IP_UDP_OVERHEAD ? (size_t)mtu - IP_UDP_OVERHEAD : 0;
     return payload < MAX_UDP_PAYLOAD ? payload : MAX_UDP_PAYLOAD;
 }

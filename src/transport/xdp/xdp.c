@@ -368,15 +368,16 @@ int fl_xdp_fd(struct fl_dgram *d)
 
 /* ---- describing ---- */
 
-/* Which path serves rank: "xdp", "udp", or "" before the first contact. */
+/* Which path serves rank: "xdp", the kernel path's name ("udp"), or ""
+   before the first contact. */
 static const char *path_name(struct fl_dgram *d, uint32_t rank)
 {
     if (!d->xsk)
-        return "udp";
+        return d->kops->name;
     if (rank == d->rank)
         return "";
     int path = atomic_load_explicit(&d->peers[rank].path, memory_order_relaxed);
-    return path == PATH_XDP ? "xdp" : path == PATH_KERNEL ? "udp" : "";
+    return path == PATH_XDP ? "xdp" : path == PATH_KERNEL ? d->kops->name : "";
 }
 
 /* "host:port (xdp)": flit_ep_peer_info's address says which path serves. */
@@ -394,10 +395,10 @@ void fl_xdp_describe(struct fl_dgram *d, uint32_t rank, char *buf, size_t len)
     char addr[48];
     d->kops->address_of(d->kd, rank, addr, sizeof addr);
     if (!d->xsk)
-        snprintf(buf, len, "udp %s (no xdp)", addr);
+        snprintf(buf, len, "%s %s (no xdp)", d->kops->name, addr);
     else if (rank != d->rank && by_xsk(d, rank))
         snprintf(buf, len, "xdp %s %s %s", d->ifname, fl_xsk_mode(d->xsk), addr);
     else
-        snprintf(buf, len, "%s %s via %s", *path_name(d, rank) ? "udp" : "xdp", addr,
-                 d->ifname);
+        snprintf(buf, len, "%s %s via %s", *path_name(d, rank) ? d->kops->name : "xdp",
+                 addr, d->ifname);
 }

@@ -25,8 +25,8 @@
  * A short message of a few arguments is one record of one line: one cache
  * line moves from producer to consumer, nothing else.
  */
-#ifndef FL_SHM_RING_H
-#define FL_SHM_RING_H
+#ifndef FL_TRANSPORT_RING_H
+#define FL_TRANSPORT_RING_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -195,4 +195,4 @@ void fl_ring_walk_unconsumed(struct fl_ring_tx *tx, fl_ring_walk_fn fn, void *ct
 /* Bytes the producer could still write (racy; for dumps). */
 uint64_t fl_ring_tx_inflight(struct fl_ring_tx *tx);
 
-#endif /* FL_SHM_RING_H */
+#endif /* FL_TRANSPORT_RING_H */

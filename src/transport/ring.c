@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* SPSC packet ring; see ring.h for the layout and the protocol. */
-#include "transport/shm/ring.h"
+#include "transport/ring.h"
 
 #include "platform/fence.h"
 

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The shared-memory transport's settings: what they accept, and their values. */
+#include "transport/shm/config.h"
+
+#include <stddef.h>
+
+struct fl_shm_config fl_shm_cfg;
+
+static const char *const bulk_choices[] = {"auto", "cma", "copy", NULL};
+static const char *const watch_choices[] = {"auto", "proc", NULL};
+
+#define F(field) (&fl_shm_cfg.field)
+const struct fl_setting fl_shm_settings[] = {
+    {"FLIT_SHM_RING_KB", FL_SET_KB, F(ring_bytes), 256, 256, 65536, "KiB",
+     "size of each shared-memory ring (one per ordered pair and lane)", .pow2 = true,
+     .job = true},
+    {"FLIT_SHM_BULK", FL_SET_ENUM, F(bulk), FL_BULK_AUTO, 0, 2, NULL,
+     "long payloads on shared memory: auto (mapping, else CMA, else copy), cma, copy",
+     .choices = bulk_choices},
+    {"FLIT_SHM_WATCH", FL_SET_ENUM, F(watch), FL_WATCH_AUTO, 0, 1, NULL,
+     "how a dead peer on this host is noticed: auto (pidfd, else /proc), proc "
+     "(reading /proc/PID/stat every FLIT_PEER_CHECK_MS)",
+     .choices = watch_choices},
+    {"FLIT_SHM_CMA_MIN_KB", FL_SET_KB, F(cma_min), 256, 0, 1048576, "KiB",
+     "smallest long AM payload written by cross-memory attach; smaller ones go in "
+     "pieces through the rings"},
+    {NULL},
+};
+#undef F
