@@ -5,14 +5,18 @@
  * core walks both lists and names nothing in them.
  *
  * Adding a layer: a folder under src/ with its state and its struct
- * fl_layer (core/layer.h), its public header under include/flit/, and one
- * line in `layers` below. A layer built on the public API alone describes
- * itself in a flit_layer_t (flit/layer.h) its public header declares, and
- * takes one line in `public_layers`. Adding a transport: its ops table
- * (transport/transport.h) and one line in `transports`; an unreliable one
- * is a datagram transport (transport/dgram.h) with the reliability
- * channel composed over it here, as UDP is (with the fault interposer,
- * transport/fault, between them when a FLIT_*_RATE is set).
+ * fl_layer (core/layer.h: its ops, counters and settings), its public
+ * header under include/flit/, and one line in `layers` below. A layer built
+ * on the public API alone describes itself in a flit_layer_t (flit/layer.h)
+ * its public header declares, and takes one line in `public_layers`.
+ * Adding a transport: a folder under src/transport/ with its descriptor
+ * (struct fl_transport, transport/transport.h: name, the peers it may
+ * reach, whether it serves by default, its settings tables, its counters,
+ * its ops and the optional one-sided ones), and one line in `transports`;
+ * FLIT_TRANSPORT then knows its name. An unreliable one is a datagram
+ * transport (transport/dgram.h) with the reliability channel composed over
+ * it here, as UDP is (with the fault interposer, transport/fault, between
+ * them when a FLIT_*_RATE is set). No other file names a transport.
  */
 #include "build.h"
 
@@ -108,6 +112,12 @@ static const struct fl_transport xdp = {
 };
 #endif
 
+/* A test's build of this list (tests/toy) adds a transport defined outside
+   src/, last, under the name given here. */
+#ifdef FLIT_EXTRA_TRANSPORT
+extern const struct fl_transport FLIT_EXTRA_TRANSPORT;
+#endif
+
 static const struct fl_transport *const transports[] = {
     &fl_tp_self, /* a rank to itself */
     &fl_tp_shm,  /* ranks on this host */
@@ -115,6 +125,9 @@ static const struct fl_transport *const transports[] = {
     &xdp, /* other hosts, FLIT_TRANSPORT=xdp */
 #endif
     &udp, /* everyone else (or everyone, FLIT_TRANSPORT=udp) */
+#ifdef FLIT_EXTRA_TRANSPORT
+    &FLIT_EXTRA_TRANSPORT,
+#endif
     NULL,
 };
 

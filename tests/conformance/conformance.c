@@ -1393,7 +1393,7 @@ int main(int argc, char **argv)
 {
     if (argc != 2)
         die("usage: conformance_test self|shm|chan_mem|chan_mem_faults|udp|udp_faults|"
-            "xdp|broken");
+            "xdp|toy|broken");
     signal(SIGPIPE, SIG_IGN);
     unsetenv("FLIT_TRANSPORT");
     if (fl_build_settings() != FLIT_OK || fl_config_load() != FLIT_OK)
@@ -1422,7 +1422,15 @@ int main(int argc, char **argv)
     } else if (strcmp(name, "xdp") == 0) {
         tp = xdp_transport();
     }
+#ifdef FLIT_TOY_TRANSPORT
+    extern const struct fl_transport fl_tp_toy; /* tests/toy: defined outside src/ */
+    if (strcmp(name, "toy") == 0)
+        tp = &fl_tp_toy;
+#endif
     if (!tp)
         die("unknown transport '%s'", name);
+    for (int k = 0; tp->settings && tp->settings[k]; k++) /* one outside the build */
+        if (fl_config_add(tp->settings[k]) != FLIT_OK || fl_config_load() != FLIT_OK)
+            die("bad FLIT_* settings");
     return run_suite(tp, false) ? 1 : 0;
 }
