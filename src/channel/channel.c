@@ -55,7 +55,8 @@ static void peer_free(struct chan_peer *p)
 /* The endpoint's settings, from the open arguments and FLIT_*. */
 static void set_up(struct fl_tp_ep *t, const struct fl_tp_open_args *a)
 {
-    t->counters = a->counters;
+    t->chan_counters = a->counters;
+    t->counters = &t->chan_counters->tp;
     t->peer_down = a->peer_down;
     t->up_ctx = a->up_ctx;
     t->rank = a->rank;

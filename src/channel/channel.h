@@ -74,8 +74,14 @@ size_t fl_chan_peer_packet_fit(struct fl_tp_ep *t, uint32_t peer);
 void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
 void fl_chan_close(struct fl_tp_ep *t);
 
-/* The channel's counters, in a struct fl_tp_counters (counters.c); the
-   datagram transport and the fault interposer under it count there too. */
+/* The channel's counters (counters.c): the transports' struct
+   fl_tp_counters first, where the datagram transport and the fault
+   interposer under it count too, then the channel's gauges (idle.c). */
+struct fl_chan_counters {
+    struct fl_tp_counters tp;
+    fl_counter buffer_bytes; /* send windows, chunk tables, reorder, reassembly */
+    fl_counter idle_peers;   /* quiet peers that gave their buffers back */
+};
 extern const struct fl_counter_desc fl_chan_counters[];
 
 /* The ops of a reliable transport that is the channel over a datagram
@@ -94,6 +100,6 @@ extern const struct fl_counter_desc fl_chan_counters[];
     .peer_address = fl_chan_peer_address, .peer_datagram = fl_chan_peer_datagram,        \
     .peer_packet_fit = fl_chan_peer_packet_fit, .dump_peer = fl_chan_dump_peer,          \
     .close = fl_chan_close, .counters = fl_chan_counters,                                \
-    .counters_size = sizeof(struct fl_tp_counters)
+    .counters_size = sizeof(struct fl_chan_counters)
 
 #endif /* FL_CHANNEL_CHANNEL_H */

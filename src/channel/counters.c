@@ -14,5 +14,9 @@ const struct fl_counter_desc fl_chan_counters[] = {
     FL_TP_COUNTER(refused_packets, "refused_packets", "malformed or foreign datagrams"),
     FL_TP_COUNTER(faults_injected, "faults_injected",
                   "FLIT_DROP/DUP/REORDER_RATE at work below the channel"),
+    FL_COUNTER(struct fl_chan_counters, buffer_bytes, "buffer_bytes", FLIT_COUNTER_GAUGE,
+               "bytes of send windows and receive buffers held for peers now"),
+    FL_COUNTER(struct fl_chan_counters, idle_peers, "idle_peers", FLIT_COUNTER_GAUGE,
+               "peers quiet long enough to have given their buffers back"),
     {NULL, NULL, 0, 0, NULL},
 };

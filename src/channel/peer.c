@@ -13,6 +13,7 @@
 #include "channel/peer.h"
 
 #include "channel/channel.h"
+#include "channel/idle.h"
 #include "channel/rto.h"
 #include "channel/send.h"
 #include "channel/state.h"
@@ -106,7 +107,10 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now, bool j
         return 0;
     }
     fl_chan_tx_timers(t, p, now, judge, &next);
-    return keep_alive(t, r, now, &next) ? next : 0;
+    if (!keep_alive(t, r, now, &next))
+        return 0;
+    fl_chan_idle_check(t, p, now, &next);
+    return next;
 }
 
 /*
@@ -178,6 +182,7 @@ void fl_chan_run_timers(struct fl_tp_ep *t, uint64_t now)
     for (uint32_t i = 0; i < t->nactive; i++)
         if (!t->peers[t->active[i]].down)
             fl_chan_note_deadline(&next, peer_timers(t, t->active[i], now, judge));
+    fl_chan_idle_trim(t, now, &next);
     t->next_timer = next;
 }
 

@@ -17,6 +17,7 @@
 
 #include "channel/ack.h"
 #include "channel/config.h"
+#include "channel/idle.h"
 #include "channel/peer.h"
 #include "channel/rto.h"
 #include "channel/state.h"
@@ -67,12 +68,16 @@ static void deliver(struct fl_tp_ep *t, uint32_t src, unsigned lane, uint8_t fla
 /* Whether the lane can take a chunk with flags now: a piece of a packet
    needs the reassembly buffer, allocated by the first such chunk. When
    there is no memory for it, the chunk is left unconsumed: it comes again. */
-static bool asm_ready(struct fl_tp_ep *t, struct rx_lane *rx, uint8_t flags)
+static bool asm_ready(struct fl_tp_ep *t, struct chan_peer *p, struct rx_lane *rx,
+                      uint8_t flags)
 {
     if ((flags & (FL_CHAN_FIRST | FL_CHAN_LAST)) == (FL_CHAN_FIRST | FL_CHAN_LAST) ||
         rx->asm_buf)
         return true;
-    return (rx->asm_buf = malloc(t->max_packet)) != NULL;
+    if (!(rx->asm_buf = malloc(t->max_packet)))
+        return false;
+    fl_chan_hold(t, p, t->max_packet, fl_now_ns());
+    return true;
 }
 
 /* Whether we hold a copy of chunk seq (the reorder buffer exists once a
@@ -84,10 +89,14 @@ static bool held_at(const struct rx_lane *rx, uint32_t seq)
 
 /* Keeps a copy of c until its turn comes (or drops it, out of memory: it
    comes again). The lane's reorder buffer is allocated by its first use. */
-static void hold_chunk(struct rx_lane *rx, const struct fl_chan_chunk *c)
+static void hold_chunk(struct fl_tp_ep *t, struct chan_peer *p, struct rx_lane *rx,
+                       const struct fl_chan_chunk *c)
 {
-    if (!rx->ooo && !(rx->ooo = calloc(CHUNK_CAP, sizeof *rx->ooo)))
-        return;
+    if (!rx->ooo) {
+        if (!(rx->ooo = calloc(CHUNK_CAP, sizeof *rx->ooo)))
+            return;
+        fl_chan_hold(t, p, CHUNK_CAP * sizeof *rx->ooo, fl_now_ns());
+    }
     struct rx_chunk *o = &rx->ooo[c->seq % CHUNK_CAP];
     if (!(o->data = malloc(c->len ? c->len : 1)))
         return;
@@ -114,7 +123,7 @@ static void release_ooo(struct fl_tp_ep *t, uint32_t src, unsigned lane, fl_tp_r
     bool more = false;
     while (!p->down && held_at(rx, rx->next)) {
         o = &rx->ooo[rx->next % CHUNK_CAP];
-        if (*n >= t->budget || !asm_ready(t, rx, o->flags)) {
+        if (*n >= t->budget || !asm_ready(t, p, rx, o->flags)) {
             more = true;
             break;
         }
@@ -169,7 +178,7 @@ static bool take_early(struct fl_tp_ep *t, struct chan_peer *p, struct rx_lane *
         /* Its turn, but the poll's budget is spent (flit_extract), or its
            lane waits (a request inside a handler): it waits with the
            chunks that came ahead of theirs. */
-        hold_chunk(rx, c);
+        hold_chunk(t, p, rx, c);
         if (!rx->release) {
             rx->release = true;
             t->nrelease++;
@@ -181,7 +190,7 @@ static bool take_early(struct fl_tp_ep *t, struct chan_peer *p, struct rx_lane *
     if (held_at(rx, c->seq))
         FL_COUNT(t->counters->duplicates, 1);
     else if (rx->held_bytes + c->len <= t->window)
-        hold_chunk(rx, c); /* or dropped, out of memory: it comes again */
+        hold_chunk(t, p, rx, c); /* or dropped, out of memory: it comes again */
     p->ack_now = true;     /* the selective ack shows the hole */
     fl_chan_mark(t, p);
     return true;
@@ -201,7 +210,7 @@ static void take_chunk(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_ch
     if (held_at(rx, c->seq)) {
         /* We hold it already: a budget left it waiting (rx->release). */
         FL_COUNT(t->counters->duplicates, 1);
-    } else if (!asm_ready(t, rx, c->flags)) {
+    } else if (!asm_ready(t, p, rx, c->flags)) {
         return; /* no memory to reassemble: it comes again */
     } else {
         deliver(t, src, c->lane, c->flags, c->data, c->len, cb, ctx, n);

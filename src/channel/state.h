@@ -18,6 +18,7 @@
  *             delayed acknowledgements
  *   peer.c    peers' liveness: activation, keep-alives, give-up, the
  *             timers' pass over the peers
+ *   idle.c    quiet peers' buffers given back; the bytes held, counted
  *   channel.c the transport's glue: open, connect, poll, sleep, close
  *
  * Peers on demand: ->connect only notes a peer's address and window. The
@@ -27,6 +28,8 @@
  * the first chunk that comes ahead of its turn, its reassembly buffer by
  * the first packet in several chunks. A peer never contacted costs its
  * struct chan_peer and a slot in two arrays of ranks (docs/udp-scale.md).
+ * A peer quiet for a while gives all those buffers back (idle.c): they
+ * are allocated again, small, by the next need.
  */
 #ifndef FL_CHANNEL_STATE_H
 #define FL_CHANNEL_STATE_H
@@ -130,6 +133,7 @@ struct chan_peer {
     uint64_t quiet_ns; /* the silence its latest datagram ended */
     uint64_t loss_at;  /* a loss to it was last seen (RACK, a timeout's verdict) */
     bool excused;      /* a gap in our listening was forgiven; not heard since */
+    bool idle;         /* quiet: gave its buffers back, allocated none since (idle.c) */
     size_t chunk_max;  /* payload bytes of a chunk to this peer */
     uint64_t window;   /* what it lets us have in flight, per lane */
     uint64_t retransmits;
@@ -151,7 +155,8 @@ struct plan {
 struct fl_tp_ep {
     const struct fl_dgram_ops *ops;
     struct fl_dgram *d;
-    struct fl_tp_counters *counters;
+    struct fl_tp_counters *counters;        /* the transports' share of ... */
+    struct fl_chan_counters *chan_counters; /* ... the channel's: the same block */
     fl_tp_down_fn peer_down; /* the endpoint's, with up_ctx */
     void *up_ctx;
     uint32_t rank, size;
@@ -174,6 +179,8 @@ struct fl_tp_ep {
     uint64_t listened_ns; /* our last look at the clock, polling; 0: never */
     bool check_timers;    /* woken by the timer: look at once */
     unsigned backlog;     /* receives in a row that took a full batch */
+    bool trim_due;        /* quiet peers gave buffers back (idle.c) ... */
+    uint64_t trimmed_ns;  /* ... the allocator last gave memory back */
     /* what sending a batch needs, reused */
     struct plan plans[TX_BATCH];
     struct fl_dgram_out out[TX_BATCH];

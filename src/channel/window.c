@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "channel/channel.h"
+#include "channel/idle.h"
 #include "channel/peer.h"
 #include "channel/send.h"
 #include "channel/state.h"
@@ -45,7 +46,8 @@ flit_status fl_chan_chunk_fit(struct fl_tp_ep *t, uint32_t r)
 }
 
 /* The first ->reserve on a lane towards dst (or the first towards dst at
-   all): the peer's chunk size, its activation, the lane's send buffer. */
+   all, or the first since the peer went idle, idle.c): the peer's chunk
+   size, its activation, the lane's send buffer. */
 static flit_status first_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
 {
     struct chan_peer *p = &t->peers[dst];
@@ -74,6 +76,7 @@ static flit_status first_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
     tx->buf = buf;
     tx->chunk = chunk;
     tx->size = size;
+    fl_chan_hold(t, p, size + CHUNK_CAP * sizeof *chunk, fl_now_ns());
     return FLIT_OK;
 }
 
@@ -85,7 +88,7 @@ static flit_status first_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
  * multiple of the old). Nothing outside the channel points into the
  * buffer between calls. false, the buffer as it was, without memory.
  */
-static bool grow(struct chan_peer *p, struct tx_lane *tx)
+static bool grow(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx)
 {
     uint64_t size = tx->size * 2, old = tx->size;
     if (size > p->window)
@@ -105,6 +108,7 @@ static bool grow(struct chan_peer *p, struct tx_lane *tx)
     free(tx->buf);
     tx->buf = buf;
     tx->size = size;
+    fl_chan_hold(t, p, size - old, fl_now_ns());
     return true;
 }
 
@@ -131,7 +135,7 @@ void *fl_chan_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t le
             pos += tx->size - pos % tx->size; /* packets never wrap */
         if (pos + len - tx->head <= tx->size)
             break;
-        if (!grow(p, tx))
+        if (!grow(t, p, tx))
             return NULL; /* the window is full: the credit stall */
     }
     tx->reserved = pos;

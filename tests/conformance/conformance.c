@@ -163,7 +163,7 @@ struct side {
     const struct fl_transport *tp;
     struct fl_tp_ep *ep;
     uint32_t rank, peer;
-    struct fl_tp_counters counters;
+    struct fl_tp_counters *counters; /* the transport's block: ->counters_size */
     struct rec *log;
     uint32_t nlog;
     uint32_t downs, down_at;
@@ -1170,7 +1170,11 @@ static void open_side(struct side *s, const struct fl_transport *tp, uint32_t ra
     s->rank = rank;
     s->peer = size == 1 ? rank : 1 - rank;
     s->log = calloc(MAX_RECS, sizeof *s->log);
-    if (!s->log)
+    /* The channel's block is larger: its gauges follow the transports'. */
+    s->counters =
+        calloc(1, tp->counters_size > sizeof *s->counters ? tp->counters_size
+                                                          : sizeof *s->counters);
+    if (!s->log || !s->counters)
         die("out of memory");
     struct fl_tp_open_args a = {.job_id = job,
                                 .rank = rank,
@@ -1178,7 +1182,7 @@ static void open_side(struct side *s, const struct fl_transport *tp, uint32_t ra
                                 .segment_fd = -1,
                                 .host_of = host_of,
                                 .max_packet = FL_PACKET_MAX,
-                                .counters = &s->counters,
+                                .counters = s->counters,
                                 .peer_down = on_down,
                                 .up_ctx = s};
     flit_status st = tp->open(&a, &s->ep);
@@ -1273,6 +1277,7 @@ static void close_link(struct link *k)
     }
     k->me.tp->close(k->me.ep);
     free(k->me.log);
+    free(k->me.counters);
 }
 
 struct check {
@@ -1311,7 +1316,7 @@ static int run_checks(const struct fl_transport *tp, bool quiet, size_t from, si
             printf("ok   %s %s (%.2f s)\n", k.name, checks[i].name,
                    (double)(fl_now_ns() - t0) / 1e9);
     }
-    uint64_t injected = FL_READ(k.me.counters.faults_injected);
+    uint64_t injected = FL_READ(k.me.counters->faults_injected);
     if (!failed && k.lossy && injected == 0) {
         fprintf(stderr, "FAIL %s: the fault interposer injected nothing\n", k.name);
         failed++;

@@ -79,32 +79,6 @@ static void counted(void *ctx, uint32_t src, unsigned lane, void *pkt, size_t le
     ++*(unsigned *)ctx;
 }
 
-/* Queues a datagram from rank 1 acknowledging our request lane up to next
-   (echoing our clock reading echo), with its request chunk seq of 32
-   bytes when with_chunk. */
-static void from_1(uint32_t next, uint32_t echo, bool with_chunk, uint32_t seq)
-{
-    uint8_t d[FL_CHAN_MAX_HDR + FL_CHAN_CHUNK_HDR + 32] = {0};
-    struct fl_chan_hdr h = {.kind = FL_CHAN_DATA,
-                            .nchunks = with_chunk ? 1 : 0,
-                            .src = 1,
-                            .dst = 0,
-                            .key = memdgram_key(),
-                            .ts = 1,
-                            .ts_echo = echo};
-    h.ack[FL_LANE_REQ].next = next;
-    size_t len = fl_chan_encode_hdr(d, &h);
-    if (with_chunk) {
-        struct fl_chan_chunk c = {.lane = FL_LANE_REQ,
-                                  .flags = FL_CHAN_FIRST | FL_CHAN_LAST,
-                                  .len = 32,
-                                  .seq = seq};
-        fl_chan_encode_chunk(d + len, &c);
-        len += FL_CHAN_CHUNK_HDR + 32;
-    }
-    FUZZ_CHECK(memdgram_queue(1, d, len, false));
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -150,7 +124,7 @@ static int slow_peer(void)
     unsigned before = resent_from(1);
     /* Rank 1's reply after its pause: packet 0 acknowledged, our clock
        echoed from before the resend. */
-    from_1(1, first_ts, false, 0);
+    memdgram_from_1(1, first_ts, false, 0, 0);
     fl_chan_poll(t, FL_LANES_ALL, nothing, NULL, 64);
     unsigned after = resent_from(1);
     printf("chan_resend: slow peer: packet 0 sent %u times; packets 1..%u sent again %u "
@@ -198,7 +172,7 @@ static int masked_lane(void)
 {
     struct fl_tp_ep *t = open_and_send();
     unsigned got = 0;
-    from_1(0, 0, true, 0);
+    memdgram_from_1(0, 0, true, 0, FL_CHAN_FIRST | FL_CHAN_LAST);
     fl_chan_poll(t, FL_LANE_MASK(FL_LANE_REP), counted, &got, 64);
     unsigned inside = got;
     fl_chan_poll(t, FL_LANES_ALL, counted, &got, 64);
@@ -221,7 +195,7 @@ static int unread_acks(void)
     struct fl_tp_ep *t = open_and_send();
     struct timespec nap = {0, 120000000}; /* past the first timeout (50 ms) */
     nanosleep(&nap, NULL);
-    from_1(SENT, first_ts, false, 0);
+    memdgram_from_1(SENT, first_ts, false, 0, 0);
     fl_chan_check_peers(t, nothing, NULL);
     (void)fl_chan_arm(t, FL_LANES_ALL);
     fl_chan_disarm(t);

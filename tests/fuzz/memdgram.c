@@ -34,7 +34,7 @@ static struct mem {
     uint64_t key;
     bool have_key;
     int fd;
-    struct fl_tp_counters counters;
+    struct fl_chan_counters counters;
     unsigned peers_down; /* the channel gave up on a peer */
     unsigned refuse;     /* sends to refuse (a full socket) */
 } mem = {.fd = -1};
@@ -309,6 +309,28 @@ bool memdgram_queue(uint32_t src, const uint8_t *data, size_t len, bool fix)
     return true;
 }
 
+void memdgram_from_1(uint32_t next, uint32_t echo, bool with_chunk, uint32_t seq,
+                     uint8_t flags)
+{
+    uint8_t d[FL_CHAN_MAX_HDR + FL_CHAN_CHUNK_HDR + 32] = {0};
+    struct fl_chan_hdr h = {.kind = FL_CHAN_DATA,
+                            .nchunks = with_chunk ? 1 : 0,
+                            .src = 1,
+                            .dst = 0,
+                            .key = mem.key,
+                            .ts = 1,
+                            .ts_echo = echo};
+    h.ack[FL_LANE_REQ].next = next;
+    size_t len = fl_chan_encode_hdr(d, &h);
+    if (with_chunk) {
+        struct fl_chan_chunk c = {
+            .lane = FL_LANE_REQ, .flags = flags, .len = 32, .seq = seq};
+        fl_chan_encode_chunk(d + len, &c);
+        len += FL_CHAN_CHUNK_HDR + 32;
+    }
+    FUZZ_CHECK(memdgram_queue(1, d, len, false));
+}
+
 unsigned memdgram_pending(void)
 {
     return mem.tail - mem.head;
@@ -349,6 +371,11 @@ void memdgram_refuse_sends(unsigned n)
 }
 
 const struct fl_tp_counters *memdgram_counters(void)
+{
+    return &mem.counters.tp;
+}
+
+const struct fl_chan_counters *memdgram_chan_counters(void)
 {
     return &mem.counters;
 }

@@ -34,6 +34,11 @@ void memdgram_close(struct fl_tp_ep *t);
    with fix, its version, job key, source and destination are made right.
    False when the queue is full. */
 bool memdgram_queue(uint32_t src, const uint8_t *data, size_t len, bool fix);
+/* Queues a datagram from rank 1 acknowledging our request lane up to
+   next (echoing our clock reading echo: 0, none), with its request chunk
+   seq of 32 bytes and flags (FL_CHAN_FIRST, _LAST) when with_chunk. */
+void memdgram_from_1(uint32_t next, uint32_t echo, bool with_chunk, uint32_t seq,
+                     uint8_t flags);
 /* Datagrams queued and not yet received. */
 unsigned memdgram_pending(void);
 /* Polls t on mask: once, then again (at most 8 times in all) while
@@ -55,6 +60,8 @@ void memdgram_op_state(struct fl_tp_ep *t);
 void memdgram_refuse_sends(unsigned n);
 /* Counters the channel keeps. */
 const struct fl_tp_counters *memdgram_counters(void);
+/* The same with the channel's own (its gauges of buffers held). */
+const struct fl_chan_counters *memdgram_chan_counters(void);
 /* Peers the channel gave up on (its peer_down callback) since the last
    memdgram_open. */
 unsigned memdgram_peers_down(void);

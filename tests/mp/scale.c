@@ -20,6 +20,19 @@
  *              (malloc'ed bytes, mallinfo2) grew by less than K KiB per
  *              peer over the exchange: a lane that carried a few small
  *              messages holds a small send buffer, not its whole window.
+ *  quiet       over UDP: every rank sends --count short messages to every
+ *              other, a barrier, then it waits (flit_wait with a timeout,
+ *              bounded) until its channel's gauge "udp.buffer_bytes" drops
+ *              to at most --idle-kb KiB per peer in contact: the peers,
+ *              quiet, gave their windows back (src/channel/idle.c), and
+ *              "udp.idle_peers" counts every one of them. It checks the
+ *              gauge was above that while they were busy. After a second
+ *              barrier, as many messages again: every one arrives once,
+ *              in order per source, over the windows grown again.
+ *  rss         a measurement (docs/udp-scale.md), not a check: the
+ *              all-to-all of quiet, then rank 0 prints its VmRSS, waits
+ *              --quiet-ms in flit_wait and prints it again. It reads no
+ *              counter, so it runs against a library without them.
  *  race        --rounds endpoints in turn; on each, the ranks of a pair
  *              (2k, 2k+1) send to each other the moment creation returns,
  *              so both first contacts race; every message arrives, in
@@ -29,6 +42,12 @@
  *              pidfd of their own), then send it a first message: the
  *              send answers FLIT_ERR_PEER_DOWN (or the message comes back
  *              as returned) and the peer-down handler runs once.
+ *  gone        every rank exchanges --count messages with its two ring
+ *              neighbours, a barrier, then the last rank dies (SIGKILL):
+ *              the others destroy their endpoints at once, and each
+ *              destroy ends within --max-s seconds (run with a short
+ *              FLIT_PEER_TIMEOUT: the dead rank, contacted, never says
+ *              goodbye and is found dead by its silence).
  *  idle        nothing is exchanged: every rank prints what its heap
  *              (malloc'ed bytes, mallinfo2) grew by over flit_init and
  *              flit_ep_create, "idle: heap B". Two jobs of different sizes
@@ -216,15 +235,17 @@ static pid_t pid_of(uint32_t r)
     return (pid_t)pid;
 }
 
-static double vm_kb(void)
+/* A line of /proc/self/status in KiB: "VmSize:", "VmRSS:". */
+static double status_kb(const char *field)
 {
     FILE *f = fopen("/proc/self/status", "r");
     CHECK(f != NULL);
     char line[256];
     double kb = -1;
+    size_t len = strlen(field);
     while (fgets(line, sizeof line, f))
-        if (strncmp(line, "VmSize:", 7) == 0)
-            kb = strtod(line + 7, NULL);
+        if (strncmp(line, field, len) == 0)
+            kb = strtod(line + len, NULL);
     fclose(f);
     return kb;
 }
@@ -252,7 +273,7 @@ static unsigned ring_mappings(void)
 
 static void neighbours(uint32_t count, double vm_mb)
 {
-    double vm0 = vm_kb();
+    double vm0 = status_kb("VmSize:");
     setup();
     uint32_t left = (g.me + g.n - 1) % g.n, right = (g.me + 1) % g.n;
     for (uint32_t i = 0; i < count; i++) {
@@ -261,7 +282,7 @@ static void neighbours(uint32_t count, double vm_mb)
     }
     SLEEPY_WAIT(g.next[left] == count && g.next[right] == count);
     CHECK(g.got == 2ull * count);
-    double grew_mb = (vm_kb() - vm0) / 1024.0;
+    double grew_mb = (status_kb("VmSize:") - vm0) / 1024.0;
     if (strcmp(transport_to(right), "shm") == 0) {
         unsigned maps = ring_mappings();
         if (maps != 7) {
@@ -344,6 +365,76 @@ static void idle(uint64_t heap_start)
     fflush(stdout);
 }
 
+static uint64_t counter(const char *name)
+{
+    flit_counter_t c;
+    CHECK_OK(flit_ep_counter(g.ep, name, &c));
+    return c.value;
+}
+
+/* Every rank sends messages from .. to-1 to every other; all arrive. */
+static void seq_round(uint32_t from, uint32_t to)
+{
+    for (uint32_t i = from; i < to; i++)
+        for (uint32_t k = 1; k < g.n; k++)
+            send_seq((g.me + k) % g.n, i);
+    SLEEPY_WAIT(g.got == (uint64_t)to * (g.n - 1));
+    for (uint32_t r = 0; r < g.n; r++)
+        CHECK(g.next[r] == (r == g.me ? 0 : to));
+}
+
+static void quiet(uint32_t count, uint64_t idle_kb)
+{
+    setup();
+    seq_round(0, count);
+    CHECK_OK(flit_barrier(g.ep));
+    uint64_t peers = counter("udp.peers_in_contact"), bound = peers * (idle_kb << 10);
+    uint64_t busy = counter("udp.buffer_bytes");
+    if (busy <= bound)
+        FAIL("rank %u: %llu bytes of buffers for %llu busy peers: not counted", g.me,
+             (unsigned long long)busy, (unsigned long long)peers);
+    double start = mp_now(), deadline = start + MP_WAIT_LIMIT_S;
+    uint64_t held, nidle;
+    while ((held = counter("udp.buffer_bytes")) > bound ||
+           (nidle = counter("udp.idle_peers")) < peers) {
+        flit_status st = flit_wait(g.ep, 200000);
+        if (st != FLIT_OK && st != FLIT_ERR_TIMEOUT)
+            FAIL("flit_wait: %s", flit_status_name(st));
+        if (mp_now() > deadline)
+            FAIL("rank %u: %llu bytes of buffers still held for %llu quiet peers after "
+                 "%.0f s (at most %llu KiB each), %llu of them idle",
+                 g.me, (unsigned long long)held, (unsigned long long)peers,
+                 mp_now() - start, (unsigned long long)idle_kb,
+                 (unsigned long long)counter("udp.idle_peers"));
+    }
+    if (g.me == 0)
+        printf("quiet: rank 0 held %llu bytes for %llu busy peers, %llu (%llu a peer) "
+               "after %.2f s quiet, %llu peers idle\n",
+               (unsigned long long)busy, (unsigned long long)peers,
+               (unsigned long long)held, (unsigned long long)(held / peers),
+               mp_now() - start, (unsigned long long)nidle);
+    CHECK_OK(flit_barrier(g.ep));
+    seq_round(count, 2 * count);
+}
+
+static void rss(uint32_t count, uint64_t quiet_ms)
+{
+    setup();
+    seq_round(0, count);
+    CHECK_OK(flit_barrier(g.ep));
+    double busy = status_kb("VmRSS:"), until = mp_now() + (double)quiet_ms / 1e3;
+    while (mp_now() < until) {
+        flit_status st = flit_wait(g.ep, 100000);
+        if (st != FLIT_OK && st != FLIT_ERR_TIMEOUT)
+            FAIL("flit_wait: %s", flit_status_name(st));
+    }
+    if (g.me == 0)
+        printf("rss: rank 0 VmRSS %.0f KiB after the all-to-all, %.0f KiB after %llu ms "
+               "quiet\n",
+               busy, status_kb("VmRSS:"), (unsigned long long)quiet_ms);
+    CHECK_OK(flit_barrier(g.ep));
+}
+
 static void race(uint32_t rounds, uint32_t count)
 {
     uint32_t partner = g.me ^ 1u;
@@ -384,6 +475,37 @@ static void dead(void)
     CHECK(g.downs == 1 && g.down_rank == victim);
     printf("scale dead: rank %u OK (%s)\n", g.me,
            st == FLIT_OK ? "message returned" : "send answered PEER_DOWN");
+}
+
+static void gone(uint32_t count, double max_s)
+{
+    setup();
+    CHECK_OK(flit_ep_set_peer_down_handler(g.ep, on_down, NULL));
+    uint32_t left = (g.me + g.n - 1) % g.n, right = (g.me + 1) % g.n;
+    for (uint32_t i = 0; i < count; i++) {
+        send_seq(right, i);
+        send_seq(left, i);
+    }
+    SLEEPY_WAIT(g.next[left] == count && g.next[right] == count);
+    CHECK_OK(flit_barrier(g.ep));
+    if (g.me == g.n - 1) {
+        fflush(stdout);
+        raise(SIGKILL);
+    }
+    double start = mp_now();
+    flit_status st = flit_ep_destroy(g.ep);
+    double took = mp_now() - start;
+    g.ep = NULL;
+    if (st != FLIT_OK && st != FLIT_ERR_PEER_DOWN)
+        FAIL("rank %u: flit_ep_destroy with a contacted rank dead: %s", g.me,
+             flit_status_name(st));
+    if (took > max_s)
+        FAIL("rank %u: flit_ep_destroy with a contacted rank dead took %.1f s (at most "
+             "%.0f)",
+             g.me, took, max_s);
+    if (g.me == 0 || g.me == g.n - 2)
+        printf("gone: rank %u's destroy took %.2f s (%s)\n", g.me, took,
+               flit_status_name(st));
 }
 
 /* Whether process pid is asleep (state S in /proc/PID/stat). */
@@ -447,12 +569,18 @@ int main(int argc, char **argv)
         neighbours(count, (double)mp_arg_u64(argc, argv, "--vm-mb", 16));
     else if (strcmp(mode, "alltoall") == 0)
         alltoall(count, mp_arg_u64(argc, argv, "--peer-kb", 0));
+    else if (strcmp(mode, "quiet") == 0)
+        quiet(count, mp_arg_u64(argc, argv, "--idle-kb", 16));
+    else if (strcmp(mode, "rss") == 0)
+        rss(count, mp_arg_u64(argc, argv, "--quiet-ms", 3000));
     else if (strcmp(mode, "race") == 0)
         race((uint32_t)mp_arg_u64(argc, argv, "--rounds", 10), count);
     else if (strcmp(mode, "dead") == 0)
         dead();
     else if (strcmp(mode, "sleeper") == 0)
         sleeper((double)mp_arg_u64(argc, argv, "--max-s", 5));
+    else if (strcmp(mode, "gone") == 0)
+        gone(count, (double)mp_arg_u64(argc, argv, "--max-s", 30));
     else if (strcmp(mode, "idle") == 0)
         idle(heap_start);
     else
