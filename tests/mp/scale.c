@@ -33,6 +33,9 @@
  *              all-to-all of quiet, then rank 0 prints its VmRSS, waits
  *              --quiet-ms in flit_wait and prints it again. It reads no
  *              counter, so it runs against a library without them.
+ *  pingpong    a measurement (callgrind, docs/udp-scale.md): rank 0 sends
+ *              rank 1 --count 8-byte requests, each after the reply to
+ *              the one before, waiting in flit_wait.
  *  race        --rounds endpoints in turn; on each, the ranks of a pair
  *              (2k, 2k+1) send to each other the moment creation returns,
  *              so both first contacts race; every message arrives, in
@@ -70,7 +73,7 @@
 
 #include <flit/am.h>
 
-enum { H_SEQ = 1, H_MED = 2, H_WAKE = 3, H_TOKEN = 4 };
+enum { H_SEQ = 1, H_MED = 2, H_WAKE = 3, H_TOKEN = 4, H_PING = 5 };
 
 #define MAX_RANKS 1024u
 
@@ -154,6 +157,13 @@ static void on_token(flit_token_t *t, void *buf, size_t n, const uint32_t *a, un
     g.tokens++;
 }
 
+static void on_ping(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                    void *u)
+{
+    (void)buf, (void)n, (void)u;
+    CHECK_OK(flit_am_reply_short(t, flit_handler(H_TOKEN), a, na));
+}
+
 static void on_down(flit_ep_t *ep, flit_rank_t peer, flit_status reason, void *user)
 {
     (void)ep, (void)user, (void)reason;
@@ -174,6 +184,7 @@ static void setup(void)
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_MED), on_med, NULL));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_WAKE), on_wake, NULL));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_TOKEN), on_token, NULL));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_PING), on_ping, NULL));
     memset(g.next, 0, sizeof g.next);
     g.got = 0;
 }
@@ -435,6 +446,25 @@ static void rss(uint32_t count, uint64_t quiet_ms)
     CHECK_OK(flit_barrier(g.ep));
 }
 
+static void __attribute__((noinline)) pingpong_rounds(uint32_t count)
+{
+    uint32_t a[2] = {0, 0};
+    for (uint32_t i = 0; i < count; i++) {
+        a[1] = i;
+        CHECK_OK(flit_am_short(g.ep, flit_rank(1), flit_handler(H_PING), a, 2, 0));
+        SLEEPY_WAIT(g.tokens == (uint64_t)i + 1);
+    }
+}
+
+static void pingpong(uint32_t count)
+{
+    setup();
+    CHECK_OK(flit_barrier(g.ep));
+    if (g.me == 0)
+        pingpong_rounds(count);
+    CHECK_OK(flit_barrier(g.ep));
+}
+
 static void race(uint32_t rounds, uint32_t count)
 {
     uint32_t partner = g.me ^ 1u;
@@ -481,6 +511,8 @@ static void gone(uint32_t count, double max_s)
 {
     setup();
     CHECK_OK(flit_ep_set_peer_down_handler(g.ep, on_down, NULL));
+    /* what the dead rank took but had not acknowledged comes back */
+    CHECK_OK(flit_am_set_returned_handler(g.ep, on_returned, NULL));
     uint32_t left = (g.me + g.n - 1) % g.n, right = (g.me + 1) % g.n;
     for (uint32_t i = 0; i < count; i++) {
         send_seq(right, i);
@@ -573,6 +605,8 @@ int main(int argc, char **argv)
         quiet(count, mp_arg_u64(argc, argv, "--idle-kb", 16));
     else if (strcmp(mode, "rss") == 0)
         rss(count, mp_arg_u64(argc, argv, "--quiet-ms", 3000));
+    else if (strcmp(mode, "pingpong") == 0)
+        pingpong(count);
     else if (strcmp(mode, "race") == 0)
         race((uint32_t)mp_arg_u64(argc, argv, "--rounds", 10), count);
     else if (strcmp(mode, "dead") == 0)
