@@ -43,7 +43,7 @@
 flit_status fl_chan_open(const struct fl_dgram_ops *ops,
                          const struct fl_tp_open_args *args, struct fl_tp_ep **out);
 
-/* The channel's transport ops; FL_CHANNEL_TRANSPORT fills a table with them. */
+/* The channel's transport ops; FL_CHANNEL_OPS fills a transport's table with them. */
 flit_status fl_chan_address(struct fl_tp_ep *t, void *buf, size_t *len);
 bool fl_chan_reachable(struct fl_tp_ep *t, uint32_t rank, const void *blob, size_t len);
 flit_status fl_chan_connect(struct fl_tp_ep *t, uint32_t rank, const void *blob,
