@@ -57,8 +57,9 @@ int main(void)
     flit_ep_t *ep;
     flit_rpc_t *rpc;
     check(flit_init(NULL), "flit_init");
-    check(flit_ep_create(NULL, &ep), "flit_ep_create");
-    check(flit_rpc_create(ep, NULL, &rpc), "flit_rpc_create"); /* collective */
+    flit_ep_params_t p = {.field_mask = FLIT_EP_PARAM_LAYERS, .layers = "rpc"};
+    check(flit_ep_create(&p, &ep), "flit_ep_create"); /* collective: its RPC object */
+    check(flit_rpc_open(ep, &rpc), "flit_rpc_open");
     check(flit_rpc_register(rpc, PUT, put, NULL), "flit_rpc_register");
     check(flit_rpc_register(rpc, GET, get, NULL), "flit_rpc_register");
     check(flit_barrier(ep), "flit_barrier"); /* every rank's procedures are in */
@@ -84,7 +85,7 @@ int main(void)
     int ok = res.length == strlen(want) && memcmp(res.data, want, res.length) == 0;
     free(res.data);
 
-    check(flit_rpc_destroy(rpc), "flit_rpc_destroy"); /* collective */
+    check(flit_ep_destroy(ep), "flit_ep_destroy"); /* collective: the object too */
     check(flit_finalize(), "flit_finalize");
     return ok ? 0 : 1;
 }

@@ -29,6 +29,8 @@
 #include "core/pub_layer.h"
 #include "flit/group.h"
 #include "flit/object.h"
+#include "flit/rpc.h"
+#include "flit/tagged.h"
 #include "rma/rma.h"
 #include "stream/stream.h"
 #include "transport/fault/fault.h"
@@ -143,6 +145,8 @@ static struct fl_layer *const layers[] = {
 static const flit_layer_t *const public_layers[] = {
     &flit_group_layer,  /* totally-ordered group multicast (Panda) */
     &flit_object_layer, /* shared objects (Orca) */
+    &flit_tagged_layer, /* MPI-style tagged messages */
+    &flit_rpc_layer,    /* remote procedure calls (Panda) */
     NULL,
 };
 

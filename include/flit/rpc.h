@@ -3,9 +3,18 @@
  * flit remote procedure calls, after Panda's RPC (the runtime under Orca),
  * built on <flit/stream.h> and <flit/am.h> alone.
  *
- * An RPC object is created collectively on an endpoint; it takes three
+ * An RPC object is created collectively on an endpoint; it takes two
  * handler indices of every table with flit_ep_reserve_handlers, so it never
- * collides with the program's handlers or another layer's. Procedures are
+ * collides with the program's handlers or another layer's.
+ *
+ * Setting up: RPC is a layer of the endpoint (flit/layer.h). Name "rpc"
+ * among the endpoint's layers (flit_ep_params_t.layers) and the endpoint
+ * is created with an RPC object of its own (FLIT_RPC_PROCS procedure
+ * numbers, default 64); flit_rpc_open hands it out, the endpoint destroys
+ * it, and its counters are the endpoint's rpc.* (flit_ep_counters; the
+ * fields of flit_rpc_stats_t). flit_rpc_create / flit_rpc_destroy, which
+ * make further objects with the program's parameters, still work and are
+ * deprecated: they go in the next release. Procedures are
  * registered per object by number (0 .. procs-1). A call names a rank and a
  * procedure, gives its request as pieces from anywhere in memory (gather),
  * and gets back a reply of any length: scattered into buffers the caller
@@ -81,6 +90,7 @@
 
 #include <sys/uio.h>
 
+#include <flit/layer.h>
 #include <flit/stream.h>
 
 #ifdef __cplusplus
@@ -111,7 +121,21 @@ typedef struct flit_rpc_params {
                             answer FLIT_ERR_TOO_LARGE. Default SIZE_MAX */
 } flit_rpc_params_t;
 
+/* The layer's descriptor (flit/layer.h), opened on request: "rpc". Its
+   setting: FLIT_RPC_PROCS (1 .. 65536, default 64). */
+FLIT_API extern const flit_layer_t flit_rpc_layer;
+
 /*
+ * The RPC object of ep's rpc layer (the call to use: flit_rpc_create is
+ * deprecated): made with the endpoint, the same each call, destroyed with
+ * the endpoint, collectively (flit_rpc_destroy refuses it). Not
+ * collective. FLIT_ERR_INVALID_ARG for a NULL ep or out, or an ep created
+ * without "rpc" among its layers.
+ */
+FLIT_API flit_status flit_rpc_open(flit_ep_t *ep, flit_rpc_t **out);
+
+/*
+ * Deprecated: flit_rpc_open above gives the endpoint's object.
  * Collective over the job (with the same params): makes an RPC object on
  * ep and reserves its handler indices. params may be NULL. The endpoint
  * must outlive the object. FLIT_ERR_INVALID_ARG for a NULL ep or out, an
@@ -122,6 +146,8 @@ FLIT_API flit_status flit_rpc_create(flit_ep_t *ep, const flit_rpc_params_t *par
                                      flit_rpc_t **out);
 
 /*
+ * Deprecated with flit_rpc_create, whose objects it frees (the endpoint's
+ * own, from flit_rpc_open, answers FLIT_ERR_INVALID_ARG).
  * Collective: answers every deferred reply not sent yet with
  * FLIT_ERR_CLOSED, waits until every rank is done (a barrier), then frees
  * the object. FLIT_ERR_AGAIN, with nothing done, while calls of this rank

@@ -18,6 +18,15 @@
  * its stream-handler table on every rank; messages of different contexts
  * never match each other (MPI's communicators).
  *
+ * Setting up: tagged messaging is a layer of the endpoint (flit/layer.h).
+ * Name "tagged" among the endpoint's layers (flit_ep_params_t.layers) and
+ * the endpoint is created with a context of its own, on a handler index the
+ * layer reserves; flit_tagged_open hands it out, the endpoint destroys it,
+ * and its counters are the endpoint's tagged.* (flit_ep_counters).
+ * flit_tagged_create / flit_tagged_destroy, which make further contexts on
+ * a handler the program picks, still work and are deprecated: they go in
+ * the next release.
+ *
  * Progress: receives complete while the endpoint makes progress: in
  * flit_tagged_wait / test / probe, and in any flit_poll or flit_wait.
  *
@@ -32,6 +41,7 @@
 #ifndef FLIT_TAGGED_H
 #define FLIT_TAGGED_H
 
+#include <flit/layer.h>
 #include <flit/stream.h>
 
 #ifdef __cplusplus
@@ -58,7 +68,20 @@ typedef struct flit_tagged_info {
                            whole message arrived (received: what did) */
 } flit_tagged_info_t;
 
+/* The layer's descriptor (flit/layer.h), opened on request: "tagged". */
+FLIT_API extern const flit_layer_t flit_tagged_layer;
+
 /*
+ * The context of ep's tagged layer (the call to use: flit_tagged_create is
+ * deprecated): made with the endpoint, the same each call, destroyed with
+ * the endpoint (flit_tagged_destroy refuses it). Not collective.
+ * FLIT_ERR_INVALID_ARG for a NULL ep or out, or an ep created without
+ * "tagged" among its layers.
+ */
+FLIT_API flit_status flit_tagged_open(flit_ep_t *ep, flit_tagged_t **out);
+
+/*
+ * Deprecated: flit_tagged_open above gives the endpoint's context.
  * Collective over the job: a tagged context on ep using stream handler
  * index h on every rank. h must be free on this endpoint: the context
  * installs its handler there (replacing any) and ends with a barrier, so
@@ -69,6 +92,8 @@ typedef struct flit_tagged_info {
 FLIT_API flit_status flit_tagged_create(flit_ep_t *ep, flit_handler_t h,
                                         flit_tagged_t **out);
 /*
+ * Deprecated with flit_tagged_create, whose contexts it frees (the
+ * endpoint's own, from flit_tagged_open, answers FLIT_ERR_INVALID_ARG).
  * Frees the context; not collective, and before its endpoint is destroyed.
  * FLIT_ERR_AGAIN, with nothing freed, while requests are outstanding.
  * Unexpected messages nobody received are dropped (counted in the debug

@@ -122,7 +122,7 @@ static flit_status call_new(struct flit_rpc *r, uint32_t dest, struct flit_rpc_c
     } else {
         c->id = r->next_id++;
         c->dest = dest;
-        r->st.calls++;
+        rpc_count(&r->ctr->calls, 1);
         /* In the table before the request leaves: the reply may come
            before the send returns (another thread, a rank to itself). */
         fl_rpc_table_add(r, c);
@@ -138,7 +138,7 @@ static void call_undo(struct flit_rpc *r, struct flit_rpc_call *c)
     rpc_lock(r);
     if (c->in_table)
         fl_rpc_table_del(r, c);
-    r->st.calls--;
+    rpc_count(&r->ctr->calls, (uint64_t)-1);
     call_put(r, c);
     rpc_unlock(r);
 }

@@ -6,6 +6,8 @@
  *   wire.h    the messages as they travel, and their validating decoders;
  *   object.c  an object's life: create, destroy, procedures, statistics,
  *             the endpoint listener;
+ *   layer.c   the layer's seat (<flit/layer.h>): the endpoint's own
+ *             object, opened and closed with it, its setting and counters;
  *   call.c    the client's calls: handles, issue, finish, cancel;
  *   table.c   the calls in flight, by id, and how they end;
  *   wait.c    how threads (and parked procedures) wait for calls;
@@ -122,6 +124,15 @@ struct rpc_out {
     uint8_t data[];
 };
 
+/* The counters (rpc.* by name, layer.c; flit_rpc_stats_t's fields): the
+   layer's state holds them for the endpoint's object, an object of
+   flit_rpc_create its own. Written under the object's mutex only
+   (rpc_count), read from any thread. */
+struct fl_rpc_counters {
+    _Atomic uint64_t calls, served, timeouts, late_replies, queued_replies, deferred,
+        refused, failed_replies;
+};
+
 struct flit_rpc {
     void *self; /* the handle its user holds (<flit/handle.h>) */
     flit_ep_t *ep;
@@ -151,7 +162,9 @@ struct flit_rpc {
     bool driving;                    /* a waiting thread drives progress */
     bool logged_refusal, logged_failure; /* the first of each said */
     struct rpc_waiter *sleepers;     /* threads asleep on their calls */
-    flit_rpc_stats_t st;
+    bool owned;                      /* the layer's: the endpoint destroys it */
+    struct fl_rpc_counters *ctr;     /* the layer's, or &own */
+    struct fl_rpc_counters own;
 };
 
 /* Server side: the request whose procedure runs. Pooled, never freed before
@@ -203,6 +216,14 @@ static inline void rpc_unlock(struct flit_rpc *r)
         pthread_mutex_unlock(&r->lock);
 }
 
+/* Adds n (or, wrapping, takes away) to a counter under the object's mutex
+   (its only writer): a plain add, no locked instruction. */
+static inline void rpc_count(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
 static inline void rpc_put_le32(uint8_t *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
@@ -231,6 +252,12 @@ static inline bool call_done(struct flit_rpc_call *c)
 
 /* object.c: the object a handle names; NULL for any other value. */
 struct flit_rpc *fl_rpc_of(flit_rpc_t *h);
+/* flit_rpc_create counting into ctr (NULL: the object's own); owned: the
+   layer's object, which flit_rpc_destroy refuses. */
+flit_status fl_rpc_create(flit_ep_t *ep, const flit_rpc_params_t *params,
+                          struct fl_rpc_counters *ctr, bool owned, flit_rpc_t **out);
+/* flit_rpc_destroy, also of an owned object (the layer's close). */
+flit_status fl_rpc_destroy(struct flit_rpc *r);
 
 /* call.c: the live call a handle names; NULL for any other value (an
    ended call's). */

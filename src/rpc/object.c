@@ -144,6 +144,12 @@ static flit_status open_object(struct flit_rpc *r)
 flit_status flit_rpc_create(flit_ep_t *ep, const flit_rpc_params_t *params,
                             flit_rpc_t **out)
 {
+    return fl_rpc_create(ep, params, NULL, false, out);
+}
+
+flit_status fl_rpc_create(flit_ep_t *ep, const flit_rpc_params_t *params,
+                          struct fl_rpc_counters *ctr, bool owned, flit_rpc_t **out)
+{
     if (!ep || !out)
         return FLIT_ERR_INVALID_ARG;
     struct flit_rpc *r = calloc(1, sizeof *r);
@@ -153,6 +159,8 @@ flit_status flit_rpc_create(flit_ep_t *ep, const flit_rpc_params_t *params,
         free(r);
         return FLIT_ERR_SYSTEM;
     }
+    r->ctr = ctr ? ctr : &r->own;
+    r->owned = owned;
     r->ep = ep;
     r->size = flit_job_size();
     r->next_id = 1;
@@ -187,8 +195,13 @@ static flit_status close_object(struct flit_rpc *r)
 flit_status flit_rpc_destroy(flit_rpc_t *h)
 {
     struct flit_rpc *r = fl_rpc_of(h);
-    if (!r)
+    if (!r || r->owned) /* the endpoint's own goes with the endpoint */
         return FLIT_ERR_INVALID_ARG;
+    return fl_rpc_destroy(r);
+}
+
+flit_status fl_rpc_destroy(struct flit_rpc *r)
+{
     if (r->ep_closing) { /* its endpoint was destroyed: nothing left to undo */
         free_object(r);
         return FLIT_OK;
@@ -238,10 +251,18 @@ flit_status flit_rpc_stats(flit_rpc_t *h, flit_rpc_stats_t *out)
         (out->struct_size != offsetof(flit_rpc_stats_t, refused) &&
          out->struct_size != sizeof *out))
         return FLIT_ERR_INVALID_ARG;
-    rpc_lock(r);
-    flit_rpc_stats_t s = r->st;
-    rpc_unlock(r);
-    s.struct_size = out->struct_size;
+    struct fl_rpc_counters *c = r->ctr;
+    flit_rpc_stats_t s = {
+        .struct_size = out->struct_size,
+        .calls = atomic_load_explicit(&c->calls, memory_order_relaxed),
+        .served = atomic_load_explicit(&c->served, memory_order_relaxed),
+        .timeouts = atomic_load_explicit(&c->timeouts, memory_order_relaxed),
+        .late_replies = atomic_load_explicit(&c->late_replies, memory_order_relaxed),
+        .queued_replies = atomic_load_explicit(&c->queued_replies, memory_order_relaxed),
+        .deferred = atomic_load_explicit(&c->deferred, memory_order_relaxed),
+        .refused = atomic_load_explicit(&c->refused, memory_order_relaxed),
+        .failed_replies = atomic_load_explicit(&c->failed_replies, memory_order_relaxed),
+    };
     memcpy(out, &s, s.struct_size);
     return FLIT_OK;
 }

@@ -51,7 +51,7 @@ flit_status fl_rpc_queue(struct flit_rpc *r, const struct iovec *iov, int n, siz
     rpc_lock(r);
     out_append(r, o);
     if (!o->request)
-        r->st.queued_replies++;
+        rpc_count(&r->ctr->queued_replies, 1);
     rpc_unlock(r);
     return FLIT_OK;
 }
@@ -95,7 +95,7 @@ flit_status fl_rpc_send_status(struct flit_rpc *r, uint32_t caller, uint64_t id,
     *o = (struct rpc_out){.dest = caller, .id = id, .word = (uint32_t)status};
     rpc_lock(r);
     out_append(r, o);
-    r->st.queued_replies++;
+    rpc_count(&r->ctr->queued_replies, 1);
     rpc_unlock(r);
     return FLIT_OK;
 }

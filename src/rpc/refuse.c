@@ -10,19 +10,19 @@
 
 /* Counts one more of a kind under the lock; true the first time, when the
    caller logs it (further ones are only counted). */
-static bool count_first(struct flit_rpc *r, bool *logged, uint64_t *count)
+static bool count_first(struct flit_rpc *r, bool *logged, _Atomic uint64_t *count)
 {
     rpc_lock(r);
     bool first = !*logged;
     *logged = true;
-    (*count)++;
+    rpc_count(count, 1);
     rpc_unlock(r);
     return first;
 }
 
 void fl_rpc_refused(struct flit_rpc *r, const char *what, uint32_t from)
 {
-    if (count_first(r, &r->logged_refusal, &r->st.refused))
+    if (count_first(r, &r->logged_refusal, &r->ctr->refused))
         flit_log(FLIT_LOG_WARN,
                  "rpc: %s from rank %u refused (further ones are only counted)", what,
                  from);
@@ -31,7 +31,7 @@ void fl_rpc_refused(struct flit_rpc *r, const char *what, uint32_t from)
 void fl_rpc_reply_failed(struct flit_rpc *r, uint32_t caller, uint64_t id, size_t total,
                          flit_status st)
 {
-    if (count_first(r, &r->logged_failure, &r->st.failed_replies))
+    if (count_first(r, &r->logged_failure, &r->ctr->failed_replies))
         flit_log(FLIT_LOG_WARN,
                  "rpc: the reply of %zu bytes to rank %u's call %llu could not be sent "
                  "(%s): the call ends with that status",

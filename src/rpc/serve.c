@@ -184,7 +184,7 @@ flit_status flit_rpc_defer(flit_rpc_req_t *h, flit_rpc_reply_t **out)
     if (d->next)
         d->next->prev = d;
     r->deferred = d;
-    r->st.deferred++;
+    rpc_count(&r->ctr->deferred, 1);
     rpc_unlock(r);
     q->answered = true;
     *out = d->self;
@@ -378,7 +378,7 @@ static void req_put(struct flit_rpc_req *q, bool served)
     rpc_lock(r);
     q->next = r->free_reqs;
     r->free_reqs = q;
-    r->st.served += served;
+    rpc_count(&r->ctr->served, served);
     rpc_unlock(r);
 }
 

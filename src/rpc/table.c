@@ -49,7 +49,7 @@ struct flit_rpc_call *fl_rpc_table_take(struct flit_rpc *r, uint64_t id, uint32_
     if (c && c->deadline && flit_clock_ns() >= c->deadline)
         c = NULL; /* its time is up: the waiter will say so */
     if (!c) {
-        r->st.late_replies++;
+        rpc_count(&r->ctr->late_replies, 1);
         return NULL;
     }
     fl_rpc_table_del(r, c);
@@ -74,7 +74,7 @@ void fl_rpc_end_sent(struct flit_rpc *r, struct flit_rpc_call *c, flit_status st
 {
     fl_rpc_table_del(r, c);
     if (st == FLIT_ERR_TIMEOUT)
-        r->st.timeouts++;
+        rpc_count(&r->ctr->timeouts, 1);
     fl_rpc_complete(c, st);
 }
 

@@ -104,7 +104,7 @@ static void count_handler(struct flit_tagged *t)
 static void malformed(struct flit_tagged *t)
 {
     lock(t);
-    t->malformed++;
+    fl_tagged_count(&t->ctr->malformed);
     t->handlers_left++;
     unlock(t);
 }
@@ -141,6 +141,7 @@ void fl_tagged_on_message(flit_stream_t *s, size_t total, void *user)
 
     struct entry *e = NULL;
     lock(t);
+    fl_tagged_count(&t->ctr->arrived);
     struct flit_request *r = t->posted_head ? fl_tagged_posted_take(t, src, tag) : NULL;
     if (!r)
         e = fl_tagged_unexp_new(t, src, tag, len, small ? payload : NULL);

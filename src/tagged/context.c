@@ -50,11 +50,20 @@ static flit_status ctx_open(struct flit_tagged *t)
 
 flit_status flit_tagged_create(flit_ep_t *ep, flit_handler_t h, flit_tagged_t **out)
 {
+    return fl_tagged_ctx_create(ep, h, NULL, false, out);
+}
+
+flit_status fl_tagged_ctx_create(flit_ep_t *ep, flit_handler_t h,
+                                 struct fl_tagged_counters *ctr, bool owned,
+                                 flit_tagged_t **out)
+{
     if (!ep || !out)
         return FLIT_ERR_INVALID_ARG;
     struct flit_tagged *t = calloc(1, sizeof *t);
     if (!t)
         return FLIT_ERR_NO_MEMORY;
+    t->ctr = ctr ? ctr : &t->own;
+    t->owned = owned;
     flit_status st = ctx_init(t, ep, h);
     if (st != FLIT_OK)
         goto err_free;
@@ -87,13 +96,15 @@ static void free_context(struct flit_tagged *t)
     uint64_t dropped, bytes;
     fl_tagged_entries_free_all(t, &dropped, &bytes);
     fl_tagged_req_free_all(t);
-    if (dropped || t->malformed || t->lost)
+    uint64_t malformed = atomic_load_explicit(&t->ctr->malformed, memory_order_relaxed);
+    uint64_t lost = atomic_load_explicit(&t->ctr->lost, memory_order_relaxed);
+    if (dropped || malformed || lost)
         flit_log(FLIT_LOG_DEBUG,
                  "tagged context on handler %u destroyed with %llu unexpected "
                  "messages (%llu bytes) nobody received; %llu malformed and %llu lost "
                  "for memory along the way",
                  t->h.idx, (unsigned long long)dropped, (unsigned long long)bytes,
-                 (unsigned long long)t->malformed, (unsigned long long)t->lost);
+                 (unsigned long long)malformed, (unsigned long long)lost);
     (void)flit_handle_free(&contexts, t->self);
     pthread_mutex_destroy(&t->lock);
     free(t);
@@ -110,8 +121,13 @@ static bool requests_out(struct flit_tagged *t)
 flit_status flit_tagged_destroy(flit_tagged_t *h)
 {
     struct flit_tagged *t = fl_tagged_ctx_of(h);
-    if (!t)
+    if (!t || t->owned) /* the endpoint's own goes with the endpoint */
         return FLIT_ERR_INVALID_ARG;
+    return fl_tagged_ctx_destroy(t);
+}
+
+flit_status fl_tagged_ctx_destroy(struct flit_tagged *t)
+{
     /* Also the handler check: a handler must not free what it runs in. */
     flit_status st = flit_poll(t->ep);
     if (st == FLIT_ERR_FINALIZED) { /* the endpoint and its table are gone */

@@ -8,6 +8,8 @@
  *
  *   wire.h        the message as it travels (a tag, then the payload);
  *   context.c     a context's life: create, destroy, what destroy drops;
+ *   layer.c       the layer's seat (<flit/layer.h>): the endpoint's own
+ *                 context, opened and closed with it, and the counters;
  *   request.c     request objects: handles, free lists, completion;
  *   match.c       the posted and unexpected queues and matching;
  *   unexpected.c  messages that came before their receive: pooled entries;
@@ -120,10 +122,24 @@ struct entry_pool {
     unsigned count;
 };
 
+/* The counters (tagged.* by name, layer.c): the layer's state holds them
+   for the endpoint's context, a context of flit_tagged_create its own.
+   Written under the context's mutex only (fl_tagged_count), read from any
+   thread. */
+struct fl_tagged_counters {
+    _Atomic uint64_t arrived;    /* messages with a whole tag */
+    _Atomic uint64_t unexpected; /* of them, before their receive */
+    _Atomic uint64_t malformed;  /* messages without a whole tag */
+    _Atomic uint64_t lost;       /* unexpected ones with no memory at all */
+};
+
 struct flit_tagged {
     void *self; /* the handle its user holds */
     flit_ep_t *ep;
     flit_handler_t h;
+    bool owned;                     /* the layer's: the endpoint destroys it */
+    struct fl_tagged_counters *ctr; /* the layer's, or &own */
+    struct fl_tagged_counters own;
     uint32_t size; /* of the job */
     uint32_t me;
     /* The endpoint is thread-safe: handlers and calls may run on several
@@ -137,8 +153,6 @@ struct flit_tagged {
     struct flit_request *free_reqs;        /* free requests */
     size_t nreqs;                          /* requests allocated (free or not) */
     uint64_t handlers_left;                /* see handlers_in */
-    uint64_t malformed;                    /* messages without a whole header */
-    uint64_t lost;                         /* unexpected messages with no memory at all */
     /* Free requests given back without the mutex (fl_tagged_req_put). */
     _Atomic(struct flit_request *) returned_reqs;
     /*
@@ -161,6 +175,14 @@ static inline void unlock(struct flit_tagged *t)
 {
     if (t->mt)
         pthread_mutex_unlock(&t->lock);
+}
+
+/* One more of a counter, under the context's mutex (its only writer): a
+   plain add, no locked instruction; readers on other threads see it whole. */
+static inline void fl_tagged_count(_Atomic uint64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
 static inline size_t min_size(size_t a, size_t b)
@@ -186,6 +208,13 @@ static inline void req_complete(struct flit_request *r)
 
 /* context.c: the live context a handle names; NULL for any other value. */
 struct flit_tagged *fl_tagged_ctx_of(flit_tagged_t *h);
+/* flit_tagged_create counting into ctr (NULL: the context's own); owned:
+   the layer's context, which flit_tagged_destroy refuses. */
+flit_status fl_tagged_ctx_create(flit_ep_t *ep, flit_handler_t h,
+                                 struct fl_tagged_counters *ctr, bool owned,
+                                 flit_tagged_t **out);
+/* flit_tagged_destroy, also of an owned context (the layer's close). */
+flit_status fl_tagged_ctx_destroy(struct flit_tagged *t);
 
 /* request.c. Requests are handed out as handles, never as pointers: an
    ended request's value answers FLIT_ERR_INVALID_ARG, also once its block

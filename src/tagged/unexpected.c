@@ -94,9 +94,10 @@ struct entry *fl_tagged_unexp_new(struct flit_tagged *t, uint32_t src, uint64_t 
 {
     struct entry *e = entry_get(t, len);
     if (!e) {
-        t->lost++;
+        fl_tagged_count(&t->ctr->lost);
         return NULL;
     }
+    fl_tagged_count(&t->ctr->unexpected);
     e->source = src;
     e->tag = tag;
     e->len = len;

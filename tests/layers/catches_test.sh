@@ -82,6 +82,14 @@ fresh
 echo 'static void t(struct timespec *ts) { clock_gettime(CLOCK_MONOTONIC, ts); }' >> "$tmp/src/tagged/progress.c"
 expect "tagged reading the clock by hand" "tagged/progress.c"
 
+fresh
+echo 'static void say(void) { fprintf(stderr, "x\n"); }' >> "$tmp/src/tagged/layer.c"
+expect "the tagged layer's seat printing to stderr by hand" "tagged/layer.c"
+
+fresh
+echo 'static void say(void) { perror("rpc"); }' >> "$tmp/src/rpc/layer.c"
+expect "the rpc layer's seat calling perror" "rpc/layer.c"
+
 if [ -d "$src/../compat" ]; then
     fresh
     echo '#include "core/ep.h"' >> "$tmp/compat/amudp/amudp_ep.c"
