@@ -31,20 +31,29 @@ static bool name_ok(const char *plugin, const char *name)
     return true;
 }
 
+/* s's counter called plugin.name (plugin plen bytes), NULL if none. */
+static const struct fl_counter_desc *
+named(const struct fl_counter_src *s, const char *plugin, size_t plen, const char *name)
+{
+    if (strlen(s->plugin) != plen || memcmp(s->plugin, plugin, plen) != 0)
+        return NULL;
+    for (const struct fl_counter_desc *d = s->desc; d->name; d++)
+        if (strcmp(d->name, name) == 0)
+            return d;
+    return NULL;
+}
+
 /* The source holding the counter called plugin.name, NULL if none. */
 static const struct fl_counter_desc *find(struct flit_ep *ep, const char *plugin,
                                           size_t plen, const char *name,
                                           const struct fl_counter_src **src)
 {
     for (unsigned i = 0; i < ep->ncounter_srcs; i++) {
-        const struct fl_counter_src *s = &ep->counter_srcs[i];
-        if (strlen(s->plugin) != plen || memcmp(s->plugin, plugin, plen) != 0)
-            continue;
-        for (const struct fl_counter_desc *d = s->desc; d->name; d++)
-            if (strcmp(d->name, name) == 0) {
-                *src = s;
-                return d;
-            }
+        const struct fl_counter_desc *d = named(&ep->counter_srcs[i], plugin, plen, name);
+        if (d) {
+            *src = &ep->counter_srcs[i];
+            return d;
+        }
     }
     return NULL;
 }
@@ -89,8 +98,9 @@ uint64_t fl_counter_read(const struct fl_counter_src *s, const struct fl_counter
 {
     if (d->read)
         return d->read(s->state);
-    /* fl_counter (_Atomic uint64_t) or a public layer's uint64_t: the same
-       bytes, both written with relaxed atomics. */
+    /* fl_counter (_Atomic uint64_t) or a public layer's uint64_t (its
+       flit_layer_counter_t converted): the same bytes, both written with
+       relaxed atomics. */
     return __atomic_load_n((const uint64_t *)((const char *)s->state + d->offset),
                            __ATOMIC_RELAXED);
 }
@@ -110,52 +120,30 @@ static void fill_src(flit_counter_t *out, const struct fl_counter_src *s,
     fill(out, s->plugin, d->name, d->doc, d->kind, fl_counter_read(s, d));
 }
 
-/* Layer i on the public API's counter c on ep, into out. */
-static void fill_pub(flit_counter_t *out, struct flit_ep *ep, unsigned i,
-                     const flit_layer_counter_t *c)
-{
-    const char *at = (const char *)ep->pub_state[i] + c->offset;
-    /* Relaxed: a counter orders nothing; the layer adds to it atomically. */
-    fill(out, fl_pub_at(i)->name, c->name, c->doc, c->kind,
-         __atomic_load_n((const uint64_t *)at, __ATOMIC_RELAXED));
-}
-
-/* The layers on the public API with a state on ep, as bits (any thread). */
-static uint32_t pub_made(struct flit_ep *ep)
-{
-    /* Acquire: pairs with the release that published the states. */
-    return atomic_load_explicit(&ep->pub_made, memory_order_acquire);
-}
-
 /* The public-API layers' counters, numbered on from n; returns the next. */
 static size_t pub_counters(struct flit_ep *ep, flit_counter_t *out, size_t cap, size_t n)
 {
-    uint32_t bits = pub_made(ep);
-    for (unsigned i = 0; i < FLIT_LAYER_MAX; i++) {
-        const flit_layer_t *l = (bits & (1u << i)) ? fl_pub_at(i) : NULL;
-        for (unsigned k = 0; l && k < l->ncounters; k++, n++)
+    struct fl_counter_src s;
+    for (unsigned i = 0; i < FLIT_LAYER_MAX; i++)
+        for (const struct fl_counter_desc *d = fl_pub_counter_src(ep, i, &s) ? s.desc
+                                                                             : NULL;
+             d && d->name; d++, n++)
             if (n < cap)
-                fill_pub(&out[n], ep, i, &l->counters[k]);
-    }
+                fill_src(&out[n], &s, d);
     return n;
 }
 
-/* The public-API layer's counter plugin.name (plugin plen bytes) to out. */
-static bool pub_find(struct flit_ep *ep, const char *plugin, size_t plen,
-                     const char *name, flit_counter_t *out)
+const struct fl_counter_desc *fl_pub_counter_find(struct flit_ep *ep, const char *plugin,
+                                                  size_t plen, const char *name,
+                                                  struct fl_counter_src *src)
 {
-    uint32_t bits = pub_made(ep);
     for (unsigned i = 0; i < FLIT_LAYER_MAX; i++) {
-        const flit_layer_t *l = (bits & (1u << i)) ? fl_pub_at(i) : NULL;
-        if (!l || strlen(l->name) != plen || memcmp(l->name, plugin, plen) != 0)
-            continue;
-        for (unsigned k = 0; k < l->ncounters; k++)
-            if (strcmp(l->counters[k].name, name) == 0) {
-                fill_pub(out, ep, i, &l->counters[k]);
-                return true;
-            }
+        const struct fl_counter_desc *d =
+            fl_pub_counter_src(ep, i, src) ? named(src, plugin, plen, name) : NULL;
+        if (d)
+            return d;
     }
-    return false;
+    return NULL;
 }
 
 flit_status flit_ep_counters(flit_ep_t *ep, flit_counter_t *out, size_t cap,
@@ -194,5 +182,9 @@ flit_status flit_ep_counter(flit_ep_t *ep, const char *name, flit_counter_t *out
         fill_src(out, s, d);
         return FLIT_OK;
     }
-    return pub_find(ep, name, plen, dot + 1, out) ? FLIT_OK : FLIT_ERR_NOT_FOUND;
+    struct fl_counter_src ps;
+    if (!(d = fl_pub_counter_find(ep, name, plen, dot + 1, &ps)))
+        return FLIT_ERR_NOT_FOUND;
+    fill_src(out, &ps, d);
+    return FLIT_OK;
 }

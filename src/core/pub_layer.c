@@ -14,12 +14,15 @@
 #include "core/ep.h"
 #include "core/job.h"
 #include "core/pub_settings.h"
+#include "core/stats.h"
 #include "util/config.h"
 #include "util/log.h"
 
 /* Append-only: an entry below count never changes, so readers take count
    (acquire) and read without the lock. */
 static const flit_layer_t *reg[FLIT_LAYER_MAX];
+/* reg[i]'s counters as the core describes a plug-in's (NULL name last). */
+static struct fl_counter_desc *descs[FLIT_LAYER_MAX];
 static _Atomic unsigned count;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -67,6 +70,19 @@ static flit_status check(const flit_layer_t *l)
     return find(l->name, strlen(l->name)) >= 0 ? FLIT_ERR_INVALID_ARG : FLIT_OK;
 }
 
+/* The layer's counter table in the form of every plug-in's (stats.h), so
+   that one path reads, finds and reports them all. NULL: no memory. */
+static struct fl_counter_desc *convert(const flit_layer_t *l)
+{
+    struct fl_counter_desc *d = calloc(l->ncounters + 1u, sizeof *d);
+    for (unsigned k = 0; d && k < l->ncounters; k++) {
+        const flit_layer_counter_t *c = &l->counters[k];
+        d[k] = (struct fl_counter_desc){
+            .name = c->name, .doc = c->doc, .kind = c->kind, .offset = c->offset};
+    }
+    return d;
+}
+
 /* Under reg_lock. */
 static flit_status add(const flit_layer_t *l)
 {
@@ -76,9 +92,13 @@ static flit_status add(const flit_layer_t *l)
         st = FLIT_ERR_EXHAUSTED;
     if (st == FLIT_OK)
         st = fl_pub_settings_read(l, n);
+    struct fl_counter_desc *d = st == FLIT_OK ? convert(l) : NULL;
+    if (st == FLIT_OK && !d)
+        st = FLIT_ERR_NO_MEMORY;
     if (st != FLIT_OK)
         return st;
     reg[n] = l;
+    descs[n] = d;
     /* Release: the entry is in before a reader sees the new count. */
     atomic_store_explicit(&count, n + 1, memory_order_release);
     return FLIT_OK;
@@ -221,6 +241,18 @@ void fl_pub_ep_free(struct flit_ep *ep)
         free(ep->pub_state[i]);
         ep->pub_state[i] = NULL;
     }
+}
+
+bool fl_pub_counter_src(struct flit_ep *ep, unsigned i, struct fl_counter_src *out)
+{
+    /* Acquire: pairs with open_one's release; the state is in (and with
+       add's, through the bit: the entry is). */
+    uint32_t bits = atomic_load_explicit(&ep->pub_made, memory_order_acquire);
+    if (i >= FLIT_LAYER_MAX || !(bits & (1u << i)))
+        return false;
+    *out = (struct fl_counter_src){
+        .plugin = reg[i]->name, .desc = descs[i], .state = ep->pub_state[i]};
+    return true;
 }
 
 void fl_pub_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason)

@@ -39,6 +39,15 @@ void fl_pub_ep_close(struct flit_ep *ep);
 void fl_pub_ep_free(struct flit_ep *ep);
 void fl_pub_peer_down(struct flit_ep *ep, uint32_t rank, flit_status reason);
 
+struct fl_counter_src;
+/*
+ * Layer i's counters on ep as every plug-in's are described (core/stats.h:
+ * its flit_layer_counter_t table converted to struct fl_counter_desc when
+ * it was registered), from its state there; false when layer i has no
+ * state on ep. Any thread.
+ */
+bool fl_pub_counter_src(struct flit_ep *ep, unsigned i, struct fl_counter_src *out);
+
 /* Each layer with a state on ep: its counters, then its dump section. */
 void fl_pub_report(struct flit_ep *ep, struct fl_report *r);
 

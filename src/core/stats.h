@@ -45,6 +45,12 @@ struct flit_ep;
 flit_status fl_counters_add(struct flit_ep *ep, const char *plugin,
                             const struct fl_counter_desc *desc, const void *state);
 
+/* The public-API layers' counter plugin.name (plugin plen bytes) on ep,
+   and *src its source; NULL if no layer with a state on ep has it. */
+const struct fl_counter_desc *fl_pub_counter_find(struct flit_ep *ep, const char *plugin,
+                                                  size_t plen, const char *name,
+                                                  struct fl_counter_src *src);
+
 /* The value of counter d of source s. */
 uint64_t fl_counter_read(const struct fl_counter_src *s, const struct fl_counter_desc *d);
 

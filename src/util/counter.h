@@ -28,7 +28,9 @@ typedef _Atomic uint64_t fl_counter;
  * ends with an entry whose name is NULL: the fl_counter at offset in its
  * per-endpoint state, shown as "<plug-in>.<name>" (core/stats.h). One
  * that lives elsewhere (in memory its peers write) gives read instead.
- * Layers on the public API declare theirs in flit_layer_t.
+ * Layers on the public API declare theirs in flit_layer_t
+ * (flit_layer_counter_t), converted to this form when they are registered
+ * (core/pub_layer.c), so that one path reads, finds and reports them all.
  */
 struct fl_counter_desc {
     const char *name; /* [a-z0-9_], unique in the plug-in */

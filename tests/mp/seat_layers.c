@@ -127,6 +127,25 @@ static void check_rpc(flit_ep_t *ep)
     CHECK(counter(ep, "rpc.refused") == 0 && counter(ep, "rpc.failed_replies") == 0);
 }
 
+/* flit_ep_counters lists each layer's counters too, with their docs. */
+static void check_listed(flit_ep_t *ep)
+{
+    flit_counter_t all[256];
+    size_t n = 0, seen = 0;
+    CHECK_OK(flit_ep_counters(ep, all, 256, &n));
+    CHECK(n <= 256);
+    for (size_t i = 0; i < n; i++) {
+        bool ours = strncmp(all[i].name, "tagged.", 7) == 0 ||
+                    strncmp(all[i].name, "rpc.", 4) == 0;
+        if (!ours)
+            continue;
+        seen++;
+        CHECK(all[i].doc && all[i].doc[0] && all[i].kind == FLIT_COUNTER_COUNT);
+        CHECK(all[i].value == counter(ep, all[i].name));
+    }
+    CHECK(seen == 4 + 8); /* tagged's four, rpc's eight */
+}
+
 /* The dump: each layer's counters and its own line. */
 static void check_dump(flit_ep_t *ep)
 {
@@ -163,6 +182,7 @@ int main(int argc, char **argv)
     CHECK_OK(flit_ep_create(&p, &ep));
     check_tagged(ep);
     check_rpc(ep);
+    check_listed(ep);
     check_dump(ep);
     CHECK_OK(flit_ep_destroy(ep));
     CHECK_OK(flit_barrier(plain));
