@@ -20,6 +20,7 @@
 
 #include "build.h"
 #include "channel/config.h"
+#include "core/pub_layer.h"
 #include "transport/fault/fault.h"
 #include "transport/shm/config.h"
 #include "transport/udp/config.h"
@@ -747,6 +748,61 @@ static void test_transport_names(void)
     CHECK(unsetenv("FLIT_TRANSPORT") == 0);
 }
 
+/* The same for the settings of the layers on the public API (registered
+   by flit_init, which test_init ran): docs/settings.md's second table
+   lists each once, with its default and range, and nothing else. */
+static void test_readme_layers(void)
+{
+    FILE *f = fopen(FLIT_README, "r");
+    if (!f)
+        FAIL("cannot open %s", FLIT_README);
+    int seen[FLIT_LAYER_MAX][8] = {{0}};
+    bool in_section = false;
+    char line[2048];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "## ", 3) == 0)
+            in_section = strstr(line, "layers on the public API") != NULL;
+        if (!in_section || strncmp(line, "| `FLIT_", 8) != 0)
+            continue;
+        const char *bar[4] = {line};
+        for (int i = 1; i < 4; i++)
+            if (!(bar[i] = strchr(bar[i - 1] + 1, '|')))
+                FAIL("README: a row with fewer than 3 columns: %s", line);
+        char name[64], def[64], allowed[64], want[64];
+        cell_text(bar[0] + 1, bar[1], name, sizeof name);
+        cell_text(bar[1] + 1, bar[2], def, sizeof def);
+        cell_text(bar[2] + 1, bar[3], allowed, sizeof allowed);
+        bool found = false;
+        for (unsigned l = 0; l < fl_pub_count() && !found; l++) {
+            const flit_layer_t *layer = fl_pub_at(l);
+            for (unsigned k = 0; k < layer->nsettings && k < 8 && !found; k++) {
+                const flit_layer_setting_t *st = &layer->settings[k];
+                if (strcmp(st->name, name) != 0)
+                    continue;
+                found = true;
+                seen[l][k]++;
+                snprintf(want, sizeof want, "%lld", (long long)st->def);
+                if (strcmp(def, want) != 0)
+                    FAIL("README: %s defaults to \"%s\", the layer to \"%s\"", name, def,
+                         want);
+                snprintf(want, sizeof want, "%lld–%lld", (long long)st->min,
+                         (long long)st->max);
+                if (strcmp(allowed, want) != 0)
+                    FAIL("README: %s allows \"%s\", the layer \"%s\"", name, allowed,
+                         want);
+            }
+        }
+        if (!found)
+            FAIL("README lists %s among the layers' settings, which no layer has", name);
+    }
+    fclose(f);
+    for (unsigned l = 0; l < fl_pub_count(); l++)
+        for (unsigned k = 0; k < fl_pub_at(l)->nsettings && k < 8; k++)
+            if (seen[l][k] != 1)
+                FAIL("README lists the %s layer's %s %d times, expected once",
+                     fl_pub_at(l)->name, fl_pub_at(l)->settings[k].name, seen[l][k]);
+}
+
 /* The UDP path's variables: seconds, probabilities, an address, a choice. */
 static void test_udp_kinds(void)
 {
@@ -795,5 +851,6 @@ int main(void)
     test_init();
     test_print_settled();
     test_readme();
+    test_readme_layers();
     return 0;
 }
