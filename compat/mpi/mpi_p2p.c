@@ -64,26 +64,40 @@ void mp_p2p_fini(void)
 
 /* ---- requests ---- */
 
-static MPI_Request req_new(enum mp_req_kind kind, MPI_Comm comm, uint32_t ctx, void *buf,
-                           int count, MPI_Datatype type, int peer, int tag)
+/* Fills a request (its memory the caller's: the heap, or the stack of a
+   blocking call) and takes its references to type and communicator. */
+static void req_init(MPI_Request r, enum mp_req_kind kind, MPI_Comm comm, uint32_t ctx,
+                     void *buf, int count, MPI_Datatype type, int peer, int tag)
 {
-    MPI_Request r = calloc(1, sizeof *r);
-    if (!r)
-        return NULL;
+    *r = (struct flit_mpi_request){0};
     r->kind = kind, r->comm = comm, r->ctx = ctx, r->buf = buf, r->count = count;
     r->type = type, r->peer = peer, r->tag = tag;
     r->bytes = mp_type_bytes(type, count);
     if (!type->predefined)
         type->refs++;
     mp_comm_hold(comm);
+}
+
+static MPI_Request req_new(enum mp_req_kind kind, MPI_Comm comm, uint32_t ctx, void *buf,
+                           int count, MPI_Datatype type, int peer, int tag)
+{
+    MPI_Request r = malloc(sizeof *r);
+    if (r)
+        req_init(r, kind, comm, ctx, buf, count, type, peer, tag);
     return r;
 }
 
-static void req_free(MPI_Request r)
+/* Gives back what req_init took, and the packing buffer. */
+static void req_release(MPI_Request r)
 {
     mp_type_release(r->type);
     mp_comm_release(r->comm);
     free(r->pack);
+}
+
+static void req_free(MPI_Request r)
+{
+    req_release(r);
     free(r);
 }
 
@@ -341,8 +355,7 @@ static int progress_wait(void)
         return progress_poll();
     if (st != FLIT_OK)
         return mp_class_of(st);
-    int rc = handle(&in);
-    return rc ? rc : progress_poll();
+    return handle(&in); /* the caller comes back for the others */
 }
 
 /* ---- requests of non-blocking collectives (mpi_nbc.c) ---- */
@@ -525,20 +538,27 @@ static int check_recv(const void *buf, int count, MPI_Datatype t, int source, in
     return MPI_SUCCESS;
 }
 
+/* The checks of a point-to-point call: an MPI error class or 0. */
+static int check_call(enum mp_req_kind kind, const void *buf, int count, MPI_Datatype t,
+                      int peer, int tag, MPI_Comm comm)
+{
+    if (!mp_comm_ok(comm))
+        return MPI_ERR_COMM;
+    return kind == R_SEND ? mp_check_send(buf, count, t, peer, tag, comm)
+                          : check_recv(buf, count, t, peer, tag, comm);
+}
+
 /* A request of a point-to-point call, checked; started unless persistent. */
 static int make(enum mp_req_kind kind, int sync, int persistent, const void *buf,
                 int count, MPI_Datatype t, int peer, int tag, MPI_Comm comm,
                 MPI_Request *out, const char *fn)
 {
     MP_CHECK_INIT(fn);
-    if (!mp_comm_ok(comm))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, fn);
-    int rc = kind == R_SEND ? mp_check_send(buf, count, t, peer, tag, comm)
-                            : check_recv(buf, count, t, peer, tag, comm);
+    int rc = check_call(kind, buf, count, t, peer, tag, comm);
     if (!rc && !out)
         rc = MPI_ERR_REQUEST;
     if (rc)
-        return mp_err(comm, rc, fn);
+        return mp_err(rc == MPI_ERR_COMM ? MPI_COMM_NULL : comm, rc, fn);
     MPI_Request r = req_new(kind, comm, comm->ctx, (void *)buf, count, t, peer, tag);
     if (!r)
         return mp_err(comm, MPI_ERR_NO_MEM, fn);
@@ -940,15 +960,53 @@ int MPI_Startall(int count, MPI_Request requests[])
     return rc;
 }
 
-/* Blocking calls: a request and its wait, on the stack of this call. */
+/* A request that lives on its caller's stack: leaves every queue that
+   still names it (its wait failed). */
+static void abandon(MPI_Request r)
+{
+    for (MPI_Request *p = &posted_head; *p; p = &(*p)->next) {
+        if (*p != r)
+            continue;
+        *p = r->next;
+        if (!*p)
+            posted_tail = p;
+        break;
+    }
+    if (r->kind == R_SEND && r->sync && sync_wait[r->sync_id] == r)
+        sync_wait[r->sync_id] = NULL;
+}
+
+/* Starts r (on the caller's stack) and waits for it; returns its error
+   class and fills status. Nothing of r is left anywhere when it returns. */
+static int run_local(MPI_Request r, MPI_Status *status)
+{
+    int rc = start(r);
+    while (!rc && !r->complete)
+        rc = progress_wait();
+    if (rc) {
+        abandon(r);
+    } else {
+        rc = r->status.MPI_ERROR;
+        if (status)
+            *status = r->status;
+    }
+    req_release(r);
+    return rc;
+}
+
+/* Blocking calls: a request on the stack of this call (no allocation), and
+   its wait. */
 static int blocking(enum mp_req_kind kind, int sync, void *buf, int count, MPI_Datatype t,
                     int peer, int tag, MPI_Comm comm, MPI_Status *status, const char *fn)
 {
-    MPI_Request r;
-    int rc = make(kind, sync, 0, buf, count, t, peer, tag, comm, &r, fn);
+    MP_CHECK_INIT(fn);
+    int rc = check_call(kind, buf, count, t, peer, tag, comm);
     if (rc)
-        return rc;
-    return mp_err(comm, wait_one(&r, status), fn);
+        return mp_err(rc == MPI_ERR_COMM ? MPI_COMM_NULL : comm, rc, fn);
+    struct flit_mpi_request r;
+    req_init(&r, kind, comm, comm->ctx, buf, count, t, peer, tag);
+    r.sync = sync;
+    return mp_err(comm, run_local(&r, status), fn);
 }
 
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
@@ -1122,31 +1180,20 @@ int mp_coll_send(MPI_Comm comm, int dest, int tag, const void *buf, size_t bytes
     return mp_class_of(st);
 }
 
-static int coll_irecv(MPI_Comm comm, int src, int tag, void *buf, size_t bytes,
-                      MPI_Request *out)
+/* A collective's internal receive, in r (not started). */
+static void coll_recv_init(MPI_Request r, MPI_Comm comm, int src, int tag, void *buf,
+                           size_t bytes)
 {
-    MPI_Request r =
-        req_new(R_RECV, comm, comm->ctx + 1, buf, 0, MPI_BYTE, src, (int)coll_tag(tag));
-    if (!r)
-        return MPI_ERR_NO_MEM;
+    req_init(r, R_RECV, comm, comm->ctx + 1, buf, 0, MPI_BYTE, src, (int)coll_tag(tag));
     r->bytes = bytes; /* bytes of MPI_BYTE, as one run */
-    int rc = start_recv(r);
-    if (rc) {
-        req_free(r);
-        return rc;
-    }
-    *out = r;
-    return MPI_SUCCESS;
 }
 
 int mp_coll_recv(MPI_Comm comm, int src, int tag, void *buf, size_t bytes)
 {
-    MPI_Request r;
-    MPI_Status s;
-    int rc = coll_irecv(comm, src, tag, buf, bytes, &r);
-    if (!rc)
-        rc = wait_one(&r, &s);
-    if (!rc && s.flit_bytes != bytes)
+    struct flit_mpi_request r;
+    coll_recv_init(&r, comm, src, tag, buf, bytes);
+    int rc = run_local(&r, NULL);
+    if (!rc && r.status.flit_bytes != bytes)
         rc = MPI_ERR_TRUNCATE; /* the ranks disagree on the size */
     return rc;
 }
@@ -1154,15 +1201,17 @@ int mp_coll_recv(MPI_Comm comm, int src, int tag, void *buf, size_t bytes)
 int mp_coll_sendrecv(MPI_Comm comm, int dest, const void *sbuf, size_t sbytes, int src,
                      void *rbuf, size_t rbytes, int tag)
 {
-    MPI_Request r;
-    MPI_Status s;
-    int rc = coll_irecv(comm, src, tag, rbuf, rbytes, &r);
+    struct flit_mpi_request r;
+    coll_recv_init(&r, comm, src, tag, rbuf, rbytes);
+    int rc = start_recv(&r);
+    int sc = rc ? MPI_SUCCESS : mp_coll_send(comm, dest, tag, sbuf, sbytes);
+    while (!rc && !r.complete)
+        rc = progress_wait();
     if (rc)
-        return rc;
-    int sc = mp_coll_send(comm, dest, tag, sbuf, sbytes);
-    rc = wait_one(&r, &s);
-    if (!rc && s.flit_bytes != rbytes)
+        abandon(&r);
+    else if ((rc = r.status.MPI_ERROR) == MPI_SUCCESS && r.status.flit_bytes != rbytes)
         rc = MPI_ERR_TRUNCATE;
+    req_release(&r);
     return sc ? sc : rc;
 }
 
