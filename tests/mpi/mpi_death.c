@@ -33,11 +33,19 @@ int main(int argc, char **argv)
     CHECK(size == 3);
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     OK(MPI_Barrier(MPI_COMM_WORLD)); /* all up */
+    /* The last rank dies only once the others have left the barrier: the
+       news of a death fails every collective still waiting on its
+       communicator, and a barrier whose last message was late failed. */
+    int x = rank, sum = 0;
+    for (int i = 0; i < size - 1; i++)
+        if (rank == size - 1)
+            OK(MPI_Recv(&x, 0, MPI_INT, i, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    if (rank < size - 1)
+        OK(MPI_Send(&x, 0, MPI_INT, size - 1, 1, MPI_COMM_WORLD));
     MPI_Request q;
     OK(MPI_Ibarrier(MPI_COMM_WORLD, &q));
     if (rank == size - 1)
         raise(SIGKILL);
-    int x = rank, sum = 0;
     say(rank, "MPI_Allreduce",
         MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     say(rank, "MPI_Recv",
