@@ -12,14 +12,20 @@
  *   bits 62-63  the kind: K_DATA, K_SYNC (acknowledge when matched), K_ACK
  * Kind 3 is never used, so no tag is FLIT_ANY_TAG.
  *
- * Matching is done here, not by the tagged layer: MPI_ANY_TAG must match
- * every tag of one context and none of another, which one flit tag value
- * or FLIT_ANY_TAG cannot say. The progress engine (mpi_p2p.c) takes every
- * message the tagged layer reports (flit_tagged_iprobe with both
+ * Matching is shared. A receive with one source, one tag and a contiguous
+ * type, with no receive posted before it that could take the same
+ * messages, is posted in the tagged layer on the flit tag of a standard
+ * send (K_DATA): the tagged layer puts such a message straight into the
+ * user's buffer. Every other receive is matched here: MPI_ANY_TAG must
+ * match every tag of one context and none of another, which one flit tag
+ * value or FLIT_ANY_TAG cannot say. The progress engine (mpi_p2p.c) takes
+ * every message the tagged layer reports (flit_tagged_iprobe with both
  * wildcards): one a posted receive matches is received straight into that
- * receive's buffer (contiguous types) or into its packing buffer; any
- * other goes into this library's unexpected queue, in arrival order, until
- * a receive or probe matches it.
+ * receive's buffer (contiguous types) or into its packing buffer (a
+ * synchronous send's message, K_SYNC, takes a receive back from the
+ * tagged layer for that); any other goes into this library's unexpected
+ * queue, in arrival order, until a receive or probe matches it. Sends
+ * behind a synchronous one wait for it to match (mpi_order.c says why).
  */
 #ifndef FLIT_MPI_INTERNAL_H
 #define FLIT_MPI_INTERNAL_H
@@ -142,11 +148,15 @@ struct flit_mpi_request {
     int peer, tag; /* communicator rank (or wildcard), MPI tag (or wildcard) */
     /* a receive's destination when not received in place: the packed bytes */
     void *pack;
-    size_t bytes; /* packed bytes the call names */
+    const void *data; /* a send's bytes: in buf, or pack */
+    size_t bytes;     /* packed bytes the call names */
     uint32_t sync_id;
     int orphan; /* MPI_Request_free'd while active: freed when it completes */
     MPI_Status status;
     struct flit_mpi_request *next; /* in the posted queue */
+    /* a receive posted in the tagged layer itself (mpi_p2p.c), else NULL */
+    flit_request_t *treq;
+    struct flit_mpi_request *order_next; /* held, or awaiting its ack (mpi_order.c) */
 };
 
 enum {
@@ -249,6 +259,14 @@ int mp_coll_sendrecv(MPI_Comm comm, int dest, const void *sbuf, size_t sbytes, i
 MPI_Request mp_req_coll(MPI_Comm comm);       /* an active R_COLL request */
 void mp_req_coll_done(MPI_Request r, int rc); /* completes it with error rc */
 void mp_req_coll_free(MPI_Request r);         /* one never handed out */
+
+/* mpi_order.c: sends held behind a synchronous one to the same key (the
+   destination, context and tag); lists linked by order_next. */
+int mp_order_must_hold(MPI_Request r);  /* a send about to go: 1 when it waits */
+void mp_order_hold(MPI_Request r);      /* appends it to the held ones */
+void mp_order_sync_sent(MPI_Request r); /* a synchronous send is out */
+void mp_order_forget(MPI_Request r);    /* out of both lists (acknowledged, failed) */
+MPI_Request mp_order_next(void);        /* a held send free to go now, taken out */
 
 /* mpi_nbc.c: non-blocking collectives, each a coroutine running the
    blocking collective's code on a stack of its own. */

@@ -34,6 +34,8 @@ typedef struct mp_ux {
 
 static mp_ux *ux_head, **ux_tail = &ux_head;
 static MPI_Request posted_head, *posted_tail = &posted_head;
+static void release_held(void);
+static int direct_withdraw(MPI_Request r);
 /* Synchronous sends waiting for their acknowledgement, by id. */
 static MPI_Request *sync_wait;
 static uint32_t sync_next;
@@ -51,6 +53,9 @@ int mp_p2p_init(void)
 
 void mp_p2p_fini(void)
 {
+    for (MPI_Request r = posted_head; r; r = r->next) /* the program's leftovers */
+        if (r->treq && !direct_withdraw(r))
+            flit_tagged_wait(&r->treq, DEATH_CHECK_US, NULL);
     while (ux_head) {
         mp_ux *u = ux_head;
         ux_head = u->next;
@@ -165,6 +170,91 @@ static void recv_finish(MPI_Request r, size_t got)
         mp_unpack(r->pack, got, r->buf, r->count, r->type);
 }
 
+/* ---- receives posted in the tagged layer (mpi_order.c says why a
+   synchronous send's message still comes through the engine) ---- */
+
+/* How long a wait for such a receive lets the engine's own messages (a
+   synchronous send's, acknowledgements, deaths) wait at most. */
+#define DIRECT_SLICE_US 1000
+
+static void posted_unlink(MPI_Request r)
+{
+    for (MPI_Request *p = &posted_head; *p; p = &(*p)->next) {
+        if (*p != r)
+            continue;
+        *p = r->next;
+        if (!*p)
+            posted_tail = p;
+        return;
+    }
+}
+
+/* r's receive in the tagged layer ended with st and info. */
+static void direct_finish(MPI_Request r, flit_status st, const flit_tagged_info_t *info)
+{
+    posted_unlink(r);
+    received(r, (int)info->source.idx, r->tag, info->length, info->received);
+    if (st == FLIT_ERR_PEER_DOWN)
+        r->status.MPI_ERROR = MPI_ERR_PROC_FAILED;
+    else if (st != FLIT_OK && st != FLIT_ERR_TOO_LARGE)
+        r->status.MPI_ERROR = mp_class_of(st);
+    complete(r);
+}
+
+/* Whether r (posted in the tagged layer) is done; finishes it if so. Polls
+   once when it is not. */
+static int direct_test(MPI_Request r)
+{
+    int done = 0;
+    flit_tagged_info_t info;
+    flit_status st = flit_tagged_test(&r->treq, &done, &info);
+    if (done)
+        direct_finish(r, st, &info);
+    return done;
+}
+
+/* Takes r's receive back from the tagged layer: 1, or 0 when a message
+   has matched it already (it completes with that one). */
+static int direct_withdraw(MPI_Request r)
+{
+    if (!r->treq || flit_tagged_cancel(&r->treq) != FLIT_OK)
+        return !r->treq;
+    return 1;
+}
+
+/* The posted receives that the tagged layer has completed, finished. */
+static void direct_reap(void)
+{
+    for (MPI_Request r = posted_head, next; r; r = next) {
+        next = r->next;
+        if (r->treq)
+            direct_test(r);
+    }
+}
+
+/* Whether r may be posted in the tagged layer: one source, one tag, one
+   run of bytes, and no receive posted before it (here) that could take
+   the same messages, since the tagged layer would serve r first. */
+static int direct_ok(MPI_Request r)
+{
+    if (r->peer < 0 || r->tag == MPI_ANY_TAG || !mp_type_contig(r->type, r->count))
+        return 0;
+    for (MPI_Request p = posted_head; p; p = p->next)
+        if (!p->treq && p->ctx == r->ctx &&
+            (p->peer == MPI_ANY_SOURCE || p->peer == r->peer) &&
+            (p->tag == MPI_ANY_TAG || p->tag == r->tag))
+            return 0;
+    return 1;
+}
+
+static int direct_post(MPI_Request r)
+{
+    flit_status st = flit_tagged_irecv(
+        mp_tg, flit_rank((uint32_t)r->comm->world[r->peer]),
+        mp_tag(K_DATA, r->ctx, 0, (uint32_t)r->tag), recv_target(r), r->bytes, &r->treq);
+    return mp_class_of(st);
+}
+
 /* A message the tagged layer holds goes straight into posted receive r. */
 static int take_posted(MPI_Request r, const flit_tagged_info_t *in, int tag, int sync,
                        uint32_t ctx, uint32_t sync_id)
@@ -220,7 +310,9 @@ static void ack_arrived(const flit_tagged_info_t *in, uint32_t sync_id)
         return;
     }
     sync_wait[sync_id] = NULL;
+    mp_order_forget(r);
     complete(r);
+    release_held();
 }
 
 /* Handles the message the tagged layer reported in *in. */
@@ -247,6 +339,10 @@ static int handle(const flit_tagged_info_t *in)
     for (MPI_Request *p = &posted_head; *p; p = &(*p)->next) {
         MPI_Request r = *p;
         if (!matches(r, ctx, (int)in->source.idx, tag))
+            continue;
+        /* a standard send's message reaches a receive the tagged layer
+           holds only there: here, such a receive has taken an earlier one */
+        if (r->treq && (kind == K_DATA || !direct_withdraw(r)))
             continue;
         *p = r->next;
         if (!*p)
@@ -276,12 +372,14 @@ static int waits_for_dead(MPI_Request r)
 }
 
 /* After a death: the posted receives that wait for a dead process and the
-   synchronous sends to one fail (mpi_fault.c). */
+   synchronous sends to one fail (mpi_fault.c), and the sends held behind
+   those go (to fail too, when their peer is the dead one). A receive the
+   tagged layer has matched already completes from there. */
 static void fail_dead(void)
 {
     for (MPI_Request *p = &posted_head; *p;) {
         MPI_Request r = *p;
-        if (!waits_for_dead(r)) {
+        if (!waits_for_dead(r) || !direct_withdraw(r)) {
             p = &r->next;
             continue;
         }
@@ -295,16 +393,16 @@ static void fail_dead(void)
         MPI_Request r = sync_wait[id];
         if (r && mp_peer_dead(r->comm->world[r->peer])) {
             sync_wait[id] = NULL;
+            mp_order_forget(r);
             failed(r);
         }
     }
+    release_held();
 }
 
-/* Handles every message that has arrived (and a death flit reported). */
+/* Handles every message that has arrived. */
 static int poll_messages(void)
 {
-    if (mp_fault_news())
-        fail_dead();
     for (int i = 0; i < 1024; i++) { /* bounded: the caller comes back */
         flit_tagged_info_t in;
         int found = 0;
@@ -321,15 +419,67 @@ static int poll_messages(void)
     return MPI_SUCCESS;
 }
 
-/* Handles every message that has arrived, then lets the non-blocking
-   collectives go as far as they can (none when called by one of them). */
-static int progress_poll(void)
+/* Handles every message that has arrived and finishes the receives the
+   tagged layer has completed. */
+static int engine_pass(void)
 {
     int rc = poll_messages();
+    if (!rc)
+        direct_reap();
+    return rc;
+}
+
+/* The same, after acting on a death flit reported. */
+static int progress_pass(void)
+{
+    if (mp_fault_news())
+        fail_dead();
+    return engine_pass();
+}
+
+/* The same, then lets the non-blocking collectives go as far as they can
+   (none when called by one of them). */
+static int progress_poll(void)
+{
+    int rc = progress_pass();
     if (!rc)
         mp_nbc_run();
     return rc;
 }
+
+/* The first receive posted in the tagged layer, or NULL. */
+static MPI_Request first_direct(void)
+{
+    for (MPI_Request r = posted_head; r; r = r->next)
+        if (r->treq)
+            return r;
+    return NULL;
+}
+
+/* Waits in the tagged layer for w's message, a slice at most, then looks
+   at the engine's own messages; at deaths as often as a wait through the
+   engine does (every DEATH_CHECK_US): a collective's receive fails at the
+   news of any member's death, and sooner would fail ones whose message
+   was only late. */
+static int wait_direct(MPI_Request w)
+{
+    static unsigned slices; /* slices in a row that ended without it */
+    flit_tagged_info_t info;
+    flit_status st = flit_tagged_wait(&w->treq, DIRECT_SLICE_US, &info);
+    if (!w->treq) {
+        slices = 0;
+        direct_finish(w, st, &info);
+        return MPI_SUCCESS;
+    }
+    if (st != FLIT_ERR_TIMEOUT)
+        return mp_class_of(st);
+    if (++slices % (DEATH_CHECK_US / DIRECT_SLICE_US) == 0)
+        return progress_pass();
+    return engine_pass();
+}
+
+/* What MPI_Probe waits for: a message through the engine. */
+static struct flit_mpi_request probe_waiter = {.kind = R_RECV};
 
 /* Waits for one message at least, handles what came. Every request
    completes through a message (sends are complete at once, synchronous
@@ -337,22 +487,30 @@ static int progress_poll(void)
    its coroutine's messages have), so a caller whose request is not
    complete may wait here. A coroutine does not wait: it hands the thread
    back to whoever resumed it and polls when it is resumed. Nor does the
-   thread when a coroutine has moved: what it waits for may be done. */
-static int progress_wait(void)
+   thread when a coroutine has moved: what it waits for may be done.
+   w: the request the caller waits for, which says where to wait: in the
+   tagged layer for a receive posted there; for NULL or a collective, on
+   the first such receive (a coroutine's, say) if there is one; else for
+   a message through the engine. */
+static int progress_wait(MPI_Request w)
 {
     if (mp_nbc_inside()) {
         mp_nbc_yield();
-        return poll_messages();
+        return engine_pass(); /* deaths: the waiting thread's */
     }
     if (mp_nbc_run())
         return MPI_SUCCESS;
+    if (!w || w->kind == R_COLL)
+        w = first_direct();
+    if (w && w->treq)
+        return wait_direct(w);
     /* a bounded wait: a peer's death (which no message announces) is
        looked at after it */
     flit_tagged_info_t in;
     flit_status st = flit_tagged_probe(mp_tg, flit_rank(FLIT_ANY_SOURCE), FLIT_ANY_TAG,
                                        DEATH_CHECK_US, &in);
     if (st == FLIT_ERR_TIMEOUT)
-        return progress_poll();
+        return progress_pass();
     if (st != FLIT_OK)
         return mp_class_of(st);
     return handle(&in); /* the caller comes back for the others */
@@ -366,7 +524,7 @@ int mp_nbc_drain(void)
 {
     int rc = MPI_SUCCESS;
     while (mp_nbc_live() && !rc)
-        rc = progress_wait();
+        rc = progress_wait(NULL);
     return rc;
 }
 
@@ -436,9 +594,15 @@ static int start_recv(MPI_Request r)
         failed(r);
         return MPI_SUCCESS;
     }
+    int direct = direct_ok(r), rc;
+    r->treq = NULL;
     r->next = NULL;
     *posted_tail = r;
     posted_tail = &r->next;
+    if (direct && (rc = direct_post(r)) != MPI_SUCCESS) {
+        posted_unlink(r);
+        return rc;
+    }
     return MPI_SUCCESS;
 }
 
@@ -454,9 +618,46 @@ static int sync_id_take(MPI_Request r)
                 return MPI_SUCCESS;
             }
         }
-        int rc = progress_wait(); /* every id waits for an acknowledgement */
+        int rc = progress_wait(NULL); /* every id waits for an acknowledgement */
         if (rc)
             return rc;
+    }
+}
+
+/* Sends r's message now; a standard send is then complete. */
+static int send_now(MPI_Request r)
+{
+    int rc = r->sync ? sync_id_take(r) : MPI_SUCCESS;
+    if (rc)
+        return rc;
+    uint64_t tag = mp_tag(r->sync ? K_SYNC : K_DATA, r->ctx, r->sync ? r->sync_id : 0,
+                          (uint32_t)r->tag);
+    flit_status st = flit_tagged_send(mp_tg, flit_rank((uint32_t)r->comm->world[r->peer]),
+                                      tag, r->data, r->bytes);
+    if (st != FLIT_OK) {
+        if (r->sync)
+            sync_wait[r->sync_id] = NULL;
+        return mp_class_of(st);
+    }
+    if (r->sync)
+        mp_order_sync_sent(r);
+    else
+        complete(r);
+    return MPI_SUCCESS;
+}
+
+/* Sends what an acknowledgement (or a death) let go; a send that fails
+   completes with its error. */
+static void release_held(void)
+{
+    MPI_Request h;
+    while ((h = mp_order_next()) != NULL) {
+        int rc = send_now(h);
+        if (rc) {
+            empty_status(&h->status, MPI_ANY_SOURCE);
+            h->status.MPI_ERROR = rc;
+            complete(h);
+        }
     }
 }
 
@@ -476,21 +677,12 @@ static int start_send(MPI_Request r)
         mp_pack(r->buf, r->count, r->type, r->pack);
         data = r->pack;
     }
-    int rc = r->sync ? sync_id_take(r) : MPI_SUCCESS;
-    if (rc)
-        return rc;
-    uint64_t tag = mp_tag(r->sync ? K_SYNC : K_DATA, r->ctx, r->sync ? r->sync_id : 0,
-                          (uint32_t)r->tag);
-    flit_status st = flit_tagged_send(mp_tg, flit_rank((uint32_t)r->comm->world[r->peer]),
-                                      tag, data, r->bytes);
-    if (st != FLIT_OK) {
-        if (r->sync)
-            sync_wait[r->sync_id] = NULL;
-        return mp_class_of(st);
+    r->data = data;
+    if (mp_order_must_hold(r)) {
+        mp_order_hold(r); /* sent when the synchronous one before it matches */
+        return MPI_SUCCESS;
     }
-    if (!r->sync)
-        complete(r);
-    return MPI_SUCCESS;
+    return send_now(r);
 }
 
 static int start(MPI_Request r)
@@ -608,7 +800,7 @@ static int wait_one(MPI_Request *rp, MPI_Status *status)
         return MPI_SUCCESS;
     }
     while (!(*rp)->complete) {
-        int rc = progress_wait();
+        int rc = progress_wait(*rp);
         if (rc)
             return rc;
     }
@@ -682,6 +874,24 @@ static int finish_all(int count, MPI_Request reqs[], MPI_Status statuses[])
     return failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
 }
 
+/* Which of an array's requests a wait for them waits on (progress_wait):
+   the first incomplete one posted in the tagged layer; else NULL when one
+   is a collective's; else the first incomplete one. */
+static MPI_Request wait_target(int count, MPI_Request reqs[])
+{
+    MPI_Request first = NULL;
+    for (int i = 0; i < count; i++) {
+        MPI_Request r = reqs[i];
+        if (inert(r) || r->complete)
+            continue;
+        if (r->treq || r->kind == R_COLL)
+            return r;
+        if (!first)
+            first = r;
+    }
+    return first;
+}
+
 static int all_complete(int count, MPI_Request reqs[])
 {
     for (int i = 0; i < count; i++)
@@ -698,7 +908,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
         return rc;
     MPI_Comm comm = comm_of_array(count, requests);
     while (!all_complete(count, requests))
-        if ((rc = progress_wait()) != MPI_SUCCESS)
+        if ((rc = progress_wait(wait_target(count, requests))) != MPI_SUCCESS)
             return mp_err(comm, rc, "MPI_Waitall");
     return mp_err(comm, finish_all(count, requests, statuses), "MPI_Waitall");
 }
@@ -750,7 +960,7 @@ static int any(int count, MPI_Request requests[], int *index, int *flag,
     if (i == -1 && (rc = progress_poll()) != MPI_SUCCESS)
         return mp_err(comm, rc, fn);
     while ((i = any_complete(count, requests)) == -1 && block)
-        if ((rc = progress_wait()) != MPI_SUCCESS)
+        if ((rc = progress_wait(wait_target(count, requests))) != MPI_SUCCESS)
             return mp_err(comm, rc, fn);
     *flag = i != -1;
     *index = i == -1 ? MPI_UNDEFINED : i;
@@ -789,7 +999,7 @@ static int some(int count, MPI_Request requests[], int *outcount, int indices[],
         return mp_err(comm, rc, fn);
     int i;
     while ((i = any_complete(count, requests)) == -1 && block)
-        if ((rc = progress_wait()) != MPI_SUCCESS)
+        if ((rc = progress_wait(wait_target(count, requests))) != MPI_SUCCESS)
             return mp_err(comm, rc, fn);
     if (i == MPI_UNDEFINED) {
         *outcount = MPI_UNDEFINED;
@@ -858,6 +1068,8 @@ int MPI_Cancel(MPI_Request *request)
     for (MPI_Request *p = &posted_head; *p; p = &(*p)->next) {
         if (*p != r)
             continue;
+        if (!direct_withdraw(r)) /* matched in the tagged layer: completes */
+            break;
         *p = r->next;
         if (!*p)
             posted_tail = p;
@@ -964,14 +1176,10 @@ int MPI_Startall(int count, MPI_Request requests[])
    still names it (its wait failed). */
 static void abandon(MPI_Request r)
 {
-    for (MPI_Request *p = &posted_head; *p; p = &(*p)->next) {
-        if (*p != r)
-            continue;
-        *p = r->next;
-        if (!*p)
-            posted_tail = p;
-        break;
-    }
+    if (r->treq && !direct_withdraw(r)) /* matched: let it finish first */
+        flit_tagged_wait(&r->treq, DEATH_CHECK_US, NULL);
+    posted_unlink(r);
+    mp_order_forget(r);
     if (r->kind == R_SEND && r->sync && sync_wait[r->sync_id] == r)
         sync_wait[r->sync_id] = NULL;
 }
@@ -982,7 +1190,7 @@ static int run_local(MPI_Request r, MPI_Status *status)
 {
     int rc = start(r);
     while (!rc && !r->complete)
-        rc = progress_wait();
+        rc = progress_wait(r);
     if (rc) {
         abandon(r);
     } else {
@@ -1121,7 +1329,7 @@ static int probe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *stat
     if (!u && (rc = progress_poll()) == MPI_SUCCESS)
         u = ux_find(comm->ctx, comm, source, tag);
     while (!u && block && rc == MPI_SUCCESS)
-        if ((rc = progress_wait()) == MPI_SUCCESS)
+        if ((rc = progress_wait(&probe_waiter)) == MPI_SUCCESS)
             u = ux_find(comm->ctx, comm, source, tag);
     if (rc)
         return mp_err(comm, rc, fn);
@@ -1206,7 +1414,7 @@ int mp_coll_sendrecv(MPI_Comm comm, int dest, const void *sbuf, size_t sbytes, i
     int rc = start_recv(&r);
     int sc = rc ? MPI_SUCCESS : mp_coll_send(comm, dest, tag, sbuf, sbytes);
     while (!rc && !r.complete)
-        rc = progress_wait();
+        rc = progress_wait(&r);
     if (rc)
         abandon(&r);
     else if ((rc = r.status.MPI_ERROR) == MPI_SUCCESS && r.status.flit_bytes != rbytes)

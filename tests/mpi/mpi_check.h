@@ -25,4 +25,19 @@
 
 #define OK(call) CHECK((call) == MPI_SUCCESS)
 
+/* A message's ints, each telling its seed and place; same: b holds them. */
+static inline void seq_fill(int *b, int n, int seed)
+{
+    for (int i = 0; i < n; i++)
+        b[i] = seed * 100003 + i;
+}
+
+static inline int seq_same(const int *b, int n, int seed)
+{
+    for (int i = 0; i < n; i++)
+        if (b[i] != seed * 100003 + i)
+            return 0;
+    return 1;
+}
+
 #endif

@@ -29,27 +29,13 @@ static void handshake(void)
     }
 }
 
-static void fill(int *b, int n, int seed)
-{
-    for (int i = 0; i < n; i++)
-        b[i] = seed * 100003 + i;
-}
-
-static int same(const int *b, int n, int seed)
-{
-    for (int i = 0; i < n; i++)
-        if (b[i] != seed * 100003 + i)
-            return 0;
-    return 1;
-}
-
 /* Send/Recv, Ssend, Rsend around the ring; status fields and counts. */
 static void ring(void)
 {
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     int out[64], in[64];
     MPI_Status st;
-    fill(out, 64, rank);
+    seq_fill(out, 64, rank);
     for (int mode = 0; mode < 3; mode++) {
         memset(in, 0, sizeof in);
         MPI_Request r;
@@ -65,7 +51,7 @@ static void ring(void)
         CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == 10 + mode);
         int n = -1;
         OK(MPI_Get_count(&st, MPI_INT, &n));
-        CHECK(n == 64 && same(in, 64, prev));
+        CHECK(n == 64 && seq_same(in, 64, prev));
         OK(MPI_Get_count(&st, MPI_DOUBLE, &n)); /* 256 bytes: 32 doubles */
         CHECK(n == 32);
         OK(MPI_Get_count(&st, MPI_SHORT_INT, &n)); /* 256 % 6 */
@@ -155,7 +141,7 @@ static void order(void)
 static void truncation(void)
 {
     int buf[8], in[8];
-    fill(buf, 8, 9);
+    seq_fill(buf, 8, 9);
     MPI_Request r = MPI_REQUEST_NULL;
     MPI_Status st;
     if (rank == 1) {
@@ -174,11 +160,11 @@ static void truncation(void)
     CHECK(st.MPI_ERROR == MPI_ERR_TRUNCATE && st.MPI_SOURCE == 0 && st.MPI_TAG == 40);
     int n;
     OK(MPI_Get_count(&st, MPI_INT, &n));
-    CHECK(n == 4 && same(in, 4, 9) && in[4] == 0);
+    CHECK(n == 4 && seq_same(in, 4, 9) && in[4] == 0);
     memset(in, 0, sizeof in);
     CHECK(MPI_Recv(in, 3, MPI_INT, 0, 41, MPI_COMM_WORLD, &st) == MPI_ERR_TRUNCATE);
     OK(MPI_Get_count(&st, MPI_INT, &n));
-    CHECK(n == 3 && same(in, 3, 9) && in[3] == 0);
+    CHECK(n == 3 && seq_same(in, 3, 9) && in[3] == 0);
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
@@ -194,7 +180,7 @@ static void probes(void)
     }
     handshake();
     if (rank == 0) {
-        fill(buf, 32, 5);
+        seq_fill(buf, 32, 5);
         OK(MPI_Send(buf, 17, MPI_INT, 1, 50, MPI_COMM_WORLD));
         OK(MPI_Send(buf, 3, MPI_INT, 1, 51, MPI_COMM_WORLD));
     } else if (rank == 1) {
@@ -209,10 +195,10 @@ static void probes(void)
         memset(buf, 0, sizeof buf);
         OK(MPI_Recv(buf, 32, MPI_INT, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, &st));
         OK(MPI_Get_count(&st, MPI_INT, &n));
-        CHECK(n == 17 && same(buf, 17, 5));
+        CHECK(n == 17 && seq_same(buf, 17, 5));
         OK(MPI_Recv(buf, 32, MPI_INT, 0, 51, MPI_COMM_WORLD, &st));
         OK(MPI_Get_count(&st, MPI_INT, &n));
-        CHECK(n == 3 && same(buf, 3, 5));
+        CHECK(n == 3 && seq_same(buf, 3, 5));
         OK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st));
         CHECK(flag == 0);
     }
@@ -336,7 +322,7 @@ static void persistent(void)
     OK(MPI_Test(&rq[0], &flag, &st)); /* inactive: complete, empty */
     CHECK(flag == 1 && rq[0] != MPI_REQUEST_NULL);
     for (int it = 0; it < 10; it++) {
-        fill(out, 3, rank + it);
+        seq_fill(out, 3, rank + it);
         memset(in, 0, sizeof in);
         if (it % 2)
             OK(MPI_Startall(2, rq));
@@ -350,7 +336,7 @@ static void persistent(void)
         OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
         OK(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
         CHECK(rq[0] != MPI_REQUEST_NULL && rq[1] != MPI_REQUEST_NULL);
-        CHECK(same(in, 3, prev + it));
+        CHECK(seq_same(in, 3, prev + it));
     }
     OK(MPI_Request_free(&rq[0]));
     OK(MPI_Request_free(&rq[1]));
@@ -404,15 +390,15 @@ static void large(int n)
     int *out = malloc((size_t)n * sizeof *out), *in = malloc((size_t)n * sizeof *in);
     CHECK(out && in);
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
-    fill(out, n, rank + 3);
+    seq_fill(out, n, rank + 3);
     MPI_Status st;
     OK(MPI_Sendrecv(out, n, MPI_INT, next, 90, in, n, MPI_INT, prev, 90, MPI_COMM_WORLD,
                     &st));
     int c;
     OK(MPI_Get_count(&st, MPI_INT, &c));
-    CHECK(c == n && same(in, n, prev + 3));
+    CHECK(c == n && seq_same(in, n, prev + 3));
     OK(MPI_Sendrecv_replace(out, n, MPI_INT, next, 91, prev, 91, MPI_COMM_WORLD, &st));
-    CHECK(st.MPI_SOURCE == prev && same(out, n, prev + 3));
+    CHECK(st.MPI_SOURCE == prev && seq_same(out, n, prev + 3));
     free(out);
     free(in);
 }
