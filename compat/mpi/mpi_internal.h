@@ -262,6 +262,7 @@ void mp_req_coll_free(MPI_Request r);         /* one never handed out */
 
 /* mpi_order.c: sends held behind a synchronous one to the same key (the
    destination, context and tag); lists linked by order_next. */
+int mp_order_idle(void);                /* no send held, none awaiting its ack */
 int mp_order_must_hold(MPI_Request r);  /* a send about to go: 1 when it waits */
 void mp_order_hold(MPI_Request r);      /* appends it to the held ones */
 void mp_order_sync_sent(MPI_Request r); /* a synchronous send is out */

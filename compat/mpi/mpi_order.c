@@ -42,9 +42,14 @@ static int key_in(MPI_Request list, MPI_Request stop, MPI_Request r)
     return 0;
 }
 
+int mp_order_idle(void)
+{
+    return !held_head && !syncs;
+}
+
 int mp_order_must_hold(MPI_Request r)
 {
-    if (!held_head && !syncs)
+    if (mp_order_idle())
         return 0;
     return key_in(held_head, NULL, r) || (!r->sync && key_in(syncs, NULL, r));
 }

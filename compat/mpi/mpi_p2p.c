@@ -624,16 +624,24 @@ static int sync_id_take(MPI_Request r)
     }
 }
 
+/* A message to rank dest of comm. */
+static flit_status send_bytes(MPI_Comm comm, int dest, uint64_t tag, const void *data,
+                              size_t bytes)
+{
+    return flit_tagged_send(mp_tg, flit_rank((uint32_t)comm->world[dest]), tag, data,
+                            bytes);
+}
+
 /* Sends r's message now; a standard send is then complete. */
 static int send_now(MPI_Request r)
 {
     int rc = r->sync ? sync_id_take(r) : MPI_SUCCESS;
     if (rc)
         return rc;
-    uint64_t tag = mp_tag(r->sync ? K_SYNC : K_DATA, r->ctx, r->sync ? r->sync_id : 0,
-                          (uint32_t)r->tag);
-    flit_status st = flit_tagged_send(mp_tg, flit_rank((uint32_t)r->comm->world[r->peer]),
-                                      tag, r->data, r->bytes);
+    flit_status st = send_bytes(r->comm, r->peer,
+                                mp_tag(r->sync ? K_SYNC : K_DATA, r->ctx,
+                                       r->sync ? r->sync_id : 0, (uint32_t)r->tag),
+                                r->data, r->bytes);
     if (st != FLIT_OK) {
         if (r->sync)
             sync_wait[r->sync_id] = NULL;
@@ -1211,6 +1219,13 @@ static int blocking(enum mp_req_kind kind, int sync, void *buf, int count, MPI_D
     int rc = check_call(kind, buf, count, t, peer, tag, comm);
     if (rc)
         return mp_err(rc == MPI_ERR_COMM ? MPI_COMM_NULL : comm, rc, fn);
+    if (kind == R_SEND && !sync && peer != MPI_PROC_NULL && mp_type_contig(t, count) &&
+        mp_order_idle()) { /* the common case: the bytes go as they lie */
+        flit_status st =
+            send_bytes(comm, peer, mp_tag(K_DATA, comm->ctx, 0, (uint32_t)tag),
+                       (const char *)buf + t->blocks[0].disp, mp_type_bytes(t, count));
+        return mp_err(comm, mp_class_of(st), fn);
+    }
     struct flit_mpi_request r;
     req_init(&r, kind, comm, comm->ctx, buf, count, t, peer, tag);
     r.sync = sync;
@@ -1382,10 +1397,8 @@ static uint32_t coll_tag(int tag)
 
 int mp_coll_send(MPI_Comm comm, int dest, int tag, const void *buf, size_t bytes)
 {
-    flit_status st =
-        flit_tagged_send(mp_tg, flit_rank((uint32_t)comm->world[dest]),
-                         mp_tag(K_DATA, comm->ctx + 1, 0, coll_tag(tag)), buf, bytes);
-    return mp_class_of(st);
+    return mp_class_of(send_bytes(
+        comm, dest, mp_tag(K_DATA, comm->ctx + 1, 0, coll_tag(tag)), buf, bytes));
 }
 
 /* A collective's internal receive, in r (not started). */
