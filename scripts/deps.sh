@@ -36,11 +36,15 @@
 #                         on veth)
 #   xdp-tools             by hand: xdp-loader status shows what is attached
 #                         to an interface
+#   libfabric-dev libfabric-bin
+#                         the libfabric transport (FLIT_TRANSPORT=ofi),
+#                         conformance.ofi_*, ofi.*; fi_info names the providers
 set -u
 
 PACKAGES="g++ clang libclang-rt-dev ninja-build pkg-config libpmix-dev openmpi-bin
           libopenmpi-dev ucx-utils slurm-wlm munge libpmi2-0-dev iproute2 nftables util-linux
-          clang-format python3 git mandoc libxdp-dev libbpf-dev xdp-tools ethtool"
+          clang-format python3 git mandoc libxdp-dev libbpf-dev xdp-tools ethtool
+          libfabric-dev libfabric-bin"
 
 say() { echo "deps: $*"; }
 

@@ -43,6 +43,9 @@
 #ifdef FLIT_HAVE_XDP
 #include "transport/xdp/xdp.h"
 #endif
+#ifdef FLIT_HAVE_OFI
+#include "transport/ofi/ofi.h"
+#endif
 
 static flit_status udp_faulty_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
 {
@@ -114,6 +117,28 @@ static const struct fl_transport xdp = {
 };
 #endif
 
+#ifdef FLIT_HAVE_OFI
+static flit_status ofi_open(const struct fl_tp_open_args *a, struct fl_tp_ep **out)
+{
+    return fl_chan_open(&fl_dgram_ofi, a, out);
+}
+
+static const struct fl_setting *const ofi_settings[] = {fl_ofi_settings, fl_chan_settings,
+                                                        NULL};
+
+/* The reliability channel over libfabric's reliable datagrams (ofi.h): to
+   every other rank, this host's too, when FLIT_TRANSPORT names it (a job
+   that asks for libfabric gets it everywhere, which is also how one host
+   tests it). */
+static const struct fl_transport ofi = {
+    .name = "ofi",
+    .reach = FL_REACH_HOST | FL_REACH_REMOTE,
+    .settings = ofi_settings,
+    .open = ofi_open,
+    FL_CHANNEL_OPS,
+};
+#endif
+
 /* A test's build of this list (tests/toy) adds a transport defined outside
    src/, last, under the name given here. */
 #ifdef FLIT_EXTRA_TRANSPORT
@@ -125,6 +150,9 @@ static const struct fl_transport *const transports[] = {
     &fl_tp_shm,  /* ranks on this host */
 #ifdef FLIT_HAVE_XDP
     &xdp, /* other hosts, FLIT_TRANSPORT=xdp */
+#endif
+#ifdef FLIT_HAVE_OFI
+    &ofi, /* everyone, FLIT_TRANSPORT=ofi */
 #endif
     &udp, /* everyone else (or everyone, FLIT_TRANSPORT=udp) */
 #ifdef FLIT_EXTRA_TRANSPORT

@@ -147,6 +147,10 @@ static void format_allowed(const struct fl_setting *v, char *buf, size_t len)
     case FL_SET_IPV4:
         put(buf, len, &at, "a dotted IPv4 address");
         return;
+    case FL_SET_TEXT:
+        put(buf, len, &at, "a word of up to %d letters, digits and _ . ; : -",
+            FL_CONFIG_WORD - 1);
+        return;
     case FL_SET_NAMES: /* the same words whatever the build has */
         put(buf, len, &at, "auto, or a comma-separated list of the build's transports");
         return;
@@ -226,9 +230,29 @@ static void format_value(const struct fl_setting *v, int64_t val, char *buf, siz
         snprintf(buf, len, "%lld", (long long)val);
 }
 
+/* A FL_SET_TEXT value: a word, so that it cannot carry what a shell or a
+   provider's parser would read as something else. */
+static const char *parse_word(const char *s)
+{
+    size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789_.;:-");
+    if (s[n])
+        return "not a word";
+    return n < FL_CONFIG_WORD ? NULL : "too long";
+}
+
+/* What a FL_SET_TEXT keeps now (current) or by default. */
+static const char *text_of(const struct fl_setting *v, bool current)
+{
+    const char *t = current && v->text[0] ? v->text : v->text_def;
+    return t && *t ? t : "unset";
+}
+
 /* Reads s into *out; NULL when it is valid, else what is wrong with it. */
 static const char *parse_value(const struct fl_setting *v, const char *s, int64_t *out)
 {
+    if (v->kind == FL_SET_TEXT)
+        return parse_word(s);
     if (v->kind == FL_SET_NAMES)
         return parse_names(v, s, out);
     if (v->kind == FL_SET_ENUM) {
@@ -395,6 +419,12 @@ flit_status fl_config_load(void)
                 fl_error("%s", msg);
             st = FLIT_ERR_CONFIG;
         }
+        if (v->kind == FL_SET_TEXT) {
+            const char *t = getenv(v->name);
+            snprintf(v->text, FL_CONFIG_WORD, "%s",
+                     t && *t && !parse_word(t) ? t : v->text_def ? v->text_def : "");
+            continue;
+        }
         *v->value = v->kind == FL_SET_KB ? val << 10 : val;
     }
     if (speak) /* a typo, too, is every task's: said once per job */
@@ -450,11 +480,16 @@ void fl_config_print(FILE *out)
     core_first();
     for (size_t i = 0; i < nvars; i++) {
         const struct fl_setting *v = vars[i];
+        const char *s = getenv(v->name);
+        bool set = s && *s;
+        if (v->kind == FL_SET_TEXT) {
+            fprintf(out, "  %-22s %s%s\n", v->name, text_of(v, true),
+                    set ? "" : " (default)");
+            continue;
+        }
         int64_t val = *v->value;
         if (v->kind == FL_SET_KB)
             val >>= 10;
-        const char *s = getenv(v->name);
-        bool set = s && *s;
         /* A special value flit settled: the value it became, and why. */
         const char *why = settled_why[i];
         bool settled = v->special_means && val == v->special && is_settled[i];
@@ -484,7 +519,10 @@ bool fl_config_describe(size_t i, struct fl_config_doc *d)
         return false;
     const struct fl_setting *v = vars[i];
     d->name = v->name;
-    format_value(v, v->def, d->def, sizeof d->def);
+    if (v->kind == FL_SET_TEXT)
+        snprintf(d->def, sizeof d->def, "%s", text_of(v, false));
+    else
+        format_value(v, v->def, d->def, sizeof d->def);
     format_allowed(v, d->allowed, sizeof d->allowed);
     return true;
 }

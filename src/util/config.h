@@ -33,6 +33,7 @@ enum fl_setting_kind {
     FL_SET_IPV4,    /* a dotted address, kept in host order; 0: pick one */
     FL_SET_NAMES,   /* "auto" (kept as 0) or a comma-separated list of
                        choices, kept as a mask: bit i for choices[i] */
+    FL_SET_TEXT,    /* a word (a provider's name): kept in text */
 };
 
 struct fl_setting {
@@ -49,7 +50,12 @@ struct fl_setting {
     const char *special_means;
     const char *const *choices; /* FL_SET_ENUM, FL_SET_NAMES: NULL-terminated */
     bool job; /* every rank of a job must have the same (fl_config_job_values) */
+    /* FL_SET_TEXT: where it is kept (FL_CONFIG_WORD bytes; value unused),
+       and its default ("" when NULL: unset). */
+    char *text;
+    const char *text_def;
 };
+#define FL_CONFIG_WORD 64 /* a FL_SET_TEXT value's room, its NUL included */
 
 /* The settings of no particular plug-in: logging, waiting, liveness,
    which transports serve (FLIT_TRANSPORT), fibers. */

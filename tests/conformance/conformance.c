@@ -44,7 +44,9 @@
  * delay), udp (the channel over UDP on loopback), udp_faults, xdp (the
  * channel over AF_XDP between two network namespaces: run by netns.sh with
  * FLITNET_NS0 and FLITNET_NS1 set, rank 0 in the first, rank 1 in the
- * second, and AF_XDP must attach on both sides); or broken:
+ * second, and AF_XDP must attach on both sides); ofi_PROVIDER (the channel
+ * over libfabric's reliable datagrams on that provider: ofi_tcp, ofi_udp);
+ * or broken:
  * the suite's own test, which wraps self in ops that each break one rule
  * (a commit that swaps two packets of a lane, an arm that loses a wake-up,
  * a cancel that sends) and checks that the suite reports each.
@@ -83,6 +85,11 @@
 #include <sched.h>
 
 #include "transport/xdp/xdp.h"
+#endif
+#ifdef FLIT_HAVE_OFI
+#include <rdma/fabric.h>
+
+#include "transport/ofi/ofi.h"
 #endif
 
 #define MAGIC      0x5eafc0deu
@@ -1060,6 +1067,20 @@ static flit_status xdp_open(const struct fl_tp_open_args *a, struct fl_tp_ep **o
 static const struct fl_transport xdp = CHAN_TP("xdp", xdp_open);
 #endif
 
+#ifdef FLIT_HAVE_OFI
+static flit_status ofi_open(const struct fl_tp_open_args *a, struct fl_tp_ep **out)
+{
+    return fl_chan_open(&fl_dgram_ofi, a, out);
+}
+
+static const struct fl_setting *const ofi_tables[] = {fl_ofi_settings, NULL};
+static const struct fl_transport ofi = {.name = "ofi",
+                                        .reach = FL_REACH_HOST | FL_REACH_REMOTE,
+                                        .settings = ofi_tables,
+                                        .open = ofi_open,
+                                        FL_CHANNEL_OPS};
+#endif
+
 /* xdp: each rank in its host's network namespace (FLITNET_NS<rank>). */
 static void enter_host(const struct fl_transport *tp, uint32_t rank)
 {
@@ -1394,11 +1415,39 @@ static const struct fl_transport *xdp_transport(void)
 #endif
 }
 
+/* The ofi instance on libfabric's provider prov (FLIT_OFI_PROVIDER), or a
+   skip (77) saying what is missing. */
+static const struct fl_transport *ofi_transport(const char *prov)
+{
+#ifdef FLIT_HAVE_OFI
+    struct fi_info *h = fi_allocinfo(), *got = NULL;
+    if (!h || !(h->fabric_attr->prov_name = strdup(prov)))
+        die("out of memory");
+    h->caps = FI_MSG;
+    h->ep_attr->type = FI_EP_RDM;
+    int ret = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, h, &got);
+    fi_freeinfo(h);
+    fi_freeinfo(got);
+    if (ret != 0) {
+        printf("SKIP: libfabric has no provider '%s' for FI_EP_RDM here (fi_info -p %s: "
+               "%s)\n",
+               prov, prov, fi_strerror(-ret));
+        exit(77);
+    }
+    setenv("FLIT_OFI_PROVIDER", prov, 1);
+    return &ofi;
+#else
+    (void)prov;
+    printf("SKIP: this flit was built without libfabric (Debian: libfabric-dev)\n");
+    exit(77);
+#endif
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
         die("usage: conformance_test self|shm|chan_mem|chan_mem_faults|udp|udp_faults|"
-            "xdp|toy|broken");
+            "xdp|ofi_PROVIDER|toy|broken");
     signal(SIGPIPE, SIG_IGN);
     unsetenv("FLIT_TRANSPORT");
     if (fl_build_settings() != FLIT_OK || fl_config_load() != FLIT_OK)
@@ -1426,6 +1475,8 @@ int main(int argc, char **argv)
         tp = strcmp(name, "udp") == 0 ? &udp : &udp_faults;
     } else if (strcmp(name, "xdp") == 0) {
         tp = xdp_transport();
+    } else if (strncmp(name, "ofi_", 4) == 0) {
+        tp = ofi_transport(name + 4);
     }
 #ifdef FLIT_TOY_TRANSPORT
     extern const struct fl_transport fl_tp_toy; /* tests/toy: defined outside src/ */

@@ -255,6 +255,10 @@ static void check_peer_info(void)
             /* "a.b.c.d:port", datagrams no larger than UDP carries */
             CHECK(strchr(info.address, ':') != NULL);
             CHECK(info.datagram >= 64 && info.datagram <= 65507);
+        } else if (strcmp(info.transport, "ofi") == 0) {
+            /* only when asked; the provider's address, ofi's datagrams */
+            CHECK(forced && strcmp(forced, "ofi") == 0 && info.address[0] != '\0');
+            CHECK(info.datagram >= 64 && info.datagram <= 65536);
         } else {
             CHECK(!udp_only);
             CHECK(strcmp(info.transport, "shm") == 0 && info.datagram == 0);

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The data path of a libfabric endpoint (ep.h): datagrams out by fi_inject
+ * or fi_send, in from buffers posted one per datagram, completions read
+ * without blocking, and the descriptor a sleeper waits on.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "platform/le.h"
+#include "transport/ofi/ep.h"
+#include "util/log.h"
+
+bool fl_ofi_post(struct fl_dgram *d, struct ofi_buf *b)
+{
+    ssize_t ret;
+    int tries = 0;
+    /* No room in the provider's queue now: progress it (a read of no
+       entries takes none) and ask again, a bounded number of times. */
+    while ((ret = fi_recv(d->ep, b->mem, d->buf_size, d->rx_desc, FI_ADDR_UNSPEC,
+                          &b->ctx)) == -FI_EAGAIN &&
+           ++tries < 1000)
+        fi_cq_read(d->txcq, NULL, 0);
+    if (ret != 0)
+        fl_ofi_fail(d, "posting a receive buffer (fi_recv)", (int)ret);
+    return ret == 0;
+}
+
+/* An error completion: its buffer is ours again; said once per endpoint
+   (a dead peer fails every send to it: the channel's timeout reports it). */
+static struct ofi_buf *take_error(struct fl_dgram *d, struct fid_cq *cq, bool *said)
+{
+    struct fi_cq_err_entry e = {0};
+    if (fi_cq_readerr(cq, &e, 0) != 1)
+        return NULL;
+    if (!*said && e.err != FI_ECANCELED) {
+        *said = true;
+        fl_info("ofi (%s): %s failed: %s (%s)", d->prov,
+                cq == d->txcq ? "a send" : "a receive", fi_strerror(e.err),
+                fi_cq_strerror(cq, e.prov_errno, e.err_data, NULL, 0));
+    }
+    return e.op_context;
+}
+
+/* Gives back the send buffers whose sends completed. */
+static void reap_sends(struct fl_dgram *d)
+{
+    struct fi_cq_msg_entry c[16];
+    for (;;) {
+        ssize_t k = fi_cq_read(d->txcq, c, 16);
+        struct ofi_buf *b = NULL;
+        if (k == -FI_EAVAIL && (b = take_error(d, d->txcq, &d->said_tx)) != NULL)
+            k = 0, b->next = d->tx_free, d->tx_free = b, d->tx_busy--;
+        if (k < 0)
+            return;
+        for (ssize_t i = 0; i < k; i++) {
+            b = c[i].op_context;
+            b->next = d->tx_free;
+            d->tx_free = b;
+            d->tx_busy--;
+        }
+    }
+}
+
+/* Rank dst's address vector entry, inserted at first contact. */
+static bool av_of(struct fl_dgram *d, uint32_t dst, fi_addr_t *out)
+{
+    struct ofi_peer *p = &d->peers[dst];
+    if (p->addr == FI_ADDR_NOTAVAIL) {
+        int k = p->namelen ? fi_av_insert(d->av, p->name, 1, &p->addr, 0, NULL) : 0;
+        if (k != 1) {
+            p->addr = FI_ADDR_NOTAVAIL;
+            fl_ofi_fail(d, "fi_av_insert", k < 0 ? k : -FI_EADDRNOTAVAIL);
+            return false;
+        }
+        atomic_store_explicit(&p->contacted, true, memory_order_relaxed);
+    }
+    *out = p->addr;
+    return true;
+}
+
+/* The head and the datagram's pieces, one after another at to. */
+static size_t gather(const struct fl_dgram *d, uint8_t *to, const struct fl_dgram_out *o)
+{
+    fl_put32(to, d->job_tag);
+    fl_put32(to + 4, d->rank);
+    size_t n = OFI_HEAD;
+    for (int i = 0; i < o->iovcnt; i++) {
+        memcpy(to + n, o->iov[i].iov_base, o->iov[i].iov_len);
+        n += o->iov[i].iov_len;
+    }
+    return n;
+}
+
+static size_t length(const struct fl_dgram_out *o)
+{
+    size_t n = OFI_HEAD;
+    for (int i = 0; i < o->iovcnt; i++)
+        n += o->iov[i].iov_len;
+    return n;
+}
+
+/* One datagram: 1 sent (or refused for good: as if lost), 0 no room now. */
+static int send_one(struct fl_dgram *d, const struct fl_dgram_out *o)
+{
+    fi_addr_t to;
+    if (!av_of(d, o->dst, &to))
+        return 1; /* the channel's timeout takes it from here */
+    size_t len = length(o);
+    ssize_t ret;
+    if (len <= d->info->tx_attr->inject_size) {
+        ret = fi_inject(d->ep, d->scratch, gather(d, d->scratch, o), to);
+    } else {
+        if (!d->tx_free)
+            reap_sends(d);
+        struct ofi_buf *b = d->tx_free;
+        if (!b || len > d->buf_size)
+            return len > d->buf_size ? 1 : 0;
+        ret = fi_send(d->ep, b->mem, gather(d, b->mem, o), d->tx_desc, to, &b->ctx);
+        if (ret == 0) {
+            d->tx_free = b->next;
+            d->tx_busy++;
+            b->dst = o->dst;
+        }
+    }
+    if (ret == -FI_EAGAIN) {
+        reap_sends(d); /* progress, for the next try */
+        return 0;
+    }
+    if (ret != 0) {
+        static _Atomic int said;
+        if (!said++)
+            fl_ofi_fail(d, "sending", (int)ret);
+    }
+    return 1;
+}
+
+int fl_ofi_send(struct fl_dgram *d, const struct fl_dgram_out *v, int n)
+{
+    int i = 0;
+    while (i < n && send_one(d, &v[i]))
+        i++;
+    return i > 0 || n == 0 ? i : -EAGAIN;
+}
+
+/* Posts again the buffers slot handed up last time. */
+static void repost(struct fl_dgram *d, unsigned slot)
+{
+    for (unsigned i = 0; i < d->nheld[slot]; i++)
+        fl_ofi_post(d, d->held[slot][i]);
+    d->nheld[slot] = 0;
+}
+
+/* Who sent the datagram in b (len bytes): FL_DGRAM_STRANGER unless the
+   head names this job and another rank. */
+static uint32_t sender(const struct fl_dgram *d, const uint8_t *b, size_t len)
+{
+    if (len < OFI_HEAD || fl_get32(b) != d->job_tag)
+        return FL_DGRAM_STRANGER;
+    uint32_t src = fl_get32(b + 4);
+    return src < d->size && src != d->rank ? src : FL_DGRAM_STRANGER;
+}
+
+static void drain_kick(struct fl_dgram *d)
+{
+    uint64_t v;
+    if (read(d->kick, &v, sizeof v) < 0 && errno != EAGAIN)
+        fl_debug("ofi: reading the wake-up descriptor: %s", strerror(errno));
+}
+
+int fl_ofi_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
+{
+    if (slot >= FL_DGRAM_SLOTS)
+        return 0;
+    drain_kick(d);
+    repost(d, slot);
+    reap_sends(d);
+    struct fi_cq_msg_entry c[FL_DGRAM_BATCH];
+    ssize_t k = fi_cq_read(d->rxcq, c, FL_DGRAM_BATCH);
+    if (k == -FI_EAVAIL) {
+        struct ofi_buf *b = take_error(d, d->rxcq, &d->said_rx);
+        if (b) /* truncated (a stranger's), or cancelled at close */
+            fl_ofi_post(d, b);
+        return 0;
+    }
+    int n = 0;
+    for (ssize_t i = 0; i < k; i++) {
+        struct ofi_buf *b = c[i].op_context;
+        d->held[slot][d->nheld[slot]++] = b;
+        struct fl_dgram_in *x = &d->in[slot][n++];
+        x->src = sender(d, b->mem, c[i].len);
+        x->buf = b->mem + OFI_HEAD;
+        x->len = c[i].len >= OFI_HEAD ? c[i].len - OFI_HEAD : 0;
+    }
+    *in = d->in[slot];
+    return n;
+}
+
+/* Readable when a completion may wait: where the provider says the queue
+   is not empty (fi_trywait), the wake-up eventfd is set so that a poll of
+   the descriptor sees it. */
+int fl_ofi_fd(struct fl_dgram *d)
+{
+    if (!d->polling) {
+        struct fid *f = &d->rxcq->fid;
+        if (fi_trywait(d->fabric, &f, 1) == -FI_EAGAIN) {
+            uint64_t one = 1;
+            if (write(d->kick, &one, sizeof one) < 0)
+                fl_debug("ofi: writing the wake-up descriptor: %s", strerror(errno));
+        }
+    }
+    return d->epfd;
+}

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Opening and closing a libfabric endpoint (ofi.h, ep.h): the provider,
+ * its fabric, domain, address vector, completion queues and memory, and
+ * the address blob peers receive through the boot exchange.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "platform/le.h"
+#include "transport/ofi/ep.h"
+#include "transport/ofi/ofi.h"
+#include "util/log.h"
+
+#define OFI_BLOB_HEAD 8u         /* magic, provider hash, name length */
+#define OFI_MAGIC     0x4f46u    /* "OF" */
+#define OFI_PAYLOAD   (8u << 10) /* a datagram, at most: eager on every provider */
+
+/* The transport's settings (util/config.h), read at flit_init. */
+static char provider_name[FL_CONFIG_WORD];
+
+const struct fl_setting fl_ofi_settings[] = {
+    {"FLIT_OFI_PROVIDER", FL_SET_TEXT, NULL, 0, 0, 0, NULL,
+     "libfabric's provider for FLIT_TRANSPORT=ofi (tcp, udp, verbs, efa, cxi, psm2, "
+     "...; its utility provider is added by libfabric); unset: the first that offers "
+     "what flit needs",
+     .text = provider_name},
+    {NULL},
+};
+
+/* What flit's settings say about libfabric. */
+struct ofi_settings {
+    const char *provider; /* FLIT_OFI_PROVIDER, NULL: libfabric's first match */
+};
+
+static struct ofi_settings settings(void)
+{
+    return (struct ofi_settings){.provider = provider_name[0] ? provider_name : NULL};
+}
+
+flit_status fl_ofi_fail(const struct fl_dgram *d, const char *what, int ret)
+{
+    fl_error("ofi (%s): %s: %s", d->prov[0] ? d->prov : "no provider", what,
+             fi_strerror(ret < 0 ? -ret : ret));
+    return ret == -FI_ENOMEM ? FLIT_ERR_NO_MEMORY : FLIT_ERR_SYSTEM;
+}
+
+/* A hash of the provider's name: peers on another provider are not ours. */
+static uint16_t prov_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return (uint16_t)(h ^ h >> 16);
+}
+
+/* ---- choosing the provider ---- */
+
+static struct fi_info *hints_for(const struct ofi_settings *s)
+{
+    struct fi_info *h = fi_allocinfo();
+    if (!h)
+        return NULL;
+    h->caps = FI_MSG;
+    h->mode = FI_CONTEXT | FI_CONTEXT2;
+    h->ep_attr->type = FI_EP_RDM;
+    h->domain_attr->threading = FI_THREAD_DOMAIN; /* the endpoint serialises */
+    h->domain_attr->av_type = FI_AV_TABLE;
+    /* The modes handled: local buffers are registered when asked. */
+    h->domain_attr->mr_mode =
+        FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    if (s->provider && !(h->fabric_attr->prov_name = strdup(s->provider))) {
+        fi_freeinfo(h);
+        return NULL;
+    }
+    return h;
+}
+
+static flit_status choose(struct fl_dgram *d)
+{
+    struct ofi_settings s = settings();
+    struct fi_info *h = hints_for(&s);
+    if (!h)
+        return FLIT_ERR_NO_MEMORY;
+    int ret = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, h, &d->info);
+    fi_freeinfo(h);
+    if (ret == -FI_ENODATA) {
+        fl_error("ofi: no libfabric provider offers reliable datagrams (FI_EP_RDM, "
+                 "FI_MSG)%s%s (fi_info -t FI_EP_RDM lists them)",
+                 s.provider ? " named " : "", s.provider ? s.provider : "");
+        return FLIT_ERR_NOT_SUPPORTED;
+    }
+    if (ret != 0)
+        return fl_ofi_fail(d, "fi_getinfo", ret);
+    snprintf(d->prov, sizeof d->prov, "%s", d->info->fabric_attr->prov_name);
+    return FLIT_OK;
+}
+
+/* ---- memory and queues ---- */
+
+/* Registers [mem, mem + len) for local use where the provider asks
+   (FI_MR_LOCAL), bound to the endpoint where it asks that too. */
+static int reg_local(struct fl_dgram *d, void *mem, size_t len, struct fid_mr **mr,
+                     void **desc)
+{
+    uint64_t mode = d->info->domain_attr->mr_mode;
+    if (!(mode & FI_MR_LOCAL))
+        return 0;
+    int ret = fi_mr_reg(d->domain, mem, len, FI_SEND | FI_RECV, 0, 0, 0, mr, NULL);
+    if (ret == 0 && (mode & FI_MR_ENDPOINT)) {
+        ret = fi_mr_bind(*mr, &d->ep->fid, 0);
+        if (ret == 0)
+            ret = fi_mr_enable(*mr);
+    }
+    if (ret == 0)
+        *desc = fi_mr_desc(*mr);
+    return ret;
+}
+
+/* The receive queue's wait object (FI_WAIT_FD), or a 1 ms timer when the
+   provider has none: a sleeper then looks every millisecond. */
+static flit_status open_queues(struct fl_dgram *d)
+{
+    struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_MSG,
+                              .size = OFI_RX_BUFS + OFI_TX_BUFS,
+                              .wait_obj = FI_WAIT_FD};
+    int ret = fi_cq_open(d->domain, &attr, &d->rxcq, NULL);
+    if (ret == 0 && fi_control(&d->rxcq->fid, FI_GETWAIT, &d->wait_fd) != 0) {
+        fi_close(&d->rxcq->fid);
+        ret = -FI_ENOSYS;
+    }
+    if (ret != 0) {
+        d->wait_fd = -1;
+        attr.wait_obj = FI_WAIT_NONE;
+        ret = fi_cq_open(d->domain, &attr, &d->rxcq, NULL);
+    }
+    if (ret != 0)
+        return fl_ofi_fail(d, "fi_cq_open", ret);
+    attr.wait_obj = FI_WAIT_NONE;
+    if ((ret = fi_cq_open(d->domain, &attr, &d->txcq, NULL)) != 0)
+        return fl_ofi_fail(d, "fi_cq_open", ret);
+    d->polling = d->wait_fd < 0;
+    if (d->polling)
+        fl_info("ofi (%s): no wait object on the completion queue: a sleeping "
+                "endpoint looks every millisecond",
+                d->prov);
+    d->kick = d->polling ? timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)
+                         : eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    d->epfd = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN};
+    struct itimerspec ms = {{0, 1000000}, {0, 1000000}};
+    if (d->kick < 0 || d->epfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->kick, &ev) ||
+        (d->wait_fd >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->wait_fd, &ev)) ||
+        (d->polling && timerfd_settime(d->kick, 0, &ms, NULL))) {
+        fl_error("ofi (%s): cannot set up the wake-up descriptors: %s", d->prov,
+                 strerror(errno));
+        return FLIT_ERR_SYSTEM;
+    }
+    return FLIT_OK;
+}
+
+static flit_status open_ep(struct fl_dgram *d)
+{
+    struct fi_av_attr av = {.type = FI_AV_TABLE, .count = d->size};
+    int ret;
+    const char *what = "fi_fabric";
+    if ((ret = fi_fabric(d->info->fabric_attr, &d->fabric, NULL)) ||
+        (what = "fi_domain", ret = fi_domain(d->fabric, d->info, &d->domain, NULL)) ||
+        (what = "fi_av_open", ret = fi_av_open(d->domain, &av, &d->av, NULL)) ||
+        (what = "fi_endpoint", ret = fi_endpoint(d->domain, d->info, &d->ep, NULL)))
+        return fl_ofi_fail(d, what, ret);
+    flit_status st = open_queues(d);
+    if (st != FLIT_OK)
+        return st;
+    if ((what = "fi_ep_bind", ret = fi_ep_bind(d->ep, &d->av->fid, 0)) ||
+        (ret = fi_ep_bind(d->ep, &d->txcq->fid, FI_TRANSMIT)) ||
+        (ret = fi_ep_bind(d->ep, &d->rxcq->fid, FI_RECV)) ||
+        (what = "fi_enable", ret = fi_enable(d->ep)))
+        return fl_ofi_fail(d, what, ret);
+    d->namelen = sizeof d->name;
+    if ((ret = fi_getname(&d->ep->fid, d->name, &d->namelen)) != 0)
+        return fl_ofi_fail(d, "fi_getname", ret);
+    return FLIT_OK;
+}
+
+/* The buffers, registered where asked, receive ones posted. */
+static flit_status open_buffers(struct fl_dgram *d)
+{
+    size_t max_msg = d->info->ep_attr->max_msg_size;
+    d->payload = max_msg > OFI_PAYLOAD ? OFI_PAYLOAD - OFI_HEAD : max_msg - OFI_HEAD;
+    d->buf_size =
+        (d->payload + OFI_HEAD + OFI_BUF_ALIGN - 1) & ~(size_t)(OFI_BUF_ALIGN - 1);
+    d->rx_mem = aligned_alloc(OFI_BUF_ALIGN, d->buf_size * OFI_RX_BUFS);
+    d->tx_mem = aligned_alloc(OFI_BUF_ALIGN, d->buf_size * OFI_TX_BUFS);
+    d->scratch = malloc(d->info->tx_attr->inject_size + OFI_HEAD);
+    if (!d->rx_mem || !d->tx_mem || !d->scratch)
+        return FLIT_ERR_NO_MEMORY;
+    int ret = reg_local(d, d->rx_mem, d->buf_size * OFI_RX_BUFS, &d->rx_mr, &d->rx_desc);
+    if (ret == 0)
+        ret = reg_local(d, d->tx_mem, d->buf_size * OFI_TX_BUFS, &d->tx_mr, &d->tx_desc);
+    if (ret != 0)
+        return fl_ofi_fail(d, "fi_mr_reg", ret);
+    for (unsigned i = 0; i < OFI_TX_BUFS; i++) {
+        d->tx[i].mem = d->tx_mem + i * d->buf_size;
+        d->tx[i].next = d->tx_free;
+        d->tx_free = &d->tx[i];
+    }
+    for (unsigned i = 0; i < OFI_RX_BUFS; i++) {
+        d->rx[i].mem = d->rx_mem + i * d->buf_size;
+        if (!fl_ofi_post(d, &d->rx[i]))
+            return FLIT_ERR_SYSTEM;
+    }
+    return FLIT_OK;
+}
+
+/* ---- the datagram ops ---- */
+
+static void ofi_close(struct fl_dgram *d);
+
+static flit_status ofi_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
+{
+    struct fl_dgram *d = calloc(1, sizeof *d);
+    if (!d)
+        return FLIT_ERR_NO_MEMORY;
+    d->rank = a->rank;
+    d->size = a->size;
+    d->job_tag = (uint32_t)(a->job_id ^ a->job_id >> 32);
+    d->counters = a->counters;
+    d->wait_fd = d->kick = d->epfd = -1;
+    d->peers = calloc(a->size, sizeof *d->peers);
+    flit_status st = d->peers ? choose(d) : FLIT_ERR_NO_MEMORY;
+    if (st == FLIT_OK)
+        st = open_ep(d);
+    if (st == FLIT_OK)
+        st = open_buffers(d);
+    if (st != FLIT_OK) {
+        ofi_close(d);
+        return st;
+    }
+    for (uint32_t r = 0; r < a->size; r++)
+        d->peers[r].addr = FI_ADDR_NOTAVAIL;
+    if (a->rank == 0 && a->ep_index == 0)
+        fl_info("ofi: provider %s, fabric %s, domain %s, %zu-byte datagrams, %s", d->prov,
+                d->info->fabric_attr->name, d->info->domain_attr->name, d->payload,
+                d->polling ? "polled every ms" : "wait fd");
+    *out = d;
+    return FLIT_OK;
+}
+
+static flit_status ofi_address(struct fl_dgram *d, void *buf, size_t *len)
+{
+    if (*len < OFI_BLOB_HEAD + d->namelen)
+        return FLIT_ERR_INVALID_ARG;
+    uint8_t *b = buf;
+    fl_put16(b, OFI_MAGIC);
+    fl_put16(b + 2, prov_hash(d->prov));
+    fl_put32(b + 4, (uint32_t)d->namelen);
+    memcpy(b + OFI_BLOB_HEAD, d->name, d->namelen);
+    *len = OFI_BLOB_HEAD + d->namelen;
+    return FLIT_OK;
+}
+
+/* A blob of our provider, with a name of our name's length. */
+static bool ofi_reachable(struct fl_dgram *d, uint32_t rank, const void *blob, size_t len)
+{
+    const uint8_t *b = blob;
+    return rank != d->rank && rank < d->size && len == OFI_BLOB_HEAD + d->namelen &&
+           fl_get16(b) == OFI_MAGIC && fl_get16(b + 2) == prov_hash(d->prov) &&
+           fl_get32(b + 4) == d->namelen;
+}
+
+/* Kept; inserted in the address vector at first contact (io.c). */
+static flit_status ofi_connect(struct fl_dgram *d, uint32_t rank, const void *blob,
+                               size_t len)
+{
+    if (!ofi_reachable(d, rank, blob, len))
+        return FLIT_ERR_UNREACHABLE;
+    struct ofi_peer *p = &d->peers[rank];
+    memcpy(p->name, (const uint8_t *)blob + OFI_BLOB_HEAD, d->namelen);
+    p->namelen = d->namelen;
+    return FLIT_OK;
+}
+
+static size_t ofi_max_payload(struct fl_dgram *d, uint32_t rank)
+{
+    (void)rank;
+    return d->payload;
+}
+
+static void ofi_address_of(struct fl_dgram *d, uint32_t rank, char *buf, size_t len)
+{
+    const uint8_t *name = rank == d->rank ? d->name : d->peers[rank].name;
+    size_t n = rank == d->rank ? d->namelen : d->peers[rank].namelen;
+    size_t got = len;
+    buf[0] = '\0';
+    if (n && !fi_av_straddr(d->av, name, buf, &got))
+        buf[0] = '\0';
+}
+
+static void ofi_describe(struct fl_dgram *d, uint32_t rank, char *buf, size_t len)
+{
+    char addr[96];
+    ofi_address_of(d, rank, addr, sizeof addr);
+    bool contacted = rank != d->rank && d->peers[rank].contacted;
+    snprintf(buf, len, "ofi %s %s, %s", d->prov, addr,
+             contacted ? "in the address vector" : "not contacted");
+}
+
+static void close_fid(struct fid *f)
+{
+    if (f)
+        fi_close(f);
+}
+
+static void ofi_close(struct fl_dgram *d)
+{
+    close_fid(d->ep ? &d->ep->fid : NULL);
+    close_fid(d->rx_mr ? &d->rx_mr->fid : NULL);
+    close_fid(d->tx_mr ? &d->tx_mr->fid : NULL);
+    close_fid(d->rxcq ? &d->rxcq->fid : NULL);
+    close_fid(d->txcq ? &d->txcq->fid : NULL);
+    close_fid(d->av ? &d->av->fid : NULL);
+    close_fid(d->domain ? &d->domain->fid : NULL);
+    close_fid(d->fabric ? &d->fabric->fid : NULL);
+    if (d->info)
+        fi_freeinfo(d->info);
+    if (d->epfd >= 0)
+        close(d->epfd);
+    if (d->kick >= 0)
+        close(d->kick);
+    free(d->rx_mem);
+    free(d->tx_mem);
+    free(d->scratch);
+    free(d->peers);
+    free(d);
+}
+
+const struct fl_dgram_ops fl_dgram_ofi = {
+    .name = "ofi",
+    .open = ofi_open,
+    .address = ofi_address,
+    .reachable = ofi_reachable,
+    .connect = ofi_connect,
+    .max_payload = ofi_max_payload,
+    .send = fl_ofi_send,
+    .recv = fl_ofi_recv,
+    .fd = fl_ofi_fd,
+    .address_of = ofi_address_of,
+    .describe = ofi_describe,
+    .close = ofi_close,
+};
