@@ -9,9 +9,8 @@
  * yet. Receive buffers are posted one per datagram, each 64-byte aligned,
  * so that what the channel reads is aligned as dgram.h promises; a buffer
  * handed up in a slot is posted again when that slot is next used.
- * Sends of up to the provider's inject size are fi_inject from a scratch
- * buffer; larger ones are copied into a send buffer of a pool, given back
- * when the send completes.
+ * Sends are copied into a send buffer of a pool, given back when the send
+ * completes (io.c says why never fi_inject).
  */
 #ifndef FL_TRANSPORT_OFI_EP_H
 #define FL_TRANSPORT_OFI_EP_H
@@ -28,7 +27,8 @@
 #define OFI_BUF_ALIGN 64u
 #define OFI_RX_POSTED 32 /* buffers posted while every slot holds a batch */
 #define OFI_RX_BUFS   (OFI_RX_POSTED + FL_DGRAM_SLOTS * FL_DGRAM_BATCH)
-#define OFI_TX_BUFS   64
+#define OFI_TX_BUFS   256
+#define OFI_TX_PEER   32 /* sends in flight to one peer, at most */
 #define OFI_NAME_MAX  256u
 
 /* A posted buffer: context first (FI_CONTEXT, FI_CONTEXT2), so that a
@@ -45,6 +45,7 @@ struct ofi_peer {
     size_t namelen;
     fi_addr_t addr;         /* FI_ADDR_NOTAVAIL until first contact */
     _Atomic bool contacted; /* addr set: dumps read it outside the lock */
+    unsigned inflight;      /* sends not yet completed */
 };
 
 struct fl_dgram {
@@ -77,7 +78,6 @@ struct fl_dgram {
     struct ofi_buf *held[FL_DGRAM_SLOTS][FL_DGRAM_BATCH]; /* handed up */
     unsigned nheld[FL_DGRAM_SLOTS];
     struct fl_dgram_in in[FL_DGRAM_SLOTS][FL_DGRAM_BATCH];
-    uint8_t *scratch;      /* inject size */
     bool said_tx, said_rx; /* an error completion was logged */
 };
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The data path of a libfabric endpoint (ep.h): datagrams out by fi_inject
- * or fi_send, in from buffers posted one per datagram, completions read
- * without blocking, and the descriptor a sleeper waits on.
+ * The data path of a libfabric endpoint (ep.h): datagrams out by fi_send,
+ * in from buffers posted one per datagram, completions read without
+ * blocking, and the descriptor a sleeper waits on.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -45,6 +45,14 @@ static struct ofi_buf *take_error(struct fl_dgram *d, struct fid_cq *cq, bool *s
     return e.op_context;
 }
 
+static void give_back(struct fl_dgram *d, struct ofi_buf *b)
+{
+    d->peers[b->dst].inflight--;
+    b->next = d->tx_free;
+    d->tx_free = b;
+    d->tx_busy--;
+}
+
 /* Gives back the send buffers whose sends completed. */
 static void reap_sends(struct fl_dgram *d)
 {
@@ -53,15 +61,11 @@ static void reap_sends(struct fl_dgram *d)
         ssize_t k = fi_cq_read(d->txcq, c, 16);
         struct ofi_buf *b = NULL;
         if (k == -FI_EAVAIL && (b = take_error(d, d->txcq, &d->said_tx)) != NULL)
-            k = 0, b->next = d->tx_free, d->tx_free = b, d->tx_busy--;
+            k = 0, give_back(d, b);
         if (k < 0)
             return;
-        for (ssize_t i = 0; i < k; i++) {
-            b = c[i].op_context;
-            b->next = d->tx_free;
-            d->tx_free = b;
-            d->tx_busy--;
-        }
+        for (ssize_t i = 0; i < k; i++)
+            give_back(d, c[i].op_context);
     }
 }
 
@@ -103,38 +107,44 @@ static size_t length(const struct fl_dgram_out *o)
     return n;
 }
 
-/* One datagram: 1 sent (or refused for good: as if lost), 0 no room now. */
+/* One datagram: 1 sent (or refused for good: as if lost), 0 no room now.
+   Always by fi_send from a send buffer of the pool, never fi_inject: a
+   provider queues what it accepted (ofi_rxd behind its own window), and
+   only completions tell how much waits there; with at most OFI_TX_BUFS
+   sends in flight, what the channel sends again after a timeout never
+   piles up behind its own first copies. A peer with OFI_TX_PEER sends in
+   flight (a dead one's may never complete) gets no more: what is sent to
+   it is dropped, as if lost, rather than held, for the channel stops
+   sending to everyone while one datagram waits. */
 static int send_one(struct fl_dgram *d, const struct fl_dgram_out *o)
 {
     fi_addr_t to;
-    if (!av_of(d, o->dst, &to))
+    if (!av_of(d, o->dst, &to) || length(o) > d->buf_size)
         return 1; /* the channel's timeout takes it from here */
-    size_t len = length(o);
-    ssize_t ret;
-    if (len <= d->info->tx_attr->inject_size) {
-        ret = fi_inject(d->ep, d->scratch, gather(d, d->scratch, o), to);
-    } else {
-        if (!d->tx_free)
-            reap_sends(d);
-        struct ofi_buf *b = d->tx_free;
-        if (!b || len > d->buf_size)
-            return len > d->buf_size ? 1 : 0;
-        ret = fi_send(d->ep, b->mem, gather(d, b->mem, o), d->tx_desc, to, &b->ctx);
-        if (ret == 0) {
-            d->tx_free = b->next;
-            d->tx_busy++;
-            b->dst = o->dst;
-        }
+    if (d->peers[o->dst].inflight >= OFI_TX_PEER)
+        reap_sends(d);
+    if (d->peers[o->dst].inflight >= OFI_TX_PEER)
+        return 1; /* dropped: the channel sends it again */
+    if (!d->tx_free)
+        reap_sends(d);
+    struct ofi_buf *b = d->tx_free;
+    if (!b)
+        return 0;
+    ssize_t ret = fi_send(d->ep, b->mem, gather(d, b->mem, o), d->tx_desc, to, &b->ctx);
+    if (ret == 0) {
+        d->tx_free = b->next;
+        d->tx_busy++;
+        d->peers[o->dst].inflight++;
+        b->dst = o->dst;
+        return 1;
     }
     if (ret == -FI_EAGAIN) {
         reap_sends(d); /* progress, for the next try */
         return 0;
     }
-    if (ret != 0) {
-        static _Atomic int said;
-        if (!said++)
-            fl_ofi_fail(d, "sending", (int)ret);
-    }
+    static _Atomic int said;
+    if (!said++)
+        fl_ofi_fail(d, "sending", (int)ret);
     return 1;
 }
 

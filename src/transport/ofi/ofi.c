@@ -198,8 +198,7 @@ static flit_status open_buffers(struct fl_dgram *d)
         (d->payload + OFI_HEAD + OFI_BUF_ALIGN - 1) & ~(size_t)(OFI_BUF_ALIGN - 1);
     d->rx_mem = aligned_alloc(OFI_BUF_ALIGN, d->buf_size * OFI_RX_BUFS);
     d->tx_mem = aligned_alloc(OFI_BUF_ALIGN, d->buf_size * OFI_TX_BUFS);
-    d->scratch = malloc(d->info->tx_attr->inject_size + OFI_HEAD);
-    if (!d->rx_mem || !d->tx_mem || !d->scratch)
+    if (!d->rx_mem || !d->tx_mem)
         return FLIT_ERR_NO_MEMORY;
     int ret = reg_local(d, d->rx_mem, d->buf_size * OFI_RX_BUFS, &d->rx_mr, &d->rx_desc);
     if (ret == 0)
@@ -336,7 +335,6 @@ static void ofi_close(struct fl_dgram *d)
         close(d->kick);
     free(d->rx_mem);
     free(d->tx_mem);
-    free(d->scratch);
     free(d->peers);
     free(d);
 }
