@@ -19,6 +19,9 @@
 #   make bench-xdp      flit over AF_XDP beside flit over UDP and raw UDP, across
 #                       veth between network namespaces (root; BENCH_ARGS:
 #                       --rounds N, --quick, --csv DIR)
+#   make bench-ofi      flit over libfabric (FLIT_TRANSPORT=ofi) beside fi_pingpong
+#                       on each provider, alternated (BENCH_ARGS: --runs N,
+#                       --providers LIST)
 #   make bench-scale    N ranks on this host: creation, memory, latency, barrier
 #   make bench-readme   all of these, 3 runs each: docs/performance.md's tables
 #   make bench-launch   start-up cost under flitrun, srun --mpi=pmix and pmi2,
@@ -41,7 +44,7 @@ GENERATOR   = $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 FLITRUN     = $(BUILD)/tools/flitrun
 
 .PHONY: all configure build demo deps test test-main test-asan test-tsan format-check \
-        bench bench-compare bench-mpi bench-udp bench-xdp bench-readme bench-launch apps install clean
+        bench bench-compare bench-mpi bench-udp bench-xdp bench-ofi bench-readme bench-launch apps install clean
 
 all: build
 
@@ -128,6 +131,9 @@ bench-udp: build
 
 bench-xdp: build
 	bench/xdp_bench.sh $(BUILD) $(BENCH_ARGS)
+
+bench-ofi: build
+	bench/ofi_bench.sh $(BUILD) $(BENCH_ARGS)
 
 # N ranks on this host, over shm and udp: creation time, memory, /dev/shm,
 # latency beside idle ranks, barrier (BENCH_ARGS: --plot FILE.png, --shm
