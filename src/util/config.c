@@ -421,8 +421,9 @@ flit_status fl_config_load(void)
         }
         if (v->kind == FL_SET_TEXT) {
             const char *t = getenv(v->name);
-            snprintf(v->text, FL_CONFIG_WORD, "%s",
-                     t && *t && !parse_word(t) ? t : v->text_def ? v->text_def : "");
+            if (!t || !*t || parse_word(t))
+                t = v->text_def ? v->text_def : "";
+            snprintf(v->text, FL_CONFIG_WORD, "%s", t);
             continue;
         }
         *v->value = v->kind == FL_SET_KB ? val << 10 : val;
