@@ -87,7 +87,7 @@
 #include "transport/xdp/xdp.h"
 #endif
 #ifdef FLIT_HAVE_OFI
-#include <rdma/fabric.h>
+#include "transport/ofi/api.h"
 
 #include "transport/ofi/ofi.h"
 #endif
@@ -1420,6 +1420,10 @@ static const struct fl_transport *xdp_transport(void)
 static const struct fl_transport *ofi_transport(const char *prov)
 {
 #ifdef FLIT_HAVE_OFI
+    if (fl_ofi_load() != FLIT_OK) {
+        printf("SKIP: libfabric cannot be loaded (Debian: libfabric1)\n");
+        exit(77);
+    }
     struct fi_info *h = fi_allocinfo(), *got = NULL;
     if (!h || !(h->fabric_attr->prov_name = strdup(prov)))
         die("out of memory");

@@ -15,13 +15,8 @@
 #ifndef FL_TRANSPORT_OFI_EP_H
 #define FL_TRANSPORT_OFI_EP_H
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_eq.h>
-
 #include "transport/dgram.h"
+#include "transport/ofi/api.h"
 
 #define OFI_HEAD      8u
 #define OFI_BUF_ALIGN 64u

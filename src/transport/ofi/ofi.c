@@ -224,6 +224,8 @@ static void ofi_close(struct fl_dgram *d);
 
 static flit_status ofi_open(const struct fl_tp_open_args *a, struct fl_dgram **out)
 {
+    if (fl_ofi_load() != FLIT_OK)
+        return FLIT_ERR_NOT_SUPPORTED; /* said; the peers are then unreachable */
     struct fl_dgram *d = calloc(1, sizeof *d);
     if (!d)
         return FLIT_ERR_NO_MEMORY;
