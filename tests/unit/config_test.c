@@ -841,10 +841,9 @@ static void test_text(void)
     if (!strstr(line, "tcp;ofi_rxm") || strstr(line, "default"))
         FAIL("fl_config_print: \"%s\"", line);
     /* The last is 64 bytes: one more than a text setting holds. */
-    static const char *const bad[] = {
-        "tcp ofi", "x$(id)", "a/b", "é",
-        ("0123456789012345678901234567890123456789"
-         "012345678901234567890123")};
+    static const char *const bad[] = {"tcp ofi", "x$(id)", "a/b", "é",
+                                      ("0123456789012345678901234567890123456789"
+                                       "012345678901234567890123")};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(setenv("FLIT_TEST_WORD", bad[i], 1) == 0);
         CHECK_ST(load(&log), FLIT_ERR_CONFIG);
