@@ -36,6 +36,7 @@ enum cmd {
     CMD_ACK_EVERY,   /* arg: ack every arg sunk messages */
     CMD_RAW_ATTACH,  /* arg: key of the file */
     CMD_RAW_ECHO,    /* arg: round trips */
+    CMD_RAW_LINE,    /* arg: round trips, on the single line */
     CMD_RAW_CONSUME, /* arg: messages */
     CMD_RAW_PIPE,    /* arg: messages of pipe_size bytes through the pipe */
     CMD_SCHED_WAIT,  /* answers its runqueue wait, in us */
@@ -206,6 +207,7 @@ static void on_ctrl(flit_token_t *t, void *buf, size_t nbytes, const uint32_t *a
         result = b->raw != NULL;
         break;
     case CMD_RAW_ECHO:
+    case CMD_RAW_LINE:
     case CMD_RAW_CONSUME:
     case CMD_RAW_PIPE:
     case CMD_UDP_ECHO:
@@ -493,7 +495,8 @@ static void run_pending(bench_t *b)
     }
     if (!b->raw)
         return;
-    uint64_t r = cmd == CMD_RAW_ECHO ? bench_raw_echo(b->raw, b->pending_n)
+    uint64_t r = cmd == CMD_RAW_ECHO || cmd == CMD_RAW_LINE
+                     ? bench_raw_echo(b->raw, b->pending_n, cmd == CMD_RAW_LINE)
                  : cmd == CMD_RAW_PIPE
                      ? bench_raw_pipe_recv(b->raw, b->rbuf, b->pipe_size, b->pending_n)
                      : bench_raw_consume(b->raw, b->pending_n);
@@ -717,14 +720,23 @@ static void raw_failed(bench_t *b)
     exit(1);
 }
 
-static uint64_t run_raw_ping(void *ctx, uint64_t n)
+static uint64_t raw_ping(bench_t *b, uint64_t n, bool one_line)
 {
-    bench_t *b = ctx;
-    command(b, CMD_RAW_ECHO, n);
-    uint64_t t = bench_raw_ping(b->raw, n);
+    command(b, one_line ? CMD_RAW_LINE : CMD_RAW_ECHO, n);
+    uint64_t t = bench_raw_ping(b->raw, n, one_line);
     if (t == UINT64_MAX)
         raw_failed(b);
     return t;
+}
+
+static uint64_t run_raw_ping(void *ctx, uint64_t n)
+{
+    return raw_ping(ctx, n, false);
+}
+
+static uint64_t run_raw_line(void *ctx, uint64_t n)
+{
+    return raw_ping(ctx, n, true);
 }
 
 static uint64_t run_raw_produce(void *ctx, uint64_t n)
@@ -737,11 +749,13 @@ static uint64_t run_raw_produce(void *ctx, uint64_t n)
     return t;
 }
 
-double bench_raw_latency_ns(bench_t *b, uint64_t target_ns, int reps)
+double bench_raw_latency_ns(bench_t *b, bool one_line, uint64_t target_ns, int reps)
 {
     if (!b->raw)
         return -1;
-    return bench_measure(run_raw_ping, b, target_ns, reps, 1, LAT_MAX_N) / 2;
+    return bench_measure(one_line ? run_raw_line : run_raw_ping, b, target_ns, reps, 1,
+                         LAT_MAX_N) /
+           2;
 }
 
 double bench_raw_stream_ns(bench_t *b, uint64_t target_ns, int reps)

@@ -134,9 +134,10 @@ int bench_latency_samples(bench_t *b, enum bench_kind kind, size_t size,
                           uint64_t target_ns, int min_n, uint64_t cap_ns, int max_n,
                           double *out);
 
-/* Rank 0, raw baselines: flag one-way latency and ring time per message,
-   in nanoseconds; negative when there is no raw baseline. */
-double bench_raw_latency_ns(bench_t *b, uint64_t target_ns, int reps);
+/* Rank 0, raw baselines: flag one-way latency (two lines, or one_line)
+   and ring time per message, in nanoseconds; negative when there is no
+   raw baseline. */
+double bench_raw_latency_ns(bench_t *b, bool one_line, uint64_t target_ns, int reps);
 double bench_raw_stream_ns(bench_t *b, uint64_t target_ns, int reps);
 /* Rank 0: time per message of size bytes through the raw byte pipe
    (bench_raw_pipe_send), rank 1 copying each into its receive buffer. */

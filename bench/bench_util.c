@@ -432,6 +432,7 @@ struct slot {
 struct raw_shm {
     _Alignas(128) _Atomic uint64_t ping; /* written by the initiator */
     _Alignas(128) _Atomic uint64_t pong; /* written by the echo side */
+    _Alignas(128) _Atomic uint64_t line; /* the one-line ping-pong: both */
     _Alignas(128) _Atomic uint64_t tail; /* ring: messages consumed */
     _Alignas(128) struct slot slots[RING_SLOTS];
     _Alignas(128) _Atomic uint64_t pipe_head; /* bytes of the pipe written */
@@ -442,6 +443,7 @@ struct raw_shm {
 struct bench_raw {
     struct raw_shm *shm;
     uint64_t flag_seq;  /* round trips so far (both sides) */
+    uint64_t line_seq;  /* the same, on the single line */
     uint64_t ring_pos;  /* messages produced / consumed so far */
     uint64_t tail_seen; /* producer: the consumer's tail, last read */
     uint64_t sink;      /* consumer: what it read, so it reads */
@@ -537,29 +539,48 @@ static bool wait_eq(_Atomic uint64_t *a, uint64_t want)
     return true;
 }
 
-uint64_t bench_raw_ping(bench_raw_t *raw, uint64_t n)
+/*
+ * The flags of a ping-pong: the initiator writes ask, the echo side
+ * answer. Two lines: round trip k asks k on ping and is answered k on
+ * pong. One line: both write it, 2k - 1 asking and 2k answering.
+ */
+struct flags {
+    _Atomic uint64_t *ask, *answer;
+    uint64_t *seq;
+    uint64_t step;
+};
+
+static struct flags flags_of(bench_raw_t *raw, bool one_line)
 {
     struct raw_shm *s = raw->shm;
+    if (one_line)
+        return (struct flags){&s->line, &s->line, &raw->line_seq, 2};
+    return (struct flags){&s->ping, &s->pong, &raw->flag_seq, 1};
+}
+
+uint64_t bench_raw_ping(bench_raw_t *raw, uint64_t n, bool one_line)
+{
+    struct flags f = flags_of(raw, one_line);
     uint64_t t0 = bench_now_ns();
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t seq = ++raw->flag_seq;
+        uint64_t answer = ++*f.seq * f.step;
         /* release: nothing to publish but the flag; the pair mirrors echo's */
-        atomic_store_explicit(&s->ping, seq, memory_order_release);
-        if (!wait_eq(&s->pong, seq))
+        atomic_store_explicit(f.ask, answer - f.step + 1, memory_order_release);
+        if (!wait_eq(f.answer, answer))
             return UINT64_MAX;
     }
     return bench_now_ns() - t0;
 }
 
-uint64_t bench_raw_echo(bench_raw_t *raw, uint64_t n)
+uint64_t bench_raw_echo(bench_raw_t *raw, uint64_t n, bool one_line)
 {
-    struct raw_shm *s = raw->shm;
+    struct flags f = flags_of(raw, one_line);
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t seq = ++raw->flag_seq;
-        if (!wait_eq(&s->ping, seq))
+        uint64_t answer = ++*f.seq * f.step;
+        if (!wait_eq(f.ask, answer - f.step + 1))
             return UINT64_MAX;
         /* release: answers only after the ping was seen */
-        atomic_store_explicit(&s->pong, seq, memory_order_release);
+        atomic_store_explicit(f.answer, answer, memory_order_release);
     }
     return 0;
 }

@@ -114,13 +114,15 @@ void bench_raw_unlink(uint32_t key);
 void bench_raw_close(bench_raw_t *raw);
 
 /*
- * Flag ping-pong, n round trips. The initiator returns the nanoseconds they
- * took, the echo side 0; either returns UINT64_MAX when the other side made
- * no progress for 10 s (it died, or never started). Both sides must call
- * with the same n; calls continue where the previous ones left off.
+ * Flag ping-pong, n round trips: each side writes its own cache line, or
+ * (one_line) both write one line, the floor: one line moving each way.
+ * The initiator returns the nanoseconds they took, the echo side 0; either
+ * returns UINT64_MAX when the other side made no progress for 10 s (it
+ * died, or never started). Both sides must call with the same n and
+ * one_line; calls continue where the previous ones left off.
  */
-uint64_t bench_raw_ping(bench_raw_t *raw, uint64_t n);
-uint64_t bench_raw_echo(bench_raw_t *raw, uint64_t n);
+uint64_t bench_raw_ping(bench_raw_t *raw, uint64_t n, bool one_line);
+uint64_t bench_raw_echo(bench_raw_t *raw, uint64_t n, bool one_line);
 
 /*
  * SPSC ring of 64-byte slots, n messages of 8 bytes one way. The producer

@@ -107,6 +107,7 @@ struct run {
     bench_t b;
     uint64_t lat_ns, bw_ns; /* time per point */
     double raw_us;          /* raw flag one-way; NAN: none; NOISY */
+    double line_us;         /* the same on one shared line (the floor) */
     bool raw_done;          /* raw_us was measured clean (or cannot be) */
     bool udp;               /* the peer is on UDP: raw UDP baselines */
     size_t dgram;           /* flit's datagram payload to the peer */
@@ -582,7 +583,7 @@ static void raw_flag(struct run *r, bool again_now)
     double ns;
     do {
         begin(r);
-        ns = bench_raw_latency_ns(&r->b, r->lat_ns, LAT_REPS);
+        ns = bench_raw_latency_ns(&r->b, false, r->lat_ns, LAT_REPS);
     } while (again(r));
     if (ns > 0)
         r->raw_us = emit(r, "latency_raw_flag", "raw flag (the baseline)", 8, ns / 1e3,
@@ -665,6 +666,14 @@ static void latency_section(struct run *r)
     } else {
         raw_flag(r, false);
         raw_us = wait_base_us = r->raw_us;
+        /* The floor beside it: one line that both sides write. */
+        do {
+            begin(r);
+            ns = bench_raw_latency_ns(b, true, r->lat_ns, LAT_REPS);
+        } while (again(r));
+        if (ns > 0)
+            r->line_us = emit(r, "latency_raw_line", "raw flag, one shared line", 8,
+                              ns / 1e3, NAN, NAN, &U_US);
     }
     for (unsigned nargs = 0; nargs <= 4; nargs++) {
         char fig[40];
@@ -676,6 +685,9 @@ static void latency_section(struct run *r)
         v = emit(r, "latency_short", fig, 4 * nargs, ns / 1e3, raw_us, 8, &U_US);
         if (nargs == 2)
             add(&r->lat_short, 8, v, NAN);
+        if (nargs == 2 && !r->udp && !r->o.no_baselines)
+            emit(r, "latency_short_line", "the same, beside one line", 8, ns / 1e3,
+                 r->line_us, 8, &U_US);
     }
     do {
         begin(r);
@@ -1495,6 +1507,7 @@ int main(int argc, char **argv)
     }
     r.lat_ns = r.o.quick ? 25000000u : 150000000u;
     r.raw_us = NAN;
+    r.line_us = NAN;
     r.bw_ns = r.lat_ns;
 
     size_t seg = r.o.max_size > MIN_SEGMENT ? r.o.max_size : MIN_SEGMENT;

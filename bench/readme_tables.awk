@@ -337,6 +337,8 @@ END {
     head5("figure", "flit", "baseline", "ratio", "target")
     std_row("8 B short AM, one way", "shm", "latency_short", 8, "us",
             "raw flag ping-pong ", "", "≤ 1.5", "<=", 1.5)
+    std_row("same, beside one shared line", "shm", "latency_short_line", 8, "us",
+            "one-line ping-pong ", "")
     if (mpi)
         pair_row("same, beside Open MPI", "shm", "latency_short", 8, "us", "mpi", "latency",
                  "Open MPI ", "below Open MPI", "<", 1)

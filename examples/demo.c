@@ -84,7 +84,7 @@ static void lat_row(bench_t *b)
 {
     char f[32], s[48] = "n/a";
     row_begin(b);
-    double raw_ns = b->raw ? bench_raw_latency_ns(b, POINT_NS, 5) : -1;
+    double raw_ns = b->raw ? bench_raw_latency_ns(b, false, POINT_NS, 5) : -1;
     double ns = bench_latency_ns(b, BENCH_SHORT, 8, false, POINT_NS, 5);
     snprintf(f, sizeof f, "%.3f us", ns / 1e3);
     if (raw_ns > 0)

@@ -70,6 +70,8 @@ if [ "$path" = udp ]; then
   grep -q '^latency_raw_udp_blocking,8,' "$out" || { echo "FAIL: no blocking raw UDP"; fails=$((fails + 1)); }
 else
   expect_raw=latency_raw_flag
+  grep -q '^latency_raw_line,8,' "$out" || { echo "FAIL: no one-line raw flag"; fails=$((fails + 1)); }
+  expect latency_short_line 8
 fi
 grep -q "^$expect_raw,8," "$out" || { echo "FAIL: no $expect_raw"; fails=$((fails + 1)); }
 # 8, 4k, 64k, 1M is too sparse a sweep for N1/2: no figure, a reason
