@@ -44,7 +44,7 @@
 #include "mpi_internal.h"
 
 /* Request kinds (argument 0 of a request). */
-enum { K_ACC, K_GACC, K_CAS, K_LOCK, K_POLL, K_UNLOCK, K_NKINDS };
+enum { K_ACC, K_GACC, K_CAS, K_LOCK, K_POLL, K_UNLOCK, K_POST, K_COMPLETE, K_NKINDS };
 
 /* Request arguments. */
 enum {
@@ -89,8 +89,15 @@ struct flit_mpi_win {
         flit_rma_remote_t *remote;
         unsigned long pending; /* accumulates not yet answered */
         int locked;            /* the lock type this rank holds there, or 0 */
+        /* post/start/complete/wait */
+        unsigned posts;     /* its MPI_Win_post's not yet met by a start */
+        unsigned completes; /* its MPI_Win_complete's not yet met by a wait */
+        int started;        /* an access epoch to it is open (MPI_Win_start) */
+        int exposed;        /* exposed to it (MPI_Win_post), until a wait */
     } * peer;
     int fence_epoch; /* a fence opened an access epoch */
+    int accessing;   /* an MPI_Win_start epoch is open */
+    int exposing;    /* an MPI_Win_post epoch is open */
     int lock_all;
     int nlocked;   /* targets locked */
     int async_err; /* a plain accumulate refused, for the next sync */
@@ -286,6 +293,16 @@ static void on_request(flit_token_t *tok, void *buf, size_t nbytes, const uint32
     int rank = -1, granted = 0, rc;
     MPI_Win w = target_win(args, tok, &rank);
     unsigned kind = args[A_KIND];
+    if (kind == K_POST || kind == K_COMPLETE) { /* notices: no reply */
+        if (!w)
+            fprintf(stderr, "flit-mpi: one-sided notice from rank %u for no window\n",
+                    flit_token_rank(tok).idx);
+        else if (kind == K_POST && w->peer[rank].posts < UINT32_MAX)
+            w->peer[rank].posts++;
+        else if (kind == K_COMPLETE && w->peer[rank].completes < UINT32_MAX)
+            w->peer[rank].completes++;
+        return;
+    }
     if (!w)
         rc = MPI_ERR_WIN;
     else if (kind == K_LOCK || kind == K_POLL || kind == K_UNLOCK)
@@ -622,7 +639,7 @@ int MPI_Win_free(MPI_Win *win)
     if (!win || !win_ok(*win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     MPI_Win w = *win;
-    if (w->nlocked)
+    if (w->nlocked || w->accessing || w->exposing)
         return win_err(w, MPI_ERR_RMA_SYNC, fn);
     int rc = complete_at(w, -1);
     /* nobody reaches the memory any more once all are here */
@@ -681,7 +698,7 @@ static int target_check(MPI_Win w, int rank, int *skip)
     }
     if (rank < 0 || rank >= w->comm->size)
         return MPI_ERR_RANK;
-    if (!w->fence_epoch && !w->peer[rank].locked)
+    if (!w->fence_epoch && !w->peer[rank].locked && !w->peer[rank].started)
         return MPI_ERR_RMA_SYNC;
     return MPI_SUCCESS;
 }
@@ -970,7 +987,7 @@ int MPI_Win_fence(int assertion, MPI_Win win)
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     if (assertion & ~MODE_ALL)
         return win_err(win, MPI_ERR_ASSERT, fn);
-    if (win->nlocked)
+    if (win->nlocked || win->accessing || win->exposing)
         return win_err(win, MPI_ERR_RMA_SYNC, fn);
     int rc = complete_at(win, -1);
     int rc2 = PMPI_Barrier(win->comm);
@@ -1020,7 +1037,7 @@ int MPI_Win_lock(int lock_type, int rank, int assertion, MPI_Win win)
         return MPI_SUCCESS;
     if (rank < 0 || rank >= win->comm->size)
         return win_err(win, MPI_ERR_RANK, fn);
-    if (win->peer[rank].locked)
+    if (win->peer[rank].locked || win->accessing)
         return win_err(win, MPI_ERR_RMA_SYNC, fn);
     return win_err(win, lock_one(win, lock_type, rank), fn);
 }
@@ -1117,6 +1134,184 @@ int MPI_Win_flush_local_all(MPI_Win win)
     return flush(win, -1, "MPI_Win_flush_local_all");
 }
 
+/* ---- post, start, complete, wait ---- */
+
+/* The window's ranks of group's members into ranks[] (n of them): the
+   group must be a subset of the window's, each member once. */
+static int group_ranks(MPI_Win w, MPI_Group g, int *ranks, int *n)
+{
+    if (!g || g->size < 0 || (g->size > 0 && !g->world))
+        return MPI_ERR_GROUP;
+    if (g->size > w->comm->size)
+        return MPI_ERR_GROUP;
+    for (int i = 0; i < g->size; i++) {
+        int wr = g->world[i];
+        if (wr < 0 || (uint32_t)wr >= flit_job_size() || w->comm->from_world[wr] < 0)
+            return MPI_ERR_GROUP;
+        ranks[i] = w->comm->from_world[wr];
+        for (int j = 0; j < i; j++)
+            if (ranks[j] == ranks[i])
+                return MPI_ERR_GROUP;
+    }
+    *n = g->size;
+    return MPI_SUCCESS;
+}
+
+/* A notice (K_POST, K_COMPLETE) to rank. */
+static int notice(MPI_Win w, int rank, unsigned kind)
+{
+    uint32_t args[A_NARGS] = {
+        [A_KIND] = kind, [A_WIN] = w->peer[rank].win_id, [A_OWIN] = (uint32_t)w->id};
+    flit_status st = send_request(w->comm->world[rank], args, NULL, 0);
+    return st == FLIT_OK ? MPI_SUCCESS : mp_class_of(st);
+}
+
+/* Runs fn(w, g's ranks), checking w and g first. */
+static int with_group(MPI_Group g, MPI_Win w, const char *fn,
+                      int (*body)(MPI_Win, const int *, int))
+{
+    MP_CHECK_INIT(fn);
+    if (!win_ok(w))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
+    int *ranks = malloc(((size_t)w->comm->size + 1) * sizeof *ranks), n = 0;
+    if (!ranks)
+        return win_err(w, MPI_ERR_NO_MEM, fn);
+    int rc = group_ranks(w, g, ranks, &n);
+    if (!rc)
+        rc = body(w, ranks, n);
+    free(ranks);
+    return win_err(w, rc, fn);
+}
+
+/* Exposes the window to the group's members (origins): tells each. */
+static int post(MPI_Win w, const int *ranks, int n)
+{
+    if (w->exposing)
+        return MPI_ERR_RMA_SYNC;
+    for (int i = 0; i < n; i++)
+        w->peer[ranks[i]].exposed = 1;
+    w->exposing = 1;
+    for (int i = 0; i < n; i++) {
+        int rc = notice(w, ranks[i], K_POST);
+        if (rc)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Opens an access epoch to the group's members (targets) once each has
+   posted. */
+static int start(MPI_Win w, const int *ranks, int n)
+{
+    if (w->accessing || w->nlocked)
+        return MPI_ERR_RMA_SYNC;
+    w->accessing = 1; /* MPI_Win_complete ends it, even after an error */
+    for (int i = 0; i < n; i++) {
+        struct mp_win_peer *p = &w->peer[ranks[i]];
+        while (!p->posts) {
+            int rc = wait_step(w->comm->world[ranks[i]]);
+            if (rc)
+                return rc;
+        }
+        p->posts--;
+        p->started = 1;
+    }
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_post(MPI_Group group, int assertion, MPI_Win win)
+{
+    if (win_ok(win) &&
+        (assertion & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)))
+        return win_err(win, MPI_ERR_ASSERT, "MPI_Win_post");
+    return with_group(group, win, "MPI_Win_post", post);
+}
+
+int MPI_Win_start(MPI_Group group, int assertion, MPI_Win win)
+{
+    if (win_ok(win) && (assertion & ~MPI_MODE_NOCHECK))
+        return win_err(win, MPI_ERR_ASSERT, "MPI_Win_start");
+    return with_group(group, win, "MPI_Win_start", start);
+}
+
+/* Completes the access epoch: every call at its target, then tells each. */
+int MPI_Win_complete(MPI_Win win)
+{
+    const char *fn = "MPI_Win_complete";
+    MP_CHECK_INIT(fn);
+    if (!win_ok(win))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
+    if (!win->accessing)
+        return win_err(win, MPI_ERR_RMA_SYNC, fn);
+    int rc = MPI_SUCCESS;
+    for (int r = 0; r < win->comm->size; r++) {
+        if (!win->peer[r].started)
+            continue;
+        int rc2 = complete_at(win, r);
+        if (!rc2)
+            rc2 = notice(win, r, K_COMPLETE);
+        if (!rc)
+            rc = rc2;
+        win->peer[r].started = 0;
+    }
+    win->accessing = 0;
+    return win_err(win, rc, fn);
+}
+
+/* Whether every origin of the exposure epoch has completed; ends it when
+   so. */
+static int exposure_done(MPI_Win w)
+{
+    for (int r = 0; r < w->comm->size; r++)
+        if (w->peer[r].exposed && !w->peer[r].completes)
+            return 0;
+    for (int r = 0; r < w->comm->size; r++)
+        if (w->peer[r].exposed) {
+            w->peer[r].completes--;
+            w->peer[r].exposed = 0;
+        }
+    w->exposing = 0;
+    return 1;
+}
+
+int MPI_Win_wait(MPI_Win win)
+{
+    const char *fn = "MPI_Win_wait";
+    MP_CHECK_INIT(fn);
+    if (!win_ok(win))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
+    if (!win->exposing)
+        return win_err(win, MPI_ERR_RMA_SYNC, fn);
+    while (!exposure_done(win)) {
+        int rc = wait_step(-1);
+        for (int r = 0; !rc && r < win->comm->size; r++)
+            if (win->peer[r].exposed && !win->peer[r].completes &&
+                mp_peer_dead(win->comm->world[r]))
+                rc = MPI_ERR_PROC_FAILED;
+        if (rc)
+            return win_err(win, rc, fn);
+    }
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_test(MPI_Win win, int *flag)
+{
+    const char *fn = "MPI_Win_test";
+    MP_CHECK_INIT(fn);
+    if (!win_ok(win))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
+    if (!flag)
+        return win_err(win, MPI_ERR_ARG, fn);
+    if (!win->exposing)
+        return win_err(win, MPI_ERR_RMA_SYNC, fn);
+    flit_status st = flit_poll(mp_ep);
+    int rc = st == FLIT_OK ? mp_progress() : mp_class_of(st);
+    if (rc)
+        return win_err(win, rc, fn);
+    *flag = exposure_done(win);
+    return MPI_SUCCESS;
+}
+
 /* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
 
 MP_PROFILED(MPI_Win_create);
@@ -1140,3 +1335,8 @@ MP_PROFILED(MPI_Win_flush);
 MP_PROFILED(MPI_Win_flush_all);
 MP_PROFILED(MPI_Win_flush_local);
 MP_PROFILED(MPI_Win_flush_local_all);
+MP_PROFILED(MPI_Win_post);
+MP_PROFILED(MPI_Win_start);
+MP_PROFILED(MPI_Win_complete);
+MP_PROFILED(MPI_Win_wait);
+MP_PROFILED(MPI_Win_test);

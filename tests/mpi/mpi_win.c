@@ -337,6 +337,57 @@ static void errors(void)
     OK(MPI_Win_free(&w));
 }
 
+/* Post/start/complete/wait: a ring (each rank exposes to the previous and
+   puts into the next), then every other rank accumulating into rank 0
+   with MPI_Win_test polled until done (bounded). */
+static void pscw(void)
+{
+    int *base;
+    MPI_Win w;
+    OK(MPI_Win_allocate(4 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                        &base, &w));
+    OK(MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN));
+    CHECK(MPI_Win_complete(w) == MPI_ERR_RMA_SYNC);
+    CHECK(MPI_Win_wait(w) == MPI_ERR_RMA_SYNC);
+    MPI_Group world, gprev, gnext, gzero, gothers;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size, zero = 0;
+    OK(MPI_Group_incl(world, 1, &prev, &gprev));
+    OK(MPI_Group_incl(world, 1, &next, &gnext));
+    OK(MPI_Group_incl(world, 1, &zero, &gzero));
+    OK(MPI_Group_excl(world, 1, &zero, &gothers));
+    for (int round = 0; round < 3; round++) {
+        OK(MPI_Win_post(gprev, 0, w));
+        OK(MPI_Win_start(gnext, 0, w));
+        int v = rank * 10 + round;
+        OK(MPI_Put(&v, 1, MPI_INT, next, 0, 1, MPI_INT, w));
+        CHECK(MPI_Win_fence(0, w) == MPI_ERR_RMA_SYNC);
+        OK(MPI_Win_complete(w));
+        OK(MPI_Win_wait(w));
+        CHECK(base[0] == prev * 10 + round);
+    }
+    if (rank == 0) {
+        base[1] = 0;
+        OK(MPI_Win_post(gothers, 0, w));
+        int flag = 0;
+        for (long i = 0; i < 100000000L && !flag; i++)
+            OK(MPI_Win_test(w, &flag));
+        CHECK(flag);
+        CHECK(base[1] == size * (size - 1) / 2);
+    } else {
+        int v = rank;
+        OK(MPI_Win_start(gzero, 0, w));
+        OK(MPI_Accumulate(&v, 1, MPI_INT, 0, 1, 1, MPI_INT, MPI_SUM, w));
+        OK(MPI_Win_complete(w));
+    }
+    OK(MPI_Group_free(&gprev));
+    OK(MPI_Group_free(&gnext));
+    OK(MPI_Group_free(&gzero));
+    OK(MPI_Group_free(&gothers));
+    OK(MPI_Group_free(&world));
+    OK(MPI_Win_free(&w));
+}
+
 int main(int argc, char **argv)
 {
     OK(MPI_Init(&argc, &argv));
@@ -346,6 +397,7 @@ int main(int argc, char **argv)
     accumulate();
     fetch_and_op();
     locks();
+    pscw();
     errors();
     OK(MPI_Finalize());
     if (rank == 0)
