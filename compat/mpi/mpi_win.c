@@ -231,6 +231,14 @@ static unsigned char *span(MPI_Win w, uint64_t off, uint64_t bytes)
 static alignas(16) unsigned char acc_io[ACC_MAX_BYTES], acc_in[ACC_MAX_BYTES],
     acc_old[ACC_MAX_BYTES];
 
+/* Compare-and-swap compares bytes: integer, logical and byte types, as MPI
+   says (not floating point, whose equal values may differ in bytes). */
+static int cas_type(MPI_Datatype t)
+{
+    return t && t->predefined && t->basic >= 0 && t != MPI_FLOAT && t != MPI_DOUBLE &&
+           t != MPI_LONG_DOUBLE;
+}
+
 /* Applies an accumulate, a get-accumulate or a compare-and-swap; the old
    elements go to acc_old. An error class, or MPI_SUCCESS. */
 static int accumulate(MPI_Win w, const uint32_t *args, const void *buf, size_t nbytes)
@@ -245,7 +253,7 @@ static int accumulate(MPI_Win w, const uint32_t *args, const void *buf, size_t n
     unsigned kind = args[A_KIND];
     if (nbytes != (kind == K_CAS ? 2 * bytes : opid == OP_NO_OP ? 0 : bytes))
         return MPI_ERR_ARG;
-    if (kind == K_CAS && (count != 1 || t->basic < 0))
+    if (kind == K_CAS && (count != 1 || !cas_type(t)))
         return MPI_ERR_TYPE;
     MPI_Op op = NULL;
     if (kind != K_CAS) {
@@ -936,7 +944,7 @@ int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype da
 static int cas(const void *obuf, const void *cbuf, void *rbuf, MPI_Datatype t, int rank,
                MPI_Aint disp, MPI_Win w)
 {
-    if (mp_type_code(t) < 0 || t->basic < 0)
+    if (!cas_type(t))
         return MPI_ERR_TYPE;
     if (!obuf || !cbuf || !rbuf)
         return MPI_ERR_BUFFER;

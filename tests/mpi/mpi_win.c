@@ -316,6 +316,7 @@ static void errors(void)
     CHECK(MPI_Accumulate(&v, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_MAXLOC, w) == MPI_ERR_OP);
     CHECK(MPI_Fetch_and_op(&v, &r, MPI_INT, 0, 4, MPI_SUM, w) == MPI_ERR_DISP);
     CHECK(MPI_Compare_and_swap(&v, &c, &r, MPI_2INT, 0, 0, w) == MPI_ERR_TYPE);
+    CHECK(MPI_Compare_and_swap(&v, &c, &r, MPI_FLOAT, 0, 0, w) == MPI_ERR_TYPE);
     OK(MPI_Win_unlock(0, w));
     OK(MPI_Win_free(&w));
     MPI_Win bad = MPI_WIN_NULL;
