@@ -44,7 +44,18 @@
 #include "mpi_internal.h"
 
 /* Request kinds (argument 0 of a request). */
-enum { K_ACC, K_GACC, K_CAS, K_LOCK, K_POLL, K_UNLOCK, K_POST, K_COMPLETE, K_NKINDS };
+enum {
+    K_ACC,
+    K_GACC,
+    K_CAS,
+    K_LOCK,
+    K_POLL,
+    K_UNLOCK,
+    K_POST,
+    K_COMPLETE,
+    K_FIND, /* a dynamic window: the attached region holding an address */
+    K_NKINDS
+};
 
 /* Request arguments. */
 enum {
@@ -66,6 +77,19 @@ enum { R_OWIN, R_SEQ, R_STATUS, R_GRANTED, R_NARGS };
 /* Elements of one accumulate message: its data (and a reply's) fit a
    medium message. */
 #define ACC_MAX_BYTES FLIT_AM_MAX_MEDIUM
+
+/* A dynamic window's memory attached here (MPI_Win_attach), or a region
+   of a target's that this origin imported. */
+typedef struct mp_attach {
+    uint64_t base, size, id;
+    flit_rma_region_t *region; /* here */
+    flit_rma_remote_t *remote; /* a target's */
+} mp_attach;
+
+/* K_FIND's answer. */
+typedef struct mp_found {
+    uint64_t base, size, id;
+} mp_found;
 
 typedef struct mp_lock_wait {
     int rank, type;
@@ -94,10 +118,15 @@ struct flit_mpi_win {
         unsigned completes; /* its MPI_Win_complete's not yet met by a wait */
         int started;        /* an access epoch to it is open (MPI_Win_start) */
         int exposed;        /* exposed to it (MPI_Win_post), until a wait */
+        mp_attach *dyn;     /* a dynamic window: its regions imported here */
+        int ndyn;
     } * peer;
     int fence_epoch; /* a fence opened an access epoch */
-    int accessing;   /* an MPI_Win_start epoch is open */
-    int exposing;    /* an MPI_Win_post epoch is open */
+    int dynamic;     /* MPI_Win_create_dynamic's: displacements are addresses */
+    mp_attach *att;  /* its memory attached here */
+    int natt;
+    int accessing; /* an MPI_Win_start epoch is open */
+    int exposing;  /* an MPI_Win_post epoch is open */
     int lock_all;
     int nlocked;   /* targets locked */
     int async_err; /* a plain accumulate refused, for the next sync */
@@ -221,6 +250,15 @@ static int lock_request(MPI_Win w, int kind, int rank, int type, int *granted)
 /* Where [off, off + bytes) lies in w, or NULL when not inside it. */
 static unsigned char *span(MPI_Win w, uint64_t off, uint64_t bytes)
 {
+    if (w->dynamic) { /* off is an address, inside one attached region */
+        for (int i = 0; i < w->natt; i++) {
+            mp_attach *a = &w->att[i];
+            if (off >= a->base && off - a->base <= a->size &&
+                bytes <= a->size - (off - a->base))
+                return (unsigned char *)(uintptr_t)off;
+        }
+        return NULL;
+    }
     if (off > w->size || bytes > w->size - off)
         return NULL;
     return (unsigned char *)w->base + off;
@@ -309,6 +347,23 @@ static void on_request(flit_token_t *tok, void *buf, size_t nbytes, const uint32
             w->peer[rank].posts++;
         else if (kind == K_COMPLETE && w->peer[rank].completes < UINT32_MAX)
             w->peer[rank].completes++;
+        return;
+    }
+    if (kind == K_FIND) {
+        mp_found f = {0};
+        uint64_t addr = (uint64_t)args[A_OFF_HI] << 32 | args[A_OFF_LO];
+        uint64_t len = (uint64_t)args[A_TYPE] << 32 | args[A_COUNT];
+        rc = w && w->dynamic ? MPI_ERR_DISP : MPI_ERR_WIN;
+        for (int i = 0; w && w->dynamic && i < w->natt; i++) {
+            mp_attach *a = &w->att[i];
+            if (addr >= a->base && addr - a->base <= a->size &&
+                len <= a->size - (addr - a->base)) {
+                f = (mp_found){a->base, a->size, a->id};
+                rc = MPI_SUCCESS;
+                break;
+            }
+        }
+        reply(tok, args, rc, 0, rc ? NULL : &f, sizeof f);
         return;
     }
     if (!w)
@@ -442,7 +497,7 @@ static int complete_at(MPI_Win w, int rank)
     for (int r = lo; r < hi; r++) {
         struct mp_win_peer *p = &w->peer[r];
         int world = w->comm->world[r];
-        if (p->remote) {
+        if (p->remote || p->ndyn) {
             flit_status st = flit_rma_flush(mp_ep, flit_rank((uint32_t)world));
             if (st != FLIT_OK)
                 return mp_class_of(st);
@@ -463,9 +518,16 @@ static int complete_at(MPI_Win w, int rank)
 static void win_destroy(MPI_Win w)
 {
     if (w->peer)
-        for (int r = 0; r < w->comm->size; r++)
+        for (int r = 0; r < w->comm->size; r++) {
             if (w->peer[r].remote)
                 flit_rma_release(w->peer[r].remote);
+            for (int i = 0; i < w->peer[r].ndyn; i++)
+                flit_rma_release(w->peer[r].dyn[i].remote);
+            free(w->peer[r].dyn);
+        }
+    for (int i = 0; i < w->natt; i++)
+        flit_rma_unexport(w->att[i].region);
+    free(w->att);
     if (w->region)
         flit_rma_unexport(w->region);
     if (w->allocated && w->base)
@@ -727,11 +789,15 @@ static int target_span(MPI_Win w, int rank, MPI_Aint disp, int count, MPI_Dataty
     if (count > 0 && t->blocks[0].disp < 0 && (uint64_t)-t->blocks[0].disp > o)
         return MPI_ERR_DISP;
     o += first;
-    if (o > p->size || bytes > p->size - o)
-        return MPI_ERR_DISP;
+    if (!w->dynamic && (o > p->size || bytes > p->size - o))
+        return MPI_ERR_DISP; /* a dynamic window's target checks */
     *off = o;
     return MPI_SUCCESS;
 }
+
+static int dyn_find(MPI_Win w, int rank, uint64_t addr, size_t bytes,
+                    flit_rma_remote_t **r, uint64_t *off);
+static void dyn_forget(MPI_Win w, int rank, flit_rma_remote_t *r);
 
 /* The origin's and target's buffers, counts and types. */
 static int types_check(const void *buf, int count, MPI_Datatype t, int tcount,
@@ -772,14 +838,25 @@ static int put_get(int get, void *buf, int count, MPI_Datatype t, int rank, MPI_
         return MPI_ERR_NO_MEM;
     if (!contig && !get)
         mp_pack(buf, count, t, data);
-    flit_rma_remote_t *r = w->peer[rank].remote;
-    flit_status st = get ? flit_rma_get(r, off, data, bytes, 0, NULL)
-                         : flit_rma_put(r, off, data, bytes, 0, NULL);
+    flit_status st = FLIT_OK;
+    for (int tries = 0; tries < 2; tries++) {
+        flit_rma_remote_t *r = w->peer[rank].remote;
+        uint64_t roff = off;
+        if (w->dynamic && (rc = dyn_find(w, rank, off, bytes, &r, &roff)) != MPI_SUCCESS)
+            break;
+        st = get ? flit_rma_get(r, roff, data, bytes, 0, NULL)
+                 : flit_rma_put(r, roff, data, bytes, 0, NULL);
+        if (st != FLIT_ERR_REVOKED || !w->dynamic)
+            break;
+        dyn_forget(w, rank, r); /* detached meanwhile: ask the target again */
+    }
     if (!contig) {
         if (get && st == FLIT_OK)
             mp_unpack(data, bytes, buf, count, t);
         free(data);
     }
+    if (rc)
+        return rc;
     return st == FLIT_OK ? MPI_SUCCESS : mp_class_of(st);
 }
 
@@ -1142,6 +1219,144 @@ int MPI_Win_flush_local_all(MPI_Win win)
     return flush(win, -1, "MPI_Win_flush_local_all");
 }
 
+/* ---- dynamic windows ---- */
+
+/* Forgets the import r of rank's (its region was detached). */
+static void dyn_forget(MPI_Win w, int rank, flit_rma_remote_t *r)
+{
+    struct mp_win_peer *p = &w->peer[rank];
+    for (int i = 0; i < p->ndyn; i++)
+        if (p->dyn[i].remote == r) {
+            flit_rma_release(r);
+            p->dyn[i] = p->dyn[--p->ndyn];
+            return;
+        }
+}
+
+/* The import of rank's region holding [addr, addr + bytes), and the offset
+   there: from those imported before, else asked of the target (K_FIND)
+   and imported. MPI_ERR_DISP when nothing attached there holds it. */
+static int dyn_find(MPI_Win w, int rank, uint64_t addr, size_t bytes,
+                    flit_rma_remote_t **r, uint64_t *off)
+{
+    struct mp_win_peer *p = &w->peer[rank];
+    for (int i = 0; i < p->ndyn; i++) {
+        mp_attach *a = &p->dyn[i];
+        if (addr >= a->base && addr - a->base <= a->size &&
+            bytes <= a->size - (addr - a->base)) {
+            *r = a->remote;
+            *off = addr - a->base;
+            return MPI_SUCCESS;
+        }
+    }
+    mp_found f;
+    uint32_t args[A_NARGS] = {[A_KIND] = K_FIND,
+                              [A_OFF_LO] = (uint32_t)addr,
+                              [A_OFF_HI] = (uint32_t)(addr >> 32),
+                              [A_COUNT] = (uint32_t)bytes,
+                              [A_TYPE] = (uint32_t)((uint64_t)bytes >> 32)};
+    int rc = request_wait(w, rank, args, NULL, 0, &f, sizeof f, NULL);
+    if (rc)
+        return rc;
+    if (addr < f.base || addr - f.base > f.size || bytes > f.size - (addr - f.base))
+        return MPI_ERR_INTERN; /* an answer that does not hold it */
+    mp_attach *n = realloc(p->dyn, (size_t)(p->ndyn + 1) * sizeof *n);
+    if (!n)
+        return MPI_ERR_NO_MEM;
+    p->dyn = n;
+    mp_attach *a = &n[p->ndyn];
+    *a = (mp_attach){.base = f.base, .size = f.size, .id = f.id};
+    flit_status st = flit_rma_import(mp_ep, flit_rank((uint32_t)w->comm->world[rank]),
+                                     f.id, &a->remote);
+    if (st != FLIT_OK)
+        return st == FLIT_ERR_REVOKED ? MPI_ERR_DISP : mp_class_of(st);
+    if (flit_rma_remote_size(a->remote) < a->size)
+        a->size = flit_rma_remote_size(a->remote);
+    p->ndyn++;
+    if (a->size < bytes)
+        return MPI_ERR_DISP;
+    *r = a->remote;
+    *off = addr - a->base;
+    return MPI_SUCCESS;
+}
+
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    const char *fn = "MPI_Win_create_dynamic";
+    MP_CHECK_INIT(fn);
+    int rc = create_check(0, 1, info, comm, win);
+    if (rc)
+        return mp_err(mp_comm_ok(comm) ? comm : MPI_COMM_NULL, rc, fn);
+    MPI_Win w = calloc(1, sizeof *w);
+    if (!w)
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
+    w->disp_unit = 1;
+    w->dynamic = 1;
+    if ((rc = win_setup(w, comm)) != MPI_SUCCESS) {
+        win_destroy(w);
+        return mp_err(comm, rc, fn);
+    }
+    *win = w;
+    return MPI_SUCCESS;
+}
+
+/* Local: exports [base, base + size) to the window's members. */
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
+{
+    const char *fn = "MPI_Win_attach";
+    MP_CHECK_INIT(fn);
+    if (!win_ok(win))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
+    if (!win->dynamic)
+        return win_err(win, MPI_ERR_WIN, fn);
+    if (size < 0)
+        return win_err(win, MPI_ERR_SIZE, fn);
+    if (size == 0)
+        return MPI_SUCCESS;
+    if (!base)
+        return win_err(win, MPI_ERR_BUFFER, fn);
+    mp_attach *n = realloc(win->att, (size_t)(win->natt + 1) * sizeof *n);
+    if (!n)
+        return win_err(win, MPI_ERR_NO_MEM, fn);
+    win->att = n;
+    int m = win->comm->size;
+    flit_rank_t *allowed = malloc((size_t)m * sizeof *allowed);
+    if (!allowed)
+        return win_err(win, MPI_ERR_NO_MEM, fn);
+    for (int r = 0; r < m; r++)
+        allowed[r] = flit_rank((uint32_t)win->comm->world[r]);
+    mp_attach *a = &n[win->natt];
+    *a = (mp_attach){.base = (uint64_t)(uintptr_t)base, .size = (uint64_t)size};
+    flit_status st =
+        flit_rma_export(mp_ep, base, (size_t)size, FLIT_RMA_READ | FLIT_RMA_WRITE,
+                        allowed, (size_t)m, &a->region);
+    free(allowed);
+    if (st != FLIT_OK)
+        return win_err(win, mp_class_of(st), fn);
+    a->id = flit_rma_region_id(a->region);
+    win->natt++;
+    return MPI_SUCCESS;
+}
+
+/* Local: revokes the memory attached at base; origins that reach it
+   after this are answered MPI_ERR_DISP. */
+int MPI_Win_detach(MPI_Win win, const void *base)
+{
+    const char *fn = "MPI_Win_detach";
+    MP_CHECK_INIT(fn);
+    if (!win_ok(win))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
+    if (!win->dynamic)
+        return win_err(win, MPI_ERR_WIN, fn);
+    for (int i = 0; i < win->natt; i++)
+        if (win->att[i].base == (uint64_t)(uintptr_t)base) {
+            flit_rma_unexport(win->att[i].region);
+            win->att[i] = win->att[--win->natt];
+            return MPI_SUCCESS;
+        }
+    return win_err(win, MPI_ERR_ARG, fn);
+}
+
 /* ---- post, start, complete, wait ---- */
 
 /* The window's ranks of group's members into ranks[] (n of them): the
@@ -1348,3 +1563,6 @@ MP_PROFILED(MPI_Win_start);
 MP_PROFILED(MPI_Win_complete);
 MP_PROFILED(MPI_Win_wait);
 MP_PROFILED(MPI_Win_test);
+MP_PROFILED(MPI_Win_create_dynamic);
+MP_PROFILED(MPI_Win_attach);
+MP_PROFILED(MPI_Win_detach);

@@ -389,6 +389,54 @@ static void pscw(void)
     OK(MPI_Win_free(&w));
 }
 
+/* A dynamic window: memory attached, its address told to the others, put
+   and accumulated into by address; detached and another attached (the
+   origin's import of the first is revoked: it asks again); an address
+   nothing holds answers MPI_ERR_DISP. */
+static void dynamic(void)
+{
+    MPI_Win w;
+    OK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w));
+    OK(MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN));
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    MPI_Aint *addrs = malloc(sizeof(MPI_Aint) * (size_t)size);
+    CHECK(addrs);
+    for (int round = 0; round < 2; round++) {
+        int *mem = calloc(8, sizeof(int));
+        CHECK(mem);
+        OK(MPI_Win_attach(w, mem, 8 * sizeof(int)));
+        MPI_Aint mine;
+        OK(MPI_Get_address(mem, &mine));
+        OK(MPI_Allgather(&mine, 1, MPI_AINT, addrs, 1, MPI_AINT, MPI_COMM_WORLD));
+        OK(MPI_Win_fence(0, w));
+        int v = 100 * round + rank, one = 1;
+        OK(MPI_Put(&v, 1, MPI_INT, next, addrs[next] + 2 * (MPI_Aint)sizeof(int), 1,
+                   MPI_INT, w));
+        OK(MPI_Accumulate(&one, 1, MPI_INT, 0, addrs[0] + 5 * (MPI_Aint)sizeof(int), 1,
+                          MPI_INT, MPI_SUM, w));
+        CHECK(MPI_Put(&v, 1, MPI_INT, next, addrs[next] + 8 * (MPI_Aint)sizeof(int), 1,
+                      MPI_INT, w) == MPI_ERR_DISP);
+        /* past the end: the target refuses it, the fence reports it */
+        int ones[2] = {1, 1};
+        OK(MPI_Accumulate(ones, 2, MPI_INT, next, addrs[next] + 7 * (MPI_Aint)sizeof(int),
+                          2, MPI_INT, MPI_SUM, w));
+        CHECK(MPI_Win_fence(0, w) == MPI_ERR_DISP);
+        CHECK(mem[2] == 100 * round + prev);
+        CHECK(rank != 0 || mem[5] == size);
+        int got = -1;
+        OK(MPI_Get(&got, 1, MPI_INT, prev, addrs[prev] + 2 * (MPI_Aint)sizeof(int), 1,
+                   MPI_INT, w));
+        OK(MPI_Win_fence(0, w));
+        CHECK(got == 100 * round + (prev + size - 1) % size);
+        OK(MPI_Win_detach(w, mem));
+        OK(MPI_Barrier(MPI_COMM_WORLD)); /* everyone's detached before reuse */
+        free(mem);
+    }
+    CHECK(MPI_Win_detach(w, addrs) == MPI_ERR_ARG);
+    free(addrs);
+    OK(MPI_Win_free(&w));
+}
+
 int main(int argc, char **argv)
 {
     OK(MPI_Init(&argc, &argv));
@@ -399,6 +447,7 @@ int main(int argc, char **argv)
     fetch_and_op();
     locks();
     pscw();
+    dynamic();
     errors();
     OK(MPI_Finalize());
     if (rank == 0)

@@ -476,6 +476,9 @@ int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
 int MPI_Win_complete(MPI_Win win);
 int MPI_Win_wait(MPI_Win win);
 int MPI_Win_test(MPI_Win win, int *flag);
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size);
+int MPI_Win_detach(MPI_Win win, const void *base);
 
 /* ---- profiling interface (MPI 3.1, 14.2): every MPI_ function above under
    the name PMPI_ too; a tool defines MPI_X and calls PMPI_X ---- */
@@ -727,6 +730,9 @@ int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win);
 int PMPI_Win_complete(MPI_Win win);
 int PMPI_Win_wait(MPI_Win win);
 int PMPI_Win_test(MPI_Win win, int *flag);
+int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size);
+int PMPI_Win_detach(MPI_Win win, const void *base);
 
 #ifdef __cplusplus
 }
