@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * flit-mpi: MPI on flit's tagged layer (<flit/tagged.h>), first part.
+ * flit-mpi: MPI on flit's tagged layer (<flit/tagged.h>), first part;
+ * one-sided communication (windows) on flit's RMA and active messages.
  *
  * What is here is declared here and nothing else: a program that needs a
  * function not yet written fails to compile, never at run time. The
