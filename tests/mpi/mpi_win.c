@@ -437,12 +437,53 @@ static void dynamic(void)
     OK(MPI_Win_free(&w));
 }
 
+/* Large transfers: a put and a get of 1 MiB (packets over UDP), and an
+   accumulate and a get-accumulate of 160 KiB, cut into several messages. */
+static void large(void)
+{
+    enum { NBIG = 1 << 18, NACC = 20000 };
+    int *base;
+    MPI_Win w;
+    OK(MPI_Win_allocate(NBIG * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                        &base, &w));
+    int *src = malloc(NBIG * sizeof(int)), *got = malloc(NBIG * sizeof(int));
+    CHECK(src && got);
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    seq_fill(src, NBIG, rank + 1);
+    OK(MPI_Win_fence(0, w));
+    OK(MPI_Put(src, NBIG, MPI_INT, next, 0, NBIG, MPI_INT, w));
+    OK(MPI_Win_fence(0, w));
+    CHECK(seq_same(base, NBIG, prev + 1));
+    OK(MPI_Get(got, NBIG, MPI_INT, next, 0, NBIG, MPI_INT, w));
+    OK(MPI_Win_fence(0, w));
+    CHECK(seq_same(got, NBIG, rank + 1));
+    /* every rank adds 1 .. NACC into rank 0's first NACC ints, then reads
+       them back with a get-accumulate adding nothing more than 0 */
+    for (int i = 0; i < NACC; i++)
+        src[i] = i + 1;
+    if (rank == 0)
+        memset(base, 0, NACC * sizeof(int));
+    OK(MPI_Win_fence(0, w));
+    OK(MPI_Accumulate(src, NACC, MPI_INT, 0, 0, NACC, MPI_INT, MPI_SUM, w));
+    OK(MPI_Win_fence(0, w));
+    memset(src, 0, NACC * sizeof(int));
+    OK(MPI_Get_accumulate(src, NACC, MPI_INT, got, NACC, MPI_INT, 0, 0, NACC, MPI_INT,
+                          MPI_SUM, w));
+    OK(MPI_Win_fence(0, w));
+    for (int i = 0; i < NACC; i++)
+        CHECK(got[i] == size * (i + 1));
+    free(src);
+    free(got);
+    OK(MPI_Win_free(&w));
+}
+
 int main(int argc, char **argv)
 {
     OK(MPI_Init(&argc, &argv));
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     put_get();
+    large();
     accumulate();
     fetch_and_op();
     locks();
