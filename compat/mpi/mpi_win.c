@@ -145,7 +145,7 @@ static flit_handler_t h_req, h_rep;
 
 /* The one wait a fetching call, a lock or an unlock has outstanding. */
 static struct {
-    uint32_t seq;
+    uint32_t seq, from; /* from: the world rank asked */
     int done, status, granted;
     void *result; /* fetched bytes go there */
     size_t bytes;
@@ -406,7 +406,7 @@ static void on_reply(flit_token_t *tok, void *buf, size_t nbytes, const uint32_t
             w->async_err = status;
         return;
     }
-    if (args[R_SEQ] != waiter.seq || waiter.done)
+    if (args[R_SEQ] != waiter.seq || src != waiter.from || waiter.done)
         goto bad;
     waiter.done = 1;
     waiter.status = status;
@@ -476,6 +476,7 @@ static int request_wait(MPI_Win w, int rank, uint32_t *args, const void *data,
     args[A_OWIN] = (uint32_t)w->id;
     args[A_SEQ] = seq;
     int world = w->comm->world[rank];
+    waiter.from = (uint32_t)world;
     flit_status st = send_request(world, args, data, bytes);
     if (st != FLIT_OK)
         return mp_class_of(st);
