@@ -48,6 +48,12 @@ static const char *const class_text[] = {
     [MPI_ERR_PENDING] = "pending request",
     [MPI_ERR_NO_MEM] = "out of memory",
     [MPI_ERR_PROC_FAILED] = "a process of the job has died (or stopped answering)",
+    [MPI_ERR_WIN] = "invalid window",
+    [MPI_ERR_DISP] = "invalid displacement (outside the target's window)",
+    [MPI_ERR_LOCKTYPE] = "invalid lock type",
+    [MPI_ERR_RMA_SYNC] = "one-sided call outside its synchronisation (epoch, lock)",
+    [MPI_ERR_SIZE] = "invalid size argument",
+    [MPI_ERR_ASSERT] = "invalid assertion argument",
 };
 
 /* The error class of a flit status met under an MPI call. */
@@ -80,6 +86,14 @@ int mp_err(MPI_Comm comm, int code, const char *fn)
         h = comm->errh;
     else if (mp_ready())
         h = flit_mpi_comm_world.errh;
+    return mp_err_handler(h, code, fn);
+}
+
+/* Reports code through handler h (a window's, say). */
+int mp_err_handler(MPI_Errhandler h, int code, const char *fn)
+{
+    if (code == MPI_SUCCESS)
+        return code;
     if (h && !h->fatal)
         return code;
     if (mp_nbc_name()) /* the blocking code of a non-blocking call */
@@ -129,6 +143,8 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
         return init_fail("listening for dead peers", FLIT_ERR_NO_MEMORY);
     if (mp_comm_init_world() != MPI_SUCCESS || mp_p2p_init() != MPI_SUCCESS)
         return init_fail("memory for the library's tables", FLIT_ERR_NO_MEMORY);
+    if ((st = mp_win_init()) != FLIT_OK)
+        return init_fail("the one-sided handlers", st);
     thread_level = required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
     *provided = thread_level;
     initialized = 1;

@@ -172,7 +172,9 @@ enum {
     OP_BXOR,
     OP_MAXLOC,
     OP_MINLOC,
-    OP_USER
+    OP_USER,
+    OP_REPLACE, /* one-sided accumulates only */
+    OP_NO_OP
 };
 
 struct flit_mpi_op {
@@ -208,6 +210,7 @@ extern flit_ep_t *mp_ep;
 extern flit_tagged_t *mp_tg;
 int mp_ready(void); /* between MPI_Init and MPI_Finalize */
 int mp_err(MPI_Comm comm, int code, const char *fn);
+int mp_err_handler(MPI_Errhandler h, int code, const char *fn);
 int mp_class_of(flit_status st);
 #define MP_CHECK_INIT(fn)                                                                \
     do {                                                                                 \
@@ -239,11 +242,16 @@ void mp_pack(const void *buf, int count, MPI_Datatype t, void *out);
 /* Unpacks bytes (at most count elements, possibly a partial one). */
 void mp_unpack(const void *in, size_t bytes, void *buf, int count, MPI_Datatype t);
 void mp_type_release(MPI_Datatype t);
+/* The predefined type of code (a basic index, or a pair type's), else NULL;
+   mp_type_code: a predefined type's code, else -1. */
+MPI_Datatype mp_type_predef(int code);
+int mp_type_code(MPI_Datatype t);
 
 /* mpi_p2p.c */
 extern unsigned long mp_progress_count; /* messages handled, requests completed */
 extern uint32_t mp_coll_seq;            /* the running collective's number */
 int mp_p2p_init(void);
+int mp_progress(void); /* one pass of the engine, without blocking */
 void mp_p2p_fini(void);
 /* Checks of a point-to-point call's arguments: an MPI error class or 0. */
 int mp_check_buf(const void *buf, int count, MPI_Datatype t);
@@ -291,5 +299,8 @@ void mp_nbc_yield(void);       /* back to whoever resumed this coroutine */
 int mp_nbc_run(void);          /* resumes them all; 1 when something moved */
 int mp_nbc_live(void);         /* 1 while one has not ended */
 int mp_nbc_drain(void);        /* mpi_p2p.c: waits until none is live */
+
+/* mpi_win.c: one-sided communication */
+flit_status mp_win_init(void); /* its active-message handlers (MPI_Init) */
 
 #endif /* FLIT_MPI_INTERNAL_H */

@@ -21,7 +21,9 @@ struct flit_mpi_op flit_mpi_op_sum = {.id = OP_SUM, .commute = 1, .refs = 1},
                    flit_mpi_op_bor = {.id = OP_BOR, .commute = 1, .refs = 1},
                    flit_mpi_op_bxor = {.id = OP_BXOR, .commute = 1, .refs = 1},
                    flit_mpi_op_maxloc = {.id = OP_MAXLOC, .commute = 1, .refs = 1},
-                   flit_mpi_op_minloc = {.id = OP_MINLOC, .commute = 1, .refs = 1};
+                   flit_mpi_op_minloc = {.id = OP_MINLOC, .commute = 1, .refs = 1},
+                   flit_mpi_op_replace = {.id = OP_REPLACE, .commute = 0, .refs = 1},
+                   flit_mpi_op_no_op = {.id = OP_NO_OP, .commute = 0, .refs = 1};
 
 #define FOR(stmt)                                                                        \
     for (size_t i = 0; i < n; i++)                                                       \

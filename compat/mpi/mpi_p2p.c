@@ -447,6 +447,11 @@ static int progress_poll(void)
     return rc;
 }
 
+int mp_progress(void)
+{
+    return progress_poll();
+}
+
 /* The first receive posted in the tagged layer, or NULL. */
 static MPI_Request first_direct(void)
 {

@@ -162,6 +162,18 @@ size_t mp_basic_size(int basic)
     return basic >= 0 && (size_t)basic < NTYPES ? predefined[basic]->size : 1;
 }
 
+MPI_Datatype mp_type_predef(int code)
+{
+    return code >= 0 && (size_t)code < NTYPES ? predefined[code] : NULL;
+}
+
+int mp_type_code(MPI_Datatype t)
+{
+    if (!t || !t->predefined)
+        return -1;
+    return t->basic >= 0 ? t->basic : t->pair;
+}
+
 int mp_type_ok(MPI_Datatype t)
 {
     mp_type_init();
