@@ -7,16 +7,14 @@
  */
 #include "core/pub_settings.h"
 
-#include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/pub_layer.h"
-#include "util/log.h"
+#include "util/config.h"
 
 /* values[i]: the settings' values of the i-th registered layer, in its
-   order; kept for the process's life, as the registration is. */
+   order, kept for the process's life, as the registration is. */
 static int64_t *values[FLIT_LAYER_MAX];
 
 static bool declared_ok(const flit_layer_setting_t *s)
@@ -25,40 +23,36 @@ static bool declared_ok(const flit_layer_setting_t *s)
            s->def >= s->min && s->def <= s->max;
 }
 
-/* The variable's value, or its default when unset or empty; false for one
-   that is not an integer within the range (logged, with what is allowed). */
-static bool read_one(const flit_layer_setting_t *s, int64_t *out)
-{
-    const char *text = getenv(s->name);
-    *out = s->def;
-    if (!text || !*text)
-        return true;
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 0);
-    if (errno || *end || v < s->min || v > s->max) {
-        fl_error("%s=\"%s\" is not valid: allowed %" PRId64 " .. %" PRId64 " — %s",
-                 s->name, text, s->min, s->max, s->doc ? s->doc : "");
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
+/* Read as every other setting is: the layer's declarations as a table of
+   whole numbers for the engine (util/config.c), so a bad value draws the
+   same message as a transport's, once per job. */
 flit_status fl_pub_settings_read(const flit_layer_t *l, unsigned i)
 {
     for (unsigned k = 0; k < l->nsettings; k++)
         if (!declared_ok(&l->settings[k]))
             return FLIT_ERR_INVALID_ARG;
     int64_t *v = calloc(l->nsettings ? l->nsettings : 1, sizeof *v);
-    if (!v)
-        return FLIT_ERR_NO_MEMORY;
-    bool ok = true;
-    for (unsigned k = 0; k < l->nsettings; k++)
-        ok &= read_one(&l->settings[k], &v[k]);
-    if (!ok) {
+    struct fl_setting *table = calloc(l->nsettings + 1u, sizeof *table);
+    if (!v || !table) {
         free(v);
-        return FLIT_ERR_CONFIG;
+        free(table);
+        return FLIT_ERR_NO_MEMORY;
+    }
+    for (unsigned k = 0; k < l->nsettings; k++) {
+        const flit_layer_setting_t *s = &l->settings[k];
+        table[k] = (struct fl_setting){.name = s->name,
+                                       .kind = FL_SET_INT,
+                                       .value = &v[k],
+                                       .def = s->def,
+                                       .min = s->min,
+                                       .max = s->max,
+                                       .help = s->doc ? s->doc : ""};
+    }
+    flit_status st = fl_config_load_table(table);
+    free(table);
+    if (st != FLIT_OK) {
+        free(v);
+        return st;
     }
     free(values[i]); /* a registration that failed after reading */
     values[i] = v;

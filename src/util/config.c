@@ -350,9 +350,8 @@ static void warn_unknown(void)
 /* Variable i's value from the environment into *val (its default when
    unset); false, with the message naming it, its value and what is allowed,
    when the value is bad. */
-static bool read_var(size_t i, int64_t *val, char *msg, size_t len)
+static bool read_var(const struct fl_setting *v, int64_t *val, char *msg, size_t len)
 {
-    const struct fl_setting *v = vars[i];
     const char *s = getenv(v->name);
     const char *wrong = s && *s ? parse_value(v, s, val) : NULL;
     if (!wrong)
@@ -376,7 +375,7 @@ bool fl_config_next_bad(size_t *i, char *msg, size_t len)
     core_first();
     while (*i < nvars) {
         int64_t val = vars[*i]->def;
-        if (!read_var((*i)++, &val, msg, len))
+        if (!read_var(vars[(*i)++], &val, msg, len))
             return true;
     }
     return false;
@@ -405,31 +404,46 @@ static bool first_task(void)
     return true;
 }
 
+/* Keeps variable v's value from the environment (its default when unset
+   or bad); false for a bad one, logged when speak. */
+static bool load_var(const struct fl_setting *v, bool speak)
+{
+    int64_t val = v->def;
+    char msg[3 * FL_CONFIG_TEXT + 256];
+    bool ok = read_var(v, &val, msg, sizeof msg);
+    if (!ok && speak)
+        fl_error("%s", msg);
+    if (v->kind == FL_SET_TEXT) {
+        const char *t = getenv(v->name);
+        if (!t || !*t || parse_word(t))
+            t = v->text_def ? v->text_def : "";
+        snprintf(v->text, FL_CONFIG_WORD, "%s", t);
+    } else {
+        *v->value = v->kind == FL_SET_KB ? val << 10 : val;
+    }
+    return ok;
+}
+
 flit_status fl_config_load(void)
 {
     core_first();
     flit_status st = FLIT_OK;
     bool speak = first_task();
-    for (size_t i = 0; i < nvars; i++) {
-        const struct fl_setting *v = vars[i];
-        int64_t val = v->def;
-        char msg[3 * FL_CONFIG_TEXT + 256];
-        if (!read_var(i, &val, msg, sizeof msg)) {
-            if (speak)
-                fl_error("%s", msg);
+    for (size_t i = 0; i < nvars; i++)
+        if (!load_var(vars[i], speak))
             st = FLIT_ERR_CONFIG;
-        }
-        if (v->kind == FL_SET_TEXT) {
-            const char *t = getenv(v->name);
-            if (!t || !*t || parse_word(t))
-                t = v->text_def ? v->text_def : "";
-            snprintf(v->text, FL_CONFIG_WORD, "%s", t);
-            continue;
-        }
-        *v->value = v->kind == FL_SET_KB ? val << 10 : val;
-    }
     if (speak) /* a typo, too, is every task's: said once per job */
         warn_unknown();
+    return st;
+}
+
+flit_status fl_config_load_table(const struct fl_setting *table)
+{
+    flit_status st = FLIT_OK;
+    bool speak = first_task();
+    for (size_t i = 0; table[i].name; i++)
+        if (!load_var(&table[i], speak))
+            st = FLIT_ERR_CONFIG;
     return st;
 }
 

@@ -100,6 +100,10 @@ const char *const *fl_config_transports(void);
    or another launcher's task number 0 or unset): the others share the
    setting and return the status silently, so a job says it once. */
 flit_status fl_config_load(void);
+/* The same for one table that is not registered (a public-API layer's,
+   read when the layer registers, after flit_init may have loaded the
+   rest): its values kept, each bad one logged as fl_config_load does. */
+flit_status fl_config_load_table(const struct fl_setting *table);
 /* Set from above (core/pub_layer.c: the settings of layers on the public
    API): whether a FLIT_* name (len bytes) someone else reads; such a
    variable draws no "unknown variable" warning. NULL: none. */
