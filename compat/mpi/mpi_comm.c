@@ -87,6 +87,7 @@ void mp_comm_fini(void)
 
 int MPI_Comm_size(MPI_Comm comm, int *size)
 {
+    MP_LOCKED(PMPI_Comm_size, (comm, size));
     MP_CHECK_INIT("MPI_Comm_size");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_size");
@@ -98,6 +99,7 @@ int MPI_Comm_size(MPI_Comm comm, int *size)
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
+    MP_LOCKED(PMPI_Comm_rank, (comm, rank));
     MP_CHECK_INIT("MPI_Comm_rank");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_rank");
@@ -188,6 +190,7 @@ static int split(MPI_Comm comm, int color, int key, MPI_Comm *out, const char *f
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
+    MP_LOCKED(PMPI_Comm_split, (comm, color, key, newcomm));
     MP_CHECK_INIT("MPI_Comm_split");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_split");
@@ -199,6 +202,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
+    MP_LOCKED(PMPI_Comm_dup, (comm, newcomm));
     MP_CHECK_INIT("MPI_Comm_dup");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_dup");
@@ -225,6 +229,7 @@ static int group_in_comm(MPI_Group group, MPI_Comm comm)
    told apart by its first member) get a communicator in group order. */
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
+    MP_LOCKED(PMPI_Comm_create, (comm, group, newcomm));
     MP_CHECK_INIT("MPI_Comm_create");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_create");
@@ -246,6 +251,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
  */
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
 {
+    MP_LOCKED(PMPI_Comm_create_group, (comm, group, tag, newcomm));
     const char *fn = "MPI_Comm_create_group";
     MP_CHECK_INIT(fn);
     if (!mp_comm_ok(comm))
@@ -290,6 +296,7 @@ void mp_comm_release(MPI_Comm c)
    posted on it keep it (its rank tables) until they complete. */
 int MPI_Comm_free(MPI_Comm *comm)
 {
+    MP_LOCKED(PMPI_Comm_free, (comm));
     MP_CHECK_INIT("MPI_Comm_free");
     if (!comm || !mp_comm_ok(*comm) || (*comm)->predefined)
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_free");
@@ -320,6 +327,7 @@ static int compare_ranks(int n1, const int *w1, int n2, const int *w2)
 
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
+    MP_LOCKED(PMPI_Comm_compare, (comm1, comm2, result));
     MP_CHECK_INIT("MPI_Comm_compare");
     if (!mp_comm_ok(comm1) || !mp_comm_ok(comm2))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_compare");
@@ -357,6 +365,7 @@ static MPI_Group group_new(int n)
 
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
+    MP_LOCKED(PMPI_Comm_group, (comm, group));
     MP_CHECK_INIT("MPI_Comm_group");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_group");
@@ -387,6 +396,7 @@ static int ranks_ok(MPI_Group g, int n, const int *ranks)
 
 int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
 {
+    MP_LOCKED(PMPI_Group_incl, (group, n, ranks, newgroup));
     if (!group_ok(group))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_incl");
     if (!newgroup || !ranks_ok(group, n, ranks))
@@ -402,6 +412,7 @@ int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgrou
 
 int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
 {
+    MP_LOCKED(PMPI_Group_excl, (group, n, ranks, newgroup));
     if (!group_ok(group))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_excl");
     if (!newgroup || !ranks_ok(group, n, ranks))
@@ -423,6 +434,7 @@ int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgrou
 
 int MPI_Group_free(MPI_Group *group)
 {
+    MP_LOCKED(PMPI_Group_free, (group));
     if (!group || !group_ok(*group))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_free");
     MPI_Group g = *group;
@@ -437,6 +449,7 @@ int MPI_Group_free(MPI_Group *group)
 
 int MPI_Group_size(MPI_Group group, int *size)
 {
+    MP_LOCKED(PMPI_Group_size, (group, size));
     if (!group_ok(group))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_size");
     if (!size)
@@ -456,6 +469,7 @@ static int group_rank_of(MPI_Group g, int w)
 
 int MPI_Group_rank(MPI_Group group, int *rank)
 {
+    MP_LOCKED(PMPI_Group_rank, (group, rank));
     if (!group_ok(group))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_rank");
     if (!rank)
@@ -467,6 +481,7 @@ int MPI_Group_rank(MPI_Group group, int *rank)
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
                               MPI_Group group2, int ranks2[])
 {
+    MP_LOCKED(PMPI_Group_translate_ranks, (group1, n, ranks1, group2, ranks2));
     if (!group_ok(group1) || !group_ok(group2))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_translate_ranks");
     if (n < 0 || (n && (!ranks1 || !ranks2)))
@@ -483,6 +498,7 @@ int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
 
 int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result)
 {
+    MP_LOCKED(PMPI_Group_compare, (group1, group2, result));
     if (!group_ok(group1) || !group_ok(group2))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_compare");
     if (!result)
