@@ -7,7 +7,8 @@
  * what lets the peer answer (a lock kept by the blocked thread hangs it);
  * non-blocking sends and receives waited for by several threads at once,
  * in order within each thread; collectives at once on communicators
- * duplicated before the threads start.
+ * duplicated before the threads start; communicators made at once from
+ * those (each must get a context of its own).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -204,6 +205,26 @@ static void *collectives(void *arg)
     return NULL;
 }
 
+/* Communicators made at once from different ones: each its own context
+   (two sharing one would take each other's messages). */
+static void *dups(void *arg)
+{
+    long t = (long)arg;
+    for (int i = 0; i < 10; i++) {
+        MPI_Comm c, s;
+        OK(MPI_Comm_dup(dup[t], &c));
+        OK(MPI_Comm_split(dup[t], 0, -rank, &s)); /* ranks swapped */
+        int r = -1;
+        OK(MPI_Comm_rank(s, &r));
+        CHECK(r == 1 - rank);
+        coll_rounds(c, t, 2);
+        coll_rounds(s, t, 2);
+        OK(MPI_Comm_free(&c));
+        OK(MPI_Comm_free(&s));
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     int provided = -1, level = -1, flag = -1, size;
@@ -234,6 +255,8 @@ int main(int argc, char **argv)
         OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup[t]));
     if (PART("collectives"))
         run_threads(collectives);
+    if (PART("dups"))
+        run_threads(dups);
     for (int t = 0; t < NT; t++)
         OK(MPI_Comm_free(&dup[t]));
     OK(MPI_Finalize());
