@@ -178,8 +178,11 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     if (st != FLIT_OK)
         return init_fail("flit_init", st);
     /* A single-threaded endpoint at every level: under MULTIPLE the
-       library lock keeps its calls one at a time. */
-    if ((st = flit_ep_create(NULL, &mp_ep)) != FLIT_OK)
+       library lock keeps its calls one at a time, and no progress thread
+       (FLIT_PROGRESS_THREAD) may run the handlers outside it. */
+    flit_ep_params_t params = {.field_mask = FLIT_EP_PARAM_PROGRESS_THREAD};
+    if ((st = flit_ep_create(required == MPI_THREAD_MULTIPLE ? &params : NULL, &mp_ep)) !=
+        FLIT_OK)
         return init_fail("flit_ep_create", st);
     flit_handler_t h;
     if ((st = flit_ep_reserve_handlers(mp_ep, 1, &h)) != FLIT_OK)
@@ -210,6 +213,7 @@ int MPI_Initialized(int *flag)
 
 int MPI_Finalized(int *flag)
 {
+    MP_LOCKED(PMPI_Finalized, (flag)); /* MPI_Finalize may be running */
     if (!flag)
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Finalized");
     *flag = finalized;
