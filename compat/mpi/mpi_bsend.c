@@ -15,6 +15,7 @@ static int attached_size = -1; /* -1: none attached */
 
 int MPI_Buffer_attach(void *buffer, int size)
 {
+    MP_LOCKED(PMPI_Buffer_attach, (buffer, size));
     MP_CHECK_INIT("MPI_Buffer_attach");
     if (attached_size >= 0 || (!buffer && size > 0))
         return mp_err(MPI_COMM_NULL, MPI_ERR_BUFFER, "MPI_Buffer_attach");
@@ -29,6 +30,7 @@ int MPI_Buffer_attach(void *buffer, int size)
    attached: NULL and 0. */
 int MPI_Buffer_detach(void *buffer_addr, int *size)
 {
+    MP_LOCKED(PMPI_Buffer_detach, (buffer_addr, size));
     MP_CHECK_INIT("MPI_Buffer_detach");
     if (!buffer_addr || !size)
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Buffer_detach");
@@ -57,6 +59,7 @@ static int buffered(const void *buf, int count, MPI_Datatype t, int dest, int ta
 int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
               MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Bsend, (buf, count, datatype, dest, tag, comm));
     int rc = buffered(buf, count, datatype, dest, tag, comm, "MPI_Bsend");
     return rc ? rc : MPI_Send(buf, count, datatype, dest, tag, comm);
 }
@@ -64,6 +67,7 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Ibsend, (buf, count, datatype, dest, tag, comm, request));
     int rc = buffered(buf, count, datatype, dest, tag, comm, "MPI_Ibsend");
     return rc ? rc : MPI_Isend(buf, count, datatype, dest, tag, comm, request);
 }

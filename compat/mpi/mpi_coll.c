@@ -207,6 +207,7 @@ static int allreduce_bytes(MPI_Comm comm, void **acc, void **tmp, int count,
 
 int MPI_Barrier(MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Barrier, (comm));
     int rc = check_comm(comm, "MPI_Barrier");
     if (rc)
         return rc;
@@ -215,6 +216,7 @@ int MPI_Barrier(MPI_Comm comm)
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Bcast, (buffer, count, datatype, root, comm));
     const char *fn = "MPI_Bcast";
     int rc = check_comm(comm, fn);
     if (rc)
@@ -266,6 +268,7 @@ static int check_reduce(MPI_Comm comm, const void *sendbuf, void *recvbuf, int c
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                MPI_Op op, int root, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Reduce, (sendbuf, recvbuf, count, datatype, op, root, comm));
     const char *fn = "MPI_Reduce";
     int rc = check_comm(comm, fn);
     if (rc)
@@ -292,6 +295,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Allreduce, (sendbuf, recvbuf, count, datatype, op, comm));
     const char *fn = "MPI_Allreduce";
     int rc = check_comm(comm, fn);
     if (rc)
@@ -397,6 +401,8 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                 int root, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Gatherv, (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                             recvtype, root, comm));
     const char *fn = "MPI_Gatherv";
     int rc = check_comm(comm, fn);
     if (rc)
@@ -417,6 +423,8 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Gather,
+              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm));
     int rc = check_comm(comm, "MPI_Gather");
     if (rc)
         return rc;
@@ -436,6 +444,8 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
                  MPI_Datatype sendtype, void *recvbuf, int recvcount,
                  MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Scatterv, (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+                              recvtype, root, comm));
     const char *fn = "MPI_Scatterv";
     int rc = check_comm(comm, fn);
     if (rc)
@@ -456,6 +466,8 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Scatter,
+              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm));
     int rc = check_comm(comm, "MPI_Scatter");
     if (rc)
         return rc;
@@ -489,6 +501,8 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                    void *recvbuf, const int recvcounts[], const int displs[],
                    MPI_Datatype recvtype, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Allgatherv, (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                recvtype, comm));
     const char *fn = "MPI_Allgatherv";
     int rc = check_comm(comm, fn);
     if (rc)
@@ -528,6 +542,8 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Allgather,
+              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
     int rc = check_comm(comm, "MPI_Allgather");
     if (rc)
         return rc;
@@ -668,6 +684,8 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Alltoallv, (sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                               recvcounts, rdispls, recvtype, comm));
     return alltoall_any(sendbuf, sendcounts, sdispls, sendtype, NULL, recvbuf, recvcounts,
                         rdispls, recvtype, NULL, comm, "MPI_Alltoallv");
 }
@@ -677,6 +695,8 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
                   const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Alltoallw, (sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                               recvcounts, rdispls, recvtypes, comm));
     return alltoall_any(sendbuf, sendcounts, sdispls, MPI_DATATYPE_NULL, sendtypes,
                         recvbuf, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes, comm,
                         "MPI_Alltoallw");
@@ -685,6 +705,8 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Alltoall,
+              (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
     int rc = check_comm(comm, "MPI_Alltoall");
     if (rc)
         return rc;
@@ -740,6 +762,7 @@ static int reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Reduce_scatter, (sendbuf, recvbuf, recvcounts, datatype, op, comm));
     int rc = check_comm(comm, "MPI_Reduce_scatter");
     if (rc)
         return rc;
@@ -752,6 +775,8 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Reduce_scatter_block,
+              (sendbuf, recvbuf, recvcount, datatype, op, comm));
     const char *fn = "MPI_Reduce_scatter_block";
     int rc = check_comm(comm, fn);
     if (rc)
@@ -826,6 +851,7 @@ static int scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, M
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
              MPI_Op op, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Scan, (sendbuf, recvbuf, count, datatype, op, comm));
     return scan(sendbuf, recvbuf, count, datatype, op, comm, 0, "MPI_Scan");
 }
 
@@ -833,6 +859,7 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                MPI_Op op, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Exscan, (sendbuf, recvbuf, count, datatype, op, comm));
     return scan(sendbuf, recvbuf, count, datatype, op, comm, 1, "MPI_Exscan");
 }
 

@@ -17,7 +17,7 @@ struct flit_mpi_group flit_mpi_group_empty = {.size = 0, .predefined = 1, .refs 
 
 static uint32_t next_ctx;
 
-enum { T_CTX = 1, T_CTX_RESULT = 2 };
+enum { T_CTX = 1, T_CTX_RESULT = 2, T_CTX_OK = 3, T_CTX_OK_RESULT = 4 };
 
 int mp_comm_ok(MPI_Comm comm)
 {
@@ -87,6 +87,7 @@ void mp_comm_fini(void)
 
 int MPI_Comm_size(MPI_Comm comm, int *size)
 {
+    MP_LOCKED(PMPI_Comm_size, (comm, size));
     MP_CHECK_INIT("MPI_Comm_size");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_size");
@@ -98,6 +99,7 @@ int MPI_Comm_size(MPI_Comm comm, int *size)
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
+    MP_LOCKED(PMPI_Comm_rank, (comm, rank));
     MP_CHECK_INIT("MPI_Comm_rank");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_rank");
@@ -111,21 +113,21 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank)
  * Collective over comm: every rank's n ints to all (rank 0 gathers them
  * and sends the whole table back), the table in out (comm->size * n).
  */
-static int allgather_ints(MPI_Comm comm, const int *mine, int n, int *out)
+static int allgather_ints(MPI_Comm comm, const int *mine, int n, int *out, int tag)
 {
     size_t bytes = (size_t)n * sizeof(int);
     int rc = MPI_SUCCESS;
     if (comm->rank != 0) {
-        rc = mp_coll_send(comm, 0, T_CTX, mine, bytes);
+        rc = mp_coll_send(comm, 0, tag, mine, bytes);
         if (!rc)
-            rc = mp_coll_recv(comm, 0, T_CTX_RESULT, out, bytes * (size_t)comm->size);
+            rc = mp_coll_recv(comm, 0, tag + 1, out, bytes * (size_t)comm->size);
         return rc;
     }
     memcpy(out, mine, bytes);
     for (int r = 1; r < comm->size && !rc; r++)
-        rc = mp_coll_recv(comm, r, T_CTX, out + (size_t)r * n, bytes);
+        rc = mp_coll_recv(comm, r, tag, out + (size_t)r * n, bytes);
     for (int r = 1; r < comm->size && !rc; r++)
-        rc = mp_coll_send(comm, r, T_CTX_RESULT, out, bytes * (size_t)comm->size);
+        rc = mp_coll_send(comm, r, tag + 1, out, bytes * (size_t)comm->size);
     return rc;
 }
 
@@ -142,15 +144,95 @@ static int by_key(const void *a, const void *b)
     return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
+/*
+ * Under MPI_THREAD_MULTIPLE threads agree on contexts at once (over
+ * different communicators), each giving the lock up while it waits, so
+ * two agreements could end on one context. Each proposal is reserved here
+ * (marked taken, next_ctx moved past it) when made; the largest proposal
+ * of the members is then checked by each of them: its own proposal, or
+ * one no other agreement of this process has taken. When every member
+ * finds it free it is the context; else the members propose again, above
+ * it. Contexts are never reused: the bits are never cleared but for a
+ * context one member refused.
+ */
+static unsigned char ctx_taken[CTX_MAX / 16 + 1];
+
+static int taken(uint32_t c)
+{
+    return ctx_taken[c / 16] >> (c / 2 % 8) & 1;
+}
+
+static void take(uint32_t c, int on)
+{
+    if (on)
+        ctx_taken[c / 16] |= (unsigned char)(1u << (c / 2 % 8));
+    else
+        ctx_taken[c / 16] &= (unsigned char)~(1u << (c / 2 % 8));
+}
+
+/* A context proposed by this rank, reserved under MULTIPLE. */
+static uint32_t ctx_propose(void)
+{
+    uint32_t c = next_ctx;
+    if (mp_mt && c + 2 <= CTX_MAX) {
+        take(c, 1);
+        next_ctx = c + 2;
+    }
+    return c;
+}
+
+/* The largest of the members' proposals mine (into *ctx). */
+static int ctx_max(MPI_Comm comm, uint32_t mine, uint32_t *ctx)
+{
+    int *all = malloc((size_t)comm->size * sizeof *all), p = (int)mine;
+    int rc = all ? allgather_ints(comm, &p, 1, all, T_CTX) : MPI_ERR_NO_MEM;
+    *ctx = 0;
+    for (int r = 0; !rc && r < comm->size; r++)
+        if ((uint32_t)all[r] > *ctx)
+            *ctx = (uint32_t)all[r];
+    free(all);
+    return rc;
+}
+
+/* MULTIPLE: *ctx, the members' largest proposal (this rank's: mine),
+   checked by every member; another when one refuses it. */
+static int ctx_confirm(MPI_Comm comm, uint32_t mine, uint32_t *ctx)
+{
+    int *oks = malloc((size_t)comm->size * sizeof *oks), rc = oks ? 0 : MPI_ERR_NO_MEM;
+    while (!rc && *ctx + 2 <= CTX_MAX) {
+        uint32_t v = *ctx;
+        int fresh = v != mine && !taken(v), ok = v == mine || fresh, all_ok = 1;
+        if (fresh)
+            take(v, 1);
+        rc = allgather_ints(comm, &ok, 1, oks, T_CTX_OK);
+        for (int r = 0; !rc && r < comm->size; r++)
+            all_ok &= oks[r];
+        if (rc || all_ok) {
+            if (!rc && next_ctx < v + 2)
+                next_ctx = v + 2;
+            break;
+        }
+        if (fresh)
+            take(v, 0);
+        if (next_ctx < v + 2)
+            next_ctx = v + 2;
+        mine = ctx_propose();
+        rc = ctx_max(comm, mine, ctx);
+    }
+    free(oks);
+    return rc;
+}
+
 /* Collective over comm: the new communicator of the ranks of this rank's
    color (MPI_UNDEFINED: none, *out MPI_COMM_NULL), ordered by key then
    rank. */
 static int split(MPI_Comm comm, int color, int key, MPI_Comm *out, const char *fn)
 {
-    int mine[3] = {color, key, (int)next_ctx};
+    uint32_t proposal = ctx_propose();
+    int mine[3] = {color, key, (int)proposal};
     int *all = malloc((size_t)comm->size * sizeof mine);
     struct member *m = malloc((size_t)comm->size * sizeof *m);
-    int rc = all && m ? allgather_ints(comm, mine, 3, all) : MPI_ERR_NO_MEM;
+    int rc = all && m ? allgather_ints(comm, mine, 3, all, T_CTX) : MPI_ERR_NO_MEM;
     uint32_t ctx = 0;
     int n = 0;
     for (int r = 0; !rc && r < comm->size; r++) {
@@ -159,10 +241,12 @@ static int split(MPI_Comm comm, int color, int key, MPI_Comm *out, const char *f
         if (color != MPI_UNDEFINED && all[3 * r] == color)
             m[n++] = (struct member){color, all[3 * r + 1], r};
     }
+    if (!rc && mp_mt)
+        rc = ctx_confirm(comm, proposal, &ctx);
     if (!rc && ctx + 2 > CTX_MAX)
         rc = MPI_ERR_INTERN; /* every context used */
     free(all);
-    if (!rc)
+    if (!rc && next_ctx < ctx + 2)
         next_ctx = ctx + 2;
     if (rc || color == MPI_UNDEFINED) {
         free(m);
@@ -188,6 +272,7 @@ static int split(MPI_Comm comm, int color, int key, MPI_Comm *out, const char *f
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
+    MP_LOCKED(PMPI_Comm_split, (comm, color, key, newcomm));
     MP_CHECK_INIT("MPI_Comm_split");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_split");
@@ -199,6 +284,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
+    MP_LOCKED(PMPI_Comm_dup, (comm, newcomm));
     MP_CHECK_INIT("MPI_Comm_dup");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_dup");
@@ -225,6 +311,7 @@ static int group_in_comm(MPI_Group group, MPI_Comm comm)
    told apart by its first member) get a communicator in group order. */
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
+    MP_LOCKED(PMPI_Comm_create, (comm, group, newcomm));
     MP_CHECK_INIT("MPI_Comm_create");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_create");
@@ -246,6 +333,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
  */
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
 {
+    MP_LOCKED(PMPI_Comm_create_group, (comm, group, tag, newcomm));
     const char *fn = "MPI_Comm_create_group";
     MP_CHECK_INIT(fn);
     if (!mp_comm_ok(comm))
@@ -290,6 +378,7 @@ void mp_comm_release(MPI_Comm c)
    posted on it keep it (its rank tables) until they complete. */
 int MPI_Comm_free(MPI_Comm *comm)
 {
+    MP_LOCKED(PMPI_Comm_free, (comm));
     MP_CHECK_INIT("MPI_Comm_free");
     if (!comm || !mp_comm_ok(*comm) || (*comm)->predefined)
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_free");
@@ -320,6 +409,7 @@ static int compare_ranks(int n1, const int *w1, int n2, const int *w2)
 
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
+    MP_LOCKED(PMPI_Comm_compare, (comm1, comm2, result));
     MP_CHECK_INIT("MPI_Comm_compare");
     if (!mp_comm_ok(comm1) || !mp_comm_ok(comm2))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_compare");
@@ -357,6 +447,7 @@ static MPI_Group group_new(int n)
 
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
+    MP_LOCKED(PMPI_Comm_group, (comm, group));
     MP_CHECK_INIT("MPI_Comm_group");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_group");
@@ -387,6 +478,7 @@ static int ranks_ok(MPI_Group g, int n, const int *ranks)
 
 int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
 {
+    MP_LOCKED(PMPI_Group_incl, (group, n, ranks, newgroup));
     if (!group_ok(group))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_incl");
     if (!newgroup || !ranks_ok(group, n, ranks))
@@ -402,6 +494,7 @@ int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgrou
 
 int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
 {
+    MP_LOCKED(PMPI_Group_excl, (group, n, ranks, newgroup));
     if (!group_ok(group))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_excl");
     if (!newgroup || !ranks_ok(group, n, ranks))
@@ -423,6 +516,7 @@ int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgrou
 
 int MPI_Group_free(MPI_Group *group)
 {
+    MP_LOCKED(PMPI_Group_free, (group));
     if (!group || !group_ok(*group))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_free");
     MPI_Group g = *group;
@@ -437,6 +531,7 @@ int MPI_Group_free(MPI_Group *group)
 
 int MPI_Group_size(MPI_Group group, int *size)
 {
+    MP_LOCKED(PMPI_Group_size, (group, size));
     if (!group_ok(group))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_size");
     if (!size)
@@ -456,6 +551,7 @@ static int group_rank_of(MPI_Group g, int w)
 
 int MPI_Group_rank(MPI_Group group, int *rank)
 {
+    MP_LOCKED(PMPI_Group_rank, (group, rank));
     if (!group_ok(group))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_rank");
     if (!rank)
@@ -467,6 +563,7 @@ int MPI_Group_rank(MPI_Group group, int *rank)
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
                               MPI_Group group2, int ranks2[])
 {
+    MP_LOCKED(PMPI_Group_translate_ranks, (group1, n, ranks1, group2, ranks2));
     if (!group_ok(group1) || !group_ok(group2))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_translate_ranks");
     if (n < 0 || (n && (!ranks1 || !ranks2)))
@@ -483,6 +580,7 @@ int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
 
 int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result)
 {
+    MP_LOCKED(PMPI_Group_compare, (group1, group2, result));
     if (!group_ok(group1) || !group_ok(group2))
         return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, "MPI_Group_compare");
     if (!result)

@@ -4,6 +4,9 @@
  * the whole job (every communicator's traffic, told apart by its context
  * bits in the tag), error classes and handlers, clocks.
  */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,50 @@ flit_ep_t *mp_ep;
 flit_tagged_t *mp_tg;
 
 static int initialized, finalized, thread_level;
+static pthread_t main_thread; /* the one that called MPI_Init_thread */
+
+/* ---- the library lock (MPI_THREAD_MULTIPLE; mpi_internal.h) ---- */
+
+int mp_mt;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* The holder: written under the lock, read by any thread (a thread finds
+   itself there only if it holds the lock). */
+static _Atomic(pthread_t) owner;
+static unsigned idle_passes; /* under the lock: waits' idle passes in a row */
+
+int mp_lock_enter(void)
+{
+    pthread_t self = pthread_self();
+    if (pthread_equal(atomic_load_explicit(&owner, memory_order_relaxed), self))
+        return 0;
+    pthread_mutex_lock(&lock);
+    atomic_store_explicit(&owner, self, memory_order_relaxed);
+    return 1;
+}
+
+void mp_lock_leave(void)
+{
+    atomic_store_explicit(&owner, (pthread_t)0, memory_order_relaxed);
+    pthread_mutex_unlock(&lock);
+}
+
+void mp_mt_pause(int idle)
+{
+    if (!mp_mt || mp_nbc_inside())
+        return;
+    /* the running collective's number is the waiting thread's own */
+    uint32_t seq = mp_coll_seq;
+    unsigned passes = idle ? ++idle_passes : (idle_passes = 0);
+    mp_lock_leave();
+    if (passes < 64) {
+        sched_yield();
+    } else { /* nothing moved for a while: let the cores go */
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+    mp_lock_enter();
+    mp_coll_seq = seq;
+}
 
 struct flit_mpi_errhandler flit_mpi_errors_are_fatal = {.fatal = 1};
 struct flit_mpi_errhandler flit_mpi_errors_return = {.fatal = 0};
@@ -130,9 +177,12 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     flit_status st = flit_init(NULL);
     if (st != FLIT_OK)
         return init_fail("flit_init", st);
-    /* One thread at a time on a single-threaded endpoint: SERIALIZED at most
-       (flit detects concurrent entry, this library has no locks yet). */
-    if ((st = flit_ep_create(NULL, &mp_ep)) != FLIT_OK)
+    /* A single-threaded endpoint at every level: under MULTIPLE the
+       library lock keeps its calls one at a time, and no progress thread
+       (FLIT_PROGRESS_THREAD) may run the handlers outside it. */
+    flit_ep_params_t params = {.field_mask = FLIT_EP_PARAM_PROGRESS_THREAD};
+    if ((st = flit_ep_create(required == MPI_THREAD_MULTIPLE ? &params : NULL, &mp_ep)) !=
+        FLIT_OK)
         return init_fail("flit_ep_create", st);
     flit_handler_t h;
     if ((st = flit_ep_reserve_handlers(mp_ep, 1, &h)) != FLIT_OK)
@@ -145,7 +195,9 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
         return init_fail("memory for the library's tables", FLIT_ERR_NO_MEMORY);
     if ((st = mp_win_init()) != FLIT_OK)
         return init_fail("the one-sided handlers", st);
-    thread_level = required > MPI_THREAD_SERIALIZED ? MPI_THREAD_SERIALIZED : required;
+    thread_level = required;
+    main_thread = pthread_self();
+    mp_mt = required == MPI_THREAD_MULTIPLE;
     *provided = thread_level;
     initialized = 1;
     return MPI_SUCCESS;
@@ -161,6 +213,7 @@ int MPI_Initialized(int *flag)
 
 int MPI_Finalized(int *flag)
 {
+    MP_LOCKED(PMPI_Finalized, (flag)); /* MPI_Finalize may be running */
     if (!flag)
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Finalized");
     *flag = finalized;
@@ -171,6 +224,7 @@ int MPI_Finalized(int *flag)
    rank's messages to the others received before anyone leaves. */
 int MPI_Finalize(void)
 {
+    MP_LOCKED(PMPI_Finalize, ());
     MP_CHECK_INIT("MPI_Finalize");
     /* collectives whose requests were freed still owe their messages */
     int rc = mp_nbc_drain();
@@ -260,12 +314,13 @@ int MPI_Is_thread_main(int *flag)
     MP_CHECK_INIT("MPI_Is_thread_main");
     if (!flag)
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Is_thread_main");
-    *flag = 1; /* at most SERIALIZED: the program's calls are its main thread's */
+    *flag = pthread_equal(pthread_self(), main_thread) != 0;
     return MPI_SUCCESS;
 }
 
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
+    MP_LOCKED(PMPI_Comm_set_errhandler, (comm, errhandler));
     MP_CHECK_INIT("MPI_Comm_set_errhandler");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_set_errhandler");
@@ -277,6 +332,7 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
+    MP_LOCKED(PMPI_Comm_get_errhandler, (comm, errhandler));
     MP_CHECK_INIT("MPI_Comm_get_errhandler");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_get_errhandler");
@@ -289,6 +345,7 @@ int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 /* The predefined handlers are never freed: the handle is just set null. */
 int MPI_Errhandler_free(MPI_Errhandler *errhandler)
 {
+    MP_LOCKED(PMPI_Errhandler_free, (errhandler));
     if (!errhandler ||
         (*errhandler != MPI_ERRORS_ARE_FATAL && *errhandler != MPI_ERRORS_RETURN))
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Errhandler_free");
@@ -314,6 +371,7 @@ int MPI_Error_class(int errorcode, int *errorclass)
 
 int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
 {
+    MP_LOCKED(PMPI_Comm_get_attr, (comm, keyval, attribute_val, flag));
     static int tag_ub = MPI_TAG_UB_VALUE, wtime_global = 0;
     MP_CHECK_INIT("MPI_Comm_get_attr");
     if (!mp_comm_ok(comm))

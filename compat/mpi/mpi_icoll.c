@@ -14,6 +14,7 @@ static int run_barrier(const mp_coll_args *a)
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Ibarrier, (comm, request));
     mp_coll_args a = {.comm = comm};
     return mp_nbc_start(run_barrier, &a, request, "MPI_Ibarrier");
 }
@@ -26,6 +27,7 @@ static int run_bcast(const mp_coll_args *a)
 int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Ibcast, (buffer, count, datatype, root, comm, request));
     mp_coll_args a = {
         .rbuf = buffer, .rcount = count, .rtype = datatype, .root = root, .comm = comm};
     return mp_nbc_start(run_bcast, &a, request, "MPI_Ibcast");
@@ -53,6 +55,7 @@ static int run_reduce(const mp_coll_args *a)
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                 MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Ireduce, (sendbuf, recvbuf, count, datatype, op, root, comm, request));
     mp_coll_args a = reduction(sendbuf, recvbuf, count, datatype, op, root, comm);
     return mp_nbc_start(run_reduce, &a, request, "MPI_Ireduce");
 }
@@ -65,6 +68,7 @@ static int run_allreduce(const mp_coll_args *a)
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                    MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Iallreduce, (sendbuf, recvbuf, count, datatype, op, comm, request));
     mp_coll_args a = reduction(sendbuf, recvbuf, count, datatype, op, 0, comm);
     return mp_nbc_start(run_allreduce, &a, request, "MPI_Iallreduce");
 }
@@ -79,6 +83,8 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                               MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Ireduce_scatter_block,
+              (sendbuf, recvbuf, recvcount, datatype, op, comm, request));
     mp_coll_args a = reduction(sendbuf, recvbuf, recvcount, datatype, op, 0, comm);
     return mp_nbc_start(run_reduce_scatter_block, &a, request,
                         "MPI_Ireduce_scatter_block");
@@ -93,6 +99,8 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                         MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Ireduce_scatter,
+              (sendbuf, recvbuf, recvcounts, datatype, op, comm, request));
     mp_coll_args a = reduction(sendbuf, recvbuf, 0, datatype, op, 0, comm);
     a.rcounts = recvcounts;
     return mp_nbc_start(run_reduce_scatter, &a, request, "MPI_Ireduce_scatter");
@@ -106,6 +114,7 @@ static int run_scan(const mp_coll_args *a)
 int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
               MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Iscan, (sendbuf, recvbuf, count, datatype, op, comm, request));
     mp_coll_args a = reduction(sendbuf, recvbuf, count, datatype, op, 0, comm);
     return mp_nbc_start(run_scan, &a, request, "MPI_Iscan");
 }
@@ -118,6 +127,7 @@ static int run_exscan(const mp_coll_args *a)
 int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                 MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Iexscan, (sendbuf, recvbuf, count, datatype, op, comm, request));
     mp_coll_args a = reduction(sendbuf, recvbuf, count, datatype, op, 0, comm);
     return mp_nbc_start(run_exscan, &a, request, "MPI_Iexscan");
 }
@@ -148,6 +158,8 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                 MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Igather, (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                             root, comm, request));
     mp_coll_args a =
         movement(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     return mp_nbc_start(run_gather, &a, request, "MPI_Igather");
@@ -163,6 +175,8 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                  int root, MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Igatherv, (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                              recvtype, root, comm, request));
     mp_coll_args a =
         movement(sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, root, comm);
     a.rcounts = recvcounts, a.rdispls = displs;
@@ -179,6 +193,8 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                  MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Iscatter, (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                              root, comm, request));
     mp_coll_args a =
         movement(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     return mp_nbc_start(run_scatter, &a, request, "MPI_Iscatter");
@@ -194,6 +210,8 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[
                   MPI_Datatype sendtype, void *recvbuf, int recvcount,
                   MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Iscatterv, (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+                               recvtype, root, comm, request));
     mp_coll_args a =
         movement(sendbuf, 0, sendtype, recvbuf, recvcount, recvtype, root, comm);
     a.scounts = sendcounts, a.sdispls = displs;
@@ -210,6 +228,8 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                    MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Iallgather, (sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                recvtype, comm, request));
     mp_coll_args a =
         movement(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm);
     return mp_nbc_start(run_allgather, &a, request, "MPI_Iallgather");
@@ -225,6 +245,8 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                     void *recvbuf, const int recvcounts[], const int displs[],
                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Iallgatherv, (sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                 displs, recvtype, comm, request));
     mp_coll_args a =
         movement(sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, 0, comm);
     a.rcounts = recvcounts, a.rdispls = displs;
@@ -241,6 +263,8 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                   MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Ialltoall, (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                               comm, request));
     mp_coll_args a =
         movement(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm);
     return mp_nbc_start(run_alltoall, &a, request, "MPI_Ialltoall");
@@ -257,6 +281,8 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
                    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                    MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Ialltoallv, (sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                recvcounts, rdispls, recvtype, comm, request));
     mp_coll_args a = movement(sendbuf, 0, sendtype, recvbuf, 0, recvtype, 0, comm);
     a.scounts = sendcounts, a.sdispls = sdispls;
     a.rcounts = recvcounts, a.rdispls = rdispls;
@@ -274,6 +300,8 @@ int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispl
                    const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                    MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Ialltoallw, (sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                recvcounts, rdispls, recvtypes, comm, request));
     mp_coll_args a = {.sbuf = sendbuf,
                       .scounts = sendcounts,
                       .sdispls = sdispls,

@@ -212,6 +212,35 @@ int mp_ready(void); /* between MPI_Init and MPI_Finalize */
 int mp_err(MPI_Comm comm, int code, const char *fn);
 int mp_err_handler(MPI_Errhandler h, int code, const char *fn);
 int mp_class_of(flit_status st);
+/*
+ * MPI_THREAD_MULTIPLE: one library lock. Every entry point that touches
+ * the library's state begins with MP_LOCKED(PMPI_X, (its arguments)):
+ * when MULTIPLE was granted and this thread does not hold the lock yet
+ * it takes it, calls PMPI_X (the same code, which finds the lock held and
+ * goes on), gives the lock back and returns what it returned. An MPI call
+ * made from inside the library, or from a handler, is already under it.
+ * Below MULTIPLE it costs a test of mp_mt and keeps the function as it
+ * was (its tail calls too). Every flit call is made under the lock, so
+ * the endpoint stays single-threaded. A wait gives the lock up between its
+ * passes (mp_mt_pause) so that other threads run their calls meanwhile.
+ */
+/* MULTIPLE was granted; set once, in MPI_Init_thread. Hidden: read
+   without the global offset table. */
+extern int mp_mt __attribute__((visibility("hidden")));
+int mp_lock_enter(void); /* 1 when it took the lock, 0 when this thread held it */
+void mp_lock_leave(void);
+#define MP_LOCKED(pmpi_fn, args)                                                         \
+    do {                                                                                 \
+        if (__builtin_expect(mp_mt, 0) && mp_lock_enter()) {                             \
+            int rc_locked_ = pmpi_fn args;                                               \
+            mp_lock_leave();                                                             \
+            return rc_locked_;                                                           \
+        }                                                                                \
+    } while (0)
+/* Under MULTIPLE, outside a coroutine: gives the lock up, lets the other
+   threads run (sleeps a little after idle passes in a row; idle: the pass
+   before it moved nothing), takes the lock back. Else nothing. */
+void mp_mt_pause(int idle);
 #define MP_CHECK_INIT(fn)                                                                \
     do {                                                                                 \
         if (!mp_ready())                                                                 \

@@ -183,6 +183,7 @@ int mp_op_apply(MPI_Op op, const void *in, void *io, int count, MPI_Datatype t)
 
 int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 {
+    MP_LOCKED(PMPI_Op_create, (user_fn, commute, op));
     if (!user_fn || !op)
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Op_create");
     MPI_Op o = calloc(1, sizeof *o);
@@ -196,6 +197,7 @@ int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 
 int MPI_Op_free(MPI_Op *op)
 {
+    MP_LOCKED(PMPI_Op_free, (op));
     if (!op || !*op || !(*op)->fn || (*op)->refs <= 0)
         return mp_err(MPI_COMM_NULL, MPI_ERR_OP, "MPI_Op_free");
     (*op)->refs = 0;
@@ -206,6 +208,7 @@ int MPI_Op_free(MPI_Op *op)
 
 int MPI_Op_commutative(MPI_Op op, int *commute)
 {
+    MP_LOCKED(PMPI_Op_commutative, (op, commute));
     if (!op || op->refs <= 0)
         return mp_err(MPI_COMM_NULL, MPI_ERR_OP, "MPI_Op_commutative");
     if (!commute)

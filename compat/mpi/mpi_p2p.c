@@ -483,6 +483,16 @@ static int wait_direct(MPI_Request w)
     return engine_pass();
 }
 
+/* MPI_THREAD_MULTIPLE's wait: a pass, then the lock goes to the other
+   threads for a while. */
+static int mt_pass(void)
+{
+    unsigned long before = mp_progress_count;
+    int rc = progress_poll();
+    mp_mt_pause(mp_progress_count == before);
+    return rc;
+}
+
 /* What MPI_Probe waits for: a message through the engine. */
 static struct flit_mpi_request probe_waiter = {.kind = R_RECV};
 
@@ -496,7 +506,9 @@ static struct flit_mpi_request probe_waiter = {.kind = R_RECV};
    w: the request the caller waits for, which says where to wait: in the
    tagged layer for a receive posted there; for NULL or a collective, on
    the first such receive (a coroutine's, say) if there is one; else for
-   a message through the engine. */
+   a message through the engine. Under MPI_THREAD_MULTIPLE no wait blocks
+   in flit, which would keep the lock: a pass without blocking, then the
+   lock is given up for a while (mp_mt_pause). */
 static int progress_wait(MPI_Request w)
 {
     if (mp_nbc_inside()) {
@@ -507,6 +519,8 @@ static int progress_wait(MPI_Request w)
         return MPI_SUCCESS;
     if (!w || w->kind == R_COLL)
         w = first_direct();
+    if (__builtin_expect(mp_mt, 0))
+        return mt_pass();
     if (w && w->treq)
         return wait_direct(w);
     /* a bounded wait: a peer's death (which no message announces) is
@@ -827,6 +841,7 @@ static MPI_Comm comm_of(MPI_Request r)
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
+    MP_LOCKED(PMPI_Wait, (request, status));
     MP_CHECK_INIT("MPI_Wait");
     if (!request)
         return mp_err(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Wait");
@@ -836,6 +851,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
+    MP_LOCKED(PMPI_Test, (request, flag, status));
     MP_CHECK_INIT("MPI_Test");
     if (!request || !flag)
         return mp_err(MPI_COMM_NULL, !request ? MPI_ERR_REQUEST : MPI_ERR_ARG,
@@ -915,6 +931,7 @@ static int all_complete(int count, MPI_Request reqs[])
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
+    MP_LOCKED(PMPI_Waitall, (count, requests, statuses));
     MP_CHECK_INIT("MPI_Waitall");
     int rc = check_array(count, requests, "MPI_Waitall");
     if (rc)
@@ -928,6 +945,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
+    MP_LOCKED(PMPI_Testall, (count, requests, flag, statuses));
     MP_CHECK_INIT("MPI_Testall");
     int rc = check_array(count, requests, "MPI_Testall");
     if (rc)
@@ -988,6 +1006,7 @@ static int any(int count, MPI_Request requests[], int *index, int *flag,
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
+    MP_LOCKED(PMPI_Waitany, (count, requests, index, status));
     int flag;
     return any(count, requests, index, &flag, status, 1, "MPI_Waitany");
 }
@@ -995,6 +1014,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
                 MPI_Status *status)
 {
+    MP_LOCKED(PMPI_Testany, (count, requests, index, flag, status));
     return any(count, requests, index, flag, status, 0, "MPI_Testany");
 }
 
@@ -1037,17 +1057,20 @@ static int some(int count, MPI_Request requests[], int *outcount, int indices[],
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
+    MP_LOCKED(PMPI_Waitsome, (incount, requests, outcount, indices, statuses));
     return some(incount, requests, outcount, indices, statuses, 1, "MPI_Waitsome");
 }
 
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
+    MP_LOCKED(PMPI_Testsome, (incount, requests, outcount, indices, statuses));
     return some(incount, requests, outcount, indices, statuses, 0, "MPI_Testsome");
 }
 
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
+    MP_LOCKED(PMPI_Request_get_status, (request, flag, status));
     MP_CHECK_INIT("MPI_Request_get_status");
     if (!flag)
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Request_get_status");
@@ -1070,6 +1093,7 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
    would have (eager sends are gone already). */
 int MPI_Cancel(MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Cancel, (request));
     MP_CHECK_INIT("MPI_Cancel");
     if (!request || inert(*request))
         return mp_err(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Cancel");
@@ -1096,6 +1120,7 @@ int MPI_Cancel(MPI_Request *request)
 
 int MPI_Test_cancelled(const MPI_Status *status, int *flag)
 {
+    MP_LOCKED(PMPI_Test_cancelled, (status, flag));
     if (!status || !flag)
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Test_cancelled");
     *flag = status->flit_cancelled;
@@ -1104,6 +1129,7 @@ int MPI_Test_cancelled(const MPI_Status *status, int *flag)
 
 int MPI_Request_free(MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Request_free, (request));
     MP_CHECK_INIT("MPI_Request_free");
     if (!request || !*request)
         return mp_err(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Request_free");
@@ -1123,6 +1149,7 @@ int MPI_Request_free(MPI_Request *request)
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
               MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Isend, (buf, count, datatype, dest, tag, comm, request));
     return make(R_SEND, 0, 0, buf, count, datatype, dest, tag, comm, request,
                 "MPI_Isend");
 }
@@ -1130,6 +1157,7 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Irsend, (buf, count, datatype, dest, tag, comm, request));
     return make(R_SEND, 0, 0, buf, count, datatype, dest, tag, comm, request,
                 "MPI_Irsend");
 }
@@ -1137,6 +1165,7 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Issend, (buf, count, datatype, dest, tag, comm, request));
     return make(R_SEND, 1, 0, buf, count, datatype, dest, tag, comm, request,
                 "MPI_Issend");
 }
@@ -1144,6 +1173,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
               MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Irecv, (buf, count, datatype, source, tag, comm, request));
     return make(R_RECV, 0, 0, buf, count, datatype, source, tag, comm, request,
                 "MPI_Irecv");
 }
@@ -1151,6 +1181,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
 int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                   MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Send_init, (buf, count, datatype, dest, tag, comm, request));
     return make(R_SEND, 0, 1, buf, count, datatype, dest, tag, comm, request,
                 "MPI_Send_init");
 }
@@ -1158,6 +1189,7 @@ int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, i
 int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                    MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Ssend_init, (buf, count, datatype, dest, tag, comm, request));
     return make(R_SEND, 1, 1, buf, count, datatype, dest, tag, comm, request,
                 "MPI_Ssend_init");
 }
@@ -1165,12 +1197,14 @@ int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, 
 int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
                   MPI_Comm comm, MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Recv_init, (buf, count, datatype, source, tag, comm, request));
     return make(R_RECV, 0, 1, buf, count, datatype, source, tag, comm, request,
                 "MPI_Recv_init");
 }
 
 int MPI_Start(MPI_Request *request)
 {
+    MP_LOCKED(PMPI_Start, (request));
     MP_CHECK_INIT("MPI_Start");
     if (!request || !*request || !(*request)->persistent || (*request)->active)
         return mp_err(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Start");
@@ -1179,6 +1213,7 @@ int MPI_Start(MPI_Request *request)
 
 int MPI_Startall(int count, MPI_Request requests[])
 {
+    MP_LOCKED(PMPI_Startall, (count, requests));
     int rc = check_array(count, requests, "MPI_Startall");
     for (int i = 0; !rc && i < count; i++)
         rc = MPI_Start(&requests[i]);
@@ -1240,6 +1275,7 @@ static int blocking(enum mp_req_kind kind, int sync, void *buf, int count, MPI_D
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
              MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Send, (buf, count, datatype, dest, tag, comm));
     return blocking(R_SEND, 0, (void *)buf, count, datatype, dest, tag, comm, NULL,
                     "MPI_Send");
 }
@@ -1247,6 +1283,7 @@ int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int ta
 int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
               MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Rsend, (buf, count, datatype, dest, tag, comm));
     return blocking(R_SEND, 0, (void *)buf, count, datatype, dest, tag, comm, NULL,
                     "MPI_Rsend");
 }
@@ -1254,6 +1291,7 @@ int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
               MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Ssend, (buf, count, datatype, dest, tag, comm));
     return blocking(R_SEND, 1, (void *)buf, count, datatype, dest, tag, comm, NULL,
                     "MPI_Ssend");
 }
@@ -1261,6 +1299,7 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
              MPI_Comm comm, MPI_Status *status)
 {
+    MP_LOCKED(PMPI_Recv, (buf, count, datatype, source, tag, comm, status));
     return blocking(R_RECV, 0, buf, count, datatype, source, tag, comm, status,
                     "MPI_Recv");
 }
@@ -1269,6 +1308,8 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
                  int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                  int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
+    MP_LOCKED(PMPI_Sendrecv, (sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                              recvcount, recvtype, source, recvtag, comm, status));
     MPI_Request r;
     int rc = make(R_RECV, 0, 0, recvbuf, recvcount, recvtype, source, recvtag, comm, &r,
                   "MPI_Sendrecv");
@@ -1287,6 +1328,8 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
                          int sendtag, int source, int recvtag, MPI_Comm comm,
                          MPI_Status *status)
 {
+    MP_LOCKED(PMPI_Sendrecv_replace,
+              (buf, count, datatype, dest, sendtag, source, recvtag, comm, status));
     MP_CHECK_INIT("MPI_Sendrecv_replace");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Sendrecv_replace");
@@ -1361,17 +1404,20 @@ static int probe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *stat
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
+    MP_LOCKED(PMPI_Iprobe, (source, tag, comm, flag, status));
     return probe(source, tag, comm, flag, status, 0, "MPI_Iprobe");
 }
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
+    MP_LOCKED(PMPI_Probe, (source, tag, comm, status));
     int flag;
     return probe(source, tag, comm, &flag, status, 1, "MPI_Probe");
 }
 
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
 {
+    MP_LOCKED(PMPI_Get_count, (status, datatype, count));
     if (!status || !count)
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Get_count");
     if (!mp_type_ok(datatype))

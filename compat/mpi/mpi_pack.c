@@ -64,6 +64,7 @@ static int move(int pack, void *packed, int size, int *position, void *data, int
 int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf,
              int outsize, int *position, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Pack, (inbuf, incount, datatype, outbuf, outsize, position, comm));
     return move(1, outbuf, outsize, position, (void *)inbuf, incount, datatype, comm,
                 "MPI_Pack");
 }
@@ -71,12 +72,14 @@ int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf
 int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
                MPI_Datatype datatype, MPI_Comm comm)
 {
+    MP_LOCKED(PMPI_Unpack, (inbuf, insize, position, outbuf, outcount, datatype, comm));
     return move(0, (void *)inbuf, insize, position, outbuf, outcount, datatype, comm,
                 "MPI_Unpack");
 }
 
 int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
 {
+    MP_LOCKED(PMPI_Pack_size, (incount, datatype, comm, size));
     MP_CHECK_INIT("MPI_Pack_size");
     int rc = check(comm, incount, datatype);
     if (!rc && !size)

@@ -324,6 +324,7 @@ static int check_old(MPI_Datatype old, int count, void *out)
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype old,
                             MPI_Datatype *newtype)
 {
+    MP_LOCKED(PMPI_Type_create_hvector, (count, blocklength, stride, old, newtype));
     int rc = check_old(old, count, newtype);
     if (!rc && blocklength < 0)
         rc = MPI_ERR_ARG;
@@ -343,6 +344,7 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
                     MPI_Datatype *newtype)
 {
+    MP_LOCKED(PMPI_Type_vector, (count, blocklength, stride, old, newtype));
     int rc = check_old(old, count, newtype);
     if (rc)
         return TYPE_FAIL(rc, "MPI_Type_vector");
@@ -352,6 +354,7 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
 
 int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype)
 {
+    MP_LOCKED(PMPI_Type_contiguous, (count, old, newtype));
     int rc = check_old(old, count, newtype);
     if (rc)
         return TYPE_FAIL(rc, "MPI_Type_contiguous");
@@ -362,6 +365,8 @@ int MPI_Type_create_hindexed(int count, const int blocklengths[],
                              const MPI_Aint displacements[], MPI_Datatype old,
                              MPI_Datatype *newtype)
 {
+    MP_LOCKED(PMPI_Type_create_hindexed,
+              (count, blocklengths, displacements, old, newtype));
     int rc = check_old(old, count, newtype);
     if (!rc && count && (!blocklengths || !displacements))
         rc = MPI_ERR_ARG;
@@ -384,6 +389,7 @@ int MPI_Type_create_hindexed(int count, const int blocklengths[],
 int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
                      MPI_Datatype old, MPI_Datatype *newtype)
 {
+    MP_LOCKED(PMPI_Type_indexed, (count, blocklengths, displacements, old, newtype));
     int rc = check_old(old, count, newtype);
     if (!rc && count && !displacements)
         rc = MPI_ERR_ARG;
@@ -403,6 +409,8 @@ int MPI_Type_create_struct(int count, const int blocklengths[],
                            const MPI_Aint displacements[], const MPI_Datatype types[],
                            MPI_Datatype *newtype)
 {
+    MP_LOCKED(PMPI_Type_create_struct,
+              (count, blocklengths, displacements, types, newtype));
     mp_type_init();
     int rc = !newtype ? MPI_ERR_ARG : count < 0 ? MPI_ERR_COUNT : MPI_SUCCESS;
     if (!rc && count && (!blocklengths || !displacements || !types))
@@ -426,6 +434,7 @@ int MPI_Type_create_struct(int count, const int blocklengths[],
 int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent,
                             MPI_Datatype *newtype)
 {
+    MP_LOCKED(PMPI_Type_create_resized, (old, lb, extent, newtype));
     int rc = check_old(old, 1, newtype);
     if (rc)
         return TYPE_FAIL(rc, "MPI_Type_create_resized");
@@ -442,6 +451,7 @@ int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent,
 
 int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype)
 {
+    MP_LOCKED(PMPI_Type_dup, (old, newtype));
     int rc =
         MPI_Type_create_resized(old, old ? old->lb : 0, old ? old->extent : 0, newtype);
     if (rc == MPI_SUCCESS && old->committed)
@@ -451,6 +461,7 @@ int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype)
 
 int MPI_Type_commit(MPI_Datatype *datatype)
 {
+    MP_LOCKED(PMPI_Type_commit, (datatype));
     mp_type_init();
     if (!datatype || !*datatype || (*datatype)->refs < 0)
         return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_commit");
@@ -471,6 +482,7 @@ void mp_type_release(MPI_Datatype t)
 
 int MPI_Type_free(MPI_Datatype *datatype)
 {
+    MP_LOCKED(PMPI_Type_free, (datatype));
     mp_type_init();
     if (!datatype || !*datatype || (*datatype)->predefined || (*datatype)->refs <= 0)
         return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_free");
@@ -487,6 +499,7 @@ static int any_type_ok(MPI_Datatype t)
 
 int MPI_Type_size(MPI_Datatype datatype, int *size)
 {
+    MP_LOCKED(PMPI_Type_size, (datatype, size));
     if (!any_type_ok(datatype))
         return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_size");
     if (!size)
@@ -497,6 +510,7 @@ int MPI_Type_size(MPI_Datatype datatype, int *size)
 
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
 {
+    MP_LOCKED(PMPI_Type_get_extent, (datatype, lb, extent));
     if (!any_type_ok(datatype))
         return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_get_extent");
     if (!lb || !extent)
@@ -509,6 +523,7 @@ int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
                              MPI_Aint *true_extent)
 {
+    MP_LOCKED(PMPI_Type_get_true_extent, (datatype, true_lb, true_extent));
     if (!any_type_ok(datatype))
         return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_get_true_extent");
     if (!true_lb || !true_extent)
@@ -520,6 +535,7 @@ int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
 
 int MPI_Get_address(const void *location, MPI_Aint *address)
 {
+    MP_LOCKED(PMPI_Get_address, (location, address));
     if (!address)
         return TYPE_FAIL(MPI_ERR_ARG, "MPI_Get_address");
     *address = (MPI_Aint)location;

@@ -440,10 +440,12 @@ flit_status mp_win_init(void)
    the engine makes a pass. */
 static int wait_step(int peer)
 {
-    flit_status st = flit_wait(mp_ep, 1000);
+    unsigned long before = mp_progress_count;
+    flit_status st = mp_mt ? flit_poll(mp_ep) : flit_wait(mp_ep, 1000);
     if (st != FLIT_OK && st != FLIT_ERR_TIMEOUT)
         return mp_class_of(st);
     int rc = mp_progress();
+    mp_mt_pause(mp_progress_count == before); /* not blocked in flit: MULTIPLE */
     if (rc)
         return rc;
     return peer >= 0 && mp_peer_dead(peer) ? MPI_ERR_PROC_FAILED : MPI_SUCCESS;
@@ -650,6 +652,7 @@ static int create_check(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm co
 int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                    MPI_Win *win)
 {
+    MP_LOCKED(PMPI_Win_create, (base, size, disp_unit, info, comm, win));
     const char *fn = "MPI_Win_create";
     MP_CHECK_INIT(fn);
     int rc = create_check(size, disp_unit, info, comm, win);
@@ -674,6 +677,7 @@ int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                      void *baseptr, MPI_Win *win)
 {
+    MP_LOCKED(PMPI_Win_allocate, (size, disp_unit, info, comm, baseptr, win));
     const char *fn = "MPI_Win_allocate";
     MP_CHECK_INIT(fn);
     int rc = create_check(size, disp_unit, info, comm, win);
@@ -705,6 +709,7 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 
 int MPI_Win_free(MPI_Win *win)
 {
+    MP_LOCKED(PMPI_Win_free, (win));
     const char *fn = "MPI_Win_free";
     MP_CHECK_INIT(fn);
     if (!win || !win_ok(*win))
@@ -723,6 +728,7 @@ int MPI_Win_free(MPI_Win *win)
 
 int MPI_Win_get_group(MPI_Win win, MPI_Group *group)
 {
+    MP_LOCKED(PMPI_Win_get_group, (win, group));
     const char *fn = "MPI_Win_get_group";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -734,6 +740,7 @@ int MPI_Win_get_group(MPI_Win win, MPI_Group *group)
 
 int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
 {
+    MP_LOCKED(PMPI_Win_set_errhandler, (win, errhandler));
     const char *fn = "MPI_Win_set_errhandler";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -746,6 +753,7 @@ int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
 
 int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
 {
+    MP_LOCKED(PMPI_Win_get_errhandler, (win, errhandler));
     const char *fn = "MPI_Win_get_errhandler";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -865,6 +873,8 @@ int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datat
             int target_rank, MPI_Aint target_disp, int target_count,
             MPI_Datatype target_datatype, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Put, (origin_addr, origin_count, origin_datatype, target_rank,
+                         target_disp, target_count, target_datatype, win));
     MP_CHECK_INIT("MPI_Put");
     if (!win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Put");
@@ -878,6 +888,8 @@ int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
             int target_rank, MPI_Aint target_disp, int target_count,
             MPI_Datatype target_datatype, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Get, (origin_addr, origin_count, origin_datatype, target_rank,
+                         target_disp, target_count, target_datatype, win));
     MP_CHECK_INIT("MPI_Get");
     if (!win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Get");
@@ -980,6 +992,8 @@ int MPI_Accumulate(const void *origin_addr, int origin_count,
                    MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
                    int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Accumulate, (origin_addr, origin_count, origin_datatype, target_rank,
+                                target_disp, target_count, target_datatype, op, win));
     MP_CHECK_INIT("MPI_Accumulate");
     if (!win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Accumulate");
@@ -996,6 +1010,10 @@ int MPI_Get_accumulate(const void *origin_addr, int origin_count,
                        MPI_Aint target_disp, int target_count,
                        MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Get_accumulate,
+              (origin_addr, origin_count, origin_datatype, result_addr, result_count,
+               result_datatype, target_rank, target_disp, target_count, target_datatype,
+               op, win));
     MP_CHECK_INIT("MPI_Get_accumulate");
     if (!win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Get_accumulate");
@@ -1010,6 +1028,8 @@ int MPI_Get_accumulate(const void *origin_addr, int origin_count,
 int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
                      int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Fetch_and_op,
+              (origin_addr, result_addr, datatype, target_rank, target_disp, op, win));
     MP_CHECK_INIT("MPI_Fetch_and_op");
     if (!win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Fetch_and_op");
@@ -1048,6 +1068,8 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr,
                          void *result_addr, MPI_Datatype datatype, int target_rank,
                          MPI_Aint target_disp, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Compare_and_swap, (origin_addr, compare_addr, result_addr, datatype,
+                                      target_rank, target_disp, win));
     MP_CHECK_INIT("MPI_Compare_and_swap");
     if (!win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Compare_and_swap");
@@ -1067,6 +1089,7 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr,
    origin and target, when any member returns. */
 int MPI_Win_fence(int assertion, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_fence, (assertion, win));
     const char *fn = "MPI_Win_fence";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -1111,6 +1134,7 @@ static int unlock_one(MPI_Win w, int rank)
 
 int MPI_Win_lock(int lock_type, int rank, int assertion, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_lock, (lock_type, rank, assertion, win));
     const char *fn = "MPI_Win_lock";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -1130,6 +1154,7 @@ int MPI_Win_lock(int lock_type, int rank, int assertion, MPI_Win win)
 
 int MPI_Win_unlock(int rank, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_unlock, (rank, win));
     const char *fn = "MPI_Win_unlock";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -1145,6 +1170,7 @@ int MPI_Win_unlock(int rank, MPI_Win win)
 
 int MPI_Win_lock_all(int assertion, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_lock_all, (assertion, win));
     const char *fn = "MPI_Win_lock_all";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -1166,6 +1192,7 @@ int MPI_Win_lock_all(int assertion, MPI_Win win)
 
 int MPI_Win_unlock_all(MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_unlock_all, (win));
     const char *fn = "MPI_Win_unlock_all";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -1200,23 +1227,27 @@ static int flush(MPI_Win w, int rank, const char *fn)
 
 int MPI_Win_flush(int rank, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_flush, (rank, win));
     return flush(win, rank < 0 && rank != MPI_PROC_NULL ? INT32_MIN : rank,
                  "MPI_Win_flush");
 }
 
 int MPI_Win_flush_all(MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_flush_all, (win));
     return flush(win, -1, "MPI_Win_flush_all");
 }
 
 int MPI_Win_flush_local(int rank, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_flush_local, (rank, win));
     return flush(win, rank < 0 && rank != MPI_PROC_NULL ? INT32_MIN : rank,
                  "MPI_Win_flush_local");
 }
 
 int MPI_Win_flush_local_all(MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_flush_local_all, (win));
     return flush(win, -1, "MPI_Win_flush_local_all");
 }
 
@@ -1283,6 +1314,7 @@ static int dyn_find(MPI_Win w, int rank, uint64_t addr, size_t bytes,
 
 int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
+    MP_LOCKED(PMPI_Win_create_dynamic, (info, comm, win));
     const char *fn = "MPI_Win_create_dynamic";
     MP_CHECK_INIT(fn);
     int rc = create_check(0, 1, info, comm, win);
@@ -1304,6 +1336,7 @@ int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 /* Local: exports [base, base + size) to the window's members. */
 int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
 {
+    MP_LOCKED(PMPI_Win_attach, (win, base, size));
     const char *fn = "MPI_Win_attach";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -1343,6 +1376,7 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
    after this are answered MPI_ERR_DISP. */
 int MPI_Win_detach(MPI_Win win, const void *base)
 {
+    MP_LOCKED(PMPI_Win_detach, (win, base));
     const char *fn = "MPI_Win_detach";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -1445,6 +1479,7 @@ static int start(MPI_Win w, const int *ranks, int n)
 
 int MPI_Win_post(MPI_Group group, int assertion, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_post, (group, assertion, win));
     if (win_ok(win) &&
         (assertion & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)))
         return win_err(win, MPI_ERR_ASSERT, "MPI_Win_post");
@@ -1453,6 +1488,7 @@ int MPI_Win_post(MPI_Group group, int assertion, MPI_Win win)
 
 int MPI_Win_start(MPI_Group group, int assertion, MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_start, (group, assertion, win));
     if (win_ok(win) && (assertion & ~MPI_MODE_NOCHECK))
         return win_err(win, MPI_ERR_ASSERT, "MPI_Win_start");
     return with_group(group, win, "MPI_Win_start", start);
@@ -1461,6 +1497,7 @@ int MPI_Win_start(MPI_Group group, int assertion, MPI_Win win)
 /* Completes the access epoch: every call at its target, then tells each. */
 int MPI_Win_complete(MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_complete, (win));
     const char *fn = "MPI_Win_complete";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -1500,6 +1537,7 @@ static int exposure_done(MPI_Win w)
 
 int MPI_Win_wait(MPI_Win win)
 {
+    MP_LOCKED(PMPI_Win_wait, (win));
     const char *fn = "MPI_Win_wait";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
@@ -1520,6 +1558,7 @@ int MPI_Win_wait(MPI_Win win)
 
 int MPI_Win_test(MPI_Win win, int *flag)
 {
+    MP_LOCKED(PMPI_Win_test, (win, flag));
     const char *fn = "MPI_Win_test";
     MP_CHECK_INIT(fn);
     if (!win_ok(win))
