@@ -85,7 +85,7 @@ static int io_all(bool writing, char *p, size_t len)
     return 0;
 }
 
-static int write_all(const char *p, size_t len)
+static int pmi2_write_all(const char *p, size_t len)
 {
     return io_all(true, (char *)p, len);
 }
@@ -119,7 +119,7 @@ static flit_status send_cmd(const char *const *kv, unsigned n)
         fl_error("PMI-2: %s: the command does not fit the protocol", cmd);
         return FLIT_ERR_BOOT;
     }
-    int err = write_all(frame, (size_t)len);
+    int err = pmi2_write_all(frame, (size_t)len);
     if (err) {
         p2.desync = true;
         return lost(cmd, err);
@@ -199,7 +199,7 @@ static flit_status get_u32(const char *cmd, const char *key, uint32_t limit,
 static flit_status handshake(void)
 {
     static const char hello[] = "cmd=init pmi_version=2 pmi_subversion=0\n";
-    int err = write_all(hello, sizeof hello - 1);
+    int err = pmi2_write_all(hello, sizeof hello - 1);
     char line[256];
     size_t len = 0;
     while (!err && (len == 0 || line[len - 1] != '\n')) {

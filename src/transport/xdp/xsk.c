@@ -51,7 +51,7 @@ static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
     return 0;
 }
 
-static void say(char *why, size_t len, const char *what, const char *ifname, int err)
+static void say_why(char *why, size_t len, const char *what, const char *ifname, int err)
 {
     if (err == EPERM || err == EACCES)
         snprintf(why, len,
@@ -175,11 +175,11 @@ flit_status fl_xsk_open(const char *ifname, uint16_t port, struct fl_xsk **out, 
     }
     int err = load_program(x, port);
     if (err) {
-        say(why, why_len, "loading the XDP program", ifname, err);
+        say_why(why, why_len, "loading the XDP program", ifname, err);
     } else if ((err = bind_any(x, ifname)) != 0) {
-        say(why, why_len, "binding an AF_XDP socket to queue 0", ifname, err);
+        say_why(why, why_len, "binding an AF_XDP socket to queue 0", ifname, err);
     } else if ((err = attach(x, ifindex)) != 0) {
-        say(why, why_len, "attaching the XDP program", ifname, err);
+        say_why(why, why_len, "attaching the XDP program", ifname, err);
     }
     if (err) {
         fl_xsk_close(x);
