@@ -42,37 +42,7 @@
 #include <flit/rma.h>
 
 #include "mpi_internal.h"
-
-/* Request kinds (argument 0 of a request). */
-enum {
-    K_ACC,
-    K_GACC,
-    K_CAS,
-    K_LOCK,
-    K_POLL,
-    K_UNLOCK,
-    K_POST,
-    K_COMPLETE,
-    K_FIND, /* a dynamic window: the attached region holding an address */
-    K_NKINDS
-};
-
-/* Request arguments. */
-enum {
-    A_KIND,
-    A_WIN,    /* the target's window id */
-    A_OWIN,   /* the origin's window id, echoed in the reply */
-    A_SEQ,    /* the origin's wait it answers, echoed */
-    A_OFF_LO, /* byte offset in the window */
-    A_OFF_HI,
-    A_COUNT, /* elements */
-    A_TYPE,  /* predefined type code */
-    A_OP,    /* op id; a lock's type */
-    A_NARGS
-};
-
-/* Reply arguments. */
-enum { R_OWIN, R_SEQ, R_STATUS, R_GRANTED, R_NARGS };
+#include "mpi_win.h"
 
 /* Elements of one accumulate message: its data (and a reply's) fit a
    medium message. */
@@ -434,6 +404,21 @@ flit_status mp_win_init(void)
     if (st == FLIT_OK)
         st = flit_am_register(mp_ep, h_rep, on_reply, NULL);
     return st;
+}
+
+flit_handler_t mp_win_request_handler(void)
+{
+    return h_req;
+}
+
+flit_handler_t mp_win_reply_handler(void)
+{
+    return h_rep;
+}
+
+flit_am_handler_fn mp_win_reply_fn(void)
+{
+    return on_reply;
 }
 
 /* One step of waiting for something from world rank peer: handlers run,
