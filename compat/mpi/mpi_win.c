@@ -44,74 +44,9 @@
 #include "mpi_internal.h"
 #include "mpi_win.h"
 
-/* Elements of one accumulate message: its data (and a reply's) fit a
-   medium message. */
-#define ACC_MAX_BYTES FLIT_AM_MAX_MEDIUM
-
-/* A dynamic window's memory attached here (MPI_Win_attach), or a region
-   of a target's that this origin imported. */
-typedef struct mp_attach {
-    uint64_t base, size, id;
-    flit_rma_region_t *region; /* here */
-    flit_rma_remote_t *remote; /* a target's */
-} mp_attach;
-
-/* K_FIND's answer. */
-typedef struct mp_found {
-    uint64_t base, size, id;
-} mp_found;
-
-typedef struct mp_lock_wait {
-    int rank, type;
-} mp_lock_wait;
-
-struct flit_mpi_win {
-    int id; /* index in wins[] */
-    MPI_Comm comm;
-    void *base;
-    size_t size;
-    int disp_unit;
-    int allocated; /* base is flit_rma_alloc memory */
-    flit_rma_region_t *region;
-    MPI_Errhandler errh;
-    /* per member of comm */
-    struct mp_win_peer {
-        uint64_t region; /* 0: an empty window */
-        uint64_t size;
-        uint32_t win_id;
-        int disp_unit;
-        flit_rma_remote_t *remote;
-        unsigned long pending; /* accumulates not yet answered */
-        int locked;            /* the lock type this rank holds there, or 0 */
-        /* post/start/complete/wait */
-        unsigned posts;     /* its MPI_Win_post's not yet met by a start */
-        unsigned completes; /* its MPI_Win_complete's not yet met by a wait */
-        int started;        /* an access epoch to it is open (MPI_Win_start) */
-        int exposed;        /* exposed to it (MPI_Win_post), until a wait */
-        mp_attach *dyn;     /* a dynamic window: its regions imported here */
-        int ndyn;
-    } * peer;
-    int fence_epoch; /* a fence opened an access epoch */
-    int dynamic;     /* MPI_Win_create_dynamic's: displacements are addresses */
-    mp_attach *att;  /* its memory attached here */
-    int natt;
-    int accessing; /* an MPI_Win_start epoch is open */
-    int exposing;  /* an MPI_Win_post epoch is open */
-    int lock_all;
-    int nlocked;   /* targets locked */
-    int async_err; /* a plain accumulate refused, for the next sync */
-    /* the lock manager, as a target */
-    int excl;     /* the holder of the exclusive lock, or -1 */
-    int shared;   /* holders of the shared lock */
-    int *holds;   /* per rank: the lock type it holds here, or 0 */
-    int *waiting; /* per rank: 1 while its request is queued */
-    mp_lock_wait *queue;
-    int qhead, qlen; /* a ring of comm->size entries */
-};
-
-static MPI_Win *wins;
-static int nwins;
-static flit_handler_t h_req, h_rep;
+MPI_Win *mp_wins; /* by id */
+int mp_nwins;
+flit_handler_t mp_h_req, mp_h_rep;
 
 /* The one wait a fetching call, a lock or an unlock has outstanding. */
 static struct {
@@ -121,17 +56,9 @@ static struct {
     size_t bytes;
 } waiter;
 
-static MPI_Op const ops[] = {
-    [OP_SUM] = MPI_SUM,         [OP_PROD] = MPI_PROD,     [OP_MAX] = MPI_MAX,
-    [OP_MIN] = MPI_MIN,         [OP_LAND] = MPI_LAND,     [OP_LOR] = MPI_LOR,
-    [OP_LXOR] = MPI_LXOR,       [OP_BAND] = MPI_BAND,     [OP_BOR] = MPI_BOR,
-    [OP_BXOR] = MPI_BXOR,       [OP_MAXLOC] = MPI_MAXLOC, [OP_MINLOC] = MPI_MINLOC,
-    [OP_REPLACE] = MPI_REPLACE, [OP_NO_OP] = MPI_NO_OP,
-};
-
 static int win_ok(MPI_Win w)
 {
-    return w && w->id >= 0 && w->id < nwins && wins[w->id] == w;
+    return w && w->id >= 0 && w->id < mp_nwins && mp_wins[w->id] == w;
 }
 
 static int win_err(MPI_Win w, int code, const char *fn)
@@ -141,217 +68,6 @@ static int win_err(MPI_Win w, int code, const char *fn)
     return mp_err_handler(w->errh, code, fn);
 }
 
-/* ---- the target's side: handlers ---- */
-
-/* The window a request names, its sender's rank there, or NULL. */
-static MPI_Win target_win(const uint32_t *args, flit_token_t *tok, int *rank)
-{
-    uint32_t id = args[A_WIN];
-    if (id >= (uint32_t)nwins || !wins[id])
-        return NULL;
-    MPI_Win w = wins[id];
-    uint32_t src = flit_token_rank(tok).idx;
-    if (src >= flit_job_size() || w->comm->from_world[src] < 0)
-        return NULL;
-    *rank = w->comm->from_world[src];
-    return w;
-}
-
-static void reply(flit_token_t *tok, const uint32_t *args, int status, int granted,
-                  const void *data, size_t bytes)
-{
-    uint32_t r[R_NARGS] = {[R_OWIN] = args[A_OWIN],
-                           [R_SEQ] = args[A_SEQ],
-                           [R_STATUS] = (uint32_t)status,
-                           [R_GRANTED] = (uint32_t)granted};
-    flit_status st = data ? flit_am_reply_medium(tok, h_rep, data, bytes, r, R_NARGS)
-                          : flit_am_reply_short(tok, h_rep, r, R_NARGS);
-    if (st != FLIT_OK)
-        fprintf(stderr, "flit-mpi: one-sided reply to rank %u: %s\n",
-                flit_token_rank(tok).idx, flit_strerror(st));
-}
-
-/* Grants the queue's head as long as it is compatible with the holders. */
-static void grant(MPI_Win w)
-{
-    while (w->qlen > 0) {
-        mp_lock_wait *q = &w->queue[w->qhead];
-        if (w->excl >= 0 || (q->type == MPI_LOCK_EXCLUSIVE && w->shared > 0))
-            return;
-        if (q->type == MPI_LOCK_EXCLUSIVE)
-            w->excl = q->rank;
-        else
-            w->shared++;
-        w->holds[q->rank] = q->type;
-        w->waiting[q->rank] = 0;
-        w->qhead = (w->qhead + 1) % w->comm->size;
-        w->qlen--;
-    }
-}
-
-/* A lock, a poll or an unlock from rank: MPI_SUCCESS and whether it holds
-   the lock now, or an error class. */
-static int lock_request(MPI_Win w, int kind, int rank, int type, int *granted)
-{
-    if (kind == K_LOCK) {
-        if (type != MPI_LOCK_EXCLUSIVE && type != MPI_LOCK_SHARED)
-            return MPI_ERR_LOCKTYPE;
-        if (w->holds[rank] || w->waiting[rank] || w->qlen >= w->comm->size)
-            return MPI_ERR_RMA_SYNC;
-        w->queue[(w->qhead + w->qlen) % w->comm->size] = (mp_lock_wait){rank, type};
-        w->qlen++;
-        w->waiting[rank] = 1;
-    } else if (kind == K_UNLOCK) {
-        if (!w->holds[rank])
-            return MPI_ERR_RMA_SYNC;
-        if (w->holds[rank] == MPI_LOCK_EXCLUSIVE)
-            w->excl = -1;
-        else
-            w->shared--;
-        w->holds[rank] = 0;
-    } else if (!w->holds[rank] && !w->waiting[rank]) {
-        return MPI_ERR_RMA_SYNC; /* a poll without a request */
-    }
-    grant(w);
-    *granted = w->holds[rank] != 0;
-    return MPI_SUCCESS;
-}
-
-/* Where [off, off + bytes) lies in w, or NULL when not inside it. */
-static unsigned char *span(MPI_Win w, uint64_t off, uint64_t bytes)
-{
-    if (w->dynamic) { /* off is an address, inside one attached region */
-        for (int i = 0; i < w->natt; i++) {
-            mp_attach *a = &w->att[i];
-            if (off >= a->base && off - a->base <= a->size &&
-                bytes <= a->size - (off - a->base))
-                return (unsigned char *)(uintptr_t)off;
-        }
-        return NULL;
-    }
-    if (off > w->size || bytes > w->size - off)
-        return NULL;
-    return (unsigned char *)w->base + off;
-}
-
-/* Scratch of the accumulate handlers (one runs at a time): the window's
-   and the message's elements, aligned for any type. */
-static alignas(16) unsigned char acc_io[ACC_MAX_BYTES], acc_in[ACC_MAX_BYTES],
-    acc_old[ACC_MAX_BYTES];
-
-/* Compare-and-swap compares bytes: integer, logical and byte types, as MPI
-   says (not floating point, whose equal values may differ in bytes). */
-static int cas_type(MPI_Datatype t)
-{
-    return t && t->predefined && t->basic >= 0 && t != MPI_FLOAT && t != MPI_DOUBLE &&
-           t != MPI_LONG_DOUBLE;
-}
-
-/* Applies an accumulate, a get-accumulate or a compare-and-swap; the old
-   elements go to acc_old. An error class, or MPI_SUCCESS. */
-static int accumulate(MPI_Win w, const uint32_t *args, const void *buf, size_t nbytes)
-{
-    MPI_Datatype t = mp_type_predef((int)args[A_TYPE]);
-    uint32_t opid = args[A_OP], count = args[A_COUNT];
-    if (!t || !mp_type_contig(t, (int)(count > 1 ? 2 : count)))
-        return MPI_ERR_TYPE; /* a pair type with a hole in it */
-    size_t bytes = (size_t)count * t->size;
-    if (count > ACC_MAX_BYTES || bytes > ACC_MAX_BYTES)
-        return MPI_ERR_COUNT;
-    unsigned kind = args[A_KIND];
-    if (nbytes != (kind == K_CAS ? 2 * bytes : opid == OP_NO_OP ? 0 : bytes))
-        return MPI_ERR_ARG;
-    if (kind == K_CAS && (count != 1 || !cas_type(t)))
-        return MPI_ERR_TYPE;
-    MPI_Op op = NULL;
-    if (kind != K_CAS) {
-        if (opid >= sizeof ops / sizeof ops[0] || !ops[opid])
-            return MPI_ERR_OP;
-        op = ops[opid];
-        if (opid == OP_NO_OP && kind != K_GACC)
-            return MPI_ERR_OP;
-        if (opid != OP_REPLACE && opid != OP_NO_OP && mp_op_ok(op, t) != MPI_SUCCESS)
-            return MPI_ERR_OP;
-    }
-    uint64_t off = (uint64_t)args[A_OFF_HI] << 32 | args[A_OFF_LO];
-    unsigned char *at = span(w, off, bytes);
-    if (!at)
-        return MPI_ERR_DISP;
-    memcpy(acc_old, at, bytes);
-    if (kind == K_CAS) {
-        if (memcmp(acc_old, (const unsigned char *)buf + bytes, bytes) == 0)
-            memcpy(at, buf, bytes);
-        return MPI_SUCCESS;
-    }
-    if (opid == OP_NO_OP)
-        return MPI_SUCCESS;
-    if (opid == OP_REPLACE) {
-        memcpy(at, buf, bytes);
-        return MPI_SUCCESS;
-    }
-    memcpy(acc_io, at, bytes);
-    memcpy(acc_in, buf, bytes);
-    int rc = mp_op_apply(op, acc_in, acc_io, (int)count, t);
-    if (rc == MPI_SUCCESS)
-        memcpy(at, acc_io, bytes);
-    return rc;
-}
-
-static void on_request(flit_token_t *tok, void *buf, size_t nbytes, const uint32_t *args,
-                       unsigned nargs, void *user)
-{
-    (void)user;
-    if (nargs != A_NARGS || args[A_KIND] >= K_NKINDS) {
-        fprintf(stderr, "flit-mpi: one-sided request from rank %u malformed; ignored\n",
-                flit_token_rank(tok).idx);
-        return;
-    }
-    int rank = -1, granted = 0, rc;
-    MPI_Win w = target_win(args, tok, &rank);
-    unsigned kind = args[A_KIND];
-    if (kind == K_POST || kind == K_COMPLETE) { /* notices: no reply */
-        if (!w)
-            fprintf(stderr, "flit-mpi: one-sided notice from rank %u for no window\n",
-                    flit_token_rank(tok).idx);
-        else if (kind == K_POST && w->peer[rank].posts < UINT32_MAX)
-            w->peer[rank].posts++;
-        else if (kind == K_COMPLETE && w->peer[rank].completes < UINT32_MAX)
-            w->peer[rank].completes++;
-        return;
-    }
-    if (kind == K_FIND) {
-        mp_found f = {0};
-        uint64_t addr = (uint64_t)args[A_OFF_HI] << 32 | args[A_OFF_LO];
-        uint64_t len = (uint64_t)args[A_TYPE] << 32 | args[A_COUNT];
-        rc = w && w->dynamic ? MPI_ERR_DISP : MPI_ERR_WIN;
-        for (int i = 0; w && w->dynamic && i < w->natt; i++) {
-            mp_attach *a = &w->att[i];
-            if (addr >= a->base && addr - a->base <= a->size &&
-                len <= a->size - (addr - a->base)) {
-                f = (mp_found){a->base, a->size, a->id};
-                rc = MPI_SUCCESS;
-                break;
-            }
-        }
-        reply(tok, args, rc, 0, rc ? NULL : &f, sizeof f);
-        return;
-    }
-    if (!w)
-        rc = MPI_ERR_WIN;
-    else if (kind == K_LOCK || kind == K_POLL || kind == K_UNLOCK)
-        rc = lock_request(w, (int)kind, rank, (int)args[A_OP], &granted);
-    else
-        rc = accumulate(w, args, buf, nbytes);
-    if (rc != MPI_SUCCESS)
-        fprintf(stderr,
-                "flit-mpi: one-sided request %u from rank %u refused (class %d)\n", kind,
-                flit_token_rank(tok).idx, rc);
-    int fetch = rc == MPI_SUCCESS && (kind == K_GACC || kind == K_CAS);
-    size_t bytes =
-        fetch ? (size_t)args[A_COUNT] * mp_type_predef((int)args[A_TYPE])->size : 0;
-    reply(tok, args, rc, granted, fetch ? acc_old : NULL, bytes);
-}
-
 /* ---- the origin's side ---- */
 
 static void on_reply(flit_token_t *tok, void *buf, size_t nbytes, const uint32_t *args,
@@ -359,9 +75,9 @@ static void on_reply(flit_token_t *tok, void *buf, size_t nbytes, const uint32_t
 {
     (void)user;
     uint32_t src = flit_token_rank(tok).idx;
-    if (nargs != R_NARGS || args[R_OWIN] >= (uint32_t)nwins || !wins[args[R_OWIN]])
+    if (nargs != R_NARGS || args[R_OWIN] >= (uint32_t)mp_nwins || !mp_wins[args[R_OWIN]])
         goto bad;
-    MPI_Win w = wins[args[R_OWIN]];
+    MPI_Win w = mp_wins[args[R_OWIN]];
     int status = (int)args[R_STATUS];
     if (status < 0 || status > MPI_ERR_LASTCODE)
         status = MPI_ERR_OTHER;
@@ -398,22 +114,22 @@ flit_status mp_win_init(void)
     flit_status st = flit_ep_reserve_handlers(mp_ep, 2, &h);
     if (st != FLIT_OK)
         return st;
-    h_req = h;
-    h_rep = flit_handler((uint16_t)(h.idx + 1));
-    st = flit_am_register(mp_ep, h_req, on_request, NULL);
+    mp_h_req = h;
+    mp_h_rep = flit_handler((uint16_t)(h.idx + 1));
+    st = flit_am_register(mp_ep, mp_h_req, mp_win_on_request, NULL);
     if (st == FLIT_OK)
-        st = flit_am_register(mp_ep, h_rep, on_reply, NULL);
+        st = flit_am_register(mp_ep, mp_h_rep, on_reply, NULL);
     return st;
 }
 
 flit_handler_t mp_win_request_handler(void)
 {
-    return h_req;
+    return mp_h_req;
 }
 
 flit_handler_t mp_win_reply_handler(void)
 {
-    return h_rep;
+    return mp_h_rep;
 }
 
 flit_am_handler_fn mp_win_reply_fn(void)
@@ -441,8 +157,8 @@ static flit_status send_request(int world, const uint32_t *args, const void *dat
 {
     flit_rank_t to = flit_rank((uint32_t)world);
     if (bytes == 0)
-        return flit_am_short(mp_ep, to, h_req, args, A_NARGS, 0);
-    return flit_am_medium(mp_ep, to, h_req, data, bytes, args, A_NARGS, 0);
+        return flit_am_short(mp_ep, to, mp_h_req, args, A_NARGS, 0);
+    return flit_am_medium(mp_ep, to, mp_h_req, data, bytes, args, A_NARGS, 0);
 }
 
 /* Sends a request to rank of w and waits for its reply (fetched bytes into
@@ -520,8 +236,8 @@ static void win_destroy(MPI_Win w)
         flit_rma_unexport(w->region);
     if (w->allocated && w->base)
         flit_rma_free(mp_ep, w->base);
-    if (w->id >= 0 && w->id < nwins && wins[w->id] == w)
-        wins[w->id] = NULL;
+    if (w->id >= 0 && w->id < mp_nwins && mp_wins[w->id] == w)
+        mp_wins[w->id] = NULL;
     free(w->peer);
     free(w->holds);
     free(w->waiting);
@@ -531,23 +247,23 @@ static void win_destroy(MPI_Win w)
     free(w);
 }
 
-/* A free slot of wins[] for w. */
+/* A free slot of mp_wins[] for w. */
 static int win_slot(MPI_Win w)
 {
-    for (int i = 0; i < nwins; i++)
-        if (!wins[i]) {
-            wins[i] = w;
+    for (int i = 0; i < mp_nwins; i++)
+        if (!mp_wins[i]) {
+            mp_wins[i] = w;
             return i;
         }
-    MPI_Win *n = realloc(wins, (size_t)(nwins + 8) * sizeof *n);
+    MPI_Win *n = realloc(mp_wins, (size_t)(mp_nwins + 8) * sizeof *n);
     if (!n)
         return -1;
-    wins = n;
-    for (int i = nwins; i < nwins + 8; i++)
-        wins[i] = NULL;
-    nwins += 8;
-    wins[nwins - 8] = w;
-    return nwins - 8;
+    mp_wins = n;
+    for (int i = mp_nwins; i < mp_nwins + 8; i++)
+        mp_wins[i] = NULL;
+    mp_nwins += 8;
+    mp_wins[mp_nwins - 8] = w;
+    return mp_nwins - 8;
 }
 
 /* What each member tells the others at creation. */
@@ -1027,7 +743,7 @@ int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype da
 static int cas(const void *obuf, const void *cbuf, void *rbuf, MPI_Datatype t, int rank,
                MPI_Aint disp, MPI_Win w)
 {
-    if (!cas_type(t))
+    if (!mp_win_cas_type(t))
         return MPI_ERR_TYPE;
     if (!obuf || !cbuf || !rbuf)
         return MPI_ERR_BUFFER;
