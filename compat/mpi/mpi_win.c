@@ -56,14 +56,14 @@ static struct {
     size_t bytes;
 } waiter;
 
-static int win_ok(MPI_Win w)
+int mp_win_ok(MPI_Win w)
 {
     return w && w->id >= 0 && w->id < mp_nwins && mp_wins[w->id] == w;
 }
 
-static int win_err(MPI_Win w, int code, const char *fn)
+int mp_win_err(MPI_Win w, int code, const char *fn)
 {
-    if (!win_ok(w))
+    if (!mp_win_ok(w))
         return mp_err(MPI_COMM_NULL, code, fn);
     return mp_err_handler(w->errh, code, fn);
 }
@@ -139,7 +139,7 @@ flit_am_handler_fn mp_win_reply_fn(void)
 
 /* One step of waiting for something from world rank peer: handlers run,
    the engine makes a pass. */
-static int wait_step(int peer)
+int mp_win_wait_step(int peer)
 {
     unsigned long before = mp_progress_count;
     flit_status st = mp_mt ? flit_poll(mp_ep) : flit_wait(mp_ep, 1000);
@@ -152,7 +152,7 @@ static int wait_step(int peer)
     return peer >= 0 && mp_peer_dead(peer) ? MPI_ERR_PROC_FAILED : MPI_SUCCESS;
 }
 
-static flit_status send_request(int world, const uint32_t *args, const void *data,
+flit_status mp_win_send_request(int world, const uint32_t *args, const void *data,
                                 size_t bytes)
 {
     flit_rank_t to = flit_rank((uint32_t)world);
@@ -163,7 +163,7 @@ static flit_status send_request(int world, const uint32_t *args, const void *dat
 
 /* Sends a request to rank of w and waits for its reply (fetched bytes into
    result); the reply's status, or an error class. */
-static int request_wait(MPI_Win w, int rank, uint32_t *args, const void *data,
+int mp_win_request_wait(MPI_Win w, int rank, uint32_t *args, const void *data,
                         size_t bytes, void *result, size_t rbytes, int *granted)
 {
     static uint32_t seq;
@@ -180,11 +180,11 @@ static int request_wait(MPI_Win w, int rank, uint32_t *args, const void *data,
     args[A_SEQ] = seq;
     int world = w->comm->world[rank];
     waiter.from = (uint32_t)world;
-    flit_status st = send_request(world, args, data, bytes);
+    flit_status st = mp_win_send_request(world, args, data, bytes);
     if (st != FLIT_OK)
         return mp_class_of(st);
     while (!waiter.done) {
-        int rc = wait_step(world);
+        int rc = mp_win_wait_step(world);
         if (rc)
             return rc;
     }
@@ -195,7 +195,7 @@ static int request_wait(MPI_Win w, int rank, uint32_t *args, const void *data,
 
 /* Until every accumulate sent to rank (every rank: -1) is answered, and its
    puts and gets are complete at the target. */
-static int complete_at(MPI_Win w, int rank)
+int mp_win_complete_at(MPI_Win w, int rank)
 {
     int lo = rank < 0 ? 0 : rank, hi = rank < 0 ? w->comm->size : rank + 1;
     for (int r = lo; r < hi; r++) {
@@ -207,7 +207,7 @@ static int complete_at(MPI_Win w, int rank)
                 return mp_class_of(st);
         }
         while (p->pending) {
-            int rc = wait_step(world);
+            int rc = mp_win_wait_step(world);
             if (rc)
                 return rc;
         }
@@ -413,12 +413,12 @@ int MPI_Win_free(MPI_Win *win)
     MP_LOCKED(PMPI_Win_free, (win));
     const char *fn = "MPI_Win_free";
     MP_CHECK_INIT(fn);
-    if (!win || !win_ok(*win))
+    if (!win || !mp_win_ok(*win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     MPI_Win w = *win;
     if (w->nlocked || w->accessing || w->exposing)
-        return win_err(w, MPI_ERR_RMA_SYNC, fn);
-    int rc = complete_at(w, -1);
+        return mp_win_err(w, MPI_ERR_RMA_SYNC, fn);
+    int rc = mp_win_complete_at(w, -1);
     /* nobody reaches the memory any more once all are here */
     int rc2 = PMPI_Barrier(w->comm);
     MPI_Errhandler errh = w->errh;
@@ -432,11 +432,11 @@ int MPI_Win_get_group(MPI_Win win, MPI_Group *group)
     MP_LOCKED(PMPI_Win_get_group, (win, group));
     const char *fn = "MPI_Win_get_group";
     MP_CHECK_INIT(fn);
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     if (!group)
-        return win_err(win, MPI_ERR_ARG, fn);
-    return win_err(win, PMPI_Comm_group(win->comm, group), fn);
+        return mp_win_err(win, MPI_ERR_ARG, fn);
+    return mp_win_err(win, PMPI_Comm_group(win->comm, group), fn);
 }
 
 int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
@@ -444,10 +444,10 @@ int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
     MP_LOCKED(PMPI_Win_set_errhandler, (win, errhandler));
     const char *fn = "MPI_Win_set_errhandler";
     MP_CHECK_INIT(fn);
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN)
-        return win_err(win, MPI_ERR_ARG, fn);
+        return mp_win_err(win, MPI_ERR_ARG, fn);
     win->errh = errhandler;
     return MPI_SUCCESS;
 }
@@ -457,10 +457,10 @@ int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
     MP_LOCKED(PMPI_Win_get_errhandler, (win, errhandler));
     const char *fn = "MPI_Win_get_errhandler";
     MP_CHECK_INIT(fn);
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     if (!errhandler)
-        return win_err(win, MPI_ERR_ARG, fn);
+        return mp_win_err(win, MPI_ERR_ARG, fn);
     *errhandler = win->errh;
     return MPI_SUCCESS;
 }
@@ -577,12 +577,13 @@ int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datat
     MP_LOCKED(PMPI_Put, (origin_addr, origin_count, origin_datatype, target_rank,
                          target_disp, target_count, target_datatype, win));
     MP_CHECK_INIT("MPI_Put");
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Put");
-    return win_err(win,
-                   put_get(0, (void *)origin_addr, origin_count, origin_datatype,
-                           target_rank, target_disp, target_count, target_datatype, win),
-                   "MPI_Put");
+    return mp_win_err(win,
+                      put_get(0, (void *)origin_addr, origin_count, origin_datatype,
+                              target_rank, target_disp, target_count, target_datatype,
+                              win),
+                      "MPI_Put");
 }
 
 int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
@@ -592,12 +593,12 @@ int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
     MP_LOCKED(PMPI_Get, (origin_addr, origin_count, origin_datatype, target_rank,
                          target_disp, target_count, target_datatype, win));
     MP_CHECK_INIT("MPI_Get");
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Get");
-    return win_err(win,
-                   put_get(1, origin_addr, origin_count, origin_datatype, target_rank,
-                           target_disp, target_count, target_datatype, win),
-                   "MPI_Get");
+    return mp_win_err(win,
+                      put_get(1, origin_addr, origin_count, origin_datatype, target_rank,
+                              target_disp, target_count, target_datatype, win),
+                      "MPI_Get");
 }
 
 /* An accumulate's operands: the target's type predefined, the origin's and
@@ -669,12 +670,12 @@ static int accumulate_call(const void *obuf, int ocount, MPI_Datatype ot, void *
         const void *piece = in ? in + done * esize : NULL;
         size_t pbytes = in ? n * esize : 0;
         if (fetch) {
-            rc = request_wait(w, rank, args, piece, pbytes, out + done * esize, n * esize,
-                              NULL);
+            rc = mp_win_request_wait(w, rank, args, piece, pbytes, out + done * esize,
+                                     n * esize, NULL);
         } else {
             args[A_WIN] = w->peer[rank].win_id;
             args[A_OWIN] = (uint32_t)w->id;
-            flit_status st = send_request(world, args, piece, pbytes);
+            flit_status st = mp_win_send_request(world, args, piece, pbytes);
             if (st == FLIT_OK)
                 w->peer[rank].pending++;
             else
@@ -696,13 +697,13 @@ int MPI_Accumulate(const void *origin_addr, int origin_count,
     MP_LOCKED(PMPI_Accumulate, (origin_addr, origin_count, origin_datatype, target_rank,
                                 target_disp, target_count, target_datatype, op, win));
     MP_CHECK_INIT("MPI_Accumulate");
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Accumulate");
-    return win_err(win,
-                   accumulate_call(origin_addr, origin_count, origin_datatype, NULL, 0,
-                                   NULL, target_rank, target_disp, target_count,
-                                   target_datatype, op, win, 0),
-                   "MPI_Accumulate");
+    return mp_win_err(win,
+                      accumulate_call(origin_addr, origin_count, origin_datatype, NULL, 0,
+                                      NULL, target_rank, target_disp, target_count,
+                                      target_datatype, op, win, 0),
+                      "MPI_Accumulate");
 }
 
 int MPI_Get_accumulate(const void *origin_addr, int origin_count,
@@ -716,14 +717,14 @@ int MPI_Get_accumulate(const void *origin_addr, int origin_count,
                result_datatype, target_rank, target_disp, target_count, target_datatype,
                op, win));
     MP_CHECK_INIT("MPI_Get_accumulate");
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Get_accumulate");
-    return win_err(win,
-                   accumulate_call(origin_addr, origin_count, origin_datatype,
-                                   result_addr, result_count, result_datatype,
-                                   target_rank, target_disp, target_count,
-                                   target_datatype, op, win, 1),
-                   "MPI_Get_accumulate");
+    return mp_win_err(win,
+                      accumulate_call(origin_addr, origin_count, origin_datatype,
+                                      result_addr, result_count, result_datatype,
+                                      target_rank, target_disp, target_count,
+                                      target_datatype, op, win, 1),
+                      "MPI_Get_accumulate");
 }
 
 int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
@@ -732,12 +733,12 @@ int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype da
     MP_LOCKED(PMPI_Fetch_and_op,
               (origin_addr, result_addr, datatype, target_rank, target_disp, op, win));
     MP_CHECK_INIT("MPI_Fetch_and_op");
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Fetch_and_op");
-    return win_err(win,
-                   accumulate_call(origin_addr, 1, datatype, result_addr, 1, datatype,
-                                   target_rank, target_disp, 1, datatype, op, win, 1),
-                   "MPI_Fetch_and_op");
+    return mp_win_err(win,
+                      accumulate_call(origin_addr, 1, datatype, result_addr, 1, datatype,
+                                      target_rank, target_disp, 1, datatype, op, win, 1),
+                      "MPI_Fetch_and_op");
 }
 
 static int cas(const void *obuf, const void *cbuf, void *rbuf, MPI_Datatype t, int rank,
@@ -762,7 +763,7 @@ static int cas(const void *obuf, const void *cbuf, void *rbuf, MPI_Datatype t, i
                               [A_OFF_HI] = (uint32_t)(off >> 32),
                               [A_COUNT] = 1,
                               [A_TYPE] = (uint32_t)mp_type_code(t)};
-    return request_wait(w, rank, args, data, 2 * t->size, rbuf, t->size, NULL);
+    return mp_win_request_wait(w, rank, args, data, 2 * t->size, rbuf, t->size, NULL);
 }
 
 int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr,
@@ -772,184 +773,12 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr,
     MP_LOCKED(PMPI_Compare_and_swap, (origin_addr, compare_addr, result_addr, datatype,
                                       target_rank, target_disp, win));
     MP_CHECK_INIT("MPI_Compare_and_swap");
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Compare_and_swap");
-    return win_err(win,
-                   cas(origin_addr, compare_addr, result_addr, datatype, target_rank,
-                       target_disp, win),
-                   "MPI_Compare_and_swap");
-}
-
-/* ---- synchronisation ---- */
-
-#define MODE_ALL                                                                         \
-    (MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE |         \
-     MPI_MODE_NOSUCCEED)
-
-/* Collective: every member's calls since the last fence are complete, at
-   origin and target, when any member returns. */
-int MPI_Win_fence(int assertion, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_fence, (assertion, win));
-    const char *fn = "MPI_Win_fence";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (assertion & ~MODE_ALL)
-        return win_err(win, MPI_ERR_ASSERT, fn);
-    if (win->nlocked || win->accessing || win->exposing)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    int rc = complete_at(win, -1);
-    int rc2 = PMPI_Barrier(win->comm);
-    win->fence_epoch = (assertion & MPI_MODE_NOSUCCEED) == 0;
-    return win_err(win, rc ? rc : rc2, fn);
-}
-
-/* Asks rank's lock manager for a lock of type until it grants it. */
-static int lock_one(MPI_Win w, int type, int rank)
-{
-    int granted = 0;
-    uint32_t args[A_NARGS] = {[A_KIND] = K_LOCK, [A_OP] = (uint32_t)type};
-    int rc = request_wait(w, rank, args, NULL, 0, NULL, 0, &granted);
-    /* bounded only by the holders' releases: each poll is a round trip */
-    while (!rc && !granted) {
-        uint32_t poll[A_NARGS] = {[A_KIND] = K_POLL, [A_OP] = (uint32_t)type};
-        rc = request_wait(w, rank, poll, NULL, 0, NULL, 0, &granted);
-    }
-    if (!rc) {
-        w->peer[rank].locked = type;
-        w->nlocked++;
-    }
-    return rc;
-}
-
-static int unlock_one(MPI_Win w, int rank)
-{
-    int rc = complete_at(w, rank);
-    uint32_t args[A_NARGS] = {[A_KIND] = K_UNLOCK};
-    int rc2 = request_wait(w, rank, args, NULL, 0, NULL, 0, NULL);
-    w->peer[rank].locked = 0;
-    w->nlocked--;
-    return rc ? rc : rc2;
-}
-
-int MPI_Win_lock(int lock_type, int rank, int assertion, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_lock, (lock_type, rank, assertion, win));
-    const char *fn = "MPI_Win_lock";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED)
-        return win_err(win, MPI_ERR_LOCKTYPE, fn);
-    if (assertion & ~MPI_MODE_NOCHECK)
-        return win_err(win, MPI_ERR_ASSERT, fn);
-    if (rank == MPI_PROC_NULL)
-        return MPI_SUCCESS;
-    if (rank < 0 || rank >= win->comm->size)
-        return win_err(win, MPI_ERR_RANK, fn);
-    if (win->peer[rank].locked || win->accessing)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    return win_err(win, lock_one(win, lock_type, rank), fn);
-}
-
-int MPI_Win_unlock(int rank, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_unlock, (rank, win));
-    const char *fn = "MPI_Win_unlock";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (rank == MPI_PROC_NULL)
-        return MPI_SUCCESS;
-    if (rank < 0 || rank >= win->comm->size)
-        return win_err(win, MPI_ERR_RANK, fn);
-    if (!win->peer[rank].locked || win->lock_all)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    return win_err(win, unlock_one(win, rank), fn);
-}
-
-int MPI_Win_lock_all(int assertion, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_lock_all, (assertion, win));
-    const char *fn = "MPI_Win_lock_all";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (assertion & ~MPI_MODE_NOCHECK)
-        return win_err(win, MPI_ERR_ASSERT, fn);
-    if (win->nlocked)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    int rc = MPI_SUCCESS;
-    for (int r = 0; !rc && r < win->comm->size; r++)
-        rc = lock_one(win, MPI_LOCK_SHARED, r);
-    if (rc) /* the locks taken go back */
-        for (int r = 0; r < win->comm->size; r++)
-            if (win->peer[r].locked)
-                unlock_one(win, r);
-    win->lock_all = !rc;
-    return win_err(win, rc, fn);
-}
-
-int MPI_Win_unlock_all(MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_unlock_all, (win));
-    const char *fn = "MPI_Win_unlock_all";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (!win->lock_all)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    int rc = MPI_SUCCESS;
-    for (int r = 0; r < win->comm->size; r++) {
-        int rc2 = unlock_one(win, r);
-        if (!rc)
-            rc = rc2;
-    }
-    win->lock_all = 0;
-    return win_err(win, rc, fn);
-}
-
-/* Every call to rank (all: -1) complete at the target: a passive-target
-   epoch's (MPI_ERR_RMA_SYNC outside one). Locally complete is the same. */
-static int flush(MPI_Win w, int rank, const char *fn)
-{
-    MP_CHECK_INIT(fn);
-    if (!win_ok(w))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (rank == MPI_PROC_NULL)
-        return MPI_SUCCESS;
-    if (rank < -1 || rank >= w->comm->size)
-        return win_err(w, MPI_ERR_RANK, fn);
-    if (rank >= 0 ? !w->peer[rank].locked : !w->nlocked)
-        return win_err(w, MPI_ERR_RMA_SYNC, fn);
-    return win_err(w, complete_at(w, rank), fn);
-}
-
-int MPI_Win_flush(int rank, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_flush, (rank, win));
-    return flush(win, rank < 0 && rank != MPI_PROC_NULL ? INT32_MIN : rank,
-                 "MPI_Win_flush");
-}
-
-int MPI_Win_flush_all(MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_flush_all, (win));
-    return flush(win, -1, "MPI_Win_flush_all");
-}
-
-int MPI_Win_flush_local(int rank, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_flush_local, (rank, win));
-    return flush(win, rank < 0 && rank != MPI_PROC_NULL ? INT32_MIN : rank,
-                 "MPI_Win_flush_local");
-}
-
-int MPI_Win_flush_local_all(MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_flush_local_all, (win));
-    return flush(win, -1, "MPI_Win_flush_local_all");
+    return mp_win_err(win,
+                      cas(origin_addr, compare_addr, result_addr, datatype, target_rank,
+                          target_disp, win),
+                      "MPI_Compare_and_swap");
 }
 
 /* ---- dynamic windows ---- */
@@ -988,7 +817,7 @@ static int dyn_find(MPI_Win w, int rank, uint64_t addr, size_t bytes,
                               [A_OFF_HI] = (uint32_t)(addr >> 32),
                               [A_COUNT] = (uint32_t)bytes,
                               [A_TYPE] = (uint32_t)((uint64_t)bytes >> 32)};
-    int rc = request_wait(w, rank, args, NULL, 0, &f, sizeof f, NULL);
+    int rc = mp_win_request_wait(w, rank, args, NULL, 0, &f, sizeof f, NULL);
     if (rc)
         return rc;
     if (addr < f.base || addr - f.base > f.size || bytes > f.size - (addr - f.base))
@@ -1040,24 +869,24 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
     MP_LOCKED(PMPI_Win_attach, (win, base, size));
     const char *fn = "MPI_Win_attach";
     MP_CHECK_INIT(fn);
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     if (!win->dynamic)
-        return win_err(win, MPI_ERR_WIN, fn);
+        return mp_win_err(win, MPI_ERR_WIN, fn);
     if (size < 0)
-        return win_err(win, MPI_ERR_SIZE, fn);
+        return mp_win_err(win, MPI_ERR_SIZE, fn);
     if (size == 0)
         return MPI_SUCCESS;
     if (!base)
-        return win_err(win, MPI_ERR_BUFFER, fn);
+        return mp_win_err(win, MPI_ERR_BUFFER, fn);
     mp_attach *n = realloc(win->att, (size_t)(win->natt + 1) * sizeof *n);
     if (!n)
-        return win_err(win, MPI_ERR_NO_MEM, fn);
+        return mp_win_err(win, MPI_ERR_NO_MEM, fn);
     win->att = n;
     int m = win->comm->size;
     flit_rank_t *allowed = malloc((size_t)m * sizeof *allowed);
     if (!allowed)
-        return win_err(win, MPI_ERR_NO_MEM, fn);
+        return mp_win_err(win, MPI_ERR_NO_MEM, fn);
     for (int r = 0; r < m; r++)
         allowed[r] = flit_rank((uint32_t)win->comm->world[r]);
     mp_attach *a = &n[win->natt];
@@ -1067,7 +896,7 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
                         allowed, (size_t)m, &a->region);
     free(allowed);
     if (st != FLIT_OK)
-        return win_err(win, mp_class_of(st), fn);
+        return mp_win_err(win, mp_class_of(st), fn);
     a->id = flit_rma_region_id(a->region);
     win->natt++;
     return MPI_SUCCESS;
@@ -1080,200 +909,17 @@ int MPI_Win_detach(MPI_Win win, const void *base)
     MP_LOCKED(PMPI_Win_detach, (win, base));
     const char *fn = "MPI_Win_detach";
     MP_CHECK_INIT(fn);
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     if (!win->dynamic)
-        return win_err(win, MPI_ERR_WIN, fn);
+        return mp_win_err(win, MPI_ERR_WIN, fn);
     for (int i = 0; i < win->natt; i++)
         if (win->att[i].base == (uint64_t)(uintptr_t)base) {
             flit_rma_unexport(win->att[i].region);
             win->att[i] = win->att[--win->natt];
             return MPI_SUCCESS;
         }
-    return win_err(win, MPI_ERR_ARG, fn);
-}
-
-/* ---- post, start, complete, wait ---- */
-
-/* The window's ranks of group's members into ranks[] (n of them): the
-   group must be a subset of the window's, each member once. */
-static int group_ranks(MPI_Win w, MPI_Group g, int *ranks, int *n)
-{
-    if (!g || g->size < 0 || (g->size > 0 && !g->world))
-        return MPI_ERR_GROUP;
-    if (g->size > w->comm->size)
-        return MPI_ERR_GROUP;
-    for (int i = 0; i < g->size; i++) {
-        int wr = g->world[i];
-        if (wr < 0 || (uint32_t)wr >= flit_job_size() || w->comm->from_world[wr] < 0)
-            return MPI_ERR_GROUP;
-        ranks[i] = w->comm->from_world[wr];
-        for (int j = 0; j < i; j++)
-            if (ranks[j] == ranks[i])
-                return MPI_ERR_GROUP;
-    }
-    *n = g->size;
-    return MPI_SUCCESS;
-}
-
-/* A notice (K_POST, K_COMPLETE) to rank. */
-static int notice(MPI_Win w, int rank, unsigned kind)
-{
-    uint32_t args[A_NARGS] = {
-        [A_KIND] = kind, [A_WIN] = w->peer[rank].win_id, [A_OWIN] = (uint32_t)w->id};
-    flit_status st = send_request(w->comm->world[rank], args, NULL, 0);
-    return st == FLIT_OK ? MPI_SUCCESS : mp_class_of(st);
-}
-
-/* Runs fn(w, g's ranks), checking w and g first. */
-static int with_group(MPI_Group g, MPI_Win w, const char *fn,
-                      int (*body)(MPI_Win, const int *, int))
-{
-    MP_CHECK_INIT(fn);
-    if (!win_ok(w))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    int *ranks = malloc(((size_t)w->comm->size + 1) * sizeof *ranks), n = 0;
-    if (!ranks)
-        return win_err(w, MPI_ERR_NO_MEM, fn);
-    int rc = group_ranks(w, g, ranks, &n);
-    if (!rc)
-        rc = body(w, ranks, n);
-    free(ranks);
-    return win_err(w, rc, fn);
-}
-
-/* Exposes the window to the group's members (origins): tells each. */
-static int post(MPI_Win w, const int *ranks, int n)
-{
-    if (w->exposing)
-        return MPI_ERR_RMA_SYNC;
-    for (int i = 0; i < n; i++)
-        w->peer[ranks[i]].exposed = 1;
-    w->exposing = 1;
-    for (int i = 0; i < n; i++) {
-        int rc = notice(w, ranks[i], K_POST);
-        if (rc)
-            return rc;
-    }
-    return MPI_SUCCESS;
-}
-
-/* Opens an access epoch to the group's members (targets) once each has
-   posted. */
-static int start(MPI_Win w, const int *ranks, int n)
-{
-    if (w->accessing || w->nlocked)
-        return MPI_ERR_RMA_SYNC;
-    w->accessing = 1; /* MPI_Win_complete ends it, even after an error */
-    for (int i = 0; i < n; i++) {
-        struct mp_win_peer *p = &w->peer[ranks[i]];
-        while (!p->posts) {
-            int rc = wait_step(w->comm->world[ranks[i]]);
-            if (rc)
-                return rc;
-        }
-        p->posts--;
-        p->started = 1;
-    }
-    return MPI_SUCCESS;
-}
-
-int MPI_Win_post(MPI_Group group, int assertion, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_post, (group, assertion, win));
-    if (win_ok(win) &&
-        (assertion & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)))
-        return win_err(win, MPI_ERR_ASSERT, "MPI_Win_post");
-    return with_group(group, win, "MPI_Win_post", post);
-}
-
-int MPI_Win_start(MPI_Group group, int assertion, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_start, (group, assertion, win));
-    if (win_ok(win) && (assertion & ~MPI_MODE_NOCHECK))
-        return win_err(win, MPI_ERR_ASSERT, "MPI_Win_start");
-    return with_group(group, win, "MPI_Win_start", start);
-}
-
-/* Completes the access epoch: every call at its target, then tells each. */
-int MPI_Win_complete(MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_complete, (win));
-    const char *fn = "MPI_Win_complete";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (!win->accessing)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    int rc = MPI_SUCCESS;
-    for (int r = 0; r < win->comm->size; r++) {
-        if (!win->peer[r].started)
-            continue;
-        int rc2 = complete_at(win, r);
-        if (!rc2)
-            rc2 = notice(win, r, K_COMPLETE);
-        if (!rc)
-            rc = rc2;
-        win->peer[r].started = 0;
-    }
-    win->accessing = 0;
-    return win_err(win, rc, fn);
-}
-
-/* Whether every origin of the exposure epoch has completed; ends it when
-   so. */
-static int exposure_done(MPI_Win w)
-{
-    for (int r = 0; r < w->comm->size; r++)
-        if (w->peer[r].exposed && !w->peer[r].completes)
-            return 0;
-    for (int r = 0; r < w->comm->size; r++)
-        if (w->peer[r].exposed) {
-            w->peer[r].completes--;
-            w->peer[r].exposed = 0;
-        }
-    w->exposing = 0;
-    return 1;
-}
-
-int MPI_Win_wait(MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_wait, (win));
-    const char *fn = "MPI_Win_wait";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (!win->exposing)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    while (!exposure_done(win)) {
-        int rc = wait_step(-1);
-        for (int r = 0; !rc && r < win->comm->size; r++)
-            if (win->peer[r].exposed && !win->peer[r].completes &&
-                mp_peer_dead(win->comm->world[r]))
-                rc = MPI_ERR_PROC_FAILED;
-        if (rc)
-            return win_err(win, rc, fn);
-    }
-    return MPI_SUCCESS;
-}
-
-int MPI_Win_test(MPI_Win win, int *flag)
-{
-    MP_LOCKED(PMPI_Win_test, (win, flag));
-    const char *fn = "MPI_Win_test";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (!flag)
-        return win_err(win, MPI_ERR_ARG, fn);
-    if (!win->exposing)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    flit_status st = flit_poll(mp_ep);
-    int rc = st == FLIT_OK ? mp_progress() : mp_class_of(st);
-    if (rc)
-        return win_err(win, rc, fn);
-    *flag = exposure_done(win);
-    return MPI_SUCCESS;
+    return mp_win_err(win, MPI_ERR_ARG, fn);
 }
 
 /* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
@@ -1290,20 +936,6 @@ MP_PROFILED(MPI_Accumulate);
 MP_PROFILED(MPI_Get_accumulate);
 MP_PROFILED(MPI_Fetch_and_op);
 MP_PROFILED(MPI_Compare_and_swap);
-MP_PROFILED(MPI_Win_fence);
-MP_PROFILED(MPI_Win_lock);
-MP_PROFILED(MPI_Win_unlock);
-MP_PROFILED(MPI_Win_lock_all);
-MP_PROFILED(MPI_Win_unlock_all);
-MP_PROFILED(MPI_Win_flush);
-MP_PROFILED(MPI_Win_flush_all);
-MP_PROFILED(MPI_Win_flush_local);
-MP_PROFILED(MPI_Win_flush_local_all);
-MP_PROFILED(MPI_Win_post);
-MP_PROFILED(MPI_Win_start);
-MP_PROFILED(MPI_Win_complete);
-MP_PROFILED(MPI_Win_wait);
-MP_PROFILED(MPI_Win_test);
 MP_PROFILED(MPI_Win_create_dynamic);
 MP_PROFILED(MPI_Win_attach);
 MP_PROFILED(MPI_Win_detach);

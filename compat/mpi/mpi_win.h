@@ -119,6 +119,19 @@ void mp_win_on_request(flit_token_t *tok, void *buf, size_t nbytes, const uint32
                        unsigned nargs, void *user);
 int mp_win_cas_type(MPI_Datatype t);
 
+/* mpi_win.c: w a live window; an error through w's handler; one step of
+   waiting for world rank peer (-1: none); a request to world rank world;
+   one to w's rank and the wait for its reply (its status); until every
+   accumulate to rank (-1: all) is answered, and puts and gets complete. */
+int mp_win_ok(MPI_Win w);
+int mp_win_err(MPI_Win w, int code, const char *fn);
+int mp_win_wait_step(int peer);
+flit_status mp_win_send_request(int world, const uint32_t *args, const void *data,
+                                size_t bytes);
+int mp_win_request_wait(MPI_Win w, int rank, uint32_t *args, const void *data,
+                        size_t bytes, void *result, size_t rbytes, int *granted);
+int mp_win_complete_at(MPI_Win w, int rank);
+
 /* For the test of forged one-sided messages (tests/mpi/mpi_win_forged.c,
    linked with this library's objects, not its exports): the request and
    reply handlers' indices on mp_ep, and the reply handler's function, put
