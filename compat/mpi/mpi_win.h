@@ -132,6 +132,13 @@ int mp_win_request_wait(MPI_Win w, int rank, uint32_t *args, const void *data,
                         size_t bytes, void *result, size_t rbytes, int *granted);
 int mp_win_complete_at(MPI_Win w, int rank);
 
+/* mpi_win.c, dynamic windows: the import of rank's region holding
+   [addr, addr + bytes) and the offset there (MPI_ERR_DISP when none);
+   forgetting the import r (its region was detached). */
+int mp_win_dyn_find(MPI_Win w, int rank, uint64_t addr, size_t bytes,
+                    flit_rma_remote_t **r, uint64_t *off);
+void mp_win_dyn_forget(MPI_Win w, int rank, flit_rma_remote_t *r);
+
 /* For the test of forged one-sided messages (tests/mpi/mpi_win_forged.c,
    linked with this library's objects, not its exports): the request and
    reply handlers' indices on mp_ep, and the reply handler's function, put
