@@ -163,6 +163,42 @@ static int acc_types(MPI_Datatype tt, MPI_Datatype t, int count, MPI_Op op)
     return MPI_SUCCESS;
 }
 
+/* Sends tcount elements of tt at byte offset off of rank's window, the
+   packed operands in (NULL: none) and, fetching, the old elements into
+   out, in messages of at most ACC_MAX_BYTES; a plain accumulate's verdict
+   is counted as pending, for the next synchronisation. */
+static int acc_send(MPI_Win w, int rank, uint64_t off, int tcount, MPI_Datatype tt,
+                    MPI_Op op, const unsigned char *in, unsigned char *out, int fetch)
+{
+    size_t esize = tt->size, per = ACC_MAX_BYTES / esize;
+    int world = w->comm->world[rank];
+    int rc = MPI_SUCCESS;
+    for (size_t done = 0; !rc && done < (size_t)tcount;) {
+        size_t n = (size_t)tcount - done < per ? (size_t)tcount - done : per;
+        uint64_t o = off + done * esize;
+        uint32_t args[A_NARGS] = {
+            [A_KIND] = fetch ? K_GACC : K_ACC,     [A_OFF_LO] = (uint32_t)o,
+            [A_OFF_HI] = (uint32_t)(o >> 32),      [A_COUNT] = (uint32_t)n,
+            [A_TYPE] = (uint32_t)mp_type_code(tt), [A_OP] = (uint32_t)op->id};
+        const void *piece = in ? in + done * esize : NULL;
+        size_t pbytes = in ? n * esize : 0;
+        if (fetch) {
+            rc = mp_win_request_wait(w, rank, args, piece, pbytes, out + done * esize,
+                                     n * esize, NULL);
+        } else {
+            args[A_WIN] = w->peer[rank].win_id;
+            args[A_OWIN] = (uint32_t)w->id;
+            flit_status st = mp_win_send_request(world, args, piece, pbytes);
+            if (st == FLIT_OK)
+                w->peer[rank].pending++;
+            else
+                rc = mp_class_of(st);
+        }
+        done += n;
+    }
+    return rc;
+}
+
 /* MPI_Accumulate (result NULL) and MPI_Get_accumulate: in pieces of at most
    ACC_MAX_BYTES, each one message executed by the target. */
 static int accumulate_call(const void *obuf, int ocount, MPI_Datatype ot, void *rbuf,
@@ -204,31 +240,7 @@ static int accumulate_call(const void *obuf, int ocount, MPI_Datatype ot, void *
     }
     if (in)
         mp_pack(obuf, ocount, ot, in);
-    size_t esize = tt->size, per = ACC_MAX_BYTES / esize;
-    int world = w->comm->world[rank];
-    for (size_t done = 0; !rc && done < (size_t)tcount;) {
-        size_t n = (size_t)tcount - done < per ? (size_t)tcount - done : per;
-        uint64_t o = off + done * esize;
-        uint32_t args[A_NARGS] = {
-            [A_KIND] = fetch ? K_GACC : K_ACC,     [A_OFF_LO] = (uint32_t)o,
-            [A_OFF_HI] = (uint32_t)(o >> 32),      [A_COUNT] = (uint32_t)n,
-            [A_TYPE] = (uint32_t)mp_type_code(tt), [A_OP] = (uint32_t)op->id};
-        const void *piece = in ? in + done * esize : NULL;
-        size_t pbytes = in ? n * esize : 0;
-        if (fetch) {
-            rc = mp_win_request_wait(w, rank, args, piece, pbytes, out + done * esize,
-                                     n * esize, NULL);
-        } else {
-            args[A_WIN] = w->peer[rank].win_id;
-            args[A_OWIN] = (uint32_t)w->id;
-            flit_status st = mp_win_send_request(world, args, piece, pbytes);
-            if (st == FLIT_OK)
-                w->peer[rank].pending++;
-            else
-                rc = mp_class_of(st);
-        }
-        done += n;
-    }
+    rc = acc_send(w, rank, off, tcount, tt, op, in, out, fetch);
     if (!rc && fetch)
         mp_unpack(out, tbytes, rbuf, rcount, rt);
     free(in);
