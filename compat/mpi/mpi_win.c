@@ -31,8 +31,13 @@
  * Everything received is checked (window, sender a member, offsets inside
  * the window, op and type codes): a bad request is answered with an error
  * class, never applied.
+ *
+ * Here: windows (creation, freeing, dynamic windows) and the origin's
+ * requests and their replies. mpi_win_ops.c: put, get and the accumulates
+ * at the origin; mpi_win_sync.c: fence, locks, flush, post/start/complete/
+ * wait; mpi_win_target.c: the target's handler, accumulate executor and
+ * lock manager; mpi_win.h: what they share, the messages' format included.
  */
-#include <stdalign.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
