@@ -31,8 +31,13 @@
  * Everything received is checked (window, sender a member, offsets inside
  * the window, op and type codes): a bad request is answered with an error
  * class, never applied.
+ *
+ * Here: windows (creation, freeing, dynamic windows) and the origin's
+ * requests and their replies. mpi_win_ops.c: put, get and the accumulates
+ * at the origin; mpi_win_sync.c: fence, locks, flush, post/start/complete/
+ * wait; mpi_win_target.c: the target's handler, accumulate executor and
+ * lock manager; mpi_win.h: what they share, the messages' format included.
  */
-#include <stdalign.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,106 +47,11 @@
 #include <flit/rma.h>
 
 #include "mpi_internal.h"
+#include "mpi_win.h"
 
-/* Request kinds (argument 0 of a request). */
-enum {
-    K_ACC,
-    K_GACC,
-    K_CAS,
-    K_LOCK,
-    K_POLL,
-    K_UNLOCK,
-    K_POST,
-    K_COMPLETE,
-    K_FIND, /* a dynamic window: the attached region holding an address */
-    K_NKINDS
-};
-
-/* Request arguments. */
-enum {
-    A_KIND,
-    A_WIN,    /* the target's window id */
-    A_OWIN,   /* the origin's window id, echoed in the reply */
-    A_SEQ,    /* the origin's wait it answers, echoed */
-    A_OFF_LO, /* byte offset in the window */
-    A_OFF_HI,
-    A_COUNT, /* elements */
-    A_TYPE,  /* predefined type code */
-    A_OP,    /* op id; a lock's type */
-    A_NARGS
-};
-
-/* Reply arguments. */
-enum { R_OWIN, R_SEQ, R_STATUS, R_GRANTED, R_NARGS };
-
-/* Elements of one accumulate message: its data (and a reply's) fit a
-   medium message. */
-#define ACC_MAX_BYTES FLIT_AM_MAX_MEDIUM
-
-/* A dynamic window's memory attached here (MPI_Win_attach), or a region
-   of a target's that this origin imported. */
-typedef struct mp_attach {
-    uint64_t base, size, id;
-    flit_rma_region_t *region; /* here */
-    flit_rma_remote_t *remote; /* a target's */
-} mp_attach;
-
-/* K_FIND's answer. */
-typedef struct mp_found {
-    uint64_t base, size, id;
-} mp_found;
-
-typedef struct mp_lock_wait {
-    int rank, type;
-} mp_lock_wait;
-
-struct flit_mpi_win {
-    int id; /* index in wins[] */
-    MPI_Comm comm;
-    void *base;
-    size_t size;
-    int disp_unit;
-    int allocated; /* base is flit_rma_alloc memory */
-    flit_rma_region_t *region;
-    MPI_Errhandler errh;
-    /* per member of comm */
-    struct mp_win_peer {
-        uint64_t region; /* 0: an empty window */
-        uint64_t size;
-        uint32_t win_id;
-        int disp_unit;
-        flit_rma_remote_t *remote;
-        unsigned long pending; /* accumulates not yet answered */
-        int locked;            /* the lock type this rank holds there, or 0 */
-        /* post/start/complete/wait */
-        unsigned posts;     /* its MPI_Win_post's not yet met by a start */
-        unsigned completes; /* its MPI_Win_complete's not yet met by a wait */
-        int started;        /* an access epoch to it is open (MPI_Win_start) */
-        int exposed;        /* exposed to it (MPI_Win_post), until a wait */
-        mp_attach *dyn;     /* a dynamic window: its regions imported here */
-        int ndyn;
-    } * peer;
-    int fence_epoch; /* a fence opened an access epoch */
-    int dynamic;     /* MPI_Win_create_dynamic's: displacements are addresses */
-    mp_attach *att;  /* its memory attached here */
-    int natt;
-    int accessing; /* an MPI_Win_start epoch is open */
-    int exposing;  /* an MPI_Win_post epoch is open */
-    int lock_all;
-    int nlocked;   /* targets locked */
-    int async_err; /* a plain accumulate refused, for the next sync */
-    /* the lock manager, as a target */
-    int excl;     /* the holder of the exclusive lock, or -1 */
-    int shared;   /* holders of the shared lock */
-    int *holds;   /* per rank: the lock type it holds here, or 0 */
-    int *waiting; /* per rank: 1 while its request is queued */
-    mp_lock_wait *queue;
-    int qhead, qlen; /* a ring of comm->size entries */
-};
-
-static MPI_Win *wins;
-static int nwins;
-static flit_handler_t h_req, h_rep;
+MPI_Win *mp_wins; /* by id */
+int mp_nwins;
+flit_handler_t mp_h_req, mp_h_rep;
 
 /* The one wait a fetching call, a lock or an unlock has outstanding. */
 static struct {
@@ -151,235 +61,16 @@ static struct {
     size_t bytes;
 } waiter;
 
-static MPI_Op const ops[] = {
-    [OP_SUM] = MPI_SUM,         [OP_PROD] = MPI_PROD,     [OP_MAX] = MPI_MAX,
-    [OP_MIN] = MPI_MIN,         [OP_LAND] = MPI_LAND,     [OP_LOR] = MPI_LOR,
-    [OP_LXOR] = MPI_LXOR,       [OP_BAND] = MPI_BAND,     [OP_BOR] = MPI_BOR,
-    [OP_BXOR] = MPI_BXOR,       [OP_MAXLOC] = MPI_MAXLOC, [OP_MINLOC] = MPI_MINLOC,
-    [OP_REPLACE] = MPI_REPLACE, [OP_NO_OP] = MPI_NO_OP,
-};
-
-static int win_ok(MPI_Win w)
+int mp_win_ok(MPI_Win w)
 {
-    return w && w->id >= 0 && w->id < nwins && wins[w->id] == w;
+    return w && w->id >= 0 && w->id < mp_nwins && mp_wins[w->id] == w;
 }
 
-static int win_err(MPI_Win w, int code, const char *fn)
+int mp_win_err(MPI_Win w, int code, const char *fn)
 {
-    if (!win_ok(w))
+    if (!mp_win_ok(w))
         return mp_err(MPI_COMM_NULL, code, fn);
     return mp_err_handler(w->errh, code, fn);
-}
-
-/* ---- the target's side: handlers ---- */
-
-/* The window a request names, its sender's rank there, or NULL. */
-static MPI_Win target_win(const uint32_t *args, flit_token_t *tok, int *rank)
-{
-    uint32_t id = args[A_WIN];
-    if (id >= (uint32_t)nwins || !wins[id])
-        return NULL;
-    MPI_Win w = wins[id];
-    uint32_t src = flit_token_rank(tok).idx;
-    if (src >= flit_job_size() || w->comm->from_world[src] < 0)
-        return NULL;
-    *rank = w->comm->from_world[src];
-    return w;
-}
-
-static void reply(flit_token_t *tok, const uint32_t *args, int status, int granted,
-                  const void *data, size_t bytes)
-{
-    uint32_t r[R_NARGS] = {[R_OWIN] = args[A_OWIN],
-                           [R_SEQ] = args[A_SEQ],
-                           [R_STATUS] = (uint32_t)status,
-                           [R_GRANTED] = (uint32_t)granted};
-    flit_status st = data ? flit_am_reply_medium(tok, h_rep, data, bytes, r, R_NARGS)
-                          : flit_am_reply_short(tok, h_rep, r, R_NARGS);
-    if (st != FLIT_OK)
-        fprintf(stderr, "flit-mpi: one-sided reply to rank %u: %s\n",
-                flit_token_rank(tok).idx, flit_strerror(st));
-}
-
-/* Grants the queue's head as long as it is compatible with the holders. */
-static void grant(MPI_Win w)
-{
-    while (w->qlen > 0) {
-        mp_lock_wait *q = &w->queue[w->qhead];
-        if (w->excl >= 0 || (q->type == MPI_LOCK_EXCLUSIVE && w->shared > 0))
-            return;
-        if (q->type == MPI_LOCK_EXCLUSIVE)
-            w->excl = q->rank;
-        else
-            w->shared++;
-        w->holds[q->rank] = q->type;
-        w->waiting[q->rank] = 0;
-        w->qhead = (w->qhead + 1) % w->comm->size;
-        w->qlen--;
-    }
-}
-
-/* A lock, a poll or an unlock from rank: MPI_SUCCESS and whether it holds
-   the lock now, or an error class. */
-static int lock_request(MPI_Win w, int kind, int rank, int type, int *granted)
-{
-    if (kind == K_LOCK) {
-        if (type != MPI_LOCK_EXCLUSIVE && type != MPI_LOCK_SHARED)
-            return MPI_ERR_LOCKTYPE;
-        if (w->holds[rank] || w->waiting[rank] || w->qlen >= w->comm->size)
-            return MPI_ERR_RMA_SYNC;
-        w->queue[(w->qhead + w->qlen) % w->comm->size] = (mp_lock_wait){rank, type};
-        w->qlen++;
-        w->waiting[rank] = 1;
-    } else if (kind == K_UNLOCK) {
-        if (!w->holds[rank])
-            return MPI_ERR_RMA_SYNC;
-        if (w->holds[rank] == MPI_LOCK_EXCLUSIVE)
-            w->excl = -1;
-        else
-            w->shared--;
-        w->holds[rank] = 0;
-    } else if (!w->holds[rank] && !w->waiting[rank]) {
-        return MPI_ERR_RMA_SYNC; /* a poll without a request */
-    }
-    grant(w);
-    *granted = w->holds[rank] != 0;
-    return MPI_SUCCESS;
-}
-
-/* Where [off, off + bytes) lies in w, or NULL when not inside it. */
-static unsigned char *span(MPI_Win w, uint64_t off, uint64_t bytes)
-{
-    if (w->dynamic) { /* off is an address, inside one attached region */
-        for (int i = 0; i < w->natt; i++) {
-            mp_attach *a = &w->att[i];
-            if (off >= a->base && off - a->base <= a->size &&
-                bytes <= a->size - (off - a->base))
-                return (unsigned char *)(uintptr_t)off;
-        }
-        return NULL;
-    }
-    if (off > w->size || bytes > w->size - off)
-        return NULL;
-    return (unsigned char *)w->base + off;
-}
-
-/* Scratch of the accumulate handlers (one runs at a time): the window's
-   and the message's elements, aligned for any type. */
-static alignas(16) unsigned char acc_io[ACC_MAX_BYTES], acc_in[ACC_MAX_BYTES],
-    acc_old[ACC_MAX_BYTES];
-
-/* Compare-and-swap compares bytes: integer, logical and byte types, as MPI
-   says (not floating point, whose equal values may differ in bytes). */
-static int cas_type(MPI_Datatype t)
-{
-    return t && t->predefined && t->basic >= 0 && t != MPI_FLOAT && t != MPI_DOUBLE &&
-           t != MPI_LONG_DOUBLE;
-}
-
-/* Applies an accumulate, a get-accumulate or a compare-and-swap; the old
-   elements go to acc_old. An error class, or MPI_SUCCESS. */
-static int accumulate(MPI_Win w, const uint32_t *args, const void *buf, size_t nbytes)
-{
-    MPI_Datatype t = mp_type_predef((int)args[A_TYPE]);
-    uint32_t opid = args[A_OP], count = args[A_COUNT];
-    if (!t || !mp_type_contig(t, (int)(count > 1 ? 2 : count)))
-        return MPI_ERR_TYPE; /* a pair type with a hole in it */
-    size_t bytes = (size_t)count * t->size;
-    if (count > ACC_MAX_BYTES || bytes > ACC_MAX_BYTES)
-        return MPI_ERR_COUNT;
-    unsigned kind = args[A_KIND];
-    if (nbytes != (kind == K_CAS ? 2 * bytes : opid == OP_NO_OP ? 0 : bytes))
-        return MPI_ERR_ARG;
-    if (kind == K_CAS && (count != 1 || !cas_type(t)))
-        return MPI_ERR_TYPE;
-    MPI_Op op = NULL;
-    if (kind != K_CAS) {
-        if (opid >= sizeof ops / sizeof ops[0] || !ops[opid])
-            return MPI_ERR_OP;
-        op = ops[opid];
-        if (opid == OP_NO_OP && kind != K_GACC)
-            return MPI_ERR_OP;
-        if (opid != OP_REPLACE && opid != OP_NO_OP && mp_op_ok(op, t) != MPI_SUCCESS)
-            return MPI_ERR_OP;
-    }
-    uint64_t off = (uint64_t)args[A_OFF_HI] << 32 | args[A_OFF_LO];
-    unsigned char *at = span(w, off, bytes);
-    if (!at)
-        return MPI_ERR_DISP;
-    memcpy(acc_old, at, bytes);
-    if (kind == K_CAS) {
-        if (memcmp(acc_old, (const unsigned char *)buf + bytes, bytes) == 0)
-            memcpy(at, buf, bytes);
-        return MPI_SUCCESS;
-    }
-    if (opid == OP_NO_OP)
-        return MPI_SUCCESS;
-    if (opid == OP_REPLACE) {
-        memcpy(at, buf, bytes);
-        return MPI_SUCCESS;
-    }
-    memcpy(acc_io, at, bytes);
-    memcpy(acc_in, buf, bytes);
-    int rc = mp_op_apply(op, acc_in, acc_io, (int)count, t);
-    if (rc == MPI_SUCCESS)
-        memcpy(at, acc_io, bytes);
-    return rc;
-}
-
-static void on_request(flit_token_t *tok, void *buf, size_t nbytes, const uint32_t *args,
-                       unsigned nargs, void *user)
-{
-    (void)user;
-    if (nargs != A_NARGS || args[A_KIND] >= K_NKINDS) {
-        fprintf(stderr, "flit-mpi: one-sided request from rank %u malformed; ignored\n",
-                flit_token_rank(tok).idx);
-        return;
-    }
-    int rank = -1, granted = 0, rc;
-    MPI_Win w = target_win(args, tok, &rank);
-    unsigned kind = args[A_KIND];
-    if (kind == K_POST || kind == K_COMPLETE) { /* notices: no reply */
-        if (!w)
-            fprintf(stderr, "flit-mpi: one-sided notice from rank %u for no window\n",
-                    flit_token_rank(tok).idx);
-        else if (kind == K_POST && w->peer[rank].posts < UINT32_MAX)
-            w->peer[rank].posts++;
-        else if (kind == K_COMPLETE && w->peer[rank].completes < UINT32_MAX)
-            w->peer[rank].completes++;
-        return;
-    }
-    if (kind == K_FIND) {
-        mp_found f = {0};
-        uint64_t addr = (uint64_t)args[A_OFF_HI] << 32 | args[A_OFF_LO];
-        uint64_t len = (uint64_t)args[A_TYPE] << 32 | args[A_COUNT];
-        rc = w && w->dynamic ? MPI_ERR_DISP : MPI_ERR_WIN;
-        for (int i = 0; w && w->dynamic && i < w->natt; i++) {
-            mp_attach *a = &w->att[i];
-            if (addr >= a->base && addr - a->base <= a->size &&
-                len <= a->size - (addr - a->base)) {
-                f = (mp_found){a->base, a->size, a->id};
-                rc = MPI_SUCCESS;
-                break;
-            }
-        }
-        reply(tok, args, rc, 0, rc ? NULL : &f, sizeof f);
-        return;
-    }
-    if (!w)
-        rc = MPI_ERR_WIN;
-    else if (kind == K_LOCK || kind == K_POLL || kind == K_UNLOCK)
-        rc = lock_request(w, (int)kind, rank, (int)args[A_OP], &granted);
-    else
-        rc = accumulate(w, args, buf, nbytes);
-    if (rc != MPI_SUCCESS)
-        fprintf(stderr,
-                "flit-mpi: one-sided request %u from rank %u refused (class %d)\n", kind,
-                flit_token_rank(tok).idx, rc);
-    int fetch = rc == MPI_SUCCESS && (kind == K_GACC || kind == K_CAS);
-    size_t bytes =
-        fetch ? (size_t)args[A_COUNT] * mp_type_predef((int)args[A_TYPE])->size : 0;
-    reply(tok, args, rc, granted, fetch ? acc_old : NULL, bytes);
 }
 
 /* ---- the origin's side ---- */
@@ -389,9 +80,9 @@ static void on_reply(flit_token_t *tok, void *buf, size_t nbytes, const uint32_t
 {
     (void)user;
     uint32_t src = flit_token_rank(tok).idx;
-    if (nargs != R_NARGS || args[R_OWIN] >= (uint32_t)nwins || !wins[args[R_OWIN]])
+    if (nargs != R_NARGS || args[R_OWIN] >= (uint32_t)mp_nwins || !mp_wins[args[R_OWIN]])
         goto bad;
-    MPI_Win w = wins[args[R_OWIN]];
+    MPI_Win w = mp_wins[args[R_OWIN]];
     int status = (int)args[R_STATUS];
     if (status < 0 || status > MPI_ERR_LASTCODE)
         status = MPI_ERR_OTHER;
@@ -428,17 +119,32 @@ flit_status mp_win_init(void)
     flit_status st = flit_ep_reserve_handlers(mp_ep, 2, &h);
     if (st != FLIT_OK)
         return st;
-    h_req = h;
-    h_rep = flit_handler((uint16_t)(h.idx + 1));
-    st = flit_am_register(mp_ep, h_req, on_request, NULL);
+    mp_h_req = h;
+    mp_h_rep = flit_handler((uint16_t)(h.idx + 1));
+    st = flit_am_register(mp_ep, mp_h_req, mp_win_on_request, NULL);
     if (st == FLIT_OK)
-        st = flit_am_register(mp_ep, h_rep, on_reply, NULL);
+        st = flit_am_register(mp_ep, mp_h_rep, on_reply, NULL);
     return st;
+}
+
+flit_handler_t mp_win_request_handler(void)
+{
+    return mp_h_req;
+}
+
+flit_handler_t mp_win_reply_handler(void)
+{
+    return mp_h_rep;
+}
+
+flit_am_handler_fn mp_win_reply_fn(void)
+{
+    return on_reply;
 }
 
 /* One step of waiting for something from world rank peer: handlers run,
    the engine makes a pass. */
-static int wait_step(int peer)
+int mp_win_wait_step(int peer)
 {
     unsigned long before = mp_progress_count;
     flit_status st = mp_mt ? flit_poll(mp_ep) : flit_wait(mp_ep, 1000);
@@ -451,18 +157,18 @@ static int wait_step(int peer)
     return peer >= 0 && mp_peer_dead(peer) ? MPI_ERR_PROC_FAILED : MPI_SUCCESS;
 }
 
-static flit_status send_request(int world, const uint32_t *args, const void *data,
+flit_status mp_win_send_request(int world, const uint32_t *args, const void *data,
                                 size_t bytes)
 {
     flit_rank_t to = flit_rank((uint32_t)world);
     if (bytes == 0)
-        return flit_am_short(mp_ep, to, h_req, args, A_NARGS, 0);
-    return flit_am_medium(mp_ep, to, h_req, data, bytes, args, A_NARGS, 0);
+        return flit_am_short(mp_ep, to, mp_h_req, args, A_NARGS, 0);
+    return flit_am_medium(mp_ep, to, mp_h_req, data, bytes, args, A_NARGS, 0);
 }
 
 /* Sends a request to rank of w and waits for its reply (fetched bytes into
    result); the reply's status, or an error class. */
-static int request_wait(MPI_Win w, int rank, uint32_t *args, const void *data,
+int mp_win_request_wait(MPI_Win w, int rank, uint32_t *args, const void *data,
                         size_t bytes, void *result, size_t rbytes, int *granted)
 {
     static uint32_t seq;
@@ -479,11 +185,11 @@ static int request_wait(MPI_Win w, int rank, uint32_t *args, const void *data,
     args[A_SEQ] = seq;
     int world = w->comm->world[rank];
     waiter.from = (uint32_t)world;
-    flit_status st = send_request(world, args, data, bytes);
+    flit_status st = mp_win_send_request(world, args, data, bytes);
     if (st != FLIT_OK)
         return mp_class_of(st);
     while (!waiter.done) {
-        int rc = wait_step(world);
+        int rc = mp_win_wait_step(world);
         if (rc)
             return rc;
     }
@@ -494,7 +200,7 @@ static int request_wait(MPI_Win w, int rank, uint32_t *args, const void *data,
 
 /* Until every accumulate sent to rank (every rank: -1) is answered, and its
    puts and gets are complete at the target. */
-static int complete_at(MPI_Win w, int rank)
+int mp_win_complete_at(MPI_Win w, int rank)
 {
     int lo = rank < 0 ? 0 : rank, hi = rank < 0 ? w->comm->size : rank + 1;
     for (int r = lo; r < hi; r++) {
@@ -506,7 +212,7 @@ static int complete_at(MPI_Win w, int rank)
                 return mp_class_of(st);
         }
         while (p->pending) {
-            int rc = wait_step(world);
+            int rc = mp_win_wait_step(world);
             if (rc)
                 return rc;
         }
@@ -535,8 +241,8 @@ static void win_destroy(MPI_Win w)
         flit_rma_unexport(w->region);
     if (w->allocated && w->base)
         flit_rma_free(mp_ep, w->base);
-    if (w->id >= 0 && w->id < nwins && wins[w->id] == w)
-        wins[w->id] = NULL;
+    if (w->id >= 0 && w->id < mp_nwins && mp_wins[w->id] == w)
+        mp_wins[w->id] = NULL;
     free(w->peer);
     free(w->holds);
     free(w->waiting);
@@ -546,23 +252,23 @@ static void win_destroy(MPI_Win w)
     free(w);
 }
 
-/* A free slot of wins[] for w. */
+/* A free slot of mp_wins[] for w. */
 static int win_slot(MPI_Win w)
 {
-    for (int i = 0; i < nwins; i++)
-        if (!wins[i]) {
-            wins[i] = w;
+    for (int i = 0; i < mp_nwins; i++)
+        if (!mp_wins[i]) {
+            mp_wins[i] = w;
             return i;
         }
-    MPI_Win *n = realloc(wins, (size_t)(nwins + 8) * sizeof *n);
+    MPI_Win *n = realloc(mp_wins, (size_t)(mp_nwins + 8) * sizeof *n);
     if (!n)
         return -1;
-    wins = n;
-    for (int i = nwins; i < nwins + 8; i++)
-        wins[i] = NULL;
-    nwins += 8;
-    wins[nwins - 8] = w;
-    return nwins - 8;
+    mp_wins = n;
+    for (int i = mp_nwins; i < mp_nwins + 8; i++)
+        mp_wins[i] = NULL;
+    mp_nwins += 8;
+    mp_wins[mp_nwins - 8] = w;
+    return mp_nwins - 8;
 }
 
 /* What each member tells the others at creation. */
@@ -712,12 +418,12 @@ int MPI_Win_free(MPI_Win *win)
     MP_LOCKED(PMPI_Win_free, (win));
     const char *fn = "MPI_Win_free";
     MP_CHECK_INIT(fn);
-    if (!win || !win_ok(*win))
+    if (!win || !mp_win_ok(*win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     MPI_Win w = *win;
     if (w->nlocked || w->accessing || w->exposing)
-        return win_err(w, MPI_ERR_RMA_SYNC, fn);
-    int rc = complete_at(w, -1);
+        return mp_win_err(w, MPI_ERR_RMA_SYNC, fn);
+    int rc = mp_win_complete_at(w, -1);
     /* nobody reaches the memory any more once all are here */
     int rc2 = PMPI_Barrier(w->comm);
     MPI_Errhandler errh = w->errh;
@@ -731,11 +437,11 @@ int MPI_Win_get_group(MPI_Win win, MPI_Group *group)
     MP_LOCKED(PMPI_Win_get_group, (win, group));
     const char *fn = "MPI_Win_get_group";
     MP_CHECK_INIT(fn);
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     if (!group)
-        return win_err(win, MPI_ERR_ARG, fn);
-    return win_err(win, PMPI_Comm_group(win->comm, group), fn);
+        return mp_win_err(win, MPI_ERR_ARG, fn);
+    return mp_win_err(win, PMPI_Comm_group(win->comm, group), fn);
 }
 
 int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
@@ -743,10 +449,10 @@ int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
     MP_LOCKED(PMPI_Win_set_errhandler, (win, errhandler));
     const char *fn = "MPI_Win_set_errhandler";
     MP_CHECK_INIT(fn);
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN)
-        return win_err(win, MPI_ERR_ARG, fn);
+        return mp_win_err(win, MPI_ERR_ARG, fn);
     win->errh = errhandler;
     return MPI_SUCCESS;
 }
@@ -756,505 +462,18 @@ int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
     MP_LOCKED(PMPI_Win_get_errhandler, (win, errhandler));
     const char *fn = "MPI_Win_get_errhandler";
     MP_CHECK_INIT(fn);
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     if (!errhandler)
-        return win_err(win, MPI_ERR_ARG, fn);
+        return mp_win_err(win, MPI_ERR_ARG, fn);
     *errhandler = win->errh;
     return MPI_SUCCESS;
-}
-
-/* ---- communication calls ---- */
-
-/* The checks every call aimed at target rank makes: *skip set for
-   MPI_PROC_NULL. */
-static int target_check(MPI_Win w, int rank, int *skip)
-{
-    *skip = 0;
-    if (rank == MPI_PROC_NULL) {
-        *skip = 1;
-        return MPI_SUCCESS;
-    }
-    if (rank < 0 || rank >= w->comm->size)
-        return MPI_ERR_RANK;
-    if (!w->fence_epoch && !w->peer[rank].locked && !w->peer[rank].started)
-        return MPI_ERR_RMA_SYNC;
-    return MPI_SUCCESS;
-}
-
-/* The byte offset of count elements of t at disp in rank's window: checks
-   that they lie inside it. */
-static int target_span(MPI_Win w, int rank, MPI_Aint disp, int count, MPI_Datatype t,
-                       uint64_t *off)
-{
-    if (disp < 0)
-        return MPI_ERR_DISP;
-    struct mp_win_peer *p = &w->peer[rank];
-    size_t bytes = mp_type_bytes(t, count);
-    uint64_t first = count > 0 ? (uint64_t)t->blocks[0].disp : 0;
-    if ((uint64_t)disp > UINT64_MAX / 2 / (uint64_t)p->disp_unit)
-        return MPI_ERR_DISP;
-    uint64_t o = (uint64_t)disp * (uint64_t)p->disp_unit;
-    if (count > 0 && t->blocks[0].disp < 0 && (uint64_t)-t->blocks[0].disp > o)
-        return MPI_ERR_DISP;
-    o += first;
-    if (!w->dynamic && (o > p->size || bytes > p->size - o))
-        return MPI_ERR_DISP; /* a dynamic window's target checks */
-    *off = o;
-    return MPI_SUCCESS;
-}
-
-static int dyn_find(MPI_Win w, int rank, uint64_t addr, size_t bytes,
-                    flit_rma_remote_t **r, uint64_t *off);
-static void dyn_forget(MPI_Win w, int rank, flit_rma_remote_t *r);
-
-/* The origin's and target's buffers, counts and types. */
-static int types_check(const void *buf, int count, MPI_Datatype t, int tcount,
-                       MPI_Datatype tt)
-{
-    if (count < 0 || tcount < 0)
-        return MPI_ERR_COUNT;
-    if (!mp_type_ok(t) || !mp_type_ok(tt))
-        return MPI_ERR_TYPE;
-    if (count > 0 && !buf)
-        return MPI_ERR_BUFFER;
-    /* the target's elements must be one run of bytes; both sides the
-       same number of bytes */
-    if (!mp_type_contig(tt, tcount) ||
-        mp_type_bytes(t, count) != mp_type_bytes(tt, tcount))
-        return MPI_ERR_TYPE;
-    return MPI_SUCCESS;
-}
-
-static int put_get(int get, void *buf, int count, MPI_Datatype t, int rank, MPI_Aint disp,
-                   int tcount, MPI_Datatype tt, MPI_Win w)
-{
-    int skip, rc = types_check(buf, count, t, tcount, tt);
-    if (!rc)
-        rc = target_check(w, rank, &skip);
-    if (rc || skip)
-        return rc;
-    uint64_t off;
-    if ((rc = target_span(w, rank, disp, tcount, tt, &off)) != MPI_SUCCESS)
-        return rc;
-    size_t bytes = mp_type_bytes(t, count);
-    if (bytes == 0)
-        return MPI_SUCCESS;
-    int contig = mp_type_contig(t, count);
-    unsigned char *data =
-        contig ? (unsigned char *)buf + t->blocks[0].disp : malloc(bytes);
-    if (!data)
-        return MPI_ERR_NO_MEM;
-    if (!contig && !get)
-        mp_pack(buf, count, t, data);
-    flit_status st = FLIT_OK;
-    for (int tries = 0; tries < 2; tries++) {
-        flit_rma_remote_t *r = w->peer[rank].remote;
-        uint64_t roff = off;
-        if (w->dynamic && (rc = dyn_find(w, rank, off, bytes, &r, &roff)) != MPI_SUCCESS)
-            break;
-        st = get ? flit_rma_get(r, roff, data, bytes, 0, NULL)
-                 : flit_rma_put(r, roff, data, bytes, 0, NULL);
-        if (st != FLIT_ERR_REVOKED || !w->dynamic)
-            break;
-        dyn_forget(w, rank, r); /* detached meanwhile: ask the target again */
-    }
-    if (!contig) {
-        if (get && st == FLIT_OK)
-            mp_unpack(data, bytes, buf, count, t);
-        free(data);
-    }
-    if (rc)
-        return rc;
-    return st == FLIT_OK ? MPI_SUCCESS : mp_class_of(st);
-}
-
-int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-            int target_rank, MPI_Aint target_disp, int target_count,
-            MPI_Datatype target_datatype, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Put, (origin_addr, origin_count, origin_datatype, target_rank,
-                         target_disp, target_count, target_datatype, win));
-    MP_CHECK_INIT("MPI_Put");
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Put");
-    return win_err(win,
-                   put_get(0, (void *)origin_addr, origin_count, origin_datatype,
-                           target_rank, target_disp, target_count, target_datatype, win),
-                   "MPI_Put");
-}
-
-int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-            int target_rank, MPI_Aint target_disp, int target_count,
-            MPI_Datatype target_datatype, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Get, (origin_addr, origin_count, origin_datatype, target_rank,
-                         target_disp, target_count, target_datatype, win));
-    MP_CHECK_INIT("MPI_Get");
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Get");
-    return win_err(win,
-                   put_get(1, origin_addr, origin_count, origin_datatype, target_rank,
-                           target_disp, target_count, target_datatype, win),
-                   "MPI_Get");
-}
-
-/* An accumulate's operands: the target's type predefined, the origin's and
-   the result's of the same basic (or pair) type. */
-static int acc_types(MPI_Datatype tt, MPI_Datatype t, int count, MPI_Op op)
-{
-    int code = mp_type_code(tt);
-    if (code < 0 || (count > 0 && !mp_type_ok(t)))
-        return MPI_ERR_TYPE;
-    if (count > 0 && t != tt && (tt->basic < 0 || t->basic != tt->basic))
-        return MPI_ERR_TYPE;
-    if (!op || op->refs <= 0 || op->fn)
-        return MPI_ERR_OP;
-    if (op->id != OP_REPLACE && op->id != OP_NO_OP && mp_op_ok(op, tt) != MPI_SUCCESS)
-        return MPI_ERR_OP;
-    return MPI_SUCCESS;
-}
-
-/* MPI_Accumulate (result NULL) and MPI_Get_accumulate: in pieces of at most
-   ACC_MAX_BYTES, each one message executed by the target. */
-static int accumulate_call(const void *obuf, int ocount, MPI_Datatype ot, void *rbuf,
-                           int rcount, MPI_Datatype rt, int rank, MPI_Aint disp,
-                           int tcount, MPI_Datatype tt, MPI_Op op, MPI_Win w, int fetch)
-{
-    if (ocount < 0 || tcount < 0 || rcount < 0)
-        return MPI_ERR_COUNT;
-    int noop = op && op->id == OP_NO_OP;
-    if (noop && !fetch)
-        return MPI_ERR_OP;
-    int rc = acc_types(tt, ot, noop ? 0 : ocount, op);
-    if (!rc && fetch)
-        rc = acc_types(tt, rt, rcount, MPI_NO_OP);
-    if (rc)
-        return rc;
-    if (!mp_type_contig(tt, tcount))
-        return MPI_ERR_TYPE; /* a pair type with a hole in it */
-    size_t tbytes = mp_type_bytes(tt, tcount);
-    if ((!noop && mp_type_bytes(ot, ocount) != tbytes) ||
-        (fetch && mp_type_bytes(rt, rcount) != tbytes))
-        return MPI_ERR_TYPE;
-    if ((!noop && ocount > 0 && !obuf) || (fetch && rcount > 0 && !rbuf))
-        return MPI_ERR_BUFFER;
-    int skip;
-    uint64_t off;
-    if ((rc = target_check(w, rank, &skip)) || skip)
-        return rc;
-    if ((rc = target_span(w, rank, disp, tcount, tt, &off)))
-        return rc;
-    if (tbytes == 0)
-        return MPI_SUCCESS;
-    unsigned char *in = noop ? NULL : malloc(tbytes),
-                  *out = fetch ? malloc(tbytes) : NULL;
-    if ((!noop && !in) || (fetch && !out)) {
-        free(in);
-        free(out);
-        return MPI_ERR_NO_MEM;
-    }
-    if (in)
-        mp_pack(obuf, ocount, ot, in);
-    size_t esize = tt->size, per = ACC_MAX_BYTES / esize;
-    int world = w->comm->world[rank];
-    for (size_t done = 0; !rc && done < (size_t)tcount;) {
-        size_t n = (size_t)tcount - done < per ? (size_t)tcount - done : per;
-        uint64_t o = off + done * esize;
-        uint32_t args[A_NARGS] = {
-            [A_KIND] = fetch ? K_GACC : K_ACC,     [A_OFF_LO] = (uint32_t)o,
-            [A_OFF_HI] = (uint32_t)(o >> 32),      [A_COUNT] = (uint32_t)n,
-            [A_TYPE] = (uint32_t)mp_type_code(tt), [A_OP] = (uint32_t)op->id};
-        const void *piece = in ? in + done * esize : NULL;
-        size_t pbytes = in ? n * esize : 0;
-        if (fetch) {
-            rc = request_wait(w, rank, args, piece, pbytes, out + done * esize, n * esize,
-                              NULL);
-        } else {
-            args[A_WIN] = w->peer[rank].win_id;
-            args[A_OWIN] = (uint32_t)w->id;
-            flit_status st = send_request(world, args, piece, pbytes);
-            if (st == FLIT_OK)
-                w->peer[rank].pending++;
-            else
-                rc = mp_class_of(st);
-        }
-        done += n;
-    }
-    if (!rc && fetch)
-        mp_unpack(out, tbytes, rbuf, rcount, rt);
-    free(in);
-    free(out);
-    return rc;
-}
-
-int MPI_Accumulate(const void *origin_addr, int origin_count,
-                   MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
-                   int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Accumulate, (origin_addr, origin_count, origin_datatype, target_rank,
-                                target_disp, target_count, target_datatype, op, win));
-    MP_CHECK_INIT("MPI_Accumulate");
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Accumulate");
-    return win_err(win,
-                   accumulate_call(origin_addr, origin_count, origin_datatype, NULL, 0,
-                                   NULL, target_rank, target_disp, target_count,
-                                   target_datatype, op, win, 0),
-                   "MPI_Accumulate");
-}
-
-int MPI_Get_accumulate(const void *origin_addr, int origin_count,
-                       MPI_Datatype origin_datatype, void *result_addr, int result_count,
-                       MPI_Datatype result_datatype, int target_rank,
-                       MPI_Aint target_disp, int target_count,
-                       MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Get_accumulate,
-              (origin_addr, origin_count, origin_datatype, result_addr, result_count,
-               result_datatype, target_rank, target_disp, target_count, target_datatype,
-               op, win));
-    MP_CHECK_INIT("MPI_Get_accumulate");
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Get_accumulate");
-    return win_err(win,
-                   accumulate_call(origin_addr, origin_count, origin_datatype,
-                                   result_addr, result_count, result_datatype,
-                                   target_rank, target_disp, target_count,
-                                   target_datatype, op, win, 1),
-                   "MPI_Get_accumulate");
-}
-
-int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
-                     int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Fetch_and_op,
-              (origin_addr, result_addr, datatype, target_rank, target_disp, op, win));
-    MP_CHECK_INIT("MPI_Fetch_and_op");
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Fetch_and_op");
-    return win_err(win,
-                   accumulate_call(origin_addr, 1, datatype, result_addr, 1, datatype,
-                                   target_rank, target_disp, 1, datatype, op, win, 1),
-                   "MPI_Fetch_and_op");
-}
-
-static int cas(const void *obuf, const void *cbuf, void *rbuf, MPI_Datatype t, int rank,
-               MPI_Aint disp, MPI_Win w)
-{
-    if (!cas_type(t))
-        return MPI_ERR_TYPE;
-    if (!obuf || !cbuf || !rbuf)
-        return MPI_ERR_BUFFER;
-    int skip;
-    uint64_t off;
-    int rc = target_check(w, rank, &skip);
-    if (rc || skip)
-        return rc;
-    if ((rc = target_span(w, rank, disp, 1, t, &off)))
-        return rc;
-    unsigned char data[2 * 16];
-    memcpy(data, obuf, t->size);
-    memcpy(data + t->size, cbuf, t->size);
-    uint32_t args[A_NARGS] = {[A_KIND] = K_CAS,
-                              [A_OFF_LO] = (uint32_t)off,
-                              [A_OFF_HI] = (uint32_t)(off >> 32),
-                              [A_COUNT] = 1,
-                              [A_TYPE] = (uint32_t)mp_type_code(t)};
-    return request_wait(w, rank, args, data, 2 * t->size, rbuf, t->size, NULL);
-}
-
-int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr,
-                         void *result_addr, MPI_Datatype datatype, int target_rank,
-                         MPI_Aint target_disp, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Compare_and_swap, (origin_addr, compare_addr, result_addr, datatype,
-                                      target_rank, target_disp, win));
-    MP_CHECK_INIT("MPI_Compare_and_swap");
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Compare_and_swap");
-    return win_err(win,
-                   cas(origin_addr, compare_addr, result_addr, datatype, target_rank,
-                       target_disp, win),
-                   "MPI_Compare_and_swap");
-}
-
-/* ---- synchronisation ---- */
-
-#define MODE_ALL                                                                         \
-    (MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE |         \
-     MPI_MODE_NOSUCCEED)
-
-/* Collective: every member's calls since the last fence are complete, at
-   origin and target, when any member returns. */
-int MPI_Win_fence(int assertion, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_fence, (assertion, win));
-    const char *fn = "MPI_Win_fence";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (assertion & ~MODE_ALL)
-        return win_err(win, MPI_ERR_ASSERT, fn);
-    if (win->nlocked || win->accessing || win->exposing)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    int rc = complete_at(win, -1);
-    int rc2 = PMPI_Barrier(win->comm);
-    win->fence_epoch = (assertion & MPI_MODE_NOSUCCEED) == 0;
-    return win_err(win, rc ? rc : rc2, fn);
-}
-
-/* Asks rank's lock manager for a lock of type until it grants it. */
-static int lock_one(MPI_Win w, int type, int rank)
-{
-    int granted = 0;
-    uint32_t args[A_NARGS] = {[A_KIND] = K_LOCK, [A_OP] = (uint32_t)type};
-    int rc = request_wait(w, rank, args, NULL, 0, NULL, 0, &granted);
-    /* bounded only by the holders' releases: each poll is a round trip */
-    while (!rc && !granted) {
-        uint32_t poll[A_NARGS] = {[A_KIND] = K_POLL, [A_OP] = (uint32_t)type};
-        rc = request_wait(w, rank, poll, NULL, 0, NULL, 0, &granted);
-    }
-    if (!rc) {
-        w->peer[rank].locked = type;
-        w->nlocked++;
-    }
-    return rc;
-}
-
-static int unlock_one(MPI_Win w, int rank)
-{
-    int rc = complete_at(w, rank);
-    uint32_t args[A_NARGS] = {[A_KIND] = K_UNLOCK};
-    int rc2 = request_wait(w, rank, args, NULL, 0, NULL, 0, NULL);
-    w->peer[rank].locked = 0;
-    w->nlocked--;
-    return rc ? rc : rc2;
-}
-
-int MPI_Win_lock(int lock_type, int rank, int assertion, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_lock, (lock_type, rank, assertion, win));
-    const char *fn = "MPI_Win_lock";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED)
-        return win_err(win, MPI_ERR_LOCKTYPE, fn);
-    if (assertion & ~MPI_MODE_NOCHECK)
-        return win_err(win, MPI_ERR_ASSERT, fn);
-    if (rank == MPI_PROC_NULL)
-        return MPI_SUCCESS;
-    if (rank < 0 || rank >= win->comm->size)
-        return win_err(win, MPI_ERR_RANK, fn);
-    if (win->peer[rank].locked || win->accessing)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    return win_err(win, lock_one(win, lock_type, rank), fn);
-}
-
-int MPI_Win_unlock(int rank, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_unlock, (rank, win));
-    const char *fn = "MPI_Win_unlock";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (rank == MPI_PROC_NULL)
-        return MPI_SUCCESS;
-    if (rank < 0 || rank >= win->comm->size)
-        return win_err(win, MPI_ERR_RANK, fn);
-    if (!win->peer[rank].locked || win->lock_all)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    return win_err(win, unlock_one(win, rank), fn);
-}
-
-int MPI_Win_lock_all(int assertion, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_lock_all, (assertion, win));
-    const char *fn = "MPI_Win_lock_all";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (assertion & ~MPI_MODE_NOCHECK)
-        return win_err(win, MPI_ERR_ASSERT, fn);
-    if (win->nlocked)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    int rc = MPI_SUCCESS;
-    for (int r = 0; !rc && r < win->comm->size; r++)
-        rc = lock_one(win, MPI_LOCK_SHARED, r);
-    if (rc) /* the locks taken go back */
-        for (int r = 0; r < win->comm->size; r++)
-            if (win->peer[r].locked)
-                unlock_one(win, r);
-    win->lock_all = !rc;
-    return win_err(win, rc, fn);
-}
-
-int MPI_Win_unlock_all(MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_unlock_all, (win));
-    const char *fn = "MPI_Win_unlock_all";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (!win->lock_all)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    int rc = MPI_SUCCESS;
-    for (int r = 0; r < win->comm->size; r++) {
-        int rc2 = unlock_one(win, r);
-        if (!rc)
-            rc = rc2;
-    }
-    win->lock_all = 0;
-    return win_err(win, rc, fn);
-}
-
-/* Every call to rank (all: -1) complete at the target: a passive-target
-   epoch's (MPI_ERR_RMA_SYNC outside one). Locally complete is the same. */
-static int flush(MPI_Win w, int rank, const char *fn)
-{
-    MP_CHECK_INIT(fn);
-    if (!win_ok(w))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (rank == MPI_PROC_NULL)
-        return MPI_SUCCESS;
-    if (rank < -1 || rank >= w->comm->size)
-        return win_err(w, MPI_ERR_RANK, fn);
-    if (rank >= 0 ? !w->peer[rank].locked : !w->nlocked)
-        return win_err(w, MPI_ERR_RMA_SYNC, fn);
-    return win_err(w, complete_at(w, rank), fn);
-}
-
-int MPI_Win_flush(int rank, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_flush, (rank, win));
-    return flush(win, rank < 0 && rank != MPI_PROC_NULL ? INT32_MIN : rank,
-                 "MPI_Win_flush");
-}
-
-int MPI_Win_flush_all(MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_flush_all, (win));
-    return flush(win, -1, "MPI_Win_flush_all");
-}
-
-int MPI_Win_flush_local(int rank, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_flush_local, (rank, win));
-    return flush(win, rank < 0 && rank != MPI_PROC_NULL ? INT32_MIN : rank,
-                 "MPI_Win_flush_local");
-}
-
-int MPI_Win_flush_local_all(MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_flush_local_all, (win));
-    return flush(win, -1, "MPI_Win_flush_local_all");
 }
 
 /* ---- dynamic windows ---- */
 
 /* Forgets the import r of rank's (its region was detached). */
-static void dyn_forget(MPI_Win w, int rank, flit_rma_remote_t *r)
+void mp_win_dyn_forget(MPI_Win w, int rank, flit_rma_remote_t *r)
 {
     struct mp_win_peer *p = &w->peer[rank];
     for (int i = 0; i < p->ndyn; i++)
@@ -1268,7 +487,7 @@ static void dyn_forget(MPI_Win w, int rank, flit_rma_remote_t *r)
 /* The import of rank's region holding [addr, addr + bytes), and the offset
    there: from those imported before, else asked of the target (K_FIND)
    and imported. MPI_ERR_DISP when nothing attached there holds it. */
-static int dyn_find(MPI_Win w, int rank, uint64_t addr, size_t bytes,
+int mp_win_dyn_find(MPI_Win w, int rank, uint64_t addr, size_t bytes,
                     flit_rma_remote_t **r, uint64_t *off)
 {
     struct mp_win_peer *p = &w->peer[rank];
@@ -1287,7 +506,7 @@ static int dyn_find(MPI_Win w, int rank, uint64_t addr, size_t bytes,
                               [A_OFF_HI] = (uint32_t)(addr >> 32),
                               [A_COUNT] = (uint32_t)bytes,
                               [A_TYPE] = (uint32_t)((uint64_t)bytes >> 32)};
-    int rc = request_wait(w, rank, args, NULL, 0, &f, sizeof f, NULL);
+    int rc = mp_win_request_wait(w, rank, args, NULL, 0, &f, sizeof f, NULL);
     if (rc)
         return rc;
     if (addr < f.base || addr - f.base > f.size || bytes > f.size - (addr - f.base))
@@ -1339,24 +558,24 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
     MP_LOCKED(PMPI_Win_attach, (win, base, size));
     const char *fn = "MPI_Win_attach";
     MP_CHECK_INIT(fn);
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     if (!win->dynamic)
-        return win_err(win, MPI_ERR_WIN, fn);
+        return mp_win_err(win, MPI_ERR_WIN, fn);
     if (size < 0)
-        return win_err(win, MPI_ERR_SIZE, fn);
+        return mp_win_err(win, MPI_ERR_SIZE, fn);
     if (size == 0)
         return MPI_SUCCESS;
     if (!base)
-        return win_err(win, MPI_ERR_BUFFER, fn);
+        return mp_win_err(win, MPI_ERR_BUFFER, fn);
     mp_attach *n = realloc(win->att, (size_t)(win->natt + 1) * sizeof *n);
     if (!n)
-        return win_err(win, MPI_ERR_NO_MEM, fn);
+        return mp_win_err(win, MPI_ERR_NO_MEM, fn);
     win->att = n;
     int m = win->comm->size;
     flit_rank_t *allowed = malloc((size_t)m * sizeof *allowed);
     if (!allowed)
-        return win_err(win, MPI_ERR_NO_MEM, fn);
+        return mp_win_err(win, MPI_ERR_NO_MEM, fn);
     for (int r = 0; r < m; r++)
         allowed[r] = flit_rank((uint32_t)win->comm->world[r]);
     mp_attach *a = &n[win->natt];
@@ -1366,7 +585,7 @@ int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
                         allowed, (size_t)m, &a->region);
     free(allowed);
     if (st != FLIT_OK)
-        return win_err(win, mp_class_of(st), fn);
+        return mp_win_err(win, mp_class_of(st), fn);
     a->id = flit_rma_region_id(a->region);
     win->natt++;
     return MPI_SUCCESS;
@@ -1379,200 +598,17 @@ int MPI_Win_detach(MPI_Win win, const void *base)
     MP_LOCKED(PMPI_Win_detach, (win, base));
     const char *fn = "MPI_Win_detach";
     MP_CHECK_INIT(fn);
-    if (!win_ok(win))
+    if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
     if (!win->dynamic)
-        return win_err(win, MPI_ERR_WIN, fn);
+        return mp_win_err(win, MPI_ERR_WIN, fn);
     for (int i = 0; i < win->natt; i++)
         if (win->att[i].base == (uint64_t)(uintptr_t)base) {
             flit_rma_unexport(win->att[i].region);
             win->att[i] = win->att[--win->natt];
             return MPI_SUCCESS;
         }
-    return win_err(win, MPI_ERR_ARG, fn);
-}
-
-/* ---- post, start, complete, wait ---- */
-
-/* The window's ranks of group's members into ranks[] (n of them): the
-   group must be a subset of the window's, each member once. */
-static int group_ranks(MPI_Win w, MPI_Group g, int *ranks, int *n)
-{
-    if (!g || g->size < 0 || (g->size > 0 && !g->world))
-        return MPI_ERR_GROUP;
-    if (g->size > w->comm->size)
-        return MPI_ERR_GROUP;
-    for (int i = 0; i < g->size; i++) {
-        int wr = g->world[i];
-        if (wr < 0 || (uint32_t)wr >= flit_job_size() || w->comm->from_world[wr] < 0)
-            return MPI_ERR_GROUP;
-        ranks[i] = w->comm->from_world[wr];
-        for (int j = 0; j < i; j++)
-            if (ranks[j] == ranks[i])
-                return MPI_ERR_GROUP;
-    }
-    *n = g->size;
-    return MPI_SUCCESS;
-}
-
-/* A notice (K_POST, K_COMPLETE) to rank. */
-static int notice(MPI_Win w, int rank, unsigned kind)
-{
-    uint32_t args[A_NARGS] = {
-        [A_KIND] = kind, [A_WIN] = w->peer[rank].win_id, [A_OWIN] = (uint32_t)w->id};
-    flit_status st = send_request(w->comm->world[rank], args, NULL, 0);
-    return st == FLIT_OK ? MPI_SUCCESS : mp_class_of(st);
-}
-
-/* Runs fn(w, g's ranks), checking w and g first. */
-static int with_group(MPI_Group g, MPI_Win w, const char *fn,
-                      int (*body)(MPI_Win, const int *, int))
-{
-    MP_CHECK_INIT(fn);
-    if (!win_ok(w))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    int *ranks = malloc(((size_t)w->comm->size + 1) * sizeof *ranks), n = 0;
-    if (!ranks)
-        return win_err(w, MPI_ERR_NO_MEM, fn);
-    int rc = group_ranks(w, g, ranks, &n);
-    if (!rc)
-        rc = body(w, ranks, n);
-    free(ranks);
-    return win_err(w, rc, fn);
-}
-
-/* Exposes the window to the group's members (origins): tells each. */
-static int post(MPI_Win w, const int *ranks, int n)
-{
-    if (w->exposing)
-        return MPI_ERR_RMA_SYNC;
-    for (int i = 0; i < n; i++)
-        w->peer[ranks[i]].exposed = 1;
-    w->exposing = 1;
-    for (int i = 0; i < n; i++) {
-        int rc = notice(w, ranks[i], K_POST);
-        if (rc)
-            return rc;
-    }
-    return MPI_SUCCESS;
-}
-
-/* Opens an access epoch to the group's members (targets) once each has
-   posted. */
-static int start(MPI_Win w, const int *ranks, int n)
-{
-    if (w->accessing || w->nlocked)
-        return MPI_ERR_RMA_SYNC;
-    w->accessing = 1; /* MPI_Win_complete ends it, even after an error */
-    for (int i = 0; i < n; i++) {
-        struct mp_win_peer *p = &w->peer[ranks[i]];
-        while (!p->posts) {
-            int rc = wait_step(w->comm->world[ranks[i]]);
-            if (rc)
-                return rc;
-        }
-        p->posts--;
-        p->started = 1;
-    }
-    return MPI_SUCCESS;
-}
-
-int MPI_Win_post(MPI_Group group, int assertion, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_post, (group, assertion, win));
-    if (win_ok(win) &&
-        (assertion & ~(MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)))
-        return win_err(win, MPI_ERR_ASSERT, "MPI_Win_post");
-    return with_group(group, win, "MPI_Win_post", post);
-}
-
-int MPI_Win_start(MPI_Group group, int assertion, MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_start, (group, assertion, win));
-    if (win_ok(win) && (assertion & ~MPI_MODE_NOCHECK))
-        return win_err(win, MPI_ERR_ASSERT, "MPI_Win_start");
-    return with_group(group, win, "MPI_Win_start", start);
-}
-
-/* Completes the access epoch: every call at its target, then tells each. */
-int MPI_Win_complete(MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_complete, (win));
-    const char *fn = "MPI_Win_complete";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (!win->accessing)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    int rc = MPI_SUCCESS;
-    for (int r = 0; r < win->comm->size; r++) {
-        if (!win->peer[r].started)
-            continue;
-        int rc2 = complete_at(win, r);
-        if (!rc2)
-            rc2 = notice(win, r, K_COMPLETE);
-        if (!rc)
-            rc = rc2;
-        win->peer[r].started = 0;
-    }
-    win->accessing = 0;
-    return win_err(win, rc, fn);
-}
-
-/* Whether every origin of the exposure epoch has completed; ends it when
-   so. */
-static int exposure_done(MPI_Win w)
-{
-    for (int r = 0; r < w->comm->size; r++)
-        if (w->peer[r].exposed && !w->peer[r].completes)
-            return 0;
-    for (int r = 0; r < w->comm->size; r++)
-        if (w->peer[r].exposed) {
-            w->peer[r].completes--;
-            w->peer[r].exposed = 0;
-        }
-    w->exposing = 0;
-    return 1;
-}
-
-int MPI_Win_wait(MPI_Win win)
-{
-    MP_LOCKED(PMPI_Win_wait, (win));
-    const char *fn = "MPI_Win_wait";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (!win->exposing)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    while (!exposure_done(win)) {
-        int rc = wait_step(-1);
-        for (int r = 0; !rc && r < win->comm->size; r++)
-            if (win->peer[r].exposed && !win->peer[r].completes &&
-                mp_peer_dead(win->comm->world[r]))
-                rc = MPI_ERR_PROC_FAILED;
-        if (rc)
-            return win_err(win, rc, fn);
-    }
-    return MPI_SUCCESS;
-}
-
-int MPI_Win_test(MPI_Win win, int *flag)
-{
-    MP_LOCKED(PMPI_Win_test, (win, flag));
-    const char *fn = "MPI_Win_test";
-    MP_CHECK_INIT(fn);
-    if (!win_ok(win))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (!flag)
-        return win_err(win, MPI_ERR_ARG, fn);
-    if (!win->exposing)
-        return win_err(win, MPI_ERR_RMA_SYNC, fn);
-    flit_status st = flit_poll(mp_ep);
-    int rc = st == FLIT_OK ? mp_progress() : mp_class_of(st);
-    if (rc)
-        return win_err(win, rc, fn);
-    *flag = exposure_done(win);
-    return MPI_SUCCESS;
+    return mp_win_err(win, MPI_ERR_ARG, fn);
 }
 
 /* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
@@ -1583,26 +619,6 @@ MP_PROFILED(MPI_Win_free);
 MP_PROFILED(MPI_Win_get_group);
 MP_PROFILED(MPI_Win_set_errhandler);
 MP_PROFILED(MPI_Win_get_errhandler);
-MP_PROFILED(MPI_Put);
-MP_PROFILED(MPI_Get);
-MP_PROFILED(MPI_Accumulate);
-MP_PROFILED(MPI_Get_accumulate);
-MP_PROFILED(MPI_Fetch_and_op);
-MP_PROFILED(MPI_Compare_and_swap);
-MP_PROFILED(MPI_Win_fence);
-MP_PROFILED(MPI_Win_lock);
-MP_PROFILED(MPI_Win_unlock);
-MP_PROFILED(MPI_Win_lock_all);
-MP_PROFILED(MPI_Win_unlock_all);
-MP_PROFILED(MPI_Win_flush);
-MP_PROFILED(MPI_Win_flush_all);
-MP_PROFILED(MPI_Win_flush_local);
-MP_PROFILED(MPI_Win_flush_local_all);
-MP_PROFILED(MPI_Win_post);
-MP_PROFILED(MPI_Win_start);
-MP_PROFILED(MPI_Win_complete);
-MP_PROFILED(MPI_Win_wait);
-MP_PROFILED(MPI_Win_test);
 MP_PROFILED(MPI_Win_create_dynamic);
 MP_PROFILED(MPI_Win_attach);
 MP_PROFILED(MPI_Win_detach);
