@@ -25,6 +25,7 @@
 #define OFI_TX_BUFS   256
 #define OFI_TX_PEER   32 /* sends in flight to one peer, at most */
 #define OFI_NAME_MAX  256u
+#define OFI_HOLD_NS   10000000u /* a peer's refused sends held back, then dropped */
 
 /* A posted buffer: context first (FI_CONTEXT, FI_CONTEXT2), so that a
    completion's op_context finds it. */
@@ -41,6 +42,8 @@ struct ofi_peer {
     fi_addr_t addr;         /* FI_ADDR_NOTAVAIL until first contact */
     _Atomic bool contacted; /* addr set: dumps read it outside the lock */
     unsigned inflight;      /* sends not yet completed */
+    uint64_t refused_since; /* sends refused (-FI_EAGAIN) since; 0: one went */
+    bool dropping;          /* refused for OFI_HOLD_NS: said, dropped */
 };
 
 struct fl_dgram {
