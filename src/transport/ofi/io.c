@@ -110,25 +110,31 @@ static size_t length(const struct fl_dgram_out *o)
 
 /*
  * The provider refused a send to rank dst for now (-FI_EAGAIN): 0, held
- * back as a full socket's is, for the first OFI_HOLD_NS of a run of
- * refusals; after, 1: dst's datagrams are dropped as lost until it takes
- * one again. tcp;ofi_rxm refuses every send to a peer whose connection it
- * cannot (re)establish, a killed one's, for as long as it is asked; the
- * channel stops sending to everyone while one datagram waits, so holding
- * them starved the live peers until FLIT_PEER_TIMEOUT gave them up too.
+ * back as a full socket's is, until dst has refused OFI_HOLD_TRY tries
+ * in a row over at least OFI_HOLD_NS; then 1: dst's datagrams are dropped
+ * as lost until it takes one again. tcp;ofi_rxm refuses every send to a
+ * peer whose connection it cannot (re)establish, a killed one's, for as
+ * long as it is asked; the channel stops sending to everyone while one
+ * datagram waits, so holding them starved the live peers until
+ * FLIT_PEER_TIMEOUT gave them up too. Both bounds: a sender that tries
+ * seldom (it was not scheduled) keeps what it sent last, as it would on
+ * a full socket.
  */
 static int refused(struct fl_dgram *d, uint32_t dst)
 {
     struct ofi_peer *p = &d->peers[dst];
     uint64_t now = fl_now_ns();
-    if (!p->refused_since)
+    if (p->refusals == 0)
         p->refused_since = now;
-    if (now - p->refused_since < OFI_HOLD_NS)
+    if (p->refusals < OFI_HOLD_TRY)
+        p->refusals++;
+    if (p->refusals < OFI_HOLD_TRY || now - p->refused_since < OFI_HOLD_NS)
         return 0;
     if (!p->dropping)
-        fl_debug("ofi (%s): rank %u refused sends for %llu ms: its datagrams are "
+        fl_debug("ofi (%s): rank %u refused %u sends in %llu ms: its datagrams are "
                  "dropped as lost until it takes one",
-                 d->prov, dst, (unsigned long long)((now - p->refused_since) / 1000000));
+                 d->prov, dst, p->refusals,
+                 (unsigned long long)((now - p->refused_since) / 1000000));
     p->dropping = true;
     return 1;
 }
@@ -162,7 +168,7 @@ static int send_one(struct fl_dgram *d, const struct fl_dgram_out *o)
         reap_sends(d); /* progress, for the next try */
         return refused(d, o->dst);
     }
-    d->peers[o->dst].refused_since = 0;
+    d->peers[o->dst].refusals = 0;
     d->peers[o->dst].dropping = false;
     if (ret == 0) {
         d->tx_free = b->next;
