@@ -25,6 +25,8 @@
 #define OFI_TX_BUFS   256
 #define OFI_TX_PEER   32 /* sends in flight to one peer, at most */
 #define OFI_NAME_MAX  256u
+#define OFI_HOLD_NS   10000000u /* a peer's refused sends held back, then dropped */
+#define OFI_HOLD_TRY  32u       /* ... and refused this many times in a row */
 
 /* A posted buffer: context first (FI_CONTEXT, FI_CONTEXT2), so that a
    completion's op_context finds it. */
@@ -41,6 +43,9 @@ struct ofi_peer {
     fi_addr_t addr;         /* FI_ADDR_NOTAVAIL until first contact */
     _Atomic bool contacted; /* addr set: dumps read it outside the lock */
     unsigned inflight;      /* sends not yet completed */
+    uint64_t refused_since; /* the first of refusals (-FI_EAGAIN) in a row */
+    unsigned refusals;      /* sends refused in a row; 0: the last went */
+    bool dropping;          /* refused for long: said, its datagrams dropped */
 };
 
 struct fl_dgram {

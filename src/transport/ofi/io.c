@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "platform/le.h"
+#include "platform/os.h"
 #include "transport/ofi/ep.h"
 #include "util/log.h"
 
@@ -107,7 +108,39 @@ static size_t length(const struct fl_dgram_out *o)
     return n;
 }
 
-/* One datagram: 1 sent (or refused for good: as if lost), 0 no room now.
+/*
+ * The provider refused a send to rank dst for now (-FI_EAGAIN): 0, held
+ * back as a full socket's is, until dst has refused OFI_HOLD_TRY tries
+ * in a row over at least OFI_HOLD_NS; then 1: dst's datagrams are dropped
+ * as lost until it takes one again. tcp;ofi_rxm refuses every send to a
+ * peer whose connection it cannot (re)establish, a killed one's, for as
+ * long as it is asked; the channel stops sending to everyone while one
+ * datagram waits, so holding them starved the live peers until
+ * FLIT_PEER_TIMEOUT gave them up too. Both bounds: a sender that tries
+ * seldom (it was not scheduled) keeps what it sent last, as it would on
+ * a full socket.
+ */
+static int refused(struct fl_dgram *d, uint32_t dst)
+{
+    struct ofi_peer *p = &d->peers[dst];
+    uint64_t now = fl_now_ns();
+    if (p->refusals == 0)
+        p->refused_since = now;
+    if (p->refusals < OFI_HOLD_TRY)
+        p->refusals++;
+    if (p->refusals < OFI_HOLD_TRY || now - p->refused_since < OFI_HOLD_NS)
+        return 0;
+    if (!p->dropping)
+        fl_debug("ofi (%s): rank %u refused %u sends in %llu ms: its datagrams are "
+                 "dropped as lost until it takes one",
+                 d->prov, dst, p->refusals,
+                 (unsigned long long)((now - p->refused_since) / 1000000));
+    p->dropping = true;
+    return 1;
+}
+
+/* One datagram: 1 sent (or refused for good: as if lost), 0 no room now
+   (not for long to one peer: refused()).
    Always by fi_send from a send buffer of the pool, never fi_inject: a
    provider queues what it accepted (ofi_rxd behind its own window), and
    only completions tell how much waits there; with at most OFI_TX_BUFS
@@ -131,16 +164,18 @@ static int send_one(struct fl_dgram *d, const struct fl_dgram_out *o)
     if (!b)
         return 0;
     ssize_t ret = fi_send(d->ep, b->mem, gather(d, b->mem, o), d->tx_desc, to, &b->ctx);
+    if (ret == -FI_EAGAIN) {
+        reap_sends(d); /* progress, for the next try */
+        return refused(d, o->dst);
+    }
+    d->peers[o->dst].refusals = 0;
+    d->peers[o->dst].dropping = false;
     if (ret == 0) {
         d->tx_free = b->next;
         d->tx_busy++;
         d->peers[o->dst].inflight++;
         b->dst = o->dst;
         return 1;
-    }
-    if (ret == -FI_EAGAIN) {
-        reap_sends(d); /* progress, for the next try */
-        return 0;
     }
     static _Atomic int said;
     if (!said++)
