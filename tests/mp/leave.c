@@ -9,6 +9,13 @@
  *                  then rank --who returns 0 without flit_finalize while the
  *                  others are in a second barrier
  *   --at never     rank --who returns 0 before flit_init
+ *   --at killed    (2 ranks) after a barrier, rank --who stops flitrun
+ *                  (SIGSTOP) and kills itself (SIGKILL); the other gets
+ *                  FLIT_ERR_PEER_DOWN from a second barrier and returns 0
+ *                  without flit_finalize (the job is broken), leaving a
+ *                  child that wakes flitrun (SIGCONT) once it has exited.
+ *                  flitrun so finds both ends in one turn: it must name
+ *                  the kill, not blame the rank that saw it
  *   --pieces N     no leaving: every rank writes N lines to stdout and to
  *                  stderr one character at a time (no buffering), half of
  *                  each line before a barrier and half after, so that every
@@ -24,6 +31,9 @@
  *
  * Each rank writes its pid to DIR/rank.R (--pid-dir DIR) for expect_job.
  */
+#include <errno.h>
+#include <signal.h>
+
 #include "mp.h"
 
 static void write_pid(const char *dir, uint32_t me)
@@ -61,6 +71,28 @@ static void put_slowly(int fd, const char *s, size_t len)
     for (size_t i = 0; i < len; i++)
         if (write(fd, s + i, 1) != 1)
             FAIL("write: lost output");
+}
+
+/*
+ * Leaves a child that sends SIGCONT to launcher once this process has
+ * exited: it waits for the end of a pipe whose writing end only this
+ * process holds. A test's tool, not flit's.
+ */
+static void wake_after_exit(pid_t launcher)
+{
+    int p[2];
+    CHECK(pipe(p) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(p[1]);
+        char c;
+        while (read(p[0], &c, 1) < 0 && errno == EINTR)
+            ;
+        kill(launcher, SIGCONT);
+        _exit(0);
+    }
+    close(p[0]); /* p[1] closes when this process exits */
 }
 
 static int pieces(uint32_t me, unsigned lines)
@@ -107,10 +139,22 @@ int main(int argc, char **argv)
         return 0; /* no flit_finalize, no endpoint */
     flit_ep_t *ep;
     flit_status st = flit_ep_create(NULL, &ep);
-    if (st != FLIT_OK || strcmp(at, "barrier") != 0)
+    bool killed = strcmp(at, "killed") == 0;
+    if (st != FLIT_OK || (strcmp(at, "barrier") != 0 && !killed))
         return stayed(me, "flit_ep_create", st);
     CHECK_OK(flit_barrier(ep));
+    CHECK(!killed || flit_job_size() == 2);
+    if (me == who && killed) {
+        CHECK(kill(getppid(), SIGSTOP) == 0);
+        raise(SIGKILL);
+    }
     if (me == who)
         return 0; /* no flit_finalize: the others are in the barrier */
-    return stayed(me, "flit_barrier", flit_barrier(ep));
+    st = flit_barrier(ep);
+    if (!killed)
+        return stayed(me, "flit_barrier", st);
+    stayed(me, "flit_barrier", st);
+    CHECK_ST(st, FLIT_ERR_PEER_DOWN);
+    wake_after_exit(getppid());
+    return 0;
 }

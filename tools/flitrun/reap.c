@@ -76,10 +76,22 @@ static bool reap_one(struct job *job, const siginfo_t *si)
     return true;
 }
 
-/* The ranks that ended with status 0 since the last turn, first: a rank
-   that failed in the same turn (its peer had left) is then judged with the
-   one that left known, whichever of their ends waitid would give first. */
-static void reap_clean_exits(struct job *job)
+/* Whether a rank's end, as waitid shows it, is of the kind taken first. */
+typedef bool (*end_kind)(const siginfo_t *si);
+
+static bool by_signal(const siginfo_t *si)
+{
+    return si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED;
+}
+
+static bool clean_exit(const siginfo_t *si)
+{
+    return si->si_code == CLD_EXITED && si->si_status == 0;
+}
+
+/* Reaps the ranks whose end since the last turn is of that kind; false
+   when one cannot be reaped. */
+static bool reap_kind(struct job *job, end_kind kind)
 {
     for (uint32_t r = 0; r < job->opt.nranks; r++) {
         siginfo_t si;
@@ -87,16 +99,27 @@ static void reap_clean_exits(struct job *job)
         if (!job->ranks[r].live ||
             waitid(P_PID, (id_t)job->ranks[r].pid, &si, WEXITED | WNOHANG | WNOWAIT) !=
                 0 ||
-            si.si_pid == 0 || si.si_code != CLD_EXITED || si.si_status != 0)
+            si.si_pid == 0 || !kind(&si))
             continue;
         if (!reap_one(job, &si))
-            return;
+            return false;
     }
+    return true;
 }
 
+/*
+ * The ends of one turn in the order their causes most likely ran, since
+ * waitid gives them in no order of time: ranks killed by a signal first
+ * (nothing a peer does ends a rank so: its death is the cause others
+ * react to), then those that exited with status 0 (a rank that failed in
+ * the same turn because its peer had left is then judged with the one
+ * that left known), then the rest. A rank that saw its peer killed and
+ * returned 0 is so not blamed for the kill.
+ */
 void reap_ranks(struct job *job)
 {
-    reap_clean_exits(job);
+    if (!reap_kind(job, by_signal) || !reap_kind(job, clean_exit))
+        return;
     for (;;) {
         siginfo_t si;
         memset(&si, 0, sizeof si);
