@@ -17,7 +17,8 @@
 #             every pair of ranks talks through the veth pairs
 #   --tcp-loss PCT  (with --net) the switch drops PCT% of the TCP segments
 #             each host sends (netdev ingress of its port; netns.sh's own
-#             --loss drops UDP only), and must have dropped some
+#             --loss drops UDP only), and must have dropped some; under
+#             netns.sh --loss (UDP), the hosts must have dropped some
 #
 # Checks: the status; with FLIT_STATS=1, rank 0 says its peers were in
 # contact over "ofi" (no other transport could have served: shm and udp
@@ -104,6 +105,12 @@ if [ "$NET" = 1 ]; then
       sed -n 's/.*counter packets \([0-9]*\).*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
     echo "ofi_job: the switch dropped $dropped TCP segments"
     [ "$dropped" -gt 0 ] || fail "the switch dropped no TCP segment"
+  fi
+  if [ "${FLITNET_LOSS:-0}" -gt 0 ]; then
+    dropped=$("$FLITNET_SH" stats "$FLITNET_PREFIX" |
+      sed -n 's/.* dropped=\([0-9]*\).*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
+    echo "ofi_job: the hosts dropped $dropped UDP frames"
+    [ "$dropped" -gt 0 ] || fail "the hosts dropped no UDP frame"
   fi
   # Nothing left behind in any host (give exiting processes ~10 s).
   k=0
