@@ -25,17 +25,23 @@
 
 #define OK(call) CHECK((call) == MPI_SUCCESS)
 
-/* A message's ints, each telling its seed and place; same: b holds them. */
+/* A message's ints, each telling its seed and place (computed unsigned:
+   large seeds wrap, never overflow); same: b holds them. */
+static inline int seq_at(int seed, int i)
+{
+    return (int)((unsigned)seed * 100003u + (unsigned)i);
+}
+
 static inline void seq_fill(int *b, int n, int seed)
 {
     for (int i = 0; i < n; i++)
-        b[i] = seed * 100003 + i;
+        b[i] = seq_at(seed, i);
 }
 
 static inline int seq_same(const int *b, int n, int seed)
 {
     for (int i = 0; i < n; i++)
-        if (b[i] != seed * 100003 + i)
+        if (b[i] != seq_at(seed, i))
             return 0;
     return 1;
 }
