@@ -101,6 +101,10 @@ static const char *const class_text[] = {
     [MPI_ERR_RMA_SYNC] = "one-sided call outside its synchronisation (epoch, lock)",
     [MPI_ERR_SIZE] = "invalid size argument",
     [MPI_ERR_ASSERT] = "invalid assertion argument",
+    [MPI_ERR_INFO] = "invalid info object",
+    [MPI_ERR_INFO_KEY] = "info key empty or too long",
+    [MPI_ERR_INFO_VALUE] = "info value empty or too long",
+    [MPI_ERR_INFO_NOKEY] = "no such key in the info object",
 };
 
 /* The error class of a flit status met under an MPI call. */

@@ -106,6 +106,7 @@ struct flit_mpi_win {
     int *waiting; /* per rank: 1 while its request is queued */
     mp_lock_wait *queue;
     int qhead, qlen; /* a ring of comm->size entries */
+    char *name;      /* MPI_Win_set_name's, else NULL */
 };
 
 /* The windows by id, and the handlers' indices on mp_ep (mpi_win.c). */
