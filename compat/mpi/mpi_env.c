@@ -133,10 +133,14 @@ int mp_err(MPI_Comm comm, int code, const char *fn)
     if (code == MPI_SUCCESS)
         return code;
     MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
-    if (comm && mp_comm_ok(comm))
+    if (comm && mp_comm_ok(comm)) {
         h = comm->errh;
-    else if (mp_ready())
+    } else if (mp_ready()) {
         h = flit_mpi_comm_world.errh;
+        comm = MPI_COMM_WORLD;
+    }
+    if (mp_errh_call_comm(h, comm, &code))
+        return code;
     return mp_err_handler(h, code, fn);
 }
 
@@ -149,8 +153,12 @@ int mp_err_handler(MPI_Errhandler h, int code, const char *fn)
         return code;
     if (mp_nbc_name()) /* the blocking code of a non-blocking call */
         fn = mp_nbc_name();
+    /* a program's code (MPI_Comm_call_errhandler) may be any number */
+    const char *text = code > 0 && code <= MPI_ERR_LASTCODE
+                           ? class_text[code]
+                           : "an error code of the program";
     fprintf(stderr, "flit-mpi: rank %u: %s: %s (error class %d); aborting\n",
-            flit_job_rank().idx, fn, class_text[code], code);
+            flit_job_rank().idx, fn, text, code);
     fflush(stderr);
     _exit(code & 0xff);
 }
@@ -242,6 +250,7 @@ int MPI_Finalize(void)
         st = flit_finalize();
     mp_comm_fini();
     mp_fault_fini();
+    mp_errh_fini();
     finalized = 1;
     return st == FLIT_OK ? MPI_SUCCESS
                          : mp_err(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Finalize");
@@ -328,7 +337,7 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
     MP_CHECK_INIT("MPI_Comm_set_errhandler");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_set_errhandler");
-    if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN)
+    if (!mp_errh_for_comm(errhandler))
         return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_set_errhandler");
     comm->errh = errhandler;
     return MPI_SUCCESS;
@@ -350,9 +359,10 @@ int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 int MPI_Errhandler_free(MPI_Errhandler *errhandler)
 {
     MP_LOCKED(PMPI_Errhandler_free, (errhandler));
-    if (!errhandler ||
-        (*errhandler != MPI_ERRORS_ARE_FATAL && *errhandler != MPI_ERRORS_RETURN))
+    if (!errhandler || (!mp_errh_for_comm(*errhandler) && !mp_errh_for_win(*errhandler)))
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Errhandler_free");
+    /* A program's handler lives until MPI_Finalize: objects may still use
+       it (MPI 3.1, 8.3.4), and a handle is all the program gives back. */
     *errhandler = MPI_ERRHANDLER_NULL;
     return MPI_SUCCESS;
 }

@@ -110,6 +110,10 @@ struct flit_mpi_errhandler {
     union {
         struct {
             int fatal;
+            /* a program's (MPI_Comm/Win_create_errhandler), else NULL */
+            MPI_Comm_errhandler_function *comm_fn;
+            MPI_Win_errhandler_function *win_fn;
+            struct flit_mpi_errhandler *next; /* the program's, freed at MPI_Finalize */
         };
         char flit_pad[64]; /* the exported objects' size, fixed */
     };
@@ -215,6 +219,13 @@ int mp_ready(void); /* between MPI_Init and MPI_Finalize */
 int mp_err(MPI_Comm comm, int code, const char *fn);
 int mp_err_handler(MPI_Errhandler h, int code, const char *fn);
 int mp_class_of(flit_status st);
+/* mpi_errh.c: the program's error handlers. Calls comm's (or win's) when it
+   is the program's and answers 1, else 0 (mp_err_handler's to do). */
+int mp_errh_call_comm(MPI_Errhandler h, MPI_Comm comm, int *code);
+int mp_errh_call_win(MPI_Errhandler h, MPI_Win win, int *code);
+int mp_errh_for_comm(MPI_Errhandler h); /* may be set on a communicator */
+int mp_errh_for_win(MPI_Errhandler h);
+void mp_errh_fini(void); /* frees the program's, at MPI_Finalize */
 /*
  * MPI_THREAD_MULTIPLE: one library lock. Every entry point that touches
  * the library's state begins with MP_LOCKED(PMPI_X, (its arguments)):

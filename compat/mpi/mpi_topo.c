@@ -77,15 +77,15 @@ static const struct mp_topo *topo_of(MPI_Comm comm, int kind, int *rc, const cha
 
 /* A new communicator of the ranks of comm below n (the others get
    MPI_COMM_NULL), each keeping its rank, carrying t (taken over; freed on
-   failure). Collective over comm. */
-static int attach(MPI_Comm comm, int n, struct mp_topo *t, MPI_Comm *out, const char *fn)
+   failure). Collective over comm; a failure is reported by the split. */
+static int attach(MPI_Comm comm, int n, struct mp_topo *t, MPI_Comm *out)
 {
     int rc = MPI_Comm_split(comm, comm->rank < n ? 0 : MPI_UNDEFINED, comm->rank, out);
     if (rc || *out == MPI_COMM_NULL)
         mp_topo_free(t);
     else
         (*out)->topo = t;
-    return rc ? mp_err(comm, rc, fn) : MPI_SUCCESS;
+    return rc;
 }
 
 /* ---- Cartesian ---- */
@@ -191,7 +191,7 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int pe
     struct mp_topo *t = NULL;
     if (comm_old->rank < nodes && !(t = cart_new(ndims, dims, periods, comm_old->rank)))
         nodes = -1; /* this rank stays out; the split still needs it */
-    rc = attach(comm_old, nodes < 0 ? 0 : nodes, t, comm_cart, fn);
+    rc = attach(comm_old, nodes < 0 ? 0 : nodes, t, comm_cart);
     if (!rc && nodes < 0)
         return mp_err(comm_old, MPI_ERR_NO_MEM, fn);
     return rc;
@@ -344,7 +344,7 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
         }
     }
     if ((rc = MPI_Comm_split(comm, color, key, newcomm)) != MPI_SUCCESS)
-        return mp_err(comm, rc, fn);
+        return rc; /* reported by the split */
     /* No dimension kept: a grid of one point (MPI 3.1, 7.5.7, zero-dim). */
     if (!((*newcomm)->topo = cart_new(kept, dims, periods, (*newcomm)->rank))) {
         MPI_Comm_free(newcomm);
@@ -441,7 +441,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int so
     int weighted = sourceweights != MPI_UNWEIGHTED;
     struct mp_topo *t = graph_new(indegree, sources, sourceweights, outdegree,
                                   destinations, destweights, weighted);
-    rc = attach(comm_old, t ? comm_old->size : 0, t, comm_dist_graph, fn);
+    rc = attach(comm_old, t ? comm_old->size : 0, t, comm_dist_graph);
     return !rc && !t ? mp_err(comm_old, MPI_ERR_NO_MEM, fn) : rc;
 }
 
@@ -497,21 +497,21 @@ static int ends_out(ends *e, int size, int n, const int *sources, const int *deg
     return MPI_SUCCESS;
 }
 
-/* Every rank's ends for this one, into in. */
-static int ends_exchange(const ends *out, ends *in, MPI_Comm comm)
+/* Every rank's ends for this one, into in; a failure is reported (fn). */
+static int ends_exchange(const ends *out, ends *in, MPI_Comm comm, const char *fn)
 {
     int size = comm->size;
     in->count = calloc((size_t)size, sizeof(int));
     in->displ = calloc((size_t)size, sizeof(int));
     if (!in->count || !in->displ)
-        return MPI_ERR_NO_MEM;
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
     int rc = MPI_Alltoall(out->count, 1, MPI_INT, in->count, 1, MPI_INT, comm);
     long long total = 0;
     for (int r = 0; !rc && r < size; r++)
         in->displ[r] = (int)total, total += in->count[r];
     if (!rc && (total > 0x7fffffff ||
                 !(in->buf = malloc(total ? (size_t)total * sizeof(int) : 1))))
-        rc = MPI_ERR_NO_MEM;
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
     if (!rc)
         rc = MPI_Alltoallv(out->buf, out->count, out->displ, MPI_INT, in->buf, in->count,
                            in->displ, MPI_INT, comm);
@@ -568,16 +568,19 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
         return mp_err(comm_old, MPI_ERR_ARG, fn);
     ends out = {0}, in = {0};
     rc = ends_out(&out, size, n, sources, degrees, destinations, weights, (size_t)edges);
+    int told = 0; /* the exchange's own calls reported its failure */
     if (!rc)
-        rc = ends_exchange(&out, &in, comm_old);
+        told = (rc = ends_exchange(&out, &in, comm_old, fn)) != MPI_SUCCESS;
     int weighted = weights != MPI_UNWEIGHTED;
     struct mp_topo *t = rc ? NULL : graph_of_ends(&in, size, weighted);
     ends_free(&out);
     ends_free(&in);
     if (!rc && !t)
         rc = MPI_ERR_NO_MEM;
-    int split_rc = attach(comm_old, t ? size : 0, t, comm_dist_graph, fn);
-    return rc ? mp_err(comm_old, rc, fn) : split_rc;
+    int split_rc = attach(comm_old, t ? size : 0, t, comm_dist_graph);
+    if (rc)
+        return told ? rc : mp_err(comm_old, rc, fn);
+    return split_rc;
 }
 
 int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,

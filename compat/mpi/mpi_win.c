@@ -70,6 +70,8 @@ int mp_win_err(MPI_Win w, int code, const char *fn)
 {
     if (!mp_win_ok(w))
         return mp_err(MPI_COMM_NULL, code, fn);
+    if (code != MPI_SUCCESS && mp_errh_call_win(w->errh, w, &code))
+        return code;
     return mp_err_handler(w->errh, code, fn);
 }
 
@@ -433,7 +435,10 @@ int MPI_Win_free(MPI_Win *win)
     MPI_Errhandler errh = w->errh;
     win_destroy(w);
     *win = MPI_WIN_NULL;
-    return mp_err_handler(errh, rc ? rc : rc2, fn);
+    rc = rc ? rc : rc2;
+    if (rc && mp_errh_call_win(errh, MPI_WIN_NULL, &rc)) /* the window is gone */
+        return rc;
+    return mp_err_handler(errh, rc, fn);
 }
 
 int MPI_Win_get_group(MPI_Win win, MPI_Group *group)
@@ -455,7 +460,7 @@ int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
     MP_CHECK_INIT(fn);
     if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN)
+    if (!mp_errh_for_win(errhandler))
         return mp_win_err(win, MPI_ERR_ARG, fn);
     win->errh = errhandler;
     return MPI_SUCCESS;

@@ -39,7 +39,6 @@ typedef struct flit_mpi_request *MPI_Request;
 typedef struct flit_mpi_errhandler *MPI_Errhandler;
 typedef struct flit_mpi_op *MPI_Op;
 typedef struct flit_mpi_win *MPI_Win;
-/* No info objects yet: MPI_INFO_NULL is the only one. */
 typedef struct flit_mpi_info *MPI_Info;
 typedef intptr_t MPI_Aint;
 
@@ -254,6 +253,14 @@ int MPI_Is_thread_main(int *flag);
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
 int MPI_Errhandler_free(MPI_Errhandler *errhandler);
+typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errorcode, ...);
+typedef void MPI_Win_errhandler_function(MPI_Win *win, int *errorcode, ...);
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn,
+                               MPI_Errhandler *errhandler);
+int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
+                              MPI_Errhandler *errhandler);
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+int MPI_Win_call_errhandler(MPI_Win win, int errorcode);
 int MPI_Error_string(int errorcode, char *string, int *resultlen);
 int MPI_Error_class(int errorcode, int *errorclass);
 int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
@@ -603,6 +610,12 @@ int PMPI_Is_thread_main(int *flag);
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
 int PMPI_Errhandler_free(MPI_Errhandler *errhandler);
+int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn,
+                                MPI_Errhandler *errhandler);
+int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
+                               MPI_Errhandler *errhandler);
+int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+int PMPI_Win_call_errhandler(MPI_Win win, int errorcode);
 int PMPI_Error_string(int errorcode, char *string, int *resultlen);
 int PMPI_Error_class(int errorcode, int *errorclass);
 int PMPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
