@@ -294,13 +294,19 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
         return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_dup");
     mp_coll_begin(comm);
     int rc = split(comm, 0, comm->rank, newcomm, "MPI_Comm_dup");
-    if (rc || !comm->topo)
+    if (rc)
         return rc;
-    /* A duplicate keeps the virtual topology (MPI 3.1, 6.4.2). */
-    if (!((*newcomm)->topo = mp_topo_copy(comm->topo))) {
+    /* A duplicate keeps the virtual topology (MPI 3.1, 6.4.2), and the
+       attributes the keys' copy functions let it have. */
+    if (comm->topo && !((*newcomm)->topo = mp_topo_copy(comm->topo)))
+        rc = MPI_ERR_NO_MEM;
+    if (!rc)
+        rc = mp_attr_comm_dup(comm, *newcomm);
+    if (rc) {
+        mp_attr_comm_clear(*newcomm);
         mp_comm_release(*newcomm);
         *newcomm = MPI_COMM_NULL;
-        return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Comm_dup");
+        return mp_err(comm, rc, "MPI_Comm_dup");
     }
     return MPI_SUCCESS;
 }
@@ -426,6 +432,9 @@ int MPI_Comm_free(MPI_Comm *comm)
     MP_CHECK_INIT("MPI_Comm_free");
     if (!comm || !mp_comm_ok(*comm) || (*comm)->predefined)
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_free");
+    int rc = mp_attr_comm_clear(*comm); /* the delete functions, first */
+    if (rc)
+        return mp_err(*comm, rc, "MPI_Comm_free");
     (*comm)->freed = 1;
     mp_comm_release(*comm);
     *comm = MPI_COMM_NULL;

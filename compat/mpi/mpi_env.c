@@ -105,6 +105,7 @@ static const char *const class_text[] = {
     [MPI_ERR_INFO_KEY] = "info key empty or too long",
     [MPI_ERR_INFO_VALUE] = "info value empty or too long",
     [MPI_ERR_INFO_NOKEY] = "no such key in the info object",
+    [MPI_ERR_KEYVAL] = "invalid attribute key (unknown, freed, or of another kind)",
 };
 
 /* The error class of a flit status met under an MPI call. */
@@ -238,8 +239,15 @@ int MPI_Finalize(void)
 {
     MP_LOCKED(PMPI_Finalize, ());
     MP_CHECK_INIT("MPI_Finalize");
+    /* MPI_COMM_SELF's attributes first: libraries clean up in their delete
+       functions, and may still call MPI there (MPI 3.1, 8.7.1) */
+    int rc = mp_attr_comm_clear(MPI_COMM_SELF);
+    if (!rc)
+        rc = mp_attr_comm_clear(MPI_COMM_WORLD);
+    if (rc)
+        return mp_err(MPI_COMM_NULL, rc, "MPI_Finalize");
     /* collectives whose requests were freed still owe their messages */
-    int rc = mp_nbc_drain();
+    rc = mp_nbc_drain();
     if (rc)
         return mp_err(MPI_COMM_NULL, rc, "MPI_Finalize");
     flit_status st = flit_barrier(mp_ep);
@@ -251,6 +259,7 @@ int MPI_Finalize(void)
     mp_comm_fini();
     mp_fault_fini();
     mp_errh_fini();
+    mp_attr_fini();
     finalized = 1;
     return st == FLIT_OK ? MPI_SUCCESS
                          : mp_err(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Finalize");
@@ -383,25 +392,6 @@ int MPI_Error_class(int errorcode, int *errorclass)
     return MPI_SUCCESS;
 }
 
-int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
-{
-    MP_LOCKED(PMPI_Comm_get_attr, (comm, keyval, attribute_val, flag));
-    static int tag_ub = MPI_TAG_UB_VALUE, wtime_global = 0;
-    MP_CHECK_INIT("MPI_Comm_get_attr");
-    if (!mp_comm_ok(comm))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_get_attr");
-    if (!attribute_val || !flag)
-        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_get_attr");
-    *flag = 1;
-    if (keyval == MPI_TAG_UB)
-        *(int **)attribute_val = &tag_ub;
-    else if (keyval == MPI_WTIME_IS_GLOBAL)
-        *(int **)attribute_val = &wtime_global;
-    else
-        *flag = 0;
-    return MPI_SUCCESS;
-}
-
 /* No profiling levels of its own: a tool's MPI_Pcontrol replaces this one. */
 int MPI_Pcontrol(const int level, ...)
 {
@@ -429,5 +419,4 @@ MP_PROFILED(MPI_Comm_get_errhandler);
 MP_PROFILED(MPI_Errhandler_free);
 MP_PROFILED(MPI_Error_string);
 MP_PROFILED(MPI_Error_class);
-MP_PROFILED(MPI_Comm_get_attr);
 MP_PROFILED(MPI_Pcontrol);

@@ -132,8 +132,9 @@ struct flit_mpi_comm {
             int predefined, freed;
             int refs;          /* the handle's (until MPI_Comm_free) and each request's */
             uint32_t coll_seq; /* collectives called on it so far */
-            struct mp_topo *topo; /* its virtual topology (mpi_topo.c), else NULL */
-            char *name;           /* MPI_Comm_set_name's, else NULL */
+            struct mp_topo *topo;  /* its virtual topology (mpi_topo.c), else NULL */
+            char *name;            /* MPI_Comm_set_name's, else NULL */
+            struct mp_attr *attrs; /* the program's attributes (mpi_attr.c) */
         };
         char flit_pad[128]; /* the exported objects' size, fixed */
     };
@@ -330,6 +331,14 @@ void mp_order_hold(MPI_Request r);      /* appends it to the held ones */
 void mp_order_sync_sent(MPI_Request r); /* a synchronous send is out */
 void mp_order_forget(MPI_Request r);    /* out of both lists (acknowledged, failed) */
 MPI_Request mp_order_next(void);        /* a held send free to go now, taken out */
+
+/* mpi_attr.c: attributes. clear: every value deleted (the object is
+   being freed); dup: the values old's copy functions give new. Each
+   answers the first error class a program's function returned. */
+int mp_attr_comm_clear(MPI_Comm comm);
+int mp_attr_win_clear(MPI_Win win);
+int mp_attr_comm_dup(MPI_Comm old, MPI_Comm new);
+void mp_attr_fini(void); /* the key table, at MPI_Finalize */
 
 /* mpi_topo.c: virtual topologies. A communicator's neighbours in the
    order neighbourhood collectives use (MPI 3.1, 7.6): a Cartesian one's,

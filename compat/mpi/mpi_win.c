@@ -429,7 +429,10 @@ int MPI_Win_free(MPI_Win *win)
     MPI_Win w = *win;
     if (w->nlocked || w->accessing || w->exposing)
         return mp_win_err(w, MPI_ERR_RMA_SYNC, fn);
-    int rc = mp_win_complete_at(w, -1);
+    int rc = mp_attr_win_clear(w); /* the delete functions, first */
+    if (rc)
+        return mp_win_err(w, rc, fn);
+    rc = mp_win_complete_at(w, -1);
     /* nobody reaches the memory any more once all are here */
     int rc2 = PMPI_Barrier(w->comm);
     MPI_Errhandler errh = w->errh;

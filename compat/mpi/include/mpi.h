@@ -91,7 +91,8 @@ typedef struct MPI_Status {
 #define MPI_ERR_INFO_KEY   29
 #define MPI_ERR_INFO_VALUE 30
 #define MPI_ERR_INFO_NOKEY 31
-#define MPI_ERR_LASTCODE   31
+#define MPI_ERR_KEYVAL     32 /* an attribute key unknown, freed, or of another kind */
+#define MPI_ERR_LASTCODE   32
 
 #define MPI_MAX_ERROR_STRING           256
 #define MPI_MAX_PROCESSOR_NAME         256
@@ -132,9 +133,28 @@ extern int flit_mpi_unweighted[1], flit_mpi_weights_empty[1];
 #define MPI_THREAD_SERIALIZED 2
 #define MPI_THREAD_MULTIPLE   3
 
-/* Attribute key of MPI_Comm_get_attr: only MPI_TAG_UB, MPI_WTIME_IS_GLOBAL. */
-#define MPI_TAG_UB          1
-#define MPI_WTIME_IS_GLOBAL 2
+/* Predefined attribute keys: a communicator's (MPI_Comm_get_attr) and a
+   window's (MPI_Win_get_attr); the program's own start at 64. */
+#define MPI_TAG_UB            1
+#define MPI_WTIME_IS_GLOBAL   2
+#define MPI_HOST              3
+#define MPI_IO                4
+#define MPI_UNIVERSE_SIZE     5
+#define MPI_APPNUM            6
+#define MPI_LASTUSEDCODE      7
+#define MPI_WIN_BASE          8
+#define MPI_WIN_SIZE          9
+#define MPI_WIN_DISP_UNIT     10
+#define MPI_WIN_CREATE_FLAVOR 11
+#define MPI_WIN_MODEL         12
+#define MPI_KEYVAL_INVALID    (-1)
+/* MPI_WIN_CREATE_FLAVOR's and MPI_WIN_MODEL's values */
+#define MPI_WIN_FLAVOR_CREATE   1
+#define MPI_WIN_FLAVOR_ALLOCATE 2
+#define MPI_WIN_FLAVOR_DYNAMIC  3
+#define MPI_WIN_FLAVOR_SHARED   4
+#define MPI_WIN_SEPARATE        1
+#define MPI_WIN_UNIFIED         2
 
 /* ---- predefined objects ---- */
 extern struct flit_mpi_comm flit_mpi_comm_world, flit_mpi_comm_self, flit_mpi_comm_null;
@@ -264,6 +284,41 @@ int MPI_Win_call_errhandler(MPI_Win win, int errorcode);
 int MPI_Error_string(int errorcode, char *string, int *resultlen);
 int MPI_Error_class(int errorcode, int *errorclass);
 int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+
+/* ---- attributes (the program's own keys on communicators and windows) ---- */
+typedef int MPI_Comm_copy_attr_function(MPI_Comm oldcomm, int comm_keyval,
+                                        void *extra_state, void *attribute_val_in,
+                                        void *attribute_val_out, int *flag);
+typedef int MPI_Comm_delete_attr_function(MPI_Comm comm, int comm_keyval,
+                                          void *attribute_val, void *extra_state);
+typedef int MPI_Win_copy_attr_function(MPI_Win oldwin, int win_keyval, void *extra_state,
+                                       void *attribute_val_in, void *attribute_val_out,
+                                       int *flag);
+typedef int MPI_Win_delete_attr_function(MPI_Win win, int win_keyval, void *attribute_val,
+                                         void *extra_state);
+extern MPI_Comm_copy_attr_function flit_mpi_comm_null_copy_fn, flit_mpi_comm_dup_fn;
+extern MPI_Comm_delete_attr_function flit_mpi_comm_null_delete_fn;
+extern MPI_Win_copy_attr_function flit_mpi_win_null_copy_fn, flit_mpi_win_dup_fn;
+extern MPI_Win_delete_attr_function flit_mpi_win_null_delete_fn;
+#define MPI_COMM_NULL_COPY_FN   flit_mpi_comm_null_copy_fn
+#define MPI_COMM_DUP_FN         flit_mpi_comm_dup_fn
+#define MPI_COMM_NULL_DELETE_FN flit_mpi_comm_null_delete_fn
+#define MPI_WIN_NULL_COPY_FN    flit_mpi_win_null_copy_fn
+#define MPI_WIN_DUP_FN          flit_mpi_win_dup_fn
+#define MPI_WIN_NULL_DELETE_FN  flit_mpi_win_null_delete_fn
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
+                           MPI_Comm_delete_attr_function *comm_delete_attr_fn,
+                           int *comm_keyval, void *extra_state);
+int MPI_Comm_free_keyval(int *comm_keyval);
+int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
+int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+                          MPI_Win_delete_attr_function *win_delete_attr_fn,
+                          int *win_keyval, void *extra_state);
+int MPI_Win_free_keyval(int *win_keyval);
+int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+int MPI_Win_delete_attr(MPI_Win win, int win_keyval);
 
 /* ---- point to point ---- */
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
@@ -619,6 +674,19 @@ int PMPI_Win_call_errhandler(MPI_Win win, int errorcode);
 int PMPI_Error_string(int errorcode, char *string, int *resultlen);
 int PMPI_Error_class(int errorcode, int *errorclass);
 int PMPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
+                            MPI_Comm_delete_attr_function *comm_delete_attr_fn,
+                            int *comm_keyval, void *extra_state);
+int PMPI_Comm_free_keyval(int *comm_keyval);
+int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
+int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+int PMPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+                           MPI_Win_delete_attr_function *win_delete_attr_fn,
+                           int *win_keyval, void *extra_state);
+int PMPI_Win_free_keyval(int *win_keyval);
+int PMPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+int PMPI_Win_delete_attr(MPI_Win win, int win_keyval);
 int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
               MPI_Comm comm);
 int PMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
