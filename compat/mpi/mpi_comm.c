@@ -80,7 +80,9 @@ void mp_comm_fini(void)
     for (int i = 0; i < 2; i++) {
         free(pre[i]->world);
         free(pre[i]->from_world);
+        free(pre[i]->name);
         pre[i]->world = pre[i]->from_world = NULL;
+        pre[i]->name = NULL;
         pre[i]->freed = 1;
     }
 }
@@ -291,7 +293,53 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     if (!newcomm)
         return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_dup");
     mp_coll_begin(comm);
-    return split(comm, 0, comm->rank, newcomm, "MPI_Comm_dup");
+    int rc = split(comm, 0, comm->rank, newcomm, "MPI_Comm_dup");
+    if (rc)
+        return rc;
+    /* A duplicate keeps the virtual topology (MPI 3.1, 6.4.2), and the
+       attributes the keys' copy functions let it have. */
+    if (comm->topo && !((*newcomm)->topo = mp_topo_copy(comm->topo)))
+        rc = MPI_ERR_NO_MEM;
+    if (!rc)
+        rc = mp_attr_comm_dup(comm, *newcomm);
+    if (rc) {
+        mp_attr_comm_clear(*newcomm);
+        mp_comm_release(*newcomm);
+        *newcomm = MPI_COMM_NULL;
+        return mp_err(comm, rc, "MPI_Comm_dup");
+    }
+    return MPI_SUCCESS;
+}
+
+/* The lowest rank of comm this rank reaches through shared memory (itself
+   at least): the same for every rank of one host, as flit picks the
+   transport of a pair of ranks the same way from either end. */
+static int shared_leader(MPI_Comm comm)
+{
+    for (int r = 0; r < comm->rank; r++) {
+        flit_peer_info_t pi = {.struct_size = sizeof pi};
+        if (flit_ep_peer_info(mp_ep, flit_rank((uint32_t)comm->world[r]), &pi) ==
+                FLIT_OK &&
+            (strcmp(pi.transport, "shm") == 0 || strcmp(pi.transport, "self") == 0))
+            return r;
+    }
+    return comm->rank;
+}
+
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
+                        MPI_Comm *newcomm)
+{
+    MP_LOCKED(PMPI_Comm_split_type, (comm, split_type, key, info, newcomm));
+    static const char fn[] = "MPI_Comm_split_type";
+    (void)info;
+    MP_CHECK_INIT(fn);
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, fn);
+    if (!newcomm || (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED))
+        return mp_err(comm, MPI_ERR_ARG, fn);
+    int color = split_type == MPI_UNDEFINED ? MPI_UNDEFINED : shared_leader(comm);
+    mp_coll_begin(comm);
+    return split(comm, color, key, newcomm, fn);
 }
 
 static int group_ok(MPI_Group g);
@@ -370,6 +418,8 @@ void mp_comm_release(MPI_Comm c)
         return;
     free(c->world);
     free(c->from_world);
+    mp_topo_free(c->topo);
+    free(c->name);
     free(c);
 }
 
@@ -382,6 +432,9 @@ int MPI_Comm_free(MPI_Comm *comm)
     MP_CHECK_INIT("MPI_Comm_free");
     if (!comm || !mp_comm_ok(*comm) || (*comm)->predefined)
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_free");
+    int rc = mp_attr_comm_clear(*comm); /* the delete functions, first */
+    if (rc)
+        return mp_err(*comm, rc, "MPI_Comm_free");
     (*comm)->freed = 1;
     mp_comm_release(*comm);
     *comm = MPI_COMM_NULL;
@@ -595,6 +648,7 @@ MP_PROFILED(MPI_Comm_size);
 MP_PROFILED(MPI_Comm_rank);
 MP_PROFILED(MPI_Comm_split);
 MP_PROFILED(MPI_Comm_dup);
+MP_PROFILED(MPI_Comm_split_type);
 MP_PROFILED(MPI_Comm_create);
 MP_PROFILED(MPI_Comm_create_group);
 MP_PROFILED(MPI_Comm_free);

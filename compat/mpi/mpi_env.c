@@ -101,6 +101,11 @@ static const char *const class_text[] = {
     [MPI_ERR_RMA_SYNC] = "one-sided call outside its synchronisation (epoch, lock)",
     [MPI_ERR_SIZE] = "invalid size argument",
     [MPI_ERR_ASSERT] = "invalid assertion argument",
+    [MPI_ERR_INFO] = "invalid info object",
+    [MPI_ERR_INFO_KEY] = "info key empty or too long",
+    [MPI_ERR_INFO_VALUE] = "info value empty or too long",
+    [MPI_ERR_INFO_NOKEY] = "no such key in the info object",
+    [MPI_ERR_KEYVAL] = "invalid attribute key (unknown, freed, or of another kind)",
 };
 
 /* The error class of a flit status met under an MPI call. */
@@ -129,10 +134,14 @@ int mp_err(MPI_Comm comm, int code, const char *fn)
     if (code == MPI_SUCCESS)
         return code;
     MPI_Errhandler h = MPI_ERRORS_ARE_FATAL;
-    if (comm && mp_comm_ok(comm))
+    if (comm && mp_comm_ok(comm)) {
         h = comm->errh;
-    else if (mp_ready())
+    } else if (mp_ready()) {
         h = flit_mpi_comm_world.errh;
+        comm = MPI_COMM_WORLD;
+    }
+    if (mp_errh_call_comm(h, comm, &code))
+        return code;
     return mp_err_handler(h, code, fn);
 }
 
@@ -145,8 +154,12 @@ int mp_err_handler(MPI_Errhandler h, int code, const char *fn)
         return code;
     if (mp_nbc_name()) /* the blocking code of a non-blocking call */
         fn = mp_nbc_name();
+    /* a program's code (MPI_Comm_call_errhandler) may be any number */
+    const char *text = code > 0 && code <= MPI_ERR_LASTCODE
+                           ? class_text[code]
+                           : "an error code of the program";
     fprintf(stderr, "flit-mpi: rank %u: %s: %s (error class %d); aborting\n",
-            flit_job_rank().idx, fn, class_text[code], code);
+            flit_job_rank().idx, fn, text, code);
     fflush(stderr);
     _exit(code & 0xff);
 }
@@ -226,8 +239,15 @@ int MPI_Finalize(void)
 {
     MP_LOCKED(PMPI_Finalize, ());
     MP_CHECK_INIT("MPI_Finalize");
+    /* MPI_COMM_SELF's attributes first: libraries clean up in their delete
+       functions, and may still call MPI there (MPI 3.1, 8.7.1) */
+    int rc = mp_attr_comm_clear(MPI_COMM_SELF);
+    if (!rc)
+        rc = mp_attr_comm_clear(MPI_COMM_WORLD);
+    if (rc)
+        return mp_err(MPI_COMM_NULL, rc, "MPI_Finalize");
     /* collectives whose requests were freed still owe their messages */
-    int rc = mp_nbc_drain();
+    rc = mp_nbc_drain();
     if (rc)
         return mp_err(MPI_COMM_NULL, rc, "MPI_Finalize");
     flit_status st = flit_barrier(mp_ep);
@@ -238,6 +258,8 @@ int MPI_Finalize(void)
         st = flit_finalize();
     mp_comm_fini();
     mp_fault_fini();
+    mp_errh_fini();
+    mp_attr_fini();
     finalized = 1;
     return st == FLIT_OK ? MPI_SUCCESS
                          : mp_err(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Finalize");
@@ -324,7 +346,7 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
     MP_CHECK_INIT("MPI_Comm_set_errhandler");
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_set_errhandler");
-    if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN)
+    if (!mp_errh_for_comm(errhandler))
         return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_set_errhandler");
     comm->errh = errhandler;
     return MPI_SUCCESS;
@@ -346,9 +368,10 @@ int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 int MPI_Errhandler_free(MPI_Errhandler *errhandler)
 {
     MP_LOCKED(PMPI_Errhandler_free, (errhandler));
-    if (!errhandler ||
-        (*errhandler != MPI_ERRORS_ARE_FATAL && *errhandler != MPI_ERRORS_RETURN))
+    if (!errhandler || (!mp_errh_for_comm(*errhandler) && !mp_errh_for_win(*errhandler)))
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Errhandler_free");
+    /* A program's handler lives until MPI_Finalize: objects may still use
+       it (MPI 3.1, 8.3.4), and a handle is all the program gives back. */
     *errhandler = MPI_ERRHANDLER_NULL;
     return MPI_SUCCESS;
 }
@@ -366,25 +389,6 @@ int MPI_Error_class(int errorcode, int *errorclass)
     if (!errorclass || errorcode < 0 || errorcode > MPI_ERR_LASTCODE)
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Error_class");
     *errorclass = errorcode;
-    return MPI_SUCCESS;
-}
-
-int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
-{
-    MP_LOCKED(PMPI_Comm_get_attr, (comm, keyval, attribute_val, flag));
-    static int tag_ub = MPI_TAG_UB_VALUE, wtime_global = 0;
-    MP_CHECK_INIT("MPI_Comm_get_attr");
-    if (!mp_comm_ok(comm))
-        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_get_attr");
-    if (!attribute_val || !flag)
-        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_get_attr");
-    *flag = 1;
-    if (keyval == MPI_TAG_UB)
-        *(int **)attribute_val = &tag_ub;
-    else if (keyval == MPI_WTIME_IS_GLOBAL)
-        *(int **)attribute_val = &wtime_global;
-    else
-        *flag = 0;
     return MPI_SUCCESS;
 }
 
@@ -415,5 +419,4 @@ MP_PROFILED(MPI_Comm_get_errhandler);
 MP_PROFILED(MPI_Errhandler_free);
 MP_PROFILED(MPI_Error_string);
 MP_PROFILED(MPI_Error_class);
-MP_PROFILED(MPI_Comm_get_attr);
 MP_PROFILED(MPI_Pcontrol);

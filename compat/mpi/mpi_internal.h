@@ -84,7 +84,8 @@ struct flit_mpi_type {
             int basic; /* MP_B_* of a type made of one basic type, else -1 */
             int pair;  /* a MAXLOC/MINLOC pair type's index, else -1 */
             int predefined, committed, refs;
-            const char *name;
+            const char *name;                   /* a predefined type's */
+            char set_name[MPI_MAX_OBJECT_NAME]; /* MPI_Type_set_name's, else "" */
         };
         char flit_pad[256]; /* the exported objects' size, fixed */
     };
@@ -109,6 +110,10 @@ struct flit_mpi_errhandler {
     union {
         struct {
             int fatal;
+            /* a program's (MPI_Comm/Win_create_errhandler), else NULL */
+            MPI_Comm_errhandler_function *comm_fn;
+            MPI_Win_errhandler_function *win_fn;
+            struct flit_mpi_errhandler *next; /* the program's, freed at MPI_Finalize */
         };
         char flit_pad[64]; /* the exported objects' size, fixed */
     };
@@ -127,6 +132,9 @@ struct flit_mpi_comm {
             int predefined, freed;
             int refs;          /* the handle's (until MPI_Comm_free) and each request's */
             uint32_t coll_seq; /* collectives called on it so far */
+            struct mp_topo *topo;  /* its virtual topology (mpi_topo.c), else NULL */
+            char *name;            /* MPI_Comm_set_name's, else NULL */
+            struct mp_attr *attrs; /* the program's attributes (mpi_attr.c) */
         };
         char flit_pad[128]; /* the exported objects' size, fixed */
     };
@@ -212,6 +220,13 @@ int mp_ready(void); /* between MPI_Init and MPI_Finalize */
 int mp_err(MPI_Comm comm, int code, const char *fn);
 int mp_err_handler(MPI_Errhandler h, int code, const char *fn);
 int mp_class_of(flit_status st);
+/* mpi_errh.c: the program's error handlers. Calls comm's (or win's) when it
+   is the program's and answers 1, else 0 (mp_err_handler's to do). */
+int mp_errh_call_comm(MPI_Errhandler h, MPI_Comm comm, int *code);
+int mp_errh_call_win(MPI_Errhandler h, MPI_Win win, int *code);
+int mp_errh_for_comm(MPI_Errhandler h); /* may be set on a communicator */
+int mp_errh_for_win(MPI_Errhandler h);
+void mp_errh_fini(void); /* frees the program's, at MPI_Finalize */
 /*
  * MPI_THREAD_MULTIPLE: one library lock. Every entry point that touches
  * the library's state begins with MP_LOCKED(PMPI_X, (its arguments)):
@@ -293,6 +308,17 @@ int mp_coll_send(MPI_Comm comm, int dest, int tag, const void *buf, size_t bytes
 int mp_coll_recv(MPI_Comm comm, int src, int tag, void *buf, size_t bytes);
 int mp_coll_sendrecv(MPI_Comm comm, int dest, const void *sbuf, size_t sbytes, int src,
                      void *rbuf, size_t rbytes, int tag);
+/* One message of an exchange: a peer (MPI_PROC_NULL: none), a tag, bytes. */
+typedef struct mp_part {
+    int peer, tag;
+    void *buf; /* a send's is only read */
+    size_t bytes;
+} mp_part;
+/* Posts a receive for each in[i] (in order: messages of one peer and tag
+   are taken by the parts in their order), sends each out[j], waits for
+   every receive; MPI_ERR_TRUNCATE when one brought another size. */
+int mp_coll_exchange(MPI_Comm comm, int nin, const mp_part *in, int nout,
+                     const mp_part *out);
 MPI_Request mp_req_coll(MPI_Comm comm);       /* an active R_COLL request */
 void mp_req_coll_done(MPI_Request r, int rc); /* completes it with error rc */
 void mp_req_coll_free(MPI_Request r);         /* one never handed out */
@@ -306,6 +332,28 @@ void mp_order_sync_sent(MPI_Request r); /* a synchronous send is out */
 void mp_order_forget(MPI_Request r);    /* out of both lists (acknowledged, failed) */
 MPI_Request mp_order_next(void);        /* a held send free to go now, taken out */
 
+/* mpi_attr.c: attributes. clear: every value deleted (the object is
+   being freed); dup: the values old's copy functions give new. Each
+   answers the first error class a program's function returned. */
+int mp_attr_comm_clear(MPI_Comm comm);
+int mp_attr_win_clear(MPI_Win win);
+int mp_attr_comm_dup(MPI_Comm old, MPI_Comm new);
+void mp_attr_fini(void); /* the key table, at MPI_Finalize */
+
+/* mpi_topo.c: virtual topologies. A communicator's neighbours in the
+   order neighbourhood collectives use (MPI 3.1, 7.6): a Cartesian one's,
+   for each dimension, the rank below then the rank above (MPI_PROC_NULL
+   past a non-periodic edge), both ways; a distributed graph's sources and
+   destinations as given. */
+enum { MP_TOPO_CART = 1, MP_TOPO_DIST = 2 };
+struct mp_topo {
+    int kind;
+    int ndims, *dims, *periods;                          /* Cartesian */
+    int indeg, outdeg, weighted, *in, *out, *inw, *outw; /* both (weights: graph) */
+};
+void mp_topo_free(struct mp_topo *t);
+struct mp_topo *mp_topo_copy(const struct mp_topo *t); /* NULL without memory */
+
 /* mpi_nbc.c: non-blocking collectives, each a coroutine running the
    blocking collective's code on a stack of its own. */
 typedef struct mp_coll_args {
@@ -313,6 +361,7 @@ typedef struct mp_coll_args {
     void *rbuf;
     int scount, rcount, root;
     const int *scounts, *sdispls, *rcounts, *rdispls;
+    const MPI_Aint *sbdispls, *rbdispls; /* in bytes (neighbourhood alltoallw) */
     MPI_Datatype stype, rtype;
     const MPI_Datatype *stypes, *rtypes;
     MPI_Op op;

@@ -1487,6 +1487,37 @@ int mp_coll_sendrecv(MPI_Comm comm, int dest, const void *sbuf, size_t sbytes, i
     return sc ? sc : rc;
 }
 
+int mp_coll_exchange(MPI_Comm comm, int nin, const mp_part *in, int nout,
+                     const mp_part *out)
+{
+    struct flit_mpi_request *r = calloc(nin > 0 ? (size_t)nin : 1, sizeof *r);
+    if (!r)
+        return MPI_ERR_NO_MEM;
+    int rc = MPI_SUCCESS, started = 0;
+    for (; !rc && started < nin; started++) {
+        const mp_part *p = &in[started];
+        coll_recv_init(&r[started], comm, p->peer, p->tag, p->buf, p->bytes);
+        rc = start_recv(&r[started]);
+    }
+    for (int j = 0; !rc && j < nout; j++)
+        if (out[j].peer != MPI_PROC_NULL)
+            rc = mp_coll_send(comm, out[j].peer, out[j].tag, out[j].buf, out[j].bytes);
+    for (int i = 0; i < started; i++) {
+        while (!rc && !r[i].complete)
+            rc = progress_wait(&r[i]);
+        if (!rc && (rc = r[i].status.MPI_ERROR) == MPI_SUCCESS &&
+            in[i].peer != MPI_PROC_NULL && r[i].status.flit_bytes != in[i].bytes)
+            rc = MPI_ERR_TRUNCATE; /* the ranks disagree on the size */
+    }
+    for (int i = 0; i < started; i++) {
+        if (!r[i].complete)
+            abandon(&r[i]);
+        req_release(&r[i]);
+    }
+    free(r);
+    return rc;
+}
+
 /* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
 
 MP_PROFILED(MPI_Wait);

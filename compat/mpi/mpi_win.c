@@ -70,6 +70,8 @@ int mp_win_err(MPI_Win w, int code, const char *fn)
 {
     if (!mp_win_ok(w))
         return mp_err(MPI_COMM_NULL, code, fn);
+    if (code != MPI_SUCCESS && mp_errh_call_win(w->errh, w, &code))
+        return code;
     return mp_err_handler(w->errh, code, fn);
 }
 
@@ -244,6 +246,7 @@ static void win_destroy(MPI_Win w)
     if (w->id >= 0 && w->id < mp_nwins && mp_wins[w->id] == w)
         mp_wins[w->id] = NULL;
     free(w->peer);
+    free(w->name);
     free(w->holds);
     free(w->waiting);
     free(w->queue);
@@ -341,16 +344,19 @@ static int win_setup(MPI_Win w, MPI_Comm comm)
     return any ? (rc ? rc : MPI_ERR_OTHER) : MPI_SUCCESS;
 }
 
+/* info's hints (no_locks, accumulate_ordering ...) are accepted and none
+   is needed: every window serves every use. */
 static int create_check(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                         void *out)
 {
+    (void)info;
     if (!mp_comm_ok(comm))
         return MPI_ERR_COMM;
     if (size < 0)
         return MPI_ERR_SIZE;
     if (disp_unit <= 0)
         return MPI_ERR_DISP;
-    if (info != MPI_INFO_NULL || !out)
+    if (!out)
         return MPI_ERR_ARG;
     return MPI_SUCCESS;
 }
@@ -423,13 +429,19 @@ int MPI_Win_free(MPI_Win *win)
     MPI_Win w = *win;
     if (w->nlocked || w->accessing || w->exposing)
         return mp_win_err(w, MPI_ERR_RMA_SYNC, fn);
-    int rc = mp_win_complete_at(w, -1);
+    int rc = mp_attr_win_clear(w); /* the delete functions, first */
+    if (rc)
+        return mp_win_err(w, rc, fn);
+    rc = mp_win_complete_at(w, -1);
     /* nobody reaches the memory any more once all are here */
     int rc2 = PMPI_Barrier(w->comm);
     MPI_Errhandler errh = w->errh;
     win_destroy(w);
     *win = MPI_WIN_NULL;
-    return mp_err_handler(errh, rc ? rc : rc2, fn);
+    rc = rc ? rc : rc2;
+    if (rc && mp_errh_call_win(errh, MPI_WIN_NULL, &rc)) /* the window is gone */
+        return rc;
+    return mp_err_handler(errh, rc, fn);
 }
 
 int MPI_Win_get_group(MPI_Win win, MPI_Group *group)
@@ -451,7 +463,7 @@ int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
     MP_CHECK_INIT(fn);
     if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
-    if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN)
+    if (!mp_errh_for_win(errhandler))
         return mp_win_err(win, MPI_ERR_ARG, fn);
     win->errh = errhandler;
     return MPI_SUCCESS;

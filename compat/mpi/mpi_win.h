@@ -106,6 +106,10 @@ struct flit_mpi_win {
     int *waiting; /* per rank: 1 while its request is queued */
     mp_lock_wait *queue;
     int qhead, qlen; /* a ring of comm->size entries */
+    char *name;      /* MPI_Win_set_name's, else NULL */
+    struct mp_attr *attrs; /* the program's attributes (mpi_attr.c) */
+    MPI_Aint attr_size;    /* MPI_WIN_SIZE's and MPI_WIN_CREATE_FLAVOR's values */
+    int attr_flavor;
 };
 
 /* The windows by id, and the handlers' indices on mp_ep (mpi_win.c). */

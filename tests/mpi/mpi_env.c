@@ -9,6 +9,70 @@
 
 #include "mpi_check.h"
 
+/* The program's handlers: what they were called with, and how often. */
+static MPI_Comm seen_comm;
+static MPI_Win seen_win = MPI_WIN_NULL;
+static int seen_code, calls;
+
+static void on_comm_error(MPI_Comm *comm, int *code, ...)
+{
+    seen_comm = *comm;
+    seen_code = *code;
+    calls++;
+}
+
+static void on_win_error(MPI_Win *win, int *code, ...)
+{
+    seen_win = *win;
+    seen_code = *code;
+    calls++;
+}
+
+static void program_handlers(void)
+{
+    MPI_Errhandler mine, theirs;
+    OK(MPI_Comm_create_errhandler(on_comm_error, &mine));
+    OK(MPI_Win_create_errhandler(on_win_error, &theirs));
+    MPI_Comm dup;
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    OK(MPI_Comm_set_errhandler(dup, mine));
+    CHECK(MPI_Comm_set_errhandler(dup, theirs) == MPI_ERR_ARG);        /* a window's */
+    CHECK(calls == 1 && seen_comm == dup && seen_code == MPI_ERR_ARG); /* told on dup */
+    int x = 0;
+    CHECK(MPI_Send(&x, 1, MPI_INT, 99999, 0, dup) == MPI_ERR_RANK);
+    CHECK(calls == 2 && seen_comm == dup && seen_code == MPI_ERR_RANK);
+    OK(MPI_Comm_call_errhandler(dup, 4711)); /* any code of the program's */
+    CHECK(calls == 3 && seen_code == 4711);
+    MPI_Errhandler got;
+    OK(MPI_Comm_get_errhandler(dup, &got));
+    CHECK(got == mine);
+    OK(MPI_Errhandler_free(&mine)); /* dup still uses it */
+    CHECK(mine == MPI_ERRHANDLER_NULL);
+    CHECK(MPI_Recv(&x, -1, MPI_INT, 0, 0, dup, MPI_STATUS_IGNORE) == MPI_ERR_COUNT);
+    CHECK(calls == 4 && seen_code == MPI_ERR_COUNT);
+    MPI_Comm child; /* a new communicator inherits its parent's */
+    OK(MPI_Comm_dup(dup, &child));
+    CHECK(MPI_Send(&x, 1, MPI_INT, -7, 0, child) == MPI_ERR_RANK);
+    CHECK(calls == 5 && seen_comm == child);
+    OK(MPI_Comm_free(&child));
+    OK(MPI_Comm_free(&dup));
+
+    MPI_Win win;
+    OK(MPI_Win_create(&x, sizeof x, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    OK(MPI_Win_set_errhandler(win, theirs));
+    CHECK(MPI_Win_set_errhandler(win, got) == MPI_ERR_ARG); /* a communicator's */
+    CHECK(calls == 6 && seen_win == win && seen_code == MPI_ERR_ARG);
+    CHECK(MPI_Win_unlock(0, win) == MPI_ERR_RMA_SYNC); /* never locked */
+    CHECK(calls == 7 && seen_win == win && seen_code == MPI_ERR_RMA_SYNC);
+    OK(MPI_Win_call_errhandler(win, MPI_ERR_OTHER));
+    CHECK(calls == 8 && seen_code == MPI_ERR_OTHER);
+    OK(MPI_Win_free(&win));
+    OK(MPI_Errhandler_free(&theirs));
+    OK(MPI_Errhandler_free(&got));
+    CHECK(MPI_Comm_create_errhandler(NULL, &got) == MPI_ERR_ARG);
+    CHECK(calls == 8); /* world's handler is MPI_ERRORS_RETURN */
+}
+
 static void bad_arguments(void)
 {
     int rank, size, x = 0, flag;
@@ -123,6 +187,7 @@ int main(int argc, char **argv)
     CHECK(dup == MPI_COMM_NULL);
 
     bad_arguments();
+    program_handlers();
 
     /* a second MPI_Init is an error */
     CHECK(MPI_Init(&argc, &argv) == MPI_ERR_OTHER);
