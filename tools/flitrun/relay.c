@@ -86,7 +86,7 @@ static int write_plain(struct job *job, struct relay *r, size_t cut)
    prefix with --prefix. 0, or -errno if the output is lost. */
 static int write_lines(struct job *job, struct relay *r, size_t cut)
 {
-    if (!job->opt.prefix)
+    if (!job->opt.prefix || r->plain)
         return write_plain(job, r, cut);
     char prefix[16];
     size_t plen = (size_t)snprintf(prefix, sizeof prefix, "[%u] ", r->rank);
