@@ -1200,6 +1200,13 @@ static const struct tcase cases[] = {
               "split"},
      .ranks = ANY,
      .check = prefixed_3},
+    /* the same through a proxy (host a's two ranks): it prefixes, flitrun
+       passes the lines on as they are */
+    {.name = "tcp_prefix",
+     .args = {"-n", "3", "-p", ON_HOSTS("a:2,b:1", FORKING_LAUNCH), "RANK", "print",
+              "split"},
+     .ranks = ANY,
+     .check = prefixed_3},
     {.name = "tcp_reject",
      .tcp = true,
      .args = {"-n", "2", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "reject"},

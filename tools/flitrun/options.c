@@ -76,7 +76,8 @@ static const char help_text[] =
     "Inside a Slurm allocation (salloc, sbatch) that spans other nodes than\n"
     "this one, and without --hosts or --hostfile, the ranks go to the\n"
     "allocation's nodes (SLURM_JOB_NODELIST, at most SLURM_JOB_CPUS_PER_NODE\n"
-    "each) and start there through srun (--launch: \"" FR_SLURM_LAUNCH "\").\n"
+    "each) and start there through srun (--launch: \"" FR_SLURM_LAUNCH "\"),\n"
+    "one step a rank (no proxies: a step of one task has one CPU).\n"
     "\n"
     "When a rank exits non-zero or is killed, the others are stopped (SIGTERM,\n"
     "then SIGKILL 2 s later) and flitrun exits with that rank's status, or\n"
@@ -253,8 +254,11 @@ static int hosts_elsewhere(struct options *opt)
         return -1;
     }
     opt->hosts_spec = opt->hosts_owned;
-    if (opt->hosts_spec && !opt->hostfile && !opt->launch_spec)
+    if (opt->hosts_spec && !opt->hostfile && !opt->launch_spec) {
         opt->launch_spec = FR_SLURM_LAUNCH;
+        /* a step of one task gets one CPU: a proxy's ranks would share it */
+        opt->no_proxy = true;
+    }
     if (opt->hosts_spec && !opt->hostfile && opt->verbose)
         say("the Slurm allocation's nodes: %s", opt->hosts_spec);
     return 0;
