@@ -779,12 +779,14 @@ struct tcase {
         .exit = 128 + sig, .err = {"flitrun: caught " signame ", stopping the job\n"},   \
         .max_s = 5, .ranks = 4                                                           \
     }
+/* One launcher call a rank (--no-proxy): the ranks share flitrun's job
+   group, which rank.c's gather checks. */
 #define TCP_GATHER(np, hosts, placement)                                                 \
     {                                                                                    \
         .name = "tcp_gather", .tcp = true,                                               \
         .args = {"-n",          #np,       ON_HOSTS(hosts, FAKE_LAUNCH),                 \
-                 "--placement", placement, "RANK",                                       \
-                 "gather",      "3"},                                                    \
+                 "--placement", placement, "--no-proxy",                                 \
+                 "RANK",        "gather",  "3"},                                         \
         .quiet = true, .lines = {np, "rank %1$d of %2$d ok\n"}, .ranks = np              \
     }
 /* rank.c's reject: the first stranger of each kind told, all counted; the
@@ -1035,6 +1037,13 @@ static const struct tcase cases[] = {
               "--launch", "env X=1", "true"),
     BAD_HOSTS("has no {host}", "-n", "2", "--hosts", "a", "--launch", " ", "true"),
     BAD_HOSTS("--launch goes with --hosts", "-n", "2", "--launch", "env {host}", "true"),
+    BAD_HOSTS("--map-by goes with --hosts", "-n", "2", "--map-by", "host", "true"),
+    BAD_HOSTS("--map-by wants slot or host, not 'core'", "-n", "2", "--hosts", "a,b",
+              "--map-by", "core", "true"),
+    BAD_HOSTS("--map-by and --placement: one placement", "-n", "2", "--hosts", "a,b",
+              "--map-by", "host", "--placement", "block", "true"),
+    BAD_HOSTS("--proxy wants HOST:RANKS", "-n", "2", "--proxy", "a", "true"),
+    BAD_HOSTS("--proxy: bad ranks '2' (of 2)", "-n", "2", "--proxy", "a:0,2", "true"),
     BAD_HOSTS("--placement goes with --hosts", "-n", "2", "--placement", "block", "true"),
     BAD_HOSTS("--boot-addr wants an IPv4 address", "-n", "2", "--boot-addr", "10.1.2",
               "true"),
@@ -1106,7 +1115,8 @@ static const struct tcase cases[] = {
      .ranks = 2},
     {.name = "tcp_verbose",
      .tcp = true,
-     .args = {"-v", "-n", "3", ON_HOSTS("a:2,b:1", FAKE_LAUNCH), "RANK", "gather", "1"},
+     .args = {"-v", "-n", "3", ON_HOSTS("a:2,b:1", FAKE_LAUNCH), "--no-proxy", "RANK",
+              "gather", "1"},
      .err = {"flitrun: boot address tcp:127.0.0.1:", "(--boot-addr)",
              "flitrun: host a: 2 ranks\n", "flitrun: host b: 1 rank\n",
              "flitrun: rank 2 -> b: env FAKEHOST=b sh -c read -r FLIT_JOB_KEY && "
@@ -1117,9 +1127,40 @@ static const struct tcase cases[] = {
      .ranks = 3},
     {.name = "tcp_fail",
      .tcp = true,
-     .args = {"-n", "4", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "fail", "2", "3"},
+     .args = {"-n", "4", ON_HOSTS("a,b", FAKE_LAUNCH), "--no-proxy", "RANK", "fail", "2",
+              "3"},
      .exit = 3,
      .msg = {{2, "b", "exited with status 3\n"}},
+     .max_s = 4,
+     .ranks = 4},
+    /* a host of several ranks: one launcher call, which starts a proxy there
+       (flitrun --proxy) that forks them; host a's is rank 0's, b's rank 2's */
+    {.name = "tcp_proxy",
+     .tcp = true,
+     .args = {"-v", "-n", "4", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "where"},
+     .out = {"rank 0 of 4 on a\n", "rank 1 of 4 on a\n", "rank 2 of 4 on b\n",
+             "rank 3 of 4 on b\n"},
+     .err = {"flitrun: rank 0 -> a: env FAKEHOST=a sh -c read -r FLIT_JOB_KEY && ",
+             "flitrun --proxy a:0-1 -n 4 -v -- ",
+             "flitrun: rank 2 -> b: ", "flitrun --proxy b:2-3 -n 4 -v -- "},
+     .not_err = {"flitrun: rank 1 -> a", "flitrun: rank 3 -> b"},
+     .ranks = ANY},
+    {.name = "tcp_proxy",
+     .tcp = true,
+     .args = {"-n", "5", ON_HOSTS("a,b", FAKE_LAUNCH), "--map-by", "host", "RANK",
+              "where"},
+     .out = {"rank 0 of 5 on a\n", "rank 1 of 5 on b\n", "rank 2 of 5 on a\n",
+             "rank 3 of 5 on b\n", "rank 4 of 5 on a\n"},
+     .ranks = ANY},
+    /* a rank of a proxy fails: the proxy names it, ends with its status, and
+       flitrun names the host */
+    {.name = "tcp_proxy",
+     .tcp = true,
+     .args = {"-n", "4", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "fail", "2", "3"},
+     .exit = 3,
+     .err = {"flitrun: rank 2 on b (pid ", ") exited with status 3\n",
+             "flitrun: the proxy on b (pid ",
+             ") exited with status 3; 2 ranks (2..3) there ended with it\n"},
      .max_s = 4,
      .ranks = 4},
     /* killed by a signal: seen as such when the launcher is the rank (env,
@@ -1156,6 +1197,13 @@ static const struct tcase cases[] = {
      .ranks = ANY},
     {.name = "tcp_prefix",
      .args = {"-n", "3", "-p", ON_HOSTS("a,b,c", FORKING_LAUNCH), "RANK", "print",
+              "split"},
+     .ranks = ANY,
+     .check = prefixed_3},
+    /* the same through a proxy (host a's two ranks): it prefixes, flitrun
+       passes the lines on as they are */
+    {.name = "tcp_prefix",
+     .args = {"-n", "3", "-p", ON_HOSTS("a:2,b:1", FORKING_LAUNCH), "RANK", "print",
               "split"},
      .ranks = ANY,
      .check = prefixed_3},

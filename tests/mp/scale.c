@@ -55,6 +55,14 @@
  *              (malloc'ed bytes, mallinfo2) grew by over flit_init and
  *              flit_ep_create, "idle: heap B". Two jobs of different sizes
  *              give what a peer never contacted costs (peer_cost.cmake).
+ *  job         what a job across hosts does first (tests/net/proxy_checks.sh):
+ *              a barrier (rank 0 prints when it completed, in seconds since
+ *              the epoch, "job: first barrier at T", so that a script can
+ *              time start to first barrier), then --count short messages
+ *              with each ring neighbour, in order per source, then an 8-byte
+ *              all-to-all (one message to every other rank, every byte
+ *              checked), and a last barrier. --barrier-only 1 stops after
+ *              the first barrier.
  *  sleeper     rank 1 sleeps in flit_wait before anyone contacted it; rank
  *              0 sends it a first message once it sees rank 1's process
  *              asleep. The handler runs within --max-s seconds of the send
@@ -73,7 +81,7 @@
 
 #include <flit/am.h>
 
-enum { H_SEQ = 1, H_MED = 2, H_WAKE = 3, H_TOKEN = 4, H_PING = 5 };
+enum { H_SEQ = 1, H_MED = 2, H_WAKE = 3, H_TOKEN = 4, H_PING = 5, H_EIGHT = 6 };
 
 #define MAX_RANKS 1024u
 
@@ -81,6 +89,8 @@ static struct {
     flit_ep_t *ep;
     uint32_t me, n;
     uint32_t next[MAX_RANKS]; /* per source: the next sequence number */
+    bool eight[MAX_RANKS];    /* per source: its 8-byte message came */
+    uint32_t eights;          /* how many came */
     uint64_t got, tokens;
     uint64_t downs;
     uint32_t down_rank;
@@ -141,6 +151,21 @@ static void on_med(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsi
     g.got++;
 }
 
+/* The 8-byte all-to-all of --mode job: one message from each other rank. */
+static void on_eight(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
+                     void *u)
+{
+    (void)a, (void)u;
+    uint32_t src = flit_token_rank(t).idx;
+    if (na != 0 || src >= g.n || src == g.me || g.eight[src] || n != 8 ||
+        mp_pattern_check(buf, n, med_seed(src, g.me, 8)) != n)
+        FAIL("rank %u: 8-byte message from %u damaged, repeated or unexpected (%zu "
+             "bytes, %u args)",
+             g.me, src, n, na);
+    g.eight[src] = true;
+    g.eights++;
+}
+
 static void on_wake(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsigned na,
                     void *u)
 {
@@ -185,6 +210,7 @@ static void setup(void)
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_WAKE), on_wake, NULL));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_TOKEN), on_token, NULL));
     CHECK_OK(flit_am_register(g.ep, flit_handler(H_PING), on_ping, NULL));
+    CHECK_OK(flit_am_register(g.ep, flit_handler(H_EIGHT), on_eight, NULL));
     memset(g.next, 0, sizeof g.next);
     g.got = 0;
 }
@@ -330,6 +356,42 @@ static void neighbours(uint32_t count, double vm_mb)
     }
     if (g.me == 0)
         printf("scale neighbours: %u ranks, rank 0 grew %.1f MB\n", g.n, grew_mb);
+}
+
+static void job(uint32_t count, bool barrier_only)
+{
+    setup();
+    CHECK_OK(flit_barrier(g.ep));
+    if (g.me == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        printf("job: first barrier at %.3f\n", (double)ts.tv_sec + ts.tv_nsec / 1e9);
+        fflush(stdout);
+    }
+    if (barrier_only)
+        return;
+    uint32_t left = (g.me + g.n - 1) % g.n, right = (g.me + 1) % g.n;
+    for (uint32_t i = 0; i < count; i++) {
+        send_seq(right, i);
+        if (left != right) /* of two ranks, each is the other's both sides */
+            send_seq(left, i);
+    }
+    SLEEPY_WAIT(g.next[left] == count && g.next[right] == count);
+    CHECK(g.got == (left == right ? 1u : 2u) * (uint64_t)count);
+    CHECK_OK(flit_barrier(g.ep));
+    uint8_t buf[8];
+    for (uint32_t k = 1; k < g.n; k++) {
+        uint32_t dst = (g.me + k) % g.n;
+        mp_pattern_fill(buf, sizeof buf, med_seed(g.me, dst, 8));
+        CHECK_OK(flit_am_medium(g.ep, flit_rank(dst), flit_handler(H_EIGHT), buf,
+                                sizeof buf, NULL, 0, 0));
+    }
+    SLEEPY_WAIT(g.eights == g.n - 1u);
+    CHECK_OK(flit_barrier(g.ep));
+    if (g.me == 0)
+        printf("job: %u ranks: barrier, %u messages each way with both neighbours, "
+               "8-byte all-to-all: every byte checked\n",
+               g.n, count);
 }
 
 static uint64_t heap_bytes(void)
@@ -615,6 +677,8 @@ int main(int argc, char **argv)
         sleeper((double)mp_arg_u64(argc, argv, "--max-s", 5));
     else if (strcmp(mode, "gone") == 0)
         gone(count, (double)mp_arg_u64(argc, argv, "--max-s", 30));
+    else if (strcmp(mode, "job") == 0)
+        job(count, mp_arg_u64(argc, argv, "--barrier-only", 0) != 0);
     else if (strcmp(mode, "idle") == 0)
         idle(heap_start);
     else

@@ -24,27 +24,10 @@ FAILS=0
 TMP=$(mktemp -d) || exit 1
 trap 'rm -rf "$TMP"' EXIT
 
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+# shellcheck source=tests/net/hosts_lib.sh disable=SC1091
+. "$(dirname "$0")/hosts_lib.sh"
 
 command -v unshare >/dev/null 2>&1 || { echo "SKIP: unshare not found (Debian: util-linux)"; exit 77; }
-
-host_pids() {
-  local i ns
-  for ((i = 0; i < FLITNET_HOSTS; i++)); do
-    ns=FLITNET_NS$i
-    ip netns pids "${!ns}"
-  done
-}
-
-# The ranks are reaped by flitrun before it exits; a bounded look for strays.
-check_hosts_empty() {
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [ -z "$(host_pids)" ] && return 0
-    sleep 0.1
-  done
-  fail "processes left in the hosts: $(host_pids | tr '\n' ' ')"
-}
 
 ip netns exec "$FLITNET_NS0" "$FLITRUN" -n "$FLITNET_HOSTS" --hosts "$FLITNET_NSLIST" \
   --launch "ip netns exec {host} unshare --ipc $FLOOD --idle 60 --garbage 10 --slow 4 --impostor --refused-at 127.0.0.1 --" \

@@ -34,7 +34,8 @@ FAILS=0
 TMP=$(mktemp -d) || exit 1
 FLITRUN_PID=
 
-fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
+# shellcheck source=tests/net/hosts_lib.sh disable=SC1091
+. "$(dirname "$0")/hosts_lib.sh"
 
 cleanup() {
   [ -n "$FLITRUN_PID" ] && kill -KILL "$FLITRUN_PID" 2>/dev/null
@@ -54,14 +55,6 @@ wait_for() {
   return 1
 }
 
-host_pids() {
-  local i ns
-  for ((i = 0; i < FLITNET_HOSTS; i++)); do
-    ns=FLITNET_NS$i
-    ip netns pids "${!ns}"
-  done
-}
-
 hosts_empty() { [ -z "$(host_pids)" ]; }
 
 # Lines of FILE matching the fixed string PATTERN number at least COUNT.
@@ -72,10 +65,6 @@ check_hosts_empty() {
     fail "processes left in the hosts: $(host_pids | tr '\n' ' ')"
     ps -o pid,ppid,pgid,sid,comm -p "$(host_pids | paste -sd,)" >&2
   fi
-}
-
-expect_in() { # FILE STRING
-  grep -qF -- "$2" "$1" || fail "$(basename "$1") lacks '$2'"
 }
 
 # flitrun in host 0, in the background; stdout and stderr to files.

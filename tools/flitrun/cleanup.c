@@ -50,6 +50,7 @@ int job_teardown(struct job *job)
     pollset_free(&job->ps);
     free(job->out.scratch);
     free(job->cwd);
+    free(job->self_exe);
     options_free(&job->opt);
     return job->stop.exit_code;
 }

@@ -39,6 +39,8 @@
  *   spawn.c    starting ranks: fork, process group, exec reports
  *   remote.c   ranks on other hosts: which, their launcher's command, what
  *              its exit status may mean
+ *   proxy.c    a host's proxy: one launcher call per host starts flitrun
+ *              --proxy there, which forks that host's ranks
  *   reap.c     ranks ending: reaping, and what an exit means for the job
  *   leave.c    ranks gone before the others: who is told, and an exit
  *              without flit_finalize that fails the job
@@ -93,11 +95,16 @@ struct options {
     char *hosts_owned;          /* hosts_spec when made here (free it) */
     const char *launch_spec;    /* --launch; NULL: ssh */
     const char *placement_spec; /* --placement */
+    const char *map_by;         /* --map-by, as a --placement */
     const char *boot_spec;      /* --boot-addr */
     struct fr_hosts hosts;      /* parsed --hosts */
     struct fr_launch launch;    /* parsed --launch, or ssh */
     uint32_t *host_of;          /* [nranks]: index in hosts; NULL: all here */
     uint32_t boot_ip;           /* --boot-addr, host order; 0: none */
+    bool no_proxy;              /* --no-proxy: a launcher call per rank */
+    const char *proxy_spec;     /* --proxy HOST:RANKS: this is a host's proxy */
+    char *proxy_host;           /* its HOST, for messages */
+    bool *here;                 /* [nranks], with --proxy: the ranks it starts */
 };
 
 /* 0: go on; 1: done (help, version); -1: bad usage, already reported. */
@@ -204,6 +211,7 @@ bool boot_dumps_done(const struct job *job);
 struct relay { /* one rank's stdout or stderr */
     int fd;    /* read end of its pipe; -1 at EOF */
     int dest;  /* flitrun's fd the lines go to */
+    bool plain; /* a proxy's: its lines carry their prefix already */
     uint32_t rank;
     char *buf; /* what is not yet a whole line */
     size_t len, cap;
@@ -244,8 +252,10 @@ void stdin_stop(struct job *job);
 /* ---- the ranks ---- */
 
 struct rank {
-    pid_t pid;   /* as forked; 0 if never started */
-    bool remote; /* pid is its launcher (ssh, --launch) */
+    pid_t pid;     /* as forked; 0 if never started */
+    bool remote;   /* pid is its launcher (ssh, --launch) */
+    bool proxied;  /* pid is its host's proxy, shared by the host's ranks */
+    uint32_t lead; /* proxied: the host's first rank, which starts the proxy */
     char **argv; /* its launcher's argv, until exec'd */
     bool live;   /* started and not yet reaped */
     /* boot.c */
@@ -295,6 +305,22 @@ int raise_fd_limit(struct job *job);
 int set_rank_env(struct job *job);
 /* Forks every rank, then collects their exec reports. */
 void spawn_all(struct job *job);
+
+/* ---- proxy.c ---- */
+
+/* --proxy HOST:RANKS, after -n: fills opt->proxy_host and opt->here. 0, or
+   -1 with why filled. */
+int proxy_parse(struct options *opt, char *why, size_t why_len);
+/* Which ranks are started by their host's proxy: those of another host that
+   has several (unless --no-proxy). */
+void mark_proxied(struct job *job);
+/* Whether this process forks rank r itself (a proxied rank: only its lead,
+   which is the proxy's launcher). */
+bool spawns_rank(const struct job *job, uint32_t r);
+/* The program the launcher of lead's host runs: this flitrun, --proxy, and
+   the options its ranks need. NULL-terminated, one allocation; NULL when
+   out of memory. */
+char **proxy_prog(const struct job *job, uint32_t lead);
 
 /* ---- remote.c ---- */
 
@@ -383,6 +409,7 @@ struct job {
     pid_t self;         /* flitrun, as its ranks' parent */
     pid_t pgid;         /* the ranks' group; 0 until rank 0 */
     char *cwd;          /* for ssh's `cd`; NULL if unknown */
+    char *self_exe;     /* this flitrun, which proxies run; NULL if unknown */
     int devnull_fd;
     uint64_t drain_until;   /* ns; after the last rank, for strays' output */
     struct inherit inherit; /* spawn.c */

@@ -62,15 +62,35 @@ static int new_job_id(struct job *job)
     return 0;
 }
 
+/* A proxy serves flitrun's job: its id, for the files crashed ranks leave. */
+static int proxy_job_id(struct job *job)
+{
+    const char *id = getenv(FL_ENV_JOB_ID);
+    if (!id || strlen(id) != 16 || strspn(id, "0123456789abcdef") != 16) {
+        say("--proxy runs a job flitrun started: %s is not set, or not 16 hex digits",
+            FL_ENV_JOB_ID);
+        return -1;
+    }
+    memcpy(job->id_hex, id, sizeof job->id_hex);
+    return 0;
+}
+
 static int job_setup(struct job *job)
 {
+    bool proxy = job->opt.proxy_spec != NULL;
     job->in = (struct stdin_fwd){.in_fd = -1, .pipe_fd = -1, .rank_end = -1};
     job->srv.listen_fd = job->stop.signal_fd = job->devnull_fd = -1;
     job->self = getpid();
     job->rounds.bytes = GATHERED_HEAD;
-    if (alloc_tables(job) || new_job_id(job) || raise_fd_limit(job) ||
-        take_signals(job) || server_open(job) || set_rank_env(job) || stdin_setup(job))
+    if (alloc_tables(job) || (proxy ? proxy_job_id(job) : new_job_id(job)) ||
+        raise_fd_limit(job) || take_signals(job) || (!proxy && server_open(job)) ||
+        set_rank_env(job) || stdin_setup(job))
         return -1;
+    job->self_exe = realpath("/proc/self/exe", NULL); /* NULL: "flitrun" on the PATH */
+    if (proxy) {
+        note(job, "proxy on %s for job %s", job->opt.proxy_host, job->id_hex);
+        return 0;
+    }
     if (job->opt.timeout_s > 0)
         job->stop.timeout_at = fl_now_ns() + (uint64_t)(job->opt.timeout_s * 1e9);
     if (job->opt.launch.shell)

@@ -30,15 +30,22 @@ static const char help_text[] =
     "                         start here, the others through the launcher\n"
     "      --hostfile FILE    the hosts from FILE, one a line: \"name\" or\n"
     "                         \"name slots=N\" (as mpirun's; # comments)\n"
+    "      --map-by slot|host fill each host's slots before the next (slot, the\n"
+    "                         default: ranks 0..k-1 on the first host, k.. on\n"
+    "                         the next), or one rank a host in turn (host)\n"
     "      --placement block|round-robin\n"
-    "                         ranks 0..k-1 on the first host, k.. on the next\n"
-    "                         (block, the default), or one host after another\n"
+    "                         the same as --map-by slot|host\n"
     "      --launch TEMPLATE  start a rank on another host with this command\n"
     "                         instead of ssh: split at blanks, {host} replaced\n"
     "                         by the host's name, then `env FLIT_...=... program\n"
     "                         args` appended as separate words, no shell here;\n"
     "                         e.g. 'ip netns exec {host}'. A template that\n"
     "                         starts with ssh gets the command as ssh does\n"
+    "      --no-proxy         one launcher call per rank; by default a host that\n"
+    "                         gets several ranks gets one launcher call, which\n"
+    "                         starts a proxy (flitrun --proxy, at this flitrun's\n"
+    "                         path) that forks the host's ranks, relays their\n"
+    "                         output and ends with them\n"
     "      --boot-addr IP     the IPv4 address of this host that the ranks\n"
     "                         connect to (default: the source address of the\n"
     "                         route to the first other host, or the first\n"
@@ -69,7 +76,8 @@ static const char help_text[] =
     "Inside a Slurm allocation (salloc, sbatch) that spans other nodes than\n"
     "this one, and without --hosts or --hostfile, the ranks go to the\n"
     "allocation's nodes (SLURM_JOB_NODELIST, at most SLURM_JOB_CPUS_PER_NODE\n"
-    "each) and start there through srun (--launch: \"" FR_SLURM_LAUNCH "\").\n"
+    "each) and start there through srun (--launch: \"" FR_SLURM_LAUNCH "\"),\n"
+    "one step a rank (no proxies: a step of one task has one CPU).\n"
     "\n"
     "When a rank exits non-zero or is killed, the others are stopped (SIGTERM,\n"
     "then SIGKILL 2 s later) and flitrun exits with that rank's status, or\n"
@@ -99,7 +107,8 @@ static const char help_text[] =
     "line of the launcher's stdin, read there by a shell). Connections that do not\n"
     "prove it are closed and counted. What flitrun watches and stops is\n"
     "the launcher process: its exit status is the rank's (ssh says 255 for\n"
-    "its own failure and for a rank killed by a signal). ssh ends without\n"
+    "its own failure and for a rank killed by a signal), or, for a host's\n"
+    "proxy, that of the host's first rank to fail. ssh ends without\n"
     "ending the remote rank; the rank ends itself when its connection to\n"
     "flitrun breaks. Shared-memory files that crashed ranks leave behind are\n"
     "removed on flitrun's host only.\n";
@@ -189,6 +198,19 @@ static int parse_one(int c, char **argv, struct options *opt)
     case 'B':
         opt->boot_spec = optarg;
         return 0;
+    case 'M':
+        if (strcmp(optarg, "slot") == 0 || strcmp(optarg, "host") == 0) {
+            opt->map_by = optarg[0] == 's' ? "block" : "round-robin";
+            return 0;
+        }
+        usage_error("--map-by wants slot or host, not '%s'", optarg);
+        return -1;
+    case 'X':
+        opt->no_proxy = true;
+        return 0;
+    case 'Q':
+        opt->proxy_spec = optarg;
+        return 0;
     case 'p':
         opt->prefix = true;
         return 0;
@@ -232,8 +254,11 @@ static int hosts_elsewhere(struct options *opt)
         return -1;
     }
     opt->hosts_spec = opt->hosts_owned;
-    if (opt->hosts_spec && !opt->hostfile && !opt->launch_spec)
+    if (opt->hosts_spec && !opt->hostfile && !opt->launch_spec) {
         opt->launch_spec = FR_SLURM_LAUNCH;
+        /* a step of one task gets one CPU: a proxy's ranks would share it */
+        opt->no_proxy = true;
+    }
     if (opt->hosts_spec && !opt->hostfile && opt->verbose)
         say("the Slurm allocation's nodes: %s", opt->hosts_spec);
     return 0;
@@ -251,10 +276,17 @@ static int parse_hosts(struct options *opt)
         return -1;
     }
     opt->boot_ip = opt->boot_spec ? ntohl(a.s_addr) : 0;
+    if (opt->map_by && opt->placement_spec) {
+        usage_error("--map-by and --placement: one placement, not two");
+        return -1;
+    }
+    if (opt->map_by)
+        opt->placement_spec = opt->map_by;
     if (!opt->hosts_spec) {
         if (opt->launch_spec || opt->placement_spec) {
-            usage_error("--%s goes with --hosts",
-                        opt->launch_spec ? "launch" : "placement");
+            usage_error("--%s goes with --hosts", opt->launch_spec ? "launch"
+                                                  : opt->map_by    ? "map-by"
+                                                                   : "placement");
             return -1;
         }
         return 0;
@@ -278,6 +310,21 @@ static int parse_hosts(struct options *opt)
         return -1;
     }
     opt->nranks = (uint32_t)opt->hosts.slots;
+    return 0;
+}
+
+/* --proxy: a host's part of a job that flitrun runs elsewhere. */
+static int proxy_options(struct options *opt)
+{
+    char why[256];
+    if (opt->hosts_spec) {
+        usage_error("--proxy runs one host's ranks: no --hosts or --hostfile");
+        return -1;
+    }
+    if (proxy_parse(opt, why, sizeof why) != 0) {
+        usage_error("%s", why);
+        return -1;
+    }
     return 0;
 }
 
@@ -307,6 +354,10 @@ void options_free(struct options *opt)
     opt->hosts_owned = NULL;
     free(opt->host_of);
     opt->host_of = NULL;
+    free(opt->here);
+    opt->here = NULL;
+    free(opt->proxy_host);
+    opt->proxy_host = NULL;
 }
 
 int parse_options(int argc, char **argv, struct options *opt)
@@ -323,6 +374,9 @@ int parse_options(int argc, char **argv, struct options *opt)
         {"hostfile", required_argument, NULL, 'F'},
         {"placement", required_argument, NULL, 'P'},
         {"boot-addr", required_argument, NULL, 'B'},
+        {"map-by", required_argument, NULL, 'M'},
+        {"no-proxy", no_argument, NULL, 'X'},
+        {"proxy", required_argument, NULL, 'Q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -343,6 +397,8 @@ int parse_options(int argc, char **argv, struct options *opt)
         return -1;
     }
     if (opt->hosts_spec && place_ranks(opt) != 0)
+        return -1;
+    if (opt->proxy_spec && proxy_options(opt) != 0)
         return -1;
     if (optind >= argc) {
         usage_error("no program to run");

@@ -15,6 +15,15 @@
 
 #define DRAIN_NS (NS_PER_S / 2) /* for output held by strays at the end */
 
+/* Whether pid is the last child the job has running: every live rank's. */
+static bool last_child(const struct job *job, pid_t pid)
+{
+    for (uint32_t r = 0; r < job->opt.nranks; r++)
+        if (job->ranks[r].live && job->ranks[r].pid != pid)
+            return false;
+    return true;
+}
+
 static struct rank *find_rank(struct job *job, pid_t pid)
 {
     for (uint32_t r = 0; r < job->opt.nranks; r++)
@@ -37,20 +46,62 @@ static int describe_exit(int status, char *buf, size_t len)
     return WEXITSTATUS(status);
 }
 
-static void rank_exited(struct job *job, struct rank *rk, int status)
+/* Rank r is no more: the bookkeeping, before anything is said. */
+static void rank_gone(struct job *job, uint32_t r, int code)
 {
-    uint32_t r = (uint32_t)(rk - job->ranks);
-    rk->live = false;
+    job->ranks[r].live = false;
     if (r == 0)
         stdin_stop(job); /* nobody else to give it to */
     if (--job->live == 0)
         job->drain_until = fl_now_ns() + DRAIN_NS;
+    if (!job->opt.proxy_spec) /* a proxy's ranks are judged by flitrun */
+        leave_rank_exited(job, r, code);
+}
+
+/* A proxy's pid was reaped: every rank of its host still live ends with its
+   status, told once, naming the host. */
+static void proxy_exited(struct job *job, uint32_t lead, int status)
+{
+    char what[192], ranks[64] = "";
+    int code = describe_exit(status, what, sizeof what);
+    pid_t pid = job->ranks[lead].pid;
+    uint32_t n = 0, first = lead, last = lead;
+    for (uint32_t r = lead; r < job->opt.nranks; r++) {
+        struct rank *rk = &job->ranks[r];
+        if (!rk->live || !rk->proxied || rk->lead != lead)
+            continue;
+        first = n++ ? first : r;
+        last = r;
+        rank_gone(job, r, code);
+    }
+    if (n == 1)
+        snprintf(ranks, sizeof ranks, "rank %u", first);
+    else
+        snprintf(ranks, sizeof ranks, "%u ranks (%u..%u)", n, first, last);
+    if (code == 0 || job->stop.phase == PHASE_STOPPING) {
+        note(job, "the proxy on %s (pid %d) %s; %s there ended with it",
+             host_name(job, lead), (int)pid, what, ranks);
+        return;
+    }
+    leave_judge_all(job, first);
+    say("the proxy on %s (pid %d) %s; %s there ended with it", host_name(job, lead),
+        (int)pid, what, ranks);
+    rank_failed(job, code);
+}
+
+static void rank_exited(struct job *job, struct rank *rk, int status)
+{
+    uint32_t r = (uint32_t)(rk - job->ranks);
+    if (rk->proxied) {
+        proxy_exited(job, rk->lead, status);
+        return;
+    }
     char what[192], who[160];
     int code = describe_exit(status, what, sizeof what);
     if (rk->remote && WIFEXITED(status))
         describe_remote(job, code, what, sizeof what);
     rank_who(job, r, who, sizeof who);
-    leave_rank_exited(job, r, code);
+    rank_gone(job, r, code);
     if (code == 0 || job->stop.phase == PHASE_STOPPING) {
         note(job, "%s %s", who, what);
         return;
@@ -66,7 +117,7 @@ static bool reap_one(struct job *job, const siginfo_t *si)
     struct rank *rk = find_rank(job, si->si_pid);
     /* The last rank's zombie still holds the job's process group: take
        whatever the ranks left running in it along, while that is safe. */
-    if (rk && job->live == 1 && job->pgid > 0)
+    if (rk && last_child(job, si->si_pid) && job->pgid > 0)
         kill(-job->pgid, SIGKILL);
     int status;
     if (waitpid(si->si_pid, &status, 0) != si->si_pid)

@@ -21,6 +21,10 @@
 
 #define LINE_CAP  (64u * 1024)       /* a longer line is cut, not buffered */
 #define RELAY_CAP (LINE_CAP + 8192u) /* one cut line plus a read */
+/* A proxy's lines were cut there already, each at most RELAY_CAP bytes and
+   then prefixed: cut again here, a piece would lose its prefix. */
+#define PLAIN_LINE_CAP  (RELAY_CAP + 32u)
+#define PLAIN_RELAY_CAP (PLAIN_LINE_CAP + 8192u)
 
 static char *scratch(struct job *job, size_t len)
 {
@@ -40,7 +44,7 @@ static size_t relay_cut(const struct relay *r, bool final)
 {
     const char *nl = memrchr(r->buf, '\n', r->len);
     size_t cut = nl ? (size_t)(nl - r->buf) + 1 : 0;
-    return final || r->len - cut >= LINE_CAP ? r->len : cut;
+    return final || r->len - cut >= (r->plain ? PLAIN_LINE_CAP : LINE_CAP) ? r->len : cut;
 }
 
 /* Copies src into out, each line behind prefix and ending in a newline. */
@@ -86,7 +90,7 @@ static int write_plain(struct job *job, struct relay *r, size_t cut)
    prefix with --prefix. 0, or -errno if the output is lost. */
 static int write_lines(struct job *job, struct relay *r, size_t cut)
 {
-    if (!job->opt.prefix)
+    if (!job->opt.prefix || r->plain)
         return write_plain(job, r, cut);
     char prefix[16];
     size_t plen = (size_t)snprintf(prefix, sizeof prefix, "[%u] ", r->rank);
@@ -123,9 +127,10 @@ static int relay_reserve(struct relay *r)
 {
     if (r->cap - r->len >= 4096)
         return 0;
-    size_t cap = r->cap ? r->cap * 2 : 8192;
-    if (cap > RELAY_CAP)
-        cap = RELAY_CAP;
+    size_t cap = r->cap ? r->cap * 2 : 8192,
+           most = r->plain ? PLAIN_RELAY_CAP : RELAY_CAP;
+    if (cap > most)
+        cap = most;
     char *p = realloc(r->buf, cap);
     if (!p)
         return -1;

@@ -23,6 +23,7 @@ void mark_remote(struct job *job)
         rk->remote = !job->opt.hosts.host[job->opt.host_of[r]].local;
         job->srv.tcp |= rk->remote;
     }
+    mark_proxied(job);
 }
 
 const char *host_name(const struct job *job, uint32_t r)
@@ -35,8 +36,14 @@ const char *host_name(const struct job *job, uint32_t r)
 const char *rank_who(const struct job *job, uint32_t r, char *buf, size_t len)
 {
     const struct rank *rk = &job->ranks[r];
-    if (rk->remote)
+    if (rk->proxied)
+        snprintf(buf, len, "rank %u on %s (proxy pid %d)", r, host_name(job, r),
+                 (int)rk->pid);
+    else if (rk->remote)
         snprintf(buf, len, "rank %u on %s (launcher pid %d)", r, host_name(job, r),
+                 (int)rk->pid);
+    else if (job->opt.proxy_host)
+        snprintf(buf, len, "rank %u on %s (pid %d)", r, job->opt.proxy_host,
                  (int)rk->pid);
     else
         snprintf(buf, len, "rank %u (pid %d)", r, (int)rk->pid);
@@ -96,10 +103,14 @@ int launch_argv(struct job *job, uint32_t r)
     struct rank *rk = &job->ranks[r];
     if (rk->remote) {
         char **env = flit_env();
+        char **prog = rk->proxied ? proxy_prog(job, r) : job->opt.argv;
         struct fr_launch_cmd cmd = {
-            .env = env, .prog = job->opt.argv, .cwd = job->cwd, .key_on_stdin = true};
-        rk->argv = env ? fr_launch_argv(&job->opt.launch, host_name(job, r), &cmd) : NULL;
+            .env = env, .prog = prog, .cwd = job->cwd, .key_on_stdin = true};
+        rk->argv = env && prog ? fr_launch_argv(&job->opt.launch, host_name(job, r), &cmd)
+                               : NULL;
         free(env);
+        if (rk->proxied)
+            free(prog);
         if (!rk->argv) {
             errno = ENOMEM;
             return -1;

@@ -52,6 +52,8 @@ int set_rank_env(struct job *job)
         say("cannot open /dev/null: %s", strerror(errno));
         return -1;
     }
+    if (job->opt.proxy_spec)
+        return 0; /* the FLIT_* flitrun set came with the proxy's environment */
     /* FLIT_RANK is set before each fork; no other FLIT_* is ours to set */
     if (setenv(FL_ENV_BOOT, job->srv.boot_addr, 1) != 0 ||
         setenv(FL_ENV_SIZE, size, 1) != 0 || setenv(FL_ENV_JOB_ID, job->id_hex, 1) != 0) {
@@ -127,8 +129,9 @@ static void close_pair(int fds[2])
 static void rank_started(struct job *job, uint32_t r, pid_t pid, int out_fd, int err_fd)
 {
     struct rank *rk = &job->ranks[r];
+    if (job->pgid == 0)
+        job->pgid = pid; /* the first forked leads the group */
     if (r == 0) {
-        job->pgid = pid;
         if (job->in.rank_end >= 0) { /* rank 0 sees EOF when flitrun closes */
             close(job->in.rank_end);
             job->in.rank_end = -1;
@@ -142,6 +145,7 @@ static void rank_started(struct job *job, uint32_t r, pid_t pid, int out_fd, int
     job->live++;
     rk->out.fd = out_fd;
     rk->err.fd = err_fd;
+    rk->out.plain = rk->err.plain = rk->proxied; /* the proxy prefixed them */
     if (out_fd >= 0) {
         fl_set_nonblock(out_fd);
         fl_set_nonblock(err_fd);
@@ -214,24 +218,44 @@ static void check_exec(struct job *job, uint32_t r, int report_fd)
     }
 }
 
-/* Forks every rank, then collects their exec reports: the ranks exec in
-   parallel instead of one after the other. */
+/* The ranks a proxy started stand and end with it: its pid is theirs. */
+static void proxied_started(struct job *job, uint32_t n)
+{
+    for (uint32_t r = 0; r < n; r++) {
+        struct rank *rk = &job->ranks[r];
+        const struct rank *lead = &job->ranks[rk->lead];
+        if (!rk->proxied || rk->lead == r || !lead->live)
+            continue;
+        rk->pid = lead->pid;
+        rk->live = true;
+        job->live++;
+    }
+}
+
+/* Forks every rank (or its host's proxy), then collects their exec
+   reports: they exec in parallel instead of one after the other. */
 void spawn_all(struct job *job)
 {
-    uint32_t n = job->opt.nranks, started = 0;
+    uint32_t n = job->opt.nranks, r = 0;
     int *report_fds = malloc(n * sizeof *report_fds);
     if (!report_fds) {
         say("out of memory for %u ranks", n);
         job_stop(job, EXIT_OWN_ERROR);
         return;
     }
-    while (started < n && spawn_rank(job, started, &report_fds[started]) == 0)
-        started++;
-    if (started < n)
+    for (; r < n; r++) {
+        report_fds[r] = -1;
+        if (spawns_rank(job, r) && spawn_rank(job, r, &report_fds[r]) != 0)
+            break;
+    }
+    if (r < n)
         job_stop(job, EXIT_OWN_ERROR);
-    for (uint32_t r = 0; r < started; r++) {
-        check_exec(job, r, report_fds[r]);
-        close(report_fds[r]);
+    proxied_started(job, r < n ? r : n);
+    for (uint32_t k = 0; k < r && k < n; k++) {
+        if (report_fds[k] < 0)
+            continue;
+        check_exec(job, k, report_fds[k]);
+        close(report_fds[k]);
     }
     free(report_fds);
 }

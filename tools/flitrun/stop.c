@@ -92,7 +92,12 @@ static void stop_signal(struct job *job, int sig)
 {
     char name[32];
     signal_name(sig, name, sizeof name);
-    if (job->stop.phase != PHASE_STOPPING) {
+    if (job->opt.proxy_spec) {
+        /* flitrun stops the job, and said why; it may signal a proxy more
+           than once (its group, its pid), and kills it after the grace */
+        note(job, "caught %s, stopping the ranks on %s", name, job->opt.proxy_host);
+        job_stop(job, 128 + sig);
+    } else if (job->stop.phase != PHASE_STOPPING) {
         say("caught %s, stopping the job", name);
         job_stop(job, 128 + sig);
     } else if (!job->stop.killed) {
