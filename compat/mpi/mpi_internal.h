@@ -346,6 +346,9 @@ void mp_attr_fini(void); /* the key table, at MPI_Finalize */
    past a non-periodic edge), both ways; a distributed graph's sources and
    destinations as given. */
 enum { MP_TOPO_CART = 1, MP_TOPO_DIST = 2 };
+/* The most dimensions a grid or sub-array may have (MPI_ERR_DIMS beyond:
+   their coordinates live on the stack). */
+#define MP_MAX_DIMS 256
 struct mp_topo {
     int kind;
     int ndims, *dims, *periods;                          /* Cartesian */

@@ -128,6 +128,10 @@ extern int flit_mpi_unweighted[1], flit_mpi_weights_empty[1];
 /* MPI_Comm_split_type: the ranks that reach each other by shared memory */
 #define MPI_COMM_TYPE_SHARED 1
 
+/* MPI_Type_create_subarray's orders: the last index varies fastest (C) or the first */
+#define MPI_ORDER_C       56
+#define MPI_ORDER_FORTRAN 57
+
 #define MPI_THREAD_SINGLE     0
 #define MPI_THREAD_FUNNELED   1
 #define MPI_THREAD_SERIALIZED 2
@@ -395,6 +399,14 @@ int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
 int MPI_Type_commit(MPI_Datatype *datatype);
 int MPI_Type_free(MPI_Datatype *datatype);
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
+                                  MPI_Datatype old, MPI_Datatype *newtype);
+int MPI_Type_create_hindexed_block(int count, int blocklength,
+                                   const MPI_Aint displacements[], MPI_Datatype old,
+                                   MPI_Datatype *newtype);
+int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
+                             const int starts[], int order, MPI_Datatype old,
+                             MPI_Datatype *newtype);
 int MPI_Type_size(MPI_Datatype datatype, int *size);
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
@@ -776,6 +788,14 @@ int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
 int PMPI_Type_commit(MPI_Datatype *datatype);
 int PMPI_Type_free(MPI_Datatype *datatype);
 int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
+                                   MPI_Datatype old, MPI_Datatype *newtype);
+int PMPI_Type_create_hindexed_block(int count, int blocklength,
+                                    const MPI_Aint displacements[], MPI_Datatype old,
+                                    MPI_Datatype *newtype);
+int PMPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
+                              const int starts[], int order, MPI_Datatype old,
+                              MPI_Datatype *newtype);
 int PMPI_Type_size(MPI_Datatype datatype, int *size);
 int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
 int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
