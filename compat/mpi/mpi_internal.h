@@ -142,6 +142,21 @@ struct flit_mpi_comm {
 _Static_assert(sizeof(struct flit_mpi_comm) == 128,
                "flit_mpi_comm outgrew its exported size");
 
+/* A message MPI_Mprobe took out of the unexpected queue (mpi_p2p.c), until
+   MPI_Mrecv receives it; MPI_MESSAGE_NO_PROC is the predefined one. */
+struct flit_mpi_message {
+    union {
+        struct {
+            struct mp_ux *ux;
+            MPI_Comm comm;
+            int predefined;
+        };
+        char flit_pad[64]; /* the exported objects' size, fixed */
+    };
+};
+_Static_assert(sizeof(struct flit_mpi_message) == 64,
+               "flit_mpi_message outgrew its exported size");
+
 enum mp_req_kind { R_SEND, R_RECV, R_COLL /* a non-blocking collective */ };
 
 struct flit_mpi_request {

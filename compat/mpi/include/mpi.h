@@ -40,6 +40,7 @@ typedef struct flit_mpi_errhandler *MPI_Errhandler;
 typedef struct flit_mpi_op *MPI_Op;
 typedef struct flit_mpi_win *MPI_Win;
 typedef struct flit_mpi_info *MPI_Info;
+typedef struct flit_mpi_message *MPI_Message;
 typedef intptr_t MPI_Aint;
 
 typedef struct MPI_Status {
@@ -171,6 +172,9 @@ extern struct flit_mpi_group flit_mpi_group_empty;
 #define MPI_GROUP_NULL  ((MPI_Group)0)
 
 #define MPI_REQUEST_NULL    ((MPI_Request)0)
+extern struct flit_mpi_message flit_mpi_message_no_proc;
+#define MPI_MESSAGE_NULL    ((MPI_Message)0)
+#define MPI_MESSAGE_NO_PROC (&flit_mpi_message_no_proc)
 #define MPI_DATATYPE_NULL   ((MPI_Datatype)0)
 #define MPI_OP_NULL         ((MPI_Op)0)
 #define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
@@ -356,6 +360,14 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+               MPI_Status *status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status);
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+              MPI_Status *status);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Request *request);
 int MPI_Wait(MPI_Request *request, MPI_Status *status);
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
@@ -747,6 +759,14 @@ int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
 int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
 int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+                MPI_Status *status);
+int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                 MPI_Status *status);
+int PMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Status *status);
+int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+                MPI_Request *request);
 int PMPI_Wait(MPI_Request *request, MPI_Status *status);
 int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
 int PMPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
