@@ -86,6 +86,7 @@ struct flit_mpi_type {
             int predefined, committed, refs;
             const char *name;                   /* a predefined type's */
             char set_name[MPI_MAX_OBJECT_NAME]; /* MPI_Type_set_name's, else "" */
+            size_t nbasic; /* a derived type's basic elements in one element */
         };
         char flit_pad[256]; /* the exported objects' size, fixed */
     };

@@ -267,6 +267,12 @@ static int b_block(builder *b, MPI_Aint disp, size_t len)
     return MPI_SUCCESS;
 }
 
+/* Basic elements in one element of t (a pair type's are two). */
+static size_t nbasic_of(MPI_Datatype t)
+{
+    return t->predefined ? (t->pair >= 0 ? 2 : 1) : t->nbasic;
+}
+
 /* Appends one element of old at byte displacement disp. */
 static int b_elem(builder *b, MPI_Datatype old, MPI_Aint disp)
 {
@@ -290,6 +296,7 @@ static int b_elem(builder *b, MPI_Datatype old, MPI_Aint disp)
     }
     int ob = old->pair >= 0 ? -1 : old->basic;
     b->basic = b->basic == -2 ? ob : (b->basic == ob ? ob : -1);
+    t->nbasic += nbasic_of(old);
     return MPI_SUCCESS;
 }
 
@@ -650,6 +657,31 @@ int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
     return MPI_SUCCESS;
 }
 
+/* Whole elements give their basic elements; a part of one is counted in
+   basic elements when the type is made of one basic type, else it is
+   MPI_UNDEFINED (the type map's order is not kept past construction). */
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+    MP_LOCKED(PMPI_Get_elements, (status, datatype, count));
+    if (!status || !count)
+        return TYPE_FAIL(MPI_ERR_ARG, "MPI_Get_elements");
+    if (!mp_type_ok(datatype))
+        return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Get_elements");
+    size_t bytes = status->flit_bytes, size = datatype->size, n;
+    if (size == 0) {
+        *count = 0;
+        return MPI_SUCCESS;
+    }
+    if (bytes % size == 0)
+        n = bytes / size * nbasic_of(datatype);
+    else if (datatype->basic >= 0 && bytes % mp_basic_size(datatype->basic) == 0)
+        n = bytes / mp_basic_size(datatype->basic);
+    else
+        n = (size_t)MPI_UNDEFINED;
+    *count = n > 0x7fffffff ? MPI_UNDEFINED : (int)n;
+    return MPI_SUCCESS;
+}
+
 int MPI_Get_address(const void *location, MPI_Aint *address)
 {
     MP_LOCKED(PMPI_Get_address, (location, address));
@@ -669,6 +701,7 @@ MP_PROFILED(MPI_Type_indexed);
 MP_PROFILED(MPI_Type_create_struct);
 MP_PROFILED(MPI_Type_create_resized);
 MP_PROFILED(MPI_Type_dup);
+MP_PROFILED(MPI_Get_elements);
 MP_PROFILED(MPI_Type_create_indexed_block);
 MP_PROFILED(MPI_Type_create_hindexed_block);
 MP_PROFILED(MPI_Type_create_subarray);

@@ -315,6 +315,48 @@ static void blocks_and_subarrays(void)
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
+/* MPI_Get_elements beside MPI_Get_count: whole elements of a mixed type,
+   a part of one of a one-basic-type type, a part of a mixed one. */
+static void elements(void)
+{
+    struct id {
+        int i;
+        double d;
+    };
+    MPI_Datatype mixed, pairs;
+    int bl[2] = {1, 1};
+    MPI_Aint dp[2] = {offsetof(struct id, i), offsetof(struct id, d)};
+    MPI_Datatype ty[2] = {MPI_INT, MPI_DOUBLE};
+    OK(MPI_Type_create_struct(2, bl, dp, ty, &mixed));
+    OK(MPI_Type_commit(&mixed));
+    OK(MPI_Type_contiguous(2, MPI_INT, &pairs));
+    OK(MPI_Type_commit(&pairs));
+    if (rank == 0) {
+        struct id v[3] = {{1, 1.5}, {2, 2.5}, {3, 3.5}};
+        int five[5] = {1, 2, 3, 4, 5};
+        OK(MPI_Send(v, 3, mixed, 1, 20, MPI_COMM_WORLD));
+        OK(MPI_Send(five, 5, MPI_INT, 1, 21, MPI_COMM_WORLD));
+        OK(MPI_Send(five, 2, MPI_INT, 1, 22, MPI_COMM_WORLD)); /* 8 of 12 bytes */
+    } else if (rank == 1) {
+        struct id v[3];
+        int got[6], n, e;
+        MPI_Status st;
+        OK(MPI_Recv(v, 3, mixed, 0, 20, MPI_COMM_WORLD, &st));
+        OK(MPI_Get_count(&st, mixed, &n));
+        OK(MPI_Get_elements(&st, mixed, &e));
+        CHECK(n == 3 && e == 6 && v[2].i == 3 && v[2].d == 3.5);
+        OK(MPI_Recv(got, 3, pairs, 0, 21, MPI_COMM_WORLD, &st));
+        OK(MPI_Get_count(&st, pairs, &n));
+        OK(MPI_Get_elements(&st, pairs, &e));
+        CHECK(n == MPI_UNDEFINED && e == 5); /* two pairs and a half */
+        OK(MPI_Recv(v, 3, mixed, 0, 22, MPI_COMM_WORLD, &st));
+        OK(MPI_Get_elements(&st, mixed, &e));
+        CHECK(e == MPI_UNDEFINED); /* a part of a mixed element */
+    }
+    OK(MPI_Type_free(&mixed));
+    OK(MPI_Type_free(&pairs));
+}
+
 int main(int argc, char **argv)
 {
     int size;
@@ -330,6 +372,7 @@ int main(int argc, char **argv)
     structs();
     indexed();
     blocks_and_subarrays();
+    elements();
     OK(MPI_Finalize());
     return 0;
 }

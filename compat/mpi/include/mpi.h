@@ -423,6 +423,7 @@ int MPI_Type_size(MPI_Datatype datatype, int *size);
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
                              MPI_Aint *true_extent);
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int MPI_Get_address(const void *location, MPI_Aint *address);
 int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf,
              int outsize, int *position, MPI_Comm comm);
@@ -820,6 +821,7 @@ int PMPI_Type_size(MPI_Datatype datatype, int *size);
 int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
 int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
                               MPI_Aint *true_extent);
+int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int PMPI_Get_address(const void *location, MPI_Aint *address);
 int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf,
               int outsize, int *position, MPI_Comm comm);
