@@ -86,6 +86,7 @@ struct flit_mpi_type {
             int predefined, committed, refs;
             const char *name;                   /* a predefined type's */
             char set_name[MPI_MAX_OBJECT_NAME]; /* MPI_Type_set_name's, else "" */
+            size_t nbasic; /* a derived type's basic elements in one element */
         };
         char flit_pad[256]; /* the exported objects' size, fixed */
     };
@@ -141,6 +142,21 @@ struct flit_mpi_comm {
 };
 _Static_assert(sizeof(struct flit_mpi_comm) == 128,
                "flit_mpi_comm outgrew its exported size");
+
+/* A message MPI_Mprobe took out of the unexpected queue (mpi_p2p.c), until
+   MPI_Mrecv receives it; MPI_MESSAGE_NO_PROC is the predefined one. */
+struct flit_mpi_message {
+    union {
+        struct {
+            struct mp_ux *ux;
+            MPI_Comm comm;
+            int predefined;
+        };
+        char flit_pad[64]; /* the exported objects' size, fixed */
+    };
+};
+_Static_assert(sizeof(struct flit_mpi_message) == 64,
+               "flit_mpi_message outgrew its exported size");
 
 enum mp_req_kind { R_SEND, R_RECV, R_COLL /* a non-blocking collective */ };
 
@@ -346,6 +362,9 @@ void mp_attr_fini(void); /* the key table, at MPI_Finalize */
    past a non-periodic edge), both ways; a distributed graph's sources and
    destinations as given. */
 enum { MP_TOPO_CART = 1, MP_TOPO_DIST = 2 };
+/* The most dimensions a grid or sub-array may have (MPI_ERR_DIMS beyond:
+   their coordinates live on the stack). */
+#define MP_MAX_DIMS 256
 struct mp_topo {
     int kind;
     int ndims, *dims, *periods;                          /* Cartesian */

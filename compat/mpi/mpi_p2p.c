@@ -569,30 +569,40 @@ void mp_req_coll_free(MPI_Request r)
 
 /* ---- starting requests ---- */
 
+/* Takes the message at link p out of the unexpected queue. */
+static mp_ux *ux_unlink(mp_ux **p)
+{
+    mp_ux *u = *p;
+    *p = u->next;
+    if (ux_tail == &u->next)
+        ux_tail = p;
+    return u;
+}
+
+/* u (out of the queue) into r's buffer; r completes, u is freed. */
+static void ux_deliver(MPI_Request r, mp_ux *u)
+{
+    size_t got = u->len < r->bytes ? u->len : r->bytes;
+    if (mp_type_contig(r->type, r->count) && got) /* a zero count's buffer may be NULL */
+        memcpy(recv_target(r), u->data, got);
+    else
+        mp_unpack(u->data, got, r->buf, r->count, r->type);
+    received(r, u->src, u->tag, u->len, got);
+    flit_status st = u->sync ? send_ack(u->src, u->ctx, u->sync_id) : FLIT_OK;
+    if (st != FLIT_OK)
+        r->status.MPI_ERROR = mp_class_of(st);
+    free(u->data);
+    free(u);
+    complete(r);
+}
+
 static int unexpected_match(MPI_Request r)
 {
-    for (mp_ux **p = &ux_head; *p; p = &(*p)->next) {
-        mp_ux *u = *p;
-        if (!matches(r, u->ctx, u->src, u->tag))
-            continue;
-        *p = u->next;
-        if (ux_tail == &u->next)
-            ux_tail = p;
-        size_t got = u->len < r->bytes ? u->len : r->bytes;
-        if (mp_type_contig(r->type, r->count) &&
-            got) /* a zero count's buffer may be NULL */
-            memcpy(recv_target(r), u->data, got);
-        else
-            mp_unpack(u->data, got, r->buf, r->count, r->type);
-        received(r, u->src, u->tag, u->len, got);
-        flit_status st = u->sync ? send_ack(u->src, u->ctx, u->sync_id) : FLIT_OK;
-        if (st != FLIT_OK)
-            r->status.MPI_ERROR = mp_class_of(st);
-        free(u->data);
-        free(u);
-        complete(r);
-        return 1;
-    }
+    for (mp_ux **p = &ux_head; *p; p = &(*p)->next)
+        if (matches(r, (*p)->ctx, (*p)->src, (*p)->tag)) {
+            ux_deliver(r, ux_unlink(p));
+            return 1;
+        }
     return 0;
 }
 
@@ -1349,13 +1359,17 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
 
 /* ---- probes ---- */
 
-static mp_ux *ux_find(uint32_t ctx, MPI_Comm comm, int source, int tag)
+/* The link of the first unexpected message of comm from source with tag
+   (wildcards allowed), or NULL. */
+static mp_ux **ux_find(MPI_Comm comm, int source, int tag)
 {
-    for (mp_ux *u = ux_head; u; u = u->next) {
+    for (mp_ux **p = &ux_head; *p; p = &(*p)->next) {
+        const mp_ux *u = *p;
         int cr = comm->from_world[u->src];
-        if (u->ctx == ctx && cr >= 0 && (source == MPI_ANY_SOURCE || source == cr) &&
+        if (u->ctx == comm->ctx && cr >= 0 &&
+            (source == MPI_ANY_SOURCE || source == cr) &&
             (tag == MPI_ANY_TAG || tag == u->tag))
-            return u;
+            return p;
     }
     return NULL;
 }
@@ -1371,15 +1385,34 @@ static void probe_status(MPI_Comm comm, const mp_ux *u, MPI_Status *status)
     status->flit_cancelled = 0;
 }
 
+/* The checks of a probe's arguments: an error class, or 0. */
+static int probe_check(int source, int tag, MPI_Comm comm, const void *flag)
+{
+    int rc = check_recv(NULL, 0, MPI_BYTE, source, tag, comm);
+    return !rc && !flag ? MPI_ERR_ARG : rc;
+}
+
+/* The link of a matching unexpected message after a pass of the engine,
+   or after waiting for one (block), in *at (NULL: none yet). */
+static int probe_find(int source, int tag, MPI_Comm comm, int block, mp_ux ***at)
+{
+    int rc = MPI_SUCCESS;
+    *at = ux_find(comm, source, tag);
+    if (!*at && (rc = progress_poll()) == MPI_SUCCESS)
+        *at = ux_find(comm, source, tag);
+    while (!*at && block && rc == MPI_SUCCESS)
+        if ((rc = progress_wait(&probe_waiter)) == MPI_SUCCESS)
+            *at = ux_find(comm, source, tag);
+    return rc;
+}
+
 static int probe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status,
                  int block, const char *fn)
 {
     MP_CHECK_INIT(fn);
     if (!mp_comm_ok(comm))
         return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, fn);
-    int rc = check_recv(NULL, 0, MPI_BYTE, source, tag, comm);
-    if (!rc && !flag)
-        rc = MPI_ERR_ARG;
+    int rc = probe_check(source, tag, comm, flag);
     if (rc)
         return mp_err(comm, rc, fn);
     if (source == MPI_PROC_NULL) {
@@ -1388,18 +1421,127 @@ static int probe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *stat
             empty_status(status, MPI_PROC_NULL);
         return MPI_SUCCESS;
     }
-    mp_ux *u = ux_find(comm->ctx, comm, source, tag);
-    if (!u && (rc = progress_poll()) == MPI_SUCCESS)
-        u = ux_find(comm->ctx, comm, source, tag);
-    while (!u && block && rc == MPI_SUCCESS)
-        if ((rc = progress_wait(&probe_waiter)) == MPI_SUCCESS)
-            u = ux_find(comm->ctx, comm, source, tag);
+    mp_ux **at;
+    if ((rc = probe_find(source, tag, comm, block, &at)) != MPI_SUCCESS)
+        return mp_err(comm, rc, fn);
+    *flag = at != NULL;
+    if (at)
+        probe_status(comm, *at, status);
+    return MPI_SUCCESS;
+}
+
+/* ---- matched probes (MPI 3.1, 3.8.2): the message found is taken out of
+   the queue, so that no other receive or probe (another thread's) can take
+   it before MPI_Mrecv does ---- */
+
+struct flit_mpi_message flit_mpi_message_no_proc = {.predefined = 1};
+
+static int mprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                  MPI_Status *status, int block, const char *fn)
+{
+    MP_CHECK_INIT(fn);
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, fn);
+    int rc = probe_check(source, tag, comm, flag);
+    if (!rc && !message)
+        rc = MPI_ERR_ARG;
     if (rc)
         return mp_err(comm, rc, fn);
-    *flag = u != NULL;
-    if (u)
-        probe_status(comm, u, status);
+    *message = MPI_MESSAGE_NULL;
+    *flag = 1;
+    if (source == MPI_PROC_NULL) {
+        *message = MPI_MESSAGE_NO_PROC;
+        if (status)
+            empty_status(status, MPI_PROC_NULL);
+        return MPI_SUCCESS;
+    }
+    mp_ux **at;
+    if ((rc = probe_find(source, tag, comm, block, &at)) != MPI_SUCCESS)
+        return mp_err(comm, rc, fn);
+    *flag = at != NULL;
+    if (!at)
+        return MPI_SUCCESS;
+    MPI_Message m = calloc(1, sizeof *m);
+    if (!m)
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
+    probe_status(comm, *at, status);
+    m->ux = ux_unlink(at);
+    m->comm = comm;
+    mp_comm_hold(comm);
+    *message = m;
     return MPI_SUCCESS;
+}
+
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+               MPI_Status *status)
+{
+    MP_LOCKED(PMPI_Mprobe, (source, tag, comm, message, status));
+    int flag;
+    return mprobe(source, tag, comm, &flag, message, status, 1, "MPI_Mprobe");
+}
+
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status)
+{
+    MP_LOCKED(PMPI_Improbe, (source, tag, comm, flag, message, status));
+    return mprobe(source, tag, comm, flag, message, status, 0, "MPI_Improbe");
+}
+
+/* The message into buf: at once, as a receive that found it waiting; out:
+   as a request (MPI_Imrecv, complete when returned), else its status. */
+static int mrecv(void *buf, int count, MPI_Datatype t, MPI_Message *message,
+                 MPI_Status *status, MPI_Request *out, const char *fn)
+{
+    MP_CHECK_INIT(fn);
+    if (!message || !*message)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_REQUEST, fn);
+    MPI_Message m = *message;
+    MPI_Comm comm = m->predefined ? MPI_COMM_SELF : m->comm;
+    int rc = mp_check_buf(buf, count, t);
+    if (rc)
+        return mp_err(comm, rc, fn);
+    struct flit_mpi_request local;
+    MPI_Request r = out ? malloc(sizeof *r) : &local;
+    if (!r)
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
+    int src = m->predefined ? MPI_PROC_NULL : comm->from_world[m->ux->src];
+    req_init(r, R_RECV, comm, comm->ctx, buf, count, t, src,
+             m->predefined ? 0 : m->ux->tag);
+    r->active = 1;
+    *message = MPI_MESSAGE_NULL;
+    if (m->predefined) { /* MPI_MESSAGE_NO_PROC: a receive from MPI_PROC_NULL */
+        empty_status(&r->status, MPI_PROC_NULL);
+        complete(r);
+    } else {
+        ux_deliver(r, m->ux);
+        mp_comm_release(m->comm);
+        free(m);
+    }
+    if (out) {
+        *out = r;
+        return MPI_SUCCESS;
+    }
+    rc = r->status.MPI_ERROR;
+    if (status)
+        *status = r->status;
+    req_release(r);
+    return mp_err(comm, rc, fn);
+}
+
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+              MPI_Status *status)
+{
+    MP_LOCKED(PMPI_Mrecv, (buf, count, datatype, message, status));
+    return mrecv(buf, count, datatype, message, status, NULL, "MPI_Mrecv");
+}
+
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Request *request)
+{
+    MP_LOCKED(PMPI_Imrecv, (buf, count, datatype, message, request));
+    if (!request)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Imrecv");
+    return mrecv(buf, count, datatype, message, NULL, request, "MPI_Imrecv");
 }
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
@@ -1550,3 +1692,7 @@ MP_PROFILED(MPI_Sendrecv_replace);
 MP_PROFILED(MPI_Iprobe);
 MP_PROFILED(MPI_Probe);
 MP_PROFILED(MPI_Get_count);
+MP_PROFILED(MPI_Mprobe);
+MP_PROFILED(MPI_Improbe);
+MP_PROFILED(MPI_Mrecv);
+MP_PROFILED(MPI_Imrecv);

@@ -160,7 +160,7 @@ static struct mp_topo *cart_new(int ndims, const int *dims, const int *periods, 
 static int grid_size(int ndims, const int *dims, int *nodes)
 {
     long long n = 1;
-    if (ndims < 0 || (ndims > 0 && !dims))
+    if (ndims < 0 || ndims > MP_MAX_DIMS || (ndims > 0 && !dims))
         return MPI_ERR_DIMS;
     for (int d = 0; d < ndims; d++) {
         if (dims[d] <= 0)
@@ -201,8 +201,10 @@ int MPI_Dims_create(int nnodes, int ndims, int dims[])
 {
     MP_LOCKED(PMPI_Dims_create, (nnodes, ndims, dims));
     static const char fn[] = "MPI_Dims_create";
-    if (nnodes <= 0 || ndims < 0 || (ndims > 0 && !dims))
-        return mp_err(MPI_COMM_WORLD, ndims < 0 ? MPI_ERR_DIMS : MPI_ERR_ARG, fn);
+    if (ndims < 0 || ndims > MP_MAX_DIMS)
+        return mp_err(MPI_COMM_WORLD, MPI_ERR_DIMS, fn);
+    if (nnodes <= 0 || (ndims > 0 && !dims))
+        return mp_err(MPI_COMM_WORLD, MPI_ERR_ARG, fn);
     int rest = nnodes, nfree = 0;
     for (int d = 0; d < ndims; d++) {
         if (dims[d] < 0 || (dims[d] > 0 && rest % dims[d]))

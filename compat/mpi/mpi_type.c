@@ -267,6 +267,12 @@ static int b_block(builder *b, MPI_Aint disp, size_t len)
     return MPI_SUCCESS;
 }
 
+/* Basic elements in one element of t (a pair type's are two). */
+static size_t nbasic_of(MPI_Datatype t)
+{
+    return t->predefined ? (t->pair >= 0 ? 2 : 1) : t->nbasic;
+}
+
 /* Appends one element of old at byte displacement disp. */
 static int b_elem(builder *b, MPI_Datatype old, MPI_Aint disp)
 {
@@ -290,6 +296,7 @@ static int b_elem(builder *b, MPI_Datatype old, MPI_Aint disp)
     }
     int ob = old->pair >= 0 ? -1 : old->basic;
     b->basic = b->basic == -2 ? ob : (b->basic == ob ? ob : -1);
+    t->nbasic += nbasic_of(old);
     return MPI_SUCCESS;
 }
 
@@ -459,6 +466,123 @@ int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype)
     return rc;
 }
 
+/* ---- constructors made of the ones above ---- */
+
+/* count blocks of blocklength each, at int displacements in elements
+   (displs) or MPI_Aint ones in bytes (hdispls). */
+static int blocks_of(int count, int blocklength, const int *displs,
+                     const MPI_Aint *hdispls, MPI_Datatype old, MPI_Datatype *newtype,
+                     const char *fn)
+{
+    if (count < 0 || blocklength < 0)
+        return TYPE_FAIL(count < 0 ? MPI_ERR_COUNT : MPI_ERR_ARG, fn);
+    int *bl = malloc((count ? (size_t)count : 1) * sizeof *bl);
+    if (!bl)
+        return TYPE_FAIL(MPI_ERR_NO_MEM, fn);
+    for (int i = 0; i < count; i++)
+        bl[i] = blocklength;
+    int rc = hdispls ? PMPI_Type_create_hindexed(count, bl, hdispls, old, newtype)
+                     : PMPI_Type_indexed(count, bl, displs, old, newtype);
+    free(bl);
+    return rc;
+}
+
+int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
+                                  MPI_Datatype old, MPI_Datatype *newtype)
+{
+    MP_LOCKED(PMPI_Type_create_indexed_block,
+              (count, blocklength, displacements, old, newtype));
+    return blocks_of(count, blocklength, displacements, NULL, old, newtype,
+                     "MPI_Type_create_indexed_block");
+}
+
+int MPI_Type_create_hindexed_block(int count, int blocklength,
+                                   const MPI_Aint displacements[], MPI_Datatype old,
+                                   MPI_Datatype *newtype)
+{
+    MP_LOCKED(PMPI_Type_create_hindexed_block,
+              (count, blocklength, displacements, old, newtype));
+    if (count > 0 && !displacements)
+        return TYPE_FAIL(MPI_ERR_ARG, "MPI_Type_create_hindexed_block");
+    return blocks_of(count, blocklength, NULL, displacements, old, newtype,
+                     "MPI_Type_create_hindexed_block");
+}
+
+static int subarray_ok(int ndims, const int *sizes, const int *subsizes,
+                       const int *starts, int order)
+{
+    if (ndims <= 0 || ndims > MP_MAX_DIMS || !sizes || !subsizes || !starts)
+        return 0;
+    if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN)
+        return 0;
+    for (int d = 0; d < ndims; d++)
+        if (sizes[d] <= 0 || subsizes[d] <= 0 || subsizes[d] > sizes[d] ||
+            starts[d] < 0 || starts[d] > sizes[d] - subsizes[d])
+            return 0;
+    return 1;
+}
+
+/* The rows of the sub-array (runs along its fastest dimension) as an
+   hindexed type, resized to the whole array's extent, as MPI defines it. */
+int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
+                             const int starts[], int order, MPI_Datatype old,
+                             MPI_Datatype *newtype)
+{
+    MP_LOCKED(PMPI_Type_create_subarray,
+              (ndims, sizes, subsizes, starts, order, old, newtype));
+    static const char fn[] = "MPI_Type_create_subarray";
+    int rc = check_old(old, 1, newtype);
+    if (rc)
+        return TYPE_FAIL(rc, fn);
+    if (!subarray_ok(ndims, sizes, subsizes, starts, order))
+        return TYPE_FAIL(MPI_ERR_ARG, fn);
+    /* stride of each dimension, in elements; f: the fastest */
+    MPI_Aint stride[ndims], total = 1, rows = 1;
+    int f = order == MPI_ORDER_C ? ndims - 1 : 0;
+    for (int k = 0; k < ndims; k++) {
+        int d = order == MPI_ORDER_C ? ndims - 1 - k : k;
+        stride[d] = total;
+        total *= sizes[d];
+        if (d != f)
+            rows *= subsizes[d];
+    }
+    if (rows > 0x7fffffff)
+        return TYPE_FAIL(MPI_ERR_ARG, fn);
+    MPI_Aint *disp = malloc((size_t)rows * sizeof *disp);
+    int *len = malloc((size_t)rows * sizeof *len), idx[ndims];
+    if (!disp || !len) {
+        free(disp);
+        free(len);
+        return TYPE_FAIL(MPI_ERR_NO_MEM, fn);
+    }
+    for (int d = 0; d < ndims; d++)
+        idx[d] = 0;
+    for (MPI_Aint r = 0; r < rows; r++) { /* an odometer over the slow dimensions */
+        MPI_Aint at = 0;
+        for (int d = 0; d < ndims; d++)
+            at += (starts[d] + (d == f ? 0 : idx[d])) * stride[d];
+        disp[r] = at * old->extent;
+        len[r] = subsizes[f];
+        for (int k = 0; k < ndims; k++) {
+            int d = order == MPI_ORDER_C ? ndims - 1 - k : k;
+            if (d == f)
+                continue;
+            if (++idx[d] < subsizes[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    MPI_Datatype rowsT;
+    rc = PMPI_Type_create_hindexed((int)rows, len, disp, old, &rowsT);
+    free(disp);
+    free(len);
+    if (rc)
+        return rc;
+    rc = PMPI_Type_create_resized(rowsT, 0, total * old->extent, newtype);
+    mp_type_release(rowsT);
+    return rc;
+}
+
 int MPI_Type_commit(MPI_Datatype *datatype)
 {
     MP_LOCKED(PMPI_Type_commit, (datatype));
@@ -533,6 +657,31 @@ int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
     return MPI_SUCCESS;
 }
 
+/* Whole elements give their basic elements; a part of one is counted in
+   basic elements when the type is made of one basic type, else it is
+   MPI_UNDEFINED (the type map's order is not kept past construction). */
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
+{
+    MP_LOCKED(PMPI_Get_elements, (status, datatype, count));
+    if (!status || !count)
+        return TYPE_FAIL(MPI_ERR_ARG, "MPI_Get_elements");
+    if (!mp_type_ok(datatype))
+        return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Get_elements");
+    size_t bytes = status->flit_bytes, size = datatype->size, n;
+    if (size == 0) {
+        *count = 0;
+        return MPI_SUCCESS;
+    }
+    if (bytes % size == 0)
+        n = bytes / size * nbasic_of(datatype);
+    else if (datatype->basic >= 0 && bytes % mp_basic_size(datatype->basic) == 0)
+        n = bytes / mp_basic_size(datatype->basic);
+    else
+        n = (size_t)MPI_UNDEFINED;
+    *count = n > 0x7fffffff ? MPI_UNDEFINED : (int)n;
+    return MPI_SUCCESS;
+}
+
 int MPI_Get_address(const void *location, MPI_Aint *address)
 {
     MP_LOCKED(PMPI_Get_address, (location, address));
@@ -552,6 +701,10 @@ MP_PROFILED(MPI_Type_indexed);
 MP_PROFILED(MPI_Type_create_struct);
 MP_PROFILED(MPI_Type_create_resized);
 MP_PROFILED(MPI_Type_dup);
+MP_PROFILED(MPI_Get_elements);
+MP_PROFILED(MPI_Type_create_indexed_block);
+MP_PROFILED(MPI_Type_create_hindexed_block);
+MP_PROFILED(MPI_Type_create_subarray);
 MP_PROFILED(MPI_Type_commit);
 MP_PROFILED(MPI_Type_free);
 MP_PROFILED(MPI_Type_size);

@@ -204,6 +204,67 @@ static void probes(void)
     }
 }
 
+/* Matched probes: the message found is taken out of the queue (a probe no
+   longer sees it), received by MPI_Mrecv/Imrecv whatever came after it; a
+   synchronous send is acknowledged only then; MPI_PROC_NULL's message. */
+static void matched(void)
+{
+    int buf[32];
+    MPI_Status st;
+    MPI_Message msg;
+    int flag = 1, n;
+    if (rank == 1) {
+        OK(MPI_Improbe(0, 60, MPI_COMM_WORLD, &flag, &msg, &st));
+        CHECK(flag == 0 && msg == MPI_MESSAGE_NULL); /* sent after the handshake */
+    }
+    handshake();
+    if (rank == 0) {
+        MPI_Request r;
+        seq_fill(buf, 32, 8);
+        OK(MPI_Send(buf, 9, MPI_INT, 1, 60, MPI_COMM_WORLD));
+        OK(MPI_Issend(buf, 4, MPI_INT, 1, 61, MPI_COMM_WORLD, &r));
+        OK(MPI_Send(buf, 2, MPI_INT, 1, 60, MPI_COMM_WORLD));
+        OK(MPI_Send(buf, 20, MPI_INT, 1, 62, MPI_COMM_WORLD));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE)); /* rank 1's MPI_Mrecv matched it */
+    } else if (rank == 1) {
+        OK(MPI_Mprobe(0, 60, MPI_COMM_WORLD, &msg, &st));
+        OK(MPI_Get_count(&st, MPI_INT, &n));
+        CHECK(msg != MPI_MESSAGE_NULL && st.MPI_TAG == 60 && n == 9);
+        /* taken: a probe for tag 60 now sees the second one (2 ints) */
+        OK(MPI_Probe(0, 60, MPI_COMM_WORLD, &st));
+        OK(MPI_Get_count(&st, MPI_INT, &n));
+        CHECK(n == 2);
+        MPI_Message sync_msg, big;
+        OK(MPI_Mprobe(MPI_ANY_SOURCE, 61, MPI_COMM_WORLD, &sync_msg, &st));
+        OK(MPI_Mprobe(0, 62, MPI_COMM_WORLD, &big, &st));
+        memset(buf, 0, sizeof buf);
+        OK(MPI_Mrecv(buf, 32, MPI_INT, &msg, &st));
+        OK(MPI_Get_count(&st, MPI_INT, &n));
+        CHECK(msg == MPI_MESSAGE_NULL && n == 9 && st.MPI_SOURCE == 0 &&
+              seq_same(buf, 9, 8));
+        MPI_Request r;
+        OK(MPI_Imrecv(buf, 32, MPI_INT, &sync_msg, &r));
+        OK(MPI_Wait(&r, &st));
+        OK(MPI_Get_count(&st, MPI_INT, &n));
+        CHECK(n == 4 && st.MPI_TAG == 61 && seq_same(buf, 4, 8));
+        OK(MPI_Recv(buf, 32, MPI_INT, 0, 60, MPI_COMM_WORLD, &st)); /* the second 60 */
+        OK(MPI_Get_count(&st, MPI_INT, &n));
+        CHECK(n == 2);
+        /* too small a buffer: the message is truncated, as a receive's */
+        OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+        CHECK(MPI_Mrecv(buf, 5, MPI_INT, &big, &st) == MPI_ERR_TRUNCATE);
+        CHECK(big == MPI_MESSAGE_NULL && seq_same(buf, 5, 8));
+        MPI_Message none = MPI_MESSAGE_NULL;
+        CHECK(MPI_Mrecv(buf, 1, MPI_INT, &none, &st) == MPI_ERR_REQUEST);
+        OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    }
+    OK(MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &msg, &st));
+    CHECK(msg == MPI_MESSAGE_NO_PROC && st.MPI_SOURCE == MPI_PROC_NULL);
+    OK(MPI_Mrecv(buf, 3, MPI_INT, &msg, &st));
+    OK(MPI_Get_count(&st, MPI_INT, &n));
+    CHECK(msg == MPI_MESSAGE_NULL && st.MPI_SOURCE == MPI_PROC_NULL && n == 0);
+}
+
 /* Issend completes only once the receive matched: rank 1 posts it only
    after rank 0 has tested the send incomplete (and told rank 1 so). */
 static void synchronous(void)
@@ -422,6 +483,8 @@ int main(int argc, char **argv)
     truncation();
     handshake();
     probes();
+    handshake();
+    matched();
     handshake();
     synchronous();
     many();

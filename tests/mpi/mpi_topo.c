@@ -30,6 +30,8 @@ static void dims(void)
     CHECK(MPI_Dims_create(7, 2, bad) == MPI_ERR_DIMS); /* 7 is not a multiple of 2 */
     int neg[1] = {-1};
     CHECK(MPI_Dims_create(4, 1, neg) == MPI_ERR_DIMS);
+    CHECK(MPI_Dims_create(4, 100000, neg) ==
+          MPI_ERR_DIMS); /* more than a grid may have */
 }
 
 /* A 2-D grid of every rank, periodic in dimension 0 only. */

@@ -245,6 +245,118 @@ static void indexed(void)
     OK(MPI_Type_free(&empty));
 }
 
+/* The n ints type t picks from 0, 1, 2 ... (packed), against want. */
+static void picks(MPI_Datatype t, const int *want, int n)
+{
+    int src[64], out[64], pos = 0, sz;
+    for (int i = 0; i < 64; i++)
+        src[i] = i;
+    OK(MPI_Type_commit(&t));
+    OK(MPI_Type_size(t, &sz));
+    CHECK(sz == n * (int)sizeof(int));
+    OK(MPI_Pack(src, 1, t, out, sizeof out, &pos, MPI_COMM_SELF));
+    CHECK(pos == sz);
+    for (int i = 0; i < n; i++)
+        CHECK(out[i] == want[i]);
+    OK(MPI_Type_free(&t));
+}
+
+/* indexed_block, hindexed_block and subarray (both orders), locally and
+   across ranks; bad shapes refused. */
+static void blocks_and_subarrays(void)
+{
+    MPI_Datatype t;
+    int dp[3] = {0, 5, 10};
+    OK(MPI_Type_create_indexed_block(3, 2, dp, MPI_INT, &t));
+    picks(t, (const int[]){0, 1, 5, 6, 10, 11}, 6);
+    MPI_Aint hdp[2] = {3 * sizeof(int), 20 * sizeof(int)};
+    OK(MPI_Type_create_hindexed_block(2, 3, hdp, MPI_INT, &t));
+    picks(t, (const int[]){3, 4, 5, 20, 21, 22}, 6);
+
+    /* a 4 x 5 array: rows 1-2, columns 1-3 */
+    int sizes[2] = {4, 5}, sub[2] = {2, 3}, start[2] = {1, 1};
+    OK(MPI_Type_create_subarray(2, sizes, sub, start, MPI_ORDER_C, MPI_INT, &t));
+    MPI_Aint lb, ext;
+    OK(MPI_Type_get_extent(t, &lb, &ext));
+    CHECK(lb == 0 && ext == 20 * (MPI_Aint)sizeof(int)); /* the whole array */
+    picks(t, (const int[]){6, 7, 8, 11, 12, 13}, 6);
+    /* Fortran order: the first index fastest (4 of them), 5 columns */
+    OK(MPI_Type_create_subarray(2, sizes, sub, start, MPI_ORDER_FORTRAN, MPI_INT, &t));
+    picks(t, (const int[]){5, 6, 9, 10, 13, 14}, 6);
+    /* 3-D, the corner of a 3 x 3 x 3 cube */
+    int c3[3] = {3, 3, 3}, s3[3] = {2, 2, 2}, o3[3] = {1, 1, 1};
+    OK(MPI_Type_create_subarray(3, c3, s3, o3, MPI_ORDER_C, MPI_INT, &t));
+    picks(t, (const int[]){13, 14, 16, 17, 22, 23, 25, 26}, 8);
+
+    /* a halo column sent with it: rank 0 sends column 1..3 of rows 1-2 */
+    if (rank < 2) {
+        int a[20], got[6];
+        for (int i = 0; i < 20; i++)
+            a[i] = 100 * rank + i;
+        OK(MPI_Type_create_subarray(2, sizes, sub, start, MPI_ORDER_C, MPI_INT, &t));
+        OK(MPI_Type_commit(&t));
+        int peer = 1 - rank;
+        OK(MPI_Sendrecv(a, 1, t, peer, 11, got, 6, MPI_INT, peer, 11, MPI_COMM_WORLD,
+                        MPI_STATUS_IGNORE));
+        static const int cells[6] = {6, 7, 8, 11, 12, 13};
+        for (int i = 0; i < 6; i++)
+            CHECK(got[i] == 100 * peer + cells[i]);
+        OK(MPI_Type_free(&t));
+    }
+
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int big[2] = {4, 3};
+    CHECK(MPI_Type_create_subarray(2, sizes, big, start, MPI_ORDER_C, MPI_INT, &t) ==
+          MPI_ERR_ARG); /* 1 + 3 > 4 */
+    CHECK(MPI_Type_create_subarray(2, sizes, sub, start, 3, MPI_INT, &t) == MPI_ERR_ARG);
+    CHECK(MPI_Type_create_subarray(0, sizes, sub, start, MPI_ORDER_C, MPI_INT, &t) ==
+          MPI_ERR_ARG);
+    CHECK(MPI_Type_create_indexed_block(-1, 1, dp, MPI_INT, &t) == MPI_ERR_COUNT);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
+/* MPI_Get_elements beside MPI_Get_count: whole elements of a mixed type,
+   a part of one of a one-basic-type type, a part of a mixed one. */
+static void elements(void)
+{
+    struct id {
+        int i;
+        double d;
+    };
+    MPI_Datatype mixed, pairs;
+    int bl[2] = {1, 1};
+    MPI_Aint dp[2] = {offsetof(struct id, i), offsetof(struct id, d)};
+    MPI_Datatype ty[2] = {MPI_INT, MPI_DOUBLE};
+    OK(MPI_Type_create_struct(2, bl, dp, ty, &mixed));
+    OK(MPI_Type_commit(&mixed));
+    OK(MPI_Type_contiguous(2, MPI_INT, &pairs));
+    OK(MPI_Type_commit(&pairs));
+    if (rank == 0) {
+        struct id v[3] = {{1, 1.5}, {2, 2.5}, {3, 3.5}};
+        int five[5] = {1, 2, 3, 4, 5};
+        OK(MPI_Send(v, 3, mixed, 1, 20, MPI_COMM_WORLD));
+        OK(MPI_Send(five, 5, MPI_INT, 1, 21, MPI_COMM_WORLD));
+        OK(MPI_Send(five, 2, MPI_INT, 1, 22, MPI_COMM_WORLD)); /* 8 of 12 bytes */
+    } else if (rank == 1) {
+        struct id v[3];
+        int got[6], n, e;
+        MPI_Status st;
+        OK(MPI_Recv(v, 3, mixed, 0, 20, MPI_COMM_WORLD, &st));
+        OK(MPI_Get_count(&st, mixed, &n));
+        OK(MPI_Get_elements(&st, mixed, &e));
+        CHECK(n == 3 && e == 6 && v[2].i == 3 && v[2].d == 3.5);
+        OK(MPI_Recv(got, 3, pairs, 0, 21, MPI_COMM_WORLD, &st));
+        OK(MPI_Get_count(&st, pairs, &n));
+        OK(MPI_Get_elements(&st, pairs, &e));
+        CHECK(n == MPI_UNDEFINED && e == 5); /* two pairs and a half */
+        OK(MPI_Recv(v, 3, mixed, 0, 22, MPI_COMM_WORLD, &st));
+        OK(MPI_Get_elements(&st, mixed, &e));
+        CHECK(e == MPI_UNDEFINED); /* a part of a mixed element */
+    }
+    OK(MPI_Type_free(&mixed));
+    OK(MPI_Type_free(&pairs));
+}
+
 int main(int argc, char **argv)
 {
     int size;
@@ -259,6 +371,8 @@ int main(int argc, char **argv)
     vector();
     structs();
     indexed();
+    blocks_and_subarrays();
+    elements();
     OK(MPI_Finalize());
     return 0;
 }

@@ -5,8 +5,9 @@
  * accumulate op from all ranks at once to one place (the exact sum proves
  * atomicity), get-accumulate, fetch-and-op (every fetched value distinct),
  * compare-and-swap (one winner), exclusive locks (read-modify-write from
- * all ranks, the count exact), shared locks held together, flush, and bad
- * arguments answered with their error classes.
+ * all ranks, the count exact), shared locks held together, flush, the
+ * request-based operations, and bad arguments answered with their error
+ * classes.
  */
 #include <string.h>
 
@@ -265,6 +266,49 @@ static void locks(void)
     OK(MPI_Win_free(&w));
 }
 
+/* Request-based operations under lock_all: each rank writes its slot of
+   rank 0's window (Rput), adds to a counter (Raccumulate, and fetches the
+   counter's old value with Rget_accumulate), and reads the next rank's
+   window (Rget); outside an epoch they answer MPI_ERR_RMA_SYNC. */
+static void requests(void)
+{
+    int *base;
+    MPI_Win w;
+    OK(MPI_Win_allocate((MPI_Aint)(size + 2) * (MPI_Aint)sizeof(int), sizeof(int),
+                        MPI_INFO_NULL, MPI_COMM_WORLD, &base, &w));
+    for (int i = 0; i < size + 2; i++)
+        base[i] = i == size ? 0 : rank * 1000 + i;
+    OK(MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_Request rq[4];
+    int mine = rank + 100, one = 1, old = -1, next[2] = {-1, -1};
+    int right = (rank + 1) % size;
+    CHECK(MPI_Rput(&mine, 1, MPI_INT, 0, rank, 1, MPI_INT, w, &rq[0]) ==
+          MPI_ERR_RMA_SYNC);
+    CHECK(rq[0] == MPI_REQUEST_NULL);
+    OK(MPI_Win_lock_all(0, w));
+    OK(MPI_Rput(&mine, 1, MPI_INT, 0, rank, 1, MPI_INT, w, &rq[0]));
+    OK(MPI_Raccumulate(&one, 1, MPI_INT, 0, size, 1, MPI_INT, MPI_SUM, w, &rq[1]));
+    OK(MPI_Rget_accumulate(&one, 1, MPI_INT, &old, 1, MPI_INT, 0, size, 1, MPI_INT,
+                           MPI_SUM, w, &rq[2]));
+    /* 2 ints into 1: refused, no request */
+    CHECK(MPI_Rget(next, 2, MPI_INT, right, size + 1, 1, MPI_INT, w, &rq[3]) !=
+          MPI_SUCCESS);
+    CHECK(rq[3] == MPI_REQUEST_NULL);
+    OK(MPI_Rget(next, 1, MPI_INT, right, size + 1, 1, MPI_INT, w, &rq[3]));
+    OK(MPI_Waitall(4, rq, MPI_STATUSES_IGNORE));
+    CHECK(next[0] == right * 1000 + size + 1);
+    CHECK(old >= 1 && old <= 2 * size - 1); /* its own add came first */
+    OK(MPI_Win_unlock_all(w));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        for (int r = 0; r < size; r++)
+            CHECK(base[r] == r + 100);
+        CHECK(base[size] == 2 * size); /* every rank added 1, twice */
+    }
+    OK(MPI_Win_free(&w));
+}
+
 static void user_sum(void *in, void *io, int *len, MPI_Datatype *t)
 {
     (void)t;
@@ -487,6 +531,7 @@ int main(int argc, char **argv)
     accumulate();
     fetch_and_op();
     locks();
+    requests();
     pscw();
     dynamic();
     errors();
