@@ -4,9 +4,10 @@
 # long-AM bandwidth between two "hosts" (network namespaces joined by two
 # veth pairs, tests/net/twolinks.sh) over one rail (FLIT_UDP_RAILS=eth0)
 # and over two (eth0,eth1), alternated (A B A B ...: drift on a shared
-# machine falls on both alike); then the fail-over pause, as net.rails
-# measures it (tests/net/rails_test.sh: eth1 taken down mid-stream), once a
-# round. Medians with their spread (min-max).
+# machine falls on both alike); then net.rails' stream (tests/net/rails_test.sh:
+# 1 KiB messages, eth1 taken down mid-stream) over eth0 alone and over both,
+# alternated: the first third's rate (before the outage), and the fail-over
+# pause with two rails. Medians with their spread (min-max).
 #
 #     bench/rails_bench.sh BUILD_DIR [--rounds N]
 #
@@ -40,7 +41,7 @@ trap '"$net" down "$P"; rm -rf "$dir"' EXIT
 run_bw() { # RAILS OUT: one flit-bench run, one rank per host
   ip netns exec "$P-h0" env FLIT_UDP_RAILS="$1" FLIT_TRANSPORT=udp "$flitrun" -n 2 \
     --hosts "$P-h0,$P-h1" --launch 'ip netns exec {host} unshare --ipc' --timeout 300 \
-    "$bench" --csv --only bandwidth --sizes 1M >"$2.csv" 2>"$2.err"
+    "$bench" --csv --only bandwidth --sizes 1M --no-baselines --retries 4 >"$2.csv" 2>"$2.err"
 }
 
 # median, min and max of the numbers on stdin: "MED MIN MAX" ("- - -" if none)
@@ -57,15 +58,27 @@ for ((k = 1; k <= rounds; k++)); do
     [ $r = two ] && set=eth0,eth1
     run_bw "$set" "$dir/bw-$k-$r" || { cat "$dir/bw-$k-$r.err" >&2; exit 1; }
   done
-  "$here/../tests/net/rails_test.sh" "$flitrun" "$rails" >"$dir/pause-$k.out" 2>&1 ||
-    { cat "$dir/pause-$k.out" >&2; exit 1; }
+  for r in eth0 eth0,eth1; do
+    "$here/../tests/net/rails_test.sh" "$flitrun" "$rails" --rails $r >"$dir/stream-$k-$r.out" 2>&1 ||
+      { cat "$dir/stream-$k-$r.out" >&2; exit 1; }
+  done
 done
 
-bw() { awk -F, '$1 == "bandwidth_long" && $2 == 1048576 { print $3 }' "$dir"/bw-*-"$1".csv | stats; }
+bw() { awk -F, '$1 == "bandwidth_long" && $2 == 1048576 && $3 != "" { print $3 }' "$dir"/bw-*-"$1".csv | stats; }
+# flit-bench prints no value for a figure whose ranks kept losing their CPU
+# (a loaded machine): say so, with its reason
+noisy() { grep -h -m1 '^bandwidth_long,1048576,,' "$dir"/bw-*-"$1".csv | cut -d, -f7; }
 read -r om ol oh <<<"$(bw one)"
 read -r tm tl th <<<"$(bw two)"
-read -r pm pl ph <<<"$(sed -n 's/.*pause \([0-9]*\) ms.*/\1/p' "$dir"/pause-*.out | stats)"
+read -r pm pl ph <<<"$(sed -n 's/.*pause \([0-9]*\) ms.*/\1/p' "$dir"/stream-*-eth0,eth1.out | stats)"
+rate() { sed -n 's/.*first third \([0-9.]*\) MB.*/\1/p' "$dir"/stream-*-"$1".out | stats; }
+read -r sm sl sh <<<"$(rate eth0)"
+read -r dm dl dh <<<"$(rate eth0,eth1)"
 echo "rails: $rounds rounds, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg) at the end"
 echo "  1 MiB bandwidth, one rail   $om ($ol-$oh) MB/s"
 echo "  1 MiB bandwidth, two rails  $tm ($tl-$th) MB/s   ratio $(awk -v a="$tm" -v b="$om" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }')"
+[ "$om" = - ] && echo "  one rail: flit-bench said $(noisy one)"
+[ "$tm" = - ] && echo "  two rails: flit-bench said $(noisy two)"
+echo "  1 KiB stream, one rail      $sm ($sl-$sh) MB/s (mp_rails, first third)"
+echo "  1 KiB stream, two rails     $dm ($dl-$dh) MB/s"
 echo "  fail-over pause             $pm ($pl-$ph) ms (FLIT_PATH_PROBE_MS=100; bound 300)"

@@ -15,7 +15,9 @@
  * (udp.path_up), and fails unless rail 1 carried some of it.
  *
  * Rank 1 reports the pause, the longest gap between two messages in the
- * second third, and fails when it is longer than --max-pause-ms.
+ * second third, and fails when it is longer than --max-pause-ms; and the
+ * first third's rate, before the outage (bench/rails_bench.sh). With one
+ * rail there is no path to see: only the stream is checked.
  *
  *     FLIT_UDP_RAILS=a,b flitrun -n 2 mp_rails --dir D [--count N]
  *         [--max-pause-ms MS]
@@ -33,6 +35,7 @@ static struct {
     const char *dir;
     uint64_t count, got, done;
     double last, pause; /* rank 1: arrival of the previous one; the longest gap */
+    double start, rate; /* rank 1: the first arrival; the first third's MB/s */
     uint8_t buf[MSG_BYTES];
 } g;
 
@@ -65,6 +68,10 @@ static void on_msg(flit_token_t *token, void *buf, size_t nbytes, const uint32_t
     if (bad != nbytes)
         FAIL("message %u: byte %zu differs", args[0], bad);
     double now = mp_now();
+    if (g.got == 0)
+        g.start = now;
+    if (g.got + 1 == g.count / 3 && now > g.start)
+        g.rate = (double)g.got * MSG_BYTES / (now - g.start) / 1e6;
     if (g.got > g.count / 3 && g.got <= 2 * g.count / 3 && now - g.last > g.pause)
         g.pause = now - g.last;
     g.last = now;
@@ -104,7 +111,11 @@ static void sender(void)
     MP_WAIT(g.ep, said("down"));
     send_range(third, 2 * third);
     MP_WAIT(g.ep, said("up"));
-    MP_WAIT(g.ep, counter("udp.path_up") >= 1);
+    /* One rail (FLIT_UDP_RAILS unset or of one, as bench/rails_bench.sh
+       runs it beside two): the stream is the figure, no path to see. */
+    bool paths = counter("udp.path0_bytes") > 0;
+    if (paths)
+        MP_WAIT(g.ep, counter("udp.path_up") >= 1);
     uint64_t before = counter("udp.path1_bytes");
     send_range(2 * third, g.count);
     MP_WAIT(g.ep, g.done == 1);
@@ -115,8 +126,8 @@ static void sender(void)
            (unsigned long long)counter("udp.path_up"),
            (unsigned long long)counter("udp.path0_bytes"), (unsigned long long)after,
            (unsigned long long)(after - before));
-    CHECK(counter("udp.path_down") >= 1);
-    CHECK(after > before);
+    CHECK(!paths || counter("udp.path_down") >= 1);
+    CHECK(!paths || after > before);
 }
 
 static void receiver(uint64_t max_pause_ms)
@@ -126,8 +137,10 @@ static void receiver(uint64_t max_pause_ms)
     MP_WAIT(g.ep, g.got >= 2 * (g.count / 3));
     say("two-thirds");
     MP_WAIT(g.ep, g.got == g.count);
-    printf("rails: %llu messages in order, pause %.0f ms (bound %llu ms)\n",
-           (unsigned long long)g.got, g.pause * 1e3, (unsigned long long)max_pause_ms);
+    printf("rails: %llu messages in order, pause %.0f ms (bound %llu ms); first third "
+           "%.1f MB/s\n",
+           (unsigned long long)g.got, g.pause * 1e3, (unsigned long long)max_pause_ms,
+           g.rate);
     if (g.pause * 1e3 > (double)max_pause_ms)
         FAIL("the stream paused %.0f ms, more than %llu ms", g.pause * 1e3,
              (unsigned long long)max_pause_ms);
