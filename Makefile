@@ -19,6 +19,8 @@
 #   make bench-xdp      flit over AF_XDP beside flit over UDP and raw UDP, across
 #                       veth between network namespaces (root; BENCH_ARGS:
 #                       --rounds N, --quick, --csv DIR)
+#   make bench-rails    1 MiB bandwidth over one UDP rail vs two, and the
+#                       fail-over pause (root; BENCH_ARGS: --rounds N)
 #   make bench-ofi      flit over libfabric (FLIT_TRANSPORT=ofi) beside fi_pingpong
 #                       on each provider, alternated (BENCH_ARGS: --runs N,
 #                       --providers LIST)
@@ -44,7 +46,7 @@ GENERATOR   = $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 FLITRUN     = $(BUILD)/tools/flitrun
 
 .PHONY: all configure build demo deps test test-main test-asan test-tsan format-check \
-        bench bench-compare bench-mpi bench-udp bench-xdp bench-ofi bench-readme bench-launch apps install clean
+        bench bench-compare bench-mpi bench-udp bench-xdp bench-rails bench-ofi bench-readme bench-launch apps install clean
 
 all: build
 
@@ -131,6 +133,9 @@ bench-udp: build
 
 bench-xdp: build
 	bench/xdp_bench.sh $(BUILD) $(BENCH_ARGS)
+
+bench-rails: build
+	bench/rails_bench.sh $(BUILD) $(BENCH_ARGS)
 
 bench-ofi: build
 	bench/ofi_bench.sh $(BUILD) $(BENCH_ARGS)

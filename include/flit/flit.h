@@ -255,7 +255,9 @@ typedef struct flit_peer_info {
     const char *transport; /* "self", "shm", "udp", "xdp" */
     char address[64];      /* udp: "10.0.0.2:4711"; shm: "pid 1234"; self: "";
                               xdp: "10.0.0.2:4711 (xdp)", or "(udp)" where
-                              plain UDP serves the peer */
+                              plain UDP serves the peer; with several
+                              rails (FLIT_UDP_RAILS) the paths' state
+                              follows: "10.0.0.2:4711 rails up,down" */
     size_t max_packet;     /* largest packet the transport carries */
     int down;              /* nonzero once the peer is known dead */
     size_t datagram;       /* udp: largest datagram payload to the peer

@@ -25,6 +25,8 @@ struct news {
     bool rto_seq, needless;
     uint64_t probe_at; /* a tail probe went then, in this stall; 0: none */
     uint32_t echo;     /* the datagram's echo of our clock (usec); 0: none */
+    uint8_t paths;     /* several paths: bit k, path_xmit[k] is set */
+    uint32_t path_xmit[FL_DGRAM_PATHS];
 };
 
 /* Whether the acknowledgement r came before the peer saw what we sent at
@@ -63,6 +65,33 @@ static void acked_now(const struct chan_peer *p, const struct tx_lane *tx, uint3
         r->set = true;
         r->xmit = c->xmit;
     }
+    unsigned k = c->path;
+    if (p->path && (!(r->paths >> k & 1) || fl_seq_before(r->path_xmit[k], c->xmit))) {
+        r->paths |= (uint8_t)(1u << k);
+        r->path_xmit[k] = c->xmit;
+    }
+}
+
+/* With several paths, what acknowledgement r told of each goes to tx. */
+static void news_by_path(struct tx_lane *tx, const struct news *r)
+{
+    for (unsigned k = 0; k < FL_DGRAM_PATHS; k++)
+        if ((r->paths >> k & 1) && (!(tx->rack_paths >> k & 1) ||
+                                    fl_seq_before(tx->rack_path[k], r->path_xmit[k]))) {
+            tx->rack_paths |= (uint8_t)(1u << k);
+            tx->rack_path[k] = r->path_xmit[k];
+        }
+}
+
+/* Whether c's last transmission came before the newest one acknowledged:
+   by its own path, with several. */
+static bool sent_before_rack(const struct chan_peer *p, const struct tx_lane *tx,
+                             const struct tx_chunk *c)
+{
+    if (!p->path)
+        return fl_seq_before(c->xmit, tx->rack_xmit);
+    return (tx->rack_paths >> c->path & 1) &&
+           fl_seq_before(c->xmit, tx->rack_path[c->path]);
 }
 
 /*
@@ -103,7 +132,7 @@ static void detect_losses(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lan
 {
     for (uint32_t s = tx->acked; fl_seq_before(s, high); s++) {
         struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
-        if (c->sacked || c->rexmit || !fl_seq_before(c->xmit, tx->rack_xmit))
+        if (c->sacked || c->rexmit || !sent_before_rack(p, tx, c))
             continue;
         c->rexmit = true;
         p->loss_at = now;
@@ -173,6 +202,8 @@ void fl_chan_take_ack(struct fl_tp_ep *t, struct chan_peer *p, unsigned lane,
         tx->rack_xmit = rack.xmit;
         p->probes = 0; /* news: a stall after this may be probed again */
     }
+    if (rack.paths)
+        news_by_path(tx, &rack);
     if (rack.needless)
         fl_chan_learn_late(p, p->quiet_ns, now);
     if (tx->rto_wait)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "channel/config.h"
+#include "channel/path.h"
 #include "channel/peer.h"
 #include "channel/recv.h"
 #include "channel/rto.h"
@@ -145,6 +146,8 @@ flit_status fl_chan_connect(struct fl_tp_ep *t, uint32_t rank, const void *blob,
     p->window = theirs < t->window ? theirs : t->window;
     if (p->window < MIN_WINDOW(t))
         p->window = MIN_WINDOW(t);
+    if (!p->path && t->ops->paths && !fl_chan_paths_open(p, t->ops->paths(t->d, rank)))
+        return FLIT_ERR_NO_MEMORY;
     p->connected = true; /* the rest on first use (activate, first_send) */
     return FLIT_OK;
 }
@@ -175,8 +178,7 @@ int fl_chan_poll(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn cb, void 
         int got = t->ops->recv(t->d, t->depth, &in);
         t->depth++;
         for (int i = 0; i < got; i++)
-            fl_chan_take_dgram(t, in[i].src, in[i].buf, in[i].len, lane_mask, cb, ctx,
-                               &n);
+            fl_chan_take_dgram(t, &in[i], lane_mask, cb, ctx, &n);
         t->depth--;
         if (got > 0)
             t->idle_polls = CLOCK_EVERY; /* traffic: look at the timers now */
@@ -283,6 +285,8 @@ void fl_chan_want_room(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
 void fl_chan_peer_address(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
 {
     t->ops->address_of(t->d, peer, buf, len);
+    if (peer != t->rank)
+        fl_chan_path_state(&t->peers[peer], buf, len);
 }
 
 size_t fl_chan_peer_datagram(struct fl_tp_ep *t, uint32_t peer)
@@ -304,6 +308,7 @@ void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len)
         snprintf(buf, len, "%s; no traffic yet, no state", who);
         return;
     }
+    fl_chan_path_state(p, who, sizeof who);
     snprintf(buf, len,
              "%s, rtt %.1f us, rto %.1f ms; in flight req %llu B, rep %llu B "
              "of a %llu B window; retransmits %llu; receiving req #%u, rep #%u",
@@ -319,6 +324,8 @@ void fl_chan_close(struct fl_tp_ep *t)
     if (t->peers) {
         for (uint32_t i = 0; i < t->nactive; i++)
             peer_free(&t->peers[t->active[i]]);
+        for (uint32_t r = 0; r < t->size; r++)
+            fl_chan_paths_close(&t->peers[r]);
         free(t->peers);
     }
     free(t->active);

@@ -81,6 +81,8 @@ struct fl_chan_counters {
     struct fl_tp_counters tp;
     fl_counter buffer_bytes; /* send windows, chunk tables, reorder, reassembly */
     fl_counter idle_peers;   /* quiet peers that gave their buffers back */
+    fl_counter path_down, path_up;         /* a path to a peer taken down, back up */
+    fl_counter path_bytes[FL_DGRAM_PATHS]; /* sent by rail i, to every peer */
 };
 extern const struct fl_counter_desc fl_chan_counters[];
 

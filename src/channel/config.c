@@ -16,6 +16,10 @@ const struct fl_setting fl_chan_settings[] = {
     {"FLIT_RTO_MIN_US", FL_SET_INT, F(rto_min_us), 10000, 100, 10000000, "µs",
      "smallest retransmission timeout (the measured one is 4 round trips above the "
      "mean)"},
+    {"FLIT_PATH_PROBE_MS", FL_SET_INT, F(path_probe_ms), 100, 1, 60000, "ms",
+     "with several paths to a peer (FLIT_UDP_RAILS): a path unanswered this long is "
+     "probed, twice this long (while another answers) taken down and its data sent "
+     "by the others; a down path is probed this often (docs/rails.md)"},
     {NULL},
 };
 #undef F

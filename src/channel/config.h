@@ -12,6 +12,7 @@ struct fl_chan_config {
     int64_t window;       /* FLIT_UDP_WINDOW_KB, in bytes */
     int64_t ack_delay_us; /* FLIT_ACK_DELAY_US */
     int64_t rto_min_us;   /* FLIT_RTO_MIN_US */
+    int64_t path_probe_ms; /* FLIT_PATH_PROBE_MS */
 };
 
 extern struct fl_chan_config fl_chan_cfg;

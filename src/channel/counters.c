@@ -18,5 +18,18 @@ const struct fl_counter_desc fl_chan_counters[] = {
                "bytes of send windows and receive buffers held for peers now"),
     FL_COUNTER(struct fl_chan_counters, idle_peers, "idle_peers", FLIT_COUNTER_GAUGE,
                "peers quiet long enough to have given their buffers back"),
+    FL_COUNTER(struct fl_chan_counters, path_down, "path_down", FLIT_COUNTER_COUNT,
+               "paths to a peer (FLIT_UDP_RAILS) taken down: silent while another "
+               "was heard"),
+    FL_COUNTER(struct fl_chan_counters, path_up, "path_up", FLIT_COUNTER_COUNT,
+               "paths to a peer used again: a probe by them was answered"),
+    FL_COUNTER(struct fl_chan_counters, path_bytes[0], "path0_bytes", FLIT_COUNTER_BYTES,
+               "datagram bytes sent by rail 0 (every datagram with one rail)"),
+    FL_COUNTER(struct fl_chan_counters, path_bytes[1], "path1_bytes", FLIT_COUNTER_BYTES,
+               "datagram bytes sent by rail 1 (FLIT_UDP_RAILS)"),
+    FL_COUNTER(struct fl_chan_counters, path_bytes[2], "path2_bytes", FLIT_COUNTER_BYTES,
+               "datagram bytes sent by rail 2"),
+    FL_COUNTER(struct fl_chan_counters, path_bytes[3], "path3_bytes", FLIT_COUNTER_BYTES,
+               "datagram bytes sent by rail 3"),
     {NULL, NULL, 0, 0, NULL},
 };

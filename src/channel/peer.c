@@ -14,6 +14,7 @@
 
 #include "channel/channel.h"
 #include "channel/idle.h"
+#include "channel/path.h"
 #include "channel/rto.h"
 #include "channel/send.h"
 #include "channel/state.h"
@@ -106,6 +107,8 @@ static uint64_t peer_timers(struct fl_tp_ep *t, uint32_t r, uint64_t now, bool j
         peer_down(t, r, "messages unacknowledged for FLIT_PEER_TIMEOUT");
         return 0;
     }
+    if (p->path)
+        fl_chan_path_timers(t, p, now, &next);
     fl_chan_tx_timers(t, p, now, judge, &next);
     if (!keep_alive(t, r, now, &next))
         return 0;

@@ -18,6 +18,7 @@
 #include "channel/ack.h"
 #include "channel/config.h"
 #include "channel/idle.h"
+#include "channel/path.h"
 #include "channel/peer.h"
 #include "channel/rto.h"
 #include "channel/state.h"
@@ -242,13 +243,15 @@ static void heard(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_hdr *h,
 }
 
 /* Who sent it, and is it ours? Then its acks, then its chunks. */
-void fl_chan_take_dgram(struct fl_tp_ep *t, uint32_t src, uint8_t *buf, size_t len,
+void fl_chan_take_dgram(struct fl_tp_ep *t, const struct fl_dgram_in *in,
                         unsigned lane_mask, fl_tp_recv_fn cb, void *ctx, int *n)
 {
     struct fl_chan_hdr h;
     struct fl_chan_chunk chunks[FL_CHAN_MAX_CHUNKS];
-    if (src == FL_DGRAM_STRANGER || fl_chan_decode(buf, len, &h, chunks) != FLIT_OK ||
-        h.key != t->key || h.src != src || h.dst != t->rank) {
+    uint32_t src = in->src;
+    if (src == FL_DGRAM_STRANGER ||
+        fl_chan_decode(in->buf, in->len, &h, chunks) != FLIT_OK || h.key != t->key ||
+        h.src != src || h.dst != t->rank) {
         FL_COUNT(t->counters->refused_packets, 1);
         return;
     }
@@ -257,6 +260,8 @@ void fl_chan_take_dgram(struct fl_tp_ep *t, uint32_t src, uint8_t *buf, size_t l
         return;
     uint64_t now = fl_now_ns();
     heard(t, src, &h, now);
+    if (p->path)
+        fl_chan_path_heard(t, p, in->path, h.kind == FL_CHAN_PING || h.nchunks, now);
     for (unsigned l = 0; l < FL_LANES; l++)
         fl_chan_take_ack(t, p, l, &h.ack[l], h.ts_echo, now);
     if (h.kind == FL_CHAN_PING) {

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/dgram.h"
 #include "transport/transport.h"
 
 struct fl_tp_ep;
@@ -19,7 +20,7 @@ void fl_chan_release_all(struct fl_tp_ep *t, unsigned lane_mask, fl_tp_recv_fn c
 /* Takes datagram buf of len from src (FL_DGRAM_STRANGER: unknown): its
    acknowledgements, then its chunks on the lanes of lane_mask (the others
    come again), packets delivered to cb and counted in *n. */
-void fl_chan_take_dgram(struct fl_tp_ep *t, uint32_t src, uint8_t *buf, size_t len,
+void fl_chan_take_dgram(struct fl_tp_ep *t, const struct fl_dgram_in *in,
                         unsigned lane_mask, fl_tp_recv_fn cb, void *ctx, int *n);
 
 #endif /* FL_CHANNEL_RECV_H */

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "channel/path.h"
 #include "channel/rto.h"
 #include "channel/state.h"
 #include "platform/os.h"
@@ -87,7 +88,7 @@ static void build(struct fl_tp_ep *t, unsigned i, uint64_t now)
         if (c->len & 7)
             v[n++] = (struct iovec){(void *)zeros, 8 - (c->len & 7)};
     }
-    t->out[i] = (struct fl_dgram_out){pl->dst, v, n};
+    t->out[i] = (struct fl_dgram_out){pl->dst, v, n, pl->path};
 }
 
 /* After datagram i went: its chunks are in flight, its acks said. */
@@ -103,6 +104,7 @@ static void sent(struct fl_tp_ep *t, unsigned i, uint64_t now)
         c->sent_ns = now;
         c->xmit = p->xmit++;
         c->rexmit = false;
+        c->path = (uint8_t)pl->path;
         if (pl->seq[k] == tx->unsent)
             tx->unsent++;
     }
@@ -111,6 +113,12 @@ static void sent(struct fl_tp_ep *t, unsigned i, uint64_t now)
     p->ack_due = 0;
     p->rx[0].unacked = p->rx[1].unacked = 0;
     FL_COUNT(t->counters->datagrams_sent, 1);
+    if (p->path) {
+        size_t bytes = 0;
+        for (int v = 0; v < t->out[i].iovcnt; v++)
+            bytes += t->out[i].iov[v].iov_len;
+        fl_chan_path_sent(t, p, pl->path, bytes, pl->n > 0 || pl->ping, now);
+    }
     fl_chan_note_deadline(&t->next_timer, now + fl_chan_rto_now(p, now));
 }
 
@@ -169,7 +177,30 @@ static bool plan_for(struct fl_tp_ep *t, uint32_t r, struct plan *pl)
         }
     }
     plan_acks(p, pl, room);
-    return pl->n > 0 || p->ack_now || p->ping;
+    if (pl->n == 0 && !p->ack_now && !p->ping)
+        return false;
+    pl->path = fl_chan_path_pick(p);
+    return true;
+}
+
+/* Plans a probe of each path due one (path.c): a ping by it alone,
+   carrying the acknowledgements; returns the new n. */
+static unsigned plan_probes(struct fl_tp_ep *t, uint32_t r, unsigned n, uint64_t now)
+{
+    struct chan_peer *p = &t->peers[r];
+    for (unsigned k = 0; k < p->npaths && n < TX_BATCH; k++) {
+        if (!p->path[k].probe)
+            continue;
+        struct plan *pl = &t->plans[n];
+        *pl = (struct plan){.dst = r, .path = k, .ping = true};
+        plan_acks(p, pl, t->ops->max_payload(t->d, r) - FL_CHAN_DATA_HDR);
+        bool ping = p->ping; /* the peer's keep-alive is not this probe's */
+        build(t, n, now);
+        sent(t, n++, now);
+        p->ping = ping;
+        p->path[k].probe = false;
+    }
+    return n;
 }
 
 /* Whether peer r still has anything to send after its last plan. */
@@ -195,6 +226,8 @@ static unsigned plan_peer(struct fl_tp_ep *t, uint32_t r, unsigned n, uint64_t n
         p->dirty = false;
         return n;
     }
+    if (p->path)
+        n = plan_probes(t, r, n, now);
     while (n < TX_BATCH && plan_for(t, r, &t->plans[n])) {
         build(t, n, now);
         sent(t, n, now); /* provisionally: undone if it did not go */

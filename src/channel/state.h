@@ -18,6 +18,8 @@
  *             delayed acknowledgements
  *   peer.c    peers' liveness: activation, keep-alives, give-up, the
  *             timers' pass over the peers
+ *   path.c    several paths to a peer (rails): spreading, a silent path
+ *             taken down and its chunks sent by the others, probes
  *   idle.c    quiet peers' buffers given back; the bytes held, counted
  *   channel.c the transport's glue: open, connect, poll, sleep, close
  *
@@ -65,6 +67,7 @@ struct tx_chunk {
     bool sacked; /* the receiver holds it (selective ack) */
     bool rexmit; /* due to be sent again */
     bool went;   /* a datagram with it was taken by the transport */
+    uint8_t path; /* the path its last transmission took (path.c) */
 };
 
 struct tx_lane {
@@ -77,6 +80,10 @@ struct tx_lane {
     /* the newest transmission the peer acknowledged (detect_losses) */
     bool rack_set;
     uint32_t rack_xmit;
+    /* With several paths, the same per path (the datagrams of two paths
+       overtake each other): rack_path[k], set when bit k of rack_paths is. */
+    uint8_t rack_paths;
+    uint32_t rack_path[FL_DGRAM_PATHS];
     uint32_t unsent; /* first never sent */
     uint32_t next;   /* next to give */
     uint32_t nlent;  /* chunks lent since the lane was last settled */
@@ -108,6 +115,15 @@ struct rx_lane {
                          a poll's budget allows */
 };
 
+/* One of several paths to a peer (path.c). */
+struct chan_path {
+    uint64_t heard_ns; /* a datagram came by it */
+    uint64_t asked_ns; /* the first sending by it since it was last heard; 0 */
+    uint64_t probe_at; /* a probe went by it */
+    bool down;         /* silent while another path was heard: not used */
+    bool probe;        /* a probe is due by it */
+};
+
 struct chan_peer {
     bool connected, down;
     bool active;      /* contacted, in either direction: in t->active */
@@ -137,6 +153,10 @@ struct chan_peer {
     size_t chunk_max;  /* payload bytes of a chunk to this peer */
     uint64_t window;   /* what it lets us have in flight, per lane */
     uint64_t retransmits;
+    /* Several paths to it (the transport's ->paths > 1), else NULL and
+       path 0 alone; reply_path: 1 + the path a probe came by, to answer by. */
+    struct chan_path *path;
+    uint8_t npaths, next_path, reply_path;
     struct tx_lane tx[FL_LANES];
     struct rx_lane rx[FL_LANES];
 };
@@ -144,6 +164,7 @@ struct chan_peer {
 /* One datagram to build: which chunks go in it. */
 struct plan {
     uint32_t dst;
+    unsigned path;
     bool ping;
     bool ack_short;          /* the acks left out selective words: a whole one follows */
     uint8_t words[FL_LANES]; /* selective words the header carries */

@@ -26,19 +26,22 @@ struct fl_dgram_out {
     uint32_t dst;
     const struct iovec *iov;
     int iovcnt;
+    unsigned path; /* which of ->paths towards dst; 0 with one */
 };
 
 /* One datagram received: its bytes (8-byte aligned) and who sent it. */
 struct fl_dgram_in {
     uint8_t *buf;
     size_t len;
-    uint32_t src; /* the rank it came from, or FL_DGRAM_STRANGER */
+    uint32_t src;  /* the rank it came from, or FL_DGRAM_STRANGER */
+    unsigned path; /* the path it came by (the rail it arrived on); 0 with one */
 };
 
 #define FL_DGRAM_SLOTS 3  /* receive buffer sets: one per nested poll */
 #define FL_DGRAM_BATCH 16 /* datagrams one receive call takes at most */
 
 #define FL_DGRAM_STRANGER UINT32_MAX /* an address outside the job */
+#define FL_DGRAM_PATHS    4u         /* paths to one peer, at most */
 
 struct fl_dgram_ops {
     const char *name;
@@ -48,6 +51,11 @@ struct fl_dgram_ops {
     bool (*reachable)(struct fl_dgram *d, uint32_t rank, const void *blob, size_t len);
     flit_status (*connect)(struct fl_dgram *d, uint32_t rank, const void *blob,
                            size_t len);
+    /* Optional (NULL: one). The separate paths to rank (1 ..
+       FL_DGRAM_PATHS), known once connected: rail i to the peer's rail i,
+       over as many rails as both ends have. Path i of ours is path i of
+       the peer's, so a datagram that came by path i answers by path i. */
+    unsigned (*paths)(struct fl_dgram *d, uint32_t rank);
     /* Largest datagram payload towards rank (its path's MTU). */
     size_t (*max_payload)(struct fl_dgram *d, uint32_t rank);
     /* Sends n datagrams in as few system calls as it can; returns how many
@@ -66,6 +74,9 @@ struct fl_dgram_ops {
     /* "host:port" of rank (address), and a longer line for dumps. */
     void (*address_of)(struct fl_dgram *d, uint32_t rank, char *buf, size_t len);
     void (*describe)(struct fl_dgram *d, uint32_t rank, char *buf, size_t len);
+    /* Optional with one path: "host:port -> host:port" of path i to rank. */
+    void (*path_of)(struct fl_dgram *d, uint32_t rank, unsigned path, char *buf,
+                    size_t len);
     void (*close)(struct fl_dgram *d);
 };
 

@@ -148,7 +148,7 @@ static void format_allowed(const struct fl_setting *v, char *buf, size_t len)
         put(buf, len, &at, "a dotted IPv4 address");
         return;
     case FL_SET_TEXT:
-        put(buf, len, &at, "a word of up to %d letters, digits and _ . ; : -",
+        put(buf, len, &at, "a word of up to %d letters, digits and _ . , ; : -",
             FL_CONFIG_WORD - 1);
         return;
     case FL_SET_NAMES: /* the same words whatever the build has */
@@ -235,7 +235,7 @@ static void format_value(const struct fl_setting *v, int64_t val, char *buf, siz
 static const char *parse_word(const char *s)
 {
     size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                         "0123456789_.;:-");
+                         "0123456789_.,;:-");
     if (s[n])
         return "not a word";
     return n < FL_CONFIG_WORD ? NULL : "too long";

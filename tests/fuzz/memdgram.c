@@ -25,6 +25,7 @@ struct queued {
     uint8_t *data;
     size_t len;
     uint32_t src;
+    unsigned path;
 };
 
 static struct mem {
@@ -84,6 +85,13 @@ static size_t m_max_payload(struct fl_dgram *d, uint32_t rank)
 }
 
 void (*memdgram_on_send)(uint32_t dst, const uint8_t *dgram, size_t len);
+unsigned memdgram_paths = 1, memdgram_sent_path, memdgram_rx_path;
+
+static unsigned m_paths(struct fl_dgram *d, uint32_t rank)
+{
+    (void)d, (void)rank;
+    return memdgram_paths;
+}
 
 /* Everything goes (but what memdgram_refuse_sends refuses); the first
    header tells us the job key. */
@@ -104,6 +112,8 @@ static int m_send(struct fl_dgram *d, const struct fl_dgram_out *v, int n)
             total += v[i].iov[k].iov_len;
         }
         FUZZ_CHECK(v[i].iov[0].iov_len >= FL_CHAN_HDR);
+        FUZZ_CHECK(v[i].path < memdgram_paths);
+        memdgram_sent_path = v[i].path;
         if (memdgram_on_send)
             memdgram_on_send(v[i].dst, flat, total);
         if (!mem.have_key) {
@@ -130,6 +140,7 @@ static int m_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
         memcpy(r->buf, q->data, len);
         r->len = len;
         r->src = q->src;
+        r->path = q->path;
         free(q->data);
         q->data = NULL;
         k++;
@@ -171,6 +182,7 @@ static const struct fl_dgram_ops mem_ops = {
     .address = m_address,
     .reachable = m_reachable,
     .connect = m_connect,
+    .paths = m_paths,
     .max_payload = m_max_payload,
     .send = m_send,
     .recv = m_recv,
@@ -291,6 +303,7 @@ bool memdgram_queue(uint32_t src, const uint8_t *data, size_t len, bool fix)
         readable(true);
     struct queued *q = &mem.q[mem.tail++];
     q->src = src;
+    q->path = memdgram_rx_path;
     q->len = len;
     q->data = malloc(len ? len : 1);
     FUZZ_CHECK(q->data != NULL);

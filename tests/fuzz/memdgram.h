@@ -70,6 +70,10 @@ uint64_t memdgram_key(void);
 
 /* When set, sees every datagram the channel sends, as one run of bytes. */
 extern void (*memdgram_on_send)(uint32_t dst, const uint8_t *dgram, size_t len);
+/* Paths to each peer (->paths, set before memdgram_open; 1 by default);
+   the path of the datagram memdgram_on_send sees; the path datagrams
+   queued from now on come by. */
+extern unsigned memdgram_paths, memdgram_sent_path, memdgram_rx_path;
 
 /* Sends a packet of len bytes (at least 32: an AM short request) to dst on
    lane, as the AM layer would; nothing when the channel has no room. */

@@ -22,6 +22,7 @@ struct held {
     uint8_t *buf;
     size_t len;
     uint32_t src;
+    unsigned path;
     uint64_t due; /* 0: behind the next datagram; else the clock's ns */
 };
 
@@ -177,6 +178,20 @@ void fl_fault_describe(struct fl_dgram *f, uint32_t rank, char *buf, size_t len)
     f->inner->describe(f->d, rank, buf, len);
 }
 
+unsigned fl_fault_paths(struct fl_dgram *f, uint32_t rank)
+{
+    return f->inner->paths ? f->inner->paths(f->d, rank) : 1;
+}
+
+void fl_fault_path_of(struct fl_dgram *f, uint32_t rank, unsigned path, char *buf,
+                      size_t len)
+{
+    if (f->inner->path_of)
+        f->inner->path_of(f->d, rank, path, buf, len);
+    else
+        f->inner->address_of(f->d, rank, buf, len);
+}
+
 /* Keeps a copy of in to hand out later; false when there is no room. */
 static bool hold(struct fl_dgram *f, const struct fl_dgram_in *in, uint64_t due)
 {
@@ -186,7 +201,7 @@ static bool hold(struct fl_dgram *f, const struct fl_dgram_in *in, uint64_t due)
     if (!buf)
         return false;
     memcpy(buf, in->buf, in->len);
-    f->held[f->nheld++] = (struct held){buf, in->len, in->src, due};
+    f->held[f->nheld++] = (struct held){buf, in->len, in->src, in->path, due};
     return true;
 }
 
@@ -200,7 +215,7 @@ static void release(struct fl_dgram *f, struct fl_dgram_in *out, int *n, bool be
         struct held *h = &f->held[i];
         bool due = h->due ? h->due <= now : behind_next;
         if (due && *n < OUT_MAX) {
-            out[(*n)++] = (struct fl_dgram_in){h->buf, h->len, h->src};
+            out[(*n)++] = (struct fl_dgram_in){h->buf, h->len, h->src, h->path};
             f->gone[f->ngone++] = h->buf;
         } else {
             f->held[keep++] = *h;

@@ -85,6 +85,9 @@ int fl_fault_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in);
 int fl_fault_fd(struct fl_dgram *d);
 void fl_fault_address_of(struct fl_dgram *d, uint32_t rank, char *buf, size_t len);
 void fl_fault_describe(struct fl_dgram *d, uint32_t rank, char *buf, size_t len);
+unsigned fl_fault_paths(struct fl_dgram *d, uint32_t rank);
+void fl_fault_path_of(struct fl_dgram *d, uint32_t rank, unsigned path, char *buf,
+                      size_t len);
 void fl_fault_close(struct fl_dgram *d);
 
 /* A datagram table for the interposer over one inner transport: open_fn
@@ -95,7 +98,8 @@ void fl_fault_close(struct fl_dgram *d);
         .reachable = fl_fault_reachable, .connect = fl_fault_connect,                    \
         .max_payload = fl_fault_max_payload, .send = fl_fault_send,                      \
         .recv = fl_fault_recv, .fd = fl_fault_fd, .address_of = fl_fault_address_of,     \
-        .describe = fl_fault_describe, .close = fl_fault_close,                          \
+        .describe = fl_fault_describe, .close = fl_fault_close, .paths = fl_fault_paths, \
+        .path_of = fl_fault_path_of,                                                     \
     }
 
 #endif /* FL_TRANSPORT_FAULT_FAULT_H */

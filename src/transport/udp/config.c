@@ -26,6 +26,11 @@ const struct fl_setting fl_udp_settings[] = {
     {"FLIT_UDP_ADDR", FL_SET_IPV4, F(addr), 0, 0, 0xffffffffll, NULL,
      "IPv4 address this rank's UDP endpoints use (default: loopback when the job is on "
      "one host, else the interface that reaches the launcher)"},
+    {"FLIT_UDP_RAILS", FL_SET_TEXT, NULL, 0, 0, 0, NULL,
+     "several NICs: a comma list of IPv4 addresses or interface names, one socket on "
+     "each; traffic to a peer with rails too spreads over rail i to its rail i and "
+     "survives the loss of one (docs/rails.md)",
+     .text = fl_udp_cfg.rails},
     {NULL},
 };
 #undef F

@@ -10,6 +10,7 @@
 struct fl_udp_config {
     int64_t mtu;  /* FLIT_UDP_MTU: 0 = the path's */
     int64_t addr; /* FLIT_UDP_ADDR: IPv4, host order; 0 = pick one */
+    char rails[FL_CONFIG_WORD]; /* FLIT_UDP_RAILS: "" = one, FLIT_UDP_ADDR's */
 };
 
 extern struct fl_udp_config fl_udp_cfg;
