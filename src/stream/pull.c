@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/progress.h"
+#include "platform/os.h"
 #include "stream/stream.h"
 #include "util/log.h"
 
@@ -53,6 +54,27 @@ static bool answered(struct flit_ep *ep, void *arg)
 {
     struct fl_st_pull_wait *w = arg;
     return w->answered || fl_peer_is_down(&ep->peers[w->dst]);
+}
+
+/*
+ * Polls without sleeping while the receiver may still be copying: about
+ * 1 us per KiB of the message (a pull at 1 GB/s or better) past the
+ * endpoint's own spin time. A sender asleep when the answer comes is woken
+ * by a system call on each side; fl_progress_until alone sleeps after
+ * FLIT_SPIN_US (50 us) without traffic, less than a pull of a MiB takes.
+ * Not where ranks outnumber cores (a spin time of a few microseconds):
+ * there the spinning sender would hold the receiver's core.
+ */
+static void spin_for_answer(struct flit_ep *ep, struct fl_st_pull_wait *w)
+{
+    int64_t spin_us = fl_progress_spin_us();
+    if (spin_us < 10)
+        return;
+    uint64_t end = fl_now_ns() + ((w->total >> 10) + (uint64_t)spin_us) * 1000u;
+    while (!answered(ep, w) && !fl_ep_closed_under(ep) && fl_now_ns() < end) {
+        fl_progress(ep, FL_LANES_ALL);
+        fl_listeners_progress(ep);
+    }
 }
 
 static void unlist(struct fl_stream_ep *se, struct fl_st_pull_wait *w)
@@ -91,6 +113,7 @@ flit_status fl_stream_pull_out(struct fl_st_out *s, void *pkt, const struct iove
         .dst = s->dst, .sid = s->sid, .total = s->total, .next = se->pulls};
     se->pulls = &w;
     fl_ep_commit(ep, s->dst, FL_LANE_REQ, pkt, FL_ST_PULL_HDR + head, 0);
+    spin_for_answer(ep, &w);
     flit_status st = fl_progress_until(ep, answered, &w, -1);
     unlist(se, &w);
     if (st == FLIT_OK && !w.answered)
