@@ -148,7 +148,11 @@ FLIT_API flit_status flit_stream_end(flit_stream_out_t *s);
  * the total) and end, with the same waits, flags (FLIT_STREAM_NONBLOCK: for
  * the first packet) and errors, and FLIT_ERR_INVALID_ARG for iovcnt < 0, a
  * NULL iov with iovcnt > 0 or a NULL base with a length. Cheaper than the
- * three calls: one entry into the endpoint, no message handle.
+ * three calls: one entry into the endpoint, no message handle. A large one
+ * to a rank on this host may be pulled by its receiver from iov's last
+ * part (FLIT_SHM_RNDV, docs/streams.md; so may one flit_stream_send of a
+ * whole message just begun): the call then returns once the receiver's
+ * handler has its bytes or has returned, making progress meanwhile.
  */
 FLIT_API flit_status flit_stream_sendmsg(flit_ep_t *ep, flit_rank_t dest,
                                          flit_handler_t h, const struct iovec *iov,

@@ -70,10 +70,13 @@ flit_status fl_stream_ep_open(struct flit_ep *ep, void *state)
     se->handlers = calloc(ep->handler_count, sizeof *se->handlers);
     se->active = calloc(ep->size, sizeof *se->active);
     se->next_sid = calloc(ep->size, sizeof *se->next_sid);
+    se->pull_min = calloc(ep->size, sizeof *se->pull_min);
     se->park_lock_ok = pthread_mutex_init(&se->park_lock, NULL) == 0;
     if (!se->park_lock_ok)
         return FLIT_ERR_SYSTEM;
-    return se->handlers && se->active && se->next_sid ? FLIT_OK : FLIT_ERR_NO_MEMORY;
+    return se->handlers && se->active && se->next_sid && se->pull_min
+               ? FLIT_OK
+               : FLIT_ERR_NO_MEMORY;
 }
 
 void fl_stream_ep_close(struct flit_ep *ep, void *state)
@@ -90,6 +93,7 @@ void fl_stream_ep_close(struct flit_ep *ep, void *state)
     free(se->handlers);
     free(se->active);
     free(se->next_sid);
+    free(se->pull_min);
     if (se->park_lock_ok)
         pthread_mutex_destroy(&se->park_lock);
 }
@@ -121,6 +125,12 @@ static const struct fl_counter_desc stream_counters[] = {
                    "places our handlers offered their senders in our segment"),
     STREAM_COUNTER(placed_bytes, FLIT_COUNTER_BYTES,
                    "stream bytes we wrote straight into a receiver's segment"),
+    STREAM_COUNTER(pulled_msgs, FLIT_COUNTER_COUNT,
+                   "stream messages we pulled from their sender's memory (one copy)"),
+    STREAM_COUNTER(pulled_bytes, FLIT_COUNTER_BYTES,
+                   "stream bytes we pulled from their sender's memory"),
+    STREAM_COUNTER(pull_refused, FLIT_COUNTER_COUNT,
+                   "pulls that failed: the rest of the message came in packets"),
     {NULL, NULL, 0, 0, NULL},
 };
 #undef STREAM_COUNTER

@@ -83,6 +83,8 @@ static void fiber_main(struct fl_fiber *f, void *arg)
    has arrived; until then it stays linked, to swallow what still comes. */
 static void retire_if_over(struct fl_stream_ep *se, struct fl_st_in *s)
 {
+    if (!s->live)
+        fl_stream_pull_end(s); /* a pulled message: its sender waits */
     if (s->live || s->arrived < s->total) {
         if (!s->linked)
             link_active(se, s);
@@ -149,6 +151,8 @@ static void in_init(struct fl_st_in *s, struct flit_ep *ep, uint32_t src, uint64
     s->placeable = false;
     s->place_from = s->place_to = 0;
     s->place_at = NULL;
+    s->pull = false;
+    s->pull_from = s->pull_addr = 0;
     s->parked = s->wake = s->ready = false;
 }
 
@@ -228,6 +232,9 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t s
     in_init(s, ep, src, h->total);
     s->sid = h->sid;
     s->placeable = (h->flags & FL_STF_PLACEABLE) != 0;
+    s->pull = (h->flags & FL_STF_PULL) != 0;
+    s->pull_from = h->len;
+    s->pull_addr = h->addr;
     s->arrived = h->len;
     s->cur = h->payload;
     s->cur_len = h->len;
@@ -265,6 +272,10 @@ static void next_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t sr
         bad_packet(ep, src, len, "no message in progress with that id");
         return;
     }
+    if (s->pull) {
+        bad_packet(ep, src, len, "continues a message we pull");
+        return;
+    }
     bool last = (h->flags & FL_STF_LAST) != 0;
     if (h->offset != s->arrived || h->len > s->total - s->arrived ||
         last != (h->offset + h->len == s->total)) {
@@ -296,12 +307,17 @@ void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane, void
 {
     struct fl_st_pkt h;
     if (fl_st_decode(pkt, len, &h) != FLIT_OK ||
-        lane != ((h.flags & FL_STF_OFFER) ? FL_LANE_REP : FL_LANE_REQ)) {
+        lane !=
+            ((h.flags & (FL_STF_OFFER | FL_STF_PULLED)) ? FL_LANE_REP : FL_LANE_REQ)) {
         bad_packet(ep, src, len, "malformed");
         return;
     }
     if (h.flags & FL_STF_OFFER) {
         fl_stream_offer(ep, src, &h); /* for a message we send */
+        return;
+    }
+    if (h.flags & FL_STF_PULLED) {
+        fl_stream_pulled(ep, src, &h); /* for a message we send */
         return;
     }
     struct fl_stream_ep *se = fl_stream_of(ep);
@@ -369,6 +385,12 @@ static flit_status take(struct fl_st_in *s, uint8_t *dst, size_t n)
         if (s->cur_len == 0) {
             if (s->error)
                 return s->error;
+            if (s->pull) {
+                flit_status st = fl_stream_pull_take(s, dst, n);
+                if (st != FLIT_ERR_AGAIN)
+                    return st;
+                continue; /* the sender sends the rest in packets */
+            }
             if (dst)
                 offer(s, dst, n);
             fl_fiber_yield(s->fiber); /* run() continues us with a packet */

@@ -266,13 +266,12 @@ static flit_status check_begin(struct flit_ep *ep, flit_rank_t dest, flit_handle
     return FLIT_OK;
 }
 
-/* Opens message s and its first packet; ep entered, check_begin passed. */
-static flit_status start(struct fl_stream_ep *se, struct fl_st_out *s, struct flit_ep *ep,
-                         uint32_t dst, uint32_t handler, size_t total, unsigned flags)
+/* A new message s, nothing sent yet. Field by field: a compound literal
+   clears the whole struct first, with a string instruction slower than
+   the rest of the call. open_packet sets the packet's fields. */
+static void init_out(struct fl_st_out *s, struct flit_ep *ep, uint32_t dst,
+                     uint32_t handler, size_t total)
 {
-    /* Field by field: a compound literal clears the whole struct first,
-       with a string instruction slower than the rest of the call.
-       open_packet sets the packet's fields. */
     s->ep = ep;
     s->dst = dst;
     s->handler = handler;
@@ -281,6 +280,26 @@ static flit_status start(struct fl_stream_ep *se, struct fl_st_out *s, struct fl
     s->total = total;
     s->sent = 0;
     s->pkt = NULL;
+    s->placeable = false;
+}
+
+/* Message s, its first packet reserved, gets its number and is counted.
+   Numbered only now: waiting for room may have let another thread in (a
+   thread-safe endpoint), and it may have opened a message to the same
+   rank meanwhile. */
+static void number(struct fl_stream_ep *se, struct fl_st_out *s)
+{
+    s->sid = se->next_sid[s->dst]++;
+    FL_COUNT(se->sent_msgs, 1);
+    FL_COUNT(se->sent_bytes, s->total);
+    FL_COUNT(s->ep->peers[s->dst].sent, 1);
+}
+
+/* Opens message s and its first packet; ep entered, check_begin passed. */
+static flit_status start(struct fl_stream_ep *se, struct fl_st_out *s, struct flit_ep *ep,
+                         uint32_t dst, uint32_t handler, size_t total, unsigned flags)
+{
+    init_out(s, ep, dst, handler, total);
     s->placeable = can_place(ep, dst, total);
     fl_ep_flush_hold(ep);
     flit_status st = open_packet(s, true, flags);
@@ -288,17 +307,11 @@ static flit_status start(struct fl_stream_ep *se, struct fl_st_out *s, struct fl
         s->placeable = false; /* never listed */
         return st;
     }
-    /* Numbered only now: waiting for room may have let another thread in
-       (a thread-safe endpoint), and it may have opened a message to the
-       same rank meanwhile. */
-    s->sid = se->next_sid[dst]++;
+    number(se, s);
     if (s->placeable)
         place_start(se, s);
     if (s->cap == 0) /* empty: the first packet is the last */
         close_packet(s, 0);
-    FL_COUNT(se->sent_msgs, 1);
-    FL_COUNT(se->sent_bytes, total);
-    FL_COUNT(ep->peers[dst].sent, 1);
     return FLIT_OK;
 }
 
@@ -446,6 +459,68 @@ static flit_status put_iov(struct fl_st_out *s, const struct iovec *iov, int iov
     return st;
 }
 
+/* ---- pulled messages (pull.c) ---- */
+
+/* iov's bytes from message offset from on, in packets (the receiver of a
+   pulled message could not pull them). */
+static flit_status put_rest(struct fl_st_out *s, const struct iovec *iov, int iovcnt,
+                            uint64_t from)
+{
+    s->sent = from;
+    flit_status st = FLIT_OK;
+    for (int i = 0; st == FLIT_OK && i < iovcnt; i++) {
+        size_t len = iov[i].iov_len, skip = from < len ? (size_t)from : len;
+        from -= skip;
+        if (len > skip)
+            st = put_bytes(s, (const uint8_t *)iov[i].iov_base + skip, len - skip,
+                           i + 1 < iovcnt);
+    }
+    return st;
+}
+
+/* Sends s, a whole message of iov's bytes, pulled (head bytes before the
+   last part); numbered here unless fresh is false (begun already). */
+static flit_status send_pulled(struct fl_st_out *s, const struct iovec *iov, int iovcnt,
+                               size_t head, bool fresh)
+{
+    struct flit_ep *ep = s->ep;
+    void *pkt;
+    flit_status st =
+        fl_ep_reserve(ep, s->dst, FL_LANE_REQ, FL_ST_PULL_HDR + head, 0, &pkt);
+    if (st != FLIT_OK)
+        return s->error = st;
+    if (fresh)
+        number(fl_stream_of(ep), s);
+    uint64_t from;
+    st = fl_stream_pull_out(s, pkt, iov, iovcnt, head, &from);
+    if (st != FLIT_OK)
+        return s->error = st;
+    s->sent = from;
+    return from == s->total ? FLIT_OK : put_rest(s, iov, iovcnt, from);
+}
+
+/*
+ * flit_stream_send of every byte of a message just begun: its first packet
+ * is still open and empty, so it may go pulled instead. Returns whether it
+ * went (*st its status).
+ */
+static bool send_whole_pulled(struct fl_st_out *s, const void *buf, size_t n,
+                              flit_status *st)
+{
+    struct flit_ep *ep = s->ep;
+    if (!s->pkt || !s->first_open || s->fill || ep->hold != &s->hold || n != s->total ||
+        !fl_stream_pulls(ep, s->dst, n, 0, 0))
+        return false;
+    ep->hold = NULL;
+    fl_ep_cancel(ep, s->dst, FL_LANE_REQ, s->pkt);
+    s->pkt = NULL;
+    s->sent = 0;
+    unplace(fl_stream_of(ep), s);
+    *st = send_pulled(s, &(struct iovec){.iov_base = (void *)buf, .iov_len = n}, 1, 0,
+                      false);
+    return true;
+}
+
 flit_status flit_stream_send(flit_stream_out_t *h, const void *buf, size_t n)
 {
     struct fl_st_out *s = NULL;
@@ -458,7 +533,7 @@ flit_status flit_stream_send(flit_stream_out_t *h, const void *buf, size_t n)
         st = s->error;
     else if (n > unsent(s))
         st = FLIT_ERR_TOO_LARGE;
-    else
+    else if (!send_whole_pulled(s, buf, n, &st))
         st = put_iov(s, &(struct iovec){.iov_base = (void *)buf, .iov_len = n}, 1, n);
     fl_ep_leave(s->ep);
     return st;
@@ -515,8 +590,13 @@ flit_status flit_stream_sendmsg(flit_ep_t *ep, flit_rank_t dest, flit_handler_t 
            its last byte is in), so it lives on the stack. */
         struct fl_st_out s;
         s.hold.flush = fl_stream_flush;
-        st = start(fl_stream_of(ep), &s, ep, dest.idx, h.idx, (size_t)total, flags);
-        if (st == FLIT_OK) {
+        size_t head = iovcnt ? (size_t)total - iov[iovcnt - 1].iov_len : 0;
+        if (iovcnt && fl_stream_pulls(ep, dest.idx, total, head, flags)) {
+            init_out(&s, ep, dest.idx, h.idx, (size_t)total);
+            fl_ep_flush_hold(ep);
+            st = send_pulled(&s, iov, iovcnt, head, true);
+        } else if ((st = start(fl_stream_of(ep), &s, ep, dest.idx, h.idx, (size_t)total,
+                               flags)) == FLIT_OK) {
             st = put_iov(&s, iov, iovcnt, total);
             unplace(fl_stream_of(ep), &s); /* still listed after a failure */
         }

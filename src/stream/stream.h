@@ -33,6 +33,16 @@
  * one that comes too late (the bytes already left as packets) is ignored.
  * The receiver names the place, the range and the time: its memory takes
  * only what it asked for, where it asked.
+ *
+ * Pulled messages: one copy into private memory too (pull.c). A whole
+ * message sent in one call (flit_stream_sendmsg, or flit_stream_send of
+ * every byte of a message just begun) to a peer whose transport offers
+ * ->pull_min, from that size up, sends only its first packet: the bytes of
+ * all but its last part, and where the last part lies. The receiver's
+ * handler takes the rest straight from the sender's memory with ->get into
+ * the buffer it receives into, and answers when done; the send call waits
+ * for that answer, making progress, so the caller's buffer is free when it
+ * returns, as before.
  */
 #ifndef FL_STREAM_STREAM_H
 #define FL_STREAM_STREAM_H
@@ -149,6 +159,16 @@ struct fl_st_out {
     struct fl_st_out *place_next;
 };
 
+/* A pulled message's sender waiting for its receiver's answer (pull.c),
+   on the sending call's stack, listed in the layer's pulls. */
+struct fl_st_pull_wait {
+    uint32_t dst, sid;
+    uint64_t total;
+    bool answered, resend;
+    uint64_t offset; /* resend: from here, in packets */
+    struct fl_st_pull_wait *next;
+};
+
 /* The receiver's message, from its first packet until its last. */
 struct fl_st_in {
     _Atomic uintptr_t handle; /* its flit_stream_t (above) */
@@ -171,6 +191,10 @@ struct fl_st_in {
        place_at, in our segment (place_to 0: none yet). */
     uint64_t place_from, place_to;
     uint8_t *place_at;
+    /* Pulled (pull.c): message bytes [pull_from, total) lie at pull_addr in
+       the sender's memory; pull: not answered yet. */
+    bool pull;
+    uint64_t pull_from, pull_addr;
     struct fl_st_in *next; /* the sender's messages in progress; free list */
     /* Parking (park.c), under the layer's park_lock: the handler waits in
        flit_stream_park; an unpark came; it is on the ready list. */
@@ -191,6 +215,8 @@ struct fl_stream_ep {
     uint32_t *next_sid;              /* [ep->size] */
     struct fl_st_out *free_out;
     struct fl_st_out *placing; /* messages out that take offers */
+    struct fl_st_pull_wait *pulls; /* pulled messages out, not answered */
+    uint64_t *pull_min;            /* [ep->size]: pull from (pull.c); 0: not asked yet */
     struct fl_st_in *free_in;
     struct fl_st_in *current; /* whose handler runs now */
     /* Parked handlers that may go on (park.c): any thread adds, the
@@ -202,6 +228,7 @@ struct fl_stream_ep {
     bool listening; /* the progress listener is in */
     fl_counter sent_msgs, sent_bytes, recv_msgs, recv_bytes, fibers;
     fl_counter offers, placed_bytes; /* offers made; bytes we placed */
+    fl_counter pulled_msgs, pulled_bytes, pull_refused; /* pull.c */
 };
 
 extern struct fl_layer fl_stream_layer;
@@ -270,5 +297,33 @@ bool fl_stream_back(struct flit_ep *ep, uint32_t peer, void *pkt, size_t len,
 
 /* Placed pieces (send.c): a receiver's offer for one of our messages. */
 void fl_stream_offer(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h);
+
+/* ---- pulled messages (pull.c) ---- */
+
+/* The most bytes a pulled message's first packet carries (all its parts
+   but the last: a layer's header). */
+#define FL_ST_PULL_HEAD 1024u
+
+/* Whether a whole message of total bytes to dst, head of them before its
+   last part, goes pulled. */
+bool fl_stream_pulls(struct flit_ep *ep, uint32_t dst, uint64_t total, size_t head,
+                     unsigned flags);
+/*
+ * Sends pulled message s (numbered, counted) in pkt, reserved for its
+ * first packet: iov's parts but the last inline (head bytes), then waits
+ * for the receiver's answer. *from: the bytes it took (total), or where
+ * packets must take over (it could not pull).
+ */
+flit_status fl_stream_pull_out(struct fl_st_out *s, void *pkt, const struct iovec *iov,
+                               int iovcnt, size_t head, uint64_t *from);
+/* A receiver's answer to one of our pulled messages (PULLED). */
+void fl_stream_pulled(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h);
+/* take()'s part while s is pulled and no packet is at hand: n bytes into
+   dst (NULL: passed over). FLIT_ERR_AGAIN: it could not pull, the sender
+   now sends the rest in packets. */
+flit_status fl_stream_pull_take(struct fl_st_in *s, uint8_t *dst, size_t n);
+/* s's handler is done: answers its sender if it has not yet (and nothing
+   more comes). */
+void fl_stream_pull_end(struct fl_st_in *s);
 
 #endif /* FL_STREAM_STREAM_H */

@@ -11,15 +11,18 @@ size_t fl_st_encode(uint8_t *buf, const struct fl_st_pkt *p)
                       (uint64_t)p->handler << 32);
     fl_put32(buf + 8, p->sid);
     fl_put32(buf + 12, p->len);
-    if (p->flags & FL_STF_OFFER) {
+    if (p->flags & (FL_STF_OFFER | FL_STF_PULLED)) {
         fl_put64(buf + 16, p->offset);
-        fl_put64(buf + 24, p->place);
+        fl_put64(buf + 24, (p->flags & FL_STF_OFFER) ? p->place : (uint64_t)p->resend);
         return FL_ST_FIRST_HDR;
     }
     if (p->flags & FL_STF_FIRST) {
         fl_put64(buf + 16, p->tag);
         fl_put64(buf + 24, p->total);
-        return FL_ST_FIRST_HDR;
+        if (!(p->flags & FL_STF_PULL))
+            return FL_ST_FIRST_HDR;
+        fl_put64(buf + 32, p->addr);
+        return FL_ST_PULL_HDR;
     }
     fl_put64(buf + 16, p->offset);
     return FL_ST_HDR;
@@ -43,6 +46,22 @@ static flit_status decode_place(const uint8_t *b, size_t len, struct fl_st_pkt *
     return FLIT_OK;
 }
 
+/* A receiver's answer to a pulled message: a header alone. */
+static flit_status decode_pulled(const uint8_t *b, size_t len, struct fl_st_pkt *p)
+{
+    if (p->flags != FL_STF_PULLED || p->pad || p->handler || p->len ||
+        len != FL_ST_FIRST_HDR)
+        return FLIT_ERR_BAD_PACKET;
+    p->tag = 0;
+    p->total = 0;
+    p->offset = fl_get64(b + 16);
+    uint64_t resend = fl_get64(b + 24);
+    if (resend > 1)
+        return FLIT_ERR_BAD_PACKET;
+    p->resend = resend != 0;
+    return FLIT_OK;
+}
+
 flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
 {
     uint8_t *b = pkt;
@@ -59,7 +78,11 @@ flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
     p->sid = fl_get32(b + 8);
     p->len = fl_get32(b + 12);
     p->place = 0;
+    p->addr = 0;
+    p->resend = false;
     p->payload = NULL;
+    if (p->flags & FL_STF_PULLED)
+        return decode_pulled(b, len, p);
     if (p->flags & (FL_STF_OFFER | FL_STF_PLACED))
         return decode_place(b, len, p);
     if (len < hl || p->len != len - hl)
@@ -69,14 +92,18 @@ flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
         p->total = fl_get64(b + 24);
         p->offset = 0;
         bool last = (p->flags & FL_STF_LAST) != 0;
+        bool pull = (p->flags & FL_STF_PULL) != 0;
         if (p->len > p->total || last != (p->len == p->total) ||
-            (last && (p->flags & FL_STF_PLACEABLE)))
+            (last && (p->flags & FL_STF_PLACEABLE)) ||
+            (pull && (p->flags & (FL_STF_LAST | FL_STF_PLACEABLE))))
             return FLIT_ERR_BAD_PACKET;
+        p->addr = pull ? fl_get64(b + 32) : 0;
     } else {
         p->tag = 0;
         p->total = 0;
         p->offset = fl_get64(b + 16);
-        if (p->offset + p->len < p->offset || (p->flags & FL_STF_PLACEABLE))
+        if (p->offset + p->len < p->offset ||
+            (p->flags & (FL_STF_PLACEABLE | FL_STF_PULL)))
             return FLIT_ERR_BAD_PACKET;
     }
     p->payload = b + hl;

@@ -42,10 +42,30 @@
  * the sender has not sent yet it may write there itself, each run followed
  * by a PLACED packet: a continuation header with no payload whose len
  * counts the bytes written, at its offset.
+ *
+ * Pulled messages (shared memory; see pull.c). A first packet flagged PULL
+ * (never LAST nor PLACEABLE) has a 40-byte header: the first's, then
+ *
+ *   32    8   the sender's address of the message's byte len
+ *
+ * and carries the message's first len bytes; the rest, total - len bytes,
+ * lie at that address, and the receiver takes them from there with the
+ * transport's ->get, each as its handler asks for it. When it has them all
+ * or its handler returns, it answers on the reply lane with a PULLED
+ * packet, a header of a first packet's size that reads
+ *
+ *    8    4   stream id
+ *   12    4   0
+ *   16    8   bytes of the message the receiver has (taken or passed over)
+ *   24    8   0: done, the sender's buffer is free; 1: the receiver could
+ *             not pull: send the bytes from that offset in packets
+ *
+ * (flags PULLED alone, handler and pad 0, no payload).
  */
 #ifndef FL_STREAM_WIRE_H
 #define FL_STREAM_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,14 +76,18 @@
 
 #define FL_ST_HDR       24u /* a packet that continues a message */
 #define FL_ST_FIRST_HDR 32u /* the first one */
+#define FL_ST_PULL_HDR  40u /* the first one of a pulled message */
 
 #define FL_STF_FIRST     0x01u
 #define FL_STF_LAST      0x02u
 #define FL_STF_PLACEABLE 0x04u /* FIRST: the sender takes an offer */
 #define FL_STF_PLACED    0x08u /* not FIRST: len bytes written in place */
 #define FL_STF_OFFER     0x10u /* alone, receiver to sender: a place */
+#define FL_STF_PULL      0x20u /* FIRST: the rest is pulled from the sender */
+#define FL_STF_PULLED    0x40u /* alone, receiver to sender: pulled (or not) */
 #define FL_STF_KNOWN                                                                     \
-    (FL_STF_FIRST | FL_STF_LAST | FL_STF_PLACEABLE | FL_STF_PLACED | FL_STF_OFFER)
+    (FL_STF_FIRST | FL_STF_LAST | FL_STF_PLACEABLE | FL_STF_PLACED | FL_STF_OFFER |      \
+     FL_STF_PULL | FL_STF_PULLED)
 
 #define FL_ST_ALIGN     64u   /* a large piece's payload is placed in its line */
 #define FL_ST_ALIGN_MIN 1024u /* pieces from this size up are aligned */
@@ -78,12 +102,17 @@ struct fl_st_pkt {
     uint64_t offset;  /* 0 for FIRST */
     uint64_t total;   /* FIRST; else 0 */
     uint64_t place;   /* OFFER: the segment offset; else 0 */
+    uint64_t addr;    /* PULL: the sender's address of byte len; else 0 */
+    bool resend;      /* PULLED: send the rest from offset in packets */
     uint8_t *payload; /* decode: into the packet (NULL when PLACED, OFFER) */
 };
 
 static inline size_t fl_st_hdr_len(unsigned flags)
 {
-    return (flags & (FL_STF_FIRST | FL_STF_OFFER)) ? FL_ST_FIRST_HDR : FL_ST_HDR;
+    if (flags & FL_STF_PULL)
+        return FL_ST_PULL_HDR;
+    return (flags & (FL_STF_FIRST | FL_STF_OFFER | FL_STF_PULLED)) ? FL_ST_FIRST_HDR
+                                                                   : FL_ST_HDR;
 }
 
 /* Writes p's header (flags, len, pad and all) at buf; returns its length,

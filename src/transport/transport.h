@@ -169,6 +169,15 @@ struct fl_tp_onesided {
                        const void *src, size_t len);
     flit_status (*get)(struct fl_tp_ep *t, uint32_t peer, uint64_t key, uint64_t raddr,
                        void *dst, size_t len);
+
+    /*
+     * Optional: the smallest message that peer, receiving it, should pull
+     * from our memory with its ->get (key 0) rather than take in packets:
+     * one copy instead of two. 0: never (absent, too: packets). The first
+     * call may measure which is faster here (blocks a few hundred
+     * microseconds); later ones are cheap. Any thread.
+     */
+    size_t (*pull_min)(struct fl_tp_ep *t, uint32_t peer);
 };
 
 /* Which peers a transport can serve, by where they run (struct fl_transport's

@@ -8,6 +8,7 @@ struct fl_shm_config fl_shm_cfg;
 
 static const char *const bulk_choices[] = {"auto", "cma", "copy", NULL};
 static const char *const watch_choices[] = {"auto", "proc", NULL};
+static const char *const rndv_choices[] = {"auto", "on", "off", NULL};
 
 #define F(field) (&fl_shm_cfg.field)
 const struct fl_setting fl_shm_settings[] = {
@@ -24,6 +25,14 @@ const struct fl_setting fl_shm_settings[] = {
     {"FLIT_SHM_CMA_MIN_KB", FL_SET_KB, F(cma_min), 256, 0, 1048576, "KiB",
      "smallest long AM payload written by cross-memory attach; smaller ones go in "
      "pieces through the rings"},
+    {"FLIT_SHM_RNDV", FL_SET_ENUM, F(rndv), FL_RNDV_AUTO, 0, 2, NULL,
+     "large stream and tagged messages on shared memory: auto (the receiver pulls them "
+     "from the sender's memory by cross-memory attach, one copy, where a probe at first "
+     "use finds that faster than two copies through the rings), on, off",
+     .choices = rndv_choices},
+    {"FLIT_SHM_RNDV_MIN_KB", FL_SET_KB, F(rndv_min), 0, 1, 1048576, "KiB",
+     "smallest stream message (tagged: payload and 8 bytes) the receiver pulls",
+     .special = 0, .special_means = "measured (auto), 64 (on)"},
     {NULL},
 };
 #undef F

@@ -13,6 +13,12 @@ enum fl_bulk_mode {
     FL_BULK_COPY,     /* pipelined two copies through the rings */
 };
 
+enum fl_rndv_mode {
+    FL_RNDV_AUTO = 0, /* the receiver pulls where a probe finds it faster */
+    FL_RNDV_ON,       /* the receiver pulls, no probe */
+    FL_RNDV_OFF,      /* two copies through the rings */
+};
+
 enum fl_watch_mode {
     FL_WATCH_AUTO = 0, /* pidfds, else /proc where the kernel refuses them */
     FL_WATCH_PROC,     /* /proc/PID/stat, read every FLIT_PEER_CHECK_MS */
@@ -23,6 +29,8 @@ struct fl_shm_config {
     int64_t bulk;       /* FLIT_SHM_BULK: enum fl_bulk_mode */
     int64_t watch;      /* FLIT_SHM_WATCH: enum fl_watch_mode */
     int64_t cma_min;    /* FLIT_SHM_CMA_MIN_KB, in bytes: smallest long AM by CMA */
+    int64_t rndv;       /* FLIT_SHM_RNDV: enum fl_rndv_mode */
+    int64_t rndv_min;   /* FLIT_SHM_RNDV_MIN_KB, in bytes; 0: measured (probe.c) */
 };
 
 extern struct fl_shm_config fl_shm_cfg;

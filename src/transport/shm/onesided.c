@@ -25,6 +25,7 @@
 
 #include "platform/os.h"
 #include "transport/shm/config.h"
+#include "transport/shm/probe.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -160,6 +161,14 @@ static flit_status os_get(struct fl_tp_ep *t, uint32_t peer, uint64_t key, uint6
     return cma(t, peer, false, raddr, dst, len);
 }
 
+/* Pulling a large message by cross-memory attach (probe.c decides). */
+static size_t os_pull_min(struct fl_tp_ep *t, uint32_t peer)
+{
+    return fl_shm_cfg.bulk == FL_BULK_COPY || !fl_shm_peer_pid(t, peer)
+               ? 0
+               : fl_shm_pull_min();
+}
+
 const struct fl_tp_onesided fl_shm_onesided = {
     .reaches = os_reaches,
     .mem_alloc = os_mem_alloc,
@@ -168,4 +177,5 @@ const struct fl_tp_onesided fl_shm_onesided = {
     .unmap = os_unmap,
     .put = os_put,
     .get = os_get,
+    .pull_min = os_pull_min,
 };

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Pulled messages (stream.h, wire.h): rendezvous, as MPI libraries move
+ * large messages. Through the rings a message costs two copies, into the
+ * ring and out of it; pulled, the receiver copies it once, from the
+ * sender's buffer into the one its handler receives into, by the
+ * transport's ->get (cross-memory attach on shared memory), once the
+ * handler says where the bytes go. The sender's call waits for the answer.
+ *
+ * Whether and from what size is the transport's word (->pull_min: on
+ * shared memory a probe at first use, FLIT_SHM_RNDV), asked once per peer.
+ * A sender pulls only outside handlers (a handler's wait polls only the
+ * reply lane, so two handlers each waiting for the other's answer would
+ * never see the other's message) and only for a send that may block.
+ *
+ * The receiver reads only at the address and length its sender gave, into
+ * the buffer its handler gave, at most the bytes that handler asked for. A
+ * read that fails is no crash: the sender gone (FLIT_ERR_PEER_DOWN to the
+ * handler), or refused (an address outside the sender's memory, an attach
+ * the kernel forbids): the receiver then asks for the rest in packets, and
+ * the sender pulls to that peer no more.
+ */
+#include <string.h>
+
+#include "core/progress.h"
+#include "platform/os.h"
+#include "stream/stream.h"
+#include "util/log.h"
+
+static uint64_t pull_min(struct fl_stream_ep *se, struct flit_ep *ep, uint32_t dst)
+{
+    uint64_t m = se->pull_min[dst];
+    if (__builtin_expect(m != 0, 1))
+        return m;
+    const struct fl_peer *p = &ep->peers[dst];
+    const struct fl_tp_onesided *os = p->tp->onesided;
+    size_t n = os && os->pull_min && os->get ? os->pull_min(p->tpe, dst) : 0;
+    se->pull_min[dst] = n ? n : UINT64_MAX;
+    return se->pull_min[dst];
+}
+
+bool fl_stream_pulls(struct flit_ep *ep, uint32_t dst, uint64_t total, size_t head,
+                     unsigned flags)
+{
+    if (fl_handler_depth || (flags & FLIT_STREAM_NONBLOCK) || head > FL_ST_PULL_HEAD ||
+        total <= head)
+        return false;
+    return total >= pull_min(fl_stream_of(ep), ep, dst);
+}
+
+/* ---- the sender ---- */
+
+static bool answered(struct flit_ep *ep, void *arg)
+{
+    struct fl_st_pull_wait *w = arg;
+    return w->answered || fl_peer_is_down(&ep->peers[w->dst]);
+}
+
+/*
+ * Polls without sleeping while the receiver may still be copying: about
+ * 1 us per KiB of the message (a pull at 1 GB/s or better) past the
+ * endpoint's own spin time. A sender asleep when the answer comes is woken
+ * by a system call on each side; fl_progress_until alone sleeps after
+ * FLIT_SPIN_US (50 us) without traffic, less than a pull of a MiB takes.
+ * Not where ranks outnumber cores (a spin time of a few microseconds):
+ * there the spinning sender would hold the receiver's core.
+ */
+static void spin_for_answer(struct flit_ep *ep, struct fl_st_pull_wait *w)
+{
+    int64_t spin_us = fl_progress_spin_us();
+    if (spin_us < 10)
+        return;
+    uint64_t end = fl_now_ns() + ((w->total >> 10) + (uint64_t)spin_us) * 1000u;
+    while (!answered(ep, w) && !fl_ep_closed_under(ep) && fl_now_ns() < end) {
+        fl_progress(ep, FL_LANES_ALL);
+        fl_listeners_progress(ep);
+    }
+}
+
+static void unlist(struct fl_stream_ep *se, struct fl_st_pull_wait *w)
+{
+    struct fl_st_pull_wait **pp = &se->pulls;
+    while (*pp && *pp != w)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = w->next;
+}
+
+flit_status fl_stream_pull_out(struct fl_st_out *s, void *pkt, const struct iovec *iov,
+                               int iovcnt, size_t head, uint64_t *from)
+{
+    struct flit_ep *ep = s->ep;
+    struct fl_stream_ep *se = fl_stream_of(ep);
+    uint8_t *at = (uint8_t *)pkt + FL_ST_PULL_HDR;
+    for (int i = 0; i + 1 < iovcnt; i++) {
+        if (iov[i].iov_len)
+            memcpy(at, iov[i].iov_base, iov[i].iov_len);
+        at += iov[i].iov_len;
+    }
+    struct fl_st_pkt h = {
+        .flags = FL_STF_FIRST | FL_STF_PULL,
+        .handler = s->handler,
+        .sid = s->sid,
+        .len = (uint32_t)head,
+        .tag = ep->peers[s->dst].tag,
+        .total = s->total,
+        .addr = (uint64_t)(uintptr_t)iov[iovcnt - 1].iov_base,
+    };
+    fl_st_encode(pkt, &h);
+    /* Listed before the commit: on a thread-safe endpoint another thread
+       may take the answer while this one sleeps. */
+    struct fl_st_pull_wait w = {
+        .dst = s->dst, .sid = s->sid, .total = s->total, .next = se->pulls};
+    se->pulls = &w;
+    fl_ep_commit(ep, s->dst, FL_LANE_REQ, pkt, FL_ST_PULL_HDR + head, 0);
+    spin_for_answer(ep, &w);
+    flit_status st = fl_progress_until(ep, answered, &w, -1);
+    unlist(se, &w);
+    if (st == FLIT_OK && !w.answered)
+        st = FLIT_ERR_PEER_DOWN;
+    if (st != FLIT_OK)
+        return st;
+    if (w.resend)
+        se->pull_min[s->dst] = UINT64_MAX; /* for good: packets from now on */
+    *from = w.resend ? w.offset : s->total;
+    return FLIT_OK;
+}
+
+void fl_stream_pulled(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h)
+{
+    struct fl_st_pull_wait *w = fl_stream_of(ep)->pulls;
+    while (w && (w->dst != src || w->sid != h->sid))
+        w = w->next;
+    if (!w || w->answered) {
+        FL_COUNT(ep->stats.refused_packets, 1);
+        fl_warn("rank %u answered a pulled message we do not wait for", src);
+        return;
+    }
+    /* Bytes to resend must start within the message, past its first
+       packet; else the answer frees the buffer all the same. */
+    w->answered = true;
+    w->resend = h->resend && h->offset <= w->total;
+    w->offset = h->offset;
+    if (h->resend && !w->resend) {
+        FL_COUNT(ep->stats.refused_packets, 1);
+        fl_warn("rank %u asked for the bytes of a pulled message from %llu, past its "
+                "end (%llu)",
+                src, (unsigned long long)h->offset, (unsigned long long)w->total);
+    }
+}
+
+/* ---- the receiver ---- */
+
+/* Tells s's sender that its buffer is free (resend: that it sends the
+   bytes from s->arrived in packets). s is pulled no more. */
+static void answer(struct fl_st_in *s, bool resend)
+{
+    struct flit_ep *ep = s->ep;
+    s->pull = false;
+    if (fl_peer_is_down(&ep->peers[s->src]))
+        return;
+    void *pkt;
+    /* Closing (s->error): no wait for room. */
+    unsigned flags = s->error ? FLIT_AM_NONBLOCK : 0;
+    if (fl_ep_reserve(ep, s->src, FL_LANE_REP, FL_ST_FIRST_HDR, flags, &pkt) != FLIT_OK)
+        return;
+    struct fl_st_pkt h = {
+        .flags = FL_STF_PULLED, .sid = s->sid, .offset = s->arrived, .resend = resend};
+    fl_st_encode(pkt, &h);
+    fl_ep_commit(ep, s->src, FL_LANE_REP, pkt, FL_ST_FIRST_HDR, 0);
+}
+
+flit_status fl_stream_pull_take(struct fl_st_in *s, uint8_t *dst, size_t n)
+{
+    struct flit_ep *ep = s->ep;
+    struct fl_stream_ep *se = fl_stream_of(ep);
+    if (dst && n) {
+        struct fl_peer *p = &ep->peers[s->src];
+        const struct fl_tp_onesided *os = p->tp->onesided;
+        uint64_t at = s->pull_addr + (s->arrived - s->pull_from);
+        flit_status st = os && os->get ? os->get(p->tpe, s->src, 0, at, dst, n)
+                                       : FLIT_ERR_NOT_SUPPORTED;
+        if (st == FLIT_ERR_PEER_DOWN) {
+            s->error = st;
+            return st;
+        }
+        if (st != FLIT_OK) {
+            FL_COUNT(se->pull_refused, 1);
+            fl_info("stream: cannot pull %zu bytes from rank %u (%s): the rest of its "
+                    "message comes in packets",
+                    n, s->src, flit_strerror(st));
+            answer(s, true);
+            return FLIT_ERR_AGAIN;
+        }
+        if (s->arrived == s->pull_from)
+            FL_COUNT(se->pulled_msgs, 1);
+        FL_COUNT(se->pulled_bytes, n);
+    }
+    s->arrived += n;
+    s->taken += n;
+    if (s->arrived == s->total)
+        answer(s, false);
+    return FLIT_OK;
+}
+
+void fl_stream_pull_end(struct fl_st_in *s)
+{
+    if (!s->pull)
+        return;
+    answer(s, false);
+    s->arrived = s->total; /* nothing more comes */
+}
