@@ -567,6 +567,141 @@ int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgrou
     return MPI_SUCCESS;
 }
 
+/* ---- set operations (MPI 3.1, 6.3.2): the result lists the first
+   group's members in its order, then (union) the second's others ---- */
+
+enum { SET_UNION, SET_INTERSECTION, SET_DIFFERENCE };
+
+static int group_set(MPI_Group g1, MPI_Group g2, int op, MPI_Group *out, const char *fn)
+{
+    if (!group_ok(g1) || !group_ok(g2))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, fn);
+    if (!out)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, fn);
+    uint32_t wsize = flit_job_size();
+    char *in2 = calloc(wsize ? wsize : 1, 1); /* world ranks of g2 */
+    MPI_Group g = in2 ? group_new(g1->size + g2->size) : NULL;
+    if (!g) {
+        free(in2);
+        return mp_err(MPI_COMM_NULL, MPI_ERR_NO_MEM, fn);
+    }
+    for (int i = 0; i < g2->size; i++)
+        in2[g2->world[i]] = 1;
+    int n = 0;
+    for (int i = 0; i < g1->size; i++)
+        if (op == SET_UNION || (op == SET_INTERSECTION) == in2[g1->world[i]])
+            g->world[n++] = g1->world[i];
+    if (op == SET_UNION) {
+        for (int i = 0; i < g1->size; i++)
+            in2[g1->world[i]] = 2; /* already in */
+        for (int i = 0; i < g2->size; i++)
+            if (in2[g2->world[i]] == 1)
+                g->world[n++] = g2->world[i], in2[g2->world[i]] = 2;
+    }
+    free(in2);
+    g->size = n;
+    *out = g;
+    return MPI_SUCCESS;
+}
+
+int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+{
+    MP_LOCKED(PMPI_Group_union, (group1, group2, newgroup));
+    return group_set(group1, group2, SET_UNION, newgroup, "MPI_Group_union");
+}
+
+int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+{
+    MP_LOCKED(PMPI_Group_intersection, (group1, group2, newgroup));
+    return group_set(group1, group2, SET_INTERSECTION, newgroup,
+                     "MPI_Group_intersection");
+}
+
+int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
+{
+    MP_LOCKED(PMPI_Group_difference, (group1, group2, newgroup));
+    return group_set(group1, group2, SET_DIFFERENCE, newgroup, "MPI_Group_difference");
+}
+
+/* The ranks n triplets (first, last, stride) name, into *ranks (*count of
+   them); MPI_ERR_RANK for a stride of 0, a rank outside g, or more ranks
+   than g has (a rank twice: ranks_ok, later). */
+static int expand_ranges(MPI_Group g, int n, int ranges[][3], int **ranks, int *count)
+{
+    if (n < 0 || (n && !ranges))
+        return MPI_ERR_ARG;
+    int cap = g->size, k = 0, *r = malloc((cap ? (size_t)cap : 1) * sizeof *r);
+    if (!r)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < n; i++) {
+        int first = ranges[i][0], last = ranges[i][1], stride = ranges[i][2];
+        if (stride == 0 || first < 0 || first >= g->size || last < 0 || last >= g->size) {
+            free(r);
+            return MPI_ERR_RANK;
+        }
+        for (long long x = first; stride > 0 ? x <= last : x >= last; x += stride) {
+            if (k == cap) { /* more ranks than the group has: one is there twice */
+                free(r);
+                return MPI_ERR_RANK;
+            }
+            r[k++] = (int)x;
+        }
+    }
+    *ranks = r;
+    *count = k;
+    return MPI_SUCCESS;
+}
+
+static int group_range(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup,
+                       int excl, const char *fn)
+{
+    if (!group_ok(group))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_GROUP, fn);
+    int *ranks = NULL, k = 0;
+    int rc = expand_ranges(group, n, ranges, &ranks, &k);
+    if (rc)
+        return mp_err(MPI_COMM_NULL, rc, fn);
+    rc = excl ? PMPI_Group_excl(group, k, ranks, newgroup)
+              : PMPI_Group_incl(group, k, ranks, newgroup);
+    free(ranks);
+    return rc;
+}
+
+int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
+{
+    MP_LOCKED(PMPI_Group_range_incl, (group, n, ranges, newgroup));
+    return group_range(group, n, ranges, newgroup, 0, "MPI_Group_range_incl");
+}
+
+int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
+{
+    MP_LOCKED(PMPI_Group_range_excl, (group, n, ranges, newgroup));
+    return group_range(group, n, ranges, newgroup, 1, "MPI_Group_range_excl");
+}
+
+/* No intercommunicator is ever made, and no process spawned. */
+int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
+{
+    MP_LOCKED(PMPI_Comm_test_inter, (comm, flag));
+    MP_CHECK_INIT("MPI_Comm_test_inter");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_test_inter");
+    if (!flag)
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_test_inter");
+    *flag = 0;
+    return MPI_SUCCESS;
+}
+
+int MPI_Comm_get_parent(MPI_Comm *parent)
+{
+    MP_LOCKED(PMPI_Comm_get_parent, (parent));
+    MP_CHECK_INIT("MPI_Comm_get_parent");
+    if (!parent)
+        return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Comm_get_parent");
+    *parent = MPI_COMM_NULL;
+    return MPI_SUCCESS;
+}
+
 int MPI_Group_free(MPI_Group *group)
 {
     MP_LOCKED(PMPI_Group_free, (group));
@@ -649,6 +784,13 @@ MP_PROFILED(MPI_Comm_rank);
 MP_PROFILED(MPI_Comm_split);
 MP_PROFILED(MPI_Comm_dup);
 MP_PROFILED(MPI_Comm_split_type);
+MP_PROFILED(MPI_Group_union);
+MP_PROFILED(MPI_Group_intersection);
+MP_PROFILED(MPI_Group_difference);
+MP_PROFILED(MPI_Group_range_incl);
+MP_PROFILED(MPI_Group_range_excl);
+MP_PROFILED(MPI_Comm_test_inter);
+MP_PROFILED(MPI_Comm_get_parent);
 MP_PROFILED(MPI_Comm_create);
 MP_PROFILED(MPI_Comm_create_group);
 MP_PROFILED(MPI_Comm_free);

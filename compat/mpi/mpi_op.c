@@ -181,6 +181,35 @@ int mp_op_apply(MPI_Op op, const void *in, void *io, int count, MPI_Datatype t)
     return basic_op(op->id, t->basic, in, io, mp_type_bytes(t, count) / esize);
 }
 
+/* inoutbuf = inbuf op inoutbuf, here, on count elements (MPI 3.1, 5.9.7). */
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op)
+{
+    MP_LOCKED(PMPI_Reduce_local, (inbuf, inoutbuf, count, datatype, op));
+    int rc = mp_check_buf(inbuf, count, datatype);
+    if (!rc)
+        rc = mp_check_buf(inoutbuf, count, datatype);
+    if (!rc)
+        rc = op ? mp_op_ok(op, datatype) : MPI_ERR_OP;
+    if (rc)
+        return mp_err(MPI_COMM_NULL, rc, "MPI_Reduce_local");
+    size_t n = mp_type_bytes(datatype, count);
+    void *in = malloc(n ? n : 1), *io = malloc(n ? n : 1);
+    if (!in || !io) {
+        free(in);
+        free(io);
+        return mp_err(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Reduce_local");
+    }
+    mp_pack(inbuf, count, datatype, in);
+    mp_pack(inoutbuf, count, datatype, io);
+    rc = mp_op_apply(op, in, io, count, datatype);
+    if (!rc)
+        mp_unpack(io, n, inoutbuf, count, datatype);
+    free(in);
+    free(io);
+    return mp_err(MPI_COMM_NULL, rc, "MPI_Reduce_local");
+}
+
 int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 {
     MP_LOCKED(PMPI_Op_create, (user_fn, commute, op));
@@ -220,5 +249,6 @@ int MPI_Op_commutative(MPI_Op op, int *commute)
 /* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
 
 MP_PROFILED(MPI_Op_create);
+MP_PROFILED(MPI_Reduce_local);
 MP_PROFILED(MPI_Op_free);
 MP_PROFILED(MPI_Op_commutative);

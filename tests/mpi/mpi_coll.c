@@ -208,6 +208,22 @@ static void user_ops(void)
     int s = rank + 1;
     OK(MPI_Scan(MPI_IN_PLACE, &s, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(s == (rank + 1) * (rank + 2) / 2);
+    /* MPI_Reduce_local: inout = in op inout, here; a user op keeps the
+       order (in first), a predefined one on a strided type */
+    int in[2] = {7, 10}, io[2] = {8, 10}; /* "7" then "8": 78 */
+    OK(MPI_Reduce_local(in, io, 1, MPI_2INT, cat));
+    CHECK(io[0] == 78 && io[1] == 100);
+    double v[6] = {1, -1, 2, -1, 3, -1}, w[6] = {10, -5, 20, -5, 30, -5};
+    MPI_Datatype every2;
+    OK(MPI_Type_vector(3, 1, 2, MPI_DOUBLE, &every2));
+    OK(MPI_Type_commit(&every2));
+    OK(MPI_Reduce_local(v, w, 1, every2, MPI_SUM));
+    CHECK(w[0] == 11 && w[2] == 22 && w[4] == 33 && w[1] == -5 && w[3] == -5);
+    OK(MPI_Type_free(&every2));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(MPI_Reduce_local(in, io, 1, MPI_2INT, MPI_SUM) ==
+          MPI_ERR_OP); /* not on pairs */
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
     OK(MPI_Op_free(&cat));
     CHECK(cat == MPI_OP_NULL);
 }

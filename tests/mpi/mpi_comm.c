@@ -177,6 +177,90 @@ static void groups(void)
     }
 }
 
+/* The group of world ranks members[0..n), as MPI_Group_incl makes it. */
+static void check_group(MPI_Group g, const int *members, int n)
+{
+    MPI_Group world;
+    int gs, out[8], idx[8];
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    OK(MPI_Group_size(g, &gs));
+    CHECK(gs == n);
+    for (int i = 0; i < n; i++)
+        idx[i] = i;
+    OK(MPI_Group_translate_ranks(g, n, idx, world, out));
+    for (int i = 0; i < n; i++)
+        CHECK(out[i] == members[i]);
+    OK(MPI_Group_free(&world));
+}
+
+/* Union, intersection, difference (first group's order, then the
+   second's others), ranges in both directions, and bad ranges. */
+static void group_sets(void)
+{
+    MPI_Group world, a, b, g;
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    int ra[4] = {size - 1, 0}, rb[4] = {0, 1 % size};
+    int na = size > 1 ? 2 : 1, nb = size > 1 ? 2 : 1; /* a = {last, 0}, b = {0, 1} */
+    OK(MPI_Group_incl(world, na, ra, &a));
+    OK(MPI_Group_incl(world, nb, rb, &b));
+    OK(MPI_Group_union(a, b, &g));
+    if (size == 1)
+        check_group(g, (const int[]){0}, 1);
+    else if (size == 2)
+        check_group(g, (const int[]){1, 0}, 2);
+    else
+        check_group(g, (const int[]){size - 1, 0, 1}, 3);
+    OK(MPI_Group_free(&g));
+    OK(MPI_Group_intersection(a, b, &g));
+    if (size == 2)
+        check_group(g, (const int[]){1, 0}, 2); /* a's order */
+    else
+        check_group(g, (const int[]){0}, 1);
+    OK(MPI_Group_free(&g));
+    OK(MPI_Group_difference(a, b, &g));
+    if (size > 2)
+        check_group(g, (const int[]){size - 1}, 1);
+    else
+        check_group(g, NULL, 0);
+    OK(MPI_Group_free(&g));
+    /* ranges: every second rank up from 0; then down from the last */
+    int up[1][3] = {{0, size - 1, 2}}, down[1][3] = {{size - 1, 0, -1}};
+    int evens[4], nev = 0, rev[4];
+    for (int r = 0; r < size; r += 2)
+        evens[nev++] = r;
+    for (int r = 0; r < size; r++)
+        rev[r] = size - 1 - r;
+    OK(MPI_Group_range_incl(world, 1, up, &g));
+    check_group(g, evens, nev);
+    OK(MPI_Group_free(&g));
+    OK(MPI_Group_range_incl(world, 1, down, &g));
+    check_group(g, rev, size);
+    OK(MPI_Group_free(&g));
+    OK(MPI_Group_range_excl(world, 1, up, &g));
+    int odds[4], nod = 0;
+    for (int r = 1; r < size; r += 2)
+        odds[nod++] = r;
+    check_group(g, odds, nod);
+    OK(MPI_Group_free(&g));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int zero[1][3] = {{0, 0, 0}}, twice[2][3] = {{0, 0, 1}, {0, 0, 1}};
+    int outside[1][3] = {{0, size, 1}};
+    CHECK(MPI_Group_range_incl(world, 1, zero, &g) == MPI_ERR_RANK);
+    CHECK(MPI_Group_range_incl(world, 2, twice, &g) == MPI_ERR_RANK);
+    CHECK(MPI_Group_range_incl(world, 1, outside, &g) == MPI_ERR_RANK);
+    CHECK(MPI_Group_union(a, MPI_GROUP_NULL, &g) == MPI_ERR_GROUP);
+    int inter = 1;
+    OK(MPI_Comm_test_inter(MPI_COMM_WORLD, &inter));
+    CHECK(inter == 0);
+    MPI_Comm parent = MPI_COMM_WORLD;
+    OK(MPI_Comm_get_parent(&parent));
+    CHECK(parent == MPI_COMM_NULL);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    OK(MPI_Group_free(&a));
+    OK(MPI_Group_free(&b));
+    OK(MPI_Group_free(&world));
+}
+
 /* The members of the group (world ranks, in group order) get a
    communicator whose rank i is group rank i: an allreduce of world ranks
    and the rank order check it. */
@@ -273,6 +357,7 @@ int main(int argc, char **argv)
     splits();
     self();
     groups();
+    group_sets();
     creates();
     /* many communicators made and freed: contexts are not reused */
     for (int i = 0; i < 200; i++) {
