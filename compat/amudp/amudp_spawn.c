@@ -386,6 +386,7 @@ static pid_t start_flitrun(int nproc, int argc, char **argv, const char *exe,
     fa[k++] = hosts;
     fa[k++] = (char *)"--launch";
     fa[k++] = launch;
+    fa[k++] = (char *)"--no-proxy"; /* a relay stands for one rank: a call each */
     fa[k++] = (char *)"--";
     fa[k++] = (char *)exe;
     for (int i = 1; i < argc; i++)
