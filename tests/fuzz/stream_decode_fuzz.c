@@ -9,10 +9,9 @@
  * The decoder must accept exactly the packets wire.h describes: a model
  * written from that description, byte by byte, gives the verdict the
  * decoder must give. When it accepts, the decoded fields are those bytes,
- * the payload is the rest of the packet after the pad (none in an offer or
- * a placed run), encoding the fields again gives back the header, and the
- * packet with its length field or its size off by one, or on another op,
- * is refused.
+ * the payload is the rest of the packet after the pad (none in an offer, a
+ * placed run or a pulled answer), encoding the fields again gives back the header, and
+ * the packet with its length field or its size off by one, or on another op, is refused.
  */
 #include <string.h>
 
@@ -39,25 +38,35 @@ static bool model_bare(const uint8_t *b, size_t size)
     return !wraps(fl_get64(b + 16), len) && !(offer && wraps(fl_get64(b + 24), len));
 }
 
+/* A pulled message's answer (32 bytes): PULLED alone, no pad, handler or
+   length, and 0 (done) or 1 (send the rest) at 24. */
+static bool model_pulled(const uint8_t *b, size_t size)
+{
+    return b[2] == FL_STF_PULLED && !b[3] && !fl_get16(b + 4) && !fl_get32(b + 12) &&
+           size == FL_ST_FIRST_HDR && fl_get64(b + 24) <= 1;
+}
+
 /* wire.h's packet, read as the comment there says. */
 static bool model_accepts(const uint8_t *b, size_t size)
 {
     if (size < FL_ST_HDR || b[0] != FL_WIRE_VERSION || b[1] != FL_OP_STREAM ||
         (b[2] & ~FL_STF_KNOWN) || b[3] >= 64 || fl_get16(b + 6) != 0)
         return false;
+    if (b[2] & FL_STF_PULLED)
+        return model_pulled(b, size);
     if (b[2] & (FL_STF_OFFER | FL_STF_PLACED))
         return model_bare(b, size);
     bool first = (b[2] & FL_STF_FIRST) != 0, last = (b[2] & FL_STF_LAST) != 0;
-    bool placeable = (b[2] & FL_STF_PLACEABLE) != 0;
-    size_t hl = (first ? FL_ST_FIRST_HDR : FL_ST_HDR) + b[3]; /* the pad */
-    if (size < hl || fl_get32(b + 12) != size - hl)
+    bool placeable = (b[2] & FL_STF_PLACEABLE) != 0, pull = (b[2] & FL_STF_PULL) != 0;
+    size_t hl = (pull ? FL_ST_PULL_HDR : first ? FL_ST_FIRST_HDR : FL_ST_HDR) + b[3];
+    if (size < hl || fl_get32(b + 12) != size - hl) /* hl: with the pad */
         return false;
     uint64_t len = fl_get32(b + 12);
     if (first) /* the payload within the message, LAST exactly at its end;
-                  PLACEABLE only with more to come */
+                  PLACEABLE only with more to come; PULL with neither */
         return len <= fl_get64(b + 24) && last == (len == fl_get64(b + 24)) &&
-               !(last && placeable);
-    return !wraps(fl_get64(b + 16), len) && !placeable;
+               !(last && placeable) && !(pull && (last || placeable));
+    return !wraps(fl_get64(b + 16), len) && !placeable && !pull;
 }
 
 static void check_fields(const uint8_t *b, size_t size, const struct fl_st_pkt *p)
@@ -67,7 +76,12 @@ static void check_fields(const uint8_t *b, size_t size, const struct fl_st_pkt *
     size_t hl = fl_st_hdr_len(p->flags);
     FUZZ_CHECK(p->flags == b[2] && p->pad == b[3] && p->handler == fl_get16(b + 4));
     FUZZ_CHECK(p->sid == fl_get32(b + 8) && p->len == fl_get32(b + 12));
-    if (bare) { /* an offer, a placed run: the fields, no payload */
+    FUZZ_CHECK(p->addr == ((p->flags & FL_STF_PULL) ? fl_get64(b + 32) : 0));
+    FUZZ_CHECK(p->resend == ((p->flags & FL_STF_PULLED) && fl_get64(b + 24) == 1));
+    if (p->flags & FL_STF_PULLED) { /* a pulled answer: offset and verdict */
+        FUZZ_CHECK(p->payload == NULL && size == hl && p->offset == fl_get64(b + 16));
+        FUZZ_CHECK(p->place == 0 && p->tag == 0 && p->total == 0);
+    } else if (bare) { /* an offer, a placed run: the fields, no payload */
         FUZZ_CHECK(p->payload == NULL && size == hl && p->offset == fl_get64(b + 16));
         FUZZ_CHECK(p->place == ((p->flags & FL_STF_OFFER) ? fl_get64(b + 24) : 0));
         FUZZ_CHECK(p->tag == 0 && p->total == 0);
@@ -81,7 +95,7 @@ static void check_fields(const uint8_t *b, size_t size, const struct fl_st_pkt *
             FUZZ_CHECK(p->offset == fl_get64(b + 16) && p->tag == 0 && p->total == 0);
         fuzz_touch(p->payload, p->len);
     }
-    uint8_t again[FL_ST_FIRST_HDR];
+    uint8_t again[FL_ST_PULL_HDR];
     FUZZ_CHECK(fl_st_encode(again, p) == hl);
     FUZZ_CHECK(memcmp(again, b, hl) == 0);
 }
