@@ -57,7 +57,9 @@ case_job() {
   start=$(date +%s.%N)
   run_flitrun 0 "$SCALE" --mode job --count 20
   end=$(date +%s.%N)
-  expect_in "$TMP/out" "job: $RANKS ranks: barrier, 20 messages each way with both neighbours, 8-byte all-to-all: every byte checked"
+  # the count is the program's after FLITTEST_SCALE (sanitizer builds: fewer)
+  grep -qE "^job: $RANKS ranks: barrier, [0-9]+ messages each way with both neighbours, 8-byte all-to-all: every byte checked$" "$TMP/out" ||
+    fail "out lacks 'job: $RANKS ranks: barrier, N messages each way ...: every byte checked'"
   expect_in "$TMP/out" "scale job: OK"
   local calls
   calls=$(wc -l <"$TMP/calls")
