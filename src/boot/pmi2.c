@@ -408,7 +408,10 @@ static flit_status get_now(uint32_t src, const char *key, const char **val)
    command. The job's key-value space is complete after the fence; a node
    attribute is asked for again and again without waiting (from every
    0.1 ms to every 20 ms) while the rank that owes it lives. Once it is
-   gone, the key is asked for once more: it may have put it, then left. */
+   gone, the key is asked for a few times more: it may have put it, then
+   left, and a put may take a moment to show (a server may answer "not
+   yet" to one get and the value to the next). */
+#define GONE_ASKS 3
 static flit_status get(uint32_t src, const char *key, const char **val)
 {
     uint64_t since = fl_now_ns();
@@ -420,7 +423,9 @@ static flit_status get(uint32_t src, const char *key, const char **val)
             return st;
         st = rank_alive(owner, since, &pid);
         if (st == FLIT_ERR_PEER_DOWN) {
-            st = get_now(src, key, val);
+            st = FLIT_ERR_AGAIN;
+            for (int ask = 0; ask < GONE_ASKS && st == FLIT_ERR_AGAIN; ask++)
+                st = get_now(src, key, val);
             if (st == FLIT_ERR_AGAIN) {
                 report_gone(owner, key, pid);
                 st = FLIT_ERR_PEER_DOWN;
