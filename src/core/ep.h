@@ -55,6 +55,10 @@ struct flit_ep {
     int epfd;   /* epoll over the transports' fds + evfd */
     int evfd;   /* eventfd: pokes the thread asleep on epfd */
     bool armed; /* flit_ep_arm left the transports armed */
+    /* Receiver pacing (flit_extract): while pacing, the bytes its handlers
+       may still take, packets and pulled bytes alike (fl_pace_take). */
+    bool pacing;
+    size_t pace_left;
     /*
      * Thread-safe endpoints: at most one thread sleeps on epfd (a wake-up
      * is one datagram; two sleepers would race to consume it). Others wait
@@ -373,6 +377,18 @@ static inline void fl_listeners_progress(struct flit_ep *ep)
 {
     if (__builtin_expect(ep->nprogress != 0, 0))
         fl_listeners_progress_slow(ep);
+}
+
+/* Receiver pacing: of n bytes a handler would take now, those flit_extract
+   lets it take (all of them outside it), charged to its budget. */
+static inline size_t fl_pace_take(struct flit_ep *ep, size_t n)
+{
+    if (__builtin_expect(!ep->pacing, 1))
+        return n;
+    if (n > ep->pace_left)
+        n = ep->pace_left;
+    ep->pace_left -= n;
+    return n;
 }
 
 /* Every endpoint of the job (finalize, dumps). */

@@ -281,37 +281,34 @@ flit_status flit_poll(flit_ep_t *ep)
 
 /* ---- receiver pacing ---- */
 
-struct extract {
-    struct flit_ep *ep;
-    size_t bytes;
-};
-
+/* A packet's bytes are charged whole: pacing stops at the first packet that
+   reaches the budget. */
 static void extract_one(void *arg, uint32_t src, unsigned lane, void *pkt, size_t len)
 {
-    struct extract *x = arg;
-    x->bytes += len;
-    fl_packet_dispatch(x->ep, src, lane, pkt, len);
+    struct flit_ep *ep = arg;
+    ep->pace_left -= len < ep->pace_left ? len : ep->pace_left;
+    fl_packet_dispatch(ep, src, lane, pkt, len);
 }
 
-/* See ep.h. */
-size_t fl_progress_bytes(struct flit_ep *ep, size_t max_bytes)
+/* See progress.h. */
+size_t fl_progress_paced(struct flit_ep *ep)
 {
     if (ep->armed)
         disarm_all(ep);
     fl_ep_flush_hold(ep);
     FL_COUNT(ep->stats.polls, 1);
-    struct extract x = {ep, 0};
+    size_t before = ep->pace_left;
     bool got = true;
-    while (got && x.bytes < max_bytes) {
+    while (got && ep->pace_left) {
         got = false;
-        for (int i = 0; i < ep->ntp && x.bytes < max_bytes; i++)
-            got |= ep->tps[i]->poll(ep->tpes[i], FL_LANES_ALL, extract_one, &x, 1) > 0;
+        for (int i = 0; i < ep->ntp && ep->pace_left; i++)
+            got |= ep->tps[i]->poll(ep->tpes[i], FL_LANES_ALL, extract_one, ep, 1) > 0;
     }
-    if (x.bytes && ep->cond_waiters)
+    if (ep->pace_left != before && ep->cond_waiters)
         pthread_cond_broadcast(&ep->progress_cond);
     if (FL_READ(ep->stats.polls) % CHECK_EVERY == 0)
         fl_progress_check_peers(ep, false);
-    return x.bytes;
+    return before - ep->pace_left;
 }
 
 static bool any_event(struct flit_ep *ep, void *arg)

@@ -32,12 +32,13 @@ int fl_progress(struct flit_ep *ep, unsigned lane_mask);
 int fl_progress_peer(struct flit_ep *ep, uint32_t peer, unsigned lane_mask);
 /*
  * Receiver pacing: one packet at a time from each transport in turn, until
- * max_bytes have been handled or none is waiting; the bytes handled. A
- * datagram transport receives whole datagrams, so it may hold a few
- * packets more than were handled; they wait in its buffers, not the
- * kernel's. Called with the endpoint entered.
+ * the budget in ep->pace_left (ep->pacing set) is spent or none is
+ * waiting; the bytes charged meanwhile, those handlers pulled included
+ * (fl_pace_take). A datagram transport receives whole datagrams, so it may
+ * hold a few packets more than were handled; they wait in its buffers, not
+ * the kernel's. Called with the endpoint entered.
  */
-size_t fl_progress_bytes(struct flit_ep *ep, size_t max_bytes);
+size_t fl_progress_paced(struct flit_ep *ep);
 /* Sleeps until a transport may have work on lane_mask, or timeout. */
 void fl_progress_sleep(struct flit_ep *ep, unsigned lane_mask, int64_t timeout_us);
 /* Looks for dead peers if the period has passed (or now, if force). */

@@ -14,6 +14,10 @@
  * that a flit_wait asleep wakes for it. A sender that dies or an endpoint
  * that closes resumes a parked handler through fl_stream_end_all, with the
  * error that park then answers.
+ *
+ * Pacing uses the same list: a handler pulling its message inside
+ * flit_extract whose budget is spent waits there (fl_stream_pace_wait),
+ * and goes on in the next flit_extract or any other progress pass.
  */
 #include <unistd.h>
 
@@ -35,6 +39,19 @@ static void unready_locked(struct fl_stream_ep *se, struct fl_st_in *s)
     s->ready = false;
     s->ready_next = NULL;
     atomic_fetch_sub_explicit(&se->nready, 1, memory_order_relaxed);
+}
+
+/* Under the park lock: s goes on at the tail of the ready list. */
+static void ready_locked(struct fl_stream_ep *se, struct fl_st_in *s)
+{
+    s->ready = true;
+    s->ready_next = NULL;
+    if (se->ready_tail)
+        se->ready_tail->ready_next = s;
+    else
+        se->ready_head = s;
+    se->ready_tail = s;
+    atomic_fetch_add_explicit(&se->nready, 1, memory_order_release);
 }
 
 void fl_stream_unready(struct fl_stream_ep *se, struct fl_st_in *s)
@@ -87,16 +104,8 @@ flit_status flit_stream_unpark(flit_stream_t *h)
     pthread_mutex_lock(&se->park_lock);
     s->wake = true;
     bool queue = s->parked && !s->ready;
-    if (queue) {
-        s->ready = true;
-        s->ready_next = NULL;
-        if (se->ready_tail)
-            se->ready_tail->ready_next = s;
-        else
-            se->ready_head = s;
-        se->ready_tail = s;
-        atomic_fetch_add_explicit(&se->nready, 1, memory_order_release);
-    }
+    if (queue)
+        ready_locked(se, s);
     pthread_mutex_unlock(&se->park_lock);
     if (queue && fl_handler_depth == 0) {
         uint64_t one = 1; /* a flit_wait asleep: its pass resumes s */
@@ -104,6 +113,37 @@ flit_status flit_stream_unpark(flit_stream_t *h)
         (void)w;
     }
     return FLIT_OK;
+}
+
+/* See stream.h. */
+bool fl_stream_resume_ready(struct flit_ep *ep)
+{
+    struct fl_stream_ep *se = fl_stream_of(ep);
+    bool any = false;
+    while (!ep->pacing || ep->pace_left) {
+        pthread_mutex_lock(&se->park_lock);
+        struct fl_st_in *s = se->ready_head;
+        if (s)
+            unready_locked(se, s);
+        pthread_mutex_unlock(&se->park_lock);
+        if (!s)
+            break;
+        fl_stream_run(ep, s); /* a ready handler is live: park keeps it */
+        any = true;
+    }
+    return any;
+}
+
+/* See stream.h. */
+void fl_stream_pace_wait(struct fl_st_in *s)
+{
+    struct fl_stream_ep *se = fl_stream_of(s->ep);
+    pthread_mutex_lock(&se->park_lock);
+    if (!s->ready)
+        ready_locked(se, s);
+    pthread_mutex_unlock(&se->park_lock);
+    fl_fiber_yield(s->fiber); /* resumed from the ready list, or ended */
+    fl_stream_unready(se, s);
 }
 
 /* Program context, after a progress pass: resumes the ready handlers. */
@@ -114,16 +154,7 @@ static void park_progress(flit_ep_t *ep, void *user)
         return;
     if (fl_ep_enter(ep) != FLIT_OK)
         return; /* another thread is inside: its own pass resumes them */
-    for (;;) {
-        pthread_mutex_lock(&se->park_lock);
-        struct fl_st_in *s = se->ready_head;
-        if (s)
-            unready_locked(se, s);
-        pthread_mutex_unlock(&se->park_lock);
-        if (!s)
-            break;
-        fl_stream_run(ep, s); /* a ready handler is live: park keeps it */
-    }
+    fl_stream_resume_ready(ep);
     fl_ep_leave(ep);
 }
 

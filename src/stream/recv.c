@@ -386,10 +386,20 @@ static flit_status take(struct fl_st_in *s, uint8_t *dst, size_t n)
             if (s->error)
                 return s->error;
             if (s->pull) {
-                flit_status st = fl_stream_pull_take(s, dst, n);
-                if (st != FLIT_ERR_AGAIN)
+                size_t k = fl_pace_take(s->ep, n); /* flit_extract's budget */
+                if (k == 0) {
+                    fl_stream_pace_wait(s);
+                    continue;
+                }
+                flit_status st = fl_stream_pull_take(s, dst, k);
+                if (st == FLIT_ERR_AGAIN)
+                    continue; /* the sender sends the rest in packets */
+                if (st != FLIT_OK)
                     return st;
-                continue; /* the sender sends the rest in packets */
+                if (dst)
+                    dst += k;
+                n -= k;
+                continue;
             }
             if (dst)
                 offer(s, dst, n);

@@ -285,7 +285,15 @@ void fl_stream_run(struct flit_ep *ep, struct fl_st_in *s);
 
 /* Parking (park.c): s's handler will not run again; off the ready list. */
 void fl_stream_unready(struct fl_stream_ep *se, struct fl_st_in *s);
-/* The layer's progress listener, added when a FIBER handler is. */
+/* Endpoint entered, program context: resumes the ready handlers, oldest
+   first; under flit_extract's pacing, only while its budget lasts. Whether
+   it resumed any. */
+bool fl_stream_resume_ready(struct flit_ep *ep);
+/* s's handler, pulling, has spent flit_extract's budget: it waits on the
+   ready list for a later pass (or its message's end). */
+void fl_stream_pace_wait(struct fl_st_in *s);
+/* The layer's progress listener, added when a FIBER handler is, or
+   flit_extract is first called. */
 flit_status fl_stream_park_listen(struct flit_ep *ep);
 extern const flit_ep_listener_t fl_stream_park_listener;
 

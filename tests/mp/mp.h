@@ -110,6 +110,28 @@ static inline void mp_returned_fail(flit_ep_t *ep, const flit_returned_t *r, voi
          flit_am_kind_name(r->kind, r->is_reply), r->nargs, r->nbytes);
 }
 
+/* ep's counter named name ("stream.pulled_bytes"). */
+static inline uint64_t mp_counter(flit_ep_t *ep, const char *name)
+{
+    flit_counter_t c;
+    flit_status st = flit_ep_counter(ep, name, &c);
+    if (st != FLIT_OK)
+        FAIL("flit_ep_counter(%s): %s", name, flit_status_name(st));
+    return c.value;
+}
+
+/* How large messages between ranks of this host travel, as the job's
+   environment says: "ring" (FLIT_SHM_RNDV=off, or over UDP: through the
+   rings, placed where offered), "pull" (FLIT_SHM_RNDV=on: pulled by the
+   receiver) or "any" (auto: the probe decides, either way one copy). */
+static inline const char *mp_bulk_path(void)
+{
+    const char *tp = getenv("FLIT_TRANSPORT"), *rndv = getenv("FLIT_SHM_RNDV");
+    if ((tp && strcmp(tp, "udp") == 0) || (rndv && strcmp(rndv, "off") == 0))
+        return "ring";
+    return rndv && strcmp(rndv, "on") == 0 ? "pull" : "any";
+}
+
 /* "--name value" in argv, as an unsigned number; def when absent. */
 static inline uint64_t mp_arg_u64(int argc, char **argv, const char *name, uint64_t def)
 {

@@ -435,10 +435,14 @@ static void run_extract(flit_ep_t *ep, struct rx *rx, uint64_t count, uint64_t s
             if (mp_now() > deadline)
                 FAIL("extract: no progress");
         }
-        printf("rank 0: %llu extract calls of %zu bytes, at most %llu bytes each, "
-               "after %llu empty messages filled it\n",
+        /* Pulled bytes draw on the budget as packets do (checked above). */
+        uint64_t pulled = mp_counter(ep, "stream.pulled_bytes");
+        printf("rank 0: %llu extract calls of %zu bytes, at most %llu bytes each "
+               "(%llu bytes pulled), after %llu empty messages filled it\n",
                (unsigned long long)calls, budget, (unsigned long long)max_seen,
-               (unsigned long long)rx->fills);
+               (unsigned long long)pulled, (unsigned long long)rx->fills);
+        if (n > 1 && strcmp(mp_bulk_path(), "pull") == 0)
+            CHECK(pulled > 0);
         check_no_extra(rx, srcs, n - 1, count);
         free(srcs);
     }

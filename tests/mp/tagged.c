@@ -607,12 +607,23 @@ static void test_sizes(void)
         const char *tp = getenv("FLIT_TRANSPORT");
         flit_stats_t st = {.struct_size = sizeof st};
         CHECK_OK(flit_ep_stats(g.ep, &st));
+        uint64_t pulled = mp_counter(g.ep, "stream.pulled_bytes");
+        const char *path = mp_bulk_path();
         printf("tagged: rank %u: into the segment: %llu places offered, %llu bytes "
-               "placed\n",
+               "placed, %llu pulled (%s)\n",
                g.me, (unsigned long long)st.stream_offers,
-               (unsigned long long)st.stream_placed_bytes);
-        if (!(tp && strcmp(tp, "udp") == 0))
-            CHECK(st.stream_offers > 0 && st.stream_placed_bytes > 0);
+               (unsigned long long)st.stream_placed_bytes, (unsigned long long)pulled,
+               path);
+        /* One copy either way: the sender placed the bytes where offered,
+           or the receiver pulled them there. Over UDP neither can be. */
+        if (tp && strcmp(tp, "udp") == 0)
+            CHECK(pulled == 0);
+        else if (strcmp(path, "ring") == 0)
+            CHECK(st.stream_offers > 0 && st.stream_placed_bytes > 0 && pulled == 0);
+        else if (strcmp(path, "pull") == 0)
+            CHECK(pulled > 0);
+        else
+            CHECK(st.stream_placed_bytes + pulled > 0);
     }
 }
 
