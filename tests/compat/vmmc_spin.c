@@ -75,9 +75,11 @@ static char *import(int node, int name, size_t want)
 static void exporter(void)
 {
     int one = 1, zero = 0;
-    CHECK(VMMC_Export(NAME, buf, sizeof buf, &one, 1, NULL) == VMMC_SUCCESS);
+    /* The private one first: node 1 asks for it once it has found NAME,
+       and must be refused it, not told it is not there yet. */
     CHECK(VMMC_Export(PRIVATE, private_buf, sizeof private_buf, &zero, 1, NULL) ==
           VMMC_SUCCESS);
+    CHECK(VMMC_Export(NAME, buf, sizeof buf, &one, 1, NULL) == VMMC_SUCCESS);
     spin_for(&buf[BUF / 4 - 1], DONE, "node 1's message");
     for (uint32_t k = 0; k < BUF / 4 - 1; k++)
         if (buf[k] != k * 2654435761u)
