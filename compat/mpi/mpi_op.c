@@ -5,6 +5,7 @@
  * the program's own (MPI_Op_create). Collectives apply them to packed
  * data: a sequence of basic elements (or of packed pairs: value then int).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,12 @@ struct flit_mpi_op flit_mpi_op_sum = {.id = OP_SUM, .commute = 1, .refs = 1},
         FOR(b[i] = (T)(a[i] | b[i]));                                                    \
     case OP_BXOR:                                                                        \
         FOR(b[i] = (T)(a[i] ^ b[i]));
+/* Complex numbers: MPI_SUM and MPI_PROD only (MPI 3.1, 5.9.2). */
+#define CARITH(T)                                                                        \
+    case OP_SUM:                                                                         \
+        FOR(b[i] = b[i] + a[i]);                                                         \
+    case OP_PROD:                                                                        \
+        FOR(b[i] = b[i] * a[i]);
 #define KIND(idx, T, OPS)                                                                \
     case idx: {                                                                          \
         const T *a = in;                                                                 \
@@ -91,6 +98,11 @@ static int basic_op(int op, int basic, const void *in, void *io, size_t n)
         INTEGER(23, uint64_t)
         KIND(24, _Bool, LOGIC(_Bool))
         INTEGER(25, MPI_Aint)
+        KIND(33, float _Complex, CARITH(float _Complex))
+        KIND(34, double _Complex, CARITH(double _Complex))
+        KIND(35, long double _Complex, CARITH(long double _Complex))
+        INTEGER(36, MPI_Offset)
+        INTEGER(37, MPI_Count)
     default:
         return MPI_ERR_OP; /* MPI_WCHAR, MPI_PACKED: no operation */
     }
@@ -139,7 +151,9 @@ int mp_op_ok(MPI_Op op, MPI_Datatype t)
     }
     if (t->basic < 0)
         return MPI_ERR_OP;
-    char a[16] = {0}, b[16] = {0}; /* the pair is allowed if one element is */
+    /* allowed on the type if on one element of it (the largest basic type,
+       long double _Complex, is 32 bytes) */
+    _Alignas(max_align_t) unsigned char a[32] = {0}, b[32] = {0};
     return basic_op(op->id, t->basic, a, b, 1);
 }
 

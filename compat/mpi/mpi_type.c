@@ -91,6 +91,14 @@ struct flit_mpi_type flit_mpi_t_2int = PAIR(ii, int, "MPI_2INT", 30);
 struct flit_mpi_type flit_mpi_t_short_int = PAIR(si, short, "MPI_SHORT_INT", 31);
 struct flit_mpi_type flit_mpi_t_long_double_int =
     PAIR(ldi, long double, "MPI_LONG_DOUBLE_INT", 32);
+struct flit_mpi_type flit_mpi_t_c_float_complex =
+    BASIC(float _Complex, "MPI_C_FLOAT_COMPLEX", 33);
+struct flit_mpi_type flit_mpi_t_c_double_complex =
+    BASIC(double _Complex, "MPI_C_DOUBLE_COMPLEX", 34);
+struct flit_mpi_type flit_mpi_t_c_long_double_complex =
+    BASIC(long double _Complex, "MPI_C_LONG_DOUBLE_COMPLEX", 35);
+struct flit_mpi_type flit_mpi_t_offset = BASIC(MPI_Offset, "MPI_OFFSET", 36);
+struct flit_mpi_type flit_mpi_t_count = BASIC(MPI_Count, "MPI_COUNT", 37);
 static struct flit_mpi_type *const predefined[] = {
     &flit_mpi_t_char,
     &flit_mpi_t_signed_char,
@@ -125,6 +133,11 @@ static struct flit_mpi_type *const predefined[] = {
     &flit_mpi_t_2int,
     &flit_mpi_t_short_int,
     &flit_mpi_t_long_double_int,
+    &flit_mpi_t_c_float_complex,
+    &flit_mpi_t_c_double_complex,
+    &flit_mpi_t_c_long_double_complex,
+    &flit_mpi_t_offset,
+    &flit_mpi_t_count,
 };
 #define NTYPES (sizeof predefined / sizeof predefined[0])
 
@@ -621,65 +634,116 @@ static int any_type_ok(MPI_Datatype t)
     return t && t->blocks && t->refs >= 0 && (t->predefined || t->refs > 0);
 }
 
+/* The checks of a query of t's: t usable, both answers wanted (a
+   query with one answer passes it twice). An error class, or 0. */
+static int type_query(MPI_Datatype t, const void *a, const void *b, const char *fn)
+{
+    if (!any_type_ok(t))
+        return TYPE_FAIL(MPI_ERR_TYPE, fn);
+    if (!a || !b)
+        return TYPE_FAIL(MPI_ERR_ARG, fn);
+    return MPI_SUCCESS;
+}
+
 int MPI_Type_size(MPI_Datatype datatype, int *size)
 {
     MP_LOCKED(PMPI_Type_size, (datatype, size));
-    if (!any_type_ok(datatype))
-        return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_size");
-    if (!size)
-        return TYPE_FAIL(MPI_ERR_ARG, "MPI_Type_size");
-    *size = (int)datatype->size;
-    return MPI_SUCCESS;
+    int rc = type_query(datatype, size, size, "MPI_Type_size");
+    if (rc == MPI_SUCCESS)
+        *size = datatype->size > 0x7fffffff ? MPI_UNDEFINED : (int)datatype->size;
+    return rc;
 }
 
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
 {
     MP_LOCKED(PMPI_Type_get_extent, (datatype, lb, extent));
-    if (!any_type_ok(datatype))
-        return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_get_extent");
-    if (!lb || !extent)
-        return TYPE_FAIL(MPI_ERR_ARG, "MPI_Type_get_extent");
-    *lb = datatype->lb;
-    *extent = datatype->extent;
-    return MPI_SUCCESS;
+    int rc = type_query(datatype, lb, extent, "MPI_Type_get_extent");
+    if (rc == MPI_SUCCESS)
+        *lb = datatype->lb, *extent = datatype->extent;
+    return rc;
 }
 
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
                              MPI_Aint *true_extent)
 {
     MP_LOCKED(PMPI_Type_get_true_extent, (datatype, true_lb, true_extent));
-    if (!any_type_ok(datatype))
-        return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Type_get_true_extent");
-    if (!true_lb || !true_extent)
-        return TYPE_FAIL(MPI_ERR_ARG, "MPI_Type_get_true_extent");
-    *true_lb = datatype->tlb;
-    *true_extent = datatype->tub - datatype->tlb;
-    return MPI_SUCCESS;
+    int rc = type_query(datatype, true_lb, true_extent, "MPI_Type_get_true_extent");
+    if (rc == MPI_SUCCESS)
+        *true_lb = datatype->tlb, *true_extent = datatype->tub - datatype->tlb;
+    return rc;
+}
+
+/* The MPI_Count twins (MPI 3.1, 4.1.5 and 4.1.8): sizes and extents past
+   what an int holds. */
+int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size)
+{
+    MP_LOCKED(PMPI_Type_size_x, (datatype, size));
+    int rc = type_query(datatype, size, size, "MPI_Type_size_x");
+    if (rc == MPI_SUCCESS)
+        *size = (MPI_Count)datatype->size;
+    return rc;
+}
+
+int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
+{
+    MP_LOCKED(PMPI_Type_get_extent_x, (datatype, lb, extent));
+    int rc = type_query(datatype, lb, extent, "MPI_Type_get_extent_x");
+    if (rc == MPI_SUCCESS)
+        *lb = datatype->lb, *extent = datatype->extent;
+    return rc;
+}
+
+int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
+                               MPI_Count *true_extent)
+{
+    MP_LOCKED(PMPI_Type_get_true_extent_x, (datatype, true_lb, true_extent));
+    int rc = type_query(datatype, true_lb, true_extent, "MPI_Type_get_true_extent_x");
+    if (rc == MPI_SUCCESS)
+        *true_lb = datatype->tlb, *true_extent = datatype->tub - datatype->tlb;
+    return rc;
 }
 
 /* Whole elements give their basic elements; a part of one is counted in
    basic elements when the type is made of one basic type, else it is
-   MPI_UNDEFINED (the type map's order is not kept past construction). */
+   undefined (SIZE_MAX: the type map's order is not kept past
+   construction). An error class, or 0 with the count in *n. */
+static int elements(const MPI_Status *status, MPI_Datatype t, const void *out, size_t *n,
+                    const char *fn)
+{
+    if (!status || !out)
+        return TYPE_FAIL(MPI_ERR_ARG, fn);
+    if (!mp_type_ok(t))
+        return TYPE_FAIL(MPI_ERR_TYPE, fn);
+    size_t bytes = status->flit_bytes, size = t->size;
+    if (size == 0)
+        *n = 0;
+    else if (bytes % size == 0)
+        *n = bytes / size * nbasic_of(t);
+    else if (t->basic >= 0 && bytes % mp_basic_size(t->basic) == 0)
+        *n = bytes / mp_basic_size(t->basic);
+    else
+        *n = SIZE_MAX;
+    return MPI_SUCCESS;
+}
+
 int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
 {
     MP_LOCKED(PMPI_Get_elements, (status, datatype, count));
-    if (!status || !count)
-        return TYPE_FAIL(MPI_ERR_ARG, "MPI_Get_elements");
-    if (!mp_type_ok(datatype))
-        return TYPE_FAIL(MPI_ERR_TYPE, "MPI_Get_elements");
-    size_t bytes = status->flit_bytes, size = datatype->size, n;
-    if (size == 0) {
-        *count = 0;
-        return MPI_SUCCESS;
-    }
-    if (bytes % size == 0)
-        n = bytes / size * nbasic_of(datatype);
-    else if (datatype->basic >= 0 && bytes % mp_basic_size(datatype->basic) == 0)
-        n = bytes / mp_basic_size(datatype->basic);
-    else
-        n = (size_t)MPI_UNDEFINED;
-    *count = n > 0x7fffffff ? MPI_UNDEFINED : (int)n;
-    return MPI_SUCCESS;
+    size_t n;
+    int rc = elements(status, datatype, count, &n, "MPI_Get_elements");
+    if (rc == MPI_SUCCESS)
+        *count = n > 0x7fffffff ? MPI_UNDEFINED : (int)n;
+    return rc;
+}
+
+int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
+{
+    MP_LOCKED(PMPI_Get_elements_x, (status, datatype, count));
+    size_t n;
+    int rc = elements(status, datatype, count, &n, "MPI_Get_elements_x");
+    if (rc == MPI_SUCCESS)
+        *count = n == SIZE_MAX ? MPI_UNDEFINED : (MPI_Count)n;
+    return rc;
 }
 
 int MPI_Get_address(const void *location, MPI_Aint *address)
@@ -689,6 +753,18 @@ int MPI_Get_address(const void *location, MPI_Aint *address)
         return TYPE_FAIL(MPI_ERR_ARG, "MPI_Get_address");
     *address = (MPI_Aint)location;
     return MPI_SUCCESS;
+}
+
+/* Address arithmetic (MPI 3.1, 4.1.5): plain integer arithmetic on this
+   flat address space. */
+MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp)
+{
+    return (MPI_Aint)((uintptr_t)base + (uintptr_t)disp);
+}
+
+MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2)
+{
+    return (MPI_Aint)((uintptr_t)addr1 - (uintptr_t)addr2);
 }
 
 /* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
@@ -711,3 +787,9 @@ MP_PROFILED(MPI_Type_size);
 MP_PROFILED(MPI_Type_get_extent);
 MP_PROFILED(MPI_Type_get_true_extent);
 MP_PROFILED(MPI_Get_address);
+MP_PROFILED(MPI_Get_elements_x);
+MP_PROFILED(MPI_Type_size_x);
+MP_PROFILED(MPI_Type_get_extent_x);
+MP_PROFILED(MPI_Type_get_true_extent_x);
+MP_PROFILED(MPI_Aint_add);
+MP_PROFILED(MPI_Aint_diff);

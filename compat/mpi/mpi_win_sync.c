@@ -4,6 +4,7 @@
  * work): fence; lock and unlock, one target or all, with the target's lock
  * manager (mpi_win_target.c) granting; flush; post, start, complete, wait.
  */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -180,6 +181,24 @@ int MPI_Win_flush_local_all(MPI_Win win)
 {
     MP_LOCKED(PMPI_Win_flush_local_all, (win));
     return flush(win, -1, "MPI_Win_flush_local_all");
+}
+
+/* The private and public copies of the window are one (MPI_WIN_UNIFIED):
+   a full memory barrier orders this process's loads and stores against
+   the window's updates, and a pass of progress applies those that have
+   arrived. Valid in any epoch or none. */
+int MPI_Win_sync(MPI_Win win)
+{
+    MP_LOCKED(PMPI_Win_sync, (win));
+    const char *fn = "MPI_Win_sync";
+    MP_CHECK_INIT(fn);
+    if (!mp_win_ok(win))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
+    atomic_thread_fence(memory_order_seq_cst);
+    flit_status st = flit_poll(mp_ep);
+    int rc = st == FLIT_OK ? mp_progress() : mp_class_of(st);
+    atomic_thread_fence(memory_order_seq_cst);
+    return mp_win_err(win, rc, fn);
 }
 
 /* ---- post, start, complete, wait ---- */
@@ -368,6 +387,7 @@ int MPI_Win_test(MPI_Win win, int *flag)
 /* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */
 
 MP_PROFILED(MPI_Win_fence);
+MP_PROFILED(MPI_Win_sync);
 MP_PROFILED(MPI_Win_lock);
 MP_PROFILED(MPI_Win_unlock);
 MP_PROFILED(MPI_Win_lock_all);

@@ -120,11 +120,13 @@ static alignas(16) unsigned char acc_io[ACC_MAX_BYTES], acc_in[ACC_MAX_BYTES],
     acc_old[ACC_MAX_BYTES];
 
 /* Compare-and-swap compares bytes: integer, logical and byte types, as MPI
-   says (not floating point, whose equal values may differ in bytes). */
+   says (not floating point or complex, whose equal values may differ in
+   bytes). */
 int mp_win_cas_type(MPI_Datatype t)
 {
     return t && t->predefined && t->basic >= 0 && t != MPI_FLOAT && t != MPI_DOUBLE &&
-           t != MPI_LONG_DOUBLE;
+           t != MPI_LONG_DOUBLE && t != MPI_C_FLOAT_COMPLEX &&
+           t != MPI_C_DOUBLE_COMPLEX && t != MPI_C_LONG_DOUBLE_COMPLEX;
 }
 
 /* Applies an accumulate, a get-accumulate or a compare-and-swap; the old

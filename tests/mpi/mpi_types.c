@@ -4,8 +4,10 @@
  * basic type's size, the pair types' layout, and derived types with holes
  * (vector, hvector, indexed, hindexed, struct, resized, contiguous, dup)
  * sent and received both ways round, the holes left untouched, counts,
- * truncation, a type freed while a request still uses it.
+ * truncation, a type freed while a request still uses it; the complex
+ * types, MPI_OFFSET and MPI_COUNT, the MPI_Count queries.
  */
+#include <complex.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -337,6 +339,7 @@ static void elements(void)
         OK(MPI_Send(v, 3, mixed, 1, 20, MPI_COMM_WORLD));
         OK(MPI_Send(five, 5, MPI_INT, 1, 21, MPI_COMM_WORLD));
         OK(MPI_Send(five, 2, MPI_INT, 1, 22, MPI_COMM_WORLD)); /* 8 of 12 bytes */
+        OK(MPI_Send(v, 3, mixed, 1, 23, MPI_COMM_WORLD));
     } else if (rank == 1) {
         struct id v[3];
         int got[6], n, e;
@@ -352,9 +355,97 @@ static void elements(void)
         OK(MPI_Recv(v, 3, mixed, 0, 22, MPI_COMM_WORLD, &st));
         OK(MPI_Get_elements(&st, mixed, &e));
         CHECK(e == MPI_UNDEFINED); /* a part of a mixed element */
+        MPI_Count ex;
+        OK(MPI_Get_elements_x(&st, mixed, &ex));
+        CHECK(ex == MPI_UNDEFINED);
+        OK(MPI_Recv(v, 3, mixed, 0, 23, MPI_COMM_WORLD, &st));
+        OK(MPI_Get_elements_x(&st, mixed, &ex));
+        CHECK(ex == 6);
     }
     OK(MPI_Type_free(&mixed));
     OK(MPI_Type_free(&pairs));
+}
+
+/* The complex types, MPI_OFFSET and MPI_COUNT: sizes and names, reduced
+   (SUM and PROD on complex, MPI_ERR_OP for MAX), sent; the MPI_Count
+   queries; address arithmetic. */
+static void counts_and_complex(void)
+{
+    int sz;
+    char name[MPI_MAX_OBJECT_NAME];
+    OK(MPI_Type_size(MPI_C_FLOAT_COMPLEX, &sz));
+    CHECK(sz == sizeof(float _Complex) && MPI_C_COMPLEX == MPI_C_FLOAT_COMPLEX);
+    OK(MPI_Type_size(MPI_C_DOUBLE_COMPLEX, &sz));
+    CHECK(sz == sizeof(double _Complex));
+    OK(MPI_Type_size(MPI_C_LONG_DOUBLE_COMPLEX, &sz));
+    CHECK(sz == sizeof(long double _Complex));
+    OK(MPI_Type_size(MPI_OFFSET, &sz));
+    CHECK(sz == sizeof(MPI_Offset) && sizeof(MPI_Count) >= sizeof(MPI_Aint));
+    OK(MPI_Type_get_name(MPI_C_LONG_DOUBLE_COMPLEX, name, &sz));
+    CHECK(strcmp(name, "MPI_C_LONG_DOUBLE_COMPLEX") == 0 && sz == 25);
+    OK(MPI_Type_get_name(MPI_COUNT, name, &sz));
+    CHECK(strcmp(name, "MPI_COUNT") == 0);
+
+    MPI_Datatype v;
+    MPI_Count n, lb, ext;
+    OK(MPI_Type_vector(3, 2, 5, MPI_C_DOUBLE_COMPLEX, &v));
+    OK(MPI_Type_commit(&v));
+    OK(MPI_Type_size_x(v, &n));
+    CHECK(n == 6 * (MPI_Count)sizeof(double _Complex));
+    OK(MPI_Type_get_extent_x(v, &lb, &ext));
+    CHECK(lb == 0 && ext == 12 * (MPI_Count)sizeof(double _Complex));
+    OK(MPI_Type_get_true_extent_x(v, &lb, &ext));
+    CHECK(lb == 0 && ext == 12 * (MPI_Count)sizeof(double _Complex));
+
+    int size;
+    OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    double _Complex z = rank + 1.0 * I, sum, prod, back[6] = {0};
+    OK(MPI_Allreduce(&z, &sum, 1, MPI_C_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(creal(sum) == (double)(size * (size - 1) / 2) && cimag(sum) == size);
+    double _Complex unit = I;
+    OK(MPI_Allreduce(&unit, &prod, 1, MPI_C_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD));
+    double _Complex pw = 1;
+    for (int k = 0; k < size; k++)
+        pw *= I;
+    CHECK(creal(prod) == creal(pw) && cimag(prod) == cimag(pw));
+    float _Complex fz = 0.5f - 1.0f * I, fsum;
+    OK(MPI_Allreduce(&fz, &fsum, 1, MPI_C_FLOAT_COMPLEX, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(crealf(fsum) == 0.5f * size && cimagf(fsum) == -1.0f * size);
+    MPI_Offset off = (MPI_Offset)1 << 40, offmax;
+    OK(MPI_Allreduce(&off, &offmax, 1, MPI_OFFSET, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(offmax == ((MPI_Offset)size << 40));
+    MPI_Count c = rank, cmax;
+    OK(MPI_Allreduce(&c, &cmax, 1, MPI_COUNT, MPI_MAX, MPI_COMM_WORLD));
+    CHECK(cmax == size - 1);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(MPI_Allreduce(&z, &sum, 1, MPI_C_DOUBLE_COMPLEX, MPI_MAX, MPI_COMM_WORLD) ==
+          MPI_ERR_OP);
+    CHECK(MPI_Type_size_x(MPI_DATATYPE_NULL, &n) == MPI_ERR_TYPE);
+    CHECK(MPI_Type_get_extent_x(MPI_INT, NULL, &ext) == MPI_ERR_ARG);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+
+    /* a strided complex vector, sent and received contiguous */
+    double _Complex src[12];
+    for (int k = 0; k < 12; k++)
+        src[k] = k + (100.0 + k) * I;
+    if (rank == 0)
+        OK(MPI_Send(src, 1, v, 1, 30, MPI_COMM_WORLD));
+    else if (rank == 1) {
+        MPI_Status st;
+        OK(MPI_Recv(back, 6, MPI_C_DOUBLE_COMPLEX, 0, 30, MPI_COMM_WORLD, &st));
+        OK(MPI_Get_elements_x(&st, MPI_C_DOUBLE_COMPLEX, &n));
+        CHECK(n == 6);
+        int at[6] = {0, 1, 5, 6, 10, 11};
+        for (int k = 0; k < 6; k++)
+            CHECK(creal(back[k]) == at[k] && cimag(back[k]) == 100.0 + at[k]);
+    }
+    OK(MPI_Type_free(&v));
+
+    MPI_Aint a0, a5;
+    OK(MPI_Get_address(&src[0], &a0));
+    OK(MPI_Get_address(&src[5], &a5));
+    CHECK(MPI_Aint_diff(a5, a0) == 5 * (MPI_Aint)sizeof src[0]);
+    CHECK(MPI_Aint_add(a0, 5 * (MPI_Aint)sizeof src[0]) == a5);
 }
 
 int main(int argc, char **argv)
@@ -373,6 +464,7 @@ int main(int argc, char **argv)
     indexed();
     blocks_and_subarrays();
     elements();
+    counts_and_complex();
     OK(MPI_Finalize());
     return 0;
 }

@@ -4,11 +4,13 @@
  * counts, MPI_PROC_NULL, disp_unit, a derived origin type), every
  * accumulate op from all ranks at once to one place (the exact sum proves
  * atomicity), get-accumulate, fetch-and-op (every fetched value distinct),
- * compare-and-swap (one winner), exclusive locks (read-modify-write from
+ * compare-and-swap (one winner), complex and MPI_Count accumulates,
+ * MPI_Win_sync watching the window's own memory, exclusive locks (read-modify-write from
  * all ranks, the count exact), shared locks held together, flush, the
  * request-based operations, and bad arguments answered with their error
  * classes.
  */
+#include <complex.h>
 #include <string.h>
 
 #include "mpi_check.h"
@@ -167,6 +169,61 @@ static void accumulate(void)
     }
     OK(MPI_Win_free(&w));
     free(ones);
+}
+
+/* Complex numbers and MPI_Count accumulated at rank 0 (SUM and PROD are
+   MPI's operations on complex), and MPI_Win_sync: rank 0 watches its
+   own window, in a shared lock_all epoch, until every rank's flag has
+   landed, calling only MPI_Win_sync. */
+static void complex_and_sync(void)
+{
+    double _Complex *base;
+    MPI_Win w;
+    OK(MPI_Win_allocate(4 * sizeof *base, sizeof *base, MPI_INFO_NULL, MPI_COMM_WORLD,
+                        &base, &w));
+    if (rank == 0) {
+        base[0] = 0;
+        base[1] = 1;
+        base[2] = 0;
+        base[3] = 0;
+    }
+    OK(MPI_Win_fence(0, w));
+    double _Complex add = rank + 2.0 * rank * I, mul = I; /* I^size */
+    MPI_Count one = 1;
+    OK(MPI_Accumulate(&add, 1, MPI_C_DOUBLE_COMPLEX, 0, 0, 1, MPI_C_DOUBLE_COMPLEX,
+                      MPI_SUM, w));
+    OK(MPI_Accumulate(&mul, 1, MPI_C_DOUBLE_COMPLEX, 0, 1, 1, MPI_C_DOUBLE_COMPLEX,
+                      MPI_PROD, w));
+    OK(MPI_Accumulate(&one, 1, MPI_COUNT, 0, 2, 1, MPI_COUNT, MPI_SUM, w));
+    OK(MPI_Win_fence(0, w));
+    if (rank == 0) {
+        double tri = size * (size - 1) / 2.0;
+        double _Complex pw = 1;
+        for (int k = 0; k < size; k++)
+            pw *= I;
+        CHECK(creal(base[0]) == tri && cimag(base[0]) == 2 * tri);
+        CHECK(creal(base[1]) == creal(pw) && cimag(base[1]) == cimag(pw));
+        MPI_Count n;
+        memcpy(&n, &base[2], sizeof n);
+        CHECK(n == size);
+    }
+    OK(MPI_Win_fence(0, w));
+    /* flags: each rank sets its own int at rank 0 under lock_all */
+    OK(MPI_Win_lock_all(0, w));
+    int flag = 1;
+    if (rank != 0) {
+        OK(MPI_Accumulate(&flag, 1, MPI_INT, 0, 3, 1, MPI_INT, MPI_SUM, w));
+        OK(MPI_Win_flush(0, w));
+    } else {
+        volatile int *seen = (volatile int *)&base[3];
+        double end = MPI_Wtime() + 60;
+        while (*seen != size - 1) {
+            OK(MPI_Win_sync(w));
+            CHECK(MPI_Wtime() < end);
+        }
+    }
+    OK(MPI_Win_unlock_all(w));
+    OK(MPI_Win_free(&w));
 }
 
 /* Every rank fetches-and-adds rank 0's counter ITER times under a shared
@@ -361,12 +418,16 @@ static void errors(void)
     CHECK(MPI_Fetch_and_op(&v, &r, MPI_INT, 0, 4, MPI_SUM, w) == MPI_ERR_DISP);
     CHECK(MPI_Compare_and_swap(&v, &c, &r, MPI_2INT, 0, 0, w) == MPI_ERR_TYPE);
     CHECK(MPI_Compare_and_swap(&v, &c, &r, MPI_FLOAT, 0, 0, w) == MPI_ERR_TYPE);
+    CHECK(MPI_Compare_and_swap(&v, &c, &r, MPI_C_FLOAT_COMPLEX, 0, 0, w) == MPI_ERR_TYPE);
+    CHECK(MPI_Accumulate(&v, 1, MPI_C_FLOAT_COMPLEX, 0, 0, 1, MPI_C_FLOAT_COMPLEX,
+                         MPI_MAX, w) == MPI_ERR_OP);
     OK(MPI_Win_unlock(0, w));
     OK(MPI_Win_free(&w));
     MPI_Win bad = MPI_WIN_NULL;
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     CHECK(MPI_Win_free(&bad) == MPI_ERR_WIN);
     CHECK(MPI_Win_fence(0, MPI_WIN_NULL) == MPI_ERR_WIN);
+    CHECK(MPI_Win_sync(MPI_WIN_NULL) == MPI_ERR_WIN);
     CHECK(MPI_Win_create(NULL, -1, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &bad) ==
           MPI_ERR_SIZE);
     CHECK(MPI_Win_create(NULL, 0, 0, MPI_INFO_NULL, MPI_COMM_WORLD, &bad) ==
@@ -529,6 +590,7 @@ int main(int argc, char **argv)
     put_get();
     large();
     accumulate();
+    complex_and_sync();
     fetch_and_op();
     locks();
     requests();

@@ -17,7 +17,8 @@
  * (bits 32-47), a synchronous send's id (bits 48-61) and the message's kind
  * (bits 62-63); see compat/mpi/mpi_internal.h.
  *
- * Threads: MPI_Init_thread provides at most MPI_THREAD_SERIALIZED.
+ * Threads: every level up to MPI_THREAD_MULTIPLE, which serializes the
+ * library's calls on one lock and runs the endpoint thread-safe.
  */
 #ifndef FLIT_MPI_H
 #define FLIT_MPI_H
@@ -42,6 +43,8 @@ typedef struct flit_mpi_win *MPI_Win;
 typedef struct flit_mpi_info *MPI_Info;
 typedef struct flit_mpi_message *MPI_Message;
 typedef intptr_t MPI_Aint;
+typedef long long MPI_Offset;
+typedef long long MPI_Count; /* holds any MPI_Aint and MPI_Offset */
 
 typedef struct MPI_Status {
     int MPI_SOURCE;
@@ -183,8 +186,9 @@ extern struct flit_mpi_errhandler flit_mpi_errors_are_fatal, flit_mpi_errors_ret
 #define MPI_ERRORS_ARE_FATAL (&flit_mpi_errors_are_fatal)
 #define MPI_ERRORS_RETURN    (&flit_mpi_errors_return)
 
-/* Every predefined basic C type, MPI_BYTE and MPI_PACKED, the pair types of
-   MAXLOC and MINLOC. */
+/* Every predefined basic C type (the complex ones as C99's _Complex), MPI_BYTE
+   and MPI_PACKED, MPI_AINT, MPI_OFFSET and MPI_COUNT, the pair types of MAXLOC
+   and MINLOC. */
 extern struct flit_mpi_type flit_mpi_t_char, flit_mpi_t_signed_char,
     flit_mpi_t_unsigned_char, flit_mpi_t_byte, flit_mpi_t_wchar, flit_mpi_t_short,
     flit_mpi_t_unsigned_short, flit_mpi_t_int, flit_mpi_t_unsigned, flit_mpi_t_long,
@@ -194,7 +198,8 @@ extern struct flit_mpi_type flit_mpi_t_char, flit_mpi_t_signed_char,
     flit_mpi_t_uint16_t, flit_mpi_t_uint32_t, flit_mpi_t_uint64_t, flit_mpi_t_c_bool,
     flit_mpi_t_aint, flit_mpi_t_packed, flit_mpi_t_float_int, flit_mpi_t_double_int,
     flit_mpi_t_long_int, flit_mpi_t_2int, flit_mpi_t_short_int,
-    flit_mpi_t_long_double_int;
+    flit_mpi_t_long_double_int, flit_mpi_t_c_float_complex, flit_mpi_t_c_double_complex,
+    flit_mpi_t_c_long_double_complex, flit_mpi_t_offset, flit_mpi_t_count;
 #define MPI_CHAR               (&flit_mpi_t_char)
 #define MPI_SIGNED_CHAR        (&flit_mpi_t_signed_char)
 #define MPI_UNSIGNED_CHAR      (&flit_mpi_t_unsigned_char)
@@ -229,6 +234,12 @@ extern struct flit_mpi_type flit_mpi_t_char, flit_mpi_t_signed_char,
 #define MPI_2INT               (&flit_mpi_t_2int)
 #define MPI_SHORT_INT          (&flit_mpi_t_short_int)
 #define MPI_LONG_DOUBLE_INT    (&flit_mpi_t_long_double_int)
+#define MPI_C_FLOAT_COMPLEX       (&flit_mpi_t_c_float_complex)
+#define MPI_C_COMPLEX             MPI_C_FLOAT_COMPLEX
+#define MPI_C_DOUBLE_COMPLEX      (&flit_mpi_t_c_double_complex)
+#define MPI_C_LONG_DOUBLE_COMPLEX (&flit_mpi_t_c_long_double_complex)
+#define MPI_OFFSET                (&flit_mpi_t_offset)
+#define MPI_COUNT                 (&flit_mpi_t_count)
 
 typedef void MPI_User_function(void *invec, void *inoutvec, int *len,
                                MPI_Datatype *datatype);
@@ -425,6 +436,13 @@ int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
                              MPI_Aint *true_extent);
 int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int MPI_Get_address(const void *location, MPI_Aint *address);
+int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
+int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
+int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
+                               MPI_Count *true_extent);
+int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
+MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);
+MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
 int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf,
              int outsize, int *position, MPI_Comm comm);
 int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
@@ -670,6 +688,7 @@ int MPI_Win_flush(int rank, MPI_Win win);
 int MPI_Win_flush_all(MPI_Win win);
 int MPI_Win_flush_local(int rank, MPI_Win win);
 int MPI_Win_flush_local_all(MPI_Win win);
+int MPI_Win_sync(MPI_Win win);
 int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
 int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
 int MPI_Win_complete(MPI_Win win);
@@ -832,6 +851,14 @@ int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
                               MPI_Aint *true_extent);
 int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int PMPI_Get_address(const void *location, MPI_Aint *address);
+int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
+int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
+int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
+                                MPI_Count *true_extent);
+int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype,
+                        MPI_Count *count);
+MPI_Aint PMPI_Aint_add(MPI_Aint base, MPI_Aint disp);
+MPI_Aint PMPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
 int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf,
               int outsize, int *position, MPI_Comm comm);
 int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
@@ -986,6 +1013,7 @@ int PMPI_Win_flush(int rank, MPI_Win win);
 int PMPI_Win_flush_all(MPI_Win win);
 int PMPI_Win_flush_local(int rank, MPI_Win win);
 int PMPI_Win_flush_local_all(MPI_Win win);
+int PMPI_Win_sync(MPI_Win win);
 int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win);
 int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win);
 int PMPI_Win_complete(MPI_Win win);
