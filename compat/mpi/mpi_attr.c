@@ -407,6 +407,7 @@ int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag
         return MPI_SUCCESS;
     case MPI_WIN_CREATE_FLAVOR:
         win->attr_flavor = win->dynamic     ? MPI_WIN_FLAVOR_DYNAMIC
+                           : win->shm       ? MPI_WIN_FLAVOR_SHARED
                            : win->allocated ? MPI_WIN_FLAVOR_ALLOCATE
                                             : MPI_WIN_FLAVOR_CREATE;
         *(int **)attribute_val = &win->attr_flavor;

@@ -243,6 +243,12 @@ static void win_destroy(MPI_Win w)
         flit_rma_unexport(w->region);
     if (w->allocated && w->base)
         flit_rma_free(mp_ep, w->base);
+    if (w->shm_remote)
+        flit_rma_release(w->shm_remote);
+    if (w->shm_region)
+        flit_rma_unexport(w->shm_region);
+    if (w->shm_mem)
+        flit_rma_free(mp_ep, w->shm_mem);
     if (w->id >= 0 && w->id < mp_nwins && mp_wins[w->id] == w)
         mp_wins[w->id] = NULL;
     free(w->peer);
@@ -361,29 +367,54 @@ static int create_check(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm co
     return MPI_SUCCESS;
 }
 
+/* A new window, size and disp_unit set, once the checks of a creation
+   pass (extra: the caller's own, an error class or 0); else NULL, the
+   error reported, its class in *rc. */
+static MPI_Win win_new(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                       MPI_Win *win, int extra, const char *fn, int *rc)
+{
+    *rc = create_check(size, disp_unit, info, comm, win);
+    if (!*rc)
+        *rc = extra;
+    if (*rc) {
+        *rc = mp_err(mp_comm_ok(comm) ? comm : MPI_COMM_NULL, *rc, fn);
+        return NULL;
+    }
+    MPI_Win w = calloc(1, sizeof *w);
+    if (!w) {
+        *rc = mp_err(comm, MPI_ERR_NO_MEM, fn);
+        return NULL;
+    }
+    w->size = (size_t)size;
+    w->disp_unit = disp_unit;
+    return w;
+}
+
+/* The end of a creation: w to *win, or (rc an error class) destroyed, the
+   error reported. */
+static int win_made(MPI_Win w, int rc, MPI_Comm comm, MPI_Win *win, const char *fn)
+{
+    if (rc) {
+        win_destroy(w);
+        return mp_err(comm, rc, fn);
+    }
+    *win = w;
+    return MPI_SUCCESS;
+}
+
 int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                    MPI_Win *win)
 {
     MP_LOCKED(PMPI_Win_create, (base, size, disp_unit, info, comm, win));
     const char *fn = "MPI_Win_create";
     MP_CHECK_INIT(fn);
-    int rc = create_check(size, disp_unit, info, comm, win);
-    if (!rc && size > 0 && !base)
-        rc = MPI_ERR_BUFFER;
-    if (rc)
-        return mp_err(mp_comm_ok(comm) ? comm : MPI_COMM_NULL, rc, fn);
-    MPI_Win w = calloc(1, sizeof *w);
+    int rc;
+    MPI_Win w = win_new(size, disp_unit, info, comm, win,
+                        size > 0 && !base ? MPI_ERR_BUFFER : 0, fn, &rc);
     if (!w)
-        return mp_err(comm, MPI_ERR_NO_MEM, fn);
+        return rc;
     w->base = base;
-    w->size = (size_t)size;
-    w->disp_unit = disp_unit;
-    if ((rc = win_setup(w, comm)) != MPI_SUCCESS) {
-        win_destroy(w);
-        return mp_err(comm, rc, fn);
-    }
-    *win = w;
-    return MPI_SUCCESS;
+    return win_made(w, win_setup(w, comm), comm, win, fn);
 }
 
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
@@ -392,16 +423,11 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
     MP_LOCKED(PMPI_Win_allocate, (size, disp_unit, info, comm, baseptr, win));
     const char *fn = "MPI_Win_allocate";
     MP_CHECK_INIT(fn);
-    int rc = create_check(size, disp_unit, info, comm, win);
-    if (!rc && !baseptr)
-        rc = MPI_ERR_ARG;
-    if (rc)
-        return mp_err(mp_comm_ok(comm) ? comm : MPI_COMM_NULL, rc, fn);
-    MPI_Win w = calloc(1, sizeof *w);
+    int rc;
+    MPI_Win w =
+        win_new(size, disp_unit, info, comm, win, baseptr ? 0 : MPI_ERR_ARG, fn, &rc);
     if (!w)
-        return mp_err(comm, MPI_ERR_NO_MEM, fn);
-    w->size = (size_t)size;
-    w->disp_unit = disp_unit;
+        return rc;
     /* a failure to allocate is told to the others by win_setup */
     if (size > 0 && flit_rma_alloc(mp_ep, (size_t)size, &w->base) == FLIT_OK) {
         w->allocated = 1;
@@ -410,12 +436,103 @@ int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
         rc = MPI_ERR_NO_MEM;
     }
     int rc2 = win_setup(w, comm);
-    if (rc || rc2) {
-        win_destroy(w);
-        return mp_err(comm, rc ? rc : rc2, fn);
+    if ((rc = win_made(w, rc ? rc : rc2, comm, win, fn)) == MPI_SUCCESS)
+        *(void **)baseptr = w->base;
+    return rc;
+}
+
+/* ---- shared memory (MPI 3.1, 11.2.3) ---- */
+
+/* Collective over comm: the block holding every member's segment, in rank
+   order and contiguous (MPI's default; alloc_shared_noncontig changes
+   nothing), allocated at rank 0 and mapped by the others; this member's
+   segment's offset in it to *off. MPI_ERR_NO_MEM when rank 0 has no room,
+   MPI_ERR_RMA_SHARED when a member cannot map it (a member not on this
+   host, or reached other than through shared memory); every member
+   answers the same. */
+static int shared_block(MPI_Win w, MPI_Comm comm, MPI_Aint *off)
+{
+    MPI_Aint mine = (MPI_Aint)w->size, total = 0;
+    int rc = PMPI_Allreduce(&mine, &total, 1, MPI_AINT, MPI_SUM, comm);
+    if (!rc)
+        rc = PMPI_Exscan(&mine, off, 1, MPI_AINT, MPI_SUM, comm);
+    if (comm->rank == 0)
+        *off = 0; /* Exscan leaves it alone */
+    uint64_t id = 0;
+    if (!rc && comm->rank == 0) {
+        size_t len = total > 0 ? (size_t)total : 1;
+        flit_rank_t *allowed = calloc((size_t)comm->size, sizeof *allowed);
+        for (int r = 0; allowed && r < comm->size; r++)
+            allowed[r] = flit_rank((uint32_t)comm->world[r]);
+        if (allowed && flit_rma_alloc(mp_ep, len, &w->shm_mem) == FLIT_OK &&
+            flit_rma_export(mp_ep, w->shm_mem, len, FLIT_RMA_READ | FLIT_RMA_WRITE,
+                            allowed, (size_t)comm->size, &w->shm_region) == FLIT_OK) {
+            id = flit_rma_region_id(w->shm_region);
+            w->shm_base = w->shm_mem;
+        }
+        free(allowed);
     }
-    *(void **)baseptr = w->base;
-    *win = w;
+    if (!rc)
+        rc = PMPI_Bcast(&id, 1, MPI_UINT64_T, 0, comm);
+    if (!rc && id && comm->rank != 0 &&
+        flit_rma_import(mp_ep, flit_rank((uint32_t)comm->world[0]), id, &w->shm_remote) ==
+            FLIT_OK)
+        w->shm_base = flit_rma_remote_addr(w->shm_remote);
+    int bad = rc || !w->shm_base, any = 1;
+    if (PMPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+        any = 1;
+    if (!any)
+        return MPI_SUCCESS;
+    return rc ? rc : id ? MPI_ERR_RMA_SHARED : MPI_ERR_NO_MEM;
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                            void *baseptr, MPI_Win *win)
+{
+    MP_LOCKED(PMPI_Win_allocate_shared, (size, disp_unit, info, comm, baseptr, win));
+    const char *fn = "MPI_Win_allocate_shared";
+    MP_CHECK_INIT(fn);
+    int rc;
+    MPI_Win w =
+        win_new(size, disp_unit, info, comm, win, baseptr ? 0 : MPI_ERR_ARG, fn, &rc);
+    if (!w)
+        return rc;
+    w->shm = 1;
+    MPI_Aint off = 0;
+    if ((rc = shared_block(w, comm, &off)) == MPI_SUCCESS) {
+        w->base = w->shm_base + off;
+        rc = win_setup(w, comm);
+    }
+    if ((rc = win_made(w, rc, comm, win, fn)) == MPI_SUCCESS)
+        *(void **)baseptr = w->size ? w->base : NULL;
+    return rc;
+}
+
+int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
+                         void *baseptr)
+{
+    MP_LOCKED(PMPI_Win_shared_query, (win, rank, size, disp_unit, baseptr));
+    const char *fn = "MPI_Win_shared_query";
+    MP_CHECK_INIT(fn);
+    if (!mp_win_ok(win))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, fn);
+    if (!win->shm)
+        return mp_win_err(win, MPI_ERR_RMA_FLAVOR, fn);
+    if (!size || !disp_unit || !baseptr)
+        return mp_win_err(win, MPI_ERR_ARG, fn);
+    int n = win->comm->size;
+    if (rank != MPI_PROC_NULL && (rank < 0 || rank >= n))
+        return mp_win_err(win, MPI_ERR_RANK, fn);
+    /* MPI_PROC_NULL: the lowest rank with memory */
+    int r = rank == MPI_PROC_NULL ? 0 : rank;
+    while (rank == MPI_PROC_NULL && r < n - 1 && win->peer[r].size == 0)
+        r++;
+    MPI_Aint off = 0;
+    for (int k = 0; k < r; k++)
+        off += (MPI_Aint)win->peer[k].size;
+    *size = (MPI_Aint)win->peer[r].size;
+    *disp_unit = win->peer[r].disp_unit;
+    *(void **)baseptr = *size ? win->shm_base + off : NULL;
     return MPI_SUCCESS;
 }
 
@@ -548,20 +665,12 @@ int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
     MP_LOCKED(PMPI_Win_create_dynamic, (info, comm, win));
     const char *fn = "MPI_Win_create_dynamic";
     MP_CHECK_INIT(fn);
-    int rc = create_check(0, 1, info, comm, win);
-    if (rc)
-        return mp_err(mp_comm_ok(comm) ? comm : MPI_COMM_NULL, rc, fn);
-    MPI_Win w = calloc(1, sizeof *w);
+    int rc;
+    MPI_Win w = win_new(0, 1, info, comm, win, 0, fn, &rc);
     if (!w)
-        return mp_err(comm, MPI_ERR_NO_MEM, fn);
-    w->disp_unit = 1;
+        return rc;
     w->dynamic = 1;
-    if ((rc = win_setup(w, comm)) != MPI_SUCCESS) {
-        win_destroy(w);
-        return mp_err(comm, rc, fn);
-    }
-    *win = w;
-    return MPI_SUCCESS;
+    return win_made(w, win_setup(w, comm), comm, win, fn);
 }
 
 /* Local: exports [base, base + size) to the window's members. */
@@ -627,6 +736,8 @@ int MPI_Win_detach(MPI_Win win, const void *base)
 
 MP_PROFILED(MPI_Win_create);
 MP_PROFILED(MPI_Win_allocate);
+MP_PROFILED(MPI_Win_allocate_shared);
+MP_PROFILED(MPI_Win_shared_query);
 MP_PROFILED(MPI_Win_free);
 MP_PROFILED(MPI_Win_get_group);
 MP_PROFILED(MPI_Win_set_errhandler);

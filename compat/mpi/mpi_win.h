@@ -110,6 +110,15 @@ struct flit_mpi_win {
     struct mp_attr *attrs; /* the program's attributes (mpi_attr.c) */
     MPI_Aint attr_size;    /* MPI_WIN_SIZE's and MPI_WIN_CREATE_FLAVOR's values */
     int attr_flavor;
+    /* MPI_Win_allocate_shared's: the members' memory is one block of its
+       rank 0's (shm_mem, exported as shm_region), mapped here at shm_base
+       (an import, shm_remote, elsewhere); each member's segment follows
+       the one before it (their sizes: peer[].size). */
+    int shm;
+    char *shm_base;
+    void *shm_mem;
+    flit_rma_region_t *shm_region;
+    flit_rma_remote_t *shm_remote;
 };
 
 /* The windows by id, and the handlers' indices on mp_ep (mpi_win.c). */

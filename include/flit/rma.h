@@ -216,6 +216,20 @@ typedef enum flit_rma_path {
 } flit_rma_path;
 FLIT_API flit_rma_path flit_rma_remote_path(const flit_rma_remote_t *remote);
 
+/*
+ * Where remote's region lies in this process when its path is
+ * FLIT_RMA_PATH_COPY (the owner's flit_rma_alloc memory mapped here, or a
+ * region of this rank's own): the program's loads, and its stores where
+ * the access granted has FLIT_RMA_WRITE (the mapping is read-only
+ * otherwise), reach the owner's memory directly, with no call, as VMMC's
+ * imported buffers did. NULL for any other path or a handle that is not a
+ * live import. Valid until flit_rma_release; ordering against the owner's
+ * own loads and stores is the program's (atomics, or a message). The owner
+ * may unexport meanwhile: the pages stay mapped, and what is written there
+ * then reaches nobody's region.
+ */
+FLIT_API void *flit_rma_remote_addr(const flit_rma_remote_t *remote);
+
 /* Waits for the puts and gets still in progress on remote, then forgets
    it; the handle dies. */
 FLIT_API flit_status flit_rma_release(flit_rma_remote_t *remote);

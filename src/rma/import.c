@@ -223,6 +223,15 @@ unsigned flit_rma_remote_access(const flit_rma_remote_t *remote)
     return rm && rm->obj.live ? rm->access : 0;
 }
 
+void *flit_rma_remote_addr(const flit_rma_remote_t *remote)
+{
+    const struct flit_rma_remote *rm = fl_rma_remote_of(remote);
+    if (!rm || !rm->obj.live ||
+        (rm->path != FL_RMA_PATH_SELF && rm->path != FL_RMA_PATH_MAP))
+        return NULL;
+    return rm->base;
+}
+
 flit_rma_path flit_rma_remote_path(const flit_rma_remote_t *remote)
 {
     const struct flit_rma_remote *rm = fl_rma_remote_of(remote);

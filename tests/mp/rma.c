@@ -332,6 +332,10 @@ static size_t rma_files_mapped(void)
 static void check_path(flit_rma_remote_t *r, int kind)
 {
     flit_rma_path p = flit_rma_remote_path(r);
+    /* an address exactly where the caller copies */
+    if ((flit_rma_remote_addr(r) != NULL) != (p == FLIT_RMA_PATH_COPY))
+        FAIL("%s region: path %d, address %p", kind_name[kind], (int)p,
+             flit_rma_remote_addr(r));
     const char *bulk = getenv("FLIT_SHM_BULK");
     bool cma_only = bulk && strcmp(bulk, "cma") == 0;
     if (g.packets && p != FLIT_RMA_PATH_PACKETS)
@@ -377,6 +381,13 @@ static void test_sizes(void)
             get_one(r, i, off, len, s, dst + i % 5);
         }
         CHECK_OK(flit_rma_flush(g.ep, flit_rank(to)));
+        /* the address maps the bytes the gets read */
+        const uint8_t *at = flit_rma_remote_addr(r);
+        if (at) {
+            size_t n = g.max < 4096 ? g.max : 4096;
+            CHECK_OK(flit_rma_get(r, 1, dst, n, 0, NULL));
+            CHECK(memcmp(dst, at + 1, n) == 0);
+        }
         CHECK_OK(flit_rma_release(r));
     }
     free(src);

@@ -5,12 +5,13 @@
  * accumulate op from all ranks at once to one place (the exact sum proves
  * atomicity), get-accumulate, fetch-and-op (every fetched value distinct),
  * compare-and-swap (one winner), complex and MPI_Count accumulates,
- * MPI_Win_sync watching the window's own memory, exclusive locks (read-modify-write from
- * all ranks, the count exact), shared locks held together, flush, the
- * request-based operations, and bad arguments answered with their error
- * classes.
+ * MPI_Win_sync watching the window's own memory, shared-memory windows
+ * (MPI_Win_allocate_shared, MPI_Win_shared_query), exclusive locks (read-modify-write
+ * from all ranks, the count exact), shared locks held together, flush, the request-based
+ * operations, and bad arguments answered with their error classes.
  */
 #include <complex.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mpi_check.h"
@@ -224,6 +225,93 @@ static void complex_and_sync(void)
     }
     OK(MPI_Win_unlock_all(w));
     OK(MPI_Win_free(&w));
+}
+
+/* MPI_Win_allocate_shared on the ranks of this host (MPI_Comm_split_type):
+   segments of different sizes, one empty, contiguous in rank order; each
+   rank stores into its own with plain stores and reads every other's with
+   plain loads; a put lands where the loads see it; MPI_PROC_NULL's query
+   and the errors. Over UDP every rank is its own host's only one, and a
+   window over all of them cannot be shared. */
+static void shared(void)
+{
+    MPI_Comm node;
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                           &node));
+    int nr, nn;
+    OK(MPI_Comm_rank(node, &nr));
+    OK(MPI_Comm_size(node, &nn));
+    int mine = nr == 1 ? 0 : 16 + 8 * nr; /* ints; rank 1 none */
+    int *base;
+    MPI_Win w;
+    OK(MPI_Win_allocate_shared((MPI_Aint)mine * (MPI_Aint)sizeof(int), sizeof(int),
+                               MPI_INFO_NULL, node, &base, &w));
+    CHECK(mine ? base != NULL : base == NULL);
+    int *flavor, flag;
+    OK(MPI_Win_get_attr(w, MPI_WIN_CREATE_FLAVOR, &flavor, &flag));
+    CHECK(flag && *flavor == MPI_WIN_FLAVOR_SHARED);
+    for (int i = 0; i < mine; i++)
+        base[i] = nr * 1000 + i;
+    OK(MPI_Win_fence(0, w));
+    char *first = NULL, *expect = NULL;
+    for (int r = 0; r < nn; r++) {
+        MPI_Aint sz;
+        int du, *p;
+        OK(MPI_Win_shared_query(w, r, &sz, &du, &p));
+        int n = r == 1 ? 0 : 16 + 8 * r;
+        CHECK(sz == (MPI_Aint)n * (MPI_Aint)sizeof(int) && du == (int)sizeof(int));
+        if (!n) {
+            CHECK(p == NULL);
+            continue;
+        }
+        if (!first)
+            first = expect = (char *)p;
+        CHECK((char *)p == expect); /* contiguous, in rank order */
+        expect += sz;
+        for (int i = 0; i < n; i++)
+            CHECK(p[i] == r * 1000 + i);
+    }
+    MPI_Aint sz;
+    int du, *p;
+    OK(MPI_Win_shared_query(w, MPI_PROC_NULL, &sz, &du, &p));
+    CHECK((char *)p == first && sz == 16 * (MPI_Aint)sizeof(int));
+    OK(MPI_Win_fence(0, w));
+    /* a put to the next rank's first int, seen there by a load */
+    if (nn > 1) {
+        int to = (nr + 1) % nn, v = -nr - 1;
+        if (to != 1)
+            OK(MPI_Put(&v, 1, MPI_INT, to, 0, 1, MPI_INT, w));
+    }
+    OK(MPI_Win_fence(0, w));
+    if (nn > 1 && nr != 1)
+        CHECK(base[0] == -((nr + nn - 1) % nn) - 1);
+    OK(MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN));
+    CHECK(MPI_Win_shared_query(w, nn, &sz, &du, &p) == MPI_ERR_RANK);
+    CHECK(MPI_Win_shared_query(w, 0, NULL, &du, &p) == MPI_ERR_ARG);
+    OK(MPI_Win_free(&w));
+
+    /* not shared: MPI_ERR_RMA_FLAVOR */
+    OK(MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &w));
+    OK(MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN));
+    CHECK(MPI_Win_shared_query(w, 0, &sz, &du, &p) == MPI_ERR_RMA_FLAVOR);
+    OK(MPI_Win_free(&w));
+    /* the whole job: shared where every rank is on this host's shared
+       memory, MPI_ERR_RMA_SHARED over UDP */
+    const char *tp = getenv("FLIT_TRANSPORT");
+    int udp = tp && strcmp(tp, "udp") == 0;
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int rc = MPI_Win_allocate_shared(8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &w);
+    CHECK(rc == (udp && size > 1 ? MPI_ERR_RMA_SHARED : MPI_SUCCESS));
+    if (rc == MPI_SUCCESS)
+        OK(MPI_Win_free(&w));
+    CHECK(MPI_Win_allocate_shared(-1, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &w) ==
+          MPI_ERR_SIZE);
+    char msg[MPI_MAX_ERROR_STRING];
+    int len;
+    OK(MPI_Error_string(MPI_ERR_RMA_SHARED, msg, &len));
+    CHECK(len > 0 && strstr(msg, "shared"));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    OK(MPI_Comm_free(&node));
 }
 
 /* Every rank fetches-and-adds rank 0's counter ITER times under a shared
@@ -596,6 +684,7 @@ int main(int argc, char **argv)
     requests();
     pscw();
     dynamic();
+    shared();
     errors();
     OK(MPI_Finalize());
     if (rank == 0)

@@ -145,7 +145,10 @@ static void bad_export_calls(void)
     CHECK(flit_rma_remote_size(r) == sizeof buf);
     CHECK(flit_rma_remote_access(r) == FLIT_RMA_READ);
     CHECK(flit_rma_remote_path(r) == FLIT_RMA_PATH_COPY); /* our own: memmove */
+    CHECK(flit_rma_remote_addr(r) == (void *)buf);        /* ... at its own address */
     CHECK_OK(flit_rma_release(r));
+    CHECK(flit_rma_remote_addr(r) == NULL && flit_rma_remote_addr(NULL) == NULL);
+    CHECK(flit_rma_remote_addr((flit_rma_remote_t *)buf) == NULL);
     CHECK_ST(flit_rma_release(r), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_rma_release(NULL), FLIT_ERR_INVALID_ARG);
     CHECK(flit_rma_remote_size(r) == 0 && flit_rma_remote_access(r) == 0);

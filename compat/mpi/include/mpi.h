@@ -96,7 +96,9 @@ typedef struct MPI_Status {
 #define MPI_ERR_INFO_VALUE 30
 #define MPI_ERR_INFO_NOKEY 31
 #define MPI_ERR_KEYVAL     32 /* an attribute key unknown, freed, or of another kind */
-#define MPI_ERR_LASTCODE   32
+#define MPI_ERR_RMA_SHARED 33 /* the members' memory cannot be shared (mapped) */
+#define MPI_ERR_RMA_FLAVOR 34 /* the window is not of the flavor the call needs */
+#define MPI_ERR_LASTCODE   34
 
 #define MPI_MAX_ERROR_STRING           256
 #define MPI_MAX_PROCESSOR_NAME         256
@@ -689,6 +691,10 @@ int MPI_Win_flush_all(MPI_Win win);
 int MPI_Win_flush_local(int rank, MPI_Win win);
 int MPI_Win_flush_local_all(MPI_Win win);
 int MPI_Win_sync(MPI_Win win);
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                            void *baseptr, MPI_Win *win);
+int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
+                         void *baseptr);
 int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
 int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
 int MPI_Win_complete(MPI_Win win);
@@ -1014,6 +1020,10 @@ int PMPI_Win_flush_all(MPI_Win win);
 int PMPI_Win_flush_local(int rank, MPI_Win win);
 int PMPI_Win_flush_local_all(MPI_Win win);
 int PMPI_Win_sync(MPI_Win win);
+int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                             void *baseptr, MPI_Win *win);
+int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
+                          void *baseptr);
 int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win);
 int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win);
 int PMPI_Win_complete(MPI_Win win);
