@@ -44,7 +44,7 @@ enum {
 
 static void *alloc_bytes(size_t n)
 {
-    return malloc(n ? n : 1);
+    return mp_scratch(n);
 }
 
 /* A packed copy of count elements of t at buf; NULL without memory. */
@@ -237,7 +237,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
     rc = bcast_bytes(comm, p, bytes, root, T_BCAST);
     if (!rc && comm->rank != root)
         unpack_all(p, buffer, count, datatype);
-    free(p);
+    mp_scratch_free(p);
     return mp_err(comm, rc, fn);
 }
 
@@ -248,8 +248,8 @@ static int reduce_start(const void *in, int count, MPI_Datatype t, void **acc, v
     *tmp = alloc_bytes(mp_type_bytes(t, count));
     if (*acc && *tmp)
         return MPI_SUCCESS;
-    free(*acc);
-    free(*tmp);
+    mp_scratch_free(*acc);
+    mp_scratch_free(*tmp);
     return MPI_ERR_NO_MEM;
 }
 
@@ -287,8 +287,8 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     rc = reduce_bytes(comm, &acc, &tmp, count, datatype, op, root);
     if (!rc && at_root)
         unpack_all(acc, recvbuf, count, datatype);
-    free(acc);
-    free(tmp);
+    mp_scratch_free(acc);
+    mp_scratch_free(tmp);
     return mp_err(comm, rc, fn);
 }
 
@@ -309,8 +309,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     rc = allreduce_bytes(comm, &acc, &tmp, count, datatype, op);
     if (!rc)
         unpack_all(acc, recvbuf, count, datatype);
-    free(acc);
-    free(tmp);
+    mp_scratch_free(acc);
+    mp_scratch_free(tmp);
     return mp_err(comm, rc, fn);
 }
 
@@ -326,7 +326,7 @@ static int gatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *re
         if (!p)
             return MPI_ERR_NO_MEM;
         int rc = mp_coll_send(comm, root, T_GATHER, p, mp_type_bytes(stype, scount));
-        free(p);
+        mp_scratch_free(p);
         return rc;
     }
     int rc = MPI_SUCCESS;
@@ -343,7 +343,7 @@ static int gatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *re
             rc = mp_coll_recv(comm, i, T_GATHER, p, bytes);
         if (!rc && !(i == root && sendbuf == MPI_IN_PLACE))
             unpack_all(p, elem(recvbuf, displs[i], rtype), rcounts[i], rtype);
-        free(p);
+        mp_scratch_free(p);
     }
     return rc;
 }
@@ -360,7 +360,7 @@ static int scatterv(const void *sendbuf, const int *scounts, const int *displs,
         int rc = mp_coll_recv(comm, root, T_SCATTER, p, rbytes);
         if (!rc)
             unpack_all(p, recvbuf, rcount, rtype);
-        free(p);
+        mp_scratch_free(p);
         return rc;
     }
     int rc = MPI_SUCCESS;
@@ -377,7 +377,7 @@ static int scatterv(const void *sendbuf, const int *scounts, const int *displs,
             rc = MPI_ERR_TRUNCATE;
         else
             unpack_all(p, recvbuf, rcount, rtype);
-        free(p);
+        mp_scratch_free(p);
     }
     return rc;
 }
@@ -533,7 +533,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     for (int i = 0; !rc && i < n; i++)
         mp_unpack(all + off[i], len[i], elem(recvbuf, displs[i], recvtype), recvcounts[i],
                   recvtype);
-    free(all);
+    mp_scratch_free(all);
     free(off);
     free(len);
     return mp_err(comm, rc, fn);
@@ -587,8 +587,8 @@ static int alltoallw(const char *sbuf, const side *snd, char *rbuf, const side *
             rc = mp_coll_sendrecv(comm, to, out, sb, from, in, rb, T_ALLTOALL);
         if (!rc)
             mp_unpack(in, rb, rbuf + rcv->displs[from], rcv->counts[from], rt);
-        free(out);
-        free(in);
+        mp_scratch_free(out);
+        mp_scratch_free(in);
     }
     return rc;
 }
@@ -609,7 +609,7 @@ static int alltoallw_in_place(char *rbuf, const side *rcv, MPI_Comm comm)
     if (span)
         memcpy(copy, rbuf, (size_t)span);
     int rc = alltoallw(copy, rcv, rbuf, rcv, comm);
-    free(copy);
+    mp_scratch_free(copy);
     return rc;
 }
 
@@ -754,8 +754,8 @@ static int reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
         rc = mp_coll_recv(comm, 0, T_SCATTER, acc, mp_type_bytes(t, counts[r]));
     if (!rc)
         unpack_all(acc, recvbuf, counts[r], t);
-    free(acc);
-    free(tmp);
+    mp_scratch_free(acc);
+    mp_scratch_free(tmp);
     return mp_err(comm, rc, fn);
 }
 
@@ -808,9 +808,9 @@ static int scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, M
     rc = reduce_start(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, t, &partial,
                       &tmp);
     if (rc || !result) {
-        free(result);
+        mp_scratch_free(result);
         if (!rc)
-            free(partial), free(tmp);
+            mp_scratch_free(partial), mp_scratch_free(tmp);
         FAIL(comm, MPI_ERR_NO_MEM, fn);
     }
     int have = !exclusive, n = comm->size, r = comm->rank;
@@ -842,9 +842,9 @@ static int scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, M
     }
     if (!rc && have)
         unpack_all(result, recvbuf, count, t);
-    free(partial);
-    free(tmp);
-    free(result);
+    mp_scratch_free(partial);
+    mp_scratch_free(tmp);
+    mp_scratch_free(result);
     return mp_err(comm, rc, fn);
 }
 

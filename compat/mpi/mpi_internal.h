@@ -395,7 +395,14 @@ const char *mp_nbc_name(void); /* the running coroutine's call, else NULL */
 void mp_nbc_yield(void);       /* back to whoever resumed this coroutine */
 int mp_nbc_run(void);          /* resumes them all; 1 when something moved */
 int mp_nbc_live(void);         /* 1 while one has not ended */
+void mp_nbc_fini(void);        /* MPI_Finalize: the kept stacks unmapped */
 int mp_nbc_drain(void);        /* mpi_p2p.c: waits until none is live */
+
+/* mpi_scratch.c: the collectives' scratch buffers, large ones kept for the
+   next call; any malloc'd block may be given back. */
+void *mp_scratch(size_t n);
+void mp_scratch_free(void *p);
+void mp_scratch_fini(void); /* MPI_Finalize: the kept ones freed */
 
 /* mpi_win.c: one-sided communication */
 flit_status mp_win_init(void); /* its active-message handlers (MPI_Init) */

@@ -208,9 +208,16 @@ size_t mp_type_bytes(MPI_Datatype t, int count)
     return count <= 0 ? 0 : t->size * (size_t)count;
 }
 
+/* Both ways, count elements of a contiguous type are one run of bytes,
+   one memcpy (an element at a time, a char's costs a call per byte). */
 void mp_pack(const void *buf, int count, MPI_Datatype t, void *out)
 {
     unsigned char *o = out;
+    if (count > 0 && mp_type_contig(t, count)) {
+        memcpy(o, (const unsigned char *)buf + t->blocks[0].disp,
+               mp_type_bytes(t, count));
+        return;
+    }
     for (int i = 0; i < count; i++) {
         const unsigned char *base = (const unsigned char *)buf + (MPI_Aint)i * t->extent;
         for (size_t b = 0; b < t->nblocks; b++) {
@@ -223,6 +230,11 @@ void mp_pack(const void *buf, int count, MPI_Datatype t, void *out)
 void mp_unpack(const void *in, size_t bytes, void *buf, int count, MPI_Datatype t)
 {
     const unsigned char *p = in;
+    if (count > 0 && mp_type_contig(t, count)) {
+        size_t all = mp_type_bytes(t, count);
+        memcpy((unsigned char *)buf + t->blocks[0].disp, p, bytes < all ? bytes : all);
+        return;
+    }
     for (int i = 0; i < count && bytes; i++) {
         unsigned char *base = (unsigned char *)buf + (MPI_Aint)i * t->extent;
         for (size_t b = 0; b < t->nblocks && bytes; b++) {
