@@ -61,7 +61,7 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 {
     MP_LOCKED(PMPI_Bsend, (buf, count, datatype, dest, tag, comm));
     int rc = buffered(buf, count, datatype, dest, tag, comm, "MPI_Bsend");
-    return rc ? rc : MPI_Send(buf, count, datatype, dest, tag, comm);
+    return rc ? rc : PMPI_Send(buf, count, datatype, dest, tag, comm);
 }
 
 int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
@@ -69,7 +69,7 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 {
     MP_LOCKED(PMPI_Ibsend, (buf, count, datatype, dest, tag, comm, request));
     int rc = buffered(buf, count, datatype, dest, tag, comm, "MPI_Ibsend");
-    return rc ? rc : MPI_Isend(buf, count, datatype, dest, tag, comm, request);
+    return rc ? rc : PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
 }
 
 /* ---- profiling interface: PMPI_ names (mpi_internal.h) ---- */

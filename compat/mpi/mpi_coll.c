@@ -433,8 +433,8 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
     int *displs, *counts = regular(comm->size, recvcount, &displs);
     if (!counts)
         return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Gather");
-    rc = MPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype,
-                     root, comm);
+    rc = PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype,
+                      root, comm);
     free(counts);
     free(displs);
     return rc;
@@ -476,8 +476,8 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     int *displs, *counts = regular(comm->size, sendcount, &displs);
     if (!counts)
         return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Scatter");
-    rc = MPI_Scatterv(sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype,
-                      root, comm);
+    rc = PMPI_Scatterv(sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype,
+                       root, comm);
     free(counts);
     free(displs);
     return rc;
@@ -552,8 +552,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     int *displs, *counts = regular(comm->size, recvcount, &displs);
     if (!counts)
         return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Allgather");
-    rc = MPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype,
-                        comm);
+    rc = PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype,
+                         comm);
     free(counts);
     free(displs);
     return rc;
@@ -715,7 +715,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     int *sd, *sc = regular(comm->size, sendcount, &sd);
     int *rd, *rcn = regular(comm->size, recvcount, &rd);
     if (sc && rcn)
-        rc = MPI_Alltoallv(sendbuf, sc, sd, sendtype, recvbuf, rcn, rd, recvtype, comm);
+        rc = PMPI_Alltoallv(sendbuf, sc, sd, sendtype, recvbuf, rcn, rd, recvtype, comm);
     else
         rc = mp_err(comm, MPI_ERR_NO_MEM, "MPI_Alltoall");
     if (sc)

@@ -170,7 +170,7 @@ int mp_err_handler(MPI_Errhandler h, int code, const char *fn)
 int MPI_Init(int *argc, char ***argv)
 {
     int provided;
-    return MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
+    return PMPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
 }
 
 /* Fatal when it fails: no communicator has an error handler yet. */

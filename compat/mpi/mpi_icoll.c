@@ -9,7 +9,7 @@
 
 static int run_barrier(const mp_coll_args *a)
 {
-    return MPI_Barrier(a->comm);
+    return PMPI_Barrier(a->comm);
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
@@ -21,7 +21,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 
 static int run_bcast(const mp_coll_args *a)
 {
-    return MPI_Bcast(a->rbuf, a->rcount, a->rtype, a->root, a->comm);
+    return PMPI_Bcast(a->rbuf, a->rcount, a->rtype, a->root, a->comm);
 }
 
 int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
@@ -49,7 +49,7 @@ static mp_coll_args reduction(const void *sendbuf, void *recvbuf, int count,
 
 static int run_reduce(const mp_coll_args *a)
 {
-    return MPI_Reduce(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op, a->root, a->comm);
+    return PMPI_Reduce(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op, a->root, a->comm);
 }
 
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -62,7 +62,7 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 
 static int run_allreduce(const mp_coll_args *a)
 {
-    return MPI_Allreduce(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op, a->comm);
+    return PMPI_Allreduce(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op, a->comm);
 }
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -75,8 +75,8 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 
 static int run_reduce_scatter_block(const mp_coll_args *a)
 {
-    return MPI_Reduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op,
-                                    a->comm);
+    return PMPI_Reduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op,
+                                     a->comm);
 }
 
 int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
@@ -92,7 +92,7 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 
 static int run_reduce_scatter(const mp_coll_args *a)
 {
-    return MPI_Reduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->rtype, a->op, a->comm);
+    return PMPI_Reduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->rtype, a->op, a->comm);
 }
 
 int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
@@ -108,7 +108,7 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
 
 static int run_scan(const mp_coll_args *a)
 {
-    return MPI_Scan(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op, a->comm);
+    return PMPI_Scan(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op, a->comm);
 }
 
 int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -121,7 +121,7 @@ int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 
 static int run_exscan(const mp_coll_args *a)
 {
-    return MPI_Exscan(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op, a->comm);
+    return PMPI_Exscan(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op, a->comm);
 }
 
 int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
@@ -150,8 +150,8 @@ static mp_coll_args movement(const void *sendbuf, int sendcount, MPI_Datatype se
 
 static int run_gather(const mp_coll_args *a)
 {
-    return MPI_Gather(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount, a->rtype, a->root,
-                      a->comm);
+    return PMPI_Gather(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount, a->rtype,
+                       a->root, a->comm);
 }
 
 int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -167,8 +167,8 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 
 static int run_gatherv(const mp_coll_args *a)
 {
-    return MPI_Gatherv(a->sbuf, a->scount, a->stype, a->rbuf, a->rcounts, a->rdispls,
-                       a->rtype, a->root, a->comm);
+    return PMPI_Gatherv(a->sbuf, a->scount, a->stype, a->rbuf, a->rcounts, a->rdispls,
+                        a->rtype, a->root, a->comm);
 }
 
 int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -185,8 +185,8 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 
 static int run_scatter(const mp_coll_args *a)
 {
-    return MPI_Scatter(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount, a->rtype,
-                       a->root, a->comm);
+    return PMPI_Scatter(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount, a->rtype,
+                        a->root, a->comm);
 }
 
 int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -202,8 +202,8 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 
 static int run_scatterv(const mp_coll_args *a)
 {
-    return MPI_Scatterv(a->sbuf, a->scounts, a->sdispls, a->stype, a->rbuf, a->rcount,
-                        a->rtype, a->root, a->comm);
+    return PMPI_Scatterv(a->sbuf, a->scounts, a->sdispls, a->stype, a->rbuf, a->rcount,
+                         a->rtype, a->root, a->comm);
 }
 
 int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
@@ -220,8 +220,8 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[
 
 static int run_allgather(const mp_coll_args *a)
 {
-    return MPI_Allgather(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount, a->rtype,
-                         a->comm);
+    return PMPI_Allgather(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount, a->rtype,
+                          a->comm);
 }
 
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -237,8 +237,8 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 
 static int run_allgatherv(const mp_coll_args *a)
 {
-    return MPI_Allgatherv(a->sbuf, a->scount, a->stype, a->rbuf, a->rcounts, a->rdispls,
-                          a->rtype, a->comm);
+    return PMPI_Allgatherv(a->sbuf, a->scount, a->stype, a->rbuf, a->rcounts, a->rdispls,
+                           a->rtype, a->comm);
 }
 
 int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -255,8 +255,8 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 
 static int run_alltoall(const mp_coll_args *a)
 {
-    return MPI_Alltoall(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount, a->rtype,
-                        a->comm);
+    return PMPI_Alltoall(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount, a->rtype,
+                         a->comm);
 }
 
 int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -272,8 +272,8 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 
 static int run_alltoallv(const mp_coll_args *a)
 {
-    return MPI_Alltoallv(a->sbuf, a->scounts, a->sdispls, a->stype, a->rbuf, a->rcounts,
-                         a->rdispls, a->rtype, a->comm);
+    return PMPI_Alltoallv(a->sbuf, a->scounts, a->sdispls, a->stype, a->rbuf, a->rcounts,
+                          a->rdispls, a->rtype, a->comm);
 }
 
 int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
@@ -291,8 +291,8 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
 
 static int run_alltoallw(const mp_coll_args *a)
 {
-    return MPI_Alltoallw(a->sbuf, a->scounts, a->sdispls, a->stypes, a->rbuf, a->rcounts,
-                         a->rdispls, a->rtypes, a->comm);
+    return PMPI_Alltoallw(a->sbuf, a->scounts, a->sdispls, a->stypes, a->rbuf, a->rcounts,
+                          a->rdispls, a->rtypes, a->comm);
 }
 
 int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],

@@ -168,11 +168,11 @@ int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo)
         return fail(MPI_ERR_INFO, "MPI_Info_dup");
     if (!newinfo)
         return fail(MPI_ERR_ARG, "MPI_Info_dup");
-    int rc = MPI_Info_create(newinfo);
+    int rc = PMPI_Info_create(newinfo);
     for (int i = 0; !rc && i < info->n; i++)
-        rc = MPI_Info_set(*newinfo, info->e[i].key, info->e[i].value);
+        rc = PMPI_Info_set(*newinfo, info->e[i].key, info->e[i].value);
     if (rc && *newinfo)
-        MPI_Info_free(newinfo);
+        PMPI_Info_free(newinfo);
     return rc;
 }
 

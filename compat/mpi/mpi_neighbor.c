@@ -283,8 +283,8 @@ int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 
 static int run_allgather(const mp_coll_args *a)
 {
-    return MPI_Neighbor_allgather(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount,
-                                  a->rtype, a->comm);
+    return PMPI_Neighbor_allgather(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount,
+                                   a->rtype, a->comm);
 }
 
 int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -305,8 +305,8 @@ int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
 
 static int run_allgatherv(const mp_coll_args *a)
 {
-    return MPI_Neighbor_allgatherv(a->sbuf, a->scount, a->stype, a->rbuf, a->rcounts,
-                                   a->rdispls, a->rtype, a->comm);
+    return PMPI_Neighbor_allgatherv(a->sbuf, a->scount, a->stype, a->rbuf, a->rcounts,
+                                    a->rdispls, a->rtype, a->comm);
 }
 
 int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -328,8 +328,8 @@ int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype se
 
 static int run_alltoall(const mp_coll_args *a)
 {
-    return MPI_Neighbor_alltoall(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount,
-                                 a->rtype, a->comm);
+    return PMPI_Neighbor_alltoall(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount,
+                                  a->rtype, a->comm);
 }
 
 int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -350,8 +350,8 @@ int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
 
 static int run_alltoallv(const mp_coll_args *a)
 {
-    return MPI_Neighbor_alltoallv(a->sbuf, a->scounts, a->sdispls, a->stype, a->rbuf,
-                                  a->rcounts, a->rdispls, a->rtype, a->comm);
+    return PMPI_Neighbor_alltoallv(a->sbuf, a->scounts, a->sdispls, a->stype, a->rbuf,
+                                   a->rcounts, a->rdispls, a->rtype, a->comm);
 }
 
 int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[],
@@ -375,8 +375,8 @@ int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[],
 
 static int run_alltoallw(const mp_coll_args *a)
 {
-    return MPI_Neighbor_alltoallw(a->sbuf, a->scounts, a->sbdispls, a->stypes, a->rbuf,
-                                  a->rcounts, a->rbdispls, a->rtypes, a->comm);
+    return PMPI_Neighbor_alltoallw(a->sbuf, a->scounts, a->sbdispls, a->stypes, a->rbuf,
+                                   a->rcounts, a->rbdispls, a->rtypes, a->comm);
 }
 
 int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],

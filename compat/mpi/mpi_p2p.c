@@ -1226,7 +1226,7 @@ int MPI_Startall(int count, MPI_Request requests[])
     MP_LOCKED(PMPI_Startall, (count, requests));
     int rc = check_array(count, requests, "MPI_Startall");
     for (int i = 0; !rc && i < count; i++)
-        rc = MPI_Start(&requests[i]);
+        rc = PMPI_Start(&requests[i]);
     return rc;
 }
 
@@ -1325,9 +1325,9 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
                   "MPI_Sendrecv");
     if (rc)
         return rc;
-    rc = MPI_Send(sendbuf, sendcount, sendtype, dest, sendtag, comm);
+    rc = PMPI_Send(sendbuf, sendcount, sendtype, dest, sendtag, comm);
     if (rc) {
-        MPI_Cancel(&r);
+        PMPI_Cancel(&r);
         wait_one(&r, MPI_STATUS_IGNORE);
         return rc;
     }
@@ -1351,8 +1351,8 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
     if (!copy)
         return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace");
     mp_pack(buf, count, datatype, copy);
-    rc = MPI_Sendrecv(copy, (int)bytes, MPI_BYTE, dest, sendtag, buf, count, datatype,
-                      source, recvtag, comm, status);
+    rc = PMPI_Sendrecv(copy, (int)bytes, MPI_BYTE, dest, sendtag, buf, count, datatype,
+                       source, recvtag, comm, status);
     free(copy);
     return rc;
 }

@@ -80,7 +80,7 @@ static const struct mp_topo *topo_of(MPI_Comm comm, int kind, int *rc, const cha
    failure). Collective over comm; a failure is reported by the split. */
 static int attach(MPI_Comm comm, int n, struct mp_topo *t, MPI_Comm *out)
 {
-    int rc = MPI_Comm_split(comm, comm->rank < n ? 0 : MPI_UNDEFINED, comm->rank, out);
+    int rc = PMPI_Comm_split(comm, comm->rank < n ? 0 : MPI_UNDEFINED, comm->rank, out);
     if (rc || *out == MPI_COMM_NULL)
         mp_topo_free(t);
     else
@@ -345,11 +345,11 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
             color = color * t->dims[d] + c[d];
         }
     }
-    if ((rc = MPI_Comm_split(comm, color, key, newcomm)) != MPI_SUCCESS)
+    if ((rc = PMPI_Comm_split(comm, color, key, newcomm)) != MPI_SUCCESS)
         return rc; /* reported by the split */
     /* No dimension kept: a grid of one point (MPI 3.1, 7.5.7, zero-dim). */
     if (!((*newcomm)->topo = cart_new(kept, dims, periods, (*newcomm)->rank))) {
-        MPI_Comm_free(newcomm);
+        PMPI_Comm_free(newcomm);
         return mp_err(comm, MPI_ERR_NO_MEM, fn);
     }
     return MPI_SUCCESS;
@@ -507,7 +507,7 @@ static int ends_exchange(const ends *out, ends *in, MPI_Comm comm, const char *f
     in->displ = calloc((size_t)size, sizeof(int));
     if (!in->count || !in->displ)
         return mp_err(comm, MPI_ERR_NO_MEM, fn);
-    int rc = MPI_Alltoall(out->count, 1, MPI_INT, in->count, 1, MPI_INT, comm);
+    int rc = PMPI_Alltoall(out->count, 1, MPI_INT, in->count, 1, MPI_INT, comm);
     long long total = 0;
     for (int r = 0; !rc && r < size; r++)
         in->displ[r] = (int)total, total += in->count[r];
@@ -515,8 +515,8 @@ static int ends_exchange(const ends *out, ends *in, MPI_Comm comm, const char *f
                 !(in->buf = malloc(total ? (size_t)total * sizeof(int) : 1))))
         return mp_err(comm, MPI_ERR_NO_MEM, fn);
     if (!rc)
-        rc = MPI_Alltoallv(out->buf, out->count, out->displ, MPI_INT, in->buf, in->count,
-                           in->displ, MPI_INT, comm);
+        rc = PMPI_Alltoallv(out->buf, out->count, out->displ, MPI_INT, in->buf, in->count,
+                            in->displ, MPI_INT, comm);
     return rc;
 }
 

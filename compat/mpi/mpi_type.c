@@ -380,8 +380,8 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
     int rc = check_old(old, count, newtype);
     if (rc)
         return TYPE_FAIL(rc, "MPI_Type_vector");
-    return MPI_Type_create_hvector(count, blocklength, (MPI_Aint)stride * old->extent,
-                                   old, newtype);
+    return PMPI_Type_create_hvector(count, blocklength, (MPI_Aint)stride * old->extent,
+                                    old, newtype);
 }
 
 int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype)
@@ -390,7 +390,7 @@ int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype)
     int rc = check_old(old, count, newtype);
     if (rc)
         return TYPE_FAIL(rc, "MPI_Type_contiguous");
-    return MPI_Type_create_hvector(1, count, 0, old, newtype);
+    return PMPI_Type_create_hvector(1, count, 0, old, newtype);
 }
 
 int MPI_Type_create_hindexed(int count, const int blocklengths[],
@@ -432,7 +432,7 @@ int MPI_Type_indexed(int count, const int blocklengths[], const int displacement
         return TYPE_FAIL(MPI_ERR_NO_MEM, "MPI_Type_indexed");
     for (int i = 0; i < count; i++)
         d[i] = (MPI_Aint)displacements[i] * old->extent;
-    rc = MPI_Type_create_hindexed(count, blocklengths, d, old, newtype);
+    rc = PMPI_Type_create_hindexed(count, blocklengths, d, old, newtype);
     free(d);
     return rc;
 }
@@ -485,7 +485,7 @@ int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype)
 {
     MP_LOCKED(PMPI_Type_dup, (old, newtype));
     int rc =
-        MPI_Type_create_resized(old, old ? old->lb : 0, old ? old->extent : 0, newtype);
+        PMPI_Type_create_resized(old, old ? old->lb : 0, old ? old->extent : 0, newtype);
     if (rc == MPI_SUCCESS && old->committed)
         (*newtype)->committed = 1;
     return rc;
