@@ -87,6 +87,7 @@ struct flit_mpi_type {
             const char *name;                   /* a predefined type's */
             char set_name[MPI_MAX_OBJECT_NAME]; /* MPI_Type_set_name's, else "" */
             size_t nbasic; /* a derived type's basic elements in one element */
+            struct mp_envelope *env; /* how a derived type was made, else NULL */
         };
         char flit_pad[256]; /* the exported objects' size, fixed */
     };
@@ -296,6 +297,7 @@ void mp_comm_fini(void);
 void mp_type_init(void);                       /* the predefined types' blocks */
 size_t mp_basic_size(int basic);               /* bytes of a basic type (its index) */
 int mp_type_ok(MPI_Datatype t);                /* predefined or committed */
+int mp_type_live(MPI_Datatype t);              /* predefined or not freed */
 int mp_type_contig(MPI_Datatype t, int count); /* count elements lie in one run */
 size_t mp_type_bytes(MPI_Datatype t, int count);
 void mp_pack(const void *buf, int count, MPI_Datatype t, void *out);
@@ -400,6 +402,18 @@ int mp_nbc_drain(void);        /* mpi_p2p.c: waits until none is live */
 
 /* mpi_scratch.c: the collectives' scratch buffers, large ones kept for the
    next call; any malloc'd block may be given back. */
+/* mpi_envelope.c: how a derived type was made. t made by combiner from
+   ints (given in runs), addresses and types (held from now on); what t
+   recorded before goes. MPI_ERR_NO_MEM, or MPI_SUCCESS. forget: at t's
+   release. */
+typedef struct mp_iseg {
+    const int *p;
+    int n;
+} mp_iseg;
+int mp_type_made(MPI_Datatype t, int combiner, const mp_iseg *iseg, int nseg, int na,
+                 const MPI_Aint *aints, int nd, const MPI_Datatype *types);
+void mp_type_forget(MPI_Datatype t);
+
 void *mp_scratch(size_t n);
 void mp_scratch_free(void *p);
 void mp_scratch_fini(void); /* MPI_Finalize: the kept ones freed */

@@ -353,6 +353,21 @@ static int check_old(MPI_Datatype old, int count, void *out)
 
 #define TYPE_FAIL(rc, fn) mp_err(MPI_COMM_NULL, rc, fn)
 
+/* The end of a public constructor: *newtype, made (rc MPI_SUCCESS),
+   records how (mpi_envelope.c); without memory for that it is not made. */
+static int made(int rc, MPI_Datatype *newtype, int combiner, const mp_iseg *iseg,
+                int nseg, int na, const MPI_Aint *aints, int nd,
+                const MPI_Datatype *types, const char *fn)
+{
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (mp_type_made(*newtype, combiner, iseg, nseg, na, aints, nd, types) == MPI_SUCCESS)
+        return MPI_SUCCESS;
+    mp_type_release(*newtype);
+    *newtype = MPI_DATATYPE_NULL;
+    return TYPE_FAIL(MPI_ERR_NO_MEM, fn);
+}
+
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype old,
                             MPI_Datatype *newtype)
 {
@@ -370,7 +385,9 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
             rc = b_elem(&b, old, i * stride + j * old->extent);
     if ((rc = b_finish(&b, rc, newtype)))
         return TYPE_FAIL(rc, "MPI_Type_create_hvector");
-    return MPI_SUCCESS;
+    int h[2] = {count, blocklength};
+    return made(rc, newtype, MPI_COMBINER_HVECTOR, &(mp_iseg){h, 2}, 1, 1, &stride, 1,
+                &old, "MPI_Type_create_hvector");
 }
 
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
@@ -380,8 +397,11 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old,
     int rc = check_old(old, count, newtype);
     if (rc)
         return TYPE_FAIL(rc, "MPI_Type_vector");
-    return PMPI_Type_create_hvector(count, blocklength, (MPI_Aint)stride * old->extent,
-                                    old, newtype);
+    rc = PMPI_Type_create_hvector(count, blocklength, (MPI_Aint)stride * old->extent, old,
+                                  newtype);
+    int h[3] = {count, blocklength, stride};
+    return made(rc, newtype, MPI_COMBINER_VECTOR, &(mp_iseg){h, 3}, 1, 0, NULL, 1, &old,
+                "MPI_Type_vector");
 }
 
 int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype)
@@ -390,7 +410,9 @@ int MPI_Type_contiguous(int count, MPI_Datatype old, MPI_Datatype *newtype)
     int rc = check_old(old, count, newtype);
     if (rc)
         return TYPE_FAIL(rc, "MPI_Type_contiguous");
-    return PMPI_Type_create_hvector(1, count, 0, old, newtype);
+    rc = PMPI_Type_create_hvector(1, count, 0, old, newtype);
+    return made(rc, newtype, MPI_COMBINER_CONTIGUOUS, &(mp_iseg){&count, 1}, 1, 0, NULL,
+                1, &old, "MPI_Type_contiguous");
 }
 
 int MPI_Type_create_hindexed(int count, const int blocklengths[],
@@ -415,7 +437,9 @@ int MPI_Type_create_hindexed(int count, const int blocklengths[],
             rc = b_elem(&b, old, displacements[i] + j * old->extent);
     if ((rc = b_finish(&b, rc, newtype)))
         return TYPE_FAIL(rc, "MPI_Type_create_hindexed");
-    return MPI_SUCCESS;
+    mp_iseg is[2] = {{&count, 1}, {blocklengths, count}};
+    return made(rc, newtype, MPI_COMBINER_HINDEXED, is, 2, count, displacements, 1, &old,
+                "MPI_Type_create_hindexed");
 }
 
 int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
@@ -434,7 +458,9 @@ int MPI_Type_indexed(int count, const int blocklengths[], const int displacement
         d[i] = (MPI_Aint)displacements[i] * old->extent;
     rc = PMPI_Type_create_hindexed(count, blocklengths, d, old, newtype);
     free(d);
-    return rc;
+    mp_iseg is[3] = {{&count, 1}, {blocklengths, count}, {displacements, count}};
+    return made(rc, newtype, MPI_COMBINER_INDEXED, is, 3, 0, NULL, 1, &old,
+                "MPI_Type_indexed");
 }
 
 int MPI_Type_create_struct(int count, const int blocklengths[],
@@ -460,7 +486,9 @@ int MPI_Type_create_struct(int count, const int blocklengths[],
             rc = b_elem(&b, types[i], displacements[i] + j * types[i]->extent);
     if ((rc = b_finish(&b, rc, newtype)))
         return TYPE_FAIL(rc, "MPI_Type_create_struct");
-    return MPI_SUCCESS;
+    mp_iseg is[2] = {{&count, 1}, {blocklengths, count}};
+    return made(rc, newtype, MPI_COMBINER_STRUCT, is, 2, count, displacements, count,
+                types, "MPI_Type_create_struct");
 }
 
 int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent,
@@ -478,7 +506,9 @@ int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent,
         return TYPE_FAIL(rc, "MPI_Type_create_resized");
     (*newtype)->lb = lb;
     (*newtype)->extent = extent;
-    return MPI_SUCCESS;
+    MPI_Aint a[2] = {lb, extent};
+    return made(rc, newtype, MPI_COMBINER_RESIZED, NULL, 0, 2, a, 1, &old,
+                "MPI_Type_create_resized");
 }
 
 int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype)
@@ -488,7 +518,7 @@ int MPI_Type_dup(MPI_Datatype old, MPI_Datatype *newtype)
         PMPI_Type_create_resized(old, old ? old->lb : 0, old ? old->extent : 0, newtype);
     if (rc == MPI_SUCCESS && old->committed)
         (*newtype)->committed = 1;
-    return rc;
+    return made(rc, newtype, MPI_COMBINER_DUP, NULL, 0, 0, NULL, 1, &old, "MPI_Type_dup");
 }
 
 /* ---- constructors made of the ones above ---- */
@@ -517,8 +547,12 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displace
 {
     MP_LOCKED(PMPI_Type_create_indexed_block,
               (count, blocklength, displacements, old, newtype));
-    return blocks_of(count, blocklength, displacements, NULL, old, newtype,
-                     "MPI_Type_create_indexed_block");
+    int rc = blocks_of(count, blocklength, displacements, NULL, old, newtype,
+                       "MPI_Type_create_indexed_block");
+    int h[2] = {count, blocklength};
+    mp_iseg is[2] = {{h, 2}, {displacements, count}};
+    return made(rc, newtype, MPI_COMBINER_INDEXED_BLOCK, is, 2, 0, NULL, 1, &old,
+                "MPI_Type_create_indexed_block");
 }
 
 int MPI_Type_create_hindexed_block(int count, int blocklength,
@@ -529,8 +563,11 @@ int MPI_Type_create_hindexed_block(int count, int blocklength,
               (count, blocklength, displacements, old, newtype));
     if (count > 0 && !displacements)
         return TYPE_FAIL(MPI_ERR_ARG, "MPI_Type_create_hindexed_block");
-    return blocks_of(count, blocklength, NULL, displacements, old, newtype,
-                     "MPI_Type_create_hindexed_block");
+    int rc = blocks_of(count, blocklength, NULL, displacements, old, newtype,
+                       "MPI_Type_create_hindexed_block");
+    int h[2] = {count, blocklength};
+    return made(rc, newtype, MPI_COMBINER_HINDEXED_BLOCK, &(mp_iseg){h, 2}, 1, count,
+                displacements, 1, &old, "MPI_Type_create_hindexed_block");
 }
 
 static int subarray_ok(int ndims, const int *sizes, const int *subsizes,
@@ -605,7 +642,9 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
         return rc;
     rc = PMPI_Type_create_resized(rowsT, 0, total * old->extent, newtype);
     mp_type_release(rowsT);
-    return rc;
+    mp_iseg is[5] = {
+        {&ndims, 1}, {sizes, ndims}, {subsizes, ndims}, {starts, ndims}, {&order, 1}};
+    return made(rc, newtype, MPI_COMBINER_SUBARRAY, is, 5, 0, NULL, 1, &old, fn);
 }
 
 int MPI_Type_commit(MPI_Datatype *datatype)
@@ -624,6 +663,7 @@ void mp_type_release(MPI_Datatype t)
 {
     if (!t || t->predefined || --t->refs > 0)
         return;
+    mp_type_forget(t);
     if (t->blocks != &t->inline_block)
         free(t->blocks);
     free(t);
@@ -640,7 +680,7 @@ int MPI_Type_free(MPI_Datatype *datatype)
     return MPI_SUCCESS;
 }
 
-static int any_type_ok(MPI_Datatype t)
+int mp_type_live(MPI_Datatype t)
 {
     mp_type_init();
     return t && t->blocks && t->refs >= 0 && (t->predefined || t->refs > 0);
@@ -650,7 +690,7 @@ static int any_type_ok(MPI_Datatype t)
    query with one answer passes it twice). An error class, or 0. */
 static int type_query(MPI_Datatype t, const void *a, const void *b, const char *fn)
 {
-    if (!any_type_ok(t))
+    if (!mp_type_live(t))
         return TYPE_FAIL(MPI_ERR_TYPE, fn);
     if (!a || !b)
         return TYPE_FAIL(MPI_ERR_ARG, fn);

@@ -5,7 +5,8 @@
  * (vector, hvector, indexed, hindexed, struct, resized, contiguous, dup)
  * sent and received both ways round, the holes left untouched, counts,
  * truncation, a type freed while a request still uses it; the complex
- * types, MPI_OFFSET and MPI_COUNT, the MPI_Count queries.
+ * types, MPI_OFFSET and MPI_COUNT, the MPI_Count queries; every
+ * constructor's envelope and contents.
  */
 #include <complex.h>
 #include <stddef.h>
@@ -448,6 +449,106 @@ static void counts_and_complex(void)
     CHECK(MPI_Aint_add(a0, 5 * (MPI_Aint)sizeof src[0]) == a5);
 }
 
+/* MPI_Type_get_envelope and get_contents: each constructor's combiner and
+   arguments given back; a type rebuilt from them has the same size and
+   extent; the types named are held past the program's free of them, and a
+   derived one handed out is the program's to free. */
+static void expect_env(MPI_Datatype t, int combiner, int ni, int na, int nd)
+{
+    int i, a, d, c;
+    OK(MPI_Type_get_envelope(t, &i, &a, &d, &c));
+    if (c != combiner || i != ni || a != na || d != nd) {
+        fprintf(stderr, "envelope %d %d %d %d, expected %d %d %d %d\n", c, i, a, d,
+                combiner, ni, na, nd);
+        CHECK(0);
+    }
+}
+
+static void envelopes(void)
+{
+    int ints[16];
+    MPI_Aint addrs[8];
+    MPI_Datatype types[4];
+    expect_env(MPI_INT, MPI_COMBINER_NAMED, 0, 0, 0);
+    expect_env(MPI_2INT, MPI_COMBINER_NAMED, 0, 0, 0);
+
+    MPI_Datatype vec, hvec, contig, idx, hidx, blk, hblk, st, sub, rs, dup;
+    OK(MPI_Type_vector(3, 2, 5, MPI_DOUBLE, &vec));
+    expect_env(vec, MPI_COMBINER_VECTOR, 3, 0, 1);
+    OK(MPI_Type_get_contents(vec, 16, 8, 4, ints, addrs, types));
+    CHECK(ints[0] == 3 && ints[1] == 2 && ints[2] == 5 && types[0] == MPI_DOUBLE);
+    OK(MPI_Type_create_hvector(2, 1, 100, vec, &hvec));
+    expect_env(hvec, MPI_COMBINER_HVECTOR, 2, 1, 1);
+    OK(MPI_Type_get_contents(hvec, 16, 8, 4, ints, addrs, types));
+    CHECK(ints[0] == 2 && ints[1] == 1 && addrs[0] == 100 && types[0] == vec);
+    OK(MPI_Type_free(&types[0])); /* a derived one: the program's to free */
+    OK(MPI_Type_contiguous(7, MPI_INT, &contig));
+    expect_env(contig, MPI_COMBINER_CONTIGUOUS, 1, 0, 1);
+    int bl[3] = {1, 2, 3}, dp[3] = {0, 4, 10};
+    OK(MPI_Type_indexed(3, bl, dp, MPI_INT, &idx));
+    expect_env(idx, MPI_COMBINER_INDEXED, 7, 0, 1);
+    OK(MPI_Type_get_contents(idx, 7, 0, 1, ints, NULL, types));
+    CHECK(ints[0] == 3 && ints[3] == 3 && ints[4] == 0 && ints[6] == 10);
+    MPI_Aint hdp[3] = {0, 16, 40};
+    OK(MPI_Type_create_hindexed(3, bl, hdp, MPI_INT, &hidx));
+    expect_env(hidx, MPI_COMBINER_HINDEXED, 4, 3, 1);
+    OK(MPI_Type_create_indexed_block(3, 2, dp, MPI_INT, &blk));
+    expect_env(blk, MPI_COMBINER_INDEXED_BLOCK, 5, 0, 1);
+    OK(MPI_Type_create_hindexed_block(3, 2, hdp, MPI_INT, &hblk));
+    expect_env(hblk, MPI_COMBINER_HINDEXED_BLOCK, 2, 3, 1);
+    MPI_Datatype parts[2] = {MPI_CHAR, contig};
+    int sbl[2] = {3, 1};
+    MPI_Aint sdp[2] = {0, 8};
+    OK(MPI_Type_create_struct(2, sbl, sdp, parts, &st));
+    expect_env(st, MPI_COMBINER_STRUCT, 3, 2, 2);
+    OK(MPI_Type_get_contents(st, 3, 2, 2, ints, addrs, types));
+    CHECK(ints[0] == 2 && ints[1] == 3 && ints[2] == 1 && addrs[1] == 8);
+    CHECK(types[0] == MPI_CHAR && types[1] == contig);
+    OK(MPI_Type_free(&types[1]));
+    int sizes[2] = {6, 8}, subs[2] = {2, 3}, starts[2] = {1, 4};
+    OK(MPI_Type_create_subarray(2, sizes, subs, starts, MPI_ORDER_C, MPI_FLOAT, &sub));
+    expect_env(sub, MPI_COMBINER_SUBARRAY, 8, 0, 1);
+    OK(MPI_Type_get_contents(sub, 8, 0, 1, ints, addrs, types));
+    CHECK(ints[0] == 2 && ints[1] == 6 && ints[4] == 3 && ints[6] == 4 &&
+          ints[7] == MPI_ORDER_C && types[0] == MPI_FLOAT);
+    OK(MPI_Type_create_resized(idx, -4, 64, &rs));
+    expect_env(rs, MPI_COMBINER_RESIZED, 0, 2, 1);
+    OK(MPI_Type_dup(st, &dup));
+    expect_env(dup, MPI_COMBINER_DUP, 0, 0, 1);
+
+    /* rebuilt from its contents: the same layout */
+    OK(MPI_Type_get_contents(st, 3, 2, 2, ints, addrs, types));
+    MPI_Datatype again;
+    OK(MPI_Type_create_struct(ints[0], &ints[1], addrs, types, &again));
+    MPI_Aint lb1, ex1, lb2, ex2;
+    int s1, s2;
+    OK(MPI_Type_size(st, &s1));
+    OK(MPI_Type_size(again, &s2));
+    OK(MPI_Type_get_extent(st, &lb1, &ex1));
+    OK(MPI_Type_get_extent(again, &lb2, &ex2));
+    CHECK(s1 == s2 && lb1 == lb2 && ex1 == ex2);
+    OK(MPI_Type_free(&types[1]));
+    OK(MPI_Type_free(&again));
+
+    /* the types named outlive the program's handles: contig freed, the
+       struct still holds it */
+    OK(MPI_Type_free(&contig));
+    OK(MPI_Type_get_contents(st, 3, 2, 2, ints, addrs, types));
+    OK(MPI_Type_size(types[1], &s1));
+    CHECK(s1 == 7 * (int)sizeof(int));
+    OK(MPI_Type_free(&types[1]));
+
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(MPI_Type_get_contents(MPI_INT, 0, 0, 0, ints, addrs, types) == MPI_ERR_ARG);
+    CHECK(MPI_Type_get_contents(vec, 2, 0, 1, ints, addrs, types) == MPI_ERR_ARG);
+    CHECK(MPI_Type_get_envelope(MPI_DATATYPE_NULL, &s1, &s1, &s1, &s1) == MPI_ERR_TYPE);
+    CHECK(MPI_Type_get_envelope(vec, NULL, &s1, &s1, &s1) == MPI_ERR_ARG);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    MPI_Datatype all[] = {vec, hvec, idx, hidx, blk, hblk, st, sub, rs, dup};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        OK(MPI_Type_free(&all[k]));
+}
+
 int main(int argc, char **argv)
 {
     int size;
@@ -465,6 +566,7 @@ int main(int argc, char **argv)
     blocks_and_subarrays();
     elements();
     counts_and_complex();
+    envelopes();
     OK(MPI_Finalize());
     return 0;
 }

@@ -138,6 +138,29 @@ extern int flit_mpi_unweighted[1], flit_mpi_weights_empty[1];
 #define MPI_ORDER_C       56
 #define MPI_ORDER_FORTRAN 57
 
+/* MPI_Type_get_envelope's combiners: how a type was made (MPI 3.1, 4.1.13).
+   flit makes no DARRAY, F90 or MPI-1 *_INTEGER types; their names are here
+   for programs that switch over all of them. */
+#define MPI_COMBINER_NAMED            1
+#define MPI_COMBINER_DUP              2
+#define MPI_COMBINER_CONTIGUOUS       3
+#define MPI_COMBINER_VECTOR           4
+#define MPI_COMBINER_HVECTOR_INTEGER  5
+#define MPI_COMBINER_HVECTOR          6
+#define MPI_COMBINER_INDEXED          7
+#define MPI_COMBINER_HINDEXED_INTEGER 8
+#define MPI_COMBINER_HINDEXED         9
+#define MPI_COMBINER_INDEXED_BLOCK    10
+#define MPI_COMBINER_STRUCT_INTEGER   11
+#define MPI_COMBINER_STRUCT           12
+#define MPI_COMBINER_SUBARRAY         13
+#define MPI_COMBINER_DARRAY           14
+#define MPI_COMBINER_F90_REAL         15
+#define MPI_COMBINER_F90_COMPLEX      16
+#define MPI_COMBINER_F90_INTEGER      17
+#define MPI_COMBINER_RESIZED          18
+#define MPI_COMBINER_HINDEXED_BLOCK   19
+
 #define MPI_THREAD_SINGLE     0
 #define MPI_THREAD_FUNNELED   1
 #define MPI_THREAD_SERIALIZED 2
@@ -433,6 +456,12 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
                              const int starts[], int order, MPI_Datatype old,
                              MPI_Datatype *newtype);
 int MPI_Type_size(MPI_Datatype datatype, int *size);
+int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                          int *num_datatypes, int *combiner);
+int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                          int max_datatypes, int array_of_integers[],
+                          MPI_Aint array_of_addresses[],
+                          MPI_Datatype array_of_datatypes[]);
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
                              MPI_Aint *true_extent);
@@ -852,6 +881,12 @@ int PMPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[]
                               const int starts[], int order, MPI_Datatype old,
                               MPI_Datatype *newtype);
 int PMPI_Type_size(MPI_Datatype datatype, int *size);
+int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                           int *num_datatypes, int *combiner);
+int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                           int max_datatypes, int array_of_integers[],
+                           MPI_Aint array_of_addresses[],
+                           MPI_Datatype array_of_datatypes[]);
 int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
 int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
                               MPI_Aint *true_extent);
