@@ -106,8 +106,7 @@ static const char *const class_text[] = {
     [MPI_ERR_INFO_VALUE] = "info value empty or too long",
     [MPI_ERR_INFO_NOKEY] = "no such key in the info object",
     [MPI_ERR_KEYVAL] = "invalid attribute key (unknown, freed, or of another kind)",
-    [MPI_ERR_RMA_SHARED] = "the members' memory cannot be shared (not all on shared "
-                           "memory with each other)",
+    [MPI_ERR_RMA_SHARED] = "the members' memory cannot be shared (not all on one host)",
     [MPI_ERR_RMA_FLAVOR] = "the window is not of the flavor the call needs",
 };
 
