@@ -253,7 +253,6 @@ int MPI_Finalize(void)
     if (rc)
         return mp_err(MPI_COMM_NULL, rc, "MPI_Finalize");
     flit_status st = flit_barrier(mp_ep);
-    mp_nbc_fini();
     mp_scratch_fini();
     mp_p2p_fini();
     if (st == FLIT_OK)

@@ -397,7 +397,6 @@ const char *mp_nbc_name(void); /* the running coroutine's call, else NULL */
 void mp_nbc_yield(void);       /* back to whoever resumed this coroutine */
 int mp_nbc_run(void);          /* resumes them all; 1 when something moved */
 int mp_nbc_live(void);         /* 1 while one has not ended */
-void mp_nbc_fini(void);        /* MPI_Finalize: the kept stacks unmapped */
 int mp_nbc_drain(void);        /* mpi_p2p.c: waits until none is live */
 
 /* mpi_scratch.c: the collectives' scratch buffers, large ones kept for the
