@@ -166,7 +166,7 @@ static void dispatch(struct flit_group *g, enum op op, uint32_t from, const uint
         fl_grp_on_catchup(g, rank, a);
         break;
     case OP_CAUGHT:
-        fl_grp_on_caught(g, a);
+        fl_grp_on_caught(g, rank, a);
         break;
     case OP_INSTALL:
         fl_grp_on_install(g, a);
@@ -587,6 +587,7 @@ static void group_free(struct flit_group *g)
 {
     drop_messages(g);
     free(g->gone);
+    free(g->heard);
     free(g->left);
     free(g->cu_from);
     free(g->cu_to);
@@ -620,12 +621,14 @@ static flit_status init_credits(struct flit_group *g)
     g->allowance = g->window / (2 * g->n);
     g->credits = g->allowance;
     g->gone = calloc(g->n, 1);
+    g->heard = calloc(g->n, 1);
     g->left = calloc(g->n, sizeof *g->left);
     g->cu_from = calloc(g->n, sizeof *g->cu_from);
     g->cu_to = calloc(g->n, sizeof *g->cu_to);
     g->cu_owed = calloc(g->n, 1);
     g->bc_owed = calloc(g->n, 1);
-    if (!g->gone || !g->left || !g->cu_from || !g->cu_to || !g->cu_owed || !g->bc_owed)
+    if (!g->gone || !g->heard || !g->left || !g->cu_from || !g->cu_to || !g->cu_owed ||
+        !g->bc_owed)
         return FLIT_ERR_NO_MEMORY;
     if (g->me != g->seqr)
         return FLIT_OK;

@@ -166,14 +166,14 @@ struct flit_groups {
     struct early *early;
     struct out *out_head, *out_tail, *out_free;
     bool draining;
-    _Atomic bool work;     /* the progress listener has something to do */
-    _Atomic uint64_t down; /* peers reported down, not yet acted on */
-    uint8_t *dead;         /* per rank: 1 reported down, 2 acted on */
-    _Atomic bool owed;     /* something could not be queued: fl_grp_retry */
-    bool retry_said;       /* the first kept send logged */
+    _Atomic bool work;           /* the progress listener has something to do */
+    _Atomic uint64_t down;       /* peers reported down, not yet acted on */
+    uint8_t *dead;               /* per rank: 1 reported down, 2 acted on */
+    _Atomic bool owed;           /* something could not be queued: fl_grp_retry */
+    bool retry_said;             /* the first kept send logged */
     struct fl_grp_counters own;  /* a set made by flit_groups_create */
     struct fl_grp_counters *ctr; /* own, or the layer state's */
-    bool refusal_said;     /* the first refusal logged */
+    bool refusal_said;           /* the first refusal logged */
     size_t frag;
 };
 
@@ -186,21 +186,24 @@ struct flit_group_msg {
 
 /* Where a view change stands, at a survivor (and at its coordinator). */
 struct recovery {
-    bool on;          /* forming view rview; deliveries frozen */
-    uint32_t rview;   /* the view being formed */
-    uint32_t co;      /* its coordinator (rank), the new sequencer */
-    bool final_known; /* NEWVIEW came: deliver up to final, no further */
-    bool caught_sent; /* CAUGHT queued (set once it is) */
-    bool state_sent;  /* STATE queued */
-    bool asked;       /* CATCHUP queued (or none needed) */
+    bool on;                        /* forming view rview; deliveries frozen */
+    uint32_t rview;                 /* the view being formed */
+    uint32_t co;                    /* its coordinator (rank), the new sequencer */
+    bool final_known;               /* NEWVIEW came: deliver up to final, no further */
+    bool caught_sent;               /* CAUGHT queued (set once it is) */
+    bool state_sent;                /* STATE queued */
+    bool asked;                     /* CATCHUP queued (or none needed) */
     uint32_t gone_rank, donor_rank; /* what STATE, CATCHUP name */
     uint64_t final;
-    /* Coordinator only. */
-    uint32_t states, caught;
+    /* Coordinator only: the survivors heard from are g->heard's bits. */
     uint64_t max_delivered;
     uint32_t donor;   /* rank */
     uint64_t pending; /* credits of the survivors' unordered messages */
 };
+
+/* What a coordinator heard from a survivor in the round under way: each
+   counts once, however often it comes (a report is sent again when asked). */
+enum { HEARD_STATE = 1, HEARD_CAUGHT = 2 };
 
 struct flit_group {
     void *self; /* the handle its user holds; NULL once destroyed */
@@ -209,6 +212,7 @@ struct flit_group {
     uint32_t id, n, me, seqr; /* members, this one, the sequencer (indices) */
     uint32_t *members;        /* ranks, ascending */
     uint8_t *gone;            /* per member: left (a view change under way) */
+    uint8_t *heard;           /* per member, at a coordinator: HEARD_ bits, this round */
     uint32_t view;
     flit_group_deliver_fn fn;
     void *user;
@@ -251,8 +255,8 @@ struct flit_group {
     uint32_t joined, left_count, fin_count;
     size_t join_frag; /* the smallest frag the members joined with */
     uint64_t next_seq, released;
-    int64_t pool;        /* below 0 after a view change: owed */
-    uint32_t *cost;      /* [seq % window] */
+    int64_t pool;   /* below 0 after a view change: owed */
+    uint32_t *cost; /* [seq % window] */
     /* [seq % window]: whose number it is (member index, its seq) and
        whether its SEQ still waits to be queued. */
     uint32_t *seq_to, *seq_sseq;
@@ -398,7 +402,7 @@ flit_status fl_grp_seqr_reset(struct flit_group *g, uint64_t first, int64_t pool
 /* view.c */
 void fl_grp_check_caught(struct flit_group *g);
 void fl_grp_on_catchup(struct flit_group *g, uint32_t rank, const uint32_t *a);
-void fl_grp_on_caught(struct flit_group *g, const uint32_t *a);
+void fl_grp_on_caught(struct flit_group *g, uint32_t from_rank, const uint32_t *a);
 void fl_grp_on_install(struct flit_group *g, const uint32_t *a);
 void fl_grp_on_newview(struct flit_group *g, const uint32_t *a);
 void fl_grp_on_query(struct flit_group *g, const uint32_t *a);

@@ -41,13 +41,35 @@ static uint32_t coordinator(const struct flit_group *g)
     return g->gs->me;
 }
 
-/* Under the lock: this survivor's report to the coordinator. */
+/* Under the lock: the survivors whose bit is set in heard. */
+static uint32_t heard_from(const struct flit_group *g, unsigned bit)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->n; i++)
+        k += !g->gone[i] && (g->heard[i] & bit);
+    return k;
+}
+
+/*
+ * Under the lock: this survivor's report to the coordinator, once per
+ * member it knows left. A coordinator that knew of fewer deaths when the
+ * report came dropped it (another round); each names one of them, so the
+ * coordinator learns them all, and it asks again (QUERY) in every round
+ * it starts. Not all queued: fl_grp_retry_view sends it again.
+ */
 static void send_state(struct flit_group *g)
 {
     struct recovery *r = &g->rec;
-    uint32_t st[3] = {r->gone_rank};
+    uint32_t st[3];
     put64(st + 1, g->next_deliver);
-    r->state_sent = fl_grp_ctl_to(g, r->co, OP_STATE, r->rview, st, 3);
+    r->state_sent = true;
+    for (uint32_t d = 0; d < g->n; d++) {
+        if (!g->gone[d])
+            continue;
+        st[0] = g->members[d];
+        r->state_sent =
+            fl_grp_ctl_to(g, r->co, OP_STATE, r->rview, st, 3) && r->state_sent;
+    }
 }
 
 /* Under the lock: member i left; (re)start forming the view without it. */
@@ -63,6 +85,7 @@ void fl_grp_start_view_change(struct flit_group *g, uint32_t i)
     /* What the last round still owed is of no use in this one. */
     memset(g->bc_owed, 0, g->n);
     memset(g->cu_owed, 0, g->n);
+    memset(g->heard, 0, g->n);
     send_state(g);
     if (r->co != g->gs->me)
         return;
@@ -116,22 +139,33 @@ void fl_grp_on_state(struct flit_group *g, uint32_t from_rank, const uint32_t *a
 {
     learn_left(g, a[3]);
     struct recovery *r = &g->rec;
-    if (!r->on || a[2] != r->rview || r->co != g->gs->me || r->final_known)
+    uint32_t i = index_of(g, from_rank);
+    if (!r->on || a[2] != r->rview || r->co != g->gs->me || r->final_known ||
+        (g->heard[i] & HEARD_STATE))
         return;
     uint64_t d = get64(a + 4);
-    if (r->states++ == 0 || d > r->max_delivered) {
+    if (heard_from(g, HEARD_STATE) == 0 || d > r->max_delivered) {
         r->max_delivered = d;
         r->donor = from_rank;
     }
-    if (r->states < survivors(g))
+    g->heard[i] |= HEARD_STATE;
+    if (heard_from(g, HEARD_STATE) < survivors(g))
         return;
     fl_grp_broadcast(g, BC_NEWVIEW);
 }
 
+/* A coordinator asks: news of a death starts this survivor's round (and
+   its report); one it knew of already means its report may have been
+   dropped there, so it goes again. */
 void fl_grp_on_query(struct flit_group *g, const uint32_t *a)
 {
-    if (a[2] > g->view)
-        learn_left(g, a[3]);
+    uint32_t i = index_of(g, a[3]);
+    if (a[2] <= g->view || i == NO_RANK)
+        return; /* of a view installed here already */
+    if (!g->gone[i])
+        fl_grp_start_view_change(g, i);
+    else if (g->rec.on && !g->rec.final_known)
+        send_state(g);
 }
 
 /* Under the lock: after NEWVIEW, what this survivor lacks, from the donor
@@ -273,6 +307,7 @@ static flit_status install(struct flit_group *g, int64_t pool)
     g->views += g->n - k; /* one per member that left: two may go at once */
     g->n = k;
     memset(g->gone, 0, g->n);
+    memset(g->heard, 0, g->n);
     g->me = index_of(g, g->gs->me);
     g->seqr = index_of(g, r->co);
     g->view = r->rview;
@@ -313,13 +348,16 @@ static flit_status install(struct flit_group *g, int64_t pool)
     return st;
 }
 
-void fl_grp_on_caught(struct flit_group *g, const uint32_t *a)
+void fl_grp_on_caught(struct flit_group *g, uint32_t from_rank, const uint32_t *a)
 {
     struct recovery *r = &g->rec;
-    if (!r->on || a[2] != r->rview || r->co != g->gs->me)
+    uint32_t from = index_of(g, from_rank);
+    if (!r->on || a[2] != r->rview || r->co != g->gs->me ||
+        (g->heard[from] & HEARD_CAUGHT))
         return;
+    g->heard[from] |= HEARD_CAUGHT;
     r->pending += a[3];
-    if (++r->caught < survivors(g))
+    if (heard_from(g, HEARD_CAUGHT) < survivors(g))
         return;
     if (install(g, (int64_t)g->window - (int64_t)r->pending) != FLIT_OK)
         flit_log(FLIT_LOG_ERROR, "group %u: no memory for the new view", g->id);

@@ -400,6 +400,10 @@ int main(int argc, char **argv)
         pthread_mutex_unlock(&mu);
     }
 
+    /* Every create returned before the first death: a member that dies
+       while a group forms stops it instead (FLIT_ERR_PEER_DOWN), by design. */
+    if (deaths.nvictims)
+        CHECK_OK(flit_barrier(ep));
     uint8_t *buf = malloc(max + 1);
     CHECK(buf);
     uint64_t rng = mp_mix(seed, me, 7, 7), k_of[MAX_GROUPS] = {0};

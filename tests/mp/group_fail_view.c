@@ -9,9 +9,16 @@
  * lost to the shortage hangs them until flitrun's --timeout. The first
  * failure injected on a rank is said on its standard error, so that the
  * test can check that failures happened.
+ *
+ * MP_GROUP_DEAF=R,R,... makes the groups of those ranks deaf to their own
+ * endpoint: a death there starts no view change, and the rank learns of
+ * it only from another survivor's messages (a QUERY, a STATE), as a
+ * member that never talked to the dead one, or whose endpoint notices
+ * late, does. The first death ignored is said on standard error.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../src/group/internal.h"
 
@@ -74,4 +81,34 @@ bool __wrap_fl_grp_out_push(struct flit_groups *gs, struct flit_group *g, uint32
         return false;
     }
     return __real_fl_grp_out_push(gs, g, dest, args, nargs, msg, off, len);
+}
+
+static bool deaf_here(uint32_t me)
+{
+    const char *s = getenv("MP_GROUP_DEAF");
+    for (char *end; s && *s; s = *end ? end + 1 : end) {
+        unsigned long r = strtoul(s, &end, 10);
+        if (end == s)
+            return false;
+        if (r == me)
+            return true;
+    }
+    return false;
+}
+
+void __real_fl_grp_start_view_change(struct flit_group *g, uint32_t i);
+void __wrap_fl_grp_start_view_change(struct flit_group *g, uint32_t i);
+/* Reached from the endpoint's peer-down notice only: the group's own
+   messages start view changes inside view.c, which this does not wrap. */
+void __wrap_fl_grp_start_view_change(struct flit_group *g, uint32_t i)
+{
+    static bool said;
+    if (deaf_here(g->gs->me)) {
+        if (!said)
+            fprintf(stderr, "group_fail_view: rank %u deaf to rank %u's death\n",
+                    g->gs->me, g->members[i]);
+        said = true;
+        return;
+    }
+    __real_fl_grp_start_view_change(g, i);
 }
