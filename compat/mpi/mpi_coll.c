@@ -11,8 +11,10 @@
  *   Bcast: binomial tree from the root.
  *   Reduce: binomial tree; a commutative op reduces towards the root, a
  *     non-commutative one towards rank 0 in rank order, then to the root.
- *   Allreduce: recursive doubling when n is a power of two, else Reduce
- *     to rank 0 and Bcast.
+ *   Allreduce: recursive doubling when n is a power of two, and from
+ *     16 KiB with a commutative op recursive halving then doubling
+ *     (Rabenseifner's), in the program's buffer for a contiguous type;
+ *     else Reduce to rank 0 and Bcast.
  *   Gather(v), Scatter(v): linear at the root.
  *   Allgather(v): ring, n - 1 steps.
  *   Alltoall(v/w): pairwise exchange, n - 1 steps.
@@ -54,6 +56,15 @@ static void *packed_copy(const void *buf, int count, MPI_Datatype t)
     if (p)
         mp_pack(buf, count, t, p);
     return p;
+}
+
+/* Where count elements of t at buf lie as one run of bytes, to be sent
+   or received in place; NULL when they do not, or there are none. */
+static char *run_of(const void *buf, int count, MPI_Datatype t)
+{
+    if (count <= 0 || t->size == 0 || t->nblocks != 1 || !mp_type_contig(t, count))
+        return NULL;
+    return (char *)buf + t->blocks[0].disp;
 }
 
 static void unpack_all(const void *p, void *buf, int count, MPI_Datatype t)
@@ -171,11 +182,69 @@ static int reduce_bytes(MPI_Comm comm, void **acc, void **tmp, int count, MPI_Da
     return MPI_SUCCESS;
 }
 
+/* From this many bytes, an allreduce that may halve does (below it the
+   extra log2 n steps cost more than the bytes they save). */
+#define HALVING_MIN (16 * 1024)
+
+/* Whether allreduce_bytes halves (reduces acc in place, then). */
+static int halves(MPI_Comm comm, int count, MPI_Datatype t, MPI_Op op)
+{
+    int n = comm->size;
+    return n > 1 && !(n & (n - 1)) && op->commute && count >= n &&
+           mp_type_bytes(t, count) >= HALVING_MIN;
+}
+
+/*
+ * Rabenseifner's allreduce, for large vectors on a power of two of ranks
+ * and a commutative op: recursive halving leaves each rank one n-th of
+ * the vector reduced over all ranks (each step sends the half it gives
+ * up and reduces the half it keeps with its peer's), then recursive
+ * doubling, the steps in reverse, hands the parts to everyone. A rank
+ * sends about 2 (n - 1) / n of the vector and reduces (n - 1) / n of it,
+ * where recursive doubling sends and reduces all of it log2 n times.
+ * The result is left in acc (count elements of t, packed); this rank's
+ * data is in `in` (acc itself, or another buffer: then only the half kept
+ * at the first step is copied to acc); tmp as large as acc.
+ */
+static int allreduce_halving(MPI_Comm comm, const char *in, char *acc, char *tmp,
+                             int count, MPI_Datatype t, MPI_Op op)
+{
+    int n = comm->size, r = comm->rank, steps = 0, rc = MPI_SUCCESS;
+    size_t e = mp_type_bytes(t, 1);
+    int lo[32], hi[32]; /* the elements held before step s */
+    int a = 0, b = count;
+    for (int mask = n >> 1; mask > 0 && !rc; mask >>= 1, steps++) {
+        int peer = r ^ mask, mid = a + (b - a) / 2, upper = r & mask;
+        int ka = upper ? mid : a, kb = upper ? b : mid; /* kept */
+        int ga = upper ? a : mid, gb = upper ? mid : b; /* given up */
+        lo[steps] = a, hi[steps] = b;
+        const char *from = steps ? acc : in;
+        rc = mp_coll_sendrecv(comm, peer, from + (size_t)ga * e, (size_t)(gb - ga) * e,
+                              peer, tmp + (size_t)ka * e, (size_t)(kb - ka) * e,
+                              T_ALLREDUCE);
+        if (!rc && from != acc)
+            memcpy(acc + (size_t)ka * e, from + (size_t)ka * e, (size_t)(kb - ka) * e);
+        if (!rc)
+            rc = mp_op_apply(op, tmp + (size_t)ka * e, acc + (size_t)ka * e, kb - ka, t);
+        a = ka, b = kb;
+    }
+    for (int s = steps - 1; s >= 0 && !rc; s--) {
+        int peer = r ^ (n >> (s + 1));
+        int pa = a == lo[s] ? b : lo[s], pb = a == lo[s] ? hi[s] : a; /* the peer's */
+        rc = mp_coll_sendrecv(comm, peer, acc + (size_t)a * e, (size_t)(b - a) * e, peer,
+                              acc + (size_t)pa * e, (size_t)(pb - pa) * e, T_ALLREDUCE);
+        a = lo[s], b = hi[s];
+    }
+    return rc;
+}
+
 static int allreduce_bytes(MPI_Comm comm, void **acc, void **tmp, int count,
                            MPI_Datatype t, MPI_Op op)
 {
     int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
     size_t bytes = mp_type_bytes(t, count);
+    if (halves(comm, count, t, op))
+        return allreduce_halving(comm, *acc, *acc, *tmp, count, t, op);
     if (n & (n - 1)) {
         rc = reduce_to(comm, acc, tmp, count, t, op, 0, T_ALLREDUCE);
         return rc ? rc : bcast_bytes(comm, *acc, bytes, 0, T_ALLREDUCE);
@@ -226,10 +295,9 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
         rc = mp_check_buf(buffer, count, datatype);
     FAIL(comm, rc, fn);
     size_t bytes = mp_type_bytes(datatype, count);
-    if (mp_type_contig(datatype, count))
-        return mp_err(comm,
-                      bcast_bytes(comm, (char *)buffer + datatype->blocks[0].disp, bytes,
-                                  root, T_BCAST),
+    char *run = run_of(buffer, count, datatype);
+    if (run || bytes == 0)
+        return mp_err(comm, bcast_bytes(comm, run ? run : buffer, bytes, root, T_BCAST),
                       fn);
     void *p =
         comm->rank == root ? packed_copy(buffer, count, datatype) : alloc_bytes(bytes);
@@ -303,6 +371,15 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     rc = check_reduce(comm, sendbuf, recvbuf, count, datatype, op, 1);
     FAIL(comm, rc, fn);
     void *acc, *tmp;
+    if (halves(comm, count, datatype, op) && (acc = run_of(recvbuf, count, datatype))) {
+        /* reduced in the program's buffer: no packing, no unpacking */
+        const char *in = sendbuf == MPI_IN_PLACE ? acc : run_of(sendbuf, count, datatype);
+        tmp = alloc_bytes(mp_type_bytes(datatype, count));
+        FAIL(comm, tmp ? MPI_SUCCESS : MPI_ERR_NO_MEM, fn);
+        rc = allreduce_halving(comm, in, acc, tmp, count, datatype, op);
+        mp_scratch_free(tmp);
+        return mp_err(comm, rc, fn);
+    }
     rc = reduce_start(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, datatype, &acc,
                       &tmp);
     FAIL(comm, rc, fn);
@@ -577,18 +654,26 @@ static int alltoallw(const char *sbuf, const side *snd, char *rbuf, const side *
         MPI_Datatype st = snd->types[to], rt = rcv->types[from];
         size_t sb = mp_type_bytes(st, snd->counts[to]),
                rb = mp_type_bytes(rt, rcv->counts[from]);
-        void *out = packed_copy(sbuf + snd->displs[to], snd->counts[to], st);
-        void *in = alloc_bytes(rb);
+        /* a block that is one run of bytes goes from and to the program's
+           buffer; any other is packed */
+        const char *s_at = sbuf + snd->displs[to];
+        char *r_at = rbuf + rcv->displs[from];
+        void *out = run_of(s_at, snd->counts[to], st), *out_kept = NULL;
+        void *in = run_of(r_at, rcv->counts[from], rt), *in_kept = NULL;
+        if (!out)
+            out = out_kept = packed_copy(s_at, snd->counts[to], st);
+        if (!in)
+            in = in_kept = alloc_bytes(rb);
         if (!out || !in)
             rc = MPI_ERR_NO_MEM;
         else if (s == 0)
-            rc = sb == rb ? (memcpy(in, out, sb), MPI_SUCCESS) : MPI_ERR_TRUNCATE;
+            rc = sb == rb ? (memmove(in, out, sb), MPI_SUCCESS) : MPI_ERR_TRUNCATE;
         else
             rc = mp_coll_sendrecv(comm, to, out, sb, from, in, rb, T_ALLTOALL);
-        if (!rc)
-            mp_unpack(in, rb, rbuf + rcv->displs[from], rcv->counts[from], rt);
-        mp_scratch_free(out);
-        mp_scratch_free(in);
+        if (!rc && in_kept)
+            mp_unpack(in, rb, r_at, rcv->counts[from], rt);
+        mp_scratch_free(out_kept);
+        mp_scratch_free(in_kept);
     }
     return rc;
 }

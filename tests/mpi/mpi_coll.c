@@ -4,6 +4,7 @@
  * and large counts, derived types, MPI_IN_PLACE, every predefined op and a
  * non-commutative one of the program's own: results checked exactly.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "mpi_check.h"
@@ -107,6 +108,73 @@ static int expect(MPI_Op op, int i)
             v ^= x;
     }
     return v;
+}
+
+/* Allreduce of vectors past 16 KiB: on 2 and 4 ranks these halve the
+   vector (each rank reduces one part, then the parts are gathered), so
+   odd counts, a type of several ints (split only between elements), a
+   strided type, an in-place call and a program's commutative op each
+   check that every element is reduced once, over every rank. */
+static void add_ints(void *in, void *io, int *len, MPI_Datatype *t)
+{
+    (void)t;
+    for (int i = 0; i < *len; i++)
+        ((int *)io)[i] += ((const int *)in)[i];
+}
+
+static long sum_f(int i)
+{
+    long v = 0;
+    for (int r = 0; r < size; r++)
+        v += f(r, i);
+    return v;
+}
+
+static void large_allreduce(void)
+{
+    enum { MAX = 3 * 65539 };
+    int *in = malloc(MAX * sizeof *in), *out = malloc(MAX * sizeof *out);
+    CHECK(in && out);
+    MPI_Op user;
+    OK(MPI_Op_create(add_ints, 1, &user));
+    MPI_Datatype three, strided, every_other;
+    OK(MPI_Type_contiguous(3, MPI_INT, &three));
+    OK(MPI_Type_commit(&three));
+    OK(MPI_Type_vector(1025, 1, 2, MPI_INT, &strided)); /* tiles: 2050 ints each */
+    OK(MPI_Type_create_resized(strided, 0, 2050 * sizeof(int), &every_other));
+    OK(MPI_Type_commit(&every_other));
+    const int counts[] = {4096, 4099, 16383, 65539, 3 * 65539};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        int n = counts[c];
+        for (int i = 0; i < n; i++)
+            in[i] = f(rank, i);
+        memset(out, 0xff, (size_t)n * sizeof *out);
+        OK(MPI_Allreduce(in, out, n, MPI_INT, c % 2 ? user : MPI_SUM, MPI_COMM_WORLD));
+        for (int i = 0; i < n; i++)
+            CHECK(out[i] == sum_f(i));
+        OK(MPI_Allreduce(MPI_IN_PLACE, in, n, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+        for (int i = 0; i < n; i++)
+            CHECK(in[i] == f(size - 1, i));
+        if (n % 3 == 0) { /* elements of three ints */
+            for (int i = 0; i < n; i++)
+                in[i] = f(rank, i);
+            OK(MPI_Allreduce(in, out, n / 3, three, MPI_SUM, MPI_COMM_WORLD));
+            for (int i = 0; i < n; i++)
+                CHECK(out[i] == sum_f(i));
+        }
+    }
+    /* every other int: packed, halved, unpacked; the gaps left alone */
+    for (int i = 0; i < 4 * 2050; i++)
+        in[i] = f(rank, i), out[i] = -7;
+    OK(MPI_Allreduce(in, out, 4, every_other, MPI_SUM, MPI_COMM_WORLD));
+    for (int i = 0; i < 4 * 2050; i++)
+        CHECK(out[i] == (i % 2 ? -7 : sum_f(i)));
+    OK(MPI_Type_free(&strided));
+    OK(MPI_Type_free(&three));
+    OK(MPI_Type_free(&every_other));
+    OK(MPI_Op_free(&user));
+    free(in);
+    free(out);
 }
 
 static void reductions(void)
@@ -362,6 +430,7 @@ int main(int argc, char **argv)
     barrier();
     bcast();
     reductions();
+    large_allreduce();
     user_ops();
     gathers();
     alltoalls();
