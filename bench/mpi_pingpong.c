@@ -18,6 +18,8 @@
  *   allreduce   MPI_Allreduce of size / 4 ints, MPI_SUM
  *   bcast       MPI_Bcast of size bytes from rank 0
  *   alltoall    MPI_Alltoall of size bytes to each rank
+ *   reduce_scatter_block  MPI_Reduce_scatter_block of a vector of size / 4
+ *               ints, MPI_SUM, each rank getting its share
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -83,6 +85,16 @@ static void allreduce_run(size_t size, long long n)
 {
     for (long long i = 0; i < n; i++)
         MPI_Allreduce(sbuf, rbuf, (int)(size / 4), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+}
+
+/* size: the whole vector; each of the ranks gets its n-th */
+static void reduce_scatter_run(size_t size, long long n)
+{
+    int np;
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    for (long long i = 0; i < n; i++)
+        MPI_Reduce_scatter_block(sbuf, rbuf, (int)(size / 4 / (size_t)np), MPI_INT,
+                                 MPI_SUM, MPI_COMM_WORLD);
 }
 
 static void bcast_run(size_t size, long long n)
@@ -204,9 +216,11 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         run_fn run;
-    } colls[] = {
-        {"allreduce", allreduce_run}, {"bcast", bcast_run}, {"alltoall", alltoall_run}};
-    for (int c = 0; coll && c < 3; c++)
+    } colls[] = {{"allreduce", allreduce_run},
+                 {"bcast", bcast_run},
+                 {"alltoall", alltoall_run},
+                 {"reduce_scatter_block", reduce_scatter_run}};
+    for (int c = 0; coll && c < (int)(sizeof colls / sizeof colls[0]); c++)
         for (int i = 1; i < ns && sizes[i] <= max / 2; i++) {
             double tc = measure(colls[c].run, sizes[i], target, LAT_REPS);
             if (rank == 0)

@@ -18,7 +18,8 @@
  *   Gather(v), Scatter(v): linear at the root.
  *   Allgather(v): ring, n - 1 steps.
  *   Alltoall(v/w): pairwise exchange, n - 1 steps.
- *   Reduce_scatter(_block): Reduce to rank 0, Scatter(v).
+ *   Reduce_scatter(_block): recursive halving on 2^k ranks with a
+ *     commutative op, else Reduce to rank 0 and Scatter(v).
  *   Scan, Exscan: recursive doubling (MPICH's), any op.
  * Sends are eager (mpi_p2p.c), so no step waits for its receiver.
  */
@@ -195,46 +196,69 @@ static int halves(MPI_Comm comm, int count, MPI_Datatype t, MPI_Op op)
 }
 
 /*
- * Rabenseifner's allreduce, for large vectors on a power of two of ranks
- * and a commutative op: recursive halving leaves each rank one n-th of
- * the vector reduced over all ranks (each step sends the half it gives
- * up and reduces the half it keeps with its peer's), then recursive
- * doubling, the steps in reverse, hands the parts to everyone. A rank
- * sends about 2 (n - 1) / n of the vector and reduces (n - 1) / n of it,
- * where recursive doubling sends and reduces all of it log2 n times.
- * The result is left in acc (count elements of t, packed); this rank's
- * data is in `in` (acc itself, or another buffer: then only the half kept
- * at the first step is copied to acc); tmp as large as acc.
+ * Recursive halving (the first half of Rabenseifner's allreduce), for a
+ * power of two of ranks and a commutative op. The vector is cut into n
+ * blocks, rank i's being elements [edge[i], edge[i + 1]). At each step a
+ * rank holds the blocks of an aligned run of 2m ranks: it sends its peer
+ * (r ^ m) the half of them the peer's rank is in and reduces the half of
+ * its own rank with the peer's; after log2 n steps acc holds this rank's
+ * block reduced over every rank. A rank sends (n - 1) / n of the vector
+ * and reduces as much, where a reduction tree moves all of it each level.
+ * This rank's data is in `in` (acc itself, or another buffer: then only
+ * the half kept at the first step is copied to acc); acc and tmp hold the
+ * whole vector (packed). n > 1.
  */
+static int halve(MPI_Comm comm, const char *in, char *acc, char *tmp, const int *edge,
+                 MPI_Datatype t, MPI_Op op, int tag)
+{
+    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
+    size_t e = mp_type_bytes(t, 1);
+    for (int m = n >> 1; m > 0 && !rc; m >>= 1) {
+        int peer = r ^ m, keep = r & ~(m - 1), give = peer & ~(m - 1);
+        const char *from = m == n >> 1 ? in : acc;
+        size_t k0 = (size_t)edge[keep] * e, k1 = (size_t)edge[keep + m] * e;
+        size_t g0 = (size_t)edge[give] * e, g1 = (size_t)edge[give + m] * e;
+        rc = mp_coll_sendrecv(comm, peer, from + g0, g1 - g0, peer, tmp + k0, k1 - k0,
+                              tag);
+        if (!rc && from != acc)
+            memcpy(acc + k0, from + k0, k1 - k0);
+        if (!rc && k1 > k0)
+            rc = mp_op_apply(op, tmp + k0, acc + k0, edge[keep + m] - edge[keep], t);
+    }
+    return rc;
+}
+
+/* Recursive doubling of halve's blocks (its steps in reverse): each rank
+   sends the run of blocks it holds and takes its peer's, until every
+   rank holds them all. */
+static int double_up(MPI_Comm comm, char *acc, const int *edge, MPI_Datatype t, int tag)
+{
+    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
+    size_t e = mp_type_bytes(t, 1);
+    for (int m = 1; m < n && !rc; m <<= 1) {
+        int peer = r ^ m, mine = r & ~(m - 1), theirs = peer & ~(m - 1);
+        size_t a0 = (size_t)edge[mine] * e, a1 = (size_t)edge[mine + m] * e;
+        size_t b0 = (size_t)edge[theirs] * e, b1 = (size_t)edge[theirs + m] * e;
+        rc =
+            mp_coll_sendrecv(comm, peer, acc + a0, a1 - a0, peer, acc + b0, b1 - b0, tag);
+    }
+    return rc;
+}
+
+/* Rabenseifner's allreduce: halve, then double up, on n blocks of about
+   count / n elements each (see halves()). */
 static int allreduce_halving(MPI_Comm comm, const char *in, char *acc, char *tmp,
                              int count, MPI_Datatype t, MPI_Op op)
 {
-    int n = comm->size, r = comm->rank, steps = 0, rc = MPI_SUCCESS;
-    size_t e = mp_type_bytes(t, 1);
-    int lo[32], hi[32]; /* the elements held before step s */
-    int a = 0, b = count;
-    for (int mask = n >> 1; mask > 0 && !rc; mask >>= 1, steps++) {
-        int peer = r ^ mask, mid = a + (b - a) / 2, upper = r & mask;
-        int ka = upper ? mid : a, kb = upper ? b : mid; /* kept */
-        int ga = upper ? a : mid, gb = upper ? mid : b; /* given up */
-        lo[steps] = a, hi[steps] = b;
-        const char *from = steps ? acc : in;
-        rc = mp_coll_sendrecv(comm, peer, from + (size_t)ga * e, (size_t)(gb - ga) * e,
-                              peer, tmp + (size_t)ka * e, (size_t)(kb - ka) * e,
-                              T_ALLREDUCE);
-        if (!rc && from != acc)
-            memcpy(acc + (size_t)ka * e, from + (size_t)ka * e, (size_t)(kb - ka) * e);
-        if (!rc)
-            rc = mp_op_apply(op, tmp + (size_t)ka * e, acc + (size_t)ka * e, kb - ka, t);
-        a = ka, b = kb;
-    }
-    for (int s = steps - 1; s >= 0 && !rc; s--) {
-        int peer = r ^ (n >> (s + 1));
-        int pa = a == lo[s] ? b : lo[s], pb = a == lo[s] ? hi[s] : a; /* the peer's */
-        rc = mp_coll_sendrecv(comm, peer, acc + (size_t)a * e, (size_t)(b - a) * e, peer,
-                              acc + (size_t)pa * e, (size_t)(pb - pa) * e, T_ALLREDUCE);
-        a = lo[s], b = hi[s];
-    }
+    int n = comm->size, *edge = malloc((size_t)(n + 1) * sizeof *edge);
+    if (!edge)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i <= n; i++)
+        edge[i] = (int)((long long)count * i / n);
+    int rc = halve(comm, in, acc, tmp, edge, t, op, T_ALLREDUCE);
+    if (!rc)
+        rc = double_up(comm, acc, edge, t, T_ALLREDUCE);
+    free(edge);
     return rc;
 }
 
@@ -828,6 +852,21 @@ static int reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
     void *acc, *tmp;
     rc = reduce_start(in, total, t, &acc, &tmp);
     FAIL(comm, rc, fn);
+    if (n > 1 && !(n & (n - 1)) && op->commute) {
+        /* recursive halving leaves each rank its own block */
+        int *edge = malloc((size_t)(n + 1) * sizeof *edge);
+        rc = edge ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+        for (int i = 0; edge && i <= n; i++)
+            edge[i] = i ? edge[i - 1] + counts[i - 1] : 0;
+        if (!rc)
+            rc = halve(comm, acc, acc, tmp, edge, t, op, T_SCATTER);
+        if (!rc)
+            unpack_all((char *)acc + mp_type_bytes(t, edge[r]), recvbuf, counts[r], t);
+        free(edge);
+        mp_scratch_free(acc);
+        mp_scratch_free(tmp);
+        return mp_err(comm, rc, fn);
+    }
     rc = reduce_bytes(comm, &acc, &tmp, total, t, op, 0);
     size_t off = mp_type_bytes(t, counts[0]);
     for (int i = 1; !rc && r == 0 && i < n; i++) {

@@ -398,6 +398,33 @@ static void reduce_scatter(void)
     CHECK(out[0] == base + n * 2 * r && out[1] == base + n * (2 * r + 1));
     OK(MPI_Reduce_scatter_block(MPI_IN_PLACE, in, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(in[0] == out[0] && in[1] == out[1]);
+    /* uneven blocks, rank 1's empty, up to 16 KiB (on 2 and 4 ranks each
+       rank halves towards its own block); then every block 20 KiB */
+    int cnt[4], off = 0, total = 0;
+    for (int i = 0; i < n; i++) {
+        cnt[i] = i == 1 ? 0 : 1000 * (i + 1) + 7;
+        off += i < r ? cnt[i] : 0;
+        total += cnt[i];
+    }
+    int *v = malloc((size_t)n * 5000 * sizeof *v), *got = malloc(5001 * sizeof *got);
+    CHECK(v && got);
+    for (int i = 0; i < total; i++)
+        v[i] = f(r, i);
+    OK(MPI_Reduce_scatter(v, got, cnt, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    for (int i = 0; i < cnt[r]; i++)
+        CHECK(got[i] == sum_f(off + i));
+    OK(MPI_Reduce_scatter(v, got, cnt, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    for (int i = 0; i < cnt[r]; i++)
+        CHECK(got[i] == f(n - 1, off + i));
+    for (int i = 0; i < n * 5000; i++)
+        v[i] = f(r, i);
+    got[5000] = -7;
+    OK(MPI_Reduce_scatter_block(v, got, 5000, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    for (int i = 0; i < 5000; i++)
+        CHECK(got[i] == sum_f(r * 5000 + i));
+    CHECK(got[5000] == -7);
+    free(v);
+    free(got);
     int ex = 5;
     OK(MPI_Exscan(&r, &ex, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK(r == 0 ? ex == 5 : ex == r * (r - 1) / 2);
