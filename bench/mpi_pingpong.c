@@ -18,6 +18,7 @@
  *   allreduce   MPI_Allreduce of size / 4 ints, MPI_SUM
  *   bcast       MPI_Bcast of size bytes from rank 0
  *   alltoall    MPI_Alltoall of size bytes to each rank
+ *   allgather   MPI_Allgather of size bytes from each rank
  *   reduce_scatter_block  MPI_Reduce_scatter_block of a vector of size / 4
  *               ints, MPI_SUM, each rank getting its share
  */
@@ -85,6 +86,13 @@ static void allreduce_run(size_t size, long long n)
 {
     for (long long i = 0; i < n; i++)
         MPI_Allreduce(sbuf, rbuf, (int)(size / 4), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+}
+
+static void allgather_run(size_t size, long long n)
+{
+    for (long long i = 0; i < n; i++)
+        MPI_Allgather(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE,
+                      MPI_COMM_WORLD);
 }
 
 /* size: the whole vector; each of the ranks gets its n-th */
@@ -219,6 +227,7 @@ int main(int argc, char **argv)
     } colls[] = {{"allreduce", allreduce_run},
                  {"bcast", bcast_run},
                  {"alltoall", alltoall_run},
+                 {"allgather", allgather_run},
                  {"reduce_scatter_block", reduce_scatter_run}};
     for (int c = 0; coll && c < (int)(sizeof colls / sizeof colls[0]); c++)
         for (int i = 1; i < ns && sizes[i] <= max / 2; i++) {

@@ -10,7 +10,8 @@
 # mpirun -np 2, pml ob1 and btl self,vader: Open MPI 4.1's shared-memory
 # path). Each round runs flit-mpi then Open MPI (A B A B ...), both with
 # --coll: ping-pong latency, bandwidth, message rate, MPI_Allreduce,
-# MPI_Bcast, MPI_Alltoall and MPI_Reduce_scatter_block at each size. Printed per figure: the median
+# MPI_Bcast, MPI_Alltoall, MPI_Allgather and MPI_Reduce_scatter_block at
+# each size. Printed per figure: the median
 # of the rounds for each, and the median of the rounds' own ratios
 # (flit-mpi over Open MPI; for latencies and times lower is better, for
 # bandwidth and rate higher). Without Open MPI (Debian: openmpi-bin

@@ -586,14 +586,16 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 
 /* Ring allgather of packed blocks: step s passes on the block of rank
    (r - s) mod n to the right. all: the n blocks at off[i], len[i]. */
-static int ring_allgather(MPI_Comm comm, char *all, const size_t *off, const size_t *len)
+static char no_bytes; /* where an empty block is */
+
+static int ring_allgather(MPI_Comm comm, char *const *at, const size_t *len)
 {
     int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
     int right = (r + 1) % n, left = (r - 1 + n) % n;
     for (int s = 0; s < n - 1 && !rc; s++) {
         int sb = (r - s + n) % n, rb = (r - s - 1 + n) % n;
-        rc = mp_coll_sendrecv(comm, right, all + off[sb], len[sb], left, all + off[rb],
-                              len[rb], T_ALLGATHER);
+        rc = mp_coll_sendrecv(comm, right, at[sb], len[sb], left, at[rb], len[rb],
+                              T_ALLGATHER);
     }
     return rc;
 }
@@ -612,30 +614,42 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (!rc)
         rc = check_counts(comm, recvcounts, displs, recvtype);
     FAIL(comm, rc, fn);
-    int n = comm->size, r = comm->rank;
-    size_t *off = malloc((size_t)n * sizeof *off), *len = malloc((size_t)n * sizeof *len);
-    size_t total = 0;
-    for (int i = 0; off && len && i < n; i++) {
-        off[i] = total;
+    int n = comm->size, r = comm->rank, direct = 1;
+    size_t *len = malloc((size_t)n * sizeof *len), total = 0;
+    char **at = malloc((size_t)n * sizeof *at), *all = NULL;
+    if (!len || !at) {
+        free(len);
+        free(at);
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
+    }
+    /* Each block where it lands in the program's buffer when every one is
+       a run of bytes there; else all packed in one buffer, unpacked after. */
+    for (int i = 0; i < n; i++) {
         len[i] = mp_type_bytes(recvtype, recvcounts[i]);
         total += len[i];
+        at[i] = len[i]
+                    ? run_of(elem(recvbuf, displs[i], recvtype), recvcounts[i], recvtype)
+                    : &no_bytes;
+        direct = direct && at[i];
     }
-    char *all = off && len ? alloc_bytes(total) : NULL;
-    rc = all ? MPI_SUCCESS : MPI_ERR_NO_MEM;
-    if (!rc && sendbuf == MPI_IN_PLACE)
-        mp_pack(elem(recvbuf, displs[r], recvtype), recvcounts[r], recvtype,
-                all + off[r]);
-    else if (!rc && mp_type_bytes(sendtype, sendcount) != len[r])
+    if (!direct && !(all = alloc_bytes(total)))
+        rc = MPI_ERR_NO_MEM;
+    for (size_t i = 0, o = 0; all && i < (size_t)n; o += len[i++])
+        at[i] = all + o;
+    if (!rc && sendbuf == MPI_IN_PLACE && !direct)
+        mp_pack(elem(recvbuf, displs[r], recvtype), recvcounts[r], recvtype, at[r]);
+    else if (!rc && sendbuf != MPI_IN_PLACE &&
+             mp_type_bytes(sendtype, sendcount) != len[r])
         rc = MPI_ERR_TRUNCATE;
-    else if (!rc)
-        mp_pack(sendbuf, sendcount, sendtype, all + off[r]);
+    else if (!rc && sendbuf != MPI_IN_PLACE)
+        mp_pack(sendbuf, sendcount, sendtype, at[r]);
     if (!rc)
-        rc = ring_allgather(comm, all, off, len);
-    for (int i = 0; !rc && i < n; i++)
-        mp_unpack(all + off[i], len[i], elem(recvbuf, displs[i], recvtype), recvcounts[i],
+        rc = ring_allgather(comm, at, len);
+    for (int i = 0; !rc && !direct && i < n; i++)
+        mp_unpack(at[i], len[i], elem(recvbuf, displs[i], recvtype), recvcounts[i],
                   recvtype);
     mp_scratch_free(all);
-    free(off);
+    free(at);
     free(len);
     return mp_err(comm, rc, fn);
 }

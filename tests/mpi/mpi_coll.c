@@ -430,6 +430,37 @@ static void reduce_scatter(void)
     CHECK(r == 0 ? ex == 5 : ex == r * (r - 1) / 2);
 }
 
+/* Allgather with a strided type: into one (each block packed, then
+   unpacked, the gaps untouched), from one into plain ints (the blocks
+   land in the receive buffer itself), and in place. */
+static void allgather_types(void)
+{
+    MPI_Datatype pair, spaced; /* two ints a gap apart, extent four ints */
+    OK(MPI_Type_vector(2, 1, 2, MPI_INT, &pair));
+    OK(MPI_Type_create_resized(pair, 0, 4 * sizeof(int), &spaced));
+    OK(MPI_Type_commit(&spaced));
+    int mine[4] = {10 * rank, -1, 10 * rank + 1, -1}, got[16], flat[8];
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < 16; i++)
+            got[i] = -1;
+        if (pass == 0) {
+            OK(MPI_Allgather(mine, 1, spaced, got, 1, spaced, MPI_COMM_WORLD));
+        } else {
+            got[4 * rank] = 10 * rank, got[4 * rank + 2] = 10 * rank + 1;
+            OK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got, 1, spaced,
+                             MPI_COMM_WORLD));
+        }
+        for (int i = 0; i < size; i++)
+            CHECK(got[4 * i] == 10 * i && got[4 * i + 1] == -1 &&
+                  got[4 * i + 2] == 10 * i + 1 && got[4 * i + 3] == -1);
+    }
+    OK(MPI_Allgather(mine, 1, spaced, flat, 2, MPI_INT, MPI_COMM_WORLD));
+    for (int i = 0; i < size; i++)
+        CHECK(flat[2 * i] == 10 * i && flat[2 * i + 1] == 10 * i + 1);
+    OK(MPI_Type_free(&pair));
+    OK(MPI_Type_free(&spaced));
+}
+
 /* Collectives on a split communicator do not mix with the world's. */
 static void on_split(void)
 {
@@ -460,6 +491,7 @@ int main(int argc, char **argv)
     large_allreduce();
     user_ops();
     gathers();
+    allgather_types();
     alltoalls();
     reduce_scatter();
     on_split();
