@@ -186,14 +186,14 @@ struct flit_group_msg {
 
 /* Where a view change stands, at a survivor (and at its coordinator). */
 struct recovery {
-    bool on;                        /* forming view rview; deliveries frozen */
-    uint32_t rview;                 /* the view being formed */
-    uint32_t co;                    /* its coordinator (rank), the new sequencer */
-    bool final_known;               /* NEWVIEW came: deliver up to final, no further */
-    bool caught_sent;               /* CAUGHT queued (set once it is) */
-    bool state_sent;                /* STATE queued */
-    bool asked;                     /* CATCHUP queued (or none needed) */
-    uint32_t gone_rank, donor_rank; /* what STATE, CATCHUP name */
+    bool on;             /* forming view rview; deliveries frozen */
+    uint32_t rview;      /* the view being formed */
+    uint32_t co;         /* its coordinator (rank), the new sequencer */
+    bool final_known;    /* NEWVIEW came: deliver up to final, no further */
+    bool caught_sent;    /* CAUGHT queued (set once it is) */
+    bool state_sent;     /* STATE queued */
+    bool asked;          /* CATCHUP queued (or none needed) */
+    uint32_t donor_rank; /* what CATCHUP names */
     uint64_t final;
     /* Coordinator only: the survivors heard from are g->heard's bits. */
     uint64_t max_delivered;

@@ -80,7 +80,7 @@ void fl_grp_start_view_change(struct flit_group *g, uint32_t i)
     g->gone[i] = 1;
     g->left[g->nleft++] = g->members[i];
     struct recovery *r = &g->rec;
-    *r = (struct recovery){.on = true, .co = coordinator(g), .gone_rank = g->members[i]};
+    *r = (struct recovery){.on = true, .co = coordinator(g)};
     r->rview = g->view + (g->n - survivors(g));
     /* What the last round still owed is of no use in this one. */
     memset(g->bc_owed, 0, g->n);
