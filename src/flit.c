@@ -136,6 +136,7 @@ static const struct fl_transport ofi = {
     .settings = ofi_settings,
     .open = ofi_open,
     FL_CHANNEL_OPS,
+    .onesided = &fl_chan_onesided, /* fi_write / fi_read where the provider has them */
 };
 #endif
 

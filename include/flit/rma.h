@@ -41,6 +41,14 @@
  *    calls flit;
  *  - any other memory of a rank on this host is reached with cross-memory
  *    attach (process_vm_writev / readv), with the same property;
+ *  - under FLIT_TRANSPORT=ofi, on a provider with remote memory access
+ *    (FI_RMA), the owner registers the region's memory, with exactly the
+ *    access it granted, for the importers it answers: a put or a get is
+ *    one fi_write or fi_read by the network (a hardware provider's NIC
+ *    moves it without the owner's CPU; a software one, such as tcp or
+ *    udp, while the owner makes progress). Each such put or get first
+ *    makes a progress pass towards the owner, where the importer hears of
+ *    an unexport;
  *  - otherwise (UDP between hosts, or where the kernel refuses
  *    cross-memory attach, or FLIT_SHM_BULK=copy) puts are cut into packets
  *    that the owner's progress engine deposits straight into the region,
@@ -143,7 +151,13 @@ FLIT_API uint64_t flit_rma_region_id(const flit_rma_region_t *region);
  * initiator with FLIT_ERR_REVOKED and nothing more lands in it, nor is
  * read from it. It waits for accesses other processes of this host are
  * making at that moment (a memcpy at most; those of a rank that died are
- * not waited for). The handle dies; a second call answers
+ * not waited for). Where the region's memory was registered with the
+ * network for importers (FLIT_TRANSPORT=ofi), it tells each of them and
+ * waits, making progress, until each has answered that it will not use
+ * the registration again (an importer answers during its progress or its
+ * next put or get there) or is known dead (FLIT_PEER_TIMEOUT): a network
+ * that moves memory without the owner cannot refuse a late access without
+ * breaking the connection, so none is made. The handle dies; a second call answers
  * FLIT_ERR_REVOKED (FLIT_ERR_INVALID_ARG once a new region took the dead
  * one's place, or its endpoint was destroyed: a dead handle never names
  * another region).
@@ -213,6 +227,10 @@ typedef enum flit_rma_path {
     FLIT_RMA_PATH_ATTACH = 2,  /* the transport's one-sided put / get: one copy
                                   (shm: cross-memory attach, by the kernel) */
     FLIT_RMA_PATH_PACKETS = 3, /* packets that the owner's progress lands */
+    FLIT_RMA_PATH_FABRIC = 4,  /* the network's remote memory access (libfabric's
+                                  fi_write / fi_read into memory the owner
+                                  registered for this region, and withdraws
+                                  when it unexports) */
 } flit_rma_path;
 FLIT_API flit_rma_path flit_rma_remote_path(const flit_rma_remote_t *remote);
 

@@ -74,6 +74,11 @@ size_t fl_chan_peer_packet_fit(struct fl_tp_ep *t, uint32_t peer);
 void fl_chan_dump_peer(struct fl_tp_ep *t, uint32_t peer, char *buf, size_t len);
 void fl_chan_close(struct fl_tp_ep *t);
 
+/* The one-sided operations of a datagram transport that has them
+   (struct fl_dgram_ops's rma), offered above (onesided.c): a transport's
+   table names it where its datagram transport may. */
+extern const struct fl_tp_onesided fl_chan_onesided;
+
 /* The channel's counters (counters.c): the transports' struct
    fl_tp_counters first, where the datagram transport and the fault
    interposer under it count too, then the channel's gauges (idle.c). */

@@ -4,18 +4,55 @@
  * the path every later put and get to the region takes (rma.h):
  *
  *  - the owner is this rank: memmove, checking the region table;
+ *  - the transport serving us exposed the region (its ->expose: the owner
+ *    decided, at the import): its ->put / ->get at the key it gave;
  *  - the transport serving the owner offers one-sided operations that
  *    reach it (transport.h), and its control file is shared: the block
  *    mapped here (->map) when the region is in flit_rma_alloc memory and
  *    the transport allows, else the transport's ->put / ->get;
  *  - otherwise, and whenever one of those cannot be set up: packets.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "rma/rma.h"
 #include "util/log.h"
 
 /* ---- the owner's side ---- */
+
+/*
+ * Whether g is exposed to importer by the transport serving it (->expose:
+ * memory that transport moves without us, revoked by withdrawing it).
+ * Exposed once, at the first import that transport serves, with the
+ * access granted; a region exposed by one transport is not by another
+ * (their importers go through packets). A transport that cannot expose it
+ * is asked again at the next import.
+ */
+static bool exposed_to(struct flit_ep *ep, struct flit_rma_region *g, uint32_t importer)
+{
+    const struct fl_tp_onesided *os = fl_rma_tp(ep, importer);
+    struct fl_tp_ep *tpe = ep->peers[importer].tpe;
+    if (!os || !os->expose)
+        return false;
+    if (g->xos && (g->xos != os || g->xtpe != tpe))
+        return false;
+    if (!g->xos) {
+        unsigned access = (g->access & FLIT_RMA_READ ? FL_TP_EXPOSE_READ : 0) |
+                          (g->access & FLIT_RMA_WRITE ? FL_TP_EXPOSE_WRITE : 0);
+        uint64_t *held = calloc((ep->size + 63) / 64, sizeof *held);
+        if (!held)
+            return false;
+        if (os->expose(tpe, g->addr, g->len, access, &g->xkey, &g->xraddr) != FLIT_OK) {
+            free(held);
+            return false;
+        }
+        g->xos = os;
+        g->xtpe = tpe;
+        g->xheld = held;
+    }
+    g->xheld[importer / 64] |= 1ull << (importer % 64); /* unexport asks it */
+    return true;
+}
 
 /* What the owner tells an importer it allows: the region and how to reach
    it. The status says whether it allows. */
@@ -34,6 +71,9 @@ static flit_status describe(struct flit_ep *ep, uint32_t importer, uint64_t id,
     a->info.file_off = g->block ? g->block_off : 0;
     a->info.file_len = g->block ? g->block->len : 0;
     a->info.flags = fl_rma_of(ep)->ctl_shared ? FL_RMA_INFO_CTL : 0;
+    if (exposed_to(ep, g, importer))
+        a->info = (struct fl_rma_info){
+            .vaddr = g->xraddr, .block = g->xkey, .flags = FL_RMA_INFO_KEY};
     return FLIT_OK;
 }
 
@@ -75,6 +115,12 @@ static void choose_path(struct flit_ep *ep, struct flit_rma_remote *rm,
     uint32_t slot = (uint32_t)rm->id, gen = (uint32_t)(rm->id >> 32);
     const struct fl_tp_onesided *os = fl_rma_tp(ep, rm->owner);
     rm->path = FL_RMA_PATH_PACKETS;
+    if (os && (in->flags & FL_RMA_INFO_KEY) && !pp->no_tp && os->put) {
+        rm->path = FL_RMA_PATH_EXPOSED;
+        rm->raddr = in->vaddr;
+        rm->key = in->block;
+        return;
+    }
     if (!os || !(in->flags & FL_RMA_INFO_CTL) || slot >= FL_RMA_MAX_REGIONS ||
         !fl_rma_ctl_attach(ep, rm->owner))
         return;
@@ -243,6 +289,8 @@ flit_rma_path flit_rma_remote_path(const flit_rma_remote_t *remote)
         return FLIT_RMA_PATH_COPY;
     case FL_RMA_PATH_TP:
         return FLIT_RMA_PATH_ATTACH;
+    case FL_RMA_PATH_EXPOSED:
+        return FLIT_RMA_PATH_FABRIC;
     default:
         return FLIT_RMA_PATH_PACKETS;
     }

@@ -228,6 +228,22 @@ static void recv_flushed(struct flit_ep *ep, uint32_t src, const struct fl_rma_p
     fl_rma_op_complete(ep, op, FLIT_OK);
 }
 
+/* The owner withdraws region id's key: our imports of it through the key
+   are revoked, and we say so. Operations are calls of their own, never
+   under a handler: none through the key is in progress now. */
+static void recv_withdraw(struct flit_ep *ep, uint32_t src, const struct fl_rma_pkt *p)
+{
+    struct fl_rma_ep *r = fl_rma_of(ep);
+    for (uint32_t i = 0; i < r->remotes.n; i++) {
+        struct flit_rma_remote *rm = (struct flit_rma_remote *)r->remotes.all[i];
+        if (rm->obj.live && rm->owner == src && rm->id == p->id &&
+            rm->path == FL_RMA_PATH_EXPOSED)
+            rm->revoked = true;
+    }
+    struct fl_rma_pkt a = {.kind = FL_RMA_WITHDRAWN, .id = p->id};
+    answer(ep, src, &a, NULL);
+}
+
 void fl_rma_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt, size_t len)
 {
     struct fl_rma_pkt p;
@@ -262,6 +278,12 @@ void fl_rma_recv(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt, siz
         break;
     case FL_RMA_FLUSH_REQ:
         recv_flush(ep, src, &p);
+        break;
+    case FL_RMA_WITHDRAW:
+        recv_withdraw(ep, src, &p);
+        break;
+    case FL_RMA_WITHDRAWN:
+        fl_rma_withdrawn(ep, src, p.id);
         break;
     default: /* FL_RMA_FLUSH_REP: the decoder knows no other kind */
         recv_flushed(ep, src, &p);

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "core/progress.h"
 #include "platform/fence.h"
 #include "platform/os.h"
 #include "rma/rma.h"
@@ -87,6 +88,7 @@ static flit_status export_region(struct flit_ep *ep, void *addr, size_t len,
     g->len = len;
     g->access = access;
     g->allowed = allowed;
+    g->xos = NULL;
     g->block = fl_rma_block_of(r, addr, len, &g->block_off);
     if (!g->block)
         g->block_off = 0;
@@ -157,10 +159,61 @@ static void wait_direct_accesses(struct flit_ep *ep, uint32_t slot)
     }
 }
 
+static bool holds(const uint64_t *held, uint32_t rank)
+{
+    return held[rank / 64] >> (rank % 64) & 1u;
+}
+
+/* Every importer given the key answered, or is down. */
+static bool withdrawn(struct flit_ep *ep, void *arg)
+{
+    const struct fl_rma_withdrawal *w = arg;
+    for (uint32_t k = 0; k < ep->size; k++)
+        if (holds(w->held, k) && !fl_peer_is_down(&ep->peers[k]))
+            return false;
+    return true;
+}
+
+/*
+ * Tells each importer given region id's key (held) that it is withdrawn
+ * and waits, making progress, until each has answered or is down. An
+ * importer answers once it will not use the key again, after its last
+ * access through it completed; its answer, a message sent after those
+ * writes, reaches us after them (the transport keeps sends behind writes).
+ */
+static void withdraw(struct flit_ep *ep, uint64_t id, uint64_t *held)
+{
+    struct fl_rma_ep *r = fl_rma_of(ep);
+    struct fl_rma_withdrawal w = {.id = id, .held = held, .next = r->withdrawals};
+    for (uint32_t k = 0; k < ep->size; k++) {
+        struct fl_rma_pkt p = {.kind = FL_RMA_WITHDRAW, .id = id};
+        if (holds(held, k) && fl_rma_send(ep, k, &p, NULL, 0) != FLIT_OK)
+            held[k / 64] &= ~(1ull << (k % 64)); /* down: nothing to wait for */
+    }
+    r->withdrawals = &w;
+    fl_progress_until(ep, withdrawn, &w, -1); /* FLIT_ERR_CLOSED: it goes anyway */
+    struct fl_rma_withdrawal **pp = &r->withdrawals;
+    while (*pp != &w)
+        pp = &(*pp)->next;
+    *pp = w.next;
+}
+
+void fl_rma_withdrawn(struct flit_ep *ep, uint32_t src, uint64_t id)
+{
+    for (struct fl_rma_withdrawal *w = fl_rma_of(ep)->withdrawals; w; w = w->next) {
+        if (w->id == id) {
+            w->held[src / 64] &= ~(1ull << (src % 64));
+            return;
+        }
+    }
+    /* Late (the unexport stopped waiting when it heard src was down): nothing. */
+}
+
 void fl_rma_revoke(struct flit_ep *ep, struct flit_rma_region *g, bool wait)
 {
     struct fl_rma_ep *r = fl_rma_of(ep);
     uint32_t slot = g->obj.idx;
+    uint64_t id = region_id(g);
     fl_rma_dir_unpublish(ep, g); /* no new import finds it */
     atomic_store_explicit(fl_rma_ctl_word(r->ctl, ep->size, slot),
                           (uint64_t)g->obj.gen << 1, memory_order_relaxed);
@@ -171,10 +224,22 @@ void fl_rma_revoke(struct flit_ep *ep, struct flit_rma_region *g, bool wait)
         fl_fence_slow();
         wait_direct_accesses(ep, slot);
     }
+    const struct fl_tp_onesided *xos = g->xos;
+    struct fl_tp_ep *xtpe = g->xtpe;
+    uint64_t xkey = g->xkey, *held = g->xheld;
     free(g->allowed);
     g->allowed = NULL;
     g->block = NULL;
-    fl_rma_pool_put(&r->regions, &g->obj);
+    g->xos = NULL;
+    g->xheld = NULL;
+    fl_rma_pool_put(&r->regions, &g->obj); /* imports and packets: REVOKED */
+    if (xos) {
+        /* Closing (!wait): the job tears every endpoint down at once. */
+        if (wait)
+            withdraw(ep, id, held);
+        xos->unexpose(xtpe, xkey); /* no access lands once it returns */
+    }
+    free(held);
 }
 
 flit_status flit_rma_unexport(flit_rma_region_t *region)

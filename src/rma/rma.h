@@ -117,6 +117,27 @@ struct flit_rma_region {
     uint64_t block_off;
     uint32_t dir; /* its export directory entry (dir.c), UINT32_MAX: left out */
     uint64_t key; /* flit_rma_region_set_key's, 0: none */
+    /* Exposed to importers by a transport's ->expose (at the first import
+       it serves): its ops, endpoint, key and the address of the region's
+       first byte there; NULL xos: not exposed. Withdrawn at revocation. */
+    const struct fl_tp_onesided *xos;
+    struct fl_tp_ep *xtpe;
+    uint64_t xkey, xraddr;
+    uint64_t *xheld; /* bitmap over ranks: importers given the key */
+};
+
+/*
+ * An unexport waiting until every importer given the region's key
+ * (FL_RMA_INFO_KEY) says it will not use it again, before the transport
+ * withdraws it (region.c): a transport that moves memory without the
+ * owner cannot tell a late access from a wrong one, and may end the
+ * connection over it. On the unexporting call's stack, in the endpoint's
+ * list meanwhile.
+ */
+struct fl_rma_withdrawal {
+    uint64_t id;
+    uint64_t *held; /* importers yet to answer, bitmap over ranks */
+    struct fl_rma_withdrawal *next;
 };
 
 /* ---- importer side ---- */
@@ -126,6 +147,9 @@ enum fl_rma_path {
     FL_RMA_PATH_MAP,     /* its memory mapped here: memcpy */
     FL_RMA_PATH_TP,      /* the transport's one-sided ->put / ->get */
     FL_RMA_PATH_PACKETS, /* the owner's progress engine moves it */
+    FL_RMA_PATH_EXPOSED, /* ->put / ->get at the key the owner's transport
+                            gave the region (->expose): no control words,
+                            revoked by withdrawing the key */
 };
 
 struct flit_rma_remote {
@@ -140,8 +164,10 @@ struct flit_rma_remote {
     bool releasing;               /* flit_rma_release waits for its operations */
     uint8_t *base;                /* SELF: the region; MAP: the region, mapped */
     struct fl_rma_map *map;       /* MAP: the mapping (whole pages), shared */
-    uint64_t raddr;               /* TP: the region in the owner's process */
-    uint64_t key;                 /* TP: the owner's memory holding it (0: none) */
+    uint64_t raddr;               /* TP: the region in the owner's process;
+                                     EXPOSED: its first byte at key */
+    uint64_t key;                 /* TP: the owner's memory holding it (0: none);
+                                     EXPOSED: the transport's key */
     const _Atomic uint64_t *word; /* MAP, TP: the slot's word, mapped */
     uint64_t live_word;           /* its value while the region is live */
     _Atomic uint64_t *busy;       /* MAP, TP: our busy mark there */
@@ -221,6 +247,7 @@ struct fl_rma_ep {
     bool mem_known; /* mem looked for */
     struct fl_rma_block *blocks;
     uint64_t next_block;
+    struct fl_rma_withdrawal *withdrawals; /* unexports waiting for importers */
     flit_rma_notify_fn notify_fn;
     void *notify_user;
     size_t page;
@@ -316,8 +343,12 @@ bool fl_rma_region_allows(const struct flit_rma_region *g, uint32_t rank);
    [base, base + len) of region id. */
 flit_status fl_rma_judge(struct flit_ep *ep, uint32_t rank, uint64_t id, unsigned need,
                          uint64_t base, uint64_t len, struct flit_rma_region **out);
-/* Unexports g: marks it dead, waits for direct accesses, frees the slot. */
+/* Unexports g: marks it dead, waits for direct accesses, frees the slot;
+   withdraws its key from the importers given it (waiting for them with
+   wait; region.c). */
 void fl_rma_revoke(struct flit_ep *ep, struct flit_rma_region *g, bool wait);
+/* Importer src answered the withdrawal of region id's key. */
+void fl_rma_withdrawn(struct flit_ep *ep, uint32_t src, uint64_t id);
 
 /* op.c */
 struct flit_rma_op *fl_rma_op_new(struct flit_ep *ep, enum fl_rma_op_kind kind,

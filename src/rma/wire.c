@@ -62,9 +62,12 @@ static flit_status decode_info(const uint8_t *b, struct fl_rma_pkt *p)
     in->file_off = fl_get64(b + 16);
     in->file_len = fl_get64(b + 24);
     in->flags = fl_get32(b + 32);
-    if ((in->flags & ~FL_RMA_INFO_CTL) || fl_get32(b + 36) != 0 ||
-        in->vaddr + p->total < in->vaddr)
+    if ((in->flags & ~(FL_RMA_INFO_CTL | FL_RMA_INFO_KEY)) ||
+        (in->flags & FL_RMA_INFO_CTL && in->flags & FL_RMA_INFO_KEY) ||
+        fl_get32(b + 36) != 0 || in->vaddr + p->total < in->vaddr)
         return FLIT_ERR_BAD_PACKET;
+    if (in->flags & FL_RMA_INFO_KEY) /* block: the transport's key, any */
+        return in->file_off || in->file_len ? FLIT_ERR_BAD_PACKET : FLIT_OK;
     if (in->block &&
         (in->file_off > in->file_len || p->total > in->file_len - in->file_off))
         return FLIT_ERR_BAD_PACKET;
@@ -88,6 +91,8 @@ static flit_status check_kind(const struct fl_rma_pkt *p)
     bool ok;
     switch (p->kind) {
     case FL_RMA_IMPORT_REQ:
+    case FL_RMA_WITHDRAW:
+    case FL_RMA_WITHDRAWN:
         ok = request_ok(p) && empty && no_range;
         break;
     case FL_RMA_IMPORT_REP:

@@ -27,13 +27,18 @@
  * put's operation id, 0 for a put nobody tracks), GET_DATA (the region's
  * bytes, in pieces, or one empty packet with the refusal) and FLUSH_REP.
  * Lanes are FIFO: a FLUSH_REP comes after the answers to every request
- * sent before its FLUSH_REQ.
+ * sent before its FLUSH_REQ. An owner unexporting a region whose key it
+ * gave (FL_RMA_INFO_KEY) sends WITHDRAW, a request, to each importer
+ * given it, and each answers WITHDRAWN once it will use the key no more.
+ * Both name the region (id) and carry nothing else.
  *
  * IMPORT_REP payload, 40 bytes:
- *    0    8   the region's address in the owner's process
+ *    0    8   the region's address in the owner's process (FL_RMA_INFO_KEY:
+ *             its first byte's address for the importer's transport)
  *    8    8   the flit_rma_alloc block holding it: its number (0: none)
- *   16    8   the region's offset in the block's file
- *   24    8   the block's length
+ *             (FL_RMA_INFO_KEY: the key the transport gave it)
+ *   16    8   the region's offset in the block's file (FL_RMA_INFO_KEY: 0)
+ *   24    8   the block's length (FL_RMA_INFO_KEY: 0)
  *   32    4   FL_RMA_INFO_* flags
  *   36    4   0
  */
@@ -62,6 +67,8 @@ enum fl_rma_kind {
     FL_RMA_NOTIFY = 7,
     FL_RMA_FLUSH_REQ = 8,
     FL_RMA_FLUSH_REP = 9,
+    FL_RMA_WITHDRAW = 10,  /* owner: the region's key (FL_RMA_INFO_KEY) is withdrawn */
+    FL_RMA_WITHDRAWN = 11, /* importer: it will not use it again */
     FL_RMA_KINDS
 };
 
@@ -73,6 +80,9 @@ enum fl_rma_kind {
 /* IMPORT_REP: the owner's control file (src/rma/rma.h) is shared: an
    importer on its host may map it and reach the region directly. */
 #define FL_RMA_INFO_CTL 0x01u
+/* IMPORT_REP: the transport serving the importer exposed the region
+   (->expose): block is the key, vaddr the address of its first byte. */
+#define FL_RMA_INFO_KEY 0x02u
 
 struct fl_rma_info {
     uint64_t vaddr;
@@ -96,7 +106,7 @@ struct fl_rma_pkt {
 static inline unsigned fl_rma_lane(unsigned kind)
 {
     return kind == FL_RMA_IMPORT_REP || kind == FL_RMA_ACK || kind == FL_RMA_GET_DATA ||
-                   kind == FL_RMA_FLUSH_REP
+                   kind == FL_RMA_FLUSH_REP || kind == FL_RMA_WITHDRAWN
                ? 1u
                : 0u; /* FL_LANE_REP : FL_LANE_REQ */
 }

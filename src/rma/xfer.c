@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/pieces.h"
+#include "core/progress.h"
 #include "platform/fence.h"
 #include "rma/rma.h"
 #include "util/log.h"
@@ -71,7 +72,8 @@ static void direct_end(struct flit_rma_remote *rm)
 }
 
 /* The transport's one-sided put or get; FLIT_ERR_NOT_SUPPORTED (and
-   packets from now on, for every import from the owner) when it refuses. */
+   packets from now on, for every import from the owner) when it refuses;
+   FLIT_ERR_REVOKED when the owner withdrew the region's key. */
 static flit_status tp_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool write,
                            uint64_t off, void *buf, size_t len)
 {
@@ -80,7 +82,9 @@ static flit_status tp_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool 
     uint64_t at = rm->raddr + off;
     flit_status st = write ? os->put(p->tpe, rm->owner, rm->key, at, buf, len)
                            : os->get(p->tpe, rm->owner, rm->key, at, buf, len);
-    if (st == FLIT_ERR_PEER_DOWN) {
+    if (st == FLIT_ERR_REVOKED && rm->path == FL_RMA_PATH_EXPOSED) {
+        rm->revoked = true; /* the owner withdrew the key */
+    } else if (st == FLIT_ERR_PEER_DOWN) {
         /* The owner's process is gone: the endpoint learns it now, so
            that every path (flush, peer info, sends) agrees at once
            rather than at the next periodic check. */
@@ -104,6 +108,16 @@ static flit_status direct_copy(struct flit_ep *ep, struct flit_rma_remote *rm, b
         }
         memmove(write ? rm->base + off : buf, write ? buf : rm->base + off, len);
         return FLIT_OK;
+    }
+    if (rm->path == FL_RMA_PATH_EXPOSED) {
+        /* The owner withdraws the key by a message (region.c): a program
+           that only puts and gets hears it here, and answers it, before
+           each access. */
+        if (fl_handler_depth == 0)
+            fl_progress_peer(ep, rm->owner, FL_LANES_ALL);
+        if (rm->revoked)
+            return FLIT_ERR_REVOKED;
+        return tp_copy(ep, rm, write, off, buf, len);
     }
     if (!direct_begin(rm))
         return FLIT_ERR_REVOKED;

@@ -5,8 +5,8 @@
  * reordered; they are never corrupted (the network's checksums) and never
  * larger than ->max_payload. The channel adds everything else.
  *
- * Today's one implementation is UDP (src/transport/udp); libfabric's
- * unreliable datagram endpoints or AF_XDP would plug in here.
+ * Implemented by UDP (src/transport/udp), AF_XDP (src/transport/xdp) and
+ * libfabric's reliable datagram endpoints (src/transport/ofi).
  */
 #ifndef FL_TRANSPORT_DGRAM_H
 #define FL_TRANSPORT_DGRAM_H
@@ -43,6 +43,24 @@ struct fl_dgram_in {
 #define FL_DGRAM_STRANGER UINT32_MAX /* an address outside the job */
 #define FL_DGRAM_PATHS    4u         /* paths to one peer, at most */
 
+/*
+ * Optional one-sided operations of a datagram transport whose network
+ * moves memory itself (libfabric's fi_write / fi_read): what the channel
+ * offers above as its struct fl_tp_onesided's ->reaches, ->expose,
+ * ->unexpose, ->put and ->get (transport.h says what each does), the
+ * channel adding only that a peer it gave up is not reached.
+ */
+struct fl_dgram_rma {
+    bool (*reaches)(struct fl_dgram *d, uint32_t rank);
+    flit_status (*expose)(struct fl_dgram *d, void *addr, size_t len, unsigned access,
+                          uint64_t *key_out, uint64_t *raddr_out);
+    void (*unexpose)(struct fl_dgram *d, uint64_t key);
+    flit_status (*put)(struct fl_dgram *d, uint32_t rank, uint64_t key, uint64_t raddr,
+                       const void *src, size_t len);
+    flit_status (*get)(struct fl_dgram *d, uint32_t rank, uint64_t key, uint64_t raddr,
+                       void *dst, size_t len);
+};
+
 struct fl_dgram_ops {
     const char *name;
     /* Opens for an endpoint; FLIT_ERR_NOT_SUPPORTED when not needed. */
@@ -78,6 +96,7 @@ struct fl_dgram_ops {
     void (*path_of)(struct fl_dgram *d, uint32_t rank, unsigned path, char *buf,
                     size_t len);
     void (*close)(struct fl_dgram *d);
+    const struct fl_dgram_rma *rma; /* optional; NULL: none */
 };
 
 #endif /* FL_TRANSPORT_DGRAM_H */

@@ -108,17 +108,19 @@ typedef void (*fl_tp_recv_fn)(void *ctx, uint32_t src, unsigned lane, void *pkt,
  * How the pieces fit the transports:
  *   shm       ->mem_alloc a file in shared memory, ->map it in the peer,
  *             ->put / ->get by cross-memory attach to any address.
- *   libfabric ->mem_alloc memory registered under the key (fi_mr_reg's
- *             requested key), no ->map, ->put / ->get as fi_write / fi_read
- *             at (key, address), waiting for the completion. Two things it
- *             will add beside these: registering program memory at export
- *             (key 0 here is "any address", which only attach offers), and
- *             revocation by deregistering, for importers that cannot map
- *             the control words (src/rma revokes through them today).
+ *   libfabric no memory of its own, no ->map: ->expose registers a
+ *             region's memory (the program's or a block) for the peers'
+ *             fi_write / fi_read under a key of its own, ->unexpose
+ *             withdraws it (revocation, for importers that cannot map the
+ *             owner's control words), ->put / ->get are fi_write / fi_read
+ *             at (key, address), waiting for the completion.
  *   xdp, udp  none: packets.
  * Threads: as every op, serialised by the endpoint. Blocking: the calls
  * wait for their own completion (no progress engine runs meanwhile).
  */
+#define FL_TP_EXPOSE_READ  (1u << 0) /* ->expose: peers' ->get */
+#define FL_TP_EXPOSE_WRITE (1u << 1) /* ->expose: peers' ->put */
+
 #define FL_TP_MAP_WRITE (1u << 0) /* ->map: loads and stores, not loads only */
 #define FL_TP_MAP_DATA  (1u << 1) /* ->map: data, not control words */
 
@@ -169,6 +171,23 @@ struct fl_tp_onesided {
                        const void *src, size_t len);
     flit_status (*get)(struct fl_tp_ep *t, uint32_t peer, uint64_t key, uint64_t raddr,
                        void *dst, size_t len);
+
+    /*
+     * Optional, with ->put and ->get: lets the peers this transport reaches
+     * write (FL_TP_EXPOSE_WRITE) and read (FL_TP_EXPOSE_READ) [addr, addr +
+     * len) of this process, any memory it owns, and nothing else of it: the
+     * transport (the NIC, on hardware) refuses what was not granted. Their
+     * ->put / ->get reach byte i at (*key_out, *raddr_out + i). ->unexpose
+     * withdraws it: once it returns no peer's access lands, and a peer's
+     * later ->put / ->get at that key fails with FLIT_ERR_REVOKED (or, where
+     * the transport cannot tell a withdrawn key from other trouble,
+     * FLIT_ERR_NOT_SUPPORTED: the caller's packets then hear the owner's
+     * verdict). FLIT_ERR_NO_MEMORY: a shortage (registrations); other
+     * failures FLIT_ERR_NOT_SUPPORTED. Blocks (setup).
+     */
+    flit_status (*expose)(struct fl_tp_ep *t, void *addr, size_t len, unsigned access,
+                          uint64_t *key_out, uint64_t *raddr_out);
+    void (*unexpose)(struct fl_tp_ep *t, uint64_t key);
 
     /*
      * Optional: the smallest message that peer, receiving it, should pull

@@ -53,14 +53,19 @@ static bool piece_inside(const struct raw *r, bool has_first)
     return !has_first || ((r->flags & FL_RMAF_FIRST) != 0) == (r->piece == 0);
 }
 
-/* An import's answer: where the region is, inside its block if it has one. */
+/* An import's answer: where the region is, inside its block if it has one;
+   or (KEY, never with CTL) the transport's key for it, any, and no block. */
 static bool info_ok(const uint8_t *in, uint64_t total)
 {
     uint64_t vaddr = fl_get64(in), block = fl_get64(in + 8);
     uint64_t off = fl_get64(in + 16), flen = fl_get64(in + 24);
-    if ((fl_get32(in + 32) & ~FL_RMA_INFO_CTL) || fl_get32(in + 36) != 0 ||
+    uint32_t flags = fl_get32(in + 32);
+    const uint32_t both = FL_RMA_INFO_CTL | FL_RMA_INFO_KEY;
+    if ((flags & ~both) || (flags & both) == both || fl_get32(in + 36) != 0 ||
         vaddr + total < vaddr)
         return false;
+    if (flags & FL_RMA_INFO_KEY)
+        return off == 0 && flen == 0;
     return block ? off <= flen && total <= flen - off : off == 0 && flen == 0;
 }
 
@@ -72,6 +77,8 @@ static bool kind_ok(const struct raw *r, const uint8_t *payload)
     bool whole = r->piece == 0 && r->base + r->total >= r->base;
     switch (r->kind) {
     case FL_RMA_IMPORT_REQ:
+    case FL_RMA_WITHDRAW:
+    case FL_RMA_WITHDRAWN:
         return request && empty && no_range;
     case FL_RMA_IMPORT_REP:
         if (r->status != FLIT_OK)

@@ -2,7 +2,8 @@
 /*
  * One-sided communication between real processes, on whatever transport
  * reaches the peers (shared memory: mapping, cross-memory attach, or
- * packets with FLIT_SHM_BULK=copy; UDP: packets, with injected loss too).
+ * packets with FLIT_SHM_BULK=copy; UDP: packets, with injected loss too;
+ * libfabric: the provider's fi_write and fi_read).
  * Each part fails on its own message:
  *
  *  sizes     every rank puts to and gets from its right neighbour 1 B to
@@ -29,7 +30,8 @@
  *            FLIT_ERR_REVOKED (a plain put over packets at the latest at
  *            the next flush), imports too, and rank 0's memory is unchanged.
  *  race      the others put in a loop while rank 0 unexports: once
- *            flit_rma_unexport returned, not one more byte lands.
+ *            flit_rma_unexport returned, not one more byte lands (over
+ *            libfabric: the importers, told by message, answered first).
  *  nopoll    rank 0 makes no flit call while the others put: with --direct
  *            the data must land all the same; otherwise it lands, all of
  *            it, once rank 0 polls; one notification per sender.
@@ -39,7 +41,9 @@
  * rank's part in "shared" and "nopoll"), --direct (this host's ranks must
  * reach alloc memory by mapping, or with FLIT_SHM_BULK=cma by cross-memory
  * attach, and malloc memory by cross-memory attach), --packets (every
- * remote region is reached through packets).
+ * remote region is reached through packets), --fabric (every remote region
+ * through the network's remote memory access: FLIT_TRANSPORT=ofi on a
+ * provider with FI_RMA, no file of one-sided memory mapped).
  */
 #include <flit/rma.h>
 #include <sched.h>
@@ -69,7 +73,7 @@ static struct {
     flit_ep_t *ep;
     uint32_t me, n;
     size_t max, part;
-    bool direct, packets;
+    bool direct, packets, fabric;
     _Atomic uint64_t ids[MAX_RANKS][K_COUNT]; /* learned from the owners */
     uint8_t *mem[K_COUNT];                    /* my regions */
     size_t len[K_COUNT];
@@ -343,6 +347,10 @@ static void check_path(flit_rma_remote_t *r, int kind)
     if (g.packets && rma_files_mapped() != 0)
         FAIL("no transport offers one-sided memory, yet %zu files of it are mapped",
              rma_files_mapped());
+    if (g.fabric && (p != FLIT_RMA_PATH_FABRIC || rma_files_mapped() != 0))
+        FAIL("%s region: path %d with %zu files mapped, expected the network's own "
+             "remote memory access (fi_write / fi_read) and none",
+             kind_name[kind], (int)p, rma_files_mapped());
     if (!g.direct)
         return;
     if (rma_files_mapped() == 0)
@@ -781,6 +789,7 @@ int main(int argc, char **argv)
     g.part &= ~(size_t)7;
     g.direct = mp_arg_flag(argc, argv, "--direct");
     g.packets = mp_arg_flag(argc, argv, "--packets");
+    g.fabric = mp_arg_flag(argc, argv, "--fabric");
     const char *only = arg_str(argc, argv, "--test");
     CHECK_OK(flit_ep_create(NULL, &g.ep));
     CHECK_OK(flit_am_set_returned_handler(g.ep, mp_returned_fail, NULL));

@@ -40,7 +40,6 @@ static struct {
     uint32_t me;
     uint64_t ids[3];
     int down_calls;
-    uint32_t down_peer;
     bool packets;
     bool victim_stopped; /* rank 2 makes no more progress */
 } g;
@@ -63,8 +62,10 @@ static void on_stopped(flit_token_t *t, void *buf, size_t n, const uint32_t *a,
 static void on_down(flit_ep_t *ep, flit_rank_t peer, flit_status why, void *user)
 {
     (void)ep, (void)why, (void)user;
-    g.down_calls++;
-    g.down_peer = peer.idx;
+    /* The victim's death, once; the other survivor may finish and leave
+       first (no barrier with a dead rank), which says nothing here. */
+    if (peer.idx == VICTIM)
+        g.down_calls++;
 }
 
 static void publish(flit_rma_region_t *reg)
@@ -193,7 +194,6 @@ static void rank1(void)
         CHECK_ST(flit_rma_put(r2, 0, buf, 8, 0, NULL), FLIT_ERR_PEER_DOWN);
     }
     MP_WAIT(g.ep, g.down_calls == 1);
-    CHECK(g.down_peer == VICTIM);
     CHECK_ST(flit_rma_put(r2, 0, buf, 8, 0, NULL), FLIT_ERR_PEER_DOWN);
     CHECK_ST(flit_rma_put(r2, 0, buf, 8, FLIT_RMA_REMOTE_DONE, &op), FLIT_ERR_PEER_DOWN);
     CHECK_ST(flit_rma_get(r2, 0, buf, 8, 0, NULL), FLIT_ERR_PEER_DOWN);

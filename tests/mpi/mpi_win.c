@@ -296,9 +296,9 @@ static void shared(void)
     CHECK(MPI_Win_shared_query(w, 0, &sz, &du, &p) == MPI_ERR_RMA_FLAVOR);
     OK(MPI_Win_free(&w));
     /* the whole job: shared where every rank is on this host's shared
-       memory, MPI_ERR_RMA_SHARED over UDP */
+       memory, MPI_ERR_RMA_SHARED over UDP or libfabric (no rank on shm) */
     const char *tp = getenv("FLIT_TRANSPORT");
-    int udp = tp && strcmp(tp, "udp") == 0;
+    int udp = tp && (strcmp(tp, "udp") == 0 || strcmp(tp, "ofi") == 0);
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     int rc = MPI_Win_allocate_shared(8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &w);
     CHECK(rc == (udp && size > 1 ? MPI_ERR_RMA_SHARED : MPI_SUCCESS));

@@ -17,6 +17,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 
 #include "flit/flit.h"
 

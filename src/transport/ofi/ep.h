@@ -37,6 +37,22 @@ struct ofi_buf {
     struct ofi_buf *next; /* free sends */
 };
 
+/* A one-sided operation posted (rma.c): context first, as a send buffer's.
+   Busy from its post until its completion is read, even when the caller
+   stopped waiting for it (the provider owns the context until then). */
+#define OFI_RMA_SLOTS 8
+struct ofi_rma {
+    struct fi_context2 ctx;
+    bool busy, done;
+    int err; /* an error completion's FI_* code; 0 */
+};
+
+/* Memory exposed to the peers (rma.c): a registration and its key. */
+struct ofi_mr {
+    uint64_t key;
+    struct fid_mr *mr;
+};
+
 struct ofi_peer {
     uint8_t name[OFI_NAME_MAX]; /* fi_getname's blob, from its address */
     size_t namelen;
@@ -79,12 +95,54 @@ struct fl_dgram {
     unsigned nheld[FL_DGRAM_SLOTS];
     struct fl_dgram_in in[FL_DGRAM_SLOTS][FL_DGRAM_BATCH];
     bool said_tx, said_rx; /* an error completion was logged */
+    /* One-sided operations (rma.c), where the provider has FI_RMA. */
+    bool rma;
+    bool said_mr;   /* a registration failed: said */
+    size_t rma_max; /* the longest one fi_write / fi_read */
+    uint64_t next_key;
+    struct ofi_rma ops[OFI_RMA_SLOTS];
+    struct ofi_mr *mrs; /* exposed memory, unordered */
+    size_t nmrs, mrs_cap;
+    /* Receives completed while a put or get waited (fl_ofi_stash), handed
+       up first by the next fl_ofi_recv. */
+    struct fi_cq_msg_entry stash[OFI_RX_BUFS];
+    unsigned stash_head, stash_n;
 };
 
+/* ofi.c: registers [mem, mem + len) for access under key (ignored where
+   the provider picks keys), bound to the endpoint and enabled where the
+   provider asks (FI_MR_ENDPOINT): 0, or the provider's error. */
+int fl_ofi_reg(struct fl_dgram *d, const void *mem, size_t len, uint64_t access,
+               uint64_t key, struct fid_mr **mr);
 /* io.c: posts a receive buffer; false (logged) when the provider refused. */
 bool fl_ofi_post(struct fl_dgram *d, struct ofi_buf *b);
 /* io.c: a provider error, logged naming the provider and fi_strerror. */
 flit_status fl_ofi_fail(const struct fl_dgram *d, const char *what, int ret);
+
+/* The one-sided operation's slot a completion's context is; NULL: a
+   buffer's. */
+static inline struct ofi_rma *fl_ofi_rma_of(struct fl_dgram *d, void *ctx)
+{
+    uintptr_t c = (uintptr_t)ctx, lo = (uintptr_t)d->ops;
+    return c >= lo && c < lo + sizeof d->ops ? (struct ofi_rma *)ctx : NULL;
+}
+
+/* io.c: rank's address vector entry, inserted at first contact. */
+bool fl_ofi_av(struct fl_dgram *d, uint32_t rank, fi_addr_t *out);
+/* io.c: reads the send queue's completions (sends and one-sided
+   operations), which also moves a provider of manual progress on. */
+void fl_ofi_reap(struct fl_dgram *d);
+/* rma.c: a one-sided operation's completion, err its FI_* code or 0. */
+void fl_ofi_rma_done(struct fl_dgram *d, struct ofi_rma *op, int err);
+/* rma.c: the registrations left, at close. */
+void fl_ofi_rma_close(struct fl_dgram *d);
+extern const struct fl_dgram_rma fl_ofi_rma;
+
+/* io.c: takes the receive queue's completions aside, to be handed up by
+   the next fl_ofi_recv: while a put or get waits, what peers send keeps
+   flowing (a provider over a byte stream stops reading one whose messages
+   nobody takes, and a write's answer may be behind them). */
+void fl_ofi_stash(struct fl_dgram *d);
 
 int fl_ofi_send(struct fl_dgram *d, const struct fl_dgram_out *v, int n);
 int fl_ofi_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in);

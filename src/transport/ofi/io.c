@@ -30,20 +30,21 @@ bool fl_ofi_post(struct fl_dgram *d, struct ofi_buf *b)
     return ret == 0;
 }
 
-/* An error completion: its buffer is ours again; said once per endpoint
-   (a dead peer fails every send to it: the channel's timeout reports it). */
-static struct ofi_buf *take_error(struct fl_dgram *d, struct fid_cq *cq, bool *said)
+/* An error completion, read into *e: false when there was none. Said once
+   per queue unless it is a one-sided operation's (rma.c judges those): a
+   dead peer fails every send to it, the channel's timeout reports it. */
+static bool take_error(struct fl_dgram *d, struct fid_cq *cq, bool *said,
+                       struct fi_cq_err_entry *e)
 {
-    struct fi_cq_err_entry e = {0};
-    if (fi_cq_readerr(cq, &e, 0) != 1)
-        return NULL;
-    if (!*said && e.err != FI_ECANCELED) {
+    if (fi_cq_readerr(cq, e, 0) != 1 || !e->op_context)
+        return false;
+    if (!*said && !fl_ofi_rma_of(d, e->op_context) && e->err != FI_ECANCELED) {
         *said = true;
         fl_info("ofi (%s): %s failed: %s (%s)", d->prov,
-                cq == d->txcq ? "a send" : "a receive", fi_strerror(e.err),
-                fi_cq_strerror(cq, e.prov_errno, e.err_data, NULL, 0));
+                cq == d->txcq ? "a send" : "a receive", fi_strerror(e->err),
+                fi_cq_strerror(cq, e->prov_errno, e->err_data, NULL, 0));
     }
-    return e.op_context;
+    return true;
 }
 
 static void give_back(struct fl_dgram *d, struct ofi_buf *b)
@@ -54,24 +55,37 @@ static void give_back(struct fl_dgram *d, struct ofi_buf *b)
     d->tx_busy--;
 }
 
-/* Gives back the send buffers whose sends completed. */
-static void reap_sends(struct fl_dgram *d)
+/* A completion of the send queue: a send's buffer, or a one-sided
+   operation's slot (rma.c), told apart by where the context lies. */
+static void completed(struct fl_dgram *d, void *ctx, int err)
+{
+    struct ofi_rma *op = fl_ofi_rma_of(d, ctx);
+    if (op)
+        fl_ofi_rma_done(d, op, err);
+    else
+        give_back(d, ctx);
+}
+
+void fl_ofi_reap(struct fl_dgram *d)
 {
     struct fi_cq_msg_entry c[16];
     for (;;) {
         ssize_t k = fi_cq_read(d->txcq, c, 16);
-        struct ofi_buf *b = NULL;
-        if (k == -FI_EAVAIL && (b = take_error(d, d->txcq, &d->said_tx)) != NULL)
-            k = 0, give_back(d, b);
-        if (k < 0)
+        if (k == -FI_EAVAIL) {
+            struct fi_cq_err_entry e = {0};
+            if (!take_error(d, d->txcq, &d->said_tx, &e))
+                return;
+            completed(d, e.op_context, e.err ? e.err : FI_EOTHER);
+            continue;
+        }
+        if (k <= 0)
             return;
         for (ssize_t i = 0; i < k; i++)
-            give_back(d, c[i].op_context);
+            completed(d, c[i].op_context, 0);
     }
 }
 
-/* Rank dst's address vector entry, inserted at first contact. */
-static bool av_of(struct fl_dgram *d, uint32_t dst, fi_addr_t *out)
+bool fl_ofi_av(struct fl_dgram *d, uint32_t dst, fi_addr_t *out)
 {
     struct ofi_peer *p = &d->peers[dst];
     if (p->addr == FI_ADDR_NOTAVAIL) {
@@ -152,20 +166,20 @@ static int refused(struct fl_dgram *d, uint32_t dst)
 static int send_one(struct fl_dgram *d, const struct fl_dgram_out *o)
 {
     fi_addr_t to;
-    if (!av_of(d, o->dst, &to) || length(o) > d->buf_size)
+    if (!fl_ofi_av(d, o->dst, &to) || length(o) > d->buf_size)
         return 1; /* the channel's timeout takes it from here */
     if (d->peers[o->dst].inflight >= OFI_TX_PEER)
-        reap_sends(d);
+        fl_ofi_reap(d);
     if (d->peers[o->dst].inflight >= OFI_TX_PEER)
         return 1; /* dropped: the channel sends it again */
     if (!d->tx_free)
-        reap_sends(d);
+        fl_ofi_reap(d);
     struct ofi_buf *b = d->tx_free;
     if (!b)
         return 0;
     ssize_t ret = fi_send(d->ep, b->mem, gather(d, b->mem, o), d->tx_desc, to, &b->ctx);
     if (ret == -FI_EAGAIN) {
-        reap_sends(d); /* progress, for the next try */
+        fl_ofi_reap(d); /* progress, for the next try */
         return refused(d, o->dst);
     }
     d->peers[o->dst].refusals = 0;
@@ -216,21 +230,53 @@ static void drain_kick(struct fl_dgram *d)
         fl_debug("ofi: reading the wake-up descriptor: %s", strerror(errno));
 }
 
+/* Reads up to max receive completions into c; an error one's buffer is
+   posted again. */
+static ssize_t read_rx(struct fl_dgram *d, struct fi_cq_msg_entry *c, size_t max)
+{
+    ssize_t k = fi_cq_read(d->rxcq, c, max);
+    if (k == -FI_EAVAIL) {
+        struct fi_cq_err_entry e = {0};
+        if (take_error(d, d->rxcq, &d->said_rx, &e)) /* truncated (a stranger's), */
+            fl_ofi_post(d, e.op_context);            /* or cancelled at close */
+    }
+    return k;
+}
+
+void fl_ofi_stash(struct fl_dgram *d)
+{
+    while (d->stash_n < OFI_RX_BUFS) {
+        unsigned at = (d->stash_head + d->stash_n) % OFI_RX_BUFS;
+        size_t room = at < d->stash_head ? d->stash_head - at : OFI_RX_BUFS - at;
+        ssize_t k = read_rx(d, &d->stash[at], room);
+        if (k <= 0)
+            return;
+        d->stash_n += (unsigned)k;
+    }
+}
+
+/* Up to max completions: the stashed ones first, then the queue's. */
+static ssize_t take_rx(struct fl_dgram *d, struct fi_cq_msg_entry *c, size_t max)
+{
+    if (!d->stash_n)
+        return read_rx(d, c, max);
+    size_t n = 0;
+    for (; n < max && d->stash_n; n++, d->stash_n--) {
+        c[n] = d->stash[d->stash_head];
+        d->stash_head = (d->stash_head + 1) % OFI_RX_BUFS;
+    }
+    return (ssize_t)n;
+}
+
 int fl_ofi_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
 {
     if (slot >= FL_DGRAM_SLOTS)
         return 0;
     drain_kick(d);
     repost(d, slot);
-    reap_sends(d);
+    fl_ofi_reap(d);
     struct fi_cq_msg_entry c[FL_DGRAM_BATCH];
-    ssize_t k = fi_cq_read(d->rxcq, c, FL_DGRAM_BATCH);
-    if (k == -FI_EAVAIL) {
-        struct ofi_buf *b = take_error(d, d->rxcq, &d->said_rx);
-        if (b) /* truncated (a stranger's), or cancelled at close */
-            fl_ofi_post(d, b);
-        return 0;
-    }
+    ssize_t k = take_rx(d, c, FL_DGRAM_BATCH);
     int n = 0;
     for (ssize_t i = 0; i < k; i++) {
         struct ofi_buf *b = c[i].op_context;
@@ -251,7 +297,7 @@ int fl_ofi_fd(struct fl_dgram *d)
 {
     if (!d->polling) {
         struct fid *f = &d->rxcq->fid;
-        if (fi_trywait(d->fabric, &f, 1) == -FI_EAGAIN) {
+        if (d->stash_n || fi_trywait(d->fabric, &f, 1) == -FI_EAGAIN) {
             uint64_t one = 1;
             if (write(d->kick, &one, sizeof one) < 0)
                 fl_debug("ofi: writing the wake-up descriptor: %s", strerror(errno));

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "platform/le.h"
+#include "platform/os.h"
 #include "transport/ofi/ep.h"
 #include "transport/ofi/ofi.h"
 #include "util/log.h"
@@ -62,12 +63,19 @@ static uint16_t prov_hash(const char *s)
 
 /* ---- choosing the provider ---- */
 
-static struct fi_info *hints_for(const struct ofi_settings *s)
+/* One-sided operations (rma.c) ask for remote memory access, and for
+   sends kept behind the writes before them. */
+#define RMA_CAPS  (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define RMA_ORDER FI_ORDER_SAW
+
+static struct fi_info *hints_for(const struct ofi_settings *s, bool rma)
 {
     struct fi_info *h = fi_allocinfo();
     if (!h)
         return NULL;
-    h->caps = FI_MSG;
+    h->caps = FI_MSG | (rma ? RMA_CAPS : 0);
+    if (rma)
+        h->tx_attr->msg_order = h->rx_attr->msg_order = RMA_ORDER;
     h->mode = FI_CONTEXT | FI_CONTEXT2;
     h->ep_attr->type = FI_EP_RDM;
     h->domain_attr->threading = FI_THREAD_DOMAIN; /* the endpoint serialises */
@@ -82,14 +90,20 @@ static struct fi_info *hints_for(const struct ofi_settings *s)
     return h;
 }
 
+/* The provider: the first that offers one-sided operations too, else the
+   first that offers messages (puts and gets then go in packets). */
 static flit_status choose(struct fl_dgram *d)
 {
     struct ofi_settings s = settings();
-    struct fi_info *h = hints_for(&s);
-    if (!h)
-        return FLIT_ERR_NO_MEMORY;
-    int ret = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, h, &d->info);
-    fi_freeinfo(h);
+    int ret = -FI_ENODATA;
+    for (int rma = 1; rma >= 0 && ret == -FI_ENODATA; rma--) {
+        struct fi_info *h = hints_for(&s, rma);
+        if (!h)
+            return FLIT_ERR_NO_MEMORY;
+        ret = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, h, &d->info);
+        fi_freeinfo(h);
+        d->rma = rma && ret == 0;
+    }
     if (ret == -FI_ENODATA) {
         fl_error("ofi: no libfabric provider offers reliable datagrams (FI_EP_RDM, "
                  "FI_MSG)%s%s (fi_info -t FI_EP_RDM lists them)",
@@ -104,20 +118,31 @@ static flit_status choose(struct fl_dgram *d)
 
 /* ---- memory and queues ---- */
 
-/* Registers [mem, mem + len) for local use where the provider asks
-   (FI_MR_LOCAL), bound to the endpoint where it asks that too. */
-static int reg_local(struct fl_dgram *d, void *mem, size_t len, struct fid_mr **mr,
-                     void **desc)
+int fl_ofi_reg(struct fl_dgram *d, const void *mem, size_t len, uint64_t access,
+               uint64_t key, struct fid_mr **mr)
 {
-    uint64_t mode = d->info->domain_attr->mr_mode;
-    if (!(mode & FI_MR_LOCAL))
-        return 0;
-    int ret = fi_mr_reg(d->domain, mem, len, FI_SEND | FI_RECV, 0, 0, 0, mr, NULL);
-    if (ret == 0 && (mode & FI_MR_ENDPOINT)) {
+    int ret = fi_mr_reg(d->domain, mem, len, access, 0, key, 0, mr, NULL);
+    if (ret == 0 && (d->info->domain_attr->mr_mode & FI_MR_ENDPOINT)) {
         ret = fi_mr_bind(*mr, &d->ep->fid, 0);
         if (ret == 0)
             ret = fi_mr_enable(*mr);
+        if (ret != 0) {
+            fi_close(&(*mr)->fid);
+            *mr = NULL;
+        }
     }
+    return ret;
+}
+
+/* Registers [mem, mem + len) for local use where the provider asks
+   (FI_MR_LOCAL), under key where the provider does not pick keys (0 and 1:
+   the one-sided operations' keys are drawn, and drawn again if in use). */
+static int reg_local(struct fl_dgram *d, void *mem, size_t len, uint64_t key,
+                     struct fid_mr **mr, void **desc)
+{
+    if (!(d->info->domain_attr->mr_mode & FI_MR_LOCAL))
+        return 0;
+    int ret = fl_ofi_reg(d, mem, len, FI_SEND | FI_RECV, key, mr);
     if (ret == 0)
         *desc = fi_mr_desc(*mr);
     return ret;
@@ -200,9 +225,11 @@ static flit_status open_buffers(struct fl_dgram *d)
     d->tx_mem = aligned_alloc(OFI_BUF_ALIGN, d->buf_size * OFI_TX_BUFS);
     if (!d->rx_mem || !d->tx_mem)
         return FLIT_ERR_NO_MEMORY;
-    int ret = reg_local(d, d->rx_mem, d->buf_size * OFI_RX_BUFS, &d->rx_mr, &d->rx_desc);
+    int ret =
+        reg_local(d, d->rx_mem, d->buf_size * OFI_RX_BUFS, 0, &d->rx_mr, &d->rx_desc);
     if (ret == 0)
-        ret = reg_local(d, d->tx_mem, d->buf_size * OFI_TX_BUFS, &d->tx_mr, &d->tx_desc);
+        ret =
+            reg_local(d, d->tx_mem, d->buf_size * OFI_TX_BUFS, 1, &d->tx_mr, &d->tx_desc);
     if (ret != 0)
         return fl_ofi_fail(d, "fi_mr_reg", ret);
     for (unsigned i = 0; i < OFI_TX_BUFS; i++) {
@@ -246,10 +273,17 @@ static flit_status ofi_open(const struct fl_tp_open_args *a, struct fl_dgram **o
     }
     for (uint32_t r = 0; r < a->size; r++)
         d->peers[r].addr = FI_ADDR_NOTAVAIL;
+    d->rma_max = d->info->ep_attr->max_msg_size ? d->info->ep_attr->max_msg_size : 1;
+    if (d->rma_max > ((size_t)1 << 30))
+        d->rma_max = (size_t)1 << 30;
+    if (d->rma && fl_random_bytes(&d->next_key, sizeof d->next_key) != 0)
+        d->next_key = fl_now_ns() ^ (uint64_t)(uintptr_t)d;
     if (a->rank == 0 && a->ep_index == 0)
-        fl_info("ofi: provider %s, fabric %s, domain %s, %zu-byte datagrams, %s", d->prov,
-                d->info->fabric_attr->name, d->info->domain_attr->name, d->payload,
-                d->polling ? "polled every ms" : "wait fd");
+        fl_info("ofi: provider %s, fabric %s, domain %s, %zu-byte datagrams, %s, %s",
+                d->prov, d->info->fabric_attr->name, d->info->domain_attr->name,
+                d->payload, d->polling ? "polled every ms" : "wait fd",
+                d->rma ? "puts and gets by fi_write / fi_read"
+                       : "puts and gets in packets");
     *out = d;
     return FLIT_OK;
 }
@@ -321,6 +355,7 @@ static void close_fid(struct fid *f)
 
 static void ofi_close(struct fl_dgram *d)
 {
+    fl_ofi_rma_close(d);
     close_fid(d->ep ? &d->ep->fid : NULL);
     close_fid(d->rx_mr ? &d->rx_mr->fid : NULL);
     close_fid(d->tx_mr ? &d->tx_mr->fid : NULL);
@@ -354,4 +389,5 @@ const struct fl_dgram_ops fl_dgram_ofi = {
     .address_of = ofi_address_of,
     .describe = ofi_describe,
     .close = ofi_close,
+    .rma = &fl_ofi_rma,
 };

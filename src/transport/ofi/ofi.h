@@ -10,11 +10,12 @@
  * any provider states: two independent FIFO lanes per pair, credits, the
  * return of what a dead peer never took, and a peer's death detected
  * within FLIT_PEER_TIMEOUT whatever the provider reports. The channel
- * gives all of that over any provider, so this first version asks the
- * provider for nothing beyond FI_MSG. A later version may drop, for a
- * provider stating reliability and FI_ORDER_SAS, the channel's sequence
- * numbers, acknowledgements and retransmission (keeping its credits and
- * its peer timeout), and move large payloads by fi_write rather than in
+ * gives all of that over any provider, so messages ask the provider for
+ * nothing beyond FI_MSG. One-sided operations (rma.c) use the provider's
+ * FI_RMA where it has it. A later version may drop, for a provider
+ * stating reliability and FI_ORDER_SAS, the channel's sequence numbers,
+ * acknowledgements and retransmission (keeping its credits and its peer
+ * timeout), and move large messages by fi_write rather than in
  * datagram-sized pieces. docs/ofi.md says what each provider must offer.
  */
 #ifndef FL_TRANSPORT_OFI_OFI_H

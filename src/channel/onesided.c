@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One-sided operations through the channel: a datagram transport whose
+ * network moves memory itself (its struct fl_dgram_rma, dgram.h) offers
+ * them to the RMA layer as the channel's struct fl_tp_onesided
+ * (transport.h). The channel adds one thing: a peer it gave up is not
+ * reached, so that every path agrees on who is down.
+ */
+#include "channel/channel.h"
+#include "channel/state.h"
+
+static bool os_reaches(struct fl_tp_ep *t, uint32_t peer)
+{
+    const struct fl_dgram_rma *r = t->ops->rma;
+    return r && peer < t->size && !t->peers[peer].down && r->reaches(t->d, peer);
+}
+
+/* Why peer is not reached, or FLIT_OK. */
+static flit_status reachable(struct fl_tp_ep *t, uint32_t peer)
+{
+    if (peer < t->size && t->peers[peer].down)
+        return FLIT_ERR_PEER_DOWN;
+    return os_reaches(t, peer) ? FLIT_OK : FLIT_ERR_NOT_SUPPORTED;
+}
+
+static flit_status os_expose(struct fl_tp_ep *t, void *addr, size_t len, unsigned access,
+                             uint64_t *key_out, uint64_t *raddr_out)
+{
+    if (!t->ops->rma)
+        return FLIT_ERR_NOT_SUPPORTED;
+    return t->ops->rma->expose(t->d, addr, len, access, key_out, raddr_out);
+}
+
+static void os_unexpose(struct fl_tp_ep *t, uint64_t key)
+{
+    if (t->ops->rma)
+        t->ops->rma->unexpose(t->d, key);
+}
+
+static flit_status os_put(struct fl_tp_ep *t, uint32_t peer, uint64_t key, uint64_t raddr,
+                          const void *src, size_t len)
+{
+    flit_status st = reachable(t, peer);
+    return st != FLIT_OK ? st : t->ops->rma->put(t->d, peer, key, raddr, src, len);
+}
+
+static flit_status os_get(struct fl_tp_ep *t, uint32_t peer, uint64_t key, uint64_t raddr,
+                          void *dst, size_t len)
+{
+    flit_status st = reachable(t, peer);
+    return st != FLIT_OK ? st : t->ops->rma->get(t->d, peer, key, raddr, dst, len);
+}
+
+const struct fl_tp_onesided fl_chan_onesided = {
+    .reaches = os_reaches,
+    .expose = os_expose,
+    .unexpose = os_unexpose,
+    .put = os_put,
+    .get = os_get,
+};

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One-sided operations over libfabric (dgram.h's struct fl_dgram_rma,
+ * which the channel offers the RMA layer): the owner exposes a region by
+ * registering its memory for remote access with exactly the access it
+ * granted (FI_REMOTE_WRITE, FI_REMOTE_READ), so that the provider (the
+ * NIC, on hardware) refuses the rest, and withdraws it by closing the
+ * registration; an importer's put or get is one fi_write or fi_read at
+ * (key, address) per piece the provider takes, waited for by reading the
+ * send queue (which also moves a provider of manual progress on).
+ *
+ * The provider's memory-registration modes (mr_mode):
+ *  - FI_MR_PROV_KEY: the provider picks each key. Otherwise flit asks for
+ *    one drawn from a random sequence of the endpoint's, as wide as the
+ *    provider's keys: a rank never told a key does not guess it.
+ *  - FI_MR_VIRT_ADDR: peers name the memory by its virtual address;
+ *    otherwise by the offset in the registration (it starts at the region).
+ *  - FI_MR_ENDPOINT: each registration is bound to the endpoint, enabled.
+ *  - FI_MR_LOCAL: the program's side of an operation is registered too,
+ *    for the length of the operation.
+ *
+ * Ordering: a put is complete when its fi_write's completion is read, and
+ * the provider was asked to keep sends after writes (FI_ORDER_SAW, at
+ * open: ofi.c offers no one-sided operations on a provider without it), so
+ * a message sent after a put reaches the owner after the put's bytes.
+ *
+ * No operation waits for ever: one the provider has neither taken nor
+ * completed within FLIT_PEER_TIMEOUT reports the peer down, as the channel
+ * does a peer silent that long; its slot stays busy until the provider
+ * completes it (it owns the context until then).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "platform/os.h"
+#include "transport/ofi/ep.h"
+#include "util/config.h"
+#include "util/log.h"
+
+#define SPIN_NS 200000u /* polled without pause; after, a nap between looks */
+#define NAP_NS  20000u
+
+void fl_ofi_rma_done(struct fl_dgram *d, struct ofi_rma *op, int err)
+{
+    (void)d;
+    op->busy = false;
+    op->done = true;
+    op->err = err;
+}
+
+/* ---- keys and registrations ---- */
+
+/* The next key of the endpoint's sequence (splitmix64 over a random
+   start), as wide as the provider's keys. */
+static uint64_t draw_key(struct fl_dgram *d)
+{
+    uint64_t z = (d->next_key += 0x9e3779b97f4a7c15ull);
+    z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ z >> 27) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    size_t width = d->info->domain_attr->mr_key_size;
+    return width && width < 8 ? z & ((1ull << (8 * width)) - 1) : z;
+}
+
+/* Registers [mem, mem + len) for access under a key of ours (where the
+   provider does not pick it): 0, or the provider's error. */
+static int reg_keyed(struct fl_dgram *d, const void *mem, size_t len, uint64_t access,
+                     struct fid_mr **mr)
+{
+    bool prov_key = (d->info->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
+    int ret = -FI_ENOKEY;
+    for (int tries = 0; tries < 8 && ret == -FI_ENOKEY; tries++) /* a key in use */
+        ret = fl_ofi_reg(d, mem, len, access, prov_key ? 0 : draw_key(d), mr);
+    return ret;
+}
+
+static flit_status rma_expose(struct fl_dgram *d, void *addr, size_t len, unsigned access,
+                              uint64_t *key_out, uint64_t *raddr_out)
+{
+    uint64_t acc = (access & FL_TP_EXPOSE_READ ? FI_REMOTE_READ : 0) |
+                   (access & FL_TP_EXPOSE_WRITE ? FI_REMOTE_WRITE : 0);
+    if (!d->rma || !acc || len == 0)
+        return FLIT_ERR_NOT_SUPPORTED;
+    if (d->nmrs == d->mrs_cap) {
+        size_t cap = d->mrs_cap ? 2 * d->mrs_cap : 16;
+        struct ofi_mr *m = realloc(d->mrs, cap * sizeof *m);
+        if (!m)
+            return FLIT_ERR_NO_MEMORY;
+        d->mrs = m;
+        d->mrs_cap = cap;
+    }
+    struct fid_mr *mr = NULL;
+    int ret = reg_keyed(d, addr, len, acc, &mr);
+    uint64_t key = ret == 0 ? fi_mr_key(mr) : 0;
+    if (ret == 0 && key == FI_KEY_NOTAVAIL) {
+        fi_close(&mr->fid);
+        ret = -FI_ENOKEY;
+    }
+    if (ret != 0) {
+        if (!d->said_mr) {
+            d->said_mr = true;
+            fl_info("ofi (%s): registering %zu bytes for peers' puts and gets "
+                    "(fi_mr_reg): %s; those go in packets",
+                    d->prov, len, fi_strerror(-ret));
+        }
+        return ret == -FI_ENOMEM ? FLIT_ERR_NO_MEMORY : FLIT_ERR_NOT_SUPPORTED;
+    }
+    d->mrs[d->nmrs++] = (struct ofi_mr){.key = key, .mr = mr};
+    *key_out = key;
+    *raddr_out =
+        d->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ? (uint64_t)(uintptr_t)addr : 0;
+    return FLIT_OK;
+}
+
+static void rma_unexpose(struct fl_dgram *d, uint64_t key)
+{
+    for (size_t i = 0; i < d->nmrs; i++) {
+        if (d->mrs[i].key == key) {
+            fi_close(&d->mrs[i].mr->fid);
+            d->mrs[i] = d->mrs[--d->nmrs];
+            return;
+        }
+    }
+}
+
+void fl_ofi_rma_close(struct fl_dgram *d)
+{
+    for (size_t i = 0; i < d->nmrs; i++)
+        fi_close(&d->mrs[i].mr->fid);
+    free(d->mrs);
+    d->mrs = NULL;
+    d->nmrs = d->mrs_cap = 0;
+}
+
+/* ---- puts and gets ---- */
+
+/* Between two looks at the send queue: false once FLIT_PEER_TIMEOUT has
+   passed since start. */
+static bool pause_since(uint64_t start)
+{
+    uint64_t waited = fl_now_ns() - start;
+    if (waited > (uint64_t)fl_cfg.peer_timeout_ms * 1000000u)
+        return false;
+    if (waited < SPIN_NS) {
+        fl_cpu_relax();
+    } else {
+        struct timespec nap = {0, NAP_NS};
+        nanosleep(&nap, NULL);
+    }
+    return true;
+}
+
+/* A completion's error, as the caller's status. A key the owner
+   withdrew shows as a refused access; anything else (a connection lost, a
+   provider's trouble) is left to the packets, where the channel judges
+   the peer and the owner the access. */
+static flit_status judge(struct fl_dgram *d, uint32_t rank, int err)
+{
+    switch (err) {
+    case 0:
+        return FLIT_OK;
+    case FI_EACCES:
+    case FI_EPERM:
+    case FI_ENOKEY:
+    case FI_EKEYREJECTED:
+        return FLIT_ERR_REVOKED;
+    default:
+        fl_debug("ofi (%s): a put or get at rank %u failed: %s; it goes in packets",
+                 d->prov, rank, fi_strerror(err));
+        return FLIT_ERR_NOT_SUPPORTED;
+    }
+}
+
+/* A free slot, reading completions once if none is. */
+static struct ofi_rma *take_slot(struct fl_dgram *d)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned i = 0; i < OFI_RMA_SLOTS; i++) {
+            if (!d->ops[i].busy) {
+                d->ops[i] = (struct ofi_rma){.busy = true};
+                return &d->ops[i];
+            }
+        }
+        fl_ofi_reap(d);
+    }
+    return NULL;
+}
+
+/* One fi_write or fi_read of n bytes, posted and waited for. */
+static flit_status one(struct fl_dgram *d, bool write, uint32_t rank, fi_addr_t to,
+                       uint64_t key, uint64_t raddr, uint8_t *buf, size_t n, void *desc)
+{
+    struct ofi_rma *op = take_slot(d);
+    if (!op)
+        return FLIT_ERR_NOT_SUPPORTED; /* eight abandoned: a dying peer's */
+    uint64_t start = fl_now_ns();
+    ssize_t ret;
+    struct iovec iov = {.iov_base = buf, .iov_len = n};
+    struct fi_rma_iov at = {.addr = raddr, .len = n, .key = key};
+    struct fi_msg_rma msg = {.msg_iov = &iov,
+                             .desc = &desc,
+                             .iov_count = 1,
+                             .addr = to,
+                             .rma_iov = &at,
+                             .rma_iov_count = 1,
+                             .context = &op->ctx};
+    while ((ret = write ? fi_writemsg(d->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
+                        : fi_readmsg(d->ep, &msg, FI_COMPLETION)) == -FI_EAGAIN) {
+        fl_ofi_reap(d); /* progress, for the next try */
+        fl_ofi_stash(d);
+        if (!pause_since(start)) {
+            op->busy = false; /* never posted */
+            return FLIT_ERR_PEER_DOWN;
+        }
+    }
+    if (ret != 0) {
+        op->busy = false;
+        return judge(d, rank, (int)-ret);
+    }
+    for (;;) {
+        fl_ofi_reap(d);
+        fl_ofi_stash(d);
+        if (op->done)
+            return judge(d, rank, op->err);
+        if (!pause_since(start)) {
+            fl_warn("ofi (%s): a %s at rank %u did not complete in %lld s: rank %u "
+                    "is taken for down",
+                    d->prov, write ? "put" : "get", rank,
+                    (long long)(fl_cfg.peer_timeout_ms / 1000), rank);
+            return FLIT_ERR_PEER_DOWN;
+        }
+    }
+}
+
+static flit_status xfer(struct fl_dgram *d, bool write, uint32_t rank, uint64_t key,
+                        uint64_t raddr, uint8_t *buf, size_t len)
+{
+    fi_addr_t to;
+    if (!d->rma || rank >= d->size || rank == d->rank || !fl_ofi_av(d, rank, &to))
+        return FLIT_ERR_NOT_SUPPORTED;
+    if (len == 0)
+        return FLIT_OK;
+    struct fid_mr *mr = NULL;
+    void *desc = NULL;
+    if (d->info->domain_attr->mr_mode & FI_MR_LOCAL) {
+        if (reg_keyed(d, buf, len, write ? FI_WRITE : FI_READ, &mr) != 0)
+            return FLIT_ERR_NOT_SUPPORTED;
+        desc = fi_mr_desc(mr);
+    }
+    flit_status st = FLIT_OK;
+    for (size_t off = 0; off < len && st == FLIT_OK;) {
+        size_t n = len - off < d->rma_max ? len - off : d->rma_max;
+        st = one(d, write, rank, to, key, raddr + off, buf + off, n, desc);
+        off += n;
+    }
+    if (mr)
+        fi_close(&mr->fid);
+    return st;
+}
+
+static flit_status rma_put(struct fl_dgram *d, uint32_t rank, uint64_t key,
+                           uint64_t raddr, const void *src, size_t len)
+{
+    return xfer(d, true, rank, key, raddr, (uint8_t *)(uintptr_t)src, len);
+}
+
+static flit_status rma_get(struct fl_dgram *d, uint32_t rank, uint64_t key,
+                           uint64_t raddr, void *dst, size_t len)
+{
+    return xfer(d, false, rank, key, raddr, dst, len);
+}
+
+static bool rma_reaches(struct fl_dgram *d, uint32_t rank)
+{
+    return d->rma && rank < d->size && rank != d->rank && d->peers[rank].namelen;
+}
+
+const struct fl_dgram_rma fl_ofi_rma = {
+    .reaches = rma_reaches,
+    .expose = rma_expose,
+    .unexpose = rma_unexpose,
+    .put = rma_put,
+    .get = rma_get,
+};
