@@ -5,11 +5,16 @@
 #
 #     bench/ofi_bench.sh BUILD_DIR [--runs N] [--providers "tcp udp"] [--quick]
 #
-# For each provider, N rounds (default 5), alternated: fi_pingpong 8 B
-# (RDM endpoints, server and client on 127.0.0.1; its usec/xfer), then
-# flit-bench with FLIT_TRANSPORT=ofi on that provider (latency_short 8 B,
-# bandwidth_long 64 KiB and 1 MiB). Each figure as "median (min-max)" over
-# the rounds. flit-bench prints no figure it could not measure quietly
+# For each provider, N rounds (default 5), alternated: fi_pingpong 8 B and
+# 1 MiB (RDM endpoints, server and client on 127.0.0.1; its usec/xfer, one
+# way, and its MB/sec), then flit-bench with FLIT_TRANSPORT=ofi on that
+# provider (latency_short 8 B, one way; a put of 8 B until visible at the
+# target and a blocking get of 8 B, by fi_write / fi_read; puts of 1 MiB,
+# 16 in flight, then a flush; bandwidth_long 64 KiB and 1 MiB). Each
+# figure as "median (min-max)" over the rounds, and flit's figures over
+# the provider's of the same round as ratios (latency: lower is better;
+# bandwidth: higher). fi_pingpong's 1 MiB figure is a ping-pong's (one
+# message in flight), flit's put bandwidth a stream's. flit-bench prints no figure it could not measure quietly
 # (another process held a CPU): such rounds are left out and counted. On a
 # loaded machine every round may be; the script says so. --quick: flit-bench
 # --quick (fewer iterations), for a smoke run.
@@ -36,23 +41,26 @@ command -v fi_pingpong >/dev/null 2>&1 ||
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
-pingpong() { # PROVIDER: fi_pingpong's usec/xfer for 8 B, "" if it failed
-  local port=$((20000 + RANDOM % 20000))
-  timeout 60 fi_pingpong -p "$1" -e rdm -B "$port" -I 10000 -S 8 >/dev/null 2>&1 &
+pingpong() { # PROVIDER SIZE COLUMN: fi_pingpong's figure ($6 MB/sec, $7
+              # usec/xfer) for SIZE bytes, "" if it failed
+  local port=$((20000 + RANDOM % 20000)) iters=10000
+  [ "$2" -gt 65536 ] && iters=1000
+  timeout 60 fi_pingpong -p "$1" -e rdm -B "$port" -I $iters -S "$2" >/dev/null 2>&1 &
   local server=$!
   sleep 0.3
-  timeout 60 fi_pingpong -p "$1" -e rdm -P "$port" -I 10000 -S 8 127.0.0.1 2>/dev/null |
-    awk '$1 == "8" { print $7 }'
+  timeout 60 fi_pingpong -p "$1" -e rdm -P "$port" -I $iters -S "$2" 127.0.0.1 2>/dev/null |
+    awk -v c="$3" 'NR == 2 { print $c }'
   wait "$server"
 }
 
 flit() { # PROVIDER CSV
   FLIT_TRANSPORT=ofi FLIT_OFI_PROVIDER=$1 timeout 600 "$flitrun" -n 2 "$bench" $quick --csv \
-    --only latency,bandwidth --sizes 8,64k,1M >"$2" 2>/dev/null
+    --only latency,bandwidth,rma --sizes 8,64k,1M >"$2" 2>/dev/null
 }
 
-value() { # FILE NAME SIZE
-  awk -F, -v n="$2" -v s="$3" '$1 == n && $2 == s && $3 != "" { print $3 }' "$1"
+value() { # FILE NAME SIZE: the first such figure (the rma section repeats
+           # latency_short as its baseline)
+  awk -F, -v n="$2" -v s="$3" '$1 == n && $2 == s && $3 != "" { print $3; exit }' "$1"
 }
 
 summary() { # values...: "median (min-max)", or "none (all noisy or failed)"
@@ -67,17 +75,40 @@ for prov in $providers; do
     echo "== $prov: libfabric has no such provider here (fi_info -p $prov); skipped"
     continue
   fi
-  floor=() lat=() bw64=() bw1m=()
+  floor=() floor1m=() lat=() bw64=() bw1m=() put=() putbw=() get=()
+  latr=() putr=() putbwr=()
   for ((r = 0; r < runs; r++)); do
-    v=$(pingpong "$prov") && [ -n "$v" ] && floor+=("$v")
+    f8=$(pingpong "$prov" 8 7)
+    f1m=$(pingpong "$prov" 1048576 6)
     flit "$prov" "$tmp/$prov.$r.csv"
-    v=$(value "$tmp/$prov.$r.csv" latency_short 8) && [ -n "$v" ] && lat+=("$v")
-    v=$(value "$tmp/$prov.$r.csv" bandwidth_long 65536) && [ -n "$v" ] && bw64+=("$v")
-    v=$(value "$tmp/$prov.$r.csv" bandwidth_long 1048576) && [ -n "$v" ] && bw1m+=("$v")
+    c=$tmp/$prov.$r.csv
+    l=$(value "$c" latency_short 8)
+    p=$(value "$c" latency_put 8)
+    pb=$(value "$c" bandwidth_put 1048576)
+    [ -n "$f8" ] && floor+=("$f8")
+    [ -n "$f1m" ] && floor1m+=("$f1m")
+    [ -n "$l" ] && lat+=("$l")
+    [ -n "$p" ] && put+=("$p")
+    [ -n "$pb" ] && putbw+=("$pb")
+    v=$(value "$c" latency_get 8) && [ -n "$v" ] && get+=("$v")
+    v=$(value "$c" bandwidth_long 65536) && [ -n "$v" ] && bw64+=("$v")
+    v=$(value "$c" bandwidth_long 1048576) && [ -n "$v" ] && bw1m+=("$v")
+    # ratios within the round: flit / the provider's own
+    [ -n "$f8" ] && [ -n "$l" ] && latr+=("$(awk -v a="$l" -v b="$f8" 'BEGIN { print a / b }')")
+    [ -n "$f8" ] && [ -n "$p" ] && putr+=("$(awk -v a="$p" -v b="$f8" 'BEGIN { print a / b }')")
+    [ -n "$f1m" ] && [ -n "$pb" ] &&
+      putbwr+=("$(awk -v a="$pb" -v b="$f1m" 'BEGIN { print a / b }')")
   done
   echo "== $prov ($runs rounds, alternated)"
-  echo "  fi_pingpong 8 B, us/xfer:        $(summary "${floor[@]}")"
-  echo "  flit latency_short 8 B, us:      $(summary "${lat[@]}")"
-  echo "  flit bandwidth_long 64 KiB:      $(summary "${bw64[@]}")"
-  echo "  flit bandwidth_long 1 MiB:       $(summary "${bw1m[@]}")"
+  echo "  fi_pingpong 8 B, us/xfer:          $(summary "${floor[@]}")"
+  echo "  fi_pingpong 1 MiB, MB/s:           $(summary "${floor1m[@]}")"
+  echo "  flit latency_short 8 B, us:        $(summary "${lat[@]}")"
+  echo "    / fi_pingpong 8 B:               $(summary "${latr[@]}")"
+  echo "  flit put 8 B visible at target, us: $(summary "${put[@]}")"
+  echo "    / fi_pingpong 8 B:               $(summary "${putr[@]}")"
+  echo "  flit get 8 B, us:                  $(summary "${get[@]}")"
+  echo "  flit put 1 MiB, MB/s:              $(summary "${putbw[@]}")"
+  echo "    / fi_pingpong 1 MiB:             $(summary "${putbwr[@]}")"
+  echo "  flit bandwidth_long 64 KiB, MB/s:  $(summary "${bw64[@]}")"
+  echo "  flit bandwidth_long 1 MiB, MB/s:   $(summary "${bw1m[@]}")"
 done
