@@ -15,6 +15,10 @@
 #   --net     run by `netns.sh run` (tests/net, FLITNET_* set): flitrun in
 #             host 0 starts rank i in host i, as tests/net/job.sh does, so
 #             every pair of ranks talks through the veth pairs
+#   --mixed   (with --net) FLIT_TRANSPORT=shm,ofi and two ranks a host
+#             (flitrun -n 2*HOSTS): ranks of one host must reach each
+#             other over shared memory, those of other hosts over ofi at
+#             that host's veth address
 #   --tcp-loss PCT  (with --net) the switch drops PCT% of the TCP segments
 #             each host sends (netdev ingress of its port; netns.sh's own
 #             --loss drops UDP only), and must have dropped some; under
@@ -35,11 +39,13 @@ RC=0
 OUTS=
 ABSENT=0
 NET=0
+MIXED=0
 TCP_LOSS=0
 while [ $# -gt 0 ]; do
   case $1 in
     --absent) ABSENT=1; shift ;;
     --net) NET=1; shift ;;
+    --mixed) MIXED=1; shift ;;
     --tcp-loss) TCP_LOSS=$2; shift 2 ;;
     --rc) RC=$2; shift 2 ;;
     --out) OUTS="$OUTS
@@ -83,7 +89,9 @@ fi
 
 LOG=$(mktemp) || exit 1
 trap 'rm -f "$LOG"' EXIT
-FLIT_TRANSPORT=ofi FLIT_OFI_PROVIDER=$PROV FLIT_STATS=1 "$@" >"$LOG" 2>&1
+TRANSPORT=ofi
+[ "$MIXED" = 1 ] && TRANSPORT=shm,ofi
+FLIT_TRANSPORT=$TRANSPORT FLIT_OFI_PROVIDER=$PROV FLIT_STATS=1 "$@" >"$LOG" 2>&1
 got=$?
 cat "$LOG"
 FAILS=0
@@ -91,13 +99,21 @@ fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
 if [ "$NET" = 1 ]; then
   grep -Eq "flit\[0\] info: ofi: provider .*, domain $FLITNET_IFNAME," "$LOG" ||
     fail "rank 0's provider is not on $FLITNET_IFNAME"
+  per=1 # ranks a host, in blocks (flitrun --map-by slot)
+  [ "$MIXED" = 1 ] && per=2
   i=1
-  while [ "$i" -lt "$FLITNET_HOSTS" ]; do
-    addr=
-    eval "addr=\$FLITNET_ADDR$i"
-    addr=$(echo "$addr" | sed 's/\./\\./g')
-    grep -Eq "flit\[0\] info: endpoint 0: rank $i -> ofi: ofi [^ ]+ fi_sockaddr_in://$addr:" "$LOG" ||
-      fail "rank 0 does not hold host $i's address $addr for rank $i"
+  while [ "$i" -lt $((FLITNET_HOSTS * per)) ]; do
+    h=$((i / per))
+    if [ "$h" -eq 0 ]; then
+      grep -Eq "flit\[0\] info: endpoint 0: rank $i -> shm:" "$LOG" ||
+        fail "rank 0 does not reach rank $i, on its host, over shared memory"
+    else
+      addr=
+      eval "addr=\$FLITNET_ADDR$h"
+      addr=$(echo "$addr" | sed 's/\./\\./g')
+      grep -Eq "flit\[0\] info: endpoint 0: rank $i -> ofi: ofi [^ ]+ fi_sockaddr_in://$addr:" "$LOG" ||
+        fail "rank 0 does not hold host $h's address $addr for rank $i"
+    fi
     i=$((i + 1))
   done
   if [ "$TCP_LOSS" -gt 0 ]; then
