@@ -191,11 +191,16 @@ static bool forward_or_owe(struct flit_group *g, struct gmsg *m, const uint32_t 
 /* Under the lock: may a fragment of view v be taken now? */
 static bool view_ok(const struct flit_group *g, uint32_t v)
 {
-    if (v == g->view)
-        return true;
-    /* A survivor that installed the new view sends in it while this one
-       still finishes the old: keep it for later. */
-    return v == g->view + 1 && g->rec.on && g->rec.rview == v && g->rec.final_known;
+    const struct recovery *r = &g->rec;
+    if (!r->on)
+        return v == g->view;
+    /* In a view change: this view, unless an earlier round's view was
+       installed elsewhere (its catch-up is taken, r->min_view); and a
+       survivor that installed the new view sends in it while this one
+       still finishes the old: kept for later. */
+    if (v < r->rview)
+        return v >= r->min_view;
+    return v == r->rview && r->final_known;
 }
 
 /*

@@ -195,6 +195,10 @@ struct recovery {
     bool asked;          /* CATCHUP queued (or none needed) */
     uint32_t donor_rank; /* what CATCHUP names */
     uint64_t final;
+    /* Fragments of a view below this are stale: g->view, or the view of
+       an earlier round this survivor caught up in (installed elsewhere,
+       perhaps, with numbers past that round's final reused). */
+    uint32_t min_view;
     /* Coordinator only: the survivors heard from are g->heard's bits. */
     uint64_t max_delivered;
     uint32_t donor;   /* rank */

@@ -72,6 +72,44 @@ static void send_state(struct flit_group *g)
     }
 }
 
+/* Under the lock: hold-back entries of a view below v go (never delivered). */
+static void forget_views_below(struct flit_group *g, uint32_t v)
+{
+    for (unsigned b = 0; b < HB_BUCKETS; b++) {
+        for (struct gmsg **p = &g->hb[b]; *p;) {
+            struct gmsg *m = *p;
+            if (m->view < v) {
+                *p = m->next;
+                fl_grp_msg_unref(g, m);
+            } else {
+                p = &m->next;
+            }
+        }
+    }
+}
+
+/*
+ * Under the lock: the views whose fragments this survivor still takes in
+ * the round it starts. One that caught up in the last round (delivered up
+ * to its final) may be the only survivor not to install that view: the
+ * coordinator may have installed it and numbered messages in it before
+ * this survivor heard of the next death (its INSTALL then names a round
+ * gone here). The new round's final may lie among those messages, so they
+ * are taken here, from the catch-up; the old view's numbers past that
+ * final were delivered nowhere and never will be.
+ */
+static uint32_t min_view_next(struct flit_group *g)
+{
+    const struct recovery *r = &g->rec;
+    if (!r->on)
+        return g->view;
+    if (r->final_known && g->next_deliver >= r->final && r->rview > r->min_view) {
+        forget_views_below(g, r->rview);
+        return r->rview;
+    }
+    return r->min_view;
+}
+
 /* Under the lock: member i left; (re)start forming the view without it. */
 void fl_grp_start_view_change(struct flit_group *g, uint32_t i)
 {
@@ -80,7 +118,8 @@ void fl_grp_start_view_change(struct flit_group *g, uint32_t i)
     g->gone[i] = 1;
     g->left[g->nleft++] = g->members[i];
     struct recovery *r = &g->rec;
-    *r = (struct recovery){.on = true, .co = coordinator(g)};
+    uint32_t min_view = min_view_next(g);
+    *r = (struct recovery){.on = true, .co = coordinator(g), .min_view = min_view};
     r->rview = g->view + (g->n - survivors(g));
     /* What the last round still owed is of no use in this one. */
     memset(g->bc_owed, 0, g->n);
@@ -314,17 +353,7 @@ static flit_status install(struct flit_group *g, int64_t pool)
     g->next_deliver = g->acked = r->final;
     r->on = false;
     /* Numbers of the old view past final were never delivered. */
-    for (unsigned b = 0; b < HB_BUCKETS; b++) {
-        for (struct gmsg **p = &g->hb[b]; *p;) {
-            struct gmsg *m = *p;
-            if (m->view < g->view) {
-                *p = m->next;
-                fl_grp_msg_unref(g, m);
-            } else {
-                p = &m->next;
-            }
-        }
-    }
+    forget_views_below(g, g->view);
     while (g->unnumbered) {
         struct gmsg *m = g->unnumbered;
         g->unnumbered = m->next;

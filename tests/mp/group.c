@@ -19,9 +19,11 @@
  *  --slow R      rank R's delivery handler is slow (sleeps --slow-us per
  *                message): senders must stall on credits, and nothing grows
  *  --window W    the groups' credits
- *  --kill R --kill-after K [--kill2 R2]
+ *  --kill R --kill-after K [--kill2 R2 [--kill2-after K2]]
  *                rank R raises SIGKILL on itself once it has sent K
- *                messages (and R2 once it has sent 2K): the survivors must
+ *                messages (and R2 once it has sent K2, by default 2K; a K2
+ *                past --count leaves R2's death to the test's own hook,
+ *                tests/mp/group_fail_view.c): the survivors must
  *                get one view change per death, naming it, within a second
  *                of being told of the death, agree on everything delivered
  *                (a dead member's messages too: all or none, same place),
@@ -333,6 +335,8 @@ int main(int argc, char **argv)
     uint64_t kill_after = test_scaled(mp_arg_u64(argc, argv, "--kill-after", 0));
     uint64_t kill1 = mp_arg_u64(argc, argv, "--kill", UINT64_MAX);
     uint64_t kill2 = mp_arg_u64(argc, argv, "--kill2", UINT64_MAX);
+    uint64_t kill2_after = mp_arg_u64(argc, argv, "--kill2-after", 0);
+    kill2_after = kill2_after ? test_scaled(kill2_after) : 2 * kill_after;
     if (kill1 < n)
         deaths.victim[deaths.nvictims++] = (uint32_t)kill1;
     if (kill2 < n)
@@ -414,7 +418,7 @@ int main(int argc, char **argv)
         if (!gs[i].member || k_of[i] == count)
             break;
         int v = victim_index(me);
-        if (v >= 0 && k_of[i] == kill_after * (uint64_t)(v + 1))
+        if (v >= 0 && k_of[i] == (v ? kill2_after : kill_after))
             raise(SIGKILL); /* mid-stream: some of it sent, some in flight */
         send_one(&gs[i], k_of[i]++, buf, &rng);
         if (++sent % 16 == 0)

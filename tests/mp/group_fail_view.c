@@ -15,7 +15,18 @@
  * it only from another survivor's messages (a QUERY, a STATE), as a
  * member that never talked to the dead one, or whose endpoint notices
  * late, does. The first death ignored is said on standard error.
+ *
+ * MP_GROUP_LATE_VIEW=R makes rank R hear of a new view late: its group
+ * ignores the first INSTALL it gets, and the fragments a tree brings it in
+ * a view newer than its own while it is in a view change (only a
+ * catch-up's reach it), as when the coordinator installed the view and
+ * died before R took those messages. MP_GROUP_DIE_IN_VIEW=R:W kills rank
+ * R as it sends its W-th data fragment in a view after its first: with
+ * the two, the coordinator of a first view change numbers messages in the
+ * view it installed, one survivor delivers them and the late one learns
+ * of them only from the next round's catch-up.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,4 +122,70 @@ void __wrap_fl_grp_start_view_change(struct flit_group *g, uint32_t i)
         return;
     }
     __real_fl_grp_start_view_change(g, i);
+}
+
+/* The rank an MP_GROUP_ variable names ("R" or "R:W"); -1: none. */
+static long env_rank(const char *name, unsigned long *w)
+{
+    const char *s = getenv(name);
+    char *end;
+    if (!s || !*s)
+        return -1;
+    unsigned long r = strtoul(s, &end, 10);
+    if (w)
+        *w = *end == ':' ? strtoul(end + 1, NULL, 10) : 1;
+    return (long)r;
+}
+
+void __real_fl_grp_on_install(struct flit_group *g, const uint32_t *a);
+void __wrap_fl_grp_on_install(struct flit_group *g, const uint32_t *a);
+void __wrap_fl_grp_on_install(struct flit_group *g, const uint32_t *a)
+{
+    static bool ignored;
+    if (!ignored && env_rank("MP_GROUP_LATE_VIEW", NULL) == (long)g->gs->me) {
+        ignored = true;
+        fprintf(stderr, "group_fail_view: rank %u ignores the install of view %u\n",
+                g->gs->me, a[2]);
+        return;
+    }
+    __real_fl_grp_on_install(g, a);
+}
+
+void __real_fl_grp_take_fragment(struct flit_group *g, const uint32_t *a, const void *buf,
+                                 size_t len);
+void __wrap_fl_grp_take_fragment(struct flit_group *g, const uint32_t *a, const void *buf,
+                                 size_t len);
+void __wrap_fl_grp_take_fragment(struct flit_group *g, const uint32_t *a, const void *buf,
+                                 size_t len)
+{
+    if (g->rec.on && a[2] > g->view && a[5] != NO_RANK &&
+        env_rank("MP_GROUP_LATE_VIEW", NULL) == (long)g->gs->me)
+        return;
+    __real_fl_grp_take_fragment(g, a, buf, len);
+}
+
+flit_status __real_flit_am_medium(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                                  const void *buf, size_t nbytes, const uint32_t *args,
+                                  unsigned nargs, unsigned flags);
+flit_status __wrap_flit_am_medium(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                                  const void *buf, size_t nbytes, const uint32_t *args,
+                                  unsigned nargs, unsigned flags);
+flit_status __wrap_flit_am_medium(flit_ep_t *ep, flit_rank_t dest, flit_handler_t h,
+                                  const void *buf, size_t nbytes, const uint32_t *args,
+                                  unsigned nargs, unsigned flags)
+{
+    static uint32_t first = UINT32_MAX;
+    static unsigned long sent;
+    unsigned long w;
+    long me = (long)flit_job_rank().idx;
+    if (nargs == DATA_ARGS && (args[0] & 0xff) == OP_DATA &&
+        env_rank("MP_GROUP_DIE_IN_VIEW", &w) == me) {
+        if (first == UINT32_MAX)
+            first = args[2];
+        if (args[2] > first && ++sent == w) {
+            fprintf(stderr, "group_fail_view: rank %ld dies in view %u\n", me, args[2]);
+            raise(SIGKILL);
+        }
+    }
+    return __real_flit_am_medium(ep, dest, h, buf, nbytes, args, nargs, flags);
 }
