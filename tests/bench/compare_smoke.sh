@@ -7,6 +7,9 @@
 # during which a rank lost its CPU (noisy) after its retries; the suite runs
 # beside other tests, so this run gives it more of them than --quick's one,
 # or a figure noisy in both rounds would read n/a and fail the shape.
+# A flit figure may still read n/a when flit-bench said, in both rounds,
+# that figures never came out clean (other work held the CPUs all along):
+# the row must then carry every peer's figure, and the gap is reported.
 #
 #   compare_smoke.sh SOURCE_DIR BUILD_DIR
 set -u
@@ -43,14 +46,23 @@ first1=$(sed -n 's/^round 1 of 2: \([a-z]*\) \.\.\.$/\1/p' "$err" | head -n 1)
 first2=$(sed -n 's/^round 2 of 2: \([a-z]*\) \.\.\.$/\1/p' "$err" | head -n 1)
 [ -z "$peers" ] || [ "$first1" != "$first2" ] || fail "round 2 began with $first2 again"
 
+noisy=$(grep -c "figures never came out clean" "$err")
+
 # NAME SIZE N: the row has a median with its range for flit and N ratios.
 row() {
     line=$(grep -F "$1" "$out" | grep -E " $2 " | head -n 1)
     [ -n "$line" ] || { fail "no row '$1' at $2"; return; }
     cells=$(echo "$line" | grep -oE '[0-9.]+ \([0-9.]+-[0-9.]+\)' | wc -l)
     ratios=$(echo "$line" | grep -oE '\) +[0-9]+\.[0-9]{2}( |$)' | wc -l)
-    [ "$cells" -ge $(($3 + 1)) ] || fail "row '$1' at $2: $cells figures: $line"
-    [ "$ratios" -ge "$3" ] || fail "row '$1' at $2: $ratios ratios: $line"
+    want=$(($3 + 1))
+    wantr=$3
+    if echo "$line" | grep -qE ' (us|M/s|MB/s) +n/a ' && [ "$noisy" -ge 2 ]; then
+        echo "note: row '$1' at $2 has no flit figure (noisy in both rounds)"
+        want=$3
+        wantr=0
+    fi
+    [ "$cells" -ge "$want" ] || fail "row '$1' at $2: $cells figures: $line"
+    [ "$ratios" -ge "$wantr" ] || fail "row '$1' at $2: $ratios ratios: $line"
 }
 npeers=$(echo "$peers" | wc -w)
 row "latency, one way (flit: short AM)" "8 B" "$npeers"
