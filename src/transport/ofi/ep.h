@@ -6,9 +6,16 @@
  * Every datagram carries an 8-byte head: the job's tag and the sender's
  * rank, so that a receiver knows who sent it without FI_SOURCE (which not
  * every provider offers) and without the sender in its address vector
- * yet. Receive buffers are posted one per datagram, each 64-byte aligned,
- * so that what the channel reads is aligned as dgram.h promises; a buffer
- * handed up in a slot is posted again when that slot is next used.
+ * yet. Where the provider offers FI_MULTI_RECV and FLIT_OFI_MULTI_RECV=1
+ * asks for it, a few large receive buffers are posted, each taking datagrams
+ * packed one after another until less than one datagram's room is left,
+ * when the provider releases it; it is posted again once every datagram
+ * read from it was given back. Otherwise buffers are posted one per
+ * datagram. Either way what the channel reads is 8-byte aligned, as
+ * dgram.h promises: a sender pads its datagram to a multiple of 8 (the
+ * head says by how much), and one a provider placed unaligned is copied.
+ * A datagram handed up in a slot is given back when that slot is next
+ * used.
  * Sends are copied into a send buffer of a pool, given back when the send
  * completes (io.c says why never fi_inject).
  */
@@ -35,6 +42,23 @@ struct ofi_buf {
     uint8_t *mem;
     uint32_t dst;         /* sends: the rank, for an error's log line */
     struct ofi_buf *next; /* free sends */
+};
+
+/* The head's second word: the sender's rank, and in its top bits the bytes
+   of padding after the datagram. */
+#define OFI_PAD_SHIFT 29
+#define OFI_RANK_MASK ((1u << OFI_PAD_SHIFT) - 1)
+
+/* A buffer posted with FI_MULTI_RECV: context first, as a posted
+   buffer's. */
+#define OFI_MULTI_BUFS   4
+#define OFI_MULTI_DGRAMS 8  /* full datagrams one takes, at least */
+#define OFI_MIN_DGRAM    16 /* the smallest datagram, its head and padding included */
+struct ofi_multi {
+    struct fi_context2 ctx;
+    uint8_t *mem;
+    unsigned reading; /* datagrams read from it and not given back */
+    bool released;    /* the provider is done with it: post it again */
 };
 
 /* A one-sided operation posted (rma.c): context first, as a send buffer's.
@@ -87,11 +111,15 @@ struct fl_dgram {
     size_t namelen;
     struct ofi_peer *peers;
     uint8_t *rx_mem, *tx_mem;
+    bool multi;        /* receives by FI_MULTI_RECV (multis), else rx */
+    size_t multi_size; /* bytes of one of multis */
     struct ofi_buf rx[OFI_RX_BUFS];
+    struct ofi_multi multis[OFI_MULTI_BUFS];
+    uint8_t *unaligned; /* copies of datagrams placed unaligned, per slot */
     struct ofi_buf tx[OFI_TX_BUFS];
     struct ofi_buf *tx_free;
     unsigned tx_busy;
-    struct ofi_buf *held[FL_DGRAM_SLOTS][FL_DGRAM_BATCH]; /* handed up */
+    void *held[FL_DGRAM_SLOTS][FL_DGRAM_BATCH]; /* handed up: rx or multis */
     unsigned nheld[FL_DGRAM_SLOTS];
     struct fl_dgram_in in[FL_DGRAM_SLOTS][FL_DGRAM_BATCH];
     bool said_tx, said_rx; /* an error completion was logged */
@@ -105,7 +133,7 @@ struct fl_dgram {
     size_t nmrs, mrs_cap;
     /* Receives completed while a put or get waited (fl_ofi_stash), handed
        up first by the next fl_ofi_recv. */
-    struct fi_cq_msg_entry stash[OFI_RX_BUFS];
+    struct fi_cq_data_entry stash[OFI_RX_BUFS];
     unsigned stash_head, stash_n;
 };
 
@@ -114,8 +142,9 @@ struct fl_dgram {
    provider asks (FI_MR_ENDPOINT): 0, or the provider's error. */
 int fl_ofi_reg(struct fl_dgram *d, const void *mem, size_t len, uint64_t access,
                uint64_t key, struct fid_mr **mr);
-/* io.c: posts a receive buffer; false (logged) when the provider refused. */
-bool fl_ofi_post(struct fl_dgram *d, struct ofi_buf *b);
+/* io.c: posts a receive buffer (one of rx, or of multis where d->multi);
+   false (logged) when the provider refused. */
+bool fl_ofi_post(struct fl_dgram *d, void *buf);
 /* io.c: a provider error, logged naming the provider and fi_strerror. */
 flit_status fl_ofi_fail(const struct fl_dgram *d, const char *what, int ret);
 

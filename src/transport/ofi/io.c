@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The data path of a libfabric endpoint (ep.h): datagrams out by fi_send,
- * in from buffers posted one per datagram, completions read without
- * blocking, and the descriptor a sleeper waits on.
+ * in from multi-receive buffers or buffers posted one per datagram,
+ * completions read without blocking, and the descriptor a sleeper waits
+ * on.
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -15,19 +17,45 @@
 #include "transport/ofi/ep.h"
 #include "util/log.h"
 
-bool fl_ofi_post(struct fl_dgram *d, struct ofi_buf *b)
+static ssize_t post_once(struct fl_dgram *d, void *buf)
+{
+    if (!d->multi) {
+        struct ofi_buf *b = buf;
+        return fi_recv(d->ep, b->mem, d->buf_size, d->rx_desc, FI_ADDR_UNSPEC, &b->ctx);
+    }
+    struct ofi_multi *m = buf;
+    struct iovec iov = {.iov_base = m->mem, .iov_len = d->multi_size};
+    struct fi_msg msg = {.msg_iov = &iov,
+                         .desc = &d->rx_desc,
+                         .iov_count = 1,
+                         .addr = FI_ADDR_UNSPEC,
+                         .context = &m->ctx};
+    m->released = false;
+    return fi_recvmsg(d->ep, &msg, FI_MULTI_RECV);
+}
+
+bool fl_ofi_post(struct fl_dgram *d, void *buf)
 {
     ssize_t ret;
     int tries = 0;
     /* No room in the provider's queue now: progress it (a read of no
        entries takes none) and ask again, a bounded number of times. */
-    while ((ret = fi_recv(d->ep, b->mem, d->buf_size, d->rx_desc, FI_ADDR_UNSPEC,
-                          &b->ctx)) == -FI_EAGAIN &&
-           ++tries < 1000)
+    while ((ret = post_once(d, buf)) == -FI_EAGAIN && ++tries < 1000)
         fi_cq_read(d->txcq, NULL, 0);
     if (ret != 0)
-        fl_ofi_fail(d, "posting a receive buffer (fi_recv)", (int)ret);
+        fl_ofi_fail(d,
+                    d->multi ? "posting a receive buffer (fi_recvmsg, FI_MULTI_RECV)"
+                             : "posting a receive buffer (fi_recv)",
+                    (int)ret);
     return ret == 0;
+}
+
+/* Multi-receive buffer m was released, or gave back a datagram: posted
+   again once both. */
+static void multi_settle(struct fl_dgram *d, struct ofi_multi *m)
+{
+    if (m->released && m->reading == 0)
+        fl_ofi_post(d, m);
 }
 
 /* An error completion, read into *e: false when there was none. Said once
@@ -101,25 +129,30 @@ bool fl_ofi_av(struct fl_dgram *d, uint32_t dst, fi_addr_t *out)
     return true;
 }
 
-/* The head and the datagram's pieces, one after another at to. */
-static size_t gather(const struct fl_dgram *d, uint8_t *to, const struct fl_dgram_out *o)
-{
-    fl_put32(to, d->job_tag);
-    fl_put32(to + 4, d->rank);
-    size_t n = OFI_HEAD;
-    for (int i = 0; i < o->iovcnt; i++) {
-        memcpy(to + n, o->iov[i].iov_base, o->iov[i].iov_len);
-        n += o->iov[i].iov_len;
-    }
-    return n;
-}
-
+/* A datagram's bytes, its head included, before padding. */
 static size_t length(const struct fl_dgram_out *o)
 {
     size_t n = OFI_HEAD;
     for (int i = 0; i < o->iovcnt; i++)
         n += o->iov[i].iov_len;
     return n;
+}
+
+/* The head, the datagram's pieces one after another, and zeros up to a
+   multiple of 8 (so that the next one packed behind it in a multi-receive
+   buffer is aligned), at to: the bytes to send. */
+static size_t gather(const struct fl_dgram *d, uint8_t *to, const struct fl_dgram_out *o)
+{
+    size_t n = length(o), pad = (8 - n % 8) % 8;
+    fl_put32(to, d->job_tag);
+    fl_put32(to + 4, d->rank | (uint32_t)pad << OFI_PAD_SHIFT);
+    n = OFI_HEAD;
+    for (int i = 0; i < o->iovcnt; i++) {
+        memcpy(to + n, o->iov[i].iov_base, o->iov[i].iov_len);
+        n += o->iov[i].iov_len;
+    }
+    memset(to + n, 0, pad);
+    return n + pad;
 }
 
 /*
@@ -205,21 +238,31 @@ int fl_ofi_send(struct fl_dgram *d, const struct fl_dgram_out *v, int n)
     return i > 0 || n == 0 ? i : -EAGAIN;
 }
 
-/* Posts again the buffers slot handed up last time. */
+/* Gives back the datagrams slot handed up last time: their buffers are
+   posted again (a multi-receive buffer once it holds none in use). */
 static void repost(struct fl_dgram *d, unsigned slot)
 {
-    for (unsigned i = 0; i < d->nheld[slot]; i++)
-        fl_ofi_post(d, d->held[slot][i]);
+    for (unsigned i = 0; i < d->nheld[slot]; i++) {
+        if (!d->multi) {
+            fl_ofi_post(d, d->held[slot][i]);
+            continue;
+        }
+        struct ofi_multi *m = d->held[slot][i];
+        m->reading--;
+        multi_settle(d, m);
+    }
     d->nheld[slot] = 0;
 }
 
 /* Who sent the datagram in b (len bytes): FL_DGRAM_STRANGER unless the
-   head names this job and another rank. */
+   head names this job and another rank and padding the datagram has. */
 static uint32_t sender(const struct fl_dgram *d, const uint8_t *b, size_t len)
 {
     if (len < OFI_HEAD || fl_get32(b) != d->job_tag)
         return FL_DGRAM_STRANGER;
-    uint32_t src = fl_get32(b + 4);
+    uint32_t w = fl_get32(b + 4), src = w & OFI_RANK_MASK;
+    if (len - OFI_HEAD < w >> OFI_PAD_SHIFT)
+        return FL_DGRAM_STRANGER;
     return src < d->size && src != d->rank ? src : FL_DGRAM_STRANGER;
 }
 
@@ -230,17 +273,44 @@ static void drain_kick(struct fl_dgram *d)
         fl_debug("ofi: reading the wake-up descriptor: %s", strerror(errno));
 }
 
+/* Of k completions read into c from multi-receive buffers: each
+   datagram's buffer counts it until it is given back, a buffer released
+   is posted again once it holds none, and a completion that only says the
+   release (no bytes) goes. The datagrams kept. */
+static ssize_t read_multi(struct fl_dgram *d, struct fi_cq_data_entry *c, ssize_t k)
+{
+    ssize_t kept = 0;
+    for (ssize_t i = 0; i < k; i++) {
+        struct ofi_multi *m = c[i].op_context;
+        if (c[i].len)
+            m->reading++;
+        if (c[i].flags & FI_MULTI_RECV)
+            m->released = true;
+        if (c[i].len)
+            c[kept++] = c[i];
+        else
+            multi_settle(d, m);
+    }
+    return kept;
+}
+
 /* Reads up to max receive completions into c; an error one's buffer is
-   posted again. */
-static ssize_t read_rx(struct fl_dgram *d, struct fi_cq_msg_entry *c, size_t max)
+   posted again (a multi-receive one if the provider released it). */
+static ssize_t read_rx(struct fl_dgram *d, struct fi_cq_data_entry *c, size_t max)
 {
     ssize_t k = fi_cq_read(d->rxcq, c, max);
     if (k == -FI_EAVAIL) {
         struct fi_cq_err_entry e = {0};
-        if (take_error(d, d->rxcq, &d->said_rx, &e)) /* truncated (a stranger's), */
-            fl_ofi_post(d, e.op_context);            /* or cancelled at close */
+        /* truncated (a stranger's), or cancelled at close */
+        if (take_error(d, d->rxcq, &d->said_rx, &e) && !d->multi) {
+            fl_ofi_post(d, e.op_context);
+        } else if (e.op_context && (e.flags & FI_MULTI_RECV)) {
+            struct ofi_multi *m = e.op_context;
+            m->released = true;
+            multi_settle(d, m);
+        }
     }
-    return k;
+    return d->multi && k > 0 ? read_multi(d, c, k) : k;
 }
 
 void fl_ofi_stash(struct fl_dgram *d)
@@ -256,7 +326,7 @@ void fl_ofi_stash(struct fl_dgram *d)
 }
 
 /* Up to max completions: the stashed ones first, then the queue's. */
-static ssize_t take_rx(struct fl_dgram *d, struct fi_cq_msg_entry *c, size_t max)
+static ssize_t take_rx(struct fl_dgram *d, struct fi_cq_data_entry *c, size_t max)
 {
     if (!d->stash_n)
         return read_rx(d, c, max);
@@ -268,6 +338,23 @@ static ssize_t take_rx(struct fl_dgram *d, struct fi_cq_msg_entry *c, size_t max
     return (ssize_t)n;
 }
 
+/* A datagram the provider placed at an address not 8-byte aligned (senders
+   pad theirs, so one packed behind another is aligned where the provider
+   packs them back to back): copied to the i-th place of slot's, NULL when
+   there is no memory for those. */
+static uint8_t *aligned_copy(struct fl_dgram *d, unsigned slot, unsigned i,
+                             const struct fl_dgram_in *x)
+{
+    if (!d->unaligned &&
+        !(d->unaligned = aligned_alloc(OFI_BUF_ALIGN,
+                                       d->buf_size * FL_DGRAM_SLOTS * FL_DGRAM_BATCH)))
+        return NULL;
+    if (x->len > d->buf_size)
+        return NULL;
+    uint8_t *to = d->unaligned + ((size_t)slot * FL_DGRAM_BATCH + i) * d->buf_size;
+    return memcpy(to, x->buf, x->len);
+}
+
 int fl_ofi_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
 {
     if (slot >= FL_DGRAM_SLOTS)
@@ -275,16 +362,20 @@ int fl_ofi_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
     drain_kick(d);
     repost(d, slot);
     fl_ofi_reap(d);
-    struct fi_cq_msg_entry c[FL_DGRAM_BATCH];
+    struct fi_cq_data_entry c[FL_DGRAM_BATCH];
     ssize_t k = take_rx(d, c, FL_DGRAM_BATCH);
     int n = 0;
     for (ssize_t i = 0; i < k; i++) {
-        struct ofi_buf *b = c[i].op_context;
-        d->held[slot][d->nheld[slot]++] = b;
+        uint8_t *mem = d->multi ? c[i].buf : ((struct ofi_buf *)c[i].op_context)->mem;
+        d->held[slot][d->nheld[slot]++] = c[i].op_context;
         struct fl_dgram_in *x = &d->in[slot][n++];
-        x->src = sender(d, b->mem, c[i].len);
-        x->buf = b->mem + OFI_HEAD;
+        x->src = sender(d, mem, c[i].len);
+        x->buf = mem + OFI_HEAD;
         x->len = c[i].len >= OFI_HEAD ? c[i].len - OFI_HEAD : 0;
+        if (x->src != FL_DGRAM_STRANGER)
+            x->len -= fl_get32(mem + 4) >> OFI_PAD_SHIFT;
+        if ((uintptr_t)x->buf % 8 && !(x->buf = aligned_copy(d, slot, (unsigned)i, x)))
+            n--; /* no memory for the copy: as if lost */
     }
     *in = d->in[slot];
     return n;

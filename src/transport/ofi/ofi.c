@@ -25,6 +25,7 @@
 
 /* The transport's settings (util/config.h), read at flit_init. */
 static char provider_name[FL_CONFIG_WORD];
+static int64_t multi_recv;
 
 const struct fl_setting fl_ofi_settings[] = {
     {"FLIT_OFI_PROVIDER", FL_SET_TEXT, NULL, 0, 0, 0, NULL,
@@ -32,17 +33,24 @@ const struct fl_setting fl_ofi_settings[] = {
      "...; its utility provider is added by libfabric); unset: the first that offers "
      "what flit needs",
      .text = provider_name},
+    {"FLIT_OFI_MULTI_RECV", FL_SET_BOOL, &multi_recv, 0, 0, 1, NULL,
+     "1: receive into a few large buffers that take many datagrams each "
+     "(FI_MULTI_RECV) where the provider offers it, for providers that report "
+     "every message's completion before the buffer's release (tcp;ofi_rxm does, "
+     "udp;ofi_rxd does not: docs/ofi.md); 0: a buffer per datagram"},
     {NULL},
 };
 
 /* What flit's settings say about libfabric. */
 struct ofi_settings {
     const char *provider; /* FLIT_OFI_PROVIDER, NULL: libfabric's first match */
+    bool multi_recv;      /* FLIT_OFI_MULTI_RECV */
 };
 
 static struct ofi_settings settings(void)
 {
-    return (struct ofi_settings){.provider = provider_name[0] ? provider_name : NULL};
+    return (struct ofi_settings){.provider = provider_name[0] ? provider_name : NULL,
+                                 .multi_recv = multi_recv != 0};
 }
 
 flit_status fl_ofi_fail(const struct fl_dgram *d, const char *what, int ret)
@@ -68,12 +76,12 @@ static uint16_t prov_hash(const char *s)
 #define RMA_CAPS  (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define RMA_ORDER FI_ORDER_SAW
 
-static struct fi_info *hints_for(const struct ofi_settings *s, bool rma)
+static struct fi_info *hints_for(const struct ofi_settings *s, bool rma, bool multi)
 {
     struct fi_info *h = fi_allocinfo();
     if (!h)
         return NULL;
-    h->caps = FI_MSG | (rma ? RMA_CAPS : 0);
+    h->caps = FI_MSG | (rma ? RMA_CAPS : 0) | (multi ? FI_MULTI_RECV : 0);
     if (rma)
         h->tx_attr->msg_order = h->rx_attr->msg_order = RMA_ORDER;
     h->mode = FI_CONTEXT | FI_CONTEXT2;
@@ -91,18 +99,22 @@ static struct fi_info *hints_for(const struct ofi_settings *s, bool rma)
 }
 
 /* The provider: the first that offers one-sided operations too, else the
-   first that offers messages (puts and gets then go in packets). */
+   first that offers messages (puts and gets then go in packets); of each,
+   with multi-receive buffers where offered (and not turned off). */
 static flit_status choose(struct fl_dgram *d)
 {
     struct ofi_settings s = settings();
     int ret = -FI_ENODATA;
     for (int rma = 1; rma >= 0 && ret == -FI_ENODATA; rma--) {
-        struct fi_info *h = hints_for(&s, rma);
-        if (!h)
-            return FLIT_ERR_NO_MEMORY;
-        ret = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, h, &d->info);
-        fi_freeinfo(h);
-        d->rma = rma && ret == 0;
+        for (int multi = s.multi_recv; multi >= 0 && ret == -FI_ENODATA; multi--) {
+            struct fi_info *h = hints_for(&s, rma, multi);
+            if (!h)
+                return FLIT_ERR_NO_MEMORY;
+            ret = fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, h, &d->info);
+            fi_freeinfo(h);
+            d->rma = rma && ret == 0;
+            d->multi = multi && ret == 0;
+        }
     }
     if (ret == -FI_ENODATA) {
         fl_error("ofi: no libfabric provider offers reliable datagrams (FI_EP_RDM, "
@@ -152,9 +164,13 @@ static int reg_local(struct fl_dgram *d, void *mem, size_t len, uint64_t key,
    provider has none: a sleeper then looks every millisecond. */
 static flit_status open_queues(struct fl_dgram *d)
 {
-    struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_MSG,
-                              .size = OFI_RX_BUFS + OFI_TX_BUFS,
-                              .wait_obj = FI_WAIT_FD};
+    /* Room for every receive that can complete unread: one per posted
+       buffer, or as many of the smallest datagram (a head and a channel
+       header, padded) as the multi-receive buffers hold. */
+    size_t rx_size =
+        d->multi ? OFI_MULTI_BUFS * d->multi_size / OFI_MIN_DGRAM : OFI_RX_BUFS;
+    struct fi_cq_attr attr = {
+        .format = FI_CQ_FORMAT_DATA, .size = rx_size, .wait_obj = FI_WAIT_FD};
     int ret = fi_cq_open(d->domain, &attr, &d->rxcq, NULL);
     if (ret == 0 && fi_control(&d->rxcq->fid, FI_GETWAIT, &d->wait_fd) != 0) {
         fi_close(&d->rxcq->fid);
@@ -168,6 +184,8 @@ static flit_status open_queues(struct fl_dgram *d)
     if (ret != 0)
         return fl_ofi_fail(d, "fi_cq_open", ret);
     attr.wait_obj = FI_WAIT_NONE;
+    attr.format = FI_CQ_FORMAT_MSG;
+    attr.size = OFI_TX_BUFS + OFI_RMA_SLOTS;
     if ((ret = fi_cq_open(d->domain, &attr, &d->txcq, NULL)) != 0)
         return fl_ofi_fail(d, "fi_cq_open", ret);
     d->polling = d->wait_fd < 0;
@@ -190,16 +208,47 @@ static flit_status open_queues(struct fl_dgram *d)
     return FLIT_OK;
 }
 
+/* The datagrams' sizes, from the provider's largest message. */
+static void sizes(struct fl_dgram *d)
+{
+    size_t max_msg = d->info->ep_attr->max_msg_size;
+    d->payload = max_msg > OFI_PAYLOAD ? OFI_PAYLOAD - OFI_HEAD : max_msg - OFI_HEAD;
+    d->payload &= ~(size_t)7; /* padded to 8, a datagram still fits */
+    d->buf_size =
+        (d->payload + OFI_HEAD + OFI_BUF_ALIGN - 1) & ~(size_t)(OFI_BUF_ALIGN - 1);
+    d->multi_size = d->buf_size * OFI_MULTI_DGRAMS;
+}
+
+/* Multi-receive buffers are released when less than a datagram's room is
+   left in them (set before the endpoint is enabled). A provider that
+   refuses the option gets a buffer per datagram. */
+static void min_multi_recv(struct fl_dgram *d)
+{
+    if (!d->multi)
+        return;
+    size_t min = d->buf_size;
+    int ret =
+        fi_setopt(&d->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof min);
+    if (ret != 0) {
+        fl_info("ofi (%s): FI_OPT_MIN_MULTI_RECV refused (%s): a receive buffer per "
+                "datagram",
+                d->prov, fi_strerror(-ret));
+        d->multi = false;
+    }
+}
+
 static flit_status open_ep(struct fl_dgram *d)
 {
     struct fi_av_attr av = {.type = FI_AV_TABLE, .count = d->size};
     int ret;
+    sizes(d);
     const char *what = "fi_fabric";
     if ((ret = fi_fabric(d->info->fabric_attr, &d->fabric, NULL)) ||
         (what = "fi_domain", ret = fi_domain(d->fabric, d->info, &d->domain, NULL)) ||
         (what = "fi_av_open", ret = fi_av_open(d->domain, &av, &d->av, NULL)) ||
         (what = "fi_endpoint", ret = fi_endpoint(d->domain, d->info, &d->ep, NULL)))
         return fl_ofi_fail(d, what, ret);
+    min_multi_recv(d);
     flit_status st = open_queues(d);
     if (st != FLIT_OK)
         return st;
@@ -217,16 +266,13 @@ static flit_status open_ep(struct fl_dgram *d)
 /* The buffers, registered where asked, receive ones posted. */
 static flit_status open_buffers(struct fl_dgram *d)
 {
-    size_t max_msg = d->info->ep_attr->max_msg_size;
-    d->payload = max_msg > OFI_PAYLOAD ? OFI_PAYLOAD - OFI_HEAD : max_msg - OFI_HEAD;
-    d->buf_size =
-        (d->payload + OFI_HEAD + OFI_BUF_ALIGN - 1) & ~(size_t)(OFI_BUF_ALIGN - 1);
-    d->rx_mem = aligned_alloc(OFI_BUF_ALIGN, d->buf_size * OFI_RX_BUFS);
+    size_t rx_bytes =
+        d->multi ? d->multi_size * OFI_MULTI_BUFS : d->buf_size * OFI_RX_BUFS;
+    d->rx_mem = aligned_alloc(OFI_BUF_ALIGN, rx_bytes);
     d->tx_mem = aligned_alloc(OFI_BUF_ALIGN, d->buf_size * OFI_TX_BUFS);
     if (!d->rx_mem || !d->tx_mem)
         return FLIT_ERR_NO_MEMORY;
-    int ret =
-        reg_local(d, d->rx_mem, d->buf_size * OFI_RX_BUFS, 0, &d->rx_mr, &d->rx_desc);
+    int ret = reg_local(d, d->rx_mem, rx_bytes, 0, &d->rx_mr, &d->rx_desc);
     if (ret == 0)
         ret =
             reg_local(d, d->tx_mem, d->buf_size * OFI_TX_BUFS, 1, &d->tx_mr, &d->tx_desc);
@@ -237,7 +283,12 @@ static flit_status open_buffers(struct fl_dgram *d)
         d->tx[i].next = d->tx_free;
         d->tx_free = &d->tx[i];
     }
-    for (unsigned i = 0; i < OFI_RX_BUFS; i++) {
+    for (unsigned i = 0; d->multi && i < OFI_MULTI_BUFS; i++) {
+        d->multis[i].mem = d->rx_mem + i * d->multi_size;
+        if (!fl_ofi_post(d, &d->multis[i]))
+            return FLIT_ERR_SYSTEM;
+    }
+    for (unsigned i = 0; !d->multi && i < OFI_RX_BUFS; i++) {
         d->rx[i].mem = d->rx_mem + i * d->buf_size;
         if (!fl_ofi_post(d, &d->rx[i]))
             return FLIT_ERR_SYSTEM;
@@ -279,9 +330,10 @@ static flit_status ofi_open(const struct fl_tp_open_args *a, struct fl_dgram **o
     if (d->rma && fl_random_bytes(&d->next_key, sizeof d->next_key) != 0)
         d->next_key = fl_now_ns() ^ (uint64_t)(uintptr_t)d;
     if (a->rank == 0 && a->ep_index == 0)
-        fl_info("ofi: provider %s, fabric %s, domain %s, %zu-byte datagrams, %s, %s",
+        fl_info("ofi: provider %s, fabric %s, domain %s, %zu-byte datagrams%s, %s, %s",
                 d->prov, d->info->fabric_attr->name, d->info->domain_attr->name,
-                d->payload, d->polling ? "polled every ms" : "wait fd",
+                d->payload, d->multi ? " into multi-receive buffers" : "",
+                d->polling ? "polled every ms" : "wait fd",
                 d->rma ? "puts and gets by fi_write / fi_read"
                        : "puts and gets in packets");
     *out = d;
@@ -372,6 +424,7 @@ static void ofi_close(struct fl_dgram *d)
         close(d->kick);
     free(d->rx_mem);
     free(d->tx_mem);
+    free(d->unaligned);
     free(d->peers);
     free(d);
 }
