@@ -10,7 +10,12 @@
 # way, and its MB/sec), then flit-bench with FLIT_TRANSPORT=ofi on that
 # provider (latency_short 8 B, one way; a put of 8 B until visible at the
 # target and a blocking get of 8 B, by fi_write / fi_read; puts of 1 MiB,
-# 16 in flight, then a flush; bandwidth_long 64 KiB and 1 MiB). Each
+# 16 in flight, then a flush; bandwidth_long 64 KiB and 1 MiB; rate_short,
+# 8-byte short AMs streamed), and flit-bench's rate and bandwidth again
+# with FLIT_OFI_MULTI_RECV=1 (receives into multi-receive buffers), its
+# ratio to the same round's figure without (the two runs swap order each
+# round; a provider that refuses it runs as without, and its log says so;
+# over udp;ofi_rxd the setting corrupts data: docs/ofi.md). Each
 # figure as "median (min-max)" over the rounds, and flit's figures over
 # the provider's of the same round as ratios (latency: lower is better;
 # bandwidth: higher). fi_pingpong's 1 MiB figure is a ping-pong's (one
@@ -55,7 +60,13 @@ pingpong() { # PROVIDER SIZE COLUMN: fi_pingpong's figure ($6 MB/sec, $7
 
 flit() { # PROVIDER CSV
   FLIT_TRANSPORT=ofi FLIT_OFI_PROVIDER=$1 timeout 600 "$flitrun" -n 2 "$bench" $quick --csv \
-    --only latency,bandwidth,rma --sizes 8,64k,1M >"$2" 2>/dev/null
+    --only latency,bandwidth,rate,rma --sizes 8,64k,1M >"$2" 2>/dev/null
+}
+
+flit_multi() { # PROVIDER CSV: rate and bandwidth receiving into
+                # multi-receive buffers
+  FLIT_TRANSPORT=ofi FLIT_OFI_PROVIDER=$1 FLIT_OFI_MULTI_RECV=1 timeout 600 "$flitrun" -n 2 \
+    "$bench" $quick --csv --only bandwidth,rate --sizes 8,64k,1M >"$2" 2>/dev/null
 }
 
 value() { # FILE NAME SIZE: the first such figure (the rma section repeats
@@ -76,12 +87,19 @@ for prov in $providers; do
     continue
   fi
   floor=() floor1m=() lat=() bw64=() bw1m=() put=() putbw=() get=()
-  latr=() putr=() putbwr=()
+  latr=() putr=() putbwr=() rate=() mrate=() mbw64=() mrater=() mbw64r=()
   for ((r = 0; r < runs; r++)); do
     f8=$(pingpong "$prov" 8 7)
     f1m=$(pingpong "$prov" 1048576 6)
-    flit "$prov" "$tmp/$prov.$r.csv"
+    m=$tmp/$prov.$r.multi.csv
     c=$tmp/$prov.$r.csv
+    if ((r % 2)); then
+      flit_multi "$prov" "$m"
+      flit "$prov" "$c"
+    else
+      flit "$prov" "$c"
+      flit_multi "$prov" "$m"
+    fi
     l=$(value "$c" latency_short 8)
     p=$(value "$c" latency_put 8)
     pb=$(value "$c" bandwidth_put 1048576)
@@ -93,6 +111,16 @@ for prov in $providers; do
     v=$(value "$c" latency_get 8) && [ -n "$v" ] && get+=("$v")
     v=$(value "$c" bandwidth_long 65536) && [ -n "$v" ] && bw64+=("$v")
     v=$(value "$c" bandwidth_long 1048576) && [ -n "$v" ] && bw1m+=("$v")
+    rt=$(value "$c" rate_short 8)
+    mrt=$(value "$m" rate_short 8)
+    b64=$(value "$c" bandwidth_long 65536)
+    mb64=$(value "$m" bandwidth_long 65536)
+    [ -n "$rt" ] && rate+=("$rt")
+    [ -n "$mrt" ] && mrate+=("$mrt")
+    [ -n "$mb64" ] && mbw64+=("$mb64")
+    [ -n "$rt" ] && [ -n "$mrt" ] && mrater+=("$(awk -v a="$mrt" -v b="$rt" 'BEGIN { print a / b }')")
+    [ -n "$b64" ] && [ -n "$mb64" ] &&
+      mbw64r+=("$(awk -v a="$mb64" -v b="$b64" 'BEGIN { print a / b }')")
     # ratios within the round: flit / the provider's own
     [ -n "$f8" ] && [ -n "$l" ] && latr+=("$(awk -v a="$l" -v b="$f8" 'BEGIN { print a / b }')")
     [ -n "$f8" ] && [ -n "$p" ] && putr+=("$(awk -v a="$p" -v b="$f8" 'BEGIN { print a / b }')")
@@ -111,4 +139,10 @@ for prov in $providers; do
   echo "    / fi_pingpong 1 MiB:             $(summary "${putbwr[@]}")"
   echo "  flit bandwidth_long 64 KiB, MB/s:  $(summary "${bw64[@]}")"
   echo "  flit bandwidth_long 1 MiB, MB/s:   $(summary "${bw1m[@]}")"
+  echo "  flit rate_short 8 B, M/s:          $(summary "${rate[@]}")"
+  echo "  multi-receive buffers:"
+  echo "    rate_short 8 B, M/s:             $(summary "${mrate[@]}")"
+  echo "      / without, same round:         $(summary "${mrater[@]}")"
+  echo "    bandwidth_long 64 KiB, MB/s:     $(summary "${mbw64[@]}")"
+  echo "      / without, same round:         $(summary "${mbw64r[@]}")"
 done
