@@ -21,7 +21,7 @@
 #                       --rounds N, --quick, --csv DIR)
 #   make bench-rails    1 MiB bandwidth over one UDP rail vs two, and the
 #                       fail-over pause (root; BENCH_ARGS: --rounds N)
-#   make bench-ofi      flit over libfabric (FLIT_TRANSPORT=ofi) beside fi_pingpong
+#   make bench-ofi      flit over libfabric (FLIT_TRANSPORT=ofi) beside fi_pingpong and ofi_flood
 #                       on each provider, alternated (BENCH_ARGS: --runs N,
 #                       --providers LIST)
 #   make bench-scale    N ranks on this host: creation, memory, latency, barrier

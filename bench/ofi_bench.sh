@@ -11,7 +11,9 @@
 # provider (latency_short 8 B, one way; a put of 8 B until visible at the
 # target and a blocking get of 8 B, by fi_write / fi_read; puts of 1 MiB,
 # 16 in flight, then a flush; bandwidth_long 64 KiB and 1 MiB; rate_short,
-# 8-byte short AMs streamed), and flit-bench's rate and bandwidth again
+# 8-byte short AMs streamed, beside bench/ofi_flood: libfabric's own
+# 8-byte messages streamed the same way, the floor), and flit-bench's rate
+# and bandwidth again
 # with FLIT_OFI_MULTI_RECV=1 (receives into multi-receive buffers), its
 # ratio to the same round's figure without (the two runs swap order each
 # round; a provider that refuses it runs as without, and its log says so;
@@ -39,8 +41,10 @@ while [ $# -gt 0 ]; do
 done
 bench=$(readlink -f "$build/bench/flit-bench")
 flitrun=$(readlink -f "$build/tools/flitrun")
-[ -x "$bench" ] && [ -x "$flitrun" ] ||
-  { echo "ofi_bench.sh: $build/bench/flit-bench or $build/tools/flitrun missing: build first" >&2; exit 1; }
+flood=$(readlink -f "$build/bench/ofi_flood")
+[ -x "$bench" ] && [ -x "$flitrun" ] && [ -x "$flood" ] ||
+  { echo "ofi_bench.sh: $build/bench/flit-bench, ofi_flood or $build/tools/flitrun missing:" \
+      "build first (with libfabric)" >&2; exit 1; }
 command -v fi_pingpong >/dev/null 2>&1 ||
   { echo "ofi_bench.sh: fi_pingpong not found (Debian: libfabric-bin)" >&2; exit 1; }
 tmp=$(mktemp -d) || exit 1
@@ -88,9 +92,12 @@ for prov in $providers; do
   fi
   floor=() floor1m=() lat=() bw64=() bw1m=() put=() putbw=() get=()
   latr=() putr=() putbwr=() rate=() mrate=() mbw64=() mrater=() mbw64r=()
+  rfloor=() rater=()
   for ((r = 0; r < runs; r++)); do
     f8=$(pingpong "$prov" 8 7)
     f1m=$(pingpong "$prov" 1048576 6)
+    fr=$(timeout 120 "$flood" "$prov" 2>/dev/null | sed -n 's/.*: \([0-9.]*\) M\/s (median.*/\1/p')
+    [ -n "$fr" ] && rfloor+=("$fr")
     m=$tmp/$prov.$r.multi.csv
     c=$tmp/$prov.$r.csv
     if ((r % 2)); then
@@ -118,6 +125,7 @@ for prov in $providers; do
     [ -n "$rt" ] && rate+=("$rt")
     [ -n "$mrt" ] && mrate+=("$mrt")
     [ -n "$mb64" ] && mbw64+=("$mb64")
+    [ -n "$rt" ] && [ -n "$fr" ] && rater+=("$(awk -v a="$rt" -v b="$fr" 'BEGIN { print a / b }')")
     [ -n "$rt" ] && [ -n "$mrt" ] && mrater+=("$(awk -v a="$mrt" -v b="$rt" 'BEGIN { print a / b }')")
     [ -n "$b64" ] && [ -n "$mb64" ] &&
       mbw64r+=("$(awk -v a="$mb64" -v b="$b64" 'BEGIN { print a / b }')")
@@ -139,7 +147,9 @@ for prov in $providers; do
   echo "    / fi_pingpong 1 MiB:             $(summary "${putbwr[@]}")"
   echo "  flit bandwidth_long 64 KiB, MB/s:  $(summary "${bw64[@]}")"
   echo "  flit bandwidth_long 1 MiB, MB/s:   $(summary "${bw1m[@]}")"
+  echo "  ofi_flood 8 B messages, M/s:       $(summary "${rfloor[@]}")"
   echo "  flit rate_short 8 B, M/s:          $(summary "${rate[@]}")"
+  echo "    / ofi_flood:                     $(summary "${rater[@]}")"
   echo "  multi-receive buffers:"
   echo "    rate_short 8 B, M/s:             $(summary "${mrate[@]}")"
   echo "      / without, same round:         $(summary "${mrater[@]}")"

@@ -52,7 +52,7 @@ struct ofi_buf {
 /* A buffer posted with FI_MULTI_RECV: context first, as a posted
    buffer's. */
 #define OFI_MULTI_BUFS   4
-#define OFI_MULTI_DGRAMS 8  /* full datagrams one takes, at least */
+#define OFI_MULTI_DGRAMS 32 /* full datagrams one takes, at least */
 #define OFI_MIN_DGRAM    16 /* the smallest datagram, its head and padding included */
 struct ofi_multi {
     struct fi_context2 ctx;
