@@ -291,7 +291,7 @@ int main(int argc, char **argv)
     size_t size = 8;
     uint64_t count = 51200;
     int reps = 5;
-    for (int i = 2; i < argc; i++) {
+    for (int i = 2; i < argc; i += 2) {
         if (i + 1 >= argc)
             usage();
         char *end;
@@ -306,7 +306,6 @@ int main(int argc, char **argv)
             reps = (int)v;
         else
             usage();
-        i++;
     }
     struct fi_info *probe = find(prov);
     if (!probe) {
