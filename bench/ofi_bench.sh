@@ -73,6 +73,16 @@ flit_multi() { # PROVIDER CSV: rate and bandwidth receiving into
     "$bench" $quick --csv --only bandwidth,rate --sizes 8,64k,1M >"$2" 2>/dev/null
 }
 
+add() { # ARRAY VALUE: VALUE appended to ARRAY unless empty (not measured)
+  local -n to=$1
+  [ -z "$2" ] || to+=("$2")
+}
+
+ratio() { # ARRAY A B: A / B appended to ARRAY when both were measured
+  [ -n "$2" ] && [ -n "$3" ] && add "$1" "$(awk -v a="$2" -v b="$3" 'BEGIN { print a / b }')"
+  return 0
+}
+
 value() { # FILE NAME SIZE: the first such figure (the rma section repeats
            # latency_short as its baseline)
   awk -F, -v n="$2" -v s="$3" '$1 == n && $2 == s && $3 != "" { print $3; exit }' "$1"
@@ -97,7 +107,6 @@ for prov in $providers; do
     f8=$(pingpong "$prov" 8 7)
     f1m=$(pingpong "$prov" 1048576 6)
     fr=$(timeout 120 "$flood" "$prov" 2>/dev/null | sed -n 's/.*: \([0-9.]*\) M\/s (median.*/\1/p')
-    [ -n "$fr" ] && rfloor+=("$fr")
     m=$tmp/$prov.$r.multi.csv
     c=$tmp/$prov.$r.csv
     if ((r % 2)); then
@@ -110,30 +119,30 @@ for prov in $providers; do
     l=$(value "$c" latency_short 8)
     p=$(value "$c" latency_put 8)
     pb=$(value "$c" bandwidth_put 1048576)
-    [ -n "$f8" ] && floor+=("$f8")
-    [ -n "$f1m" ] && floor1m+=("$f1m")
-    [ -n "$l" ] && lat+=("$l")
-    [ -n "$p" ] && put+=("$p")
-    [ -n "$pb" ] && putbw+=("$pb")
-    v=$(value "$c" latency_get 8) && [ -n "$v" ] && get+=("$v")
-    v=$(value "$c" bandwidth_long 65536) && [ -n "$v" ] && bw64+=("$v")
-    v=$(value "$c" bandwidth_long 1048576) && [ -n "$v" ] && bw1m+=("$v")
     rt=$(value "$c" rate_short 8)
-    mrt=$(value "$m" rate_short 8)
     b64=$(value "$c" bandwidth_long 65536)
+    mrt=$(value "$m" rate_short 8)
     mb64=$(value "$m" bandwidth_long 65536)
-    [ -n "$rt" ] && rate+=("$rt")
-    [ -n "$mrt" ] && mrate+=("$mrt")
-    [ -n "$mb64" ] && mbw64+=("$mb64")
-    [ -n "$rt" ] && [ -n "$fr" ] && rater+=("$(awk -v a="$rt" -v b="$fr" 'BEGIN { print a / b }')")
-    [ -n "$rt" ] && [ -n "$mrt" ] && mrater+=("$(awk -v a="$mrt" -v b="$rt" 'BEGIN { print a / b }')")
-    [ -n "$b64" ] && [ -n "$mb64" ] &&
-      mbw64r+=("$(awk -v a="$mb64" -v b="$b64" 'BEGIN { print a / b }')")
-    # ratios within the round: flit / the provider's own
-    [ -n "$f8" ] && [ -n "$l" ] && latr+=("$(awk -v a="$l" -v b="$f8" 'BEGIN { print a / b }')")
-    [ -n "$f8" ] && [ -n "$p" ] && putr+=("$(awk -v a="$p" -v b="$f8" 'BEGIN { print a / b }')")
-    [ -n "$f1m" ] && [ -n "$pb" ] &&
-      putbwr+=("$(awk -v a="$pb" -v b="$f1m" 'BEGIN { print a / b }')")
+    add floor "$f8"
+    add floor1m "$f1m"
+    add rfloor "$fr"
+    add lat "$l"
+    add put "$p"
+    add putbw "$pb"
+    add get "$(value "$c" latency_get 8)"
+    add bw64 "$b64"
+    add bw1m "$(value "$c" bandwidth_long 1048576)"
+    add rate "$rt"
+    add mrate "$mrt"
+    add mbw64 "$mb64"
+    # ratios within the round: flit / the provider's own, and multi-receive
+    # buffers / without
+    ratio latr "$l" "$f8"
+    ratio putr "$p" "$f8"
+    ratio putbwr "$pb" "$f1m"
+    ratio rater "$rt" "$fr"
+    ratio mrater "$mrt" "$rt"
+    ratio mbw64r "$mb64" "$b64"
   done
   echo "== $prov ($runs rounds, alternated)"
   echo "  fi_pingpong 8 B, us/xfer:          $(summary "${floor[@]}")"
