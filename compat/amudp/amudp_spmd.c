@@ -52,6 +52,7 @@
 #define CTL_POLL_MS   20 /* how often the exit thread looks for an exit word */
 #define DEFAULT_DEPTH 8
 #define EXIT_WAIT_NS  2000000000LL
+#define LINGER_US     500000 /* the flush of a proc's last words */
 
 extern char **environ;
 
@@ -84,8 +85,25 @@ static struct {
  * process exits with a code other than 0. A peer that is gone answers
  * through the returned-message handler; a peer that tells at the same time
  * counts as having acked.
+ *
+ * The procs must end together, for flitrun fails a job whose rank exits 0
+ * without flit_finalize while another still runs five seconds later. So a
+ * DIE ends every wait, a teller's too (it is sent only once every callback
+ * ran), and every proc flushes the control endpoint before it ends, for at
+ * most LINGER_US: its last words (an ACK, the DIE) lost on the wire are
+ * sent again meanwhile, where a proc that ended at once would leave the
+ * one they were for waiting out EXIT_WAIT_NS. A peer gone before our word
+ * reached it costs the linger, no more. Nobody ends before the last proc
+ * began its exit (an ACK or EXIT of every proc comes before any DIE), and
+ * the last ends at most EXIT_WAIT_NS + LINGER_US after it began, 2.5 s:
+ * half flitrun's grace.
  */
-static unsigned char *told_me, *acked, *ack_sent;
+enum {
+    P_TOLD_ME = 1,  /* it sent EXIT: it is a teller */
+    P_ACKED = 2,    /* it ran its callback (ACK, its own EXIT), or is gone */
+    P_ACK_SENT = 4, /* our ACK to its EXIT went */
+};
+static unsigned char *peer;
 static int heard = -1, die;
 static _Atomic int exiting; /* the protocol started here: peers may go */
 /* The program's thread is ending flit: the exit thread lets go of the
@@ -107,8 +125,7 @@ static void ctl_exit(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t 
                      unsigned nargs, void *user)
 {
     (void)buf, (void)nbytes, (void)user;
-    uint32_t from = sender_of(ft);
-    told_me[from] = acked[from] = 1;
+    peer[sender_of(ft)] |= P_TOLD_ME | P_ACKED;
     if (heard < 0)
         heard = nargs ? (int)args[0] : 1;
 }
@@ -117,7 +134,7 @@ static void ctl_ack(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *
                     unsigned nargs, void *user)
 {
     (void)buf, (void)nbytes, (void)args, (void)nargs, (void)user;
-    acked[sender_of(ft)] = 1;
+    peer[sender_of(ft)] |= P_ACKED;
 }
 
 static void ctl_die(flit_token_t *ft, void *buf, size_t nbytes, const uint32_t *args,
@@ -132,7 +149,7 @@ static void ctl_returned(flit_ep_t *fep, const flit_returned_t *info, void *user
 {
     (void)fep, (void)user;
     if (info->peer.idx < spmd.size)
-        acked[info->peer.idx] = 1;
+        peer[info->peer.idx] |= P_ACKED;
 }
 
 /*
@@ -141,16 +158,16 @@ static void ctl_returned(flit_ep_t *fep, const flit_returned_t *info, void *user
  * as its DIE), and nothing to say. Before any exit word, a worker died:
  * said on stderr, as flit says it for endpoints without such a handler.
  */
-static void ctl_down(flit_ep_t *fep, flit_rank_t peer, flit_status reason, void *user)
+static void ctl_down(flit_ep_t *fep, flit_rank_t who, flit_status reason, void *user)
 {
     (void)fep, (void)user;
-    if (peer.idx >= spmd.size)
+    if (who.idx >= spmd.size)
         return;
-    acked[peer.idx] = 1;
-    if (told_me[peer.idx])
+    peer[who.idx] |= P_ACKED;
+    if (peer[who.idx] & P_TOLD_ME)
         die = 1;
     if (!amx_spmd_exiting() && heard < 0)
-        fprintf(stderr, "AMUDP: proc %u is down: %s\n", peer.idx, flit_strerror(reason));
+        fprintf(stderr, "AMUDP: proc %u is down: %s\n", who.idx, flit_strerror(reason));
 }
 
 static long long now_ns(void)
@@ -165,23 +182,26 @@ static void send_word(uint32_t r, unsigned h, int code)
     uint32_t word = (uint32_t)code;
     if (flit_am_short(spmd.ctl, flit_rank(r), flit_handler((uint16_t)h), &word, 1, 0) !=
         FLIT_OK)
-        acked[r] = 1;
+        peer[r] |= P_ACKED; /* unreachable: nothing to wait for */
 }
 
-static int all_acked(void)
+/* A teller's wait: every callback ran (or somebody else's DIE says so). */
+static int teller_done(void)
 {
+    if (die)
+        return 1;
     for (uint32_t r = 0; r < spmd.size; r++)
-        if (r != spmd.rank && !acked[r])
+        if (r != spmd.rank && !(peer[r] & P_ACKED))
             return 0;
     return 1;
 }
 
-/* Acks every teller not acked yet; 1 once DIE came. */
+/* A peer's wait: acks every teller not acked yet; 1 once DIE came. */
 static int peer_done(void)
 {
     for (uint32_t r = 0; r < spmd.size; r++)
-        if (told_me[r] && !ack_sent[r]) {
-            ack_sent[r] = 1;
+        if ((peer[r] & P_TOLD_ME) && !(peer[r] & P_ACK_SENT)) {
+            peer[r] |= P_ACK_SENT;
             send_word(r, CTL_ACK, 0);
         }
     return die;
@@ -203,16 +223,20 @@ static void exit_now(int code, int teller)
     fflush(NULL);
     if (atomic_load(&ctl_released)) {
         /* flit ended here: no word can go, nobody waits for one */
-    } else if (teller) {
-        for (uint32_t r = 0; r < spmd.size; r++)
-            if (r != spmd.rank && !told_me[r])
-                send_word(r, CTL_EXIT, code);
-        wait_until(all_acked);
-        for (uint32_t r = 0; r < spmd.size; r++)
-            if (r != spmd.rank)
-                send_word(r, CTL_DIE, code);
     } else {
-        wait_until(peer_done);
+        if (teller) {
+            for (uint32_t r = 0; r < spmd.size; r++)
+                if (r != spmd.rank && !(peer[r] & P_TOLD_ME))
+                    send_word(r, CTL_EXIT, code);
+            wait_until(teller_done);
+        } else {
+            wait_until(peer_done);
+        }
+        if (!die) /* ours is the first DIE this proc heard of */
+            for (uint32_t r = 0; r < spmd.size; r++)
+                if (r != spmd.rank)
+                    send_word(r, CTL_DIE, code);
+        (void)flit_ep_flush(spmd.ctl, LINGER_US);
     }
     amx_spawn_exit(code); /* a worker of the program's spawn function: last,
                              as its relay's end stops the job */
@@ -592,11 +616,9 @@ static int worker_start(int depth, uint64_t *networkpid, eb_t *eb, ep_t *ep)
         return rc;
     spmd.rank = flit_job_rank().idx;
     spmd.size = flit_job_size();
-    told_me = calloc(spmd.size, 1);
-    acked = calloc(spmd.size, 1);
-    ack_sent = calloc(spmd.size, 1);
+    peer = calloc(spmd.size, 1);
     spmd.env = copy_env();
-    if (!told_me || !acked || !ack_sent || !spmd.env || pipe(spmd.pipe) != 0)
+    if (!peer || !spmd.env || pipe(spmd.pipe) != 0)
         return amx_err(AM_ERR_RESOURCE, "AMUDP_SPMDStartup", "out of memory or pipes");
     flit_status st = open_control();
     if (st != FLIT_OK)

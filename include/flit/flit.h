@@ -341,6 +341,18 @@ FLIT_API int flit_in_handler(void);
  */
 FLIT_API flit_status flit_wait(flit_ep_t *ep, int64_t timeout_us);
 
+/*
+ * Makes progress until everything ep sent has reached the peers' endpoints
+ * (acknowledged by the transport: over UDP the reliability protocol's
+ * acknowledgement, on shared memory the write itself) and everything it
+ * received has been acknowledged, or timeout_us microseconds passed
+ * (FLIT_ERR_TIMEOUT; < 0 waits for ever). Peers known to be down are not
+ * waited for. The last words of a process that ends without
+ * flit_finalize: a datagram lost after the process is gone is never sent
+ * again. Handlers run meanwhile; what they send is waited for too.
+ */
+FLIT_API flit_status flit_ep_flush(flit_ep_t *ep, int64_t timeout_us);
+
 /* Collective: returns when every rank has entered the barrier on ep. A
    call that meets this process's own shortage (FLIT_ERR_SYSTEM,
    FLIT_ERR_NO_MEMORY: a first contact without a descriptor or room) keeps

@@ -316,7 +316,9 @@ static bool any_event(struct flit_ep *ep, void *arg)
     return ep->events != *(uint64_t *)arg;
 }
 
-flit_status flit_wait(flit_ep_t *ep, int64_t timeout_us)
+/* A program's wait on ep until done(ep, the event count at the start)
+   holds; the endpoint is disarmed: this thread serves it now. */
+static flit_status wait_for(flit_ep_t *ep, fl_done_fn done, int64_t timeout_us)
 {
     flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
@@ -324,9 +326,19 @@ flit_status flit_wait(flit_ep_t *ep, int64_t timeout_us)
     if (ep->armed)
         disarm_all(ep);
     uint64_t start = ep->events;
-    st = fl_progress_until(ep, any_event, &start, timeout_us);
+    st = fl_progress_until(ep, done, &start, timeout_us);
     fl_ep_leave(ep);
     return st;
+}
+
+flit_status flit_wait(flit_ep_t *ep, int64_t timeout_us)
+{
+    return wait_for(ep, any_event, timeout_us);
+}
+
+flit_status flit_ep_flush(flit_ep_t *ep, int64_t timeout_us)
+{
+    return wait_for(ep, fl_ep_settled, timeout_us);
 }
 
 flit_status flit_ep_fd(flit_ep_t *ep, int *fd_out)

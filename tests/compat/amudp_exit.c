@@ -4,9 +4,11 @@
  * the last proc calls it (directly, or from a signal handler) while the
  * others sleep in AM_WaitSema waiting for messages that never come. Every
  * proc runs its exit callback, whose output must not be lost. Also checks
- * AMUDP_SPMDgetenvMaster against the variable the test sets.
+ * AMUDP_SPMDgetenvMaster against the variable the test sets. With "all",
+ * every proc calls it at once, as a program's last line does: the procs
+ * that tell at the same time must still end together.
  *
- *   amudp_exit CODE call|signal     (expect_exit.sh checks the outcome)
+ *   amudp_exit CODE call|signal|all     (expect_exit.sh checks the outcome)
  */
 #include <signal.h>
 #include <string.h>
@@ -38,7 +40,7 @@ int main(int argc, char **argv)
     AMT_CHECK(AMUDP_SPMDgetenvMaster("AMUDP_EXIT_TEST_UNSET") == NULL);
     AMT_OK(AMUDP_SPMDSetExitCallback(exit_callback));
     AMT_OK(AMUDP_SPMDBarrier());
-    if (AMUDP_SPMDMyProc() == AMUDP_SPMDNumProcs() - 1) {
+    if (strcmp(argv[2], "all") == 0 || AMUDP_SPMDMyProc() == AMUDP_SPMDNumProcs() - 1) {
         if (strcmp(argv[2], "signal") == 0) {
             signal(SIGUSR1, on_signal);
             raise(SIGUSR1);

@@ -15,8 +15,9 @@
  *   waits for it in the exchange or fails; otherwise after LEAVE_GRACE_NS,
  *   and only if some other rank is still running then. The grace is for
  *   AMUDP_SPMDExit, which ends every worker at once without flit_finalize
- *   (it may run in a signal handler): its workers end within that of each
- *   other. The compat libraries' other ways to end (FM_finalize,
+ *   (it may run in a signal handler): its workers end within 2.5 s of each
+ *   other at worst (a lost word waited out, then a flush), half the
+ *   grace. The compat libraries' other ways to end (FM_finalize,
  *   VMMC_Finalize, AM_Terminate, a return from main) say BYE.
  *
  * --allow-exit-without-finalize keeps the old way: such a rank is a rank
@@ -28,7 +29,7 @@
 #include "flitrun.h"
 #include "platform/os.h"
 
-#define LEAVE_GRACE_NS (2 * NS_PER_S)
+#define LEAVE_GRACE_NS (5 * NS_PER_S)
 /* A rank that hung up without BYE is told of once reaped (its exit status
    says more), or after this if it runs on. */
 #define LOST_WAIT_NS (NS_PER_S / 2)

@@ -85,7 +85,7 @@ static const char help_text[] =
     "(or before flit_init, in a job whose other ranks called it) while other\n"
     "ranks still run, as under mpirun: flitrun names it and exits 1, at once\n"
     "when another rank waits for it in flit_init's or flit_ep_create's exchange\n"
-    "with the launcher, else when a rank still runs 2 s later. Ranks waiting\n"
+    "with the launcher, else when a rank still runs 5 s later. Ranks waiting\n"
     "there for a rank that is gone get FLIT_ERR_PEER_DOWN, naming it. Other\n"
     "exit statuses: 0 every rank exited 0; 124 timed out; 127 program cannot\n"
     "be executed; 128+signal flitrun was interrupted; 2 bad usage or a bad\n"
