@@ -14,7 +14,10 @@
  * endpoint: a death there starts no view change, and the rank learns of
  * it only from another survivor's messages (a QUERY, a STATE), as a
  * member that never talked to the dead one, or whose endpoint notices
- * late, does. The first death ignored is said on standard error.
+ * late, does. The first death its endpoint reports there is said on
+ * standard error (seen by wrapping flit_ep_listen: the report may come
+ * after the others' messages made the view without the dead rank, when no
+ * view change is left to start).
  *
  * MP_GROUP_LATE_VIEW=R makes rank R hear of a new view late: its group
  * ignores the first INSTALL it gets, and the fragments a tree brings it in
@@ -113,15 +116,47 @@ void __wrap_fl_grp_start_view_change(struct flit_group *g, uint32_t i);
    messages start view changes inside view.c, which this does not wrap. */
 void __wrap_fl_grp_start_view_change(struct flit_group *g, uint32_t i)
 {
+    if (!deaf_here(g->gs->me))
+        __real_fl_grp_start_view_change(g, i);
+}
+
+/* The group layer's endpoint listener (the only one in this program),
+   passed on with its peer_down seen first. */
+static const flit_ep_listener_t *group_listener;
+static flit_ep_listener_t spy;
+
+static void spy_down(flit_ep_t *ep, flit_rank_t peer, flit_status reason, void *user)
+{
     static bool said;
-    if (deaf_here(g->gs->me)) {
-        if (!said)
-            fprintf(stderr, "group_fail_view: rank %u deaf to rank %u's death\n",
-                    g->gs->me, g->members[i]);
-        said = true;
-        return;
+    uint32_t me = flit_job_rank().idx;
+    if (!said && deaf_here(me))
+        fprintf(stderr, "group_fail_view: rank %u deaf to rank %u's death\n", me,
+                peer.idx);
+    said = true;
+    group_listener->peer_down(ep, peer, reason, user);
+}
+
+flit_status __real_flit_ep_listen(flit_ep_t *ep, const flit_ep_listener_t *l, void *user);
+flit_status __wrap_flit_ep_listen(flit_ep_t *ep, const flit_ep_listener_t *l, void *user);
+flit_status __wrap_flit_ep_listen(flit_ep_t *ep, const flit_ep_listener_t *l, void *user)
+{
+    if (l && l->peer_down && (!group_listener || group_listener == l)) {
+        group_listener = l;
+        spy = *l;
+        spy.peer_down = spy_down;
+        l = &spy;
     }
-    __real_fl_grp_start_view_change(g, i);
+    return __real_flit_ep_listen(ep, l, user);
+}
+
+flit_status __real_flit_ep_unlisten(flit_ep_t *ep, const flit_ep_listener_t *l,
+                                    void *user);
+flit_status __wrap_flit_ep_unlisten(flit_ep_t *ep, const flit_ep_listener_t *l,
+                                    void *user);
+flit_status __wrap_flit_ep_unlisten(flit_ep_t *ep, const flit_ep_listener_t *l,
+                                    void *user)
+{
+    return __real_flit_ep_unlisten(ep, l && l == group_listener ? &spy : l, user);
 }
 
 /* The rank an MP_GROUP_ variable names ("R" or "R:W"); -1: none. */
