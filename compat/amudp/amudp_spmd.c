@@ -232,7 +232,7 @@ static void exit_now(int code, int teller)
         } else {
             wait_until(peer_done);
         }
-        if (!die) /* ours is the first DIE this proc heard of */
+        if (teller && !die) /* every callback ran, and no DIE came yet */
             for (uint32_t r = 0; r < spmd.size; r++)
                 if (r != spmd.rank)
                     send_word(r, CTL_DIE, code);
