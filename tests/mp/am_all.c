@@ -251,8 +251,10 @@ static void check_peer_info(void)
         CHECK(info.max_packet >= FLIT_AM_MAX_MEDIUM && !info.down);
         if (r == g.me) {
             CHECK(strcmp(info.transport, "self") == 0 && info.datagram == 0);
-        } else if (strcmp(info.transport, "udp") == 0) {
-            /* "a.b.c.d:port", datagrams no larger than UDP carries */
+        } else if (strcmp(info.transport, "udp") == 0 ||
+                   strcmp(info.transport, "xdp") == 0) {
+            /* "a.b.c.d:port" (xdp: then " (xdp)" or " (udp)"), datagrams
+               no larger than UDP carries */
             CHECK(strchr(info.address, ':') != NULL);
             CHECK(info.datagram >= 64 && info.datagram <= 65507);
         } else if (strcmp(info.transport, "ofi") == 0) {
