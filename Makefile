@@ -16,9 +16,9 @@
 #   make bench-mpi      flit-mpi beside Open MPI: the same MPI program built
 #                       with each, alternated (compat/bench/mpi_compare.sh)
 #   make bench-udp      flit over UDP beside raw UDP: loopback, veth, under loss
-#   make bench-xdp      flit over AF_XDP beside flit over UDP and raw UDP, across
-#                       veth between network namespaces (root; BENCH_ARGS:
-#                       --rounds N, --quick, --csv DIR)
+#   make bench-xdp      flit over AF_XDP beside flit over UDP, raw UDP and raw
+#                       AF_XDP, across veth between network namespaces (root;
+#                       BENCH_ARGS: --rounds N, --quick, --csv DIR)
 #   make bench-rails    1 MiB bandwidth over one UDP rail vs two, and the
 #                       fail-over pause (root; BENCH_ARGS: --rounds N)
 #   make bench-ofi      flit over libfabric (FLIT_TRANSPORT=ofi) beside fi_pingpong and ofi_flood
