@@ -20,7 +20,8 @@
 #                       AF_XDP, across veth between network namespaces (root;
 #                       BENCH_ARGS: --rounds N, --quick, --csv DIR)
 #   make bench-rails    1 MiB bandwidth over one UDP rail vs two, and the
-#                       fail-over pause (root; BENCH_ARGS: --rounds N)
+#                       fail-over pause (root; BENCH_ARGS: --rounds N,
+#                       --transport xdp: the same over AF_XDP)
 #   make bench-ofi      flit over libfabric (FLIT_TRANSPORT=ofi) beside fi_pingpong and ofi_flood
 #                       on each provider, alternated (BENCH_ARGS: --runs N,
 #                       --providers LIST)

@@ -9,7 +9,10 @@
 # alternated: the first third's rate (before the outage), and the fail-over
 # pause with two rails. Medians with their spread (min-max).
 #
-#     bench/rails_bench.sh BUILD_DIR [--rounds N]
+#     bench/rails_bench.sh BUILD_DIR [--rounds N] [--transport udp|xdp]
+#
+# --transport xdp: the same over AF_XDP, a socket on each rail (docs/xdp.md;
+# the build must have it).
 #
 # Needs root. veth pairs on one machine share its CPUs: two rails add no
 # wire, only a second socket, so expect no gain in bandwidth here.
@@ -18,9 +21,11 @@ set -u
 build=${1:-build}
 [ $# -gt 0 ] && shift
 rounds=5
+transport=udp
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
+    --transport) transport=$2; shift 2 ;;
     *) echo "rails_bench.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -39,7 +44,7 @@ trap '"$net" down "$P"; rm -rf "$dir"' EXIT
 "$net" up "$P" || exit $?
 
 run_bw() { # RAILS OUT: one flit-bench run, one rank per host
-  ip netns exec "$P-h0" env FLIT_UDP_RAILS="$1" FLIT_TRANSPORT=udp "$flitrun" -n 2 \
+  ip netns exec "$P-h0" env FLIT_UDP_RAILS="$1" FLIT_TRANSPORT="$transport" "$flitrun" -n 2 \
     --hosts "$P-h0,$P-h1" --launch 'ip netns exec {host} unshare --ipc' --timeout 300 \
     "$bench" --csv --only bandwidth --sizes 1M --no-baselines --retries 4 >"$2.csv" 2>"$2.err"
 }
@@ -59,7 +64,7 @@ for ((k = 1; k <= rounds; k++)); do
     run_bw "$set" "$dir/bw-$k-$r" || { cat "$dir/bw-$k-$r.err" >&2; exit 1; }
   done
   for r in eth0 eth0,eth1; do
-    "$here/../tests/net/rails_test.sh" "$flitrun" "$rails" --rails $r >"$dir/stream-$k-$r.out" 2>&1 ||
+    "$here/../tests/net/rails_test.sh" "$flitrun" "$rails" --rails $r --transport "$transport" >"$dir/stream-$k-$r.out" 2>&1 ||
       { cat "$dir/stream-$k-$r.out" >&2; exit 1; }
   done
 done
@@ -74,7 +79,7 @@ read -r pm pl ph <<<"$(sed -n 's/.*pause \([0-9]*\) ms.*/\1/p' "$dir"/stream-*-e
 rate() { sed -n 's/.*first third \([0-9.]*\) MB.*/\1/p' "$dir"/stream-*-"$1".out | stats; }
 read -r sm sl sh <<<"$(rate eth0)"
 read -r dm dl dh <<<"$(rate eth0,eth1)"
-echo "rails: $rounds rounds, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg) at the end"
+echo "rails over $transport: $rounds rounds, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg) at the end"
 echo "  1 MiB bandwidth, one rail   $om ($ol-$oh) MB/s"
 echo "  1 MiB bandwidth, two rails  $tm ($tl-$th) MB/s   ratio $(awk -v a="$tm" -v b="$om" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }')"
 [ "$om" = - ] && echo "  one rail: flit-bench said $(noisy one)"

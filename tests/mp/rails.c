@@ -20,7 +20,9 @@
  * rail there is no path to see: only the stream is checked.
  *
  *     FLIT_UDP_RAILS=a,b flitrun -n 2 mp_rails --dir D [--count N]
- *         [--max-pause-ms MS]
+ *         [--max-pause-ms MS] [--transport udp|xdp]
+ *
+ * --transport: whose counters to read (FLIT_TRANSPORT's, "udp" by default).
  */
 #include <sys/stat.h>
 
@@ -33,6 +35,7 @@ enum { H_MSG = 1, H_DONE };
 static struct {
     flit_ep_t *ep;
     const char *dir;
+    const char *transport; /* the counters' prefix */
     uint64_t count, got, done;
     double last, pause; /* rank 1: arrival of the previous one; the longest gap */
     double start, rate; /* rank 1: the first arrival; the first third's MB/s */
@@ -87,8 +90,11 @@ static void on_done(flit_token_t *token, void *buf, size_t nbytes, const uint32_
     g.done++;
 }
 
-static uint64_t counter(const char *name)
+/* The transport's counter "what", e.g. path_up. */
+static uint64_t counter(const char *what)
 {
+    char name[64];
+    snprintf(name, sizeof name, "%s.%s", g.transport, what);
     flit_counter_t c;
     CHECK_OK(flit_ep_counter(g.ep, name, &c));
     return c.value;
@@ -113,20 +119,20 @@ static void sender(void)
     MP_WAIT(g.ep, said("up"));
     /* One rail (FLIT_UDP_RAILS unset or of one, as bench/rails_bench.sh
        runs it beside two): the stream is the figure, no path to see. */
-    bool paths = counter("udp.path0_bytes") > 0;
+    bool paths = counter("path0_bytes") > 0;
     if (paths)
-        MP_WAIT(g.ep, counter("udp.path_up") >= 1);
-    uint64_t before = counter("udp.path1_bytes");
+        MP_WAIT(g.ep, counter("path_up") >= 1);
+    uint64_t before = counter("path1_bytes");
     send_range(2 * third, g.count);
     MP_WAIT(g.ep, g.done == 1);
-    uint64_t after = counter("udp.path1_bytes");
+    uint64_t after = counter("path1_bytes");
     printf("rails: path_down %llu path_up %llu; path0 %llu B, path1 %llu B "
            "(%llu B after it came back)\n",
-           (unsigned long long)counter("udp.path_down"),
-           (unsigned long long)counter("udp.path_up"),
-           (unsigned long long)counter("udp.path0_bytes"), (unsigned long long)after,
+           (unsigned long long)counter("path_down"),
+           (unsigned long long)counter("path_up"),
+           (unsigned long long)counter("path0_bytes"), (unsigned long long)after,
            (unsigned long long)(after - before));
-    CHECK(!paths || counter("udp.path_down") >= 1);
+    CHECK(!paths || counter("path_down") >= 1);
     CHECK(!paths || after > before);
 }
 
@@ -150,6 +156,7 @@ int main(int argc, char **argv)
 {
     g.count = mp_arg_u64(argc, argv, "--count", 6000);
     g.dir = mp_arg_str(argc, argv, "--dir", NULL);
+    g.transport = mp_arg_str(argc, argv, "--transport", "udp");
     uint64_t max_pause_ms = mp_arg_u64(argc, argv, "--max-pause-ms", 600);
     CHECK_OK(flit_init(NULL));
     if (flit_job_size() != 2 || !g.dir) {

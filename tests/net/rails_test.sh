@@ -10,21 +10,38 @@
 # twolinks.sh.
 #
 #   rails_test.sh FLITRUN MP_RAILS [--rails LIST] [--probe-ms MS]
+#                 [--transport udp|xdp [--have ON|OFF]]
 #
-# Exit 0 pass, 1 fail, 77 skip (not root, no iproute2 or util-linux).
+# --transport xdp: FLIT_TRANSPORT=xdp, an AF_XDP socket on each rail
+# (docs/xdp.md); checks also that each rank attached one to every rail and
+# reached its peer through AF_XDP on every rail. --have: whether the build
+# has AF_XDP (FLIT_WITH_XDP; OFF skips).
+#
+# Exit 0 pass, 1 fail, 77 skip (not root, no iproute2 or util-linux, no
+# AF_XDP in the build).
 set -u
 FLITRUN=$1
 PROG=$2
 shift 2
 RAILS=eth0,eth1
 PROBE_MS=100
+TRANSPORT=udp
+HAVE=ON
 while [ $# -gt 0 ]; do
   case $1 in
     --rails) RAILS=$2; shift 2 ;;
     --probe-ms) PROBE_MS=$2; shift 2 ;;
-    *) echo "usage: rails_test.sh FLITRUN MP_RAILS [--rails LIST] [--probe-ms MS]" >&2; exit 2 ;;
+    --transport) TRANSPORT=$2; shift 2 ;;
+    --have) HAVE=$2; shift 2 ;;
+    *)
+      echo "usage: rails_test.sh FLITRUN MP_RAILS [--rails LIST] [--probe-ms MS]" \
+        "[--transport udp|xdp [--have ON|OFF]]" >&2
+      exit 2
+      ;;
   esac
 done
+[ "$HAVE" = ON ] ||
+  { echo "SKIP: this flit was built without AF_XDP (Debian: libxdp-dev libbpf-dev clang)"; exit 77; }
 
 command -v unshare >/dev/null 2>&1 || { echo "SKIP: unshare not found (Debian: util-linux)"; exit 77; }
 NET=$(dirname "$0")/twolinks.sh
@@ -47,9 +64,11 @@ wait_file() {
 }
 
 ip netns exec "$NS0" env FLIT_UDP_RAILS=$RAILS FLIT_PATH_PROBE_MS="$PROBE_MS" \
-  FLIT_PEER_TIMEOUT=10 "$FLITRUN" -n 2 --timeout 60 --hosts "$NS0,$NS1" \
+  FLIT_PEER_TIMEOUT=10 FLIT_TRANSPORT="$TRANSPORT" FLIT_VERBOSE=1 \
+  "$FLITRUN" -n 2 --timeout 60 --hosts "$NS0,$NS1" \
   --launch 'ip netns exec {host} unshare --ipc' \
-  "$PROG" --dir "$TMP" --max-pause-ms $((3 * PROBE_MS)) >"$TMP/out" 2>"$TMP/err" &
+  "$PROG" --dir "$TMP" --max-pause-ms $((3 * PROBE_MS)) --transport "$TRANSPORT" \
+  >"$TMP/out" 2>"$TMP/err" &
 JOB=$!
 if wait_file third; then
   ip -n "$NS0" link set eth1 down
@@ -67,5 +86,19 @@ if [ "$rc" -ne 0 ]; then
   cat "$TMP/err" >&2
   exit 1
 fi
-echo "PASS: rails $RAILS, eth1 down and up mid-stream"
+# Over xdp: each rank's socket on every rail, and its peer reached through
+# each (the neighbour answered on that link), not the kernel's sockets.
+if [ "$TRANSPORT" = xdp ]; then
+  IFS=, read -r -a rails <<<"$RAILS"
+  for ((i = 0; i < ${#rails[@]}; i++)); do
+    on=$(grep -c "info: xdp: AF_XDP on ${rails[i]} queue 0" "$TMP/err")
+    by=$(grep -cE "info: xdp: rank [01] \(10\.79\.$((i + 1))\.[12]\) through AF_XDP on ${rails[i]}\b" "$TMP/err")
+    if [ "$on" -ne 2 ] || [ "$by" -ne 2 ]; then
+      echo "FAIL: rail ${rails[i]}: $on ranks attached AF_XDP (expected 2), $by reached their peer by it (expected 2)" >&2
+      cat "$TMP/err" >&2
+      exit 1
+    fi
+  done
+fi
+echo "PASS: $TRANSPORT rails $RAILS, eth1 down and up mid-stream"
 exit 0

@@ -16,6 +16,10 @@
  * says once why. Peers not reached through that interface (the route
  * leaves elsewhere, the neighbour never answered) are served through the
  * UDP socket too.
+ *
+ * With rails (FLIT_UDP_RAILS: the kernel path's sockets, one per
+ * interface), one AF_XDP socket per rail, each path to a peer served by
+ * AF_XDP or by the kernel on its own (docs/rails.md).
  */
 #ifndef FL_TRANSPORT_XDP_XDP_H
 #define FL_TRANSPORT_XDP_XDP_H
@@ -33,11 +37,14 @@ flit_status fl_xdp_address(struct fl_dgram *d, void *buf, size_t *len);
 bool fl_xdp_reachable(struct fl_dgram *d, uint32_t rank, const void *blob, size_t len);
 flit_status fl_xdp_connect(struct fl_dgram *d, uint32_t rank, const void *blob,
                            size_t len);
+unsigned fl_xdp_paths(struct fl_dgram *d, uint32_t rank);
 size_t fl_xdp_max_payload(struct fl_dgram *d, uint32_t rank);
 int fl_xdp_send(struct fl_dgram *d, const struct fl_dgram_out *v, int n);
 int fl_xdp_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in);
 int fl_xdp_fd(struct fl_dgram *d);
 void fl_xdp_address_of(struct fl_dgram *d, uint32_t rank, char *buf, size_t len);
+void fl_xdp_path_of(struct fl_dgram *d, uint32_t rank, unsigned path, char *buf,
+                    size_t len);
 void fl_xdp_describe(struct fl_dgram *d, uint32_t rank, char *buf, size_t len);
 void fl_xdp_close(struct fl_dgram *d);
 
@@ -46,9 +53,10 @@ void fl_xdp_close(struct fl_dgram *d);
 #define FL_XDP_DGRAM(open_fn)                                                            \
     {                                                                                    \
         .name = "xdp", .open = (open_fn), .address = fl_xdp_address,                     \
-        .reachable = fl_xdp_reachable, .connect = fl_xdp_connect,                        \
-        .max_payload = fl_xdp_max_payload, .send = fl_xdp_send, .recv = fl_xdp_recv,     \
-        .fd = fl_xdp_fd, .address_of = fl_xdp_address_of, .describe = fl_xdp_describe,   \
+        .reachable = fl_xdp_reachable, .connect = fl_xdp_connect, .paths = fl_xdp_paths, \
+        .path_of = fl_xdp_path_of, .max_payload = fl_xdp_max_payload,                    \
+        .send = fl_xdp_send, .recv = fl_xdp_recv, .fd = fl_xdp_fd,                       \
+        .address_of = fl_xdp_address_of, .describe = fl_xdp_describe,                    \
         .close = fl_xdp_close,                                                           \
     }
 
