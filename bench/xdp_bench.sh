@@ -16,7 +16,9 @@
 # flit-xdp-raw (bench/xdp_raw.c): the transport's own socket and frames
 # without flit's channel, the same figures, its server in one host and its
 # client in the other. It runs alone: an interface's queue 0 takes one
-# AF_XDP socket. The table gives medians over the rounds with their spread
+# AF_XDP socket. Its rate sends a frame a message, as raw UDP's does a
+# datagram; flit packs short AMs several to a frame, so its rate may pass
+# both. The table gives medians over the rounds with their spread
 # (min-max), and the ratios the issue sets targets for:
 #   latency  xdp / udp <= 0.6, xdp / raw xdp <= 1.2
 #   rate  xdp / udp >= 2      1 MiB bandwidth  xdp / udp >= 1.2
@@ -76,8 +78,8 @@ run_raw() {
   return $rc
 }
 
-# FIGURE SIZE COLUMN FILES...: the values (column 3: flit's, 5: the raw
-# baseline's), one per line
+# FIGURE SIZE COLUMN FILES...: the values (column 3: the figure's own,
+# flit's or flit-xdp-raw's; 5: flit-bench's raw UDP baseline), one per line
 values() {
   local n=$1 s=$2 c=$3
   shift 3
