@@ -22,7 +22,11 @@
 # (min-max), and the ratios the issue sets targets for:
 #   latency  xdp / udp <= 0.6, xdp / raw xdp <= 1.2
 #   rate  xdp / udp >= 2      1 MiB bandwidth  xdp / udp >= 1.2
-# Default 5 rounds (--quick: 3 rounds of flit-bench --quick).
+# Default 5 rounds (--quick: 3 rounds of flit-bench --quick). --quick's
+# 8 B latencies over AF_XDP, flit's and the raw one alike, are taken in the
+# first tens of milliseconds of ping-pong, when a round trip across veth
+# in copy mode still took ~40 us on a 2-CPU VM (~9 us after 200 ms of it:
+# seen with flit-xdp-raw, not explained): compare them with each other.
 # --csv DIR keeps every run's CSV (round-K-xdp.csv, round-K-udp.csv,
 # round-K-raw.csv).
 # Needs root (namespaces) and a flit built with AF_XDP.
@@ -116,7 +120,8 @@ row() {
 }
 
 inner() {
-  local dir k
+  local k
+  # dir is global: the trap runs after inner returned, where a local is gone
   dir=${keep:-$(mktemp -d)} || exit 1
   [ -z "$keep" ] && trap 'rm -rf "$dir"' EXIT
   for ((k = 1; k <= rounds; k++)); do
@@ -169,8 +174,9 @@ if [ "${XDP_BENCH_INNER:-}" = 1 ]; then
   inner
   exit $?
 fi
-args=("$build" --rounds "$rounds")
+args=("$build") # --quick first: it sets 3 rounds, which --rounds overrides
 [ -n "$quick" ] && args+=("$quick")
+args+=(--rounds "$rounds")
 [ -n "$keep" ] && args+=(--csv "$keep")
 XDP_BENCH_INNER=1 "$netns" run "fb-xdp-$$" 2 --timeout 3000 -- "$0" "${args[@]}"
 rc=$?
