@@ -30,7 +30,11 @@
 #define BLOB_LEN     8u   /* the kernel path's: IPv4 and port, network order */
 #define RESOLVE_MS   1000 /* how long a peer's next hop may take to answer ARP */
 #define RX_ROOM      (FL_XSK_FRAME - 256u) /* a received frame after its headroom */
-#define KERNEL_EVERY 8u /* idle receives between looks at the UDP socket */
+/* Idle receives between looks at the UDP socket: from KERNEL_MIN, doubled
+   each time it had nothing, up to KERNEL_MAX (a look is a system call,
+   dear in a VM: at 1 in 8 they were most of a polling rank's time). */
+#define KERNEL_MIN 2u
+#define KERNEL_MAX 64u
 
 enum route { ROUTE_NEW = 0, ROUTE_XDP, ROUTE_KERNEL };
 
@@ -68,7 +72,7 @@ struct fl_dgram {
     pthread_mutex_t resolve_lock; /* peer info asks outside the endpoint's lock */
     int epfd;                     /* the sockets and the kernel path's */
     uint16_t ip_id;
-    unsigned idle;
+    unsigned idle, kernel_every; /* idle receives since the last look; between looks */
     bool said_checksum;
     struct fl_tp_counters *counters;
     struct rx_slot rx[FL_DGRAM_SLOTS];
@@ -180,6 +184,7 @@ flit_status fl_xdp_open(const struct fl_dgram_ops *kernel,
         return FLIT_ERR_NO_MEMORY;
     d->kops = kernel;
     d->epfd = -1;
+    d->kernel_every = KERNEL_MIN;
     pthread_mutex_init(&d->resolve_lock, NULL);
     flit_status st = kernel->open(a, &d->kd);
     if (st != FLIT_OK) {
@@ -416,11 +421,24 @@ static int recv_xsk(struct fl_dgram *d, struct rail *r, struct rx_slot *s)
     return n;
 }
 
-/* The rails' sockets first, each its turn first; the kernel path's (a
-   peer's fragments, a rail or queue without our socket) when they had
-   none a few times running: a sleeper woken by the kernel path's
-   descriptor finds it readable again until then, so nothing waits there
-   for long. */
+/* The kernel path's datagrams (a peer's fragments, a rail or NIC queue
+   without our socket), looked for less often while it has none. */
+static int recv_kernel(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
+{
+    if (++d->idle < d->kernel_every)
+        return 0;
+    d->idle = 0;
+    int n = d->kops->recv(d->kd, slot, in);
+    d->kernel_every = n > 0                          ? KERNEL_MIN
+                      : d->kernel_every < KERNEL_MAX ? 2 * d->kernel_every
+                                                     : KERNEL_MAX;
+    return n;
+}
+
+/* The rails' sockets first, each its turn first; the kernel path's when
+   they had none (recv_kernel): a sleeper woken by the kernel path's
+   descriptor finds it readable again until it is read, at most
+   KERNEL_MAX idle receives later, so nothing waits there for long. */
 int fl_xdp_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
 {
     if (!d->nxsk || slot >= FL_DGRAM_SLOTS)
@@ -438,9 +456,7 @@ int fl_xdp_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
             return n;
         }
     }
-    if (++d->idle % KERNEL_EVERY)
-        return 0;
-    return d->kops->recv(d->kd, slot, in);
+    return recv_kernel(d, slot, in);
 }
 
 int fl_xdp_fd(struct fl_dgram *d)
