@@ -27,8 +27,14 @@
 # first tens of milliseconds of ping-pong, when a round trip across veth
 # in copy mode still took ~40 us on a 2-CPU VM (~9 us after 200 ms of it:
 # seen with flit-xdp-raw, not explained): compare them with each other.
+# Then goodput under loss: each round also runs 1 MiB long-AM bandwidth over
+# xdp and udp with the switch dropping 1, 5 and 10% of the UDP frames each
+# host sends (--loss LIST; an nftables rule at the ingress of each switch
+# port, where both transports' frames pass: a host's own rules sit behind
+# XDP). The fail-over pause over two AF_XDP rails is make bench-rails's
+# (BENCH_ARGS='--transport xdp': two links of their own).
 # --csv DIR keeps every run's CSV (round-K-xdp.csv, round-K-udp.csv,
-# round-K-raw.csv).
+# round-K-raw.csv, round-K-loss-P-xdp.csv, round-K-loss-P-udp.csv).
 # Needs root (namespaces) and a flit built with AF_XDP.
 set -u
 
@@ -37,9 +43,11 @@ build=${1:-build}
 rounds=5
 quick=
 keep=
+losses="1 5 10"
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
+    --loss) losses=$2; shift 2 ;;
     --quick) quick=--quick; rounds=3; shift ;;
     --csv) keep=$(mkdir -p "$2" && cd "$2" && pwd) || exit 1; shift 2 ;;
     *) echo "xdp_bench.sh: unknown option '$1'" >&2; exit 2 ;;
@@ -64,6 +72,28 @@ run_one() { # TRANSPORT OUT: one flit-bench run, one rank per host
   FLIT_TRANSPORT=$1 ip netns exec "$FLITNET_NS0" "$flitrun" -n 2 --hosts "$FLITNET_NSLIST" \
     --launch 'ip netns exec {host} unshare --ipc' --timeout 900 "$bench" --csv $quick \
     --only latency,rate,bandwidth --sizes 8,64k,1M >"$2.csv" 2>"$2.err"
+}
+
+# TRANSPORT OUT: 1 MiB long-AM bandwidth alone (under loss there is no raw
+# baseline to run)
+run_goodput() {
+  FLIT_TRANSPORT=$1 ip netns exec "$FLITNET_NS0" "$flitrun" -n 2 --hosts "$FLITNET_NSLIST" \
+    --launch 'ip netns exec {host} unshare --ipc' --timeout 900 "$bench" --csv $quick \
+    --only bandwidth --sizes 1M --no-baselines >"$2.csv" 2>"$2.err"
+}
+
+# PCT: the switch drops PCT% of the UDP frames entering each of its ports
+# (0: none); its counters are the proof it dropped
+switch_loss() {
+  local sw=$FLITNET_PREFIX-sw i rules
+  ip netns exec "$sw" nft delete table netdev flitbench 2>/dev/null
+  [ "$1" -eq 0 ] && return 0
+  rules="table netdev flitbench {"$'\n'
+  for ((i = 0; i < FLITNET_HOSTS; i++)); do
+    rules+="  chain p$i { type filter hook ingress device \"p$i\" priority 0;"
+    rules+=" meta protocol ip ip protocol udp numgen random mod 100 < $1 counter drop; }"$'\n'
+  done
+  echo "$rules}" | ip netns exec "$sw" nft -f -
 }
 
 # OUT: one flit-xdp-raw run, its server in host 1 (answering until the
@@ -110,8 +140,13 @@ row() {
     -v t="$target" '
     # "noisy": no value in any round (a rank kept losing its CPU: a loaded
     # machine; or flit-xdp-raw lost a frame: the CSVs of --csv say which)
-    function cell(m, lo, hi) { return m == "-" ? "noisy" : sprintf("%.3g (%.3g-%.3g)", m, lo, hi) }
-    function ratio(a, b) { return (a == "-" || b == "-" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
+    # "-": no such baseline (under loss)
+    function cell(m, lo, hi) {
+      return m == "none" ? "-" : m == "-" ? "noisy" : sprintf("%.3g (%.3g-%.3g)", m, lo, hi)
+    }
+    function ratio(a, b) {
+      return (a == "-" || b == "-" || a == "none" || b == "none" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b)
+    }
     BEGIN {
       printf "  %-16s %-6s %-21s %-21s %-21s %-21s %7s %10s %10s  %s\n", l, u, cell(xm, xl, xh),
         cell(um, ul, uh), cell(rm, rl, rh), cell(am, al, ah), ratio(xm, um), ratio(xm, rm),
@@ -135,6 +170,17 @@ inner() {
         cat "$dir/round-$k-$tp.err" >&2
         exit 1
       }
+    done
+    for p in $losses; do
+      switch_loss "$p" || exit 1
+      for tp in xdp udp; do
+        run_goodput "$tp" "$dir/round-$k-loss-$p-$tp" || {
+          echo "xdp_bench.sh: round $k, $tp at $p% loss, failed:" >&2
+          cat "$dir/round-$k-loss-$p-$tp.err" >&2
+          exit 1
+        }
+      done
+      switch_loss 0
     done
     echo "round $k of $rounds done" >&2
   done
@@ -168,6 +214,12 @@ inner() {
       "$(values raw_xdp_bandwidth $s 3 $rs | stats)" \
       "$([ $s -eq 1048576 ] && echo "xdp/udp >= 1.2")"
   done
+  for p in $losses; do
+    row "1 MiB, $p% lost" MB/s \
+      "$(values bandwidth_long 1048576 3 "$dir"/round-*-loss-"$p"-xdp.csv | stats)" \
+      "$(values bandwidth_long 1048576 3 "$dir"/round-*-loss-"$p"-udp.csv | stats)" \
+      "none" "none" "goodput"
+  done
 }
 
 if [ "${XDP_BENCH_INNER:-}" = 1 ]; then
@@ -178,6 +230,7 @@ args=("$build") # --quick first: it sets 3 rounds, which --rounds overrides
 [ -n "$quick" ] && args+=("$quick")
 args+=(--rounds "$rounds")
 [ -n "$keep" ] && args+=(--csv "$keep")
+args+=(--loss "$losses")
 XDP_BENCH_INNER=1 "$netns" run "fb-xdp-$$" 2 --timeout 3000 -- "$0" "${args[@]}"
 rc=$?
 [ $rc -eq 77 ] && echo "xdp_bench.sh: skipped: needs root and network namespaces"
