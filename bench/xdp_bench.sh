@@ -34,7 +34,7 @@
 # XDP). The fail-over pause over two AF_XDP rails is make bench-rails's
 # (BENCH_ARGS='--transport xdp': two links of their own).
 # --csv DIR keeps every run's CSV (round-K-xdp.csv, round-K-udp.csv,
-# round-K-raw.csv, round-K-loss-P-xdp.csv, round-K-loss-P-udp.csv).
+# round-K-raw.csv, loss-P-round-K-xdp.csv, loss-P-round-K-udp.csv).
 # Needs root (namespaces) and a flit built with AF_XDP.
 set -u
 
@@ -174,9 +174,9 @@ inner() {
     for p in $losses; do
       switch_loss "$p" || exit 1
       for tp in xdp udp; do
-        run_goodput "$tp" "$dir/round-$k-loss-$p-$tp" || {
+        run_goodput "$tp" "$dir/loss-$p-round-$k-$tp" || {
           echo "xdp_bench.sh: round $k, $tp at $p% loss, failed:" >&2
-          cat "$dir/round-$k-loss-$p-$tp.err" >&2
+          cat "$dir/loss-$p-round-$k-$tp.err" >&2
           exit 1
         }
       done
@@ -216,8 +216,8 @@ inner() {
   done
   for p in $losses; do
     row "1 MiB, $p% lost" MB/s \
-      "$(values bandwidth_long 1048576 3 "$dir"/round-*-loss-"$p"-xdp.csv | stats)" \
-      "$(values bandwidth_long 1048576 3 "$dir"/round-*-loss-"$p"-udp.csv | stats)" \
+      "$(values bandwidth_long 1048576 3 "$dir"/loss-"$p"-round-*-xdp.csv | stats)" \
+      "$(values bandwidth_long 1048576 3 "$dir"/loss-"$p"-round-*-udp.csv | stats)" \
       "none" "none" "goodput"
   done
 }
