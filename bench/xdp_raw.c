@@ -186,16 +186,17 @@ static bool learn_peer(struct side *s, const struct fl_xdp_rx *rx)
 typedef void (*on_frame_fn)(void *ctx, const struct hdr *h, const uint8_t *data,
                             size_t len);
 
-/* Hands each waiting frame from the peer to fn; how many waited (ours or
-   not), or -1 when the server could not reach the sender of its first. */
-static int take(struct side *s, on_frame_fn fn, void *ctx)
+/* Hands each frame waiting on queue q from the peer to fn; how many
+   waited (ours or not), or -1 when the server could not reach the sender
+   of its first. */
+static int take_queue(struct side *s, unsigned q, on_frame_fn fn, void *ctx)
 {
     uint32_t idx = 0;
-    unsigned got = fl_xsk_rx_peek(s->xsk, BATCH, &idx);
+    unsigned got = fl_xsk_rx_peek(s->xsk, q, BATCH, &idx);
     bool ok = true;
     for (unsigned i = 0; i < got && ok; i++) {
         size_t len;
-        const uint8_t *frame = fl_xsk_rx_frame(s->xsk, idx + i, &len);
+        const uint8_t *frame = fl_xsk_rx_frame(s->xsk, q, idx + i, &len);
         struct fl_xdp_rx rx;
         if (fl_xdp_frame_parse(frame, len, s->self.ip, s->self.port, &rx) != FL_XDP_OK ||
             rx.len < HDR)
@@ -209,8 +210,22 @@ static int take(struct side *s, on_frame_fn fn, void *ctx)
         fn(ctx, &h, frame + rx.off + HDR, rx.len - HDR);
     }
     if (got)
-        fl_xsk_rx_release(s->xsk, idx, got);
+        fl_xsk_rx_release(s->xsk, q, idx, got);
     return ok ? (int)got : -1;
+}
+
+/* take_queue on every queue of the interface (the peer's flow may land
+   on any); how many waited, or -1. */
+static int take(struct side *s, on_frame_fn fn, void *ctx)
+{
+    int all = 0;
+    for (unsigned q = 0; q < fl_xsk_queues(s->xsk); q++) {
+        int got = take_queue(s, q, fn, ctx);
+        if (got < 0)
+            return -1;
+        all += got;
+    }
+    return all;
 }
 
 /* ---- opening ---- */

@@ -44,14 +44,9 @@ done
   { echo "SKIP: this flit was built without AF_XDP (Debian: libxdp-dev libbpf-dev clang)"; exit 77; }
 
 command -v unshare >/dev/null 2>&1 || { echo "SKIP: unshare not found (Debian: util-linux)"; exit 77; }
-NET=$(dirname "$0")/twolinks.sh
-P=flrails-$$
-NS0=$P-h0
-NS1=$P-h1
-TMP=$(mktemp -d) || exit 1
-trap '"$NET" down "$P"; rm -rf "$TMP"' EXIT
-trap 'exit 1' INT TERM
-"$NET" up "$P" || exit $?
+# shellcheck source=tests/net/twolinks.sh
+. "$(dirname "$0")/twolinks.sh"
+twolinks_net flrails
 
 # wait_file NAME: the job's handshake, bounded (60 s).
 wait_file() {
@@ -63,7 +58,7 @@ wait_file() {
   return 1
 }
 
-ip netns exec "$NS0" env FLIT_UDP_RAILS=$RAILS FLIT_PATH_PROBE_MS="$PROBE_MS" \
+ip netns exec "$NS0" env FLIT_UDP_RAILS="$RAILS" FLIT_PATH_PROBE_MS="$PROBE_MS" \
   FLIT_PEER_TIMEOUT=10 FLIT_TRANSPORT="$TRANSPORT" FLIT_VERBOSE=1 \
   "$FLITRUN" -n 2 --timeout 60 --hosts "$NS0,$NS1" \
   --launch 'ip netns exec {host} unshare --ipc' \

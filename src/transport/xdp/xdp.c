@@ -47,6 +47,7 @@ struct xdp_peer {
 
 struct rail {
     struct fl_xsk *xsk; /* NULL: AF_XDP unavailable on it (why) */
+    unsigned next_q;    /* the queue whose socket is read first next */
     struct fl_xdp_end self;
     char ifname[IF_NAMESIZE];
 };
@@ -129,15 +130,22 @@ static void try_xsk(struct fl_dgram *d, struct rail *r)
     }
     if (fl_xsk_open(r->ifname, r->self.port, &r->xsk, d->why, sizeof d->why) != FLIT_OK)
         return;
-    struct epoll_event ev = {.events = EPOLLIN};
-    if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fl_xsk_fd(r->xsk), &ev) != 0) {
-        snprintf(d->why, sizeof d->why, "epoll: %s", strerror(errno));
-        fl_xsk_close(r->xsk);
-        r->xsk = NULL;
-        return;
+    unsigned nq = fl_xsk_queues(r->xsk);
+    for (unsigned q = 0; q < nq; q++) {
+        struct epoll_event ev = {.events = EPOLLIN};
+        if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fl_xsk_fd(r->xsk, q), &ev) != 0) {
+            snprintf(d->why, sizeof d->why, "epoll: %s", strerror(errno));
+            fl_xsk_close(r->xsk); /* its descriptors leave the epoll set as they close */
+            r->xsk = NULL;
+            return;
+        }
     }
     d->nxsk++;
-    fl_info("xdp: AF_XDP on %s queue 0, %s", r->ifname, fl_xsk_mode(r->xsk));
+    if (nq > 1)
+        fl_info("xdp: AF_XDP on %s queues 0-%u, %s", r->ifname, nq - 1,
+                fl_xsk_mode(r->xsk));
+    else
+        fl_info("xdp: AF_XDP on %s queue 0, %s", r->ifname, fl_xsk_mode(r->xsk));
 }
 
 /* Each rail's socket where it can be had: the kernel path's blob gives
@@ -405,20 +413,36 @@ static bool take_frame(struct fl_dgram *d, const struct rail *r, const uint8_t *
     return true;
 }
 
-static int recv_xsk(struct fl_dgram *d, struct rail *r, struct rx_slot *s)
+/* One queue's frames of rail r into s; how many passed. */
+static int recv_queue(struct fl_dgram *d, struct rail *r, unsigned q, struct rx_slot *s)
 {
     uint32_t idx = 0;
-    unsigned got = fl_xsk_rx_peek(r->xsk, FL_DGRAM_BATCH, &idx);
+    unsigned got = fl_xsk_rx_peek(r->xsk, q, FL_DGRAM_BATCH, &idx);
     int n = 0;
     for (unsigned i = 0; i < got; i++) {
         size_t len;
-        const uint8_t *frame = fl_xsk_rx_frame(r->xsk, idx + i, &len);
+        const uint8_t *frame = fl_xsk_rx_frame(r->xsk, q, idx + i, &len);
         s->in[n].buf = s->mem + (size_t)n * RX_ROOM;
         n += take_frame(d, r, frame, len, &s->in[n]);
     }
     if (got)
-        fl_xsk_rx_release(r->xsk, idx, got);
+        fl_xsk_rx_release(r->xsk, q, idx, got);
     return n;
+}
+
+/* Rail r's queues, each its turn first. */
+static int recv_xsk(struct fl_dgram *d, struct rail *r, struct rx_slot *s)
+{
+    unsigned nq = fl_xsk_queues(r->xsk);
+    for (unsigned tries = 0; tries < nq; tries++) {
+        unsigned q = (r->next_q + tries) % nq;
+        int n = recv_queue(d, r, q, s);
+        if (n) {
+            r->next_q = (q + 1) % nq;
+            return n;
+        }
+    }
+    return 0;
 }
 
 /* The kernel path's datagrams (a peer's fragments, a rail or NIC queue

@@ -8,8 +8,9 @@
  * socket the endpoint keeps open: a peer on plain UDP (the udp transport,
  * or an xdp endpoint that could not attach) talks to it unchanged, and its
  * address blob is the udp transport's. Frames to the endpoint's port are
- * steered into an AF_XDP socket on queue 0 of the interface holding the
- * endpoint's address (xsk.h); everything else goes on to the kernel.
+ * steered into the AF_XDP socket of the queue they arrive on, on the
+ * interface holding the endpoint's address (xsk.h: one per receive queue);
+ * everything else goes on to the kernel.
  *
  * Where AF_XDP cannot be had (not permitted, the driver has no XDP, the
  * interface busy) the endpoint serves through its UDP socket alone, and
