@@ -9,7 +9,8 @@
 # 1 MiB (RDM endpoints, server and client on 127.0.0.1; its usec/xfer, one
 # way, and its MB/sec), then flit-bench with FLIT_TRANSPORT=ofi on that
 # provider (latency_short 8 B, one way; a put of 8 B until visible at the
-# target and a blocking get of 8 B, by fi_write / fi_read; puts of 1 MiB,
+# target, a put of 8 B with a notification until the owner's handler ran,
+# and a blocking get of 8 B, by fi_write / fi_read; puts of 1 MiB,
 # 16 in flight, then a flush; bandwidth_long 64 KiB and 1 MiB; rate_short,
 # 8-byte short AMs streamed, beside bench/ofi_flood: libfabric's own
 # 8-byte messages streamed the same way, the floor), and flit-bench's rate
@@ -102,7 +103,7 @@ for prov in $providers; do
   fi
   floor=() floor1m=() lat=() bw64=() bw1m=() put=() putbw=() get=()
   latr=() putr=() putbwr=() rate=() mrate=() mbw64=() mrater=() mbw64r=()
-  rfloor=() rater=()
+  rfloor=() rater=() note=() noter=()
   for ((r = 0; r < runs; r++)); do
     f8=$(pingpong "$prov" 8 7)
     f1m=$(pingpong "$prov" 1048576 6)
@@ -118,6 +119,7 @@ for prov in $providers; do
     fi
     l=$(value "$c" latency_short 8)
     p=$(value "$c" latency_put 8)
+    pn=$(value "$c" latency_put_notify 8)
     pb=$(value "$c" bandwidth_put 1048576)
     rt=$(value "$c" rate_short 8)
     b64=$(value "$c" bandwidth_long 65536)
@@ -128,6 +130,7 @@ for prov in $providers; do
     add rfloor "$fr"
     add lat "$l"
     add put "$p"
+    add note "$pn"
     add putbw "$pb"
     add get "$(value "$c" latency_get 8)"
     add bw64 "$b64"
@@ -139,6 +142,7 @@ for prov in $providers; do
     # buffers / without
     ratio latr "$l" "$f8"
     ratio putr "$p" "$f8"
+    ratio noter "$pn" "$f8"
     ratio putbwr "$pb" "$f1m"
     ratio rater "$rt" "$fr"
     ratio mrater "$mrt" "$rt"
@@ -151,6 +155,8 @@ for prov in $providers; do
   echo "    / fi_pingpong 8 B:               $(summary "${latr[@]}")"
   echo "  flit put 8 B visible at target, us: $(summary "${put[@]}")"
   echo "    / fi_pingpong 8 B:               $(summary "${putr[@]}")"
+  echo "  flit put 8 B with notification, us: $(summary "${note[@]}")"
+  echo "    / fi_pingpong 8 B:               $(summary "${noter[@]}")"
   echo "  flit get 8 B, us:                  $(summary "${get[@]}")"
   echo "  flit put 1 MiB, MB/s:              $(summary "${putbw[@]}")"
   echo "    / fi_pingpong 1 MiB:             $(summary "${putbwr[@]}")"

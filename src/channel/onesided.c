@@ -51,10 +51,32 @@ static flit_status os_get(struct fl_tp_ep *t, uint32_t peer, uint64_t key, uint6
     return st != FLIT_OK ? st : t->ops->rma->get(t->d, peer, key, raddr, dst, len);
 }
 
+static flit_status os_put_early(struct fl_tp_ep *t, uint32_t peer, uint64_t key,
+                                uint64_t raddr, const void *src, size_t len)
+{
+    const struct fl_dgram_rma *r = t->ops->rma;
+    flit_status st = reachable(t, peer);
+    if (st != FLIT_OK)
+        return st;
+    return r->put_early ? r->put_early(t->d, peer, key, raddr, src, len)
+                        : r->put(t->d, peer, key, raddr, src, len);
+}
+
+/* A peer the channel gave up: its puts are not waited for. */
+static flit_status os_settle(struct fl_tp_ep *t, uint32_t peer)
+{
+    const struct fl_dgram_rma *r = t->ops->rma;
+    if (peer < t->size && t->peers[peer].down)
+        return FLIT_ERR_PEER_DOWN;
+    return r && r->settle ? r->settle(t->d, peer) : FLIT_OK;
+}
+
 const struct fl_tp_onesided fl_chan_onesided = {
     .reaches = os_reaches,
     .expose = os_expose,
     .unexpose = os_unexpose,
     .put = os_put,
     .get = os_get,
+    .put_early = os_put_early,
+    .settle = os_settle,
 };

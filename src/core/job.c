@@ -167,12 +167,13 @@ static void print_start(void)
 
 /* One-sided ops (transport.h), when offered: ->reaches, each pair both or
    neither, memory to map where peers' is mapped, and puts and gets where
-   memory is exposed. */
+   memory is exposed, early puts where puts are. */
 static bool onesided_ok(const struct fl_tp_onesided *o)
 {
     return !o || (o->reaches && !o->mem_alloc == !o->mem_free && !o->map == !o->unmap &&
                   !o->put == !o->get && (!o->map || o->mem_alloc) &&
-                  !o->expose == !o->unexpose && (!o->expose || o->put));
+                  !o->expose == !o->unexpose && (!o->expose || o->put) &&
+                  !o->put_early == !o->settle && (!o->put_early || o->put));
 }
 
 /* A transport's name: [a-z0-9]+, not "auto", unique in the list. */

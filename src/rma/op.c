@@ -201,6 +201,22 @@ static flit_status flush_send(struct flit_ep *ep, uint32_t rank)
     return st == FLIT_ERR_PEER_DOWN ? FLIT_OK : st; /* the verdict says it */
 }
 
+/* The transport's early puts to rank (xfer.c's tp_copy) waited for until
+   they land; a failure among them is the flush's verdict. */
+static void settle(struct flit_ep *ep, uint32_t rank)
+{
+    struct fl_rma_peer *p = &fl_rma_of(ep)->peers[rank];
+    if (!p->unsettled)
+        return;
+    p->unsettled = false;
+    const struct fl_peer *q = &ep->peers[rank];
+    flit_status st = q->tp->onesided->settle(q->tpe, rank);
+    if (st == FLIT_ERR_PEER_DOWN)
+        fl_ep_peer_down(ep, rank, FLIT_ERR_PEER_DOWN);
+    else if (st != FLIT_OK && p->sticky == FLIT_OK)
+        p->sticky = st;
+}
+
 static bool peer_quiet(struct flit_ep *ep, void *arg)
 {
     return fl_rma_of(ep)->peers[*(uint32_t *)arg].outstanding == 0;
@@ -232,6 +248,7 @@ flit_status flit_rma_flush(flit_ep_t *ep, flit_rank_t rank)
         fl_ep_leave(ep);
         return FLIT_ERR_RANK;
     }
+    settle(ep, rank.idx);
     st = flush_send(ep, rank.idx);
     if (st == FLIT_OK && !peer_quiet(ep, &rank.idx))
         st = fl_progress_until(ep, peer_quiet, &rank.idx, -1);
@@ -246,8 +263,10 @@ flit_status flit_rma_flush_all(flit_ep_t *ep)
     flit_status st = fl_ep_enter(ep);
     if (st != FLIT_OK)
         return st;
-    for (uint32_t k = 0; k < ep->size && st == FLIT_OK; k++)
+    for (uint32_t k = 0; k < ep->size && st == FLIT_OK; k++) {
+        settle(ep, k);
         st = flush_send(ep, k);
+    }
     if (st == FLIT_OK && !all_quiet(ep, NULL))
         st = fl_progress_until(ep, all_quiet, NULL, -1);
     for (uint32_t k = 0; k < ep->size; k++) {

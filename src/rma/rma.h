@@ -224,6 +224,7 @@ struct fl_rma_peer {
     size_t ctl_len;
     bool ctl_tried;
     bool no_tp;              /* its transport refused a ->put / ->get */
+    bool unsettled;          /* its transport's early puts since the last flush */
     struct fl_rma_map *maps; /* its blocks' pages mapped here */
     /* The put arriving in pieces from it: its id and the first refusal. */
     uint32_t put_op;

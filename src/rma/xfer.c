@@ -73,15 +73,26 @@ static void direct_end(struct flit_rma_remote *rm)
 
 /* The transport's one-sided put or get; FLIT_ERR_NOT_SUPPORTED (and
    packets from now on, for every import from the owner) when it refuses;
-   FLIT_ERR_REVOKED when the owner withdrew the region's key. */
+   FLIT_ERR_REVOKED when the owner withdrew the region's key. early: a put
+   that may return before its bytes land, where the transport offers one
+   (its failure is the next flush's verdict: op.c). */
 static flit_status tp_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool write,
-                           uint64_t off, void *buf, size_t len)
+                           bool early, uint64_t off, void *buf, size_t len)
 {
     const struct fl_peer *p = &ep->peers[rm->owner];
     const struct fl_tp_onesided *os = p->tp->onesided;
     uint64_t at = rm->raddr + off;
-    flit_status st = write ? os->put(p->tpe, rm->owner, rm->key, at, buf, len)
-                           : os->get(p->tpe, rm->owner, rm->key, at, buf, len);
+    flit_status st;
+    if (write && early && os->put_early) {
+        st = os->put_early(p->tpe, rm->owner, rm->key, at, buf, len);
+        if (st == FLIT_OK) { /* landed: a flush's round trip behind it says so */
+            fl_rma_of(ep)->peers[rm->owner].unsettled = true;
+            fl_rma_of(ep)->peers[rm->owner].unflushed++;
+        }
+    } else {
+        st = write ? os->put(p->tpe, rm->owner, rm->key, at, buf, len)
+                   : os->get(p->tpe, rm->owner, rm->key, at, buf, len);
+    }
     if (st == FLIT_ERR_REVOKED && rm->path == FL_RMA_PATH_EXPOSED) {
         rm->revoked = true; /* the owner withdrew the key */
     } else if (st == FLIT_ERR_PEER_DOWN) {
@@ -97,9 +108,10 @@ static flit_status tp_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool 
     return st;
 }
 
-/* Copies between buf and the region; write: into the region. */
+/* Copies between buf and the region; write: into the region; early: see
+   tp_copy. */
 static flit_status direct_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool write,
-                               uint64_t off, void *buf, size_t len)
+                               bool early, uint64_t off, void *buf, size_t len)
 {
     if (rm->path == FL_RMA_PATH_SELF) {
         if (!fl_rma_region_find(fl_rma_of(ep), rm->id)) {
@@ -117,7 +129,7 @@ static flit_status direct_copy(struct flit_ep *ep, struct flit_rma_remote *rm, b
             fl_progress_peer(ep, rm->owner, FL_LANES_ALL);
         if (rm->revoked)
             return FLIT_ERR_REVOKED;
-        return tp_copy(ep, rm, write, off, buf, len);
+        return tp_copy(ep, rm, write, early, off, buf, len);
     }
     if (!direct_begin(rm))
         return FLIT_ERR_REVOKED;
@@ -125,7 +137,7 @@ static flit_status direct_copy(struct flit_ep *ep, struct flit_rma_remote *rm, b
     if (rm->path == FL_RMA_PATH_MAP)
         memcpy(write ? rm->base + off : buf, write ? buf : rm->base + off, len);
     else
-        st = tp_copy(ep, rm, write, off, buf, len);
+        st = tp_copy(ep, rm, write, early, off, buf, len);
     direct_end(rm);
     return st;
 }
@@ -248,7 +260,8 @@ static flit_status put(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t 
     FL_COUNT(fl_rma_of(ep)->puts, 1);
     FL_COUNT(fl_rma_of(ep)->put_bytes, len);
     if (rm->path != FL_RMA_PATH_PACKETS) {
-        st = direct_copy(ep, rm, true, off, (void *)src, len);
+        st = direct_copy(ep, rm, true, !(flags & FLIT_RMA_REMOTE_DONE), off, (void *)src,
+                         len);
         if (st != FLIT_ERR_NOT_SUPPORTED) {
             if (st == FLIT_OK && (flags & FLIT_RMA_NOTIFY)) {
                 struct fl_rma_pkt n = {
@@ -298,7 +311,7 @@ static flit_status get(struct flit_ep *ep, struct flit_rma_remote *rm, uint64_t 
     FL_COUNT(fl_rma_of(ep)->gets, 1);
     FL_COUNT(fl_rma_of(ep)->get_bytes, len);
     if (rm->path != FL_RMA_PATH_PACKETS) {
-        st = direct_copy(ep, rm, false, off, dst, len);
+        st = direct_copy(ep, rm, false, false, off, dst, len);
         if (st != FLIT_ERR_NOT_SUPPORTED)
             return direct_done(ep, op, st, op_out);
     }

@@ -59,6 +59,10 @@ struct fl_dgram_rma {
                        const void *src, size_t len);
     flit_status (*get)(struct fl_dgram *d, uint32_t rank, uint64_t key, uint64_t raddr,
                        void *dst, size_t len);
+    /* Optional, together (transport.h's ->put_early and ->settle). */
+    flit_status (*put_early)(struct fl_dgram *d, uint32_t rank, uint64_t key,
+                             uint64_t raddr, const void *src, size_t len);
+    flit_status (*settle)(struct fl_dgram *d, uint32_t rank);
 };
 
 struct fl_dgram_ops {

@@ -173,6 +173,22 @@ struct fl_tp_onesided {
                        void *dst, size_t len);
 
     /*
+     * Optional, with ->settle: ->put that may return once src may be
+     * reused, its bytes still on their way (a NIC's put from its own copy
+     * of them). They are still in place before any packet sent after the
+     * call is delivered, and before a later ->put or ->get to peer acts.
+     * ->settle(t, peer) waits until every such put to peer has left (the
+     * transport's own completions) and answers the first failure among
+     * them since the last ->settle (FLIT_ERR_REVOKED, FLIT_ERR_PEER_DOWN,
+     * FLIT_ERR_SYSTEM), or FLIT_OK; no wait is longer than
+     * FLIT_PEER_TIMEOUT. That they landed, a packet round trip behind them
+     * proves (the RMA layer's flush).
+     */
+    flit_status (*put_early)(struct fl_tp_ep *t, uint32_t peer, uint64_t key,
+                             uint64_t raddr, const void *src, size_t len);
+    flit_status (*settle)(struct fl_tp_ep *t, uint32_t peer);
+
+    /*
      * Optional, with ->put and ->get: lets the peers this transport reaches
      * write (FL_TP_EXPOSE_WRITE) and read (FL_TP_EXPOSE_READ) [addr, addr +
      * len) of this process, any memory it owns, and nothing else of it: the

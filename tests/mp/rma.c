@@ -32,6 +32,12 @@
  *  race      the others put in a loop while rank 0 unexports: once
  *            flit_rma_unexport returned, not one more byte lands (over
  *            libfabric: the importers, told by message, answered first).
+ *  early     the others make 8-byte puts to rank 0, the last with a
+ *            notification, and say by a file each that they returned;
+ *            with --fabric or --direct rank 0 makes no flit call until
+ *            then (over libfabric the puts are posted to land later);
+ *            once rank 0 polls every notification finds its sender's
+ *            puts in place.
  *  nopoll    rank 0 makes no flit call while the others put: with --direct
  *            the data must land all the same; otherwise it lands, all of
  *            it, once rank 0 polls; one notification per sender.
@@ -45,6 +51,7 @@
  * through the network's remote memory access: FLIT_TRANSPORT=ofi on a
  * provider with FI_RMA, no file of one-sided memory mapped).
  */
+#include <fcntl.h>
 #include <flit/rma.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -65,6 +72,7 @@ enum kind {
     K_REVOKE,
     K_RACE,
     K_NOPOLL,
+    K_EARLY,
     K_COUNT
 };
 #define GUARD 4096u
@@ -75,18 +83,19 @@ static struct {
     size_t max, part;
     bool direct, packets, fabric;
     _Atomic uint64_t ids[MAX_RANKS][K_COUNT]; /* learned from the owners */
+    uint32_t pids[MAX_RANKS];                 /* ... with their process ids */
     uint8_t *mem[K_COUNT];                    /* my regions */
     size_t len[K_COUNT];
     flit_rma_region_t *reg[K_COUNT];
     uint64_t notes[MAX_RANKS]; /* notifications from each sender */
     /* Counted by handlers, which a progress thread may run, and waited
        for by the main thread. */
-    _Atomic uint64_t shared_seen, nopoll_notes, checked, done_msgs;
+    _Atomic uint64_t shared_seen, nopoll_notes, early_notes, checked, done_msgs;
 } g;
 
 static const char *const kind_name[K_COUNT] = {
     "alloc",      "user",   "shared", "even",   "read-only",
-    "write-only", "revoke", "race",   "nopoll",
+    "write-only", "revoke", "race",   "nopoll", "early",
 };
 
 static uint64_t seed_of(uint32_t from, uint64_t off, uint64_t len, int kind)
@@ -108,8 +117,9 @@ static void on_id(flit_token_t *t, void *buf, size_t n, const uint32_t *a, unsig
                   void *user)
 {
     (void)buf, (void)n, (void)user;
-    CHECK(na == 3 && a[0] < K_COUNT);
+    CHECK(na == 4 && a[0] < K_COUNT);
     uint32_t from = flit_token_rank(t).idx;
+    g.pids[from] = a[3];
     g.ids[from][a[0]] = (uint64_t)a[2] << 32 | a[1];
 }
 
@@ -117,9 +127,10 @@ static void publish(int kind)
 {
     uint64_t id = flit_rma_region_id(g.reg[kind]);
     CHECK(id != 0);
-    uint32_t a[3] = {(uint32_t)kind, (uint32_t)id, (uint32_t)(id >> 32)};
+    uint32_t a[4] = {(uint32_t)kind, (uint32_t)id, (uint32_t)(id >> 32),
+                     (uint32_t)getpid()};
     for (uint32_t r = 0; r < g.n; r++)
-        CHECK_OK(flit_am_short(g.ep, flit_rank(r), flit_handler(H_ID), a, 3, 0));
+        CHECK_OK(flit_am_short(g.ep, flit_rank(r), flit_handler(H_ID), a, 4, 0));
 }
 
 static uint64_t learn(uint32_t owner, int kind)
@@ -186,6 +197,8 @@ static void on_notify(flit_ep_t *ep, uint64_t id, flit_rank_t from, uint64_t off
         g.shared_seen++;
     } else if (kind == K_NOPOLL) {
         g.nopoll_notes++;
+    } else if (kind == K_EARLY) {
+        g.early_notes++;
     } else {
         size_t bad =
             mp_pattern_check(g.mem[kind] + off, len, seed_of(from.idx, off, len, kind));
@@ -691,6 +704,10 @@ static void test_race(void)
     unsigned rounds = (unsigned)test_scaled(8);
     for (unsigned i = 0; i < rounds; i++)
         race_round((size_t)256 << 10, (size_t)(i % 2 ? 64 : 16) << 10);
+    /* Puts of a few bytes, which libfabric posts to land later: those in
+       flight when the owner asks land before the importer answers it. */
+    for (unsigned i = 0; i < rounds / 2 + 1; i++)
+        race_round(4096, i % 2 ? 16 : 8);
 }
 
 /* ---- nopoll ---- */
@@ -765,6 +782,98 @@ static void test_nopoll(void)
     }
 }
 
+/* ---- early ---- */
+
+#define EARLY_PUTS 32u /* 8-byte puts by each importer, the last notifying */
+
+/* The file an importer makes once its puts returned: told without flit.
+   Named after rank 0's process, so that jobs side by side keep apart. */
+static void early_path(char *buf, size_t len, uint32_t rank)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(buf, len, "%s/flit-mp-rma-early-%u-%u", dir && *dir ? dir : "/tmp",
+             g.me == 0 ? (unsigned)getpid() : g.pids[0], rank);
+}
+
+/* Rank 0 failing: the importers' files go with it. */
+static void early_fail(uint32_t k)
+{
+    char path[512];
+    for (uint32_t j = 1; j < g.n; j++) {
+        early_path(path, sizeof path, j);
+        unlink(path);
+    }
+    FAIL("early: rank %u's 8-byte puts did not return while rank 0 made no flit call", k);
+}
+
+static uint64_t early_word(uint32_t k, uint32_t i)
+{
+    return mp_mix(k, i, 8, K_EARLY) | 1;
+}
+
+static void test_early(void)
+{
+    if (g.me == 0) {
+        export_kind(K_EARLY, 8 * EARLY_PUTS * g.n, true, FLIT_RMA_WRITE, NULL, 0);
+        memset(g.mem[K_EARLY], 0, 8 * EARLY_PUTS * g.n);
+        publish(K_EARLY);
+    }
+    uint64_t id = learn(0, K_EARLY);
+    flit_rma_remote_t *r = NULL;
+    if (g.me != 0)
+        CHECK_OK(flit_rma_import(g.ep, flit_rank(0), id, &r));
+    CHECK_OK(flit_barrier(g.ep));
+    char path[512];
+    if (g.me == 0) {
+        /* No flit call until every importer said, by a file, that its
+           puts and its notification returned: over libfabric
+           (--fabric) and the direct paths (--direct) no put waits for
+           the owner. Over packets rank 0 polls meanwhile: lost packets
+           are sent again only once it acknowledges. */
+        bool polling = !g.fabric && !g.direct;
+        for (uint32_t k = 1; k < g.n; k++) {
+            early_path(path, sizeof path, k);
+            double t0 = mp_now();
+            while (access(path, F_OK) != 0) {
+                if (mp_now() - t0 > MP_WAIT_LIMIT_S)
+                    early_fail(k);
+                struct timespec nap = {0, 1000000};
+                if (polling)
+                    CHECK_OK(flit_poll(g.ep));
+                else
+                    nanosleep(&nap, NULL);
+            }
+            unlink(path);
+        }
+        /* Each notification comes behind its sender's puts, all in place. */
+        MP_WAIT(g.ep, g.early_notes == g.n - 1);
+        for (uint32_t k = 1; k < g.n; k++)
+            for (uint32_t i = 0; i < EARLY_PUTS; i++) {
+                uint64_t v;
+                memcpy(&v, g.mem[K_EARLY] + 8 * (k * EARLY_PUTS + i), 8);
+                if (v != early_word(k, i))
+                    FAIL("early: rank %u's put %u is not in place when its "
+                         "notification runs",
+                         k, i);
+            }
+    } else {
+        for (uint32_t i = 0; i < EARLY_PUTS; i++) {
+            uint64_t v = early_word(g.me, i);
+            CHECK_OK(flit_rma_put(r, 8 * (g.me * EARLY_PUTS + i), &v, 8,
+                                  i + 1 == EARLY_PUTS ? FLIT_RMA_NOTIFY : 0, NULL));
+        }
+        early_path(path, sizeof path, g.me);
+        int fd = open(path, O_CREAT | O_WRONLY, 0600);
+        CHECK(fd >= 0);
+        close(fd);
+        CHECK_OK(flit_rma_flush(g.ep, flit_rank(0)));
+        CHECK_OK(flit_rma_release(r));
+    }
+    CHECK_OK(flit_barrier(g.ep));
+    if (g.me != 0)
+        unlink(path); /* rank 0 did, unless it failed */
+}
+
 /* ---- main ---- */
 
 static const char *arg_str(int argc, char **argv, const char *name)
@@ -805,7 +914,7 @@ int main(int argc, char **argv)
     } parts[] = {
         {"sizes", test_sizes},   {"shared", test_shared}, {"denied", test_denied},
         {"access", test_access}, {"revoke", test_revoke}, {"race", test_race},
-        {"nopoll", test_nopoll},
+        {"nopoll", test_nopoll}, {"early", test_early},
     };
     bool ran = false;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {

@@ -63,12 +63,17 @@ struct ofi_multi {
 
 /* A one-sided operation posted (rma.c): context first, as a send buffer's.
    Busy from its post until its completion is read, even when the caller
-   stopped waiting for it (the provider owns the context until then). */
-#define OFI_RMA_SLOTS 8
+   stopped waiting for it (the provider owns the context until then). An
+   early put's completion is waited for by nobody: it is counted off its
+   peer's (settle). */
+#define OFI_RMA_SLOTS  256
+#define OFI_EARLY_PEER 64 /* early puts in flight to one peer, at most */
 struct ofi_rma {
     struct fi_context2 ctx;
     bool busy, done;
-    int err; /* an error completion's FI_* code; 0 */
+    bool early;    /* a put that returned at once (FI_INJECT) */
+    uint32_t rank; /* the peer, for an early put */
+    int err;       /* an error completion's FI_* code; 0 */
 };
 
 /* Memory exposed to the peers (rma.c): a registration and its key. */
@@ -86,6 +91,9 @@ struct ofi_peer {
     uint64_t refused_since; /* the first of refusals (-FI_EAGAIN) in a row */
     unsigned refusals;      /* sends refused in a row; 0: the last went */
     bool dropping;          /* refused for long: said, its datagrams dropped */
+    unsigned early;         /* early puts to it not yet completed (rma.c) */
+    int early_err;          /* the first of them that failed since the last
+                               settle: its FI_* code; 0 */
 };
 
 struct fl_dgram {
@@ -127,6 +135,7 @@ struct fl_dgram {
     bool rma;
     bool said_mr;   /* a registration failed: said */
     size_t rma_max; /* the longest one fi_write / fi_read */
+    size_t early_max; /* the longest early put (the inject size); 0: none */
     uint64_t next_key;
     struct ofi_rma ops[OFI_RMA_SLOTS];
     struct ofi_mr *mrs; /* exposed memory, unordered */

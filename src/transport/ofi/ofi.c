@@ -26,6 +26,7 @@
 /* The transport's settings (util/config.h), read at flit_init. */
 static char provider_name[FL_CONFIG_WORD];
 static int64_t multi_recv;
+static int64_t early_puts = 1;
 
 const struct fl_setting fl_ofi_settings[] = {
     {"FLIT_OFI_PROVIDER", FL_SET_TEXT, NULL, 0, 0, 0, NULL,
@@ -38,6 +39,12 @@ const struct fl_setting fl_ofi_settings[] = {
      "(FI_MULTI_RECV) where the provider offers it, for providers that report "
      "every message's completion before the buffer's release (tcp;ofi_rxm does, "
      "udp;ofi_rxd does not: docs/ofi.md); 0: a buffer per datagram"},
+    {"FLIT_OFI_EARLY_PUTS", FL_SET_BOOL, &early_puts, 1, 0, 1, NULL,
+     "1: a put no larger than the provider's inject size returns once it is "
+     "posted (FI_INJECT), its landing waited for by the next flush or a put "
+     "with FLIT_RMA_REMOTE_DONE, where the provider keeps writes and reads "
+     "after writes in order; 0: every put waits until its bytes are in place "
+     "at the owner (FI_DELIVERY_COMPLETE)"},
     {NULL},
 };
 
@@ -327,6 +334,10 @@ static flit_status ofi_open(const struct fl_tp_open_args *a, struct fl_dgram **o
     d->rma_max = d->info->ep_attr->max_msg_size ? d->info->ep_attr->max_msg_size : 1;
     if (d->rma_max > ((size_t)1 << 30))
         d->rma_max = (size_t)1 << 30;
+    /* Early puts (rma.c) where later writes and reads keep behind them. */
+    uint64_t order = FI_ORDER_WAW | FI_ORDER_RAW;
+    if (d->rma && early_puts && (d->info->tx_attr->msg_order & order) == order)
+        d->early_max = d->info->tx_attr->inject_size;
     if (d->rma && fl_random_bytes(&d->next_key, sizeof d->next_key) != 0)
         d->next_key = fl_now_ns() ^ (uint64_t)(uintptr_t)d;
     if (a->rank == 0 && a->ep_index == 0)

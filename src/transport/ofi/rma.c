@@ -24,6 +24,19 @@
  * open: ofi.c offers no one-sided operations on a provider without it), so
  * a message sent after a put reaches the owner after the put's bytes.
  *
+ * Early puts (FLIT_OFI_EARLY_PUTS, on by default, on a provider that also
+ * keeps writes after writes and reads after writes in order: FI_ORDER_WAW,
+ * FI_ORDER_RAW): a put of the provider's inject size or less is posted with
+ * FI_INJECT (the provider copied the bytes: the caller may reuse them) and
+ * FI_TRANSMIT_COMPLETE, and returns at once; the provider's own
+ * acknowledgement of a delivery-complete write (a message back per put) is
+ * not asked for. Its completion is counted off its peer's; ->settle waits
+ * for the rest and says whether one failed, and the caller's flush proves
+ * they landed by a message round trip behind them. The ordering keeps
+ * every later message, put and get behind them, so a put with a
+ * notification, or a put then a message saying "look", costs one way
+ * instead of a round trip and one way.
+ *
  * No operation waits for ever: one the provider has neither taken nor
  * completed within FLIT_PEER_TIMEOUT reports the peer down, as the channel
  * does a peer silent that long; its slot stays busy until the provider
@@ -43,10 +56,15 @@
 
 void fl_ofi_rma_done(struct fl_dgram *d, struct ofi_rma *op, int err)
 {
-    (void)d;
     op->busy = false;
     op->done = true;
     op->err = err;
+    if (op->early) {
+        struct ofi_peer *p = &d->peers[op->rank];
+        p->early--;
+        if (err && !p->early_err)
+            p->early_err = err;
+    }
 }
 
 /* ---- keys and registrations ---- */
@@ -124,15 +142,6 @@ static void rma_unexpose(struct fl_dgram *d, uint64_t key)
     }
 }
 
-void fl_ofi_rma_close(struct fl_dgram *d)
-{
-    for (size_t i = 0; i < d->nmrs; i++)
-        fi_close(&d->mrs[i].mr->fid);
-    free(d->mrs);
-    d->mrs = NULL;
-    d->nmrs = d->mrs_cap = 0;
-}
-
 /* ---- puts and gets ---- */
 
 /* Between two looks at the send queue: false once FLIT_PEER_TIMEOUT has
@@ -172,10 +181,11 @@ static flit_status judge(struct fl_dgram *d, uint32_t rank, int err)
     }
 }
 
-/* A free slot, reading completions once if none is. */
-static struct ofi_rma *take_slot(struct fl_dgram *d)
+/* A free slot, reading completions while none is (early puts hold
+   theirs until they land); NULL after FLIT_PEER_TIMEOUT. */
+static struct ofi_rma *take_slot(struct fl_dgram *d, uint64_t start)
 {
-    for (int pass = 0; pass < 2; pass++) {
+    do {
         for (unsigned i = 0; i < OFI_RMA_SLOTS; i++) {
             if (!d->ops[i].busy) {
                 d->ops[i] = (struct ofi_rma){.busy = true};
@@ -183,18 +193,66 @@ static struct ofi_rma *take_slot(struct fl_dgram *d)
             }
         }
         fl_ofi_reap(d);
-    }
+        fl_ofi_stash(d);
+    } while (pause_since(start));
     return NULL;
 }
 
-/* One fi_write or fi_read of n bytes, posted and waited for. */
-static flit_status one(struct fl_dgram *d, bool write, uint32_t rank, fi_addr_t to,
-                       uint64_t key, uint64_t raddr, uint8_t *buf, size_t n, void *desc)
+/* Waits until every early put to rank left (its completion read): the
+   first failure among them since the last settle, as the caller's status.
+   That they landed, a message behind them and its answer prove (FI_ORDER_SAW). */
+static flit_status settle(struct fl_dgram *d, uint32_t rank)
 {
-    struct ofi_rma *op = take_slot(d);
-    if (!op)
-        return FLIT_ERR_NOT_SUPPORTED; /* eight abandoned: a dying peer's */
+    struct ofi_peer *p = &d->peers[rank];
     uint64_t start = fl_now_ns();
+    while (p->early) {
+        fl_ofi_reap(d);
+        fl_ofi_stash(d);
+        if (p->early && !pause_since(start)) {
+            fl_warn("ofi (%s): %u puts to rank %u did not complete in %lld s: rank %u "
+                    "is taken for down",
+                    d->prov, p->early, rank, (long long)(fl_cfg.peer_timeout_ms / 1000),
+                    rank);
+            return FLIT_ERR_PEER_DOWN;
+        }
+    }
+    int err = p->early_err;
+    p->early_err = 0;
+    flit_status st = judge(d, rank, err);
+    /* Not sent in packets after all: the bytes are lost. */
+    return st == FLIT_ERR_NOT_SUPPORTED ? FLIT_ERR_SYSTEM : st;
+}
+
+/* Room for one more early put to rank: at most OFI_EARLY_PEER in flight,
+   so that a peer that stopped taking them holds a few slots, not all. */
+static flit_status early_room(struct fl_dgram *d, uint32_t rank)
+{
+    uint64_t start = fl_now_ns();
+    while (d->peers[rank].early >= OFI_EARLY_PEER) {
+        fl_ofi_reap(d);
+        fl_ofi_stash(d);
+        if (d->peers[rank].early >= OFI_EARLY_PEER && !pause_since(start))
+            return FLIT_ERR_PEER_DOWN;
+    }
+    return FLIT_OK;
+}
+
+/* One fi_write or fi_read of n bytes, posted and waited for; early: a
+   write of the provider's inject size or less, posted with FI_INJECT and
+   not waited for (settle). */
+static flit_status one(struct fl_dgram *d, bool write, bool early, uint32_t rank,
+                       fi_addr_t to, uint64_t key, uint64_t raddr, uint8_t *buf, size_t n,
+                       void *desc)
+{
+    uint64_t start = fl_now_ns();
+    struct ofi_rma *op = take_slot(d, start);
+    if (!op) /* every slot held that long: abandoned ones, dying peers' */
+        return FLIT_ERR_NOT_SUPPORTED;
+    uint64_t flags = FI_COMPLETION;
+    if (early)
+        flags |= FI_INJECT | FI_TRANSMIT_COMPLETE;
+    else if (write)
+        flags |= FI_DELIVERY_COMPLETE;
     ssize_t ret;
     struct iovec iov = {.iov_base = buf, .iov_len = n};
     struct fi_rma_iov at = {.addr = raddr, .len = n, .key = key};
@@ -205,8 +263,8 @@ static flit_status one(struct fl_dgram *d, bool write, uint32_t rank, fi_addr_t 
                              .rma_iov = &at,
                              .rma_iov_count = 1,
                              .context = &op->ctx};
-    while ((ret = write ? fi_writemsg(d->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
-                        : fi_readmsg(d->ep, &msg, FI_COMPLETION)) == -FI_EAGAIN) {
+    while ((ret = write ? fi_writemsg(d->ep, &msg, flags)
+                        : fi_readmsg(d->ep, &msg, flags)) == -FI_EAGAIN) {
         fl_ofi_reap(d); /* progress, for the next try */
         fl_ofi_stash(d);
         if (!pause_since(start)) {
@@ -216,7 +274,21 @@ static flit_status one(struct fl_dgram *d, bool write, uint32_t rank, fi_addr_t 
     }
     if (ret != 0) {
         op->busy = false;
+        if (early) { /* the provider takes no such write: xfer waits for each */
+            d->early_max = 0;
+            fl_info("ofi (%s): a put posted to return at once (FI_INJECT, "
+                    "FI_TRANSMIT_COMPLETE) was refused: %s; every put waits for its "
+                    "landing",
+                    d->prov, fi_strerror((int)-ret));
+            return FLIT_ERR_NOT_SUPPORTED;
+        }
         return judge(d, rank, (int)-ret);
+    }
+    if (early) {
+        op->early = true;
+        op->rank = rank;
+        d->peers[rank].early++;
+        return FLIT_OK;
     }
     for (;;) {
         fl_ofi_reap(d);
@@ -233,14 +305,23 @@ static flit_status one(struct fl_dgram *d, bool write, uint32_t rank, fi_addr_t 
     }
 }
 
-static flit_status xfer(struct fl_dgram *d, bool write, uint32_t rank, uint64_t key,
-                        uint64_t raddr, uint8_t *buf, size_t len)
+/* A put or get of len bytes in pieces the provider takes; early: a put
+   that may return before it lands (transport.h). */
+static flit_status xfer(struct fl_dgram *d, bool write, bool early, uint32_t rank,
+                        uint64_t key, uint64_t raddr, uint8_t *buf, size_t len)
 {
     fi_addr_t to;
     if (!d->rma || rank >= d->size || rank == d->rank || !fl_ofi_av(d, rank, &to))
         return FLIT_ERR_NOT_SUPPORTED;
     if (len == 0)
         return FLIT_OK;
+    if (early && len <= d->early_max) {
+        flit_status st = early_room(d, rank);
+        if (st == FLIT_OK)
+            st = one(d, true, true, rank, to, key, raddr, buf, len, NULL);
+        if (st != FLIT_ERR_NOT_SUPPORTED || d->early_max)
+            return st;
+    }
     struct fid_mr *mr = NULL;
     void *desc = NULL;
     if (d->info->domain_attr->mr_mode & FI_MR_LOCAL) {
@@ -251,7 +332,7 @@ static flit_status xfer(struct fl_dgram *d, bool write, uint32_t rank, uint64_t 
     flit_status st = FLIT_OK;
     for (size_t off = 0; off < len && st == FLIT_OK;) {
         size_t n = len - off < d->rma_max ? len - off : d->rma_max;
-        st = one(d, write, rank, to, key, raddr + off, buf + off, n, desc);
+        st = one(d, write, false, rank, to, key, raddr + off, buf + off, n, desc);
         off += n;
     }
     if (mr)
@@ -262,18 +343,44 @@ static flit_status xfer(struct fl_dgram *d, bool write, uint32_t rank, uint64_t 
 static flit_status rma_put(struct fl_dgram *d, uint32_t rank, uint64_t key,
                            uint64_t raddr, const void *src, size_t len)
 {
-    return xfer(d, true, rank, key, raddr, (uint8_t *)(uintptr_t)src, len);
+    return xfer(d, true, false, rank, key, raddr, (uint8_t *)(uintptr_t)src, len);
+}
+
+static flit_status rma_put_early(struct fl_dgram *d, uint32_t rank, uint64_t key,
+                                 uint64_t raddr, const void *src, size_t len)
+{
+    return xfer(d, true, true, rank, key, raddr, (uint8_t *)(uintptr_t)src, len);
 }
 
 static flit_status rma_get(struct fl_dgram *d, uint32_t rank, uint64_t key,
                            uint64_t raddr, void *dst, size_t len)
 {
-    return xfer(d, false, rank, key, raddr, dst, len);
+    return xfer(d, false, false, rank, key, raddr, dst, len);
+}
+
+static flit_status rma_settle(struct fl_dgram *d, uint32_t rank)
+{
+    return rank < d->size && d->rma ? settle(d, rank) : FLIT_OK;
 }
 
 static bool rma_reaches(struct fl_dgram *d, uint32_t rank)
 {
     return d->rma && rank < d->size && rank != d->rank && d->peers[rank].namelen;
+}
+
+void fl_ofi_rma_close(struct fl_dgram *d)
+{
+    /* Early puts still on their way land before the endpoint closes
+       (closing would cancel them): as long as a peer is given. */
+    uint64_t start = fl_now_ns();
+    for (uint32_t r = 0; r < d->size; r++)
+        while (d->peers && d->peers[r].early && pause_since(start))
+            fl_ofi_reap(d);
+    for (size_t i = 0; i < d->nmrs; i++)
+        fi_close(&d->mrs[i].mr->fid);
+    free(d->mrs);
+    d->mrs = NULL;
+    d->nmrs = d->mrs_cap = 0;
 }
 
 const struct fl_dgram_rma fl_ofi_rma = {
@@ -282,4 +389,6 @@ const struct fl_dgram_rma fl_ofi_rma = {
     .unexpose = rma_unexpose,
     .put = rma_put,
     .get = rma_get,
+    .put_early = rma_put_early,
+    .settle = rma_settle,
 };
