@@ -162,6 +162,7 @@ struct flit_rma_remote {
     enum fl_rma_path path;
     bool revoked;                 /* known to be unexported */
     bool releasing;               /* flit_rma_release waits for its operations */
+    uint8_t unheard;              /* EXPOSED: early puts since a progress pass */
     uint8_t *base;                /* SELF: the region; MAP: the region, mapped */
     struct fl_rma_map *map;       /* MAP: the mapping (whole pages), shared */
     uint64_t raddr;               /* TP: the region in the owner's process;

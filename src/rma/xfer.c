@@ -108,6 +108,8 @@ static flit_status tp_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool 
     return st;
 }
 
+#define PASS_EVERY 16u /* early puts between progress passes towards the owner */
+
 /* Copies between buf and the region; write: into the region; early: see
    tp_copy. */
 static flit_status direct_copy(struct flit_ep *ep, struct flit_rma_remote *rm, bool write,
@@ -122,11 +124,16 @@ static flit_status direct_copy(struct flit_ep *ep, struct flit_rma_remote *rm, b
         return FLIT_OK;
     }
     if (rm->path == FL_RMA_PATH_EXPOSED) {
-        /* The owner withdraws the key by a message (region.c): a program
-           that only puts and gets hears it here, and answers it, before
-           each access. */
-        if (fl_handler_depth == 0)
+        /* The owner withdraws the key by a message (region.c) and keeps
+           the memory registered until we answer it, behind our last access
+           through the key: an access before we heard it is safe. A program
+           that only puts and gets hears it here, before a blocking access
+           and every PASS_EVERY early puts, so that the owner's unexport
+           does not wait on us for long. */
+        if (fl_handler_depth == 0 && (!early || ++rm->unheard >= PASS_EVERY)) {
+            rm->unheard = 0;
             fl_progress_peer(ep, rm->owner, FL_LANES_ALL);
+        }
         if (rm->revoked)
             return FLIT_ERR_REVOKED;
         return tp_copy(ep, rm, write, early, off, buf, len);
