@@ -202,7 +202,9 @@ static flit_status flush_send(struct flit_ep *ep, uint32_t rank)
 }
 
 /* The transport's early puts to rank (xfer.c's tp_copy) waited for until
-   they land; a failure among them is the flush's verdict. */
+   they left; a failure among them is the flush's verdict. That they
+   landed, flush_send's round trip behind them proves (they count as
+   unflushed). */
 static void settle(struct flit_ep *ep, uint32_t rank)
 {
     struct fl_rma_peer *p = &fl_rma_of(ep)->peers[rank];
