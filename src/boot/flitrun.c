@@ -210,16 +210,9 @@ static flit_status connect_flitrun(const char *spec, uint32_t *net_hint)
 static int await_welcome(void)
 {
     for (;;) {
-        uint8_t type;
-        const uint8_t *body;
-        size_t len;
-        int r = fl_proto_rx_next(&fr.rx, &type, &body, &len);
-        if (r == 1 && len == 0 && type == FL_PROTO_WELCOME)
-            return 1;
-        if (r == 1 && len == 0 && type == FL_PROTO_BUSY)
-            return -EAGAIN;
+        int r = fl_proto_welcome_next(&fr.rx);
         if (r != 0)
-            return -EPROTO;
+            return r;
         r = fl_proto_rx_fill(&fr.rx, fr.fd);
         if (r == 0)
             return 0;

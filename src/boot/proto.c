@@ -238,6 +238,19 @@ int fl_proto_hello_decode(const uint8_t *body, size_t len, struct fl_proto_hello
     return 0;
 }
 
+int fl_proto_welcome_next(struct fl_proto_rx *rx)
+{
+    uint8_t type;
+    const uint8_t *body;
+    size_t len;
+    int r = fl_proto_rx_next(rx, &type, &body, &len);
+    if (r == 0)
+        return 0;
+    if (r == 1 && len == 0 && type == FL_PROTO_WELCOME)
+        return 1;
+    return r == 1 && len == 0 && type == FL_PROTO_BUSY ? -EAGAIN : -EPROTO;
+}
+
 bool fl_proto_key_equal(const uint8_t a[FL_PROTO_KEY_LEN],
                         const uint8_t b[FL_PROTO_KEY_LEN])
 {

@@ -112,6 +112,33 @@ enum fl_proto_left_why {
 };
 
 /*
+ * flitrun's proxy on a host (flitrun --proxy) serves that host's ranks the
+ * protocol above and speaks for them to flitrun on one connection, so that
+ * flitrun holds one connection a host, not one a rank, and sends each
+ * GATHERED, DUMP and LEFT once a host:
+ *
+ * proxy -> flitrun                         flitrun -> proxy
+ *   PROXY  as HELLO, rank: the host's        WELCOME, BUSY   as to a rank
+ *          first rank, pid: the proxy's      GATHERED, DUMP, LEFT  as to a
+ *   FOR    u32 rank, u8 type, body:                 rank, for each of the
+ *          a frame of that rank                     host's ranks
+ *
+ * FOR carries GATHER, DUMPED and BYE as the rank sent them, and three
+ * frames only a proxy says: HELLO (u32 pid: the proxy took that rank's
+ * HELLO, which proved the job's key), LOST (empty: its connection to the
+ * proxy closed), EXITED (u32 status: it ended; a signal S reads 128 + S).
+ * The proxy is the same flitrun as flitrun (its own path, or flitrun on
+ * the PATH there); a rank may still connect to flitrun itself.
+ */
+enum {
+    FL_PROTO_PROXY = 10,
+    FL_PROTO_FOR = 11,
+    FL_PROTO_LOST = 12,
+    FL_PROTO_EXITED = 13,
+    FL_PROTO_FOR_HDR = 5, /* u32 rank, u8 type */
+};
+
+/*
  * Buffered reader that yields whole frames from a (possibly nonblocking) fd.
  * max_frame bounds the length a frame may declare (type + body); 0 means
  * FL_PROTO_MAX_FRAME. A reader facing a peer not yet known (flitrun before a
@@ -142,6 +169,10 @@ int fl_proto_rx_fill(struct fl_proto_rx *rx, int fd);
 int fl_proto_rx_next(struct fl_proto_rx *rx, uint8_t *type, const uint8_t **body,
                      size_t *len);
 void fl_proto_rx_free(struct fl_proto_rx *rx);
+/* The answer to a HELLO (or a proxy's PROXY) when rx holds it whole: 1
+   WELCOME, -EAGAIN BUSY (dropped before it was read: connect again), 0 not
+   yet, -EPROTO anything else. */
+int fl_proto_welcome_next(struct fl_proto_rx *rx);
 
 /* "unix:@name" -> a sockaddr_un (abstract namespace). 0 or -EINVAL. */
 struct sockaddr_un;

@@ -132,12 +132,17 @@ static void child_exec(char **argv, int in_fd, int out_fd, int err_fd)
     _exit(126);
 }
 
-/* An argument as flitrun gets it: "RANK" is the stand-in rank, "DIR/x" the
-   file x in the test's directory. */
+/* An argument as flitrun gets it: "RANK" is the stand-in rank ("RANK ..."
+   it and more words: a --launch template), "DIR/x" the file x in the
+   test's directory. */
 static const char *expand(const char *arg, char *buf, size_t len)
 {
     if (strcmp(arg, "RANK") == 0)
         return rank_path;
+    if (strncmp(arg, "RANK ", 5) == 0) {
+        snprintf(buf, len, "%s%s", rank_path, arg + 4);
+        return buf;
+    }
     if (strncmp(arg, "DIR/", 4) != 0)
         return arg;
     snprintf(buf, len, "%s/%s", test_dir, arg + 4);
@@ -751,7 +756,7 @@ struct tcase {
     int exit;                    /* flitrun's exit status; or */
     int killed_by;               /* the signal that killed flitrun */
     const char *out[6], *err[8]; /* on stdout, on stderr */
-    const char *not_out[2], *not_err[2];
+    const char *not_out[2], *not_err[4];
     struct rank_lines lines;
     struct rank_msg msg[2];
     double min_s, max_s; /* max_s 0: any time */
@@ -789,13 +794,25 @@ struct tcase {
                  "RANK",        "gather",  "3"},                                         \
         .quiet = true, .lines = {np, "rank %1$d of %2$d ok\n"}, .ranks = np              \
     }
+/* Host c's launcher is rank.c's fake proxy, misbehaving as `how` says. */
+#define BAD_PROXY(how, msg)                                                              \
+    {                                                                                    \
+        .name = "tcp_proxy_bad", .tcp = true,                                            \
+        .args = {"-n", "6", ON_HOSTS("a,b,c", "RANK fakeproxy c {host} " how), "RANK",   \
+                 "wait"},                                                                \
+        .exit = 1, .err = {"flitrun: the proxy on c ", msg "; treating it as failed\n"}, \
+        .max_s = 6, .ranks = ANY                                                         \
+    }
 /* rank.c's reject: the first stranger of each kind told, all counted; the
-   two with the job's key (no such rank, a rank connected) told each */
+   three with the job's key (no such rank, a rank connected, no such proxy)
+   told each */
 #define REJECTED                                                                         \
     "claims rank 0 without this job's id and key (FLIT_JOB_KEY) (more like it are "      \
     "counted, not told",                                                                 \
         "with this job's key: pid ", " claims rank 2 of a job of 2",                     \
         ", which already connected", "instead of HELLO",                                 \
+        " says it is the proxy of a host whose first rank is 1; no such proxy was "      \
+        "started\n",                                                                     \
         "flitrun: rejected 4 connections in all that did not prove they were this "      \
         "job's: 2 sent garbage, 2 had not this job's key\n"
 /* with -v, each stranger told */
@@ -1145,6 +1162,19 @@ static const struct tcase cases[] = {
              "flitrun: rank 2 -> b: ", "flitrun --proxy b:2-3 -n 4 -v -- "},
      .not_err = {"flitrun: rank 1 -> a", "flitrun: rank 3 -> b"},
      .ranks = ANY},
+    /* one connection to flitrun a host: the ranks say HELLO to their proxy,
+       which speaks for them; every round of the exchange completes */
+    {.name = "tcp_proxy",
+     .tcp = true,
+     .args = {"-v", "-n", "5", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "gather", "3",
+              "proxied"},
+     .lines = {5, "rank %1$d of %2$d ok\n"},
+     .err = {"flitrun: the proxy on a (pid ", "flitrun: the proxy on b (pid ",
+             "flitrun: rank 1 (pid ", " on a) connected through its proxy\n",
+             "flitrun: rank 4 (pid ", " on b) connected through its proxy\n",
+             "flitrun: allgather round 3 complete"},
+     .not_err = {"on a) connected from", "on b) connected from"},
+     .ranks = 5},
     {.name = "tcp_proxy",
      .tcp = true,
      .args = {"-n", "5", ON_HOSTS("a,b", FAKE_LAUNCH), "--map-by", "host", "RANK",
@@ -1152,6 +1182,23 @@ static const struct tcase cases[] = {
      .out = {"rank 0 of 5 on a\n", "rank 1 of 5 on b\n", "rank 2 of 5 on a\n",
              "rank 3 of 5 on b\n", "rank 4 of 5 on a\n"},
      .ranks = ANY},
+    /* a proxy's rank exits 0 without BYE while the others wait: the proxy
+       tells flitrun, which judges it then, not when the host's proxy ends
+       (it would not: rank 2 waits) */
+    {.name = "tcp_proxy",
+     .tcp = true,
+     .args = {"-n", "4", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "fail", "3", "0"},
+     .exit = 1,
+     .err = {"flitrun: rank 3 on b (proxy pid ",
+             ") exited with status 0 without calling flit_finalize while other ranks "
+             "still ran; stopping the job"},
+     .max_s = 12,
+     .ranks = 4},
+    /* a proxy that breaks the protocol fails the job, named */
+    BAD_PROXY("short", "sent a malformed frame: type 11 with 3 bytes (rank 4294967295)"),
+    BAD_PROXY("alien", "sent a malformed frame: type 11 with 9 bytes (rank 0)"),
+    BAD_PROXY("unheard", "sent a frame (type 2) for rank 4, which never connected"),
+    BAD_PROXY("type", "sent a malformed frame: type 99 with 0 bytes for rank 4"),
     /* a rank of a proxy fails: the proxy names it, ends with its status, and
        flitrun names the host */
     {.name = "tcp_proxy",
@@ -1313,7 +1360,7 @@ static void run_row(const struct tcase *c)
         expect_in(&r.err, "stderr", c->err[i]);
     for (size_t i = 0; i < 2 && c->not_out[i]; i++)
         expect_not_in(&r.out, "stdout", c->not_out[i]);
-    for (size_t i = 0; i < 2 && c->not_err[i]; i++)
+    for (size_t i = 0; i < 4 && c->not_err[i]; i++)
         expect_not_in(&r.err, "stderr", c->not_err[i]);
     expect_rank_lines(&r, &c->lines);
     for (size_t i = 0; i < 2 && c->msg[i].tail; i++)

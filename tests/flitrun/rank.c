@@ -4,8 +4,9 @@
  * boot/proto.c alone (the rest of the library is not needed), checks what
  * flitrun gave it, and misbehaves on demand:
  *
- *   gather ROUNDS        ROUNDS allgathers of known blobs, plus one of the
- *                        process group; prints "rank R of N ok"
+ *   gather ROUNDS [proxied]  ROUNDS allgathers of known blobs, plus one of
+ *                        the process group (not when proxied: a proxy's ranks
+ *                        are in a group of its own); prints "rank R of N ok"
  *   fail RANK CODE       one allgather, then RANK exits CODE, others wait
  *   sigkill RANK         one allgather, then RANK kills itself, others wait
  *   wait                 one allgather, rank 0 prints "ready", all wait
@@ -40,6 +41,8 @@
  *                        (set by the tests' --launch template) or "here"
  *   args ARGS...         prints its working directory and each argument
  *                        in brackets (quoting through a fake ssh)
+ *   fakeproxy BAD HOST HOW CMD...  a --launch template's start: runs CMD,
+ *                        or on host BAD is a proxy that misbehaves (below)
  *   nokey                one allgather, then no process's command line
  *                        (/proc/PID/cmdline) may hold FLIT_JOB_KEY; prints
  *                        "rank R: the key is on no command line"
@@ -393,7 +396,8 @@ static int mode_gather(struct client *c, int argc, char **argv)
     client_open(c);
     for (uint32_t i = 0; i < rounds; i++)
         gather_pattern(c);
-    gather_group(c);
+    if (!(argc > 3 && strcmp(argv[3], "proxied") == 0)) /* a proxy's: its own group */
+        gather_group(c);
     say_bye(c);
     printf("rank %u of %u ok\n", c->rank, c->size);
     return 0;
@@ -611,7 +615,7 @@ static int mode_badframe(struct client *c, int argc, char **argv)
     return 1;
 }
 
-enum stranger { SAYS_HELLO, SAYS_BYE, DECLARES_MAX };
+enum stranger { SAYS_HELLO, SAYS_PROXY, SAYS_BYE, DECLARES_MAX };
 
 /* flitrun must close a connection that says this HELLO, a non-HELLO, or
    that declares a frame of FL_PROTO_MAX_FRAME bytes before any HELLO (at
@@ -625,6 +629,11 @@ static void expect_refused(uint64_t job_id, uint32_t rank, const uint8_t *key,
     head[4] = FL_PROTO_HELLO;
     if (how == SAYS_HELLO) {
         send_hello(fd, job_id, rank, key);
+    } else if (how == SAYS_PROXY) { /* with the key, of a proxy never started */
+        uint8_t hello[FL_PROTO_HELLO_LEN];
+        fl_proto_hello_encode(hello, job_id, rank, (uint32_t)getpid(), key);
+        if (fl_proto_send(fd, FL_PROTO_PROXY, hello, sizeof hello) != 0)
+            die("%s", "cannot send PROXY");
     } else if (how == SAYS_BYE ? fl_proto_send(fd, FL_PROTO_BYE, NULL, 0) != 0
                                : write(fd, head, sizeof head) != (ssize_t)sizeof head) {
         die("%s", "cannot send the stranger's frame");
@@ -651,6 +660,7 @@ static int mode_reject(struct client *c)
         expect_refused(c->job_id, 0, c->key, SAYS_HELLO);
         expect_refused(c->job_id, 1, wrong, SAYS_HELLO);
         expect_refused(c->job_id, 0, c->key, SAYS_BYE);
+        expect_refused(c->job_id, 1, c->key, SAYS_PROXY);
         expect_refused(c->job_id, 0, c->key, DECLARES_MAX);
     }
     gather_pattern(c);
@@ -774,6 +784,82 @@ static int mode_nokey(struct client *c)
     return 0;
 }
 
+/* The launcher word "FLIT_X=value" of argv, or NULL. */
+static const char *launch_var(char **argv, const char *name)
+{
+    size_t n = strlen(name);
+    for (; *argv; argv++)
+        if (strncmp(*argv, name, n) == 0 && (*argv)[n] == '=')
+            return *argv + n + 1;
+    return NULL;
+}
+
+static void send_for(int fd, uint32_t rank, uint8_t type, const void *body, size_t len)
+{
+    uint8_t frame[64];
+    fl_put32(frame, rank);
+    frame[4] = type;
+    memcpy(frame + FL_PROTO_FOR_HDR, body, len);
+    if (fl_proto_send(fd, FL_PROTO_FOR, frame, FL_PROTO_FOR_HDR + len) != 0)
+        die("%s", "cannot send FOR");
+}
+
+/*
+ * A launcher (the template's words before {host}'s command) that starts
+ * that command, except on host BAD: there it is a proxy that misbehaves
+ * towards flitrun. It reads the key, says PROXY for the host's first rank,
+ * and then what HOW says: "short" a FOR too short to name a rank, "alien"
+ * a FOR for a rank of another host, "unheard" a GATHER for a rank that said
+ * no HELLO, "type" a HELLO and then a frame type no rank sends. flitrun
+ * must fail the job naming the proxy, and close the connection.
+ */
+static int mode_fakeproxy(int argc, char **argv)
+{
+    if (argc < 6)
+        die("%s", "fakeproxy BAD HOST HOW command...");
+    if (strcmp(argv[2], argv[3]) != 0) {
+        execvp(argv[5], argv + 5);
+        die("cannot run %s", argv[5]);
+    }
+    const char *how = argv[4], *boot = launch_var(argv + 5, FL_ENV_BOOT),
+               *job = launch_var(argv + 5, FL_ENV_JOB_ID),
+               *rank = launch_var(argv + 5, FL_ENV_RANK);
+    char line[2 * FL_PROTO_KEY_LEN + 2];
+    uint8_t key[FL_PROTO_KEY_LEN], hello[FL_PROTO_HELLO_LEN], pid[4];
+    if (!boot || !job || !rank || !fgets(line, sizeof line, stdin))
+        die("%s", "the fake proxy lacks FLIT_BOOT, FLIT_JOB_ID, FLIT_RANK or the key");
+    line[strcspn(line, "\n")] = '\0';
+    if (fl_proto_key_parse(line, key) != 0)
+        die("%s", "the fake proxy's key is not 64 hex digits");
+    uint32_t lead = (uint32_t)atoi(rank);
+    uint32_t local;
+    int fd = fl_proto_connect(boot, &local);
+    if (fd < 0)
+        die("the fake proxy cannot connect: %s", strerror(-fd));
+    fl_proto_hello_encode(hello, strtoull(job, NULL, 16), lead, (uint32_t)getpid(), key);
+    struct fl_proto_rx rx = {0};
+    if (fl_proto_send(fd, FL_PROTO_PROXY, hello, sizeof hello) != 0 ||
+        await_answer(fd, &rx) != 1)
+        die("%s", "flitrun did not welcome the fake proxy");
+    fl_put32(pid, (uint32_t)getpid());
+    if (strcmp(how, "short") == 0) {
+        if (fl_proto_send(fd, FL_PROTO_FOR, pid, 3) != 0)
+            die("%s", "cannot send FOR");
+    } else if (strcmp(how, "alien") == 0) {
+        send_for(fd, 0, FL_PROTO_HELLO, pid, sizeof pid);
+    } else if (strcmp(how, "unheard") == 0) {
+        send_for(fd, lead, FL_PROTO_GATHER, pid, sizeof pid);
+    } else {
+        send_for(fd, lead, FL_PROTO_HELLO, pid, sizeof pid);
+        send_for(fd, lead, 99, NULL, 0);
+    }
+    char b;
+    while (read(fd, &b, 1) > 0) /* flitrun closes it, then stops the job */
+        ;
+    fl_proto_rx_free(&rx);
+    return 0;
+}
+
 static int mode_spam(void)
 {
     while (write(STDOUT_FILENO, "spam\n", 5) == 5)
@@ -820,6 +906,8 @@ int main(int argc, char **argv)
         return mode_where();
     if (strcmp(mode, "args") == 0)
         return mode_args(argc, argv);
+    if (strcmp(mode, "fakeproxy") == 0)
+        return mode_fakeproxy(argc, argv);
     die("unknown mode '%s'", mode);
     return 1;
 }

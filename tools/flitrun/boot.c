@@ -5,6 +5,11 @@
  * this job (answered WELCOME), allgather rounds
  * (every rank's GATHER, then one GATHERED for all), DUMP and its DUMPED
  * answers, BYE. A rank that breaks the protocol is a failed rank.
+ *
+ * A host's proxy says PROXY instead of HELLO and then speaks for the ranks
+ * of its host, each frame of theirs in a FOR; what they all get goes to it
+ * once. A proxy serves its ranks the same protocol, and passes their frames
+ * on (upstream.c) instead of acting on them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +49,13 @@ static void hello_rank(struct job *job, struct conn *c, const struct fl_proto_he
         return;
     }
     struct rank *rk = &job->ranks[h->rank];
+    if (job->up && !job->opt.here[h->rank]) {
+        say("rejected a connection%s with this job's key: pid %u claims rank %u, which "
+            "runs on another host",
+            c->peer, h->pid, h->rank);
+        conn_close(job, c);
+        return;
+    }
     if (rk->said_hello) {
         say("rejected a connection%s with this job's key: pid %u claims %s, which "
             "already connected",
@@ -54,6 +66,11 @@ static void hello_rank(struct job *job, struct conn *c, const struct fl_proto_he
     rk->said_hello = true;
     rk->conn = c;
     conn_welcome(job, c, h->rank);
+    if (job->up) {
+        uint8_t pid[4];
+        fl_put32(pid, h->pid);
+        upstream_tell(job, h->rank, FL_PROTO_HELLO, pid, sizeof pid);
+    }
     if (rk->remote)
         note(job, "rank %u (pid %u on %s) connected%s", h->rank, h->pid,
              host_name(job, h->rank), c->peer);
@@ -61,13 +78,45 @@ static void hello_rank(struct job *job, struct conn *c, const struct fl_proto_he
         note(job, "rank %u (pid %u) connected%s", h->rank, h->pid, c->peer);
 }
 
-/* A stranger's first frame: only a HELLO with this job's id and key (the
-   key compared in constant time) makes it a rank's connection. */
+/* A PROXY that proves the job's key, naming the first rank of a host whose
+   ranks a proxy starts. */
+static void hello_proxy(struct job *job, struct conn *c, const struct fl_proto_hello *h)
+{
+    uint32_t lead = h->rank;
+    if (job->up || lead >= job->opt.nranks || !job->ranks[lead].proxied ||
+        job->ranks[lead].lead != lead) {
+        say("rejected a connection%s with this job's key: pid %u says it is the proxy "
+            "of a host whose first rank is %u; no such proxy was started",
+            c->peer, h->pid, lead);
+        conn_close(job, c);
+        return;
+    }
+    for (uint32_t i = 0; i < job->srv.nconns; i++) {
+        const struct conn *o = job->srv.conns[i];
+        if (o->proxy && !o->dead && o->rank == (int)lead) {
+            say("rejected a connection%s with this job's key: pid %u says it is the "
+                "proxy on %s, which already connected",
+                c->peer, h->pid, host_name(job, lead));
+            conn_close(job, c);
+            return;
+        }
+    }
+    c->proxy = true;
+    conn_welcome(job, c, lead);
+    note(job, "the proxy on %s (pid %u) connected%s", host_name(job, lead), h->pid,
+         c->peer);
+}
+
+/* A stranger's first frame: only a HELLO (or a proxy's PROXY) with this
+   job's id and key (the key compared in constant time) makes it a rank's
+   connection. */
 static void conn_hello(struct job *job, struct conn *c, uint8_t type, const uint8_t *body,
                        size_t len)
 {
     struct fl_proto_hello h;
-    int err = type == FL_PROTO_HELLO ? fl_proto_hello_decode(body, len, &h) : -EPROTO;
+    int err = type == FL_PROTO_HELLO || type == FL_PROTO_PROXY
+                  ? fl_proto_hello_decode(body, len, &h)
+                  : -EPROTO;
     if (err == -EPROTONOSUPPORT) {
         conn_refuse(job, c, REFUSED_VERSION,
                     "a rank speaks protocol version %u, this flitrun %u: "
@@ -80,6 +129,8 @@ static void conn_hello(struct job *job, struct conn *c, uint8_t type, const uint
         conn_refuse(job, c, REFUSED_KEY,
                     "pid %u claims rank %u without this job's id and key (%s)", h.pid,
                     h.rank, FL_ENV_JOB_KEY);
+    } else if (type == FL_PROTO_PROXY) {
+        hello_proxy(job, c, &h);
     } else {
         hello_rank(job, c, &h);
     }
@@ -110,24 +161,26 @@ static void round_complete(struct job *job)
     }
     note(job, "allgather round %u complete: %zu bytes to each rank", job->rounds.done,
          job->rounds.bytes);
+    uint64_t mark = ++job->srv.marks;
     for (uint32_t r = 0; r < n; r++)
         if (job->ranks[r].conn)
-            conn_send(job, job->ranks[r].conn, f);
+            conn_send_once(job, job->ranks[r].conn, f, mark);
     frame_unref(f);
     job->rounds.count = 0;
     job->rounds.bytes = GATHERED_HEAD;
 }
 
-static void rank_gather(struct job *job, struct conn *c, const uint8_t *body, size_t len)
+static void rank_gather(struct job *job, struct conn *c, uint32_t r, const uint8_t *body,
+                        size_t len)
 {
-    struct rank *rk = &job->ranks[c->rank];
+    struct rank *rk = &job->ranks[r];
     uint32_t round = len >= 4 ? fl_get32(body) : 0;
     size_t blob_len = len >= 4 ? len - 4 : 0;
     if (len < 4 || round != job->rounds.done + 1 || rk->gather_round == round) {
         conn_fail(job, c,
-                  "sent a malformed frame: GATHER for round %u of %zu bytes "
+                  "sent a malformed frame: GATHER of rank %u for round %u of %zu bytes "
                   "while round %u is open",
-                  round, len, job->rounds.done + 1);
+                  r, round, len, job->rounds.done + 1);
         return;
     }
     if (job->rounds.bytes + 4 + blob_len > GATHERED_MAX) {
@@ -148,24 +201,74 @@ static void rank_gather(struct job *job, struct conn *c, const uint8_t *body, si
         round_complete(job);
 }
 
-static void conn_frame(struct job *job, struct conn *c, uint8_t type, const uint8_t *body,
-                       size_t len)
+/* A frame of rank r, from its own connection or its proxy's. */
+static void rank_frame(struct job *job, struct conn *c, uint32_t r, uint8_t type,
+                       const uint8_t *body, size_t len)
 {
-    if (c->rank < 0) {
-        conn_hello(job, c, type, body, len);
-        return;
-    }
-    struct rank *rk = &job->ranks[c->rank];
-    if (type == FL_PROTO_GATHER) {
-        rank_gather(job, c, body, len);
+    struct rank *rk = &job->ranks[r];
+    if (job->up && (type == FL_PROTO_GATHER ||
+                    (len == 0 && (type == FL_PROTO_DUMPED || type == FL_PROTO_BYE)))) {
+        rk->said_bye |= type == FL_PROTO_BYE;
+        upstream_tell(job, r, type, body, len); /* flitrun checks and counts */
+    } else if (type == FL_PROTO_GATHER) {
+        rank_gather(job, c, r, body, len);
     } else if (type == FL_PROTO_DUMPED && len == 0) {
         rk->dumped = true;
     } else if (type == FL_PROTO_BYE && len == 0) {
         rk->said_bye = true;
-        note(job, "rank %d finalized", c->rank);
+        note(job, "rank %u finalized", r);
     } else {
-        conn_fail(job, c, "sent a malformed frame: type %u with %zu bytes", type, len);
+        conn_fail(job, c, "sent a malformed frame: type %u with %zu bytes for rank %u",
+                  type, len, r);
     }
+}
+
+/* A proxy's FOR: a frame of one of its host's ranks. */
+static void proxy_frame(struct job *job, struct conn *c, uint8_t type,
+                        const uint8_t *body, size_t len)
+{
+    uint32_t r = len >= FL_PROTO_FOR_HDR ? fl_get32(body) : UINT32_MAX;
+    if (type != FL_PROTO_FOR || r >= job->opt.nranks || !job->ranks[r].proxied ||
+        job->ranks[r].lead != (uint32_t)c->rank) {
+        conn_fail(job, c, "sent a malformed frame: type %u with %zu bytes (rank %u)",
+                  type, len, r);
+        return;
+    }
+    struct rank *rk = &job->ranks[r];
+    uint8_t inner = body[4];
+    body += FL_PROTO_FOR_HDR;
+    len -= FL_PROTO_FOR_HDR;
+    if (inner == FL_PROTO_HELLO && len == 4 && !rk->said_hello) {
+        rk->said_hello = true;
+        rk->conn = c;
+        note(job, "rank %u (pid %u on %s) connected through its proxy", r, fl_get32(body),
+             host_name(job, r));
+    } else if (inner == FL_PROTO_EXITED && len == 4) {
+        if (!rk->exited) /* its end, whether it ever connected or not */
+            leave_rank_ended(job, r, (int)fl_get32(body));
+    } else if (rk->conn != c) {
+        conn_fail(job, c, "sent a frame (type %u) for rank %u, which %s", inner, r,
+                  rk->said_hello ? "is not connected through it" : "never connected");
+    } else if (inner == FL_PROTO_LOST && len == 0) {
+        note(job, "rank %u closed its connection to the proxy on %s%s", r,
+             host_name(job, r), rk->said_bye ? "" : " without BYE");
+        rk->conn = NULL;
+    } else {
+        rank_frame(job, c, r, inner, body, len);
+    }
+}
+
+static void conn_frame(struct job *job, struct conn *c, uint8_t type, const uint8_t *body,
+                       size_t len)
+{
+    if (c == job->up)
+        upstream_frame(job, type, body, len);
+    else if (c->rank < 0)
+        conn_hello(job, c, type, body, len);
+    else if (c->proxy)
+        proxy_frame(job, c, type, body, len);
+    else
+        rank_frame(job, c, (uint32_t)c->rank, type, body, len);
 }
 
 void boot_take_frames(struct job *job, struct conn *c)
@@ -206,11 +309,12 @@ void boot_ask_dumps(struct job *job)
     struct frame *f = frame_new(FL_PROTO_DUMP, 0);
     if (!f)
         return; /* no dumps, then: stop right away */
+    uint64_t mark = ++job->srv.marks;
     for (uint32_t r = 0; r < job->opt.nranks; r++) {
         struct rank *rk = &job->ranks[r];
         if (rk->conn) {
             rk->dump_asked = true;
-            conn_send(job, rk->conn, f);
+            conn_send_once(job, rk->conn, f, mark);
         }
     }
     frame_unref(f);

@@ -35,6 +35,7 @@ int job_teardown(struct job *job)
         free(rk->blob);
         free(rk->argv);
     }
+    upstream_close(job); /* a proxy's: its ranks' last words to flitrun */
     for (uint32_t i = 0; i < job->srv.nconns; i++)
         conn_free(job->srv.conns[i]);
     server_report(job);

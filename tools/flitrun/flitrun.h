@@ -41,6 +41,8 @@
  *              its exit status may mean
  *   proxy.c    a host's proxy: one launcher call per host starts flitrun
  *              --proxy there, which forks that host's ranks
+ *   upstream.c a proxy's one connection to flitrun, which speaks for the
+ *              host's ranks
  *   reap.c     ranks ending: reaping, and what an exit means for the job
  *   leave.c    ranks gone before the others: who is told, and an exit
  *              without flit_finalize that fails the job
@@ -127,7 +129,10 @@ struct sendq { /* a frame not yet fully sent */
 
 struct conn {
     int fd;
-    int rank;          /* -1 until its HELLO was accepted */
+    int rank;          /* -1 until its HELLO was accepted; a proxy's: the
+                          first rank of its host */
+    bool proxy;        /* a host's proxy, speaking for its ranks (FOR) */
+    uint64_t mark;     /* conn_send_once: the last frame it was sent */
     bool dead;         /* freed at the end of the loop turn */
     bool send_failed;  /* the peer is gone: nothing more is sent */
     uint64_t hello_by; /* closed if still anonymous then (ns) */
@@ -159,6 +164,7 @@ struct server {
     uint32_t nconns, max_conns;
     uint32_t strangers;   /* live conns without an accepted HELLO */
     uint64_t next_serial; /* for conn.serial */
+    uint64_t marks;       /* conn_send_once */
     uint64_t refused[REFUSED_KINDS];
     uint8_t key[FL_PROTO_KEY_LEN]; /* the job's secret: FLIT_JOB_KEY */
 };
@@ -166,11 +172,20 @@ struct server {
 struct job;
 
 int server_open(struct job *job);
+/* A proxy's: TCP at ip (host order; the proxy's own address towards
+   flitrun), an ephemeral port; the host's ranks get it as their FLIT_BOOT. */
+int server_open_proxy(struct job *job, uint32_t ip);
 void conns_accept(struct job *job);
 void conn_ready(struct job *job, struct conn *c, short revents);
 /* Reads what c has, up to a few reads: one chatty rank cannot starve others. */
 void conn_read(struct job *job, struct conn *c);
 void conn_send(struct job *job, struct conn *c, struct frame *f);
+/* conn_send, unless c was sent the frame of this mark already: a proxy's
+   connection stands for several ranks, and gets what they all get once.
+   A sending loop takes a fresh mark (++job->srv.marks). */
+void conn_send_once(struct job *job, struct conn *c, struct frame *f, uint64_t mark);
+/* "rank 3 (pid 123)", or "the proxy on node7" for a proxy's connection. */
+const char *conn_who(const struct job *job, const struct conn *c, char *buf, size_t len);
 __attribute__((format(printf, 3, 4))) void conn_fail(struct job *job, struct conn *c,
                                                      const char *fmt, ...);
 /* Closes c, which did not prove it is the job's: the first of each kind is
@@ -205,6 +220,22 @@ void boot_take_frames(struct job *job, struct conn *c);
 void boot_ask_dumps(struct job *job);
 /* Every rank asked for a dump answered, hung up, or died. */
 bool boot_dumps_done(const struct job *job);
+
+/* ---- upstream.c: a proxy's connection to flitrun ---- */
+
+/* Connects to flitrun (FLIT_BOOT), says PROXY and waits for WELCOME; then
+   opens the proxy's own listener for its ranks on the address that reached
+   flitrun. 0, or -1 said. */
+int upstream_open(struct job *job);
+/* A frame of rank r (or about it: HELLO, LOST, EXITED), on to flitrun. */
+void upstream_tell(struct job *job, uint32_t r, uint8_t type, const uint8_t *body,
+                   size_t len);
+/* A frame flitrun sent the proxy. */
+void upstream_frame(struct job *job, uint8_t type, const uint8_t *body, size_t len);
+/* The connection to flitrun ended: the job is over here too. */
+void upstream_lost(struct job *job, int err);
+/* Before the proxy exits: what is queued for flitrun goes out (bounded). */
+void upstream_close(struct job *job);
 
 /* ---- relay.c: the ranks' output, by lines ---- */
 
@@ -283,6 +314,9 @@ struct leaving {        /* the earliest round a rank that left cannot join */
 
 /* Rank r was reaped with exit status code (reap.c). */
 void leave_rank_exited(struct job *job, uint32_t r, int code);
+/* Rank r ended with exit status code, its frames before its end all read
+   (a proxy's EXITED comes behind them). */
+void leave_rank_ended(struct job *job, uint32_t r, int code);
 /* Rank failed ended badly: ranks that left without flit_finalize before it
    are named first, as the cause. */
 void leave_judge_all(struct job *job, uint32_t failed);
@@ -414,6 +448,7 @@ struct job {
     uint64_t drain_until;   /* ns; after the last rank, for strays' output */
     struct inherit inherit; /* spawn.c */
     struct server srv;      /* server.c */
+    struct conn *up;        /* upstream.c: a proxy's, to flitrun; else NULL */
     struct rounds rounds;   /* boot.c */
     struct stopping stop;   /* stop.c */
     struct leaving leave;   /* leave.c */

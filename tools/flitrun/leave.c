@@ -107,6 +107,7 @@ static void tell_ranks(struct job *job, uint64_t now)
     if (!job->leave.round)
         return;
     struct frame *f = NULL;
+    uint64_t mark = ++job->srv.marks;
     for (uint32_t r = 0; r < job->opt.nranks; r++) {
         struct rank *rk = &job->ranks[r];
         if (!rk->conn || rk->said_bye || rk->told_round == job->leave.round)
@@ -119,7 +120,7 @@ static void tell_ranks(struct job *job, uint64_t now)
         rk->told_round = job->leave.round;
         note(job, "telling rank %u that rank %u left: rounds from %u cannot complete", r,
              job->leave.rank, job->leave.round);
-        conn_send(job, rk->conn, f);
+        conn_send_once(job, rk->conn, f, mark); /* a proxy: once for its ranks */
     }
     if (f)
         frame_unref(f);
@@ -144,10 +145,16 @@ static void left_early(struct job *job, uint32_t r, const char *because)
 void leave_rank_exited(struct job *job, uint32_t r, int code)
 {
     struct rank *rk = &job->ranks[r];
-    rk->exited = true;
-    rk->exit_zero = code == 0;
     if (rk->conn)
         conn_read(job, rk->conn); /* a BYE it sent just before it exited */
+    leave_rank_ended(job, r, code);
+}
+
+void leave_rank_ended(struct job *job, uint32_t r, int code)
+{
+    struct rank *rk = &job->ranks[r];
+    rk->exited = true;
+    rk->exit_zero = code == 0;
     if (code == 0 && !rk->said_bye && !job->opt.allow_unfinalized)
         rk->leave_judge_at = fl_now_ns() + LEAVE_GRACE_NS;
 }
@@ -193,8 +200,8 @@ static void judge(struct job *job, uint32_t r, uint64_t now)
 
 void leave_check(struct job *job, uint64_t now)
 {
-    if (job->stop.phase == PHASE_STOPPING)
-        return; /* the ranks are being stopped: nobody waits any more */
+    if (job->stop.phase == PHASE_STOPPING || job->up)
+        return; /* the ranks are being stopped, or flitrun judges a proxy's */
     tell_ranks(job, now);
     for (uint32_t r = 0; r < job->opt.nranks; r++)
         if (job->ranks[r].leave_judge_at)
@@ -204,7 +211,7 @@ void leave_check(struct job *job, uint64_t now)
 uint64_t leave_next_deadline(const struct job *job)
 {
     uint64_t next = UINT64_MAX, now = fl_now_ns();
-    if (job->stop.phase == PHASE_STOPPING)
+    if (job->stop.phase == PHASE_STOPPING || job->up)
         return next;
     for (uint32_t r = 0; r < job->opt.nranks; r++) {
         const struct rank *rk = &job->ranks[r];

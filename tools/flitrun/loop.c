@@ -70,6 +70,9 @@ static nfds_t pollset_build(struct job *job)
         struct conn *c = job->srv.conns[i];
         watch(job, &n, c->fd, (short)(POLLIN | (c->head ? POLLOUT : 0)), WATCH_CONN, c);
     }
+    if (job->up && !job->up->dead)
+        watch(job, &n, job->up->fd, (short)(POLLIN | (job->up->head ? POLLOUT : 0)),
+              WATCH_CONN, job->up);
     for (uint32_t r = 0; r < job->opt.nranks; r++) {
         struct rank *rk = &job->ranks[r];
         if (rk->out.fd >= 0)
@@ -143,6 +146,8 @@ void job_run(struct job *job)
     /* what ranks sent just before they exited (a BYE) may still be unread */
     for (uint32_t i = 0; i < job->srv.nconns; i++)
         conn_read(job, job->srv.conns[i]);
+    if (job->up)
+        conn_read(job, job->up);
 }
 
 int pollset_alloc(struct pollset *ps, size_t n)

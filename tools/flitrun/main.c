@@ -35,7 +35,7 @@ static int alloc_tables(struct job *job)
 {
     uint32_t n = job->opt.nranks;
     job->srv.max_conns = n + EXTRA_CONNS;
-    size_t nwatch = 4 + (size_t)job->srv.max_conns + 2 * (size_t)n;
+    size_t nwatch = 5 + (size_t)job->srv.max_conns + 2 * (size_t)n; /* + upstream */
     job->ranks = calloc(n, sizeof *job->ranks);
     job->srv.conns = calloc(job->srv.max_conns, sizeof *job->srv.conns);
     if (pollset_alloc(&job->ps, nwatch) != 0 || !job->ranks || !job->srv.conns) {
@@ -72,6 +72,7 @@ static int proxy_job_id(struct job *job)
         return -1;
     }
     memcpy(job->id_hex, id, sizeof job->id_hex);
+    job->id = strtoull(id, NULL, 16); /* its ranks' HELLO names it */
     return 0;
 }
 
@@ -83,8 +84,9 @@ static int job_setup(struct job *job)
     job->self = getpid();
     job->rounds.bytes = GATHERED_HEAD;
     if (alloc_tables(job) || (proxy ? proxy_job_id(job) : new_job_id(job)) ||
-        raise_fd_limit(job) || take_signals(job) || (!proxy && server_open(job)) ||
-        set_rank_env(job) || stdin_setup(job))
+        raise_fd_limit(job) || take_signals(job) ||
+        (proxy ? upstream_open(job) : server_open(job)) || set_rank_env(job) ||
+        stdin_setup(job))
         return -1;
     job->self_exe = realpath("/proc/self/exe", NULL); /* NULL: "flitrun" on the PATH */
     if (proxy) {

@@ -10,7 +10,8 @@
  * rank 0 its stdin, stops them when told to stop, removes what crashed
  * ones left in /dev/shm there, and exits when the last has, with the
  * status of the first that failed. It lives only as long as the job: no
- * daemon stays. The ranks still connect to flitrun themselves.
+ * daemon stays. Its ranks connect to it, and it speaks for them on one
+ * connection to flitrun (upstream.c).
  *
  * To flitrun, the proxy's pid stands for each of the host's ranks (as the
  * launcher of a rank started alone does for it): signalling it signals

@@ -54,8 +54,13 @@ static void rank_gone(struct job *job, uint32_t r, int code)
         stdin_stop(job); /* nobody else to give it to */
     if (--job->live == 0)
         job->drain_until = fl_now_ns() + DRAIN_NS;
-    if (!job->opt.proxy_spec) /* a proxy's ranks are judged by flitrun */
+    if (job->up) { /* a proxy's ranks are judged by flitrun */
+        uint8_t status[4];
+        fl_put32(status, (uint32_t)code);
+        upstream_tell(job, r, FL_PROTO_EXITED, status, sizeof status);
+    } else if (!job->ranks[r].exited) { /* its proxy may have told it */
         leave_rank_exited(job, r, code);
+    }
 }
 
 /* A proxy's pid was reaped: every rank of its host still live ends with its

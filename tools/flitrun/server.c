@@ -62,10 +62,9 @@ static uint32_t choose_boot_ip(const struct job *job, char *how, size_t len)
 
 /* On the one address the ranks are given, at an ephemeral port: not on
    every interface, where hosts the job never named could reach it. */
-static int open_tcp_listener(struct job *job)
+static int open_tcp_listener(struct job *job, uint32_t boot_ip, const char *how)
 {
-    char how[160], ip[INET_ADDRSTRLEN];
-    uint32_t boot_ip = choose_boot_ip(job, how, sizeof how);
+    char ip[INET_ADDRSTRLEN];
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(boot_ip)};
     socklen_t len = sizeof sa;
     inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
@@ -94,8 +93,11 @@ int server_open(struct job *job)
     if (boot_make_key(job) != 0)
         return -1;
     mark_remote(job);
-    if (job->srv.tcp)
-        return open_tcp_listener(job);
+    if (job->srv.tcp) {
+        char how[160];
+        uint32_t ip = choose_boot_ip(job, how, sizeof how);
+        return open_tcp_listener(job, ip, how);
+    }
     snprintf(job->srv.boot_addr, sizeof job->srv.boot_addr, "unix:@flit-%s", job->id_hex);
     if (fl_proto_parse_addr(job->srv.boot_addr, &sa, &salen) != 0) {
         say("cannot make a socket address of %s", job->srv.boot_addr);
@@ -109,6 +111,12 @@ int server_open(struct job *job)
         return -1;
     }
     return 0;
+}
+
+int server_open_proxy(struct job *job, uint32_t ip)
+{
+    job->srv.tcp = true;
+    return open_tcp_listener(job, ip, "the proxy's address towards flitrun");
 }
 
 struct frame *frame_new(uint8_t type, size_t body_len)
@@ -144,10 +152,30 @@ void conn_close(struct job *job, struct conn *c)
     if (c->dead)
         return;
     c->dead = true;
-    if (c->rank >= 0)
+    if (c == job->up)
+        return; /* upstream.c's: not in the table */
+    if (c->proxy) {
+        for (uint32_t r = 0; r < job->opt.nranks; r++)
+            if (job->ranks[r].conn == c)
+                job->ranks[r].conn = NULL;
+    } else if (c->rank >= 0) {
         job->ranks[c->rank].conn = NULL;
-    else
+        if (job->up) /* a proxy's rank: flitrun learns it hung up */
+            upstream_tell(job, (uint32_t)c->rank, FL_PROTO_LOST, NULL, 0);
+    } else {
         job->srv.strangers--;
+    }
+}
+
+const char *conn_who(const struct job *job, const struct conn *c, char *buf, size_t len)
+{
+    if (c == job->up)
+        snprintf(buf, len, "flitrun");
+    else if (c->proxy)
+        snprintf(buf, len, "the proxy on %s", host_name(job, (uint32_t)c->rank));
+    else
+        rank_who(job, (uint32_t)c->rank, buf, len);
+    return buf;
 }
 
 void conn_welcome(struct job *job, struct conn *c, uint32_t rank)
@@ -220,11 +248,18 @@ void server_report(const struct job *job)
 
 static void conn_lost(struct job *job, struct conn *c, int err)
 {
-    if (c->rank >= 0 && err)
-        note(job, "lost the connection of rank %d: %s", c->rank, strerror(err));
-    else if (c->rank >= 0)
+    char who[160];
+    if (c == job->up) {
+        upstream_lost(job, err);
+    } else if (c->rank >= 0 && err) {
+        note(job, "lost the connection of %s: %s", conn_who(job, c, who, sizeof who),
+             strerror(err));
+    } else if (c->proxy) {
+        note(job, "%s closed its connection", conn_who(job, c, who, sizeof who));
+    } else if (c->rank >= 0) {
         note(job, "rank %d closed its connection%s", c->rank,
              job->ranks[c->rank].said_bye ? "" : " without BYE");
+    }
     conn_close(job, c);
 }
 
@@ -241,8 +276,7 @@ void conn_fail(struct job *job, struct conn *c, const char *fmt, ...)
         return;
     } else {
         char who[160];
-        say("%s %s; treating it as failed",
-            rank_who(job, (uint32_t)c->rank, who, sizeof who), why);
+        say("%s %s; treating it as failed", conn_who(job, c, who, sizeof who), why);
         rank_failed(job, EXIT_OWN_ERROR);
     }
     conn_close(job, c);
@@ -315,6 +349,14 @@ void conn_send(struct job *job, struct conn *c, struct frame *f)
         c->head = q;
     c->tail = q;
     conn_flush(job, c);
+}
+
+void conn_send_once(struct job *job, struct conn *c, struct frame *f, uint64_t mark)
+{
+    if (c->mark == mark)
+        return;
+    c->mark = mark;
+    conn_send(job, c, f);
 }
 
 void conns_sweep(struct job *job)
