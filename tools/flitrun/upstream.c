@@ -105,6 +105,8 @@ int upstream_open(struct job *job)
     if (!job->up || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
         say("the proxy on %s cannot keep its connection to flitrun: %s",
             job->opt.proxy_host, job->up ? strerror(errno) : "out of memory");
+        free(job->up);
+        job->up = NULL;
         close(fd);
         fl_proto_rx_free(&rx);
         return -1;
