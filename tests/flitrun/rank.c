@@ -799,7 +799,8 @@ static void send_for(int fd, uint32_t rank, uint8_t type, const void *body, size
     uint8_t frame[64];
     fl_put32(frame, rank);
     frame[4] = type;
-    memcpy(frame + FL_PROTO_FOR_HDR, body, len);
+    if (len)
+        memcpy(frame + FL_PROTO_FOR_HDR, body, len);
     if (fl_proto_send(fd, FL_PROTO_FOR, frame, FL_PROTO_FOR_HDR + len) != 0)
         die("%s", "cannot send FOR");
 }
