@@ -23,6 +23,7 @@
 
 #include "boot/blobs.h"
 #include "boot/proto.h"
+#include "util/config.h"
 #include "util/log.h"
 
 /* Connections flitrun may drop unread before it takes this rank's HELLO. */
@@ -200,6 +201,8 @@ static flit_status connect_flitrun(const char *spec, uint32_t *net_hint)
     }
     fr.fd = fd;
     fr.tcp = fl_proto_is_tcp(spec);
+    if (fr.tcp) /* flitrun's host gone silent is a broken connection too */
+        fl_proto_keepalive(fd, fl_cfg.peer_timeout_ms);
     snprintf(fr.spec, sizeof fr.spec, "%s", spec);
     return FLIT_OK;
 }

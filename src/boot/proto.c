@@ -182,6 +182,29 @@ static int connect_fd(int fd, const struct sockaddr *sa, socklen_t salen)
     return errno == EINTR ? connect_finish(fd) : -errno;
 }
 
+int fl_proto_keepalive(int fd, int64_t timeout_ms)
+{
+    if (timeout_ms <= 0)
+        return 0;
+    int64_t s = timeout_ms < 2000 ? 2 : timeout_ms / 1000;
+    if (s > 86400)
+        s = 86400;
+    /* the kernel's bounds: idle and interval 32767 s, 127 probes */
+    int one = 1, idle = s / 2 > 32767 ? 32767 : (int)(s / 2);
+    int intvl = s >= 8 ? (int)(s / 8) : 1;
+    int cnt = (int)((s - idle) / intvl);
+    if (cnt > 127)
+        cnt = 127;
+    unsigned user = timeout_ms > 86400000 ? 86400000u : (unsigned)timeout_ms;
+    if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof user) != 0)
+        return -errno;
+    return 0;
+}
+
 int fl_proto_connect(const char *spec, uint32_t *local_ip)
 {
     struct sockaddr_un un;
@@ -203,6 +226,7 @@ int fl_proto_connect(const char *spec, uint32_t *local_ip)
         (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0 ||
          getsockname(fd, (struct sockaddr *)&self, &slen) != 0))
         err = -errno;
+
     if (err) {
         close(fd);
         return err;

@@ -192,6 +192,18 @@ int fl_proto_parse_tcp(const char *spec, struct sockaddr_in *sa);
  */
 int fl_proto_connect(const char *spec, uint32_t *local_ip);
 
+/*
+ * A TCP connection to a host that stops answering (a cable pulled, a host
+ * frozen) ends with ETIMEDOUT after about timeout_ms of silence instead of
+ * looking alive for as long as TCP retries (a quarter of an hour): kernel
+ * keep-alive probes after half of it, and a user timeout on data not
+ * acknowledged. The kernel answers the probes, so a process too busy to
+ * read is not taken for a dead host. 0 or less: nothing set. Returns 0 or
+ * -errno. The ranks and proxies apply it to their connection with
+ * FLIT_PEER_TIMEOUT, as flitrun does to each it accepts.
+ */
+int fl_proto_keepalive(int fd, int64_t timeout_ms);
+
 /* Whether spec is a TCP address (the ranks may be on other hosts). */
 bool fl_proto_is_tcp(const char *spec);
 

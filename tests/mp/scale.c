@@ -62,7 +62,11 @@
  *              with each ring neighbour, in order per source, then an 8-byte
  *              all-to-all (one message to every other rank, every byte
  *              checked), and a last barrier. --barrier-only 1 stops after
- *              the first barrier.
+ *              the first barrier. --hold PATH: after the first barrier rank
+ *              0 creates PATH.ready, and every rank waits (in flit_wait,
+ *              bounded) until PATH exists before it goes on: a script does
+ *              something to the job in between (proxy_checks.sh cuts a
+ *              host's link).
  *  sleeper     rank 1 sleeps in flit_wait before anyone contacted it; rank
  *              0 sends it a first message once it sees rank 1's process
  *              asleep. The handler runs within --max-s seconds of the send
@@ -72,6 +76,9 @@
  * Waits sleep (flit_wait with long slices): there are more ranks than CPUs.
  */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <poll.h>
 #include <signal.h>
@@ -358,9 +365,39 @@ static void neighbours(uint32_t count, double vm_mb)
         printf("scale neighbours: %u ranks, rank 0 grew %.1f MB\n", g.n, grew_mb);
 }
 
-static void job(uint32_t count, bool barrier_only)
+/* --hold PATH: rank 0 says the job got here (PATH.ready); all wait for PATH. */
+static void hold(const char *path)
+{
+    if (g.me == 0) {
+        char ready[PATH_MAX];
+        CHECK((size_t)snprintf(ready, sizeof ready, "%s.ready", path) < sizeof ready);
+        int fd = open(ready, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (fd < 0)
+            FAIL("open %s: %s", ready, strerror(errno));
+        close(fd);
+    }
+    SLEEPY_WAIT(access(path, F_OK) == 0);
+}
+
+/* In a job across hosts a rank that goes is a failure, said plainly. */
+static void job_down(flit_ep_t *ep, flit_rank_t peer, flit_status reason, void *user)
+{
+    (void)ep, (void)user;
+    FAIL("rank %u: rank %u went down (%s)", g.me, peer.idx, flit_status_name(reason));
+}
+
+static void job_returned(flit_ep_t *ep, const flit_returned_t *r, void *user)
+{
+    (void)ep, (void)user;
+    FAIL("rank %u: a message to rank %u came back (%s)", g.me, r->peer.idx,
+         flit_status_name(r->reason));
+}
+
+static void job(uint32_t count, bool barrier_only, const char *hold_path)
 {
     setup();
+    CHECK_OK(flit_ep_set_peer_down_handler(g.ep, job_down, NULL));
+    CHECK_OK(flit_am_set_returned_handler(g.ep, job_returned, NULL));
     CHECK_OK(flit_barrier(g.ep));
     if (g.me == 0) {
         struct timespec ts;
@@ -370,6 +407,8 @@ static void job(uint32_t count, bool barrier_only)
     }
     if (barrier_only)
         return;
+    if (hold_path)
+        hold(hold_path);
     uint32_t left = (g.me + g.n - 1) % g.n, right = (g.me + 1) % g.n;
     for (uint32_t i = 0; i < count; i++) {
         send_seq(right, i);
@@ -678,7 +717,8 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "gone") == 0)
         gone(count, (double)mp_arg_u64(argc, argv, "--max-s", 30));
     else if (strcmp(mode, "job") == 0)
-        job(count, mp_arg_u64(argc, argv, "--barrier-only", 0) != 0);
+        job(count, mp_arg_u64(argc, argv, "--barrier-only", 0) != 0,
+            mp_arg_str(argc, argv, "--hold", NULL));
     else if (strcmp(mode, "idle") == 0)
         idle(heap_start);
     else

@@ -14,6 +14,19 @@
 #   kill   the proxy of the last host is killed (SIGKILL) by one of its
 #          ranks while the others wait in flit_init's exchange: flitrun
 #          names that host, stops the others and exits 137
+#   cut    once the job is past its first barrier, the last host's link is
+#          cut (nftables drops every frame its eth0 sends or receives,
+#          as a pulled cable): after FLIT_PEER_TIMEOUT its peers give its
+#          ranks up, and flitrun its proxy; the job ends (1) saying which
+#          noticed first (a rank: the rank that went down; flitrun: the
+#          host), and no process is left anywhere, not even behind the cut
+#   cut_boot  the last host's ranks start but never call flit_init (they
+#          sleep), and its link is cut once one of them runs: the job
+#          waits in the boot exchange, and only flitrun's connection to
+#          that host's proxy can tell it the host is gone. flitrun gives
+#          the proxy up after FLIT_PEER_TIMEOUT of silence (TCP keep-alive
+#          and user timeout), names the host and ends the job, well before
+#          its --timeout
 #
 # Each case ends with no process left in any host. Exit 0 pass, 1 fail,
 # 77 skip.
@@ -76,6 +89,65 @@ case_kill() {
   run_flitrun 137 sh -c "if [ \"\$FLIT_RANK\" = $((RANKS - 1)) ]; then kill -KILL \$PPID; exec sleep 30; fi; exec $SCALE --mode job --count 20"
   expect_in "$TMP/err" "flitrun: the proxy on ${!ns} (pid "
   expect_in "$TMP/err" ") was killed by signal 9 (SIGKILL); "
+}
+
+# Every frame in or out of host I's eth0 dropped from now on.
+cut_host() {
+  local ns=FLITNET_NS$1
+  ip netns exec "${!ns}" nft -f - <<NFT
+table netdev flitcut {
+  chain in { type filter hook ingress device eth0 priority -500; policy drop; }
+  chain out { type filter hook egress device eth0 priority -500; policy drop; }
+}
+NFT
+}
+
+# cut_job WHEN [program args]: runs the job in the background with
+# FLIT_PEER_TIMEOUT=2, waits for the file WHEN (a handshake: the job got
+# there), cuts the last host's link, touches $TMP/go and waits for
+# flitrun; sets RC and TOOK (seconds from start to end).
+cut_job() {
+  local when=$1 last=$((FLITNET_HOSTS - 1)) i start job
+  shift
+  command -v nft >/dev/null 2>&1 || { echo "SKIP: nft not found (Debian: nftables)"; exit 77; }
+  start=$(date +%s)
+  FLIT_PEER_TIMEOUT=2 ip netns exec "$FLITNET_NS0" "$FLITRUN" -n "$RANKS" \
+    --hosts "$FLITNET_NSLIST" --launch "$TMP/launch $TMP/calls {host}" --timeout 40 \
+    "$@" >"$TMP/out" 2>"$TMP/err" &
+  job=$!
+  for ((i = 0; i < 400; i++)); do
+    [ -e "$when" ] && break
+    kill -0 "$job" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -e "$when" ] || fail "the job never got as far as $(basename "$when")"
+  cut_host "$last" || fail "could not cut host $last's link"
+  touch "$TMP/go"
+  wait "$job"
+  RC=$?
+  TOOK=$(($(date +%s) - start))
+  echo "flitrun exited $RC $TOOK s after its start"
+}
+
+case_cut() {
+  local ns=FLITNET_NS$((FLITNET_HOSTS - 1))
+  # go.ready: rank 0 is past the first barrier, and every rank waits for go
+  cut_job "$TMP/go.ready" "$SCALE" --mode job --count 20 --hold "$TMP/go"
+  # whichever notices first, flitrun (the proxy's connection) or a rank
+  # (its channel to a rank there), says so plainly: no abort, no --timeout
+  [ "$RC" -eq 1 ] || fail "flitrun exited $RC, not 1, with a host cut off"
+  grep -qE "flitrun: lost contact with the proxy on ${!ns}:| went down \(" "$TMP/err" ||
+    fail "err says neither that flitrun lost contact with ${!ns} nor that a rank went down"
+}
+
+case_cut_boot() {
+  local ns=FLITNET_NS$((FLITNET_HOSTS - 1))
+  # started: the last rank runs (so its proxy said PROXY), and sleeps
+  cut_job "$TMP/started" sh -c "if [ \"\$FLIT_RANK\" = $((RANKS - 1)) ]; then touch $TMP/started; exec sleep 60; fi; exec $SCALE --mode job --count 20"
+  [ "$RC" -ne 0 ] || fail "flitrun exited 0 with a host cut off"
+  [ "$RC" -ne 124 ] || fail "flitrun waited for its --timeout: it never noticed the cut"
+  [ "$TOOK" -lt 30 ] || fail "flitrun took $TOOK s to notice the cut"
+  expect_in "$TMP/err" "flitrun: lost contact with the proxy on ${!ns}"
 }
 
 "case_$CASE"

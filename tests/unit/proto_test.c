@@ -671,6 +671,50 @@ static void test_connect(void)
     close(ls);
 }
 
+static int sockopt(int fd, int level, int name)
+{
+    int v = -1;
+    socklen_t len = sizeof v;
+    CHECK(getsockopt(fd, level, name, &v, &len) == 0);
+    return v;
+}
+
+/* fl_proto_keepalive: probes after half the timeout, a verdict within it;
+   0 leaves the socket as it was; a unix socket answers an error. */
+static void test_keepalive(void)
+{
+    static const struct {
+        int64_t ms;
+        int idle, intvl, cnt, user;
+    } cases[] = {
+        {30000, 15, 3, 5, 30000}, /* FLIT_PEER_TIMEOUT's default */
+        {2000, 1, 1, 1, 2000},    /* the tests' */
+        {100, 1, 1, 1, 100},      /* the least FLIT_PEER_TIMEOUT takes */
+        {10000, 5, 1, 5, 10000},
+        {86400000, 32767, 10800, 4, 86400000}, /* the most it takes */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CHECK(fd >= 0);
+        CHECK_EQ_INT(fl_proto_keepalive(fd, cases[i].ms), 0);
+        CHECK_EQ_INT(sockopt(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+        CHECK_EQ_INT(sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE), cases[i].idle);
+        CHECK_EQ_INT(sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL), cases[i].intvl);
+        CHECK_EQ_INT(sockopt(fd, IPPROTO_TCP, TCP_KEEPCNT), cases[i].cnt);
+        CHECK_EQ_INT(sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), cases[i].user);
+        close(fd);
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(fd >= 0);
+    CHECK_EQ_INT(fl_proto_keepalive(fd, 0), 0);
+    CHECK_EQ_INT(sockopt(fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+    close(fd);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(fd >= 0);
+    CHECK(fl_proto_keepalive(fd, 2000) < 0);
+    close(fd);
+}
+
 int main(void)
 {
     test_encoding();
@@ -685,5 +729,6 @@ int main(void)
     test_addr();
     test_tcp_addr();
     test_connect();
+    test_keepalive();
     return 0;
 }

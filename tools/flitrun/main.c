@@ -123,10 +123,13 @@ static int check_env(void)
         say("%s", msg);
         bad++;
     }
-    if (bad)
+    if (bad) {
         say("no rank started: fix %s above, or unset %s",
             bad == 1 ? "the setting" : "the settings", bad == 1 ? "it" : "them");
-    return bad ? -1 : 0;
+        return -1;
+    }
+    /* flitrun's own: FLIT_PEER_TIMEOUT bounds the silence of a rank's host */
+    return fl_config_load_table(fl_core_settings) == FLIT_OK ? 0 : -1;
 }
 
 int main(int argc, char **argv)

@@ -31,6 +31,7 @@
 
 #include "flitrun.h"
 #include "platform/os.h"
+#include "util/config.h"
 
 /* A rank sends HELLO right after connecting; a rank slower than this is
    told BUSY and connects again, so the wait only bounds a stranger's stay. */
@@ -251,6 +252,14 @@ static void conn_lost(struct job *job, struct conn *c, int err)
     char who[160];
     if (c == job->up) {
         upstream_lost(job, err);
+    } else if (c->rank >= 0 && err == ETIMEDOUT) {
+        /* its host stopped answering (fl_proto_keepalive): its ranks may
+           live on there, but they are lost to the job */
+        say("lost contact with %s: no answer for %lld s (FLIT_PEER_TIMEOUT); treating "
+            "it as failed",
+            conn_who(job, c, who, sizeof who),
+            (long long)(fl_cfg.peer_timeout_ms / 1000));
+        rank_failed(job, EXIT_OWN_ERROR);
     } else if (c->rank >= 0 && err) {
         note(job, "lost the connection of %s: %s", conn_who(job, c, who, sizeof who),
              strerror(err));
@@ -458,9 +467,12 @@ static void conn_add(struct job *job, int fd, const struct sockaddr_in *sa)
         conn_refuse(job, c, REFUSED_USER, "it is not from this user");
         return;
     }
-    /* the answers are small frames each waited for: no Nagle delay */
-    if (job->srv.tcp)
+    /* the answers are small frames each waited for: no Nagle delay; and a
+       host that stops answering is noticed (conn_lost) */
+    if (job->srv.tcp) {
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        fl_proto_keepalive(fd, fl_cfg.peer_timeout_ms);
+    }
     conn_read(job, c); /* a rank's HELLO is often in already */
 }
 

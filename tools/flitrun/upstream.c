@@ -24,6 +24,7 @@
 
 #include "flitrun.h"
 #include "platform/os.h"
+#include "util/config.h"
 
 #define WELCOME_WAIT_MS 30000 /* flitrun answers PROXY at once, or drops it */
 #define CLOSE_WAIT_MS   5000  /* the last frames' way out, at the end */
@@ -65,6 +66,7 @@ static int say_proxy(struct job *job, const char *spec, const uint8_t *hello,
                 spec, strerror(-fd));
             return -1;
         }
+        fl_proto_keepalive(fd, fl_cfg.peer_timeout_ms); /* flitrun's host gone silent */
         int r = fl_proto_send(fd, FL_PROTO_PROXY, hello, FL_PROTO_HELLO_LEN);
         r = r == -EPIPE || r == -ECONNRESET ? -EAGAIN : r < 0 ? r : await_welcome(fd, rx);
         if (r == 1)
