@@ -27,6 +27,9 @@
 #          the proxy up after FLIT_PEER_TIMEOUT of silence (TCP keep-alive
 #          and user timeout), names the host and ends the job, well before
 #          its --timeout
+#   cut_boot_direct  the same with --no-proxy: the ranks of the last host
+#          connect to flitrun themselves, and flitrun gives up the one
+#          that did, naming it and its host
 #
 # Each case ends with no process left in any host. Exit 0 pass, 1 fail,
 # 77 skip.
@@ -111,9 +114,10 @@ cut_job() {
   shift
   command -v nft >/dev/null 2>&1 || { echo "SKIP: nft not found (Debian: nftables)"; exit 77; }
   start=$(date +%s)
+  # shellcheck disable=SC2086 # FLITRUN_OPTS: words
   FLIT_PEER_TIMEOUT=2 ip netns exec "$FLITNET_NS0" "$FLITRUN" -n "$RANKS" \
     --hosts "$FLITNET_NSLIST" --launch "$TMP/launch $TMP/calls {host}" --timeout 40 \
-    "$@" >"$TMP/out" 2>"$TMP/err" &
+    ${FLITRUN_OPTS:-} "$@" >"$TMP/out" 2>"$TMP/err" &
   job=$!
   for ((i = 0; i < 400; i++)); do
     [ -e "$when" ] && break
@@ -147,7 +151,12 @@ case_cut_boot() {
   [ "$RC" -ne 0 ] || fail "flitrun exited 0 with a host cut off"
   [ "$RC" -ne 124 ] || fail "flitrun waited for its --timeout: it never noticed the cut"
   [ "$TOOK" -lt 30 ] || fail "flitrun took $TOOK s to notice the cut"
-  expect_in "$TMP/err" "flitrun: lost contact with the proxy on ${!ns}"
+  expect_in "$TMP/err" "flitrun: lost contact with ${WHO:-the proxy on} ${!ns}"
+}
+
+case_cut_boot_direct() {
+  # block placement: the last host's other rank is the one before the last
+  FLITRUN_OPTS=--no-proxy WHO="rank $((RANKS - 2)) on" case_cut_boot
 }
 
 "case_$CASE"
