@@ -131,7 +131,7 @@ static void detect_losses(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lan
                           uint32_t high, uint64_t now)
 {
     for (uint32_t s = tx->acked; fl_seq_before(s, high); s++) {
-        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+        struct tx_chunk *c = fl_tx_chunk(tx, s);
         if (c->sacked || c->rexmit || !sent_before_rack(p, tx, c))
             continue;
         c->rexmit = true;
@@ -150,11 +150,10 @@ static void take_cumulative(struct chan_peer *p, struct tx_lane *tx,
     p->progress_ns = now;
     p->probes = 0;
     for (uint32_t s = tx->acked; s != a->next; s++)
-        if (!tx->chunk[s % CHUNK_CAP].sacked)
-            acked_now(p, tx, s, &tx->chunk[s % CHUNK_CAP], rack, now);
+        if (!fl_tx_chunk(tx, s)->sacked)
+            acked_now(p, tx, s, fl_tx_chunk(tx, s), rack, now);
     tx->acked = a->next;
-    tx->head =
-        tx->acked == tx->next ? tx->tail : tx->chunk[tx->acked % CHUNK_CAP].pkt_pos;
+    tx->head = tx->acked == tx->next ? tx->tail : fl_tx_chunk(tx, tx->acked)->pkt_pos;
     p->backoff = 0;
 }
 
@@ -176,7 +175,7 @@ static uint32_t take_selective(struct chan_peer *p, struct tx_lane *tx,
                whose slots now hold newer packets: those say nothing. */
             if (fl_seq_before(s, tx->acked))
                 continue;
-            struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+            struct tx_chunk *c = fl_tx_chunk(tx, s);
             if (!c->sacked)
                 acked_now(p, tx, s, c, rack, now);
             c->sacked = true;

@@ -80,7 +80,7 @@ static uint64_t shrink(const struct fl_tp_ep *t, struct chan_peer *p)
         struct tx_lane *tx = &p->tx[l];
         struct rx_lane *rx = &p->rx[l];
         if (tx->buf)
-            bytes += tx->size + CHUNK_CAP * sizeof *tx->chunk;
+            bytes += tx->size + (uint64_t)tx->ncap * sizeof *tx->chunk;
         if (rx->ooo)
             bytes += CHUNK_CAP * sizeof *rx->ooo;
         if (rx->asm_buf)
@@ -91,6 +91,7 @@ static uint64_t shrink(const struct fl_tp_ep *t, struct chan_peer *p)
         free(rx->asm_buf);
         tx->buf = NULL;
         tx->chunk = NULL;
+        tx->ncap = 0;
         tx->size = 0;
         rx->ooo = NULL;
         rx->asm_buf = NULL;

@@ -115,7 +115,7 @@ static void take_down(struct fl_tp_ep *t, struct chan_peer *p, unsigned k)
     for (unsigned l = 0; l < FL_LANES; l++) {
         struct tx_lane *tx = &p->tx[l];
         for (uint32_t s = tx->acked; s != tx->unsent; s++) {
-            struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+            struct tx_chunk *c = fl_tx_chunk(tx, s);
             if (c->path == k && !c->sacked && c->sent_ns)
                 c->rexmit = true;
         }

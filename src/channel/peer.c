@@ -69,7 +69,7 @@ static bool unacked_too_long(const struct fl_tp_ep *t, const struct chan_peer *p
     for (unsigned l = 0; l < FL_LANES; l++) {
         const struct tx_lane *tx = &p->tx[l];
         if (tx->acked != tx->unsent &&
-            now - tx->chunk[tx->acked % CHUNK_CAP].first_ns > t->timeout_ns)
+            now - fl_tx_chunk(tx, tx->acked)->first_ns > t->timeout_ns)
             return true;
     }
     return false;
@@ -143,7 +143,7 @@ static void forgive_gap(struct fl_tp_ep *t, uint64_t now)
         for (unsigned l = 0; l < FL_LANES; l++) {
             struct tx_lane *tx = &p->tx[l];
             for (uint32_t s = tx->acked; s != tx->unsent; s++) {
-                struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+                struct tx_chunk *c = fl_tx_chunk(tx, s);
                 /* One sent after that look (the end of the pass that
                    looked: a handler's reply) waited unheard since. */
                 c->first_ns += c->first_ns <= since ? gap : now - c->first_ns;

@@ -133,7 +133,7 @@ void fl_chan_rto_lost(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *t
     tx->rto_wait = false;
     p->loss_at = now;
     for (uint32_t s = tx->acked; fl_seq_before(s, tx->rto_high); s++) {
-        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+        struct tx_chunk *c = fl_tx_chunk(tx, s);
         if (!c->sacked && !c->rexmit) {
             c->rexmit = true;
             fl_chan_mark(t, p);
@@ -162,7 +162,7 @@ static bool lane_timers(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane 
     struct tx_chunk *oldest = NULL; /* the oldest past its timeout */
     uint32_t oldest_seq = 0;
     for (uint32_t s = tx->acked; s != tx->unsent; s++) {
-        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+        struct tx_chunk *c = fl_tx_chunk(tx, s);
         if (c->sacked || c->rexmit)
             continue;
         if (tx->rto_wait && s != tx->rto_seq && fl_seq_before(s, tx->rto_high))

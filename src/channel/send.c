@@ -70,7 +70,7 @@ static void build(struct fl_tp_ep *t, unsigned i, uint64_t now)
     v[n++] = (struct iovec){t->hdr[i], fill_hdr(t, pl, t->hdr[i], now)};
     for (unsigned k = 0; k < pl->n; k++) {
         struct tx_lane *tx = &t->peers[pl->dst].tx[pl->lane[k]];
-        struct tx_chunk *c = &tx->chunk[pl->seq[k] % CHUNK_CAP];
+        struct tx_chunk *c = fl_tx_chunk(tx, pl->seq[k]);
         struct fl_chan_chunk ch = {.lane = pl->lane[k],
                                    .flags = c->flags,
                                    .len = (uint16_t)c->len,
@@ -98,7 +98,7 @@ static void sent(struct fl_tp_ep *t, unsigned i, uint64_t now)
     struct chan_peer *p = &t->peers[pl->dst];
     for (unsigned k = 0; k < pl->n; k++) {
         struct tx_lane *tx = &p->tx[pl->lane[k]];
-        struct tx_chunk *c = &tx->chunk[pl->seq[k] % CHUNK_CAP];
+        struct tx_chunk *c = fl_tx_chunk(tx, pl->seq[k]);
         if (!c->sent_ns)
             c->first_ns = now;
         c->sent_ns = now;
@@ -162,7 +162,7 @@ static bool plan_for(struct fl_tp_ep *t, uint32_t r, struct plan *pl)
             uint32_t from = pass == 0 ? tx->acked : tx->unsent;
             uint32_t to = pass == 0 ? tx->unsent : tx->next;
             for (uint32_t s = from; s != to && pl->n < DGRAM_CHUNKS; s++) {
-                struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+                struct tx_chunk *c = fl_tx_chunk(tx, s);
                 if (pass == 0 && !c->rexmit)
                     continue;
                 size_t need = fl_chan_chunk_size(c->len);
@@ -211,7 +211,7 @@ static bool more_for(const struct chan_peer *p)
         if (tx->unsent != tx->next)
             return true;
         for (uint32_t s = tx->acked; s != tx->unsent; s++)
-            if (tx->chunk[s % CHUNK_CAP].rexmit)
+            if (fl_tx_chunk(tx, s)->rexmit)
                 return true;
     }
     return p->ack_now || p->ping;
@@ -251,7 +251,7 @@ static void went(struct fl_tp_ep *t, unsigned i)
     const struct plan *pl = &t->plans[i];
     struct chan_peer *p = &t->peers[pl->dst];
     for (unsigned k = 0; k < pl->n; k++) {
-        struct tx_chunk *c = &p->tx[pl->lane[k]].chunk[pl->seq[k] % CHUNK_CAP];
+        struct tx_chunk *c = fl_tx_chunk(&p->tx[pl->lane[k]], pl->seq[k]);
         if (c->went) {
             FL_COUNT(t->counters->retransmits, 1);
             p->retransmits++;
@@ -272,7 +272,7 @@ static bool send_planned(struct fl_tp_ep *t, unsigned n)
         struct plan *pl = &t->plans[i];
         struct chan_peer *p = &t->peers[pl->dst];
         for (unsigned c = 0; c < pl->n; c++)
-            p->tx[pl->lane[c]].chunk[pl->seq[c] % CHUNK_CAP].rexmit = true;
+            fl_tx_chunk(&p->tx[pl->lane[c]], pl->seq[c])->rexmit = true;
         p->ack_now = true;
         fl_chan_mark(t, p);
     }

@@ -75,7 +75,8 @@ struct tx_lane {
     uint64_t size;          /* the window */
     uint64_t head, tail;    /* [head, tail): packets not yet acknowledged */
     uint64_t reserved;      /* the open reservation */
-    struct tx_chunk *chunk; /* [CHUNK_CAP], by sequence number */
+    struct tx_chunk *chunk; /* [ncap], by sequence number: fl_tx_chunk */
+    uint32_t ncap;          /* a power of two, doubling up to CHUNK_CAP */
     uint32_t acked;         /* first sequence number not acknowledged */
     /* the newest transmission the peer acknowledged (detect_losses) */
     bool rack_set;
@@ -94,6 +95,12 @@ struct tx_lane {
     bool rto_wait;
     uint32_t rto_seq, rto_high, rto_ts;
 };
+
+/* The chunk of sequence number seq, one of [acked, next). */
+static inline struct tx_chunk *fl_tx_chunk(const struct tx_lane *tx, uint32_t seq)
+{
+    return &tx->chunk[seq & (tx->ncap - 1)];
+}
 
 struct rx_chunk {
     uint8_t *data; /* a copy: it came ahead of its turn */

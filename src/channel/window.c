@@ -27,6 +27,7 @@
 #include "util/log.h"
 
 #define TX_FIRST_BYTES 16384u /* a lane's send buffer starts about this small */
+#define TX_FIRST_CHUNKS 64u    /* and its chunks' table this small (4 KiB) */
 
 /* The size of the chunks to peer r, from its path's datagrams: asked of
    the transport on first need (on UDP that probes the route). */
@@ -65,7 +66,7 @@ static flit_status first_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
     while (size % 2 == 0 && size / 2 >= TX_FIRST_BYTES)
         size /= 2;
     uint8_t *buf = malloc(size);
-    struct tx_chunk *chunk = calloc(CHUNK_CAP, sizeof *chunk);
+    struct tx_chunk *chunk = calloc(TX_FIRST_CHUNKS, sizeof *chunk);
     if (!buf || !chunk) {
         free(buf);
         free(chunk);
@@ -75,9 +76,39 @@ static flit_status first_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
     }
     tx->buf = buf;
     tx->chunk = chunk;
+    tx->ncap = TX_FIRST_CHUNKS;
     tx->size = size;
-    fl_chan_hold(t, p, size + CHUNK_CAP * sizeof *chunk, fl_now_ns());
+    fl_chan_hold(t, p, size + TX_FIRST_CHUNKS * sizeof *chunk, fl_now_ns());
     return FLIT_OK;
+}
+
+/*
+ * Doubles the lane's table of chunks until `want` fit, at most CHUNK_CAP
+ * (the sequence numbers a lane may have in flight): a peer sent a few
+ * messages holds 64 entries, not 1,024 (a 64 KiB table zeroed at first
+ * contact, per lane: at 256 ranks an all-to-all of 8 bytes zeroed 24 MiB
+ * a rank). The chunks in flight, [acked, next), keep their sequence
+ * numbers and move to their places in the larger table. false, the table
+ * as it was: no memory, or want is past CHUNK_CAP.
+ */
+static bool grow_chunks(struct fl_tp_ep *t, struct chan_peer *p, struct tx_lane *tx,
+                        uint32_t want)
+{
+    uint32_t ncap = tx->ncap;
+    while (ncap < want && ncap < CHUNK_CAP)
+        ncap *= 2;
+    if (ncap < want)
+        return false;
+    struct tx_chunk *chunk = calloc(ncap, sizeof *chunk);
+    if (!chunk)
+        return false;
+    for (uint32_t s = tx->acked; s != tx->next; s++)
+        chunk[s & (ncap - 1)] = *fl_tx_chunk(tx, s);
+    fl_chan_hold(t, p, (uint64_t)(ncap - tx->ncap) * sizeof *chunk, fl_now_ns());
+    free(tx->chunk);
+    tx->chunk = chunk;
+    tx->ncap = ncap;
+    return true;
 }
 
 /*
@@ -126,7 +157,8 @@ void *fl_chan_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t le
         return NULL;
     *st = FLIT_ERR_AGAIN;
     size_t chunks = len ? (len + p->chunk_max - 1) / p->chunk_max : 1;
-    if ((tx->next - tx->acked) + chunks > CHUNK_CAP)
+    uint64_t want = (uint64_t)(tx->next - tx->acked) + chunks;
+    if (want > tx->ncap && (want > CHUNK_CAP || !grow_chunks(t, p, tx, (uint32_t)want)))
         return NULL;
     uint64_t pos;
     for (;;) {
@@ -154,7 +186,7 @@ static void commit(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len,
     size_t off = 0;
     do {
         size_t n = len - off < p->chunk_max ? len - off : p->chunk_max;
-        struct tx_chunk *c = &tx->chunk[tx->next++ % CHUNK_CAP];
+        struct tx_chunk *c = fl_tx_chunk(tx, tx->next++);
         *c = (struct tx_chunk){.pos = pos + off,
                                .pkt_pos = pos,
                                .lent = lent,
@@ -199,7 +231,7 @@ void fl_chan_settle_lent(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
     if (!tx->nlent)
         return;
     for (uint32_t s = tx->acked; s != tx->next; s++) {
-        struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+        struct tx_chunk *c = fl_tx_chunk(tx, s);
         if (c->lent) {
             memcpy(tx->buf + c->pos % tx->size + c->lent_at, c->lent,
                    c->len - c->lent_at);
@@ -224,11 +256,11 @@ void fl_chan_reclaim(struct fl_tp_ep *t, uint32_t dst, fl_tp_recv_fn cb, void *c
         while (s != tx->next) {
             /* The packet s is part of: whole, even if its first chunks were
                acknowledged (its handler cannot have run). */
-            const struct tx_chunk *c = &tx->chunk[s % CHUNK_CAP];
+            const struct tx_chunk *c = fl_tx_chunk(tx, s);
             cb(ctx, dst, l, tx->buf + c->pkt_pos % tx->size, c->pkt_len);
             do
                 s++;
-            while (s != tx->next && tx->chunk[s % CHUNK_CAP].pkt_pos == c->pkt_pos);
+            while (s != tx->next && fl_tx_chunk(tx, s)->pkt_pos == c->pkt_pos);
         }
         tx->acked = tx->unsent = tx->next;
         tx->head = tx->tail;
