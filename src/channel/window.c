@@ -86,8 +86,8 @@ static flit_status first_send(struct fl_tp_ep *t, uint32_t dst, unsigned lane)
  * Doubles the lane's table of chunks until `want` fit, at most CHUNK_CAP
  * (the sequence numbers a lane may have in flight): a peer sent a few
  * messages holds 64 entries, not 1,024 (a 64 KiB table zeroed at first
- * contact, per lane: at 256 ranks an all-to-all of 8 bytes zeroed 24 MiB
- * a rank). The chunks in flight, [acked, next), keep their sequence
+ * contact, per lane: in a 256-rank job over 4 hosts an 8-byte all-to-all
+ * zeroed 12 MiB a rank). The chunks in flight, [acked, next), keep their sequence
  * numbers and move to their places in the larger table. false, the table
  * as it was: no memory, or want is past CHUNK_CAP.
  */

@@ -255,10 +255,9 @@ static void conn_lost(struct job *job, struct conn *c, int err)
     } else if (c->rank >= 0 && err == ETIMEDOUT) {
         /* its host stopped answering (fl_proto_keepalive): its ranks may
            live on there, but they are lost to the job */
-        say("lost contact with %s: no answer for %lld s (FLIT_PEER_TIMEOUT); treating "
+        say("lost contact with %s: no answer for %g s (FLIT_PEER_TIMEOUT); treating "
             "it as failed",
-            conn_who(job, c, who, sizeof who),
-            (long long)(fl_cfg.peer_timeout_ms / 1000));
+            conn_who(job, c, who, sizeof who), (double)fl_cfg.peer_timeout_ms / 1000);
         rank_failed(job, EXIT_OWN_ERROR);
     } else if (c->rank >= 0 && err) {
         note(job, "lost the connection of %s: %s", conn_who(job, c, who, sizeof who),
