@@ -119,6 +119,41 @@ bool fl_shm_sparse(void)
     return atomic_load(&shm_sparse);
 }
 
+/*
+ * MADV_POPULATE_WRITE faults the pages in as a store would, but answers
+ * EFAULT where the store would have been a SIGBUS (a full tmpfs) and
+ * ENOMEM where memory is short.
+ */
+int fl_shm_populate(void *addr, size_t len)
+{
+    if (len == 0)
+        return 0;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = (uintptr_t)addr & ~(page - 1);
+    uintptr_t to = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+    int err;
+    do
+        err = madvise((void *)from, to - from, MADV_POPULATE_WRITE) ? errno : 0;
+    while (err == EINTR || err == EAGAIN);
+    return err == EFAULT ? -ENOSPC : -err;
+}
+
+bool fl_shm_can_populate(void)
+{
+    static _Atomic int known; /* 0 not asked, 1 yes, 2 no */
+    int k = atomic_load(&known);
+    if (k == 0) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        void *p =
+            mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        k = p != MAP_FAILED && fl_shm_populate(p, page) == 0 ? 1 : 2;
+        if (p != MAP_FAILED)
+            munmap(p, page);
+        atomic_store(&known, k);
+    }
+    return k == 1;
+}
+
 int fl_shm_create_fd(const char *name, size_t size, size_t reserve, int *fd_out)
 {
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

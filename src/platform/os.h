@@ -53,6 +53,13 @@ int fl_shm_create_fd(const char *name, size_t size, size_t reserve, int *fd_out)
 int fl_shm_reserve(int fd, uint64_t off, uint64_t len);
 /* Whether a reservation found a filesystem that cannot make one. */
 bool fl_shm_sparse(void);
+/* Takes the pages of the mapped shared memory [addr, addr + len) (the pages
+   around it, whole) through the mapping, as fl_shm_reserve does through the
+   file: 0, -ENOSPC when /dev/shm or memory is short (never a SIGBUS),
+   -EINVAL where the kernel cannot (before Linux 5.14). */
+int fl_shm_populate(void *addr, size_t len);
+/* Whether fl_shm_populate works here (asked once). */
+bool fl_shm_can_populate(void);
 /* Whether a -errno is this process's own shortage (descriptors, memory,
    room in /dev/shm), not its peer's doing: the call that met it fails with
    a status its caller may retry, and no peer is blamed. */

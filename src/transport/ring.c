@@ -3,9 +3,11 @@
 #include "transport/ring.h"
 
 #include "platform/fence.h"
+#include "platform/os.h"
 
 #include <assert.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PAD_LEN FL_RING_PAD_LEN
 #define rec_hdr fl_ring_rec
@@ -31,6 +33,7 @@ void fl_ring_tx_attach(struct fl_ring_tx *tx, void *mem, size_t size)
     uint64_t head = atomic_load_explicit(&tx->ctl->head, memory_order_relaxed);
     atomic_store_explicit(&tx->tail, head, memory_order_relaxed);
     tx->head_cache = head;
+    tx->backed = size;
 }
 
 void fl_ring_rx_attach(struct fl_ring_rx *rx, void *mem, size_t size)
@@ -40,10 +43,69 @@ void fl_ring_rx_attach(struct fl_ring_rx *rx, void *mem, size_t size)
     uint64_t head = atomic_load_explicit(&rx->ctl->head, memory_order_relaxed);
     atomic_store_explicit(&rx->head, head, memory_order_relaxed);
     fl_ring_watch(rx, head);
+    rx->backed = size;
 }
 
 /* What a broken ring watches: never its marker (expect is set to 0). */
 static const _Atomic uint32_t never_published = 1;
+
+static void break_ring(struct fl_ring_rx *rx)
+{
+    rx->broken = true;
+    rx->watch = &never_published;
+    rx->expect = 0;
+}
+
+/* The producer's map of lines: after the data. */
+static size_t map_bytes(size_t size)
+{
+    return fl_ring_footprint(size) - sizeof(struct fl_ring_ctl) - size;
+}
+
+void fl_ring_sparse_first(size_t size, uint64_t off[2], uint64_t len[2])
+{
+    off[0] = 0; /* the control line and the first data bytes */
+    len[0] = sizeof(struct fl_ring_ctl) + FL_RING_SPARSE_FIRST;
+    off[1] = sizeof(struct fl_ring_ctl) + size; /* the producer's map */
+    len[1] = map_bytes(size);
+}
+
+/* Data bytes [0, want) taken: the pages around them, whole; false when the
+   system has none to give. */
+static bool back(uint8_t *data, uint64_t size, uint64_t *backed, uint64_t want)
+{
+    if (want <= *backed)
+        return true;
+    if (fl_shm_populate(data + *backed, want - *backed) != 0)
+        return false;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t end = ((uintptr_t)data + want + page - 1) & ~(page - 1);
+    *backed = end - (uintptr_t)data < size ? end - (uintptr_t)data : size;
+    return true;
+}
+
+void fl_ring_tx_attach_sparse(struct fl_ring_tx *tx, void *mem, size_t size)
+{
+    fl_ring_tx_attach(tx, mem, size);
+    tx->backed = FL_RING_SPARSE_FIRST;
+}
+
+void fl_ring_rx_attach_sparse(struct fl_ring_rx *rx, void *mem, size_t size)
+{
+    fl_ring_rx_attach(rx, mem, size);
+    rx->backed = FL_RING_SPARSE_FIRST;
+    uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed);
+    if ((head & rx->mask) + FL_RING_LINE > rx->backed)
+        fl_ring_rx_back(rx, head);
+}
+
+void fl_ring_rx_back(struct fl_ring_rx *rx, uint64_t head)
+{
+    if (back(rx->data, rx->size, &rx->backed, (head & rx->mask) + FL_RING_LINE))
+        fl_ring_watch(rx, head);
+    else
+        break_ring(rx);
+}
 
 static inline struct rec_hdr *rec_at(uint8_t *data, uint64_t mask, uint64_t pos)
 {
@@ -105,6 +167,32 @@ static void mark_inner_lines(struct fl_ring_tx *tx, uint64_t pos, uint64_t rec)
     }
 }
 
+/*
+ * A record of rec bytes after pad at tail reaches past the bytes with pages
+ * (with the line after it, which the consumer watches next): takes more,
+ * doubling. Where the system has none, the lap ends here (a pad to its end)
+ * if the record fits in what has pages; else none fits: short. Returns the
+ * pad to use, or UINT64_MAX.
+ */
+static __attribute__((noinline)) uint64_t
+reserve_sparse(struct fl_ring_tx *tx, uint64_t tail, uint64_t pad, uint64_t rec)
+{
+    uint64_t want = ((tail + pad) & tx->mask) + rec + FL_RING_LINE;
+    if (want > tx->size)
+        want = tx->size; /* the line after it starts the next lap */
+    uint64_t to = 2 * tx->backed;
+    if (to < want)
+        to = want;
+    if (back(tx->data, tx->size, &tx->backed, to < tx->size ? to : tx->size) ||
+        back(tx->data, tx->size, &tx->backed, want))
+        return pad;
+    if (rec + FL_RING_LINE > tx->backed) {
+        tx->short_ = true;
+        return UINT64_MAX;
+    }
+    return tx->size - (tail & tx->mask); /* (tail & mask) > 0: it did not fit */
+}
+
 void *fl_ring_reserve(struct fl_ring_tx *tx, size_t len)
 {
     uint64_t tail = atomic_load_explicit(&tx->tail, memory_order_relaxed);
@@ -112,6 +200,13 @@ void *fl_ring_reserve(struct fl_ring_tx *tx, size_t len)
     uint64_t pad = pad_before(tx, tail, rec);
     if (!has_room(tx, tail, pad + rec))
         return NULL;
+    if (__builtin_expect(((tail + pad) & tx->mask) + rec + FL_RING_LINE > tx->backed,
+                         0) &&
+        tx->backed < tx->size) {
+        pad = reserve_sparse(tx, tail, pad, rec);
+        if (pad == UINT64_MAX || !has_room(tx, tail, pad + rec))
+            return NULL;
+    }
     if (pad) { /* published now: the consumer just skips it */
         struct rec_hdr *h = rec_at(tx->data, tx->mask, tail);
         h->len = PAD_LEN;
@@ -182,13 +277,13 @@ void *fl_ring_peek_slow(struct fl_ring_rx *rx, size_t *len)
         uint64_t rec = fl_ring_record(n);
         if (n > fl_ring_max_packet(rx->size) || off + rec > rx->size)
             break;
+        if (off + rec > rx->backed && !back(rx->data, rx->size, &rx->backed, off + rec))
+            break; /* its producer did not take the pages it wrote */
         rx->cur_rec = rec;
         *len = n;
         return h + 1;
     }
-    rx->broken = true;
-    rx->watch = &never_published;
-    rx->expect = 0;
+    break_ring(rx);
     return NULL;
 }
 

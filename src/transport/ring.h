@@ -24,6 +24,19 @@
  *
  * A short message of a few arguments is one record of one line: one cache
  * line moves from producer to consumer, nothing else.
+ *
+ * In sparse memory (a shared file whose pages are taken on first need,
+ * where a store into a page a full /dev/shm cannot give is a SIGBUS) only
+ * the first `backed` bytes of the data have their pages. The producer
+ * takes more (fl_shm_populate) before it writes, or lets the consumer
+ * watch, a byte past them, doubling, so that a pair that carries a few
+ * small messages holds a few pages, not the whole ring. When the system
+ * has no more to give, the ring wraps early: a pad record skips the rest
+ * of the lap, and it goes on as a ring of its backed bytes; only a packet
+ * larger than those fails (fl_ring_reserve answers NULL and sets short).
+ * The consumer takes the pages it reads too: where the producer took them
+ * first that costs nothing, and a producer that did not cannot hand it a
+ * SIGBUS (the ring is broken instead).
  */
 #ifndef FL_TRANSPORT_RING_H
 #define FL_TRANSPORT_RING_H
@@ -68,6 +81,8 @@ struct fl_ring_tx {
     uint64_t size, mask;
     _Atomic uint64_t tail; /* bytes produced; atomic only for dumps */
     uint64_t head_cache;
+    uint64_t backed; /* data bytes with their pages (size: all) */
+    bool short_;     /* the last reserve met a shortage of pages */
 };
 
 /* Consumer side: private to the receiving process. */
@@ -83,6 +98,7 @@ struct fl_ring_rx {
     uint64_t size, mask;
     _Atomic uint64_t head; /* bytes consumed; atomic only for dumps */
     uint64_t cur_rec;      /* record size of the packet peeked, 0 if none */
+    uint64_t backed;       /* data bytes with their pages (size: all) */
     bool busy;             /* a packet of this ring is being handled */
     bool broken;           /* the producer wrote garbage; ring abandoned */
 };
@@ -91,6 +107,17 @@ struct fl_ring_rx {
    fl_ring_footprint(size) bytes, zeroed by whoever created it. */
 void fl_ring_tx_attach(struct fl_ring_tx *tx, void *mem, size_t size);
 void fl_ring_rx_attach(struct fl_ring_rx *rx, void *mem, size_t size);
+
+/* In sparse memory: the control line, the producer's map and the first
+   FL_RING_SPARSE_FIRST bytes of the data have their pages (fl_ring_sparse
+   says which bytes those are), the rest are taken as they are needed. */
+#define FL_RING_SPARSE_FIRST 4096u
+void fl_ring_tx_attach_sparse(struct fl_ring_tx *tx, void *mem, size_t size);
+void fl_ring_rx_attach_sparse(struct fl_ring_rx *rx, void *mem, size_t size);
+
+/* The byte ranges of a ring's footprint (from mem) that must have their
+   pages before a sparse attach: [off[i], off[i] + len[i]), i < 2. */
+void fl_ring_sparse_first(size_t size, uint64_t off[2], uint64_t len[2]);
 
 /*
  * Sending in two steps, so that a packet is built in place. fl_ring_reserve
@@ -160,13 +187,20 @@ static inline void *fl_ring_peek(struct fl_ring_rx *rx, size_t *len)
     return fl_ring_peek_slow(rx, len);
 }
 
+/* The consumer's look at bytes past rx->backed: their pages taken first
+   (a broken ring if they cannot be). */
+void fl_ring_rx_back(struct fl_ring_rx *rx, uint64_t head);
+
 /* Consumes the packet fl_ring_peek returned, giving its room back. */
 static inline void fl_ring_release(struct fl_ring_rx *rx)
 {
     uint64_t head = atomic_load_explicit(&rx->head, memory_order_relaxed) + rx->cur_rec;
     rx->cur_rec = 0;
     atomic_store_explicit(&rx->head, head, memory_order_relaxed);
-    fl_ring_watch(rx, head);
+    if (__builtin_expect((head & rx->mask) + FL_RING_LINE > rx->backed, 0))
+        fl_ring_rx_back(rx, head);
+    else
+        fl_ring_watch(rx, head);
     /* Release: we are done reading the record before the producer may
        overwrite it. */
     atomic_store_explicit(&rx->ctl->head, head, memory_order_release);

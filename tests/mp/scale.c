@@ -20,6 +20,9 @@
  *              (malloc'ed bytes, mallinfo2) grew by less than K KiB per
  *              peer over the exchange: a lane that carried a few small
  *              messages holds a small send buffer, not its whole window.
+ *              With --ring-kb K, its ring file holds less than K KiB of
+ *              /dev/shm per sender at the end: a pair that carried a few
+ *              small messages took a few pages of its rings, not all.
  *  quiet       over UDP: every rank sends --count short messages to every
  *              other, a barrier, then it waits (flit_wait with a timeout,
  *              bounded) until its channel's gauge "udp.buffer_bytes" drops
@@ -82,6 +85,7 @@
 #include <malloc.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "mp.h"
@@ -439,7 +443,35 @@ static uint64_t heap_bytes(void)
     return m.uordblks + m.hblkhd;
 }
 
-static void alltoall(uint32_t count, uint64_t peer_kb)
+/* The bytes of /dev/shm our ring files hold (the pages taken, not their
+   size): each is open here, already unlinked, as /dev/shm/flit-JOB-RANK-EP. */
+static uint64_t ring_file_bytes(void)
+{
+    char tail[32];
+    snprintf(tail, sizeof tail, "-%u-", g.me);
+    DIR *d = opendir("/proc/self/fd");
+    CHECK(d != NULL);
+    uint64_t bytes = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[300], target[256];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n <= 0)
+            continue;
+        target[n] = 0;
+        const char *ours = strstr(target, tail);
+        struct stat sb;
+        if (strncmp(target, "/dev/shm/flit-", 14) != 0 || !ours ||
+            strstr(target, "-seg") || stat(path, &sb) != 0)
+            continue;
+        bytes += (uint64_t)sb.st_blocks * 512u;
+    }
+    closedir(d);
+    return bytes;
+}
+
+static void alltoall(uint32_t count, uint64_t peer_kb, uint64_t ring_kb)
 {
     setup();
     uint64_t heap0 = heap_bytes();
@@ -466,6 +498,15 @@ static void alltoall(uint32_t count, uint64_t peer_kb)
     if (g.me == 0)
         printf("alltoall: the heap grew by %llu bytes per peer\n",
                (unsigned long long)per_peer);
+    /* every sender wrote all it sends us into our file */
+    uint64_t rings = ring_file_bytes() / (g.n - 1);
+    if (ring_kb && rings > ring_kb << 10)
+        FAIL("rank %u: its ring file holds %llu bytes of /dev/shm per sender (at most "
+             "%llu KiB)",
+             g.me, (unsigned long long)rings, (unsigned long long)ring_kb);
+    if (g.me == 0)
+        printf("alltoall: the ring file holds %llu bytes per sender\n",
+               (unsigned long long)rings);
 }
 
 static void idle(uint64_t heap_start)
@@ -701,7 +742,8 @@ int main(int argc, char **argv)
     if (strcmp(mode, "neighbours") == 0)
         neighbours(count, (double)mp_arg_u64(argc, argv, "--vm-mb", 16));
     else if (strcmp(mode, "alltoall") == 0)
-        alltoall(count, mp_arg_u64(argc, argv, "--peer-kb", 0));
+        alltoall(count, mp_arg_u64(argc, argv, "--peer-kb", 0),
+                 mp_arg_u64(argc, argv, "--ring-kb", 0));
     else if (strcmp(mode, "quiet") == 0)
         quiet(count, mp_arg_u64(argc, argv, "--idle-kb", 16));
     else if (strcmp(mode, "rss") == 0)

@@ -18,7 +18,14 @@
  *    transport offers memory peers map, so flit_rma_alloc takes private
  *    pages and succeeds, /dev/shm full or not;
  *  - with the room given back, all of them succeed: the exported block is
- *    written whole, rank 1 answers the ping, every pair talks both ways.
+ *    written whole, rank 1 answers the ping, every pair talks both ways;
+ *  - once rank 0's rings in rank 1's file hold a few pages (the first
+ *    contact takes only those), /dev/shm filled again: 64 medium messages
+ *    of 3,000 bytes (a ring's worth and more) still go, the ring wrapping
+ *    within the pages it has, and one of FLIT_AM_MAX_MEDIUM bytes, larger
+ *    than those, answers FLIT_ERR_NO_MEMORY with rank 1 not down (over UDP
+ *    it goes); with the room given back it goes. Rank 1 checks every byte
+ *    and the order of all of them.
  * Each rank prints "shm_full: rank R OK".
  */
 #include <errno.h>
@@ -28,9 +35,26 @@
 #include "flit/rma.h"
 #include "mp.h"
 
-enum { H_PING = 1, H_PONG = 2 };
+enum { H_PING = 1, H_PONG = 2, H_MED = 3 };
+enum { SMALLS = 64, SMALL_LEN = 3000 };
 
-static unsigned pings, pongs;
+static unsigned pings, pongs, meds;
+
+/* The n-th medium message of the growth phase: its length and bytes. */
+static size_t med_len(unsigned n)
+{
+    return n < SMALLS ? SMALL_LEN : FLIT_AM_MAX_MEDIUM;
+}
+
+static void on_med(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
+                   unsigned nargs, void *user)
+{
+    (void)token, (void)user;
+    CHECK(nargs == 1 && args[0] == meds); /* in order, none twice */
+    CHECK(nbytes == med_len(meds));
+    CHECK(mp_pattern_check(buf, nbytes, 0x3000u + meds) == nbytes);
+    meds++;
+}
 
 static void on_ping(flit_token_t *token, void *buf, size_t nbytes, const uint32_t *args,
                     unsigned nargs, void *user)
@@ -119,6 +143,32 @@ static void full_then_fine(flit_ep_t *ep)
     CHECK_OK(flit_rma_free(ep, block));
 }
 
+static void send_med(flit_ep_t *ep, unsigned n, flit_status want)
+{
+    static uint8_t buf[FLIT_AM_MAX_MEDIUM];
+    uint32_t arg = n;
+    mp_pattern_fill(buf, med_len(n), 0x3000u + n);
+    CHECK_ST(flit_am_medium(ep, flit_rank(1), flit_handler(H_MED), buf, med_len(n), &arg,
+                            1, 0),
+             want);
+}
+
+/* Rank 0's rings in rank 1's file grow as they fill: with /dev/shm full,
+   small packets wrap within what they have, a large one fails cleanly. */
+static void grow_while_full(flit_ep_t *ep)
+{
+    bool shm = on_shm(ep, 1);
+    int fill = fill_shm();
+    for (unsigned i = 0; i < SMALLS; i++)
+        send_med(ep, i, FLIT_OK);
+    send_med(ep, SMALLS, shm ? FLIT_ERR_NO_MEMORY : FLIT_OK);
+    CHECK_OK(flit_poll(ep));
+    CHECK(on_shm(ep, 1) == shm); /* and not down */
+    close(fill);
+    if (shm)
+        send_med(ep, SMALLS, FLIT_OK);
+}
+
 /*
  * An endpoint with no segment while /dev/shm is full: on shared memory its
  * ring file's header has no room, and creation fails on every rank. The
@@ -159,11 +209,14 @@ int main(int argc, char **argv)
     memset(seg, 0xa5, seg_size);
     CHECK_OK(flit_am_register(ep, flit_handler(H_PING), on_ping, NULL));
     CHECK_OK(flit_am_register(ep, flit_handler(H_PONG), on_pong, NULL));
+    CHECK_OK(flit_am_register(ep, flit_handler(H_MED), on_med, NULL));
     /* Nothing is sent before rank 0's first contact with rank 1. */
-    if (me == 0)
+    if (me == 0) {
         full_then_fine(ep);
-    else if (me == 1)
-        MP_WAIT(ep, pings == 1);
+        grow_while_full(ep);
+    } else if (me == 1) {
+        MP_WAIT(ep, pings == 1 && meds == SMALLS + 1);
+    }
     pings = pongs = 0; /* before the barrier: a peer's ping may come in it */
     CHECK_OK(flit_barrier(ep));
     for (uint32_t r = 0; r < n; r++)

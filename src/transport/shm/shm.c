@@ -150,6 +150,7 @@ struct fl_tp_ep {
     char name[96];
     bool unlinked;
     size_t ring_size;
+    bool sparse; /* rings take their pages as they fill (fl_shm_can_populate) */
     int wake_sock, pid_epfd, epfd;
     uint32_t npolled;           /* peers watched through /proc */
     uint64_t next_proc_scan_ns; /* when /proc is read for them next */
@@ -183,6 +184,38 @@ static size_t block_bytes(size_t ring)
 static off_t block_offset(const struct fl_tp_ep *t, uint32_t lidx)
 {
     return (off_t)(t->hdr_bytes + (size_t)lidx * t->block_bytes);
+}
+
+/*
+ * Takes the pages of the block at off in fd that its rings need before
+ * they are attached: where rings take theirs as they fill (t->sparse), the
+ * control line, the first data bytes and the producer's map of each
+ * (fl_ring_sparse_first); else all of it. 0 or -errno.
+ */
+static int reserve_block(const struct fl_tp_ep *t, int fd, off_t off)
+{
+    if (!t->sparse)
+        return fl_shm_reserve(fd, (uint64_t)off, t->block_bytes);
+    uint64_t at[2], len[2];
+    fl_ring_sparse_first(t->ring_size, at, len);
+    for (unsigned l = 0; l < FL_LANES; l++)
+        for (unsigned i = 0; i < 2; i++) {
+            uint64_t ring = (uint64_t)off + l * fl_ring_footprint(t->ring_size);
+            int err = fl_shm_reserve(fd, ring + at[i], len[i]);
+            if (err)
+                return err;
+        }
+    return 0;
+}
+
+/* The bytes reserve_block takes. */
+static size_t first_bytes(const struct fl_tp_ep *t)
+{
+    if (!t->sparse)
+        return t->block_bytes;
+    uint64_t at[2], len[2];
+    fl_ring_sparse_first(t->ring_size, at, len);
+    return FL_LANES * (size_t)(len[0] + len[1]);
 }
 
 static void *map_range(int fd, size_t len, off_t off, int *err)
@@ -311,6 +344,7 @@ static flit_status shm_open_ep(const struct fl_tp_open_args *a, struct fl_tp_ep 
     t->nlocal = nlocal;
     fl_host_id(t->host_id);
     t->ring_size = (size_t)fl_shm_cfg.ring_bytes;
+    t->sparse = fl_shm_can_populate();
     /* Not dumpable (set-uid, prctl): /proc/PID/fd is closed to same-user peers */
     t->closed = prctl(PR_GET_DUMPABLE) != 1;
     t->wake_sock = t->pid_epfd = t->epfd = t->file_fd = -1;
@@ -576,7 +610,7 @@ static int map_peer_file(struct fl_tp_ep *t, uint32_t dst, const struct shm_peer
     if (!err && !header_matches(t, dst, p, c->hdr))
         err = -EINVAL;
     if (!err)
-        err = fl_shm_reserve(fd, (uint64_t)off, t->block_bytes), c->what = "room";
+        err = reserve_block(t, fd, off), c->what = "room";
     if (!err)
         c->block = map_range(fd, t->block_bytes, off, &err), c->what = "our rings";
     if (err && c->hdr)
@@ -597,7 +631,7 @@ static flit_status contact_short(struct fl_tp_ep *t, uint32_t dst, const char *w
     char what_for[64];
     snprintf(what_for, sizeof what_for, "our rings in rank %u's file", dst);
     if (strcmp(what, "room") == 0)
-        return no_room(what_for, t->block_bytes, err);
+        return no_room(what_for, first_bytes(t), err);
     fl_error("shm: first contact with rank %u failed here (%s): %s; the call may be "
              "retried",
              dst, what, strerror(-err));
@@ -658,10 +692,13 @@ static flit_status first_contact(struct fl_tp_ep *t, uint32_t dst)
     }
     k->hdr = h;
     k->tx_block = block;
-    for (unsigned l = 0; l < FL_LANES; l++)
-        fl_ring_tx_attach(&k->tx[l],
-                          (uint8_t *)block + l * fl_ring_footprint(t->ring_size),
-                          t->ring_size);
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        void *ring = (uint8_t *)block + l * fl_ring_footprint(t->ring_size);
+        if (t->sparse)
+            fl_ring_tx_attach_sparse(&k->tx[l], ring, t->ring_size);
+        else
+            fl_ring_tx_attach(&k->tx[l], ring, t->ring_size);
+    }
     setup_bulk(dst, p, k);
     /* Release: our rings are attached before the receiver looks at them. */
     atomic_store_explicit(&h->announce[slot], me->lidx + 1, memory_order_release);
@@ -685,15 +722,18 @@ static int map_rx(struct fl_tp_ep *t, uint32_t r, uint32_t lidx)
     if (!k)
         return -ENOMEM;
     off_t off = block_offset(t, lidx);
-    int err = fl_shm_reserve(t->file_fd, (uint64_t)off, t->block_bytes);
+    int err = reserve_block(t, t->file_fd, off);
     void *block = err ? NULL : map_range(t->file_fd, t->block_bytes, off, &err);
     if (!block)
         return err;
     k->rx_block = block;
-    for (unsigned l = 0; l < FL_LANES; l++)
-        fl_ring_rx_attach(&k->rx[l],
-                          (uint8_t *)block + l * fl_ring_footprint(t->ring_size),
-                          t->ring_size);
+    for (unsigned l = 0; l < FL_LANES; l++) {
+        void *ring = (uint8_t *)block + l * fl_ring_footprint(t->ring_size);
+        if (t->sparse)
+            fl_ring_rx_attach_sparse(&k->rx[l], ring, t->ring_size);
+        else
+            fl_ring_rx_attach(&k->rx[l], ring, t->ring_size);
+    }
     if (!k->tx_ready)
         FL_COUNT(t->counters->pairs, 1);
     k->rx_waiting = false;
@@ -771,6 +811,22 @@ static void wake(struct fl_tp_ep *t, struct shm_link *k)
     FL_COUNT(t->counters->wakeups_sent, 1);
 }
 
+/*
+ * A packet larger than the part of our ring in dst's file that has its
+ * pages, with none to give (/dev/shm or memory full): this send fails, as
+ * at first contact; smaller packets still go (the ring wraps early).
+ */
+static __attribute__((noinline)) flit_status ring_short(uint32_t dst,
+                                                        struct fl_ring_tx *tx, size_t len)
+{
+    char what_for[80];
+    tx->short_ = false;
+    snprintf(what_for, sizeof what_for,
+             "a packet to rank %u larger than the %llu bytes its ring has so far", dst,
+             (unsigned long long)tx->backed);
+    return no_room(what_for, fl_ring_record(len), -ENOSPC);
+}
+
 static __attribute__((noinline)) void *reserve_first(struct fl_tp_ep *t, uint32_t dst,
                                                      unsigned lane, size_t len,
                                                      flit_status *st)
@@ -778,8 +834,10 @@ static __attribute__((noinline)) void *reserve_first(struct fl_tp_ep *t, uint32_
     *st = first_contact(t, dst);
     if (*st != FLIT_OK)
         return NULL;
-    *st = FLIT_ERR_AGAIN;
-    return fl_ring_reserve(&t->peers[dst].link->tx[lane], len);
+    struct fl_ring_tx *tx = &t->peers[dst].link->tx[lane];
+    void *pkt = fl_ring_reserve(tx, len);
+    *st = tx->short_ ? ring_short(dst, tx, len) : FLIT_ERR_AGAIN;
+    return pkt;
 }
 
 static void *shm_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t len,
@@ -795,6 +853,8 @@ static void *shm_reserve(struct fl_tp_ep *t, uint32_t dst, unsigned lane, size_t
         return reserve_first(t, dst, lane, len, st);
     void *pkt = fl_ring_reserve(&k->tx[lane], len);
     *st = FLIT_ERR_AGAIN;
+    if (__builtin_expect(k->tx[lane].short_, 0))
+        *st = ring_short(dst, &k->tx[lane], len);
     return pkt;
 }
 
