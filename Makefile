@@ -86,7 +86,7 @@ test-main: build
 # (FLITTEST_SCALE, in percent) since everything runs ~3x slower. Not the
 # tests labelled nosan (no flit code in them, or programs built outside the
 # build), nor the libFuzzer ones: those are ASan+UBSan builds in every tree,
-# run once by test-main.
+# run once by test-main; nor those labelled big (hundreds of processes).
 test-asan:
 	@test -f $(ASAN_BUILD)/CMakeCache.txt || \
 	  cmake -S . -B $(ASAN_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -94,7 +94,7 @@ test-asan:
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	FLITTEST_SCALE=25 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -LE 'nosan|fuzz'
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -LE 'nosan|fuzz|big'
 
 # The tests with several threads in a process (label threads) under
 # ThreadSanitizer, built with clang. tests/tsan.supp lists the races that

@@ -63,7 +63,8 @@ run_flitrun() { # RC [program args]
   local want=$1 rc
   shift
   ip netns exec "$FLITNET_NS0" "$FLITRUN" -n "$RANKS" --hosts "$FLITNET_NSLIST" \
-    --launch "$TMP/launch $TMP/calls {host}" --timeout 40 "$@" >"$TMP/out" 2>"$TMP/err"
+    --launch "$TMP/launch $TMP/calls {host}" --timeout "${JOB_TIMEOUT:-40}" "$@" \
+    >"$TMP/out" 2>"$TMP/err"
   rc=$?
   [ "$rc" -eq "$want" ] || fail "flitrun exited $rc, not $want"
 }
