@@ -186,29 +186,7 @@ static off_t block_offset(const struct fl_tp_ep *t, uint32_t lidx)
     return (off_t)(t->hdr_bytes + (size_t)lidx * t->block_bytes);
 }
 
-/*
- * Takes the pages of the block at off in fd that its rings need before
- * they are attached: where rings take theirs as they fill (t->sparse), the
- * control line, the first data bytes and the producer's map of each
- * (fl_ring_sparse_first); else all of it. 0 or -errno.
- */
-static int reserve_block(const struct fl_tp_ep *t, int fd, off_t off)
-{
-    if (!t->sparse)
-        return fl_shm_reserve(fd, (uint64_t)off, t->block_bytes);
-    uint64_t at[2], len[2];
-    fl_ring_sparse_first(t->ring_size, at, len);
-    for (unsigned l = 0; l < FL_LANES; l++)
-        for (unsigned i = 0; i < 2; i++) {
-            uint64_t ring = (uint64_t)off + l * fl_ring_footprint(t->ring_size);
-            int err = fl_shm_reserve(fd, ring + at[i], len[i]);
-            if (err)
-                return err;
-        }
-    return 0;
-}
-
-/* The bytes reserve_block takes. */
+/* The bytes take_block reserves. */
 static size_t first_bytes(const struct fl_tp_ep *t)
 {
     if (!t->sparse)
@@ -223,6 +201,38 @@ static void *map_range(int fd, size_t len, off_t off, int *err)
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
     *err = p == MAP_FAILED ? -errno : 0;
     return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Maps the block at off in fd with the pages its rings need before they
+ * are attached: where rings take theirs as they fill (t->sparse), the
+ * control line, the first data bytes and the producer's map of each
+ * (fl_ring_sparse_first), taken through the mapping (no lock on the file:
+ * its senders do this at once); else the whole block, taken through the
+ * file first. NULL with -errno in *err, and *what saying which step.
+ */
+static void *take_block(const struct fl_tp_ep *t, int fd, off_t off, int *err,
+                        const char **what)
+{
+    *what = "room";
+    if (!t->sparse && (*err = fl_shm_reserve(fd, (uint64_t)off, t->block_bytes)) != 0)
+        return NULL;
+    *what = "our rings";
+    uint8_t *block = map_range(fd, t->block_bytes, off, err);
+    if (!block || !t->sparse)
+        return block;
+    uint64_t at[2], len[2];
+    fl_ring_sparse_first(t->ring_size, at, len);
+    *what = "room";
+    for (unsigned l = 0; l < FL_LANES && !*err; l++)
+        for (unsigned i = 0; i < 2 && !*err; i++)
+            *err = fl_shm_populate(block + l * fl_ring_footprint(t->ring_size) + at[i],
+                                   len[i]);
+    if (*err) {
+        munmap(block, t->block_bytes);
+        return NULL;
+    }
+    return block;
 }
 
 /* ---- open / address / connect ---- */
@@ -610,9 +620,7 @@ static int map_peer_file(struct fl_tp_ep *t, uint32_t dst, const struct shm_peer
     if (!err && !header_matches(t, dst, p, c->hdr))
         err = -EINVAL;
     if (!err)
-        err = reserve_block(t, fd, off), c->what = "room";
-    if (!err)
-        c->block = map_range(fd, t->block_bytes, off, &err), c->what = "our rings";
+        c->block = take_block(t, fd, off, &err, &c->what);
     if (err && c->hdr)
         munmap(c->hdr, t->hdr_bytes);
     if (err)
@@ -722,8 +730,9 @@ static int map_rx(struct fl_tp_ep *t, uint32_t r, uint32_t lidx)
     if (!k)
         return -ENOMEM;
     off_t off = block_offset(t, lidx);
-    int err = reserve_block(t, t->file_fd, off);
-    void *block = err ? NULL : map_range(t->file_fd, t->block_bytes, off, &err);
+    int err;
+    const char *what;
+    void *block = take_block(t, t->file_fd, off, &err, &what);
     if (!block)
         return err;
     k->rx_block = block;
