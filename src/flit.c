@@ -79,6 +79,7 @@ static const struct fl_transport udp = {
     .settings = udp_settings,
     .open = udp_open,
     FL_CHANNEL_OPS,
+    FL_CHANNEL_COUNTERS,
 };
 
 #ifdef FLIT_HAVE_XDP
@@ -114,6 +115,7 @@ static const struct fl_transport xdp = {
     .settings = udp_settings,
     .open = xdp_open,
     FL_CHANNEL_OPS,
+    FL_CHANNEL_COUNTERS,
 };
 #endif
 
@@ -136,7 +138,7 @@ static const struct fl_transport ofi = {
     .settings = ofi_settings,
     .open = ofi_open,
     FL_CHANNEL_OPS,
-    .onesided = &fl_chan_onesided, /* fi_write / fi_read where the provider has them */
+    FL_CHANNEL_ONESIDED, /* fi_write / fi_read where the provider has them */
 };
 #endif
 

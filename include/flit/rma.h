@@ -264,8 +264,9 @@ FLIT_API flit_status flit_rma_release(flit_rma_remote_t *remote);
  * once. On the direct paths (mapping, cross-memory attach, this rank) a
  * put is in the owner's memory when it returns, whatever the flags. On the
  * fabric path a put no larger than the provider's inject size returns once
- * the provider took it (FLIT_OFI_EARLY_PUTS), its failure reported by the
- * next flush; a larger one once it is in the owner's memory.
+ * the provider took it, one up to FLIT_OFI_BOUNCE_KB once its bytes are
+ * copied into a bounce buffer (FLIT_OFI_EARLY_PUTS), its failure reported
+ * by the next flush; a larger one once it is in the owner's memory.
  *
  * op non-NULL: *op is a handle that flit_rma_test / flit_rma_wait complete:
  * when src may be reused, or with FLIT_RMA_REMOTE_DONE when the data is in

@@ -89,7 +89,11 @@ struct fl_chan_counters {
     fl_counter path_down, path_up;         /* a path to a peer taken down, back up */
     fl_counter path_bytes[FL_DGRAM_PATHS]; /* sent by rail i, to every peer */
 };
+/* Their names: first those of a datagram transport's own one-sided
+   operations (struct fl_tp_counters' rma_*, FL_CHAN_RMA_COUNTERS of them),
+   then every channel's. */
 extern const struct fl_counter_desc fl_chan_counters[];
+#define FL_CHAN_RMA_COUNTERS 4
 
 /* The ops of a reliable transport that is the channel over a datagram
    transport: the fields of its struct fl_transport besides its name, reach,
@@ -106,7 +110,12 @@ extern const struct fl_counter_desc fl_chan_counters[];
     .settled = fl_chan_settled, .in_contact = fl_chan_in_contact,                        \
     .peer_address = fl_chan_peer_address, .peer_datagram = fl_chan_peer_datagram,        \
     .peer_packet_fit = fl_chan_peer_packet_fit, .dump_peer = fl_chan_dump_peer,          \
-    .close = fl_chan_close, .counters = fl_chan_counters,                                \
-    .counters_size = sizeof(struct fl_chan_counters)
+    .close = fl_chan_close, .counters_size = sizeof(struct fl_chan_counters)
+
+/* The counters and one-sided operations of a transport's table: of the
+   channel alone, or with those of a datagram transport that has its own
+   one-sided operations (struct fl_dgram_ops's rma). */
+#define FL_CHANNEL_COUNTERS .counters = fl_chan_counters + FL_CHAN_RMA_COUNTERS
+#define FL_CHANNEL_ONESIDED .counters = fl_chan_counters, .onesided = &fl_chan_onesided
 
 #endif /* FL_CHANNEL_CHANNEL_H */

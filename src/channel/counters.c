@@ -4,6 +4,20 @@
 #include "channel/channel.h"
 
 const struct fl_counter_desc fl_chan_counters[] = {
+    /* A datagram transport's own one-sided operations (ofi: fi_write,
+       fi_read), first: FL_CHANNEL_COUNTERS starts after them. */
+    FL_TP_COUNTER(rma_early, "rma_early",
+                  "puts that returned before they landed (FI_INJECT, or from a bounce "
+                  "buffer)"),
+    FL_TP_COUNTER(rma_bounced, "rma_bounced",
+                  "puts and gets copied through a bounce buffer registered once"),
+    FL_TP_COUNTER(rma_kept, "rma_kept",
+                  "puts and gets from or into an exposed region, whose registration "
+                  "served the local side too (FI_MR_LOCAL)"),
+    FL_TP_COUNTER(rma_registered, "rma_registered",
+                  "registrations of the program's memory for one put or get "
+                  "(FI_MR_LOCAL)"),
+    /* Every channel's. */
     FL_TP_COUNTER(pairs, "peers_in_contact",
                   "peers this channel exchanged a packet with"),
     FL_TP_COUNTER(datagrams_sent, "datagrams_sent", "datagrams sent, resends included"),

@@ -57,6 +57,11 @@ struct fl_tp_counters {
     fl_counter datagrams_sent, datagrams_received;
     fl_counter retransmits, duplicates, faults_injected;
     fl_counter pairs; /* peers that came in contact (->in_contact), once each */
+    /* One-sided operations a datagram transport does itself (ofi): puts
+       that returned before landing, operations copied through a bounce
+       buffer, ones whose own memory an exposed region's registration
+       covered, and registrations made for one operation (FI_MR_LOCAL). */
+    fl_counter rma_early, rma_bounced, rma_kept, rma_registered;
 };
 
 /* An entry of a transport's table for a field of struct fl_tp_counters. */

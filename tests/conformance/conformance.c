@@ -1043,7 +1043,7 @@ static flit_status udp_faults_open(const struct fl_tp_open_args *a, struct fl_tp
 #define CHAN_TP(name_, open_)                                                            \
     {                                                                                    \
         .name = (name_), .reach = FL_REACH_HOST | FL_REACH_REMOTE, .open = (open_),      \
-        FL_CHANNEL_OPS                                                                   \
+        FL_CHANNEL_OPS, FL_CHANNEL_COUNTERS                                              \
     }
 
 static const struct fl_transport chan_mem = CHAN_TP("chan_mem", chan_mem_open);
@@ -1078,7 +1078,8 @@ static const struct fl_transport ofi = {.name = "ofi",
                                         .reach = FL_REACH_HOST | FL_REACH_REMOTE,
                                         .settings = ofi_tables,
                                         .open = ofi_open,
-                                        FL_CHANNEL_OPS};
+                                        FL_CHANNEL_OPS,
+                                        FL_CHANNEL_COUNTERS};
 #endif
 
 /* xdp: each rank in its host's network namespace (FLITNET_NS<rank>). */

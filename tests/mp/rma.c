@@ -32,8 +32,10 @@
  *  race      the others put in a loop while rank 0 unexports: once
  *            flit_rma_unexport returned, not one more byte lands (over
  *            libfabric: the importers, told by message, answered first).
- *  early     the others make 8-byte puts to rank 0, the last with a
- *            notification, and say by a file each that they returned;
+ *  early     the others make puts of 200 B to 12 KB, then 8-byte ones, to
+ *            rank 0, the last with a notification, and say by a file each
+ *            that they returned (over libfabric the larger ones are above
+ *            the inject size: copied into bounce buffers);
  *            with --fabric or --direct rank 0 makes no flit call until
  *            then (over libfabric the puts are posted to land later);
  *            once rank 0 polls every notification finds its sender's
@@ -73,6 +75,7 @@ enum kind {
     K_RACE,
     K_NOPOLL,
     K_EARLY,
+    K_STAGE, /* exported, used only as the local side of puts and gets */
     K_COUNT
 };
 #define GUARD 4096u
@@ -94,8 +97,8 @@ static struct {
 } g;
 
 static const char *const kind_name[K_COUNT] = {
-    "alloc",      "user",   "shared", "even",   "read-only",
-    "write-only", "revoke", "race",   "nopoll", "early",
+    "alloc",  "user", "shared", "even",  "read-only", "write-only",
+    "revoke", "race", "nopoll", "early", "stage",
 };
 
 static uint64_t seed_of(uint32_t from, uint64_t off, uint64_t len, int kind)
@@ -381,9 +384,20 @@ static void test_sizes(void)
     export_kind(K_USER, rlen, false, FL_RMA_ACCESS_ALL, NULL, 0);
     publish(K_ALLOC);
     publish(K_USER);
+    /* Half the sizes go from and into memory of a region this rank
+       exported and its predecessor imported (over libfabric registered at
+       that import, also for local access where the provider registers local
+       memory, FI_MR_LOCAL: no put or get from it registers again), the rest
+       from and into malloc memory. */
+    export_kind(K_STAGE, 2 * g.max + 32, true, FL_RMA_ACCESS_ALL, NULL, 0);
+    publish(K_STAGE);
     uint32_t to = (g.me + 1) % g.n;
+    flit_rma_remote_t *their_stage;
+    CHECK_OK(flit_rma_import(g.ep, flit_rank(to), learn(to, K_STAGE), &their_stage));
+    CHECK_OK(flit_barrier(g.ep)); /* every stage imported: registered */
     uint8_t *src = malloc(g.max + 16), *dst = malloc(g.max + 16);
     CHECK(src && dst);
+    uint8_t *stage_src = g.mem[K_STAGE], *stage_dst = g.mem[K_STAGE] + g.max + 16;
     uint64_t notes = 0;
     for (int kind = K_ALLOC; kind <= K_USER; kind++) {
         flit_rma_remote_t *r;
@@ -397,9 +411,10 @@ static void test_sizes(void)
             if (len > g.max)
                 continue;
             uint64_t off = ((i * 7919 + 1) % (rlen - len - 2)) | 1;
-            uint8_t *s = src + 1 + i % 8; /* odd source addresses */
+            bool staged = (i / 2) % 2;
+            uint8_t *s = (staged ? stage_src : src) + 1 + i % 8; /* odd addresses */
             put_one(r, kind, to, i, off, len, s, &notes);
-            get_one(r, i, off, len, s, dst + i % 5);
+            get_one(r, i, off, len, s, (staged ? stage_dst : dst) + i % 5);
         }
         CHECK_OK(flit_rma_flush(g.ep, flit_rank(to)));
         /* the address maps the bytes the gets read */
@@ -413,9 +428,11 @@ static void test_sizes(void)
     }
     free(src);
     free(dst);
+    CHECK_OK(flit_rma_release(their_stage));
     CHECK_OK(flit_barrier(g.ep));
     check_guards(K_ALLOC);
     check_guards(K_USER);
+    check_guards(K_STAGE);
 }
 
 /* ---- shared ---- */
@@ -785,6 +802,11 @@ static void test_nopoll(void)
 /* ---- early ---- */
 
 #define EARLY_PUTS 32u /* 8-byte puts by each importer, the last notifying */
+/* ... after puts of these sizes, above every provider's inject size but
+   the first two (udp;ofi_rxd injects 1256 bytes) */
+static const size_t early_sizes[] = {200, 1000, 4000, 12000};
+#define EARLY_MEDIUM (200 + 1000 + 4000 + 12000)
+#define EARLY_SLICE  (8 * EARLY_PUTS + EARLY_MEDIUM) /* an importer's bytes */
 
 /* The file an importer makes once its puts returned: told without flit.
    Named after rank 0's process, so that jobs side by side keep apart. */
@@ -803,7 +825,7 @@ static void early_fail(uint32_t k)
         early_path(path, sizeof path, j);
         unlink(path);
     }
-    FAIL("early: rank %u's 8-byte puts did not return while rank 0 made no flit call", k);
+    FAIL("early: rank %u's puts did not return while rank 0 made no flit call", k);
 }
 
 static uint64_t early_word(uint32_t k, uint32_t i)
@@ -814,8 +836,8 @@ static uint64_t early_word(uint32_t k, uint32_t i)
 static void test_early(void)
 {
     if (g.me == 0) {
-        export_kind(K_EARLY, 8 * EARLY_PUTS * g.n, true, FLIT_RMA_WRITE, NULL, 0);
-        memset(g.mem[K_EARLY], 0, 8 * EARLY_PUTS * g.n);
+        export_kind(K_EARLY, EARLY_SLICE * g.n, true, FLIT_RMA_WRITE, NULL, 0);
+        memset(g.mem[K_EARLY], 0, EARLY_SLICE * g.n);
         publish(K_EARLY);
     }
     uint64_t id = learn(0, K_EARLY);
@@ -847,19 +869,37 @@ static void test_early(void)
         }
         /* Each notification comes behind its sender's puts, all in place. */
         MP_WAIT(g.ep, g.early_notes == g.n - 1);
-        for (uint32_t k = 1; k < g.n; k++)
+        for (uint32_t k = 1; k < g.n; k++) {
+            const uint8_t *at = g.mem[K_EARLY] + k * EARLY_SLICE;
+            for (size_t j = 0; j < sizeof early_sizes / sizeof early_sizes[0]; j++) {
+                if (mp_pattern_check(at, early_sizes[j], seed_of(k, j, 0, K_EARLY)) !=
+                    early_sizes[j])
+                    FAIL("early: rank %u's put of %zu bytes is not in place when its "
+                         "notification runs",
+                         k, early_sizes[j]);
+                at += early_sizes[j];
+            }
             for (uint32_t i = 0; i < EARLY_PUTS; i++) {
                 uint64_t v;
-                memcpy(&v, g.mem[K_EARLY] + 8 * (k * EARLY_PUTS + i), 8);
+                memcpy(&v, at + 8 * i, 8);
                 if (v != early_word(k, i))
                     FAIL("early: rank %u's put %u is not in place when its "
                          "notification runs",
                          k, i);
             }
+        }
     } else {
+        uint64_t off = (uint64_t)g.me * EARLY_SLICE;
+        uint8_t buf[12000];
+        for (size_t j = 0; j < sizeof early_sizes / sizeof early_sizes[0]; j++) {
+            mp_pattern_fill(buf, early_sizes[j], seed_of(g.me, j, 0, K_EARLY));
+            CHECK_OK(flit_rma_put(r, off, buf, early_sizes[j], 0, NULL));
+            memset(buf, 0, early_sizes[j]); /* the put took its bytes */
+            off += early_sizes[j];
+        }
         for (uint32_t i = 0; i < EARLY_PUTS; i++) {
             uint64_t v = early_word(g.me, i);
-            CHECK_OK(flit_rma_put(r, 8 * (g.me * EARLY_PUTS + i), &v, 8,
+            CHECK_OK(flit_rma_put(r, off + 8 * i, &v, 8,
                                   i + 1 == EARLY_PUTS ? FLIT_RMA_NOTIFY : 0, NULL));
         }
         early_path(path, sizeof path, g.me);

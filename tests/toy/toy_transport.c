@@ -236,4 +236,5 @@ const struct fl_transport fl_tp_toy = {
     .settings = toy_tables,
     .open = toy_transport_open,
     FL_CHANNEL_OPS,
+    FL_CHANNEL_COUNTERS,
 };

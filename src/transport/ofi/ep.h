@@ -71,15 +71,25 @@ struct ofi_multi {
 struct ofi_rma {
     struct fi_context2 ctx;
     bool busy, done;
-    bool early;    /* a put that returned at once (FI_INJECT) */
+    bool early;    /* a put that returned at once (FI_INJECT, or bounced) */
     uint32_t rank; /* the peer, for an early put */
+    int bounce;    /* the bounce buffer it holds until it completes; -1 */
     int err;       /* an error completion's FI_* code; 0 */
 };
 
-/* Memory exposed to the peers (rma.c): a registration and its key. */
+/* Bounce buffers (rma.c): puts and gets of FLIT_OFI_BOUNCE_KB or less are
+   copied through one, registered once, where the program's memory would
+   have to be registered for the operation (FI_MR_LOCAL), and an early put
+   larger than the inject size keeps its bytes in one until it completes. */
+#define OFI_BOUNCE_BUFS 64
+
+/* Memory exposed to the peers (rma.c): a registration, its key, and the
+   bytes it covers (with FI_MR_LOCAL also registered for the endpoint's
+   own side of a put or get: kept for those until the region goes). */
 struct ofi_mr {
     uint64_t key;
     struct fid_mr *mr;
+    uintptr_t lo, hi;
 };
 
 struct ofi_peer {
@@ -107,7 +117,8 @@ struct fl_dgram {
     struct fid_ep *ep;
     struct fid_av *av;
     struct fid_cq *rxcq, *txcq;
-    struct fid_mr *rx_mr, *tx_mr; /* FI_MR_LOCAL only */
+    bool mr_local;                /* FI_MR_LOCAL, or FLIT_OFI_MR_LOCAL=1 */
+    struct fid_mr *rx_mr, *tx_mr; /* mr_local only */
     void *rx_desc, *tx_desc;
     int wait_fd;    /* the receive queue's FI_WAIT_FD, or -1 */
     int epfd;       /* what ->fd returns: wait_fd and kick */
@@ -135,11 +146,18 @@ struct fl_dgram {
     bool rma;
     bool said_mr;   /* a registration failed: said */
     size_t rma_max; /* the longest one fi_write / fi_read */
-    size_t early_max; /* the longest early put (the inject size); 0: none */
+    size_t early_max;  /* the longest put posted with FI_INJECT; 0: none */
+    bool early_bounce; /* early puts up to bounce_size through bounce buffers */
     uint64_t next_key;
     struct ofi_rma ops[OFI_RMA_SLOTS];
     struct ofi_mr *mrs; /* exposed memory, unordered */
     size_t nmrs, mrs_cap;
+    size_t bounce_size;       /* a bounce buffer's bytes (FLIT_OFI_BOUNCE_KB); 0: none */
+    uint8_t *bounce_mem;      /* OFI_BOUNCE_BUFS of them, at the first use */
+    struct fid_mr *bounce_mr; /* mr_local only */
+    void *bounce_desc;
+    uint8_t bounce_free[OFI_BOUNCE_BUFS];
+    unsigned nbounce_free;
     /* Receives completed while a put or get waited (fl_ofi_stash), handed
        up first by the next fl_ofi_recv. */
     struct fi_cq_data_entry stash[OFI_RX_BUFS];

@@ -27,6 +27,8 @@
 static char provider_name[FL_CONFIG_WORD];
 static int64_t multi_recv;
 static int64_t early_puts = 1;
+static int64_t mr_local;
+static int64_t bounce_bytes = 16 << 10;
 
 const struct fl_setting fl_ofi_settings[] = {
     {"FLIT_OFI_PROVIDER", FL_SET_TEXT, NULL, 0, 0, 0, NULL,
@@ -44,7 +46,19 @@ const struct fl_setting fl_ofi_settings[] = {
      "posted (FI_INJECT), its landing waited for by the next flush or a put "
      "with FLIT_RMA_REMOTE_DONE, where the provider keeps writes and reads "
      "after writes in order; 0: every put waits until its bytes are in place "
-     "at the owner (FI_DELIVERY_COMPLETE)"},
+     "at the owner (FI_DELIVERY_COMPLETE); puts larger than that and no larger "
+     "than FLIT_OFI_BOUNCE_KB return at once too, their bytes copied into a "
+     "bounce buffer"},
+    {"FLIT_OFI_BOUNCE_KB", FL_SET_KB, &bounce_bytes, 16, 0, 256, "KiB",
+     "puts and gets this size or smaller go through bounce buffers registered "
+     "once (64 of them): an early put larger than the inject size returns once "
+     "its bytes are copied, and where the provider asks for the program's memory "
+     "to be registered (FI_MR_LOCAL) none is registered for them; 0: none"},
+    {"FLIT_OFI_MR_LOCAL", FL_SET_BOOL, &mr_local, 0, 0, 1, NULL,
+     "1: register memory for the endpoint's own side of sends, receives, puts "
+     "and gets as a provider that asks for it (FI_MR_LOCAL: verbs, EFA, CXI) "
+     "has flit do, even where the provider does not ask: how the tests run that "
+     "path on tcp and udp; 0: only where the provider asks"},
     {NULL},
 };
 
@@ -159,7 +173,7 @@ int fl_ofi_reg(struct fl_dgram *d, const void *mem, size_t len, uint64_t access,
 static int reg_local(struct fl_dgram *d, void *mem, size_t len, uint64_t key,
                      struct fid_mr **mr, void **desc)
 {
-    if (!(d->info->domain_attr->mr_mode & FI_MR_LOCAL))
+    if (!d->mr_local)
         return 0;
     int ret = fl_ofi_reg(d, mem, len, FI_SEND | FI_RECV, key, mr);
     if (ret == 0)
@@ -321,8 +335,10 @@ static flit_status ofi_open(const struct fl_tp_open_args *a, struct fl_dgram **o
     d->wait_fd = d->kick = d->epfd = -1;
     d->peers = calloc(a->size, sizeof *d->peers);
     flit_status st = d->peers ? choose(d) : FLIT_ERR_NO_MEMORY;
-    if (st == FLIT_OK)
+    if (st == FLIT_OK) {
+        d->mr_local = mr_local || (d->info->domain_attr->mr_mode & FI_MR_LOCAL);
         st = open_ep(d);
+    }
     if (st == FLIT_OK)
         st = open_buffers(d);
     if (st != FLIT_OK) {
@@ -336,17 +352,21 @@ static flit_status ofi_open(const struct fl_tp_open_args *a, struct fl_dgram **o
         d->rma_max = (size_t)1 << 30;
     /* Early puts (rma.c) where later writes and reads keep behind them. */
     uint64_t order = FI_ORDER_WAW | FI_ORDER_RAW;
-    if (d->rma && early_puts && (d->info->tx_attr->msg_order & order) == order)
+    d->bounce_size = d->rma ? (size_t)bounce_bytes : 0;
+    if (d->rma && early_puts && (d->info->tx_attr->msg_order & order) == order) {
         d->early_max = d->info->tx_attr->inject_size;
+        d->early_bounce = d->bounce_size > d->early_max;
+    }
     if (d->rma && fl_random_bytes(&d->next_key, sizeof d->next_key) != 0)
         d->next_key = fl_now_ns() ^ (uint64_t)(uintptr_t)d;
     if (a->rank == 0 && a->ep_index == 0)
-        fl_info("ofi: provider %s, fabric %s, domain %s, %zu-byte datagrams%s, %s, %s",
+        fl_info("ofi: provider %s, fabric %s, domain %s, %zu-byte datagrams%s, %s, %s%s",
                 d->prov, d->info->fabric_attr->name, d->info->domain_attr->name,
                 d->payload, d->multi ? " into multi-receive buffers" : "",
                 d->polling ? "polled every ms" : "wait fd",
                 d->rma ? "puts and gets by fi_write / fi_read"
-                       : "puts and gets in packets");
+                       : "puts and gets in packets",
+                d->mr_local ? ", local memory registered (FI_MR_LOCAL)" : "");
     *out = d;
     return FLIT_OK;
 }
@@ -422,6 +442,9 @@ static void ofi_close(struct fl_dgram *d)
     close_fid(d->ep ? &d->ep->fid : NULL);
     close_fid(d->rx_mr ? &d->rx_mr->fid : NULL);
     close_fid(d->tx_mr ? &d->tx_mr->fid : NULL);
+    /* After the endpoint, as its memory below: an operation abandoned after
+       FLIT_PEER_TIMEOUT may use a bounce buffer until then. */
+    close_fid(d->bounce_mr ? &d->bounce_mr->fid : NULL);
     close_fid(d->rxcq ? &d->rxcq->fid : NULL);
     close_fid(d->txcq ? &d->txcq->fid : NULL);
     close_fid(d->av ? &d->av->fid : NULL);
@@ -435,6 +458,7 @@ static void ofi_close(struct fl_dgram *d)
         close(d->kick);
     free(d->rx_mem);
     free(d->tx_mem);
+    free(d->bounce_mem);
     free(d->unaligned);
     free(d->peers);
     free(d);

@@ -16,8 +16,17 @@
  *  - FI_MR_VIRT_ADDR: peers name the memory by its virtual address;
  *    otherwise by the offset in the registration (it starts at the region).
  *  - FI_MR_ENDPOINT: each registration is bound to the endpoint, enabled.
- *  - FI_MR_LOCAL: the program's side of an operation is registered too,
- *    for the length of the operation.
+ *  - FI_MR_LOCAL (or FLIT_OFI_MR_LOCAL=1): the endpoint's own side of an
+ *    operation needs a registration too. One of FLIT_OFI_BOUNCE_KB or less
+ *    is copied through a bounce buffer registered once; a larger one uses
+ *    the registration of an exposed region that holds it (registered for
+ *    local access too), else registers the program's memory for the
+ *    length of the operation. flit keeps no registration of the program's
+ *    memory past the operation: it cannot see that memory freed and mapped
+ *    again at the same address, and a registration kept past it would move
+ *    the old pages. Providers that register on a NIC (verbs, EFA) cache
+ *    registrations themselves, watching unmaps (libfabric's
+ *    FI_MR_CACHE_MONITOR).
  *
  * Ordering: a put is complete when its fi_write's completion is read, and
  * the provider was asked to keep sends after writes (FI_ORDER_SAW, at
@@ -28,7 +37,9 @@
  * keeps writes after writes and reads after writes in order: FI_ORDER_WAW,
  * FI_ORDER_RAW): a put of the provider's inject size or less is posted with
  * FI_INJECT (the provider copied the bytes: the caller may reuse them) and
- * FI_TRANSMIT_COMPLETE, and returns at once; the provider's own
+ * FI_TRANSMIT_COMPLETE, and returns at once; one larger, up to
+ * FLIT_OFI_BOUNCE_KB, is copied into a bounce buffer that it holds until
+ * its completion, and returns as well. The provider's own
  * acknowledgement of a delivery-complete write (a message back per put) is
  * not asked for. Its completion is counted off its peer's; ->settle waits
  * for the rest and says whether one failed, and the caller's flush proves
@@ -54,17 +65,36 @@
 #define SPIN_NS 200000u /* polled without pause; after, a nap between looks */
 #define NAP_NS  20000u
 
+/* A bounce buffer given back. */
+static void bounce_put_back(struct fl_dgram *d, int b)
+{
+    d->bounce_free[d->nbounce_free++] = (uint8_t)b;
+}
+
 void fl_ofi_rma_done(struct fl_dgram *d, struct ofi_rma *op, int err)
 {
     op->busy = false;
     op->done = true;
     op->err = err;
+    if (op->bounce >= 0) {
+        bounce_put_back(d, op->bounce);
+        op->bounce = -1;
+    }
     if (op->early) {
         struct ofi_peer *p = &d->peers[op->rank];
         p->early--;
         if (err && !p->early_err)
             p->early_err = err;
     }
+}
+
+/* An operation the provider never took: its slot and bounce buffer back. */
+static void not_posted(struct fl_dgram *d, struct ofi_rma *op)
+{
+    op->busy = false;
+    if (op->bounce >= 0)
+        bounce_put_back(d, op->bounce);
+    op->bounce = -1;
 }
 
 /* ---- keys and registrations ---- */
@@ -109,7 +139,10 @@ static flit_status rma_expose(struct fl_dgram *d, void *addr, size_t len, unsign
         d->mrs_cap = cap;
     }
     struct fid_mr *mr = NULL;
-    int ret = reg_keyed(d, addr, len, acc, &mr);
+    /* With FI_MR_LOCAL also for the endpoint's own puts from it and gets
+       into it: they then need no registration of their own. */
+    uint64_t local = d->mr_local ? FI_READ | FI_WRITE : 0;
+    int ret = reg_keyed(d, addr, len, acc | local, &mr);
     uint64_t key = ret == 0 ? fi_mr_key(mr) : 0;
     if (ret == 0 && key == FI_KEY_NOTAVAIL) {
         fi_close(&mr->fid);
@@ -124,7 +157,8 @@ static flit_status rma_expose(struct fl_dgram *d, void *addr, size_t len, unsign
         }
         return ret == -FI_ENOMEM ? FLIT_ERR_NO_MEMORY : FLIT_ERR_NOT_SUPPORTED;
     }
-    d->mrs[d->nmrs++] = (struct ofi_mr){.key = key, .mr = mr};
+    d->mrs[d->nmrs++] = (struct ofi_mr){
+        .key = key, .mr = mr, .lo = (uintptr_t)addr, .hi = (uintptr_t)addr + len};
     *key_out = key;
     *raddr_out =
         d->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR ? (uint64_t)(uintptr_t)addr : 0;
@@ -140,6 +174,66 @@ static void rma_unexpose(struct fl_dgram *d, uint64_t key)
             return;
         }
     }
+}
+
+/* The descriptor of a registration flit keeps (an exposed region's) that
+   holds [buf, buf + len); NULL where none does. */
+static void *kept_desc(struct fl_dgram *d, const uint8_t *buf, size_t len)
+{
+    uintptr_t lo = (uintptr_t)buf;
+    for (size_t i = 0; i < d->nmrs; i++)
+        if (d->mrs[i].lo <= lo && len <= d->mrs[i].hi - lo)
+            return fi_mr_desc(d->mrs[i].mr);
+    return NULL;
+}
+
+/* ---- bounce buffers ---- */
+
+/* The bounce buffers, made (and registered, with FI_MR_LOCAL) at their
+   first use: false where they cannot be (said once; none is used). */
+static bool bounce_ready(struct fl_dgram *d)
+{
+    if (d->bounce_mem)
+        return true;
+    if (!d->bounce_size)
+        return false;
+    size_t bytes = d->bounce_size * OFI_BOUNCE_BUFS;
+    d->bounce_mem = aligned_alloc(OFI_BUF_ALIGN, bytes);
+    int ret = d->bounce_mem ? 0 : -FI_ENOMEM;
+    if (ret == 0 && d->mr_local) {
+        ret = reg_keyed(d, d->bounce_mem, bytes, FI_READ | FI_WRITE, &d->bounce_mr);
+        d->bounce_desc = ret == 0 ? fi_mr_desc(d->bounce_mr) : NULL;
+    }
+    if (ret != 0) {
+        fl_info("ofi (%s): no bounce buffers (%s): small puts and gets use the "
+                "program's memory",
+                d->prov, fi_strerror(-ret));
+        free(d->bounce_mem);
+        d->bounce_mem = NULL;
+        d->bounce_size = 0;
+        d->early_bounce = false;
+        return false;
+    }
+    for (unsigned i = 0; i < OFI_BOUNCE_BUFS; i++)
+        d->bounce_free[i] = (uint8_t)(OFI_BOUNCE_BUFS - 1 - i);
+    d->nbounce_free = OFI_BOUNCE_BUFS;
+    return true;
+}
+
+/* A free bounce buffer, once completions were read; -1 when none is (every
+   one held by an early put still on its way: the caller goes without). */
+static int bounce_take(struct fl_dgram *d)
+{
+    if (!bounce_ready(d))
+        return -1;
+    if (!d->nbounce_free)
+        fl_ofi_reap(d);
+    return d->nbounce_free ? d->bounce_free[--d->nbounce_free] : -1;
+}
+
+static uint8_t *bounce_at(struct fl_dgram *d, int b)
+{
+    return d->bounce_mem + (size_t)b * d->bounce_size;
 }
 
 /* ---- puts and gets ---- */
@@ -188,7 +282,7 @@ static struct ofi_rma *take_slot(struct fl_dgram *d, uint64_t start)
     do {
         for (unsigned i = 0; i < OFI_RMA_SLOTS; i++) {
             if (!d->ops[i].busy) {
-                d->ops[i] = (struct ofi_rma){.busy = true};
+                d->ops[i] = (struct ofi_rma){.busy = true, .bounce = -1};
                 return &d->ops[i];
             }
         }
@@ -238,19 +332,26 @@ static flit_status early_room(struct fl_dgram *d, uint32_t rank)
 }
 
 /* One fi_write or fi_read of n bytes, posted and waited for; early: a
-   write of the provider's inject size or less, posted with FI_INJECT and
-   not waited for (settle). */
+   write posted and not waited for (settle), its bytes injected (FI_INJECT:
+   the inject size or less) or in bounce buffer b. Bounce buffer b (or -1)
+   is the operation's: back at once where it was not posted, else at its
+   completion (fl_ofi_rma_done), not before: one abandoned after
+   FLIT_PEER_TIMEOUT may still be read or written. */
 static flit_status one(struct fl_dgram *d, bool write, bool early, uint32_t rank,
                        fi_addr_t to, uint64_t key, uint64_t raddr, uint8_t *buf, size_t n,
-                       void *desc)
+                       void *desc, int b)
 {
     uint64_t start = fl_now_ns();
     struct ofi_rma *op = take_slot(d, start);
-    if (!op) /* every slot held that long: abandoned ones, dying peers' */
+    if (!op) { /* every slot held that long: abandoned ones, dying peers' */
+        if (b >= 0)
+            bounce_put_back(d, b);
         return FLIT_ERR_NOT_SUPPORTED;
+    }
+    op->bounce = b; /* given back when it completes, or below if not posted */
     uint64_t flags = FI_COMPLETION;
     if (early)
-        flags |= FI_INJECT | FI_TRANSMIT_COMPLETE;
+        flags |= FI_TRANSMIT_COMPLETE | (b < 0 ? FI_INJECT : 0);
     else if (write)
         flags |= FI_DELIVERY_COMPLETE;
     ssize_t ret;
@@ -268,18 +369,23 @@ static flit_status one(struct fl_dgram *d, bool write, bool early, uint32_t rank
         fl_ofi_reap(d); /* progress, for the next try */
         fl_ofi_stash(d);
         if (!pause_since(start)) {
-            op->busy = false; /* never posted */
+            not_posted(d, op);
             return FLIT_ERR_PEER_DOWN;
         }
     }
     if (ret != 0) {
-        op->busy = false;
+        not_posted(d, op);
         if (early) { /* the provider takes no such write: xfer waits for each */
-            d->early_max = 0;
-            fl_info("ofi (%s): a put posted to return at once (FI_INJECT, "
-                    "FI_TRANSMIT_COMPLETE) was refused: %s; every put waits for its "
-                    "landing",
-                    d->prov, fi_strerror((int)-ret));
+            if (b < 0)
+                d->early_max = 0;
+            else
+                d->early_bounce = false;
+            fl_info("ofi (%s): a put posted to return at once (%s) was refused: %s; "
+                    "such puts wait for their landing",
+                    d->prov,
+                    b < 0 ? "FI_INJECT, FI_TRANSMIT_COMPLETE"
+                          : "from a bounce buffer, FI_TRANSMIT_COMPLETE",
+                    fi_strerror((int)-ret));
             return FLIT_ERR_NOT_SUPPORTED;
         }
         return judge(d, rank, (int)-ret);
@@ -305,6 +411,51 @@ static flit_status one(struct fl_dgram *d, bool write, bool early, uint32_t rank
     }
 }
 
+/* A put that returns once posted: true when it was posted, or failed for
+   good (*st); false when it must wait for its landing like a larger one
+   (no bounce buffer free, or the provider refused the way). */
+static bool early_put(struct fl_dgram *d, uint32_t rank, fi_addr_t to, uint64_t key,
+                      uint64_t raddr, const uint8_t *buf, size_t len, flit_status *st)
+{
+    int b = -1;
+    if (len > d->early_max) {
+        if ((b = bounce_take(d)) < 0)
+            return false;
+        memcpy(bounce_at(d, b), buf, len);
+    }
+    *st = one(d, true, true, rank, to, key, raddr,
+              b < 0 ? (uint8_t *)(uintptr_t)buf : bounce_at(d, b), len,
+              b < 0 ? NULL : d->bounce_desc, b);
+    if (*st == FLIT_OK) {
+        FL_COUNT(d->counters->rma_early, 1);
+        FL_COUNT(d->counters->rma_bounced, b >= 0);
+        return true;
+    }
+    return *st != FLIT_ERR_NOT_SUPPORTED || (b < 0 ? d->early_max : d->early_bounce);
+}
+
+/* A put or get of FLIT_OFI_BOUNCE_KB or less through a bounce buffer,
+   where the program's memory would need a registration (FI_MR_LOCAL):
+   false when none is free. */
+static bool bounced(struct fl_dgram *d, bool write, uint32_t rank, fi_addr_t to,
+                    uint64_t key, uint64_t raddr, uint8_t *buf, size_t len,
+                    flit_status *st)
+{
+    int b = bounce_take(d);
+    if (b < 0)
+        return false;
+    uint8_t *at = bounce_at(d, b);
+    if (write)
+        memcpy(at, buf, len);
+    *st = one(d, write, false, rank, to, key, raddr, at, len, d->bounce_desc, b);
+    /* Given back at the completion, and untouched since: nothing takes a
+       bounce buffer in between. */
+    if (*st == FLIT_OK && !write)
+        memcpy(buf, at, len);
+    FL_COUNT(d->counters->rma_bounced, 1);
+    return true;
+}
+
 /* A put or get of len bytes in pieces the provider takes; early: a put
    that may return before it lands (transport.h). */
 static flit_status xfer(struct fl_dgram *d, bool write, bool early, uint32_t rank,
@@ -315,24 +466,28 @@ static flit_status xfer(struct fl_dgram *d, bool write, bool early, uint32_t ran
         return FLIT_ERR_NOT_SUPPORTED;
     if (len == 0)
         return FLIT_OK;
-    if (early && len <= d->early_max) {
-        flit_status st = early_room(d, rank);
-        if (st == FLIT_OK)
-            st = one(d, true, true, rank, to, key, raddr, buf, len, NULL);
-        if (st != FLIT_ERR_NOT_SUPPORTED || d->early_max)
+    flit_status st = FLIT_OK;
+    if (early && (len <= d->early_max || (d->early_bounce && len <= d->bounce_size))) {
+        if ((st = early_room(d, rank)) != FLIT_OK ||
+            early_put(d, rank, to, key, raddr, buf, len, &st))
             return st;
     }
+    if (d->mr_local && len <= d->bounce_size &&
+        bounced(d, write, rank, to, key, raddr, buf, len, &st))
+        return st;
     struct fid_mr *mr = NULL;
     void *desc = NULL;
-    if (d->info->domain_attr->mr_mode & FI_MR_LOCAL) {
+    if (d->mr_local && (desc = kept_desc(d, buf, len)) != NULL) {
+        FL_COUNT(d->counters->rma_kept, 1);
+    } else if (d->mr_local) {
         if (reg_keyed(d, buf, len, write ? FI_WRITE : FI_READ, &mr) != 0)
             return FLIT_ERR_NOT_SUPPORTED;
         desc = fi_mr_desc(mr);
+        FL_COUNT(d->counters->rma_registered, 1);
     }
-    flit_status st = FLIT_OK;
     for (size_t off = 0; off < len && st == FLIT_OK;) {
         size_t n = len - off < d->rma_max ? len - off : d->rma_max;
-        st = one(d, write, false, rank, to, key, raddr + off, buf + off, n, desc);
+        st = one(d, write, false, rank, to, key, raddr + off, buf + off, n, desc, -1);
         off += n;
     }
     if (mr)
