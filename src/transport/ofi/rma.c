@@ -24,9 +24,9 @@
  *    length of the operation. flit keeps no registration of the program's
  *    memory past the operation: it cannot see that memory freed and mapped
  *    again at the same address, and a registration kept past it would move
- *    the old pages. Providers that register on a NIC (verbs, EFA) cache
- *    registrations themselves, watching unmaps (libfabric's
- *    FI_MR_CACHE_MONITOR).
+ *    the old pages. A provider that registers on a NIC may cache
+ *    registrations itself, watching unmaps (verbs does: fi_verbs(7), and
+ *    fi_mr(3) on FI_MR_CACHE_MONITOR).
  *
  * Ordering: a put is complete when its fi_write's completion is read, and
  * the provider was asked to keep sends after writes (FI_ORDER_SAW, at
