@@ -13,7 +13,9 @@
 # and a blocking get of 8 B, by fi_write / fi_read; puts of 1 MiB,
 # 16 in flight, then a flush; bandwidth_long 64 KiB and 1 MiB; rate_short,
 # 8-byte short AMs streamed, beside bench/ofi_flood: libfabric's own
-# 8-byte messages streamed the same way, the floor), and flit-bench's rate
+# 8-byte messages streamed the same way, the floor; the put beside
+# ofi_flood --put-pingpong, libfabric's own 8-byte writes by turns, each
+# side watching its memory, the put's floor), and flit-bench's rate
 # and bandwidth again
 # with FLIT_OFI_MULTI_RECV=1 (receives into multi-receive buffers), its
 # ratio to the same round's figure without (the two runs swap order each
@@ -103,11 +105,13 @@ for prov in $providers; do
   fi
   floor=() floor1m=() lat=() bw64=() bw1m=() put=() putbw=() get=()
   latr=() putr=() putbwr=() rate=() mrate=() mbw64=() mrater=() mbw64r=()
-  rfloor=() rater=() note=() noter=()
+  rfloor=() rater=() note=() noter=() wfloor=() putwr=()
   for ((r = 0; r < runs; r++)); do
     f8=$(pingpong "$prov" 8 7)
     f1m=$(pingpong "$prov" 1048576 6)
     fr=$(timeout 120 "$flood" "$prov" 2>/dev/null | sed -n 's/.*: \([0-9.]*\) M\/s (median.*/\1/p')
+    fw=$(timeout 120 "$flood" "$prov" --put-pingpong --count 5120 2>/dev/null |
+      sed -n 's/.*one way: \([0-9.]*\) us (median.*/\1/p')
     m=$tmp/$prov.$r.multi.csv
     c=$tmp/$prov.$r.csv
     if ((r % 2)); then
@@ -128,6 +132,7 @@ for prov in $providers; do
     add floor "$f8"
     add floor1m "$f1m"
     add rfloor "$fr"
+    add wfloor "$fw"
     add lat "$l"
     add put "$p"
     add note "$pn"
@@ -142,6 +147,7 @@ for prov in $providers; do
     # buffers / without
     ratio latr "$l" "$f8"
     ratio putr "$p" "$f8"
+    ratio putwr "$p" "$fw"
     ratio noter "$pn" "$f8"
     ratio putbwr "$pb" "$f1m"
     ratio rater "$rt" "$fr"
@@ -155,6 +161,8 @@ for prov in $providers; do
   echo "    / fi_pingpong 8 B:               $(summary "${latr[@]}")"
   echo "  flit put 8 B visible at target, us: $(summary "${put[@]}")"
   echo "    / fi_pingpong 8 B:               $(summary "${putr[@]}")"
+  echo "  ofi_flood 8 B write ping-pong, us: $(summary "${wfloor[@]}")"
+  echo "    flit put 8 B / that:             $(summary "${putwr[@]}")"
   echo "  flit put 8 B with notification, us: $(summary "${note[@]}")"
   echo "    / fi_pingpong 8 B:               $(summary "${noter[@]}")"
   echo "  flit get 8 B, us:                  $(summary "${get[@]}")"

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ofi_flood: libfabric's own message rate, the floor beside flit's over
- * FLIT_TRANSPORT=ofi (bench/ofi_bench.sh, make bench-ofi).
+ * ofi_flood: libfabric's own message rate, and its own one-sided write
+ * ping-pong: the floors beside flit's over FLIT_TRANSPORT=ofi
+ * (bench/ofi_bench.sh, make bench-ofi).
  *
- *     ofi_flood PROVIDER [--size B] [--count N] [--reps R]
+ *     ofi_flood PROVIDER [--size B] [--count N] [--reps R] [--put-pingpong]
  *
  * Two processes (this one and a child) open an FI_EP_RDM endpoint each on
  * the provider and stream messages one way exactly as flit-bench streams
@@ -15,6 +16,14 @@
  * does not read its bytes (as flit's short AM handler reads only its
  * arguments). Names are exchanged over a socket pair; nothing touches the
  * network but the provider.
+ *
+ * --put-pingpong: instead, each side exposes 8 bytes (FI_REMOTE_WRITE) and
+ * the two write a sequence number into each other's by turns, as
+ * flit-bench's latency_put does with flit_rma_put: an fi_writemsg posted
+ * with FI_INJECT and FI_TRANSMIT_COMPLETE (as flit's puts of the inject
+ * size or less), the other side watching its memory while it reads its
+ * completion queues (which moves a software provider on). N round trips a
+ * run; the median run's one-way time is printed, in microseconds.
  */
 #include <errno.h>
 #include <rdma/fabric.h>
@@ -22,6 +31,8 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,6 +62,11 @@ struct side {
     fi_addr_t peer;
     uint8_t *mem; /* rx buffers, then one tx buffer */
     size_t buf;   /* bytes of one rx buffer */
+    /* --put-pingpong: the word peers write (its registration, key and
+       address as the peer names it) and the peer's. */
+    _Atomic uint64_t *flag;
+    struct fid_mr *flag_mr;
+    uint64_t their_key, their_addr;
     struct fi_context2 rx_ctx[RX_BUFS], tx_ctx[TX_SLOTS];
     unsigned tx_next, tx_out;
 };
@@ -69,14 +85,15 @@ static void check(const char *what, int ret)
         die(what, ret);
 }
 
-/* The provider's RDM endpoint with messages, or NULL. */
-static struct fi_info *find(const char *prov)
+/* The provider's RDM endpoint with messages (rma: and writes into exposed
+   memory), or NULL. */
+static struct fi_info *find(const char *prov, bool rma)
 {
     struct fi_info *hints = fi_allocinfo(), *info = NULL;
     if (!hints)
         die("fi_allocinfo", -FI_ENOMEM);
     hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_MSG;
+    hints->caps = FI_MSG | (rma ? FI_RMA | FI_WRITE | FI_REMOTE_WRITE : 0);
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->domain_attr->mr_mode =
         FI_MR_LOCAL | FI_MR_ENDPOINT | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
@@ -88,9 +105,10 @@ static struct fi_info *find(const char *prov)
     return info;
 }
 
-static void open_side(struct side *s, const char *prov, size_t size, unsigned nbufs)
+static void open_side(struct side *s, const char *prov, size_t size, unsigned nbufs,
+                      bool rma)
 {
-    if (!(s->info = find(prov)))
+    if (!(s->info = find(prov, rma)))
         die("fi_getinfo", -FI_ENODATA);
     check("fi_fabric", fi_fabric(s->info->fabric_attr, &s->fabric, NULL));
     check("fi_domain", fi_domain(s->fabric, s->info, &s->domain, NULL));
@@ -126,6 +144,9 @@ static void close_side(struct side *s)
     fi_close(&s->ep->fid);
     if (s->mr)
         fi_close(&s->mr->fid);
+    if (s->flag_mr)
+        fi_close(&s->flag_mr->fid);
+    free((void *)s->flag);
     fi_close(&s->rxcq->fid);
     fi_close(&s->txcq->fid);
     fi_close(&s->av->fid);
@@ -268,6 +289,85 @@ static uint64_t flood(struct side *s, size_t size, uint64_t n)
     return now_ns() - t0;
 }
 
+/* ---- --put-pingpong ---- */
+
+/* The word the peer writes, exposed; its key and address told to the peer
+   over fd, the peer's learned. */
+static void expose_flag(struct side *s, int fd)
+{
+    if (posix_memalign((void **)&s->flag, 64, 64) != 0)
+        die("posix_memalign", -FI_ENOMEM);
+    memset((void *)s->flag, 0, 64);
+    uint64_t mode = s->info->domain_attr->mr_mode;
+    /* FI_WRITE too: with FI_MR_LOCAL the source of our own writes (the
+       word after it) needs it */
+    check("fi_mr_reg (flag)", fi_mr_reg(s->domain, (void *)s->flag, 64,
+                                        FI_REMOTE_WRITE | FI_WRITE, 0, 2, 0, &s->flag_mr,
+                                        NULL));
+    if (mode & FI_MR_ENDPOINT) {
+        check("fi_mr_bind", fi_mr_bind(s->flag_mr, &s->ep->fid, 0));
+        check("fi_mr_enable", fi_mr_enable(s->flag_mr));
+    }
+    uint64_t mine[2] = {fi_mr_key(s->flag_mr),
+                        mode & FI_MR_VIRT_ADDR ? (uint64_t)(uintptr_t)s->flag : 0};
+    uint64_t theirs[2];
+    full_io(fd, mine, sizeof mine, true);
+    full_io(fd, theirs, sizeof theirs, false);
+    s->their_key = theirs[0];
+    s->their_addr = theirs[1];
+}
+
+/* seq into the peer's word: one write, injected, as flit's small puts. */
+static void write_seq(struct side *s, uint64_t seq)
+{
+    uint64_t *src = (uint64_t *)(uintptr_t)(s->flag + 1); /* registered with it */
+    *src = seq;
+    void *desc = fi_mr_desc(s->flag_mr);
+    struct iovec iov = {.iov_base = src, .iov_len = 8};
+    struct fi_rma_iov at = {.addr = s->their_addr, .len = 8, .key = s->their_key};
+    struct fi_msg_rma msg = {.msg_iov = &iov,
+                             .desc = &desc,
+                             .iov_count = 1,
+                             .addr = s->peer,
+                             .rma_iov = &at,
+                             .rma_iov_count = 1,
+                             .context = &s->tx_ctx[s->tx_next++ % TX_SLOTS]};
+    while (s->tx_out >= TX_SLOTS)
+        reap_tx(s);
+    ssize_t ret;
+    while ((ret = fi_writemsg(s->ep, &msg,
+                              FI_INJECT | FI_TRANSMIT_COMPLETE | FI_COMPLETION)) ==
+           -FI_EAGAIN)
+        reap_tx(s);
+    check("fi_writemsg", (int)ret);
+    s->tx_out++;
+}
+
+/* Until our word says seq, reading both completion queues meanwhile. */
+static void watch_seq(struct side *s, uint64_t seq)
+{
+    while (atomic_load_explicit(s->flag, memory_order_acquire) != seq) {
+        reap_tx(s);
+        take_rx(s);
+    }
+}
+
+/* n round trips, this side first (first) or second: the nanoseconds. */
+static uint64_t putpong(struct side *s, uint64_t n, bool first, uint64_t *seq)
+{
+    uint64_t t0 = now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        if (first) {
+            write_seq(s, ++*seq);
+            watch_seq(s, ++*seq);
+        } else {
+            watch_seq(s, ++*seq);
+            write_seq(s, ++*seq);
+        }
+    }
+    return now_ns() - t0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -277,10 +377,17 @@ static int cmp_u64(const void *a, const void *b)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: %s PROVIDER [--size B] [--count N] [--reps R]\n"
+            "usage: %s PROVIDER [--size B] [--count N] [--reps R] [--put-pingpong]\n"
             "  N a multiple of %u; R at most %d\n",
             prog, ACK_EVERY, MAX_REPS);
     exit(2);
+}
+
+/* The median of reps runs' nanoseconds (sorted). */
+static double median_ns(uint64_t *ns, int reps)
+{
+    qsort(ns, (size_t)reps, sizeof ns[0], cmp_u64);
+    return reps % 2 ? (double)ns[reps / 2] : (ns[reps / 2 - 1] + ns[reps / 2]) / 2.0;
 }
 
 int main(int argc, char **argv)
@@ -291,7 +398,13 @@ int main(int argc, char **argv)
     size_t size = 8;
     uint64_t count = 51200;
     int reps = 5;
+    bool pong = false;
     for (int i = 2; i < argc; i += 2) {
+        if (strcmp(argv[i], "--put-pingpong") == 0) {
+            pong = true;
+            i--;
+            continue;
+        }
         if (i + 1 >= argc)
             usage();
         char *end;
@@ -307,12 +420,14 @@ int main(int argc, char **argv)
         else
             usage();
     }
-    struct fi_info *probe = find(prov);
+    if (pong && size != 8)
+        usage(); /* the ping-pong writes one 8-byte word */
+    struct fi_info *probe = find(prov, pong);
     if (!probe) {
-        fprintf(
-            stderr,
-            "%s: no provider '%s' offers FI_EP_RDM with FI_MSG here (fi_info -p %s)\n",
-            prog, prov, prov);
+        fprintf(stderr,
+                "%s: no provider '%s' offers FI_EP_RDM with FI_MSG%s here (fi_info -p "
+                "%s)\n",
+                prog, prov, pong ? " and FI_RMA" : "", prov);
         return 1;
     }
     fi_freeinfo(probe);
@@ -329,33 +444,50 @@ int main(int argc, char **argv)
     }
     alarm(120); /* neither side waits for ever */
     struct side s = {0};
+    uint64_t seq = 0;
     if (child == 0) {
         close(sv[0]);
-        open_side(&s, prov, size, RX_BUFS);
+        open_side(&s, prov, size, RX_BUFS, pong);
         for (unsigned i = 0; i < RX_BUFS; i++)
             post_rx(&s, i);
         exchange(&s, sv[1]);
+        if (pong)
+            expose_flag(&s, sv[1]);
         /* warm-up run, then reps; each run's buffers are posted before
            the sender is told to go */
         char go = 1;
         full_io(sv[1], &go, 1, true);
-        receive(&s, warm, 1);
-        receive(&s, count, reps);
+        if (pong) {
+            putpong(&s, warm + count * (uint64_t)reps, false, &seq);
+        } else {
+            receive(&s, warm, 1);
+            receive(&s, count, reps);
+        }
+        while (s.tx_out)
+            reap_tx(&s);
         full_io(sv[1], &go, 1, false); /* the sender is done with us */
         close_side(&s);
         _exit(0);
     }
     close(sv[1]);
-    open_side(&s, prov, size < 8 ? 8 : size, ACK_BUFS);
+    open_side(&s, prov, size < 8 ? 8 : size, ACK_BUFS, pong);
     for (unsigned i = 0; i < ACK_BUFS; i++)
         post_rx(&s, i);
     exchange(&s, sv[0]);
+    if (pong)
+        expose_flag(&s, sv[0]);
     char go;
     full_io(sv[0], &go, 1, false);
-    flood(&s, size, warm);
     uint64_t ns[MAX_REPS];
-    for (int r = 0; r < reps; r++)
-        ns[r] = flood(&s, size, count);
+    if (pong) {
+        putpong(&s, warm, true, &seq);
+        for (int r = 0; r < reps; r++)
+            ns[r] = putpong(&s, count, true, &seq);
+    } else {
+        flood(&s, size, warm);
+        for (int r = 0; r < reps; r++)
+            ns[r] = flood(&s, size, count);
+    }
     while (s.tx_out)
         reap_tx(&s);
     full_io(sv[0], &go, 1, true);
@@ -365,15 +497,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: the receiving process failed\n", prog);
         return 1;
     }
-    qsort(ns, (size_t)reps, sizeof ns[0], cmp_u64);
-    double med =
-        reps % 2 ? (double)ns[reps / 2] : (ns[reps / 2 - 1] + ns[reps / 2]) / 2.0;
-    printf("%s: %s, %zu B messages, %u in flight, acknowledged every %u: "
-           "%.3f M/s (median of %d runs of %llu; min %.3f, max %.3f)\n",
-           prog, s.info->fabric_attr->prov_name, size, WINDOW, ACK_EVERY,
-           (double)count * 1e3 / med, reps, (unsigned long long)count,
-           (double)count * 1e3 / (double)ns[reps - 1],
-           (double)count * 1e3 / (double)ns[0]);
+    double med = median_ns(ns, reps);
+    if (pong)
+        printf("%s: %s, 8 B writes ping-pong (FI_INJECT, FI_TRANSMIT_COMPLETE), one "
+               "way: %.3f us (median of %d runs of %llu round trips; min %.3f, max "
+               "%.3f)\n",
+               prog, s.info->fabric_attr->prov_name, med / (2e3 * (double)count), reps,
+               (unsigned long long)count, (double)ns[0] / (2e3 * (double)count),
+               (double)ns[reps - 1] / (2e3 * (double)count));
+    else
+        printf("%s: %s, %zu B messages, %u in flight, acknowledged every %u: "
+               "%.3f M/s (median of %d runs of %llu; min %.3f, max %.3f)\n",
+               prog, s.info->fabric_attr->prov_name, size, WINDOW, ACK_EVERY,
+               (double)count * 1e3 / med, reps, (unsigned long long)count,
+               (double)count * 1e3 / (double)ns[reps - 1],
+               (double)count * 1e3 / (double)ns[0]);
     close_side(&s);
     return 0;
 }
