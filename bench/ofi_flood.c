@@ -301,9 +301,9 @@ static void expose_flag(struct side *s, int fd)
     uint64_t mode = s->info->domain_attr->mr_mode;
     /* FI_WRITE too: with FI_MR_LOCAL the source of our own writes (the
        word after it) needs it */
-    check("fi_mr_reg (flag)", fi_mr_reg(s->domain, (void *)s->flag, 64,
-                                        FI_REMOTE_WRITE | FI_WRITE, 0, 2, 0, &s->flag_mr,
-                                        NULL));
+    check("fi_mr_reg (flag)",
+          fi_mr_reg(s->domain, (void *)s->flag, 64, FI_REMOTE_WRITE | FI_WRITE, 0, 2, 0,
+                    &s->flag_mr, NULL));
     if (mode & FI_MR_ENDPOINT) {
         check("fi_mr_bind", fi_mr_bind(s->flag_mr, &s->ep->fid, 0));
         check("fi_mr_enable", fi_mr_enable(s->flag_mr));
