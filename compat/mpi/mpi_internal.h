@@ -300,6 +300,17 @@ int mp_type_ok(MPI_Datatype t);                /* predefined or committed */
 int mp_type_live(MPI_Datatype t);              /* predefined or not freed */
 int mp_type_contig(MPI_Datatype t, int count); /* count elements lie in one run */
 size_t mp_type_bytes(MPI_Datatype t, int count);
+/* The true bounds of count elements, [*lo, *hi) from the buffer (0, 0 when
+   empty); 0 when they overflow. */
+int mp_type_span(MPI_Datatype t, int count, MPI_Aint *lo, MPI_Aint *hi);
+/* The runs of bytes count elements cover, in the order mp_pack packs
+   them, each run as long as the bytes are adjacent: start from
+   (mp_runs){0}; 0 when there are no more. */
+typedef struct mp_runs {
+    int i;    /* the element */
+    size_t b; /* its block */
+} mp_runs;
+int mp_type_run(MPI_Datatype t, int count, mp_runs *it, MPI_Aint *disp, size_t *len);
 void mp_pack(const void *buf, int count, MPI_Datatype t, void *out);
 /* Unpacks bytes (at most count elements, possibly a partial one). */
 void mp_unpack(const void *in, size_t bytes, void *buf, int count, MPI_Datatype t);

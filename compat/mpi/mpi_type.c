@@ -208,6 +208,43 @@ size_t mp_type_bytes(MPI_Datatype t, int count)
     return count <= 0 ? 0 : t->size * (size_t)count;
 }
 
+int mp_type_span(MPI_Datatype t, int count, MPI_Aint *lo, MPI_Aint *hi)
+{
+    *lo = *hi = 0;
+    if (count <= 0 || t->size == 0)
+        return 1;
+    MPI_Aint step, last;
+    if (__builtin_mul_overflow((MPI_Aint)(count - 1), t->extent, &step))
+        return 0;
+    if (__builtin_add_overflow(t->tlb, step < 0 ? step : 0, lo) ||
+        __builtin_add_overflow(t->tub, step > 0 ? step : 0, &last))
+        return 0;
+    *hi = last;
+    return 1;
+}
+
+int mp_type_run(MPI_Datatype t, int count, mp_runs *it, MPI_Aint *disp, size_t *len)
+{
+    MPI_Aint d = 0;
+    size_t n = 0;
+    while (it->i < count) {
+        const mp_block *b = &t->blocks[it->b];
+        MPI_Aint at = (MPI_Aint)it->i * t->extent + b->disp;
+        if (n > 0 && b->len > 0 && at != d + (MPI_Aint)n)
+            break; /* a gap, or a step back: the next run */
+        if (n == 0)
+            d = at;
+        n += b->len;
+        if (++it->b == t->nblocks) {
+            it->b = 0;
+            it->i++;
+        }
+    }
+    *disp = d;
+    *len = n;
+    return n > 0;
+}
+
 /* Both ways, count elements of a contiguous type are one run of bytes,
    one memcpy (an element at a time, a char's costs a call per byte). */
 void mp_pack(const void *buf, int count, MPI_Datatype t, void *out)

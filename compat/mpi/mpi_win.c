@@ -8,7 +8,8 @@
  * member imports from every other at creation, over a duplicate of the
  * communicator (whose collectives are the window's own). MPI_Put and MPI_Get
  * are flit_rma_put / flit_rma_get of the bytes, straight from and into the
- * program's buffer when its type is contiguous; the target's type must be.
+ * program's buffer when its type is contiguous (else packed), one per run
+ * of adjacent bytes of the target's type.
  *
  * Accumulates (MPI_Accumulate, MPI_Get_accumulate, MPI_Fetch_and_op,
  * MPI_Compare_and_swap) are executed by the target, in the handler of an

@@ -32,23 +32,26 @@ static int target_check(MPI_Win w, int rank, int *skip)
     return MPI_SUCCESS;
 }
 
-/* The byte offset of count elements of t at disp in rank's window: checks
-   that they lie inside it. */
+/* The byte offset in rank's window of count elements of t at disp, from
+   which their type's displacements count: checks that every byte of them
+   lies inside the window. */
 static int target_span(MPI_Win w, int rank, MPI_Aint disp, int count, MPI_Datatype t,
                        uint64_t *off)
 {
     if (disp < 0)
         return MPI_ERR_DISP;
     struct mp_win_peer *p = &w->peer[rank];
-    size_t bytes = mp_type_bytes(t, count);
-    uint64_t first = count > 0 ? (uint64_t)t->blocks[0].disp : 0;
+    MPI_Aint lo, hi;
+    if (!mp_type_span(t, count, &lo, &hi))
+        return MPI_ERR_TYPE;
     if ((uint64_t)disp > UINT64_MAX / 2 / (uint64_t)p->disp_unit)
         return MPI_ERR_DISP;
     uint64_t o = (uint64_t)disp * (uint64_t)p->disp_unit;
-    if (count > 0 && t->blocks[0].disp < 0 && (uint64_t)-t->blocks[0].disp > o)
+    if (lo < 0 && (uint64_t)-lo > o)
         return MPI_ERR_DISP;
-    o += first;
-    if (!w->dynamic && (o > p->size || bytes > p->size - o))
+    uint64_t first = lo < 0 ? o - (uint64_t)-lo : o + (uint64_t)lo;
+    uint64_t bytes = (uint64_t)(hi - lo);
+    if (!w->dynamic && (first > p->size || bytes > p->size - first))
         return MPI_ERR_DISP; /* a dynamic window's target checks */
     *off = o;
     return MPI_SUCCESS;
@@ -64,14 +67,35 @@ static int types_check(const void *buf, int count, MPI_Datatype t, int tcount,
         return MPI_ERR_TYPE;
     if (count > 0 && !buf)
         return MPI_ERR_BUFFER;
-    /* the target's elements must be one run of bytes; both sides the
-       same number of bytes */
-    if (!mp_type_contig(tt, tcount) ||
-        mp_type_bytes(t, count) != mp_type_bytes(tt, tcount))
-        return MPI_ERR_TYPE;
+    if (mp_type_bytes(t, count) != mp_type_bytes(tt, tcount))
+        return MPI_ERR_TYPE; /* both sides the same number of bytes */
     return MPI_SUCCESS;
 }
 
+/* One run of bytes to or from byte offset off of rank's window. */
+static int put_get_run(int get, MPI_Win w, int rank, uint64_t off, unsigned char *data,
+                       size_t bytes)
+{
+    flit_status st = FLIT_OK;
+    for (int tries = 0; tries < 2; tries++) {
+        flit_rma_remote_t *r = w->peer[rank].remote;
+        uint64_t roff = off;
+        int rc;
+        if (w->dynamic &&
+            (rc = mp_win_dyn_find(w, rank, off, bytes, &r, &roff)) != MPI_SUCCESS)
+            return rc;
+        st = get ? flit_rma_get(r, roff, data, bytes, 0, NULL)
+                 : flit_rma_put(r, roff, data, bytes, 0, NULL);
+        if (st != FLIT_ERR_REVOKED || !w->dynamic)
+            break;
+        mp_win_dyn_forget(w, rank, r); /* detached meanwhile: ask the target again */
+    }
+    return st == FLIT_OK ? MPI_SUCCESS : mp_class_of(st);
+}
+
+/* The origin's bytes in packed order (the program's buffer itself when its
+   type is contiguous), moved run by run of the target's type: a strided or
+   indexed target type is one put or get per run of adjacent bytes. */
 static int put_get(int get, void *buf, int count, MPI_Datatype t, int rank, MPI_Aint disp,
                    int tcount, MPI_Datatype tt, MPI_Win w)
 {
@@ -93,27 +117,19 @@ static int put_get(int get, void *buf, int count, MPI_Datatype t, int rank, MPI_
         return MPI_ERR_NO_MEM;
     if (!contig && !get)
         mp_pack(buf, count, t, data);
-    flit_status st = FLIT_OK;
-    for (int tries = 0; tries < 2; tries++) {
-        flit_rma_remote_t *r = w->peer[rank].remote;
-        uint64_t roff = off;
-        if (w->dynamic &&
-            (rc = mp_win_dyn_find(w, rank, off, bytes, &r, &roff)) != MPI_SUCCESS)
-            break;
-        st = get ? flit_rma_get(r, roff, data, bytes, 0, NULL)
-                 : flit_rma_put(r, roff, data, bytes, 0, NULL);
-        if (st != FLIT_ERR_REVOKED || !w->dynamic)
-            break;
-        mp_win_dyn_forget(w, rank, r); /* detached meanwhile: ask the target again */
+    mp_runs it = {0};
+    MPI_Aint at;
+    size_t len, done = 0;
+    while (!rc && mp_type_run(tt, tcount, &it, &at, &len)) {
+        rc = put_get_run(get, w, rank, (uint64_t)((int64_t)off + at), data + done, len);
+        done += len;
     }
     if (!contig) {
-        if (get && st == FLIT_OK)
+        if (get && !rc)
             mp_unpack(data, bytes, buf, count, t);
         free(data);
     }
-    if (rc)
-        return rc;
-    return st == FLIT_OK ? MPI_SUCCESS : mp_class_of(st);
+    return rc;
 }
 
 int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
@@ -147,18 +163,30 @@ int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                       "MPI_Get");
 }
 
-/* An accumulate's operands: the target's type predefined, the origin's and
-   the result's of the same basic (or pair) type. */
+/* The predefined type an accumulate's target type is made of: itself when
+   predefined, else the one basic type of a derived type, else NULL (MPI:
+   every basic component of the target's type is the same predefined
+   type). */
+static MPI_Datatype acc_elem(MPI_Datatype tt)
+{
+    if (!mp_type_ok(tt))
+        return NULL;
+    return mp_type_predef(tt->predefined ? mp_type_code(tt) : tt->basic);
+}
+
+/* An accumulate's operands: the target's type made of one predefined type,
+   the origin's (or the result's) that type, or made of its basic type, or
+   the target's own. */
 static int acc_types(MPI_Datatype tt, MPI_Datatype t, int count, MPI_Op op)
 {
-    int code = mp_type_code(tt);
-    if (code < 0 || (count > 0 && !mp_type_ok(t)))
+    MPI_Datatype et = acc_elem(tt);
+    if (!et || (count > 0 && !mp_type_ok(t)))
         return MPI_ERR_TYPE;
-    if (count > 0 && t != tt && (tt->basic < 0 || t->basic != tt->basic))
+    if (count > 0 && t != tt && t != et && (et->basic < 0 || t->basic != et->basic))
         return MPI_ERR_TYPE;
     if (!op || op->refs <= 0 || op->fn)
         return MPI_ERR_OP;
-    if (op->id != OP_REPLACE && op->id != OP_NO_OP && mp_op_ok(op, tt) != MPI_SUCCESS)
+    if (op->id != OP_REPLACE && op->id != OP_NO_OP && mp_op_ok(op, et) != MPI_SUCCESS)
         return MPI_ERR_OP;
     return MPI_SUCCESS;
 }
@@ -167,14 +195,14 @@ static int acc_types(MPI_Datatype tt, MPI_Datatype t, int count, MPI_Op op)
    packed operands in (NULL: none) and, fetching, the old elements into
    out, in messages of at most ACC_MAX_BYTES; a plain accumulate's verdict
    is counted as pending, for the next synchronisation. */
-static int acc_send(MPI_Win w, int rank, uint64_t off, int tcount, MPI_Datatype tt,
+static int acc_send(MPI_Win w, int rank, uint64_t off, size_t tcount, MPI_Datatype tt,
                     MPI_Op op, const unsigned char *in, unsigned char *out, int fetch)
 {
     size_t esize = tt->size, per = ACC_MAX_BYTES / esize;
     int world = w->comm->world[rank];
     int rc = MPI_SUCCESS;
-    for (size_t done = 0; !rc && done < (size_t)tcount;) {
-        size_t n = (size_t)tcount - done < per ? (size_t)tcount - done : per;
+    for (size_t done = 0; !rc && done < tcount;) {
+        size_t n = tcount - done < per ? tcount - done : per;
         uint64_t o = off + done * esize;
         uint32_t args[A_NARGS] = {
             [A_KIND] = fetch ? K_GACC : K_ACC,     [A_OFF_LO] = (uint32_t)o,
@@ -215,8 +243,9 @@ static int accumulate_call(const void *obuf, int ocount, MPI_Datatype ot, void *
         rc = acc_types(tt, rt, rcount, MPI_NO_OP);
     if (rc)
         return rc;
-    if (!mp_type_contig(tt, tcount))
-        return MPI_ERR_TYPE; /* a pair type with a hole in it */
+    MPI_Datatype et = acc_elem(tt);
+    if (et->pair >= 0 && !mp_type_contig(tt, tcount))
+        return MPI_ERR_TYPE; /* pairs with holes between them */
     size_t tbytes = mp_type_bytes(tt, tcount);
     if ((!noop && mp_type_bytes(ot, ocount) != tbytes) ||
         (fetch && mp_type_bytes(rt, rcount) != tbytes))
@@ -240,7 +269,20 @@ static int accumulate_call(const void *obuf, int ocount, MPI_Datatype ot, void *
     }
     if (in)
         mp_pack(obuf, ocount, ot, in);
-    rc = acc_send(w, rank, off, tcount, tt, op, in, out, fetch);
+    /* run by run of the target's type, each whole elements of et: the
+       target applies each run at once, so every element is atomic */
+    mp_runs it = {0};
+    MPI_Aint at;
+    size_t len, done = 0;
+    while (!rc && mp_type_run(tt, tcount, &it, &at, &len)) {
+        if (len % et->size) {
+            rc = MPI_ERR_TYPE;
+            break;
+        }
+        rc = acc_send(w, rank, (uint64_t)((int64_t)off + at), len / et->size, et, op,
+                      in ? in + done : NULL, out ? out + done : NULL, fetch);
+        done += len;
+    }
     if (!rc && fetch)
         mp_unpack(out, tbytes, rbuf, rcount, rt);
     free(in);
@@ -293,10 +335,11 @@ int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype da
     MP_CHECK_INIT("MPI_Fetch_and_op");
     if (!mp_win_ok(win))
         return mp_err(MPI_COMM_NULL, MPI_ERR_WIN, "MPI_Fetch_and_op");
-    return mp_win_err(win,
-                      accumulate_call(origin_addr, 1, datatype, result_addr, 1, datatype,
-                                      target_rank, target_disp, 1, datatype, op, win, 1),
-                      "MPI_Fetch_and_op");
+    int rc = mp_type_ok(datatype) && datatype->predefined ? MPI_SUCCESS : MPI_ERR_TYPE;
+    if (!rc)
+        rc = accumulate_call(origin_addr, 1, datatype, result_addr, 1, datatype,
+                             target_rank, target_disp, 1, datatype, op, win, 1);
+    return mp_win_err(win, rc, "MPI_Fetch_and_op");
 }
 
 static int cas(const void *obuf, const void *cbuf, void *rbuf, MPI_Datatype t, int rank,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One-sided communication on 1 to 4 ranks: put and get with fence (zero
- * counts, MPI_PROC_NULL, disp_unit, a derived origin type), every
+ * counts, MPI_PROC_NULL, disp_unit, a derived origin type), derived
+ * target types (vector, indexed, reaching before the displacement) for
+ * puts, gets and accumulates, every
  * accumulate op from all ranks at once to one place (the exact sum proves
  * atomicity), get-accumulate, fetch-and-op (every fetched value distinct),
  * compare-and-swap (one winner), complex and MPI_Count accumulates,
@@ -462,6 +464,108 @@ static void user_sum(void *in, void *io, int *len, MPI_Datatype *t)
 }
 
 /* Bad arguments: error classes, with MPI_ERRORS_RETURN on the window. */
+/* Derived target types: puts and gets through a vector, an indexed type
+   whose blocks go backwards and a type reaching before its displacement
+   (holes untouched); accumulates and get-accumulates through vectors,
+   from every rank at once (exact sums: each element atomic). */
+static void target_types(void)
+{
+    int *base;
+    MPI_Win w;
+    OK(MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                        &base, &w));
+    for (int i = 0; i < N; i++)
+        base[i] = -1;
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    MPI_Datatype vec, ind, back;
+    OK(MPI_Type_vector(8, 1, 3, MPI_INT, &vec)); /* ints 0, 3, ... 21 */
+    OK(MPI_Type_commit(&vec));
+    int blens[3] = {2, 3, 1}, disps[3] = {40, 30, 50};
+    OK(MPI_Type_indexed(3, blens, disps, MPI_INT, &ind));
+    OK(MPI_Type_commit(&ind));
+    int blen = 2;
+    MPI_Aint before = -2 * (MPI_Aint)sizeof(int);
+    OK(MPI_Type_create_hindexed(1, &blen, &before, MPI_INT, &back));
+    OK(MPI_Type_commit(&back));
+    int src[8], got[8];
+    for (int i = 0; i < 8; i++)
+        src[i] = 100 * rank + i;
+    OK(MPI_Win_fence(0, w));
+    OK(MPI_Put(src, 8, MPI_INT, next, 1, 1, vec, w));
+    OK(MPI_Put(src, 6, MPI_INT, next, 0, 1, ind, w));
+    OK(MPI_Put(src + 6, 2, MPI_INT, next, 60, 1, back, w)); /* ints 58, 59 */
+    OK(MPI_Win_fence(0, w));
+    for (int i = 0; i < 8; i++)
+        CHECK(base[1 + 3 * i] == 100 * prev + i);
+    CHECK(base[2] == -1 && base[3] == -1 && base[23] == -1 && base[0] == -1);
+    CHECK(base[40] == 100 * prev && base[41] == 100 * prev + 1);
+    CHECK(base[30] == 100 * prev + 2 && base[32] == 100 * prev + 4);
+    CHECK(base[50] == 100 * prev + 5 && base[42] == -1 && base[33] == -1);
+    CHECK(base[58] == 100 * prev + 6 && base[59] == 100 * prev + 7 && base[60] == -1);
+    memset(got, 0, sizeof got);
+    OK(MPI_Get(got, 8, MPI_INT, next, 1, 1, vec, w));
+    OK(MPI_Win_fence(0, w));
+    for (int i = 0; i < 8; i++)
+        CHECK(got[i] == src[i]);
+    memset(got, 0, sizeof got);
+    OK(MPI_Get(got, 6, MPI_INT, next, 0, 1, ind, w));
+    OK(MPI_Get(got + 6, 2, MPI_INT, next, 60, 1, back, w));
+    OK(MPI_Win_fence(0, w));
+    for (int i = 0; i < 8; i++)
+        CHECK(got[i] == src[i]);
+    OK(MPI_Type_free(&vec));
+    OK(MPI_Type_free(&ind));
+    OK(MPI_Type_free(&back));
+
+    /* every rank adds 1..16 into rank 0's even ints, 20 times; a vector
+       of pairs of ints for the get-accumulate */
+    enum { ITER = 20 };
+    for (int i = 0; i < N; i++)
+        base[i] = 7;
+    MPI_Datatype evens, pairs;
+    OK(MPI_Type_vector(16, 1, 2, MPI_INT, &evens));
+    OK(MPI_Type_commit(&evens));
+    OK(MPI_Type_vector(4, 2, 4, MPI_INT, &pairs)); /* ints 0 1, 4 5, 8 9, 12 13 */
+    OK(MPI_Type_commit(&pairs));
+    int add[16], old[16];
+    for (int i = 0; i < 16; i++)
+        add[i] = i + 1;
+    OK(MPI_Win_fence(0, w));
+    for (int k = 0; k < ITER; k++)
+        OK(MPI_Accumulate(add, 16, MPI_INT, 0, 0, 1, evens, MPI_SUM, w));
+    OK(MPI_Win_fence(0, w));
+    if (rank == 0)
+        for (int i = 0; i < 32; i++)
+            CHECK(base[i] == (i % 2 ? 7 : 7 + ITER * size * (i / 2 + 1)));
+    OK(MPI_Win_fence(0, w));
+    memset(old, 0, sizeof old);
+    OK(MPI_Get_accumulate(NULL, 0, MPI_INT, old, 16, MPI_INT, 0, 0, 1, evens, MPI_NO_OP,
+                          w));
+    OK(MPI_Win_fence(0, w));
+    for (int i = 0; i < 16; i++)
+        CHECK(old[i] == 7 + ITER * size * (i + 1));
+    /* rank r swaps its marks into ints 32.. in turn, by a vector of pairs:
+       each sees the marks of the rank before it */
+    for (int r = 0; r < size; r++) {
+        int mark[8];
+        for (int i = 0; i < 8; i++)
+            mark[i] = 1000 * (r + 1) + i;
+        if (rank == r)
+            OK(MPI_Get_accumulate(mark, 8, MPI_INT, old, 8, MPI_INT, 0, 32, 1, pairs,
+                                  MPI_REPLACE, w));
+        OK(MPI_Win_fence(0, w));
+        if (rank == r)
+            for (int i = 0; i < 8; i++)
+                CHECK(old[i] == (r == 0 ? 7 : 1000 * r + i));
+    }
+    if (rank == 0)
+        CHECK(base[32] == 1000 * size && base[33] == 1000 * size + 1 && base[34] == 7 &&
+              base[45] == 1000 * size + 7 && base[46] == 7);
+    OK(MPI_Type_free(&evens));
+    OK(MPI_Type_free(&pairs));
+    OK(MPI_Win_free(&w));
+}
+
 static void errors(void)
 {
     int *base;
@@ -490,11 +594,38 @@ static void errors(void)
     CHECK(MPI_Put(&v, -1, MPI_INT, 0, 0, -1, MPI_INT, w) == MPI_ERR_COUNT);
     CHECK(MPI_Put(&v, 1, MPI_INT, 0, 0, 1, MPI_DATATYPE_NULL, w) == MPI_ERR_TYPE);
     CHECK(MPI_Put(&v, 1, MPI_INT, 0, 0, 1, MPI_LONG, w) == MPI_ERR_TYPE);
-    MPI_Datatype vec;
-    OK(MPI_Type_vector(2, 1, 2, MPI_INT, &vec));
+    /* a target type whose holes reach past the window, or before it */
+    int three[3] = {1, 2, 3};
+    MPI_Datatype vec, back, mixed, one_int;
+    OK(MPI_Type_vector(3, 1, 2, MPI_INT, &vec));
     OK(MPI_Type_commit(&vec));
-    CHECK(MPI_Put(&v, 2, MPI_INT, 0, 0, 1, vec, w) == MPI_ERR_TYPE);
+    CHECK(MPI_Put(three, 3, MPI_INT, 0, 0, 1, vec, w) == MPI_ERR_DISP);
+    CHECK(MPI_Get(three, 3, MPI_INT, 0, 0, 1, vec, w) == MPI_ERR_DISP);
+    CHECK(MPI_Accumulate(three, 3, MPI_INT, 0, 0, 1, vec, MPI_SUM, w) == MPI_ERR_DISP);
+    CHECK(MPI_Put(three, 2, MPI_INT, 0, 0, 1, vec, w) == MPI_ERR_TYPE); /* 8 vs 12 B */
     OK(MPI_Type_free(&vec));
+    int blen = 1;
+    MPI_Aint before = -(MPI_Aint)sizeof(int);
+    OK(MPI_Type_create_hindexed(1, &blen, &before, MPI_INT, &back));
+    OK(MPI_Type_commit(&back));
+    CHECK(MPI_Put(&v, 1, MPI_INT, 0, 0, 1, back, w) == MPI_ERR_DISP);
+    OK(MPI_Type_free(&back));
+    /* accumulates: one basic type in the target's, predefined for
+       fetch-and-op */
+    int blens[2] = {1, 1};
+    MPI_Aint disps[2] = {0, sizeof(int)};
+    MPI_Datatype kinds[2] = {MPI_INT, MPI_FLOAT};
+    OK(MPI_Type_create_struct(2, blens, disps, kinds, &mixed));
+    OK(MPI_Type_commit(&mixed));
+    CHECK(MPI_Accumulate(three, 2, MPI_INT, 0, 0, 1, mixed, MPI_SUM, w) == MPI_ERR_TYPE);
+    OK(MPI_Put(three, 2, MPI_INT, 0, 0, 1, mixed, w)); /* bytes are bytes */
+    OK(MPI_Type_free(&mixed));
+    OK(MPI_Type_contiguous(1, MPI_INT, &one_int));
+    OK(MPI_Type_commit(&one_int));
+    CHECK(MPI_Fetch_and_op(&v, &r, one_int, 0, 0, MPI_SUM, w) == MPI_ERR_TYPE);
+    CHECK(MPI_Accumulate(three, 1, MPI_LONG, 0, 0, 2, one_int, MPI_SUM, w) ==
+          MPI_ERR_TYPE);
+    OK(MPI_Type_free(&one_int));
     MPI_Op mine;
     OK(MPI_Op_create(user_sum, 1, &mine));
     CHECK(MPI_Accumulate(&v, 1, MPI_INT, 0, 0, 1, MPI_INT, mine, w) == MPI_ERR_OP);
@@ -594,6 +725,9 @@ static void dynamic(void)
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     MPI_Aint *addrs = malloc(sizeof(MPI_Aint) * (size_t)size);
     CHECK(addrs);
+    MPI_Datatype apart;
+    OK(MPI_Type_vector(2, 1, 6, MPI_INT, &apart));
+    OK(MPI_Type_commit(&apart));
     for (int round = 0; round < 2; round++) {
         int *mem = calloc(8, sizeof(int));
         CHECK(mem);
@@ -602,9 +736,10 @@ static void dynamic(void)
         OK(MPI_Get_address(mem, &mine));
         OK(MPI_Allgather(&mine, 1, MPI_AINT, addrs, 1, MPI_AINT, MPI_COMM_WORLD));
         OK(MPI_Win_fence(0, w));
-        int v = 100 * round + rank, one = 1;
+        int v = 100 * round + rank, one = 1, ends[2] = {v, v + 1};
         OK(MPI_Put(&v, 1, MPI_INT, next, addrs[next] + 2 * (MPI_Aint)sizeof(int), 1,
                    MPI_INT, w));
+        OK(MPI_Put(ends, 2, MPI_INT, next, addrs[next], 1, apart, w)); /* ints 0, 6 */
         OK(MPI_Accumulate(&one, 1, MPI_INT, 0, addrs[0] + 5 * (MPI_Aint)sizeof(int), 1,
                           MPI_INT, MPI_SUM, w));
         CHECK(MPI_Put(&v, 1, MPI_INT, next, addrs[next] + 8 * (MPI_Aint)sizeof(int), 1,
@@ -615,6 +750,8 @@ static void dynamic(void)
                           2, MPI_INT, MPI_SUM, w));
         CHECK(MPI_Win_fence(0, w) == MPI_ERR_DISP);
         CHECK(mem[2] == 100 * round + prev);
+        CHECK(mem[0] == 100 * round + prev && mem[6] == 100 * round + prev + 1 &&
+              mem[1] == 0 && mem[7] == 0);
         CHECK(rank != 0 || mem[5] == size);
         int got = -1;
         OK(MPI_Get(&got, 1, MPI_INT, prev, addrs[prev] + 2 * (MPI_Aint)sizeof(int), 1,
@@ -626,6 +763,7 @@ static void dynamic(void)
         free(mem);
     }
     CHECK(MPI_Win_detach(w, addrs) == MPI_ERR_ARG);
+    OK(MPI_Type_free(&apart));
     free(addrs);
     OK(MPI_Win_free(&w));
 }
@@ -676,6 +814,7 @@ int main(int argc, char **argv)
     OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     put_get();
+    target_types();
     large();
     accumulate();
     complex_and_sync();
