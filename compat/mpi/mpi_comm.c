@@ -147,9 +147,13 @@ static int by_key(const void *a, const void *b)
 }
 
 /*
- * Under MPI_THREAD_MULTIPLE threads agree on contexts at once (over
- * different communicators), each giving the lock up while it waits, so
- * two agreements could end on one context. Each proposal is reserved here
+ * Agreements on contexts can run at once in one process (over different
+ * communicators): threads under MPI_THREAD_MULTIPLE, each giving the lock
+ * up while it waits, and MPI_Comm_idup's coroutine waiting while the
+ * program goes on (to another MPI_Comm_dup, say), so two agreements could
+ * end on one context. Whether one runs beside another differs from rank
+ * to rank, and every member must take the same steps, so every agreement
+ * takes these. Each proposal is reserved here
  * (marked taken, next_ctx moved past it) when made; the largest proposal
  * of the members is then checked by each of them: its own proposal, or
  * one no other agreement of this process has taken. When every member
@@ -172,11 +176,11 @@ static void take(uint32_t c, int on)
         ctx_taken[c / 16] &= (unsigned char)~(1u << (c / 2 % 8));
 }
 
-/* A context proposed by this rank, reserved under MULTIPLE. */
+/* A context proposed by this rank, reserved. */
 static uint32_t ctx_propose(void)
 {
     uint32_t c = next_ctx;
-    if (mp_mt && c + 2 <= CTX_MAX) {
+    if (c + 2 <= CTX_MAX) {
         take(c, 1);
         next_ctx = c + 2;
     }
@@ -196,7 +200,7 @@ static int ctx_max(MPI_Comm comm, uint32_t mine, uint32_t *ctx)
     return rc;
 }
 
-/* MULTIPLE: *ctx, the members' largest proposal (this rank's: mine),
+/* *ctx, the members' largest proposal (this rank's: mine),
    checked by every member; another when one refuses it. */
 static int ctx_confirm(MPI_Comm comm, uint32_t mine, uint32_t *ctx)
 {
@@ -243,7 +247,7 @@ static int split(MPI_Comm comm, int color, int key, MPI_Comm *out, const char *f
         if (color != MPI_UNDEFINED && all[3 * r] == color)
             m[n++] = (struct member){color, all[3 * r + 1], r};
     }
-    if (!rc && mp_mt)
+    if (!rc)
         rc = ctx_confirm(comm, proposal, &ctx);
     if (!rc && ctx + 2 > CTX_MAX)
         rc = MPI_ERR_INTERN; /* every context used */
@@ -309,6 +313,25 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
         return mp_err(comm, rc, "MPI_Comm_dup");
     }
     return MPI_SUCCESS;
+}
+
+static int run_dup(const mp_coll_args *a)
+{
+    return PMPI_Comm_dup(a->comm, a->rbuf);
+}
+
+/* MPI_Comm_dup on a coroutine, as the non-blocking collectives are
+   (mpi_nbc.c): *newcomm is set when the request completes. */
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    MP_LOCKED(PMPI_Comm_idup, (comm, newcomm, request));
+    MP_CHECK_INIT("MPI_Comm_idup");
+    if (!mp_comm_ok(comm))
+        return mp_err(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_idup");
+    if (!newcomm)
+        return mp_err(comm, MPI_ERR_ARG, "MPI_Comm_idup");
+    mp_coll_args a = {.rbuf = newcomm, .comm = comm};
+    return mp_nbc_start(run_dup, &a, request, "MPI_Comm_idup");
 }
 
 /* The lowest rank of comm this rank reaches through shared memory (itself
@@ -783,6 +806,7 @@ MP_PROFILED(MPI_Comm_size);
 MP_PROFILED(MPI_Comm_rank);
 MP_PROFILED(MPI_Comm_split);
 MP_PROFILED(MPI_Comm_dup);
+MP_PROFILED(MPI_Comm_idup);
 MP_PROFILED(MPI_Comm_split_type);
 MP_PROFILED(MPI_Group_union);
 MP_PROFILED(MPI_Group_intersection);

@@ -5,7 +5,8 @@
  * traffic of different communicators never matched across them (same
  * source, same tag, wildcards), groups and their rank translation;
  * MPI_Comm_create (one group, and disjoint groups at once) and
- * MPI_Comm_create_group (its members alone, the others busy elsewhere).
+ * MPI_Comm_create_group (its members alone, the others busy elsewhere);
+ * MPI_Comm_idup beside another agreement on a context.
  */
 #include "mpi_check.h"
 
@@ -346,6 +347,66 @@ static void creates(void)
     OK(MPI_Group_free(&world));
 }
 
+/* MPI_Comm_idup of the world left waiting (the last rank starts its own
+   only when told) while the others agree on a dup of their own
+   sub-communicator: the two agreements run at once in those ranks, and
+   must end on different contexts. Messages of the same source and tag on
+   the two never match across them. */
+static void idup(void)
+{
+    int last = size - 1, in_sub = rank < last;
+    MPI_Comm sub, ds = MPI_COMM_NULL, dw = MPI_COMM_NULL;
+    MPI_Request req = MPI_REQUEST_NULL;
+    OK(MPI_Comm_split(MPI_COMM_WORLD, in_sub ? 0 : MPI_UNDEFINED, rank, &sub));
+    int go = 1;
+    if (in_sub) {
+        OK(MPI_Comm_idup(MPI_COMM_WORLD, &dw, &req));
+        OK(MPI_Comm_dup(sub, &ds));
+        OK(MPI_Barrier(sub));
+        if (rank == 0)
+            OK(MPI_Send(&go, 1, MPI_INT, last, 9, MPI_COMM_WORLD));
+    } else {
+        if (size > 1)
+            OK(MPI_Recv(&go, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Comm_idup(MPI_COMM_WORLD, &dw, &req));
+    }
+    OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    CHECK(req == MPI_REQUEST_NULL && dw != MPI_COMM_NULL);
+    int r, n;
+    OK(MPI_Comm_compare(MPI_COMM_WORLD, dw, &r));
+    CHECK(r == MPI_CONGRUENT);
+    OK(MPI_Allreduce(&go, &n, 1, MPI_INT, MPI_SUM, dw));
+    CHECK(n == size);
+    int dst = size >= 3 ? 1 : 0; /* in the sub-communicator with rank 0 */
+    if (size >= 2) {
+        MPI_Request sends[2];
+        int a = 1, b = 2, x = 0, y = 0;
+        if (rank == 0) {
+            OK(MPI_Isend(&a, 1, MPI_INT, dst, 7, ds, &sends[0]));
+            OK(MPI_Isend(&b, 1, MPI_INT, dst, 7, dw, &sends[1]));
+        }
+        if (rank == dst) {
+            OK(MPI_Recv(&y, 1, MPI_INT, 0, 7, dw, MPI_STATUS_IGNORE));
+            OK(MPI_Recv(&x, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, ds,
+                        MPI_STATUS_IGNORE));
+            CHECK(y == 2 && x == 1);
+        }
+        if (rank == 0)
+            OK(MPI_Waitall(2, sends, MPI_STATUSES_IGNORE));
+    }
+    if (ds != MPI_COMM_NULL)
+        OK(MPI_Comm_free(&ds));
+    if (sub != MPI_COMM_NULL)
+        OK(MPI_Comm_free(&sub));
+    OK(MPI_Comm_free(&dw));
+    /* bad arguments, refused before anything starts */
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(MPI_Comm_idup(MPI_COMM_NULL, &dw, &req) == MPI_ERR_COMM);
+    CHECK(MPI_Comm_idup(MPI_COMM_WORLD, NULL, &req) == MPI_ERR_ARG);
+    CHECK(MPI_Comm_idup(MPI_COMM_WORLD, &dw, NULL) == MPI_ERR_REQUEST);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 int main(int argc, char **argv)
 {
     OK(MPI_Init(&argc, &argv));
@@ -359,6 +420,7 @@ int main(int argc, char **argv)
     groups();
     group_sets();
     creates();
+    idup();
     /* many communicators made and freed: contexts are not reused */
     for (int i = 0; i < 200; i++) {
         MPI_Comm c;
