@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Request-based one-sided operations (MPI 3.1, 11.3.5): MPI_Rput, MPI_Rget,
- * MPI_Raccumulate, MPI_Rget_accumulate. Each is its operation, then that
- * target flushed, and a request that is already complete when the call
- * returns: MPI lets a request complete at any time after the call, and a
- * flush is what completion means here (a get's data has arrived, a put's
- * buffer is free again, and both are complete at the target as well).
- * What the program loses is overlap: the call waits for the flush.
+ * MPI_Raccumulate, MPI_Rget_accumulate. Each returns a request that is
+ * already complete, which is all MPI asks of a request-based operation's
+ * completion: the origin's buffer is free again (a put's bytes have left
+ * it, an accumulate's are in its message) and a get's or get-accumulate's
+ * data has arrived. Completion at the target is not part of it: it comes
+ * with the next MPI_Win_flush or unlock, which also reports an accumulate
+ * the target refused. So a put or an accumulate never waits for the
+ * target here, and a target computing outside MPI does not hold the
+ * origin up; a get still waits for its data.
  * As MPI says, they belong in a passive-target epoch (MPI_Win_lock or
  * lock_all on that target): outside one, MPI_ERR_RMA_SYNC.
  */
@@ -28,13 +31,11 @@ static int check(MPI_Win w, int rank, MPI_Request *request, const char *fn)
     return MPI_SUCCESS;
 }
 
-/* After the operation (rc: its error class, already reported): the flush
-   and the complete request. */
-static int finish(MPI_Win w, int rank, int rc, MPI_Request *request, const char *fn)
+/* After the operation (rc: its error class, already reported): the
+   complete request. */
+static int finish(MPI_Win w, int rc, MPI_Request *request, const char *fn)
 {
     if (rc)
-        return rc;
-    if (rank != MPI_PROC_NULL && (rc = PMPI_Win_flush_local(rank, w)) != MPI_SUCCESS)
         return rc;
     MPI_Request r = mp_req_coll(w->comm);
     if (!r)
@@ -55,7 +56,7 @@ int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_data
         return rc;
     rc = PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                   target_count, target_datatype, win);
-    return finish(win, target_rank, rc, request, "MPI_Rput");
+    return finish(win, rc, request, "MPI_Rput");
 }
 
 int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
@@ -69,7 +70,7 @@ int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
         return rc;
     rc = PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                   target_count, target_datatype, win);
-    return finish(win, target_rank, rc, request, "MPI_Rget");
+    return finish(win, rc, request, "MPI_Rget");
 }
 
 int MPI_Raccumulate(const void *origin_addr, int origin_count,
@@ -85,7 +86,7 @@ int MPI_Raccumulate(const void *origin_addr, int origin_count,
         return rc;
     rc = PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank,
                          target_disp, target_count, target_datatype, op, win);
-    return finish(win, target_rank, rc, request, "MPI_Raccumulate");
+    return finish(win, rc, request, "MPI_Raccumulate");
 }
 
 int MPI_Rget_accumulate(const void *origin_addr, int origin_count,
@@ -105,7 +106,7 @@ int MPI_Rget_accumulate(const void *origin_addr, int origin_count,
     rc = PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr,
                              result_count, result_datatype, target_rank, target_disp,
                              target_count, target_datatype, op, win);
-    return finish(win, target_rank, rc, request, "MPI_Rget_accumulate");
+    return finish(win, rc, request, "MPI_Rget_accumulate");
 }
 
 MP_PROFILED(MPI_Rput);

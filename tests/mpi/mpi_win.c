@@ -10,11 +10,13 @@
  * MPI_Win_sync watching the window's own memory, shared-memory windows
  * (MPI_Win_allocate_shared, MPI_Win_shared_query), exclusive locks (read-modify-write
  * from all ranks, the count exact), shared locks held together, flush, the request-based
- * operations, and bad arguments answered with their error classes.
+ * operations (a put's and an accumulate's complete while their target
+ * computes outside MPI), and bad arguments answered with their error classes.
  */
 #include <complex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mpi_check.h"
 
@@ -456,6 +458,62 @@ static void requests(void)
     OK(MPI_Win_free(&w));
 }
 
+/* A request-based put and accumulate complete while their target computes
+   outside MPI (MPI: their completion is the origin's buffer free again,
+   not their arrival): node rank 0 watches a flag in shared memory without
+   any MPI call until node rank 1, holding a lock on it, has waited for
+   both requests and raised the flag. Where no two ranks share memory
+   (UDP, one rank) there is no flag to watch: skipped. */
+static void requests_local(void)
+{
+    MPI_Comm node;
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                           &node));
+    int nr, nn;
+    OK(MPI_Comm_rank(node, &nr));
+    OK(MPI_Comm_size(node, &nn));
+    if (nn < 2) {
+        OK(MPI_Comm_free(&node));
+        return;
+    }
+    int *base, *p, du;
+    MPI_Aint sz;
+    MPI_Win w;
+    OK(MPI_Win_allocate_shared((nr == 0 ? 4 : 0) * (MPI_Aint)sizeof(int), sizeof(int),
+                               MPI_INFO_NULL, node, &base, &w));
+    OK(MPI_Win_shared_query(w, 0, &sz, &du, &p));
+    if (nr == 0)
+        memset(base, 0, 4 * sizeof(int));
+    if (nr == 1)
+        OK(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, w));
+    OK(MPI_Barrier(node));
+    if (nr == 0) { /* no MPI call: at most 20 s */
+        struct timespec t0, now, nap = {0, 50000};
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int seen = 0;
+        do {
+            seen = __atomic_load_n(&p[0], __ATOMIC_ACQUIRE);
+            nanosleep(&nap, NULL);
+            clock_gettime(CLOCK_MONOTONIC, &now);
+        } while (!seen && now.tv_sec - t0.tv_sec < 20);
+        CHECK(seen);
+    } else if (nr == 1) {
+        MPI_Request rq[2];
+        int five = 5, v = 77;
+        OK(MPI_Raccumulate(&five, 1, MPI_INT, 0, 1, 1, MPI_INT, MPI_SUM, w, &rq[0]));
+        OK(MPI_Rput(&v, 1, MPI_INT, 0, 2, 1, MPI_INT, w, &rq[1]));
+        OK(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
+        five = v = 0; /* the buffers are the program's again */
+        __atomic_store_n(&p[0], 1, __ATOMIC_RELEASE);
+        OK(MPI_Win_unlock(0, w)); /* complete at the target now */
+    }
+    OK(MPI_Barrier(node));
+    if (nr == 0)
+        CHECK(base[1] == 5 && base[2] == 77);
+    OK(MPI_Win_free(&w));
+    OK(MPI_Comm_free(&node));
+}
+
 static void user_sum(void *in, void *io, int *len, MPI_Datatype *t)
 {
     (void)t;
@@ -821,6 +879,7 @@ int main(int argc, char **argv)
     fetch_and_op();
     locks();
     requests();
+    requests_local();
     pscw();
     dynamic();
     shared();
