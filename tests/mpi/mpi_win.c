@@ -231,6 +231,18 @@ static void complex_and_sync(void)
     OK(MPI_Win_free(&w));
 }
 
+/* The ranks that share memory with this one (MPI_COMM_TYPE_SHARED): its
+   rank there and their number. */
+static MPI_Comm node_comm(int *nr, int *nn)
+{
+    MPI_Comm node;
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                           &node));
+    OK(MPI_Comm_rank(node, nr));
+    OK(MPI_Comm_size(node, nn));
+    return node;
+}
+
 /* MPI_Win_allocate_shared on the ranks of this host (MPI_Comm_split_type):
    segments of different sizes, one empty, contiguous in rank order; each
    rank stores into its own with plain stores and reads every other's with
@@ -239,12 +251,8 @@ static void complex_and_sync(void)
    window over all of them cannot be shared. */
 static void shared(void)
 {
-    MPI_Comm node;
-    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                           &node));
     int nr, nn;
-    OK(MPI_Comm_rank(node, &nr));
-    OK(MPI_Comm_size(node, &nn));
+    MPI_Comm node = node_comm(&nr, &nn);
     int mine = nr == 1 ? 0 : 16 + 8 * nr; /* ints; rank 1 none */
     int *base;
     MPI_Win w;
@@ -466,12 +474,8 @@ static void requests(void)
    (UDP, one rank) there is no flag to watch: skipped. */
 static void requests_local(void)
 {
-    MPI_Comm node;
-    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                           &node));
     int nr, nn;
-    OK(MPI_Comm_rank(node, &nr));
-    OK(MPI_Comm_size(node, &nn));
+    MPI_Comm node = node_comm(&nr, &nn);
     if (nn < 2) {
         OK(MPI_Comm_free(&node));
         return;
