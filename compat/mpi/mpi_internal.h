@@ -179,6 +179,7 @@ struct flit_mpi_request {
     int orphan; /* MPI_Request_free'd while active: freed when it completes */
     MPI_Status status;
     struct flit_mpi_request *next; /* in the posted queue */
+    int held; /* in it and not posted in the tagged layer (counted) */
     /* a receive posted in the tagged layer itself (mpi_p2p.c), else NULL */
     flit_request_t *treq;
     struct flit_mpi_request *order_next; /* held, or awaiting its ack (mpi_order.c) */

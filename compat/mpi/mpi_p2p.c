@@ -34,6 +34,7 @@ typedef struct mp_ux {
 
 static mp_ux *ux_head, **ux_tail = &ux_head;
 static MPI_Request posted_head, *posted_tail = &posted_head;
+static int posted_held; /* posted receives not in the tagged layer */
 static void release_held(void);
 static int direct_withdraw(MPI_Request r);
 /* Synchronous sends waiting for their acknowledgement, by id. */
@@ -177,15 +178,26 @@ static void recv_finish(MPI_Request r, size_t got)
    synchronous send's, acknowledgements, deaths) wait at most. */
 #define DIRECT_SLICE_US 1000
 
+/* Takes the receive at link p out of the posted queue. */
+static void posted_cut(MPI_Request *p)
+{
+    MPI_Request r = *p;
+    *p = r->next;
+    if (!*p)
+        posted_tail = p;
+    if (r->held) {
+        r->held = 0;
+        posted_held--;
+    }
+}
+
 static void posted_unlink(MPI_Request r)
 {
     for (MPI_Request *p = &posted_head; *p; p = &(*p)->next) {
-        if (*p != r)
-            continue;
-        *p = r->next;
-        if (!*p)
-            posted_tail = p;
-        return;
+        if (*p == r) {
+            posted_cut(p);
+            return;
+        }
     }
 }
 
@@ -239,6 +251,8 @@ static int direct_ok(MPI_Request r)
 {
     if (r->peer < 0 || r->tag == MPI_ANY_TAG || !mp_type_contig(r->type, r->count))
         return 0;
+    if (posted_held == 0)
+        return 1; /* every posted receive is in the tagged layer, before r */
     for (MPI_Request p = posted_head; p; p = p->next)
         if (!p->treq && p->ctx == r->ctx &&
             (p->peer == MPI_ANY_SOURCE || p->peer == r->peer) &&
@@ -344,9 +358,7 @@ static int handle(const flit_tagged_info_t *in)
            holds only there: here, such a receive has taken an earlier one */
         if (r->treq && (kind == K_DATA || !direct_withdraw(r)))
             continue;
-        *p = r->next;
-        if (!*p)
-            posted_tail = p;
+        posted_cut(p);
         return take_posted(r, in, tag, kind == K_SYNC, ctx, sync_id);
     }
     return take_unexpected(in, tag, kind == K_SYNC, ctx, sync_id);
@@ -383,12 +395,9 @@ static void fail_dead(void)
             p = &r->next;
             continue;
         }
-        *p = r->next;
+        posted_cut(p);
         failed(r);
     }
-    posted_tail = &posted_head;
-    while (*posted_tail)
-        posted_tail = &(*posted_tail)->next;
     for (uint32_t id = 0; id < NSYNC; id++) {
         MPI_Request r = sync_wait[id];
         if (r && mp_peer_dead(r->comm->world[r->peer])) {
@@ -628,6 +637,8 @@ static int start_recv(MPI_Request r)
     r->next = NULL;
     *posted_tail = r;
     posted_tail = &r->next;
+    r->held = !direct;
+    posted_held += r->held;
     if (direct && (rc = direct_post(r)) != MPI_SUCCESS) {
         posted_unlink(r);
         return rc;
@@ -947,9 +958,17 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
     if (rc)
         return rc;
     MPI_Comm comm = comm_of_array(count, requests);
-    while (!all_complete(count, requests))
-        if ((rc = progress_wait(wait_target(count, requests))) != MPI_SUCCESS)
+    /* the requests before `first` are complete, and stay so: each pass
+       looks from the first that is not (they mostly complete in order) */
+    for (int first = 0;;) {
+        while (first < count && (inert(requests[first]) || requests[first]->complete))
+            first++;
+        if (first == count)
+            break;
+        rc = progress_wait(wait_target(count - first, requests + first));
+        if (rc != MPI_SUCCESS)
             return mp_err(comm, rc, "MPI_Waitall");
+    }
     return mp_err(comm, finish_all(count, requests, statuses), "MPI_Waitall");
 }
 
@@ -1117,9 +1136,7 @@ int MPI_Cancel(MPI_Request *request)
             continue;
         if (!direct_withdraw(r)) /* matched in the tagged layer: completes */
             break;
-        *p = r->next;
-        if (!*p)
-            posted_tail = p;
+        posted_cut(p);
         empty_status(&r->status, MPI_ANY_SOURCE);
         r->cancelled = 1;
         complete(r);

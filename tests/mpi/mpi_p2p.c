@@ -431,6 +431,22 @@ static void cancels(void)
         OK(MPI_Recv(&z, 1, MPI_INT, 0, 81, MPI_COMM_WORLD, &st));
         CHECK(z == 456 && y == 123);
     }
+    /* after a cancelled wildcard receive, another one still comes before
+       a receive of one source posted behind it: it takes the first message */
+    if (rank == 1) {
+        int w = -1, o = -1;
+        MPI_Request rs[2];
+        OK(MPI_Irecv(&w, 1, MPI_INT, MPI_ANY_SOURCE, 83, MPI_COMM_WORLD, &r));
+        OK(MPI_Cancel(&r));
+        OK(MPI_Wait(&r, &st));
+        OK(MPI_Irecv(&w, 1, MPI_INT, MPI_ANY_SOURCE, 83, MPI_COMM_WORLD, &rs[0]));
+        OK(MPI_Irecv(&o, 1, MPI_INT, 0, 83, MPI_COMM_WORLD, &rs[1]));
+        OK(MPI_Waitall(2, rs, MPI_STATUSES_IGNORE));
+        CHECK(w == 1 && o == 2);
+    } else if (rank == 0) {
+        for (int v = 1; v <= 2; v++)
+            OK(MPI_Send(&v, 1, MPI_INT, 1, 83, MPI_COMM_WORLD));
+    }
     /* a cancelled send completes as sent (eager) and is not cancelled */
     if (rank == 0) {
         int a = 9;
