@@ -672,16 +672,50 @@ static flit_status send_bytes(MPI_Comm comm, int dest, uint64_t tag, const void 
                             bytes);
 }
 
+/*
+ * Data of a non-contiguous type goes gathered from the program's buffer,
+ * a piece per run of bytes (flit_tagged_sendv: no packing copy), when its
+ * runs are at most GATHER_RUNS and hold GATHER_MIN_RUN bytes each on
+ * average (else packed: many short pieces cost more than the copy), or
+ * the whole fits the small message the tagged layer copies anyway.
+ */
+#define GATHER_RUNS    64
+#define GATHER_MIN_RUN 128
+#define GATHER_SMALL   256
+
+static int gather_ok(MPI_Datatype t, int count, size_t bytes)
+{
+    mp_runs it = {0};
+    MPI_Aint at;
+    size_t len, n = 0;
+    while (n <= GATHER_RUNS && mp_type_run(t, count, &it, &at, &len))
+        n++;
+    return n <= GATHER_RUNS && (bytes <= GATHER_SMALL || bytes / n >= GATHER_MIN_RUN);
+}
+
+static flit_status send_gathered(MPI_Request r, uint64_t tag)
+{
+    struct iovec v[GATHER_RUNS];
+    mp_runs it = {0};
+    MPI_Aint at;
+    size_t len;
+    int n = 0;
+    while (n < GATHER_RUNS && mp_type_run(r->type, r->count, &it, &at, &len))
+        v[n++] = (struct iovec){.iov_base = (char *)r->buf + at, .iov_len = len};
+    return flit_tagged_sendv(mp_tg, flit_rank((uint32_t)r->comm->world[r->peer]), tag, v,
+                             n);
+}
+
 /* Sends r's message now; a standard send is then complete. */
 static int send_now(MPI_Request r)
 {
     int rc = r->sync ? sync_id_take(r) : MPI_SUCCESS;
     if (rc)
         return rc;
-    flit_status st = send_bytes(r->comm, r->peer,
-                                mp_tag(r->sync ? K_SYNC : K_DATA, r->ctx,
-                                       r->sync ? r->sync_id : 0, (uint32_t)r->tag),
-                                r->data, r->bytes);
+    uint64_t tag = mp_tag(r->sync ? K_SYNC : K_DATA, r->ctx, r->sync ? r->sync_id : 0,
+                          (uint32_t)r->tag);
+    flit_status st = r->gather ? send_gathered(r, tag)
+                               : send_bytes(r->comm, r->peer, tag, r->data, r->bytes);
     if (st != FLIT_OK) {
         if (r->sync)
             sync_wait[r->sync_id] = NULL;
@@ -719,11 +753,16 @@ static int start_send(MPI_Request r)
         return MPI_SUCCESS;
     }
     const void *data = (const char *)r->buf + r->type->blocks[0].disp;
+    r->gather = 0;
     if (!mp_type_contig(r->type, r->count)) {
-        if (!r->pack && !(r->pack = malloc(r->bytes ? r->bytes : 1)))
-            return MPI_ERR_NO_MEM;
-        mp_pack(r->buf, r->count, r->type, r->pack);
-        data = r->pack;
+        if (gather_ok(r->type, r->count, r->bytes)) {
+            r->gather = 1;
+        } else {
+            if (!r->pack && !(r->pack = malloc(r->bytes ? r->bytes : 1)))
+                return MPI_ERR_NO_MEM;
+            mp_pack(r->buf, r->count, r->type, r->pack);
+            data = r->pack;
+        }
     }
     r->data = data;
     if (mp_order_must_hold(r)) {

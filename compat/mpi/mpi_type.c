@@ -227,7 +227,7 @@ int mp_type_run(MPI_Datatype t, int count, mp_runs *it, MPI_Aint *disp, size_t *
 {
     MPI_Aint d = 0;
     size_t n = 0;
-    while (it->i < count) {
+    while (t->nblocks > 0 && it->i < count) {
         const mp_block *b = &t->blocks[it->b];
         MPI_Aint at = (MPI_Aint)it->i * t->extent + b->disp;
         if (n > 0 && b->len > 0 && at != d + (MPI_Aint)n)

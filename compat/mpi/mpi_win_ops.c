@@ -180,13 +180,15 @@ static MPI_Datatype acc_elem(MPI_Datatype tt)
 static int acc_types(MPI_Datatype tt, MPI_Datatype t, int count, MPI_Op op)
 {
     MPI_Datatype et = acc_elem(tt);
-    if (!et || (count > 0 && !mp_type_ok(t)))
+    int empty = !et && mp_type_ok(tt) && tt->size == 0; /* no element to act on */
+    if ((!et && !empty) || (count > 0 && !mp_type_ok(t)))
         return MPI_ERR_TYPE;
-    if (count > 0 && t != tt && t != et && (et->basic < 0 || t->basic != et->basic))
+    if (et && count > 0 && t != tt && t != et && (et->basic < 0 || t->basic != et->basic))
         return MPI_ERR_TYPE;
     if (!op || op->refs <= 0 || op->fn)
         return MPI_ERR_OP;
-    if (op->id != OP_REPLACE && op->id != OP_NO_OP && mp_op_ok(op, et) != MPI_SUCCESS)
+    if (et && op->id != OP_REPLACE && op->id != OP_NO_OP &&
+        mp_op_ok(op, et) != MPI_SUCCESS)
         return MPI_ERR_OP;
     return MPI_SUCCESS;
 }
@@ -243,8 +245,8 @@ static int accumulate_call(const void *obuf, int ocount, MPI_Datatype ot, void *
         rc = acc_types(tt, rt, rcount, MPI_NO_OP);
     if (rc)
         return rc;
-    MPI_Datatype et = acc_elem(tt);
-    if (et->pair >= 0 && !mp_type_contig(tt, tcount))
+    MPI_Datatype et = acc_elem(tt); /* NULL: a type of no bytes */
+    if (et && et->pair >= 0 && !mp_type_contig(tt, tcount))
         return MPI_ERR_TYPE; /* pairs with holes between them */
     size_t tbytes = mp_type_bytes(tt, tcount);
     if ((!noop && mp_type_bytes(ot, ocount) != tbytes) ||

@@ -113,6 +113,16 @@ FLIT_API flit_status flit_tagged_send(flit_tagged_t *t, flit_rank_t dest, uint64
                                       const void *buf, size_t len);
 
 /*
+ * The same for a message gathered from iovcnt pieces, in order (FM 2.x's
+ * gather send: data laid out in pieces goes without a staging copy); the
+ * receiver sees one message of their total length. FLIT_ERR_INVALID_ARG
+ * also for iovcnt < 0, a NULL iov with iovcnt > 0 or a piece with a length
+ * and a NULL base.
+ */
+FLIT_API flit_status flit_tagged_sendv(flit_tagged_t *t, flit_rank_t dest, uint64_t tag,
+                                       const struct iovec *iov, int iovcnt);
+
+/*
  * Receives the first matching message into buf (at most size bytes).
  * source: a rank or FLIT_ANY_SOURCE; tag: a tag or FLIT_ANY_TAG. info may
  * be NULL. Truncation: FLIT_ERR_TOO_LARGE, info->received = size, the rest

@@ -3,6 +3,7 @@
  * Sending (<flit/tagged.h>): a message is one stream call, complete when
  * it returns; isend's request is born complete.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -50,6 +51,42 @@ flit_status flit_tagged_send(flit_tagged_t *h, flit_rank_t dest, uint64_t tag,
     if (st != FLIT_OK)
         return st;
     return send_message(t, dest, tag, buf, len);
+}
+
+/* Pieces gathered with the header from an array on the stack; more take
+   one from the heap. */
+#define SENDV_STACK 16
+
+flit_status flit_tagged_sendv(flit_tagged_t *h, flit_rank_t dest, uint64_t tag,
+                              const struct iovec *iov, int iovcnt)
+{
+    struct flit_tagged *t = fl_tagged_ctx_of(h);
+    size_t len = 0;
+    flit_status st = flit_iov_total(iov, iovcnt, &len);
+    if (st != FLIT_OK)
+        return st;
+    st = check_send(t, dest, tag, iov, len); /* iov: not NULL when len > 0 */
+    if (st != FLIT_OK)
+        return st;
+    if (iovcnt <= 1)
+        return send_message(t, dest, tag, iovcnt ? iov[0].iov_base : NULL, len);
+    _Alignas(8) uint8_t small[HDR_LEN + WHOLE_LEN];
+    put_le64(small, tag);
+    if (len <= WHOLE_LEN) { /* as send_message: one piece from the stack */
+        flit_iov_gather(small + HDR_LEN, iov, iovcnt);
+        struct iovec one = {.iov_base = small, .iov_len = HDR_LEN + len};
+        return flit_stream_sendmsg(t->ep, dest, t->h, &one, 1, 0);
+    }
+    struct iovec stack[SENDV_STACK], *v = stack;
+    if ((size_t)iovcnt + 1 > SENDV_STACK &&
+        !(v = malloc(((size_t)iovcnt + 1) * sizeof *v)))
+        return FLIT_ERR_NO_MEMORY;
+    v[0] = (struct iovec){.iov_base = small, .iov_len = HDR_LEN};
+    memcpy(v + 1, iov, (size_t)iovcnt * sizeof *v);
+    st = flit_stream_sendmsg(t->ep, dest, t->h, v, iovcnt + 1, 0);
+    if (v != stack)
+        free(v);
+    return st;
 }
 
 flit_status flit_tagged_isend(flit_tagged_t *h, flit_rank_t dest, uint64_t tag,

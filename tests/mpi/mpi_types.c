@@ -6,11 +6,13 @@
  * sent and received both ways round, the holes left untouched, counts,
  * truncation, a type freed while a request still uses it; the complex
  * types, MPI_OFFSET and MPI_COUNT, the MPI_Count queries; every
- * constructor's envelope and contents.
+ * constructor's envelope and contents; non-contiguous sends gathered and
+ * packed.
  */
 #include <complex.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
 
@@ -549,6 +551,79 @@ static void envelopes(void)
         OK(MPI_Type_free(&all[k]));
 }
 
+/* Non-contiguous data on the gathered path and the packed one, each way
+   flit-mpi chooses between them (few long runs: gathered, also the last
+   run of a large message pulled; more than 64 runs, or short runs:
+   packed; a small whole: gathered): sent by MPI_Send, MPI_Ssend and
+   MPI_Isend to rank 1, received contiguous and compared with MPI_Pack's
+   order; and by every rank to itself, received with the type, holes
+   untouched. */
+static void gathered(void)
+{
+    enum { NSRC = 90000, NTYPES = 6 };
+    double *src = malloc(NSRC * sizeof(double)), *dst = malloc(NSRC * sizeof(double)),
+           *exp = malloc(NSRC * sizeof(double)), *back = malloc(NSRC * sizeof(double));
+    CHECK(src && dst && exp && back);
+    for (int i = 0; i < NSRC; i++)
+        src[i] = i + 0.5;
+    MPI_Datatype types[NTYPES];
+    OK(MPI_Type_vector(8, 1000, 1100, MPI_DOUBLE, &types[0])); /* 8 runs of 8000 B */
+    OK(MPI_Type_vector(64, 32, 40, MPI_DOUBLE, &types[1]));    /* 64 runs of 256 B */
+    OK(MPI_Type_vector(65, 32, 40, MPI_DOUBLE, &types[2]));    /* 65 runs: packed */
+    OK(MPI_Type_vector(16, 4, 9, MPI_DOUBLE, &types[3]));      /* short runs: packed */
+    OK(MPI_Type_vector(3, 10, 12, MPI_DOUBLE, &types[4]));     /* 240 B in all */
+    int bl[2] = {2, 40000}, dp[2] = {0, 100};
+    OK(MPI_Type_indexed(2, bl, dp, MPI_DOUBLE, &types[5])); /* 16 B, then 320 KB */
+    for (int k = 0; k < NTYPES; k++) {
+        OK(MPI_Type_commit(&types[k]));
+        int size, pos = 0;
+        OK(MPI_Type_size(types[k], &size));
+        OK(MPI_Pack(src, 1, types[k], exp, NSRC * (int)sizeof(double), &pos,
+                    MPI_COMM_WORLD));
+        CHECK(pos == size);
+        int n = size / (int)sizeof(double);
+        for (int mode = 0; mode < 3; mode++) {
+            int tag = 600 + 3 * k + mode;
+            if (rank == 0) {
+                MPI_Request r;
+                if (mode == 0)
+                    OK(MPI_Send(src, 1, types[k], 1, tag, MPI_COMM_WORLD));
+                else if (mode == 1)
+                    OK(MPI_Ssend(src, 1, types[k], 1, tag, MPI_COMM_WORLD));
+                else {
+                    OK(MPI_Isend(src, 1, types[k], 1, tag, MPI_COMM_WORLD, &r));
+                    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+                }
+            } else if (rank == 1) {
+                MPI_Status st;
+                int got;
+                OK(MPI_Recv(dst, NSRC, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, &st));
+                OK(MPI_Get_count(&st, MPI_DOUBLE, &got));
+                CHECK(got == n && memcmp(dst, exp, (size_t)size) == 0);
+            }
+        }
+        /* to itself, received with the type */
+        MPI_Request r;
+        for (int i = 0; i < NSRC; i++)
+            dst[i] = -1;
+        OK(MPI_Isend(src, 1, types[k], rank, 700 + k, MPI_COMM_WORLD, &r));
+        OK(MPI_Recv(dst, 1, types[k], rank, 700 + k, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        pos = 0;
+        OK(MPI_Pack(dst, 1, types[k], back, NSRC * (int)sizeof(double), &pos,
+                    MPI_COMM_WORLD));
+        int touched = 0;
+        for (int i = 0; i < NSRC; i++)
+            touched += dst[i] != -1;
+        CHECK(memcmp(back, exp, (size_t)size) == 0 && touched == n);
+        OK(MPI_Type_free(&types[k]));
+    }
+    free(src);
+    free(dst);
+    free(exp);
+    free(back);
+}
+
 int main(int argc, char **argv)
 {
     int size;
@@ -567,6 +642,7 @@ int main(int argc, char **argv)
     elements();
     counts_and_complex();
     envelopes();
+    gathered();
     OK(MPI_Finalize());
     return 0;
 }

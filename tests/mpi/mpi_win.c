@@ -575,6 +575,15 @@ static void target_types(void)
     OK(MPI_Win_fence(0, w));
     for (int i = 0; i < 8; i++)
         CHECK(got[i] == src[i]);
+    /* a target type of no bytes at all: nothing moves */
+    MPI_Datatype none;
+    OK(MPI_Type_contiguous(0, MPI_INT, &none));
+    OK(MPI_Type_commit(&none));
+    OK(MPI_Put(src, 0, MPI_INT, next, 0, 3, none, w));
+    OK(MPI_Get(got, 0, MPI_INT, next, 0, 3, none, w));
+    OK(MPI_Accumulate(src, 0, MPI_INT, next, 0, 3, none, MPI_SUM, w));
+    OK(MPI_Win_fence(0, w));
+    OK(MPI_Type_free(&none));
     OK(MPI_Type_free(&vec));
     OK(MPI_Type_free(&ind));
     OK(MPI_Type_free(&back));

@@ -2,7 +2,8 @@
 /*
  * Tagged messaging (<flit/tagged.h>) in a job of one rank: every bad
  * argument with its exact status, and messages to the rank itself (the self
- * transport): blocking and not, zero bytes, every size up to 1 MiB,
+ * transport): blocking and not, zero bytes, every size up to 1 MiB, sent
+ * whole and gathered from pieces,
  * truncation posted and unexpected, matching with wildcards in arrival
  * order, probes, cancel, contexts that never see each other's messages,
  * what a handler may not do, destroy with requests outstanding and with
@@ -94,6 +95,18 @@ static void test_bad_args(void)
              FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_tagged_send(t, flit_rank(0), 1, NULL, 1), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_tagged_send(t, flit_rank(0), 1, buf, SIZE_MAX), FLIT_ERR_TOO_LARGE);
+    struct iovec bad[2] = {{.iov_base = buf, .iov_len = 1},
+                           {.iov_base = NULL, .iov_len = 1}};
+    struct iovec huge[2] = {{.iov_base = buf, .iov_len = SIZE_MAX},
+                            {.iov_base = buf, .iov_len = 1}};
+    CHECK_ST(flit_tagged_sendv(NULL, flit_rank(0), 1, bad, 1), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_sendv(t, flit_rank(0), 1, bad, 2), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_sendv(t, flit_rank(0), 1, NULL, 1), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_sendv(t, flit_rank(0), 1, bad, -1), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_sendv(t, flit_rank(1), 1, bad, 1), FLIT_ERR_RANK);
+    CHECK_ST(flit_tagged_sendv(t, flit_rank(0), FLIT_ANY_TAG, bad, 1),
+             FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_sendv(t, flit_rank(0), 1, huge, 2), FLIT_ERR_TOO_LARGE);
     CHECK_ST(flit_tagged_isend(t, flit_rank(0), 1, buf, 1, NULL), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_tagged_isend(NULL, flit_rank(0), 1, buf, 1, &r), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_tagged_isend(t, flit_rank(2), 1, buf, 1, &r), FLIT_ERR_RANK);
@@ -207,6 +220,42 @@ static void test_self_sizes(void)
     check_info(&info, 9, 0, 0, FLIT_OK);
     CHECK_OK(flit_tagged_send(t, flit_rank(0), 9, NULL, 0));
     CHECK_OK(flit_tagged_recv(t, flit_rank(0), 9, NULL, 0, NULL)); /* info NULL */
+    free(s);
+    free(b);
+}
+
+/* Gather sends to itself: each size cut into 1, 2, 3 and 40 pieces (more
+   than the sender keeps on its stack), one of them empty with no base,
+   received whole into one buffer. */
+static void test_self_gather(void)
+{
+    static const size_t sizes[] = {0, 1, 100, 300, 4096, 65536 + 3, (1u << 20) + 7};
+    static const int cuts[] = {1, 2, 3, 40};
+    const size_t max = (1u << 20) + 7;
+    uint8_t *s = malloc(max), *b = malloc(max + 16);
+    struct iovec v[41];
+    CHECK(s && b);
+    for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        for (unsigned c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+            size_t n = sizes[i], at = 0;
+            int k = 0;
+            fill(s, n, i + c);
+            for (int p = 0; p < cuts[c]; p++) { /* uneven pieces, the last the rest */
+                size_t piece = p + 1 == cuts[c] ? n - at : (n - at) / 3;
+                v[k++] = (struct iovec){.iov_base = s + at, .iov_len = piece};
+                at += piece;
+                if (p == 0 && cuts[c] > 1) /* an empty piece, no base */
+                    v[k++] = (struct iovec){.iov_base = NULL, .iov_len = 0};
+            }
+            flit_tagged_info_t info;
+            CHECK_OK(flit_tagged_sendv(t, flit_rank(0), 70 + c, v, k));
+            memset(b, 0xee, max + 16);
+            CHECK_OK(flit_tagged_recv(t, flit_rank(0), 70 + c, b, n + 16, &info));
+            check_info(&info, 70 + c, n, n, FLIT_OK);
+            check_bytes(b, n, i + c, "self, gathered");
+            CHECK(b[n] == 0xee);
+        }
+    }
     free(s);
     free(b);
 }
@@ -453,6 +502,7 @@ int main(void)
     CHECK_OK(flit_tagged_create(ep, flit_handler(H_TAGGED), &t));
     test_bad_args();
     test_self_sizes();
+    test_self_gather();
     test_self_truncate();
     test_self_matching();
     test_in_handler();
