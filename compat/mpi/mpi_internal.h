@@ -175,6 +175,7 @@ struct flit_mpi_request {
     void *pack;
     const void *data; /* a send's bytes: in buf, or pack */
     int gather;       /* a send gathered from buf's runs (mpi_p2p.c) */
+    struct iovec *iov; /* a receive scattered into buf's runs in the tagged layer */
     size_t bytes;     /* packed bytes the call names */
     uint32_t sync_id;
     int orphan; /* MPI_Request_free'd while active: freed when it completes */

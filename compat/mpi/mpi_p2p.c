@@ -99,6 +99,7 @@ static void req_release(MPI_Request r)
     mp_type_release(r->type);
     mp_comm_release(r->comm);
     free(r->pack);
+    free(r->iov);
 }
 
 static void req_free(MPI_Request r)
@@ -244,12 +245,49 @@ static void direct_reap(void)
     }
 }
 
+/*
+ * Data of a non-contiguous type goes gathered from the program's buffer,
+ * a piece per run of bytes (flit_tagged_sendv: no packing copy), and is
+ * received scattered into it (flit_tagged_irecvv), when its runs are at
+ * most GATHER_RUNS and hold GATHER_MIN_RUN bytes each on average (else
+ * packed: many short pieces cost more than the copy), or the whole fits
+ * the small message the tagged layer copies anyway.
+ */
+#define GATHER_RUNS    64
+#define GATHER_MIN_RUN 128
+#define GATHER_SMALL   256
+
+static int gather_ok(MPI_Datatype t, int count, size_t bytes)
+{
+    mp_runs it = {0};
+    MPI_Aint at;
+    size_t len, n = 0;
+    while (n <= GATHER_RUNS && mp_type_run(t, count, &it, &at, &len))
+        n++;
+    return n <= GATHER_RUNS && (bytes <= GATHER_SMALL || bytes / n >= GATHER_MIN_RUN);
+}
+
+/* r's runs of bytes in its buffer as pieces (at most GATHER_RUNS). */
+static int runs_iov(MPI_Request r, struct iovec *v)
+{
+    mp_runs it = {0};
+    MPI_Aint at;
+    size_t len;
+    int n = 0;
+    while (n < GATHER_RUNS && mp_type_run(r->type, r->count, &it, &at, &len))
+        v[n++] = (struct iovec){.iov_base = (char *)r->buf + at, .iov_len = len};
+    return n;
+}
+
 /* Whether r may be posted in the tagged layer: one source, one tag, one
-   run of bytes, and no receive posted before it (here) that could take
-   the same messages, since the tagged layer would serve r first. */
+   run of bytes or runs it can scatter into, and no receive posted before
+   it (here) that could take the same messages, since the tagged layer
+   would serve r first. */
 static int direct_ok(MPI_Request r)
 {
-    if (r->peer < 0 || r->tag == MPI_ANY_TAG || !mp_type_contig(r->type, r->count))
+    if (r->peer < 0 || r->tag == MPI_ANY_TAG)
+        return 0;
+    if (!mp_type_contig(r->type, r->count) && !gather_ok(r->type, r->count, r->bytes))
         return 0;
     if (posted_held == 0)
         return 1; /* every posted receive is in the tagged layer, before r */
@@ -263,10 +301,15 @@ static int direct_ok(MPI_Request r)
 
 static int direct_post(MPI_Request r)
 {
-    flit_status st = flit_tagged_irecv(
-        mp_tg, flit_rank((uint32_t)r->comm->world[r->peer]),
-        mp_tag(K_DATA, r->ctx, 0, (uint32_t)r->tag), recv_target(r), r->bytes, &r->treq);
-    return mp_class_of(st);
+    flit_rank_t from = flit_rank((uint32_t)r->comm->world[r->peer]);
+    uint64_t tag = mp_tag(K_DATA, r->ctx, 0, (uint32_t)r->tag);
+    if (mp_type_contig(r->type, r->count))
+        return mp_class_of(
+            flit_tagged_irecv(mp_tg, from, tag, recv_target(r), r->bytes, &r->treq));
+    if (!r->iov && !(r->iov = malloc(GATHER_RUNS * sizeof *r->iov)))
+        return MPI_ERR_NO_MEM;
+    int n = runs_iov(r, r->iov);
+    return mp_class_of(flit_tagged_irecvv(mp_tg, from, tag, r->iov, n, &r->treq));
 }
 
 /* A message the tagged layer holds goes straight into posted receive r. */
@@ -672,36 +715,10 @@ static flit_status send_bytes(MPI_Comm comm, int dest, uint64_t tag, const void 
                             bytes);
 }
 
-/*
- * Data of a non-contiguous type goes gathered from the program's buffer,
- * a piece per run of bytes (flit_tagged_sendv: no packing copy), when its
- * runs are at most GATHER_RUNS and hold GATHER_MIN_RUN bytes each on
- * average (else packed: many short pieces cost more than the copy), or
- * the whole fits the small message the tagged layer copies anyway.
- */
-#define GATHER_RUNS    64
-#define GATHER_MIN_RUN 128
-#define GATHER_SMALL   256
-
-static int gather_ok(MPI_Datatype t, int count, size_t bytes)
-{
-    mp_runs it = {0};
-    MPI_Aint at;
-    size_t len, n = 0;
-    while (n <= GATHER_RUNS && mp_type_run(t, count, &it, &at, &len))
-        n++;
-    return n <= GATHER_RUNS && (bytes <= GATHER_SMALL || bytes / n >= GATHER_MIN_RUN);
-}
-
 static flit_status send_gathered(MPI_Request r, uint64_t tag)
 {
     struct iovec v[GATHER_RUNS];
-    mp_runs it = {0};
-    MPI_Aint at;
-    size_t len;
-    int n = 0;
-    while (n < GATHER_RUNS && mp_type_run(r->type, r->count, &it, &at, &len))
-        v[n++] = (struct iovec){.iov_base = (char *)r->buf + at, .iov_len = len};
+    int n = runs_iov(r, v);
     return flit_tagged_sendv(mp_tg, flit_rank((uint32_t)r->comm->world[r->peer]), tag, v,
                              n);
 }

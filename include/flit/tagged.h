@@ -152,6 +152,17 @@ FLIT_API flit_status flit_tagged_irecv(flit_tagged_t *t, flit_rank_t source, uin
                                        void *buf, size_t size, flit_request_t **req);
 
 /*
+ * The same, the message scattered over iovcnt pieces in order (their total
+ * is the receive's size), with no staging copy; iov and the pieces must
+ * stay valid until the request completes. FLIT_ERR_INVALID_ARG also for
+ * iovcnt < 0, a NULL iov with iovcnt > 0 or a piece with a length and a
+ * NULL base.
+ */
+FLIT_API flit_status flit_tagged_irecvv(flit_tagged_t *t, flit_rank_t source,
+                                        uint64_t tag, const struct iovec *iov, int iovcnt,
+                                        flit_request_t **req);
+
+/*
  * Makes progress once; when *req is complete, frees it, sets *req to NULL,
  * *done to 1 and fills info (may be NULL); else *done = 0. The status
  * returned is the request's (FLIT_ERR_TOO_LARGE for a truncated receive).

@@ -17,8 +17,8 @@ static void deliver_posted(flit_stream_t *s, struct flit_request *r, uint32_t sr
     size_t n = min_size(len, r->size);
     flit_status st = FLIT_OK;
     if (n) {
-        st = flit_stream_recv(s, r->buf, n);
-        if (st != FLIT_OK) /* the sender died: what did arrive is in buf */
+        st = req_recv(s, r, n);
+        if (st != FLIT_OK) /* the sender died: what did arrive is in place */
             n = min_size(n, len - flit_stream_remaining(s));
     }
     if (st == FLIT_OK && n < len) {
@@ -35,8 +35,7 @@ static void deliver_in_place(struct flit_request *r, const uint8_t *payload, uin
                              uint64_t tag, size_t len)
 {
     size_t n = min_size(len, r->size);
-    if (n)
-        memcpy(r->buf, payload, n);
+    req_copy(r, payload, n);
     r->info = (flit_tagged_info_t){.source = flit_rank(src),
                                    .tag = tag,
                                    .length = len,

@@ -67,6 +67,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "wire.h"
 
@@ -96,7 +97,9 @@ struct flit_request {
     uint32_t source;                  /* wanted: rank or FLIT_ANY_SOURCE */
     uint64_t tag;                     /* wanted: tag or FLIT_ANY_TAG */
     void *buf;
-    size_t size;
+    size_t size;             /* bytes it takes: buf's, or iov's total */
+    const struct iovec *iov; /* a scattered receive's pieces, else NULL */
+    int iovcnt;
     struct entry *claimed;   /* the unexpected message it waits for */
     flit_tagged_info_t info; /* valid once DONE */
 };
@@ -188,6 +191,30 @@ static inline void fl_tagged_count(_Atomic uint64_t *c)
 static inline size_t min_size(size_t a, size_t b)
 {
     return a < b ? a : b;
+}
+
+/* The first n bytes of a message, from src, into r's buffer or pieces. */
+static inline void req_copy(struct flit_request *r, const void *src, size_t n)
+{
+    if (r->iov)
+        (void)flit_iov_scatter(r->iov, r->iovcnt, src, n);
+    else if (n)
+        memcpy(r->buf, src, n);
+}
+
+/* The next n bytes of the stream into r's buffer or pieces. */
+static inline flit_status req_recv(flit_stream_t *s, struct flit_request *r, size_t n)
+{
+    if (!r->iov)
+        return flit_stream_recv(s, r->buf, n);
+    flit_status st = FLIT_OK;
+    for (int i = 0; st == FLIT_OK && n && i < r->iovcnt; i++) {
+        size_t k = min_size(n, r->iov[i].iov_len);
+        if (k)
+            st = flit_stream_recv(s, r->iov[i].iov_base, k);
+        n -= k;
+    }
+    return st;
 }
 
 static inline bool req_done(struct flit_request *r)

@@ -27,6 +27,8 @@ static void recv_set(struct flit_request *r, uint32_t source, uint64_t tag, void
     r->tag = tag;
     r->buf = buf;
     r->size = size;
+    r->iov = NULL;
+    r->iovcnt = 0;
 }
 
 /* Under the mutex: withdraws r if no handler has it yet (posted, or
@@ -73,13 +75,12 @@ static flit_status recv_abandon(struct flit_request *r, flit_status st)
     return FLIT_OK;
 }
 
-flit_status flit_tagged_irecv(flit_tagged_t *h, flit_rank_t source, uint64_t tag,
-                              void *buf, size_t size, flit_request_t **req)
+/* irecv, into buf or (iov not NULL) into iovcnt pieces of size bytes in
+   all. */
+static flit_status irecv(struct flit_tagged *t, flit_rank_t source, uint64_t tag,
+                         void *buf, size_t size, const struct iovec *iov, int iovcnt,
+                         flit_request_t **req)
 {
-    struct flit_tagged *t = fl_tagged_ctx_of(h);
-    flit_status st = check_recv(t, source, buf, size);
-    if (st != FLIT_OK)
-        return st;
     if (!req)
         return FLIT_ERR_INVALID_ARG;
     lock(t);
@@ -88,6 +89,8 @@ flit_status flit_tagged_irecv(flit_tagged_t *h, flit_rank_t source, uint64_t tag
     bool done = false;
     if (r) {
         recv_set(r, source.idx, tag, buf, size);
+        r->iov = iov;
+        r->iovcnt = iovcnt;
         done = fl_tagged_post_locked(t, r, &large);
     }
     unlock(t);
@@ -100,6 +103,29 @@ flit_status flit_tagged_irecv(flit_tagged_t *h, flit_rank_t source, uint64_t tag
         req_complete(r);
     *req = handle;
     return FLIT_OK;
+}
+
+flit_status flit_tagged_irecv(flit_tagged_t *h, flit_rank_t source, uint64_t tag,
+                              void *buf, size_t size, flit_request_t **req)
+{
+    struct flit_tagged *t = fl_tagged_ctx_of(h);
+    flit_status st = check_recv(t, source, buf, size);
+    if (st != FLIT_OK)
+        return st;
+    return irecv(t, source, tag, buf, size, NULL, 0, req);
+}
+
+flit_status flit_tagged_irecvv(flit_tagged_t *h, flit_rank_t source, uint64_t tag,
+                               const struct iovec *iov, int iovcnt, flit_request_t **req)
+{
+    struct flit_tagged *t = fl_tagged_ctx_of(h);
+    size_t size = 0;
+    flit_status st = flit_iov_total(iov, iovcnt, &size);
+    if (st == FLIT_OK)
+        st = check_recv(t, source, iov, size);
+    if (st != FLIT_OK)
+        return st;
+    return irecv(t, source, tag, NULL, size, iovcnt ? iov : NULL, iovcnt, req);
 }
 
 flit_status flit_tagged_recv(flit_tagged_t *h, flit_rank_t source, uint64_t tag,

@@ -26,6 +26,8 @@ void fl_tagged_req_init(struct flit_request *r, struct flit_tagged *t, uint8_t k
     r->t = t;
     r->prev = r->next = NULL;
     r->claimed = NULL;
+    r->iov = NULL;
+    r->iovcnt = 0;
 }
 
 struct flit_request *fl_tagged_req_get(struct flit_tagged *t, uint8_t kind)

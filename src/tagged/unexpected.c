@@ -71,8 +71,7 @@ void fl_tagged_entry_put(struct flit_tagged *t, struct entry *e)
 void fl_tagged_take_entry(struct flit_request *r, const struct entry *e)
 {
     size_t n = min_size(e->got, r->size);
-    if (n)
-        memcpy(r->buf, e->data, n);
+    req_copy(r, e->data, n);
     flit_status st = e->status;
     if (st == FLIT_OK && e->len > r->size)
         st = FLIT_ERR_TOO_LARGE;

@@ -551,12 +551,26 @@ static void envelopes(void)
         OK(MPI_Type_free(&all[k]));
 }
 
+/* Whether dst (n doubles, -1 but where one element of t was received)
+   holds exp in t's order and nothing else: packed into back to compare. */
+static int placed(const double *dst, int n, MPI_Datatype t, const double *exp,
+                  double *back)
+{
+    int size, pos = 0, touched = 0;
+    OK(MPI_Type_size(t, &size));
+    OK(MPI_Pack(dst, 1, t, back, n * (int)sizeof(double), &pos, MPI_COMM_WORLD));
+    for (int i = 0; i < n; i++)
+        touched += dst[i] != -1;
+    return memcmp(back, exp, (size_t)size) == 0 && touched == size / (int)sizeof(double);
+}
+
 /* Non-contiguous data on the gathered path and the packed one, each way
    flit-mpi chooses between them (few long runs: gathered, also the last
    run of a large message pulled; more than 64 runs, or short runs:
    packed; a small whole: gathered): sent by MPI_Send, MPI_Ssend and
    MPI_Isend to rank 1, received contiguous and compared with MPI_Pack's
-   order; and by every rank to itself, received with the type, holes
+   order; to rank 1's receive of the type, posted first (scattered where
+   gathered); and by every rank to itself, received with the type; holes
    untouched. */
 static void gathered(void)
 {
@@ -602,6 +616,20 @@ static void gathered(void)
                 CHECK(got == n && memcmp(dst, exp, (size_t)size) == 0);
             }
         }
+        /* to rank 1's receive of the type, posted first */
+        MPI_Request pr = MPI_REQUEST_NULL;
+        if (rank == 1) {
+            for (int i = 0; i < NSRC; i++)
+                dst[i] = -1;
+            OK(MPI_Irecv(dst, 1, types[k], 0, 800 + k, MPI_COMM_WORLD, &pr));
+        }
+        OK(MPI_Barrier(MPI_COMM_WORLD));
+        if (rank == 0)
+            OK(MPI_Send(src, 1, types[k], 1, 800 + k, MPI_COMM_WORLD));
+        if (rank == 1) {
+            OK(MPI_Wait(&pr, MPI_STATUS_IGNORE));
+            CHECK(placed(dst, NSRC, types[k], exp, back));
+        }
         /* to itself, received with the type */
         MPI_Request r;
         for (int i = 0; i < NSRC; i++)
@@ -609,13 +637,7 @@ static void gathered(void)
         OK(MPI_Isend(src, 1, types[k], rank, 700 + k, MPI_COMM_WORLD, &r));
         OK(MPI_Recv(dst, 1, types[k], rank, 700 + k, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
-        pos = 0;
-        OK(MPI_Pack(dst, 1, types[k], back, NSRC * (int)sizeof(double), &pos,
-                    MPI_COMM_WORLD));
-        int touched = 0;
-        for (int i = 0; i < NSRC; i++)
-            touched += dst[i] != -1;
-        CHECK(memcmp(back, exp, (size_t)size) == 0 && touched == n);
+        CHECK(placed(dst, NSRC, types[k], exp, back));
         OK(MPI_Type_free(&types[k]));
     }
     free(src);

@@ -3,7 +3,7 @@
  * Tagged messaging (<flit/tagged.h>) in a job of one rank: every bad
  * argument with its exact status, and messages to the rank itself (the self
  * transport): blocking and not, zero bytes, every size up to 1 MiB, sent
- * whole and gathered from pieces,
+ * whole and gathered from pieces, received whole and scattered,
  * truncation posted and unexpected, matching with wildcards in arrival
  * order, probes, cancel, contexts that never see each other's messages,
  * what a handler may not do, destroy with requests outstanding and with
@@ -107,6 +107,14 @@ static void test_bad_args(void)
     CHECK_ST(flit_tagged_sendv(t, flit_rank(0), FLIT_ANY_TAG, bad, 1),
              FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_tagged_sendv(t, flit_rank(0), 1, huge, 2), FLIT_ERR_TOO_LARGE);
+    CHECK_ST(flit_tagged_irecvv(NULL, flit_rank(0), 1, bad, 1, &r), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_irecvv(t, flit_rank(0), 1, bad, 2, &r), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_irecvv(t, flit_rank(0), 1, NULL, 1, &r), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_irecvv(t, flit_rank(0), 1, bad, -1, &r), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_irecvv(t, flit_rank(0), 1, bad, 1, NULL), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_irecvv(t, flit_rank(3), 1, bad, 1, &r), FLIT_ERR_RANK);
+    CHECK_ST(flit_tagged_irecvv(t, flit_rank(0), 1, huge, 2, &r), FLIT_ERR_TOO_LARGE);
+    CHECK(r == NULL);
     CHECK_ST(flit_tagged_isend(t, flit_rank(0), 1, buf, 1, NULL), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_tagged_isend(NULL, flit_rank(0), 1, buf, 1, &r), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_tagged_isend(t, flit_rank(2), 1, buf, 1, &r), FLIT_ERR_RANK);
@@ -226,7 +234,8 @@ static void test_self_sizes(void)
 
 /* Gather sends to itself: each size cut into 1, 2, 3 and 40 pieces (more
    than the sender keeps on its stack), one of them empty with no base,
-   received whole into one buffer. */
+   received whole into one buffer, then scattered into pieces (unexpected,
+   posted, and pieces one byte short of the message). */
 static void test_self_gather(void)
 {
     static const size_t sizes[] = {0, 1, 100, 300, 4096, 65536 + 3, (1u << 20) + 7};
@@ -254,6 +263,36 @@ static void test_self_gather(void)
             check_info(&info, 70 + c, n, n, FLIT_OK);
             check_bytes(b, n, i + c, "self, gathered");
             CHECK(b[n] == 0xee);
+            /* scattered into pieces of b cut the other way: unexpected
+               (sent first), posted (received first), and one byte short */
+            struct iovec rv[3] = {{.iov_base = b, .iov_len = n / 2},
+                                  {.iov_base = NULL, .iov_len = 0},
+                                  {.iov_base = b + n / 2, .iov_len = n - n / 2}};
+            flit_request_t *r;
+            for (int posted = 0; posted < 2; posted++) {
+                memset(b, 0xee, max + 16);
+                if (!posted)
+                    CHECK_OK(flit_tagged_sendv(t, flit_rank(0), 80 + c, v, k));
+                CHECK_OK(flit_tagged_irecvv(t, flit_rank(0), 80 + c, rv, 3, &r));
+                if (posted)
+                    CHECK_OK(flit_tagged_sendv(t, flit_rank(0), 80 + c, v, k));
+                CHECK_OK(flit_tagged_wait(&r, -1, &info));
+                check_info(&info, 80 + c, n, n, FLIT_OK);
+                check_bytes(b, n, i + c,
+                            posted ? "self, scattered, posted"
+                                   : "self, scattered, unexpected");
+                CHECK(b[n] == 0xee);
+            }
+            if (n == 0)
+                continue;
+            memset(b, 0xee, max + 16);
+            rv[2].iov_len--;
+            CHECK_OK(flit_tagged_sendv(t, flit_rank(0), 90 + c, v, k));
+            CHECK_OK(flit_tagged_irecvv(t, flit_rank(0), 90 + c, rv, 3, &r));
+            CHECK_ST(flit_tagged_wait(&r, -1, &info), FLIT_ERR_TOO_LARGE);
+            check_info(&info, 90 + c, n, n - 1, FLIT_ERR_TOO_LARGE);
+            check_bytes(b, n - 1, i + c, "self, scattered, truncated");
+            CHECK(b[n - 1] == 0xee);
         }
     }
     free(s);
