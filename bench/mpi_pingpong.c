@@ -21,6 +21,10 @@
  *   allgather   MPI_Allgather of size bytes from each rank
  *   reduce_scatter_block  MPI_Reduce_scatter_block of a vector of size / 4
  *               ints, MPI_SUM, each rank getting its share
+ * and with --strided, non-contiguous data: size bytes in rows of 4 KiB 64
+ * bytes apart (MPI_Type_vector), sent and received with the type,
+ * ping-pong, one way:
+ *   strided     from 8 KiB to half of --max-size
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -80,6 +84,33 @@ static void bw_run(size_t size, long long n)
 static void rate_run(size_t size, long long n)
 {
     stream(size, n, RATE_WINDOW);
+}
+
+#define ROW     4096
+#define ROW_GAP 64
+
+/* Rows of ROW bytes ROW_GAP apart, size bytes in all. */
+static MPI_Datatype rows_of(size_t size)
+{
+    MPI_Datatype t;
+    MPI_Type_vector((int)(size / ROW), ROW, ROW + ROW_GAP, MPI_BYTE, &t);
+    MPI_Type_commit(&t);
+    return t;
+}
+
+static void strided_run(size_t size, long long n)
+{
+    MPI_Datatype t = rows_of(size);
+    for (long long i = 0; i < n; i++) {
+        if (rank == 0) {
+            MPI_Send(sbuf, 1, t, 1, 1, MPI_COMM_WORLD);
+            MPI_Recv(rbuf, 1, t, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(rbuf, 1, t, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(sbuf, 1, t, 0, 1, MPI_COMM_WORLD);
+        }
+    }
+    MPI_Type_free(&t);
 }
 
 static void allreduce_run(size_t size, long long n)
@@ -173,12 +204,14 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     size_t max = DEFAULT_MAX_SIZE;
     double target = 0.15;
-    int coll = 0;
+    int coll = 0, strided = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             target = 0.025;
         else if (strcmp(argv[i], "--coll") == 0)
             coll = 1;
+        else if (strcmp(argv[i], "--strided") == 0)
+            strided = 1;
         else if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc)
             max = strtoull(argv[++i], NULL, 0);
     }
@@ -236,6 +269,13 @@ int main(int argc, char **argv)
                 printf("%s,%zu,%.4f,us,,\n", colls[c].name, sizes[i], tc * 1e6);
             fflush(stdout);
         }
+    /* rows and gaps of size bytes fit in half of --max-size twice over */
+    for (size_t sz = 2 * ROW; strided && sz <= max / 2; sz *= 2) {
+        double ts = measure(strided_run, sz, target, LAT_REPS);
+        if (rank == 0)
+            printf("strided,%zu,%.4f,us,,\n", sz, ts / 2 * 1e6);
+        fflush(stdout);
+    }
     free(sbuf);
     free(rbuf);
     MPI_Finalize();
