@@ -174,7 +174,7 @@ struct flit_mpi_request {
     /* a receive's destination when not received in place: the packed bytes */
     void *pack;
     const void *data; /* a send's bytes: in buf, or pack */
-    int gather;       /* a send gathered from buf's runs (mpi_p2p.c) */
+    int gather;       /* a send gathered from buf's runs: their number (mpi_p2p.c) */
     struct iovec *iov; /* a receive scattered into buf's runs in the tagged layer */
     size_t bytes;     /* packed bytes the call names */
     uint32_t sync_id;

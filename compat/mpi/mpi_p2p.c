@@ -251,32 +251,36 @@ static void direct_reap(void)
  * received scattered into it (flit_tagged_irecvv), when its runs are at
  * most GATHER_RUNS and hold GATHER_MIN_RUN bytes each on average (else
  * packed: many short pieces cost more than the copy), or the whole fits
- * the small message the tagged layer copies anyway.
+ * the small message the tagged layer copies anyway. A list of up to
+ * GATHER_STACK pieces lives on the stack.
  */
-#define GATHER_RUNS    64
+#define GATHER_RUNS    1024
+#define GATHER_STACK   64
 #define GATHER_MIN_RUN 128
 #define GATHER_SMALL   256
 
-static int gather_ok(MPI_Datatype t, int count, size_t bytes)
-{
-    mp_runs it = {0};
-    MPI_Aint at;
-    size_t len, n = 0;
-    while (n <= GATHER_RUNS && mp_type_run(t, count, &it, &at, &len))
-        n++;
-    return n <= GATHER_RUNS && (bytes <= GATHER_SMALL || bytes / n >= GATHER_MIN_RUN);
-}
-
-/* r's runs of bytes in its buffer as pieces (at most GATHER_RUNS). */
-static int runs_iov(MPI_Request r, struct iovec *v)
+/* The runs of count elements of t when they go gathered, else 0. */
+static int gather_runs(MPI_Datatype t, int count, size_t bytes)
 {
     mp_runs it = {0};
     MPI_Aint at;
     size_t len;
     int n = 0;
-    while (n < GATHER_RUNS && mp_type_run(r->type, r->count, &it, &at, &len))
-        v[n++] = (struct iovec){.iov_base = (char *)r->buf + at, .iov_len = len};
+    while (n <= GATHER_RUNS && mp_type_run(t, count, &it, &at, &len))
+        n++;
+    if (n > GATHER_RUNS || (bytes > GATHER_SMALL && bytes / (size_t)n < GATHER_MIN_RUN))
+        return 0;
     return n;
+}
+
+/* r's n runs of bytes in its buffer as pieces. */
+static void runs_iov(MPI_Request r, struct iovec *v, int n)
+{
+    mp_runs it = {0};
+    MPI_Aint at;
+    size_t len;
+    for (int i = 0; i < n && mp_type_run(r->type, r->count, &it, &at, &len); i++)
+        v[i] = (struct iovec){.iov_base = (char *)r->buf + at, .iov_len = len};
 }
 
 /* Whether r may be posted in the tagged layer: one source, one tag, one
@@ -287,7 +291,7 @@ static int direct_ok(MPI_Request r)
 {
     if (r->peer < 0 || r->tag == MPI_ANY_TAG)
         return 0;
-    if (!mp_type_contig(r->type, r->count) && !gather_ok(r->type, r->count, r->bytes))
+    if (!mp_type_contig(r->type, r->count) && !gather_runs(r->type, r->count, r->bytes))
         return 0;
     if (posted_held == 0)
         return 1; /* every posted receive is in the tagged layer, before r */
@@ -306,9 +310,12 @@ static int direct_post(MPI_Request r)
     if (mp_type_contig(r->type, r->count))
         return mp_class_of(
             flit_tagged_irecv(mp_tg, from, tag, recv_target(r), r->bytes, &r->treq));
-    if (!r->iov && !(r->iov = malloc(GATHER_RUNS * sizeof *r->iov)))
+    /* the same runs at every post (a persistent receive's type and count
+       stay): the list is made once */
+    int n = gather_runs(r->type, r->count, r->bytes);
+    if (!r->iov && !(r->iov = malloc((size_t)n * sizeof *r->iov)))
         return MPI_ERR_NO_MEM;
-    int n = runs_iov(r, r->iov);
+    runs_iov(r, r->iov, n);
     return mp_class_of(flit_tagged_irecvv(mp_tg, from, tag, r->iov, n, &r->treq));
 }
 
@@ -717,10 +724,16 @@ static flit_status send_bytes(MPI_Comm comm, int dest, uint64_t tag, const void 
 
 static flit_status send_gathered(MPI_Request r, uint64_t tag)
 {
-    struct iovec v[GATHER_RUNS];
-    int n = runs_iov(r, v);
-    return flit_tagged_sendv(mp_tg, flit_rank((uint32_t)r->comm->world[r->peer]), tag, v,
-                             n);
+    struct iovec stack[GATHER_STACK], *v = stack;
+    int n = r->gather;
+    if (n > GATHER_STACK && !(v = malloc((size_t)n * sizeof *v)))
+        return FLIT_ERR_NO_MEMORY;
+    runs_iov(r, v, n);
+    flit_status st =
+        flit_tagged_sendv(mp_tg, flit_rank((uint32_t)r->comm->world[r->peer]), tag, v, n);
+    if (v != stack)
+        free(v);
+    return st;
 }
 
 /* Sends r's message now; a standard send is then complete. */
@@ -772,9 +785,7 @@ static int start_send(MPI_Request r)
     const void *data = (const char *)r->buf + r->type->blocks[0].disp;
     r->gather = 0;
     if (!mp_type_contig(r->type, r->count)) {
-        if (gather_ok(r->type, r->count, r->bytes)) {
-            r->gather = 1;
-        } else {
+        if ((r->gather = gather_runs(r->type, r->count, r->bytes)) == 0) {
             if (!r->pack && !(r->pack = malloc(r->bytes ? r->bytes : 1)))
                 return MPI_ERR_NO_MEM;
             mp_pack(r->buf, r->count, r->type, r->pack);

@@ -565,16 +565,16 @@ static int placed(const double *dst, int n, MPI_Datatype t, const double *exp,
 }
 
 /* Non-contiguous data on the gathered path and the packed one, each way
-   flit-mpi chooses between them (few long runs: gathered, also the last
-   run of a large message pulled; more than 64 runs, or short runs:
-   packed; a small whole: gathered): sent by MPI_Send, MPI_Ssend and
+   flit-mpi chooses between them (up to 1024 runs of 128 B or more on
+   average: gathered, also the last run of a large message pulled; more
+   runs, or short ones: packed; a small whole: gathered): sent by MPI_Send, MPI_Ssend and
    MPI_Isend to rank 1, received contiguous and compared with MPI_Pack's
    order; to rank 1's receive of the type, posted first (scattered where
    gathered); and by every rank to itself, received with the type; holes
    untouched. */
 static void gathered(void)
 {
-    enum { NSRC = 90000, NTYPES = 6 };
+    enum { NSRC = 90000, NTYPES = 7 };
     double *src = malloc(NSRC * sizeof(double)), *dst = malloc(NSRC * sizeof(double)),
            *exp = malloc(NSRC * sizeof(double)), *back = malloc(NSRC * sizeof(double));
     CHECK(src && dst && exp && back);
@@ -583,11 +583,12 @@ static void gathered(void)
     MPI_Datatype types[NTYPES];
     OK(MPI_Type_vector(8, 1000, 1100, MPI_DOUBLE, &types[0])); /* 8 runs of 8000 B */
     OK(MPI_Type_vector(64, 32, 40, MPI_DOUBLE, &types[1]));    /* 64 runs of 256 B */
-    OK(MPI_Type_vector(65, 32, 40, MPI_DOUBLE, &types[2]));    /* 65 runs: packed */
+    OK(MPI_Type_vector(1030, 16, 20, MPI_DOUBLE, &types[2]));  /* 1030 runs: packed */
     OK(MPI_Type_vector(16, 4, 9, MPI_DOUBLE, &types[3]));      /* short runs: packed */
     OK(MPI_Type_vector(3, 10, 12, MPI_DOUBLE, &types[4]));     /* 240 B in all */
     int bl[2] = {2, 40000}, dp[2] = {0, 100};
     OK(MPI_Type_indexed(2, bl, dp, MPI_DOUBLE, &types[5])); /* 16 B, then 320 KB */
+    OK(MPI_Type_vector(128, 512, 520, MPI_DOUBLE, &types[6])); /* 128 runs of 4 KiB */
     for (int k = 0; k < NTYPES; k++) {
         OK(MPI_Type_commit(&types[k]));
         int size, pos = 0;
