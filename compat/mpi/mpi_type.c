@@ -335,15 +335,10 @@ static size_t nbasic_of(MPI_Datatype t)
     return t->predefined ? (t->pair >= 0 ? 2 : 1) : t->nbasic;
 }
 
-/* Appends one element of old at byte displacement disp. */
-static int b_elem(builder *b, MPI_Datatype old, MPI_Aint disp)
+/* Widens b's bounds to hold one element of old at byte displacement disp. */
+static void b_bounds(builder *b, MPI_Datatype old, MPI_Aint disp)
 {
     struct flit_mpi_type *t = b->t;
-    for (size_t i = 0; i < old->nblocks; i++) {
-        int rc = b_block(b, disp + old->blocks[i].disp, old->blocks[i].len);
-        if (rc)
-            return rc;
-    }
     MPI_Aint lb = disp + old->lb, ub = disp + old->lb + old->extent;
     MPI_Aint tlb = disp + old->tlb, tub = disp + old->tub;
     if (!b->bounded) {
@@ -356,9 +351,40 @@ static int b_elem(builder *b, MPI_Datatype old, MPI_Aint disp)
         t->tlb = t->tlb < tlb ? t->tlb : tlb;
         t->tub = t->tub > tub ? t->tub : tub;
     }
+}
+
+/*
+ * Appends n elements of old, one extent apart from byte displacement disp.
+ * Elements of a type of one block as long as its extent lie end to end:
+ * they are one block, added at once, so a vector of 4,096 bytes a row
+ * costs a row, not 4,096 elements (the bounds of the first and the last
+ * element hold those between).
+ */
+static int b_elems(builder *b, MPI_Datatype old, MPI_Aint disp, size_t n)
+{
+    if (n == 0)
+        return MPI_SUCCESS;
+    MPI_Aint last = disp + (MPI_Aint)(n - 1) * old->extent;
+    if (old->nblocks == 1 && old->extent > 0 &&
+        (MPI_Aint)old->blocks[0].len == old->extent) {
+        int rc = b_block(b, disp + old->blocks[0].disp, old->blocks[0].len * n);
+        if (rc)
+            return rc;
+    } else {
+        for (size_t j = 0; j < n; j++)
+            for (size_t i = 0; i < old->nblocks; i++) {
+                int rc =
+                    b_block(b, disp + (MPI_Aint)j * old->extent + old->blocks[i].disp,
+                            old->blocks[i].len);
+                if (rc)
+                    return rc;
+            }
+    }
+    b_bounds(b, old, disp);
+    b_bounds(b, old, last);
     int ob = old->pair >= 0 ? -1 : old->basic;
     b->basic = b->basic == -2 ? ob : (b->basic == ob ? ob : -1);
-    t->nbasic += nbasic_of(old);
+    b->t->nbasic += n * nbasic_of(old);
     return MPI_SUCCESS;
 }
 
@@ -418,8 +444,7 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
     if ((rc = b_start(&b)))
         return TYPE_FAIL(rc, "MPI_Type_create_hvector");
     for (int i = 0; i < count && !rc; i++)
-        for (int j = 0; j < blocklength && !rc; j++)
-            rc = b_elem(&b, old, i * stride + j * old->extent);
+        rc = b_elems(&b, old, i * stride, (size_t)blocklength);
     if ((rc = b_finish(&b, rc, newtype)))
         return TYPE_FAIL(rc, "MPI_Type_create_hvector");
     int h[2] = {count, blocklength};
@@ -470,8 +495,7 @@ int MPI_Type_create_hindexed(int count, const int blocklengths[],
     if ((rc = b_start(&b)))
         return TYPE_FAIL(rc, "MPI_Type_create_hindexed");
     for (int i = 0; i < count && !rc; i++)
-        for (int j = 0; j < blocklengths[i] && !rc; j++)
-            rc = b_elem(&b, old, displacements[i] + j * old->extent);
+        rc = b_elems(&b, old, displacements[i], (size_t)blocklengths[i]);
     if ((rc = b_finish(&b, rc, newtype)))
         return TYPE_FAIL(rc, "MPI_Type_create_hindexed");
     mp_iseg is[2] = {{&count, 1}, {blocklengths, count}};
@@ -519,8 +543,7 @@ int MPI_Type_create_struct(int count, const int blocklengths[],
     if ((rc = b_start(&b)))
         return TYPE_FAIL(rc, "MPI_Type_create_struct");
     for (int i = 0; i < count && !rc; i++)
-        for (int j = 0; j < blocklengths[i] && !rc; j++)
-            rc = b_elem(&b, types[i], displacements[i] + j * types[i]->extent);
+        rc = b_elems(&b, types[i], displacements[i], (size_t)blocklengths[i]);
     if ((rc = b_finish(&b, rc, newtype)))
         return TYPE_FAIL(rc, "MPI_Type_create_struct");
     mp_iseg is[2] = {{&count, 1}, {blocklengths, count}};
@@ -538,7 +561,7 @@ int MPI_Type_create_resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent,
     builder b;
     if ((rc = b_start(&b)))
         return TYPE_FAIL(rc, "MPI_Type_create_resized");
-    rc = b_elem(&b, old, 0);
+    rc = b_elems(&b, old, 0, 1);
     if ((rc = b_finish(&b, rc, newtype)))
         return TYPE_FAIL(rc, "MPI_Type_create_resized");
     (*newtype)->lb = lb;

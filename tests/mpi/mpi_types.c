@@ -7,9 +7,11 @@
  * truncation, a type freed while a request still uses it; the complex
  * types, MPI_OFFSET and MPI_COUNT, the MPI_Count queries; every
  * constructor's envelope and contents; non-contiguous sends gathered and
- * packed.
+ * packed; types of GiBs in few blocks.
  */
 #include <complex.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -647,6 +649,81 @@ static void gathered(void)
     free(back);
 }
 
+/*
+ * Types of many bytes in few blocks: a GiB of bytes as one run, a vector
+ * of 1,024 rows of a MiB, one of 1,024 rows of INT_MAX bytes (2 TiB:
+ * MPI_Type_size answers MPI_UNDEFINED, the _x twin the size), and a vector
+ * of a type with holes whose rows must stay apart. Each is built in time
+ * by its blocks, not by its bytes (a builder that walked element by
+ * element took 12 s for the first two, and hours for the third); sizes,
+ * extents and true extents are checked, and a few rows of the vector are
+ * sent with the type and land where it says; a type of one block shorter
+ * than its extent repeated.
+ */
+static void large(void)
+{
+    MPI_Datatype gib, rows, wide, pairs, holes;
+    int s;
+    MPI_Count sx;
+    MPI_Aint lb, ext, tlb, text;
+    OK(MPI_Type_contiguous(1 << 30, MPI_CHAR, &gib));
+    OK(MPI_Type_size(gib, &s));
+    OK(MPI_Type_get_extent(gib, &lb, &ext));
+    CHECK(s == 1 << 30 && lb == 0 && ext == (MPI_Aint)1 << 30);
+
+    OK(MPI_Type_vector(1024, 1 << 20, 1 << 21, MPI_CHAR, &rows));
+    OK(MPI_Type_size(rows, &s));
+    OK(MPI_Type_get_extent(rows, &lb, &ext));
+    CHECK(s == 1 << 30 && lb == 0 && ext == ((MPI_Aint)1023 << 21) + (1 << 20));
+
+    /* 1,024 rows of INT_MAX bytes, 4 GiB apart: 2 TiB in 1,024 blocks */
+    OK(MPI_Type_create_hvector(1024, INT_MAX, (MPI_Aint)1 << 32, MPI_CHAR, &wide));
+    OK(MPI_Type_size(wide, &s));
+    OK(MPI_Type_size_x(wide, &sx));
+    OK(MPI_Type_get_true_extent(wide, &tlb, &text));
+    CHECK(s == MPI_UNDEFINED && sx == (MPI_Count)1024 * INT_MAX && tlb == 0 &&
+          text == ((MPI_Aint)1023 << 32) + INT_MAX);
+
+    /* one int in 8 bytes: one block shorter than its extent, never merged */
+    MPI_Datatype spaced, three;
+    OK(MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &spaced));
+    OK(MPI_Type_contiguous(3, spaced, &three));
+    OK(MPI_Type_size(three, &s));
+    OK(MPI_Type_get_extent(three, &lb, &ext));
+    OK(MPI_Type_get_true_extent(three, &tlb, &text));
+    CHECK(s == 3 * (int)sizeof(int) && ext == 6 * (MPI_Aint)sizeof(int) && tlb == 0 &&
+          text == 5 * (MPI_Aint)sizeof(int));
+
+    /* two ints 12 bytes apart: elements of a vector row must not merge */
+    OK(MPI_Type_vector(2, 1, 3, MPI_INT, &pairs));
+    OK(MPI_Type_create_resized(pairs, 0, 4 * sizeof(int), &holes));
+    MPI_Datatype few;
+    OK(MPI_Type_vector(3, 2, 3, holes, &few)); /* rows of 2, 3 apart */
+    OK(MPI_Type_commit(&few));
+    OK(MPI_Type_size(few, &s));
+    OK(MPI_Type_get_extent(few, &lb, &ext));
+    OK(MPI_Type_get_true_extent(few, &tlb, &text));
+    CHECK(s == 12 * (int)sizeof(int) && lb == 0 && ext == 32 * (MPI_Aint)sizeof(int));
+    CHECK(tlb == 0 && text == 32 * (MPI_Aint)sizeof(int));
+    int buf[32];
+    for (int i = 0; i < 32; i++)
+        buf[i] = rank == 0 ? i : -1;
+    if (rank == 0) {
+        OK(MPI_Send(buf, 1, few, 1, 40, MPI_COMM_WORLD));
+    } else if (rank == 1) {
+        OK(MPI_Recv(buf, 1, few, 0, 40, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        /* element k of a row at 4k ints: ints 4k and 4k+3; rows 12 apart */
+        for (int i = 0; i < 32; i++) {
+            int row = i / 12, in = i % 12;
+            bool sent = row < 3 && in < 8 && (in % 4 == 0 || in % 4 == 3);
+            CHECK(buf[i] == (sent ? i : -1));
+        }
+    }
+    MPI_Datatype all[] = {gib, rows, wide, spaced, three, pairs, holes, few};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        OK(MPI_Type_free(&all[i]));
+}
+
 int main(int argc, char **argv)
 {
     int size;
@@ -666,6 +743,7 @@ int main(int argc, char **argv)
     counts_and_complex();
     envelopes();
     gathered();
+    large();
     OK(MPI_Finalize());
     return 0;
 }
