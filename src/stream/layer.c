@@ -70,11 +70,12 @@ flit_status fl_stream_ep_open(struct flit_ep *ep, void *state)
     se->handlers = calloc(ep->handler_count, sizeof *se->handlers);
     se->active = calloc(ep->size, sizeof *se->active);
     se->next_sid = calloc(ep->size, sizeof *se->next_sid);
-    se->pull_min = calloc(ep->size, sizeof *se->pull_min);
+    se->pull_to = calloc(ep->size, sizeof *se->pull_to);
+    se->rates = calloc(ep->size, sizeof *se->rates);
     se->park_lock_ok = pthread_mutex_init(&se->park_lock, NULL) == 0;
     if (!se->park_lock_ok)
         return FLIT_ERR_SYSTEM;
-    return se->handlers && se->active && se->next_sid && se->pull_min
+    return se->handlers && se->active && se->next_sid && se->pull_to && se->rates
                ? FLIT_OK
                : FLIT_ERR_NO_MEMORY;
 }
@@ -93,7 +94,11 @@ void fl_stream_ep_close(struct flit_ep *ep, void *state)
     free(se->handlers);
     free(se->active);
     free(se->next_sid);
-    free(se->pull_min);
+    free(se->pull_to);
+    if (se->rates)
+        for (uint32_t r = 0; r < ep->size; r++)
+            free(se->rates[r]);
+    free(se->rates);
     if (se->park_lock_ok)
         pthread_mutex_destroy(&se->park_lock);
 }
@@ -131,6 +136,9 @@ static const struct fl_counter_desc stream_counters[] = {
                    "stream bytes we pulled from their sender's memory"),
     STREAM_COUNTER(pull_refused, FLIT_COUNTER_COUNT,
                    "pulls that failed: the rest of the message came in packets"),
+    STREAM_COUNTER(pull_declined, FLIT_COUNTER_COUNT,
+                   "messages offered pulled that we asked for in packets instead, to "
+                   "measure the rings or because they were cheaper"),
     {NULL, NULL, 0, 0, NULL},
 };
 #undef STREAM_COUNTER

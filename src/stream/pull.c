@@ -20,6 +20,7 @@
  * the kernel forbids): the receiver then asks for the rest in packets, and
  * the sender pulls to that peer no more.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/progress.h"
@@ -27,16 +28,21 @@
 #include "stream/stream.h"
 #include "util/log.h"
 
-static uint64_t pull_min(struct fl_stream_ep *se, struct flit_ep *ep, uint32_t dst)
+/* What we know of pulling to dst, asked of its transport the first time. */
+static struct fl_st_pull_to *pull_to(struct fl_stream_ep *se, struct flit_ep *ep,
+                                     uint32_t dst)
 {
-    uint64_t m = se->pull_min[dst];
-    if (__builtin_expect(m != 0, 1))
-        return m;
-    const struct fl_peer *p = &ep->peers[dst];
-    const struct fl_tp_onesided *os = p->tp->onesided;
-    size_t n = os && os->pull_min && os->get ? os->pull_min(p->tpe, dst) : 0;
-    se->pull_min[dst] = n ? n : UINT64_MAX;
-    return se->pull_min[dst];
+    struct fl_st_pull_to *p = &se->pull_to[dst];
+    if (__builtin_expect(p->min != 0, 1))
+        return p;
+    const struct fl_peer *peer = &ep->peers[dst];
+    const struct fl_tp_onesided *os = peer->tp->onesided;
+    bool measure = false;
+    size_t n = os && os->pull_min && os->get ? os->pull_min(peer->tpe, dst, &measure) : 0;
+    p->min = n ? n : UINT64_MAX;
+    p->ask = n && measure;
+    p->advice = UINT16_MAX; /* every class, until the receiver says */
+    return p;
 }
 
 bool fl_stream_pulls(struct flit_ep *ep, uint32_t dst, uint64_t total, size_t head,
@@ -45,7 +51,13 @@ bool fl_stream_pulls(struct flit_ep *ep, uint32_t dst, uint64_t total, size_t he
     if (fl_handler_depth || (flags & FLIT_STREAM_NONBLOCK) || head > FL_ST_PULL_HEAD ||
         total <= head)
         return false;
-    return total >= pull_min(fl_stream_of(ep), ep, dst);
+    struct fl_st_pull_to *p = pull_to(fl_stream_of(ep), ep, dst);
+    if (total < p->min)
+        return false;
+    if (!p->ask || (p->advice >> fl_st_class(total) & 1u))
+        return true;
+    /* Through the rings, as advised; now and then pulled, to be measured. */
+    return ++p->explore % FL_ST_EXPLORE == 0;
 }
 
 /* ---- the sender ---- */
@@ -98,7 +110,7 @@ flit_status fl_stream_pull_out(struct fl_st_out *s, void *pkt, const struct iove
         at += iov[i].iov_len;
     }
     struct fl_st_pkt h = {
-        .flags = FL_STF_FIRST | FL_STF_PULL,
+        .flags = FL_STF_FIRST | FL_STF_PULL | (se->pull_to[s->dst].ask ? FL_STF_ASK : 0),
         .handler = s->handler,
         .sid = s->sid,
         .len = (uint32_t)head,
@@ -120,8 +132,8 @@ flit_status fl_stream_pull_out(struct fl_st_out *s, void *pkt, const struct iove
         st = FLIT_ERR_PEER_DOWN;
     if (st != FLIT_OK)
         return st;
-    if (w.resend)
-        se->pull_min[s->dst] = UINT64_MAX; /* for good: packets from now on */
+    if (w.resend && !w.advised)
+        se->pull_to[s->dst].min = UINT64_MAX; /* it cannot: packets for good */
     *from = w.resend ? w.offset : s->total;
     return FLIT_OK;
 }
@@ -141,6 +153,10 @@ void fl_stream_pulled(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *
     w->answered = true;
     w->resend = h->resend && h->offset <= w->total;
     w->offset = h->offset;
+    struct fl_st_pull_to *p = &fl_stream_of(ep)->pull_to[src];
+    w->advised = h->advised && p->ask;
+    if (w->advised)
+        p->advice = h->advice;
     if (h->resend && !w->resend) {
         FL_COUNT(ep->stats.refused_packets, 1);
         fl_warn("rank %u asked for the bytes of a pulled message from %llu, past its "
@@ -152,8 +168,9 @@ void fl_stream_pulled(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *
 /* ---- the receiver ---- */
 
 /* Tells s's sender that its buffer is free (resend: that it sends the
-   bytes from s->arrived in packets). s is pulled no more. */
-static void answer(struct fl_st_in *s, bool resend)
+   bytes from s->arrived in packets), with our advice where it asked for
+   it and we could pull (advise). s is pulled no more. */
+static void answer(struct fl_st_in *s, bool resend, bool advise)
 {
     struct flit_ep *ep = s->ep;
     s->pull = false;
@@ -164,10 +181,54 @@ static void answer(struct fl_st_in *s, bool resend)
     unsigned flags = s->error ? FLIT_AM_NONBLOCK : 0;
     if (fl_ep_reserve(ep, s->src, FL_LANE_REP, FL_ST_FIRST_HDR, flags, &pkt) != FLIT_OK)
         return;
-    struct fl_st_pkt h = {
-        .flags = FL_STF_PULLED, .sid = s->sid, .offset = s->arrived, .resend = resend};
+    const struct fl_st_rates *r = fl_stream_of(ep)->rates[s->src];
+    struct fl_st_pkt h = {.flags = FL_STF_PULLED,
+                          .sid = s->sid,
+                          .offset = s->arrived,
+                          .resend = resend,
+                          .advised = advise && s->ask && r,
+                          .advice =
+                              advise && s->ask && r ? (uint16_t)fl_st_advice(r) : 0};
     fl_st_encode(pkt, &h);
     fl_ep_commit(ep, s->src, FL_LANE_REP, pkt, FL_ST_FIRST_HDR, 0);
+}
+
+/* The rates of src's messages, made at its first message that asks. */
+static struct fl_st_rates *rates_of(struct fl_stream_ep *se, uint32_t src)
+{
+    if (!se->rates[src])
+        se->rates[src] = calloc(1, sizeof *se->rates[src]);
+    return se->rates[src];
+}
+
+void fl_stream_pull_begin(struct fl_st_in *s)
+{
+    s->pull_got = s->pull_ns = 0;
+    if (!s->ask)
+        return;
+    struct fl_stream_ep *se = fl_stream_of(s->ep);
+    struct fl_st_rates *r = rates_of(se, s->src);
+    if (!r || fl_st_take_pull(r, fl_st_class(s->total)))
+        return; /* without memory for the rates: pulled, as without asking */
+    FL_COUNT(se->pull_declined, 1);
+    answer(s, true, true);
+    fl_stream_ring_start(s);
+}
+
+void fl_stream_ring_start(struct fl_st_in *s)
+{
+    if (s->total >= FL_ST_RATE_MIN && fl_stream_of(s->ep)->rates[s->src]) {
+        s->ring_t0 = fl_now_ns();
+        s->ring_from = s->arrived;
+    }
+}
+
+void fl_stream_ring_done(struct flit_ep *ep, uint32_t src, uint64_t total, uint64_t bytes,
+                         uint64_t t0)
+{
+    struct fl_st_rates *r = fl_stream_of(ep)->rates[src];
+    if (r)
+        fl_st_rate_note(&r->ring[fl_st_class(total)], bytes, fl_now_ns() - t0);
 }
 
 flit_status fl_stream_pull_take(struct fl_st_in *s, uint8_t *dst, size_t n)
@@ -178,8 +239,13 @@ flit_status fl_stream_pull_take(struct fl_st_in *s, uint8_t *dst, size_t n)
         struct fl_peer *p = &ep->peers[s->src];
         const struct fl_tp_onesided *os = p->tp->onesided;
         uint64_t at = s->pull_addr + (s->arrived - s->pull_from);
+        uint64_t t0 = s->ask ? fl_now_ns() : 0;
         flit_status st = os && os->get ? os->get(p->tpe, s->src, 0, at, dst, n)
                                        : FLIT_ERR_NOT_SUPPORTED;
+        if (s->ask) {
+            s->pull_ns += fl_now_ns() - t0;
+            s->pull_got += n;
+        }
         if (st == FLIT_ERR_PEER_DOWN) {
             s->error = st;
             return st;
@@ -189,7 +255,7 @@ flit_status fl_stream_pull_take(struct fl_st_in *s, uint8_t *dst, size_t n)
             fl_info("stream: cannot pull %zu bytes from rank %u (%s): the rest of its "
                     "message comes in packets",
                     n, s->src, flit_strerror(st));
-            answer(s, true);
+            answer(s, true, false);
             return FLIT_ERR_AGAIN;
         }
         if (s->arrived == s->pull_from)
@@ -198,8 +264,12 @@ flit_status fl_stream_pull_take(struct fl_st_in *s, uint8_t *dst, size_t n)
     }
     s->arrived += n;
     s->taken += n;
-    if (s->arrived == s->total)
-        answer(s, false);
+    if (s->arrived == s->total) {
+        struct fl_st_rates *r = se->rates[s->src];
+        if (s->ask && r && s->pull_got)
+            fl_st_rate_note(&r->pull[fl_st_class(s->total)], s->pull_got, s->pull_ns);
+        answer(s, false, true);
+    }
     return FLIT_OK;
 }
 
@@ -207,6 +277,6 @@ void fl_stream_pull_end(struct fl_st_in *s)
 {
     if (!s->pull)
         return;
-    answer(s, false);
+    answer(s, false, true);
     s->arrived = s->total; /* nothing more comes */
 }

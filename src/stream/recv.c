@@ -153,6 +153,8 @@ static void in_init(struct fl_st_in *s, struct flit_ep *ep, uint32_t src, uint64
     s->place_at = NULL;
     s->pull = false;
     s->pull_from = s->pull_addr = 0;
+    s->ask = false;
+    s->pull_got = s->pull_ns = s->ring_t0 = s->ring_from = 0;
     s->parked = s->wake = s->ready = false;
 }
 
@@ -233,6 +235,7 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t s
     s->sid = h->sid;
     s->placeable = (h->flags & FL_STF_PLACEABLE) != 0;
     s->pull = (h->flags & FL_STF_PULL) != 0;
+    s->ask = (h->flags & FL_STF_ASK) != 0;
     s->pull_from = h->len;
     s->pull_addr = h->addr;
     s->arrived = h->len;
@@ -261,6 +264,10 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t s
         FL_COUNT(se->fibers, 1);
         link_active(se, s);
     }
+    if (s->pull)
+        fl_stream_pull_begin(s); /* or the rings: measured, or cheaper */
+    else if (h->len < h->total)
+        fl_stream_ring_start(s);
     fl_stream_run(ep, s);
 }
 
@@ -299,7 +306,13 @@ static void next_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t sr
     }
     s->cur = payload;
     s->cur_len = h->len;
+    /* Its last byte, timed since its first: what the rings cost (the
+       handler's copy of it included; s may be over after the run). */
+    uint64_t t0 = s->arrived == s->total ? s->ring_t0 : 0;
+    uint64_t bytes = s->total - s->ring_from, total = s->total;
     fl_stream_run(ep, s);
+    if (t0)
+        fl_stream_ring_done(ep, src, total, bytes, t0);
 }
 
 void fl_stream_recv_packet(struct flit_ep *ep, uint32_t src, unsigned lane, void *pkt,

@@ -52,6 +52,7 @@
 #include "core/ep.h"
 #include "flit/stream.h"
 #include "platform/fiber.h"
+#include "stream/choose.h"
 #include "stream/wire.h"
 
 /* Placed pieces (above): a message from this long asks for offers, and a
@@ -165,8 +166,17 @@ struct fl_st_pull_wait {
     uint32_t dst, sid;
     uint64_t total;
     bool answered, resend;
+    bool advised;    /* the receiver chose (choose.c): not "cannot pull" */
     uint64_t offset; /* resend: from here, in packets */
     struct fl_st_pull_wait *next;
+};
+
+/* Our pulled messages to one rank (pull.c). */
+struct fl_st_pull_to {
+    uint64_t min;     /* the transport's smallest; UINT64_MAX never; 0: not asked */
+    bool ask;         /* its receiver chooses, by measurement (choose.c) */
+    uint16_t advice;  /* ask: size classes it wants offered pulled */
+    uint32_t explore; /* ask: messages sent through the rings against advice */
 };
 
 /* The receiver's message, from its first packet until its last. */
@@ -195,6 +205,11 @@ struct fl_st_in {
        the sender's memory; pull: not answered yet. */
     bool pull;
     uint64_t pull_from, pull_addr;
+    /* Measured for the choice of one copy or two (choose.c): the sender lets
+       us choose (ASK); the bytes read and the time in the reads; the
+       rings' start (0: not timed) and the bytes that had arrived then. */
+    bool ask;
+    uint64_t pull_got, pull_ns, ring_t0, ring_from;
     struct fl_st_in *next; /* the sender's messages in progress; free list */
     /* Parking (park.c), under the layer's park_lock: the handler waits in
        flit_stream_park; an unpark came; it is on the ready list. */
@@ -216,7 +231,8 @@ struct fl_stream_ep {
     struct fl_st_out *free_out;
     struct fl_st_out *placing; /* messages out that take offers */
     struct fl_st_pull_wait *pulls; /* pulled messages out, not answered */
-    uint64_t *pull_min;            /* [ep->size]: pull from (pull.c); 0: not asked yet */
+    struct fl_st_pull_to *pull_to; /* [ep->size]: our pulled messages to each rank */
+    struct fl_st_rates **rates;    /* [ep->size]: what each rank's messages cost us */
     struct fl_st_in *free_in;
     struct fl_st_in *current; /* whose handler runs now */
     /* Parked handlers that may go on (park.c): any thread adds, the
@@ -228,7 +244,7 @@ struct fl_stream_ep {
     bool listening; /* the progress listener is in */
     fl_counter sent_msgs, sent_bytes, recv_msgs, recv_bytes, fibers;
     fl_counter offers, placed_bytes; /* offers made; bytes we placed */
-    fl_counter pulled_msgs, pulled_bytes, pull_refused; /* pull.c */
+    fl_counter pulled_msgs, pulled_bytes, pull_refused, pull_declined; /* pull.c */
 };
 
 extern struct fl_layer fl_stream_layer;
@@ -333,5 +349,15 @@ flit_status fl_stream_pull_take(struct fl_st_in *s, uint8_t *dst, size_t n);
 /* s's handler is done: answers its sender if it has not yet (and nothing
    more comes). */
 void fl_stream_pull_end(struct fl_st_in *s);
+/* The first packet of s, pulled, has come: pulls it, or asks at once for
+   its bytes in packets where its sender lets us choose and the rings are
+   to be measured or are cheaper (choose.c). */
+void fl_stream_pull_begin(struct fl_st_in *s);
+/* Times s through the rings from now, for the choice, if its sender lets
+   us choose (s->total bytes, s->arrived of them here). */
+void fl_stream_ring_start(struct fl_st_in *s);
+/* s's last packet is in and taken: notes what the rings cost (s timed). */
+void fl_stream_ring_done(struct flit_ep *ep, uint32_t src, uint64_t total, uint64_t bytes,
+                         uint64_t t0);
 
 #endif /* FL_STREAM_STREAM_H */

@@ -13,7 +13,10 @@ size_t fl_st_encode(uint8_t *buf, const struct fl_st_pkt *p)
     fl_put32(buf + 12, p->len);
     if (p->flags & (FL_STF_OFFER | FL_STF_PULLED)) {
         fl_put64(buf + 16, p->offset);
-        fl_put64(buf + 24, (p->flags & FL_STF_OFFER) ? p->place : (uint64_t)p->resend);
+        fl_put64(buf + 24, (p->flags & FL_STF_OFFER)
+                               ? p->place
+                               : (uint64_t)p->resend | (uint64_t)p->advised << 1 |
+                                     (uint64_t)(p->advised ? p->advice : 0) << 32);
         return FL_ST_FIRST_HDR;
     }
     if (p->flags & FL_STF_FIRST) {
@@ -55,10 +58,12 @@ static flit_status decode_pulled(const uint8_t *b, size_t len, struct fl_st_pkt 
     p->tag = 0;
     p->total = 0;
     p->offset = fl_get64(b + 16);
-    uint64_t resend = fl_get64(b + 24);
-    if (resend > 1)
+    uint64_t w = fl_get64(b + 24);
+    p->resend = (w & 1) != 0;
+    p->advised = (w & 2) != 0;
+    p->advice = (uint16_t)(w >> 32);
+    if ((w & ~(3ull | 0xffffull << 32)) || (!p->advised && p->advice))
         return FLIT_ERR_BAD_PACKET;
-    p->resend = resend != 0;
     return FLIT_OK;
 }
 
@@ -80,6 +85,8 @@ flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
     p->place = 0;
     p->addr = 0;
     p->resend = false;
+    p->advised = false;
+    p->advice = 0;
     p->payload = NULL;
     if (p->flags & FL_STF_PULLED)
         return decode_pulled(b, len, p);
@@ -95,7 +102,8 @@ flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
         bool pull = (p->flags & FL_STF_PULL) != 0;
         if (p->len > p->total || last != (p->len == p->total) ||
             (last && (p->flags & FL_STF_PLACEABLE)) ||
-            (pull && (p->flags & (FL_STF_LAST | FL_STF_PLACEABLE))))
+            (pull && (p->flags & (FL_STF_LAST | FL_STF_PLACEABLE))) ||
+            (!pull && (p->flags & FL_STF_ASK)))
             return FLIT_ERR_BAD_PACKET;
         p->addr = pull ? fl_get64(b + 32) : 0;
     } else {
@@ -103,7 +111,7 @@ flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
         p->total = 0;
         p->offset = fl_get64(b + 16);
         if (p->offset + p->len < p->offset ||
-            (p->flags & (FL_STF_PLACEABLE | FL_STF_PULL)))
+            (p->flags & (FL_STF_PLACEABLE | FL_STF_PULL | FL_STF_ASK)))
             return FLIT_ERR_BAD_PACKET;
     }
     p->payload = b + hl;

@@ -57,10 +57,18 @@
  *    8    4   stream id
  *   12    4   0
  *   16    8   bytes of the message the receiver has (taken or passed over)
- *   24    8   0: done, the sender's buffer is free; 1: the receiver could
- *             not pull: send the bytes from that offset in packets
+ *   24    8   bit 0: 0: done, the sender's buffer is free; 1: send the
+ *             bytes from that offset in packets (the receiver could not
+ *             pull, or measures the rings: below);
+ *             bit 1: bits 32-47 hold advice; bits 32-47: the size classes
+ *             (stream/choose.h) whose messages the receiver wants offered
+ *             pulled; every other bit 0
  *
- * (flags PULLED alone, handler and pad 0, no payload).
+ * (flags PULLED alone, handler and pad 0, no payload). A first packet
+ * flagged PULL and ASK comes from a sender that lets its receiver choose:
+ * the receiver may answer at once with bit 0 set, to measure what the
+ * rings cost, and its advice tells the sender which sizes to offer pulled
+ * (stream/choose.c). Without ASK the receiver pulls whatever it can.
  */
 #ifndef FL_STREAM_WIRE_H
 #define FL_STREAM_WIRE_H
@@ -85,9 +93,10 @@
 #define FL_STF_OFFER     0x10u /* alone, receiver to sender: a place */
 #define FL_STF_PULL      0x20u /* FIRST: the rest is pulled from the sender */
 #define FL_STF_PULLED    0x40u /* alone, receiver to sender: pulled (or not) */
+#define FL_STF_ASK       0x80u /* FIRST and PULL: the receiver chooses, advises */
 #define FL_STF_KNOWN                                                                     \
     (FL_STF_FIRST | FL_STF_LAST | FL_STF_PLACEABLE | FL_STF_PLACED | FL_STF_OFFER |      \
-     FL_STF_PULL | FL_STF_PULLED)
+     FL_STF_PULL | FL_STF_PULLED | FL_STF_ASK)
 
 #define FL_ST_ALIGN     64u   /* a large piece's payload is placed in its line */
 #define FL_ST_ALIGN_MIN 1024u /* pieces from this size up are aligned */
@@ -104,6 +113,8 @@ struct fl_st_pkt {
     uint64_t place;   /* OFFER: the segment offset; else 0 */
     uint64_t addr;    /* PULL: the sender's address of byte len; else 0 */
     bool resend;      /* PULLED: send the rest from offset in packets */
+    bool advised;     /* PULLED: advice holds the receiver's word */
+    uint16_t advice;  /* PULLED: size classes to offer pulled (choose.h) */
     uint8_t *payload; /* decode: into the packet (NULL when PLACED, OFFER) */
 };
 

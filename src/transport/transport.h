@@ -213,11 +213,11 @@ struct fl_tp_onesided {
     /*
      * Optional: the smallest message that peer, receiving it, should pull
      * from our memory with its ->get (key 0) rather than take in packets:
-     * one copy instead of two. 0: never (absent, too: packets). The first
-     * call may measure which is faster here (blocks a few hundred
-     * microseconds); later ones are cheap. Any thread.
+     * one copy instead of two. 0: never (absent, too: packets). *measure:
+     * the receiver chooses, message size by message size, by what each way
+     * costs it (stream/choose.c); else it pulls every one. Any thread.
      */
-    size_t (*pull_min)(struct fl_tp_ep *t, uint32_t peer);
+    size_t (*pull_min)(struct fl_tp_ep *t, uint32_t peer, bool *measure);
 };
 
 /* Which peers a transport can serve, by where they run (struct fl_transport's

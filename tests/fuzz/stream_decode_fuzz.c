@@ -39,11 +39,17 @@ static bool model_bare(const uint8_t *b, size_t size)
 }
 
 /* A pulled message's answer (32 bytes): PULLED alone, no pad, handler or
-   length, and 0 (done) or 1 (send the rest) at 24. */
+   length; at 24 bit 0 (send the rest), bit 1 (advice) and, with bit 1
+   only, advice in bits 32-47; nothing else. */
 static bool model_pulled(const uint8_t *b, size_t size)
 {
+    if (size != FL_ST_FIRST_HDR)
+        return false;
+    uint64_t w = fl_get64(b + 24);
+    bool advised = (w & 2) != 0;
+    uint64_t advice = (w >> 32) & 0xffff;
     return b[2] == FL_STF_PULLED && !b[3] && !fl_get16(b + 4) && !fl_get32(b + 12) &&
-           size == FL_ST_FIRST_HDR && fl_get64(b + 24) <= 1;
+           (w & ~(3ull | 0xffffull << 32)) == 0 && (advised || advice == 0);
 }
 
 /* wire.h's packet, read as the comment there says. */
@@ -58,15 +64,17 @@ static bool model_accepts(const uint8_t *b, size_t size)
         return model_bare(b, size);
     bool first = (b[2] & FL_STF_FIRST) != 0, last = (b[2] & FL_STF_LAST) != 0;
     bool placeable = (b[2] & FL_STF_PLACEABLE) != 0, pull = (b[2] & FL_STF_PULL) != 0;
+    bool ask = (b[2] & FL_STF_ASK) != 0;
     size_t hl = (pull ? FL_ST_PULL_HDR : first ? FL_ST_FIRST_HDR : FL_ST_HDR) + b[3];
     if (size < hl || fl_get32(b + 12) != size - hl) /* hl: with the pad */
         return false;
     uint64_t len = fl_get32(b + 12);
     if (first) /* the payload within the message, LAST exactly at its end;
-                  PLACEABLE only with more to come; PULL with neither */
+                  PLACEABLE only with more to come; PULL with neither; ASK
+                  only with PULL */
         return len <= fl_get64(b + 24) && last == (len == fl_get64(b + 24)) &&
-               !(last && placeable) && !(pull && (last || placeable));
-    return !wraps(fl_get64(b + 16), len) && !placeable && !pull;
+               !(last && placeable) && !(pull && (last || placeable)) && !(ask && !pull);
+    return !wraps(fl_get64(b + 16), len) && !placeable && !pull && !ask;
 }
 
 static void check_fields(const uint8_t *b, size_t size, const struct fl_st_pkt *p)
@@ -77,7 +85,10 @@ static void check_fields(const uint8_t *b, size_t size, const struct fl_st_pkt *
     FUZZ_CHECK(p->flags == b[2] && p->pad == b[3] && p->handler == fl_get16(b + 4));
     FUZZ_CHECK(p->sid == fl_get32(b + 8) && p->len == fl_get32(b + 12));
     FUZZ_CHECK(p->addr == ((p->flags & FL_STF_PULL) ? fl_get64(b + 32) : 0));
-    FUZZ_CHECK(p->resend == ((p->flags & FL_STF_PULLED) && fl_get64(b + 24) == 1));
+    bool pulled = (p->flags & FL_STF_PULLED) != 0;
+    FUZZ_CHECK(p->resend == (pulled && (fl_get64(b + 24) & 1)));
+    FUZZ_CHECK(p->advised == (pulled && (fl_get64(b + 24) & 2)));
+    FUZZ_CHECK(p->advice == (pulled ? (uint16_t)(fl_get64(b + 24) >> 32) : 0));
     if (p->flags & FL_STF_PULLED) { /* a pulled answer: offset and verdict */
         FUZZ_CHECK(p->payload == NULL && size == hl && p->offset == fl_get64(b + 16));
         FUZZ_CHECK(p->place == 0 && p->tag == 0 && p->total == 0);

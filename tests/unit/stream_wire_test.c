@@ -20,8 +20,9 @@
  *    on the request lane are refused, an offer for no message of ours is
  *    ignored; a pulled message whose address cannot be read falls back to
  *    packets, and an answer for no message of ours is refused.
- *  - PULL first packets and PULLED answers round-trip; malformed ones
- *    (whole, placeable, later, with a payload, resend not 0 or 1) do not.
+ *  - PULL first packets and PULLED answers (with advice or none) round-trip;
+ *    malformed ones (whole, placeable, later, with a payload, stray bits,
+ *    advice unflagged or past its classes, ASK where no pull is) do not.
  */
 #include <flit/stream.h>
 #include <stdlib.h>
@@ -264,8 +265,43 @@ static void test_pull_decode(void)
           d.payload == NULL);
     expect_bad(b, FL_ST_FIRST_HDR + 1, "an answer with a payload");
     expect_bad(b, FL_ST_HDR, "an answer cut short");
-    b[24] = 2; /* resend is 0 or 1 */
-    expect_bad(b, FL_ST_FIRST_HDR, "an answer with resend 2");
+    b[24] = 4; /* bits 0 and 1 only, below the advice */
+    expect_bad(b, FL_ST_FIRST_HDR, "an answer with bit 2 of its word set");
+    b[24] = 1;
+    b[28] = 1; /* advice without bit 1 */
+    expect_bad(b, FL_ST_FIRST_HDR, "an answer with advice but not its bit");
+    b[24] = 3;
+    b[31] = 1; /* past the 16 classes */
+    expect_bad(b, FL_ST_FIRST_HDR, "an answer with advice past its classes");
+    /* The receiver's advice round-trips, resend or not; none reads as none. */
+    ans = (struct fl_st_pkt){
+        .flags = FL_STF_PULLED, .sid = 9, .offset = 5, .advised = true, .advice = 0x8005};
+    fl_st_encode(b, &ans);
+    CHECK_OK(fl_st_decode(b, FL_ST_FIRST_HDR, &d));
+    CHECK(!d.resend && d.advised && d.advice == 0x8005 && d.offset == 5);
+    ans =
+        (struct fl_st_pkt){.flags = FL_STF_PULLED, .sid = 9, .resend = true, .advice = 7};
+    fl_st_encode(b, &ans); /* advice unflagged is not sent */
+    CHECK_OK(fl_st_decode(b, FL_ST_FIRST_HDR, &d));
+    CHECK(d.resend && !d.advised && d.advice == 0);
+    /* ASK only on a pulled first packet */
+    h = (struct fl_st_pkt){.flags = FL_STF_FIRST | FL_STF_PULL | FL_STF_ASK,
+                           .len = 8,
+                           .total = 1u << 16,
+                           .addr = 64};
+    p = make(&h, data, &len);
+    CHECK_OK(fl_st_decode(p, len, &d));
+    CHECK(d.flags == h.flags);
+    free(p);
+    h = (struct fl_st_pkt){.flags = FL_STF_FIRST | FL_STF_ASK, .len = 8, .total = 99};
+    p = make(&h, data, &len);
+    expect_bad(p, len, "ASK on a first packet not pulled");
+    free(p);
+    h = (struct fl_st_pkt){.len = 8, .offset = 8};
+    p = make(&h, data, &len);
+    p[2] |= FL_STF_ASK;
+    expect_bad(p, len, "ASK after the first packet");
+    free(p);
     struct fl_st_pkt odd[] = {
         {.flags = FL_STF_PULLED, .len = 1},
         {.flags = FL_STF_PULLED | FL_STF_LAST},

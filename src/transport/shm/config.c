@@ -27,12 +27,14 @@ const struct fl_setting fl_shm_settings[] = {
      "pieces through the rings"},
     {"FLIT_SHM_RNDV", FL_SET_ENUM, F(rndv), FL_RNDV_AUTO, 0, 2, NULL,
      "large stream and tagged messages on shared memory: auto (the receiver pulls them "
-     "from the sender's memory by cross-memory attach, one copy, where a probe at first "
-     "use finds that faster than two copies through the rings), on, off",
+     "from the sender's memory by cross-memory attach, one copy, or takes them in two "
+     "copies through the rings, whichever it measures cheaper for messages of their "
+     "size from their sender), on (pulls every one), off (the rings)",
      .choices = rndv_choices},
     {"FLIT_SHM_RNDV_MIN_KB", FL_SET_KB, F(rndv_min), 0, 1, 1048576, "KiB",
-     "smallest stream message (tagged: payload and 8 bytes) the receiver pulls",
-     .special = 0, .special_means = "measured (auto), 64 (on)"},
+     "smallest stream message (tagged: payload and 8 bytes) the receiver pulls (auto: "
+     "may pull)",
+     .special = 0, .special_means = "64"},
     {NULL},
 };
 #undef F

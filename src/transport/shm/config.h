@@ -14,8 +14,8 @@ enum fl_bulk_mode {
 };
 
 enum fl_rndv_mode {
-    FL_RNDV_AUTO = 0, /* the receiver pulls where a probe finds it faster */
-    FL_RNDV_ON,       /* the receiver pulls, no probe */
+    FL_RNDV_AUTO = 0, /* the receiver pulls where it measures that cheaper */
+    FL_RNDV_ON,       /* the receiver pulls, every one */
     FL_RNDV_OFF,      /* two copies through the rings */
 };
 
@@ -30,7 +30,7 @@ struct fl_shm_config {
     int64_t watch;      /* FLIT_SHM_WATCH: enum fl_watch_mode */
     int64_t cma_min;    /* FLIT_SHM_CMA_MIN_KB, in bytes: smallest long AM by CMA */
     int64_t rndv;       /* FLIT_SHM_RNDV: enum fl_rndv_mode */
-    int64_t rndv_min;   /* FLIT_SHM_RNDV_MIN_KB, in bytes; 0: measured (probe.c) */
+    int64_t rndv_min;   /* FLIT_SHM_RNDV_MIN_KB, in bytes; 0: 64 KiB */
 };
 
 extern struct fl_shm_config fl_shm_cfg;

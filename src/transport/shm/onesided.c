@@ -25,7 +25,6 @@
 
 #include "platform/os.h"
 #include "transport/shm/config.h"
-#include "transport/shm/probe.h"
 #include "util/config.h"
 #include "util/log.h"
 
@@ -161,12 +160,21 @@ static flit_status os_get(struct fl_tp_ep *t, uint32_t peer, uint64_t key, uint6
     return cma(t, peer, false, raddr, dst, len);
 }
 
-/* Pulling a large message by cross-memory attach (probe.c decides). */
-static size_t os_pull_min(struct fl_tp_ep *t, uint32_t peer)
+/* The smallest message pulled without FLIT_SHM_RNDV_MIN_KB. Below it the
+   two ways cost alike or the rings win: a pull makes its sender wait for
+   the answer, which a window of sends cannot overlap (16 KiB, pulled
+   where measured cheaper: bandwidth 0.75 of the rings', latency 1.07). */
+#define RNDV_MIN (64u << 10)
+
+/* Pulling a large message by cross-memory attach: FLIT_SHM_RNDV says
+   whether, and under auto the receiver chooses by measuring. */
+static size_t os_pull_min(struct fl_tp_ep *t, uint32_t peer, bool *measure)
 {
-    return fl_shm_cfg.bulk == FL_BULK_COPY || !fl_shm_peer_pid(t, peer)
-               ? 0
-               : fl_shm_pull_min();
+    *measure = fl_shm_cfg.rndv == FL_RNDV_AUTO;
+    if (fl_shm_cfg.bulk == FL_BULK_COPY || !fl_shm_peer_pid(t, peer) ||
+        fl_shm_cfg.rndv == FL_RNDV_OFF)
+        return 0;
+    return fl_shm_cfg.rndv_min ? (size_t)fl_shm_cfg.rndv_min : RNDV_MIN;
 }
 
 const struct fl_tp_onesided fl_shm_onesided = {
