@@ -14,10 +14,11 @@
  * So the receiver measures what its messages cost: a pull, the time inside
  * the reads; a message through the rings, from its first packet (or the
  * answer that asked for its bytes in packets) to its last byte taken. Per
- * sender and size class (powers of two from 32 KiB) it keeps each way's
- * nanoseconds per KiB, smoothed over the last few messages, and answers
- * each pull offer: a way not measured yet first, then the cheaper, and
- * every FL_ST_EXPLORE-th message the other way once. Its answers tell the
+ * sender and size class (below 128 KiB, then powers of two) it keeps each
+ * way's nanoseconds per KiB, smoothed over the last few messages, and
+ * answers each pull offer: a way not measured yet first, then the cheaper,
+ * and the rings once again after FL_ST_EXPLORE pulls times how much
+ * dearer they were (at most FL_ST_EXPLORE_MAX times). Its answers tell the
  * sender which classes to offer pulled (the rest go through the rings,
  * every FL_ST_EXPLORE-th offered pulled anyway, for the measurement).
  */
@@ -62,7 +63,11 @@ bool fl_st_take_pull(struct fl_st_rates *r, unsigned cls)
        FL_ST_EXPLORE-th message (or one it made before our advice came). */
     if (!pull_cheaper(r, cls))
         return true;
-    if (++r->since[cls] >= FL_ST_EXPLORE) {
+    /* The rings again after FL_ST_EXPLORE pulls, times how much dearer
+       they were: the retry costs a few percent whatever the gap. */
+    uint32_t times = r->ring[cls] / r->pull[cls];
+    times = times < 1 ? 1 : times > FL_ST_EXPLORE_MAX ? FL_ST_EXPLORE_MAX : times;
+    if (++r->since[cls] >= FL_ST_EXPLORE * times) {
         r->since[cls] = 0;
         return false;
     }

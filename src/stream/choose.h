@@ -14,14 +14,18 @@
 #define FL_ST_CLASS_SHIFT 15u /* the second class starts at 2^(shift + 1) bytes */
 #define FL_ST_RATE_MIN    (16u << 10) /* smaller messages are not measured */
 /* Of the messages of a class that go one way, every this many-th goes the
-   other way once, so a host whose costs change is followed. */
-#define FL_ST_EXPLORE 32u
+   other way once, so a host whose costs change is followed; the receiver
+   waits that many times longer as the other way costs more (up to
+   FL_ST_EXPLORE_MAX times: a way five times dearer tried every 32nd
+   message cost 12% of the bandwidth). */
+#define FL_ST_EXPLORE     32u
+#define FL_ST_EXPLORE_MAX 16u
 
 /* A sender's messages to us, by size class: nanoseconds per KiB pulled and
    through the rings, smoothed (0: none measured yet). */
 struct fl_st_rates {
     uint32_t pull[FL_ST_CLASSES], ring[FL_ST_CLASSES];
-    uint8_t since[FL_ST_CLASSES]; /* pulls taken since the rings were tried */
+    uint16_t since[FL_ST_CLASSES]; /* pulls taken since the rings were tried */
 };
 
 /* The size class of a message of n bytes. */

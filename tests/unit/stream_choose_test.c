@@ -7,8 +7,9 @@
  *    to each later one; under a KiB nothing is noted, a zero cost reads 1;
  *  - a receiver's answers to pull offers: pulled first (nothing measured),
  *    then the rings once, then the cheaper way, the rings again every
- *    FL_ST_EXPLORE-th offer while pulls win, and every offer pulled while
- *    the rings win (the sender offers only to measure the pull then);
+ *    FL_ST_EXPLORE-th offer times how much dearer they were (at most
+ *    FL_ST_EXPLORE_MAX times) while pulls win, and every offer pulled
+ *    while the rings win (the sender offers only to measure the pull then);
  *  - the advice: classes not measured and those where pulling is cheaper;
  *    costs that change turn it, class by class.
  */
@@ -58,11 +59,27 @@ static void answers(void)
     CHECK(fl_st_advice(&r) == 0xffff); /* nothing decided yet */
     r.ring[c] = 300;
     CHECK(fl_st_advice(&r) == 0xffff); /* pulls cheaper here */
-    /* pulls win: pulled, but the rings again every FL_ST_EXPLORE-th offer */
+    /* pulls win, the rings 3 times dearer: pulled, but the rings again
+       every 3 * FL_ST_EXPLORE-th offer */
     unsigned pulled = 0, declined = 0;
+    for (unsigned i = 0; i < 12 * FL_ST_EXPLORE; i++)
+        fl_st_take_pull(&r, c) ? pulled++ : declined++;
+    CHECK(declined == 4 && pulled == 12 * FL_ST_EXPLORE - 4);
+    /* barely dearer: every FL_ST_EXPLORE-th; far dearer: at most
+       FL_ST_EXPLORE_MAX times that */
+    r.ring[c] = 150;
+    r.since[c] = 0;
+    pulled = declined = 0;
     for (unsigned i = 0; i < 4 * FL_ST_EXPLORE; i++)
         fl_st_take_pull(&r, c) ? pulled++ : declined++;
-    CHECK(declined == 4 && pulled == 4 * FL_ST_EXPLORE - 4);
+    CHECK(declined == 4);
+    r.ring[c] = 100000;
+    r.since[c] = 0;
+    pulled = declined = 0;
+    for (unsigned i = 0; i < 2 * FL_ST_EXPLORE * FL_ST_EXPLORE_MAX; i++)
+        fl_st_take_pull(&r, c) ? pulled++ : declined++;
+    CHECK(declined == 2);
+    r.ring[c] = 300;
     /* the rings win: every offer (the sender's try) is pulled, to measure it */
     r.ring[c] = 50;
     CHECK(fl_st_advice(&r) == (0xffffu & ~(1u << c)));
