@@ -163,7 +163,14 @@ int mp_err_handler(MPI_Errhandler h, int code, const char *fn)
     fprintf(stderr, "flit-mpi: rank %u: %s: %s (error class %d); aborting\n",
             flit_job_rank().idx, fn, text, code);
     fflush(stderr);
-    _exit(code & 0xff);
+    /* A failure that a peer's end caused is not this rank's to end the job
+       with: the launcher judges the peer's end first (flitrun: a rank
+       killed is the cause, its status the job's). */
+    if (code == MPI_ERR_PROC_FAILED)
+        _exit(code);
+    char why[160];
+    snprintf(why, sizeof why, "%s: %s (error class %d)", fn, text, code);
+    flit_job_abort(code, why);
 }
 
 int MPI_Init(int *argc, char ***argv)
@@ -273,10 +280,10 @@ int MPI_Finalize(void)
 int MPI_Abort(MPI_Comm comm, int errorcode)
 {
     (void)comm;
-    fprintf(stderr, "flit-mpi: rank %u: MPI_Abort(%d)\n", flit_job_rank().idx, errorcode);
-    fflush(stderr);
-    fflush(stdout);
-    _exit((errorcode & 0xff) ? (errorcode & 0xff) : 1);
+    char why[64];
+    snprintf(why, sizeof why, "MPI_Abort(%d)", errorcode);
+    fprintf(stderr, "flit-mpi: rank %u: %s\n", flit_job_rank().idx, why);
+    flit_job_abort(errorcode, why);
 }
 
 double MPI_Wtime(void)

@@ -36,9 +36,11 @@
 #if defined(__GNUC__)
 #define FLIT_API       __attribute__((visibility("default")))
 #define FLIT_NODISCARD __attribute__((warn_unused_result))
+#define FLIT_NORETURN  __attribute__((noreturn))
 #else
 #define FLIT_API
 #define FLIT_NODISCARD
+#define FLIT_NORETURN
 #endif
 
 #ifdef __cplusplus
@@ -143,6 +145,20 @@ FLIT_API flit_status flit_finalize(void);
 /* This process's rank and the job's size; 0 before flit_init. */
 FLIT_API flit_rank_t flit_job_rank(void);
 FLIT_API uint32_t flit_job_size(void);
+
+/*
+ * Ends the whole job from this rank, as MPI_Abort does: the launcher is
+ * told (flitrun names the rank and why, stops every other rank and exits
+ * with status; under mpirun or srun, PMIx_Abort or PMI-2's abort), and
+ * only then does the process exit, with status's low byte (1 when that is
+ * 0), flushing stdout and stderr but running no atexit handler. Since the
+ * launcher knows first, the job's status is this one even when peers fail
+ * on seeing the rank gone. why (may be NULL) is a line for the launcher's
+ * message. Waits at most a few seconds for the launcher; never returns.
+ * Before flit_init, after flit_finalize and in a fork() child it only
+ * exits. Not async-signal-safe.
+ */
+FLIT_API FLIT_NORETURN void flit_job_abort(int status, const char *why);
 
 /* ---------------------------------------------------------------- endpoint */
 

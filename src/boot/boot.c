@@ -131,6 +131,12 @@ void fl_boot_close(bool clean)
     cur = NULL;
 }
 
+void fl_boot_abort(int status, const char *why)
+{
+    if (cur && cur->abort)
+        cur->abort(status, why);
+}
+
 void fl_boot_set_dump_fn(void (*fn)(int fd))
 {
     dump_fn = fn;

@@ -59,6 +59,10 @@ struct fl_boot_ops {
     flit_status (*open)(struct fl_boot_info *info);
     flit_status (*allgather)(const void *mine, size_t len, struct fl_blobs **out);
     void (*close)(bool clean);
+    /* Tells the launcher that this rank ends the job with status (1..255)
+       and why, and returns once it has taken that in (or a bounded time
+       later); the caller exits. NULL: no launcher to tell (a singleton). */
+    void (*abort)(int status, const char *why);
 };
 
 flit_status fl_boot_open(struct fl_boot_info *info);
@@ -72,6 +76,8 @@ const char *fl_boot_waiting_call(void);
 void fl_blobs_free(struct fl_blobs *b);
 /* clean: the rank finalized (as opposed to a failed start). */
 void fl_boot_close(bool clean);
+/* The launcher's abort, if the job has one open (see fl_boot_ops). */
+void fl_boot_abort(int status, const char *why);
 
 /*
  * The launcher may ask for a state dump (flitrun --timeout). fn writes it to

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "boot/blobs.h"
@@ -28,6 +29,8 @@
 
 /* Connections flitrun may drop unread before it takes this rank's HELLO. */
 #define HELLO_TRIES 8
+/* The most an aborting rank waits for flitrun to take its ABORT. */
+#define ABORT_WAIT_S 2
 
 static struct {
     int fd;
@@ -47,6 +50,7 @@ static struct {
     uint32_t left_round, left_rank, left_why;
     bool tcp;                /* the tie to flitrun: see above */
     bool closing;            /* the rank lets go of the connection */
+    bool aborted;            /* flitrun took this rank's ABORT */
     char spec[128];          /* flitrun's address, for messages */
     struct fl_proto_rx rx;   /* flitrun's frames: WELCOME here, then the thread's */
 } fr = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
@@ -120,6 +124,16 @@ static void handle_frame(uint8_t type, const uint8_t *body, size_t len)
 {
     if (type == FL_PROTO_LEFT) {
         take_left(body, len);
+        return;
+    }
+    if (type == FL_PROTO_ABORTED) {
+        pthread_mutex_lock(&fr.lock);
+        if (len == FL_PROTO_ABORTED_LEN && fl_get32(body) == fr.rank)
+            fr.aborted = true;
+        else
+            fr.broken = true;
+        pthread_cond_broadcast(&fr.cond);
+        pthread_mutex_unlock(&fr.lock);
         return;
     }
     if (type == FL_PROTO_DUMP) {
@@ -393,6 +407,27 @@ static flit_status flitrun_allgather(const void *mine, size_t len, struct fl_blo
     return FLIT_OK;
 }
 
+/* Tells flitrun that this rank ends the job, and waits (a bounded time)
+   until it has taken that in: see FL_PROTO_ABORT. */
+static void flitrun_abort(int status, const char *why)
+{
+    uint8_t msg[4 + FL_PROTO_ABORT_TEXT];
+    size_t n = strnlen(why, FL_PROTO_ABORT_TEXT);
+    fl_put32(msg, (uint32_t)status);
+    memcpy(msg + 4, why, n);
+    pthread_mutex_lock(&fr.lock);
+    if (fr.fd >= 0 && !fr.broken &&
+        fl_proto_send(fr.fd, FL_PROTO_ABORT, msg, 4 + n) == 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until); /* the condition's clock */
+        until.tv_sec += ABORT_WAIT_S;
+        while (!fr.aborted && !fr.broken)
+            if (pthread_cond_timedwait(&fr.cond, &fr.lock, &until) == ETIMEDOUT)
+                break;
+    }
+    pthread_mutex_unlock(&fr.lock);
+}
+
 static void flitrun_close(bool clean)
 {
     if (fr.fd < 0)
@@ -415,4 +450,5 @@ const struct fl_boot_ops fl_boot_flitrun = {
     .open = flitrun_open,
     .allgather = flitrun_allgather,
     .close = flitrun_close,
+    .abort = flitrun_abort,
 };

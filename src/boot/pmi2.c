@@ -847,10 +847,24 @@ static void pmi2_close(bool clean)
     pthread_mutex_unlock(&p2.lock);
 }
 
+/* PMI-2's abort of the whole job: the launcher kills every task and
+   answers nothing (the caller exits). */
+static void pmi2_abort(int status, const char *why)
+{
+    (void)status; /* PMI-2 carries no status: the launcher has its own */
+    pthread_mutex_lock(&p2.lock);
+    if (p2.open) {
+        const char *kv[] = {"cmd", "abort", "isworld", "TRUE", "msg", why};
+        send_cmd(kv, 3);
+    }
+    pthread_mutex_unlock(&p2.lock);
+}
+
 const struct fl_boot_ops fl_boot_pmi2 = {
     .name = "pmi2",
     .detect = pmi2_detect,
     .open = pmi2_open,
     .allgather = pmi2_allgather,
     .close = pmi2_close,
+    .abort = pmi2_abort,
 };

@@ -571,10 +571,23 @@ static void pmix_close(bool clean)
         fl_warn("PMIx: PMIx_Finalize: %s", PMIx_Error_string(rc));
 }
 
+/* PMIx_Abort of the whole namespace: the server ends every process of the
+   job (this one included) and returns once it has; its launcher (mpirun,
+   srun) exits with the status. */
+static void pmix_abort(int status, const char *why)
+{
+    if (!px.open)
+        return;
+    pmix_status_t rc = PMIx_Abort(status, why, NULL, 0);
+    if (rc != PMIX_SUCCESS)
+        fl_warn("PMIx: PMIx_Abort: %s", PMIx_Error_string(rc));
+}
+
 const struct fl_boot_ops fl_boot_pmix = {
     .name = "pmix",
     .detect = pmix_detect,
     .open = pmix_open,
     .allgather = pmix_allgather,
     .close = pmix_close,
+    .abort = pmix_abort,
 };

@@ -50,7 +50,7 @@ enum fl_proto_type {
 };
 
 #define FL_PROTO_MAX_FRAME    (64u << 20)
-#define FL_PROTO_VERSION      2u
+#define FL_PROTO_VERSION      3u
 #define FL_PROTO_KEY_LEN      32u
 #define FL_PROTO_HELLO_LEN    (20u + FL_PROTO_KEY_LEN)
 #define FL_PROTO_GATHERED_HDR 8u /* round, n */
@@ -136,6 +136,27 @@ enum {
     FL_PROTO_LOST = 12,
     FL_PROTO_EXITED = 13,
     FL_PROTO_FOR_HDR = 5, /* u32 rank, u8 type */
+};
+
+/*
+ * A rank ends the whole job (flit_job_abort, so MPI_Abort):
+ *
+ * rank -> flitrun   ABORT    u32 status (1..255), then up to
+ *                            FL_PROTO_ABORT_TEXT bytes of text: why
+ * flitrun -> rank   ABORTED  u32 rank: flitrun took it
+ *
+ * flitrun names the rank, stops the job (even under --keep-going: the
+ * program asked) and exits with that status. The rank exits only once
+ * ABORTED came (or after a bounded wait), so the abort is flitrun's before
+ * any peer can see the rank gone: a peer that fails on seeing it cannot
+ * take the job's status. A proxy passes ABORT on in a FOR and hands
+ * ABORTED, whose rank says to whom, to that rank alone.
+ */
+enum {
+    FL_PROTO_ABORT = 14,
+    FL_PROTO_ABORTED = 15,
+    FL_PROTO_ABORTED_LEN = 4,
+    FL_PROTO_ABORT_TEXT = 512,
 };
 
 /*

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "boot/boot.h"
 #include "core/barrier.h"
@@ -301,4 +302,15 @@ flit_rank_t flit_job_rank(void)
 uint32_t flit_job_size(void)
 {
     return fl_job_check() == FLIT_OK ? fl_job.size : 0;
+}
+
+void flit_job_abort(int status, const char *why)
+{
+    int code = (status & 0xff) ? (status & 0xff) : 1;
+    fflush(stdout);
+    fflush(stderr);
+    /* a fork() child shares its parent's connection to the launcher */
+    if (atomic_load_explicit(&fl_job_state, memory_order_relaxed) == FL_JOB_ACTIVE)
+        fl_boot_abort(code, why ? why : "");
+    _exit(code);
 }

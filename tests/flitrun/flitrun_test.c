@@ -820,6 +820,12 @@ struct tcase {
     "claims rank 1 without this job's id and key",                                       \
         "declared a 67108864-byte frame before its HELLO"
 
+/* a reason one byte longer than FL_PROTO_ABORT_TEXT allows */
+#define REASON_8  "reason, "
+#define REASON_64 REASON_8 REASON_8 REASON_8 REASON_8 REASON_8 REASON_8 REASON_8 REASON_8
+#define REASON_512                                                                       \
+    REASON_64 REASON_64 REASON_64 REASON_64 REASON_64 REASON_64 REASON_64 REASON_64
+
 static const struct tcase cases[] = {
     BAD_USAGE(NULL),
     BAD_USAGE("-n", "2"),
@@ -1002,6 +1008,45 @@ static const struct tcase cases[] = {
      .msg = {{1, NULL, "sent a malformed frame: "}},
      .max_s = 4,
      .ranks = 3},
+    /* flit_job_abort: flitrun names the rank and why (a tab shown as '?'),
+       answers ABORTED before the rank exits, and takes its status */
+    {.name = "abort",
+     .args = {"-n", "3", "RANK", "abort", "1", "7"},
+     .exit = 7,
+     .out = {"rank 1: ABORTED\n"},
+     .msg = {{1, NULL, "aborted the job with status 7: a reason?of the test's\n"}},
+     .max_s = 4,
+     .ranks = 3},
+    /* under --keep-going too: the program asked to end the job */
+    {.name = "abort",
+     .args = {"-k", "-n", "3", "RANK", "abort", "2", "255", ""},
+     .exit = 255,
+     .out = {"rank 2: ABORTED\n"},
+     .msg = {{2, NULL, "aborted the job with status 255\n"}},
+     .max_s = 4,
+     .ranks = 3},
+    /* a status out of 1..255, or a reason too long: a malformed frame */
+    {.name = "abort",
+     .args = {"-n", "2", "RANK", "abort", "1", "0"},
+     .exit = 1,
+     .msg = {{1, NULL, "sent a malformed ABORT: status 0 with 22 bytes of text"}},
+     .not_out = {"ABORTED"},
+     .max_s = 4,
+     .ranks = 2},
+    {.name = "abort",
+     .args = {"-n", "2", "RANK", "abort", "0", "256"},
+     .exit = 1,
+     .msg = {{0, NULL, "sent a malformed ABORT: status 256 with 22 bytes of text"}},
+     .not_out = {"ABORTED"},
+     .max_s = 4,
+     .ranks = 2},
+    {.name = "abort",
+     .args = {"-n", "2", "RANK", "abort", "1", "5", REASON_512 "!"},
+     .exit = 1,
+     .msg = {{1, NULL, "sent a malformed ABORT: status 5 with 513 bytes of text"}},
+     .not_out = {"ABORTED"},
+     .max_s = 4,
+     .ranks = 2},
     {.name = "reject",
      .args = {"-n", "2", "RANK", "reject"},
      .err = {"flitrun: rejected a connection: pid", REJECTED},
@@ -1181,6 +1226,17 @@ static const struct tcase cases[] = {
               "where"},
      .out = {"rank 0 of 5 on a\n", "rank 1 of 5 on b\n", "rank 2 of 5 on a\n",
              "rank 3 of 5 on b\n", "rank 4 of 5 on a\n"},
+     .ranks = ANY},
+    /* a proxy's rank aborts: the proxy passes ABORT on, and flitrun's
+       ABORTED back to that rank */
+    {.name = "tcp_proxy",
+     .tcp = true,
+     .args = {"-n", "4", ON_HOSTS("a,b", FAKE_LAUNCH), "RANK", "abort", "3", "9"},
+     .exit = 9,
+     .out = {"rank 3: ABORTED\n"},
+     .err = {"flitrun: rank 3 on b (proxy pid ",
+             "aborted the job with status 9: a reason?of the test's\n"},
+     .max_s = 6,
      .ranks = ANY},
     /* a proxy's rank exits 0 without BYE while the others wait: the proxy
        tells flitrun, which judges it then, not when the host's proxy ends

@@ -28,6 +28,11 @@
  *                        the gate
  *   badframe RANK        one allgather, then RANK sends a GATHER for a
  *                        round that is not open
+ *   abort RANK STATUS [TEXT]
+ *                        one allgather, then RANK sends ABORT (STATUS, and
+ *                        TEXT or "a reason\tof the test's"), waits for its
+ *                        ABORTED (SIGTERM blocked), prints "rank R:
+ *                        ABORTED" and exits STATUS; the others wait
  *   reject               rank 0 also makes connections flitrun must refuse:
  *                        another job's id, no rank of the job, a rank
  *                        connected already, a wrong key, garbage
@@ -265,19 +270,26 @@ static int client_next(struct client *c, uint8_t *type, const uint8_t **body, si
     }
 }
 
+/* Sends a frame whose body is word, then len bytes of tail. */
+static void send_word(struct client *c, uint8_t type, uint32_t word, const void *tail,
+                      size_t len, const char *what)
+{
+    uint8_t *msg = malloc(4 + len);
+    if (!msg)
+        die("%s", "out of memory");
+    fl_put32(msg, word);
+    memcpy(msg + 4, tail, len);
+    if (fl_proto_send(c->fd, type, msg, 4 + len) != 0)
+        die("cannot send %s", what);
+    free(msg);
+}
+
 /* Sends blob for the next round; returns the GATHERED body (valid until the
    next client_next). */
 static const uint8_t *client_gather(struct client *c, const void *blob, size_t len,
                                     size_t *out_len)
 {
-    uint8_t *msg = malloc(4 + len);
-    if (!msg)
-        die("%s", "out of memory");
-    fl_put32(msg, ++c->round);
-    memcpy(msg + 4, blob, len);
-    if (fl_proto_send(c->fd, FL_PROTO_GATHER, msg, 4 + len) != 0)
-        die("%s", "cannot send GATHER");
-    free(msg);
+    send_word(c, FL_PROTO_GATHER, ++c->round, blob, len, "GATHER");
     uint8_t type;
     const uint8_t *body;
     if (client_next(c, &type, &body, out_len) != 1)
@@ -615,6 +627,39 @@ static int mode_badframe(struct client *c, int argc, char **argv)
     return 1;
 }
 
+static int mode_abort(struct client *c, int argc, char **argv)
+{
+    uint32_t who = argc > 2 ? (uint32_t)atoi(argv[2]) : 0;
+    uint32_t status = argc > 3 ? (uint32_t)atoi(argv[3]) : 1;
+    const char *why = argc > 4 ? argv[4] : "a reason\tof the test's";
+    client_open(c);
+    gather_pattern(c); /* everyone is up before one aborts */
+    if (c->rank != who)
+        wait_forever(c);
+    /* flitrun stops the job (SIGTERM) as it answers: held off, to see the
+       answer come */
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, NULL);
+    send_word(c, FL_PROTO_ABORT, status, why, strlen(why), "ABORT");
+    uint8_t type;
+    const uint8_t *body;
+    size_t len;
+    while (client_next(c, &type, &body, &len) == 1) {
+        if (type == FL_PROTO_ABORTED && len == FL_PROTO_ABORTED_LEN &&
+            fl_get32(body) == c->rank) {
+            printf("rank %u: ABORTED\n", c->rank);
+            exit((int)status);
+        }
+        if (type != FL_PROTO_LEFT)
+            die("%s", "a frame other than ABORTED after ABORT");
+    }
+    sigprocmask(SIG_UNBLOCK, &term, NULL); /* refused: flitrun stops the job */
+    wait_forever(c);
+    return 1;
+}
+
 enum stranger { SAYS_HELLO, SAYS_PROXY, SAYS_BYE, DECLARES_MAX };
 
 /* flitrun must close a connection that says this HELLO, a non-HELLO, or
@@ -893,6 +938,8 @@ int main(int argc, char **argv)
         return mode_stdin_early(argc, argv);
     if (strcmp(mode, "badframe") == 0)
         return mode_badframe(&c, argc, argv);
+    if (strcmp(mode, "abort") == 0)
+        return mode_abort(&c, argc, argv);
     if (strcmp(mode, "reject") == 0)
         return mode_reject(&c);
     if (strcmp(mode, "shm") == 0)

@@ -201,6 +201,45 @@ static void rank_gather(struct job *job, struct conn *c, uint32_t r, const uint8
         round_complete(job);
 }
 
+/* ABORTED for rank r, on the connection its ABORT came by (its own, or its
+   proxy's, which hands it on to r alone). */
+static void abort_taken(struct job *job, struct conn *c, uint32_t r)
+{
+    struct frame *f = frame_new(FL_PROTO_ABORTED, FL_PROTO_ABORTED_LEN);
+    if (!f)
+        return; /* the rank waits a bounded time for it */
+    fl_put32(f->bytes + 5, r);
+    conn_send(job, c, f);
+    frame_unref(f);
+}
+
+/* Rank r ends the job (flit_job_abort): its status is the job's, said
+   before anything its end makes its peers do. */
+static void rank_abort(struct job *job, struct conn *c, uint32_t r, const uint8_t *body,
+                       size_t len)
+{
+    uint32_t status = fl_get32(body);
+    if (status == 0 || status > 255 || len - 4 > FL_PROTO_ABORT_TEXT) {
+        conn_fail(job, c, "sent a malformed ABORT: status %u with %zu bytes of text",
+                  status, len - 4);
+        return;
+    }
+    char why[FL_PROTO_ABORT_TEXT + 1], who[160];
+    size_t n = len - 4;
+    for (size_t i = 0; i < n; i++) /* a line of text, whatever it sent */
+        why[i] = body[4 + i] >= 0x20 && body[4 + i] < 0x7f ? (char)body[4 + i] : '?';
+    why[n] = '\0';
+    rank_who(job, r, who, sizeof who);
+    if (job->stop.phase == PHASE_RUNNING) {
+        say("%s aborted the job with status %u%s%s", who, status, n ? ": " : "", why);
+        job_stop(job, (int)status);
+    } else {
+        note(job, "%s aborted (status %u%s%s) while the job was ending", who, status,
+             n ? ": " : "", why);
+    }
+    abort_taken(job, c, r);
+}
+
 /* A frame of rank r, from its own connection or its proxy's. */
 static void rank_frame(struct job *job, struct conn *c, uint32_t r, uint8_t type,
                        const uint8_t *body, size_t len)
@@ -210,6 +249,10 @@ static void rank_frame(struct job *job, struct conn *c, uint32_t r, uint8_t type
                     (len == 0 && (type == FL_PROTO_DUMPED || type == FL_PROTO_BYE)))) {
         rk->said_bye |= type == FL_PROTO_BYE;
         upstream_tell(job, r, type, body, len); /* flitrun checks and counts */
+    } else if (type == FL_PROTO_ABORT && len >= 4 && job->up) {
+        upstream_tell(job, r, type, body, len); /* flitrun answers through us */
+    } else if (type == FL_PROTO_ABORT && len >= 4) {
+        rank_abort(job, c, r, body, len);
     } else if (type == FL_PROTO_GATHER) {
         rank_gather(job, c, r, body, len);
     } else if (type == FL_PROTO_DUMPED && len == 0) {

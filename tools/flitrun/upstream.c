@@ -167,6 +167,19 @@ static void hand_out(struct job *job, uint8_t type, const uint8_t *body, size_t 
 
 void upstream_frame(struct job *job, uint8_t type, const uint8_t *body, size_t len)
 {
+    if (type == FL_PROTO_ABORTED && len == FL_PROTO_ABORTED_LEN) {
+        uint32_t r = fl_get32(body);
+        struct rank *rk = r < job->opt.nranks ? &job->ranks[r] : NULL;
+        if (rk && rk->conn) { /* else it is gone already */
+            struct frame *f = frame_new(type, len);
+            if (f) {
+                memcpy(f->bytes + 5, body, len);
+                conn_send(job, rk->conn, f);
+                frame_unref(f);
+            }
+        }
+        return;
+    }
     bool ok = (type == FL_PROTO_GATHERED && len >= FL_PROTO_GATHERED_HDR) ||
               (type == FL_PROTO_DUMP && len == 0) ||
               (type == FL_PROTO_LEFT && len == FL_PROTO_LEFT_LEN);
