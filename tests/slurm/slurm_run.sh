@@ -24,6 +24,13 @@
 #                         answers PMIX_ERR_PARTIAL_SUCCESS; PMI-2: the ranks
 #                         see rank 1's pid gone), well within the step's
 #                         time.
+#   abort MPI PROG        PROG (mpi_abort abort): its last task calls
+#                         MPI_Abort(3) while task 0 waits in MPI_Recv for
+#                         ever; the launcher's abort ends the step well
+#                         within its time: PMIx_Abort with status 3 (not
+#                         the 21 of a peer that saw the task gone), PMI-2's
+#                         abort (it carries no status) by cancelling the
+#                         step.
 #   sbatch "MPIS" PROG    a batch script of 4 tasks that runs PROG under
 #                         srun --mpi=M for each M in MPIS: every step and
 #                         the job succeed.
@@ -119,6 +126,23 @@ kill)
     run 120 srun --mpi="$mpi" -n 4 -t 2 "$@"
     [ $rc -ne 0 ] || fail "the step with a killed task exited 0"
     echo "ok: srun --mpi=$mpi, a task killed: exit $rc after $(($(date +%s) - start)) s"
+    ;;
+abort)
+    mpi=$1
+    shift
+    start=$(date +%s)
+    run 120 srun --mpi="$mpi" -n 3 -t 2 "$@" abort
+    took=$(($(date +%s) - start))
+    [ $took -lt 30 ] || fail "the step took $took s: MPI_Abort did not end it"
+    grep -q "rank 2: MPI_Abort(3)" "$work/err" || fail "no task said MPI_Abort(3)"
+    if [ "$mpi" = pmix ]; then
+        [ $rc -eq 3 ] || fail "srun exited $rc, not MPI_Abort's 3"
+    else
+        [ $rc -ne 0 ] || fail "the step whose task called MPI_Abort exited 0"
+        grep -q "STEP [0-9.]* ON .* CANCELLED" "$work/err" ||
+            fail "Slurm did not cancel the step: PMI-2's abort did not reach it"
+    fi
+    echo "ok: srun --mpi=$mpi, task 2 called MPI_Abort: exit $rc after $took s"
     ;;
 leave)
     mpi=$1
