@@ -49,7 +49,8 @@ int main(void)
             when_arg = (enum when)w;
             int st = unit_run_child(child, out, sizeof out);
             if (!WIFEXITED(st) || WEXITSTATUS(st) != cases[i].want)
-                FAIL("flit_job_abort(%d) (case %d): %s %d, not exit status %d; output:\n%s",
+                FAIL("flit_job_abort(%d) (case %d): %s %d, not exit status %d; "
+                     "output:\n%s",
                      cases[i].status, w, WIFEXITED(st) ? "exit status" : "signal",
                      WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), cases[i].want, out);
             if (!strstr(out, "unflushed line"))
