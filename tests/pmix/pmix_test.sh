@@ -1,13 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# pmix_test.sh NRANKS PROGRAM WORK_DIR
+# pmix_test.sh NRANKS PROGRAM WORK_DIR [STATUS]
 # Runs PROGRAM (pmix_am or pmix_boot) under Open MPI's mpirun with NRANKS
 # ranks, no flitrun, and checks that flit chose its PMIx launcher, every rank
 # passed, flit reported no problem, and nothing is left behind: no process
 # of the job, no Open MPI session directory.
+# With STATUS, PROGRAM is mpi_abort: its last rank calls MPI_Abort(STATUS)
+# while the others wait, and mpirun must exit with STATUS (PMIx_Abort),
+# whatever the others do on seeing that rank gone, with nothing left behind.
 # PROGRAM "-" means flit was built without PMIx: skipped.
 set -eu
-n=$1 prog=$2 work=$3
+n=$1 prog=$2 work=$3 want=${4:-}
 name=${prog##*/}
 if [ "$prog" = - ]; then
     echo "SKIP: flit built without PMIx (FLIT_WITH_PMIX=OFF; Debian: libpmix-dev" \
@@ -43,11 +46,13 @@ export ASAN_OPTIONS LSAN_OPTIONS
 # timeout(1) is the backstop. The shell in between records mpirun's pid
 # (it names Open MPI's session directory).
 rc=0
+args="--size $n"
+[ -z "$want" ] || args=abort
 FLITTEST_PMIX_MARK=$mark FLIT_VERBOSE=1 \
     timeout -k 5 60 sh -c 'echo $$ >"$0" && exec "$@"' "$work/pid" \
     mpirun --allow-run-as-root --oversubscribe --bind-to none --timeout 45 \
     -x FLITTEST_PMIX_MARK -x FLIT_VERBOSE -x ASAN_OPTIONS -x LSAN_OPTIONS \
-    -n "$n" "$prog" --size "$n" >"$work/out" 2>"$work/err" </dev/null || rc=$?
+    -n "$n" "$prog" $args >"$work/out" 2>"$work/err" </dev/null || rc=$?
 pid=$(cat "$work/pid")
 
 fail() {
@@ -56,6 +61,31 @@ fail() {
     echo "---- stderr"; cat "$work/err"
     exit 1
 }
+
+# The job's processes, whatever their names (ranks, orted, prted): mpirun
+# has returned, so none may remain. Zombies show an empty environment.
+check_gone() {
+    left=""
+    for e in /proc/[0-9]*/environ; do
+        if { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qx "FLITTEST_PMIX_MARK=$mark"; then
+            p=${e#/proc/}
+            left="$left ${p%/environ}($(cat /proc/${p%/environ}/comm 2>/dev/null))"
+        fi
+    done
+    [ -z "$left" ] || fail "processes left behind:$left"
+    for d in "${TMPDIR:-/tmp}"/ompi.*/pid.$pid; do
+        [ ! -e "$d" ] || fail "Open MPI left its session directory $d"
+    done
+}
+
+if [ -n "$want" ]; then
+    [ $rc -eq "$want" ] || fail "mpirun -n $n exited with $rc, not MPI_Abort's $want"
+    grep -q "rank $((n - 1)): MPI_Abort($want)" "$work/err" ||
+        fail "rank $((n - 1)) did not say MPI_Abort($want)"
+    check_gone
+    echo "PASS: MPI_Abort($want) of rank $((n - 1)) of $n under mpirun: exit $rc"
+    exit 0
+fi
 [ $rc -eq 0 ] || fail "mpirun -n $n exited with $rc"
 ok=$(grep -c "^$name: rank [0-9]* of $n OK" "$work/out" || true)
 [ "$ok" -eq "$n" ] || fail "$ok of $n ranks said OK"
@@ -76,18 +106,6 @@ if grep -Ev "^flit\[[0-9]+\] (info|debug):|^  " "$work/err" | grep -q .; then
     grep -Ev "^flit\[[0-9]+\] (info|debug):|^  " "$work/err" | head -n 20
 fi
 
-# The job's processes, whatever their names (ranks, orted, prted): mpirun
-# has returned, so none may remain. Zombies show an empty environment.
-left=""
-for e in /proc/[0-9]*/environ; do
-    if { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qx "FLITTEST_PMIX_MARK=$mark"; then
-        p=${e#/proc/}
-        left="$left ${p%/environ}($(cat /proc/${p%/environ}/comm 2>/dev/null))"
-    fi
-done
-[ -z "$left" ] || fail "processes left behind:$left"
-for d in "${TMPDIR:-/tmp}"/ompi.*/pid.$pid; do
-    [ ! -e "$d" ] || fail "Open MPI left its session directory $d"
-done
+check_gone
 echo "PASS: $n ranks under mpirun, launcher pmix, nothing left behind"
 cat "$work/out"
