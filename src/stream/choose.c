@@ -14,7 +14,7 @@
  * So the receiver measures what its messages cost: a pull, the time inside
  * the reads; a message through the rings, from its first packet (or the
  * answer that asked for its bytes in packets) to its last byte taken. Per
- * sender and size class (below 128 KiB, then powers of two) it keeps each
+ * sender and size class (below 64 KiB, then powers of two) it keeps each
  * way's nanoseconds per KiB, smoothed over the last few messages, and
  * answers each pull offer: a way not measured yet first, then the cheaper,
  * and the rings once again after FL_ST_EXPLORE pulls times how much
