@@ -16,11 +16,14 @@
  * and with --coll (compat/bench/mpi_compare.sh, make bench-mpi), the
  * collectives of the same 2 ranks, time per call:
  *   allreduce   MPI_Allreduce of size / 4 ints, MPI_SUM
- *   bcast       MPI_Bcast of size bytes from rank 0
+ *   bcast       MPI_Bcast of size bytes, from each rank in turn
  *   alltoall    MPI_Alltoall of size bytes to each rank
  *   allgather   MPI_Allgather of size bytes from each rank
  *   reduce_scatter_block  MPI_Reduce_scatter_block of a vector of size / 4
  *               ints, MPI_SUM, each rank getting its share
+ * and with --coll-only the collectives alone, on any number of ranks (2
+ * or more: the ping-pongs need 2; rank 0's time), --only NAME for one of
+ * them, --min-size BYTES to start there;
  * and with --strided, non-contiguous data: size bytes in rows of 4 KiB 64
  * bytes apart (MPI_Type_vector), sent and received with the type,
  * ping-pong, one way:
@@ -138,10 +141,14 @@ static void reduce_scatter_run(size_t size, long long n)
                                  MPI_SUM, MPI_COMM_WORLD);
 }
 
+/* The root turns (as IMB's Bcast does): a root only sends, and with one
+   root rank 0 would time its sends, not their arrival. */
 static void bcast_run(size_t size, long long n)
 {
+    int np;
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
     for (long long i = 0; i < n; i++)
-        MPI_Bcast(sbuf, (int)size, MPI_BYTE, 0, MPI_COMM_WORLD);
+        MPI_Bcast(sbuf, (int)size, MPI_BYTE, (int)(i % np), MPI_COMM_WORLD);
 }
 
 static void alltoall_run(size_t size, long long n)
@@ -206,30 +213,41 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     size_t max = DEFAULT_MAX_SIZE;
     double target = 0.15;
-    int coll = 0, strided = 0;
+    int coll = 0, strided = 0, pt2pt = 1;
+    const char *only = NULL;
+    size_t min = 8;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             target = 0.025;
         else if (strcmp(argv[i], "--coll") == 0)
             coll = 1;
+        else if (strcmp(argv[i], "--coll-only") == 0)
+            coll = 1, pt2pt = 0;
         else if (strcmp(argv[i], "--strided") == 0)
             strided = 1;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--min-size") == 0 && i + 1 < argc)
+            min = strtoull(argv[++i], NULL, 0);
         else if (strcmp(argv[i], "--max-size") == 0 && i + 1 < argc)
             max = strtoull(argv[++i], NULL, 0);
     }
-    if (size != 2 || max < 8) {
+    if ((pt2pt ? size != 2 : size < 2) || max < 8) {
         if (rank == 0)
-            fprintf(stderr, "mpi_pingpong: needs exactly 2 ranks and "
-                            "--max-size >= 8\n");
+            fprintf(stderr, "mpi_pingpong: needs exactly 2 ranks (--coll-only: 2 or "
+                            "more) and --max-size >= 8\n");
         MPI_Finalize();
         return 2;
     }
-    sbuf = aligned_alloc(4096, (max + 4095) / 4096 * 4096);
-    rbuf = aligned_alloc(4096, (max + 4095) / 4096 * 4096);
+    /* room for max bytes, and for an alltoall's or allgather's blocks of
+       up to max / 2 bytes to or from every rank */
+    size_t room = max / 2 * (size_t)size > max ? max / 2 * (size_t)size : max;
+    sbuf = aligned_alloc(4096, (room + 4095) / 4096 * 4096);
+    rbuf = aligned_alloc(4096, (room + 4095) / 4096 * 4096);
     if (!sbuf || !rbuf)
         MPI_Abort(MPI_COMM_WORLD, 1);
-    memset(sbuf, 0xa5, max);
-    memset(rbuf, 0, max);
+    memset(sbuf, 0xa5, room);
+    memset(rbuf, 0, room);
     if (rank == 0)
         printf("name,size,value,unit,baseline,ratio\n");
 
@@ -240,21 +258,21 @@ int main(int argc, char **argv)
         sizes[ns++] = s;
     if (sizes[ns - 1] != max)
         sizes[ns++] = max;
-    for (int i = 0; i < ns; i++) {
+    for (int i = 0; pt2pt && i < ns; i++) {
         double t = measure(pingpong, sizes[i], target, LAT_REPS);
         if (rank == 0)
             printf("latency,%zu,%.4f,us,,\n", sizes[i], t / 2 * 1e6);
         fflush(stdout);
     }
-    for (int i = 1; i < ns; i++) {
+    for (int i = 1; pt2pt && i < ns; i++) {
         double t = measure(bw_run, sizes[i], target, BW_REPS);
         if (rank == 0)
             printf("bandwidth,%zu,%.2f,MB/s,,\n", sizes[i],
                    (double)sizes[i] * BW_WINDOW / t / 1e6);
         fflush(stdout);
     }
-    double t = measure(rate_run, 8, target, BW_REPS);
-    if (rank == 0)
+    double t = pt2pt ? measure(rate_run, 8, target, BW_REPS) : 0;
+    if (rank == 0 && pt2pt)
         printf("rate,8,%.4f,Mmsg/s,,\n", RATE_WINDOW / t / 1e6);
     static const struct {
         const char *name;
@@ -266,6 +284,8 @@ int main(int argc, char **argv)
                  {"reduce_scatter_block", reduce_scatter_run}};
     for (int c = 0; coll && c < (int)(sizeof colls / sizeof colls[0]); c++)
         for (int i = 1; i < ns && sizes[i] <= max / 2; i++) {
+            if ((only && strcmp(only, colls[c].name) != 0) || sizes[i] < min)
+                continue;
             double tc = measure(colls[c].run, sizes[i], target, LAT_REPS);
             if (rank == 0)
                 printf("%s,%zu,%.4f,us,,\n", colls[c].name, sizes[i], tc * 1e6);
