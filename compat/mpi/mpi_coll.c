@@ -6,17 +6,23 @@
  * contiguous types too) and unpacks what it receives, so every algorithm
  * works on plain bytes and every datatype is handled alike.
  *
- * Algorithms, by rank count (measurement and size-based choices later):
+ * Algorithms, by rank count and size (the sizes are FLIT_MPI_* settings,
+ * mpi_coll_choice.c):
  *   Barrier: dissemination, ceil(log2 n) rounds of empty messages.
- *   Bcast: binomial tree from the root.
+ *   Bcast: binomial tree from the root; on 3 or more ranks from
+ *     FLIT_MPI_BCAST_SCATTER_MIN bytes up to FLIT_MPI_BCAST_SCATTER_MAX,
+ *     scatter then ring (van de Geijn's).
  *   Reduce: binomial tree; a commutative op reduces towards the root, a
  *     non-commutative one towards rank 0 in rank order, then to the root.
- *   Allreduce: recursive doubling when n is a power of two, and from
- *     16 KiB with a commutative op recursive halving then doubling
- *     (Rabenseifner's), in the program's buffer for a contiguous type;
- *     else Reduce to rank 0 and Bcast.
+ *   Allreduce: among the largest power of two of ranks (the others fold
+ *     into a partner first and get the result last), recursive doubling,
+ *     and from FLIT_MPI_ALLREDUCE_HALVING_MIN bytes with a commutative op
+ *     recursive halving then doubling (Rabenseifner's), in the program's
+ *     buffer for a contiguous type.
  *   Gather(v), Scatter(v): linear at the root.
- *   Allgather(v): ring, n - 1 steps.
+ *   Allgather(v): Bruck's, ceil(log2 n) steps, below
+ *     FLIT_MPI_ALLGATHER_RING_MIN bytes in all on 4 or more ranks; else a
+ *     ring, n - 1 steps.
  *   Alltoall(v/w): pairwise exchange, n - 1 steps.
  *   Reduce_scatter(_block): recursive halving on 2^k ranks with a
  *     commutative op, else Reduce to rank 0 and Scatter(v).
@@ -125,7 +131,7 @@ static int barrier(MPI_Comm comm)
     return rc;
 }
 
-static int bcast_bytes(MPI_Comm comm, void *buf, size_t bytes, int root, int tag)
+static int bcast_binomial(MPI_Comm comm, void *buf, size_t bytes, int root, int tag)
 {
     int n = comm->size, rel = (comm->rank - root + n) % n, mask = 1, rc = MPI_SUCCESS;
     for (; mask < n; mask <<= 1)
@@ -137,6 +143,64 @@ static int bcast_bytes(MPI_Comm comm, void *buf, size_t bytes, int root, int tag
         if (rel + mask < n)
             rc = mp_coll_send(comm, (rel + mask + root) % n, tag, buf, bytes);
     return rc;
+}
+
+/*
+ * van de Geijn's broadcast: the message is cut into n pieces (piece_of),
+ * piece i belonging to relative rank i (rank - root); the root sends each rank its piece, then the pieces go round the ring
+ * of relative ranks, each rank passing on at step s the piece it got at
+ * step s - 1 (its own at step 0), the root's first. The root receives
+ * none and the last rank passes none on. The root sends (n - 1) / n of
+ * the message twice over, where a binomial tree sends all of it
+ * ceil(log2 n) times; n - 1 more steps.
+ */
+typedef struct piece {
+    char *at;
+    size_t len;
+} piece;
+
+/* Piece i of the n of bytes at buf: [bytes i / n, bytes (i + 1) / n). */
+static piece piece_of(char *buf, size_t bytes, int n, int i)
+{
+    size_t q = bytes / (size_t)n, r = bytes % (size_t)n; /* bytes i / n, exactly */
+    size_t lo = q * (size_t)i + r * (size_t)i / (size_t)n;
+    size_t hi = q * (size_t)(i + 1) + r * (size_t)(i + 1) / (size_t)n;
+    return (piece){buf + lo, hi - lo};
+}
+
+static int bcast_scatter_ring(MPI_Comm comm, char *buf, size_t bytes, int root, int tag)
+{
+    int n = comm->size, rel = (comm->rank - root + n) % n, rc = MPI_SUCCESS;
+    for (int i = 1; rel == 0 && i < n && !rc; i++) {
+        piece p = piece_of(buf, bytes, n, i);
+        rc = mp_coll_send(comm, (i + root) % n, tag, p.at, p.len);
+    }
+    if (rel != 0) {
+        piece p = piece_of(buf, bytes, n, rel);
+        rc = mp_coll_recv(comm, root, tag, p.at, p.len);
+    }
+    int right = (comm->rank + 1) % n, left = (comm->rank - 1 + n) % n;
+    for (int s = 0; s < n - 1 && !rc; s++) {
+        piece out = piece_of(buf, bytes, n, (rel - s + n) % n);
+        piece in = piece_of(buf, bytes, n, (rel - s - 1 + n) % n);
+        if (rel == 0)
+            rc = mp_coll_send(comm, right, tag, out.at, out.len);
+        else if (rel == n - 1)
+            rc = mp_coll_recv(comm, left, tag, in.at, in.len);
+        else
+            rc = mp_coll_sendrecv(comm, right, out.at, out.len, left, in.at, in.len, tag);
+    }
+    return rc;
+}
+
+/* Broadcast of bytes at buf: a binomial tree, or on 3 or more ranks from
+   FLIT_MPI_BCAST_SCATTER_MIN bytes up to FLIT_MPI_BCAST_SCATTER_MAX van
+   de Geijn's. */
+static int bcast_bytes(MPI_Comm comm, void *buf, size_t bytes, int root, int tag)
+{
+    if (comm->size >= 3 && bytes >= mp_bcast_scatter_min && bytes < mp_bcast_scatter_max)
+        return bcast_scatter_ring(comm, buf, bytes, root, tag);
+    return bcast_binomial(comm, buf, bytes, root, tag);
 }
 
 /*
@@ -183,43 +247,101 @@ static int reduce_bytes(MPI_Comm comm, void **acc, void **tmp, int count, MPI_Da
     return MPI_SUCCESS;
 }
 
-/* From this many bytes, an allreduce that may halve does (below it the
-   extra log2 n steps cost more than the bytes they save). */
-#define HALVING_MIN (16 * 1024)
+/*
+ * The ranks an allreduce works among: the largest power of two p <= n.
+ * With rem = n - p, ranks 2i and 2i + 1 (i < rem) fold first: the even
+ * one hands its vector to the odd one, which stands for both and hands
+ * the result back at the end (MPICH's way: two steps more than on p
+ * ranks, where a reduction then a broadcast took 2 ceil(log2 n)). Virtual
+ * ranks keep the order of the ranks they stand for, so a non-commutative
+ * op reduces in rank order.
+ */
+typedef struct fold {
+    int p, rem;
+    int v; /* this rank's virtual rank; -1: it handed its vector over */
+} fold;
 
-/* Whether allreduce_bytes halves (reduces acc in place, then). */
+static fold fold_of(MPI_Comm comm)
+{
+    int n = comm->size, r = comm->rank, p = 1;
+    while (p <= n / 2)
+        p *= 2;
+    fold f = {p, n - p, -1};
+    if (r >= 2 * f.rem)
+        f.v = r - f.rem;
+    else if (r % 2)
+        f.v = r / 2;
+    return f;
+}
+
+/* The rank virtual rank v stands for. */
+static int real_of(const fold *f, int v)
+{
+    return v < f->rem ? 2 * v + 1 : v + f->rem;
+}
+
+/* The first step, for a rank that folds: an even one sends `in` and is
+   done until fold_back; an odd one makes acc = (its partner's) op in. */
+static int fold_in(MPI_Comm comm, const fold *f, const void *in, void *acc, void *tmp,
+                   int count, MPI_Datatype t, MPI_Op op)
+{
+    int r = comm->rank;
+    size_t bytes = mp_type_bytes(t, count);
+    if (r >= 2 * f->rem)
+        return MPI_SUCCESS;
+    if (f->v < 0)
+        return mp_coll_send(comm, r + 1, T_ALLREDUCE, in, bytes);
+    if (in != acc)
+        memcpy(acc, in, bytes);
+    int rc = mp_coll_recv(comm, r - 1, T_ALLREDUCE, tmp, bytes);
+    return rc ? rc : mp_op_apply(op, tmp, acc, count, t); /* acc = tmp op acc */
+}
+
+/* The last step: the odd rank of a pair hands the result to the even. */
+static int fold_back(MPI_Comm comm, const fold *f, void *acc, size_t bytes)
+{
+    int r = comm->rank;
+    if (r >= 2 * f->rem)
+        return MPI_SUCCESS;
+    if (f->v < 0)
+        return mp_coll_recv(comm, r + 1, T_ALLREDUCE, acc, bytes);
+    return mp_coll_send(comm, r - 1, T_ALLREDUCE, acc, bytes);
+}
+
+/* Whether an allreduce of count t with op halves (FLIT_MPI_ALLREDUCE_
+   HALVING_MIN): it needs a commutative op and an element per block. */
 static int halves(MPI_Comm comm, int count, MPI_Datatype t, MPI_Op op)
 {
     int n = comm->size;
-    return n > 1 && !(n & (n - 1)) && op->commute && count >= n &&
-           mp_type_bytes(t, count) >= HALVING_MIN;
+    return n > 1 && op->commute && count >= fold_of(comm).p &&
+           mp_type_bytes(t, count) >= mp_allreduce_halving_min;
 }
 
 /*
- * Recursive halving (the first half of Rabenseifner's allreduce), for a
- * power of two of ranks and a commutative op. The vector is cut into n
- * blocks, rank i's being elements [edge[i], edge[i + 1]). At each step a
- * rank holds the blocks of an aligned run of 2m ranks: it sends its peer
- * (r ^ m) the half of them the peer's rank is in and reduces the half of
- * its own rank with the peer's; after log2 n steps acc holds this rank's
- * block reduced over every rank. A rank sends (n - 1) / n of the vector
- * and reduces as much, where a reduction tree moves all of it each level.
- * This rank's data is in `in` (acc itself, or another buffer: then only
- * the half kept at the first step is copied to acc); acc and tmp hold the
- * whole vector (packed). n > 1.
+ * Recursive halving (the first half of Rabenseifner's allreduce) among
+ * the p virtual ranks of f, with a commutative op. The vector is cut into
+ * p blocks, virtual rank i's being elements [edge[i], edge[i + 1]). At
+ * each step a rank holds the blocks of an aligned run of 2m virtual
+ * ranks: it sends its peer (v ^ m) the half of them the peer is in and
+ * reduces the half of its own with the peer's; after log2 p steps acc
+ * holds this rank's block reduced over every rank. A rank sends (p - 1) /
+ * p of the vector and reduces as much, where a reduction tree moves all
+ * of it each level. This rank's data is in `in` (acc itself, or another
+ * buffer: then only the half kept at the first step is copied to acc);
+ * acc and tmp hold the whole vector (packed). p > 1.
  */
-static int halve(MPI_Comm comm, const char *in, char *acc, char *tmp, const int *edge,
-                 MPI_Datatype t, MPI_Op op, int tag)
+static int halve(MPI_Comm comm, const fold *f, const char *in, char *acc, char *tmp,
+                 const int *edge, MPI_Datatype t, MPI_Op op, int tag)
 {
-    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
+    int p = f->p, v = f->v, rc = MPI_SUCCESS;
     size_t e = mp_type_bytes(t, 1);
-    for (int m = n >> 1; m > 0 && !rc; m >>= 1) {
-        int peer = r ^ m, keep = r & ~(m - 1), give = peer & ~(m - 1);
-        const char *from = m == n >> 1 ? in : acc;
+    for (int m = p >> 1; m > 0 && !rc; m >>= 1) {
+        int peer = v ^ m, keep = v & ~(m - 1), give = peer & ~(m - 1);
+        const char *from = m == p >> 1 ? in : acc;
         size_t k0 = (size_t)edge[keep] * e, k1 = (size_t)edge[keep + m] * e;
         size_t g0 = (size_t)edge[give] * e, g1 = (size_t)edge[give + m] * e;
-        rc = mp_coll_sendrecv(comm, peer, from + g0, g1 - g0, peer, tmp + k0, k1 - k0,
-                              tag);
+        int to = real_of(f, peer);
+        rc = mp_coll_sendrecv(comm, to, from + g0, g1 - g0, to, tmp + k0, k1 - k0, tag);
         if (!rc && from != acc)
             memcpy(acc + k0, from + k0, k1 - k0);
         if (!rc && k1 > k0)
@@ -230,55 +352,60 @@ static int halve(MPI_Comm comm, const char *in, char *acc, char *tmp, const int 
 
 /* Recursive doubling of halve's blocks (its steps in reverse): each rank
    sends the run of blocks it holds and takes its peer's, until every
-   rank holds them all. */
-static int double_up(MPI_Comm comm, char *acc, const int *edge, MPI_Datatype t, int tag)
+   virtual rank holds them all. */
+static int double_up(MPI_Comm comm, const fold *f, char *acc, const int *edge,
+                     MPI_Datatype t, int tag)
 {
-    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
+    int p = f->p, v = f->v, rc = MPI_SUCCESS;
     size_t e = mp_type_bytes(t, 1);
-    for (int m = 1; m < n && !rc; m <<= 1) {
-        int peer = r ^ m, mine = r & ~(m - 1), theirs = peer & ~(m - 1);
+    for (int m = 1; m < p && !rc; m <<= 1) {
+        int peer = v ^ m, mine = v & ~(m - 1), theirs = peer & ~(m - 1);
         size_t a0 = (size_t)edge[mine] * e, a1 = (size_t)edge[mine + m] * e;
         size_t b0 = (size_t)edge[theirs] * e, b1 = (size_t)edge[theirs + m] * e;
-        rc =
-            mp_coll_sendrecv(comm, peer, acc + a0, a1 - a0, peer, acc + b0, b1 - b0, tag);
+        int to = real_of(f, peer);
+        rc = mp_coll_sendrecv(comm, to, acc + a0, a1 - a0, to, acc + b0, b1 - b0, tag);
     }
     return rc;
 }
 
-/* Rabenseifner's allreduce: halve, then double up, on n blocks of about
-   count / n elements each (see halves()). */
+/* Rabenseifner's allreduce: fold, halve, double up, fold back, on p
+   blocks of about count / p elements each (see halves()). */
 static int allreduce_halving(MPI_Comm comm, const char *in, char *acc, char *tmp,
                              int count, MPI_Datatype t, MPI_Op op)
 {
-    int n = comm->size, *edge = malloc((size_t)(n + 1) * sizeof *edge);
-    if (!edge)
-        return MPI_ERR_NO_MEM;
-    for (int i = 0; i <= n; i++)
-        edge[i] = (int)((long long)count * i / n);
-    int rc = halve(comm, in, acc, tmp, edge, t, op, T_ALLREDUCE);
-    if (!rc)
-        rc = double_up(comm, acc, edge, t, T_ALLREDUCE);
-    free(edge);
-    return rc;
+    fold f = fold_of(comm);
+    int rc = fold_in(comm, &f, in, acc, tmp, count, t, op);
+    if (!rc && f.v >= 0) {
+        int *edge = malloc((size_t)(f.p + 1) * sizeof *edge);
+        if (!edge)
+            return MPI_ERR_NO_MEM;
+        for (int i = 0; i <= f.p; i++)
+            edge[i] = (int)((long long)count * i / f.p);
+        rc = halve(comm, &f, comm->rank < 2 * f.rem ? acc : in, acc, tmp, edge, t, op,
+                   T_ALLREDUCE);
+        if (!rc)
+            rc = double_up(comm, &f, acc, edge, t, T_ALLREDUCE);
+        free(edge);
+    }
+    return rc ? rc : fold_back(comm, &f, acc, mp_type_bytes(t, count));
 }
 
+/* Allreduce of the packed *acc: halving where it halves, else recursive
+   doubling among the folded ranks (*acc and *tmp may be swapped). */
 static int allreduce_bytes(MPI_Comm comm, void **acc, void **tmp, int count,
                            MPI_Datatype t, MPI_Op op)
 {
-    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
-    size_t bytes = mp_type_bytes(t, count);
     if (halves(comm, count, t, op))
         return allreduce_halving(comm, *acc, *acc, *tmp, count, t, op);
-    if (n & (n - 1)) {
-        rc = reduce_to(comm, acc, tmp, count, t, op, 0, T_ALLREDUCE);
-        return rc ? rc : bcast_bytes(comm, *acc, bytes, 0, T_ALLREDUCE);
-    }
-    for (int mask = 1; mask < n && !rc; mask <<= 1) {
-        int peer = r ^ mask;
-        rc = mp_coll_sendrecv(comm, peer, *acc, bytes, peer, *tmp, bytes, T_ALLREDUCE);
+    fold f = fold_of(comm);
+    size_t bytes = mp_type_bytes(t, count);
+    int rc = fold_in(comm, &f, *acc, *acc, *tmp, count, t, op);
+    for (int mask = 1; mask < f.p && f.v >= 0 && !rc; mask <<= 1) {
+        int peer = f.v ^ mask, to = real_of(&f, peer);
+        rc = mp_coll_sendrecv(comm, to, *acc, bytes, to, *tmp, bytes, T_ALLREDUCE);
         if (rc)
             break;
-        if (peer < r) { /* theirs covers the lower ranks: acc = tmp op acc */
+        if (peer < f.v) { /* theirs covers the lower ranks: acc = tmp op acc */
             rc = mp_op_apply(op, *tmp, *acc, count, t);
         } else { /* acc = acc op tmp */
             rc = mp_op_apply(op, *acc, *tmp, count, t);
@@ -287,7 +414,7 @@ static int allreduce_bytes(MPI_Comm comm, void **acc, void **tmp, int count,
             *tmp = s;
         }
     }
-    return rc;
+    return rc ? rc : fold_back(comm, &f, *acc, bytes);
 }
 
 /* ---- the calls ---- */
@@ -584,8 +711,8 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     return rc;
 }
 
-/* Ring allgather of packed blocks: step s passes on the block of rank
-   (r - s) mod n to the right. all: the n blocks at off[i], len[i]. */
+/* Ring allgather: step s passes on the block of rank (r - s) mod n to the
+   right. The n blocks are at at[i], len[i] bytes each. */
 static char no_bytes; /* where an empty block is */
 
 static int ring_allgather(MPI_Comm comm, char *const *at, const size_t *len)
@@ -598,6 +725,52 @@ static int ring_allgather(MPI_Comm comm, char *const *at, const size_t *len)
                               T_ALLGATHER);
     }
     return rc;
+}
+
+/*
+ * Bruck's allgather, ceil(log2 n) steps for any n: in a buffer of its
+ * own, rank r keeps the blocks in the order r, r + 1, ... (mod n), its
+ * own first. At the step of distance d it sends its first min(d, n - d)
+ * blocks to rank r - d and puts those of rank r + d after its first d:
+ * they are the blocks d ahead. Then each block is copied to its place.
+ */
+static int bruck_allgather(MPI_Comm comm, char *const *at, const size_t *len)
+{
+    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
+    size_t *off = malloc((size_t)(n + 1) * sizeof *off); /* of position j */
+    if (!off)
+        return MPI_ERR_NO_MEM;
+    off[0] = 0;
+    for (int j = 0; j < n; j++)
+        off[j + 1] = off[j] + len[(r + j) % n];
+    char *rot = off[n] ? alloc_bytes(off[n]) : &no_bytes;
+    if (!rot) {
+        free(off);
+        return MPI_ERR_NO_MEM;
+    }
+    memcpy(rot, at[r], len[r]);
+    for (int d = 1; d < n && !rc; d <<= 1) {
+        int k = d < n - d ? d : n - d;
+        rc = mp_coll_sendrecv(comm, (r - d + n) % n, rot, off[k], (r + d) % n,
+                              rot + off[d], off[d + k] - off[d], T_ALLGATHER);
+    }
+    for (int j = 1; j < n && !rc; j++)
+        memcpy(at[(r + j) % n], rot + off[j], len[(r + j) % n]);
+    if (rot != &no_bytes)
+        mp_scratch_free(rot);
+    free(off);
+    return rc;
+}
+
+/* Allgather of blocks at[i], len[i]: Bruck's below
+   FLIT_MPI_ALLGATHER_RING_MIN bytes in all where it takes fewer steps
+   than the ring (ceil(log2 n) < n - 1: 4 ranks or more), else the ring. */
+static int allgather_blocks(MPI_Comm comm, char *const *at, const size_t *len,
+                            size_t total)
+{
+    if (comm->size >= 4 && total < mp_allgather_ring_min)
+        return bruck_allgather(comm, at, len);
+    return ring_allgather(comm, at, len);
 }
 
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -644,7 +817,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     else if (!rc && sendbuf != MPI_IN_PLACE)
         mp_pack(sendbuf, sendcount, sendtype, at[r]);
     if (!rc)
-        rc = ring_allgather(comm, at, len);
+        rc = allgather_blocks(comm, at, len, total);
     for (int i = 0; !rc && !direct && i < n; i++)
         mp_unpack(at[i], len[i], elem(recvbuf, displs[i], recvtype), recvcounts[i],
                   recvtype);
@@ -872,8 +1045,9 @@ static int reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
         rc = edge ? MPI_SUCCESS : MPI_ERR_NO_MEM;
         for (int i = 0; edge && i <= n; i++)
             edge[i] = i ? edge[i - 1] + counts[i - 1] : 0;
+        fold all = fold_of(comm); /* n is a power of two: none folds */
         if (!rc)
-            rc = halve(comm, acc, acc, tmp, edge, t, op, T_SCATTER);
+            rc = halve(comm, &all, acc, acc, tmp, edge, t, op, T_SCATTER);
         if (!rc)
             unpack_all((char *)acc + mp_type_bytes(t, edge[r]), recvbuf, counts[r], t);
         free(edge);

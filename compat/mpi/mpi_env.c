@@ -196,7 +196,10 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     if (!provided || required < MPI_THREAD_SINGLE || required > MPI_THREAD_MULTIPLE)
         return mp_err(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Init_thread");
     mp_type_init();
-    flit_status st = flit_init(NULL);
+    flit_status st = mp_coll_choice_init();
+    if (st != FLIT_OK)
+        return init_fail("the FLIT_MPI_* settings", st);
+    st = flit_init(NULL);
     if (st != FLIT_OK)
         return init_fail("flit_init", st);
     /* A single-threaded endpoint at every level: under MULTIPLE the

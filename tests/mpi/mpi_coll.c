@@ -233,18 +233,6 @@ static void reductions(void)
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
-/* Digits appended: (v1, p1) . (v2, p2) = (v1 * p2 + v2, p1 * p2), so the
-   ranks' digits 1..n in rank order read 12..n; any other order differs. */
-static void concat(void *in, void *inout, int *len, MPI_Datatype *t)
-{
-    int *a = in, *b = inout;
-    CHECK(*t == MPI_2INT);
-    for (int k = 0; k < *len; k++) {
-        b[2 * k] = a[2 * k] * b[2 * k + 1] + b[2 * k];
-        b[2 * k + 1] = a[2 * k + 1] * b[2 * k + 1];
-    }
-}
-
 static int digits(int from, int to) /* from..to, 1-based */
 {
     int v = 0;
@@ -256,7 +244,7 @@ static int digits(int from, int to) /* from..to, 1-based */
 static void user_ops(void)
 {
     MPI_Op cat;
-    OK(MPI_Op_create(concat, 0, &cat));
+    OK(MPI_Op_create(concat_digits, 0, &cat));
     int commute = 1;
     OK(MPI_Op_commutative(cat, &commute));
     CHECK(commute == 0);

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Where a collective changes algorithm with its size: the thresholds,
+ * measured (docs/mpi.md, "Collectives"), and each a FLIT_MPI_* setting,
+ * so that a job moves them without recompiling and a test forces every
+ * algorithm at every size (0: from the first byte; the largest value:
+ * never). flit-mpi seats itself in <flit/layer.h> as the layer "mpi",
+ * opened on no endpoint, only for its settings: the library reads,
+ * checks and documents them as it does its own layers' (a bad value
+ * fails MPI_Init naming the variable; one misspelt is warned of).
+ */
+#include <flit/layer.h>
+
+#include "mpi_internal.h"
+
+#define NEVER (INT64_C(1) << 40) /* bytes no collective reaches */
+
+size_t mp_bcast_scatter_min, mp_bcast_scatter_max, mp_allgather_ring_min,
+    mp_allreduce_halving_min;
+
+static const flit_layer_setting_t settings[] = {
+    {"FLIT_MPI_BCAST_SCATTER_MIN", 64 << 10, 0, NEVER,
+     "bytes from which MPI_Bcast on 3 or more ranks scatters the message and "
+     "passes the pieces round a ring (van de Geijn's); below, a binomial tree"},
+    {"FLIT_MPI_BCAST_SCATTER_MAX", 256 << 10, 0, NEVER,
+     "bytes from which MPI_Bcast takes the binomial tree again"},
+    {"FLIT_MPI_ALLGATHER_RING_MIN", 128 << 10, 0, NEVER,
+     "bytes, all ranks' blocks together, from which MPI_Allgather(v) passes the "
+     "blocks round a ring (n - 1 steps); below, on 4 or more ranks, Bruck's "
+     "(ceil(log2 n) steps)"},
+    {"FLIT_MPI_ALLREDUCE_HALVING_MIN", 16 << 10, 0, NEVER,
+     "bytes from which MPI_Allreduce with a commutative op halves the vector and "
+     "doubles it back (Rabenseifner's); below, recursive doubling"},
+};
+static size_t *const value[] = {&mp_bcast_scatter_min, &mp_bcast_scatter_max,
+                                &mp_allgather_ring_min, &mp_allreduce_halving_min};
+
+static flit_status open_none(flit_ep_t *ep, void *state)
+{
+    (void)ep;
+    (void)state;
+    return FLIT_OK;
+}
+
+static const flit_layer_t layer = {
+    .version = FLIT_LAYER_VERSION,
+    .name = "mpi",
+    .flags = FLIT_LAYER_ON_REQUEST, /* no endpoint asks for it */
+    .open = open_none,
+    .settings = settings,
+    .nsettings = sizeof settings / sizeof settings[0],
+};
+
+flit_status mp_coll_choice_init(void)
+{
+    for (unsigned i = 0; i < layer.nsettings; i++)
+        *value[i] = (size_t)settings[i].def;
+    flit_status st = flit_layer_register(&layer);
+    if (st == FLIT_ERR_AGAIN) { /* the program made an endpoint before MPI_Init */
+        flit_log(FLIT_LOG_WARN, "MPI_Init after flit_ep_create: the FLIT_MPI_* "
+                                "settings keep their defaults");
+        return FLIT_OK;
+    }
+    for (unsigned i = 0; st == FLIT_OK && i < layer.nsettings; i++) {
+        int64_t v;
+        st = flit_layer_setting(&layer, settings[i].name, &v);
+        *value[i] = (size_t)v;
+    }
+    return st;
+}
