@@ -48,24 +48,49 @@ int fl_progress_peer(struct flit_ep *ep, uint32_t peer, unsigned lane_mask)
     return n;
 }
 
-static int64_t spin_us = -1;
+static int64_t spin_us = -1, yield_us;
 
 int64_t fl_progress_spin_us(void)
 {
     return spin_us;
 }
 
+/*
+ * More ranks than cores: a spinning rank steals the core its peer needs,
+ * so the spin is short; and a rank that sleeps as soon as it stops
+ * spinning leaves its core idle, which on a virtual machine halts the
+ * virtual CPU: every message that wakes it then waits for the host to
+ * run that CPU again (tens of microseconds a step of a collective). So it
+ * polls on, giving the core to whoever is runnable before each look
+ * (sched_yield), for FLIT_YIELD_US, and only then sleeps.
+ */
 void fl_progress_init(void)
 {
-    spin_us = fl_cfg.spin_us;
-    if (spin_us >= 0)
-        return;
-    /* Read once: sysconf opens a file in /sys on every call. More ranks
-       than cores: a spinning rank steals the core its peer needs. */
+    /* Read once: sysconf opens a file in /sys on every call. */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     bool crowded = cpus > 0 && fl_job.local_size > (uint32_t)cpus;
-    spin_us = crowded ? 2 : 50;
-    fl_config_settle("FLIT_SPIN_US", spin_us, crowded ? "ranks outnumber cores" : NULL);
+    const char *why = crowded ? "ranks outnumber cores" : NULL;
+    spin_us = fl_cfg.spin_us;
+    if (spin_us < 0) {
+        spin_us = crowded ? 2 : 50;
+        fl_config_settle("FLIT_SPIN_US", spin_us, why);
+    }
+    yield_us = fl_cfg.yield_us;
+    if (yield_us < 0) {
+        yield_us = crowded ? 1000 : 0;
+        fl_config_settle("FLIT_YIELD_US", yield_us, why);
+    }
+}
+
+/* A waiter that has stopped spinning at `now`, the spin having ended at
+   spin_end: true when it is to go on polling (it yielded), false when it
+   is to sleep. */
+static bool yield_on(uint64_t now, uint64_t spin_end)
+{
+    if (now >= spin_end + (uint64_t)yield_us * 1000u)
+        return false;
+    sched_yield();
+    return true;
 }
 
 void fl_progress_check_peers(struct flit_ep *ep, bool force)
@@ -199,6 +224,8 @@ flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
             fl_cpu_relax();
             continue;
         }
+        if (yield_on(now, spin_end))
+            continue;
         int64_t left = deadline == UINT64_MAX ? nap_us : (int64_t)(deadline - now) / 1000;
         fl_progress_sleep(ep, FL_LANES_ALL, left < nap_us ? left : nap_us);
     }
@@ -245,6 +272,8 @@ flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
             fl_cpu_relax();
             continue;
         }
+        if (yield_on(now, spin_end))
+            continue;
         p->tp->want_room(p->tpe, dst, lane);
         if ((*pkt = p->tp->reserve(p->tpe, dst, lane, len, &st)) != NULL ||
             st != FLIT_ERR_AGAIN)

@@ -35,6 +35,10 @@ const struct fl_setting fl_core_settings[] = {
     {"FLIT_SPIN_US", FL_SET_INT, F(spin_us), -1, 0, 10000000, "µs",
      "microseconds flit_wait spins before sleeping", .special = -1,
      .special_means = "50 (2 when ranks outnumber cores)"},
+    {"FLIT_YIELD_US", FL_SET_INT, F(yield_us), -1, 0, 10000000, "µs",
+     "microseconds flit_wait and blocked sends go on polling after the spin, giving "
+     "the core away between polls (sched_yield), before they sleep",
+     .special = -1, .special_means = "1000 when ranks outnumber cores, else 0"},
     {"FLIT_PROGRESS_THREAD", FL_SET_BOOL, F(progress_thread), 0, 0, 1, NULL,
      "serve every endpoint from a progress thread (makes them thread-safe)"},
     {"FLIT_LONG_CHUNK_KB", FL_SET_KB, F(long_chunk), 32, 1, 60, "KiB",

@@ -63,6 +63,7 @@ struct fl_config {
     int64_t verbose;         /* FLIT_VERBOSE */
     int64_t stats;           /* FLIT_STATS */
     int64_t spin_us;         /* FLIT_SPIN_US; -1 = fl_progress_init picks */
+    int64_t yield_us;        /* FLIT_YIELD_US; -1 = fl_progress_init picks */
     int64_t progress_thread; /* FLIT_PROGRESS_THREAD */
     int64_t long_chunk;      /* FLIT_LONG_CHUNK_KB, in bytes: piece size when copying */
     int64_t peer_check_ms;   /* FLIT_PEER_CHECK_MS: liveness check period */

@@ -511,6 +511,11 @@ static void test_init(void)
     if (!memmem(spin, spin_len, " 50 (default)", 13) || memmem(spin, spin_len, "-1", 2))
         FAIL("FLIT_VERBOSE=1 printed \"%.*s\", expected 50 (default)", (int)spin_len,
              spin);
+    const char *yield = strstr(log, "FLIT_YIELD_US ");
+    size_t yield_len = yield ? strcspn(yield, "\n") : 0;
+    if (!yield || !memmem(yield, yield_len, " 0 (default)", 12))
+        FAIL("FLIT_VERBOSE=1 printed \"%.*s\", expected FLIT_YIELD_US 0 (default)",
+             (int)yield_len, yield ? yield : "");
     CHECK(flit_job_size() == 1 && flit_job_rank().idx == 0);
     CHECK(fl_shm_cfg.ring_bytes == 512 << 10);
     CHECK_ST(flit_init(NULL), FLIT_ERR_ALREADY_INITIALIZED);
