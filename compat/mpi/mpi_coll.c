@@ -9,16 +9,15 @@
  * Algorithms, by rank count and size (the sizes are FLIT_MPI_* settings,
  * mpi_coll_choice.c):
  *   Barrier: dissemination, ceil(log2 n) rounds of empty messages.
- *   Bcast: binomial tree from the root; on 3 or more ranks from
- *     FLIT_MPI_BCAST_SCATTER_MIN bytes up to FLIT_MPI_BCAST_SCATTER_MAX,
- *     scatter then ring (van de Geijn's).
+ *   Bcast: binomial tree from the root; on 4 or more ranks from
+ *     FLIT_MPI_BCAST_SCATTER_MIN bytes, scatter then ring (van de Geijn's).
  *   Reduce: binomial tree; a commutative op reduces towards the root, a
  *     non-commutative one towards rank 0 in rank order, then to the root.
  *   Allreduce: among the largest power of two of ranks (the others fold
  *     into a partner first and get the result last), recursive doubling,
- *     and from FLIT_MPI_ALLREDUCE_HALVING_MIN bytes with a commutative op
- *     recursive halving then doubling (Rabenseifner's), in the program's
- *     buffer for a contiguous type.
+ *     and from FLIT_MPI_ALLREDUCE_HALVING_MIN bytes a block (the vector
+ *     over p) with a commutative op recursive halving then doubling
+ *     (Rabenseifner's), in the program's buffer for a contiguous type.
  *   Gather(v), Scatter(v): linear at the root.
  *   Allgather(v): Bruck's, ceil(log2 n) steps, below
  *     FLIT_MPI_ALLGATHER_RING_MIN bytes in all on 4 or more ranks; else a
@@ -193,12 +192,12 @@ static int bcast_scatter_ring(MPI_Comm comm, char *buf, size_t bytes, int root, 
     return rc;
 }
 
-/* Broadcast of bytes at buf: a binomial tree, or on 3 or more ranks from
-   FLIT_MPI_BCAST_SCATTER_MIN bytes up to FLIT_MPI_BCAST_SCATTER_MAX van
-   de Geijn's. */
+/* Broadcast of bytes at buf: a binomial tree, or on 4 or more ranks from
+   FLIT_MPI_BCAST_SCATTER_MIN bytes van de Geijn's (on 3 the root sends
+   4/3 of the message where the tree sends it twice, and measured slower). */
 static int bcast_bytes(MPI_Comm comm, void *buf, size_t bytes, int root, int tag)
 {
-    if (comm->size >= 3 && bytes >= mp_bcast_scatter_min && bytes < mp_bcast_scatter_max)
+    if (comm->size >= 4 && bytes >= mp_bcast_scatter_min)
         return bcast_scatter_ring(comm, buf, bytes, root, tag);
     return bcast_binomial(comm, buf, bytes, root, tag);
 }
@@ -308,13 +307,15 @@ static int fold_back(MPI_Comm comm, const fold *f, void *acc, size_t bytes)
     return mp_coll_send(comm, r - 1, T_ALLREDUCE, acc, bytes);
 }
 
-/* Whether an allreduce of count t with op halves (FLIT_MPI_ALLREDUCE_
-   HALVING_MIN): it needs a commutative op and an element per block. */
+/* Whether an allreduce of count t with op halves: it needs a commutative
+   op, an element per block, and blocks of FLIT_MPI_ALLREDUCE_HALVING_MIN
+   bytes (halving's extra log2 p steps cost more than the bytes they save
+   below it). */
 static int halves(MPI_Comm comm, int count, MPI_Datatype t, MPI_Op op)
 {
-    int n = comm->size;
-    return n > 1 && op->commute && count >= fold_of(comm).p &&
-           mp_type_bytes(t, count) >= mp_allreduce_halving_min;
+    int p = fold_of(comm).p;
+    return p > 1 && op->commute && count >= p &&
+           mp_type_bytes(t, count) / (size_t)p >= mp_allreduce_halving_min;
 }
 
 /*

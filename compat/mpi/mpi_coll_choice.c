@@ -15,25 +15,23 @@
 
 #define NEVER (INT64_C(1) << 40) /* bytes no collective reaches */
 
-size_t mp_bcast_scatter_min, mp_bcast_scatter_max, mp_allgather_ring_min,
-    mp_allreduce_halving_min;
+size_t mp_bcast_scatter_min, mp_allgather_ring_min, mp_allreduce_halving_min;
 
 static const flit_layer_setting_t settings[] = {
-    {"FLIT_MPI_BCAST_SCATTER_MIN", 64 << 10, 0, NEVER,
-     "bytes from which MPI_Bcast on 3 or more ranks scatters the message and "
+    {"FLIT_MPI_BCAST_SCATTER_MIN", 2 << 20, 0, NEVER,
+     "bytes from which MPI_Bcast on 4 or more ranks scatters the message and "
      "passes the pieces round a ring (van de Geijn's); below, a binomial tree"},
-    {"FLIT_MPI_BCAST_SCATTER_MAX", 256 << 10, 0, NEVER,
-     "bytes from which MPI_Bcast takes the binomial tree again"},
-    {"FLIT_MPI_ALLGATHER_RING_MIN", 128 << 10, 0, NEVER,
+    {"FLIT_MPI_ALLGATHER_RING_MIN", 64 << 10, 0, NEVER,
      "bytes, all ranks' blocks together, from which MPI_Allgather(v) passes the "
      "blocks round a ring (n - 1 steps); below, on 4 or more ranks, Bruck's "
      "(ceil(log2 n) steps)"},
-    {"FLIT_MPI_ALLREDUCE_HALVING_MIN", 16 << 10, 0, NEVER,
-     "bytes from which MPI_Allreduce with a commutative op halves the vector and "
+    {"FLIT_MPI_ALLREDUCE_HALVING_MIN", 8 << 10, 0, NEVER,
+     "bytes of each of the p blocks (the vector over the largest power of two p of "
+     "ranks) from which MPI_Allreduce with a commutative op halves the vector and "
      "doubles it back (Rabenseifner's); below, recursive doubling"},
 };
-static size_t *const value[] = {&mp_bcast_scatter_min, &mp_bcast_scatter_max,
-                                &mp_allgather_ring_min, &mp_allreduce_halving_min};
+static size_t *const value[] = {&mp_bcast_scatter_min, &mp_allgather_ring_min,
+                                &mp_allreduce_halving_min};
 
 static flit_status open_none(flit_ep_t *ep, void *state)
 {
