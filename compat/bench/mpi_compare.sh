@@ -3,7 +3,7 @@
 # flit-mpi beside Open MPI on this host, alternated (make bench-mpi):
 #
 #     compat/bench/mpi_compare.sh BUILD_DIR [--rounds N] [--quick]
-#                                           [--max-size BYTES]
+#                                           [--max-size BYTES] [--ranks N]
 #
 # bench/mpi_pingpong.c, unchanged, is compiled twice: with the build's
 # flit-mpicc (run by flitrun -n 2) and with Open MPI's mpicc (run by
@@ -14,7 +14,10 @@
 # each size. Printed per figure: the median
 # of the rounds for each, and the median of the rounds' own ratios
 # (flit-mpi over Open MPI; for latencies and times lower is better, for
-# bandwidth and rate higher). Without Open MPI (Debian: openmpi-bin
+# bandwidth and rate higher). --ranks N (other than 2): the collectives
+# alone (--coll-only) on N ranks, Open MPI with --oversubscribe where N is
+# more than the cores (it then yields while it polls, as flit's ranks do
+# when crowded: FLIT_YIELD_US). Without Open MPI (Debian: openmpi-bin
 # libopenmpi-dev) it says so and exits 0.
 set -eu
 
@@ -22,15 +25,22 @@ build=${1:-build}
 [ $# -gt 0 ] && shift
 rounds=5
 pass=
+ranks=2
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) rounds=$2; shift 2 ;;
+    --ranks) ranks=$2; shift 2 ;;
     --quick) pass="$pass --quick"; shift ;;
     --max-size) pass="$pass --max-size $2"; shift 2 ;;
     *) echo "mpi_compare.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
 case $rounds in '' | *[!0-9]* | 0) echo "mpi_compare.sh: --rounds wants a count" >&2; exit 2 ;; esac
+case $ranks in '' | *[!0-9]* | 0 | 1) echo "mpi_compare.sh: --ranks wants 2 or more" >&2; exit 2 ;; esac
+what=--coll
+[ "$ranks" -eq 2 ] || what=--coll-only
+over=
+[ "$ranks" -le "$(nproc)" ] || over=--oversubscribe
 src=$(cd "$(dirname "$0")/../.." && pwd)
 flitrun=$build/tools/flitrun
 [ -x "$flitrun" ] && [ -x "$build/flit-mpicc" ] ||
@@ -53,14 +63,14 @@ root=
 r=1
 while [ "$r" -le "$rounds" ]; do
     # shellcheck disable=SC2086
-    FLIT_TRANSPORT=shm "$flitrun" -n 2 --timeout 600 "$tmp/flit" --coll $pass >"$tmp/flit.$r"
+    FLIT_TRANSPORT=shm "$flitrun" -n "$ranks" --timeout 600 "$tmp/flit" $what $pass >"$tmp/flit.$r"
     # shellcheck disable=SC2086
-    mpirun $root -np 2 --mca pml ob1 --mca btl self,vader "$tmp/ompi" --coll $pass \
+    mpirun $root $over -np "$ranks" --mca pml ob1 --mca btl self,vader "$tmp/ompi" $what $pass \
         >"$tmp/ompi.$r"
     echo "mpi_compare.sh: round $r of $rounds done" >&2
     r=$((r + 1))
 done
-echo "flit-mpi ($(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')) beside $(mpirun --version 2>/dev/null | head -n 1), 2 ranks, $rounds rounds alternated, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "flit-mpi ($(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')) beside $(mpirun --version 2>/dev/null | head -n 1), $ranks ranks, $rounds rounds alternated, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 awk -F, -v rounds="$rounds" '
     FNR == 1 { split(FILENAME, p, "/"); f = p[length(p)]; who = substr(f, 1, index(f, ".") - 1); r = substr(f, index(f, ".") + 1); next }
     { key = $1 "," $2; v[who, key, r] = $3; unit[key] = $4; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
