@@ -14,7 +14,8 @@
 #   make bench-compare  flit-bench beside Open MPI's ping-pong and UCX's
 #                       ucx_perftest, run by run (BENCH_ARGS='--rounds 5')
 #   make bench-mpi      flit-mpi beside Open MPI: the same MPI program built
-#                       with each, alternated (compat/bench/mpi_compare.sh)
+#                       with each, alternated (compat/bench/mpi_compare.sh;
+#                       BENCH_ARGS='--ranks 4': the collectives of 4 ranks)
 #   make bench-udp      flit over UDP beside raw UDP: loopback, veth, under loss
 #   make bench-xdp      flit over AF_XDP beside flit over UDP, raw UDP and raw
 #                       AF_XDP, across veth between network namespaces (root;
