@@ -22,7 +22,9 @@
  *   Allgather(v): Bruck's, ceil(log2 n) steps, below
  *     FLIT_MPI_ALLGATHER_RING_MIN bytes in all on 4 or more ranks; else a
  *     ring, n - 1 steps.
- *   Alltoall(v/w): pairwise exchange, n - 1 steps.
+ *   Alltoall(v/w): on 3 or more ranks with every block below
+ *     FLIT_MPI_ALLTOALL_PAIRWISE_MIN bytes, every receive posted and every
+ *     block sent at once; else pairwise exchange, n - 1 steps.
  *   Reduce_scatter(_block): recursive halving on 2^k ranks with a
  *     commutative op, else Reduce to rank 0 and Scatter(v).
  *   Scan, Exscan: recursive doubling (MPICH's), any op.
@@ -856,38 +858,119 @@ typedef struct side {
     MPI_Datatype *types;
 } side;
 
+/* The block for peer i of a side: where it lies, its bytes, and whether
+   it is one run of bytes there (sent from or received into the program's
+   buffer) or was packed into *kept (NULL without memory; for a receive,
+   room to be unpacked from after). */
+static void *block_out(const char *buf, const side *sd, int i, size_t *bytes, void **kept)
+{
+    const char *at = buf + sd->displs[i];
+    *bytes = mp_type_bytes(sd->types[i], sd->counts[i]);
+    void *run = run_of(at, sd->counts[i], sd->types[i]);
+    *kept = run ? NULL : packed_copy(at, sd->counts[i], sd->types[i]);
+    return run ? run : *kept;
+}
+
+static void *block_in(char *buf, const side *sd, int i, size_t *bytes, void **kept)
+{
+    *bytes = mp_type_bytes(sd->types[i], sd->counts[i]);
+    void *run = run_of(buf + sd->displs[i], sd->counts[i], sd->types[i]);
+    *kept = run ? NULL : alloc_bytes(*bytes);
+    return run ? run : *kept;
+}
+
+/* A received block that was packed, unpacked into its place. */
+static void block_done(char *buf, const side *sd, int i, void *kept, size_t bytes)
+{
+    if (kept)
+        mp_unpack(kept, bytes, buf + sd->displs[i], sd->counts[i], sd->types[i]);
+}
+
+/* This rank's own block: copied (memmove: in place, they may overlap). */
+static int block_self(const char *sbuf, const side *snd, char *rbuf, const side *rcv,
+                      int r)
+{
+    size_t sb, rb;
+    void *ok, *ik;
+    void *out = block_out(sbuf, snd, r, &sb, &ok), *in = block_in(rbuf, rcv, r, &rb, &ik);
+    int rc = !out || !in ? MPI_ERR_NO_MEM : sb != rb ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+    if (!rc) {
+        memmove(in, out, sb);
+        block_done(rbuf, rcv, r, ik, rb);
+    }
+    mp_scratch_free(ok);
+    mp_scratch_free(ik);
+    return rc;
+}
+
 /* Pairwise exchange: at step s, send to r + s and receive from r - s. */
+static int alltoallw_pairwise(const char *sbuf, const side *snd, char *rbuf,
+                              const side *rcv, MPI_Comm comm)
+{
+    int n = comm->size, r = comm->rank;
+    int rc = block_self(sbuf, snd, rbuf, rcv, r);
+    for (int s = 1; s < n && !rc; s++) {
+        int to = (r + s) % n, from = (r - s + n) % n;
+        size_t sb, rb;
+        void *ok, *ik;
+        void *out = block_out(sbuf, snd, to, &sb, &ok),
+             *in = block_in(rbuf, rcv, from, &rb, &ik);
+        rc = !out || !in ? MPI_ERR_NO_MEM
+                         : mp_coll_sendrecv(comm, to, out, sb, from, in, rb, T_ALLTOALL);
+        if (!rc)
+            block_done(rbuf, rcv, from, ik, rb);
+        mp_scratch_free(ok);
+        mp_scratch_free(ik);
+    }
+    return rc;
+}
+
+/* Every receive posted, every block sent, then every receive waited for
+   (mp_coll_exchange): a rank waits once, where the pairwise exchange
+   waits n - 1 times, each a hand-over of the core on a crowded host. */
+static int alltoallw_posted(const char *sbuf, const side *snd, char *rbuf,
+                            const side *rcv, MPI_Comm comm)
+{
+    int n = comm->size, r = comm->rank, m = n - 1;
+    int rc = block_self(sbuf, snd, rbuf, rcv, r);
+    mp_part *in = calloc(2 * (size_t)n, sizeof *in), *out = in + n;
+    void **kept = calloc(2 * (size_t)n, sizeof *kept); /* out's, then in's */
+    if (!in || !kept)
+        rc = rc ? rc : MPI_ERR_NO_MEM;
+    for (int s = 1; s < n && !rc; s++) { /* in the pairwise order */
+        int to = (r + s) % n, from = (r - s + n) % n;
+        out[s - 1] = (mp_part){to, T_ALLTOALL, NULL, 0};
+        in[s - 1] = (mp_part){from, T_ALLTOALL, NULL, 0};
+        out[s - 1].buf = block_out(sbuf, snd, to, &out[s - 1].bytes, &kept[s - 1]);
+        in[s - 1].buf = block_in(rbuf, rcv, from, &in[s - 1].bytes, &kept[n + s - 1]);
+        if (!out[s - 1].buf || !in[s - 1].buf)
+            rc = MPI_ERR_NO_MEM;
+    }
+    if (!rc)
+        rc = mp_coll_exchange(comm, m, in, m, out);
+    for (int s = 1; !rc && s < n; s++)
+        block_done(rbuf, rcv, (r - s + n) % n, kept[n + s - 1], in[s - 1].bytes);
+    for (int i = 0; kept && i < 2 * n; i++)
+        mp_scratch_free(kept[i]);
+    free(kept);
+    free(in);
+    return rc;
+}
+
+/* All to all: every block posted at once while each is below
+   FLIT_MPI_ALLTOALL_PAIRWISE_MIN bytes, else the pairwise exchange. */
 static int alltoallw(const char *sbuf, const side *snd, char *rbuf, const side *rcv,
                      MPI_Comm comm)
 {
-    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
-    for (int s = 0; s < n && !rc; s++) {
-        int to = (r + s) % n, from = (r - s + n) % n;
-        MPI_Datatype st = snd->types[to], rt = rcv->types[from];
-        size_t sb = mp_type_bytes(st, snd->counts[to]),
-               rb = mp_type_bytes(rt, rcv->counts[from]);
-        /* a block that is one run of bytes goes from and to the program's
-           buffer; any other is packed */
-        const char *s_at = sbuf + snd->displs[to];
-        char *r_at = rbuf + rcv->displs[from];
-        void *out = run_of(s_at, snd->counts[to], st), *out_kept = NULL;
-        void *in = run_of(r_at, rcv->counts[from], rt), *in_kept = NULL;
-        if (!out)
-            out = out_kept = packed_copy(s_at, snd->counts[to], st);
-        if (!in)
-            in = in_kept = alloc_bytes(rb);
-        if (!out || !in)
-            rc = MPI_ERR_NO_MEM;
-        else if (s == 0)
-            rc = sb == rb ? (memmove(in, out, sb), MPI_SUCCESS) : MPI_ERR_TRUNCATE;
-        else
-            rc = mp_coll_sendrecv(comm, to, out, sb, from, in, rb, T_ALLTOALL);
-        if (!rc && in_kept)
-            mp_unpack(in, rb, r_at, rcv->counts[from], rt);
-        mp_scratch_free(out_kept);
-        mp_scratch_free(in_kept);
+    size_t most = 0;
+    for (int i = 0; i < comm->size; i++) {
+        size_t sb = mp_type_bytes(snd->types[i], snd->counts[i]);
+        size_t rb = mp_type_bytes(rcv->types[i], rcv->counts[i]);
+        most = sb > most ? sb : rb > most ? rb : most;
     }
-    return rc;
+    if (comm->size > 2 && most < mp_alltoall_pairwise_min)
+        return alltoallw_posted(sbuf, snd, rbuf, rcv, comm);
+    return alltoallw_pairwise(sbuf, snd, rbuf, rcv, comm);
 }
 
 /* In place: what is sent is a copy of the receive buffer's blocks, taken

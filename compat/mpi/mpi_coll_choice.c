@@ -15,7 +15,8 @@
 
 #define NEVER (INT64_C(1) << 40) /* bytes no collective reaches */
 
-size_t mp_bcast_scatter_min, mp_allgather_ring_min, mp_allreduce_halving_min;
+size_t mp_bcast_scatter_min, mp_allgather_ring_min, mp_allreduce_halving_min,
+    mp_alltoall_pairwise_min;
 
 static const flit_layer_setting_t settings[] = {
     {"FLIT_MPI_BCAST_SCATTER_MIN", 2 << 20, 0, NEVER,
@@ -29,9 +30,12 @@ static const flit_layer_setting_t settings[] = {
      "bytes of each of the p blocks (the vector over the largest power of two p of "
      "ranks) from which MPI_Allreduce with a commutative op halves the vector and "
      "doubles it back (Rabenseifner's); below, recursive doubling"},
+    {"FLIT_MPI_ALLTOALL_PAIRWISE_MIN", 4 << 10, 0, NEVER,
+     "bytes of the largest block from which MPI_Alltoall(v/w) on 3 or more ranks "
+     "exchanges by pairs (n - 1 steps); below, every block sent at once"},
 };
 static size_t *const value[] = {&mp_bcast_scatter_min, &mp_allgather_ring_min,
-                                &mp_allreduce_halving_min};
+                                &mp_allreduce_halving_min, &mp_alltoall_pairwise_min};
 
 static flit_status open_none(flit_ep_t *ep, void *state)
 {

@@ -4,8 +4,9 @@
  * size, on any number of ranks, at sizes on both sides of where they
  * change and at the edges (empty, fewer bytes than ranks, odd splits):
  * MPI_Bcast (binomial tree; scatter then ring), MPI_Allgather(v) (Bruck's;
- * ring) and MPI_Allreduce (recursive doubling or halving among a power of
- * two of ranks, the others folded in). The tests run it with the FLIT_MPI_*
+ * ring), MPI_Allreduce (recursive doubling or halving among a power of
+ * two of ranks, the others folded in) and MPI_Alltoall(v) (every block at
+ * once; pairwise). The tests run it with the FLIT_MPI_*
  * sizes at their defaults and at both extremes, so that every algorithm
  * meets every case; each result is checked element by element, a
  * non-commutative op's in rank order. The non-blocking twins run the same
@@ -178,6 +179,63 @@ static void allreduces(void)
     free(out);
 }
 
+/* Alltoall of k ints a block, from a buffer and in place; Alltoallv with
+   counts by sender and receiver (some none) and a strided receive type
+   (each block packed, exchanged, unpacked). Block (i to j) holds ints
+   seq_at(i * 64 + j, ...). */
+static void alltoalls(void)
+{
+    static const int ks[] = {1, 100, 1025, 5000};
+    for (size_t c = 0; c < sizeof ks / sizeof ks[0]; c++) {
+        int k = ks[c], nk = k * size;
+        int *snd = malloc(sizeof(int) * (size_t)nk),
+            *rcv = malloc(sizeof(int) * (size_t)nk);
+        CHECK(snd && rcv);
+        for (int j = 0; j < size; j++)
+            seq_fill(snd + j * k, k, rank * 64 + j);
+        OK(MPI_Alltoall(snd, k, MPI_INT, rcv, k, MPI_INT, MPI_COMM_WORLD));
+        for (int i = 0; i < size; i++)
+            CHECK(seq_same(rcv + i * k, k, i * 64 + rank));
+        OK(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, snd, k, MPI_INT,
+                        MPI_COMM_WORLD));
+        for (int i = 0; i < size; i++)
+            CHECK(seq_same(snd + i * k, k, i * 64 + rank));
+        free(snd);
+        free(rcv);
+    }
+    /* v: i sends j (i + j) % 3 * 300 ints (0, 300 or 600), received every
+       other int (a vector type of 2 ints a stride, resized to 2) */
+    int *sc = malloc(sizeof(int) * 4 * (size_t)size), *sd = sc + size, *rc = sd + size,
+        *rd = rc + size, so = 0, ro = 0;
+    CHECK(sc);
+    for (int j = 0; j < size; j++) {
+        sc[j] = (rank + j) % 3 * 300, sd[j] = so, so += sc[j] + 1;
+        rc[j] = (j + rank) % 3 * 300, rd[j] = ro, ro += rc[j] + 1; /* in pairs of ints */
+    }
+    MPI_Datatype one, every2;
+    OK(MPI_Type_vector(1, 1, 2, MPI_INT, &one));
+    OK(MPI_Type_create_resized(one, 0, 2 * sizeof(int), &every2));
+    OK(MPI_Type_commit(&every2));
+    int *sv = malloc(sizeof(int) * (size_t)(so + 1)),
+        *rv = malloc(sizeof(int) * 2 * (size_t)ro);
+    CHECK(sv && rv);
+    for (int j = 0; j < size; j++)
+        seq_fill(sv + sd[j], sc[j], rank * 64 + j);
+    for (int i = 0; i < 2 * ro; i++)
+        rv[i] = -3;
+    OK(MPI_Alltoallv(sv, sc, sd, MPI_INT, rv, rc, rd, every2, MPI_COMM_WORLD));
+    for (int i = 0; i < size; i++)
+        for (int e = 0; e < rc[i]; e++) {
+            CHECK(rv[2 * (rd[i] + e)] == seq_at(i * 64 + rank, e));
+            CHECK(rv[2 * (rd[i] + e) + 1] == -3);
+        }
+    OK(MPI_Type_free(&every2));
+    OK(MPI_Type_free(&one));
+    free(sv);
+    free(rv);
+    free(sc);
+}
+
 /* The non-blocking twins take the same paths. */
 static void nonblocking(void)
 {
@@ -215,6 +273,7 @@ int main(int argc, char **argv)
     bcasts();
     allgathers();
     allreduces();
+    alltoalls();
     nonblocking();
     /* on a communicator of every other rank: another size, other ranks */
     MPI_Comm half;
