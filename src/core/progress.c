@@ -82,13 +82,21 @@ void fl_progress_init(void)
     }
 }
 
-/* A waiter that has stopped spinning at `now`, the spin having ended at
-   spin_end: true when it is to go on polling (it yielded), false when it
-   is to sleep. */
-static bool yield_on(uint64_t now, uint64_t spin_end)
+/*
+ * A waiter that has stopped spinning at `now`, the spin having ended at
+ * spin_end: true when it is to go on polling (it yielded), false when it
+ * is to sleep. A sleeper learns of a peer's death as it happens (a pidfd
+ * in the endpoint's epoll set wakes it, and it looks at its peers); one
+ * that yields looks at the set itself before each yield, so it learns as
+ * soon, not at the next FLIT_PEER_CHECK_MS.
+ */
+static bool yield_on(struct flit_ep *ep, uint64_t now, uint64_t spin_end)
 {
     if (now >= spin_end + (uint64_t)yield_us * 1000u)
         return false;
+    struct pollfd pfd = {.fd = ep->epfd, .events = POLLIN};
+    if (poll(&pfd, 1, 0) > 0)
+        fl_progress_check_peers(ep, true);
     sched_yield();
     return true;
 }
@@ -224,7 +232,7 @@ flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
             fl_cpu_relax();
             continue;
         }
-        if (yield_on(now, spin_end))
+        if (yield_on(ep, now, spin_end))
             continue;
         int64_t left = deadline == UINT64_MAX ? nap_us : (int64_t)(deadline - now) / 1000;
         fl_progress_sleep(ep, FL_LANES_ALL, left < nap_us ? left : nap_us);
@@ -272,7 +280,7 @@ flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
             fl_cpu_relax();
             continue;
         }
-        if (yield_on(now, spin_end))
+        if (yield_on(ep, now, spin_end))
             continue;
         p->tp->want_room(p->tpe, dst, lane);
         if ((*pkt = p->tp->reserve(p->tpe, dst, lane, len, &st)) != NULL ||
