@@ -30,7 +30,7 @@ static const flit_layer_setting_t settings[] = {
      "bytes of each of the p blocks (the vector over the largest power of two p of "
      "ranks) from which MPI_Allreduce with a commutative op halves the vector and "
      "doubles it back (Rabenseifner's); below, recursive doubling"},
-    {"FLIT_MPI_ALLTOALL_PAIRWISE_MIN", 4 << 10, 0, NEVER,
+    {"FLIT_MPI_ALLTOALL_PAIRWISE_MIN", 64 << 10, 0, NEVER,
      "bytes of the largest block from which MPI_Alltoall(v/w) on 3 or more ranks "
      "exchanges by pairs (n - 1 steps); below, every block sent at once"},
 };
