@@ -16,7 +16,8 @@
  * a handle of one table is refused by another.
  *
  * Cost: flit_handle_get is a few loads; new and free a compare-and-swap
- * or two on the table's stack of free slots (no lock; O(1)); malloc and a
+ * or two on the table's stack of free slots (no lock; O(1)), renew one;
+ * malloc and a
  * mutex only when the table grows (by 1024 slots).
  * A table holds up to 4 Mi live handles (128 Ki where pointers are 32-bit).
  *
@@ -56,6 +57,17 @@ FLIT_API void *flit_handle_get(flit_handles_t **table, const void *handle);
  * was not a live handle of *table. From then on get answers NULL for it.
  */
 FLIT_API void *flit_handle_free(flit_handles_t **table, const void *handle);
+
+/*
+ * The next value of a live handle, naming the same object: the old value
+ * is refused from now on, as after free, but the slot stays the object's.
+ * For an object a library keeps for reuse (a request on a free list): one
+ * compare-and-swap where free and new cost three. NULL when handle is not
+ * a live handle of *table (nothing done), or when its slot's generations
+ * are spent: then the handle is freed as by flit_handle_free, and the
+ * object needs flit_handle_new.
+ */
+FLIT_API void *flit_handle_renew(flit_handles_t **table, const void *handle);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,9 @@
 /*
  * Request objects (internal.h): handed out as <flit/handle.h> handles,
  * recycled through two free lists, one under the context's mutex and one
- * that any thread pushes to without it.
+ * that any thread pushes to without it. A request keeps its handle's slot
+ * on the free lists: given back, its handle is renewed (the program's
+ * value goes stale), and the next use hands the new value out.
  */
 #include <flit/handle.h>
 
@@ -41,10 +43,13 @@ struct flit_request *fl_tagged_req_get(struct flit_tagged *t, uint8_t kind)
     } else {
         if (!(r = malloc(sizeof *r)))
             return NULL;
+        r->self = NULL;
         t->nreqs++;
     }
+    void *self = r->self; /* renewed when it was given back, or NULL */
     fl_tagged_req_init(r, t, kind);
-    if (flit_handle_new(&requests, r, &r->self) != FLIT_OK) {
+    r->self = self;
+    if (!self && flit_handle_new(&requests, r, &r->self) != FLIT_OK) {
         r->next = t->free_reqs;
         t->free_reqs = r;
         return NULL;
@@ -54,8 +59,7 @@ struct flit_request *fl_tagged_req_get(struct flit_tagged *t, uint8_t kind)
 
 static void req_clear(struct flit_request *r)
 {
-    (void)flit_handle_free(&requests, r->self);
-    r->self = NULL;
+    r->self = flit_handle_renew(&requests, r->self);
     r->kind = REQ_FREE;
 }
 
@@ -116,6 +120,8 @@ static void free_list(struct flit_request *r)
 {
     for (struct flit_request *next; r; r = next) {
         next = r->next;
+        if (r->self)
+            (void)flit_handle_free(&requests, r->self);
         free(r);
     }
 }

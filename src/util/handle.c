@@ -18,7 +18,12 @@
  *
  * Get reads the generation, the object, then the generation again: an
  * object read while the slot changed hands shows as a second read that
- * differs, and is refused. Every access is sequentially consistent.
+ * differs, and is refused. Loads acquire and stores release: an object
+ * read is one whose store (in new, after the pop that follows the free
+ * that bumped the generation) makes that generation visible to the second
+ * read. Sequentially consistent stores, each a locked exchange on x86,
+ * were three of the six locked instructions a request of the tagged layer
+ * cost (new and free), about 20 ns of an 8-byte MPI message on AMD EPYC.
  */
 #include <flit/handle.h>
 
@@ -57,11 +62,11 @@ struct flit_handles {
     struct slot *chunks[MAX_SLOTS / CHUNK]; /* set once each (atomic) */
 };
 
-#define LOAD(p)     __atomic_load_n((p), __ATOMIC_SEQ_CST)
-#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define LOAD(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define CAS(p, expect, v)                                                                \
-    __atomic_compare_exchange_n((p), (expect), (v), false, __ATOMIC_SEQ_CST,             \
-                                __ATOMIC_SEQ_CST)
+    __atomic_compare_exchange_n((p), (expect), (v), false, __ATOMIC_ACQ_REL,             \
+                                __ATOMIC_ACQUIRE)
 
 /* The table *table names, made on first use. */
 static struct flit_handles *table_of(flit_handles_t **table)
@@ -189,4 +194,21 @@ void *flit_handle_free(flit_handles_t **table, const void *handle)
     if (gen + 1 != GEN_LAST) /* else retired: its values never come back */
         push_free(t, idx, s);
     return obj;
+}
+
+void *flit_handle_renew(flit_handles_t **table, const void *handle)
+{
+    struct flit_handles *t = table ? LOAD(table) : NULL;
+    uint32_t idx, gen;
+    struct slot *s = decode(t, handle, &idx, &gen);
+    if (!s || LOAD(&s->gen) != gen || !LOAD(&s->obj))
+        return NULL;
+    if (gen + 1 == GEN_LAST) { /* free retires the slot */
+        (void)flit_handle_free(table, handle);
+        return NULL;
+    }
+    uint32_t expect = gen;
+    if (!CAS(&s->gen, &expect, gen + 1))
+        return NULL; /* a free won */
+    return encode(t, idx, gen + 1);
 }

@@ -4,7 +4,8 @@
  * names a new object; a handle of one table is refused by another; values
  * that were never handles (NULL, addresses) are refused; bad arguments;
  * many live at once (the table grows past a chunk); and get beside new and
- * free on other threads.
+ * free on other threads; and flit_handle_renew, by which a recycled
+ * object keeps its slot under a new value while the old one goes stale.
  */
 #include <flit/handle.h>
 #include <pthread.h>
@@ -58,6 +59,28 @@ static void foreign_values(void)
     CHECK(flit_handle_free(&table_a, h) == &x);
 }
 
+/* A renewed value names the object, the old one nothing: not for get, free
+   or renew. A freed or foreign value renews to nothing. (A slot whose
+   generations are spent is freed instead: 2^32 renewals, not tried.) */
+static void renew(void)
+{
+    int x;
+    void *old;
+    CHECK_OK(flit_handle_new(&table_a, &x, &old));
+    void *h = flit_handle_renew(&table_a, old);
+    CHECK(h != NULL && h != old);
+    CHECK(flit_handle_get(&table_a, old) == NULL);
+    CHECK(flit_handle_free(&table_a, old) == NULL);
+    CHECK(flit_handle_renew(&table_a, old) == NULL);
+    CHECK(flit_handle_get(&table_a, h) == &x);
+    CHECK(flit_handle_renew(&table_b, h) == NULL);
+    CHECK(flit_handle_renew(NULL, h) == NULL);
+    CHECK(flit_handle_renew(&table_a, NULL) == NULL);
+    CHECK(flit_handle_get(&table_a, h) == &x); /* the refusals touched nothing */
+    CHECK(flit_handle_free(&table_a, h) == &x);
+    CHECK(flit_handle_renew(&table_a, h) == NULL);
+}
+
 enum { MANY = 5000 };
 
 static void many(void)
@@ -88,6 +111,13 @@ static void *churn(void *arg)
         void *h;
         CHECK_OK(flit_handle_new(&table_a, &obj, &h));
         CHECK(flit_handle_get(&table_a, h) == &obj);
+        if (i % 2) { /* kept for reuse: the value before goes stale too */
+            void *was = h;
+            CHECK((h = flit_handle_renew(&table_a, was)) != NULL);
+            CHECK(flit_handle_get(&table_a, was) == NULL);
+            CHECK(flit_handle_get(&table_a, h) == &obj);
+            __atomic_store_n(&stale[me], was, __ATOMIC_RELAXED);
+        }
         for (int t = 0; t < THREADS; t++) {
             void *s = __atomic_load_n(&stale[t], __ATOMIC_RELAXED);
             if (s)
@@ -112,6 +142,7 @@ int main(void)
 {
     reuse();
     foreign_values();
+    renew();
     many();
     threads();
     return 0;
