@@ -68,6 +68,9 @@
    of a piece-sized payload (tagged messaging's 8-byte tag before 32 KiB)
    stays one packet. */
 #define FL_ST_TAIL 256u
+/* flit_stream_sendmsg sends a message of one piece up to this size in one
+   packet, by a path of its own (send.c, send_short). */
+#define FL_ST_SHORT 256u
 
 /*
  * Handles. flit_stream_t and flit_stream_out_t values are not addresses:
