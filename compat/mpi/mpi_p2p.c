@@ -1390,6 +1390,47 @@ static int run_local(MPI_Request r, MPI_Status *status)
     return rc;
 }
 
+/*
+ * A blocking receive of one source and tag into one run of bytes waits in
+ * the tagged layer itself, with no request (flit_tagged_recv_for), when
+ * nothing can come between: no receive posted before it, no message the
+ * engine holds, no synchronous send or send held behind one (whose
+ * acknowledgement the engine must see), no non-blocking collective to
+ * drive, and a live source. For a slice (DIRECT_SLICE_US) at most: a
+ * synchronous send's message, which comes through the engine, waits no
+ * longer than it does for a receive posted there; then the general path.
+ * Whether it received: 1, *rc its error class and status filled.
+ * (8-byte ping-pong, AMD host, 6 alternated rounds: 133 -> 120 ns one way.)
+ */
+static int recv_quick(void *buf, int count, MPI_Datatype t, int peer, int tag,
+                      MPI_Comm comm, MPI_Status *status, int *rc)
+{
+    if (peer < 0 || tag < 0 || mp_mt || posted_head || ux_head || !mp_order_idle() ||
+        mp_nbc_live() || !mp_type_contig(t, count) || mp_source_dead(comm, peer))
+        return 0;
+    flit_tagged_info_t info;
+    flit_status st = flit_tagged_recv_for(
+        mp_tg, flit_rank((uint32_t)comm->world[peer]),
+        mp_tag(K_DATA, comm->ctx, 0, (uint32_t)tag), (char *)buf + t->blocks[0].disp,
+        mp_type_bytes(t, count), DIRECT_SLICE_US, &info);
+    if (st == FLIT_ERR_TIMEOUT)
+        return 0;
+    mp_progress_count++;
+    *rc = st == FLIT_OK              ? MPI_SUCCESS
+          : st == FLIT_ERR_TOO_LARGE ? MPI_ERR_TRUNCATE
+          : st == FLIT_ERR_PEER_DOWN ? MPI_ERR_PROC_FAILED
+                                     : mp_class_of(st);
+    if (status) {
+        status->MPI_SOURCE = peer;
+        status->MPI_TAG = tag;
+        status->MPI_ERROR = *rc;
+        status->flit_bytes =
+            st == FLIT_OK || st == FLIT_ERR_TOO_LARGE ? info.received : 0;
+        status->flit_cancelled = 0;
+    }
+    return 1;
+}
+
 /* Blocking calls: a request on the stack of this call (no allocation), and
    its wait. */
 static int blocking(enum mp_req_kind kind, int sync, void *buf, int count, MPI_Datatype t,
@@ -1406,6 +1447,8 @@ static int blocking(enum mp_req_kind kind, int sync, void *buf, int count, MPI_D
                        (const char *)buf + t->blocks[0].disp, mp_type_bytes(t, count));
         return mp_err(comm, mp_class_of(st), fn);
     }
+    if (kind == R_RECV && recv_quick(buf, count, t, peer, tag, comm, status, &rc))
+        return mp_err(comm, rc, fn);
     struct flit_mpi_request r;
     req_init(&r, kind, comm, comm->ctx, buf, count, t, peer, tag);
     r.sync = sync;

@@ -132,6 +132,17 @@ FLIT_API flit_status flit_tagged_sendv(flit_tagged_t *t, flit_rank_t dest, uint6
 FLIT_API flit_status flit_tagged_recv(flit_tagged_t *t, flit_rank_t source, uint64_t tag,
                                       void *buf, size_t size, flit_tagged_info_t *info);
 
+/*
+ * The same, waiting at most timeout_us (< 0: for ever): FLIT_ERR_TIMEOUT
+ * when no message matched by then, and the receive is withdrawn (nothing
+ * received). A message matched before the time passed is received whole.
+ * For a caller that must look at other things now and then while it
+ * waits, without a request of its own.
+ */
+FLIT_API flit_status flit_tagged_recv_for(flit_tagged_t *t, flit_rank_t source,
+                                          uint64_t tag, void *buf, size_t size,
+                                          int64_t timeout_us, flit_tagged_info_t *info);
+
 /* ---- non-blocking: a request, completed by test or wait ---- */
 
 /*

@@ -131,6 +131,13 @@ flit_status flit_tagged_irecvv(flit_tagged_t *h, flit_rank_t source, uint64_t ta
 flit_status flit_tagged_recv(flit_tagged_t *h, flit_rank_t source, uint64_t tag,
                              void *buf, size_t size, flit_tagged_info_t *info)
 {
+    return flit_tagged_recv_for(h, source, tag, buf, size, -1, info);
+}
+
+flit_status flit_tagged_recv_for(flit_tagged_t *h, flit_rank_t source, uint64_t tag,
+                                 void *buf, size_t size, int64_t timeout_us,
+                                 flit_tagged_info_t *info)
+{
     struct flit_tagged *t = fl_tagged_ctx_of(h);
     flit_status st = check_recv(t, source, buf, size);
     if (st != FLIT_OK)
@@ -145,7 +152,7 @@ flit_status flit_tagged_recv(flit_tagged_t *h, flit_rank_t source, uint64_t tag,
     if (large)
         fl_tagged_take_large(&r, large);
     if (!done && !large) {
-        st = fl_tagged_progress_until(t->ep, fl_tagged_req_done_cb, &r, -1);
+        st = fl_tagged_progress_until(t->ep, fl_tagged_req_done_cb, &r, timeout_us);
         if (st != FLIT_OK && (st = recv_abandon(&r, st)) != FLIT_OK)
             return st;
     }

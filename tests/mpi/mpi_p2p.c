@@ -168,6 +168,47 @@ static void truncation(void)
     OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
+/* A blocking receive with nothing posted before it and nothing unexpected
+   (it waits in the tagged layer itself, without a request): truncation
+   with what fitted, its status, a synchronous send's message (which comes
+   through the library's engine instead), zero counts and an ignored
+   status. Rank 1 asks for each message once it waits (a message before
+   the receive would be unexpected); rank 0 sends it when asked. */
+static void quick_recv(void)
+{
+    int buf[8], in[8], n, go = 0;
+    MPI_Status st;
+    seq_fill(buf, 8, 11);
+    if (rank == 0) {
+        OK(MPI_Recv(&go, 1, MPI_INT, 1, 50, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Send(buf, 8, MPI_INT, 1, 51, MPI_COMM_WORLD));
+        OK(MPI_Ssend(buf, 5, MPI_INT, 1, 52, MPI_COMM_WORLD));
+        OK(MPI_Send(buf, 0, MPI_INT, 1, 53, MPI_COMM_WORLD));
+        OK(MPI_Send(buf, 2, MPI_INT, 1, 54, MPI_COMM_WORLD));
+    }
+    if (rank != 1)
+        return;
+    OK(MPI_Send(&go, 1, MPI_INT, 0, 50, MPI_COMM_WORLD));
+    memset(in, 0, sizeof in);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    CHECK(MPI_Recv(in, 3, MPI_INT, 0, 51, MPI_COMM_WORLD, &st) == MPI_ERR_TRUNCATE);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    OK(MPI_Get_count(&st, MPI_INT, &n));
+    CHECK(st.MPI_ERROR == MPI_ERR_TRUNCATE && st.MPI_SOURCE == 0 && st.MPI_TAG == 51);
+    CHECK(n == 3 && seq_same(in, 3, 11) && in[3] == 0);
+    memset(in, 0, sizeof in);
+    OK(MPI_Recv(in, 8, MPI_INT, 0, 52, MPI_COMM_WORLD, &st));
+    OK(MPI_Get_count(&st, MPI_INT, &n));
+    CHECK(n == 5 && seq_same(in, 5, 11) && in[5] == 0 && st.MPI_TAG == 52);
+    OK(MPI_Recv(NULL, 0, MPI_INT, 0, 53, MPI_COMM_WORLD, &st));
+    OK(MPI_Get_count(&st, MPI_INT, &n));
+    CHECK(n == 0 && st.MPI_SOURCE == 0 && st.MPI_TAG == 53 &&
+          st.MPI_ERROR == MPI_SUCCESS);
+    memset(in, 0, sizeof in);
+    OK(MPI_Recv(in, 8, MPI_INT, 0, 54, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(seq_same(in, 2, 11) && in[2] == 0);
+}
+
 /* Probe and Iprobe: what they report is what the receive then takes. */
 static void probes(void)
 {
@@ -497,6 +538,8 @@ int main(int argc, char **argv)
     handshake();
     order();
     truncation();
+    handshake();
+    quick_recv();
     handshake();
     probes();
     handshake();

@@ -129,6 +129,11 @@ static void test_bad_args(void)
     CHECK_ST(flit_tagged_recv(t, flit_rank(FLIT_ANY_SOURCE - 1), 1, buf, 1, &info),
              FLIT_ERR_RANK);
     CHECK_ST(flit_tagged_recv(t, flit_rank(0), 1, NULL, 1, &info), FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_recv_for(NULL, flit_rank(0), 1, buf, 1, 0, &info),
+             FLIT_ERR_INVALID_ARG);
+    CHECK_ST(flit_tagged_recv_for(t, flit_rank(1), 1, buf, 1, 0, &info), FLIT_ERR_RANK);
+    CHECK_ST(flit_tagged_recv_for(t, flit_rank(0), 1, NULL, 1, 0, &info),
+             FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_tagged_irecv(t, flit_rank(0), 1, buf, 1, NULL), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_tagged_irecv(NULL, flit_rank(0), 1, buf, 1, &r), FLIT_ERR_INVALID_ARG);
     CHECK_ST(flit_tagged_irecv(t, flit_rank(3), 1, buf, 1, &r), FLIT_ERR_RANK);
@@ -236,6 +241,36 @@ static void test_self_sizes(void)
    than the sender keeps on its stack), one of them empty with no base,
    received whole into one buffer, then scattered into pieces (unexpected,
    posted, and pieces one byte short of the message). */
+/* A receive with a time limit: none matched, it is withdrawn (the next
+   message is not lost into it, nor is a message of another tag taken);
+   one that arrived is received whole, the time limit or none. */
+static void test_self_recv_for(void)
+{
+    uint8_t s[64], b[80];
+    flit_tagged_info_t info = poison;
+    CHECK_ST(flit_tagged_recv_for(t, flit_rank(0), 70, b, sizeof b, 0, &info),
+             FLIT_ERR_TIMEOUT);
+    check_untouched(&info);
+    fill(s, sizeof s, 7);
+    CHECK_OK(flit_tagged_send(t, flit_rank(0), 71, s, sizeof s)); /* another tag */
+    CHECK_ST(flit_tagged_recv_for(t, flit_rank(0), 70, b, sizeof b, 2000, &info),
+             FLIT_ERR_TIMEOUT);
+    check_untouched(&info);
+    CHECK_OK(flit_tagged_send(t, flit_rank(0), 70, s, sizeof s));
+    memset(b, 0xee, sizeof b);
+    CHECK_OK(flit_tagged_recv_for(t, flit_rank(0), 70, b, sizeof b, 0, &info));
+    check_info(&info, 70, sizeof s, sizeof s, FLIT_OK);
+    check_bytes(b, sizeof s, 7, "recv_for");
+    CHECK(b[sizeof s] == 0xee);
+    memset(b, 0xee, sizeof b);
+    CHECK_ST(flit_tagged_recv_for(t, flit_rank(FLIT_ANY_SOURCE), 71, b, 8, -1, &info),
+             FLIT_ERR_TOO_LARGE);
+    check_info(&info, 71, sizeof s, 8, FLIT_ERR_TOO_LARGE); /* truncated, not lost */
+    check_bytes(b, 8, 7, "recv_for, truncated");
+    CHECK_ST(flit_tagged_recv_for(t, flit_rank(0), 71, b, sizeof b, 0, &info),
+             FLIT_ERR_TIMEOUT);
+}
+
 static void test_self_gather(void)
 {
     static const size_t sizes[] = {0, 1, 100, 300, 4096, 65536 + 3, (1u << 20) + 7};
@@ -541,6 +576,7 @@ int main(void)
     CHECK_OK(flit_tagged_create(ep, flit_handler(H_TAGGED), &t));
     test_bad_args();
     test_self_sizes();
+    test_self_recv_for();
     test_self_gather();
     test_self_truncate();
     test_self_matching();
