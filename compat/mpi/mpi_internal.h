@@ -177,6 +177,7 @@ struct flit_mpi_request {
     int gather;       /* a send gathered from buf's runs: their number (mpi_p2p.c) */
     struct iovec *iov; /* a receive scattered into buf's runs in the tagged layer */
     size_t bytes;     /* packed bytes the call names */
+    int contig;       /* those bytes lie in one run in buf (mp_type_contig) */
     uint32_t sync_id;
     int orphan; /* MPI_Request_free'd while active: freed when it completes */
     MPI_Status status;

@@ -94,6 +94,7 @@ static void req_init(MPI_Request r, enum mp_req_kind kind, MPI_Comm comm, uint32
     r->status = (MPI_Status){.MPI_SOURCE = 0};
     r->next = r->order_next = NULL, r->treq = NULL;
     r->bytes = mp_type_bytes(type, count);
+    r->contig = mp_type_contig(type, count);
     if (!type->predefined)
         type->refs++;
     mp_comm_hold(comm);
@@ -207,14 +208,14 @@ static void received(MPI_Request r, int src_world, int tag, size_t len, size_t g
 /* Where r's bytes go: the user's buffer itself, or its packing buffer. */
 static void *recv_target(MPI_Request r)
 {
-    if (mp_type_contig(r->type, r->count))
+    if (r->contig)
         return (char *)r->buf + r->type->blocks[0].disp;
     return r->pack;
 }
 
 static void recv_finish(MPI_Request r, size_t got)
 {
-    if (!mp_type_contig(r->type, r->count))
+    if (!r->contig)
         mp_unpack(r->pack, got, r->buf, r->count, r->type);
 }
 
@@ -337,7 +338,7 @@ static int direct_ok(MPI_Request r)
 {
     if (r->peer < 0 || r->tag == MPI_ANY_TAG)
         return 0;
-    if (!mp_type_contig(r->type, r->count) && !gather_runs(r->type, r->count, r->bytes))
+    if (!r->contig && !gather_runs(r->type, r->count, r->bytes))
         return 0;
     if (posted_held == 0)
         return 1; /* every posted receive is in the tagged layer, before r */
@@ -353,7 +354,7 @@ static int direct_post(MPI_Request r)
 {
     flit_rank_t from = flit_rank((uint32_t)r->comm->world[r->peer]);
     uint64_t tag = mp_tag(K_DATA, r->ctx, 0, (uint32_t)r->tag);
-    if (mp_type_contig(r->type, r->count))
+    if (r->contig)
         return mp_class_of(
             flit_tagged_irecv(mp_tg, from, tag, recv_target(r), r->bytes, &r->treq));
     /* the same runs at every post (a persistent receive's type and count
@@ -688,7 +689,7 @@ static mp_ux *ux_unlink(mp_ux **p)
 static void ux_deliver(MPI_Request r, mp_ux *u)
 {
     size_t got = u->len < r->bytes ? u->len : r->bytes;
-    if (mp_type_contig(r->type, r->count) && got) /* a zero count's buffer may be NULL */
+    if (r->contig && got) /* a zero count's buffer may be NULL */
         memcpy(recv_target(r), u->data, got);
     else
         mp_unpack(u->data, got, r->buf, r->count, r->type);
@@ -719,8 +720,7 @@ static int start_recv(MPI_Request r)
         complete(r);
         return MPI_SUCCESS;
     }
-    if (!mp_type_contig(r->type, r->count) && !r->pack &&
-        !(r->pack = malloc(r->bytes ? r->bytes : 1)))
+    if (!r->contig && !r->pack && !(r->pack = malloc(r->bytes ? r->bytes : 1)))
         return MPI_ERR_NO_MEM;
     if (unexpected_match(r))
         return MPI_SUCCESS;
@@ -830,7 +830,7 @@ static int start_send(MPI_Request r)
     }
     const void *data = (const char *)r->buf + r->type->blocks[0].disp;
     r->gather = 0;
-    if (!mp_type_contig(r->type, r->count)) {
+    if (!r->contig) {
         if ((r->gather = gather_runs(r->type, r->count, r->bytes)) == 0) {
             if (!r->pack && !(r->pack = malloc(r->bytes ? r->bytes : 1)))
                 return MPI_ERR_NO_MEM;

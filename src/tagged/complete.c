@@ -22,7 +22,7 @@ flit_status flit_tagged_test(flit_request_t **req, int *done, flit_tagged_info_t
         }
     }
     *done = 1;
-    return fl_tagged_req_finish(req, info);
+    return fl_tagged_req_finish(r, req, info);
 }
 
 flit_status flit_tagged_wait(flit_request_t **req, int64_t timeout_us,
@@ -37,7 +37,7 @@ flit_status flit_tagged_wait(flit_request_t **req, int64_t timeout_us,
         if (st != FLIT_OK)
             return st;
     }
-    return fl_tagged_req_finish(req, info);
+    return fl_tagged_req_finish(r, req, info);
 }
 
 struct waitall {
@@ -49,9 +49,9 @@ struct waitall {
 };
 
 /* Finishes reqs[i], remembering the first (by index) non-OK status. */
-static void waitall_finish(struct waitall *w, size_t i)
+static void waitall_finish(struct waitall *w, struct flit_request *r, size_t i)
 {
-    flit_status st = fl_tagged_req_finish(&w->reqs[i], w->infos ? &w->infos[i] : NULL);
+    flit_status st = fl_tagged_req_finish(r, &w->reqs[i], w->infos ? &w->infos[i] : NULL);
     if (st != FLIT_OK && i < w->first_bad) {
         w->first_bad = i;
         w->bad = st;
@@ -67,7 +67,7 @@ static bool waitall_advance(void *arg)
         if (r) {
             if (!req_done(r))
                 return false;
-            waitall_finish(w, w->next);
+            waitall_finish(w, r, w->next);
         }
         w->next++;
     }
@@ -89,7 +89,7 @@ static void waitall_salvage(struct waitall *w)
     for (size_t i = w->next; i < w->n; i++) {
         struct flit_request *r = fl_tagged_req_of(w->reqs[i]);
         if (r && req_done(r))
-            waitall_finish(w, i);
+            waitall_finish(w, r, i);
     }
 }
 

@@ -257,8 +257,10 @@ void fl_tagged_req_put(struct flit_request *r);
 void fl_tagged_req_put_locked(struct flit_tagged *t, struct flit_request *r);
 /* Under the mutex: requests handed out and not given back yet. */
 size_t fl_tagged_req_outstanding(struct flit_tagged *t);
-/* Frees a complete request: its status, info filled, *reqp NULL. */
-flit_status fl_tagged_req_finish(flit_request_t **reqp, flit_tagged_info_t *info);
+/* Frees complete request r, which *reqp names: its status, info filled,
+ *reqp NULL. */
+flit_status fl_tagged_req_finish(struct flit_request *r, flit_request_t **reqp,
+                                 flit_tagged_info_t *info);
 /* Frees every free request (destroy). */
 void fl_tagged_req_free_all(struct flit_tagged *t);
 

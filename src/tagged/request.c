@@ -105,9 +105,9 @@ size_t fl_tagged_req_outstanding(struct flit_tagged *t)
     return t->nreqs - free_n;
 }
 
-flit_status fl_tagged_req_finish(flit_request_t **reqp, flit_tagged_info_t *info)
+flit_status fl_tagged_req_finish(struct flit_request *r, flit_request_t **reqp,
+                                 flit_tagged_info_t *info)
 {
-    struct flit_request *r = fl_tagged_req_of(*reqp);
     flit_status st = r->info.status;
     if (info)
         *info = r->info;
