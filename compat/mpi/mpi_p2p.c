@@ -107,8 +107,19 @@ static void req_init(MPI_Request r, enum mp_req_kind kind, MPI_Comm comm, uint32
  * sender's time in bench/mpi_pingpong.c's message rate. Every call that
  * makes or frees one runs under the library's lock (MP_LOCKED), so the
  * list is a plain one. It keeps up to SPARE_MAX; MPI_Finalize empties it.
+ * Under AddressSanitizer it keeps none, so that a request used after it
+ * was freed is still caught.
  */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPARE_MAX 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPARE_MAX 0
+#endif
+#endif
+#ifndef SPARE_MAX
 #define SPARE_MAX 1024
+#endif
 
 static MPI_Request req_alloc(void)
 {
