@@ -7,10 +7,12 @@
  *     mpicc -O2 -o mpi_small bench/mpi_small.c      (or flit-mpicc)
  *     mpirun -n 2 ./mpi_small [ROUND_TRIPS [WINDOWS]]
  *
- * Prints, from rank 0:
- *   pingpong  8-byte MPI_Send / MPI_Recv round trips, one way = round trip
- *             / 2, the best of 5 runs of ROUND_TRIPS (default 200,000)
- *   flood     windows of 256 MPI_Isend of 8 bytes against 256 MPI_Irecv,
+ * Prints CSV in flit-bench's format (name,size,value,unit,baseline,ratio,
+ * the last two empty; compat/bench/mpi_compare.sh reads it), from rank 0:
+ *   pingpong_best  8-byte MPI_Send / MPI_Recv round trips, one way = round
+ *             trip / 2, the best of 5 runs of ROUND_TRIPS (default 200,000)
+ *   flood, flood_post, flood_wait
+ *             windows of 256 MPI_Isend of 8 bytes against 256 MPI_Irecv,
  *             each ended by MPI_Waitall (the receiver reads every
  *             message); the sender's time a message, split into posting
  *             and waiting, over WINDOWS windows (default 20,000) after a
@@ -106,10 +108,11 @@ int main(int argc, char **argv)
     double pp = pingpong(rank, n), post, wait;
     flood(rank, windows, &post, &wait);
     if (rank == 0) {
-        printf("pingpong: one way %.1f ns (best of %d runs of %ld round trips)\n",
-               pp * 1e9, RUNS, n);
-        printf("flood: %.1f ns a message (posting %.1f, waiting %.1f), windows of %d\n",
-               (post + wait) * 1e9, post * 1e9, wait * 1e9, WINDOW);
+        printf("name,size,value,unit,baseline,ratio\n");
+        printf("pingpong_best,8,%.1f,ns,,\n", pp * 1e9);
+        printf("flood,8,%.1f,ns,,\n", (post + wait) * 1e9);
+        printf("flood_post,8,%.1f,ns,,\n", post * 1e9);
+        printf("flood_wait,8,%.1f,ns,,\n", wait * 1e9);
     }
     MPI_Finalize();
     return 0;

@@ -11,7 +11,9 @@
 # path). Each round runs flit-mpi then Open MPI (A B A B ...), both with
 # --coll: ping-pong latency, bandwidth, message rate, MPI_Allreduce,
 # MPI_Bcast, MPI_Alltoall, MPI_Allgather and MPI_Reduce_scatter_block at
-# each size. Printed per figure: the median
+# each size; then, the same way, bench/mpi_small.c (the best 8-byte
+# ping-pong, pingpong_best, and the flood of 256 MPI_Isend a window, flood:
+# time a message). Printed per figure: the median
 # of the rounds for each, and the median of the rounds' own ratios
 # (flit-mpi over Open MPI; for latencies and times lower is better, for
 # bandwidth and rate higher). --ranks N (other than 2): the collectives
@@ -56,6 +58,15 @@ trap 'exit 143' TERM
 # flit-mpicc puts flit's mpi.h and libraries first; Open MPI's wrapper its own
 "$build/flit-mpicc" -O2 -o "$tmp/flit" "$src/bench/mpi_pingpong.c"
 mpicc -O2 -o "$tmp/ompi" "$src/bench/mpi_pingpong.c"
+# and on 2 ranks bench/mpi_small.c: the best 8-byte ping-pong and a flood
+# of 256 MPI_Isend a window, each side's time a message
+small=
+if [ "$ranks" -eq 2 ] && [ "$what" != --coll-only ]; then
+    "$build/flit-mpicc" -O2 -o "$tmp/flit_small" "$src/bench/mpi_small.c"
+    mpicc -O2 -o "$tmp/ompi_small" "$src/bench/mpi_small.c"
+    small="200000 20000"
+    case " $pass " in *" --quick "*) small="20000 2000" ;; esac
+fi
 ldd "$tmp/flit" | grep -q 'libflit-mpi' || { echo "mpi_compare.sh: flit's build is not linked to libflit-mpi" >&2; exit 1; }
 ldd "$tmp/flit" | grep -q 'libmpi\.so' && { echo "mpi_compare.sh: flit's build links Open MPI's libmpi" >&2; exit 1; }
 root=
@@ -67,6 +78,14 @@ while [ "$r" -le "$rounds" ]; do
     # shellcheck disable=SC2086
     mpirun $root $over -np "$ranks" --mca pml ob1 --mca btl self,vader "$tmp/ompi" $what $pass \
         >"$tmp/ompi.$r"
+    if [ -n "$small" ]; then
+        # shellcheck disable=SC2086
+        FLIT_TRANSPORT=shm "$flitrun" -n 2 --timeout 600 "$tmp/flit_small" $small |
+            tail -n +2 >>"$tmp/flit.$r"
+        # shellcheck disable=SC2086
+        mpirun $root -np 2 --mca pml ob1 --mca btl self,vader "$tmp/ompi_small" $small |
+            tail -n +2 >>"$tmp/ompi.$r"
+    fi
     echo "mpi_compare.sh: round $r of $rounds done" >&2
     r=$((r + 1))
 done
