@@ -614,18 +614,45 @@ static int scatterv(const void *sendbuf, const int *scounts, const int *displs,
 }
 
 /* counts and displacements of a regular (non-v) call: i * count. */
-static int *regular(int n, int count, int **displs)
+/*
+ * The per-rank arrays a regular collective is turned into (its v form):
+ * on the caller's stack up to ARRAYS_STACK ranks, else from the heap. A
+ * 2-rank MPI_Alltoall made eight of them on the heap, each malloc and
+ * free costing about as much as the exchange's one message.
+ */
+#define ARRAYS_STACK 32
+
+typedef struct regular {
+    int *counts, *displs;
+    int stack[2 * ARRAYS_STACK];
+} regular;
+
+/* n counts of count and their displacements in *g; NULL without memory. */
+static int *regular_make(regular *g, int n, int count)
 {
-    int *c = malloc((size_t)n * sizeof *c), *d = malloc((size_t)n * sizeof *d);
-    if (!c || !d) {
-        free(c);
-        free(d);
-        return NULL;
+    if (n <= ARRAYS_STACK) {
+        g->counts = g->stack;
+        g->displs = g->stack + ARRAYS_STACK;
+    } else {
+        g->counts = malloc((size_t)n * sizeof *g->counts);
+        g->displs = malloc((size_t)n * sizeof *g->displs);
+        if (!g->counts || !g->displs) {
+            free(g->counts);
+            free(g->displs);
+            return NULL;
+        }
     }
     for (int i = 0; i < n; i++)
-        c[i] = count, d[i] = i * count;
-    *displs = d;
-    return c;
+        g->counts[i] = count, g->displs[i] = i * count;
+    return g->counts;
+}
+
+static void regular_free(regular *g)
+{
+    if (g->counts != g->stack) {
+        free(g->counts);
+        free(g->displs);
+    }
 }
 
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -661,13 +688,13 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
         return rc;
     if (recvcount < 0 && comm->rank == root)
         return mp_err(comm, MPI_ERR_COUNT, "MPI_Gather");
-    int *displs, *counts = regular(comm->size, recvcount, &displs);
+    regular g;
+    int *counts = regular_make(&g, comm->size, recvcount), *displs = g.displs;
     if (!counts)
         return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Gather");
     rc = PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype,
                       root, comm);
-    free(counts);
-    free(displs);
+    regular_free(&g);
     return rc;
 }
 
@@ -704,13 +731,13 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
         return rc;
     if (sendcount < 0 && comm->rank == root)
         return mp_err(comm, MPI_ERR_COUNT, "MPI_Scatter");
-    int *displs, *counts = regular(comm->size, sendcount, &displs);
+    regular g;
+    int *counts = regular_make(&g, comm->size, sendcount), *displs = g.displs;
     if (!counts)
         return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Scatter");
     rc = PMPI_Scatterv(sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype,
                        root, comm);
-    free(counts);
-    free(displs);
+    regular_free(&g);
     return rc;
 }
 
@@ -840,13 +867,13 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         return rc;
     if (recvcount < 0)
         return mp_err(comm, MPI_ERR_COUNT, "MPI_Allgather");
-    int *displs, *counts = regular(comm->size, recvcount, &displs);
+    regular g;
+    int *counts = regular_make(&g, comm->size, recvcount), *displs = g.displs;
     if (!counts)
         return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Allgather");
     rc = PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype,
                          comm);
-    free(counts);
-    free(displs);
+    regular_free(&g);
     return rc;
 }
 
@@ -856,6 +883,8 @@ typedef struct side {
     const int *counts;
     MPI_Aint *displs;
     MPI_Datatype *types;
+    MPI_Aint displs_stack[ARRAYS_STACK]; /* up to ARRAYS_STACK ranks */
+    MPI_Datatype types_stack[ARRAYS_STACK];
 } side;
 
 /* The block for peer i of a side: where it lies, its bytes, and whether
@@ -1013,10 +1042,15 @@ static int side_make(side *sd, int n, const int *counts, const int *displs,
                      MPI_Datatype t, const MPI_Datatype *types)
 {
     sd->counts = counts;
-    sd->displs = malloc((size_t)n * sizeof *sd->displs);
-    sd->types = malloc((size_t)n * sizeof *sd->types);
-    if (!sd->displs || !sd->types)
-        return MPI_ERR_NO_MEM;
+    if (n <= ARRAYS_STACK) {
+        sd->displs = sd->displs_stack;
+        sd->types = sd->types_stack;
+    } else {
+        sd->displs = malloc((size_t)n * sizeof *sd->displs);
+        sd->types = malloc((size_t)n * sizeof *sd->types);
+        if (!sd->displs || !sd->types)
+            return MPI_ERR_NO_MEM;
+    }
     for (int i = 0; i < n; i++) {
         sd->types[i] = types ? types[i] : t;
         sd->displs[i] = types ? displs[i] : (MPI_Aint)displs[i] * t->extent;
@@ -1026,8 +1060,10 @@ static int side_make(side *sd, int n, const int *counts, const int *displs,
 
 static void side_free(side *sd)
 {
-    free(sd->displs);
-    free(sd->types);
+    if (sd->displs != sd->displs_stack) {
+        free(sd->displs);
+        free(sd->types);
+    }
 }
 
 /* Alltoallv (types NULL: one type each side) and Alltoallw, checked. */
@@ -1048,7 +1084,8 @@ static int alltoall_any(const void *sendbuf, const int *scounts, const int *sdis
         rc = rtypes ? check_side(comm, rcounts, rdispls, rtypes)
                     : check_counts(comm, rcounts, rdispls, rtype);
     FAIL(comm, rc, fn);
-    side snd = {0}, rcv = {0};
+    side snd, rcv; /* not cleared whole: only what side_free reads */
+    snd.displs = rcv.displs = NULL, snd.types = rcv.types = NULL;
     rc = side_make(&rcv, n, rcounts, rdispls, rtype, rtypes);
     if (!rc && !in_place)
         rc = side_make(&snd, n, scounts, sdispls, stype, stypes);
@@ -1092,16 +1129,18 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
         return rc;
     if (recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0))
         return mp_err(comm, MPI_ERR_COUNT, "MPI_Alltoall");
-    int *sd, *sc = regular(comm->size, sendcount, &sd);
-    int *rd, *rcn = regular(comm->size, recvcount, &rd);
+    regular gs, gr;
+    int *sc = regular_make(&gs, comm->size, sendcount);
+    int *rcn = regular_make(&gr, comm->size, recvcount);
     if (sc && rcn)
-        rc = PMPI_Alltoallv(sendbuf, sc, sd, sendtype, recvbuf, rcn, rd, recvtype, comm);
+        rc = PMPI_Alltoallv(sendbuf, sc, gs.displs, sendtype, recvbuf, rcn, gr.displs,
+                            recvtype, comm);
     else
         rc = mp_err(comm, MPI_ERR_NO_MEM, "MPI_Alltoall");
     if (sc)
-        free(sc), free(sd);
+        regular_free(&gs);
     if (rcn)
-        free(rcn), free(rd);
+        regular_free(&gr);
     return rc;
 }
 
@@ -1179,12 +1218,12 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
         return rc;
     if (recvcount < 0)
         return mp_err(comm, MPI_ERR_COUNT, fn);
-    int *displs, *counts = regular(comm->size, recvcount, &displs);
+    regular g;
+    int *counts = regular_make(&g, comm->size, recvcount);
     if (!counts)
         return mp_err(comm, MPI_ERR_NO_MEM, fn);
     rc = reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, fn);
-    free(counts);
-    free(displs);
+    regular_free(&g);
     return rc;
 }
 
