@@ -359,6 +359,25 @@ static void alltoalls(void)
     OK(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, in, 2, MPI_INT, MPI_COMM_WORLD));
     for (int s = 0; s < n; s++)
         CHECK(in[2 * s] == s * 100 + 2 * r && in[2 * s + 1] == s * 100 + 2 * r + 1);
+    /* The same signature, one run of bytes on even ranks (the direct path)
+       and two ints a gap apart on odd ranks (packed): the two exchange
+       alike. */
+    int wide[16];
+    MPI_Datatype gap, gapped;
+    OK(MPI_Type_vector(2, 1, 2, MPI_INT, &gap));
+    OK(MPI_Type_create_resized(gap, 0, 4 * (MPI_Aint)sizeof(int), &gapped));
+    OK(MPI_Type_commit(&gapped));
+    for (int i = 0; i < 4 * n; i++)
+        wide[i] = i % 2 ? -7 : r * 100 + i / 2; /* holes between the ints */
+    memset(in, 0xff, sizeof in);
+    if (r % 2 == 0)
+        OK(MPI_Alltoall(out, 2, MPI_INT, in, 2, MPI_INT, MPI_COMM_WORLD));
+    else
+        OK(MPI_Alltoall(wide, 1, gapped, in, 2, MPI_INT, MPI_COMM_WORLD));
+    for (int s = 0; s < n; s++)
+        CHECK(in[2 * s] == s * 100 + 2 * r && in[2 * s + 1] == s * 100 + 2 * r + 1);
+    OK(MPI_Type_free(&gapped));
+    OK(MPI_Type_free(&gap));
     /* v: rank r sends j + 1 ints to rank j (rank r's value), at reversed
        places */
     int sc[4], sd[4], rc[4], rd[4], so = 0, ro = 0, sv[10], rv[16];
