@@ -1402,31 +1402,45 @@ static int run_local(MPI_Request r, MPI_Status *status)
 }
 
 /*
- * A blocking receive of one source and tag into one run of bytes waits in
- * the tagged layer itself, with no request (flit_tagged_recv_for), when
+ * A blocking receive from one rank (peer, of comm) of the message of flit
+ * tag ftag into bytes at buf waits in the tagged layer itself, with no
+ * request (flit_tagged_recv_for), when
  * nothing can come between: no receive posted before it, no message the
  * engine holds, no synchronous send or send held behind one (whose
  * acknowledgement the engine must see), no non-blocking collective to
- * drive, and a live source. For a slice (DIRECT_SLICE_US) at most: a
- * synchronous send's message, which comes through the engine, waits no
- * longer than it does for a receive posted there; then the general path.
- * Whether it received: 1, *rc its error class and status filled.
- * (8-byte ping-pong, AMD host, 6 alternated rounds: 133 -> 120 ns one way.)
+ * drive, and source live (a rank of comm, or MPI_ANY_SOURCE for all of
+ * them: a collective's receive fails at any member's death). For a slice
+ * (DIRECT_SLICE_US) at most: a synchronous send's message, which comes
+ * through the engine, waits no longer than it does for a receive posted
+ * there; then the caller's general path. Whether it received: 1, with
+ * *st and *info. (8-byte ping-pong, AMD host, 6 alternated rounds: 133 ->
+ * 120 ns one way.) recv_quick: MPI_Recv's, of one tag into one run of
+ * bytes; *rc its error class and status filled.
  */
+static int quick_wait(MPI_Comm comm, int peer, uint64_t ftag, void *buf, size_t bytes,
+                      int source, flit_status *st, flit_tagged_info_t *info)
+{
+    if (peer < 0 || mp_mt || posted_head || ux_head || !mp_order_idle() ||
+        mp_nbc_live() || mp_source_dead(comm, source))
+        return 0;
+    *st = flit_tagged_recv_for(mp_tg, flit_rank((uint32_t)comm->world[peer]), ftag, buf,
+                               bytes, DIRECT_SLICE_US, info);
+    if (*st == FLIT_ERR_TIMEOUT)
+        return 0;
+    mp_progress_count++;
+    return 1;
+}
+
 static int recv_quick(void *buf, int count, MPI_Datatype t, int peer, int tag,
                       MPI_Comm comm, MPI_Status *status, int *rc)
 {
-    if (peer < 0 || tag < 0 || mp_mt || posted_head || ux_head || !mp_order_idle() ||
-        mp_nbc_live() || !mp_type_contig(t, count) || mp_source_dead(comm, peer))
-        return 0;
     flit_tagged_info_t info;
-    flit_status st = flit_tagged_recv_for(
-        mp_tg, flit_rank((uint32_t)comm->world[peer]),
-        mp_tag(K_DATA, comm->ctx, 0, (uint32_t)tag), (char *)buf + t->blocks[0].disp,
-        mp_type_bytes(t, count), DIRECT_SLICE_US, &info);
-    if (st == FLIT_ERR_TIMEOUT)
+    flit_status st;
+    if (tag < 0 || !mp_type_contig(t, count) ||
+        !quick_wait(comm, peer, mp_tag(K_DATA, comm->ctx, 0, (uint32_t)tag),
+                    (char *)buf + t->blocks[0].disp, mp_type_bytes(t, count), peer, &st,
+                    &info))
         return 0;
-    mp_progress_count++;
     *rc = st == FLIT_OK              ? MPI_SUCCESS
           : st == FLIT_ERR_TOO_LARGE ? MPI_ERR_TRUNCATE
           : st == FLIT_ERR_PEER_DOWN ? MPI_ERR_PROC_FAILED
@@ -1786,11 +1800,42 @@ static void coll_recv_init(MPI_Request r, MPI_Comm comm, int src, int tag, void 
     r->bytes = bytes; /* bytes of MPI_BYTE, as one run */
 }
 
+/* A collective's receive that quick_wait took: its error class (the
+   ranks disagreeing on the size is a truncation, as in mp_coll_recv). */
+static int coll_quick_rc(flit_status st, const flit_tagged_info_t *info, size_t bytes)
+{
+    if (st == FLIT_OK)
+        return info->received == bytes ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
+    return st == FLIT_ERR_TOO_LARGE   ? MPI_ERR_TRUNCATE
+           : st == FLIT_ERR_PEER_DOWN ? MPI_ERR_PROC_FAILED
+                                      : mp_class_of(st);
+}
+
+static int coll_recv_quick(MPI_Comm comm, int src, int tag, void *buf, size_t bytes,
+                           int *rc)
+{
+    flit_status st;
+    flit_tagged_info_t info;
+    uint64_t ftag = mp_tag(K_DATA, comm->ctx + 1, 0, coll_tag(tag));
+    if (!quick_wait(comm, src, ftag, buf, bytes, MPI_ANY_SOURCE, &st, &info))
+        return 0;
+    *rc = coll_quick_rc(st, &info, bytes);
+    return 1;
+}
+
+/* A collective's exchange receives its message after sending its own, in
+   quick_wait, up to this size (one copy more than a receive posted first,
+   when the message arrives before the receive: nothing for small ones). */
+#define COLL_QUICK_MAX 1024
+
 int mp_coll_recv(MPI_Comm comm, int src, int tag, void *buf, size_t bytes)
 {
+    int rc;
+    if (coll_recv_quick(comm, src, tag, buf, bytes, &rc))
+        return rc;
     struct flit_mpi_request r;
     coll_recv_init(&r, comm, src, tag, buf, bytes);
-    int rc = run_local(&r, NULL);
+    rc = run_local(&r, NULL);
     if (!rc && r.status.flit_bytes != bytes)
         rc = MPI_ERR_TRUNCATE; /* the ranks disagree on the size */
     return rc;
@@ -1799,6 +1844,14 @@ int mp_coll_recv(MPI_Comm comm, int src, int tag, void *buf, size_t bytes)
 int mp_coll_sendrecv(MPI_Comm comm, int dest, const void *sbuf, size_t sbytes, int src,
                      void *rbuf, size_t rbytes, int tag)
 {
+    if (rbytes <= COLL_QUICK_MAX && src >= 0 && !mp_nbc_live() && !mp_mt) {
+        int sc = mp_coll_send(comm, dest, tag, sbuf, sbytes), rc;
+        if (sc)
+            return sc;
+        if (coll_recv_quick(comm, src, tag, rbuf, rbytes, &rc))
+            return rc;
+        return mp_coll_recv(comm, src, tag, rbuf, rbytes);
+    }
     struct flit_mpi_request r;
     coll_recv_init(&r, comm, src, tag, rbuf, rbytes);
     int rc = start_recv(&r);
