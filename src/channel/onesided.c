@@ -71,6 +71,15 @@ static flit_status os_settle(struct fl_tp_ep *t, uint32_t peer)
     return r && r->settle ? r->settle(t->d, peer) : FLIT_OK;
 }
 
+/* Pulled messages where the network reads memory itself: from the size
+   its transport says, never to a peer given up. */
+static size_t os_pull_min(struct fl_tp_ep *t, uint32_t peer, bool *measure)
+{
+    const struct fl_dgram_rma *r = t->ops->rma;
+    *measure = false;
+    return r && r->pull_min && os_reaches(t, peer) ? r->pull_min(t->d, peer) : 0;
+}
+
 const struct fl_tp_onesided fl_chan_onesided = {
     .reaches = os_reaches,
     .expose = os_expose,
@@ -79,4 +88,5 @@ const struct fl_tp_onesided fl_chan_onesided = {
     .get = os_get,
     .put_early = os_put_early,
     .settle = os_settle,
+    .pull_min = os_pull_min,
 };

@@ -4,8 +4,12 @@
  * large messages. Through the rings a message costs two copies, into the
  * ring and out of it; pulled, the receiver copies it once, from the
  * sender's buffer into the one its handler receives into, by the
- * transport's ->get (cross-memory attach on shared memory), once the
- * handler says where the bytes go. The sender's call waits for the answer.
+ * transport's ->get (cross-memory attach on shared memory; fi_read over
+ * libfabric, the NIC's copy on hardware), once the handler says where the
+ * bytes go. The sender's call waits for the answer. A transport that
+ * reads only memory it was shown (->expose) gets the buffer exposed for
+ * reading from the first packet to the answer, its key in the first
+ * packet (fl_stream_pull_lend).
  *
  * Whether and from what size is the transport's word (->pull_min: on
  * shared memory a probe at first use, FLIT_SHM_RNDV), asked once per peer.
@@ -98,8 +102,35 @@ static void unlist(struct fl_stream_ep *se, struct fl_st_pull_wait *w)
         *pp = w->next;
 }
 
+bool fl_stream_pull_lend(struct flit_ep *ep, uint32_t dst, const void *buf, size_t len,
+                         struct fl_st_lend *l)
+{
+    const struct fl_peer *peer = &ep->peers[dst];
+    const struct fl_tp_onesided *os = peer->tp->onesided;
+    *l = (struct fl_st_lend){.addr = (uint64_t)(uintptr_t)buf};
+    if (!os->expose)
+        return true; /* it reads our memory as a whole (cross-memory attach) */
+    flit_status st = os->expose(peer->tpe, (void *)(uintptr_t)buf, len, FL_TP_EXPOSE_READ,
+                                &l->key, &l->addr);
+    if (st == FLIT_OK)
+        return l->exposed = true;
+    if (st != FLIT_ERR_NO_MEMORY) /* a shortage passes; a refusal stays */
+        fl_stream_of(ep)->pull_to[dst].min = UINT64_MAX;
+    return false;
+}
+
+void fl_stream_pull_unlend(struct flit_ep *ep, uint32_t dst, struct fl_st_lend *l)
+{
+    if (l->exposed) {
+        const struct fl_peer *peer = &ep->peers[dst];
+        peer->tp->onesided->unexpose(peer->tpe, l->key);
+        l->exposed = false;
+    }
+}
+
 flit_status fl_stream_pull_out(struct fl_st_out *s, void *pkt, const struct iovec *iov,
-                               int iovcnt, size_t head, uint64_t *from)
+                               int iovcnt, size_t head, const struct fl_st_lend *l,
+                               uint64_t *from)
 {
     struct flit_ep *ep = s->ep;
     struct fl_stream_ep *se = fl_stream_of(ep);
@@ -116,7 +147,8 @@ flit_status fl_stream_pull_out(struct fl_st_out *s, void *pkt, const struct iove
         .len = (uint32_t)head,
         .tag = ep->peers[s->dst].tag,
         .total = s->total,
-        .addr = (uint64_t)(uintptr_t)iov[iovcnt - 1].iov_base,
+        .addr = l->addr,
+        .key = l->key,
     };
     fl_st_encode(pkt, &h);
     /* Listed before the commit: on a thread-safe endpoint another thread
@@ -240,7 +272,7 @@ flit_status fl_stream_pull_take(struct fl_st_in *s, uint8_t *dst, size_t n)
         const struct fl_tp_onesided *os = p->tp->onesided;
         uint64_t at = s->pull_addr + (s->arrived - s->pull_from);
         uint64_t t0 = s->ask ? fl_now_ns() : 0;
-        flit_status st = os && os->get ? os->get(p->tpe, s->src, 0, at, dst, n)
+        flit_status st = os && os->get ? os->get(p->tpe, s->src, s->pull_key, at, dst, n)
                                        : FLIT_ERR_NOT_SUPPORTED;
         if (s->ask) {
             s->pull_ns += fl_now_ns() - t0;

@@ -152,7 +152,7 @@ static void in_init(struct fl_st_in *s, struct flit_ep *ep, uint32_t src, uint64
     s->place_from = s->place_to = 0;
     s->place_at = NULL;
     s->pull = false;
-    s->pull_from = s->pull_addr = 0;
+    s->pull_from = s->pull_addr = s->pull_key = 0;
     s->ask = false;
     s->pull_got = s->pull_ns = s->ring_t0 = s->ring_from = 0;
     s->parked = s->wake = s->ready = false;
@@ -238,6 +238,7 @@ static void first_packet(struct flit_ep *ep, struct fl_stream_ep *se, uint32_t s
     s->ask = (h->flags & FL_STF_ASK) != 0;
     s->pull_from = h->len;
     s->pull_addr = h->addr;
+    s->pull_key = h->key;
     s->arrived = h->len;
     s->cur = h->payload;
     s->cur_len = h->len;

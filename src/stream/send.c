@@ -485,20 +485,21 @@ static flit_status put_rest(struct fl_st_out *s, const struct iovec *iov, int io
 }
 
 /* Sends s, a whole message of iov's bytes, pulled (head bytes before the
-   last part); numbered here unless fresh is false (begun already). */
+   last part, which l lends); numbered here unless fresh is false (begun
+   already). */
 static flit_status send_pulled(struct fl_st_out *s, const struct iovec *iov, int iovcnt,
-                               size_t head, bool fresh)
+                               size_t head, struct fl_st_lend *l, bool fresh)
 {
     struct flit_ep *ep = s->ep;
     void *pkt;
     flit_status st =
         fl_ep_reserve(ep, s->dst, FL_LANE_REQ, FL_ST_PULL_HDR + head, 0, &pkt);
-    if (st != FLIT_OK)
-        return s->error = st;
-    if (fresh)
+    if (st == FLIT_OK && fresh)
         number(fl_stream_of(ep), s);
     uint64_t from;
-    st = fl_stream_pull_out(s, pkt, iov, iovcnt, head, &from);
+    if (st == FLIT_OK)
+        st = fl_stream_pull_out(s, pkt, iov, iovcnt, head, l, &from);
+    fl_stream_pull_unlend(ep, s->dst, l);
     if (st != FLIT_OK)
         return s->error = st;
     s->sent = from;
@@ -514,8 +515,10 @@ static bool send_whole_pulled(struct fl_st_out *s, const void *buf, size_t n,
                               flit_status *st)
 {
     struct flit_ep *ep = s->ep;
+    struct fl_st_lend lend;
     if (!s->pkt || !s->first_open || s->fill || ep->hold != &s->hold || n != s->total ||
-        !fl_stream_pulls(ep, s->dst, n, 0, 0))
+        !fl_stream_pulls(ep, s->dst, n, 0, 0) ||
+        !fl_stream_pull_lend(ep, s->dst, buf, n, &lend))
         return false;
     ep->hold = NULL;
     fl_ep_cancel(ep, s->dst, FL_LANE_REQ, s->pkt);
@@ -523,7 +526,7 @@ static bool send_whole_pulled(struct fl_st_out *s, const void *buf, size_t n,
     s->sent = 0;
     unplace(fl_stream_of(ep), s);
     *st = send_pulled(s, &(struct iovec){.iov_base = (void *)buf, .iov_len = n}, 1, 0,
-                      false);
+                      &lend, false);
     return true;
 }
 
@@ -643,10 +646,13 @@ flit_status flit_stream_sendmsg(flit_ep_t *ep, flit_rank_t dest, flit_handler_t 
         struct fl_st_out s;
         s.hold.flush = fl_stream_flush;
         size_t head = iovcnt ? (size_t)total - iov[iovcnt - 1].iov_len : 0;
-        if (iovcnt && fl_stream_pulls(ep, dest.idx, total, head, flags)) {
+        struct fl_st_lend lend;
+        if (iovcnt && fl_stream_pulls(ep, dest.idx, total, head, flags) &&
+            fl_stream_pull_lend(ep, dest.idx, iov[iovcnt - 1].iov_base,
+                                iov[iovcnt - 1].iov_len, &lend)) {
             init_out(&s, ep, dest.idx, h.idx, (size_t)total);
             fl_ep_flush_hold(ep);
-            st = send_pulled(&s, iov, iovcnt, head, true);
+            st = send_pulled(&s, iov, iovcnt, head, &lend, true);
         } else if ((st = start(fl_stream_of(ep), &s, ep, dest.idx, h.idx, (size_t)total,
                                flags)) == FLIT_OK) {
             st = put_iov(&s, iov, iovcnt, total);

@@ -204,10 +204,10 @@ struct fl_st_in {
        place_at, in our segment (place_to 0: none yet). */
     uint64_t place_from, place_to;
     uint8_t *place_at;
-    /* Pulled (pull.c): message bytes [pull_from, total) lie at pull_addr in
-       the sender's memory; pull: not answered yet. */
+    /* Pulled (pull.c): message bytes [pull_from, total) lie at pull_addr
+       under pull_key in the sender's memory; pull: not answered yet. */
     bool pull;
-    uint64_t pull_from, pull_addr;
+    uint64_t pull_from, pull_addr, pull_key;
     /* Measured for the choice of one copy or two (choose.c): the sender lets
        us choose (ASK); the bytes read and the time in the reads; the
        rings' start (0: not timed) and the bytes that had arrived then. */
@@ -335,14 +335,30 @@ void fl_stream_offer(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h
    last part, goes pulled. */
 bool fl_stream_pulls(struct flit_ep *ep, uint32_t dst, uint64_t total, size_t head,
                      unsigned flags);
+/* Where a pulled message's bytes lie for its receiver's ->get: key 0 and
+   their address where dst's transport reaches our memory as a whole;
+   else exposed for reading by ->expose for the message's time. */
+struct fl_st_lend {
+    uint64_t key, addr;
+    bool exposed;
+};
+/* Lends [buf, buf + len), a pulled message's last part, to dst's
+   receiver: false where the transport would not expose it (the message
+   then goes in packets; pulls to dst stop where it never will). */
+bool fl_stream_pull_lend(struct flit_ep *ep, uint32_t dst, const void *buf, size_t len,
+                         struct fl_st_lend *l);
+/* Withdraws what fl_stream_pull_lend lent, once the receiver answered or
+   the message failed. */
+void fl_stream_pull_unlend(struct flit_ep *ep, uint32_t dst, struct fl_st_lend *l);
 /*
  * Sends pulled message s (numbered, counted) in pkt, reserved for its
- * first packet: iov's parts but the last inline (head bytes), then waits
- * for the receiver's answer. *from: the bytes it took (total), or where
- * packets must take over (it could not pull).
+ * first packet: iov's parts but the last inline (head bytes), the last
+ * lent as l says, then waits for the receiver's answer. *from: the bytes
+ * it took (total), or where packets must take over (it could not pull).
  */
 flit_status fl_stream_pull_out(struct fl_st_out *s, void *pkt, const struct iovec *iov,
-                               int iovcnt, size_t head, uint64_t *from);
+                               int iovcnt, size_t head, const struct fl_st_lend *l,
+                               uint64_t *from);
 /* A receiver's answer to one of our pulled messages (PULLED). */
 void fl_stream_pulled(struct flit_ep *ep, uint32_t src, const struct fl_st_pkt *h);
 /* take()'s part while s is pulled and no packet is at hand: n bytes into

@@ -25,6 +25,7 @@ size_t fl_st_encode(uint8_t *buf, const struct fl_st_pkt *p)
         if (!(p->flags & FL_STF_PULL))
             return FL_ST_FIRST_HDR;
         fl_put64(buf + 32, p->addr);
+        fl_put64(buf + 40, p->key);
         return FL_ST_PULL_HDR;
     }
     fl_put64(buf + 16, p->offset);
@@ -84,6 +85,7 @@ flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
     p->len = fl_get32(b + 12);
     p->place = 0;
     p->addr = 0;
+    p->key = 0;
     p->resend = false;
     p->advised = false;
     p->advice = 0;
@@ -106,6 +108,7 @@ flit_status fl_st_decode(void *pkt, size_t len, struct fl_st_pkt *p)
             (!pull && (p->flags & FL_STF_ASK)))
             return FLIT_ERR_BAD_PACKET;
         p->addr = pull ? fl_get64(b + 32) : 0;
+        p->key = pull ? fl_get64(b + 40) : 0;
     } else {
         p->tag = 0;
         p->total = 0;

@@ -43,10 +43,13 @@
  * by a PLACED packet: a continuation header with no payload whose len
  * counts the bytes written, at its offset.
  *
- * Pulled messages (shared memory; see pull.c). A first packet flagged PULL
- * (never LAST nor PLACEABLE) has a 40-byte header: the first's, then
+ * Pulled messages (see pull.c). A first packet flagged PULL (never LAST
+ * nor PLACEABLE) has a 48-byte header: the first's, then
  *
- *   32    8   the sender's address of the message's byte len
+ *   32    8   the address of the message's byte len, under the key
+ *   40    8   the key: 0, the sender's memory as a whole (cross-memory
+ *             attach); else what the sender's transport gave when it
+ *             exposed the bytes for reading (a libfabric registration)
  *
  * and carries the message's first len bytes; the rest, total - len bytes,
  * lie at that address, and the receiver takes them from there with the
@@ -84,7 +87,7 @@
 
 #define FL_ST_HDR       24u /* a packet that continues a message */
 #define FL_ST_FIRST_HDR 32u /* the first one */
-#define FL_ST_PULL_HDR  40u /* the first one of a pulled message */
+#define FL_ST_PULL_HDR  48u /* the first one of a pulled message */
 
 #define FL_STF_FIRST     0x01u
 #define FL_STF_LAST      0x02u
@@ -111,7 +114,8 @@ struct fl_st_pkt {
     uint64_t offset;  /* 0 for FIRST */
     uint64_t total;   /* FIRST; else 0 */
     uint64_t place;   /* OFFER: the segment offset; else 0 */
-    uint64_t addr;    /* PULL: the sender's address of byte len; else 0 */
+    uint64_t addr;    /* PULL: the address of byte len under key; else 0 */
+    uint64_t key;     /* PULL: the key to ->get it under; else 0 */
     bool resend;      /* PULLED: send the rest from offset in packets */
     bool advised;     /* PULLED: advice holds the receiver's word */
     uint16_t advice;  /* PULLED: size classes to offer pulled (choose.h) */

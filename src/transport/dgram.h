@@ -63,6 +63,10 @@ struct fl_dgram_rma {
     flit_status (*put_early)(struct fl_dgram *d, uint32_t rank, uint64_t key,
                              uint64_t raddr, const void *src, size_t len);
     flit_status (*settle)(struct fl_dgram *d, uint32_t rank);
+    /* Optional: the smallest stream message rank should pull from our
+       memory (exposed for reading) with ->get, rather than take in
+       datagrams; 0: never (transport.h's ->pull_min). */
+    size_t (*pull_min)(struct fl_dgram *d, uint32_t rank);
 };
 
 struct fl_dgram_ops {

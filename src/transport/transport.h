@@ -212,8 +212,13 @@ struct fl_tp_onesided {
 
     /*
      * Optional: the smallest message that peer, receiving it, should pull
-     * from our memory with its ->get (key 0) rather than take in packets:
-     * one copy instead of two. 0: never (absent, too: packets). *measure:
+     * from our memory with its ->get rather than take in packets: one copy
+     * instead of two (on a NIC, none by the CPU). Under key 0 where the
+     * transport has no ->expose (it reaches all of our memory); else the
+     * sender exposes the message's bytes for reading (FL_TP_EXPOSE_READ)
+     * until the receiver answers, so ->expose and ->unexpose then run once
+     * a message and must be cheap enough for it (a registration, not a
+     * setup). 0: never (absent, too: packets). *measure:
      * the receiver chooses, message size by message size, by what each way
      * costs it (stream/choose.c); else it pulls every one. Any thread.
      */

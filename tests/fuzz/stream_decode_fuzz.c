@@ -85,6 +85,7 @@ static void check_fields(const uint8_t *b, size_t size, const struct fl_st_pkt *
     FUZZ_CHECK(p->flags == b[2] && p->pad == b[3] && p->handler == fl_get16(b + 4));
     FUZZ_CHECK(p->sid == fl_get32(b + 8) && p->len == fl_get32(b + 12));
     FUZZ_CHECK(p->addr == ((p->flags & FL_STF_PULL) ? fl_get64(b + 32) : 0));
+    FUZZ_CHECK(p->key == ((p->flags & FL_STF_PULL) ? fl_get64(b + 40) : 0));
     bool pulled = (p->flags & FL_STF_PULLED) != 0;
     FUZZ_CHECK(p->resend == (pulled && (fl_get64(b + 24) & 1)));
     FUZZ_CHECK(p->advised == (pulled && (fl_get64(b + 24) & 2)));

@@ -4,7 +4,8 @@
  * that the receiver copies once, from its sender's memory, into private
  * memory. Rank 0 receives; every other rank sends.
  *
- * Sizes around the threshold t (FLIT_SHM_RNDV_MIN_KB, 64 KiB when unset):
+ * Sizes around the threshold t (FLIT_SHM_RNDV_MIN_KB, under
+ * FLIT_TRANSPORT=ofi FLIT_OFI_RNDV_KB; 64 KiB when unset):
  * t-1, t, t+1, odd ones, 4 MiB; each as a stream sent in one call with a
  * header part (flit_stream_sendmsg), as a stream begun and sent whole
  * (flit_stream_send), and as a tagged message, first unexpected (rank 0
@@ -202,8 +203,8 @@ static void check_pulled(const char *expect)
                  "(FLIT_SHM_RNDV auto measures both ways)",
                  (unsigned long long)got, (unsigned long long)declined, g.size - 1);
     } else if (strcmp(expect, "any") != 0 && got != want) {
-        FAIL("%llu messages pulled, %llu expected (FLIT_SHM_RNDV %s)",
-             (unsigned long long)got, (unsigned long long)want, expect);
+        FAIL("%llu messages pulled, %llu expected (pulls %s)", (unsigned long long)got,
+             (unsigned long long)want, expect);
     }
 }
 
@@ -290,7 +291,9 @@ int main(int argc, char **argv)
     g.me = flit_job_rank().idx;
     g.size = flit_job_size();
     CHECK(g.size >= 2 && g.size <= 9);
-    const char *kb = getenv("FLIT_SHM_RNDV_MIN_KB");
+    const char *tp = getenv("FLIT_TRANSPORT");
+    bool ofi = tp && strcmp(tp, "ofi") == 0;
+    const char *kb = getenv(ofi ? "FLIT_OFI_RNDV_KB" : "FLIT_SHM_RNDV_MIN_KB");
     size_t t = (kb && atoi(kb) > 0 ? (size_t)atoi(kb) : 64) << 10;
     size_t sizes[NSIZES] = {t - 1, t, t + 1, t + 4097, 3 * t + 13, MAX_LEN - 1, MAX_LEN};
     memcpy(g.sizes, sizes, sizeof sizes);

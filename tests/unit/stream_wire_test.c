@@ -229,12 +229,13 @@ static void test_pull_decode(void)
                              .len = 8,
                              .tag = 5,
                              .total = 1u << 20,
-                             .addr = 0x7f0000001000ull};
+                             .addr = 0x7f0000001000ull,
+                             .key = 0x8badf00d12345678ull};
     uint8_t *p = make(&h, data, &len);
     CHECK(len == FL_ST_PULL_HDR + 8);
     CHECK_OK(fl_st_decode(p, len, &d));
-    CHECK(d.flags == h.flags && d.addr == h.addr && d.total == h.total && d.len == 8 &&
-          memcmp(d.payload, data, 8) == 0);
+    CHECK(d.flags == h.flags && d.addr == h.addr && d.key == h.key &&
+          d.total == h.total && d.len == 8 && memcmp(d.payload, data, 8) == 0);
     expect_bad(p, len - 1, "a pulled first packet one byte short");
     free(p);
     struct {

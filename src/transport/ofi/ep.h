@@ -146,6 +146,7 @@ struct fl_dgram {
     bool rma;
     bool said_mr;   /* a registration failed: said */
     size_t rma_max; /* the longest one fi_write / fi_read */
+    size_t pull_min;   /* stream messages pulled by fi_read (FLIT_OFI_RNDV_KB) */
     size_t early_max;  /* the longest put posted with FI_INJECT; 0: none */
     bool early_bounce; /* early puts up to bounce_size through bounce buffers */
     uint64_t next_key;

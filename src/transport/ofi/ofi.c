@@ -29,6 +29,7 @@ static int64_t multi_recv;
 static int64_t early_puts = 1;
 static int64_t mr_local;
 static int64_t bounce_bytes = 16 << 10;
+static int64_t rndv_bytes = 64 << 10;
 
 const struct fl_setting fl_ofi_settings[] = {
     {"FLIT_OFI_PROVIDER", FL_SET_TEXT, NULL, 0, 0, 0, NULL,
@@ -54,6 +55,12 @@ const struct fl_setting fl_ofi_settings[] = {
      "once (64 of them): an early put larger than the inject size returns once "
      "its bytes are copied, and where the provider asks for the program's memory "
      "to be registered (FI_MR_LOCAL) none is registered for them; 0: none"},
+    {"FLIT_OFI_RNDV_KB", FL_SET_KB, &rndv_bytes, 64, 0, 1 << 20, "KiB",
+     "stream and tagged messages this size or larger go by rendezvous where the "
+     "provider offers one-sided operations: the sender registers its buffer for "
+     "reading and the receiver takes the bytes with fi_read straight into the "
+     "buffer its handler gives, instead of in datagrams through the channel; "
+     "0: never"},
     {"FLIT_OFI_MR_LOCAL", FL_SET_BOOL, &mr_local, 0, 0, 1, NULL,
      "1: register memory for the endpoint's own side of sends, receives, puts "
      "and gets as a provider that asks for it (FI_MR_LOCAL: verbs, EFA, CXI) "
@@ -357,6 +364,7 @@ static flit_status ofi_open(const struct fl_tp_open_args *a, struct fl_dgram **o
         d->early_max = d->info->tx_attr->inject_size;
         d->early_bounce = d->bounce_size > d->early_max;
     }
+    d->pull_min = d->rma ? (size_t)rndv_bytes : 0;
     if (d->rma && fl_random_bytes(&d->next_key, sizeof d->next_key) != 0)
         d->next_key = fl_now_ns() ^ (uint64_t)(uintptr_t)d;
     if (a->rank == 0 && a->ep_index == 0)
