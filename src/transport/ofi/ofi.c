@@ -30,6 +30,9 @@ static int64_t early_puts = 1;
 static int64_t mr_local;
 static int64_t bounce_bytes = 16 << 10;
 static int64_t rndv_bytes = 64 << 10;
+enum { OFI_WAIT_AUTO, OFI_WAIT_FD, OFI_WAIT_POLL };
+static const char *const wait_choices[] = {"auto", "fd", "poll", NULL};
+static int64_t wait_mode = OFI_WAIT_AUTO;
 
 const struct fl_setting fl_ofi_settings[] = {
     {"FLIT_OFI_PROVIDER", FL_SET_TEXT, NULL, 0, 0, 0, NULL,
@@ -61,6 +64,14 @@ const struct fl_setting fl_ofi_settings[] = {
      "reading and the receiver takes the bytes with fi_read straight into the "
      "buffer its handler gives, instead of in datagrams through the channel; "
      "0: never"},
+    {"FLIT_OFI_WAIT", FL_SET_ENUM, &wait_mode, OFI_WAIT_AUTO, 0, 2, NULL,
+     "how a sleeping endpoint learns of a message: fd (the receive queue's wait "
+     "object, FI_WAIT_FD: woken at once, but every message costs more: on "
+     "tcp;ofi_rxm about 1.3 us, a write and a read of the provider's signalling "
+     "socket), poll (no wait object: a sleeper looks every millisecond), auto "
+     "(fd where this host's ranks outnumber its cores, so sleep soon and often; "
+     "else poll)",
+     .choices = wait_choices},
     {"FLIT_OFI_MR_LOCAL", FL_SET_BOOL, &mr_local, 0, 0, 1, NULL,
      "1: register memory for the endpoint's own side of sends, receives, puts "
      "and gets as a provider that asks for it (FI_MR_LOCAL: verbs, EFA, CXI) "
@@ -188,19 +199,42 @@ static int reg_local(struct fl_dgram *d, void *mem, size_t len, uint64_t key,
     return ret;
 }
 
+/* Whether the receive queue is to have a wait object (FLIT_OFI_WAIT):
+   under auto, where this host's ranks outnumber its cores (they sleep
+   after a spin of microseconds, FLIT_SPIN_US); there a millisecond's
+   look would cost every exchange with a sleeper that much, where
+   elsewhere the object costs every message (open_queues). */
+static bool wants_wait_fd(const struct fl_tp_open_args *a)
+{
+    if (wait_mode != OFI_WAIT_AUTO)
+        return wait_mode == OFI_WAIT_FD;
+    uint32_t here = 0;
+    for (uint32_t r = 0; a->host_of && r < a->size; r++)
+        here += a->host_of[r] == a->host_of[a->rank];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 && here > (uint32_t)cpus;
+}
+
 /* The receive queue's wait object (FI_WAIT_FD), or a 1 ms timer when the
-   provider has none: a sleeper then looks every millisecond. */
-static flit_status open_queues(struct fl_dgram *d)
+   provider has none or it is not wanted: a sleeper then looks every
+   millisecond. A wait object costs every message: the provider signals
+   it (tcp;ofi_rxm: a write to a socket pair) at each completion, and
+   clears it as the queue is read (a read), ~1.3 us a message of an 8 B
+   round trip's ~8 us on tcp;ofi_rxm here (fi_pingpong has none). */
+static flit_status open_queues(struct fl_dgram *d, bool wait_fd)
 {
     /* Room for every receive that can complete unread: one per posted
        buffer, or as many of the smallest datagram (a head and a channel
        header, padded) as the multi-receive buffers hold. */
     size_t rx_size =
         d->multi ? OFI_MULTI_BUFS * d->multi_size / OFI_MIN_DGRAM : OFI_RX_BUFS;
-    struct fi_cq_attr attr = {
-        .format = FI_CQ_FORMAT_DATA, .size = rx_size, .wait_obj = FI_WAIT_FD};
+    struct fi_cq_attr attr = {.format = FI_CQ_FORMAT_DATA,
+                              .size = rx_size,
+                              .wait_obj = wait_fd ? FI_WAIT_FD : FI_WAIT_NONE};
     int ret = fi_cq_open(d->domain, &attr, &d->rxcq, NULL);
-    if (ret == 0 && fi_control(&d->rxcq->fid, FI_GETWAIT, &d->wait_fd) != 0) {
+    if (ret == 0 && !wait_fd) {
+        d->wait_fd = -1;
+    } else if (ret == 0 && fi_control(&d->rxcq->fid, FI_GETWAIT, &d->wait_fd) != 0) {
         fi_close(&d->rxcq->fid);
         ret = -FI_ENOSYS;
     }
@@ -217,7 +251,7 @@ static flit_status open_queues(struct fl_dgram *d)
     if ((ret = fi_cq_open(d->domain, &attr, &d->txcq, NULL)) != 0)
         return fl_ofi_fail(d, "fi_cq_open", ret);
     d->polling = d->wait_fd < 0;
-    if (d->polling)
+    if (d->polling && wait_fd)
         fl_info("ofi (%s): no wait object on the completion queue: a sleeping "
                 "endpoint looks every millisecond",
                 d->prov);
@@ -265,7 +299,7 @@ static void min_multi_recv(struct fl_dgram *d)
     }
 }
 
-static flit_status open_ep(struct fl_dgram *d)
+static flit_status open_ep(struct fl_dgram *d, bool wait_fd)
 {
     struct fi_av_attr av = {.type = FI_AV_TABLE, .count = d->size};
     int ret;
@@ -277,7 +311,7 @@ static flit_status open_ep(struct fl_dgram *d)
         (what = "fi_endpoint", ret = fi_endpoint(d->domain, d->info, &d->ep, NULL)))
         return fl_ofi_fail(d, what, ret);
     min_multi_recv(d);
-    flit_status st = open_queues(d);
+    flit_status st = open_queues(d, wait_fd);
     if (st != FLIT_OK)
         return st;
     if ((what = "fi_ep_bind", ret = fi_ep_bind(d->ep, &d->av->fid, 0)) ||
@@ -344,7 +378,7 @@ static flit_status ofi_open(const struct fl_tp_open_args *a, struct fl_dgram **o
     flit_status st = d->peers ? choose(d) : FLIT_ERR_NO_MEMORY;
     if (st == FLIT_OK) {
         d->mr_local = mr_local || (d->info->domain_attr->mr_mode & FI_MR_LOCAL);
-        st = open_ep(d);
+        st = open_ep(d, wants_wait_fd(a));
     }
     if (st == FLIT_OK)
         st = open_buffers(d);
