@@ -8,7 +8,9 @@
 # For each provider, N rounds (default 5), alternated: fi_pingpong 8 B and
 # 1 MiB (RDM endpoints, server and client on 127.0.0.1; its usec/xfer, one
 # way, and its MB/sec), then flit-bench with FLIT_TRANSPORT=ofi on that
-# provider (latency_short 8 B, one way; a put of 8 B until visible at the
+# provider (latency_short 8 B, one way; tagged messages of 64 KiB and
+# 1 MiB one way, by rendezvous (fi_read), beside fi_pingpong's of the same
+# size, the 1 MiB one as a ping-pong's MB/s; a put of 8 B until visible at the
 # target, a put of 8 B with a notification until the owner's handler ran,
 # and a blocking get of 8 B, by fi_write / fi_read; puts of 1 MiB,
 # 16 in flight, then a flush; bandwidth_long 64 KiB and 1 MiB; rate_short,
@@ -67,7 +69,7 @@ pingpong() { # PROVIDER SIZE COLUMN: fi_pingpong's figure ($6 MB/sec, $7
 
 flit() { # PROVIDER CSV
   FLIT_TRANSPORT=ofi FLIT_OFI_PROVIDER=$1 timeout 600 "$flitrun" -n 2 "$bench" $quick --csv \
-    --only latency,bandwidth,rate,rma --sizes 8,64k,1M >"$2" 2>/dev/null
+    --only latency,bandwidth,rate,rma,stream --sizes 8,64k,1M >"$2" 2>/dev/null
 }
 
 flit_multi() { # PROVIDER CSV: rate and bandwidth receiving into
@@ -106,9 +108,11 @@ for prov in $providers; do
   floor=() floor1m=() lat=() bw64=() bw1m=() put=() putbw=() get=()
   latr=() putr=() putbwr=() rate=() mrate=() mbw64=() mrater=() mbw64r=()
   rfloor=() rater=() note=() noter=() wfloor=() putwr=()
+  floor64=() tg64=() tg64r=() tg1m=() tg1mr=()
   for ((r = 0; r < runs; r++)); do
     f8=$(pingpong "$prov" 8 7)
     f1m=$(pingpong "$prov" 1048576 6)
+    f64=$(pingpong "$prov" 65536 7)
     fr=$(timeout 120 "$flood" "$prov" 2>/dev/null | sed -n 's/.*: \([0-9.]*\) M\/s (median.*/\1/p')
     fw=$(timeout 120 "$flood" "$prov" --put-pingpong --count 5120 2>/dev/null |
       sed -n 's/.*one way: \([0-9.]*\) us (median.*/\1/p')
@@ -131,6 +135,14 @@ for prov in $providers; do
     mb64=$(value "$m" bandwidth_long 65536)
     add floor "$f8"
     add floor1m "$f1m"
+    add floor64 "$f64"
+    t64=$(value "$c" latency_tagged 65536)
+    t1m=$(value "$c" latency_tagged 1048576)
+    [ -n "$t1m" ] && t1m=$(awk -v t="$t1m" 'BEGIN { print 1048576 / t }')
+    add tg64 "$t64"
+    add tg1m "$t1m"
+    ratio tg64r "$t64" "$f64"
+    ratio tg1mr "$t1m" "$f1m"
     add rfloor "$fr"
     add wfloor "$fw"
     add lat "$l"
@@ -168,6 +180,11 @@ for prov in $providers; do
   echo "  flit get 8 B, us:                  $(summary "${get[@]}")"
   echo "  flit put 1 MiB, MB/s:              $(summary "${putbw[@]}")"
   echo "    / fi_pingpong 1 MiB:             $(summary "${putbwr[@]}")"
+  echo "  fi_pingpong 64 KiB, us/xfer:       $(summary "${floor64[@]}")"
+  echo "  flit tagged 64 KiB one way, us:    $(summary "${tg64[@]}")"
+  echo "    / fi_pingpong 64 KiB:            $(summary "${tg64r[@]}")"
+  echo "  flit tagged 1 MiB ping-pong, MB/s: $(summary "${tg1m[@]}")"
+  echo "    / fi_pingpong 1 MiB:             $(summary "${tg1mr[@]}")"
   echo "  flit bandwidth_long 64 KiB, MB/s:  $(summary "${bw64[@]}")"
   echo "  flit bandwidth_long 1 MiB, MB/s:   $(summary "${bw1m[@]}")"
   echo "  ofi_flood 8 B messages, M/s:       $(summary "${rfloor[@]}")"
