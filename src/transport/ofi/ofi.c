@@ -282,8 +282,10 @@ static void sizes(struct fl_dgram *d)
 }
 
 /* Multi-receive buffers are released when less than a datagram's room is
-   left in them (set before the endpoint is enabled). A provider that
-   refuses the option gets a buffer per datagram. */
+   left in them: set once the endpoint is enabled, before any receive is
+   posted (fi_endpoint(3) allows it then; libfabric 1.17's shm provider
+   crashed in fi_setopt before fi_enable). A provider that refuses the
+   option gets a buffer per datagram. */
 static void min_multi_recv(struct fl_dgram *d)
 {
     if (!d->multi)
@@ -310,7 +312,6 @@ static flit_status open_ep(struct fl_dgram *d, bool wait_fd)
         (what = "fi_av_open", ret = fi_av_open(d->domain, &av, &d->av, NULL)) ||
         (what = "fi_endpoint", ret = fi_endpoint(d->domain, d->info, &d->ep, NULL)))
         return fl_ofi_fail(d, what, ret);
-    min_multi_recv(d);
     flit_status st = open_queues(d, wait_fd);
     if (st != FLIT_OK)
         return st;
@@ -319,6 +320,7 @@ static flit_status open_ep(struct fl_dgram *d, bool wait_fd)
         (ret = fi_ep_bind(d->ep, &d->rxcq->fid, FI_RECV)) ||
         (what = "fi_enable", ret = fi_enable(d->ep)))
         return fl_ofi_fail(d, what, ret);
+    min_multi_recv(d);
     d->namelen = sizeof d->name;
     if ((ret = fi_getname(&d->ep->fid, d->name, &d->namelen)) != 0)
         return fl_ofi_fail(d, "fi_getname", ret);
