@@ -123,6 +123,7 @@ struct fl_dgram {
     int wait_fd;    /* the receive queue's FI_WAIT_FD, or -1 */
     int epfd;       /* what ->fd returns: wait_fd and kick */
     int kick;       /* eventfd (timerfd polling without a wait fd) */
+    bool kicked;    /* the eventfd was written: drained at the next receive */
     bool polling;   /* no wait fd: kick is a 1 ms timer */
     size_t payload; /* largest datagram payload */
     size_t buf_size;

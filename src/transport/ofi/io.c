@@ -359,7 +359,10 @@ int fl_ofi_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
 {
     if (slot >= FL_DGRAM_SLOTS)
         return 0;
-    drain_kick(d);
+    if (d->kicked) { /* a system call only after fl_ofi_fd's wake-up */
+        d->kicked = false;
+        drain_kick(d);
+    }
     repost(d, slot);
     fl_ofi_reap(d);
     struct fi_cq_data_entry c[FL_DGRAM_BATCH];
@@ -386,12 +389,17 @@ int fl_ofi_recv(struct fl_dgram *d, unsigned slot, struct fl_dgram_in **in)
    the descriptor sees it. */
 int fl_ofi_fd(struct fl_dgram *d)
 {
-    if (!d->polling) {
+    if (d->polling) {
+        /* The millisecond's ticks while awake: the sleep about to begin
+           waits for the next one. */
+        drain_kick(d);
+    } else {
         struct fid *f = &d->rxcq->fid;
         if (d->stash_n || fi_trywait(d->fabric, &f, 1) == -FI_EAGAIN) {
             uint64_t one = 1;
             if (write(d->kick, &one, sizeof one) < 0)
                 fl_debug("ofi: writing the wake-up descriptor: %s", strerror(errno));
+            d->kicked = true;
         }
     }
     return d->epfd;
