@@ -3,7 +3,7 @@
 # flit over libfabric beside libfabric's own fi_pingpong on the same
 # provider, the floor (make bench-ofi):
 #
-#     bench/ofi_bench.sh BUILD_DIR [--runs N] [--providers "tcp udp"] [--quick]
+#     bench/ofi_bench.sh BUILD_DIR [--runs N] [--providers "tcp udp shm"] [--quick]
 #
 # For each provider, N rounds (default 5), alternated: fi_pingpong 8 B and
 # 1 MiB (RDM endpoints, server and client on 127.0.0.1; its usec/xfer, one
@@ -34,7 +34,7 @@ set -u
 build=${1:-build}
 [ $# -gt 0 ] && shift
 runs=5
-providers="tcp udp"
+providers="tcp udp shm"
 quick=
 while [ $# -gt 0 ]; do
   case $1 in
