@@ -139,6 +139,7 @@ struct fl_dgram {
     struct ofi_buf tx[OFI_TX_BUFS];
     struct ofi_buf *tx_free;
     unsigned tx_busy;
+    unsigned rma_busy; /* one-sided operations posted, not completed (rma.c) */
     void *held[FL_DGRAM_SLOTS][FL_DGRAM_BATCH]; /* handed up: rx or multis */
     unsigned nheld[FL_DGRAM_SLOTS];
     struct fl_dgram_in in[FL_DGRAM_SLOTS][FL_DGRAM_BATCH];

@@ -74,6 +74,7 @@ static void bounce_put_back(struct fl_dgram *d, int b)
 void fl_ofi_rma_done(struct fl_dgram *d, struct ofi_rma *op, int err)
 {
     op->busy = false;
+    d->rma_busy--;
     op->done = true;
     op->err = err;
     if (op->bounce >= 0) {
@@ -92,6 +93,7 @@ void fl_ofi_rma_done(struct fl_dgram *d, struct ofi_rma *op, int err)
 static void not_posted(struct fl_dgram *d, struct ofi_rma *op)
 {
     op->busy = false;
+    d->rma_busy--;
     if (op->bounce >= 0)
         bounce_put_back(d, op->bounce);
     op->bounce = -1;
@@ -288,6 +290,7 @@ static struct ofi_rma *take_slot(struct fl_dgram *d, uint64_t start)
         for (unsigned i = 0; i < OFI_RMA_SLOTS; i++) {
             if (!d->ops[i].busy) {
                 d->ops[i] = (struct ofi_rma){.busy = true, .bounce = -1};
+                d->rma_busy++;
                 return &d->ops[i];
             }
         }
