@@ -30,7 +30,7 @@ void fl_chan_activate(struct fl_tp_ep *t, uint32_t r, uint64_t now)
     struct chan_peer *p = &t->peers[r];
     p->active = true;
     FL_COUNT(t->counters->pairs, 1);
-    p->rto = RTO_INITIAL_NS;
+    p->rto = fl_chan_first_rto(t);
     p->last_heard = now;
     if (t->nactive == 0)
         t->listened_ns = now; /* nothing was listened to before */

@@ -236,7 +236,8 @@ static void heard(struct fl_tp_ep *t, uint32_t src, const struct fl_chan_hdr *h,
     if (h->ts_echo) {
         uint32_t us = fl_chan_usec32(now) - h->ts_echo - h->echo_delay;
         if (us < 10000000u)
-            fl_chan_rtt_sample(p, (uint64_t)us * 1000u + 1000u); /* + clock granularity */
+            fl_chan_rtt_sample(t, p,
+                               (uint64_t)us * 1000u + 1000u); /* + clock granularity */
     }
     p->echo_ts = h->ts;
     p->echo_at = now;

@@ -14,7 +14,7 @@
 #include "util/config.h"
 
 #define MAX_BACKOFF       6u /* retransmission timeout x 64 at most */
-#define RTO_MAX_NS        1000000000ull
+#define RTO_CAP_NS        1000000000ull /* the timeout's cap, at least */
 #define PROBE_SLACK_NS    50000ull /* a tail probe waits this beyond 2 RTT + ack delay */
 #define MAX_PROBES        3u       /* tail probes a stall, each waiting twice as long */
 #define LATE_HALF_LIFE_NS 2000000000ull /* a learnt lateness halves every 2 s */
@@ -34,13 +34,45 @@ static uint64_t late_floor(const struct chan_peer *p, uint64_t now)
     return halvings < 64 ? p->late_ns >> halvings : 0;
 }
 
+/*
+ * The most a retransmission timeout may be: a quarter of FLIT_PEER_TIMEOUT
+ * (when the keep-alive asks a silent peer), and at least a second. Not a
+ * fixed second: on a host with hundreds of ranks a core, each runs every
+ * second or two, round trips take seconds, and a timeout that cannot grow
+ * past them resends every chunk in flight to every peer each second, which
+ * is more work for the same cores: the round trips grow, and the job
+ * collapses into resends (1,024 ranks over 8 namespace hosts on 2 cores:
+ * 3 million datagrams a host for 0.25 million messages, rtt 3-6 s).
+ */
+static uint64_t rto_cap(void)
+{
+    uint64_t quarter = (uint64_t)fl_cfg.peer_timeout_ms * 1000000u / 4;
+    return quarter > RTO_CAP_NS ? quarter : RTO_CAP_NS;
+}
+
 /* The retransmission timeout: the estimate from round trips, at least
    twice the lateness learnt, backed off. */
 uint64_t fl_chan_rto_now(const struct chan_peer *p, uint64_t now)
 {
-    uint64_t r = p->rto, late = 2 * late_floor(p, now);
+    uint64_t r = p->rto, late = 2 * late_floor(p, now), cap = rto_cap();
     r = (r > late ? r : late) << p->backoff;
-    return r < RTO_MAX_NS ? r : RTO_MAX_NS;
+    return r < cap ? r : cap;
+}
+
+/*
+ * A peer's first timeout, before any round trip to it was measured: the
+ * initial 50 ms, or what the round trips to the other peers showed, if
+ * longer. The wait for a first answer is mostly the peer's host running
+ * it, as for the others: an all-to-all on a crowded host otherwise sends
+ * each first message five or six times (50, 100, ... ms) before the
+ * answer to the first could come.
+ */
+uint64_t fl_chan_first_rto(const struct fl_tp_ep *t)
+{
+    uint64_t r = t->srtt_all + 4 * t->rttvar_all, cap = rto_cap();
+    if (r < RTO_INITIAL_NS)
+        r = RTO_INITIAL_NS;
+    return r < cap ? r : cap;
 }
 
 /*
@@ -88,16 +120,23 @@ struct timer_pass {
     bool judge, lossy;
 };
 
-void fl_chan_rtt_sample(struct chan_peer *p, uint64_t sample)
+/* RFC 6298's smoothing of one sample into (srtt, rttvar). */
+static void smooth(uint64_t *srtt, uint64_t *rttvar, uint64_t sample)
 {
-    if (p->srtt == 0) {
-        p->srtt = sample;
-        p->rttvar = sample / 2;
+    if (*srtt == 0) {
+        *srtt = sample;
+        *rttvar = sample / 2;
     } else {
-        uint64_t err = p->srtt > sample ? p->srtt - sample : sample - p->srtt;
-        p->rttvar = (3 * p->rttvar + err) / 4;
-        p->srtt = (7 * p->srtt + sample) / 8;
+        uint64_t err = *srtt > sample ? *srtt - sample : sample - *srtt;
+        *rttvar = (3 * *rttvar + err) / 4;
+        *srtt = (7 * *srtt + sample) / 8;
     }
+}
+
+void fl_chan_rtt_sample(struct fl_tp_ep *t, struct chan_peer *p, uint64_t sample)
+{
+    smooth(&p->srtt, &p->rttvar, sample);
+    smooth(&t->srtt_all, &t->rttvar_all, sample);
     uint64_t min = (uint64_t)fl_chan_cfg.rto_min_us * 1000u;
     p->rto = p->srtt + 4 * p->rttvar;
     if (p->rto < min)
@@ -119,8 +158,8 @@ void fl_chan_learn_late(struct chan_peer *p, uint64_t late, uint64_t now)
     if (fl_chan_lossy(p, now))
         return;
     uint64_t cur = late_floor(p, now);
-    if (late > RTO_MAX_NS)
-        late = RTO_MAX_NS;
+    if (late > rto_cap())
+        late = rto_cap();
     p->late_ns = late > cur ? late : cur;
     p->late_at = now;
 }

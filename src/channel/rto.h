@@ -18,11 +18,15 @@ bool fl_chan_lossy(const struct chan_peer *p, uint64_t now);
    lateness learnt, backed off. */
 uint64_t fl_chan_rto_now(const struct chan_peer *p, uint64_t now);
 
+/* A new peer's first timeout: 50 ms, or what the round trips to the
+   others showed, if longer. */
+uint64_t fl_chan_first_rto(const struct fl_tp_ep *t);
+
 /* When the next tail probe is due (0: none may go now). */
 uint64_t fl_chan_probe_due(const struct chan_peer *p, uint64_t now);
 
 /* A round trip of sample ns measured (the echo of our clock). */
-void fl_chan_rtt_sample(struct chan_peer *p, uint64_t sample);
+void fl_chan_rtt_sample(struct fl_tp_ep *t, struct chan_peer *p, uint64_t sample);
 
 /* A resend turned out needless after the peer's silence of late ns: the
    timers wait that long, decaying (not on a lossy path). */

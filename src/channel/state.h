@@ -192,6 +192,9 @@ struct fl_tp_ep {
     size_t max_packet; /* the largest the endpoint sends (open args) */
     uint64_t window;   /* what we let each peer have in flight to us */
     uint64_t timeout_ns;
+    /* The round trips to every peer, smoothed together (rto.c): a new
+       peer's first timeout. */
+    uint64_t srtt_all, rttvar_all;
     struct chan_peer *peers;
     uint32_t *active; /* the ranks of the active peers, in order of contact */
     uint32_t nactive;
