@@ -16,6 +16,8 @@ const struct fl_counter_desc fl_core_counters[] = {
     C(refused_packets, FLIT_COUNTER_COUNT, "malformed or foreign packets dropped"),
     C(polls, FLIT_COUNTER_COUNT, "progress passes"),
     C(sleeps, FLIT_COUNTER_COUNT, "times the endpoint went to sleep"),
+    C(send_polls, FLIT_COUNTER_COUNT,
+      "progress passes a sender ran because nothing polled for 10 ms"),
     C(peers_down, FLIT_COUNTER_COUNT, "peers found dead or gone"),
     {NULL, NULL, 0, 0, NULL},
 };

@@ -75,6 +75,10 @@ struct flit_ep {
     uintptr_t closer; /* the destroying thread (fl_thread_id) */
     pthread_cond_t progress_cond;
     uint64_t next_peer_check_ns;
+    /* fl_ep_reserve's look at progress (fl_progress_on_send): reservations
+       since the last look, and the poll count and time that look saw. */
+    uint32_t sends_unlooked;
+    uint64_t looked_polls, looked_ns;
 
     void *seg;
     size_t seg_size;
@@ -288,6 +292,9 @@ static inline flit_status fl_ep_reserve(struct flit_ep *ep, uint32_t dst, unsign
     struct fl_peer *p = &ep->peers[dst];
     flit_status st;
     fl_ep_flush_hold(ep); /* one reservation at a time */
+    if (__builtin_expect(++ep->sends_unlooked >= FL_SENDS_PER_LOOK, 0) &&
+        !(flags & FLIT_AM_NONBLOCK))
+        fl_progress_on_send(ep);
     void *b = p->tp->reserve(p->tpe, dst, lane, len, &st);
     if (__builtin_expect(b != NULL, 1)) {
         *pkt = b;

@@ -239,6 +239,26 @@ flit_status fl_progress_until(struct flit_ep *ep, fl_done_fn done, void *arg,
     }
 }
 
+void fl_progress_on_send(struct flit_ep *ep)
+{
+    ep->sends_unlooked = 0;
+    if (fl_handler_depth)
+        return; /* the poll pass running the handler ends soon */
+    uint64_t now = fl_now_ns(), polls = FL_READ(ep->stats.polls);
+    if (ep->looked_ns && polls == ep->looked_polls &&
+        now - ep->looked_ns >= FL_SEND_POLL_NS) {
+        FL_COUNT(ep->stats.send_polls, 1);
+        fl_progress(ep, FL_LANES_ALL);
+        fl_listeners_progress(ep);
+        fl_progress_check_peers(ep, false);
+        polls = FL_READ(ep->stats.polls);
+    } else if (polls == ep->looked_polls) {
+        return; /* not yet due: keep the time of the last pass seen */
+    }
+    ep->looked_polls = polls;
+    ep->looked_ns = now;
+}
+
 flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
                                size_t len, unsigned flags, void **pkt)
 {

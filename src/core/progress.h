@@ -25,6 +25,20 @@ struct flit_ep;
 flit_status fl_ep_reserve_slow(struct flit_ep *ep, uint32_t dst, unsigned lane,
                                size_t len, unsigned flags, void **pkt);
 
+/*
+ * A program that only sends still answers its peers. Every
+ * FL_SENDS_PER_LOOK reservations fl_ep_reserve calls this: when no poll
+ * pass ran for FL_SEND_POLL_NS, it runs one (not in handlers, nor for a
+ * FLIT_AM_NONBLOCK send, whose caller polls when refused), so that
+ * acknowledgements and keep-alive answers go out and the sender's own
+ * windows drain while it sends for seconds (a long loop of first contacts
+ * on an overloaded host), instead of its peers resending to it and giving
+ * it up as silent.
+ */
+#define FL_SENDS_PER_LOOK 16u
+#define FL_SEND_POLL_NS   10000000ull
+void fl_progress_on_send(struct flit_ep *ep);
+
 /* Drains every transport once on lane_mask; the packets handled. */
 int fl_progress(struct flit_ep *ep, unsigned lane_mask);
 /* The same for the one transport that reaches peer: a layer looking for

@@ -22,6 +22,7 @@ struct fl_counters {
     fl_counter polls;
     fl_counter sleeps;
     fl_counter peers_down;
+    fl_counter send_polls;
 };
 extern const struct fl_counter_desc fl_core_counters[];
 
