@@ -55,6 +55,8 @@ static void rank_gone(struct job *job, uint32_t r, int code)
     if (--job->live == 0)
         job->drain_until = fl_now_ns() + DRAIN_NS;
     if (job->up) { /* a proxy's ranks are judged by flitrun */
+        if (job->ranks[r].conn) /* a BYE it sent just before it exited goes first */
+            conn_read(job, job->ranks[r].conn);
         uint8_t status[4];
         fl_put32(status, (uint32_t)code);
         upstream_tell(job, r, FL_PROTO_EXITED, status, sizeof status);
