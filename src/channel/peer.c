@@ -62,6 +62,20 @@ static void ack_timer(struct fl_tp_ep *t, struct chan_peer *p, uint64_t now,
     fl_chan_note_deadline(next, p->ack_due);
 }
 
+/*
+ * Whether a wait of age ns gives a peer up: past FLIT_PEER_TIMEOUT, and
+ * our socket read to its end (the last receive took less than a full
+ * batch), for the peer's answer may be among what waits unread: on a host
+ * whose processes each run every second or two, hundreds of datagrams
+ * queue between two turns, and a receive pass takes one batch of them. A
+ * socket that never empties (a flood from elsewhere) gives up after twice
+ * the timeout.
+ */
+static bool gives_up(const struct fl_tp_ep *t, uint64_t age)
+{
+    return age > t->timeout_ns && (t->backlog == 0 || age > 2 * t->timeout_ns);
+}
+
 /* Whether something p has not acknowledged waited FLIT_PEER_TIMEOUT. */
 static bool unacked_too_long(const struct fl_tp_ep *t, const struct chan_peer *p,
                              uint64_t now)
@@ -69,7 +83,7 @@ static bool unacked_too_long(const struct fl_tp_ep *t, const struct chan_peer *p
     for (unsigned l = 0; l < FL_LANES; l++) {
         const struct tx_lane *tx = &p->tx[l];
         if (tx->acked != tx->unsent &&
-            now - fl_tx_chunk(tx, tx->acked)->first_ns > t->timeout_ns)
+            gives_up(t, now - fl_tx_chunk(tx, tx->acked)->first_ns))
             return true;
     }
     return false;
@@ -80,7 +94,7 @@ static bool unacked_too_long(const struct fl_tp_ep *t, const struct chan_peer *p
 static bool keep_alive(struct fl_tp_ep *t, uint32_t r, uint64_t now, uint64_t *next)
 {
     struct chan_peer *p = &t->peers[r];
-    if (now - p->last_heard > t->timeout_ns) {
+    if (gives_up(t, now - p->last_heard)) {
         peer_down(t, r, "silent for FLIT_PEER_TIMEOUT");
         return false;
     }

@@ -30,6 +30,12 @@
  * A datagram the socket refused never left: its chunks, sent when there
  * is room, are not counted as sent again.
  *
+ * An answer behind a backlog: rank 1 went quiet, and its next datagram
+ * comes just before its give-up time, but behind more datagrams than one
+ * receive takes (rank 2's, 40). The poll that reads the first batch finds
+ * rank 1 silent past FLIT_PEER_TIMEOUT: it is not given up while the
+ * socket holds more, and the polls that read the rest hear it.
+ *
  * The network is memory (memdgram.h); time is real, bounded by LIMIT_S.
  */
 #include <stdio.h>
@@ -239,6 +245,48 @@ static int refused_send(void)
     return 0;
 }
 
+/* A datagram from rank 2 with nothing but its header. */
+static void queue_from_2(void)
+{
+    uint8_t d[FL_CHAN_MAX_HDR] = {0};
+    struct fl_chan_hdr h = {
+        .kind = FL_CHAN_DATA, .src = 2, .dst = 0, .key = memdgram_key(), .ts = 1};
+    size_t len = fl_chan_encode_hdr(d, &h);
+    FUZZ_CHECK(memdgram_queue(2, d, len, false));
+}
+
+static int behind_backlog(void)
+{
+    struct fl_tp_ep *t = open_and_send();
+    unsigned depth;
+    memdgram_from_1(SENT, 0, false, 0, 0); /* everything acknowledged: heard */
+    memdgram_poll_all(t, FL_LANES_ALL, nothing, NULL, &depth);
+    double heard = now_s();
+    struct timespec tick = {0, 10000000};
+    while (now_s() - heard < 0.9) { /* listening, to a silent rank 1 */
+        fl_chan_poll(t, FL_LANES_ALL, nothing, NULL, 64);
+        nanosleep(&tick, NULL);
+    }
+    for (unsigned i = 0; i < 40; i++)
+        queue_from_2();
+    memdgram_from_1(SENT, 0, false, 0, 0);
+    struct timespec nap = {0, 250000000}; /* past the give-up time */
+    nanosleep(&nap, NULL);
+    fl_chan_poll(t, FL_LANES_ALL, nothing, NULL, 64); /* one batch: 16 of rank 2's */
+    unsigned after_first = memdgram_peers_down();
+    memdgram_poll_all(t, FL_LANES_ALL, nothing, NULL, &depth);
+    unsigned down = memdgram_peers_down(), left = memdgram_pending();
+    printf("chan_resend: an answer behind 40 datagrams, %.2f s after the last: peers "
+           "given up %u after the first batch, %u after the rest (%u left unread)\n",
+           now_s() - heard, after_first, down, left);
+    memdgram_close(t);
+    if (down != 0 || left != 0) {
+        fprintf(stderr, "FAIL: rank 1 was given up while its answer waited unread\n");
+        return 1;
+    }
+    return 0;
+}
+
 int main(void)
 {
     setenv("FLIT_PEER_TIMEOUT", "1", 1);
@@ -247,5 +295,6 @@ int main(void)
     rc |= masked_lane();
     rc |= unread_acks();
     rc |= refused_send();
+    rc |= behind_backlog();
     return silent_peer() | rc;
 }
