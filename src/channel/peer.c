@@ -21,7 +21,8 @@
 #include "platform/os.h"
 #include "util/log.h"
 
-#define BACKLOG_BATCHES 64u /* full receives before timers judge anyway */
+#define BACKLOG_BATCHES        64u /* full receives before timers judge anyway */
+#define UNACKED_HEARD_TIMEOUTS 4u  /* an unacknowledged chunk of a peer we hear */
 
 /* The first use of peer r, in either direction: its clocks start, and the
    timers watch it from now on. */
@@ -76,14 +77,26 @@ static bool gives_up(const struct fl_tp_ep *t, uint64_t age)
     return age > t->timeout_ns && (t->backlog == 0 || age > 2 * t->timeout_ns);
 }
 
-/* Whether something p has not acknowledged waited FLIT_PEER_TIMEOUT. */
+/*
+ * Whether something p has not acknowledged waited FLIT_PEER_TIMEOUT while
+ * p fell quiet too (half of it unheard): a peer we hear is alive, and what
+ * it has not acknowledged waits in its socket behind the rest (a host of
+ * many processes, each run once a second or two, holds thousands of
+ * datagrams a socket), or in its receive budget (a receiver that paces
+ * itself with flit_extract). Were our direction broken, the peer stops
+ * hearing us, gives us up and falls silent itself. Bounded all the same:
+ * UNACKED_HEARD_TIMEOUTS of the give-up time, heard or not.
+ */
 static bool unacked_too_long(const struct fl_tp_ep *t, const struct chan_peer *p,
                              uint64_t now)
 {
+    bool heard = now - p->last_heard <= t->timeout_ns / 2;
     for (unsigned l = 0; l < FL_LANES; l++) {
         const struct tx_lane *tx = &p->tx[l];
-        if (tx->acked != tx->unsent &&
-            gives_up(t, now - fl_tx_chunk(tx, tx->acked)->first_ns))
+        if (tx->acked == tx->unsent)
+            continue;
+        uint64_t age = now - fl_tx_chunk(tx, tx->acked)->first_ns;
+        if (gives_up(t, age) && (!heard || age > UNACKED_HEARD_TIMEOUTS * t->timeout_ns))
             return true;
     }
     return false;
@@ -99,7 +112,10 @@ static bool keep_alive(struct fl_tp_ep *t, uint32_t r, uint64_t now, uint64_t *n
         return false;
     }
     uint64_t ask = t->timeout_ns / 4;
-    if (now - p->last_heard > ask && now - p->ping_at > ask) {
+    /* Not while our socket holds more than one receive takes: the peer's
+       word may be there, unread (a ping answered then is a datagram more
+       for a host already behind). */
+    if (now - p->last_heard > ask && now - p->ping_at > ask && t->backlog == 0) {
         p->ping = true;
         fl_chan_mark(t, p);
         p->ping_at = now;

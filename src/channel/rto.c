@@ -50,13 +50,31 @@ static uint64_t rto_cap(void)
     return quarter > RTO_CAP_NS ? quarter : RTO_CAP_NS;
 }
 
+/*
+ * The most the estimate from round trips may say: FLIT_PEER_TIMEOUT (the
+ * cap above bounds the backoff, not what was measured: a timeout shorter
+ * than the round trips resends what is only waiting in the peer's socket,
+ * and each resend lengthens the wait), or the cap without a timeout.
+ */
+static uint64_t estimate_cap(void)
+{
+    uint64_t all = (uint64_t)fl_cfg.peer_timeout_ms * 1000000u, cap = rto_cap();
+    return all > cap ? all : cap;
+}
+
 /* The retransmission timeout: the estimate from round trips, at least
-   twice the lateness learnt, backed off. */
+   twice the lateness learnt, backed off up to the cap, never below the
+   estimate. */
 uint64_t fl_chan_rto_now(const struct chan_peer *p, uint64_t now)
 {
     uint64_t r = p->rto, late = 2 * late_floor(p, now), cap = rto_cap();
-    r = (r > late ? r : late) << p->backoff;
-    return r < cap ? r : cap;
+    r = r > late ? r : late;
+    uint64_t most = estimate_cap();
+    uint64_t floor = r < most ? r : most;
+    r <<= p->backoff;
+    if (r > cap)
+        r = cap;
+    return r > floor ? r : floor;
 }
 
 /*
@@ -69,10 +87,10 @@ uint64_t fl_chan_rto_now(const struct chan_peer *p, uint64_t now)
  */
 uint64_t fl_chan_first_rto(const struct fl_tp_ep *t)
 {
-    uint64_t r = t->srtt_all + 4 * t->rttvar_all, cap = rto_cap();
+    uint64_t r = t->srtt_all + 4 * t->rttvar_all, most = estimate_cap();
     if (r < RTO_INITIAL_NS)
         r = RTO_INITIAL_NS;
-    return r < cap ? r : cap;
+    return r < most ? r : most;
 }
 
 /*
@@ -93,7 +111,10 @@ static uint64_t probe_timeout(const struct chan_peer *p, uint64_t now)
     uint64_t unacked = 0;
     for (unsigned l = 0; l < FL_LANES; l++)
         unacked += p->tx[l].tail - p->tx[l].head;
-    uint64_t pto = 2 * p->srtt + PROBE_SLACK_NS;
+    uint64_t pto = 2 * p->srtt, spread = p->srtt + 4 * p->rttvar;
+    if (pto < spread) /* round trips that vary this much are no sign of loss */
+        pto = spread;
+    pto += PROBE_SLACK_NS;
     if (unacked < p->window / 4) /* it may be waiting to acknowledge it */
         pto += (uint64_t)fl_chan_cfg.ack_delay_us * 1000u;
     uint64_t late = late_floor(p, now); /* it was that slow, and not lossy */

@@ -36,6 +36,10 @@
  * rank 1 silent past FLIT_PEER_TIMEOUT: it is not given up while the
  * socket holds more, and the polls that read the rest hear it.
  *
+ * A peer heard, that acknowledges nothing: alive, and what it has not
+ * acknowledged waits in its socket; it is given up only once it falls
+ * quiet too.
+ *
  * The network is memory (memdgram.h); time is real, bounded by LIMIT_S.
  */
 #include <stdio.h>
@@ -287,6 +291,49 @@ static int behind_backlog(void)
     return 0;
 }
 
+/*
+ * A peer we hear but that acknowledges nothing: rank 1 talks (a datagram
+ * every 50 ms, acknowledging nothing of ours) for twice the give-up time.
+ * It is alive, and our packets wait behind the rest in its socket, as on
+ * a host whose processes each run a second or two apart: it is not given
+ * up for them (it was, after FLIT_PEER_TIMEOUT, and a 1,024-rank job
+ * ended so). Once it falls quiet, half the give-up time ends it.
+ */
+static int heard_behind(void)
+{
+    struct fl_tp_ep *t = open_and_send();
+    unsigned depth;
+    double start = now_s();
+    struct timespec tick = {0, 50000000};
+    while (now_s() - start < 2.0 && memdgram_peers_down() == 0) {
+        memdgram_from_1(0, 0, false, 0, 0);
+        memdgram_poll_all(t, FL_LANES_ALL, nothing, NULL, &depth);
+        nanosleep(&tick, NULL);
+    }
+    unsigned talking = memdgram_peers_down();
+    double quiet = now_s(), deadline = quiet + LIMIT_S;
+    while (memdgram_peers_down() == 0 && now_s() < deadline)
+        memdgram_sleep_poll(t, nothing, NULL);
+    double took = now_s() - quiet;
+    printf("chan_resend: a peer heard for %.2f s that acknowledged nothing: given up %u "
+           "while it talked, then after %.2f s of silence\n",
+           quiet - start, talking, took);
+    memdgram_close(t);
+    if (talking != 0) {
+        fprintf(stderr, "FAIL: a peer we heard all along was given up for what it had "
+                        "not acknowledged\n");
+        return 1;
+    }
+    if (took > 1.5) {
+        fprintf(stderr,
+                "FAIL: a peer silent with our packets unacknowledged was given up "
+                "only %.2f s later\n",
+                took);
+        return 1;
+    }
+    return 0;
+}
+
 int main(void)
 {
     setenv("FLIT_PEER_TIMEOUT", "1", 1);
@@ -296,5 +343,6 @@ int main(void)
     rc |= unread_acks();
     rc |= refused_send();
     rc |= behind_backlog();
+    rc |= heard_behind();
     return silent_peer() | rc;
 }
