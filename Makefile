@@ -144,7 +144,8 @@ bench-ofi: build
 
 # N ranks on this host, over shm and udp: creation time, memory, /dev/shm,
 # latency beside idle ranks, barrier (BENCH_ARGS: --plot FILE.png, --shm
-# "2 8 ...", --udp "...", --iters K).
+# "2 8 ...", --udp "...", --iters K); with --hosts "1 2 4 8" (root) over
+# namespace hosts, --ranks "2 64 ...", --mpi for Open MPI's mpirun beside.
 bench-scale: build
 	bench/scale.sh $(BUILD) $(BENCH_ARGS)
 

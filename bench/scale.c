@@ -18,7 +18,13 @@
  *           vmsize_mb=<max> vmrss_mb=<max> vmrss_a2a_mb=<max> shm_create_mb=<used>
  *           shm_a2a_mb=<used> lat_us=<one-way, median batch>
  *           lat_min_us=<fastest batch> barrier_us=<mean>
- *           ep_heap_kb=<max> ep_heap_a2a_kb=<max>
+ *           ep_heap_kb=<max> ep_heap_a2a_kb=<max> first_barrier_epoch=<s>
+ *     scale-end N=<n> finalize_s=<rank 0's>
+ *
+ * first_barrier_epoch: when rank 0 left the first barrier after creation
+ * (CLOCK_REALTIME, seconds), for a script to time its launcher's start to
+ * there; finalize_s: rank 0's flit_ep_destroy and flit_finalize, after
+ * the line.
  *
  * init_s and create_s are the slowest rank's, so they hold the time that
  * rank waited for the last one to start (the first exchange waits for
@@ -252,6 +258,8 @@ int main(int argc, char **argv)
     OK(flit_am_register(g.ep, flit_handler(H_A2A), on_count, (void *)&g.a2a));
     OK(flit_am_register(g.ep, flit_handler(H_STATS), on_stats, NULL));
     OK(flit_barrier(g.ep));
+    struct timespec first_barrier;
+    clock_gettime(CLOCK_REALTIME, &first_barrier);
     double shm_create = me == 0 ? shm_used_mb() : 0;
 
     /* 8-byte one-way latency between ranks 0 and 1; the others sleep. Timed
@@ -325,14 +333,21 @@ int main(int argc, char **argv)
                "vmsize_mb=%.1f "
                "vmrss_mb=%.1f vmrss_a2a_mb=%.1f shm_create_mb=%.2f shm_a2a_mb=%.2f "
                "files_mb=%.2f files_a2a_mb=%.2f lat_us=%.3f lat_min_us=%.3f "
-               "barrier_us=%.1f ep_heap_kb=%.0f ep_heap_a2a_kb=%.0f\n",
+               "barrier_us=%.1f ep_heap_kb=%.0f ep_heap_a2a_kb=%.0f "
+               "first_barrier_epoch=%.3f\n",
                n, tp && *tp ? tp : "shm", g.init_s, g.create_s,
                (double)(g.last_end_us - g.last_start_us) * 1e-6, g.vmsize_mb, g.vmrss_mb,
                g.vmrss_a2a_mb, shm_create, shm_a2a, g.files_mb, g.files_a2a_mb, lat_us,
-               lat_min_us, barrier_us, g.heap_kb, g.heap_a2a_kb);
+               lat_min_us, barrier_us, g.heap_kb, g.heap_a2a_kb,
+               (double)first_barrier.tv_sec + first_barrier.tv_nsec * 1e-9);
         fflush(stdout);
     }
+    double f0 = now();
     OK(flit_ep_destroy(g.ep));
     OK(flit_finalize());
+    if (me == 0) {
+        printf("scale-end N=%u finalize_s=%.4f\n", n, now() - f0);
+        fflush(stdout);
+    }
     return 0;
 }

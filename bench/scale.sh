@@ -21,8 +21,14 @@
 #
 # --plot: the figures against N (log axis) as a PNG, with gnuplot (Debian
 # package gnuplot-nox); without it the script says so and prints the table.
+#
+# With --hosts "1 2 4 8" (and --ranks, --mpi; root): the same over network
+# namespace hosts, bench/scale_hosts.sh.
 set -u
 
+case " $* " in
+  *" --hosts "*) exec "$(dirname "$0")/scale_hosts.sh" "$@" ;;
+esac
 build=${1:-build}
 [ $# -gt 0 ] && shift
 shm_ns="2 8 32 64 128 256"

@@ -13,9 +13,9 @@
 #
 # PMIX "-": flit was built without PMIx, and the test skips.
 #
-# Each host gets a hostname of its own (a UTS namespace): Open MPI takes
+# Each host gets a hostname of its own (a UTS namespace; Open MPI takes
 # ranks with one hostname for one node, and would have them share memory
-# across hosts. Exit 0 pass, 1 fail, 77 skip.
+# across hosts): hosts_lib.sh's mpirun_agent. Exit 0 pass, 1 fail, 77 skip.
 set -u
 
 SCALE=$2
@@ -37,30 +37,7 @@ mpirun --version 2>&1 | grep -q "Open MPI" ||
 command -v unshare >/dev/null 2>&1 || { echo "SKIP: unshare not found (Debian: util-linux)"; exit 77; }
 unshare --ipc --uts true 2>/dev/null || { echo "SKIP: unshare --ipc --uts refused here"; exit 77; }
 
-# The hosts' names for mpirun: nodeI (Open MPI takes no '_' in a node
-# name, as the namespaces have). The rsh agent: mpirun calls it as AGENT
-# NODE COMMAND...; it logs the node and runs the command (Open MPI's
-# daemon) in that host's namespaces, with NODE for hostname.
-per=$((RANKS / FLITNET_HOSTS))
-hosts=""
-map=""
-for ((i = 0; i < FLITNET_HOSTS; i++)); do
-  ns=FLITNET_NS$i
-  hosts="$hosts${hosts:+,}node$i:$per"
-  map="$map  node$i) ns=${!ns} ;;
-"
-done
-cat >"$TMP/agent" <<SH
-#!/bin/sh
-node=\$1
-shift
-case \$node in
-$map  *) echo "agent: unknown node \$node" >&2; exit 1 ;;
-esac
-echo "\$node" >>"$TMP/calls"
-exec ip netns exec "\$ns" unshare --ipc --uts sh -c "hostname \$node && exec \$*"
-SH
-chmod +x "$TMP/agent"
+mpirun_agent "$TMP" "$FLITNET_HOSTS" $((RANKS / FLITNET_HOSTS))
 
 # flitrun's variables, if this runs under it, must not reach the ranks.
 unset FLIT_BOOT FLIT_RANK FLIT_SIZE FLIT_JOB_ID FLIT_JOB_KEY
@@ -71,7 +48,7 @@ timeout -k 5 "${JOB_TIMEOUT:-120}" ip netns exec "$FLITNET_NS0" \
   mpirun --allow-run-as-root --oversubscribe --bind-to none \
   --timeout "$((${JOB_TIMEOUT:-120} - 10))" \
   --mca plm_rsh_agent "$TMP/agent" --mca plm_rsh_no_tree_spawn 1 \
-  --host "$hosts" -n "$RANKS" "$SCALE" --mode job --count 20 \
+  --host "$MPIRUN_HOSTS" -n "$RANKS" "$SCALE" --mode job --count 20 \
   >"$TMP/out" 2>"$TMP/err" </dev/null || rc=$?
 end=$(date +%s.%N)
 
