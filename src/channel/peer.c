@@ -111,11 +111,12 @@ static bool keep_alive(struct fl_tp_ep *t, uint32_t r, uint64_t now, uint64_t *n
         peer_down(t, r, "silent for FLIT_PEER_TIMEOUT");
         return false;
     }
-    uint64_t ask = t->timeout_ns / 4;
-    /* Not while our socket holds more than one receive takes: the peer's
-       word may be there, unread (a ping answered then is a datagram more
-       for a host already behind). */
-    if (now - p->last_heard > ask && now - p->ping_at > ask && t->backlog == 0) {
+    /* A quarter of the give-up time; half of it while our socket holds
+       more than one receive takes: the peer's word may be there, unread,
+       and a ping answered is two datagrams more for a host already behind;
+       but the ping is also the peer's only word from us while we read. */
+    uint64_t ask = t->timeout_ns / (t->backlog ? 2 : 4);
+    if (now - p->last_heard > ask && now - p->ping_at > ask) {
         p->ping = true;
         fl_chan_mark(t, p);
         p->ping_at = now;
