@@ -35,7 +35,8 @@ static uint64_t late_floor(const struct chan_peer *p, uint64_t now)
 }
 
 /*
- * The most a retransmission timeout may be: a quarter of FLIT_PEER_TIMEOUT
+ * The most backing off may make a retransmission timeout (the estimate
+ * itself may say more: estimate_cap): a quarter of FLIT_PEER_TIMEOUT
  * (when the keep-alive asks a silent peer), and at least a second. Not a
  * fixed second: on a host with hundreds of ranks a core, each runs every
  * second or two, round trips take seconds, and a timeout that cannot grow
