@@ -223,7 +223,9 @@ static flit_status connect_flitrun(const char *spec, uint32_t *net_hint)
 
 /* Reads flitrun's answer to HELLO: 1 WELCOME, 0 refused (closed without
    a word), -EAGAIN dropped before it read the HELLO (BUSY, or a reset):
-   worth another try; -EPROTO anything else. */
+   worth another try; -EPROTO an answer that is not one; another -errno
+   the connection lost while waiting (flitrun's host gone silent:
+   -ETIMEDOUT). */
 static int await_welcome(void)
 {
     for (;;) {
@@ -236,7 +238,7 @@ static int await_welcome(void)
         if (r == -ECONNRESET || r == -EPIPE)
             return -EAGAIN;
         if (r < 0)
-            return -EPROTO;
+            return r;
     }
 }
 
@@ -266,9 +268,13 @@ static flit_status say_hello(const char *spec, const uint8_t *hello, uint32_t *n
             fl_error("flitrun at %s refused rank %u's HELLO (its stderr says why: a "
                      "program built with another flit, or not this job's %s)",
                      spec, fr.rank, FL_ENV_JOB_KEY);
+        else if (r == -EPROTO)
+            fl_error("flitrun at %s answered rank %u's HELLO with garbage", spec,
+                     fr.rank);
         else
-            fl_error("flitrun at %s answered rank %u's HELLO with garbage: %s", spec,
-                     fr.rank, strerror(r == -EPROTO ? EPROTO : -r));
+            fl_error("lost contact with flitrun at %s while rank %u waited for its "
+                     "answer to HELLO: %s",
+                     spec, fr.rank, strerror(-r));
         return FLIT_ERR_BOOT;
     }
 }

@@ -12,6 +12,8 @@
  *   refused   the HELLO read, then closed without a word: FLIT_ERR_BOOT,
  *             saying that flitrun refused it and where to look
  *   busy8     BUSY every time: it gives up after 8 connections, saying so
+ *   garbage   the HELLO read, then answered with a frame that is no answer
+ *             to it: FLIT_ERR_BOOT, saying so (not taken for a lost link)
  *   nokey     no FLIT_JOB_KEY: FLIT_ERR_BOOT before connecting, naming it
  *
  * Every HELLO must carry this version, the job's id, the rank and the key.
@@ -32,7 +34,7 @@
 
 #define WAIT_MS 20000 /* a connection or a frame this late: the case fails */
 
-enum answer { WELCOME, BUSY, UNREAD, REFUSE };
+enum answer { WELCOME, BUSY, UNREAD, REFUSE, GARBAGE };
 
 struct tcase {
     const char *name;
@@ -59,6 +61,12 @@ static const struct tcase cases[] = {
      .conns = 8,
      .want = FLIT_ERR_BOOT,
      .said = "connection 8 times before reading its"},
+    {.name = "garbage",
+     .answers = {GARBAGE},
+     .nanswers = 1,
+     .conns = 1,
+     .want = FLIT_ERR_BOOT,
+     .said = "answered rank 0's HELLO with garbage"},
     {.name = "nokey",
      .answers = {WELCOME},
      .nanswers = 1,
@@ -160,6 +168,8 @@ static bool answer(const struct tcase *c, int lfd, enum answer a)
         check_hello(c, fd, &rx);
     if (a == BUSY)
         send_empty(fd, FL_PROTO_BUSY);
+    if (a == GARBAGE)
+        send_empty(fd, FL_PROTO_GATHERED);
     if (a == WELCOME) {
         send_empty(fd, FL_PROTO_WELCOME);
         serve(c, fd, &rx);

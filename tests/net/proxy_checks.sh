@@ -108,8 +108,9 @@ NFT
 
 # cut_job WHEN [program args]: runs the job in the background with
 # FLIT_PEER_TIMEOUT=2, waits for the file WHEN (a handshake: the job got
-# there), cuts the last host's link, touches $TMP/go and waits for
-# flitrun; sets RC and TOOK (seconds from start to end).
+# there) and, when SAID is set, for flitrun's stderr to hold SAID, cuts the
+# last host's link, touches $TMP/go and waits for flitrun; sets RC and TOOK
+# (seconds from start to end).
 cut_job() {
   local when=$1 last=$((FLITNET_HOSTS - 1)) i start job
   shift
@@ -121,11 +122,12 @@ cut_job() {
     ${FLITRUN_OPTS:-} "$@" >"$TMP/out" 2>"$TMP/err" &
   job=$!
   for ((i = 0; i < 400; i++)); do
-    [ -e "$when" ] && break
+    [ -e "$when" ] && { [ -z "${SAID:-}" ] || grep -qF "$SAID" "$TMP/err"; } && break
     kill -0 "$job" 2>/dev/null || break
     sleep 0.1
   done
   [ -e "$when" ] || fail "the job never got as far as $(basename "$when")"
+  [ -z "${SAID:-}" ] || grep -qF "$SAID" "$TMP/err" || fail "flitrun never said '$SAID'"
   cut_host "$last" || fail "could not cut host $last's link"
   touch "$TMP/go"
   wait "$job"
@@ -156,8 +158,12 @@ case_cut_boot() {
 }
 
 case_cut_boot_direct() {
-  # block placement: the last host's other rank is the one before the last
-  FLITRUN_OPTS=--no-proxy WHO="rank $((RANKS - 2)) on" case_cut_boot
+  # block placement: the last host's other rank is the one before the last;
+  # the cut waits until flitrun has its HELLO (-v says so), else it may
+  # land while that rank waits for flitrun's answer, and the rank, which
+  # gives flitrun up after the same FLIT_PEER_TIMEOUT, may exit first
+  FLITRUN_OPTS="--no-proxy -v" SAID="rank $((RANKS - 2)) (pid " \
+    WHO="rank $((RANKS - 2)) on" case_cut_boot
 }
 
 "case_$CASE"
