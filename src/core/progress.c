@@ -57,7 +57,9 @@ int64_t fl_progress_spin_us(void)
 
 /*
  * More ranks than cores: a spinning rank steals the core its peer needs,
- * so the spin is short; and a rank that sleeps as soon as it stops
+ * so it does not spin (2 µs cost flit-mpi's collectives of 3 and 4 ranks
+ * on 2 cores a third to a half more time than none: docs/mpi.md,
+ * "Waiting on a crowded host"); and a rank that sleeps as soon as it stops
  * spinning leaves its core idle, which on a virtual machine halts the
  * virtual CPU: every message that wakes it then waits for the host to
  * run that CPU again (tens of microseconds a step of a collective). So it
@@ -72,7 +74,7 @@ void fl_progress_init(void)
     const char *why = crowded ? "ranks outnumber cores" : NULL;
     spin_us = fl_cfg.spin_us;
     if (spin_us < 0) {
-        spin_us = crowded ? 2 : 50;
+        spin_us = crowded ? 0 : 50;
         fl_config_settle("FLIT_SPIN_US", spin_us, why);
     }
     yield_us = fl_cfg.yield_us;

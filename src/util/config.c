@@ -34,7 +34,7 @@ const struct fl_setting fl_core_settings[] = {
      "print each endpoint's counters when it is destroyed"},
     {"FLIT_SPIN_US", FL_SET_INT, F(spin_us), -1, 0, 10000000, "µs",
      "microseconds flit_wait spins before sleeping", .special = -1,
-     .special_means = "50 (2 when ranks outnumber cores)"},
+     .special_means = "50 (0 when ranks outnumber cores)"},
     {"FLIT_YIELD_US", FL_SET_INT, F(yield_us), -1, 0, 10000000, "µs",
      "microseconds flit_wait and blocked sends go on polling after the spin, giving "
      "the core away between polls (sched_yield), before they sleep",
