@@ -21,6 +21,9 @@
  *   allgather   MPI_Allgather of size bytes from each rank
  *   reduce_scatter_block  MPI_Reduce_scatter_block of a vector of size / 4
  *               ints, MPI_SUM, each rank getting its share
+ *   reduce      MPI_Reduce of size / 4 ints, MPI_SUM, to each rank in turn
+ *   gather      MPI_Gather of size bytes from each rank, to each in turn
+ *   scatter     MPI_Scatter of size bytes to each rank, from each in turn
  * and with --coll-only the collectives alone, on any number of ranks (2
  * or more: the ping-pongs need 2; rank 0's time), --only NAME for one of
  * them, --min-size BYTES to start there;
@@ -149,6 +152,34 @@ static void bcast_run(size_t size, long long n)
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     for (long long i = 0; i < n; i++)
         MPI_Bcast(sbuf, (int)size, MPI_BYTE, (int)(i % np), MPI_COMM_WORLD);
+}
+
+/* Reduce, gather and scatter: the root turns, as bcast_run's. */
+static void reduce_run(size_t size, long long n)
+{
+    int np;
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    for (long long i = 0; i < n; i++)
+        MPI_Reduce(sbuf, rbuf, (int)(size / 4), MPI_INT, MPI_SUM, (int)(i % np),
+                   MPI_COMM_WORLD);
+}
+
+static void gather_run(size_t size, long long n)
+{
+    int np;
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    for (long long i = 0; i < n; i++)
+        MPI_Gather(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE, (int)(i % np),
+                   MPI_COMM_WORLD);
+}
+
+static void scatter_run(size_t size, long long n)
+{
+    int np;
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    for (long long i = 0; i < n; i++)
+        MPI_Scatter(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE, (int)(i % np),
+                    MPI_COMM_WORLD);
 }
 
 static void alltoall_run(size_t size, long long n)
@@ -281,7 +312,10 @@ int main(int argc, char **argv)
                  {"bcast", bcast_run},
                  {"alltoall", alltoall_run},
                  {"allgather", allgather_run},
-                 {"reduce_scatter_block", reduce_scatter_run}};
+                 {"reduce_scatter_block", reduce_scatter_run},
+                 {"reduce", reduce_run},
+                 {"gather", gather_run},
+                 {"scatter", scatter_run}};
     for (int c = 0; coll && c < (int)(sizeof colls / sizeof colls[0]); c++)
         for (int i = 1; i < ns && sizes[i] <= max / 2; i++) {
             if ((only && strcmp(only, colls[c].name) != 0) || sizes[i] < min)

@@ -12,21 +12,28 @@
  *   Bcast: binomial tree from the root; on 4 or more ranks from
  *     FLIT_MPI_BCAST_SCATTER_MIN bytes, scatter then ring (van de Geijn's).
  *   Reduce: binomial tree; a commutative op reduces towards the root, a
- *     non-commutative one towards rank 0 in rank order, then to the root.
+ *     non-commutative one towards rank 0 in rank order, then to the root;
+ *     from FLIT_MPI_REDUCE_HALVING_MIN bytes a block (the vector over p)
+ *     with a commutative op, recursive halving then the blocks sent to
+ *     the root (Rabenseifner's).
  *   Allreduce: among the largest power of two of ranks (the others fold
  *     into a partner first and get the result last), recursive doubling,
  *     and from FLIT_MPI_ALLREDUCE_HALVING_MIN bytes a block (the vector
  *     over p) with a commutative op recursive halving then doubling
  *     (Rabenseifner's), in the program's buffer for a contiguous type.
- *   Gather(v), Scatter(v): linear at the root.
+ *   Gather, Scatter: on 3 or more ranks below FLIT_MPI_GATHER_LINEAR_MIN
+ *     (FLIT_MPI_SCATTER_LINEAR_MIN) bytes a block, a binomial tree; else,
+ *     and Gatherv, Scatterv (whose ranks do not know each other's
+ *     counts), linear at the root.
  *   Allgather(v): Bruck's, ceil(log2 n) steps, below
  *     FLIT_MPI_ALLGATHER_RING_MIN bytes in all on 4 or more ranks; else a
  *     ring, n - 1 steps.
  *   Alltoall(v/w): on 3 or more ranks with every block below
  *     FLIT_MPI_ALLTOALL_PAIRWISE_MIN bytes, every receive posted and every
  *     block sent at once; else pairwise exchange, n - 1 steps.
- *   Reduce_scatter(_block): recursive halving on 2^k ranks with a
- *     commutative op, else Reduce to rank 0 and Scatter(v).
+ *   Reduce_scatter(_block): with a commutative op recursive halving
+ *     among the largest power of two of ranks, the others folded in (then
+ *     handed their block); else Reduce to rank 0 and Scatter(v).
  *   Scan, Exscan: recursive doubling (MPICH's), any op.
  * Sends are eager (mpi_p2p.c), so no step waits for its receiver.
  */
@@ -309,15 +316,15 @@ static int fold_back(MPI_Comm comm, const fold *f, void *acc, size_t bytes)
     return mp_coll_send(comm, r - 1, T_ALLREDUCE, acc, bytes);
 }
 
-/* Whether an allreduce of count t with op halves: it needs a commutative
-   op, an element per block, and blocks of FLIT_MPI_ALLREDUCE_HALVING_MIN
-   bytes (halving's extra log2 p steps cost more than the bytes they save
-   below it). */
-static int halves(MPI_Comm comm, int count, MPI_Datatype t, MPI_Op op)
+/* Whether a reduction of count t with op halves: it needs a commutative
+   op, an element per block, and blocks of `min` bytes (halving's extra
+   log2 p steps cost more than the bytes they save below it):
+   FLIT_MPI_ALLREDUCE_HALVING_MIN, FLIT_MPI_REDUCE_HALVING_MIN. */
+static int halves(MPI_Comm comm, int count, MPI_Datatype t, MPI_Op op, size_t min)
 {
     int p = fold_of(comm).p;
     return p > 1 && op->commute && count >= p &&
-           mp_type_bytes(t, count) / (size_t)p >= mp_allreduce_halving_min;
+           mp_type_bytes(t, count) / (size_t)p >= min;
 }
 
 /*
@@ -371,6 +378,16 @@ static int double_up(MPI_Comm comm, const fold *f, char *acc, const int *edge,
     return rc;
 }
 
+/* The edges of p blocks of about count / p elements each; NULL without
+   memory. */
+static int *even_edges(int count, int p)
+{
+    int *edge = malloc((size_t)(p + 1) * sizeof *edge);
+    for (int i = 0; edge && i <= p; i++)
+        edge[i] = (int)((long long)count * i / p);
+    return edge;
+}
+
 /* Rabenseifner's allreduce: fold, halve, double up, fold back, on p
    blocks of about count / p elements each (see halves()). */
 static int allreduce_halving(MPI_Comm comm, const char *in, char *acc, char *tmp,
@@ -379,11 +396,9 @@ static int allreduce_halving(MPI_Comm comm, const char *in, char *acc, char *tmp
     fold f = fold_of(comm);
     int rc = fold_in(comm, &f, in, acc, tmp, count, t, op);
     if (!rc && f.v >= 0) {
-        int *edge = malloc((size_t)(f.p + 1) * sizeof *edge);
+        int *edge = even_edges(count, f.p);
         if (!edge)
             return MPI_ERR_NO_MEM;
-        for (int i = 0; i <= f.p; i++)
-            edge[i] = (int)((long long)count * i / f.p);
         rc = halve(comm, &f, comm->rank < 2 * f.rem ? acc : in, acc, tmp, edge, t, op,
                    T_ALLREDUCE);
         if (!rc)
@@ -393,12 +408,42 @@ static int allreduce_halving(MPI_Comm comm, const char *in, char *acc, char *tmp
     return rc ? rc : fold_back(comm, &f, acc, mp_type_bytes(t, count));
 }
 
+/*
+ * Rabenseifner's reduce: fold and halve as the allreduce does, then each
+ * of the p virtual ranks sends its reduced block to the root, which
+ * receives p - 1 of them (p if it folded). A rank sends about twice the
+ * vector in all where a binomial tree sends it once per level, but no
+ * rank reduces more than the vector once. acc holds this rank's packed
+ * data and, at the root, the result; tmp the vector's size.
+ */
+static int reduce_halving(MPI_Comm comm, char *acc, char *tmp, int count, MPI_Datatype t,
+                          MPI_Op op, int root)
+{
+    fold f = fold_of(comm);
+    int *edge = even_edges(count, f.p);
+    if (!edge)
+        return MPI_ERR_NO_MEM;
+    size_t e = mp_type_bytes(t, 1);
+    int rc = fold_in(comm, &f, acc, acc, tmp, count, t, op);
+    if (!rc && f.v >= 0)
+        rc = halve(comm, &f, acc, acc, tmp, edge, t, op, T_REDUCE);
+    if (!rc && f.v >= 0 && comm->rank != root)
+        rc = mp_coll_send(comm, root, T_ROOT, acc + (size_t)edge[f.v] * e,
+                          (size_t)(edge[f.v + 1] - edge[f.v]) * e);
+    for (int w = 0; !rc && comm->rank == root && w < f.p; w++)
+        if (w != f.v)
+            rc = mp_coll_recv(comm, real_of(&f, w), T_ROOT, acc + (size_t)edge[w] * e,
+                              (size_t)(edge[w + 1] - edge[w]) * e);
+    free(edge);
+    return rc;
+}
+
 /* Allreduce of the packed *acc: halving where it halves, else recursive
    doubling among the folded ranks (*acc and *tmp may be swapped). */
 static int allreduce_bytes(MPI_Comm comm, void **acc, void **tmp, int count,
                            MPI_Datatype t, MPI_Op op)
 {
-    if (halves(comm, count, t, op))
+    if (halves(comm, count, t, op, mp_allreduce_halving_min))
         return allreduce_halving(comm, *acc, *acc, *tmp, count, t, op);
     fold f = fold_of(comm);
     size_t bytes = mp_type_bytes(t, count);
@@ -506,7 +551,10 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     rc = reduce_start(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, datatype, &acc,
                       &tmp);
     FAIL(comm, rc, fn);
-    rc = reduce_bytes(comm, &acc, &tmp, count, datatype, op, root);
+    if (halves(comm, count, datatype, op, mp_reduce_halving_min))
+        rc = reduce_halving(comm, acc, tmp, count, datatype, op, root);
+    else
+        rc = reduce_bytes(comm, &acc, &tmp, count, datatype, op, root);
     if (!rc && at_root)
         unpack_all(acc, recvbuf, count, datatype);
     mp_scratch_free(acc);
@@ -525,7 +573,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     rc = check_reduce(comm, sendbuf, recvbuf, count, datatype, op, 1);
     FAIL(comm, rc, fn);
     void *acc, *tmp;
-    if (halves(comm, count, datatype, op) && (acc = run_of(recvbuf, count, datatype))) {
+    if (halves(comm, count, datatype, op, mp_allreduce_halving_min) &&
+        (acc = run_of(recvbuf, count, datatype))) {
         /* reduced in the program's buffer: no packing, no unpacking */
         const char *in = sendbuf == MPI_IN_PLACE ? acc : run_of(sendbuf, count, datatype);
         tmp = alloc_bytes(mp_type_bytes(datatype, count));
@@ -545,75 +594,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     return mp_err(comm, rc, fn);
 }
 
-/* ---- gather and scatter ---- */
+/* ---- per-rank arrays and blocks ---- */
 
-/* Gatherv's work: counts/displs in elements of rtype (root only). */
-static int gatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf,
-                   const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
-                   MPI_Comm comm)
-{
-    if (comm->rank != root) {
-        void *p = packed_copy(sendbuf, scount, stype);
-        if (!p)
-            return MPI_ERR_NO_MEM;
-        int rc = mp_coll_send(comm, root, T_GATHER, p, mp_type_bytes(stype, scount));
-        mp_scratch_free(p);
-        return rc;
-    }
-    int rc = MPI_SUCCESS;
-    for (int i = 0; i < comm->size && !rc; i++) {
-        size_t bytes = mp_type_bytes(rtype, rcounts[i]);
-        void *p = i == root && sendbuf != MPI_IN_PLACE
-                      ? packed_copy(sendbuf, scount, stype)
-                      : alloc_bytes(bytes);
-        if (!p)
-            return MPI_ERR_NO_MEM;
-        if (i == root && sendbuf != MPI_IN_PLACE && mp_type_bytes(stype, scount) != bytes)
-            rc = MPI_ERR_TRUNCATE;
-        else if (i != root)
-            rc = mp_coll_recv(comm, i, T_GATHER, p, bytes);
-        if (!rc && !(i == root && sendbuf == MPI_IN_PLACE))
-            unpack_all(p, elem(recvbuf, displs[i], rtype), rcounts[i], rtype);
-        mp_scratch_free(p);
-    }
-    return rc;
-}
-
-static int scatterv(const void *sendbuf, const int *scounts, const int *displs,
-                    MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype,
-                    int root, MPI_Comm comm)
-{
-    size_t rbytes = mp_type_bytes(rtype, rcount);
-    if (comm->rank != root) {
-        void *p = alloc_bytes(rbytes);
-        if (!p)
-            return MPI_ERR_NO_MEM;
-        int rc = mp_coll_recv(comm, root, T_SCATTER, p, rbytes);
-        if (!rc)
-            unpack_all(p, recvbuf, rcount, rtype);
-        mp_scratch_free(p);
-        return rc;
-    }
-    int rc = MPI_SUCCESS;
-    for (int i = 0; i < comm->size && !rc; i++) {
-        if (i == root && recvbuf == MPI_IN_PLACE)
-            continue;
-        void *p = packed_copy(elem(sendbuf, displs[i], stype), scounts[i], stype);
-        if (!p)
-            return MPI_ERR_NO_MEM;
-        size_t bytes = mp_type_bytes(stype, scounts[i]);
-        if (i != root)
-            rc = mp_coll_send(comm, i, T_SCATTER, p, bytes);
-        else if (bytes != rbytes)
-            rc = MPI_ERR_TRUNCATE;
-        else
-            unpack_all(p, recvbuf, rcount, rtype);
-        mp_scratch_free(p);
-    }
-    return rc;
-}
-
-/* counts and displacements of a regular (non-v) call: i * count. */
 /*
  * The per-rank arrays a regular collective is turned into (its v form):
  * on the caller's stack up to ARRAYS_STACK ranks, else from the heap. A
@@ -655,6 +637,310 @@ static void regular_free(regular *g)
     }
 }
 
+/* One side of an exchange: per peer a count, a byte displacement and a
+   type (Alltoallw's form, to which Alltoall(v) are converted). */
+typedef struct side {
+    const int *counts;
+    MPI_Aint *displs;
+    MPI_Datatype *types;
+    MPI_Aint displs_stack[ARRAYS_STACK]; /* up to ARRAYS_STACK ranks */
+    MPI_Datatype types_stack[ARRAYS_STACK];
+} side;
+
+/* The block for peer i of a side: where it lies, its bytes, and whether
+   it is one run of bytes there (sent from or received into the program's
+   buffer) or was packed into *kept (NULL without memory; for a receive,
+   room to be unpacked from after). */
+static void *block_out(const char *buf, const side *sd, int i, size_t *bytes, void **kept)
+{
+    const char *at = buf + sd->displs[i];
+    *bytes = mp_type_bytes(sd->types[i], sd->counts[i]);
+    void *run = run_of(at, sd->counts[i], sd->types[i]);
+    *kept = run ? NULL : packed_copy(at, sd->counts[i], sd->types[i]);
+    return run ? run : *kept;
+}
+
+static void *block_in(char *buf, const side *sd, int i, size_t *bytes, void **kept)
+{
+    *bytes = mp_type_bytes(sd->types[i], sd->counts[i]);
+    void *run = run_of(buf + sd->displs[i], sd->counts[i], sd->types[i]);
+    *kept = run ? NULL : alloc_bytes(*bytes);
+    return run ? run : *kept;
+}
+
+/* A received block that was packed, unpacked into its place. */
+static void block_done(char *buf, const side *sd, int i, void *kept, size_t bytes)
+{
+    if (kept)
+        mp_unpack(kept, bytes, buf + sd->displs[i], sd->counts[i], sd->types[i]);
+}
+
+/* This rank's own block: copied (memmove: in place, they may overlap). */
+/* A side of n peers: displacements in bytes (displs[i] * scale, or displs[i]
+   when types is given), the one type t for all unless types. */
+static int side_make(side *sd, int n, const int *counts, const int *displs,
+                     MPI_Datatype t, const MPI_Datatype *types)
+{
+    sd->counts = counts;
+    if (n <= ARRAYS_STACK) {
+        sd->displs = sd->displs_stack;
+        sd->types = sd->types_stack;
+    } else {
+        sd->displs = malloc((size_t)n * sizeof *sd->displs);
+        sd->types = malloc((size_t)n * sizeof *sd->types);
+        if (!sd->displs || !sd->types)
+            return MPI_ERR_NO_MEM;
+    }
+    for (int i = 0; i < n; i++) {
+        sd->types[i] = types ? types[i] : t;
+        sd->displs[i] = types ? displs[i] : (MPI_Aint)displs[i] * t->extent;
+    }
+    return MPI_SUCCESS;
+}
+
+static void side_free(side *sd)
+{
+    if (sd->displs != sd->displs_stack) {
+        free(sd->displs);
+        free(sd->types);
+    }
+}
+
+/* count elements of st at s copied to rcount of rt at d, the same bytes
+   (else MPI_ERR_TRUNCATE): memmove between runs of bytes (in place, they
+   may overlap), else through a packed copy. */
+static int copy_block(const void *s, int scount, MPI_Datatype st, void *d, int rcount,
+                      MPI_Datatype rt)
+{
+    size_t bytes = mp_type_bytes(st, scount);
+    if (bytes != mp_type_bytes(rt, rcount))
+        return MPI_ERR_TRUNCATE;
+    char *from = run_of(s, scount, st), *to = run_of(d, rcount, rt);
+    if (from && to) {
+        memmove(to, from, bytes);
+        return MPI_SUCCESS;
+    }
+    void *p = packed_copy(s, scount, st);
+    if (!p)
+        return MPI_ERR_NO_MEM;
+    unpack_all(p, d, rcount, rt);
+    mp_scratch_free(p);
+    return MPI_SUCCESS;
+}
+
+/* count of t at buf sent as one message: from the program's buffer when
+   it is one run of bytes there, else packed. */
+static int send_block(MPI_Comm comm, int to, int tag, const void *buf, int count,
+                      MPI_Datatype t)
+{
+    const char *run = run_of(buf, count, t);
+    void *p = run ? NULL : packed_copy(buf, count, t);
+    if (!run && !p)
+        return MPI_ERR_NO_MEM;
+    int rc = mp_coll_send(comm, to, tag, run ? run : p, mp_type_bytes(t, count));
+    mp_scratch_free(p);
+    return rc;
+}
+
+/* One message received as count of t at buf: into the program's buffer
+   when it is one run of bytes there, else unpacked. */
+static int recv_block(MPI_Comm comm, int from, int tag, void *buf, int count,
+                      MPI_Datatype t)
+{
+    size_t bytes = mp_type_bytes(t, count);
+    char *run = run_of(buf, count, t);
+    void *p = run ? NULL : alloc_bytes(bytes);
+    if (!run && !p)
+        return MPI_ERR_NO_MEM;
+    int rc = mp_coll_recv(comm, from, tag, run ? run : p, bytes);
+    if (!rc && p)
+        unpack_all(p, buf, count, t);
+    mp_scratch_free(p);
+    return rc;
+}
+
+/* ---- gather and scatter ---- */
+
+/* The root's side of a linear gatherv (in: a receive for every other
+   rank's block, posted at once, each into its place when it is one run
+   of bytes there, else unpacked after) or scatterv (out: every other
+   rank's block sent, from the program's buffer when it is one run). */
+static int root_linear(MPI_Comm comm, int root, char *buf, const side *sd, int tag,
+                       int in)
+{
+    int n = comm->size, m = 0, rc = MPI_SUCCESS;
+    mp_part *part = calloc((size_t)n, sizeof *part);
+    void **kept = calloc((size_t)n, sizeof *kept);
+    if (!part || !kept)
+        rc = MPI_ERR_NO_MEM;
+    for (int i = 0; i < n && !rc; i++) {
+        if (i == root)
+            continue;
+        part[m] = (mp_part){i, tag, NULL, 0};
+        part[m].buf = in ? block_in(buf, sd, i, &part[m].bytes, &kept[i])
+                         : block_out(buf, sd, i, &part[m].bytes, &kept[i]);
+        if (!part[m++].buf)
+            rc = MPI_ERR_NO_MEM;
+    }
+    if (!rc)
+        rc = in ? mp_coll_exchange(comm, m, part, 0, NULL)
+                : mp_coll_exchange(comm, 0, NULL, m, part);
+    for (int i = 0; in && !rc && i < n; i++)
+        block_done(buf, sd, i, kept[i], mp_type_bytes(sd->types[i], sd->counts[i]));
+    for (int i = 0; kept && i < n; i++)
+        mp_scratch_free(kept[i]);
+    free(kept);
+    free(part);
+    return rc;
+}
+
+/* Gatherv's work, linear (counts/displs in elements of rtype, the
+   root's); a block sent is sent from the program's buffer when it is one
+   run of bytes there. */
+static int gatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf,
+                   const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
+                   MPI_Comm comm)
+{
+    if (comm->rank != root)
+        return send_block(comm, root, T_GATHER, sendbuf, scount, stype);
+    side rcv;
+    int rc = side_make(&rcv, comm->size, rcounts, displs, rtype, NULL);
+    if (!rc)
+        rc = root_linear(comm, root, recvbuf, &rcv, T_GATHER, 1);
+    if (!rc && sendbuf != MPI_IN_PLACE)
+        rc = copy_block(sendbuf, scount, stype, (char *)recvbuf + rcv.displs[root],
+                        rcounts[root], rtype);
+    side_free(&rcv);
+    return rc;
+}
+
+/* Scatterv's work, linear (gatherv's mirror); a block received goes
+   straight into place when it is one run of bytes there. */
+static int scatterv(const void *sendbuf, const int *scounts, const int *displs,
+                    MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype,
+                    int root, MPI_Comm comm)
+{
+    if (comm->rank != root)
+        return recv_block(comm, root, T_SCATTER, recvbuf, rcount, rtype);
+    side snd;
+    int rc = side_make(&snd, comm->size, scounts, displs, stype, NULL);
+    if (!rc)
+        rc = root_linear(comm, root, (char *)sendbuf, &snd, T_SCATTER, 0);
+    if (!rc && recvbuf != MPI_IN_PLACE)
+        rc = copy_block((const char *)sendbuf + snd.displs[root], scounts[root], stype,
+                        recvbuf, rcount, rtype);
+    side_free(&snd);
+    return rc;
+}
+
+/*
+ * Binomial gather of blocks of `bytes` (MPI_Gather below
+ * FLIT_MPI_GATHER_LINEAR_MIN bytes a block, 3 or more ranks; by default
+ * never: linear, its senders independent, was faster at every size
+ * measured, on 2 cores): the rank
+ * rel ranks after the root holds the blocks of its subtree, rel to
+ * rel + 2^k - 1 (2^k its lowest set bit; the root's, all), in that order,
+ * and hands them to rel - 2^k in one message. The root takes
+ * ceil(log2 n) messages, where gatherv takes n - 1 one after the other.
+ */
+static int gather_tree(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf,
+                       int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    int n = comm->size, rel = (comm->rank - root + n) % n, rc = MPI_SUCCESS;
+    int in_place = rel == 0 && sendbuf == MPI_IN_PLACE;
+    size_t bytes = rel ? mp_type_bytes(stype, scount) : mp_type_bytes(rtype, rcount);
+    if (rel == 0 && !in_place && mp_type_bytes(stype, scount) != bytes)
+        return MPI_ERR_TRUNCATE;
+    int low = rel & -rel, span = rel && low < n - rel ? low : n - rel;
+    char *tmp = alloc_bytes(bytes * (size_t)span);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;
+    if (!in_place)
+        mp_pack(sendbuf, scount, stype, tmp);
+    for (int mask = 1, have = 1; mask < n && !rc; mask <<= 1) {
+        if (rel & mask) {
+            rc = mp_coll_send(comm, (rel - mask + root) % n, T_GATHER, tmp,
+                              bytes * (size_t)have);
+            break;
+        }
+        if (rel + mask >= n)
+            continue;
+        int k = n - rel - mask < mask ? n - rel - mask : mask;
+        rc = mp_coll_recv(comm, (rel + mask + root) % n, T_GATHER,
+                          tmp + bytes * (size_t)mask, bytes * (size_t)k);
+        have = mask + k;
+    }
+    for (int j = in_place; !rc && rel == 0 && j < n; j++)
+        unpack_all(tmp + bytes * (size_t)j,
+                   elem(recvbuf, (MPI_Aint)((j + root) % n) * rcount, rtype), rcount,
+                   rtype);
+    mp_scratch_free(tmp);
+    return rc;
+}
+
+/* Binomial scatter (gather_tree reversed): the root packs the blocks
+   from its own on, in rank order round the ranks; each rank takes its
+   subtree's blocks from its parent in one message and hands each child
+   rel + m (m = 2^(k-1) down to 1) the blocks of the child's subtree. */
+static int scatter_tree(const void *sendbuf, int scount, MPI_Datatype stype,
+                        void *recvbuf, int rcount, MPI_Datatype rtype, int root,
+                        MPI_Comm comm)
+{
+    int n = comm->size, rel = (comm->rank - root + n) % n, rc = MPI_SUCCESS;
+    int in_place = rel == 0 && recvbuf == MPI_IN_PLACE;
+    size_t bytes = rel ? mp_type_bytes(rtype, rcount) : mp_type_bytes(stype, scount);
+    if (rel == 0 && !in_place && mp_type_bytes(rtype, rcount) != bytes)
+        return MPI_ERR_TRUNCATE;
+    int low = 1;
+    while (rel ? !(rel & low) : low < n)
+        low <<= 1;
+    int span = low < n - rel ? low : n - rel;
+    char *tmp = alloc_bytes(bytes * (size_t)span);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;
+    for (int j = in_place; rel == 0 && j < n; j++)
+        mp_pack(elem(sendbuf, (MPI_Aint)((j + root) % n) * scount, stype), scount, stype,
+                tmp + bytes * (size_t)j);
+    if (rel)
+        rc = mp_coll_recv(comm, (rel - low + root) % n, T_SCATTER, tmp,
+                          bytes * (size_t)span);
+    for (int m = low >> 1; m > 0 && !rc; m >>= 1)
+        if (rel + m < n) {
+            int k = n - rel - m < m ? n - rel - m : m;
+            rc = mp_coll_send(comm, (rel + m + root) % n, T_SCATTER,
+                              tmp + bytes * (size_t)m, bytes * (size_t)k);
+        }
+    if (!rc && !in_place)
+        unpack_all(tmp, recvbuf, rcount, rtype);
+    mp_scratch_free(tmp);
+    return rc;
+}
+
+/* A gather's or scatter's arguments: this rank's own block (a gather's
+   send buffer, a scatter's receive buffer; MPI_IN_PLACE at the root) and
+   the root's counts and displacements. */
+static int check_rooted(MPI_Comm comm, int root, const void *own, int count,
+                        MPI_Datatype t, const int *counts, const int *displs,
+                        MPI_Datatype vt)
+{
+    int at_root = comm->rank == root;
+    int rc = check_root(comm, root);
+    if (!rc && (own != MPI_IN_PLACE || !at_root))
+        rc = mp_check_buf(own == MPI_IN_PLACE ? NULL : own, count, t);
+    if (!rc && at_root)
+        rc = check_counts(comm, counts, displs, vt);
+    return rc;
+}
+
+/* Whether a regular gather or scatter of blocks of `bytes` (this rank's
+   view: MPI has every rank's the same) goes by tree: below `linear_min`
+   (FLIT_MPI_GATHER_LINEAR_MIN, FLIT_MPI_SCATTER_LINEAR_MIN) on 3 or more
+   ranks. */
+static int by_tree(MPI_Comm comm, size_t bytes, size_t linear_min)
+{
+    return comm->size >= 3 && bytes < linear_min;
+}
+
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                 int root, MPI_Comm comm)
@@ -665,12 +951,8 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     int rc = check_comm(comm, fn);
     if (rc)
         return rc;
-    int at_root = comm->rank == root;
-    rc = check_root(comm, root);
-    if (!rc && (sendbuf != MPI_IN_PLACE || !at_root))
-        rc = mp_check_buf(sendbuf == MPI_IN_PLACE ? NULL : sendbuf, sendcount, sendtype);
-    if (!rc && at_root)
-        rc = check_counts(comm, recvcounts, displs, recvtype);
+    rc = check_rooted(comm, root, sendbuf, sendcount, sendtype, recvcounts, displs,
+                      recvtype);
     FAIL(comm, rc, fn);
     return mp_err(comm,
                   gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
@@ -683,19 +965,28 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 {
     MP_LOCKED(PMPI_Gather,
               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm));
-    int rc = check_comm(comm, "MPI_Gather");
+    const char *fn = "MPI_Gather";
+    int rc = check_comm(comm, fn);
     if (rc)
         return rc;
-    if (recvcount < 0 && comm->rank == root)
-        return mp_err(comm, MPI_ERR_COUNT, "MPI_Gather");
+    int at_root = comm->rank == root;
+    if (recvcount < 0 && at_root)
+        return mp_err(comm, MPI_ERR_COUNT, fn);
     regular g;
     int *counts = regular_make(&g, comm->size, recvcount), *displs = g.displs;
     if (!counts)
-        return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Gather");
-    rc = PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype,
-                      root, comm);
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
+    rc = check_rooted(comm, root, sendbuf, sendcount, sendtype, counts, displs, recvtype);
+    size_t bytes =
+        at_root ? mp_type_bytes(recvtype, recvcount) : mp_type_bytes(sendtype, sendcount);
+    if (!rc && by_tree(comm, bytes, mp_gather_linear_min))
+        rc = gather_tree(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                         comm);
+    else if (!rc)
+        rc = gatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype,
+                     root, comm);
     regular_free(&g);
-    return rc;
+    return mp_err(comm, rc, fn);
 }
 
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
@@ -708,12 +999,8 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
     int rc = check_comm(comm, fn);
     if (rc)
         return rc;
-    int at_root = comm->rank == root;
-    rc = check_root(comm, root);
-    if (!rc && (recvbuf != MPI_IN_PLACE || !at_root))
-        rc = mp_check_buf(recvbuf == MPI_IN_PLACE ? NULL : recvbuf, recvcount, recvtype);
-    if (!rc && at_root)
-        rc = check_counts(comm, sendcounts, displs, sendtype);
+    rc = check_rooted(comm, root, recvbuf, recvcount, recvtype, sendcounts, displs,
+                      sendtype);
     FAIL(comm, rc, fn);
     return mp_err(comm,
                   scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
@@ -726,19 +1013,28 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 {
     MP_LOCKED(PMPI_Scatter,
               (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm));
-    int rc = check_comm(comm, "MPI_Scatter");
+    const char *fn = "MPI_Scatter";
+    int rc = check_comm(comm, fn);
     if (rc)
         return rc;
-    if (sendcount < 0 && comm->rank == root)
-        return mp_err(comm, MPI_ERR_COUNT, "MPI_Scatter");
+    int at_root = comm->rank == root;
+    if (sendcount < 0 && at_root)
+        return mp_err(comm, MPI_ERR_COUNT, fn);
     regular g;
     int *counts = regular_make(&g, comm->size, sendcount), *displs = g.displs;
     if (!counts)
-        return mp_err(comm, MPI_ERR_NO_MEM, "MPI_Scatter");
-    rc = PMPI_Scatterv(sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype,
-                       root, comm);
+        return mp_err(comm, MPI_ERR_NO_MEM, fn);
+    rc = check_rooted(comm, root, recvbuf, recvcount, recvtype, counts, displs, sendtype);
+    size_t bytes =
+        at_root ? mp_type_bytes(sendtype, sendcount) : mp_type_bytes(recvtype, recvcount);
+    if (!rc && by_tree(comm, bytes, mp_scatter_linear_min))
+        rc = scatter_tree(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                          root, comm);
+    else if (!rc)
+        rc = scatterv(sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype,
+                      root, comm);
     regular_free(&g);
-    return rc;
+    return mp_err(comm, rc, fn);
 }
 
 /* Ring allgather: step s passes on the block of rank (r - s) mod n to the
@@ -877,59 +1173,11 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     return rc;
 }
 
-/* One side of an exchange: per peer a count, a byte displacement and a
-   type (Alltoallw's form, to which Alltoall(v) are converted). */
-typedef struct side {
-    const int *counts;
-    MPI_Aint *displs;
-    MPI_Datatype *types;
-    MPI_Aint displs_stack[ARRAYS_STACK]; /* up to ARRAYS_STACK ranks */
-    MPI_Datatype types_stack[ARRAYS_STACK];
-} side;
-
-/* The block for peer i of a side: where it lies, its bytes, and whether
-   it is one run of bytes there (sent from or received into the program's
-   buffer) or was packed into *kept (NULL without memory; for a receive,
-   room to be unpacked from after). */
-static void *block_out(const char *buf, const side *sd, int i, size_t *bytes, void **kept)
-{
-    const char *at = buf + sd->displs[i];
-    *bytes = mp_type_bytes(sd->types[i], sd->counts[i]);
-    void *run = run_of(at, sd->counts[i], sd->types[i]);
-    *kept = run ? NULL : packed_copy(at, sd->counts[i], sd->types[i]);
-    return run ? run : *kept;
-}
-
-static void *block_in(char *buf, const side *sd, int i, size_t *bytes, void **kept)
-{
-    *bytes = mp_type_bytes(sd->types[i], sd->counts[i]);
-    void *run = run_of(buf + sd->displs[i], sd->counts[i], sd->types[i]);
-    *kept = run ? NULL : alloc_bytes(*bytes);
-    return run ? run : *kept;
-}
-
-/* A received block that was packed, unpacked into its place. */
-static void block_done(char *buf, const side *sd, int i, void *kept, size_t bytes)
-{
-    if (kept)
-        mp_unpack(kept, bytes, buf + sd->displs[i], sd->counts[i], sd->types[i]);
-}
-
-/* This rank's own block: copied (memmove: in place, they may overlap). */
 static int block_self(const char *sbuf, const side *snd, char *rbuf, const side *rcv,
                       int r)
 {
-    size_t sb, rb;
-    void *ok, *ik;
-    void *out = block_out(sbuf, snd, r, &sb, &ok), *in = block_in(rbuf, rcv, r, &rb, &ik);
-    int rc = !out || !in ? MPI_ERR_NO_MEM : sb != rb ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
-    if (!rc) {
-        memmove(in, out, sb);
-        block_done(rbuf, rcv, r, ik, rb);
-    }
-    mp_scratch_free(ok);
-    mp_scratch_free(ik);
-    return rc;
+    return copy_block(sbuf + snd->displs[r], snd->counts[r], snd->types[r],
+                      rbuf + rcv->displs[r], rcv->counts[r], rcv->types[r]);
 }
 
 /* Pairwise exchange: at step s, send to r + s and receive from r - s. */
@@ -1034,36 +1282,6 @@ static int check_side(MPI_Comm comm, const int *counts, const void *displs,
             return MPI_ERR_COUNT;
     }
     return MPI_SUCCESS;
-}
-
-/* A side of n peers: displacements in bytes (displs[i] * scale, or displs[i]
-   when types is given), the one type t for all unless types. */
-static int side_make(side *sd, int n, const int *counts, const int *displs,
-                     MPI_Datatype t, const MPI_Datatype *types)
-{
-    sd->counts = counts;
-    if (n <= ARRAYS_STACK) {
-        sd->displs = sd->displs_stack;
-        sd->types = sd->types_stack;
-    } else {
-        sd->displs = malloc((size_t)n * sizeof *sd->displs);
-        sd->types = malloc((size_t)n * sizeof *sd->types);
-        if (!sd->displs || !sd->types)
-            return MPI_ERR_NO_MEM;
-    }
-    for (int i = 0; i < n; i++) {
-        sd->types[i] = types ? types[i] : t;
-        sd->displs[i] = types ? displs[i] : (MPI_Aint)displs[i] * t->extent;
-    }
-    return MPI_SUCCESS;
-}
-
-static void side_free(side *sd)
-{
-    if (sd->displs != sd->displs_stack) {
-        free(sd->displs);
-        free(sd->types);
-    }
 }
 
 /* Alltoallv (types NULL: one type each side) and Alltoallw, the
@@ -1189,8 +1407,42 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
     return rc;
 }
 
-/* Reduce_scatter(_block): the whole vector reduced to rank 0, which sends
-   each rank its block (counts[i] elements, in rank order). */
+/*
+ * Reduce_scatter with a commutative op, on any number of ranks: fold and
+ * halve as the allreduce does, virtual rank v's block covering the blocks
+ * of the ranks it stands for (edge, the ranks' blocks' edges, in
+ * elements); then the odd rank of a folded pair hands the even one its
+ * part. Each rank's block is left at acc + edge[rank] elements.
+ */
+static int reduce_scatter_halving(MPI_Comm comm, char *acc, char *tmp, const int *edge,
+                                  MPI_Datatype t, MPI_Op op)
+{
+    fold f = fold_of(comm);
+    int r = comm->rank, n = comm->size;
+    size_t e = mp_type_bytes(t, 1);
+    int rc = fold_in(comm, &f, acc, acc, tmp, edge[n], t, op);
+    if (!rc && f.v >= 0 && f.p > 1) {
+        int *vedge = malloc((size_t)(f.p + 1) * sizeof *vedge);
+        if (!vedge)
+            return MPI_ERR_NO_MEM;
+        for (int v = 0; v < f.p; v++)
+            vedge[v] = edge[v < f.rem ? 2 * v : v + f.rem];
+        vedge[f.p] = edge[n];
+        rc = halve(comm, &f, acc, acc, tmp, vedge, t, op, T_SCATTER);
+        free(vedge);
+    }
+    if (rc || r >= 2 * f.rem)
+        return rc;
+    if (f.v < 0)
+        return mp_coll_recv(comm, r + 1, T_SCATTER, acc + (size_t)edge[r] * e,
+                            (size_t)(edge[r + 1] - edge[r]) * e);
+    return mp_coll_send(comm, r - 1, T_SCATTER, acc + (size_t)edge[r - 1] * e,
+                        (size_t)(edge[r] - edge[r - 1]) * e);
+}
+
+/* Reduce_scatter(_block): by halving with a commutative op; else the whole
+   vector reduced to rank 0 in rank order, which sends each rank its block
+   (counts[i] elements, in rank order). */
 static int reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
                           MPI_Datatype t, MPI_Op op, MPI_Comm comm, const char *fn)
 {
@@ -1207,15 +1459,13 @@ static int reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
     void *acc, *tmp;
     rc = reduce_start(in, total, t, &acc, &tmp);
     FAIL(comm, rc, fn);
-    if (n > 1 && !(n & (n - 1)) && op->commute) {
-        /* recursive halving leaves each rank its own block */
+    if (op->commute) {
         int *edge = malloc((size_t)(n + 1) * sizeof *edge);
         rc = edge ? MPI_SUCCESS : MPI_ERR_NO_MEM;
         for (int i = 0; edge && i <= n; i++)
             edge[i] = i ? edge[i - 1] + counts[i - 1] : 0;
-        fold all = fold_of(comm); /* n is a power of two: none folds */
         if (!rc)
-            rc = halve(comm, &all, acc, acc, tmp, edge, t, op, T_SCATTER);
+            rc = reduce_scatter_halving(comm, acc, tmp, edge, t, op);
         if (!rc)
             unpack_all((char *)acc + mp_type_bytes(t, edge[r]), recvbuf, counts[r], t);
         free(edge);

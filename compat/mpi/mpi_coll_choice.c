@@ -16,7 +16,8 @@
 #define NEVER (INT64_C(1) << 40) /* bytes no collective reaches */
 
 size_t mp_bcast_scatter_min, mp_allgather_ring_min, mp_allreduce_halving_min,
-    mp_alltoall_pairwise_min;
+    mp_alltoall_pairwise_min, mp_reduce_halving_min, mp_gather_linear_min,
+    mp_scatter_linear_min;
 
 static const flit_layer_setting_t settings[] = {
     {"FLIT_MPI_BCAST_SCATTER_MIN", 2 << 20, 0, NEVER,
@@ -33,9 +34,23 @@ static const flit_layer_setting_t settings[] = {
     {"FLIT_MPI_ALLTOALL_PAIRWISE_MIN", 64 << 10, 0, NEVER,
      "bytes of the largest block from which MPI_Alltoall(v/w) on 3 or more ranks "
      "exchanges by pairs (n - 1 steps); below, every block sent at once"},
+    {"FLIT_MPI_REDUCE_HALVING_MIN", NEVER, 0, NEVER,
+     "bytes of each of the p blocks from which MPI_Reduce with a commutative op "
+     "halves the vector and sends the root each block (Rabenseifner's); below, a "
+     "binomial tree (by default never: the tree was faster at every size measured "
+     "on 2 cores)"},
+    {"FLIT_MPI_GATHER_LINEAR_MIN", 0, 0, NEVER,
+     "bytes of a rank's block from which MPI_Gather on 3 or more ranks sends each "
+     "block straight to the root; below, a binomial tree (by default linear from "
+     "the first byte: faster at every size measured on 2 cores)"},
+    {"FLIT_MPI_SCATTER_LINEAR_MIN", 16 << 10, 0, NEVER,
+     "bytes of a rank's block from which MPI_Scatter on 3 or more ranks sends each "
+     "block straight from the root; below, a binomial tree"},
 };
-static size_t *const value[] = {&mp_bcast_scatter_min, &mp_allgather_ring_min,
-                                &mp_allreduce_halving_min, &mp_alltoall_pairwise_min};
+static size_t *const value[] = {&mp_bcast_scatter_min,     &mp_allgather_ring_min,
+                                &mp_allreduce_halving_min, &mp_alltoall_pairwise_min,
+                                &mp_reduce_halving_min,    &mp_gather_linear_min,
+                                &mp_scatter_linear_min};
 
 static flit_status open_none(flit_ep_t *ep, void *state)
 {

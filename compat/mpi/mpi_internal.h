@@ -438,7 +438,8 @@ flit_status mp_win_init(void); /* its active-message handlers (MPI_Init) */
 /* mpi_coll_choice.c: the sizes at which collectives change algorithm
    (FLIT_MPI_*), read by mp_coll_choice_init before flit_init. */
 extern size_t mp_bcast_scatter_min, mp_allgather_ring_min, mp_allreduce_halving_min,
-    mp_alltoall_pairwise_min;
+    mp_alltoall_pairwise_min, mp_reduce_halving_min, mp_gather_linear_min,
+    mp_scatter_linear_min;
 flit_status mp_coll_choice_init(void);
 
 #endif /* FLIT_MPI_INTERNAL_H */

@@ -5,12 +5,14 @@
  * change and at the edges (empty, fewer bytes than ranks, odd splits):
  * MPI_Bcast (binomial tree; scatter then ring), MPI_Allgather(v) (Bruck's;
  * ring), MPI_Allreduce (recursive doubling or halving among a power of
- * two of ranks, the others folded in) and MPI_Alltoall(v) (every block at
- * once; pairwise). The tests run it with the FLIT_MPI_*
- * sizes at their defaults and at both extremes, so that every algorithm
- * meets every case; each result is checked element by element, a
- * non-commutative op's in rank order. The non-blocking twins run the same
- * code on a coroutine: one of each is checked too.
+ * two of ranks, the others folded in), MPI_Alltoall(v) (every block at
+ * once; pairwise), MPI_Reduce (binomial tree; halving, then the blocks to
+ * the root), MPI_Gather and MPI_Scatter (binomial tree; linear) and
+ * MPI_Reduce_scatter (halving, folded; reduce and scatter). The tests run it with the
+ * FLIT_MPI_* sizes at their defaults and at both extremes, so that every algorithm meets
+ * every case; each result is checked element by element, a non-commutative op's in rank
+ * order. The non-blocking twins run the same code on a coroutine: one of each is checked
+ * too.
  */
 #include <stdint.h>
 #include <string.h>
@@ -179,6 +181,175 @@ static void allreduces(void)
     free(out);
 }
 
+/* The digits 1 .. size in rank order: a non-commutative op's result. */
+static int digits(void)
+{
+    int want = 0;
+    for (int d = 1; d <= size; d++)
+        want = want * 10 + d;
+    return want;
+}
+
+/* Reduce to every root, at sizes on both sides of where it halves, with a
+   predefined and a user commutative op, and in place at the root (the
+   others' recvbuf ignored: NULL); a non-commutative op, short and long,
+   in rank order. */
+static void reduces(void)
+{
+    static const int counts[] = {1, 3, 7, 8, 1000, 4097, 65537};
+    int *in = malloc(sizeof(int) * 2 * 65537), *out = malloc(sizeof(int) * 65537);
+    CHECK(in && out);
+    MPI_Op user, cat;
+    OK(MPI_Op_create(add_ints, 1, &user));
+    OK(MPI_Op_create(concat_digits, 0, &cat));
+    for (int root = 0; root < size; root++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            int n = counts[c];
+            for (int i = 0; i < n; i++)
+                in[i] = f(rank, i), out[i] = -1;
+            OK(MPI_Reduce(in, out, n, MPI_INT, c % 2 ? user : MPI_SUM, root,
+                          MPI_COMM_WORLD));
+            for (int i = 0; i < n; i++) {
+                long v = 0;
+                for (int r = 0; r < size; r++)
+                    v += f(r, i);
+                CHECK(out[i] == (rank == root ? v : -1));
+            }
+            OK(MPI_Reduce(rank == root ? MPI_IN_PLACE : in, rank == root ? in : NULL, n,
+                          MPI_INT, MPI_MAX, root, MPI_COMM_WORLD));
+            for (int i = 0; i < n; i++)
+                CHECK(in[i] == f(rank == root ? size - 1 : rank, i));
+        }
+    if (size <= 9) {
+        static const int pairs[] = {1, 3, 20000};
+        for (size_t c = 0; c < sizeof pairs / sizeof pairs[0]; c++) {
+            int n = pairs[c], root = (int)c % size;
+            for (int k = 0; k < n; k++)
+                in[2 * k] = rank + 1, in[2 * k + 1] = 10;
+            OK(MPI_Reduce(rank == root ? MPI_IN_PLACE : in, in, n, MPI_2INT, cat, root,
+                          MPI_COMM_WORLD));
+            for (int k = 0; rank == root && k < n; k++)
+                CHECK(in[2 * k] == digits());
+        }
+    }
+    OK(MPI_Op_free(&cat));
+    OK(MPI_Op_free(&user));
+    free(in);
+    free(out);
+}
+
+/* Gather and Scatter from every root, blocks of k ints on both sides of
+   where they go linear (none too), from and to a buffer and in place at
+   the root; rank i's block is seq(i * 64 + root). Then a gather into
+   every other int at the root (a strided type: each block unpacked). */
+static void gathers(void)
+{
+    static const int ks[] = {0, 1, 3, 256, 1023, 1025, 5000};
+    int *all = malloc(sizeof(int) * 2 * 5000 * (size_t)size),
+        *mine = malloc(sizeof(int) * 5000);
+    CHECK(all && mine);
+    for (int root = 0; root < size; root++)
+        for (size_t c = 0; c < sizeof ks / sizeof ks[0]; c++) {
+            int k = ks[c], at_root = rank == root;
+            seq_fill(mine, k, rank * 64 + root);
+            for (int i = 0; i < k * size; i++)
+                all[i] = -7;
+            OK(MPI_Gather(mine, k, MPI_INT, all, k, MPI_INT, root, MPI_COMM_WORLD));
+            for (int i = 0; i < size; i++)
+                CHECK(at_root ? seq_same(all + i * k, k, i * 64 + root)
+                              : k == 0 || all[i * k] == -7);
+            if (at_root)
+                memset(all, 0xff, sizeof(int) * (size_t)(k * size)),
+                    seq_fill(all + root * k, k, root * 64 + root);
+            OK(MPI_Gather(at_root ? MPI_IN_PLACE : mine, k, MPI_INT, all, k, MPI_INT,
+                          root, MPI_COMM_WORLD));
+            for (int i = 0; at_root && i < size; i++)
+                CHECK(seq_same(all + i * k, k, i * 64 + root));
+            /* scatter back what was gathered: each its own block again */
+            for (int i = 0; i < k; i++)
+                mine[i] = -7;
+            OK(MPI_Scatter(all, k, MPI_INT, mine, k, MPI_INT, root, MPI_COMM_WORLD));
+            CHECK(at_root || seq_same(mine, k, rank * 64 + root));
+            CHECK(!at_root || seq_same(mine, k, root * 64 + root));
+            if (at_root)
+                for (int i = 0; i < k; i++)
+                    all[root * k + i] = -9;
+            OK(MPI_Scatter(all, k, MPI_INT, at_root ? MPI_IN_PLACE : mine, k, MPI_INT,
+                           root, MPI_COMM_WORLD));
+            CHECK(at_root ? k == 0 || all[root * k] == -9
+                          : seq_same(mine, k, rank * 64 + root));
+        }
+    MPI_Datatype one, every2;
+    OK(MPI_Type_vector(1, 1, 2, MPI_INT, &one));
+    OK(MPI_Type_create_resized(one, 0, 2 * sizeof(int), &every2));
+    OK(MPI_Type_commit(&every2));
+    int root = size - 1, k = 700;
+    seq_fill(mine, k, rank * 64 + 3);
+    for (int i = 0; i < 2 * k * size; i++)
+        all[i] = -3;
+    OK(MPI_Gather(mine, k, MPI_INT, all, k, every2, root, MPI_COMM_WORLD));
+    for (int i = 0; rank == root && i < size; i++)
+        for (int e = 0; e < k; e++)
+            CHECK(all[2 * (i * k + e)] == seq_at(i * 64 + 3, e) &&
+                  all[2 * (i * k + e) + 1] == -3);
+    OK(MPI_Type_free(&every2));
+    OK(MPI_Type_free(&one));
+    free(mine);
+    free(all);
+}
+
+/* Reduce_scatter with blocks of 0 to many ints (uneven, some ranks none),
+   commutative (halved, the ranks past a power of two folded) and not (in
+   rank order), and Reduce_scatter_block in place. */
+static void reduce_scatters(void)
+{
+    int *counts = malloc(sizeof(int) * (size_t)size);
+    CHECK(counts);
+    static const int scales[] = {1, 3, 1000};
+    for (size_t c = 0; c < sizeof scales / sizeof scales[0]; c++) {
+        int total = 0, off = 0;
+        for (int i = 0; i < size; i++) {
+            counts[i] = (i * 7 + (int)c) % 5 == 2 ? 0 : scales[c] * (1 + i % 3);
+            off += i < rank ? counts[i] : 0;
+            total += counts[i];
+        }
+        int *in = malloc(sizeof(int) * (size_t)(2 * total + 1)),
+            *out = malloc(sizeof(int) * (size_t)(2 * counts[rank] + 1));
+        CHECK(in && out);
+        for (int i = 0; i < total; i++)
+            in[i] = f(rank, i);
+        OK(MPI_Reduce_scatter(in, out, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+        for (int i = 0; i < counts[rank]; i++) {
+            long v = 0;
+            for (int r = 0; r < size; r++)
+                v += f(r, off + i);
+            CHECK(out[i] == v);
+        }
+        if (size <= 9) {
+            MPI_Op cat;
+            OK(MPI_Op_create(concat_digits, 0, &cat));
+            for (int k = 0; k < total; k++)
+                in[2 * k] = rank + 1, in[2 * k + 1] = 10;
+            OK(MPI_Reduce_scatter(in, out, counts, MPI_2INT, cat, MPI_COMM_WORLD));
+            for (int k = 0; k < counts[rank]; k++)
+                CHECK(out[2 * k] == digits());
+            OK(MPI_Op_free(&cat));
+        }
+        free(in);
+        free(out);
+    }
+    enum { B = 300 };
+    int *v = malloc(sizeof(int) * B * (size_t)size);
+    CHECK(v);
+    for (int i = 0; i < B * size; i++)
+        v[i] = f(rank, i);
+    OK(MPI_Reduce_scatter_block(MPI_IN_PLACE, v, B, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    for (int i = 0; i < B; i++)
+        CHECK(v[i] == f(0, rank * B + i));
+    free(v);
+    free(counts);
+}
+
 /* Alltoall of k ints a block, from a buffer and in place; Alltoallv with
    counts by sender and receiver (some none) and a strided receive type
    (each block packed, exchanged, unpacked). Block (i to j) holds ints
@@ -274,6 +445,9 @@ int main(int argc, char **argv)
     allgathers();
     allreduces();
     alltoalls();
+    reduces();
+    gathers();
+    reduce_scatters();
     nonblocking();
     /* on a communicator of every other rank: another size, other ranks */
     MPI_Comm half;
