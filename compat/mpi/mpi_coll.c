@@ -935,9 +935,13 @@ static int check_rooted(MPI_Comm comm, int root, const void *own, int count,
 /* Whether a regular gather or scatter of blocks of `bytes` (this rank's
    view: MPI has every rank's the same) goes by tree: below `linear_min`
    (FLIT_MPI_GATHER_LINEAR_MIN, FLIT_MPI_SCATTER_LINEAR_MIN) on 3 or more
-   ranks. */
+   ranks. A scatter's by default (MP_SIZE_AUTO): below 8 KiB on 5 or more
+   ranks (on 4, the tree's extra hop costs what it saves; docs/mpi.md,
+   "Collectives by size"). */
 static int by_tree(MPI_Comm comm, size_t bytes, size_t linear_min)
 {
+    if (linear_min == MP_SIZE_AUTO)
+        linear_min = comm->size >= 5 ? 8192 : 0;
     return comm->size >= 3 && bytes < linear_min;
 }
 

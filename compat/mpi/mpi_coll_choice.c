@@ -43,9 +43,10 @@ static const flit_layer_setting_t settings[] = {
      "bytes of a rank's block from which MPI_Gather on 3 or more ranks sends each "
      "block straight to the root; below, a binomial tree (by default linear from "
      "the first byte: faster at every size measured on 2 cores)"},
-    {"FLIT_MPI_SCATTER_LINEAR_MIN", 16 << 10, 0, NEVER,
+    {"FLIT_MPI_SCATTER_LINEAR_MIN", -1, -1, NEVER,
      "bytes of a rank's block from which MPI_Scatter on 3 or more ranks sends each "
-     "block straight from the root; below, a binomial tree"},
+     "block straight from the root; below, a binomial tree; -1: 8192 on 5 or more "
+     "ranks, linear on fewer (on 4 the tree's extra hop cost what it saved)"},
 };
 static size_t *const value[] = {&mp_bcast_scatter_min,     &mp_allgather_ring_min,
                                 &mp_allreduce_halving_min, &mp_alltoall_pairwise_min,
@@ -71,7 +72,7 @@ static const flit_layer_t layer = {
 flit_status mp_coll_choice_init(void)
 {
     for (unsigned i = 0; i < layer.nsettings; i++)
-        *value[i] = (size_t)settings[i].def;
+        *value[i] = settings[i].def < 0 ? MP_SIZE_AUTO : (size_t)settings[i].def;
     flit_status st = flit_layer_register(&layer);
     if (st == FLIT_ERR_AGAIN) { /* the program made an endpoint before MPI_Init */
         flit_log(FLIT_LOG_WARN, "MPI_Init after flit_ep_create: the FLIT_MPI_* "
@@ -81,7 +82,7 @@ flit_status mp_coll_choice_init(void)
     for (unsigned i = 0; st == FLIT_OK && i < layer.nsettings; i++) {
         int64_t v;
         st = flit_layer_setting(&layer, settings[i].name, &v);
-        *value[i] = (size_t)v;
+        *value[i] = v < 0 ? MP_SIZE_AUTO : (size_t)v;
     }
     return st;
 }
