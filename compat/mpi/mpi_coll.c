@@ -33,7 +33,8 @@
  *     block sent at once; else pairwise exchange, n - 1 steps.
  *   Reduce_scatter(_block): with a commutative op recursive halving
  *     among the largest power of two of ranks, the others folded in (then
- *     handed their block); else Reduce to rank 0 and Scatter(v).
+ *     handed their block), from FLIT_MPI_REDUCE_SCATTER_HALVING_MIN bytes
+ *     of the vector where some fold; else Reduce to rank 0 and Scatter(v).
  *   Scan, Exscan: recursive doubling (MPICH's), any op.
  * Sends are eager (mpi_p2p.c), so no step waits for its receiver.
  */
@@ -1444,7 +1445,9 @@ static int reduce_scatter_halving(MPI_Comm comm, char *acc, char *tmp, const int
                         (size_t)(edge[r] - edge[r - 1]) * e);
 }
 
-/* Reduce_scatter(_block): by halving with a commutative op; else the whole
+/* Reduce_scatter(_block): by halving with a commutative op, on a rank
+   count not a power of two (folded: two steps more) from
+   FLIT_MPI_REDUCE_SCATTER_HALVING_MIN bytes of the vector; else the whole
    vector reduced to rank 0 in rank order, which sends each rank its block
    (counts[i] elements, in rank order). */
 static int reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
@@ -1463,7 +1466,8 @@ static int reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
     void *acc, *tmp;
     rc = reduce_start(in, total, t, &acc, &tmp);
     FAIL(comm, rc, fn);
-    if (op->commute) {
+    if (op->commute &&
+        (!(n & (n - 1)) || mp_type_bytes(t, total) >= mp_reduce_scatter_halving_min)) {
         int *edge = malloc((size_t)(n + 1) * sizeof *edge);
         rc = edge ? MPI_SUCCESS : MPI_ERR_NO_MEM;
         for (int i = 0; edge && i <= n; i++)

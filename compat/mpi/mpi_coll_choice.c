@@ -17,7 +17,7 @@
 
 size_t mp_bcast_scatter_min, mp_allgather_ring_min, mp_allreduce_halving_min,
     mp_alltoall_pairwise_min, mp_reduce_halving_min, mp_gather_linear_min,
-    mp_scatter_linear_min;
+    mp_scatter_linear_min, mp_reduce_scatter_halving_min;
 
 static const flit_layer_setting_t settings[] = {
     {"FLIT_MPI_BCAST_SCATTER_MIN", 2 << 20, 0, NEVER,
@@ -47,11 +47,16 @@ static const flit_layer_setting_t settings[] = {
      "bytes of a rank's block from which MPI_Scatter on 3 or more ranks sends each "
      "block straight from the root; below, a binomial tree; -1: 8192 on 5 or more "
      "ranks, linear on fewer (on 4 the tree's extra hop cost what it saved)"},
+    {"FLIT_MPI_REDUCE_SCATTER_HALVING_MIN", 1 << 10, 0, NEVER,
+     "bytes of the whole vector from which MPI_Reduce_scatter(_block) with a "
+     "commutative op on a rank count not a power of two halves it, the ranks past "
+     "the power of two folded in; below, a reduction to rank 0 then a scatter (on "
+     "2^k ranks it always halves)"},
 };
-static size_t *const value[] = {&mp_bcast_scatter_min,     &mp_allgather_ring_min,
-                                &mp_allreduce_halving_min, &mp_alltoall_pairwise_min,
-                                &mp_reduce_halving_min,    &mp_gather_linear_min,
-                                &mp_scatter_linear_min};
+static size_t *const value[] = {
+    &mp_bcast_scatter_min,     &mp_allgather_ring_min,        &mp_allreduce_halving_min,
+    &mp_alltoall_pairwise_min, &mp_reduce_halving_min,        &mp_gather_linear_min,
+    &mp_scatter_linear_min,    &mp_reduce_scatter_halving_min};
 
 static flit_status open_none(flit_ep_t *ep, void *state)
 {
