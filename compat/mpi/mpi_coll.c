@@ -11,7 +11,9 @@
  *   Barrier: dissemination, ceil(log2 n) rounds of empty messages.
  *   Bcast: binomial tree from the root; on 4 or more ranks from
  *     FLIT_MPI_BCAST_SCATTER_MIN bytes, scatter then ring (van de Geijn's).
- *   Reduce: binomial tree; a commutative op reduces towards the root, a
+ *   Reduce: on 4 to 32 ranks below FLIT_MPI_REDUCE_TREE_MIN bytes, every
+ *     rank sends the root its vector (linear); else a binomial tree; a
+ *     commutative op reduces towards the root, a
  *     non-commutative one towards rank 0 in rank order, then to the root;
  *     from FLIT_MPI_REDUCE_HALVING_MIN bytes a block (the vector over p)
  *     with a commutative op, recursive halving then the blocks sent to
@@ -237,6 +239,61 @@ static int reduce_to(MPI_Comm comm, void **acc, void **tmp, int count, MPI_Datat
         *tmp = s;
     }
     return rc;
+}
+
+/*
+ * Linear reduction of the packed *acc to root: every other rank sends the
+ * root its vector and is done; the root takes them all at once and
+ * reduces them in rank order, v0 op (v1 op (... op vn-1)), so any op
+ * will do. No rank waits for another but the root, where a tree's inner
+ * ranks wait for their subtrees: below FLIT_MPI_REDUCE_TREE_MIN bytes.
+ * On return *acc holds the result at the root (*acc and *tmp may have
+ * been swapped).
+ */
+static int reduce_linear(MPI_Comm comm, void **acc, void **tmp, int count, MPI_Datatype t,
+                         MPI_Op op, int root)
+{
+    int n = comm->size, rc = MPI_SUCCESS;
+    size_t bytes = mp_type_bytes(t, count);
+    if (comm->rank != root)
+        return mp_coll_send(comm, root, T_REDUCE, *acc, bytes);
+    if (n == 1)
+        return MPI_SUCCESS;
+    char *all = alloc_bytes(bytes * (size_t)(n - 1));
+    mp_part *in = calloc((size_t)n - 1, sizeof *in);
+    if (!all || !in)
+        rc = MPI_ERR_NO_MEM;
+    for (int i = 0, m = 0; !rc && i < n; i++)
+        if (i != root) {
+            in[m] = (mp_part){i, T_REDUCE, all + bytes * (size_t)m, bytes};
+            m++;
+        }
+    if (!rc)
+        rc = mp_coll_exchange(comm, n - 1, in, 0, NULL);
+    for (int i = n - 1; !rc && i >= 0; i--) { /* *tmp = v(i) op *tmp */
+        const char *v = i == root ? *acc : all + bytes * (size_t)(i < root ? i : i - 1);
+        if (i == n - 1)
+            memcpy(*tmp, v, bytes);
+        else
+            rc = mp_op_apply(op, v, *tmp, count, t);
+    }
+    if (!rc) {
+        void *s = *acc;
+        *acc = *tmp;
+        *tmp = s;
+    }
+    free(in);
+    mp_scratch_free(all);
+    return rc;
+}
+
+/* Whether a reduction of `bytes` to a root goes linear: below
+   FLIT_MPI_REDUCE_TREE_MIN on 4 to 32 ranks (on 3 the tree is the same
+   two messages; beyond 32, unmeasured, the root's n - 1 receptions and
+   reductions in a row would outgrow a tree's log2 n levels). */
+static int reduces_linear(MPI_Comm comm, size_t bytes)
+{
+    return comm->size >= 4 && comm->size <= 32 && bytes < mp_reduce_tree_min;
 }
 
 /* Reduction of acc to root: towards the root itself when the op commutes
@@ -554,6 +611,8 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     FAIL(comm, rc, fn);
     if (halves(comm, count, datatype, op, mp_reduce_halving_min))
         rc = reduce_halving(comm, acc, tmp, count, datatype, op, root);
+    else if (reduces_linear(comm, mp_type_bytes(datatype, count)))
+        rc = reduce_linear(comm, &acc, &tmp, count, datatype, op, root);
     else
         rc = reduce_bytes(comm, &acc, &tmp, count, datatype, op, root);
     if (!rc && at_root)

@@ -17,7 +17,7 @@
 
 size_t mp_bcast_scatter_min, mp_allgather_ring_min, mp_allreduce_halving_min,
     mp_alltoall_pairwise_min, mp_reduce_halving_min, mp_gather_linear_min,
-    mp_scatter_linear_min, mp_reduce_scatter_halving_min;
+    mp_scatter_linear_min, mp_reduce_scatter_halving_min, mp_reduce_tree_min;
 
 static const flit_layer_setting_t settings[] = {
     {"FLIT_MPI_BCAST_SCATTER_MIN", 2 << 20, 0, NEVER,
@@ -52,11 +52,16 @@ static const flit_layer_setting_t settings[] = {
      "commutative op on a rank count not a power of two halves it, the ranks past "
      "the power of two folded in; below, a reduction to rank 0 then a scatter (on "
      "2^k ranks it always halves)"},
+    {"FLIT_MPI_REDUCE_TREE_MIN", 32 << 10, 0, NEVER,
+     "bytes of the vector from which MPI_Reduce on 4 to 32 ranks goes by binomial "
+     "tree; below, every rank sends the root its vector and the root reduces them"},
 };
 static size_t *const value[] = {
-    &mp_bcast_scatter_min,     &mp_allgather_ring_min,        &mp_allreduce_halving_min,
-    &mp_alltoall_pairwise_min, &mp_reduce_halving_min,        &mp_gather_linear_min,
-    &mp_scatter_linear_min,    &mp_reduce_scatter_halving_min};
+    &mp_bcast_scatter_min,     &mp_allgather_ring_min,         &mp_allreduce_halving_min,
+    &mp_alltoall_pairwise_min, &mp_reduce_halving_min,         &mp_gather_linear_min,
+    &mp_scatter_linear_min,    &mp_reduce_scatter_halving_min, &mp_reduce_tree_min};
+_Static_assert(sizeof value / sizeof value[0] == sizeof settings / sizeof settings[0],
+               "a variable for each setting");
 
 static flit_status open_none(flit_ep_t *ep, void *state)
 {
