@@ -766,6 +766,8 @@ static void side_free(side *sd)
     }
 }
 
+static char no_bytes; /* where an empty block is */
+
 /* count elements of st at s copied to rcount of rt at d, the same bytes
    (else MPI_ERR_TRUNCATE): memmove between runs of bytes (in place, they
    may overlap), else through a packed copy. */
@@ -829,8 +831,10 @@ static int root_linear(MPI_Comm comm, int root, char *buf, const side *sd, int t
                        int in)
 {
     int n = comm->size, m = 0, rc = MPI_SUCCESS;
-    mp_part *part = calloc((size_t)n, sizeof *part);
-    void **kept = calloc((size_t)n, sizeof *kept);
+    mp_part part_stack[ARRAYS_STACK] = {{0}};
+    void *kept_stack[ARRAYS_STACK] = {0};
+    mp_part *part = n <= ARRAYS_STACK ? part_stack : calloc((size_t)n, sizeof *part);
+    void **kept = n <= ARRAYS_STACK ? kept_stack : calloc((size_t)n, sizeof *kept);
     if (!part || !kept)
         rc = MPI_ERR_NO_MEM;
     for (int i = 0; i < n && !rc; i++) {
@@ -849,8 +853,10 @@ static int root_linear(MPI_Comm comm, int root, char *buf, const side *sd, int t
         block_done(buf, sd, i, kept[i], mp_type_bytes(sd->types[i], sd->counts[i]));
     for (int i = 0; kept && i < n; i++)
         mp_scratch_free(kept[i]);
-    free(kept);
-    free(part);
+    if (kept != kept_stack)
+        free(kept);
+    if (part != part_stack)
+        free(part);
     return rc;
 }
 
@@ -890,6 +896,41 @@ static int scatterv(const void *sendbuf, const int *scounts, const int *displs,
         rc = copy_block((const char *)sendbuf + snd.displs[root], scounts[root], stype,
                         recvbuf, rcount, rtype);
     side_free(&snd);
+    return rc;
+}
+
+/* Linear gather of regular blocks: every receive posted at once, each
+   into its place, with no per-rank arrays but the receives' where the
+   blocks are runs of bytes in the receive buffer and the ranks few (else
+   by gatherv's arrays, each block unpacked after). */
+static int gather_linear(const void *sendbuf, int scount, MPI_Datatype stype,
+                         void *recvbuf, int rcount, MPI_Datatype rtype, int root,
+                         MPI_Comm comm)
+{
+    int n = comm->size, m = 0, rc;
+    if (comm->rank != root)
+        return send_block(comm, root, T_GATHER, sendbuf, scount, stype);
+    if (n - 1 > ARRAYS_STACK || (rcount > 0 && !run_of(recvbuf, rcount, rtype))) {
+        regular g;
+        int *counts = regular_make(&g, n, rcount);
+        if (!counts)
+            return MPI_ERR_NO_MEM;
+        rc =
+            gatherv(sendbuf, scount, stype, recvbuf, counts, g.displs, rtype, root, comm);
+        regular_free(&g);
+        return rc;
+    }
+    mp_part part[ARRAYS_STACK];
+    size_t bytes = mp_type_bytes(rtype, rcount);
+    for (int i = 0; i < n; i++)
+        if (i != root) {
+            char *at = run_of(elem(recvbuf, (MPI_Aint)i * rcount, rtype), rcount, rtype);
+            part[m++] = (mp_part){i, T_GATHER, at ? at : &no_bytes, bytes};
+        }
+    rc = mp_coll_exchange(comm, m, part, 0, NULL);
+    if (!rc && sendbuf != MPI_IN_PLACE)
+        rc = copy_block(sendbuf, scount, stype,
+                        elem(recvbuf, (MPI_Aint)root * rcount, rtype), rcount, rtype);
     return rc;
 }
 
@@ -935,6 +976,27 @@ static int gather_tree(const void *sendbuf, int scount, MPI_Datatype stype, void
                    elem(recvbuf, (MPI_Aint)((j + root) % n) * rcount, rtype), rcount,
                    rtype);
     mp_scratch_free(tmp);
+    return rc;
+}
+
+/* Linear scatter of regular blocks: the root sends each rank its block
+   (from the program's buffer when it is one run of bytes there), with no
+   per-rank arrays: on 2 ranks a scatter is a one-way message, and its
+   set-up was a third of its time. */
+static int scatter_linear(const void *sendbuf, int scount, MPI_Datatype stype,
+                          void *recvbuf, int rcount, MPI_Datatype rtype, int root,
+                          MPI_Comm comm)
+{
+    if (comm->rank != root)
+        return recv_block(comm, root, T_SCATTER, recvbuf, rcount, rtype);
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < comm->size && !rc; i++)
+        if (i != root)
+            rc = send_block(comm, i, T_SCATTER,
+                            elem(sendbuf, (MPI_Aint)i * scount, stype), scount, stype);
+    if (!rc && recvbuf != MPI_IN_PLACE)
+        rc = copy_block(elem(sendbuf, (MPI_Aint)root * scount, stype), scount, stype,
+                        recvbuf, rcount, rtype);
     return rc;
 }
 
@@ -1034,22 +1096,20 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
     if (rc)
         return rc;
     int at_root = comm->rank == root;
-    if (recvcount < 0 && at_root)
-        return mp_err(comm, MPI_ERR_COUNT, fn);
-    regular g;
-    int *counts = regular_make(&g, comm->size, recvcount), *displs = g.displs;
-    if (!counts)
-        return mp_err(comm, MPI_ERR_NO_MEM, fn);
-    rc = check_rooted(comm, root, sendbuf, sendcount, sendtype, counts, displs, recvtype);
+    rc = check_root(comm, root);
+    if (!rc && (sendbuf != MPI_IN_PLACE || !at_root))
+        rc = mp_check_buf(sendbuf == MPI_IN_PLACE ? NULL : sendbuf, sendcount, sendtype);
+    if (!rc && at_root)
+        rc = mp_check_buf(recvbuf, recvcount, recvtype);
+    FAIL(comm, rc, fn);
     size_t bytes =
         at_root ? mp_type_bytes(recvtype, recvcount) : mp_type_bytes(sendtype, sendcount);
-    if (!rc && by_tree(comm, bytes, mp_gather_linear_min))
+    if (by_tree(comm, bytes, mp_gather_linear_min))
         rc = gather_tree(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
                          comm);
-    else if (!rc)
-        rc = gatherv(sendbuf, sendcount, sendtype, recvbuf, counts, displs, recvtype,
-                     root, comm);
-    regular_free(&g);
+    else
+        rc = gather_linear(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                           root, comm);
     return mp_err(comm, rc, fn);
 }
 
@@ -1082,28 +1142,25 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     if (rc)
         return rc;
     int at_root = comm->rank == root;
-    if (sendcount < 0 && at_root)
-        return mp_err(comm, MPI_ERR_COUNT, fn);
-    regular g;
-    int *counts = regular_make(&g, comm->size, sendcount), *displs = g.displs;
-    if (!counts)
-        return mp_err(comm, MPI_ERR_NO_MEM, fn);
-    rc = check_rooted(comm, root, recvbuf, recvcount, recvtype, counts, displs, sendtype);
+    rc = check_root(comm, root);
+    if (!rc && (recvbuf != MPI_IN_PLACE || !at_root))
+        rc = mp_check_buf(recvbuf == MPI_IN_PLACE ? NULL : recvbuf, recvcount, recvtype);
+    if (!rc && at_root)
+        rc = mp_check_buf(sendbuf, sendcount, sendtype);
+    FAIL(comm, rc, fn);
     size_t bytes =
         at_root ? mp_type_bytes(sendtype, sendcount) : mp_type_bytes(recvtype, recvcount);
-    if (!rc && by_tree(comm, bytes, mp_scatter_linear_min))
+    if (by_tree(comm, bytes, mp_scatter_linear_min))
         rc = scatter_tree(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                           root, comm);
-    else if (!rc)
-        rc = scatterv(sendbuf, counts, displs, sendtype, recvbuf, recvcount, recvtype,
-                      root, comm);
-    regular_free(&g);
+    else
+        rc = scatter_linear(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                            root, comm);
     return mp_err(comm, rc, fn);
 }
 
 /* Ring allgather: step s passes on the block of rank (r - s) mod n to the
    right. The n blocks are at at[i], len[i] bytes each. */
-static char no_bytes; /* where an empty block is */
 
 static int ring_allgather(MPI_Comm comm, char *const *at, const size_t *len)
 {
