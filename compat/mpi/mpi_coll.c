@@ -18,7 +18,9 @@
  *     from FLIT_MPI_REDUCE_HALVING_MIN bytes a block (the vector over p)
  *     with a commutative op, recursive halving then the blocks sent to
  *     the root (Rabenseifner's).
- *   Allreduce: among the largest power of two of ranks (the others fold
+ *   Allreduce: below FLIT_MPI_ALLREDUCE_DOUBLING_MIN bytes on 3, 5 to 8
+ *     ranks, every rank sends every other its vector (one round); else
+ *     among the largest power of two of ranks (the others fold
  *     into a partner first and get the result last), recursive doubling,
  *     and from FLIT_MPI_ALLREDUCE_HALVING_MIN bytes a block (the vector
  *     over p) with a commutative op recursive halving then doubling
@@ -496,6 +498,58 @@ static int reduce_halving(MPI_Comm comm, char *acc, char *tmp, int count, MPI_Da
     return rc;
 }
 
+/* Whether an allreduce of `bytes` goes by allreduce_posted: below
+   FLIT_MPI_ALLREDUCE_DOUBLING_MIN on up to 8 ranks where recursive
+   doubling would take 3 rounds or more (3, 5 to 8 ranks; on 4 its 2
+   rounds were faster). */
+static int posts_all(MPI_Comm comm, size_t bytes)
+{
+    fold f = fold_of(comm);
+    int rounds = f.rem ? 2 : 0;
+    for (int p = f.p; p > 1; p >>= 1)
+        rounds++;
+    return comm->size <= 8 && rounds >= 3 && bytes < mp_allreduce_doubling_min;
+}
+
+/*
+ * Allreduce of a small packed *acc on a few ranks: every rank sends every
+ * other its vector, all at once, and reduces the n vectors itself in rank
+ * order, v0 op (v1 op (... op vn-1)), so any op will do. One round of
+ * messages, no rank waiting for another's partial result, where recursive
+ * doubling takes log2 p rounds (2 more when some fold), each waiting for
+ * the last (posts_all says when). *acc and *tmp may be swapped.
+ */
+static int allreduce_posted(MPI_Comm comm, void **acc, void **tmp, int count,
+                            MPI_Datatype t, MPI_Op op)
+{
+    int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
+    size_t bytes = mp_type_bytes(t, count);
+    char *all = alloc_bytes(bytes * (size_t)n);
+    if (!all)
+        return MPI_ERR_NO_MEM;
+    mp_part in[8], out[8];
+    for (int s = 1; s < n; s++) {
+        int to = (r + s) % n, from = (r - s + n) % n;
+        out[s - 1] = (mp_part){to, T_ALLREDUCE, *acc, bytes};
+        in[s - 1] = (mp_part){from, T_ALLREDUCE, all + bytes * (size_t)from, bytes};
+    }
+    rc = mp_coll_exchange(comm, n - 1, in, n - 1, out);
+    for (int i = n - 1; !rc && i >= 0; i--) { /* *tmp = v(i) op *tmp */
+        const char *v = i == r ? *acc : all + bytes * (size_t)i;
+        if (i == n - 1)
+            memcpy(*tmp, v, bytes);
+        else
+            rc = mp_op_apply(op, v, *tmp, count, t);
+    }
+    if (!rc) {
+        void *sw = *acc;
+        *acc = *tmp;
+        *tmp = sw;
+    }
+    mp_scratch_free(all);
+    return rc;
+}
+
 /* Allreduce of the packed *acc: halving where it halves, else recursive
    doubling among the folded ranks (*acc and *tmp may be swapped). */
 static int allreduce_bytes(MPI_Comm comm, void **acc, void **tmp, int count,
@@ -503,6 +557,8 @@ static int allreduce_bytes(MPI_Comm comm, void **acc, void **tmp, int count,
 {
     if (halves(comm, count, t, op, mp_allreduce_halving_min))
         return allreduce_halving(comm, *acc, *acc, *tmp, count, t, op);
+    if (posts_all(comm, mp_type_bytes(t, count)))
+        return allreduce_posted(comm, acc, tmp, count, t, op);
     fold f = fold_of(comm);
     size_t bytes = mp_type_bytes(t, count);
     int rc = fold_in(comm, &f, *acc, *acc, *tmp, count, t, op);

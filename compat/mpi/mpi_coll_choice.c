@@ -17,7 +17,8 @@
 
 size_t mp_bcast_scatter_min, mp_allgather_ring_min, mp_allreduce_halving_min,
     mp_alltoall_pairwise_min, mp_reduce_halving_min, mp_gather_linear_min,
-    mp_scatter_linear_min, mp_reduce_scatter_halving_min, mp_reduce_tree_min;
+    mp_scatter_linear_min, mp_reduce_scatter_halving_min, mp_reduce_tree_min,
+    mp_allreduce_doubling_min;
 
 static const flit_layer_setting_t settings[] = {
     {"FLIT_MPI_BCAST_SCATTER_MIN", 2 << 20, 0, NEVER,
@@ -55,11 +56,16 @@ static const flit_layer_setting_t settings[] = {
     {"FLIT_MPI_REDUCE_TREE_MIN", 32 << 10, 0, NEVER,
      "bytes of the vector from which MPI_Reduce on 4 to 32 ranks goes by binomial "
      "tree; below, every rank sends the root its vector and the root reduces them"},
+    {"FLIT_MPI_ALLREDUCE_DOUBLING_MIN", 2 << 10, 0, NEVER,
+     "bytes of the vector from which MPI_Allreduce on 3 or 5 to 8 ranks goes by "
+     "recursive doubling; below, every rank sends every other its vector and reduces "
+     "them all (one round, where doubling takes 3 or more)"},
 };
-static size_t *const value[] = {
-    &mp_bcast_scatter_min,     &mp_allgather_ring_min,         &mp_allreduce_halving_min,
-    &mp_alltoall_pairwise_min, &mp_reduce_halving_min,         &mp_gather_linear_min,
-    &mp_scatter_linear_min,    &mp_reduce_scatter_halving_min, &mp_reduce_tree_min};
+static size_t *const value[] = {&mp_bcast_scatter_min,     &mp_allgather_ring_min,
+                                &mp_allreduce_halving_min, &mp_alltoall_pairwise_min,
+                                &mp_reduce_halving_min,    &mp_gather_linear_min,
+                                &mp_scatter_linear_min,    &mp_reduce_scatter_halving_min,
+                                &mp_reduce_tree_min,       &mp_allreduce_doubling_min};
 _Static_assert(sizeof value / sizeof value[0] == sizeof settings / sizeof settings[0],
                "a variable for each setting");
 

@@ -440,7 +440,7 @@ flit_status mp_win_init(void); /* its active-message handlers (MPI_Init) */
 extern size_t mp_bcast_scatter_min, mp_allgather_ring_min, mp_allreduce_halving_min,
     mp_alltoall_pairwise_min, mp_reduce_halving_min, mp_gather_linear_min,
     mp_scatter_linear_min, /* MP_SIZE_AUTO: chosen by the rank count */
-    mp_reduce_scatter_halving_min, mp_reduce_tree_min;
+    mp_reduce_scatter_halving_min, mp_reduce_tree_min, mp_allreduce_doubling_min;
 #define MP_SIZE_AUTO SIZE_MAX /* a setting's -1 */
 flit_status mp_coll_choice_init(void);
 
