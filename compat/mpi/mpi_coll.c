@@ -243,6 +243,31 @@ static int reduce_to(MPI_Comm comm, void **acc, void **tmp, int count, MPI_Datat
     return rc;
 }
 
+/* The n vectors of a reduction, this rank's (the self-th) in *acc and the
+   others' in `others` in rank order, reduced in rank order into *acc:
+   v0 op (v1 op (... op vn-1)), so any op will do (*acc and *tmp are
+   swapped). */
+static int reduce_in_order(void **acc, void **tmp, const char *others, int n, int self,
+                           int count, MPI_Datatype t, MPI_Op op)
+{
+    size_t bytes = mp_type_bytes(t, count);
+    int rc = MPI_SUCCESS;
+    for (int i = n - 1; !rc && i >= 0; i--) { /* *tmp = v(i) op *tmp */
+        const char *v =
+            i == self ? *acc : others + bytes * (size_t)(i < self ? i : i - 1);
+        if (i == n - 1)
+            memcpy(*tmp, v, bytes);
+        else
+            rc = mp_op_apply(op, v, *tmp, count, t);
+    }
+    if (!rc) {
+        void *sw = *acc;
+        *acc = *tmp;
+        *tmp = sw;
+    }
+    return rc;
+}
+
 /*
  * Linear reduction of the packed *acc to root: every other rank sends the
  * root its vector and is done; the root takes them all at once and
@@ -272,18 +297,8 @@ static int reduce_linear(MPI_Comm comm, void **acc, void **tmp, int count, MPI_D
         }
     if (!rc)
         rc = mp_coll_exchange(comm, n - 1, in, 0, NULL);
-    for (int i = n - 1; !rc && i >= 0; i--) { /* *tmp = v(i) op *tmp */
-        const char *v = i == root ? *acc : all + bytes * (size_t)(i < root ? i : i - 1);
-        if (i == n - 1)
-            memcpy(*tmp, v, bytes);
-        else
-            rc = mp_op_apply(op, v, *tmp, count, t);
-    }
-    if (!rc) {
-        void *s = *acc;
-        *acc = *tmp;
-        *tmp = s;
-    }
+    if (!rc)
+        rc = reduce_in_order(acc, tmp, all, n, root, count, t, op);
     free(in);
     mp_scratch_free(all);
     return rc;
@@ -524,28 +539,19 @@ static int allreduce_posted(MPI_Comm comm, void **acc, void **tmp, int count,
 {
     int n = comm->size, r = comm->rank, rc = MPI_SUCCESS;
     size_t bytes = mp_type_bytes(t, count);
-    char *all = alloc_bytes(bytes * (size_t)n);
+    char *all = alloc_bytes(bytes * (size_t)(n - 1)); /* the others' vectors */
     if (!all)
         return MPI_ERR_NO_MEM;
     mp_part in[8], out[8];
     for (int s = 1; s < n; s++) {
         int to = (r + s) % n, from = (r - s + n) % n;
         out[s - 1] = (mp_part){to, T_ALLREDUCE, *acc, bytes};
-        in[s - 1] = (mp_part){from, T_ALLREDUCE, all + bytes * (size_t)from, bytes};
+        in[s - 1] = (mp_part){from, T_ALLREDUCE,
+                              all + bytes * (size_t)(from < r ? from : from - 1), bytes};
     }
     rc = mp_coll_exchange(comm, n - 1, in, n - 1, out);
-    for (int i = n - 1; !rc && i >= 0; i--) { /* *tmp = v(i) op *tmp */
-        const char *v = i == r ? *acc : all + bytes * (size_t)i;
-        if (i == n - 1)
-            memcpy(*tmp, v, bytes);
-        else
-            rc = mp_op_apply(op, v, *tmp, count, t);
-    }
-    if (!rc) {
-        void *sw = *acc;
-        *acc = *tmp;
-        *tmp = sw;
-    }
+    if (!rc)
+        rc = reduce_in_order(acc, tmp, all, n, r, count, t, op);
     mp_scratch_free(all);
     return rc;
 }
