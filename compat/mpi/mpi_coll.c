@@ -1116,6 +1116,20 @@ static int check_rooted(MPI_Comm comm, int root, const void *own, int count,
     return rc;
 }
 
+/* A regular gather's or scatter's arguments: this rank's own block (as
+   check_rooted) and the root's buffer of every rank's blocks. */
+static int check_regular(MPI_Comm comm, int root, const void *own, int count,
+                         MPI_Datatype t, const void *all, int all_count,
+                         MPI_Datatype all_t)
+{
+    int rc = check_root(comm, root);
+    if (!rc && (own != MPI_IN_PLACE || comm->rank != root))
+        rc = mp_check_buf(own == MPI_IN_PLACE ? NULL : own, count, t);
+    if (!rc && comm->rank == root)
+        rc = mp_check_buf(all, all_count, all_t);
+    return rc;
+}
+
 /* Whether a regular gather or scatter of blocks of `bytes` (this rank's
    view: MPI has every rank's the same) goes by tree: below `linear_min`
    (FLIT_MPI_GATHER_LINEAR_MIN, FLIT_MPI_SCATTER_LINEAR_MIN) on 3 or more
@@ -1158,11 +1172,8 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
     if (rc)
         return rc;
     int at_root = comm->rank == root;
-    rc = check_root(comm, root);
-    if (!rc && (sendbuf != MPI_IN_PLACE || !at_root))
-        rc = mp_check_buf(sendbuf == MPI_IN_PLACE ? NULL : sendbuf, sendcount, sendtype);
-    if (!rc && at_root)
-        rc = mp_check_buf(recvbuf, recvcount, recvtype);
+    rc = check_regular(comm, root, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                       recvtype);
     FAIL(comm, rc, fn);
     size_t bytes =
         at_root ? mp_type_bytes(recvtype, recvcount) : mp_type_bytes(sendtype, sendcount);
@@ -1204,11 +1215,8 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     if (rc)
         return rc;
     int at_root = comm->rank == root;
-    rc = check_root(comm, root);
-    if (!rc && (recvbuf != MPI_IN_PLACE || !at_root))
-        rc = mp_check_buf(recvbuf == MPI_IN_PLACE ? NULL : recvbuf, recvcount, recvtype);
-    if (!rc && at_root)
-        rc = mp_check_buf(sendbuf, sendcount, sendtype);
+    rc = check_regular(comm, root, recvbuf, recvcount, recvtype, sendbuf, sendcount,
+                       sendtype);
     FAIL(comm, rc, fn);
     size_t bytes =
         at_root ? mp_type_bytes(sendtype, sendcount) : mp_type_bytes(recvtype, recvcount);
