@@ -797,7 +797,6 @@ static void block_done(char *buf, const side *sd, int i, void *kept, size_t byte
         mp_unpack(kept, bytes, buf + sd->displs[i], sd->counts[i], sd->types[i]);
 }
 
-/* This rank's own block: copied (memmove: in place, they may overlap). */
 /* A side of n peers: displacements in bytes (displs[i] * scale, or displs[i]
    when types is given), the one type t for all unless types. */
 static int side_make(side *sd, int n, const int *counts, const int *displs,
@@ -1364,6 +1363,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     return rc;
 }
 
+/* This rank's own block of an exchange: copied (copy_block). */
 static int block_self(const char *sbuf, const side *snd, char *rbuf, const side *rcv,
                       int r)
 {
